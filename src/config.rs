@@ -1,0 +1,559 @@
+//! Settings: every environment variable the watchdog reads, validated once into a
+//! [`Config`].
+//!
+//! This is the only module that looks at the environment. It works on an
+//! [`Env`] snapshot so tests can hand it any map; a bad value is an
+//! [`Error::Usage`] naming the variable and the value, never silently replaced.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// A snapshot of the process environment.
+pub type Env = BTreeMap<String, String>;
+
+/// Reads the real environment (non-UTF-8 values are converted lossily).
+pub fn process_env() -> Env {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A value that must never reach a log line.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Where a setting's value came from, for `--print-config`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub name: &'static str,
+    pub value: String,
+    pub origin: &'static str,
+}
+
+pub const DEFAULT_CONTINUITY_MESSAGE: &str = "[agent-deck-watchdog] This session was restarted \
+automatically at {timestamp} after it was found in error. If you were in the middle of a task, \
+re-read your notes and continue from where you left off.";
+
+/// Every setting, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub home: PathBuf,
+    pub root: PathBuf,
+    pub watchdog_dir: PathBuf,
+    pub bin: PathBuf,
+    pub hooks_dir: PathBuf,
+    pub telegram_chat_id: Option<String>,
+    pub telegram_token: Option<Secret>,
+    pub telegram_api_base: String,
+    pub rate_limit_max: u32,
+    pub rate_limit_window: Duration,
+    pub post_restart_cooldown: Duration,
+    pub min_global_restart_interval: Duration,
+    pub cascade_threshold: u32,
+    pub cascade_window: Duration,
+    pub cascade_pause: Duration,
+    pub cascade_wait: Duration,
+    pub safety_poll_interval: Duration,
+    pub subprocess_timeout: Duration,
+    pub event_queue_maxsize: usize,
+    pub liveness_confirm_gap: Duration,
+    pub liveness_skip_escalate_after: u32,
+    pub restart_verify: Duration,
+    pub start_verify: Duration,
+    pub escalation_dedup: Duration,
+    pub api_429_backoff: Duration,
+    pub breaker_threshold: u32,
+    pub breaker_window: Duration,
+    pub breaker_pause: Duration,
+    pub continuity_message: String,
+    pub stale_error_cleanup: Duration,
+    pub poller_check_interval: Duration,
+    pub poller_restart_dedup: Duration,
+    pub waiting_patrol_threshold: Duration,
+    pub waiting_patrol_nudge_dedup: Duration,
+    pub prompt_resume_profiles: Vec<(String, PathBuf)>,
+    pub task_timers_file: PathBuf,
+    pub task_daily_redispatch_cap: u32,
+    pub task_partial_hmac_key_file: Option<PathBuf>,
+    /// Each setting with its effective value and origin, in table order.
+    pub sources: Vec<Source>,
+}
+
+impl Config {
+    /// Reads and validates every setting from `env`.
+    pub fn from_env(env: &Env) -> Result<Config> {
+        Reader::new(env).read()
+    }
+
+    pub fn autorestart_dir(&self) -> PathBuf {
+        self.watchdog_dir.join("autorestart")
+    }
+
+    /// The table printed by `--print-config`.
+    pub fn describe(&self) -> String {
+        let width = self.sources.iter().map(|s| s.name.len()).max().unwrap_or(0);
+        let mut out = String::new();
+        for s in &self.sources {
+            out.push_str(&format!("{:width$}  {}  ({})\n", s.name, s.value, s.origin));
+        }
+        out
+    }
+}
+
+/// Walks the table of settings, recording where each value came from.
+struct Reader<'a> {
+    env: &'a Env,
+    sources: Vec<Source>,
+}
+
+impl<'a> Reader<'a> {
+    fn new(env: &'a Env) -> Reader<'a> {
+        Reader {
+            env,
+            sources: Vec::new(),
+        }
+    }
+
+    /// The variable's value when it is set and not empty.
+    fn get(&self, name: &str) -> Option<&'a str> {
+        self.env
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    fn note(&mut self, name: &'static str, value: impl Into<String>, origin: &'static str) {
+        self.sources.push(Source {
+            name,
+            value: value.into(),
+            origin,
+        });
+    }
+
+    fn seconds(&mut self, name: &'static str, default: f64) -> Result<Duration> {
+        let (secs, origin) = match self.get(name) {
+            None => (default, "default"),
+            Some(raw) => (parse_seconds(name, raw)?, "environment"),
+        };
+        self.note(name, format_seconds(secs), origin);
+        Ok(Duration::from_secs_f64(secs))
+    }
+
+    fn positive_seconds(&mut self, name: &'static str, default: f64) -> Result<Duration> {
+        let d = self.seconds(name, default)?;
+        if d.is_zero() {
+            return Err(Error::usage(format!(
+                "{name}=0 is invalid: it must be greater than 0"
+            )));
+        }
+        Ok(d)
+    }
+
+    fn count(&mut self, name: &'static str, default: u32, min: u32) -> Result<u32> {
+        let (n, origin) = match self.get(name) {
+            None => (default, "default"),
+            Some(raw) => (parse_count(name, raw, min)?, "environment"),
+        };
+        self.note(name, n.to_string(), origin);
+        Ok(n)
+    }
+
+    fn path(&mut self, name: &'static str, default: PathBuf) -> PathBuf {
+        let (p, origin) = match self.get(name) {
+            None => (default, "default"),
+            Some(raw) => (PathBuf::from(raw), "environment"),
+        };
+        self.note(name, p.display().to_string(), origin);
+        p
+    }
+
+    fn read(mut self) -> Result<Config> {
+        let home = self.get("HOME").map(PathBuf::from);
+        let home_or = |what: &str| -> Result<PathBuf> {
+            home.clone().ok_or_else(|| {
+                Error::usage(format!(
+                    "HOME is not set, so {what} has no default: set HOME or {what}"
+                ))
+            })
+        };
+        let root = match self.get("AGENT_DECK_ROOT") {
+            Some(_) => self.path("AGENT_DECK_ROOT", PathBuf::new()),
+            None => self.path(
+                "AGENT_DECK_ROOT",
+                home_or("AGENT_DECK_ROOT")?.join(".agent-deck"),
+            ),
+        };
+        let watchdog_dir = root.join("watchdog");
+        let bin = self.path("AGENT_DECK_BIN", default_bin(self.get("PATH")));
+        let hooks_dir = match self.get("AGENT_DECK_HOOKS_DIR") {
+            Some(dir) => {
+                self.note("AGENT_DECK_HOOKS_DIR", dir, "environment");
+                PathBuf::from(dir)
+            }
+            None => {
+                let dir = resolve_hooks_dir(
+                    &home_or("AGENT_DECK_HOOKS_DIR")?,
+                    self.get("XDG_DATA_HOME"),
+                    &root,
+                );
+                self.note(
+                    "AGENT_DECK_HOOKS_DIR",
+                    dir.display().to_string(),
+                    "resolved like agent-deck",
+                );
+                dir
+            }
+        };
+        let telegram_chat_id = self.get("TELEGRAM_ESCALATION_CHAT_ID").map(str::to_owned);
+        self.note(
+            "TELEGRAM_ESCALATION_CHAT_ID",
+            telegram_chat_id
+                .clone()
+                .unwrap_or_else(|| "(empty: Telegram off)".into()),
+            if telegram_chat_id.is_some() {
+                "environment"
+            } else {
+                "default"
+            },
+        );
+        let (telegram_token, token_origin) = match self.get("TELEGRAM_BOT_TOKEN") {
+            Some(t) => (Some(Secret(t.to_owned())), "environment"),
+            None => match &home {
+                Some(h) => (
+                    read_token_file(&h.join(".claude/channels/telegram/.env")),
+                    "~/.claude/channels/telegram/.env",
+                ),
+                None => (None, "default"),
+            },
+        };
+        let shown = if telegram_token.is_some() {
+            "(set, not shown)"
+        } else {
+            "(not set)"
+        };
+        self.note("TELEGRAM_BOT_TOKEN", shown, token_origin);
+        let telegram_api_base = match self.get("TELEGRAM_API_BASE") {
+            Some(b) => {
+                self.note("TELEGRAM_API_BASE", b, "environment");
+                b.trim_end_matches('/').to_owned()
+            }
+            None => {
+                self.note("TELEGRAM_API_BASE", "https://api.telegram.org", "default");
+                "https://api.telegram.org".to_owned()
+            }
+        };
+        let rate_limit_max = self.count("RATE_LIMIT_MAX", 3, 1)?;
+        let rate_limit_window = self.positive_seconds("RATE_LIMIT_WINDOW_S", 300.0)?;
+        let post_restart_cooldown = self.seconds("POST_RESTART_COOLDOWN_S", 30.0)?;
+        let min_global_restart_interval = self.seconds("MIN_GLOBAL_RESTART_INTERVAL_S", 60.0)?;
+        let cascade_threshold = self.count("CASCADE_THRESHOLD", 5, 2)?;
+        let cascade_window = self.seconds("CASCADE_WINDOW_S", 10.0)?;
+        let cascade_pause = self.seconds("CASCADE_PAUSE_S", 60.0)?;
+        let cascade_wait = self.seconds("CASCADE_WAIT_S", 30.0)?;
+        let safety_poll_interval = self.positive_seconds("SAFETY_POLL_INTERVAL_S", 5.0)?;
+        let subprocess_timeout = self.positive_seconds("SUBPROCESS_TIMEOUT_S", 30.0)?;
+        let event_queue_maxsize = self.count("EVENT_QUEUE_MAXSIZE", 100, 1)? as usize;
+        let liveness_confirm_gap = self.seconds("LIVENESS_CONFIRM_GAP_S", 2.0)?;
+        let liveness_skip_escalate_after = self.count("LIVENESS_SKIP_ESCALATE_AFTER", 3, 1)?;
+        let restart_verify = self.seconds("RESTART_VERIFY_S", 4.0)?;
+        let start_verify = self.seconds("START_VERIFY_S", 15.0)?;
+        let escalation_dedup = self.seconds("ESCALATION_DEDUP_S", 300.0)?;
+        let api_429_backoff = self.seconds("API_429_BACKOFF_S", 180.0)?;
+        let breaker_threshold = self.count("CIRCUIT_BREAKER_429_THRESHOLD", 3, 1)?;
+        let breaker_window = self.seconds("CIRCUIT_BREAKER_429_WINDOW_S", 600.0)?;
+        let breaker_pause = self.seconds("CIRCUIT_BREAKER_PAUSE_S", 600.0)?;
+        let continuity_message = match self.env.get("CONTINUITY_MESSAGE") {
+            Some(m) => {
+                self.note(
+                    "CONTINUITY_MESSAGE",
+                    if m.is_empty() { "(empty: disabled)" } else { m },
+                    "environment",
+                );
+                m.clone()
+            }
+            None => {
+                self.note("CONTINUITY_MESSAGE", DEFAULT_CONTINUITY_MESSAGE, "default");
+                DEFAULT_CONTINUITY_MESSAGE.to_owned()
+            }
+        };
+        let stale_error_cleanup = self.seconds("STALE_ERROR_CLEANUP_S", 0.0)?;
+        let poller_check_interval = self.positive_seconds("POLLER_CHECK_INTERVAL_S", 60.0)?;
+        let poller_restart_dedup = self.seconds("POLLER_RESTART_DEDUP_S", 3600.0)?;
+        let waiting_patrol_threshold =
+            self.positive_seconds("WAITING_PATROL_THRESHOLD_S", 600.0)?;
+        let waiting_patrol_nudge_dedup = self.seconds("WAITING_PATROL_NUDGE_DEDUP_S", 3600.0)?;
+        let raw_profiles = self.get("PROMPT_RESUME_PROFILES").unwrap_or("");
+        let prompt_resume_profiles = parse_profile_map(raw_profiles)?;
+        self.note(
+            "PROMPT_RESUME_PROFILES",
+            if raw_profiles.is_empty() {
+                "(empty: off)"
+            } else {
+                raw_profiles
+            },
+            if raw_profiles.is_empty() {
+                "default"
+            } else {
+                "environment"
+            },
+        );
+        let task_timers_file = self.path("TASK_TIMERS_FILE", watchdog_dir.join("task-timers.json"));
+        let task_daily_redispatch_cap = self.count("TASK_DAILY_REDISPATCH_CAP", 20, 0)?;
+        let task_partial_hmac_key_file = self.get("TASK_PARTIAL_HMAC_KEY_FILE").map(PathBuf::from);
+        self.note(
+            "TASK_PARTIAL_HMAC_KEY_FILE",
+            task_partial_hmac_key_file
+                .as_ref()
+                .map_or("(empty: no signature check)".into(), |p| {
+                    p.display().to_string()
+                }),
+            if task_partial_hmac_key_file.is_some() {
+                "environment"
+            } else {
+                "default"
+            },
+        );
+        Ok(Config {
+            home: home.unwrap_or_else(|| PathBuf::from("/")),
+            root,
+            watchdog_dir,
+            bin,
+            hooks_dir,
+            telegram_chat_id,
+            telegram_token,
+            telegram_api_base,
+            rate_limit_max,
+            rate_limit_window,
+            post_restart_cooldown,
+            min_global_restart_interval,
+            cascade_threshold,
+            cascade_window,
+            cascade_pause,
+            cascade_wait,
+            safety_poll_interval,
+            subprocess_timeout,
+            event_queue_maxsize,
+            liveness_confirm_gap,
+            liveness_skip_escalate_after,
+            restart_verify,
+            start_verify,
+            escalation_dedup,
+            api_429_backoff,
+            breaker_threshold,
+            breaker_window,
+            breaker_pause,
+            continuity_message,
+            stale_error_cleanup,
+            poller_check_interval,
+            poller_restart_dedup,
+            waiting_patrol_threshold,
+            waiting_patrol_nudge_dedup,
+            prompt_resume_profiles,
+            task_timers_file,
+            task_daily_redispatch_cap,
+            task_partial_hmac_key_file,
+            sources: self.sources,
+        })
+    }
+}
+
+/// Parses a non-negative, finite decimal number of seconds.
+pub fn parse_seconds(name: &str, raw: &str) -> Result<f64> {
+    match raw.trim().parse::<f64>() {
+        Ok(v) if (0.0..1e9).contains(&v) => Ok(v),
+        _ => Err(Error::usage(format!(
+            "{name}={raw:?} is invalid: expected a number of seconds such as 30 or 0.5"
+        ))),
+    }
+}
+
+fn parse_count(name: &str, raw: &str, min: u32) -> Result<u32> {
+    match raw.trim().parse::<u32>() {
+        Ok(v) if v >= min => Ok(v),
+        _ => Err(Error::usage(format!(
+            "{name}={raw:?} is invalid: expected a whole number of at least {min}"
+        ))),
+    }
+}
+
+fn format_seconds(secs: f64) -> String {
+    format!("{secs}s")
+}
+
+/// `agent-deck` on `PATH`, else `/usr/local/bin/agent-deck`.
+fn default_bin(path: Option<&str>) -> PathBuf {
+    path.into_iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("agent-deck"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("/usr/local/bin/agent-deck"))
+}
+
+/// The hooks directory as agent-deck resolves it: XDG if it exists, else the
+/// legacy directory under the root if it exists, else XDG.
+pub fn resolve_hooks_dir(home: &Path, xdg_data_home: Option<&str>, root: &Path) -> PathBuf {
+    let data = match xdg_data_home {
+        Some(x) if Path::new(x).is_absolute() => PathBuf::from(x),
+        _ => home.join(".local/share"),
+    };
+    let xdg = data.join("agent-deck/hooks");
+    let legacy = root.join("hooks");
+    if xdg.is_dir() {
+        xdg
+    } else if legacy.is_dir() {
+        legacy
+    } else {
+        xdg
+    }
+}
+
+/// Reads the `TELEGRAM_BOT_TOKEN=` line of an env file, if any.
+fn read_token_file(path: &Path) -> Option<Secret> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find_map(|line| {
+        let line = line.trim();
+        let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
+        let value = line.strip_prefix("TELEGRAM_BOT_TOKEN=")?;
+        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+        (!value.is_empty()).then(|| Secret(value.to_owned()))
+    })
+}
+
+/// Parses `profile=CLAUDE_CONFIG_DIR,…`.
+fn parse_profile_map(raw: &str) -> Result<Vec<(String, PathBuf)>> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|entry| match entry.split_once('=') {
+            Some((p, d)) if !p.trim().is_empty() && !d.trim().is_empty() => {
+                Ok((p.trim().to_owned(), PathBuf::from(d.trim())))
+            }
+            _ => Err(Error::usage(format!(
+                "PROMPT_RESUME_PROFILES entry {entry:?} is invalid: expected profile=CLAUDE_CONFIG_DIR"
+            ))),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        let mut e: Env = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        e.entry("HOME".into())
+            .or_insert_with(|| "/nonexistent-home".into());
+        e
+    }
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let c = Config::from_env(&env(&[])).unwrap();
+        assert_eq!(c.root, PathBuf::from("/nonexistent-home/.agent-deck"));
+        assert_eq!(c.rate_limit_max, 3);
+        assert_eq!(c.rate_limit_window, Duration::from_secs(300));
+        assert_eq!(c.min_global_restart_interval, Duration::from_secs(60));
+        assert_eq!(c.cascade_threshold, 5);
+        assert_eq!(c.safety_poll_interval, Duration::from_secs(5));
+        assert_eq!(c.event_queue_maxsize, 100);
+        assert_eq!(c.liveness_confirm_gap, Duration::from_secs(2));
+        assert_eq!(c.escalation_dedup, Duration::from_secs(300));
+        assert_eq!(
+            c.hooks_dir,
+            PathBuf::from("/nonexistent-home/.local/share/agent-deck/hooks")
+        );
+        assert_eq!(
+            c.task_timers_file,
+            PathBuf::from("/nonexistent-home/.agent-deck/watchdog/task-timers.json")
+        );
+        assert!(c.continuity_message.contains("{timestamp}"));
+    }
+
+    #[test]
+    fn decimal_seconds_are_accepted() {
+        let c = Config::from_env(&env(&[("SAFETY_POLL_INTERVAL_S", "0.25")])).unwrap();
+        assert_eq!(c.safety_poll_interval, Duration::from_millis(250));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable_and_value() {
+        for (k, v) in [
+            ("RATE_LIMIT_MAX", "three"),
+            ("RATE_LIMIT_MAX", "0"),
+            ("SAFETY_POLL_INTERVAL_S", "-1"),
+            ("SAFETY_POLL_INTERVAL_S", "0"),
+            ("CASCADE_WAIT_S", "nan"),
+            ("EVENT_QUEUE_MAXSIZE", "1.5"),
+            ("PROMPT_RESUME_PROFILES", "personal"),
+        ] {
+            let err = Config::from_env(&env(&[(k, v)])).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            let msg = err.to_string();
+            assert!(msg.contains(k) && msg.contains(v), "{msg}");
+        }
+    }
+
+    #[test]
+    fn hooks_dir_prefers_existing_xdg_then_legacy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path();
+        let root = home.join(".agent-deck");
+        assert_eq!(
+            resolve_hooks_dir(home, None, &root),
+            home.join(".local/share/agent-deck/hooks")
+        );
+        std::fs::create_dir_all(root.join("hooks")).unwrap();
+        assert_eq!(resolve_hooks_dir(home, None, &root), root.join("hooks"));
+        std::fs::create_dir_all(home.join(".local/share/agent-deck/hooks")).unwrap();
+        assert_eq!(
+            resolve_hooks_dir(home, None, &root),
+            home.join(".local/share/agent-deck/hooks")
+        );
+        let xdg = home.join("xdg");
+        std::fs::create_dir_all(xdg.join("agent-deck/hooks")).unwrap();
+        assert_eq!(
+            resolve_hooks_dir(home, xdg.to_str(), &root),
+            xdg.join("agent-deck/hooks")
+        );
+    }
+
+    #[test]
+    fn token_is_read_from_file_and_never_printed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".claude/channels/telegram");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(".env"),
+            "OTHER=1\nTELEGRAM_BOT_TOKEN=\"123:abc\"\n",
+        )
+        .unwrap();
+        let c = Config::from_env(&env(&[("HOME", tmp.path().to_str().unwrap())])).unwrap();
+        assert_eq!(c.telegram_token.as_ref().unwrap().expose(), "123:abc");
+        assert!(!c.describe().contains("123:abc"));
+        assert!(!format!("{c:?}").contains("123:abc"));
+    }
+}

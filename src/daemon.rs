@@ -1,0 +1,406 @@
+//! The daemon: wires the threads together and runs the main loop.
+//!
+//! Thread A (inotify) and thread B (the safety-poll ticker) feed one bounded
+//! [`EventQueue`]; the main thread consumes it, reads the fleet, runs the
+//! gates and hands cleared restarts to the [`Restarter`] thread. `--once` is
+//! one tick of the same code followed by waiting for the work it started.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::agent_deck::{AgentDeck, Cli, ReadOnly};
+use crate::cli::RunFlags;
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::escalate::{Escalator, EscalatorParts};
+use crate::events::{Batch, Event, EventQueue};
+use crate::fleet::Fleet;
+use crate::lock;
+use crate::policy::{self, Gate, Limits};
+use crate::records::Records;
+use crate::restart::{self, Restarter};
+use crate::session::{self, Live, Session, Status};
+use crate::shutdown::Shutdown;
+use crate::state::State;
+use crate::watcher;
+
+/// A hook-triggered status check for one session runs at most this often.
+const HOOK_CHECK_GAP: f64 = 1.0;
+
+/// Runs the daemon (or one pass with `--once`) until done or signalled.
+pub fn run(cfg: Config, flags: RunFlags) -> Result<()> {
+    std::fs::create_dir_all(cfg.autorestart_dir()).map_err(|e| {
+        Error::runtime(format!(
+            "cannot create {}: {e}",
+            cfg.autorestart_dir().display()
+        ))
+    })?;
+    let _lock = lock::acquire(&cfg.watchdog_dir)?;
+    let shutdown = Shutdown::new()
+        .map_err(|e| Error::runtime(format!("cannot create the shutdown eventfd: {e}")))?;
+    let reload = Arc::new(AtomicBool::new(false));
+    let signals = Signals::install(shutdown.clone(), reload.clone())?;
+    let cli: Arc<dyn AgentDeck> = Arc::new(Cli::new(
+        cfg.bin.clone(),
+        cfg.subprocess_timeout,
+        shutdown.clone(),
+    ));
+    let deck: Arc<dyn AgentDeck> = if flags.dry_run {
+        Arc::new(ReadOnly(cli))
+    } else {
+        cli
+    };
+    log::info!(
+        "agent-deck-watchdog {} starting: dry_run={} once={} cli={} hooks={}",
+        env!("CARGO_PKG_VERSION"),
+        flags.dry_run,
+        flags.once,
+        cfg.bin.display(),
+        cfg.hooks_dir.display()
+    );
+    let mut daemon = Daemon::new(&cfg, flags, deck, Arc::new(SystemClock), shutdown.clone())?;
+    if flags.once {
+        daemon.tick();
+        daemon.finish();
+    } else {
+        daemon.serve(&cfg, &reload)?;
+    }
+    signals.close();
+    log::info!("agent-deck-watchdog stopped");
+    Ok(())
+}
+
+/// The main loop's state and collaborators.
+pub struct Daemon {
+    flags: RunFlags,
+    deck: Arc<dyn AgentDeck>,
+    state: Arc<Mutex<State>>,
+    limits: Limits,
+    escalator: Arc<Escalator>,
+    restarter: Restarter,
+    queue: Arc<EventQueue>,
+    shutdown: Shutdown,
+    clock: Arc<dyn Clock>,
+    fleet: Fleet,
+    /// When each session was last checked because of a hook event.
+    hook_checked: BTreeMap<String, f64>,
+    /// Hook checks postponed by the per-session throttle.
+    deferred: BTreeSet<String>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Daemon {
+    pub fn new(
+        cfg: &Config,
+        flags: RunFlags,
+        deck: Arc<dyn AgentDeck>,
+        clock: Arc<dyn Clock>,
+        shutdown: Shutdown,
+    ) -> Result<Daemon> {
+        let state = Arc::new(Mutex::new(State::default()));
+        let limits = Limits::from_config(cfg);
+        let records = Arc::new(Records::new(&cfg.watchdog_dir));
+        let escalator = Arc::new(Escalator::new(EscalatorParts {
+            records: records.clone(),
+            state: state.clone(),
+            limits: limits.clone(),
+            clock: clock.clone(),
+            dry_run: flags.dry_run,
+            script: cfg.watchdog_dir.join("escalate.sh"),
+            script_timeout: cfg.subprocess_timeout,
+            notifier: None,
+            shutdown: shutdown.clone(),
+        }));
+        let restarter = Restarter::spawn(restart::Context {
+            deck: deck.clone(),
+            state: state.clone(),
+            limits: limits.clone(),
+            settings: restart::Settings {
+                dry_run: flags.dry_run,
+                gap: cfg.liveness_confirm_gap,
+                restart_verify: cfg.restart_verify,
+                start_verify: cfg.start_verify,
+                continuity_message: cfg.continuity_message.clone(),
+            },
+            records,
+            escalator: escalator.clone(),
+            clock: clock.clone(),
+            shutdown: shutdown.clone(),
+        })
+        .map_err(|e| Error::runtime(format!("cannot start the restart thread: {e}")))?;
+        let mut fleet = Fleet::new(cfg.autorestart_dir());
+        fleet.reload_markers();
+        Ok(Daemon {
+            flags,
+            deck,
+            state,
+            limits,
+            escalator,
+            restarter,
+            queue: Arc::new(EventQueue::new(cfg.event_queue_maxsize)),
+            shutdown,
+            clock,
+            fleet,
+            hook_checked: BTreeMap::new(),
+            deferred: BTreeSet::new(),
+            threads: Vec::new(),
+        })
+    }
+
+    /// The long-running loop.
+    fn serve(&mut self, cfg: &Config, reload: &AtomicBool) -> Result<()> {
+        let watcher = watcher::spawn(
+            cfg.hooks_dir.clone(),
+            self.queue.clone(),
+            self.shutdown.clone(),
+        )
+        .map_err(|e| Error::runtime(format!("cannot start the inotify watcher: {e}")))?;
+        self.threads.push(watcher);
+        self.threads.push(spawn_ticker(
+            cfg.safety_poll_interval,
+            self.queue.clone(),
+            self.shutdown.clone(),
+        )?);
+        log::info!(
+            "armed: watching hooks and polling every {:.1}s",
+            cfg.safety_poll_interval.as_secs_f64()
+        );
+        loop {
+            let wait = if self.deferred.is_empty() {
+                Duration::from_secs(1)
+            } else {
+                Duration::from_millis(200)
+            };
+            let Some(batch) = self.queue.next_batch(&self.shutdown, wait) else {
+                break;
+            };
+            if reload.swap(false, Ordering::SeqCst) {
+                log::info!("SIGHUP: re-reading the opt-in markers");
+                self.fleet.reload_markers();
+            }
+            self.handle(batch);
+        }
+        self.finish();
+        Ok(())
+    }
+
+    fn handle(&mut self, batch: Batch) {
+        if batch.tick || batch.rescan {
+            self.tick();
+        }
+        for id in batch.hooks {
+            self.on_hook(&id);
+        }
+        let now = self.clock.now();
+        let due: Vec<String> = self
+            .deferred
+            .iter()
+            .filter(|id| {
+                self.hook_checked
+                    .get(*id)
+                    .is_none_or(|t| now - t >= HOOK_CHECK_GAP)
+            })
+            .cloned()
+            .collect();
+        for id in due {
+            self.deferred.remove(&id);
+            self.on_hook(&id);
+        }
+    }
+
+    /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
+    pub fn tick(&mut self) {
+        self.fleet.reload_markers();
+        if let Err(e) = self.fleet.refresh(self.deck.as_ref()) {
+            log::warn!(
+                "session list is unreadable ({e}); using the last known fleet of {} sessions",
+                self.fleet.len()
+            );
+        }
+        let critical = self.fleet.critical();
+        let mut live: BTreeMap<String, Live> = BTreeMap::new();
+        for profile in Fleet::profiles(&critical) {
+            match self.deck.list_profile(&profile) {
+                Ok(list) => live.extend(list.into_iter().map(|(s, l)| (s.id, l))),
+                Err(e) => log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick"),
+            }
+        }
+        for s in &critical {
+            if let Some(l) = live.get(&s.id) {
+                self.observe(s, l.status());
+            }
+        }
+    }
+
+    /// Acts on a status seen for a critical session.
+    fn observe(&mut self, s: &Session, status: Status) {
+        let now = self.clock.now();
+        policy::note_status(
+            &mut self.state.lock(),
+            &s.id,
+            status.as_str(),
+            status.is_healthy(),
+            now,
+        );
+        if status == Status::Error {
+            self.consider(s);
+        }
+    }
+
+    /// A hook file for `id` was written.
+    fn on_hook(&mut self, id: &str) {
+        if self.fleet.get(id).is_none() {
+            self.fleet.refresh_if_stale(self.deck.as_ref());
+        }
+        let Some(s) = self.fleet.get(id).cloned() else {
+            log::debug!("hook for {id}, which no profile lists; ignored");
+            return;
+        };
+        if !self.fleet.is_critical(&s) || self.state.lock().in_flight.contains(id) {
+            return;
+        }
+        let now = self.clock.now();
+        if self
+            .hook_checked
+            .get(id)
+            .is_some_and(|t| now - t < HOOK_CHECK_GAP)
+        {
+            self.deferred.insert(id.to_owned());
+            return;
+        }
+        self.hook_checked.insert(id.to_owned(), now);
+        match self.deck.show(&s.profile, &s.id) {
+            Ok(live) => self.observe(&s, live.status()),
+            Err(e) => log::warn!(
+                "hook for {id}: status unreadable ({e}); the safety poll will look again"
+            ),
+        }
+    }
+
+    /// Runs the gates for an errored critical session and, if they pass,
+    /// queues its restart.
+    fn consider(&mut self, s: &Session) {
+        let now = self.clock.now();
+        let verdict = {
+            let mut st = self.state.lock();
+            let g = policy::gate(&mut st, &self.limits, &s.id, now);
+            let slot = (g == Gate::Go).then(|| policy::reserve(&mut st, &self.limits, &s.id, now));
+            (g, slot)
+        };
+        match verdict {
+            (Gate::Go, Some(slot)) => {
+                log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
+                self.restarter.submit(restart::Job {
+                    session: s.clone(),
+                    escalation_critical: session::is_escalation_critical(s),
+                    slot,
+                });
+            }
+            (Gate::BudgetSpent, _) => {
+                let msg = format!(
+                    "Session {} ({}) keeps crashing — needs human attention",
+                    s.title, s.id
+                );
+                if self.escalator.escalate(
+                    "rate-limit",
+                    &msg,
+                    Some(&s.id),
+                    session::is_escalation_critical(s),
+                ) {
+                    log::warn!(
+                        "{} used its {} restarts in {:.0}s; no more restarts until the window moves",
+                        s.id, self.limits.rate_max, self.limits.rate_window
+                    );
+                }
+            }
+            (Gate::Skip(why), _) => {
+                log::debug!("{} is in error but not restarted now: {why}", s.id)
+            }
+            (Gate::Go, None) => {}
+        }
+    }
+
+    /// Waits for started work, then stops every thread.
+    pub fn finish(&mut self) {
+        self.restarter.finish();
+        self.escalator.drain();
+        self.shutdown.trigger();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        let stats = self.deck.stats();
+        let calls: u64 = stats.calls.values().sum();
+        let failures: u64 = stats.failures.values().sum();
+        log::info!(
+            "{calls} agent-deck calls, {failures} failed, {} queue drops{}",
+            self.queue.drops(),
+            if self.flags.dry_run { " (dry-run)" } else { "" }
+        );
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.shutdown.trigger();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Thread B: a tick now, then one every `interval`.
+fn spawn_ticker(
+    interval: Duration,
+    queue: Arc<EventQueue>,
+    shutdown: Shutdown,
+) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("poll".into())
+        .spawn(move || {
+            queue.send(Event::Tick);
+            while shutdown.sleep(interval) {
+                queue.send(Event::Tick);
+            }
+        })
+        .map_err(|e| Error::runtime(format!("cannot start the poll thread: {e}")))
+}
+
+/// SIGTERM/SIGINT trigger shutdown; SIGHUP asks for a reload.
+struct Signals {
+    handle: signal_hook::iterator::Handle,
+    thread: JoinHandle<()>,
+}
+
+impl Signals {
+    fn install(shutdown: Shutdown, reload: Arc<AtomicBool>) -> Result<Signals> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+            .map_err(|e| Error::runtime(format!("cannot install signal handlers: {e}")))?;
+        let handle = signals.handle();
+        let thread = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for sig in signals.forever() {
+                    if sig == SIGHUP {
+                        reload.store(true, Ordering::SeqCst);
+                    } else {
+                        log::info!("signal {sig} received, shutting down");
+                        shutdown.trigger();
+                    }
+                }
+            })
+            .map_err(|e| Error::runtime(format!("cannot start the signal thread: {e}")))?;
+        Ok(Signals { handle, thread })
+    }
+
+    fn close(self) {
+        self.handle.close();
+        let _ = self.thread.join();
+    }
+}

@@ -1,0 +1,61 @@
+//! agent-deck-watchdog: keeps the critical sessions of an agent-deck fleet
+//! alive.
+//!
+//! `main.rs` hands the command line to [`main_with_args`], which dispatches to
+//! the command and maps its result to an exit code (0 ok, 1 runtime failure,
+//! 2 usage or configuration, 3 lock held). Every error prints as one line
+//! prefixed `agent-deck-watchdog:`.
+
+pub mod agent_deck;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod daemon;
+pub mod error;
+pub mod escalate;
+pub mod events;
+pub mod fleet;
+pub mod liveness;
+pub mod lock;
+pub mod logging;
+pub mod parse;
+pub mod policy;
+pub mod process;
+pub mod records;
+pub mod restart;
+pub mod session;
+pub mod shutdown;
+pub mod state;
+pub mod watcher;
+
+use std::ffi::OsString;
+
+use cli::Command;
+use config::Config;
+use error::Result;
+
+/// Runs the program and returns its exit code.
+pub fn main_with_args(args: Vec<OsString>) -> i32 {
+    match dispatch(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("agent-deck-watchdog: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn dispatch(args: Vec<OsString>) -> Result<()> {
+    let env = config::process_env();
+    match cli::parse(args)? {
+        Command::Help => println!("{}", cli::USAGE),
+        Command::Version => println!("agent-deck-watchdog {}", env!("CARGO_PKG_VERSION")),
+        Command::PrintConfig(_) => print!("{}", Config::from_env(&env)?.describe()),
+        Command::Run(flags) => {
+            let cfg = Config::from_env(&env)?;
+            logging::init(flags.verbose, &env);
+            daemon::run(cfg, flags)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,462 @@
+//! One restart, carried out: the serialization wait, the last gate re-check,
+//! liveness confirmation, `session restart`, verification, the `session
+//! start` fallback, the 429 check, the records, the continuity message.
+//!
+//! [`Restarter`] runs these jobs one at a time on its own thread, so the main
+//! loop never blocks on them and restarts never overlap. Decisions come from
+//! [`crate::policy`] and [`crate::liveness`]; this module does the calls and
+//! holds the state mutex only between them.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{unbounded, Sender};
+use parking_lot::Mutex;
+
+use crate::agent_deck::{AgentDeck, RestartAnswer};
+use crate::clock::{local_timestamp, Clock};
+use crate::escalate::Escalator;
+use crate::liveness::{self, Probe, Verdict};
+use crate::policy::{self, Limits};
+use crate::records::{LivenessRecord, Records, RestartRecord};
+use crate::session::{Live, Session, Status};
+use crate::shutdown::Shutdown;
+use crate::state::State;
+
+/// A session the main loop has cleared for restart, with its reserved slot.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub session: Session,
+    pub escalation_critical: bool,
+    pub slot: f64,
+}
+
+/// The timings and switches a restart needs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub dry_run: bool,
+    pub gap: Duration,
+    pub restart_verify: Duration,
+    pub start_verify: Duration,
+    pub continuity_message: String,
+}
+
+/// Everything a restart touches.
+pub struct Context {
+    pub deck: Arc<dyn AgentDeck>,
+    pub state: Arc<Mutex<State>>,
+    pub limits: Limits,
+    pub settings: Settings,
+    pub records: Arc<Records>,
+    pub escalator: Arc<Escalator>,
+    pub clock: Arc<dyn Clock>,
+    pub shutdown: Shutdown,
+}
+
+/// The restart worker thread.
+pub struct Restarter {
+    tx: Option<Sender<Job>>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Restarter {
+    pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
+        let (tx, rx) = unbounded::<Job>();
+        let handle = std::thread::Builder::new()
+            .name("restart".into())
+            .spawn(move || {
+                for job in rx {
+                    ctx.run(&job);
+                    policy::finish(&mut ctx.state.lock(), &job.session.id);
+                }
+            })?;
+        Ok(Restarter {
+            tx: Some(tx),
+            handle: Some(handle),
+        })
+    }
+
+    pub fn submit(&self, job: Job) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(job);
+        }
+    }
+
+    /// Finishes the queued jobs (quickly, if shutdown is set) and stops.
+    pub fn finish(&mut self) {
+        self.tx.take();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Restarter {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Whether a transcript shows an API rate limit (HTTP 429).
+pub fn is_rate_limited(text: &str) -> bool {
+    text.lines().any(|line| {
+        let l = line.to_lowercase();
+        let word_at = |needle: &str| {
+            l.match_indices(needle).any(|(i, _)| {
+                !l[..i]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric())
+            })
+        };
+        let http_429 = ["http 429", "http/429", "http429"].iter().any(|n| {
+            l.match_indices(n).any(|(i, m)| {
+                !l[..i]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric())
+                    && !l[i + m.len()..]
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_alphanumeric())
+            })
+        });
+        let exceeded = l
+            .find("exceed")
+            .and_then(|i| l[i..].find("rate").map(|j| i + j))
+            .is_some_and(|k| l[k..].contains("limit"));
+        word_at("rate limit")
+            || word_at("rate-limit")
+            || word_at("ratelimit")
+            || http_429
+            || line.contains("(429)")
+            || exceeded
+    })
+}
+
+/// Liveness readings through the CLI.
+struct CliProbe<'a> {
+    ctx: &'a Context,
+    session: &'a Session,
+}
+
+impl Probe for CliProbe<'_> {
+    fn read(&self) -> Option<Live> {
+        self.ctx.read_status(self.session)
+    }
+
+    fn pane(&self) -> Option<String> {
+        match self.ctx.deck.pane(&self.session.profile, &self.session.id) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                log::debug!("pane of {} could not be captured: {e}", self.session.id);
+                None
+            }
+        }
+    }
+
+    fn wait(&self, gap: Duration) -> bool {
+        self.ctx.shutdown.sleep(gap)
+    }
+
+    fn now(&self) -> f64 {
+        self.ctx.clock.now()
+    }
+}
+
+impl Context {
+    fn read_status(&self, s: &Session) -> Option<Live> {
+        match self.deck.show(&s.profile, &s.id) {
+            Ok(live) => Some(live),
+            Err(e) => {
+                log::warn!("status of {} is unreadable: {e}", s.id);
+                None
+            }
+        }
+    }
+
+    fn record(&self, s: &Session, action: &str, reason: Option<String>) -> RestartRecord {
+        RestartRecord {
+            ts: self.clock.now(),
+            id: s.id.clone(),
+            title: s.title.clone(),
+            profile: s.profile.clone(),
+            action: action.to_owned(),
+            reason,
+            dry_run: self.settings.dry_run,
+            backoff_s: None,
+            final_status: None,
+        }
+    }
+
+    fn give_back(&self, job: &Job) {
+        policy::give_back(&mut self.state.lock(), &job.session.id, job.slot);
+    }
+
+    fn run(&self, job: &Job) {
+        let s = &job.session;
+        if !self.wait_turn(s) {
+            log::info!("restart of {} abandoned: shutting down", s.id);
+            self.give_back(job);
+            return;
+        }
+        if let Some(why) = policy::recheck(&mut self.state.lock(), &s.id, self.clock.now()) {
+            log::info!("restart of {} skipped after the wait: {why}", s.id);
+            self.give_back(job);
+            return;
+        }
+        if !self.confirm_dead(job) {
+            return;
+        }
+        let burst =
+            policy::note_restart_call(&mut self.state.lock(), &self.limits, self.clock.now());
+        if burst {
+            let msg = format!(
+                "{} restarts within {:.0}s — pausing every restart for {:.0}s",
+                self.limits.cascade_threshold,
+                self.limits.cascade_window,
+                self.limits.cascade_pause
+            );
+            self.escalator.escalate("cascade", &msg, None, true);
+        }
+        self.records.restart(&self.record(s, "restart", None));
+        if self.settings.dry_run {
+            log::info!("dry-run: would restart {} ({}) now", s.id, s.title);
+            return;
+        }
+        log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
+        match self.deck.restart(&s.profile, &s.id) {
+            Ok(RestartAnswer::Skipped(reason)) => {
+                log::info!("agent-deck declined to restart {}: {reason}; not falling back to session start", s.id);
+                self.give_back(job);
+                let reason = format!("agent-deck refused the restart: {reason}");
+                self.records
+                    .restart(&self.record(s, "cli-refused", Some(reason)));
+            }
+            Ok(RestartAnswer::Restarted) => match self.verify(s, self.settings.restart_verify) {
+                Some(status) if status != Status::Error => self.succeeded(s, status),
+                _ => self.fall_back_to_start(job),
+            },
+            Err(e) => self.failed(job, format!("restart {e}")),
+        }
+    }
+
+    /// Waits for the global serialization; false on shutdown.
+    fn wait_turn(&self, s: &Session) -> bool {
+        loop {
+            let wait =
+                policy::serialization_wait(&self.state.lock(), &self.limits, self.clock.now());
+            if wait <= 0.0 {
+                return true;
+            }
+            log::info!(
+                "restart of {} waits {wait:.1}s: restarts are serialized",
+                s.id
+            );
+            if !self.shutdown.sleep(Duration::from_secs_f64(wait)) {
+                return false;
+            }
+        }
+    }
+
+    /// Liveness confirmation with its records and alerts; true if dead.
+    fn confirm_dead(&self, job: &Job) -> bool {
+        let s = &job.session;
+        let ev = liveness::confirm(
+            &CliProbe {
+                ctx: self,
+                session: s,
+            },
+            self.settings.gap,
+        );
+        let mut consecutive = None;
+        if let Verdict::Skip(reason) = ev.verdict {
+            self.give_back(job);
+            if reason == "pane_active" {
+                let (n, alert) =
+                    policy::note_pane_active(&mut self.state.lock(), &self.limits, &s.id);
+                consecutive = Some(n);
+                if alert {
+                    let msg = format!(
+                        "{} ({}) has reported status=error {n}x while its pane kept producing output — the session is alive and the restart was skipped each time. This is a status-classification problem, not a dead session.",
+                        s.title, s.id
+                    );
+                    self.escalator.escalate(
+                        "liveness-mismatch",
+                        &msg,
+                        Some(&s.id),
+                        job.escalation_critical,
+                    );
+                }
+            }
+            if reason == "auth_hold"
+                && policy::first_in_episode(&mut self.state.lock(), &s.id, "auth-hold")
+            {
+                let msg = format!(
+                    "{} ({}) is held for an auth failure ({}) — a restart cannot fix a credential. Repair the login, then restart it explicitly.",
+                    s.title,
+                    s.id,
+                    ev.auth_hold_reason.as_deref().unwrap_or("unknown")
+                );
+                self.escalator
+                    .escalate("auth-hold", &msg, Some(&s.id), job.escalation_critical);
+            }
+            log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
+            self.records
+                .restart(&self.record(s, "skipped-alive", Some(reason.to_owned())));
+        } else {
+            log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
+        }
+        self.records.liveness(&LivenessRecord {
+            ts: self.clock.now(),
+            id: s.id.clone(),
+            title: s.title.clone(),
+            profile: s.profile.clone(),
+            gap_s: self.settings.gap.as_secs_f64(),
+            reads: ev.reads,
+            pane: ev.pane,
+            auth_hold_reason: ev.auth_hold_reason,
+            decision: if ev.verdict == Verdict::Dead {
+                "restart"
+            } else {
+                "skip"
+            }
+            .into(),
+            reason: ev.verdict.reason().into(),
+            consecutive_skips: consecutive,
+            dry_run: self.settings.dry_run,
+        });
+        ev.verdict == Verdict::Dead
+    }
+
+    /// Polls the status for up to `within`; the last status read, if any.
+    fn verify(&self, s: &Session, within: Duration) -> Option<Status> {
+        let step = (within / 4).min(Duration::from_secs(1));
+        let deadline = self.clock.now() + within.as_secs_f64();
+        let mut last = None;
+        loop {
+            if !step.is_zero() && !self.shutdown.sleep(step) {
+                return last;
+            }
+            if let Some(live) = self.read_status(s) {
+                last = live.status;
+                if live.status() != Status::Error {
+                    return last;
+                }
+            }
+            if self.clock.now() >= deadline || step.is_zero() {
+                return last;
+            }
+        }
+    }
+
+    fn fall_back_to_start(&self, job: &Job) {
+        let s = &job.session;
+        log::warn!(
+            "{} is still in error after restart; falling back to session start",
+            s.id
+        );
+        if let Err(e) = self.deck.start(&s.profile, &s.id) {
+            return self.failed(job, format!("fallback start {e}"));
+        }
+        match self.verify(s, self.settings.start_verify) {
+            Some(status) if status != Status::Error => self.succeeded(s, status),
+            _ => self.failed(
+                job,
+                format!(
+                    "fallback start returned success but status still error after {:.0}s",
+                    self.settings.start_verify.as_secs_f64()
+                ),
+            ),
+        }
+    }
+
+    fn succeeded(&self, s: &Session, status: Status) {
+        log::info!(
+            "restart of {} ({}) worked: status {}",
+            s.id,
+            s.title,
+            status.as_str()
+        );
+        policy::note_success(&mut self.state.lock(), &s.id);
+        let mut rec = self.record(s, "restarted", None);
+        rec.final_status = Some(status.as_str().into());
+        self.records.restart(&rec);
+        let template = &self.settings.continuity_message;
+        if !template.is_empty() {
+            let text = template.replace("{timestamp}", &local_timestamp(self.clock.now()));
+            match self.deck.send(&s.profile, &s.id, &text) {
+                Ok(()) => log::info!("continuity message sent to {}", s.id),
+                Err(e) => log::warn!(
+                    "continuity message to {} failed: {e}; the session runs without it",
+                    s.id
+                ),
+            }
+        }
+    }
+
+    /// A failed restart: a 429 backs off and gives the slot back; anything
+    /// else counts as a crash and escalates on the second in a row.
+    fn failed(&self, job: &Job, err: String) {
+        let s = &job.session;
+        let transcript = self.deck.transcript(&s.profile, &s.id).unwrap_or_default();
+        if is_rate_limited(&transcript) {
+            policy::back_off(
+                &mut self.state.lock(),
+                &self.limits,
+                &s.id,
+                self.clock.now(),
+            );
+            self.give_back(job);
+            log::warn!(
+                "restart of {} hit an API rate limit; backing off {:.0}s, not counted as a crash",
+                s.id,
+                self.limits.backoff_429
+            );
+            let mut rec = self.record(s, "rate-limited", None);
+            rec.backoff_s = Some(self.limits.backoff_429);
+            self.records.restart(&rec);
+            return;
+        }
+        let n = policy::note_failure(&mut self.state.lock(), &s.id);
+        log::warn!(
+            "restart of {} ({}) failed ({n} in a row): {err}",
+            s.id,
+            s.title
+        );
+        self.records
+            .restart(&self.record(s, "restart-failed", Some(err.clone())));
+        if n >= 2 {
+            let msg = format!(
+                "{} ({}) failed to restart {n}x consecutively; last err: {err}",
+                s.title, s.id
+            );
+            self.escalator
+                .escalate("restart-failed", &msg, Some(&s.id), job.escalation_critical);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limit_patterns() {
+        for yes in [
+            "API Error: Rate limit reached",
+            "rate-limit exceeded",
+            "got HTTP 429 from upstream",
+            "HTTP/429",
+            "error (429) too many",
+            "You have exceeded your rate limit",
+            "line one\nEXCEEDED the RATE LIMIT",
+        ] {
+            assert!(is_rate_limited(yes), "{yes}");
+        }
+        for no in ["all good", "moderate limit", "HTTP 4290", "429 apples", "exceeded the budget\nrate of progress"] {
+            assert!(!is_rate_limited(no), "{no}");
+        }
+    }
+}

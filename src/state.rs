@@ -1,0 +1,57 @@
+//! The restart book: everything the guardrails remember, in one serde struct.
+//!
+//! It lives behind one `parking_lot::Mutex`, held only while deciding. The
+//! struct is plain data so it can be saved to `state.json` and loaded after the
+//! watchdog's own restart; the rules that read and change it are in
+//! [`crate::policy`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+/// Per-session memory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionBook {
+    /// Start times of the restart attempts that count against the budget.
+    pub restarts: Vec<f64>,
+    /// No restart attempt before this time (post-restart quiet time).
+    pub cooldown_until: f64,
+    /// No restart attempt before this time (API rate-limited boot).
+    pub backoff_until: f64,
+    /// Real restart failures in a row.
+    pub consecutive_failures: u32,
+    /// `pane_active` liveness skips in a row in this error episode.
+    pub liveness_skips: u32,
+    /// Alerts already sent in this error episode.
+    pub alerted: BTreeSet<String>,
+    /// The last status seen and when.
+    pub last_status: Option<String>,
+    pub last_seen: f64,
+    /// When the session was first seen in error in this episode.
+    pub error_since: Option<f64>,
+}
+
+/// All of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct State {
+    pub sessions: BTreeMap<String, SessionBook>,
+    /// When the last restart call ran, for the global serialization.
+    pub last_restart_at: Option<f64>,
+    /// Times of recent restart calls, for the burst guard.
+    pub recent_restarts: Vec<f64>,
+    /// Every restart paused until then (burst guard or cascade settle).
+    pub cascade_pause_until: f64,
+    /// `<sid or _global>|<severity>` → when it last escalated.
+    pub escalated: BTreeMap<String, f64>,
+    /// Sessions with a restart queued or running (not saved).
+    #[serde(skip)]
+    pub in_flight: BTreeSet<String>,
+}
+
+impl State {
+    pub fn book(&mut self, id: &str) -> &mut SessionBook {
+        self.sessions.entry(id.to_owned()).or_default()
+    }
+}
