@@ -455,7 +455,13 @@ mod tests {
         ] {
             assert!(is_rate_limited(yes), "{yes}");
         }
-        for no in ["all good", "moderate limit", "HTTP 4290", "429 apples", "exceeded the budget\nrate of progress"] {
+        for no in [
+            "all good",
+            "moderate limit",
+            "HTTP 4290",
+            "429 apples",
+            "exceeded the budget\nrate of progress",
+        ] {
             assert!(!is_rate_limited(no), "{no}");
         }
     }

@@ -1,0 +1,511 @@
+//! Black-box tests of auto-restart: the built binary against the fake
+//! agent-deck, one promise of SPEC §4–§5 per test.
+
+mod common;
+mod harness;
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use common::{wait_until, write_hook};
+use harness::{conductor, fake_processes, Wd, CONDUCTOR};
+use serde_json::json;
+
+const SECS_10: Duration = Duration::from_secs(10);
+
+#[test]
+fn id_with_hyphen_reaches_restart_through_inotify_within_a_second() {
+    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let mut d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    wd.fake
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    let written = Instant::now();
+    write_hook(&wd.hooks, CONDUCTOR, "dead");
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 1),
+        "no restart; stderr:\n{}",
+        d.stderr()
+    );
+    let took = written.elapsed();
+    assert!(took < Duration::from_secs(1), "restart took {took:?}");
+    let call = &wd.fake.calls_with(&["session", "restart"])[0];
+    assert_eq!(
+        call,
+        &["-p", "default", "session", "restart", CONDUCTOR, "--json"]
+    );
+    assert!(d.alive());
+}
+
+#[test]
+fn hooks_dir_created_after_start_and_recreated_while_running() {
+    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
+    fs::remove_dir(&wd.hooks).unwrap();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_first_tick();
+    fs::create_dir(&wd.hooks).unwrap();
+    // The watcher re-arms on its own; keep writing until a hook is seen.
+    let shows = || wd.fake.calls_with(&["session", "show", CONDUCTOR]).len();
+    assert!(
+        wait_until(SECS_10, || {
+            write_hook(&wd.hooks, CONDUCTOR, "running");
+            shows() >= 1
+        }),
+        "hook in a late-created dir was never seen; stderr:\n{}",
+        d.stderr()
+    );
+    fs::remove_dir_all(&wd.hooks).unwrap();
+    fs::create_dir(&wd.hooks).unwrap();
+    let before = shows();
+    assert!(
+        wait_until(SECS_10, || {
+            write_hook(&wd.hooks, CONDUCTOR, "running");
+            std::thread::sleep(Duration::from_millis(100));
+            shows() > before
+        }),
+        "hook in a re-created dir was never seen; stderr:\n{}",
+        d.stderr()
+    );
+}
+
+#[test]
+fn sandbox_hook_triggers_but_generation_and_dot_files_do_not() {
+    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
+    let sandboxed = "a1b2c3d4-1755890000";
+    wd.sessions(vec![
+        conductor(CONDUCTOR, "conductor-ops", "running"),
+        conductor(sandboxed, "conductor-box", "running"),
+    ]);
+    let d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    let shows = |id: &str| wd.fake.calls_with(&["session", "show", id]).len();
+    // Ignored names.
+    fs::write(wd.hooks.join(format!("{CONDUCTOR}.generation.json")), "{}").unwrap();
+    fs::write(wd.hooks.join(format!(".{CONDUCTOR}.json")), "{}").unwrap();
+    fs::write(wd.hooks.join(format!("{CONDUCTOR}.lock")), "").unwrap();
+    fs::write(wd.hooks.join(format!("{CONDUCTOR}.sid")), "").unwrap();
+    // Sandboxed session, directory created after start.
+    let dir = wd.hooks.join("sandbox").join(sandboxed);
+    fs::create_dir_all(&dir).unwrap();
+    assert!(
+        wait_until(SECS_10, || {
+            write_hook(&dir, sandboxed, "dead");
+            std::thread::sleep(Duration::from_millis(100));
+            shows(sandboxed) >= 1
+        }),
+        "sandbox hook not seen; stderr:\n{}",
+        d.stderr()
+    );
+    assert_eq!(
+        shows(CONDUCTOR),
+        0,
+        "an ignored file name triggered a status check"
+    );
+}
+
+#[test]
+fn hook_flood_keeps_the_daemon_up_and_memory_flat() {
+    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let mut d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    let rss_before = d.rss_kib();
+    for i in 0..20_000u32 {
+        write_hook(&wd.hooks, &format!("{:08x}-1755890000", i), "running");
+    }
+    wd.fake
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    write_hook(&wd.hooks, CONDUCTOR, "dead");
+    assert!(
+        wait_until(Duration::from_secs(20), || wd.restart_calls() >= 1),
+        "the real conductor was not restarted after the flood; stderr:\n{}",
+        d.stderr()
+    );
+    assert!(d.alive(), "daemon died in the flood");
+    let rss_after = d.rss_kib();
+    assert!(
+        rss_after < rss_before + 8 * 1024,
+        "rss grew from {rss_before} KiB to {rss_after} KiB"
+    );
+    // Unknown ids refresh the session list at most about once a second.
+    let lists = wd.fake.calls_with(&["list", "--all"]).len();
+    assert!(
+        lists < 40,
+        "{lists} list --all calls for a flood of unknown ids"
+    );
+}
+
+#[test]
+fn non_critical_and_stopped_sessions_are_never_restarted() {
+    let wd = Wd::new();
+    wd.sessions(vec![
+        json!({"id": "a0b1c2d3-1755899999", "title": "worker-1", "group": "srv", "profile": "default", "status": "error"}),
+        json!({"id": "b0b1c2d3-1755899999", "title": "conductor-off", "group": "conductor", "profile": "default", "status": "stopped"}),
+        json!({"id": "c0b1c2d3-1755899999", "title": "starting", "group": "conductor", "profile": "default", "status": "starting"}),
+    ]);
+    let out = wd.run(&["--once"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(wd.restart_calls(), 0);
+    assert!(wd.fake.calls_with(&["session", "start"]).is_empty());
+}
+
+#[test]
+fn marker_opt_in_restarts_a_worker_and_traversal_ids_never_touch_the_filesystem() {
+    let wd = Wd::new();
+    let worker = "a0b1c2d3-1755899999";
+    let sneaky = "../escape";
+    wd.sessions(vec![
+        json!({"id": worker, "title": "worker-1", "group": "srv", "profile": "default", "status": "error", "pane": "p"}),
+        json!({"id": sneaky, "title": "worker-2", "group": "srv", "profile": "default", "status": "error", "pane": "p"}),
+    ]);
+    fs::create_dir_all(wd.watchdog_dir().join("autorestart")).unwrap();
+    fs::write(wd.watchdog_dir().join("autorestart").join(worker), "").unwrap();
+    // What autorestart/../escape would resolve to.
+    fs::write(wd.watchdog_dir().join("escape"), "").unwrap();
+    let out = wd.run(&["--once"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let restarts = wd.fake.calls_with(&["session", "restart"]);
+    assert_eq!(restarts.len(), 1);
+    assert!(restarts[0].contains(&worker.to_string()));
+}
+
+#[test]
+fn exactly_rate_limit_max_restarts_then_one_rate_limit_escalation() {
+    let wd = Wd::new().env("RATE_LIMIT_MAX", "3");
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["on_restart"] = json!("no_effect");
+    c["on_start"] = json!("already_running");
+    wd.sessions(vec![c]);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(SECS_10, || wd.escalations_of("rate-limit") >= 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    // Several more ticks: nothing more may happen.
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(wd.restart_calls(), 3);
+    assert_eq!(wd.escalations_of("rate-limit"), 1);
+    // Two failures in a row escalate restart-failed; "already running" is a failure.
+    assert_eq!(wd.escalations_of("restart-failed"), 1);
+    let failed = wd
+        .restarts()
+        .iter()
+        .filter(|r| r["action"] == "restart-failed")
+        .count();
+    assert_eq!(failed, 3);
+    let e = &wd
+        .escalations()
+        .into_iter()
+        .find(|e| e["severity"] == "rate-limit")
+        .unwrap();
+    assert_eq!(e["sid"], CONDUCTOR);
+    assert!(e["message"].as_str().unwrap().contains("keeps crashing"));
+    assert!(e["ts"].is_f64());
+}
+
+#[test]
+fn moving_pane_is_left_alone_and_keeps_its_budget() {
+    let wd = Wd::new()
+        .env("RATE_LIMIT_MAX", "1")
+        .env("LIVENESS_SKIP_ESCALATE_AFTER", "3");
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["pane_moving"] = json!(true);
+    wd.sessions(vec![c]);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(SECS_10, || wd
+            .liveness()
+            .iter()
+            .filter(|r| r["reason"] == "pane_active")
+            .count()
+            >= 4),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert_eq!(wd.restart_calls(), 0);
+    assert_eq!(wd.escalations_of("liveness-mismatch"), 1);
+    assert_eq!(
+        wd.escalations_of("rate-limit"),
+        0,
+        "skips must not spend the budget"
+    );
+    let rec = wd
+        .liveness()
+        .into_iter()
+        .find(|r| r["reason"] == "pane_active")
+        .unwrap();
+    assert_eq!(rec["decision"], "skip");
+    assert_eq!(rec["pane"]["changed"], true);
+    assert_eq!(rec["pane"]["first"].as_str().unwrap().len(), 16);
+    let text = fs::read_to_string(wd.watchdog_dir().join("liveness.log")).unwrap();
+    assert!(
+        !text.contains("frozen pane") && !text.contains("tick "),
+        "pane text leaked into liveness.log"
+    );
+    // The pane stops moving: the one slot is still there.
+    wd.fake
+        .update_state(|s| s["sessions"][0]["pane_moving"] = json!(false));
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+}
+
+#[test]
+fn auth_hold_is_not_restarted_and_escalates_once() {
+    let wd = Wd::new();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["substate"] = json!("auth-401");
+    c["auth_hold"] = json!({"boot_attempts": 1, "evidence": "API Error: 401 SECRET-EVIDENCE", "reason": "auth_death",
+                             "remedy": "log in again", "ts": 1755891300});
+    wd.sessions(vec![c]);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(SECS_10, || wd
+            .liveness()
+            .iter()
+            .filter(|r| r["reason"] == "auth_hold")
+            .count()
+            >= 3),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert_eq!(wd.restart_calls(), 0);
+    assert_eq!(wd.escalations_of("auth-hold"), 1);
+    let rec = wd
+        .liveness()
+        .into_iter()
+        .find(|r| r["reason"] == "auth_hold")
+        .unwrap();
+    assert_eq!(rec["auth_hold_reason"], "auth_death");
+    for f in ["liveness.log", "restart.log", "escalations.log"] {
+        let text = fs::read_to_string(wd.watchdog_dir().join(f)).unwrap_or_default();
+        assert!(
+            !text.contains("SECRET-EVIDENCE"),
+            "auth-hold evidence leaked into {f}"
+        );
+    }
+    assert!(!d.stderr().contains("SECRET-EVIDENCE"));
+}
+
+#[test]
+fn cli_refusal_is_recorded_and_never_falls_back_to_start() {
+    let wd = Wd::new();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["on_restart"] = json!("skipped");
+    wd.sessions(vec![c]);
+    let out = wd.run(&["--once"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(wd.restart_calls(), 1);
+    assert!(wd.fake.calls_with(&["session", "start"]).is_empty());
+    let refused: Vec<_> = wd
+        .restarts()
+        .into_iter()
+        .filter(|r| r["action"] == "cli-refused")
+        .collect();
+    assert_eq!(refused.len(), 1);
+    assert!(refused[0]["reason"].as_str().unwrap().contains("freshness"));
+}
+
+#[test]
+fn successful_restart_is_recorded_and_sends_the_continuity_message() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
+    let out = wd.run(&["--once"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let actions: Vec<_> = wd
+        .restarts()
+        .iter()
+        .map(|r| r["action"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(actions, ["restart", "restarted"]);
+    let r = &wd.restarts()[1];
+    assert_eq!(
+        (r["id"].as_str(), r["title"].as_str(), r["profile"].as_str()),
+        (Some(CONDUCTOR), Some("conductor-ops"), Some("default"))
+    );
+    assert_eq!(r["dry_run"], false);
+    let sends = wd
+        .fake
+        .calls_with(&["session", "send", CONDUCTOR, "--no-wait"]);
+    assert_eq!(sends.len(), 1, "{sends:?}");
+    let sent = wd.fake.session_state(CONDUCTOR).unwrap()["sent"].clone();
+    assert!(
+        sent[0]
+            .as_str()
+            .unwrap()
+            .contains("restarted automatically"),
+        "{sent}"
+    );
+    assert_eq!(wd.liveness()[0]["decision"], "restart");
+    assert_eq!(wd.liveness()[0]["reason"], "confirmed_dead");
+    assert_eq!(wd.liveness()[0]["reads"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn rate_limited_boot_backs_off_and_gives_the_slot_back() {
+    let wd = Wd::new()
+        .env("RATE_LIMIT_MAX", "1")
+        .env("API_429_BACKOFF_S", "0.5");
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["on_restart"] = json!("no_effect");
+    c["on_start"] = json!("fail");
+    c["transcript"] = json!("API Error: 429 {\"type\":\"rate_limit_error\"} (429)");
+    wd.sessions(vec![c]);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(SECS_10, || wd
+            .restarts()
+            .iter()
+            .filter(|r| r["action"] == "rate-limited")
+            .count()
+            >= 2),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    // With a budget of one, a second attempt proves the slot came back.
+    assert!(wd.restart_calls() >= 2);
+    assert_eq!(wd.escalations_of("rate-limit"), 0);
+    assert_eq!(wd.escalations_of("restart-failed"), 0);
+    let rec = wd
+        .restarts()
+        .into_iter()
+        .find(|r| r["action"] == "rate-limited")
+        .unwrap();
+    assert_eq!(rec["backoff_s"], 0.5);
+}
+
+#[test]
+fn once_dry_run_makes_no_mutating_call_and_runs_no_escalate_sh() {
+    let wd = Wd::new().env("RATE_LIMIT_MAX", "1");
+    let out_file = wd.escalate_script();
+    let mut held = conductor("b1b2c3d4-1755890000", "conductor-held", "error");
+    held["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error"), held]);
+    let out = wd.run(&["--once", "--dry-run"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for argv in wd.fake.calls() {
+        let mutating = ["restart", "start", "send", "remove"]
+            .iter()
+            .any(|m| argv.contains(&m.to_string()));
+        assert!(!mutating, "dry-run ran {argv:?}");
+    }
+    assert!(!out_file.exists(), "escalate.sh ran in dry-run");
+    let recs = wd.restarts();
+    assert!(
+        recs.iter()
+            .any(|r| r["action"] == "restart" && r["dry_run"] == true),
+        "{recs:?}"
+    );
+    assert_eq!(
+        wd.escalations_of("auth-hold"),
+        1,
+        "the decision is still recorded"
+    );
+}
+
+#[test]
+fn escalate_sh_runs_with_severity_and_message() {
+    let wd = Wd::new();
+    let out_file = wd.escalate_script();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["auth_hold"] = json!({"reason": "auth_banner_live", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
+    wd.sessions(vec![c]);
+    let out = wd.run(&["--once"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = fs::read_to_string(&out_file).expect("escalate.sh did not run");
+    assert!(
+        text.starts_with("auth-hold|conductor-ops (3f9c2a1b-1755891234) is held"),
+        "{text}"
+    );
+}
+
+#[test]
+fn healthy_tick_costs_one_call_plus_one_per_profile() {
+    let wd = Wd::new();
+    let mut sessions = Vec::new();
+    for (i, profile) in ["default", "default", "work", "work", "work"]
+        .iter()
+        .enumerate()
+    {
+        sessions.push(
+            json!({"id": format!("{i:08x}-1755890000"), "title": format!("conductor-{i}"),
+                             "group": "conductor", "profile": profile, "status": "running"}),
+        );
+    }
+    sessions.push(json!({"id": "ffffffff-1755890000", "title": "worker", "group": "srv", "profile": "other", "status": "error"}));
+    wd.sessions(sessions);
+    let out = wd.run(&["--once"]);
+    assert_eq!(out.status.code(), Some(0));
+    let calls = wd.fake.calls();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(calls[0], ["list", "--all", "--json"]);
+    assert!(calls[1..]
+        .iter()
+        .all(|c| c[0] == "-p" && c[2..] == ["list", "--json"]));
+}
+
+#[test]
+fn missing_hanging_garbage_and_null_cli_are_survived() {
+    let wd = Wd::new().env("AGENT_DECK_BIN", "/nonexistent/agent-deck");
+    let out = wd.run(&["--once"]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("could not start") && !err.contains("panicked"),
+        "{err}"
+    );
+
+    for mode in ["garbage", "null", "empty", "exit1", "crash"] {
+        let wd = Wd::new();
+        wd.fake.set_state(&json!({"profiles_exist": true, "sessions": [conductor(CONDUCTOR, "conductor-ops", "error")],
+                                  "faults": {"list_all": {"mode": mode}, "list": {"mode": mode}}}));
+        let out = wd.run(&["--once"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{mode}: {err}");
+        assert!(!err.contains("panicked"), "{mode}: {err}");
+        assert_eq!(wd.restart_calls(), 0, "{mode}");
+    }
+
+    let wd = Wd::new().env("SUBPROCESS_TIMEOUT_S", "0.5");
+    wd.fake.set_state(&json!({"profiles_exist": true, "sessions": [conductor(CONDUCTOR, "conductor-ops", "error")],
+                              "faults": {"list_all": {"mode": "hang", "seconds": 60}}}));
+    let start = Instant::now();
+    let out = wd.run(&["--once"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        start.elapsed() < SECS_10,
+        "--once took {:?}",
+        start.elapsed()
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("timed out"));
+    assert!(
+        wait_until(Duration::from_secs(3), || fake_processes(&wd.fake)
+            .is_empty()),
+        "a hung agent-deck outlived its timeout"
+    );
+}
