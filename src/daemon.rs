@@ -22,12 +22,13 @@ use crate::escalate::{Escalator, EscalatorParts};
 use crate::events::{Batch, Event, EventQueue};
 use crate::fleet::Fleet;
 use crate::lock;
-use crate::policy::{self, Gate, Limits};
+use crate::policy::{self, CascadeNews, Gate, Limits};
 use crate::records::Records;
 use crate::restart::{self, Restarter};
 use crate::session::{self, Live, Session, Status};
 use crate::shutdown::Shutdown;
-use crate::state::State;
+use crate::store::Store;
+use crate::telegram::Telegram;
 use crate::watcher;
 
 /// A hook-triggered status check for one session runs at most this often.
@@ -80,7 +81,8 @@ pub fn run(cfg: Config, flags: RunFlags) -> Result<()> {
 pub struct Daemon {
     flags: RunFlags,
     deck: Arc<dyn AgentDeck>,
-    state: Arc<Mutex<State>>,
+    state: Arc<Mutex<crate::state::State>>,
+    store: Arc<Store>,
     limits: Limits,
     escalator: Arc<Escalator>,
     restarter: Restarter,
@@ -103,8 +105,9 @@ impl Daemon {
         clock: Arc<dyn Clock>,
         shutdown: Shutdown,
     ) -> Result<Daemon> {
-        let state = Arc::new(Mutex::new(State::default()));
         let limits = Limits::from_config(cfg);
+        let store = Arc::new(Store::new(&cfg.watchdog_dir, !flags.dry_run));
+        let state = Arc::new(Mutex::new(store.load(&limits, clock.now())));
         let records = Arc::new(Records::new(&cfg.watchdog_dir));
         let escalator = Arc::new(Escalator::new(EscalatorParts {
             records: records.clone(),
@@ -114,7 +117,7 @@ impl Daemon {
             dry_run: flags.dry_run,
             script: cfg.watchdog_dir.join("escalate.sh"),
             script_timeout: cfg.subprocess_timeout,
-            notifier: None,
+            notifier: Telegram::from_config(cfg, shutdown.clone()),
             shutdown: shutdown.clone(),
         }));
         let restarter = Restarter::spawn(restart::Context {
@@ -130,6 +133,7 @@ impl Daemon {
             },
             records,
             escalator: escalator.clone(),
+            store: store.clone(),
             clock: clock.clone(),
             shutdown: shutdown.clone(),
         })
@@ -140,6 +144,7 @@ impl Daemon {
             flags,
             deck,
             state,
+            store,
             limits,
             escalator,
             restarter,
@@ -185,6 +190,7 @@ impl Daemon {
                 self.fleet.reload_markers();
             }
             self.handle(batch);
+            self.store.save(&self.state);
         }
         self.finish();
         Ok(())
@@ -231,10 +237,42 @@ impl Daemon {
                 Err(e) => log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick"),
             }
         }
+        let errored = critical
+            .iter()
+            .filter(|s| live.get(&s.id).is_some_and(|l| l.status() == Status::Error))
+            .count();
+        self.watch_cascade(errored);
         for s in &critical {
             if let Some(l) = live.get(&s.id) {
                 self.observe(s, l.status());
             }
+        }
+        self.store.save(&self.state);
+    }
+
+    /// Settle-and-revive: many critical sessions in error at once hold every
+    /// restart for the settle time, with one alert per episode.
+    fn watch_cascade(&mut self, errored: usize) {
+        let now = self.clock.now();
+        let news = policy::observe_cascade(&mut self.state.lock(), &self.limits, errored, now);
+        let wait = self.limits.cascade_wait;
+        match news {
+            CascadeNews::Detected => {
+                let msg = format!(
+                    "{errored} critical sessions in error simultaneously — waiting {wait:.0}s to stabilize, then reviving them one at a time"
+                );
+                self.escalator
+                    .escalate("cascade-detected", &msg, None, true);
+            }
+            CascadeNews::Reminder => {
+                let msg = format!("{errored} critical sessions are still in error after the cascade; they need a human");
+                self.escalator
+                    .escalate("cascade-detected", &msg, None, true);
+            }
+            CascadeNews::Cleared => {
+                log::info!("cascade over: {errored} critical sessions in error")
+            }
+            CascadeNews::Quiet => {}
         }
     }
 
@@ -295,6 +333,8 @@ impl Daemon {
         };
         match verdict {
             (Gate::Go, Some(slot)) => {
+                // Saved before the restart can run, so a crash right after still counts it.
+                self.store.save(&self.state);
                 log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
                 self.restarter.submit(restart::Job {
                     session: s.clone(),

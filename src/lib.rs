@@ -26,6 +26,8 @@ pub mod restart;
 pub mod session;
 pub mod shutdown;
 pub mod state;
+pub mod store;
+pub mod telegram;
 pub mod watcher;
 
 use std::ffi::OsString;

@@ -48,6 +48,10 @@ pub fn init(verbose: bool, env: &Env) {
     let _ = env_logger::Builder::new()
         .filter_level(log::LevelFilter::Warn)
         .filter_module("agent_deck_watchdog", level)
+        // The HTTP stack logs request URLs, and the Telegram URL carries the token.
+        .filter_module("ureq", log::LevelFilter::Off)
+        .filter_module("ureq_proto", log::LevelFilter::Off)
+        .filter_module("rustls", log::LevelFilter::Off)
         .format(move |buf, record| {
             if journal {
                 writeln!(buf, "<{}>{}", priority(record.level()), record.args())

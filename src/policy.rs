@@ -22,7 +22,14 @@ pub struct Limits {
     pub dedup: f64,
     pub backoff_429: f64,
     pub skip_escalate_after: u32,
+    pub cascade_wait: f64,
+    pub breaker_threshold: usize,
+    pub breaker_window: f64,
+    pub breaker_pause: f64,
 }
+
+/// A cascade that does not clear is recalled at most this often.
+pub const CASCADE_REMINDER_S: f64 = 3600.0;
 
 impl Limits {
     pub fn from_config(c: &Config) -> Limits {
@@ -38,6 +45,10 @@ impl Limits {
             dedup: s(&c.escalation_dedup),
             backoff_429: s(&c.api_429_backoff),
             skip_escalate_after: c.liveness_skip_escalate_after,
+            cascade_wait: s(&c.cascade_wait),
+            breaker_threshold: c.breaker_threshold as usize,
+            breaker_window: s(&c.breaker_window),
+            breaker_pause: s(&c.breaker_pause),
         }
     }
 }
@@ -58,17 +69,34 @@ fn prune(times: &mut Vec<f64>, now: f64, window: f64) {
     times.retain(|t| now - t < window);
 }
 
-/// The gates, in order: 429 backoff, cascade pause, cooldown, a restart
-/// already in flight, the rate budget.
+/// Why every restart is held right now, if one is: the breaker, the burst
+/// pause, the cascade settle.
+fn fleet_hold(state: &State, now: f64) -> Option<&'static str> {
+    if state.breaker_open_until > now {
+        Some("breaker_open")
+    } else if state.cascade_pause_until > now {
+        Some("cascade_pause")
+    } else if state.cascade.as_ref().is_some_and(|c| c.settle_until > now) {
+        Some("cascade_settle")
+    } else {
+        None
+    }
+}
+
+/// The gates, in order: circuit breaker, 429 backoff, cascade pause or
+/// settle, cooldown, a restart already in flight, the rate budget.
 pub fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
     let in_flight = state.in_flight.contains(id);
-    let paused = state.cascade_pause_until > now;
+    let breaker = state.breaker_open_until > now;
+    let hold = fleet_hold(state, now);
     let book = state.book(id);
     prune(&mut book.restarts, now, lim.rate_window);
-    if book.backoff_until > now {
+    if breaker {
+        Gate::Skip("breaker_open")
+    } else if book.backoff_until > now {
         Gate::Skip("backoff_429")
-    } else if paused {
-        Gate::Skip("cascade_pause")
+    } else if let Some(why) = hold {
+        Gate::Skip(why)
     } else if book.cooldown_until > now {
         Gate::Skip("cooldown")
     } else if in_flight {
@@ -80,15 +108,15 @@ pub fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
     }
 }
 
-/// The checks repeated after the serialization wait: backoff and pause may
-/// have started meanwhile.
+/// The checks repeated after the serialization wait: the breaker, a backoff
+/// or a pause may have started meanwhile.
 pub fn recheck(state: &mut State, id: &str, now: f64) -> Option<&'static str> {
-    if state.book(id).backoff_until > now {
+    if state.breaker_open_until > now {
+        Some("breaker_open")
+    } else if state.book(id).backoff_until > now {
         Some("backoff_429")
-    } else if state.cascade_pause_until > now {
-        Some("cascade_pause")
     } else {
-        None
+        fleet_hold(state, now)
     }
 }
 
@@ -139,9 +167,84 @@ pub fn note_restart_call(state: &mut State, lim: &Limits, now: f64) -> bool {
     }
 }
 
-/// Starts a per-session backoff after a rate-limited boot.
-pub fn back_off(state: &mut State, lim: &Limits, id: &str, now: f64) {
+/// A rate-limited boot: backs the session off and counts toward the circuit
+/// breaker. Returns true when this opens the breaker (escalate once).
+pub fn note_rate_limited(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
     state.book(id).backoff_until = now + lim.backoff_429;
+    state.breaker_hits.push(now);
+    prune(&mut state.breaker_hits, now, lim.breaker_window);
+    if state.breaker_hits.len() >= lim.breaker_threshold && state.breaker_open_until <= now {
+        state.breaker_open_until = now + lim.breaker_pause;
+        state.breaker_hits.clear();
+        true
+    } else {
+        false
+    }
+}
+
+/// What a tick's count of critical sessions in error means for the cascade
+/// episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CascadeNews {
+    /// Nothing to say.
+    Quiet,
+    /// A new episode: alert once, restarts are held for the settle time.
+    Detected,
+    /// Still going an hour after the last alert: remind once.
+    Reminder,
+    /// The episode is over.
+    Cleared,
+}
+
+/// Tracks cascade episodes: one alert when one starts, a reminder at most
+/// every [`CASCADE_REMINDER_S`] while it does not clear, nothing in between.
+pub fn observe_cascade(state: &mut State, lim: &Limits, errored: usize, now: f64) -> CascadeNews {
+    let big = errored >= lim.cascade_threshold;
+    match (&mut state.cascade, big) {
+        (None, true) => {
+            state.cascade = Some(crate::state::Cascade {
+                started: now,
+                settle_until: now + lim.cascade_wait,
+                last_alert: now,
+                size: errored,
+            });
+            CascadeNews::Detected
+        }
+        (Some(c), true) if now - c.last_alert >= CASCADE_REMINDER_S => {
+            c.last_alert = now;
+            CascadeNews::Reminder
+        }
+        (Some(c), false) if c.settle_until <= now => {
+            state.cascade = None;
+            CascadeNews::Cleared
+        }
+        _ => CascadeNews::Quiet,
+    }
+}
+
+/// Drops what has fallen out of its window, so a loaded state holds only
+/// what still matters.
+pub fn prune_state(state: &mut State, lim: &Limits, now: f64) {
+    for book in state.sessions.values_mut() {
+        prune(&mut book.restarts, now, lim.rate_window);
+        if book.cooldown_until <= now {
+            book.cooldown_until = 0.0;
+        }
+        if book.backoff_until <= now {
+            book.backoff_until = 0.0;
+        }
+    }
+    state.sessions.retain(|_, b| !b.is_empty());
+    prune(&mut state.recent_restarts, now, lim.cascade_window);
+    prune(&mut state.breaker_hits, now, lim.breaker_window);
+    if state.cascade_pause_until <= now {
+        state.cascade_pause_until = 0.0;
+    }
+    if state.breaker_open_until <= now {
+        state.breaker_open_until = 0.0;
+    }
+    let keep = lim.dedup.max(CASCADE_REMINDER_S);
+    state.escalated.retain(|_, t| now - *t < keep);
 }
 
 /// Whether an escalation of `severity` for `sid` (None: fleet-wide) may go out
@@ -181,11 +284,13 @@ pub fn note_pane_active(state: &mut State, lim: &Limits, id: &str) -> (u32, bool
     )
 }
 
-/// The session was seen healthy: its error episode is over.
+/// Records a status seen; a healthy one ends the error episode.
 pub fn note_status(state: &mut State, id: &str, status: &str, healthy: bool, now: f64) {
     let book = state.book(id);
-    book.last_status = Some(status.to_owned());
-    book.last_seen = now;
+    if book.last_status.as_deref() != Some(status) {
+        book.last_status = Some(status.to_owned());
+        book.status_since = now;
+    }
     if healthy {
         book.liveness_skips = 0;
         book.alerted.clear();
@@ -226,6 +331,10 @@ mod tests {
             dedup: 300.0,
             backoff_429: 180.0,
             skip_escalate_after: 3,
+            cascade_wait: 30.0,
+            breaker_threshold: 3,
+            breaker_window: 600.0,
+            breaker_pause: 600.0,
         }
     }
 
@@ -273,9 +382,9 @@ mod tests {
     }
 
     #[test]
-    fn backoff_comes_before_everything() {
+    fn backoff_comes_before_the_fleet_holds() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
-        back_off(&mut s, &l, ID, c.now());
+        note_rate_limited(&mut s, &l, ID, c.now());
         s.cascade_pause_until = c.now() + 10.0;
         assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Skip("backoff_429"));
         assert_eq!(recheck(&mut s, ID, c.now() + 179.0), Some("backoff_429"));
@@ -359,5 +468,87 @@ mod tests {
         assert!(!first_in_episode(&mut s, ID, "auth-hold"));
         note_status(&mut s, ID, "idle", true, 0.0);
         assert!(first_in_episode(&mut s, ID, "auth-hold"));
+    }
+
+    #[test]
+    fn breaker_opens_on_the_third_429_and_closes_after_the_pause() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        assert!(!note_rate_limited(&mut s, &l, "a-1", c.now()));
+        c.advance(100.0);
+        assert!(!note_rate_limited(&mut s, &l, "b-1", c.now()));
+        c.advance(100.0);
+        assert!(note_rate_limited(&mut s, &l, "c-1", c.now()));
+        assert_eq!(
+            gate(&mut s, &l, "d-1", c.now() + 1.0),
+            Gate::Skip("breaker_open")
+        );
+        assert_eq!(
+            recheck(&mut s, "d-1", c.now() + 599.0),
+            Some("breaker_open")
+        );
+        assert_eq!(gate(&mut s, &l, "d-1", c.now() + 601.0), Gate::Go);
+    }
+
+    #[test]
+    fn slow_429s_do_not_trip_the_breaker() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        for i in 0..10 {
+            assert!(!note_rate_limited(&mut s, &l, &format!("s-{i}"), c.now()));
+            c.advance(301.0);
+        }
+    }
+
+    #[test]
+    fn cascade_alerts_once_settles_then_reminds_hourly() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        assert_eq!(observe_cascade(&mut s, &l, 4, c.now()), CascadeNews::Quiet);
+        assert_eq!(
+            observe_cascade(&mut s, &l, 6, c.now()),
+            CascadeNews::Detected
+        );
+        assert_eq!(
+            gate(&mut s, &l, ID, c.now() + 29.0),
+            Gate::Skip("cascade_settle")
+        );
+        assert_eq!(gate(&mut s, &l, ID, c.now() + 31.0), Gate::Go);
+        for _ in 0..100 {
+            c.advance(30.0);
+            let news = observe_cascade(&mut s, &l, 6, c.now());
+            let hour = c.now() - 1000.0 >= CASCADE_REMINDER_S
+                && c.now() - 1000.0 < CASCADE_REMINDER_S + 30.0;
+            assert_eq!(
+                news,
+                if hour {
+                    CascadeNews::Reminder
+                } else {
+                    CascadeNews::Quiet
+                },
+                "at {}",
+                c.now()
+            );
+        }
+        assert_eq!(
+            observe_cascade(&mut s, &l, 1, c.now()),
+            CascadeNews::Cleared
+        );
+        assert_eq!(
+            observe_cascade(&mut s, &l, 5, c.now()),
+            CascadeNews::Detected
+        );
+    }
+
+    #[test]
+    fn pruning_drops_expired_entries_only() {
+        let (l, c, mut s) = (lim(), FakeClock::at(10_000.0), State::default());
+        reserve(&mut s, &l, "old-1", c.now() - 400.0);
+        reserve(&mut s, &l, "new-1", c.now() - 10.0);
+        note_rate_limited(&mut s, &l, "new-1", c.now());
+        may_escalate(&mut s, &l, Some("old-1"), "rate-limit", c.now() - 4000.0);
+        may_escalate(&mut s, &l, Some("new-1"), "rate-limit", c.now() - 10.0);
+        prune_state(&mut s, &l, c.now());
+        assert!(!s.sessions.contains_key("old-1"));
+        assert_eq!(s.sessions["new-1"].restarts, vec![c.now() - 10.0]);
+        assert!(s.sessions["new-1"].backoff_until > c.now());
+        assert_eq!(s.escalated.len(), 1);
     }
 }

@@ -23,6 +23,7 @@ use crate::records::{LivenessRecord, Records, RestartRecord};
 use crate::session::{Live, Session, Status};
 use crate::shutdown::Shutdown;
 use crate::state::State;
+use crate::store::Store;
 
 /// A session the main loop has cleared for restart, with its reserved slot.
 #[derive(Debug, Clone)]
@@ -50,6 +51,7 @@ pub struct Context {
     pub settings: Settings,
     pub records: Arc<Records>,
     pub escalator: Arc<Escalator>,
+    pub store: Arc<Store>,
     pub clock: Arc<dyn Clock>,
     pub shutdown: Shutdown,
 }
@@ -402,13 +404,17 @@ impl Context {
         let s = &job.session;
         let transcript = self.deck.transcript(&s.profile, &s.id).unwrap_or_default();
         if is_rate_limited(&transcript) {
-            policy::back_off(
-                &mut self.state.lock(),
-                &self.limits,
-                &s.id,
-                self.clock.now(),
-            );
+            let now = self.clock.now();
+            let tripped =
+                policy::note_rate_limited(&mut self.state.lock(), &self.limits, &s.id, now);
             self.give_back(job);
+            if tripped {
+                let msg = format!(
+                    "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
+                    self.limits.breaker_threshold, self.limits.breaker_window, self.limits.breaker_pause
+                );
+                self.escalator.escalate("circuit-breaker", &msg, None, true);
+            }
             log::warn!(
                 "restart of {} hit an API rate limit; backing off {:.0}s, not counted as a crash",
                 s.id,

@@ -25,11 +25,24 @@ pub struct SessionBook {
     pub liveness_skips: u32,
     /// Alerts already sent in this error episode.
     pub alerted: BTreeSet<String>,
-    /// The last status seen and when.
+    /// The last status seen, and since when it has been that.
     pub last_status: Option<String>,
-    pub last_seen: f64,
+    pub status_since: f64,
     /// When the session was first seen in error in this episode.
     pub error_since: Option<f64>,
+}
+
+/// A cascade episode: many critical sessions in error at once.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Cascade {
+    pub started: f64,
+    /// Restarts are held until then, so the fleet can settle.
+    pub settle_until: f64,
+    /// When the last `cascade-detected` alert (or reminder) went out.
+    pub last_alert: f64,
+    /// How many were in error when it was detected.
+    pub size: usize,
 }
 
 /// All of it.
@@ -41,13 +54,32 @@ pub struct State {
     pub last_restart_at: Option<f64>,
     /// Times of recent restart calls, for the burst guard.
     pub recent_restarts: Vec<f64>,
-    /// Every restart paused until then (burst guard or cascade settle).
+    /// Every restart paused until then (restart-burst guard).
     pub cascade_pause_until: f64,
+    /// The cascade in progress, if any (settle-and-revive).
+    pub cascade: Option<Cascade>,
+    /// Times of recent rate-limited boots, for the 429 circuit breaker.
+    pub breaker_hits: Vec<f64>,
+    /// Every restart paused until then (429 circuit breaker open).
+    pub breaker_open_until: f64,
     /// `<sid or _global>|<severity>` → when it last escalated.
     pub escalated: BTreeMap<String, f64>,
     /// Sessions with a restart queued or running (not saved).
     #[serde(skip)]
     pub in_flight: BTreeSet<String>,
+}
+
+impl SessionBook {
+    /// Nothing worth remembering is left.
+    pub fn is_empty(&self) -> bool {
+        self.restarts.is_empty()
+            && self.cooldown_until == 0.0
+            && self.backoff_until == 0.0
+            && self.consecutive_failures == 0
+            && self.liveness_skips == 0
+            && self.alerted.is_empty()
+            && self.last_status.is_none()
+    }
 }
 
 impl State {

@@ -1,0 +1,592 @@
+//! Pins tests/fake-agent-deck to the agent-deck CLI contract
+//! (/work/shared/agent-deck-contract.md), so the test double cannot drift.
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::{session, wait_until, write_hook, Fake};
+use serde_json::{json, Value};
+
+const ID_A: &str = "3f9c2a1b-1755891234";
+const ID_B: &str = "a0b1c2d3-1755899999";
+const ID_C: &str = "3f9c2a77-1755890000";
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status
+        .code()
+        .unwrap_or_else(|| panic!("killed by a signal: {:?}", o.status))
+}
+
+fn parse(o: &Output) -> Value {
+    serde_json::from_str(&stdout(o))
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", stdout(o)))
+}
+
+fn keys(v: &Value) -> Vec<String> {
+    v.as_object().expect("object").keys().cloned().collect()
+}
+
+/// Keys in the order they appear in the raw JSON text (one key per line).
+fn raw_key_order(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            l.strip_prefix('"')
+                .and_then(|rest| rest.split_once("\": "))
+                .map(|(k, _)| k.to_string())
+        })
+        .collect()
+}
+
+/// Two profiles: a conductor in "default" and a worker in "work".
+fn fleet() -> Fake {
+    let fake = Fake::new();
+    let mut worker = session(ID_B, "worker-1", "srv", "waiting");
+    worker["profile"] = json!("work");
+    worker["parent_session_id"] = json!(ID_A);
+    worker["channels"] = json!(["plugin:telegram@claude-plugins-official"]);
+    worker["substate"] = json!("idle-at-empty-prompt");
+    let mut cond = session(ID_A, "conductor-ops", "conductor", "error");
+    cond["command"] = json!("claude");
+    fake.set_state(&json!({"profiles_exist": true, "sessions": [worker, cond]}));
+    fake
+}
+
+#[test]
+fn list_all_has_profile_and_no_status_keys() {
+    let fake = fleet();
+    // -p is ignored by --all.
+    let out = fake.run(&["-p", "work", "list", "--all", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("[\n  {\n    \"id\": "), "indent 2");
+    let v = parse(&out);
+    let arr = v.as_array().expect("array");
+    assert_eq!(arr.len(), 2);
+    // Profiles walk in sorted order: default before work.
+    assert_eq!(arr[0]["profile"], "default");
+    assert_eq!(arr[1]["profile"], "work");
+    assert_eq!(
+        keys(&arr[0]),
+        [
+            "command",
+            "created_at",
+            "group",
+            "id",
+            "path",
+            "profile",
+            "title",
+            "tool"
+        ]
+    );
+    assert_eq!(
+        keys(&arr[1]),
+        [
+            "created_at",
+            "group",
+            "id",
+            "parent_session_id",
+            "path",
+            "profile",
+            "title",
+            "tool"
+        ]
+    );
+    for e in arr {
+        for k in ["status", "substate", "channels", "archived", "is_conductor"] {
+            assert!(e.get(k).is_none(), "--all must not carry {k}: {e}");
+        }
+    }
+    assert_eq!(arr[0]["group"], "conductor");
+    assert_eq!(arr[0]["created_at"], "2025-08-22T19:33:54Z");
+}
+
+#[test]
+fn single_profile_list_has_status_and_extras() {
+    let fake = fleet();
+    let out = fake.run(&["-p", "work", "list", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v = parse(&out);
+    let arr = v.as_array().expect("array");
+    assert_eq!(arr.len(), 1, "only profile work");
+    let e = &arr[0];
+    assert_eq!(e["id"], ID_B);
+    assert_eq!(e["status"], "waiting");
+    assert_eq!(e["substate"], "idle-at-empty-prompt");
+    assert_eq!(e["channels"][0], "plugin:telegram@claude-plugins-official");
+    assert_eq!(e["archived"], false);
+    assert_eq!(e["archived_at"], "0001-01-01T00:00:00Z");
+    assert_eq!(e["profile"], "work");
+
+    // No -p means profile "default"; empty substate/channels are omitted.
+    let out = fake.run(&["list", "--json"]);
+    let v = parse(&out);
+    assert_eq!(v[0]["id"], ID_A);
+    assert_eq!(v[0]["status"], "error");
+    assert!(v[0].get("substate").is_none());
+    assert!(v[0].get("channels").is_none());
+}
+
+#[test]
+fn empty_list_edge_outputs() {
+    let fake = Fake::new();
+    // Profiles exist, no sessions: a marshalled nil slice.
+    let out = fake.run(&["list", "--all", "--json"]);
+    assert_eq!((code(&out), stdout(&out).as_str()), (0, "null\n"));
+
+    fake.set_state(&json!({"profiles_exist": false, "sessions": []}));
+    let out = fake.run(&["list", "--all", "--json"]);
+    assert_eq!(
+        (code(&out), stdout(&out).as_str()),
+        (0, "No profiles found.\n")
+    );
+
+    let fake = fleet();
+    let out = fake.run(&["-p", "x", "list", "--json"]);
+    assert_eq!(
+        (code(&out), stdout(&out).as_str()),
+        (0, "No sessions found in profile 'x'.\n")
+    );
+}
+
+#[test]
+fn show_sorted_keys_and_profile_echo() {
+    let fake = fleet();
+    let out = fake.run(&["session", "show", ID_A, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let order = raw_key_order(&text);
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(order, sorted, "show prints sorted keys");
+    let v = parse(&out);
+    for k in [
+        "id",
+        "title",
+        "path",
+        "group",
+        "tool",
+        "command",
+        "status",
+        "profile",
+        "parent_session_id",
+        "parent_project_path",
+        "no_transition_notify",
+        "title_locked",
+        "created_at",
+        "wrapper",
+        "auto_name",
+        "claude_session_id",
+    ] {
+        assert!(v.get(k).is_some(), "show must always carry {k}: {v}");
+    }
+    assert_eq!(v["profile"], "", "profile echoes -p, empty without it");
+    assert_eq!(v["status"], "error");
+    assert_eq!(v["parent_session_id"], "");
+    assert!(v.get("substate").is_none());
+    assert!(v.get("channels").is_none());
+    assert!(v.get("auth_hold").is_none());
+    assert!(v.get("is_conductor").is_none());
+
+    let out = fake.run(&["-p", "work", "session", "show", ID_B, "--json"]);
+    let v = parse(&out);
+    assert_eq!(v["profile"], "work");
+    assert_eq!(v["substate"], "idle-at-empty-prompt");
+    assert_eq!(v["channels"][0], "plugin:telegram@claude-plugins-official");
+    assert_eq!(v["parent_session_id"], ID_A);
+
+    // --profile=NAME form, and a prefix of 6 characters.
+    let out = fake.run(&["--profile=work", "session", "show", "a0b1c2", "--json"]);
+    assert_eq!(parse(&out)["id"], ID_B);
+}
+
+#[test]
+fn show_maps_unknown_status_and_carries_auth_hold() {
+    let fake = Fake::new();
+    let mut s = session(ID_A, "conductor-ops", "conductor", "starting");
+    s["auth_hold"] = json!({"reason": "auth_death", "remedy": "log in again",
+        "evidence": "API Error: 401", "boot_attempts": 1, "ts": 1755891300});
+    fake.set_state(&json!({"sessions": [s]}));
+    let v = parse(&fake.run(&["session", "show", ID_A, "--json"]));
+    assert_eq!(v["status"], "unknown", "starting prints as unknown");
+    assert_eq!(v["auth_hold"]["reason"], "auth_death");
+    assert_eq!(v["auth_hold"]["boot_attempts"], 1);
+}
+
+#[test]
+fn profile_flag_after_subcommand_is_a_flag_error() {
+    let fake = fleet();
+    let out = fake.run(&["session", "show", "-p", "work", ID_B, "--json"]);
+    assert_eq!(code(&out), 2);
+    assert!(stdout(&out).is_empty());
+    assert!(stderr(&out).contains("flag provided but not defined: -p"));
+}
+
+#[test]
+fn not_found_exits_2_with_json_error_on_stdout() {
+    let fake = fleet();
+    let out = fake.run(&["session", "show", "nosuch-id", "--json"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(stderr(&out), "", "--json errors leave stderr empty");
+    let v = parse(&out);
+    assert_eq!(
+        v,
+        json!({"code": "NOT_FOUND", "error": "session 'nosuch-id' not found", "success": false})
+    );
+
+    // Human mode: error on stderr, stdout empty.
+    let out = fake.run(&["session", "show", "nosuch-id"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stderr(&out), "Error: session 'nosuch-id' not found\n");
+
+    // The worker lives in "work", so the default profile does not see it.
+    let out = fake.run(&["session", "restart", ID_B, "--json"]);
+    assert_eq!(code(&out), 2);
+    // A nonexistent -p profile is created, not refused: still NOT_FOUND.
+    let out = fake.run(&["-p", "nosuch", "session", "output", ID_A, "--pane", "-q"]);
+    assert_eq!(code(&out), 2);
+    let out = fake.run(&["-p", "work", "remove", ID_A]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).ends_with("(profile 'work')\n"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn lookup_title_first_then_prefix_then_ambiguous() {
+    let fake = Fake::new();
+    // A title that is also a prefix of another session's id: the title wins.
+    fake.set_state(&json!({"sessions": [
+        session(ID_A, "alpha", "", "idle"),
+        session(ID_C, "3f9c2a1b", "", "idle"),
+        session("bbbbbbbb-1755890001", "dup", "", "idle"),
+        session("cccccccc-1755890002", "dup", "", "idle"),
+    ]}));
+    let v = parse(&fake.run(&["session", "show", "3f9c2a1b", "--json"]));
+    assert_eq!(v["id"], ID_C);
+    // Two ids share the 6-char prefix 3f9c2a.
+    let out = fake.run(&["session", "show", "3f9c2a", "--json"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(parse(&out)["code"], "AMBIGUOUS");
+    // Duplicate titles are ambiguous too.
+    let out = fake.run(&["session", "show", "dup", "--json"]);
+    assert_eq!(code(&out), 1);
+    // Prefixes shorter than 6 characters never match.
+    let out = fake.run(&["session", "show", "bbbbb", "--json"]);
+    assert_eq!(code(&out), 2);
+    let v = parse(&fake.run(&["session", "show", "bbbbbb", "--json"]));
+    assert_eq!(v["title"], "dup");
+}
+
+#[test]
+fn restart_outcomes() {
+    let fake = Fake::new();
+    let mut skip = session(ID_A, "conductor-ops", "conductor", "running");
+    skip["on_restart"] = json!("skipped");
+    let mut ok = session(ID_B, "worker-1", "srv", "error");
+    ok["substate"] = json!("auth-401");
+    ok["pane"] = json!("old pane");
+    let mut fail = session(ID_C, "worker-2", "srv", "error");
+    fail["on_restart"] = json!("fail");
+    fake.set_state(&json!({"sessions": [skip, ok, fail]}));
+
+    let out = fake.run(&["session", "restart", ID_A, "--json"]);
+    assert_eq!(code(&out), 0, "a refusal exits 0");
+    let v = parse(&out);
+    assert_eq!(v["skipped"], true);
+    assert_eq!(v["success"], true);
+    assert_eq!(keys(&v), ["id", "reason", "skipped", "success", "title"]);
+    assert!(v["reason"].as_str().unwrap().contains("freshness window"));
+
+    let out = fake.run(&["session", "restart", ID_B, "--json"]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(
+        parse(&out),
+        json!({"id": ID_B, "success": true, "title": "worker-1"})
+    );
+    let st = fake.session_state(ID_B).unwrap();
+    assert_eq!(st["status"], "running");
+    assert_eq!(st["substate"], "");
+    assert_ne!(st["pane"], "old pane");
+
+    let out = fake.run(&["session", "restart", ID_C, "--json"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(stderr(&out), "");
+    let v = parse(&out);
+    assert_eq!(v["code"], "INVALID_OPERATION");
+    assert_eq!(v["error"], "failed to restart session: simulated");
+    assert_eq!(fake.session_state(ID_C).unwrap()["status"], "error");
+
+    // Human mode of a refusal.
+    let out = fake.run(&["session", "restart", "conductor-ops"]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).starts_with("✓ Skipped restart of conductor-ops: "));
+}
+
+#[test]
+fn restart_no_effect_and_auth_hold_guard() {
+    let fake = Fake::new();
+    let mut held = session(ID_A, "conductor-ops", "conductor", "error");
+    held["auth_hold"] = json!({"reason": "auth_death", "remedy": "log in again",
+        "evidence": "401", "boot_attempts": 2, "ts": 1755891300});
+    let mut inert = session(ID_B, "worker-1", "srv", "error");
+    inert["on_restart"] = json!("no_effect");
+    fake.set_state(&json!({"sessions": [held, inert]}));
+
+    let v = parse(&fake.run(&["session", "restart", ID_A, "--json"]));
+    assert_eq!(v["skipped"], true);
+    assert_eq!(v["reason"], "log in again (use --force to restart anyway)");
+    assert_eq!(fake.session_state(ID_A).unwrap()["status"], "error");
+    // --force bypasses the guard.
+    let v = parse(&fake.run(&["session", "restart", ID_A, "--json", "--force"]));
+    assert!(v.get("skipped").is_none());
+    assert_eq!(fake.session_state(ID_A).unwrap()["status"], "running");
+
+    let out = fake.run(&["session", "restart", ID_B, "--json"]);
+    assert_eq!(parse(&out)["success"], true);
+    assert_eq!(fake.session_state(ID_B).unwrap()["status"], "error");
+}
+
+#[test]
+fn start_outcomes() {
+    let fake = Fake::new();
+    let mut busy = session(ID_A, "conductor-ops", "conductor", "error");
+    busy["on_start"] = json!("already_running");
+    let dead = session(ID_B, "worker-1", "srv", "stopped");
+    fake.set_state(&json!({"sessions": [busy, dead]}));
+
+    let out = fake.run(&["session", "start", ID_A]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out),
+        "Error: session 'conductor-ops' is already running\n"
+    );
+
+    let out = fake.run(&["session", "start", ID_B]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(stdout(&out), "✓ Started session: worker-1\n");
+    assert_eq!(fake.session_state(ID_B).unwrap()["status"], "running");
+}
+
+#[test]
+fn send_records_message_and_parses_flags_like_go() {
+    let fake = Fake::new();
+    fake.set_state(&json!({"sessions": [session(ID_A, "conductor-ops", "conductor", "waiting")]}));
+    let out = fake.run(&[
+        "session",
+        "send",
+        ID_A,
+        "report",
+        "status?",
+        "--no-wait",
+        "-q",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "", "-q prints nothing");
+    let out = fake.run(&["session", "send", ID_A, "hello", "--json"]);
+    let v = parse(&out);
+    assert_eq!(v["delivery"], "submitted");
+    assert_eq!(v["message"], "hello");
+    assert_eq!(
+        fake.session_state(ID_A).unwrap()["sent"],
+        json!(["report status?", "hello"])
+    );
+    // session send has -q but no --quiet; a word starting with '-' is a flag.
+    assert_eq!(
+        code(&fake.run(&["session", "send", ID_A, "hi", "--quiet"])),
+        2
+    );
+    assert_eq!(code(&fake.run(&["session", "send", ID_A, "-1", "left"])), 2);
+}
+
+#[test]
+fn pane_moving_samples_differ_and_transcript_path() {
+    let fake = Fake::new();
+    let mut s = session(ID_A, "conductor-ops", "conductor", "waiting");
+    s["pane"] = json!("prompt >");
+    s["pane_moving"] = json!(true);
+    s["transcript"] = json!("last answer");
+    let mut gone = session(ID_B, "worker-1", "srv", "error");
+    gone["pane"] = Value::Null;
+    fake.set_state(&json!({"sessions": [s, gone]}));
+
+    let a = fake.run(&["session", "output", ID_A, "--pane", "-q"]);
+    let b = fake.run(&["session", "output", ID_A, "--pane", "-q"]);
+    assert_eq!((code(&a), code(&b)), (0, 0));
+    assert!(stdout(&a).starts_with("prompt >\n"));
+    assert!(stdout(&a).ends_with('\n'));
+    assert_ne!(
+        stdout(&a),
+        stdout(&b),
+        "a moving pane changes between samples"
+    );
+
+    let out = fake.run(&["session", "output", ID_A, "-quiet"]);
+    assert_eq!(stdout(&out), "last answer\n");
+
+    let out = fake.run(&["session", "output", ID_B, "--pane", "-q"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(stderr(&out), "Error: failed to capture pane\n");
+}
+
+#[test]
+fn remove_deletes_the_session() {
+    let fake = fleet();
+    let out = fake.run(&["-p", "work", "remove", ID_B]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "✓ Removed session: worker-1 (from profile 'work')\n"
+    );
+    assert!(fake.session_state(ID_B).is_none());
+    assert!(fake.session_state(ID_A).is_some());
+}
+
+#[test]
+fn call_log_has_one_line_per_call() {
+    let fake = fleet();
+    assert!(fake.calls().is_empty(), "missing log means no calls");
+    fake.run(&["list", "--all", "--json"]);
+    fake.run(&["session", "show", ID_A, "--json"]);
+    fake.run(&["bogus"]);
+    let calls = fake.calls();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0], ["list", "--all", "--json"]);
+    assert_eq!(calls[1], ["session", "show", ID_A, "--json"]);
+    assert_eq!(calls[2], ["bogus"]);
+    let raw = std::fs::read_to_string(&fake.log).unwrap();
+    let first: Value = serde_json::from_str(raw.lines().next().unwrap()).unwrap();
+    assert!(first["ts"].as_f64().unwrap() > 1.0e9);
+    assert!(first["pid"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn hang_fault_sleeps_then_answers_and_counts_down() {
+    let fake = fleet();
+    fake.update_state(|s| {
+        s["faults"] = json!({"show": {"mode": "hang", "seconds": 0.2, "count": 1}});
+    });
+    let t0 = Instant::now();
+    let out = fake.run(&["session", "show", ID_A, "--json"]);
+    assert!(t0.elapsed() >= Duration::from_millis(200));
+    assert_eq!(code(&out), 0);
+    assert_eq!(parse(&out)["id"], ID_A);
+    assert!(
+        fake.state()["faults"].get("show").is_none(),
+        "count exhausted"
+    );
+    // The call was logged at its start, not after the hang.
+    assert_eq!(fake.calls().len(), 1);
+}
+
+#[test]
+fn output_faults() {
+    let fake = fleet();
+    fake.update_state(|s| {
+        s["faults"] = json!({
+            "list_all": {"mode": "garbage"},
+            "list": {"mode": "null"},
+            "restart": {"mode": "exit1", "count": 2},
+            "start": {"mode": "empty"},
+            "output_pane": {"mode": "crash"},
+        });
+    });
+    let out = fake.run(&["list", "--all", "--json"]);
+    assert_eq!(
+        (code(&out), stdout(&out).as_str()),
+        (0, "{\"id\": \"oops\n")
+    );
+    assert!(serde_json::from_str::<Value>(&stdout(&out)).is_err());
+    let out = fake.run(&["list", "--json"]);
+    assert_eq!((code(&out), stdout(&out).as_str()), (0, "null\n"));
+    let out = fake.run(&["session", "start", ID_A]);
+    assert_eq!((code(&out), stdout(&out).as_str()), (0, ""));
+
+    let out = fake.run(&["session", "restart", ID_A, "--json"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(parse(&out)["error"], "simulated failure");
+    let out = fake.run(&["session", "restart", ID_A]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(stderr(&out), "Error: simulated failure\n");
+    // Count of 2 used up: the next restart is real.
+    let out = fake.run(&["session", "restart", ID_A, "--json"]);
+    assert_eq!(code(&out), 0);
+
+    let out = fake.run(&["session", "output", ID_A, "--pane", "-q"]);
+    assert_eq!(out.status.signal(), Some(9), "crash is SIGKILL");
+}
+
+#[test]
+fn unknown_commands_and_flags() {
+    let fake = fleet();
+    let out = fake.run(&["frobnicate"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(stderr(&out), "Error: unknown command\n");
+    assert_eq!(code(&fake.run(&["session", "frob", ID_A])), 1);
+    assert_eq!(code(&fake.run(&["list", "--all", "--json", "--bogus"])), 2);
+    // Flags after positionals are fine (normalizeArgs).
+    assert_eq!(code(&fake.run(&["session", "show", ID_A, "-quiet"])), 0);
+
+    let out = Command::new(&fake.bin)
+        .args(["list", "--all", "--json"])
+        .env_remove("FAKE_AGENT_DECK_STATE")
+        .env_remove("FAKE_AGENT_DECK_LOG")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1);
+    assert_eq!(stderr(&out), "Error: FAKE_AGENT_DECK_STATE not set\n");
+}
+
+#[test]
+fn delay_sleeps_outside_the_lock() {
+    let fake = fleet();
+    fake.update_state(|s| s["delay_s"] = json!({"show": 1.0}));
+    let mut slow = Command::new(&fake.bin)
+        .args(["session", "show", ID_A, "--json"])
+        .envs(fake.envs())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The slow call logs itself at its start, before the delay.
+    assert!(wait_until(Duration::from_secs(3), || fake.calls().len() == 1));
+    // A second call is not blocked by the sleeping one.
+    let out = fake.run(&["list", "--json"]);
+    assert_eq!(code(&out), 0);
+    assert!(
+        slow.try_wait().unwrap().is_none(),
+        "the delayed call should still be sleeping"
+    );
+    let slow = slow.wait_with_output().unwrap();
+    assert_eq!(parse(&slow)["id"], ID_A, "answers normally after the delay");
+}
+
+#[test]
+fn hook_writer_and_wait_until() {
+    let fake = Fake::new();
+    let dir = fake.dir.path().join("hooks");
+    std::fs::create_dir(&dir).unwrap();
+    write_hook(&dir, ID_A, "waiting");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, [format!("{ID_A}.json")], "temp file renamed away");
+    let text = std::fs::read_to_string(dir.join(format!("{ID_A}.json"))).unwrap();
+    assert!(text.starts_with("{\"status\":\"waiting\",\"event\":\"Stop\",\"ts\":"));
+    assert!(wait_until(Duration::from_millis(200), || true));
+    assert!(!wait_until(Duration::from_millis(50), || false));
+}
