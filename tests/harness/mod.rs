@@ -276,3 +276,71 @@ pub fn fake_processes(fake: &Fake) -> Vec<i32> {
         })
         .collect()
 }
+
+/// A stand-in for the Telegram Bot API on loopback: answers every request
+/// with `{"ok":true}` and keeps what it received.
+pub struct TelegramStub {
+    pub base: String,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl TelegramStub {
+    pub fn start() -> TelegramStub {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let base = format!("http://{}", listener.local_addr().expect("local addr"));
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream);
+                let mut head = String::new();
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    head.push_str(&line);
+                }
+                let mut body = vec![0u8; length];
+                let _ = reader.read_exact(&mut body);
+                seen.lock()
+                    .unwrap()
+                    .push(format!("{head}\n{}", String::from_utf8_lossy(&body)));
+                let reply = "{\"ok\":true}";
+                let _ = write!(
+                    reader.get_mut(),
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                    reply.len()
+                );
+            }
+        });
+        TelegramStub { base, requests }
+    }
+
+    /// Every request received so far: request line, headers, blank line, body.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// Every file below `dir`, read as text (lossily).
+pub fn all_files_text(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = fs::read(&p) {
+                out.push((p, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+        }
+    }
+    out
+}

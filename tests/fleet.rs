@@ -1,0 +1,289 @@
+//! Black-box tests of fleet-level safety (SPEC §5.2-§5.7): cascades, the 429
+//! circuit breaker, one alert per episode, state that survives the
+//! watchdog's own restart, and Telegram.
+
+mod common;
+mod harness;
+
+use std::fs;
+use std::time::Duration;
+
+use common::wait_until;
+use harness::{all_files_text, conductor, read_json_lines, TelegramStub, Wd, CONDUCTOR};
+use serde_json::{json, Value};
+
+fn call_times(wd: &Wd, words: &[&str]) -> Vec<f64> {
+    read_json_lines(&wd.fake.log)
+        .into_iter()
+        .filter(|c| {
+            let argv: Vec<&str> = c["argv"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap())
+                .collect();
+            words.iter().all(|w| argv.contains(w))
+        })
+        .map(|c| c["ts"].as_f64().unwrap())
+        .collect()
+}
+
+fn six_conductors(edit: impl Fn(&mut Value)) -> Vec<Value> {
+    (0..6)
+        .map(|i| {
+            let mut c = conductor(
+                &format!("{i:08x}-1755890000"),
+                &format!("conductor-{i}"),
+                "error",
+            );
+            edit(&mut c);
+            c
+        })
+        .collect()
+}
+
+#[test]
+fn cascade_alerts_once_settles_then_revives_one_at_a_time() {
+    let wd = Wd::new()
+        .env("CASCADE_WAIT_S", "1")
+        .env("CASCADE_THRESHOLD", "5")
+        .env("CASCADE_WINDOW_S", "0.1");
+    wd.sessions(six_conductors(|_| {}));
+    wd.fake
+        .update_state(|s| s["delay_s"] = json!({"restart": 0.2}));
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(20), || wd.restart_calls() == 6),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert_eq!(wd.escalations_of("cascade-detected"), 1);
+    let detected = wd
+        .escalations()
+        .iter()
+        .find(|e| e["severity"] == "cascade-detected")
+        .unwrap()["ts"]
+        .as_f64()
+        .unwrap();
+    let restarts = call_times(&wd, &["session", "restart"]);
+    assert!(
+        restarts[0] >= detected + 1.0,
+        "first restart {:.2}s after the alert",
+        restarts[0] - detected
+    );
+    // Each restart call takes 0.2 s in the fake: starts at least that far apart never overlap.
+    for pair in restarts.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= 0.2,
+            "restart calls overlap: {restarts:?}"
+        );
+    }
+}
+
+#[test]
+fn cascade_of_auth_held_sessions_alerts_once() {
+    let wd = Wd::new().env("CASCADE_WAIT_S", "0.2");
+    wd.sessions(six_conductors(|c| {
+        c["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
+    }));
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(20), || wd
+            .liveness()
+            .iter()
+            .filter(|r| r["reason"] == "auth_hold")
+            .count()
+            >= 18),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert_eq!(wd.restart_calls(), 0);
+    assert_eq!(wd.escalations_of("cascade-detected"), 1);
+    assert_eq!(wd.escalations_of("auth-hold"), 6);
+}
+
+#[test]
+fn three_rate_limited_boots_open_the_breaker_once() {
+    let wd = Wd::new()
+        .env("CIRCUIT_BREAKER_429_THRESHOLD", "3")
+        .env("CIRCUIT_BREAKER_PAUSE_S", "2")
+        .env("API_429_BACKOFF_S", "60");
+    let limited = |c: &mut Value| {
+        c["on_restart"] = json!("no_effect");
+        c["on_start"] = json!("fail");
+        c["transcript"] = json!("API Error: Rate limit reached");
+    };
+    let mut sessions: Vec<Value> = six_conductors(limited).into_iter().take(3).collect();
+    sessions.push(conductor(CONDUCTOR, "conductor-healthy-later", "running"));
+    wd.sessions(sessions);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(20), || wd
+            .escalations_of("circuit-breaker")
+            == 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    let opened = wd
+        .escalations()
+        .iter()
+        .find(|e| e["severity"] == "circuit-breaker")
+        .unwrap()["ts"]
+        .as_f64()
+        .unwrap();
+    // Now a fourth conductor crashes: no restart may run until the breaker closes.
+    wd.fake
+        .update_state(|s| s["sessions"][3]["status"] = json!("error"));
+    assert!(
+        wait_until(Duration::from_secs(20), || !call_times(
+            &wd,
+            &["restart", CONDUCTOR]
+        )
+        .is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    let first = call_times(&wd, &["restart", CONDUCTOR])[0];
+    assert!(
+        first >= opened + 2.0,
+        "restart {:.2}s after the breaker opened",
+        first - opened
+    );
+    assert_eq!(wd.escalations_of("circuit-breaker"), 1);
+}
+
+#[test]
+fn sigkill_after_the_budget_is_spent_keeps_the_rate_limit() {
+    let wd = Wd::new()
+        .env("RATE_LIMIT_MAX", "2")
+        .env("RATE_LIMIT_WINDOW_S", "300");
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["on_restart"] = json!("no_effect");
+    c["on_start"] = json!("already_running");
+    wd.sessions(vec![c]);
+    let mut d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || wd.escalations_of("rate-limit")
+            == 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    d.signal_and_wait(libc::SIGKILL, Duration::from_secs(5));
+    assert_eq!(wd.restart_calls(), 2);
+    let d2 = wd.spawn(&[]);
+    assert!(wait_until(Duration::from_secs(10), || wd
+        .fake
+        .calls_with(&["list", "--all"])
+        .len()
+        >= 8));
+    assert_eq!(
+        wd.restart_calls(),
+        2,
+        "the restarted watchdog forgot the budget; stderr:\n{}",
+        d2.stderr()
+    );
+    assert_eq!(
+        wd.escalations_of("rate-limit"),
+        1,
+        "the dedup window was forgotten too"
+    );
+}
+
+#[test]
+fn corrupt_state_file_is_kept_aside_and_the_daemon_starts() {
+    for bad in ["{\"sessions\": {\"x\": {\"restarts\": [1", "garbage", ""] {
+        let wd = Wd::new();
+        fs::create_dir_all(wd.watchdog_dir()).unwrap();
+        fs::write(wd.watchdog_dir().join("state.json"), bad).unwrap();
+        wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
+        let out = wd.run(&["--once"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("corrupt"), "{err}");
+        let kept: Vec<_> = fs::read_dir(wd.watchdog_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("state.json.corrupt-")
+            })
+            .collect();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(fs::read_to_string(kept[0].path()).unwrap(), bad);
+        assert_eq!(wd.restart_calls(), 1);
+        let state: Value = serde_json::from_str(
+            &fs::read_to_string(wd.watchdog_dir().join("state.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            state["sessions"][CONDUCTOR]["restarts"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+}
+
+#[test]
+fn telegram_gets_conductor_alerts_only_and_never_sees_the_token_leak() {
+    const TOKEN: &str = "7777777:SECRET-BOT-TOKEN-abc";
+    let stub = TelegramStub::start();
+    let wd = Wd::new()
+        .env("RATE_LIMIT_MAX", "1")
+        .env("TELEGRAM_ESCALATION_CHAT_ID", "-100123")
+        .env("TELEGRAM_BOT_TOKEN", TOKEN)
+        .env("TELEGRAM_API_BASE", &stub.base);
+    let failing = |c: &mut Value| {
+        c["on_restart"] = json!("no_effect");
+        c["on_start"] = json!("already_running");
+    };
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    failing(&mut c);
+    let worker_id = "a0b1c2d3-1755899999";
+    let mut w = json!({"id": worker_id, "title": "worker-1", "group": "srv", "profile": "default",
+                       "status": "error", "pane": "p"});
+    failing(&mut w);
+    wd.sessions(vec![c, w]);
+    fs::create_dir_all(wd.watchdog_dir().join("autorestart")).unwrap();
+    fs::write(wd.watchdog_dir().join("autorestart").join(worker_id), "").unwrap();
+    let d = wd.spawn(&["--verbose"]);
+    assert!(
+        wait_until(Duration::from_secs(10), || wd.escalations_of("rate-limit")
+            == 2),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert!(wait_until(Duration::from_secs(10), || !stub
+        .requests()
+        .is_empty()));
+    std::thread::sleep(Duration::from_millis(300));
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    let req = &requests[0];
+    assert!(
+        req.starts_with(&format!("POST /bot{TOKEN}/sendMessage")),
+        "{req}"
+    );
+    assert!(req.contains("chat_id=-100123"), "{req}");
+    assert!(
+        req.contains("rate-limit") && req.contains("conductor-ops"),
+        "{req}"
+    );
+    let sent: Vec<_> = wd
+        .escalations()
+        .into_iter()
+        .filter(|e| e["telegram"] == true)
+        .collect();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["sid"], CONDUCTOR);
+    assert!(!d.stderr().contains("SECRET-BOT-TOKEN"), "token in stderr");
+    for (path, text) in all_files_text(&wd.watchdog_dir()) {
+        assert!(
+            !text.contains("SECRET-BOT-TOKEN"),
+            "token in {}",
+            path.display()
+        );
+    }
+}
