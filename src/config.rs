@@ -59,6 +59,8 @@ re-read your notes and continue from where you left off.";
 #[derive(Debug, Clone)]
 pub struct Config {
     pub home: PathBuf,
+    /// `XDG_CONFIG_HOME` when set to an absolute path (agent-deck's config.toml).
+    pub xdg_config_home: Option<PathBuf>,
     pub root: PathBuf,
     pub watchdog_dir: PathBuf,
     pub bin: PathBuf,
@@ -336,6 +338,10 @@ impl<'a> Reader<'a> {
         );
         Ok(Config {
             home: home.unwrap_or_else(|| PathBuf::from("/")),
+            xdg_config_home: self
+                .get("XDG_CONFIG_HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute()),
             root,
             watchdog_dir,
             bin,

@@ -17,11 +17,13 @@ use crate::agent_deck::{AgentDeck, Cli, ReadOnly};
 use crate::cli::RunFlags;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
+use crate::errands;
 use crate::error::{Error, Result};
 use crate::escalate::{Escalator, EscalatorParts};
 use crate::events::{Batch, Event, EventQueue};
 use crate::fleet::Fleet;
 use crate::lock;
+use crate::patrols::{self, Patrols, Snapshot};
 use crate::policy::{self, CascadeNews, Gate, Limits};
 use crate::records::Records;
 use crate::restart::{self, Restarter};
@@ -90,6 +92,7 @@ pub struct Daemon {
     shutdown: Shutdown,
     clock: Arc<dyn Clock>,
     fleet: Fleet,
+    patrols: Patrols,
     /// When each session was last checked because of a hook event.
     hook_checked: BTreeMap<String, f64>,
     /// Hook checks postponed by the per-session throttle.
@@ -120,7 +123,7 @@ impl Daemon {
             notifier: Telegram::from_config(cfg, shutdown.clone()),
             shutdown: shutdown.clone(),
         }));
-        let restarter = Restarter::spawn(restart::Context {
+        let restarter = restart::spawn(restart::Context {
             deck: deck.clone(),
             state: state.clone(),
             limits: limits.clone(),
@@ -130,14 +133,30 @@ impl Daemon {
                 restart_verify: cfg.restart_verify,
                 start_verify: cfg.start_verify,
                 continuity_message: cfg.continuity_message.clone(),
+                prompt_resume: cfg.prompt_resume_profiles.clone(),
+                prompt_resume_timeout: cfg.subprocess_timeout.max(Duration::from_secs(120)),
             },
-            records,
+            records: records.clone(),
             escalator: escalator.clone(),
             store: store.clone(),
             clock: clock.clone(),
             shutdown: shutdown.clone(),
         })
         .map_err(|e| Error::runtime(format!("cannot start the restart thread: {e}")))?;
+        let errands = errands::spawn(errands::Runner {
+            deck: deck.clone(),
+            records: records.clone(),
+            clock: clock.clone(),
+            dry_run: flags.dry_run,
+        })
+        .map_err(|e| Error::runtime(format!("cannot start the patrol thread: {e}")))?;
+        let patrols = Patrols::new(
+            patrols::Settings::from_config(cfg),
+            deck.clone(),
+            state.clone(),
+            clock.clone(),
+            errands,
+        );
         let mut fleet = Fleet::new(cfg.autorestart_dir());
         fleet.reload_markers();
         Ok(Daemon {
@@ -152,6 +171,7 @@ impl Daemon {
             shutdown,
             clock,
             fleet,
+            patrols,
             hook_checked: BTreeMap::new(),
             deferred: BTreeSet::new(),
             threads: Vec::new(),
@@ -230,8 +250,10 @@ impl Daemon {
             );
         }
         let critical = self.fleet.critical();
+        let mut profiles = Fleet::profiles(&critical);
+        profiles.extend(Patrols::profiles_needed(self.fleet.all()));
         let mut live: BTreeMap<String, Live> = BTreeMap::new();
-        for profile in Fleet::profiles(&critical) {
+        for profile in profiles {
             match self.deck.list_profile(&profile) {
                 Ok(list) => live.extend(list.into_iter().map(|(s, l)| (s.id, l))),
                 Err(e) => log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick"),
@@ -247,6 +269,12 @@ impl Daemon {
                 self.observe(s, l.status());
             }
         }
+        let snap = Snapshot {
+            sessions: self.fleet.all().collect(),
+            critical: &critical,
+            live: &live,
+        };
+        self.patrols.run(&snap, &self.restarter);
         self.store.save(&self.state);
     }
 
@@ -339,7 +367,8 @@ impl Daemon {
                 self.restarter.submit(restart::Job {
                     session: s.clone(),
                     escalation_critical: session::is_escalation_critical(s),
-                    slot,
+                    slot: Some(slot),
+                    kind: restart::Kind::Revive,
                 });
             }
             (Gate::BudgetSpent, _) => {
@@ -368,6 +397,7 @@ impl Daemon {
 
     /// Waits for started work, then stops every thread.
     pub fn finish(&mut self) {
+        self.patrols.finish();
         self.restarter.finish();
         self.escalator.drain();
         self.shutdown.trigger();

@@ -9,10 +9,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{unbounded, Sender};
 use parking_lot::Mutex;
 
 use crate::clock::Clock;
@@ -21,6 +19,7 @@ use crate::process::{self, Job};
 use crate::records::{EscalationRecord, Records};
 use crate::shutdown::Shutdown;
 use crate::state::State;
+use crate::worker::Worker;
 
 /// Sends the text of an alert somewhere a human reads it (Telegram).
 pub trait Notifier: Send + Sync {
@@ -41,8 +40,7 @@ pub struct Escalator {
     clock: Arc<dyn Clock>,
     dry_run: bool,
     has_notifier: bool,
-    tx: Mutex<Option<Sender<Alert>>>,
-    worker: Mutex<Option<JoinHandle<()>>>,
+    worker: Mutex<Option<Worker<Alert>>>,
 }
 
 /// Everything the escalator needs, gathered so construction reads clearly.
@@ -60,23 +58,18 @@ pub struct EscalatorParts {
 
 impl Escalator {
     pub fn new(p: EscalatorParts) -> Escalator {
-        let (tx, rx) = unbounded::<Alert>();
         let has_notifier = p.notifier.is_some();
         let (script, timeout, notifier, shutdown) =
             (p.script, p.script_timeout, p.notifier, p.shutdown);
-        let worker = std::thread::Builder::new()
-            .name("escalate".into())
-            .spawn(move || {
-                for alert in rx {
-                    deliver(&alert, &script, timeout, notifier.as_deref(), &shutdown);
-                }
-            })
-            .map_err(|e| {
-                log::error!(
-                    "could not start the escalation thread ({e}); escalations are recorded only"
-                )
-            })
-            .ok();
+        let worker = Worker::spawn("escalate", move |alert: Alert| {
+            deliver(&alert, &script, timeout, notifier.as_deref(), &shutdown)
+        })
+        .map_err(|e| {
+            log::error!(
+                "could not start the escalation thread ({e}); escalations are recorded only"
+            )
+        })
+        .ok();
         Escalator {
             records: p.records,
             state: p.state,
@@ -84,7 +77,6 @@ impl Escalator {
             clock: p.clock,
             dry_run: p.dry_run,
             has_notifier,
-            tx: Mutex::new(worker.as_ref().map(|_| tx)),
             worker: Mutex::new(worker),
         }
     }
@@ -123,8 +115,8 @@ impl Escalator {
             );
             return true;
         }
-        if let Some(tx) = self.tx.lock().as_ref() {
-            let _ = tx.send(Alert {
+        if let Some(w) = self.worker.lock().as_ref() {
+            w.submit(Alert {
                 severity: severity.to_owned(),
                 message: message.to_owned(),
                 telegram,
@@ -135,9 +127,9 @@ impl Escalator {
 
     /// Delivers what is queued, then stops the worker.
     pub fn drain(&self) {
-        self.tx.lock().take();
-        if let Some(h) = self.worker.lock().take() {
-            let _ = h.join();
+        let worker = self.worker.lock().take();
+        if let Some(mut w) = worker {
+            w.finish();
         }
     }
 }

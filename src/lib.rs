@@ -11,6 +11,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+pub mod errands;
 pub mod error;
 pub mod escalate;
 pub mod events;
@@ -19,7 +20,10 @@ pub mod liveness;
 pub mod lock;
 pub mod logging;
 pub mod parse;
+pub mod patrol;
+pub mod patrols;
 pub mod policy;
+pub mod poller;
 pub mod process;
 pub mod records;
 pub mod restart;
@@ -29,6 +33,7 @@ pub mod state;
 pub mod store;
 pub mod telegram;
 pub mod watcher;
+pub mod worker;
 
 use std::ffi::OsString;
 

@@ -116,6 +116,7 @@ fn session(v: &Value) -> Result<Session, Garbage> {
             .or_else(|| str_field(v, "group_path"))
             .unwrap_or_default(),
         profile: str_field(v, "profile").unwrap_or_default(),
+        path: str_field(v, "path").unwrap_or_default(),
         parent_session_id: str_field(v, "parent_session_id").filter(|p| !p.is_empty()),
         is_conductor: ["is_conductor", "IsConductor"]
             .iter()

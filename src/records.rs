@@ -32,6 +32,8 @@ pub struct RestartRecord {
     pub backoff_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_for_s: Option<f64>,
 }
 
 /// One status read during liveness confirmation.
@@ -168,6 +170,7 @@ mod tests {
             dry_run: false,
             backoff_s: None,
             final_status: None,
+            stuck_for_s: None,
         };
         r.restart(&rec);
         r.restart(&rec);

@@ -8,10 +8,8 @@
 //! holds the state mutex only between them.
 
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{unbounded, Sender};
 use parking_lot::Mutex;
 
 use crate::agent_deck::{AgentDeck, RestartAnswer};
@@ -24,13 +22,25 @@ use crate::session::{Live, Session, Status};
 use crate::shutdown::Shutdown;
 use crate::state::State;
 use crate::store::Store;
+use crate::worker::Worker;
 
-/// A session the main loop has cleared for restart, with its reserved slot.
+/// Why a session is being restarted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// It is in error: confirm it is dead, restart, verify, fall back.
+    Revive,
+    /// It is alive but its Telegram poller is missing (SPEC §6.1).
+    DeafConductor,
+}
+
+/// A session the main loop has cleared for restart, with the budget slot it
+/// reserved (revivals only).
 #[derive(Debug, Clone)]
 pub struct Job {
     pub session: Session,
     pub escalation_critical: bool,
-    pub slot: f64,
+    pub slot: Option<f64>,
+    pub kind: Kind,
 }
 
 /// The timings and switches a restart needs.
@@ -41,7 +51,15 @@ pub struct Settings {
     pub restart_verify: Duration,
     pub start_verify: Duration,
     pub continuity_message: String,
+    /// `profile` → `CLAUDE_CONFIG_DIR` for prompt-resume (SPEC §6.4).
+    pub prompt_resume: Vec<(String, std::path::PathBuf)>,
+    /// How long the `claude --resume` call may take.
+    pub prompt_resume_timeout: Duration,
 }
+
+/// The prompt sent by prompt-resume.
+pub const RESUME_TEXT: &str =
+    "continue — your tmux session was stopped unexpectedly; check your state and report a one-line status";
 
 /// Everything a restart touches.
 pub struct Context {
@@ -56,48 +74,16 @@ pub struct Context {
     pub shutdown: Shutdown,
 }
 
-/// The restart worker thread.
-pub struct Restarter {
-    tx: Option<Sender<Job>>,
-    handle: Option<JoinHandle<()>>,
-}
+/// The restart worker: one restart at a time, in the order they were cleared.
+pub type Restarter = Worker<Job>;
 
-impl Restarter {
-    pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
-        let (tx, rx) = unbounded::<Job>();
-        let handle = std::thread::Builder::new()
-            .name("restart".into())
-            .spawn(move || {
-                for job in rx {
-                    ctx.run(&job);
-                    policy::finish(&mut ctx.state.lock(), &job.session.id);
-                }
-            })?;
-        Ok(Restarter {
-            tx: Some(tx),
-            handle: Some(handle),
-        })
-    }
-
-    pub fn submit(&self, job: Job) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(job);
-        }
-    }
-
-    /// Finishes the queued jobs (quickly, if shutdown is set) and stops.
-    pub fn finish(&mut self) {
-        self.tx.take();
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-impl Drop for Restarter {
-    fn drop(&mut self) {
-        self.finish();
-    }
+/// Starts the restart worker thread.
+pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
+    Worker::spawn("restart", move |job: Job| {
+        ctx.run(&job);
+        policy::finish(&mut ctx.state.lock(), &job.session.id);
+        ctx.store.save(&ctx.state);
+    })
 }
 
 /// Whether a transcript shows an API rate limit (HTTP 429).
@@ -189,11 +175,14 @@ impl Context {
             dry_run: self.settings.dry_run,
             backoff_s: None,
             final_status: None,
+            stuck_for_s: None,
         }
     }
 
     fn give_back(&self, job: &Job) {
-        policy::give_back(&mut self.state.lock(), &job.session.id, job.slot);
+        if let Some(slot) = job.slot {
+            policy::give_back(&mut self.state.lock(), &job.session.id, slot);
+        }
     }
 
     fn run(&self, job: &Job) {
@@ -207,6 +196,9 @@ impl Context {
             log::info!("restart of {} skipped after the wait: {why}", s.id);
             self.give_back(job);
             return;
+        }
+        if job.kind == Kind::DeafConductor {
+            return self.restart_deaf(job);
         }
         if !self.confirm_dead(job) {
             return;
@@ -425,6 +417,9 @@ impl Context {
             self.records.restart(&rec);
             return;
         }
+        if self.try_prompt_resume(job, &transcript) {
+            return;
+        }
         let n = policy::note_failure(&mut self.state.lock(), &s.id);
         log::warn!(
             "restart of {} ({}) failed ({n} in a row): {err}",
@@ -440,6 +435,112 @@ impl Context {
             );
             self.escalator
                 .escalate("restart-failed", &msg, Some(&s.id), job.escalation_critical);
+        }
+    }
+}
+
+impl Context {
+    /// SPEC §6.1: restart a live conductor whose Telegram poller is gone. A
+    /// `skipped` answer is a refusal, not a success: the dedup window starts
+    /// only when a restart really ran.
+    fn restart_deaf(&self, job: &Job) {
+        let s = &job.session;
+        let now = self.clock.now();
+        if self.settings.dry_run {
+            log::info!(
+                "dry-run: would restart {} ({}): its Telegram poller is not running",
+                s.id,
+                s.title
+            );
+            crate::patrol::note_poller_restarted(&mut self.state.lock(), &s.id, now);
+            let reason = Some("telegram poller not running".to_owned());
+            return self
+                .records
+                .restart(&self.record(s, "poller-restart", reason));
+        }
+        policy::note_restart_call(&mut self.state.lock(), &self.limits, now);
+        let (action, reason) = match self.deck.restart(&s.profile, &s.id) {
+            Ok(RestartAnswer::Restarted) => {
+                crate::patrol::note_poller_restarted(
+                    &mut self.state.lock(),
+                    &s.id,
+                    self.clock.now(),
+                );
+                log::info!(
+                    "restarted {} ({}): its Telegram poller was not running",
+                    s.id,
+                    s.title
+                );
+                ("poller-restart", "telegram poller not running".to_owned())
+            }
+            Ok(RestartAnswer::Skipped(why)) => {
+                log::info!("agent-deck declined the poller restart of {}: {why}; will try again at the next check", s.id);
+                (
+                    "poller-refused",
+                    format!("agent-deck refused the restart: {why}"),
+                )
+            }
+            Err(e) => {
+                log::warn!(
+                    "poller restart of {} failed: {e}; will try again at the next check",
+                    s.id
+                );
+                ("poller-restart-failed", format!("restart {e}"))
+            }
+        };
+        self.records.restart(&self.record(s, action, Some(reason)));
+    }
+
+    /// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
+    /// tool marker, nudge the conversation once with `claude --resume`, then
+    /// retry `session start`. True if the session came back.
+    fn try_prompt_resume(&self, job: &Job, transcript: &str) -> bool {
+        let s = &job.session;
+        let Some((_, config_dir)) = self
+            .settings
+            .prompt_resume
+            .iter()
+            .find(|(p, _)| *p == s.profile)
+        else {
+            return false;
+        };
+        if !transcript.to_lowercase().contains("deferred tool marker") {
+            return false;
+        }
+        let Some(claude_id) = self.read_status(s).and_then(|l| l.claude_session_id) else {
+            log::warn!("prompt-resume of {} skipped: no claude_session_id", s.id);
+            return false;
+        };
+        self.records
+            .restart(&self.record(s, "prompt-resume-attempt", None));
+        let cmd = crate::process::Job::new("claude")
+            .args(["--resume", claude_id.as_str(), "-p", RESUME_TEXT])
+            .env("CLAUDE_CONFIG_DIR", config_dir)
+            .env_remove("TELEGRAM_STATE_DIR");
+        match crate::process::run(&cmd, self.settings.prompt_resume_timeout, &self.shutdown) {
+            Ok(out) if out.success() => {
+                log::info!("prompt-resume of {} ran; retrying session start", s.id)
+            }
+            Ok(out) => log::warn!(
+                "prompt-resume of {} exited {:?}; retrying session start anyway",
+                s.id,
+                out.code
+            ),
+            Err(e) => log::warn!(
+                "prompt-resume of {}: claude {e}; retrying session start anyway",
+                s.id
+            ),
+        }
+        if let Err(e) = self.deck.start(&s.profile, &s.id) {
+            log::warn!("session start after prompt-resume of {} failed: {e}", s.id);
+            return false;
+        }
+        match self.verify(s, self.settings.start_verify) {
+            Some(status) if status != Status::Error => {
+                self.succeeded(s, status);
+                true
+            }
+            _ => false,
         }
     }
 }

@@ -61,6 +61,8 @@ pub struct Session {
     pub title: String,
     pub group: String,
     pub profile: String,
+    /// The session's working directory (a conductor's is its own directory).
+    pub path: String,
     pub parent_session_id: Option<String>,
     /// Only if the CLI ever prints it; today it never does.
     pub is_conductor: bool,

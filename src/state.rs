@@ -45,6 +45,16 @@ pub struct Cascade {
     pub size: usize,
 }
 
+/// A child session seen in `waiting`: its pane digest, since when it has
+/// not changed, and when it was last nudged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WaitWatch {
+    pub digest: String,
+    pub since: f64,
+    pub nudged_at: Option<f64>,
+}
+
 /// All of it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -62,6 +72,11 @@ pub struct State {
     pub breaker_hits: Vec<f64>,
     /// Every restart paused until then (429 circuit breaker open).
     pub breaker_open_until: f64,
+    /// Deaf-conductor patrol: when each conductor was last restarted for a
+    /// missing Telegram poller.
+    pub poller_restarted: BTreeMap<String, f64>,
+    /// Waiting-too-long patrol: the children seen in `waiting`.
+    pub waiting: BTreeMap<String, WaitWatch>,
     /// `<sid or _global>|<severity>` → when it last escalated.
     pub escalated: BTreeMap<String, f64>,
     /// Sessions with a restart queued or running (not saved).

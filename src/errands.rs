@@ -1,0 +1,107 @@
+//! The patrols' actions, run on their own worker thread: nudging a child
+//! that has waited too long, removing a session stuck in error.
+//!
+//! `session send` and `remove` can take seconds, so the main loop only
+//! queues them here. Each errand writes one `restart.log` record with its own
+//! `action`; in dry-run the record is written and nothing is run.
+
+use std::sync::Arc;
+
+use crate::agent_deck::AgentDeck;
+use crate::clock::Clock;
+use crate::patrol::NUDGE_TEXT;
+use crate::records::{Records, RestartRecord};
+use crate::session::Session;
+use crate::worker::Worker;
+
+/// One thing to do.
+#[derive(Debug, Clone)]
+pub enum Errand {
+    /// `session send <id> "report status?" --no-wait`.
+    Nudge { session: Session, waited_s: f64 },
+    /// `remove <id>`: stuck in error for `stuck_for_s`.
+    Remove { session: Session, stuck_for_s: f64 },
+}
+
+/// What the errand worker needs.
+pub struct Runner {
+    pub deck: Arc<dyn AgentDeck>,
+    pub records: Arc<Records>,
+    pub clock: Arc<dyn Clock>,
+    pub dry_run: bool,
+}
+
+pub fn spawn(r: Runner) -> std::io::Result<Worker<Errand>> {
+    Worker::spawn("patrol", move |e: Errand| r.run(e))
+}
+
+impl Runner {
+    fn record(&self, s: &Session, action: &str, reason: String) -> RestartRecord {
+        RestartRecord {
+            ts: self.clock.now(),
+            id: s.id.clone(),
+            title: s.title.clone(),
+            profile: s.profile.clone(),
+            action: action.to_owned(),
+            reason: Some(reason),
+            dry_run: self.dry_run,
+            backoff_s: None,
+            final_status: None,
+            stuck_for_s: None,
+        }
+    }
+
+    fn run(&self, errand: Errand) {
+        match errand {
+            Errand::Nudge {
+                session: s,
+                waited_s,
+            } => {
+                let reason = format!("waiting {waited_s:.0}s with an unchanged pane");
+                let action = if self.dry_run {
+                    log::info!("dry-run: would nudge {} ({}): {reason}", s.id, s.title);
+                    "nudge"
+                } else {
+                    match self.deck.send(&s.profile, &s.id, NUDGE_TEXT) {
+                        Ok(()) => {
+                            log::info!("nudged {} ({}): {reason}", s.id, s.title);
+                            "nudge"
+                        }
+                        Err(e) => {
+                            log::warn!(
+                                "nudge to {} failed: {e}; the next one waits for the dedup window",
+                                s.id
+                            );
+                            "nudge-failed"
+                        }
+                    }
+                };
+                self.records.restart(&self.record(&s, action, reason));
+            }
+            Errand::Remove {
+                session: s,
+                stuck_for_s,
+            } => {
+                let reason = format!("in error for {stuck_for_s:.0}s");
+                let action = if self.dry_run {
+                    log::info!("dry-run: would remove {} ({}): {reason}", s.id, s.title);
+                    "stale-removed"
+                } else {
+                    match self.deck.remove(&s.profile, &s.id) {
+                        Ok(()) => {
+                            log::warn!("removed {} ({}): {reason}", s.id, s.title);
+                            "stale-removed"
+                        }
+                        Err(e) => {
+                            log::warn!("removing {} failed: {e}; trying again next tick", s.id);
+                            "stale-remove-failed"
+                        }
+                    }
+                };
+                let mut rec = self.record(&s, action, reason);
+                rec.stuck_for_s = Some(stuck_for_s);
+                self.records.restart(&rec);
+            }
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! Is a conductor's Telegram poller running? (SPEC §6.1)
+//!
+//! Finds the conductor's `env_file` the way agent-deck does (`config.toml`
+//! table `[conductors.<name>.claude]`, else the conductor's `meta.json`),
+//! reads `TELEGRAM_STATE_DIR` from it with agent-deck's parsing rules, and
+//! looks in `/proc` for a `bun … telegram` process carrying that directory in
+//! its environment. Unreadable files and processes are skipped, never fatal.
+//! It reads only; the restart decision is the caller's.
+
+use std::path::{Path, PathBuf};
+
+/// Where agent-deck's files live, for finding a conductor's env file.
+#[derive(Debug, Clone)]
+pub struct Places {
+    pub home: PathBuf,
+    pub root: PathBuf,
+    pub xdg_config_home: Option<PathBuf>,
+    pub proc_dir: PathBuf,
+}
+
+/// Whether the session subscribes to a Telegram channel plugin.
+pub fn has_telegram_channel(channels: &[String]) -> bool {
+    channels.iter().any(|c| c.starts_with("plugin:telegram@"))
+}
+
+/// `~/x` → `<home>/x`; anything else unchanged.
+fn expand(home: &Path, raw: &str) -> PathBuf {
+    match raw.strip_prefix("~/") {
+        Some(rest) => home.join(rest),
+        None => PathBuf::from(raw),
+    }
+}
+
+/// `TELEGRAM_STATE_DIR` from env-file text: trim, optional `export `, the
+/// prefix, quotes stripped, a leading `~/` expanded. The last one wins.
+pub fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let line = line
+                .strip_prefix("export ")
+                .map(str::trim_start)
+                .unwrap_or(line);
+            let value = line.strip_prefix("TELEGRAM_STATE_DIR=")?;
+            let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+            (!value.is_empty()).then(|| expand(home, value))
+        })
+        .last()
+}
+
+/// agent-deck's `config.toml`: XDG first, then the legacy locations.
+fn config_toml_candidates(p: &Places) -> Vec<PathBuf> {
+    let xdg = p
+        .xdg_config_home
+        .clone()
+        .unwrap_or_else(|| p.home.join(".config"));
+    vec![
+        xdg.join("agent-deck/config.toml"),
+        p.root.join("config.toml"),
+        p.home.join(".agent-deck/config.toml"),
+    ]
+}
+
+fn env_file_from_config(p: &Places, name: &str) -> Option<String> {
+    let path = config_toml_candidates(p)
+        .into_iter()
+        .find(|c| c.is_file())?;
+    let text = std::fs::read_to_string(&path).ok()?;
+    let table: toml::Table = match toml::from_str(&text) {
+        Ok(t) => t,
+        Err(e) => {
+            log::warn!(
+                "cannot parse {} ({e}); looking for the env file in meta.json instead",
+                path.display()
+            );
+            return None;
+        }
+    };
+    table
+        .get("conductors")?
+        .get(name)?
+        .get("claude")?
+        .get("env_file")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn env_file_from_meta(p: &Places, name: &str, session_path: &str) -> Option<(String, PathBuf)> {
+    let mut dirs = Vec::new();
+    if !session_path.is_empty() {
+        dirs.push(PathBuf::from(session_path));
+    }
+    dirs.push(p.root.join("conductor").join(name));
+    dirs.into_iter().find_map(|dir| {
+        let text = std::fs::read_to_string(dir.join("meta.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let file = v.get("env_file")?.as_str()?.to_owned();
+        Some((file, dir))
+    })
+}
+
+/// The conductor's `TELEGRAM_STATE_DIR`, if its env file declares one.
+pub fn conductor_state_dir(p: &Places, title: &str, session_path: &str) -> Option<PathBuf> {
+    let name = title.strip_prefix("conductor-").unwrap_or(title);
+    let (raw, base) = match env_file_from_config(p, name) {
+        Some(f) => (f, p.home.clone()),
+        None => env_file_from_meta(p, name, session_path)?,
+    };
+    let mut file = expand(&p.home, raw.trim());
+    if file.is_relative() {
+        file = base.join(file);
+    }
+    let text = std::fs::read_to_string(&file).ok()?;
+    state_dir_from_env_file(&text, &p.home)
+}
+
+/// Whether a command line (NUL-separated argv) looks like `bun … telegram`.
+fn is_telegram_poller(cmdline: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(cmdline).replace('\0', " ");
+    text.find("bun")
+        .is_some_and(|i| text[i + 3..].contains("telegram"))
+}
+
+/// Whether some running `bun … telegram` process has
+/// `TELEGRAM_STATE_DIR=<dir>` in its environment.
+pub fn poller_running(proc_dir: &Path, dir: &Path) -> bool {
+    let needle = format!("TELEGRAM_STATE_DIR={}", dir.display());
+    let Ok(entries) = std::fs::read_dir(proc_dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        if !name
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return false;
+        }
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+            return false;
+        };
+        is_telegram_poller(&cmdline)
+            && std::fs::read(e.path().join("environ"))
+                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+                .unwrap_or(false)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_file_parsing_like_agent_deck() {
+        let home = Path::new("/home/u");
+        let text = "# comment\nOTHER=1\n  export TELEGRAM_STATE_DIR=\"~/.claude/channels/telegram-ops\"  \n";
+        assert_eq!(
+            state_dir_from_env_file(text, home),
+            Some(PathBuf::from("/home/u/.claude/channels/telegram-ops"))
+        );
+        assert_eq!(
+            state_dir_from_env_file("TELEGRAM_STATE_DIR='/srv/tg'", home),
+            Some(PathBuf::from("/srv/tg"))
+        );
+        assert_eq!(state_dir_from_env_file("TELEGRAM_STATE_DIR=", home), None);
+        assert_eq!(
+            state_dir_from_env_file("XTELEGRAM_STATE_DIR=/a", home),
+            None
+        );
+    }
+
+    #[test]
+    fn any_telegram_plugin_channel_counts() {
+        assert!(has_telegram_channel(&[
+            "plugin:telegram@claude-plugins-official".into()
+        ]));
+        assert!(has_telegram_channel(&[
+            "x".into(),
+            "plugin:telegram@other".into()
+        ]));
+        assert!(!has_telegram_channel(&["plugin:slack@x".into()]));
+    }
+
+    #[test]
+    fn poller_command_lines() {
+        assert!(is_telegram_poller(b"bun\0run\0telegram\0start\0"));
+        assert!(is_telegram_poller(
+            b"/usr/bin/bun\0/x/telegram-plugin/server.ts\0"
+        ));
+        assert!(!is_telegram_poller(b"node\0telegram\0"));
+        assert!(!is_telegram_poller(b"telegram\0bun\0"));
+    }
+
+    fn places(tmp: &Path) -> Places {
+        Places {
+            home: tmp.join("home"),
+            root: tmp.join("home/.agent-deck"),
+            xdg_config_home: None,
+            proc_dir: tmp.join("proc"),
+        }
+    }
+
+    #[test]
+    fn env_file_from_config_toml_then_meta_json() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = places(tmp.path());
+        std::fs::create_dir_all(p.home.join(".config/agent-deck")).unwrap();
+        std::fs::write(p.home.join("ops.env"), "TELEGRAM_STATE_DIR=~/tg-ops\n").unwrap();
+        std::fs::write(
+            p.home.join(".config/agent-deck/config.toml"),
+            "[conductors.ops.claude]\nenv_file = \"~/ops.env\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            conductor_state_dir(&p, "conductor-ops", ""),
+            Some(p.home.join("tg-ops"))
+        );
+        let meta_dir = p.root.join("conductor/travel");
+        std::fs::create_dir_all(&meta_dir).unwrap();
+        std::fs::write(
+            meta_dir.join("travel.env"),
+            "export TELEGRAM_STATE_DIR=/srv/tg-travel\n",
+        )
+        .unwrap();
+        std::fs::write(meta_dir.join("meta.json"), r#"{"env_file": "travel.env"}"#).unwrap();
+        assert_eq!(
+            conductor_state_dir(&p, "conductor-travel", ""),
+            Some(PathBuf::from("/srv/tg-travel"))
+        );
+        assert_eq!(conductor_state_dir(&p, "conductor-none", ""), None);
+    }
+
+    #[test]
+    fn proc_scan_matches_command_and_environment() {
+        let tmp = tempfile::tempdir().unwrap();
+        let proc_dir = tmp.path();
+        let add = |pid: &str, cmd: &[u8], env: &[u8]| {
+            std::fs::create_dir_all(proc_dir.join(pid)).unwrap();
+            std::fs::write(proc_dir.join(pid).join("cmdline"), cmd).unwrap();
+            std::fs::write(proc_dir.join(pid).join("environ"), env).unwrap();
+        };
+        add(
+            "10",
+            b"bun\0telegram\0",
+            b"A=1\0TELEGRAM_STATE_DIR=/tg/other\0",
+        );
+        add("11", b"vim\0telegram\0", b"TELEGRAM_STATE_DIR=/tg/ops\0");
+        std::fs::create_dir_all(proc_dir.join("self")).unwrap();
+        assert!(!poller_running(proc_dir, Path::new("/tg/ops")));
+        add(
+            "12",
+            b"bun\0run\0telegram\0start\0",
+            b"TELEGRAM_STATE_DIR=/tg/ops\0",
+        );
+        assert!(poller_running(proc_dir, Path::new("/tg/ops")));
+        assert!(!poller_running(
+            Path::new("/nonexistent"),
+            Path::new("/tg/ops")
+        ));
+    }
+}

@@ -1,0 +1,91 @@
+//! A named thread that runs queued jobs one at a time, in order.
+//!
+//! Used wherever the main loop must not wait: restarts, escalation delivery,
+//! patrol errands. [`Worker::finish`] closes the queue, lets the thread run
+//! what is left (fast once shutdown is set, since every wait checks it) and
+//! joins it; `Drop` does the same, so no worker outlives its owner.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{unbounded, Sender};
+
+pub struct Worker<J: Send + 'static> {
+    tx: Option<Sender<J>>,
+    handle: Option<JoinHandle<()>>,
+    pending: Arc<AtomicUsize>,
+}
+
+impl<J: Send + 'static> Worker<J> {
+    pub fn spawn(
+        name: &str,
+        mut run: impl FnMut(J) + Send + 'static,
+    ) -> std::io::Result<Worker<J>> {
+        let (tx, rx) = unbounded::<J>();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let left = pending.clone();
+        let handle = std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || {
+                for job in rx {
+                    run(job);
+                    left.fetch_sub(1, Ordering::SeqCst);
+                }
+            })?;
+        Ok(Worker {
+            tx: Some(tx),
+            handle: Some(handle),
+            pending,
+        })
+    }
+
+    pub fn submit(&self, job: J) {
+        if let Some(tx) = &self.tx {
+            self.pending.fetch_add(1, Ordering::SeqCst);
+            if tx.send(job).is_err() {
+                self.pending.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Jobs queued or running.
+    pub fn pending(&self) -> usize {
+        self.pending.load(Ordering::SeqCst)
+    }
+
+    /// Runs what is queued, then stops the thread.
+    pub fn finish(&mut self) {
+        self.tx.take();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl<J: Send + 'static> Drop for Worker<J> {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parking_lot::Mutex;
+
+    #[test]
+    fn runs_jobs_in_order_and_finish_drains() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        let mut w = Worker::spawn("test", move |j: u32| s.lock().push(j)).unwrap();
+        for j in 0..100 {
+            w.submit(j);
+        }
+        w.finish();
+        assert_eq!(*seen.lock(), (0..100).collect::<Vec<_>>());
+        assert_eq!(w.pending(), 0);
+        w.submit(7);
+        assert_eq!(w.pending(), 0, "a finished worker takes no more jobs");
+    }
+}

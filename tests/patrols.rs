@@ -1,0 +1,342 @@
+//! Black-box tests of the patrols (SPEC §6) against the fake agent-deck.
+
+mod common;
+mod harness;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use common::wait_until;
+use harness::{conductor, Wd, CONDUCTOR};
+use serde_json::{json, Value};
+
+const TELEGRAM: &str = "plugin:telegram@claude-plugins-official";
+const KID: &str = "a0b1c2d3-1755899999";
+
+fn executable(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A conductor with the Telegram channel whose env file (found through
+/// agent-deck's config.toml) declares a TELEGRAM_STATE_DIR.
+fn deaf_setup(wd: &Wd) -> PathBuf {
+    let home = wd.home.path();
+    let state_dir = home.join("tg-ops");
+    fs::write(
+        home.join("ops.env"),
+        format!("export TELEGRAM_STATE_DIR=\"{}\"\n", state_dir.display()),
+    )
+    .unwrap();
+    fs::create_dir_all(home.join(".config/agent-deck")).unwrap();
+    fs::write(
+        home.join(".config/agent-deck/config.toml"),
+        "[conductors.ops.claude]\nenv_file = \"~/ops.env\"\n",
+    )
+    .unwrap();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "running");
+    c["channels"] = json!([TELEGRAM]);
+    wd.sessions(vec![c]);
+    state_dir
+}
+
+/// A process whose command line reads `… bun telegram start`, carrying
+/// `TELEGRAM_STATE_DIR` in its environment.
+struct Poller(Child);
+
+impl Poller {
+    fn start(dir: &Path, state_dir: &Path) -> Poller {
+        let bun = dir.join("bun");
+        executable(&bun, "#!/bin/sh\nsleep 60\n");
+        Poller(
+            Command::new(&bun)
+                .args(["telegram", "start"])
+                .env("TELEGRAM_STATE_DIR", state_dir)
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
+impl Drop for Poller {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn patrol_env(wd: Wd) -> Wd {
+    wd.env("POLLER_CHECK_INTERVAL_S", "0.2")
+        .env("WAITING_PATROL_THRESHOLD_S", "0.4")
+}
+
+#[test]
+fn deaf_conductor_is_restarted_once_within_the_dedup_window() {
+    let wd = patrol_env(Wd::new());
+    deaf_setup(&wd);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    // Many more checks run; the dedup window (an hour) holds.
+    assert!(wait_until(Duration::from_secs(10), || wd
+        .fake
+        .calls_with(&["list", "--all"])
+        .len()
+        >= 12));
+    assert_eq!(wd.restart_calls(), 1);
+    let rec: Vec<Value> = wd
+        .restarts()
+        .into_iter()
+        .filter(|r| r["action"] == "poller-restart")
+        .collect();
+    assert_eq!(rec.len(), 1);
+    assert_eq!(rec[0]["id"], CONDUCTOR);
+}
+
+#[test]
+fn live_poller_means_no_restart() {
+    let wd = patrol_env(Wd::new());
+    let state_dir = deaf_setup(&wd);
+    let _poller = Poller::start(&wd.home.path().join("bin"), &state_dir);
+    let d = wd.spawn(&[]);
+    assert!(wait_until(Duration::from_secs(10), || wd
+        .fake
+        .calls_with(&["list", "--all"])
+        .len()
+        >= 8));
+    assert_eq!(wd.restart_calls(), 0, "stderr:\n{}", d.stderr());
+}
+
+#[test]
+fn refused_poller_restart_is_not_a_success() {
+    let wd = patrol_env(Wd::new());
+    deaf_setup(&wd);
+    wd.fake
+        .update_state(|s| s["sessions"][0]["on_restart"] = json!("skipped"));
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 2),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    let actions: Vec<Value> = wd.restarts().iter().map(|r| r["action"].clone()).collect();
+    assert!(actions.iter().all(|a| a == "poller-refused"), "{actions:?}");
+}
+
+fn child(id: &str, parent: Option<&str>, pane_moving: bool) -> Value {
+    let mut v = json!({"id": id, "title": format!("worker-{id}"), "group": "srv", "profile": "work",
+                       "status": "waiting", "pane": "Do you want to proceed?", "pane_moving": pane_moving});
+    if let Some(p) = parent {
+        v["parent_session_id"] = json!(p);
+    }
+    v
+}
+
+#[test]
+fn frozen_waiting_child_is_nudged_once_and_others_never() {
+    let wd = patrol_env(Wd::new());
+    let moving = "b0b1c2d3-1755899999";
+    let orphan = "c0b1c2d3-1755899999";
+    wd.sessions(vec![
+        conductor(CONDUCTOR, "conductor-ops", "running"),
+        child(KID, Some(CONDUCTOR), false),
+        child(moving, Some(CONDUCTOR), true),
+        child(orphan, None, false),
+    ]);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || !wd
+            .fake
+            .calls_with(&["send", KID])
+            .is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert!(wait_until(Duration::from_secs(10), || wd
+        .fake
+        .calls_with(&["list", "--all"])
+        .len()
+        >= 15));
+    let sends = wd.fake.calls_with(&["session", "send"]);
+    assert_eq!(sends.len(), 1, "{sends:?}");
+    assert_eq!(
+        sends[0],
+        [
+            "-p",
+            "work",
+            "session",
+            "send",
+            KID,
+            "report status?",
+            "--no-wait"
+        ]
+    );
+    assert!(
+        wd.fake.calls_with(&["output", orphan]).is_empty(),
+        "a waiting session without a parent was sampled"
+    );
+    let nudges: Vec<Value> = wd
+        .restarts()
+        .into_iter()
+        .filter(|r| r["action"] == "nudge")
+        .collect();
+    assert_eq!(nudges.len(), 1);
+}
+
+#[test]
+fn stale_cleanup_is_off_by_default_and_removes_once_when_on() {
+    let stuck = |id: &str, title: &str, group: &str| {
+        json!({"id": id, "title": title, "group": group, "profile": "default", "status": "error",
+               "pane": "p", "on_restart": "no_effect", "on_start": "already_running"})
+    };
+    let watcher = "d0b1c2d3-1755899999";
+    let fleet = || {
+        vec![
+            stuck(watcher, "meeting-watcher", "misc"),
+            stuck(CONDUCTOR, "conductor-ops", "conductor"),
+            stuck("e0b1c2d3-1755899999", "helper", "conductor"),
+        ]
+    };
+    // Off by default.
+    let wd = Wd::new();
+    wd.sessions(fleet());
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || wd
+            .fake
+            .calls_with(&["list", "--all"])
+            .len()
+            >= 10),
+        "{}",
+        d.stderr()
+    );
+    assert!(wd.fake.calls_with(&["remove"]).is_empty());
+    drop(d);
+    // On: the watcher goes, once; conductors stay.
+    let wd = Wd::new().env("STALE_ERROR_CLEANUP_S", "0.3");
+    wd.sessions(fleet());
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || !wd
+            .fake
+            .calls_with(&["remove"])
+            .is_empty()),
+        "{}",
+        d.stderr()
+    );
+    assert!(wait_until(Duration::from_secs(10), || wd
+        .fake
+        .calls_with(&["list", "--all"])
+        .len()
+        >= 10));
+    let removes = wd.fake.calls_with(&["remove"]);
+    assert_eq!(
+        removes,
+        vec![vec![
+            "-p".to_string(),
+            "default".into(),
+            "remove".into(),
+            watcher.into()
+        ]]
+    );
+    let rec = wd
+        .restarts()
+        .into_iter()
+        .find(|r| r["action"] == "stale-removed")
+        .unwrap();
+    assert!(rec["stuck_for_s"].as_f64().unwrap() >= 0.3);
+    drop(d);
+    // Never in dry-run.
+    let wd = Wd::new().env("STALE_ERROR_CLEANUP_S", "0.3");
+    wd.sessions(fleet());
+    let d = wd.spawn(&["--dry-run"]);
+    assert!(
+        wait_until(Duration::from_secs(10), || wd
+            .fake
+            .calls_with(&["list", "--all"])
+            .len()
+            >= 10),
+        "{}",
+        d.stderr()
+    );
+    assert!(wd.fake.calls_with(&["remove"]).is_empty());
+    let rec: Vec<Value> = wd
+        .restarts()
+        .into_iter()
+        .filter(|r| r["action"] == "stale-removed")
+        .collect();
+    assert_eq!(rec.len(), 1, "the dry-run decision is recorded once");
+    assert_eq!(rec[0]["dry_run"], true);
+}
+
+#[test]
+fn tick_with_patrols_costs_one_plus_p_plus_one_sample_per_waiting_child() {
+    let wd = Wd::new();
+    wd.sessions(vec![
+        conductor(CONDUCTOR, "conductor-ops", "running"),
+        json!({"id": "f1b1c2d3-1755899999", "title": "conductor-b", "group": "conductor", "profile": "default", "status": "idle"}),
+        child(KID, Some(CONDUCTOR), false),
+        json!({"id": "f2b1c2d3-1755899999", "title": "busy", "group": "srv", "profile": "work",
+               "status": "running", "parent_session_id": CONDUCTOR}),
+    ]);
+    let out = wd.run(&["--once"]);
+    assert_eq!(out.status.code(), Some(0));
+    let calls = wd.fake.calls();
+    // list --all, -p default list, -p work list, one pane sample of the waiting child.
+    assert_eq!(calls.len(), 4, "{calls:#?}");
+    assert_eq!(wd.fake.calls_with(&["output", KID, "--pane"]).len(), 1);
+}
+
+#[test]
+fn prompt_resume_runs_claude_once_then_starts_again() {
+    let config_dir = "/srv/claude-personal";
+    let bin = tempfile::tempdir().unwrap();
+    let log = bin.path().join("claude.log");
+    executable(
+        &bin.path().join("claude"),
+        &format!(
+            "#!/bin/sh\necho \"$*|CLAUDE_CONFIG_DIR=$CLAUDE_CONFIG_DIR|TSD=${{TELEGRAM_STATE_DIR-unset}}\" >> '{}'\n",
+            log.display()
+        ),
+    );
+    let wd = Wd::new();
+    let path = format!("{}:{}", bin.path().display(), wd.fake.path_env());
+    let wd = wd
+        .env("PATH", &path)
+        .env("PROMPT_RESUME_PROFILES", &format!("personal={config_dir}"))
+        .env("TELEGRAM_STATE_DIR", "/tmp/should-not-leak");
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["profile"] = json!("personal");
+    c["on_restart"] = json!("no_effect");
+    c["transcript"] = json!("... Deferred tool marker reached ...");
+    c["claude_session_id"] = json!("5d0e9c1a-uuid");
+    wd.fake.set_state(&json!({"profiles_exist": true, "sessions": [c], "faults": {"start": {"mode": "exit1", "count": 1}}}));
+    let out = wd.run(&["--once"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let claude = fs::read_to_string(&log).expect("claude never ran");
+    assert_eq!(claude.lines().count(), 1, "{claude}");
+    assert!(claude.starts_with("--resume 5d0e9c1a-uuid -p "), "{claude}");
+    assert!(
+        claude.contains(&format!("CLAUDE_CONFIG_DIR={config_dir}")) && claude.contains("TSD=unset"),
+        "{claude}"
+    );
+    assert_eq!(wd.fake.calls_with(&["session", "start"]).len(), 2);
+    let actions: Vec<String> = wd
+        .restarts()
+        .iter()
+        .map(|r| r["action"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(actions, ["restart", "prompt-resume-attempt", "restarted"]);
+}
