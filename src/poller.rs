@@ -34,18 +34,16 @@ fn expand(home: &Path, raw: &str) -> PathBuf {
 /// `TELEGRAM_STATE_DIR` from env-file text: trim, optional `export `, the
 /// prefix, quotes stripped, a leading `~/` expanded. The last one wins.
 pub fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf> {
-    text.lines()
-        .filter_map(|line| {
-            let line = line.trim();
-            let line = line
-                .strip_prefix("export ")
-                .map(str::trim_start)
-                .unwrap_or(line);
-            let value = line.strip_prefix("TELEGRAM_STATE_DIR=")?;
-            let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
-            (!value.is_empty()).then(|| expand(home, value))
-        })
-        .last()
+    text.lines().rev().find_map(|line| {
+        let line = line.trim();
+        let line = line
+            .strip_prefix("export ")
+            .map(str::trim_start)
+            .unwrap_or(line);
+        let value = line.strip_prefix("TELEGRAM_STATE_DIR=")?;
+        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+        (!value.is_empty()).then(|| expand(home, value))
+    })
 }
 
 /// agent-deck's `config.toml`: XDG first, then the legacy locations.
