@@ -13,6 +13,7 @@ agent-deck-watchdog: keeps critical agent-deck sessions alive
 usage:
   agent-deck-watchdog [--dry-run] [--once] [--verbose]   run the daemon, or one pass with --once
   agent-deck-watchdog --print-config                       effective settings and their sources
+  agent-deck-watchdog task <add|list|show|cancel|check|sign> …   task follow-up (task --help)
   agent-deck-watchdog --help | --version
 
 flags:
@@ -35,16 +36,50 @@ pub struct RunFlags {
 }
 
 /// What the user asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Run(RunFlags),
     PrintConfig(RunFlags),
+    Task(RunFlags, crate::task_cli::TaskCommand),
     Help,
     Version,
 }
 
 /// Parses the arguments after the program name.
-pub fn parse(args: Vec<OsString>) -> Result<Command> {
+pub fn parse(mut args: Vec<OsString>) -> Result<Command> {
+    if let Some(i) = args.iter().position(|a| a == "task") {
+        // Everything after `task` belongs to it; only the global flags may come before.
+        let rest = args.split_off(i + 1);
+        args.pop();
+        let mut global = pico_args::Arguments::from_vec(args);
+        let flags = RunFlags {
+            dry_run: global.contains("--dry-run"),
+            once: false,
+            verbose: global.contains(["-v", "--verbose"]),
+        };
+        reject_leftovers(global.finish())?;
+        let (mut rest, mut extra) = (rest, RunFlags::default());
+        let split = rest.iter().position(|a| a == "--").unwrap_or(rest.len());
+        let mut tail = rest.split_off(split);
+        rest.retain(|a| match a.to_str() {
+            Some("--dry-run") => {
+                extra.dry_run = true;
+                false
+            }
+            Some("--verbose") | Some("-v") => {
+                extra.verbose = true;
+                false
+            }
+            _ => true,
+        });
+        rest.append(&mut tail);
+        let flags = RunFlags {
+            dry_run: flags.dry_run || extra.dry_run,
+            verbose: flags.verbose || extra.verbose,
+            once: false,
+        };
+        return Ok(Command::Task(flags, crate::task_cli::parse(rest)?));
+    }
     let mut args = pico_args::Arguments::from_vec(args);
     if args.contains(["-h", "--help"]) {
         return Ok(Command::Help);

@@ -30,6 +30,8 @@ use crate::restart::{self, Restarter};
 use crate::session::{self, Live, Session, Status};
 use crate::shutdown::Shutdown;
 use crate::store::Store;
+use crate::task_cli;
+use crate::task_followup::FollowUp;
 use crate::telegram::Telegram;
 use crate::watcher;
 
@@ -93,6 +95,9 @@ pub struct Daemon {
     clock: Arc<dyn Clock>,
     fleet: Fleet,
     patrols: Patrols,
+    followup: FollowUp,
+    /// The last task follow-up error, logged once until it changes.
+    followup_error: Option<String>,
     /// When each session was last checked because of a hook event.
     hook_checked: BTreeMap<String, f64>,
     /// Hook checks postponed by the per-session throttle.
@@ -157,6 +162,7 @@ impl Daemon {
             clock.clone(),
             errands,
         );
+        let followup = task_cli::follow_up(cfg, flags.dry_run, escalator.clone(), clock.clone());
         let mut fleet = Fleet::new(cfg.autorestart_dir());
         fleet.reload_markers();
         Ok(Daemon {
@@ -172,6 +178,8 @@ impl Daemon {
             clock,
             fleet,
             patrols,
+            followup,
+            followup_error: None,
             hook_checked: BTreeMap::new(),
             deferred: BTreeSet::new(),
             threads: Vec::new(),
@@ -276,6 +284,32 @@ impl Daemon {
         };
         self.patrols.run(&snap, &self.restarter);
         self.store.save(&self.state);
+        self.follow_up_tasks();
+    }
+
+    /// SPEC §8: the task follow-up pass, when a registry exists.
+    fn follow_up_tasks(&mut self) {
+        if !self.followup.registry.path.exists() {
+            return;
+        }
+        match self.followup.pass() {
+            Ok(summary) => {
+                self.followup_error = None;
+                if !summary.redispatched.is_empty() {
+                    log::info!(
+                        "task follow-up re-dispatched {}",
+                        summary.redispatched.join(", ")
+                    );
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                if self.followup_error.as_deref() != Some(msg.as_str()) {
+                    log::warn!("task follow-up skipped: {msg}");
+                    self.followup_error = Some(msg);
+                }
+            }
+        }
     }
 
     /// Settle-and-revive: many critical sessions in error at once hold every

@@ -31,6 +31,9 @@ pub mod session;
 pub mod shutdown;
 pub mod state;
 pub mod store;
+pub mod task_cli;
+pub mod task_followup;
+pub mod task_registry;
 pub mod telegram;
 pub mod watcher;
 pub mod worker;
@@ -58,6 +61,11 @@ fn dispatch(args: Vec<OsString>) -> Result<()> {
         Command::Help => println!("{}", cli::USAGE),
         Command::Version => println!("agent-deck-watchdog {}", env!("CARGO_PKG_VERSION")),
         Command::PrintConfig(_) => print!("{}", Config::from_env(&env)?.describe()),
+        Command::Task(flags, cmd) => {
+            let cfg = Config::from_env(&env)?;
+            logging::init(flags.verbose, &env);
+            task_cli::run(cmd, &cfg, flags.dry_run)?;
+        }
         Command::Run(flags) => {
             let cfg = Config::from_env(&env)?;
             logging::init(flags.verbose, &env);

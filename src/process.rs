@@ -171,6 +171,48 @@ pub fn run(job: &Job, timeout: Duration, shutdown: &Shutdown) -> Result<Output, 
     })
 }
 
+/// Starts `job` detached in its own session, stdin null, stdout and stderr
+/// appended to `log`, and returns its pid. A helper thread reaps it when it
+/// exits, so it never lingers as a zombie of a long-running daemon.
+pub fn spawn_detached(job: &Job, log: &std::path::Path) -> std::io::Result<u32> {
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?;
+    let err = out.try_clone()?;
+    let mut c = Command::new(&job.program);
+    c.args(&job.args)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    for k in &job.env_remove {
+        c.env_remove(k);
+    }
+    for (k, v) in &job.env_set {
+        c.env(k, v);
+    }
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        c.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = c.spawn()?;
+    let pid = child.id();
+    let _ = std::thread::Builder::new()
+        .name("task-reaper".into())
+        .spawn(move || {
+            let _ = child.wait();
+        });
+    Ok(pid)
+}
+
 /// Reads a pipe to its end on a helper thread.
 fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Receiver<Vec<u8>> {
     let (tx, rx) = bounded(1);

@@ -1,0 +1,427 @@
+//! Black-box tests of task follow-up (SPEC §8): `task add/list/show/cancel/
+//! check/sign`, and the follow-up pass run by `task check` and the daemon.
+
+mod common;
+mod harness;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use common::wait_until;
+use harness::Wd;
+use serde_json::Value;
+
+/// A task setup: a task file and a command that appends its arguments to a
+/// file, so every dispatch can be counted and read back.
+struct Setup {
+    wd: Wd,
+    dir: PathBuf,
+    task_file: PathBuf,
+    out: PathBuf,
+    record: PathBuf,
+}
+
+impl Setup {
+    fn new(wd: Wd) -> Setup {
+        let dir = wd.home.path().join("work");
+        fs::create_dir_all(&dir).unwrap();
+        let task_file = dir.join("task.md");
+        fs::write(&task_file, "Refactor the parser.\n").unwrap();
+        let out = dir.join("dispatched.txt");
+        let record = dir.join("record.sh");
+        fs::write(
+            &record,
+            format!("#!/bin/sh\necho \"$*\" >> '{}'\n", out.display()),
+        )
+        .unwrap();
+        fs::set_permissions(&record, fs::Permissions::from_mode(0o755)).unwrap();
+        Setup {
+            wd,
+            dir,
+            task_file,
+            out,
+            record,
+        }
+    }
+
+    fn task(&self, args: &[&str]) -> std::process::Output {
+        let mut all = vec!["task"];
+        all.extend_from_slice(args);
+        self.wd.run(&all)
+    }
+
+    /// `task add <id> --file task.md --after 0 [extra] -- record.sh {task_id} {parent_task} {retry} {partial_file}`.
+    fn add(&self, id: &str, extra: &[&str]) -> std::process::Output {
+        let file = self.task_file.display().to_string();
+        let record = self.record.display().to_string();
+        let mut args = vec!["add", id, "--file", &file, "--after", "0"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&[
+            "--",
+            &record,
+            "{task_id}",
+            "{parent_task}",
+            "{retry}",
+            "{partial_file}",
+        ]);
+        self.task(&args)
+    }
+
+    fn check(&self) -> std::process::Output {
+        let out = self.task(&["check"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn dispatched(&self) -> Vec<String> {
+        fs::read_to_string(&self.out)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn wait_dispatched(&self, n: usize) {
+        assert!(
+            wait_until(Duration::from_secs(10), || self.dispatched().len() >= n),
+            "got {:?}",
+            self.dispatched()
+        );
+    }
+
+    fn registry(&self) -> Vec<Value> {
+        let out = self.task(&["list", "--json"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap()
+    }
+
+    fn status(&self, id: &str) -> String {
+        self.registry()
+            .into_iter()
+            .find(|t| t["id"] == id)
+            .map(|t| t["status"].as_str().unwrap().to_owned())
+            .unwrap_or_default()
+    }
+
+    fn registry_bytes(&self) -> Vec<u8> {
+        fs::read(self.wd.watchdog_dir().join("task-timers.json")).unwrap_or_default()
+    }
+}
+
+fn ok(out: &std::process::Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+struct Sleeper(Child);
+
+impl Sleeper {
+    fn start() -> Sleeper {
+        Sleeper(Command::new("sleep").arg("60").spawn().unwrap())
+    }
+    fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn done_file_at_follow_up_means_done_and_nothing_spawned() {
+    let s = Setup::new(Wd::new());
+    ok(&s.add("task-3101", &[]));
+    fs::write(s.dir.join("task-3101.done"), "").unwrap();
+    s.check();
+    assert_eq!(s.status("task-3101"), "done");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(s.dispatched().is_empty());
+}
+
+#[test]
+fn alive_process_waits_then_a_dead_one_is_redispatched_once_as_dot_2() {
+    let s = Setup::new(Wd::new());
+    let sleeper = Sleeper::start();
+    ok(&s.add("task-1707", &["--pid", &sleeper.pid()]));
+    s.check();
+    assert_eq!(s.status("task-1707"), "pending");
+    drop(sleeper);
+    let out = s.check();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("task-1707.2"));
+    s.wait_dispatched(1);
+    assert_eq!(s.dispatched(), ["task-1707.2 task-1707 1 "]);
+    let reg = s.registry();
+    let child = reg
+        .iter()
+        .find(|t| t["id"] == "task-1707.2")
+        .expect("child registered");
+    assert_eq!(child["parent_task"], "task-1707");
+    assert_eq!(child["retry_count"], 1);
+    assert_eq!(child["status"], "pending");
+    assert_eq!(s.status("task-1707"), "retried");
+    assert!(s.wd.watchdog_dir().join("tasks/task-1707.2.log").exists());
+    assert_eq!(
+        s.wd.escalations_of("task-retry"),
+        1,
+        "the first failure is reported"
+    );
+}
+
+#[test]
+fn retries_run_dot_2_and_dot_3_then_exhausted() {
+    let s = Setup::new(Wd::new());
+    ok(&s.add("task-2707", &["--max-retry", "2"]));
+    s.check();
+    s.wait_dispatched(1);
+    s.check();
+    s.wait_dispatched(2);
+    s.check();
+    s.check();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        s.dispatched(),
+        ["task-2707.2 task-2707 1 ", "task-2707.3 task-2707 2 "]
+    );
+    let ids: Vec<String> = s
+        .registry()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, ["task-2707", "task-2707.2", "task-2707.3"]);
+    assert_eq!(s.status("task-2707.3"), "exhausted");
+    assert_eq!(s.wd.escalations_of("task-exhausted"), 1);
+    assert_eq!(s.wd.escalations_of("task-retry"), 2);
+}
+
+#[test]
+fn edited_task_file_is_tampered_and_nothing_spawned() {
+    let s = Setup::new(Wd::new());
+    ok(&s.add("task-4707", &[]));
+    fs::write(
+        &s.task_file,
+        "Refactor the parser, then push to production.\n",
+    )
+    .unwrap();
+    s.check();
+    assert_eq!(s.status("task-4707"), "tampered");
+    assert_eq!(s.wd.escalations_of("task-tampered"), 1);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(s.dispatched().is_empty());
+}
+
+#[test]
+fn daily_cap_allows_one_spawn_and_survives_a_daemon_restart() {
+    let s = Setup::new(Wd::new().env("TASK_DAILY_REDISPATCH_CAP", "1"));
+    ok(&s.add("task-5001", &[]));
+    ok(&s.add("task-5002", &[]));
+    ok(&s.wd.run(&["--once"]));
+    s.wait_dispatched(1);
+    assert_eq!(s.wd.escalations_of("redispatch-cap"), 1);
+    ok(&s.add("task-5003", &[]));
+    ok(&s.wd.run(&["--once"]));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(s.dispatched().len(), 1, "the daily count was forgotten");
+    assert_eq!(s.wd.escalations_of("redispatch-cap"), 2);
+}
+
+#[test]
+fn concurrent_adds_and_the_daemon_lose_nothing() {
+    let s = Setup::new(Wd::new().env("SAFETY_POLL_INTERVAL_S", "0.05"));
+    let sleeper = Sleeper::start();
+    ok(&s.add("task-6000", &["--pid", &sleeper.pid()]));
+    let d = s.wd.spawn(&[]);
+    s.wd.wait_for_first_tick();
+    let file = s.task_file.display().to_string();
+    let mut children: Vec<Child> = (0..16)
+        .map(|i| {
+            s.wd.command(&[
+                "task",
+                "add",
+                &format!("task-61{i:02}"),
+                "--file",
+                &file,
+                "--after",
+                "1h",
+                "--",
+                "true",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for c in &mut children {
+        assert!(c.wait().unwrap().success());
+    }
+    let reg = s.registry();
+    assert_eq!(reg.len(), 17, "stderr:\n{}", d.stderr());
+    assert_eq!(s.status("task-6000"), "pending");
+}
+
+#[test]
+fn dry_run_check_decides_but_spawns_and_writes_nothing() {
+    let s = Setup::new(Wd::new());
+    ok(&s.add("task-7001", &[]));
+    let before = s.registry_bytes();
+    ok(&s.task(&["check", "--dry-run"]));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(s.dispatched().is_empty());
+    assert_eq!(s.registry_bytes(), before);
+    let e: Vec<Value> =
+        s.wd.escalations()
+            .into_iter()
+            .filter(|e| e["severity"] == "task-retry")
+            .collect();
+    assert_eq!(e.len(), 1);
+    assert_eq!(e[0]["dry_run"], true);
+}
+
+#[test]
+fn bad_input_is_exit_2_and_changes_nothing() {
+    let s = Setup::new(Wd::new());
+    ok(&s.add("task-8001", &[]));
+    let before = s.registry_bytes();
+    let file = s.task_file.display().to_string();
+    let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "add",
+            "task-8002",
+            "--file",
+            "/nonexistent/task.md",
+            "--",
+            "true",
+        ],
+        vec!["add", "task-8001", "--file", &file, "--", "true"],
+        vec!["add", "../evil", "--file", &file, "--", "true"],
+        vec!["add", "task-8003", "--file", &file],
+        vec![
+            "add",
+            "task-8004",
+            "--file",
+            &file,
+            "--after",
+            "soon",
+            "--",
+            "true",
+        ],
+        vec!["show", "task-9999"],
+        vec!["cancel", "task-9999"],
+    ];
+    for args in cases {
+        let out = s.task(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with("agent-deck-watchdog: "));
+        assert_eq!(s.registry_bytes(), before, "{args:?} changed the registry");
+    }
+    fs::write(
+        s.wd.watchdog_dir().join("task-timers.json"),
+        "{\"tasks\": [",
+    )
+    .unwrap();
+    let out = s.add("task-8005", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unreadable"));
+    assert_eq!(
+        fs::read_to_string(s.wd.watchdog_dir().join("task-timers.json")).unwrap(),
+        "{\"tasks\": ["
+    );
+}
+
+#[test]
+fn cancel_stops_the_follow_up_and_show_prints_the_history() {
+    let s = Setup::new(Wd::new());
+    ok(&s.add("task-8101", &[]));
+    ok(&s.task(&["cancel", "task-8101"]));
+    s.check();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(s.dispatched().is_empty());
+    let out = s.task(&["show", "task-8101"]);
+    ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("status:      cancelled") && text.contains("registered"),
+        "{text}"
+    );
+    let out = s.task(&["list"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("task-8101"));
+}
+
+fn signed_setup(key: &str) -> (Setup, PathBuf) {
+    let wd = Wd::new();
+    let key_file = wd.home.path().join("hmac.key");
+    fs::write(&key_file, key).unwrap();
+    let s = Setup::new(wd.env(
+        "TASK_PARTIAL_HMAC_KEY_FILE",
+        &key_file.display().to_string(),
+    ));
+    (s, key_file)
+}
+
+fn partial_path(s: &Setup, id: &str) -> PathBuf {
+    let p = s.dir.join(format!("{id}.partial"));
+    fs::write(&p, "step 3 of 7 done\n").unwrap();
+    p
+}
+
+#[test]
+fn signed_partial_is_handed_to_the_redispatch() {
+    let (s, _) = signed_setup("sekrit\n");
+    ok(&s.add("task-9101", &[]));
+    let partial = partial_path(&s, "task-9101");
+    let out = s.task(&["sign", &partial.display().to_string()]);
+    ok(&out);
+    let sig = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert_eq!(sig.len(), 64);
+    fs::write(sig_path(&partial), &sig).unwrap();
+    s.check();
+    s.wait_dispatched(1);
+    assert_eq!(
+        s.dispatched(),
+        [format!("task-9101.2 task-9101 1 {}", partial.display())]
+    );
+    assert_eq!(s.wd.escalations_of("partial-tampered"), 0);
+}
+
+#[test]
+fn badly_signed_partial_escalates_and_is_not_used() {
+    let (s, _) = signed_setup("sekrit");
+    ok(&s.add("task-9201", &[]));
+    let partial = partial_path(&s, "task-9201");
+    fs::write(sig_path(&partial), "00".repeat(32)).unwrap();
+    s.check();
+    s.wait_dispatched(1);
+    assert_eq!(s.dispatched(), ["task-9201.2 task-9201 1 "]);
+    assert_eq!(s.wd.escalations_of("partial-tampered"), 1);
+}
+
+fn sig_path(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(".sig");
+    PathBuf::from(s)
+}
