@@ -13,7 +13,9 @@ agent-deck-watchdog: keeps critical agent-deck sessions alive
 usage:
   agent-deck-watchdog [--dry-run] [--once] [--verbose]   run the daemon, or one pass with --once
   agent-deck-watchdog --print-config                       effective settings and their sources
+  agent-deck-watchdog status [--json]                      what the daemon knows and will do next
   agent-deck-watchdog task <add|list|show|cancel|check|sign> …   task follow-up (task --help)
+  agent-deck-watchdog demo                                 a simulated fleet, revived end to end
   agent-deck-watchdog --help | --version
 
 flags:
@@ -41,6 +43,8 @@ pub enum Command {
     Run(RunFlags),
     PrintConfig(RunFlags),
     Task(RunFlags, crate::task_cli::TaskCommand),
+    Status { json: bool },
+    Demo,
     Help,
     Version,
 }
@@ -79,6 +83,18 @@ pub fn parse(mut args: Vec<OsString>) -> Result<Command> {
             once: false,
         };
         return Ok(Command::Task(flags, crate::task_cli::parse(rest)?));
+    }
+    if let Some(first) = args.first().and_then(|a| a.to_str()) {
+        if first == "status" || first == "demo" {
+            let mut rest = pico_args::Arguments::from_vec(args[1..].to_vec());
+            let json = first == "status" && rest.contains("--json");
+            reject_leftovers(rest.finish())?;
+            return Ok(if first == "status" {
+                Command::Status { json }
+            } else {
+                Command::Demo
+            });
+        }
     }
     let mut args = pico_args::Arguments::from_vec(args);
     if args.contains(["-h", "--help"]) {

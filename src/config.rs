@@ -98,6 +98,12 @@ pub struct Config {
     pub task_timers_file: PathBuf,
     pub task_daily_redispatch_cap: u32,
     pub task_partial_hmac_key_file: Option<PathBuf>,
+    /// systemd's notify socket, when started by systemd with `Type=notify`.
+    pub notify_socket: Option<String>,
+    /// systemd's watchdog interval in µs, when it is meant for this process.
+    pub watchdog_usec: Option<u64>,
+    /// stderr is the journal (`JOURNAL_STREAM`), decided by the logger.
+    pub journal_stream: Option<String>,
     /// Each setting with its effective value and origin, in table order.
     pub sources: Vec<Source>,
 }
@@ -336,7 +342,24 @@ impl<'a> Reader<'a> {
                 "default"
             },
         );
+        let watchdog_usec = match self.get("WATCHDOG_USEC") {
+            None => None,
+            Some(raw) => {
+                let usec = raw.trim().parse::<u64>().map_err(|_| {
+                    Error::usage(format!(
+                        "WATCHDOG_USEC={raw:?} is invalid: expected microseconds (set by systemd)"
+                    ))
+                })?;
+                let for_us = self
+                    .get("WATCHDOG_PID")
+                    .is_none_or(|p| p.trim() == std::process::id().to_string());
+                for_us.then_some(usec)
+            }
+        };
         Ok(Config {
+            notify_socket: self.get("NOTIFY_SOCKET").map(str::to_owned),
+            watchdog_usec,
+            journal_stream: self.get("JOURNAL_STREAM").map(str::to_owned),
             home: home.unwrap_or_else(|| PathBuf::from("/")),
             xdg_config_home: self
                 .get("XDG_CONFIG_HOME")

@@ -23,6 +23,8 @@ use crate::escalate::{Escalator, EscalatorParts};
 use crate::events::{Batch, Event, EventQueue};
 use crate::fleet::Fleet;
 use crate::lock;
+use crate::metrics;
+use crate::notify::Notifier;
 use crate::patrols::{self, Patrols, Snapshot};
 use crate::policy::{self, CascadeNews, Gate, Limits};
 use crate::records::Records;
@@ -40,6 +42,22 @@ const HOOK_CHECK_GAP: f64 = 1.0;
 
 /// Runs the daemon (or one pass with `--once`) until done or signalled.
 pub fn run(cfg: Config, flags: RunFlags) -> Result<()> {
+    let shutdown = Shutdown::new()
+        .map_err(|e| Error::runtime(format!("cannot create the shutdown eventfd: {e}")))?;
+    let reload = Arc::new(AtomicBool::new(false));
+    let signals = Signals::install(shutdown.clone(), reload.clone())?;
+    let result = run_with(&cfg, flags, shutdown, &reload);
+    signals.close();
+    result
+}
+
+/// The daemon with the caller's shutdown token (signals, or the demo).
+pub fn run_with(
+    cfg: &Config,
+    flags: RunFlags,
+    shutdown: Shutdown,
+    reload: &AtomicBool,
+) -> Result<()> {
     std::fs::create_dir_all(cfg.autorestart_dir()).map_err(|e| {
         Error::runtime(format!(
             "cannot create {}: {e}",
@@ -47,10 +65,6 @@ pub fn run(cfg: Config, flags: RunFlags) -> Result<()> {
         ))
     })?;
     let _lock = lock::acquire(&cfg.watchdog_dir)?;
-    let shutdown = Shutdown::new()
-        .map_err(|e| Error::runtime(format!("cannot create the shutdown eventfd: {e}")))?;
-    let reload = Arc::new(AtomicBool::new(false));
-    let signals = Signals::install(shutdown.clone(), reload.clone())?;
     let cli: Arc<dyn AgentDeck> = Arc::new(Cli::new(
         cfg.bin.clone(),
         cfg.subprocess_timeout,
@@ -69,14 +83,13 @@ pub fn run(cfg: Config, flags: RunFlags) -> Result<()> {
         cfg.bin.display(),
         cfg.hooks_dir.display()
     );
-    let mut daemon = Daemon::new(&cfg, flags, deck, Arc::new(SystemClock), shutdown.clone())?;
+    let mut daemon = Daemon::new(cfg, flags, deck, Arc::new(SystemClock), shutdown)?;
     if flags.once {
         daemon.tick();
         daemon.finish();
     } else {
-        daemon.serve(&cfg, &reload)?;
+        daemon.serve(cfg, reload)?;
     }
-    signals.close();
     log::info!("agent-deck-watchdog stopped");
     Ok(())
 }
@@ -94,6 +107,10 @@ pub struct Daemon {
     shutdown: Shutdown,
     clock: Arc<dyn Clock>,
     fleet: Fleet,
+    records: Arc<Records>,
+    notifier: Notifier,
+    watchdog_dir: std::path::PathBuf,
+    metrics_warned: bool,
     patrols: Patrols,
     followup: FollowUp,
     /// The last task follow-up error, logged once until it changes.
@@ -177,6 +194,10 @@ impl Daemon {
             shutdown,
             clock,
             fleet,
+            records,
+            notifier: Notifier::from_config(cfg),
+            watchdog_dir: cfg.watchdog_dir.clone(),
+            metrics_warned: false,
             patrols,
             followup,
             followup_error: None,
@@ -204,12 +225,14 @@ impl Daemon {
             "armed: watching hooks and polling every {:.1}s",
             cfg.safety_poll_interval.as_secs_f64()
         );
+        self.notifier.ready();
         loop {
-            let wait = if self.deferred.is_empty() {
+            let idle = if self.deferred.is_empty() {
                 Duration::from_secs(1)
             } else {
                 Duration::from_millis(200)
             };
+            let wait = self.notifier.max_sleep(idle);
             let Some(batch) = self.queue.next_batch(&self.shutdown, wait) else {
                 break;
             };
@@ -219,7 +242,9 @@ impl Daemon {
             }
             self.handle(batch);
             self.store.save(&self.state);
+            self.notifier.alive();
         }
+        self.notifier.stopping();
         self.finish();
         Ok(())
     }
@@ -250,6 +275,7 @@ impl Daemon {
 
     /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
     pub fn tick(&mut self) {
+        let started = std::time::Instant::now();
         self.fleet.reload_markers();
         if let Err(e) = self.fleet.refresh(self.deck.as_ref()) {
             log::warn!(
@@ -285,6 +311,52 @@ impl Daemon {
         self.patrols.run(&snap, &self.restarter);
         self.store.save(&self.state);
         self.follow_up_tasks();
+        self.report(critical.len(), errored, started.elapsed().as_secs_f64());
+    }
+
+    /// `metrics.prom` and the systemd status line, after each tick.
+    fn report(&mut self, critical: usize, errored: usize, tick_seconds: f64) {
+        let now = self.clock.now();
+        let (breaker_open, in_window) = {
+            let st = self.state.lock();
+            let window = self.limits.rate_window;
+            let restarts = st
+                .sessions
+                .values()
+                .map(|b| b.restarts.iter().filter(|t| now - **t < window).count())
+                .sum::<usize>();
+            (st.breaker_open_until > now, restarts)
+        };
+        let sample = metrics::Sample {
+            tally: self.records.tally(),
+            cli: self.deck.stats(),
+            queue_drops: self.queue.drops(),
+            tick_seconds,
+            sessions_seen: self.fleet.len(),
+            sessions_critical: critical,
+            sessions_errored: errored,
+            breaker_open,
+            now,
+        };
+        match metrics::write(&self.watchdog_dir, &sample) {
+            Ok(()) => self.metrics_warned = false,
+            Err(e) if !self.metrics_warned => {
+                log::warn!(
+                    "cannot write {} ({e}); metrics are stale until it works",
+                    metrics::METRICS_FILE
+                );
+                self.metrics_warned = true;
+            }
+            Err(_) => {}
+        }
+        let breaker = if breaker_open {
+            "; circuit breaker OPEN"
+        } else {
+            ""
+        };
+        self.notifier.status(&format!(
+            "{critical} critical sessions, {errored} in error; {in_window} restarts in the window{breaker}"
+        ));
     }
 
     /// SPEC §8: the task follow-up pass, when a registry exists.
@@ -343,7 +415,7 @@ impl Daemon {
         let now = self.clock.now();
         policy::note_status(
             &mut self.state.lock(),
-            &s.id,
+            s,
             status.as_str(),
             status.is_healthy(),
             now,

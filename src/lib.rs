@@ -11,6 +11,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+pub mod demo;
 pub mod errands;
 pub mod error;
 pub mod escalate;
@@ -19,6 +20,8 @@ pub mod fleet;
 pub mod liveness;
 pub mod lock;
 pub mod logging;
+pub mod metrics;
+pub mod notify;
 pub mod parse;
 pub mod patrol;
 pub mod patrols;
@@ -29,7 +32,9 @@ pub mod records;
 pub mod restart;
 pub mod session;
 pub mod shutdown;
+pub mod sim;
 pub mod state;
+pub mod status;
 pub mod store;
 pub mod task_cli;
 pub mod task_followup;
@@ -46,6 +51,14 @@ use error::Result;
 
 /// Runs the program and returns its exit code.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
+    // The demo's simulated agent-deck (see `demo`), reached through a wrapper script.
+    if args.first().is_some_and(|a| a == "__sim") {
+        let rest: Vec<String> = args[1..]
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        return sim::main(&rest);
+    }
     match dispatch(args) {
         Ok(()) => 0,
         Err(e) => {
@@ -61,14 +74,16 @@ fn dispatch(args: Vec<OsString>) -> Result<()> {
         Command::Help => println!("{}", cli::USAGE),
         Command::Version => println!("agent-deck-watchdog {}", env!("CARGO_PKG_VERSION")),
         Command::PrintConfig(_) => print!("{}", Config::from_env(&env)?.describe()),
+        Command::Demo => demo::run()?,
+        Command::Status { json } => status::run(&Config::from_env(&env)?, json)?,
         Command::Task(flags, cmd) => {
             let cfg = Config::from_env(&env)?;
-            logging::init(flags.verbose, &env);
+            logging::init(flags.verbose, cfg.journal_stream.as_deref());
             task_cli::run(cmd, &cfg, flags.dry_run)?;
         }
         Command::Run(flags) => {
             let cfg = Config::from_env(&env)?;
-            logging::init(flags.verbose, &env);
+            logging::init(flags.verbose, cfg.journal_stream.as_deref());
             daemon::run(cfg, flags)?;
         }
     }

@@ -9,11 +9,10 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 
 use crate::clock::{unix_now, utc_timestamp};
-use crate::config::Env;
 
 /// Whether stderr is the stream `JOURNAL_STREAM` (`<dev>:<inode>`) names.
-pub fn stderr_is_journal(env: &Env) -> bool {
-    let Some((dev, ino)) = env.get("JOURNAL_STREAM").and_then(|v| v.split_once(':')) else {
+pub fn stderr_is_journal(journal_stream: Option<&str>) -> bool {
+    let Some((dev, ino)) = journal_stream.and_then(|v| v.split_once(':')) else {
         return false;
     };
     let (Ok(dev), Ok(ino)) = (dev.parse::<u64>(), ino.parse::<u64>()) else {
@@ -38,8 +37,8 @@ fn priority(level: log::Level) -> u8 {
 }
 
 /// Installs the logger once; later calls do nothing.
-pub fn init(verbose: bool, env: &Env) {
-    let journal = stderr_is_journal(env);
+pub fn init(verbose: bool, journal_stream: Option<&str>) {
+    let journal = stderr_is_journal(journal_stream);
     let level = if verbose {
         log::LevelFilter::Debug
     } else {

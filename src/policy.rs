@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::session::Session;
 use crate::state::State;
 
 /// The limits, as float seconds.
@@ -285,8 +286,11 @@ pub fn note_pane_active(state: &mut State, lim: &Limits, id: &str) -> (u32, bool
 }
 
 /// Records a status seen; a healthy one ends the error episode.
-pub fn note_status(state: &mut State, id: &str, status: &str, healthy: bool, now: f64) {
-    let book = state.book(id);
+pub fn note_status(state: &mut State, s: &Session, status: &str, healthy: bool, now: f64) {
+    let book = state.book(&s.id);
+    if book.title != s.title {
+        book.title = s.title.clone();
+    }
     if book.last_status.as_deref() != Some(status) {
         book.last_status = Some(status.to_owned());
         book.status_since = now;
@@ -339,6 +343,14 @@ mod tests {
     }
 
     const ID: &str = "3f9c2a1b-1755891234";
+
+    fn sess(id: &str) -> Session {
+        Session {
+            id: id.into(),
+            title: "conductor-ops".into(),
+            ..Session::default()
+        }
+    }
 
     #[test]
     fn budget_allows_exactly_rate_max_per_window() {
@@ -462,11 +474,11 @@ mod tests {
         assert_eq!(note_pane_active(&mut s, &l, ID), (2, false));
         assert_eq!(note_pane_active(&mut s, &l, ID), (3, true));
         assert_eq!(note_pane_active(&mut s, &l, ID), (4, false));
-        note_status(&mut s, ID, "running", true, 0.0);
+        note_status(&mut s, &sess(ID), "running", true, 0.0);
         assert_eq!(note_pane_active(&mut s, &l, ID), (1, false));
         assert!(first_in_episode(&mut s, ID, "auth-hold"));
         assert!(!first_in_episode(&mut s, ID, "auth-hold"));
-        note_status(&mut s, ID, "idle", true, 0.0);
+        note_status(&mut s, &sess(ID), "idle", true, 0.0);
         assert!(first_in_episode(&mut s, ID, "auth-hold"));
     }
 

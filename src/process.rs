@@ -75,6 +75,10 @@ impl Job {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        // Only the daemon speaks to systemd; children must not inherit its channel.
+        for k in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
+            c.env_remove(k);
+        }
         for k in &self.env_remove {
             c.env_remove(k);
         }

@@ -6,6 +6,7 @@
 //! survived; it never stops the daemon. Pane text, auth-hold evidence and
 //! secrets have no field here, so they cannot be written.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -86,10 +87,22 @@ pub struct EscalationRecord {
     pub dry_run: bool,
 }
 
+/// How many records of each kind were written since start, for metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// `restart.log` records by `action`.
+    pub restart_actions: BTreeMap<String, u64>,
+    /// `liveness.log` records by `reason`.
+    pub liveness_reasons: BTreeMap<String, u64>,
+    /// `escalations.log` records by `severity`.
+    pub escalations: BTreeMap<String, u64>,
+}
+
 /// Appends records under the watchdog directory.
 pub struct Records {
     dir: PathBuf,
     last_warning: Mutex<Option<Instant>>,
+    tally: Mutex<Tally>,
 }
 
 const WARN_EVERY: Duration = Duration::from_secs(60);
@@ -99,6 +112,7 @@ impl Records {
         Records {
             dir: dir.to_owned(),
             last_warning: Mutex::new(None),
+            tally: Mutex::new(Tally::default()),
         }
     }
 
@@ -107,15 +121,37 @@ impl Records {
     }
 
     pub fn restart(&self, r: &RestartRecord) {
+        *self
+            .tally
+            .lock()
+            .restart_actions
+            .entry(r.action.clone())
+            .or_default() += 1;
         self.append(RESTART_LOG, r);
     }
 
     pub fn liveness(&self, r: &LivenessRecord) {
+        *self
+            .tally
+            .lock()
+            .liveness_reasons
+            .entry(r.reason.clone())
+            .or_default() += 1;
         self.append(LIVENESS_LOG, r);
     }
 
     pub fn escalation(&self, r: &EscalationRecord) {
+        *self
+            .tally
+            .lock()
+            .escalations
+            .entry(r.severity.clone())
+            .or_default() += 1;
         self.append(ESCALATIONS_LOG, r);
+    }
+
+    pub fn tally(&self) -> Tally {
+        self.tally.lock().clone()
     }
 
     fn append<T: Serialize>(&self, file: &str, record: &T) {

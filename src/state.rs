@@ -25,6 +25,8 @@ pub struct SessionBook {
     pub liveness_skips: u32,
     /// Alerts already sent in this error episode.
     pub alerted: BTreeSet<String>,
+    /// The session's title when last seen, for `status`.
+    pub title: String,
     /// The last status seen, and since when it has been that.
     pub last_status: Option<String>,
     pub status_since: f64,

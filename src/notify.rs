@@ -1,0 +1,94 @@
+//! The systemd notify protocol: `READY=1`, `STATUS=…`, `WATCHDOG=1`,
+//! `STOPPING=1` as datagrams to `$NOTIFY_SOCKET`.
+//!
+//! The socket path and the watchdog interval come from [`Config`] (read once
+//! at start); without `NOTIFY_SOCKET` every call is a no-op. A failed send is
+//! logged once and never stops the daemon.
+
+use std::os::unix::net::UnixDatagram;
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+
+pub struct Notifier {
+    socket: Option<(UnixDatagram, String)>,
+    /// Half the systemd watchdog interval, when one is configured.
+    ping_every: Option<Duration>,
+    last_ping: Option<Instant>,
+    last_status: String,
+    warned: bool,
+}
+
+impl Notifier {
+    pub fn from_config(cfg: &Config) -> Notifier {
+        let socket = cfg.notify_socket.as_ref().and_then(|path| match UnixDatagram::unbound() {
+            Ok(s) => Some((s, path.clone())),
+            Err(e) => {
+                log::warn!("cannot create a socket for systemd notifications ({e}); running without them");
+                None
+            }
+        });
+        Notifier {
+            socket,
+            ping_every: cfg.watchdog_usec.map(|us| Duration::from_micros(us / 2)),
+            last_ping: None,
+            last_status: String::new(),
+            warned: false,
+        }
+    }
+
+    fn send(&mut self, msg: &str) {
+        let Some((sock, path)) = &self.socket else {
+            return;
+        };
+        let result = match path.strip_prefix('@') {
+            Some(name) => {
+                use std::os::linux::net::SocketAddrExt;
+                std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+                    .and_then(|addr| sock.send_to_addr(msg.as_bytes(), &addr))
+            }
+            None => sock.send_to(msg.as_bytes(), path),
+        };
+        if let Err(e) = result {
+            if !self.warned {
+                log::warn!("systemd notification to {path} failed ({e}); carrying on without");
+                self.warned = true;
+            }
+        }
+    }
+
+    /// Both trigger threads are armed.
+    pub fn ready(&mut self) {
+        self.send("READY=1\n");
+        self.last_ping = Some(Instant::now());
+    }
+
+    /// A one-line summary; sent only when it changed.
+    pub fn status(&mut self, line: &str) {
+        if line != self.last_status {
+            self.last_status = line.to_owned();
+            let line = line.replace('\n', " ");
+            self.send(&format!("STATUS={line}\n"));
+        }
+    }
+
+    /// The main loop went round: ping the systemd watchdog if it is due.
+    pub fn alive(&mut self) {
+        let Some(every) = self.ping_every else {
+            return;
+        };
+        if self.last_ping.is_none_or(|t| t.elapsed() >= every) {
+            self.send("WATCHDOG=1\n");
+            self.last_ping = Some(Instant::now());
+        }
+    }
+
+    /// The longest the main loop may sleep and still ping in time.
+    pub fn max_sleep(&self, default: Duration) -> Duration {
+        self.ping_every.map_or(default, |p| p.min(default))
+    }
+
+    pub fn stopping(&mut self) {
+        self.send("STOPPING=1\n");
+    }
+}

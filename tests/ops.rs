@@ -1,0 +1,279 @@
+//! Black-box tests of operations (SPEC §7, §9): systemd notify, journald
+//! lines, `status`, `metrics.prom`, and the demo.
+
+mod common;
+mod harness;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::UnixDatagram;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::wait_until;
+use harness::{conductor, Wd, CONDUCTOR};
+use serde_json::{json, Value};
+
+#[test]
+fn systemd_gets_ready_watchdog_pings_and_stopping() {
+    let wd = Wd::new();
+    let sock_path = wd.home.path().join("notify.sock");
+    let sock = UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let wd = wd
+        .env("NOTIFY_SOCKET", &sock_path.display().to_string())
+        .env("WATCHDOG_USEC", "400000");
+    let mut d = wd.spawn(&[]);
+    let mut got: Vec<String> = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && got.iter().filter(|m| m.contains("WATCHDOG=1")).count() < 3 {
+        if let Ok(n) = sock.recv(&mut buf) {
+            got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    }
+    assert!(got.first().is_some_and(|m| m == "READY=1\n"), "{got:?}");
+    assert!(
+        got.iter().filter(|m| m.contains("WATCHDOG=1")).count() >= 3,
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|m| m.starts_with("STATUS=") && m.contains("1 critical sessions")),
+        "{got:?}"
+    );
+    d.signal_and_wait(libc::SIGTERM, Duration::from_secs(5));
+    let mut stopping = false;
+    while let Ok(n) = sock.recv(&mut buf) {
+        stopping |= String::from_utf8_lossy(&buf[..n]).contains("STOPPING=1");
+    }
+    assert!(stopping, "no STOPPING=1 after SIGTERM");
+}
+
+#[test]
+fn journal_lines_carry_priority_prefixes() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
+    let log = wd.home.path().join("journal.log");
+    let file = fs::File::create(&log).unwrap();
+    let meta = file.metadata().unwrap();
+    let wd = wd.env("JOURNAL_STREAM", &format!("{}:{}", meta.dev(), meta.ino()));
+    let status = wd
+        .command(&["--once", "--verbose"])
+        .stdout(Stdio::null())
+        .stderr(file)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(text.lines().count() > 3, "{text}");
+    for line in text.lines() {
+        let (prio, rest) = line
+            .strip_prefix('<')
+            .and_then(|r| r.split_once('>'))
+            .unwrap_or(("", line));
+        assert!(
+            matches!(prio, "3" | "4" | "6" | "7"),
+            "line without a priority prefix: {line:?}"
+        );
+        assert!(
+            !rest.starts_with(|c: char| c.is_ascii_digit()),
+            "journal lines carry no timestamp: {line:?}"
+        );
+    }
+    assert!(text.contains("<6>"), "{text}");
+}
+
+#[test]
+fn status_json_reports_a_spent_budget() {
+    let wd = Wd::new().env("RATE_LIMIT_MAX", "2");
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["on_restart"] = json!("no_effect");
+    c["on_start"] = json!("already_running");
+    wd.sessions(vec![c]);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || wd.escalations_of("rate-limit")
+            == 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    let out = wd.run(&["status", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["daemon"]["running"], true);
+    assert_eq!(v["daemon"]["pid"], d.pid());
+    let s = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == CONDUCTOR)
+        .unwrap()
+        .clone();
+    assert_eq!(s["restarts_in_window"], 2);
+    assert_eq!(s["budget_left"], 0);
+    assert_eq!(s["last_status"], "error");
+    assert_eq!(s["title"], "conductor-ops");
+    assert_eq!(v["breaker"]["open"], false);
+    let table = wd.run(&["status"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("daemon: running") && text.contains(CONDUCTOR),
+        "{text}"
+    );
+}
+
+/// A small parser of the Prometheus text exposition format: every line is a
+/// `# HELP`/`# TYPE` comment or `name{label="value",…} number`; each sample's
+/// family has a TYPE. Returns `name{labels}` → value.
+fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
+    let mut types = BTreeMap::new();
+    let mut samples = BTreeMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# ") {
+            let mut words = rest.splitn(3, ' ');
+            let (kind, name, tail) = (
+                words.next().unwrap(),
+                words.next().unwrap(),
+                words.next().unwrap_or(""),
+            );
+            assert!(kind == "HELP" || kind == "TYPE", "{line}");
+            if kind == "TYPE" {
+                assert!(matches!(tail, "counter" | "gauge"), "{line}");
+                types.insert(name.to_owned(), tail.to_owned());
+            }
+            continue;
+        }
+        let (key, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("bad sample {line:?}"));
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("bad value in {line:?}"));
+        let name = key.split('{').next().unwrap();
+        assert!(
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "{line}"
+        );
+        if let Some(labels) = key.strip_prefix(name) {
+            if !labels.is_empty() {
+                let inner = labels
+                    .strip_prefix('{')
+                    .and_then(|l| l.strip_suffix('}'))
+                    .unwrap_or_else(|| panic!("{line}"));
+                for pair in inner.split(',') {
+                    let (k, v) = pair.split_once('=').unwrap_or_else(|| panic!("{line}"));
+                    assert!(
+                        k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                            && v.starts_with('"')
+                            && v.ends_with('"'),
+                        "{line}"
+                    );
+                }
+            }
+        }
+        assert!(types.contains_key(name), "sample before its TYPE: {line}");
+        samples.insert(key.to_owned(), value);
+    }
+    samples
+}
+
+#[test]
+fn metrics_parse_and_restart_counters_match_restart_log() {
+    let wd = Wd::new().env("RATE_LIMIT_MAX", "3");
+    let mut failing = conductor("b1b2c3d4-1755890000", "conductor-b", "error");
+    failing["on_restart"] = json!("no_effect");
+    failing["on_start"] = json!("already_running");
+    wd.sessions(vec![
+        conductor(CONDUCTOR, "conductor-ops", "error"),
+        failing,
+    ]);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || wd.escalations_of("rate-limit")
+            == 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    let metrics = wd.watchdog_dir().join("metrics.prom");
+    // Wait for a tick after the last record so the file has caught up.
+    let settled = wait_until(Duration::from_secs(10), || {
+        let m = parse_prometheus(&fs::read_to_string(&metrics).unwrap_or_default());
+        let mut by_action: BTreeMap<String, f64> = BTreeMap::new();
+        for r in wd.restarts() {
+            *by_action
+                .entry(r["action"].as_str().unwrap().to_owned())
+                .or_default() += 1.0;
+        }
+        by_action.iter().all(|(a, n)| {
+            m.get(&format!(
+                "agent_deck_watchdog_restarts_total{{result=\"{a}\"}}"
+            )) == Some(n)
+        })
+    });
+    assert!(
+        settled,
+        "metrics never matched restart.log:\n{}",
+        fs::read_to_string(&metrics).unwrap_or_default()
+    );
+    let m = parse_prometheus(&fs::read_to_string(&metrics).unwrap());
+    assert_eq!(
+        m["agent_deck_watchdog_restarts_total{result=\"restarted\"}"],
+        1.0
+    );
+    assert_eq!(
+        m["agent_deck_watchdog_restarts_total{result=\"restart-failed\"}"],
+        3.0
+    );
+    assert_eq!(
+        m["agent_deck_watchdog_escalations_total{severity=\"rate-limit\"}"],
+        1.0
+    );
+    assert!(m["agent_deck_watchdog_cli_calls_total{command=\"list-all\"}"] >= 1.0);
+    assert_eq!(m["agent_deck_watchdog_sessions{kind=\"critical\"}"], 2.0);
+    assert!(m.contains_key("agent_deck_watchdog_queue_drops_total"));
+    assert!(m.contains_key("agent_deck_watchdog_tick_duration_seconds"));
+}
+
+#[test]
+fn demo_runs_on_a_fresh_machine_and_tells_the_story() {
+    let out = std::process::Command::new(harness::BIN)
+        .arg("demo")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("TMPDIR", std::env::temp_dir())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("conductor-ops")
+            && text.contains("confirmed_dead")
+            && text.contains("back up"),
+        "{text}"
+    );
+    assert!(
+        text.contains("conductor-busy") && text.contains("pane_active"),
+        "{text}"
+    );
+    assert!(text.contains("ESCALATION [auth-hold]"), "{text}");
+    assert!(text.contains("restarted 0 times"), "{text}");
+    let dir = text
+        .lines()
+        .find_map(|l| l.strip_prefix("records: "))
+        .expect("names its records dir");
+    assert!(std::path::Path::new(dir).join("restart.log").exists());
+}
