@@ -37,18 +37,7 @@ pub fn spawn(r: Runner) -> std::io::Result<Worker<Errand>> {
 
 impl Runner {
     fn record(&self, s: &Session, action: &str, reason: String) -> RestartRecord {
-        RestartRecord {
-            ts: self.clock.now(),
-            id: s.id.clone(),
-            title: s.title.clone(),
-            profile: s.profile.clone(),
-            action: action.to_owned(),
-            reason: Some(reason),
-            dry_run: self.dry_run,
-            backoff_s: None,
-            final_status: None,
-            stuck_for_s: None,
-        }
+        RestartRecord::new(self.clock.now(), s, action, Some(reason), self.dry_run)
     }
 
     fn run(&self, errand: Errand) {

@@ -37,6 +37,30 @@ pub struct RestartRecord {
     pub stuck_for_s: Option<f64>,
 }
 
+impl RestartRecord {
+    /// A record about `session`; the optional fields are set by the caller.
+    pub fn new(
+        ts: f64,
+        session: &crate::session::Session,
+        action: &str,
+        reason: Option<String>,
+        dry_run: bool,
+    ) -> RestartRecord {
+        RestartRecord {
+            ts,
+            id: session.id.clone(),
+            title: session.title.clone(),
+            profile: session.profile.clone(),
+            action: action.to_owned(),
+            reason,
+            dry_run,
+            backoff_s: None,
+            final_status: None,
+            stuck_for_s: None,
+        }
+    }
+}
+
 /// One status read during liveness confirmation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Read {

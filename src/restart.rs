@@ -165,18 +165,7 @@ impl Context {
     }
 
     fn record(&self, s: &Session, action: &str, reason: Option<String>) -> RestartRecord {
-        RestartRecord {
-            ts: self.clock.now(),
-            id: s.id.clone(),
-            title: s.title.clone(),
-            profile: s.profile.clone(),
-            action: action.to_owned(),
-            reason,
-            dry_run: self.settings.dry_run,
-            backoff_s: None,
-            final_status: None,
-            stuck_for_s: None,
-        }
+        RestartRecord::new(self.clock.now(), s, action, reason, self.settings.dry_run)
     }
 
     fn give_back(&self, job: &Job) {

@@ -9,7 +9,9 @@ use std::fs;
 use std::time::Duration;
 
 use common::wait_until;
-use harness::{all_files_text, conductor, read_json_lines, TelegramStub, Wd, CONDUCTOR};
+use harness::{
+    all_files_text, conductor, crash_looping, read_json_lines, TelegramStub, Wd, CONDUCTOR,
+};
 use serde_json::{json, Value};
 
 fn call_times(wd: &Wd, words: &[&str]) -> Vec<f64> {
@@ -89,10 +91,8 @@ fn cascade_of_auth_held_sessions_alerts_once() {
     let d = wd.spawn(&[]);
     assert!(
         wait_until(Duration::from_secs(20), || wd
-            .liveness()
-            .iter()
-            .filter(|r| r["reason"] == "auth_hold")
-            .count()
+            .liveness_with("auth_hold")
+            .len()
             >= 18),
         "stderr:\n{}",
         d.stderr()
@@ -157,9 +157,7 @@ fn sigkill_after_the_budget_is_spent_keeps_the_rate_limit() {
     let wd = Wd::new()
         .env("RATE_LIMIT_MAX", "2")
         .env("RATE_LIMIT_WINDOW_S", "300");
-    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
-    c["on_restart"] = json!("no_effect");
-    c["on_start"] = json!("already_running");
+    let c = crash_looping(CONDUCTOR, "conductor-ops");
     wd.sessions(vec![c]);
     let mut d = wd.spawn(&[]);
     assert!(
@@ -171,11 +169,7 @@ fn sigkill_after_the_budget_is_spent_keeps_the_rate_limit() {
     d.signal_and_wait(libc::SIGKILL, Duration::from_secs(5));
     assert_eq!(wd.restart_calls(), 2);
     let d2 = wd.spawn(&[]);
-    assert!(wait_until(Duration::from_secs(10), || wd
-        .fake
-        .calls_with(&["list", "--all"])
-        .len()
-        >= 8));
+    wd.wait_for_more_ticks(8);
     assert_eq!(
         wd.restart_calls(),
         2,
@@ -258,7 +252,7 @@ fn telegram_gets_conductor_alerts_only_and_never_sees_the_token_leak() {
     assert!(wait_until(Duration::from_secs(10), || !stub
         .requests()
         .is_empty()));
-    std::thread::sleep(Duration::from_millis(300));
+    wd.wait_for_more_ticks(3);
     let requests = stub.requests();
     assert_eq!(requests.len(), 1, "{requests:#?}");
     let req = &requests[0];

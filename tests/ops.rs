@@ -12,8 +12,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::wait_until;
-use harness::{conductor, Wd, CONDUCTOR};
-use serde_json::{json, Value};
+use harness::{conductor, crash_looping, Wd, CONDUCTOR};
+use serde_json::Value;
 
 #[test]
 fn systemd_gets_ready_watchdog_pings_and_stopping() {
@@ -92,9 +92,7 @@ fn journal_lines_carry_priority_prefixes() {
 #[test]
 fn status_json_reports_a_spent_budget() {
     let wd = Wd::new().env("RATE_LIMIT_MAX", "2");
-    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
-    c["on_restart"] = json!("no_effect");
-    c["on_start"] = json!("already_running");
+    let c = crash_looping(CONDUCTOR, "conductor-ops");
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
     assert!(
@@ -191,9 +189,7 @@ fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
 #[test]
 fn metrics_parse_and_restart_counters_match_restart_log() {
     let wd = Wd::new().env("RATE_LIMIT_MAX", "3");
-    let mut failing = conductor("b1b2c3d4-1755890000", "conductor-b", "error");
-    failing["on_restart"] = json!("no_effect");
-    failing["on_start"] = json!("already_running");
+    let failing = crash_looping("b1b2c3d4-1755890000", "conductor-b");
     wd.sessions(vec![
         conductor(CONDUCTOR, "conductor-ops", "error"),
         failing,

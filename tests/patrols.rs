@@ -85,17 +85,9 @@ fn deaf_conductor_is_restarted_once_within_the_dedup_window() {
         d.stderr()
     );
     // Many more checks run; the dedup window (an hour) holds.
-    assert!(wait_until(Duration::from_secs(10), || wd
-        .fake
-        .calls_with(&["list", "--all"])
-        .len()
-        >= 12));
+    wd.wait_for_more_ticks(12);
     assert_eq!(wd.restart_calls(), 1);
-    let rec: Vec<Value> = wd
-        .restarts()
-        .into_iter()
-        .filter(|r| r["action"] == "poller-restart")
-        .collect();
+    let rec: Vec<Value> = wd.restarts_with("poller-restart");
     assert_eq!(rec.len(), 1);
     assert_eq!(rec[0]["id"], CONDUCTOR);
 }
@@ -106,11 +98,7 @@ fn live_poller_means_no_restart() {
     let state_dir = deaf_setup(&wd);
     let _poller = Poller::start(&wd.home.path().join("bin"), &state_dir);
     let d = wd.spawn(&[]);
-    assert!(wait_until(Duration::from_secs(10), || wd
-        .fake
-        .calls_with(&["list", "--all"])
-        .len()
-        >= 8));
+    wd.wait_for_more_ticks(8);
     assert_eq!(wd.restart_calls(), 0, "stderr:\n{}", d.stderr());
 }
 
@@ -159,11 +147,7 @@ fn frozen_waiting_child_is_nudged_once_and_others_never() {
         "stderr:\n{}",
         d.stderr()
     );
-    assert!(wait_until(Duration::from_secs(10), || wd
-        .fake
-        .calls_with(&["list", "--all"])
-        .len()
-        >= 15));
+    wd.wait_for_more_ticks(15);
     let sends = wd.fake.calls_with(&["session", "send"]);
     assert_eq!(sends.len(), 1, "{sends:?}");
     assert_eq!(
@@ -182,11 +166,7 @@ fn frozen_waiting_child_is_nudged_once_and_others_never() {
         wd.fake.calls_with(&["output", orphan]).is_empty(),
         "a waiting session without a parent was sampled"
     );
-    let nudges: Vec<Value> = wd
-        .restarts()
-        .into_iter()
-        .filter(|r| r["action"] == "nudge")
-        .collect();
+    let nudges: Vec<Value> = wd.restarts_with("nudge");
     assert_eq!(nudges.len(), 1);
 }
 
@@ -208,15 +188,7 @@ fn stale_cleanup_is_off_by_default_and_removes_once_when_on() {
     let wd = Wd::new();
     wd.sessions(fleet());
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || wd
-            .fake
-            .calls_with(&["list", "--all"])
-            .len()
-            >= 10),
-        "{}",
-        d.stderr()
-    );
+    wd.wait_for_more_ticks(10);
     assert!(wd.fake.calls_with(&["remove"]).is_empty());
     drop(d);
     // On: the watcher goes, once; conductors stay.
@@ -231,11 +203,7 @@ fn stale_cleanup_is_off_by_default_and_removes_once_when_on() {
         "{}",
         d.stderr()
     );
-    assert!(wait_until(Duration::from_secs(10), || wd
-        .fake
-        .calls_with(&["list", "--all"])
-        .len()
-        >= 10));
+    wd.wait_for_more_ticks(10);
     let removes = wd.fake.calls_with(&["remove"]);
     assert_eq!(
         removes,
@@ -247,31 +215,19 @@ fn stale_cleanup_is_off_by_default_and_removes_once_when_on() {
         ]]
     );
     let rec = wd
-        .restarts()
+        .restarts_with("stale-removed")
         .into_iter()
-        .find(|r| r["action"] == "stale-removed")
+        .next()
         .unwrap();
     assert!(rec["stuck_for_s"].as_f64().unwrap() >= 0.3);
     drop(d);
     // Never in dry-run.
     let wd = Wd::new().env("STALE_ERROR_CLEANUP_S", "0.3");
     wd.sessions(fleet());
-    let d = wd.spawn(&["--dry-run"]);
-    assert!(
-        wait_until(Duration::from_secs(10), || wd
-            .fake
-            .calls_with(&["list", "--all"])
-            .len()
-            >= 10),
-        "{}",
-        d.stderr()
-    );
+    let _d = wd.spawn(&["--dry-run"]);
+    wd.wait_for_more_ticks(10);
     assert!(wd.fake.calls_with(&["remove"]).is_empty());
-    let rec: Vec<Value> = wd
-        .restarts()
-        .into_iter()
-        .filter(|r| r["action"] == "stale-removed")
-        .collect();
+    let rec: Vec<Value> = wd.restarts_with("stale-removed");
     assert_eq!(rec.len(), 1, "the dry-run decision is recorded once");
     assert_eq!(rec[0]["dry_run"], true);
 }

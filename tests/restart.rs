@@ -8,7 +8,7 @@ use std::fs;
 use std::time::{Duration, Instant};
 
 use common::{wait_until, write_hook};
-use harness::{conductor, fake_processes, Wd, CONDUCTOR};
+use harness::{conductor, crash_looping, fake_processes, Wd, CONDUCTOR};
 use serde_json::json;
 
 const SECS_10: Duration = Duration::from_secs(10);
@@ -184,9 +184,7 @@ fn marker_opt_in_restarts_a_worker_and_traversal_ids_never_touch_the_filesystem(
 #[test]
 fn exactly_rate_limit_max_restarts_then_one_rate_limit_escalation() {
     let wd = Wd::new().env("RATE_LIMIT_MAX", "3");
-    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
-    c["on_restart"] = json!("no_effect");
-    c["on_start"] = json!("already_running");
+    let c = crash_looping(CONDUCTOR, "conductor-ops");
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
     assert!(
@@ -195,16 +193,12 @@ fn exactly_rate_limit_max_restarts_then_one_rate_limit_escalation() {
         d.stderr()
     );
     // Several more ticks: nothing more may happen.
-    std::thread::sleep(Duration::from_millis(1000));
+    wd.wait_for_more_ticks(5);
     assert_eq!(wd.restart_calls(), 3);
     assert_eq!(wd.escalations_of("rate-limit"), 1);
     // Two failures in a row escalate restart-failed; "already running" is a failure.
     assert_eq!(wd.escalations_of("restart-failed"), 1);
-    let failed = wd
-        .restarts()
-        .iter()
-        .filter(|r| r["action"] == "restart-failed")
-        .count();
+    let failed = wd.restarts_with("restart-failed").len();
     assert_eq!(failed, 3);
     let e = &wd
         .escalations()
@@ -226,12 +220,7 @@ fn moving_pane_is_left_alone_and_keeps_its_budget() {
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
     assert!(
-        wait_until(SECS_10, || wd
-            .liveness()
-            .iter()
-            .filter(|r| r["reason"] == "pane_active")
-            .count()
-            >= 4),
+        wait_until(SECS_10, || wd.liveness_with("pane_active").len() >= 4),
         "stderr:\n{}",
         d.stderr()
     );
@@ -242,11 +231,7 @@ fn moving_pane_is_left_alone_and_keeps_its_budget() {
         0,
         "skips must not spend the budget"
     );
-    let rec = wd
-        .liveness()
-        .into_iter()
-        .find(|r| r["reason"] == "pane_active")
-        .unwrap();
+    let rec = wd.liveness_with("pane_active").into_iter().next().unwrap();
     assert_eq!(rec["decision"], "skip");
     assert_eq!(rec["pane"]["changed"], true);
     assert_eq!(rec["pane"]["first"].as_str().unwrap().len(), 16);
@@ -275,22 +260,13 @@ fn auth_hold_is_not_restarted_and_escalates_once() {
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
     assert!(
-        wait_until(SECS_10, || wd
-            .liveness()
-            .iter()
-            .filter(|r| r["reason"] == "auth_hold")
-            .count()
-            >= 3),
+        wait_until(SECS_10, || wd.liveness_with("auth_hold").len() >= 3),
         "stderr:\n{}",
         d.stderr()
     );
     assert_eq!(wd.restart_calls(), 0);
     assert_eq!(wd.escalations_of("auth-hold"), 1);
-    let rec = wd
-        .liveness()
-        .into_iter()
-        .find(|r| r["reason"] == "auth_hold")
-        .unwrap();
+    let rec = wd.liveness_with("auth_hold").into_iter().next().unwrap();
     assert_eq!(rec["auth_hold_reason"], "auth_death");
     for f in ["liveness.log", "restart.log", "escalations.log"] {
         let text = fs::read_to_string(wd.watchdog_dir().join(f)).unwrap_or_default();
@@ -312,11 +288,7 @@ fn cli_refusal_is_recorded_and_never_falls_back_to_start() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(wd.restart_calls(), 1);
     assert!(wd.fake.calls_with(&["session", "start"]).is_empty());
-    let refused: Vec<_> = wd
-        .restarts()
-        .into_iter()
-        .filter(|r| r["action"] == "cli-refused")
-        .collect();
+    let refused: Vec<_> = wd.restarts_with("cli-refused");
     assert_eq!(refused.len(), 1);
     assert!(refused[0]["reason"].as_str().unwrap().contains("freshness"));
 }
@@ -373,12 +345,7 @@ fn rate_limited_boot_backs_off_and_gives_the_slot_back() {
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
     assert!(
-        wait_until(SECS_10, || wd
-            .restarts()
-            .iter()
-            .filter(|r| r["action"] == "rate-limited")
-            .count()
-            >= 2),
+        wait_until(SECS_10, || wd.restarts_with("rate-limited").len() >= 2),
         "stderr:\n{}",
         d.stderr()
     );
@@ -386,11 +353,7 @@ fn rate_limited_boot_backs_off_and_gives_the_slot_back() {
     assert!(wd.restart_calls() >= 2);
     assert_eq!(wd.escalations_of("rate-limit"), 0);
     assert_eq!(wd.escalations_of("restart-failed"), 0);
-    let rec = wd
-        .restarts()
-        .into_iter()
-        .find(|r| r["action"] == "rate-limited")
-        .unwrap();
+    let rec = wd.restarts_with("rate-limited").into_iter().next().unwrap();
     assert_eq!(rec["backoff_s"], 0.5);
 }
 

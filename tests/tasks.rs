@@ -116,6 +116,13 @@ impl Setup {
             .unwrap_or_default()
     }
 
+    /// Re-dispatch logs created: one per spawn, written before the spawn.
+    fn spawn_logs(&self) -> usize {
+        fs::read_dir(self.wd.watchdog_dir().join("tasks"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+
     fn registry_bytes(&self) -> Vec<u8> {
         fs::read(self.wd.watchdog_dir().join("task-timers.json")).unwrap_or_default()
     }
@@ -155,8 +162,7 @@ fn done_file_at_follow_up_means_done_and_nothing_spawned() {
     fs::write(s.dir.join("task-3101.done"), "").unwrap();
     s.check();
     assert_eq!(s.status("task-3101"), "done");
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(s.dispatched().is_empty());
+    assert_eq!(s.spawn_logs(), 0);
 }
 
 #[test]
@@ -198,7 +204,7 @@ fn retries_run_dot_2_and_dot_3_then_exhausted() {
     s.wait_dispatched(2);
     s.check();
     s.check();
-    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(s.spawn_logs(), 2);
     assert_eq!(
         s.dispatched(),
         ["task-2707.2 task-2707 1 ", "task-2707.3 task-2707 2 "]
@@ -226,8 +232,7 @@ fn edited_task_file_is_tampered_and_nothing_spawned() {
     s.check();
     assert_eq!(s.status("task-4707"), "tampered");
     assert_eq!(s.wd.escalations_of("task-tampered"), 1);
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(s.dispatched().is_empty());
+    assert_eq!(s.spawn_logs(), 0);
 }
 
 #[test]
@@ -240,8 +245,7 @@ fn daily_cap_allows_one_spawn_and_survives_a_daemon_restart() {
     assert_eq!(s.wd.escalations_of("redispatch-cap"), 1);
     ok(&s.add("task-5003", &[]));
     ok(&s.wd.run(&["--once"]));
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(s.dispatched().len(), 1, "the daily count was forgotten");
+    assert_eq!(s.spawn_logs(), 1, "the daily count was forgotten");
     assert_eq!(s.wd.escalations_of("redispatch-cap"), 2);
 }
 
@@ -285,8 +289,7 @@ fn dry_run_check_decides_but_spawns_and_writes_nothing() {
     ok(&s.add("task-7001", &[]));
     let before = s.registry_bytes();
     ok(&s.task(&["check", "--dry-run"]));
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(s.dispatched().is_empty());
+    assert_eq!(s.spawn_logs(), 0);
     assert_eq!(s.registry_bytes(), before);
     let e: Vec<Value> =
         s.wd.escalations()
@@ -359,8 +362,7 @@ fn cancel_stops_the_follow_up_and_show_prints_the_history() {
     ok(&s.add("task-8101", &[]));
     ok(&s.task(&["cancel", "task-8101"]));
     s.check();
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(s.dispatched().is_empty());
+    assert_eq!(s.spawn_logs(), 0);
     let out = s.task(&["show", "task-8101"]);
     ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);

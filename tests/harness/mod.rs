@@ -132,6 +132,22 @@ impl Wd {
         self.records("liveness.log")
     }
 
+    /// `liveness.log` records with this `reason`.
+    pub fn liveness_with(&self, reason: &str) -> Vec<Value> {
+        self.liveness()
+            .into_iter()
+            .filter(|r| r["reason"] == reason)
+            .collect()
+    }
+
+    /// `restart.log` records with this `action`.
+    pub fn restarts_with(&self, action: &str) -> Vec<Value> {
+        self.restarts()
+            .into_iter()
+            .filter(|r| r["action"] == action)
+            .collect()
+    }
+
     /// `session restart` calls logged by the fake so far.
     pub fn restart_calls(&self) -> usize {
         self.fake.calls_with(&["session", "restart"]).len()
@@ -146,6 +162,19 @@ impl Wd {
                 .calls_with(&["list", "--all"])
                 .is_empty()),
             "the daemon never polled"
+        );
+    }
+
+    /// Waits until the daemon has run `n` more safety polls than so far.
+    pub fn wait_for_more_ticks(&self, n: usize) {
+        let target = self.fake.calls_with(&["list", "--all"]).len() + n;
+        assert!(
+            wait_until(Duration::from_secs(20), || self
+                .fake
+                .calls_with(&["list", "--all"])
+                .len()
+                >= target),
+            "the daemon stopped polling"
         );
     }
 
@@ -191,6 +220,15 @@ pub fn read_json_lines(path: &Path) -> Vec<Value> {
                 .unwrap_or_else(|e| panic!("{} has a bad line {l:?}: {e}", path.display()))
         })
         .collect()
+}
+
+/// A conductor in error whose restarts never take: `session restart` answers
+/// success but nothing changes, and `session start` finds it already running.
+pub fn crash_looping(id: &str, title: &str) -> Value {
+    let mut c = conductor(id, title, "error");
+    c["on_restart"] = json!("no_effect");
+    c["on_start"] = json!("already_running");
+    c
 }
 
 /// A conductor in the fake's state.
