@@ -39,6 +39,8 @@ use crate::watcher;
 
 /// A hook-triggered status check for one session runs at most this often.
 const HOOK_CHECK_GAP: f64 = 1.0;
+/// Rescans (after queue overflow or a re-armed watch) run at most this often.
+const MIN_RESCAN_GAP: Duration = Duration::from_secs(1);
 
 /// Runs the daemon (or one pass with `--once`) until done or signalled.
 pub fn run(cfg: Config, flags: RunFlags) -> Result<()> {
@@ -119,6 +121,9 @@ pub struct Daemon {
     hook_checked: BTreeMap<String, f64>,
     /// Hook checks postponed by the per-session throttle.
     deferred: BTreeSet<String>,
+    /// A rescan was asked for and has not run yet.
+    rescan_owed: bool,
+    last_tick: Option<std::time::Instant>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -203,6 +208,8 @@ impl Daemon {
             followup_error: None,
             hook_checked: BTreeMap::new(),
             deferred: BTreeSet::new(),
+            rescan_owed: false,
+            last_tick: None,
             threads: Vec::new(),
         })
     }
@@ -227,11 +234,7 @@ impl Daemon {
         );
         self.notifier.ready();
         loop {
-            let idle = if self.deferred.is_empty() {
-                Duration::from_secs(1)
-            } else {
-                Duration::from_millis(200)
-            };
+            let idle = self.next_wakeup();
             let wait = self.notifier.max_sleep(idle);
             let Some(batch) = self.queue.next_batch(&self.shutdown, wait) else {
                 break;
@@ -250,7 +253,12 @@ impl Daemon {
     }
 
     fn handle(&mut self, batch: Batch) {
-        if batch.tick || batch.rescan {
+        // A flood turns into a rescan per batch; one full poll a second is enough.
+        self.rescan_owed |= batch.rescan;
+        let rescan_due =
+            self.rescan_owed && self.last_tick.is_none_or(|t| t.elapsed() >= MIN_RESCAN_GAP);
+        if batch.tick || rescan_due {
+            self.rescan_owed = false;
             self.tick();
         }
         for id in batch.hooks {
@@ -273,9 +281,28 @@ impl Daemon {
         }
     }
 
+    /// How long the main loop may wait for events before something of its own
+    /// is due: a deferred hook check, an owed rescan.
+    fn next_wakeup(&self) -> Duration {
+        let now = self.clock.now();
+        let mut wait = Duration::from_secs(1);
+        for id in &self.deferred {
+            let due = self
+                .hook_checked
+                .get(id)
+                .map_or(0.0, |t| t + HOOK_CHECK_GAP - now);
+            wait = wait.min(Duration::from_secs_f64(due.max(0.01)));
+        }
+        if self.rescan_owed {
+            wait = wait.min(Duration::from_millis(200));
+        }
+        wait
+    }
+
     /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
     pub fn tick(&mut self) {
         let started = std::time::Instant::now();
+        self.last_tick = Some(started);
         self.fleet.reload_markers();
         if let Err(e) = self.fleet.refresh(self.deck.as_ref()) {
             log::warn!(
@@ -288,6 +315,8 @@ impl Daemon {
         profiles.extend(Patrols::profiles_needed(self.fleet.all()));
         let mut live: BTreeMap<String, Live> = BTreeMap::new();
         for profile in profiles {
+            // A hung call may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed between calls.
+            self.notifier.alive();
             match self.deck.list_profile(&profile) {
                 Ok(list) => live.extend(list.into_iter().map(|(s, l)| (s.id, l))),
                 Err(e) => log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick"),

@@ -181,7 +181,9 @@ impl Context {
             self.give_back(job);
             return;
         }
-        if let Some(why) = policy::recheck(&mut self.state.lock(), &s.id, self.clock.now()) {
+        // Bound first: an `if let` would hold the state lock through its body.
+        let held = policy::recheck(&mut self.state.lock(), &s.id, self.clock.now());
+        if let Some(why) = held {
             log::info!("restart of {} skipped after the wait: {why}", s.id);
             self.give_back(job);
             return;

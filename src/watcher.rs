@@ -57,6 +57,7 @@ pub fn spawn(
                 queue,
                 kinds: HashMap::new(),
                 warned_missing: false,
+                tried_before: false,
             };
             w.run(&shutdown);
         })
@@ -80,6 +81,8 @@ struct Watcher {
     queue: Arc<EventQueue>,
     kinds: HashMap<WatchDescriptor, Kind>,
     warned_missing: bool,
+    /// Not the first arming attempt: arming now may follow missed files.
+    tried_before: bool,
 }
 
 impl Watcher {
@@ -108,6 +111,7 @@ impl Watcher {
     /// Watches the hooks directory (and its sandboxes) if it exists now,
     /// otherwise its parent, so its creation is noticed.
     fn try_arm(&mut self) {
+        let tried_before = std::mem::replace(&mut self.tried_before, true);
         let mask = WatchMask::MOVED_TO
             | WatchMask::CLOSE_WRITE
             | WatchMask::CREATE
@@ -121,8 +125,11 @@ impl Watcher {
                 log::info!("watching hooks directory {}", self.dir.display());
                 self.warned_missing = false;
                 self.watch_sandbox();
-                // Anything written while we were not watching is picked up by a rescan.
-                self.queue.send(Event::Rescan);
+                // Anything written while we were not watching is picked up by a
+                // rescan; arming at start needs none, the daemon's first poll runs now.
+                if tried_before {
+                    self.queue.send(Event::Rescan);
+                }
             }
             Err(e) => {
                 if !self.warned_missing {

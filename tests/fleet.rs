@@ -281,3 +281,43 @@ fn telegram_gets_conductor_alerts_only_and_never_sees_the_token_leak() {
         );
     }
 }
+
+#[test]
+fn a_pause_that_starts_during_the_wait_skips_without_deadlock() {
+    // Burst guard at two restarts: the third queued restart finds the pause
+    // when its turn comes and must skip it, with the daemon still working.
+    let wd = Wd::new()
+        .env("CASCADE_THRESHOLD", "2")
+        .env("CASCADE_WAIT_S", "0")
+        .env("CASCADE_WINDOW_S", "60")
+        .env("CASCADE_PAUSE_S", "60");
+    let sessions: Vec<Value> = (0..3)
+        .map(|i| {
+            conductor(
+                &format!("{i:08x}-1755890000"),
+                &format!("conductor-{i}"),
+                "error",
+            )
+        })
+        .collect();
+    wd.sessions(sessions);
+    let mut d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || wd.escalations_of("cascade")
+            == 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || d
+            .stderr()
+            .contains("skipped after the wait: cascade_pause")),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    wd.wait_for_more_ticks(3);
+    assert_eq!(wd.restart_calls(), 2);
+    let (code, took) = d.signal_and_wait(libc::SIGTERM, Duration::from_secs(5));
+    assert_eq!(code, Some(0), "stderr:\n{}", d.stderr());
+    assert!(took < Duration::from_secs(2));
+}
