@@ -112,6 +112,7 @@ pub struct Daemon {
     records: Arc<Records>,
     notifier: Notifier,
     watchdog_dir: std::path::PathBuf,
+    hooks_dir: std::path::PathBuf,
     metrics_warned: bool,
     patrols: Patrols,
     followup: FollowUp,
@@ -202,6 +203,7 @@ impl Daemon {
             records,
             notifier: Notifier::from_config(cfg),
             watchdog_dir: cfg.watchdog_dir.clone(),
+            hooks_dir: cfg.hooks_dir.clone(),
             metrics_warned: false,
             patrols,
             followup,
@@ -464,6 +466,13 @@ impl Daemon {
             return;
         };
         if !self.fleet.is_critical(&s) || self.state.lock().in_flight.contains(id) {
+            return;
+        }
+        // The agent itself just reported it is running or waiting: alive, no call needed.
+        if let Some(live @ ("running" | "waiting")) =
+            watcher::hook_status(&self.hooks_dir, id).as_deref()
+        {
+            log::debug!("hook for {id}: the agent reports {live}; no status check");
             return;
         }
         let now = self.clock.now();

@@ -41,6 +41,20 @@ pub fn hook_id(name: &str) -> Option<&str> {
     Some(id)
 }
 
+/// The `status` a session's hook file reports now (`running`, `waiting`,
+/// `dead`), read from `<dir>/<id>.json` or `<dir>/sandbox/<id>/<id>.json`.
+/// `None` when there is no readable file. `id` must have passed [`hook_id`].
+pub fn hook_status(dir: &Path, id: &str) -> Option<String> {
+    let name = format!("{id}.json");
+    [dir.join(&name), dir.join("sandbox").join(id).join(&name)]
+        .iter()
+        .find_map(|p| {
+            let bytes = std::fs::read(p).ok()?;
+            let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+            v.get("status")?.as_str().map(str::to_owned)
+        })
+}
+
 /// Starts the watcher thread.
 pub fn spawn(
     dir: PathBuf,
@@ -311,6 +325,27 @@ fn wait_readable(fd: i32, stop_fd: i32, timeout_ms: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hook_status_from_root_or_sandbox() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(hook_status(tmp.path(), "a-1"), None);
+        std::fs::write(
+            tmp.path().join("a-1.json"),
+            r#"{"status":"waiting","event":"Stop","ts":1}"#,
+        )
+        .unwrap();
+        assert_eq!(hook_status(tmp.path(), "a-1").as_deref(), Some("waiting"));
+        std::fs::create_dir_all(tmp.path().join("sandbox/b-1")).unwrap();
+        std::fs::write(
+            tmp.path().join("sandbox/b-1/b-1.json"),
+            r#"{"status":"dead"}"#,
+        )
+        .unwrap();
+        assert_eq!(hook_status(tmp.path(), "b-1").as_deref(), Some("dead"));
+        std::fs::write(tmp.path().join("c-1.json"), "garbage").unwrap();
+        assert_eq!(hook_status(tmp.path(), "c-1"), None);
+    }
 
     #[test]
     fn hook_names() {

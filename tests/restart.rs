@@ -50,7 +50,7 @@ fn hooks_dir_created_after_start_and_recreated_while_running() {
     let shows = || wd.fake.calls_with(&["session", "show", CONDUCTOR]).len();
     assert!(
         wait_until(SECS_10, || {
-            write_hook(&wd.hooks, CONDUCTOR, "running");
+            write_hook(&wd.hooks, CONDUCTOR, "dead");
             shows() >= 1
         }),
         "hook in a late-created dir was never seen; stderr:\n{}",
@@ -61,7 +61,7 @@ fn hooks_dir_created_after_start_and_recreated_while_running() {
     let before = shows();
     assert!(
         wait_until(SECS_10, || {
-            write_hook(&wd.hooks, CONDUCTOR, "running");
+            write_hook(&wd.hooks, CONDUCTOR, "dead");
             std::thread::sleep(Duration::from_millis(100));
             shows() > before
         }),
@@ -478,5 +478,29 @@ fn missing_hanging_garbage_and_null_cli_are_survived() {
         wait_until(Duration::from_secs(3), || fake_processes(&wd.fake)
             .is_empty()),
         "a hung agent-deck outlived its timeout"
+    );
+}
+
+#[test]
+fn a_hook_saying_running_or_waiting_costs_no_cli_call() {
+    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    let shows = || wd.fake.calls_with(&["session", "show", CONDUCTOR]).len();
+    for status in ["running", "waiting", "running"] {
+        write_hook(&wd.hooks, CONDUCTOR, status);
+        wd.wait_until_quiet();
+    }
+    assert_eq!(
+        shows(),
+        0,
+        "an agent reporting itself alive was checked anyway"
+    );
+    write_hook(&wd.hooks, CONDUCTOR, "dead");
+    assert!(
+        wait_until(SECS_10, || shows() == 1),
+        "stderr:\n{}",
+        d.stderr()
     );
 }
