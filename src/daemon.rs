@@ -150,6 +150,7 @@ impl Daemon {
             script_timeout: cfg.subprocess_timeout,
             notifier: Telegram::from_config(cfg, shutdown.clone()),
             shutdown: shutdown.clone(),
+            store: Some(store.clone()),
         }));
         let restarter = restart::spawn(restart::Context {
             deck: deck.clone(),
@@ -293,7 +294,7 @@ impl Daemon {
                 .hook_checked
                 .get(id)
                 .map_or(0.0, |t| t + HOOK_CHECK_GAP - now);
-            wait = wait.min(Duration::from_secs_f64(due.max(0.01)));
+            wait = wait.min(crate::clock::clamped(due.max(0.01)));
         }
         if self.rescan_owed {
             wait = wait.min(Duration::from_millis(200));

@@ -19,6 +19,7 @@ use crate::process::{self, Job};
 use crate::records::{EscalationRecord, Records};
 use crate::shutdown::Shutdown;
 use crate::state::State;
+use crate::store::Store;
 use crate::worker::Worker;
 
 /// Sends the text of an alert somewhere a human reads it (Telegram).
@@ -40,6 +41,7 @@ pub struct Escalator {
     clock: Arc<dyn Clock>,
     dry_run: bool,
     has_notifier: bool,
+    store: Option<Arc<Store>>,
     worker: Mutex<Option<Worker<Alert>>>,
 }
 
@@ -54,6 +56,8 @@ pub struct EscalatorParts {
     pub script_timeout: Duration,
     pub notifier: Option<Arc<dyn Notifier>>,
     pub shutdown: Shutdown,
+    /// Where the dedup memory is saved, so it survives a crash right after.
+    pub store: Option<Arc<Store>>,
 }
 
 impl Escalator {
@@ -77,6 +81,7 @@ impl Escalator {
             clock: p.clock,
             dry_run: p.dry_run,
             has_notifier,
+            store: p.store,
             worker: Mutex::new(worker),
         }
     }
@@ -98,6 +103,10 @@ impl Escalator {
                 sid.unwrap_or("the fleet")
             );
             return false;
+        }
+        // Saved before anything goes out: a watchdog killed right after must not alert again.
+        if let Some(store) = &self.store {
+            store.save(&self.state);
         }
         let telegram = wants_telegram && self.has_notifier && !self.dry_run;
         log::warn!("escalation [{severity}] {message}");

@@ -81,6 +81,9 @@ pub fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
     };
     if !completed {
         ev.verdict = Verdict::Skip("shutting_down");
+    } else if first.is_some() != second.is_some() {
+        // One capture failed: the samples cannot be compared, so the pane may be live.
+        ev.verdict = Verdict::Skip("pane_unreadable");
     } else if ev.pane.changed {
         ev.verdict = Verdict::Skip("pane_active");
     } else if let Some(skip) = read_status(probe, &mut ev, false) {
@@ -237,6 +240,26 @@ mod tests {
         let ev = confirm(&s, GAP);
         assert_eq!(ev.verdict, Verdict::Skip("shutting_down"));
         assert!(!ev.pane.sampled);
+    }
+
+    #[test]
+    fn one_failed_capture_is_no_proof_of_death() {
+        let ev = confirm(
+            &script(
+                vec![live(Status::Error), live(Status::Error)],
+                vec![None, Some("busy")],
+            ),
+            GAP,
+        );
+        assert_eq!(ev.verdict, Verdict::Skip("pane_unreadable"));
+        let ev = confirm(
+            &script(
+                vec![live(Status::Error), live(Status::Error)],
+                vec![Some("busy"), None],
+            ),
+            GAP,
+        );
+        assert_eq!(ev.verdict, Verdict::Skip("pane_unreadable"));
     }
 
     #[test]

@@ -147,15 +147,17 @@ pub fn finish(state: &mut State, id: &str) {
 /// Seconds to wait before the next restart call may run.
 pub fn serialization_wait(state: &State, lim: &Limits, now: f64) -> f64 {
     match state.last_restart_at {
-        Some(last) => (last + lim.min_interval - now).max(0.0),
+        Some(last) => (last + lim.min_interval - now).clamp(0.0, lim.min_interval),
         None => 0.0,
     }
 }
 
-/// Records that a restart call is about to run. Returns true when this makes a
-/// burst (≥ threshold restarts within the cascade window): every restart is
-/// then paused and the caller escalates `cascade`.
-pub fn note_restart_call(state: &mut State, lim: &Limits, now: f64) -> bool {
+/// Records that a restart call for `id` is about to run; its quiet time
+/// starts again now (the serialization wait may have used it up). Returns
+/// true when this makes a burst (≥ threshold restarts within the cascade
+/// window): every restart is then paused and the caller escalates `cascade`.
+pub fn note_restart_call(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
+    state.book(id).cooldown_until = now + lim.cooldown;
     state.last_restart_at = Some(now);
     state.recent_restarts.push(now);
     prune(&mut state.recent_restarts, now, lim.cascade_window);
@@ -226,7 +228,17 @@ pub fn observe_cascade(state: &mut State, lim: &Limits, errored: usize, now: f64
 /// Drops what has fallen out of its window, so a loaded state holds only
 /// what still matters.
 pub fn prune_state(state: &mut State, lim: &Limits, now: f64) {
+    // A wall clock stepped backwards leaves deadlines far in the future: none
+    // may lie further ahead than its own length.
+    let cap = |until: &mut f64, len: f64| *until = until.min(now + len);
+    cap(&mut state.cascade_pause_until, lim.cascade_pause);
+    cap(&mut state.breaker_open_until, lim.breaker_pause);
+    if let Some(c) = &mut state.cascade {
+        cap(&mut c.settle_until, lim.cascade_wait);
+    }
     for book in state.sessions.values_mut() {
+        cap(&mut book.cooldown_until, lim.cooldown);
+        cap(&mut book.backoff_until, lim.backoff_429);
         prune(&mut book.restarts, now, lim.rate_window);
         if book.cooldown_until <= now {
             book.cooldown_until = 0.0;
@@ -246,6 +258,9 @@ pub fn prune_state(state: &mut State, lim: &Limits, now: f64) {
     }
     let keep = lim.dedup.max(CASCADE_REMINDER_S);
     state.escalated.retain(|_, t| now - *t < keep);
+    if let Some(t) = state.last_restart_at {
+        state.last_restart_at = Some(t.min(now));
+    }
 }
 
 /// Whether an escalation of `severity` for `sid` (None: fleet-wide) may go out
@@ -407,7 +422,7 @@ mod tests {
     fn serialization_spaces_restarts() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         assert_eq!(serialization_wait(&s, &l, c.now()), 0.0);
-        note_restart_call(&mut s, &l, c.now());
+        note_restart_call(&mut s, &l, ID, c.now());
         c.advance(20.0);
         assert_eq!(serialization_wait(&s, &l, c.now()), 40.0);
         c.advance(40.0);
@@ -419,10 +434,10 @@ mod tests {
         let (mut l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         l.min_interval = 0.0;
         for i in 0..4 {
-            assert!(!note_restart_call(&mut s, &l, c.now()), "restart {i}");
+            assert!(!note_restart_call(&mut s, &l, ID, c.now()), "restart {i}");
             c.advance(1.0);
         }
-        assert!(note_restart_call(&mut s, &l, c.now()));
+        assert!(note_restart_call(&mut s, &l, ID, c.now()));
         assert_eq!(
             gate(&mut s, &l, "other-1", c.now() + 1.0),
             Gate::Skip("cascade_pause")
@@ -434,7 +449,7 @@ mod tests {
     fn slow_restarts_are_no_burst() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         for _ in 0..20 {
-            assert!(!note_restart_call(&mut s, &l, c.now()));
+            assert!(!note_restart_call(&mut s, &l, ID, c.now()));
             c.advance(3.0);
         }
     }

@@ -80,7 +80,15 @@ pub type Restarter = Worker<Job>;
 /// Starts the restart worker thread.
 pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
     Worker::spawn("restart", move |job: Job| {
-        ctx.run(&job);
+        // Whatever happens in run (even a bug), the session must not stay in flight.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.run(&job)));
+        if outcome.is_err() {
+            log::error!(
+                "the restart of {} panicked (a bug); its budget slot is given back",
+                job.session.id
+            );
+            ctx.give_back(&job);
+        }
         policy::finish(&mut ctx.state.lock(), &job.session.id);
         ctx.store.save(&ctx.state);
     })
@@ -194,8 +202,12 @@ impl Context {
         if !self.confirm_dead(job) {
             return;
         }
-        let burst =
-            policy::note_restart_call(&mut self.state.lock(), &self.limits, self.clock.now());
+        let burst = policy::note_restart_call(
+            &mut self.state.lock(),
+            &self.limits,
+            &s.id,
+            self.clock.now(),
+        );
         if burst {
             let msg = format!(
                 "{} restarts within {:.0}s — pausing every restart for {:.0}s",
@@ -239,7 +251,7 @@ impl Context {
                 "restart of {} waits {wait:.1}s: restarts are serialized",
                 s.id
             );
-            if !self.shutdown.sleep(Duration::from_secs_f64(wait)) {
+            if !self.shutdown.sleep(crate::clock::clamped(wait)) {
                 return false;
             }
         }
@@ -338,6 +350,9 @@ impl Context {
 
     fn fall_back_to_start(&self, job: &Job) {
         let s = &job.session;
+        if self.shutdown.is_set() {
+            return self.failed(job, "shutdown during verification".into());
+        }
         log::warn!(
             "{} is still in error after restart; falling back to session start",
             s.id
@@ -385,6 +400,17 @@ impl Context {
     /// else counts as a crash and escalates on the second in a row.
     fn failed(&self, job: &Job, err: String) {
         let s = &job.session;
+        if self.shutdown.is_set() {
+            // Cut short by our own shutdown: not the session's failure.
+            self.give_back(job);
+            log::info!(
+                "restart of {} interrupted by shutdown; not counted as a failure",
+                s.id
+            );
+            return self
+                .records
+                .restart(&self.record(s, "restart-interrupted", Some(err)));
+        }
         let transcript = self.deck.transcript(&s.profile, &s.id).unwrap_or_default();
         if is_rate_limited(&transcript) {
             let now = self.clock.now();
@@ -449,7 +475,7 @@ impl Context {
                 .records
                 .restart(&self.record(s, "poller-restart", reason));
         }
-        policy::note_restart_call(&mut self.state.lock(), &self.limits, now);
+        policy::note_restart_call(&mut self.state.lock(), &self.limits, &s.id, now);
         let (action, reason) = match self.deck.restart(&s.profile, &s.id) {
             Ok(RestartAnswer::Restarted) => {
                 crate::patrol::note_poller_restarted(
@@ -472,8 +498,14 @@ impl Context {
                 )
             }
             Err(e) => {
+                // It may have torn the pane down already: no retry before the dedup window.
+                crate::patrol::note_poller_restarted(
+                    &mut self.state.lock(),
+                    &s.id,
+                    self.clock.now(),
+                );
                 log::warn!(
-                    "poller restart of {} failed: {e}; will try again at the next check",
+                    "poller restart of {} failed: {e}; not retried within POLLER_RESTART_DEDUP_S",
                     s.id
                 );
                 ("poller-restart-failed", format!("restart {e}"))

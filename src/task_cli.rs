@@ -351,6 +351,7 @@ pub fn standalone_escalator(
         script_timeout: cfg.subprocess_timeout,
         notifier: Telegram::from_config(cfg, shutdown.clone()),
         shutdown: shutdown.clone(),
+        store: None,
     })
 }
 

@@ -89,6 +89,10 @@ impl Telegram {
 
 impl Notifier for Telegram {
     fn notify(&self, text: &str) {
+        if self.shutdown.is_set() {
+            // Each attempt may take 10s, longer than a stop may take; the alert is in escalations.log.
+            return log::warn!("telegram escalation dropped: shutting down");
+        }
         let outcome = match self.attempt(text) {
             Sent::RetryAfter(wait) => {
                 log::warn!(
@@ -124,7 +128,7 @@ fn retry_after(body: &str) -> Duration {
         })
         .filter(|s| s.is_finite() && *s >= 0.0)
         .unwrap_or(1.0);
-    Duration::from_secs_f64(secs).min(MAX_RETRY_AFTER)
+    crate::clock::clamped(secs.min(MAX_RETRY_AFTER.as_secs_f64()))
 }
 
 #[cfg(test)]

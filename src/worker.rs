@@ -25,11 +25,18 @@ impl<J: Send + 'static> Worker<J> {
         let (tx, rx) = unbounded::<J>();
         let pending = Arc::new(AtomicUsize::new(0));
         let left = pending.clone();
+        let label = name.to_owned();
         let handle = std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
                 for job in rx {
-                    run(job);
+                    // A bug in one job must not silently end every later one.
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(job))).is_err()
+                    {
+                        log::error!(
+                            "a {label} job panicked (a bug); the {label} worker carries on"
+                        );
+                    }
                     left.fetch_sub(1, Ordering::SeqCst);
                 }
             })?;
@@ -73,6 +80,22 @@ impl<J: Send + 'static> Drop for Worker<J> {
 mod tests {
     use super::*;
     use parking_lot::Mutex;
+
+    #[test]
+    fn a_panicking_job_does_not_stop_the_worker() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        let mut w = Worker::spawn("test", move |j: u32| {
+            assert!(j != 1, "job one fails");
+            s.lock().push(j);
+        })
+        .unwrap();
+        for j in 0..3 {
+            w.submit(j);
+        }
+        w.finish();
+        assert_eq!(*seen.lock(), vec![0, 2]);
+    }
 
     #[test]
     fn runs_jobs_in_order_and_finish_drains() {
