@@ -159,8 +159,13 @@ impl<'a> Reader<'a> {
         });
     }
 
+    /// A numeric setting: unset is the default, set (even to nothing) must parse.
+    fn raw_number(&self, name: &str) -> Option<&'a str> {
+        self.env.get(name).map(String::as_str)
+    }
+
     fn seconds(&mut self, name: &'static str, default: f64) -> Result<Duration> {
-        let (secs, origin) = match self.get(name) {
+        let (secs, origin) = match self.raw_number(name) {
             None => (default, "default"),
             Some(raw) => (parse_seconds(name, raw)?, "environment"),
         };
@@ -179,7 +184,7 @@ impl<'a> Reader<'a> {
     }
 
     fn count(&mut self, name: &'static str, default: u32, min: u32) -> Result<u32> {
-        let (n, origin) = match self.get(name) {
+        let (n, origin) = match self.raw_number(name) {
             None => (default, "default"),
             Some(raw) => (parse_count(name, raw, min)?, "environment"),
         };
@@ -568,6 +573,8 @@ mod tests {
             ("CASCADE_WAIT_S", "nan"),
             ("EVENT_QUEUE_MAXSIZE", "1.5"),
             ("PROMPT_RESUME_PROFILES", "personal"),
+            ("RATE_LIMIT_MAX", ""),
+            ("CASCADE_WAIT_S", ""),
         ] {
             let err = Config::from_env(&env(&[(k, v)])).unwrap_err();
             assert_eq!(err.exit_code(), 2);

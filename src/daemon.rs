@@ -124,6 +124,8 @@ pub struct Daemon {
     deferred: BTreeSet<String>,
     /// A rescan was asked for and has not run yet.
     rescan_owed: bool,
+    /// The gate that last held each session, so a hold is recorded once.
+    gate_skips: BTreeMap<String, &'static str>,
     last_tick: Option<std::time::Instant>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -212,6 +214,7 @@ impl Daemon {
             hook_checked: BTreeMap::new(),
             deferred: BTreeSet::new(),
             rescan_owed: false,
+            gate_skips: BTreeMap::new(),
             last_tick: None,
             threads: Vec::new(),
         })
@@ -219,13 +222,18 @@ impl Daemon {
 
     /// The long-running loop.
     fn serve(&mut self, cfg: &Config, reload: &AtomicBool) -> Result<()> {
-        let watcher = watcher::spawn(
+        match watcher::spawn(
             cfg.hooks_dir.clone(),
             self.queue.clone(),
             self.shutdown.clone(),
-        )
-        .map_err(|e| Error::runtime(format!("cannot start the inotify watcher: {e}")))?;
-        self.threads.push(watcher);
+        ) {
+            Ok(watcher) => self.threads.push(watcher),
+            // The safety poll still sees every error, only slower.
+            Err(e) => log::error!(
+                "inotify is unavailable ({e}); running on the safety poll alone, every {:.1}s",
+                cfg.safety_poll_interval.as_secs_f64()
+            ),
+        }
         self.threads.push(spawn_ticker(
             cfg.safety_poll_interval,
             self.queue.clone(),
@@ -243,7 +251,12 @@ impl Daemon {
                 break;
             };
             if reload.swap(false, Ordering::SeqCst) {
-                log::info!("SIGHUP: re-reading the opt-in markers");
+                log::info!(
+                    "SIGHUP: re-reading the opt-in markers and re-creating the watchdog directory"
+                );
+                if let Err(e) = std::fs::create_dir_all(cfg.autorestart_dir()) {
+                    log::warn!("cannot create {} ({e}); records and state cannot be written until it exists", cfg.autorestart_dir().display());
+                }
                 self.fleet.reload_markers();
             }
             self.handle(batch);
@@ -307,43 +320,75 @@ impl Daemon {
         let started = std::time::Instant::now();
         self.last_tick = Some(started);
         self.fleet.reload_markers();
-        if let Err(e) = self.fleet.refresh(self.deck.as_ref()) {
-            log::warn!(
-                "session list is unreadable ({e}); using the last known fleet of {} sessions",
-                self.fleet.len()
-            );
-        }
+        self.notifier.alive();
+        let fleet_readable = match self.fleet.refresh(self.deck.as_ref()) {
+            Ok(()) => true,
+            Err(e) => {
+                log::warn!(
+                    "session list is unreadable ({e}); using the last known fleet of {} sessions",
+                    self.fleet.len()
+                );
+                false
+            }
+        };
         let critical = self.fleet.critical();
         let mut profiles = Fleet::profiles(&critical);
         profiles.extend(Patrols::profiles_needed(self.fleet.all()));
         let mut live: BTreeMap<String, Live> = BTreeMap::new();
+        let mut unreadable = BTreeSet::new();
         for profile in profiles {
             // A hung call may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed between calls.
             self.notifier.alive();
             match self.deck.list_profile(&profile) {
                 Ok(list) => live.extend(list.into_iter().map(|(s, l)| (s.id, l))),
-                Err(e) => log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick"),
+                Err(e) => {
+                    log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick");
+                    unreadable.insert(profile);
+                }
             }
         }
         let errored = critical
             .iter()
             .filter(|s| live.get(&s.id).is_some_and(|l| l.status() == Status::Error))
             .count();
-        self.watch_cascade(errored);
+        // A partial view would undercount: cascade episodes are judged on full ticks only.
+        if unreadable.is_empty() {
+            self.watch_cascade(errored);
+        }
         for s in &critical {
             if let Some(l) = live.get(&s.id) {
                 self.observe(s, l.status());
             }
         }
+        if fleet_readable {
+            self.forget_gone();
+        }
+        policy::prune_state(&mut self.state.lock(), &self.limits, self.clock.now());
         let snap = Snapshot {
             sessions: self.fleet.all().collect(),
             critical: &critical,
             live: &live,
+            unreadable: &unreadable,
         };
-        self.patrols.run(&snap, &self.restarter);
-        self.store.save(&self.state);
+        self.patrols.run(&snap, &self.restarter, &mut self.notifier);
         self.follow_up_tasks();
+        self.store.save(&self.state);
         self.report(critical.len(), errored, started.elapsed().as_secs_f64());
+    }
+
+    /// Sessions agent-deck no longer lists leave the state and the caches.
+    fn forget_gone(&mut self) {
+        let fleet = &self.fleet;
+        {
+            let mut st = self.state.lock();
+            let in_flight = st.in_flight.clone();
+            let keep = |id: &String| fleet.get(id).is_some() || in_flight.contains(id);
+            st.sessions.retain(|id, _| keep(id));
+            st.waiting.retain(|id, _| keep(id));
+            st.poller_restarted.retain(|id, _| keep(id));
+        }
+        self.hook_checked.retain(|id, _| fleet.get(id).is_some());
+        self.gate_skips.retain(|id, _| fleet.get(id).is_some());
     }
 
     /// `metrics.prom` and the systemd status line, after each tick.
@@ -452,6 +497,9 @@ impl Daemon {
             status.is_healthy(),
             now,
         );
+        if status != Status::Error {
+            self.gate_skips.remove(&s.id);
+        }
         if status == Status::Error {
             self.consider(s);
         }
@@ -486,7 +534,14 @@ impl Daemon {
             return;
         }
         self.hook_checked.insert(id.to_owned(), now);
+        self.notifier.alive();
         match self.deck.show(&s.profile, &s.id) {
+            // A dead pane may be one of many (a tmux server died): look at the
+            // whole fleet now, so a cascade is seen before any restart starts.
+            Ok(live) if live.status() == Status::Error => {
+                log::info!("hook for {id}: in error; polling the fleet now");
+                self.tick();
+            }
             Ok(live) => self.observe(&s, live.status()),
             Err(e) => log::warn!(
                 "hook for {id}: status unreadable ({e}); the safety poll will look again"
@@ -517,6 +572,7 @@ impl Daemon {
                 });
             }
             (Gate::BudgetSpent, _) => {
+                self.record_gate_skip(s, "budget_spent");
                 let msg = format!(
                     "Session {} ({}) keeps crashing — needs human attention",
                     s.title, s.id
@@ -534,16 +590,37 @@ impl Daemon {
                 }
             }
             (Gate::Skip(why), _) => {
-                log::debug!("{} is in error but not restarted now: {why}", s.id)
+                log::debug!("{} is in error but not restarted now: {why}", s.id);
+                self.record_gate_skip(s, why);
             }
             (Gate::Go, None) => {}
         }
+    }
+
+    /// One `restart.log` line when a session starts being held by a gate (not
+    /// one per tick while it stays held).
+    fn record_gate_skip(&mut self, s: &Session, why: &'static str) {
+        // A queued restart or its own quiet time is the normal course, not a hold.
+        if matches!(why, "in_flight" | "cooldown")
+            || self.gate_skips.insert(s.id.clone(), why) == Some(why)
+        {
+            return;
+        }
+        let rec = crate::records::RestartRecord::new(
+            self.clock.now(),
+            s,
+            "skipped",
+            Some(why.to_owned()),
+            self.flags.dry_run,
+        );
+        self.records.restart(&rec);
     }
 
     /// Waits for started work, then stops every thread.
     pub fn finish(&mut self) {
         self.patrols.finish();
         self.restarter.finish();
+        self.store.save(&self.state);
         self.escalator.drain();
         self.shutdown.trigger();
         for t in self.threads.drain(..) {

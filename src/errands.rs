@@ -82,7 +82,7 @@ impl Runner {
                             "stale-removed"
                         }
                         Err(e) => {
-                            log::warn!("removing {} failed: {e}; trying again next tick", s.id);
+                            log::warn!("removing {} failed: {e}; trying again in a minute", s.id);
                             "stale-remove-failed"
                         }
                     }

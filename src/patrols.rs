@@ -18,12 +18,16 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::errands::Errand;
 use crate::liveness::digest;
+use crate::notify::Notifier;
 use crate::patrol;
 use crate::poller::{self, Places};
 use crate::restart::{self, Restarter};
 use crate::session::{Live, Session, Status};
 use crate::state::State;
 use crate::worker::Worker;
+
+/// A removal that did not take is tried again after this long.
+const REMOVAL_RETRY_S: f64 = 60.0;
 
 /// The patrol settings, as float seconds.
 #[derive(Debug, Clone)]
@@ -61,6 +65,8 @@ pub struct Snapshot<'a> {
     pub sessions: Vec<&'a Session>,
     pub critical: &'a [Session],
     pub live: &'a BTreeMap<String, Live>,
+    /// Profiles whose live list could not be read this tick.
+    pub unreadable: &'a BTreeSet<String>,
 }
 
 pub struct Patrols {
@@ -70,8 +76,9 @@ pub struct Patrols {
     clock: Arc<dyn Clock>,
     errands: Worker<Errand>,
     last_poller_check: Option<f64>,
-    /// Removals already queued, so a slow or dry-run removal is not queued again.
-    removals: BTreeSet<String>,
+    /// Removals queued and when: a slow, failed or dry-run removal is queued
+    /// again only after [`REMOVAL_RETRY_S`].
+    removals: BTreeMap<String, f64>,
 }
 
 impl Patrols {
@@ -89,7 +96,7 @@ impl Patrols {
             clock,
             errands,
             last_poller_check: None,
-            removals: BTreeSet::new(),
+            removals: BTreeMap::new(),
         }
     }
 
@@ -102,15 +109,15 @@ impl Patrols {
             .collect()
     }
 
-    pub fn run(&mut self, snap: &Snapshot, restarter: &Restarter) {
-        self.nudge_waiting(snap);
+    pub fn run(&mut self, snap: &Snapshot, restarter: &Restarter, notifier: &mut Notifier) {
+        self.nudge_waiting(snap, notifier);
         self.check_pollers(snap, restarter);
         self.clean_stale(snap);
     }
 
     /// §6.2: one pane sample per waiting child; only children already in
     /// `waiting` are sampled.
-    fn nudge_waiting(&mut self, snap: &Snapshot) {
+    fn nudge_waiting(&mut self, snap: &Snapshot, notifier: &mut Notifier) {
         let waiting: Vec<&Session> = snap
             .sessions
             .iter()
@@ -122,9 +129,17 @@ impl Patrols {
                     .is_some_and(|l| l.status() == Status::Waiting)
             })
             .collect();
-        let ids: BTreeSet<String> = waiting.iter().map(|s| s.id.clone()).collect();
-        patrol::forget_not_waiting(&mut self.state.lock(), &ids);
+        // Children of an unreadable profile are unknown this tick, not "not waiting".
+        let keep: BTreeSet<String> = snap
+            .sessions
+            .iter()
+            .filter(|s| snap.unreadable.contains(&s.profile))
+            .map(|s| s.id.clone())
+            .chain(waiting.iter().map(|s| s.id.clone()))
+            .collect();
+        patrol::forget_not_waiting(&mut self.state.lock(), &keep);
         for s in waiting {
+            notifier.alive();
             let pane = match self.deck.pane(&s.profile, &s.id) {
                 Ok(p) => p,
                 Err(e) => {
@@ -223,12 +238,15 @@ impl Patrols {
             return;
         }
         let now = self.clock.now();
+        self.removals.retain(|id, at| {
+            now - *at < REMOVAL_RETRY_S && snap.critical.iter().any(|s| s.id == *id)
+        });
         for s in snap.critical {
             let in_error = snap
                 .live
                 .get(&s.id)
                 .is_some_and(|l| l.status() == Status::Error);
-            if !in_error || !patrol::stale_candidate(s, true) || self.removals.contains(&s.id) {
+            if !in_error || !patrol::stale_candidate(s, true) || self.removals.contains_key(&s.id) {
                 continue;
             }
             let stuck = {
@@ -236,7 +254,7 @@ impl Patrols {
                 patrol::stuck_for(state.book(&s.id), now, self.settings.stale_after)
             };
             if let Some(stuck_for_s) = stuck {
-                self.removals.insert(s.id.clone());
+                self.removals.insert(s.id.clone(), now);
                 self.errands.submit(Errand::Remove {
                     session: s.clone(),
                     stuck_for_s,

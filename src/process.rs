@@ -75,10 +75,7 @@ impl Job {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        // Only the daemon speaks to systemd; children must not inherit its channel.
-        for k in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
-            c.env_remove(k);
-        }
+        scrub(&mut c);
         for k in &self.env_remove {
             c.env_remove(k);
         }
@@ -155,8 +152,6 @@ pub fn run(job: &Job, timeout: Duration, shutdown: &Shutdown) -> Result<Output, 
         recv(shutdown.receiver()) -> _ => { kill_group(pid); let _ = done_rx.recv(); return Err(RunError::Interrupted) }
         recv(deadline) -> _ => { kill_group(pid); let _ = done_rx.recv(); return Err(RunError::TimedOut(timeout)) }
     };
-    // The leader is gone; take down anything it left in its group too.
-    kill_group(pid);
     let status = match status {
         Some(Ok(s)) => s,
         Some(Err(e)) => return Err(RunError::Spawn(e)),
@@ -207,6 +202,7 @@ pub fn spawn_detached(job: &Job, log: &std::path::Path) -> std::io::Result<u32> 
             Ok(())
         });
     }
+    scrub(&mut c);
     let mut child = c.spawn()?;
     let pid = child.id();
     let _ = std::thread::Builder::new()
@@ -215,6 +211,21 @@ pub fn spawn_detached(job: &Job, log: &std::path::Path) -> std::io::Result<u32> 
             let _ = child.wait();
         });
     Ok(pid)
+}
+
+/// What no child inherits: systemd's channel to the daemon, and the Telegram
+/// bot token (a tmux server started by a restart would hand it to every agent).
+const PRIVATE_ENV: [&str; 4] = [
+    "NOTIFY_SOCKET",
+    "WATCHDOG_USEC",
+    "WATCHDOG_PID",
+    "TELEGRAM_BOT_TOKEN",
+];
+
+fn scrub(c: &mut Command) {
+    for k in PRIVATE_ENV {
+        c.env_remove(k);
+    }
 }
 
 /// Reads a pipe to its end on a helper thread.

@@ -67,7 +67,7 @@ pub fn collect(cfg: &Config, now: f64) -> Value {
             .collect()
     };
     let tasks: BTreeMap<String, usize> = RegistryFile::new(&cfg.task_timers_file)
-        .load()
+        .peek()
         .map(|reg| {
             reg.tasks.iter().fold(BTreeMap::new(), |mut m, t| {
                 *m.entry(t.status.clone()).or_default() += 1;

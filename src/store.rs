@@ -80,12 +80,13 @@ impl Store {
         if !self.writable {
             return;
         }
+        // The writer lock first: two savers cannot write their snapshots out of order.
+        let mut last = self.last.lock();
         let snapshot = state.lock().clone();
         let bytes = match serde_json::to_vec_pretty(&snapshot) {
             Ok(b) => b,
             Err(e) => return log::warn!("cannot serialize the state ({e}); not saved"),
         };
-        let mut last = self.last.lock();
         if *last == bytes {
             return;
         }

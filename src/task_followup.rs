@@ -165,7 +165,24 @@ fn command_line_running(proc_dir: &Path, needle: &str) -> bool {
             .next()
             .is_some_and(|a0| a0.ends_with(b"agent-deck-watchdog"));
         let text = String::from_utf8_lossy(&raw).replace('\0', " ");
-        !ours && text.contains(needle) && pid_alive(proc_dir, pid.parse().unwrap_or(0))
+        !ours && contains_word(&text, needle) && pid_alive(proc_dir, pid.parse().unwrap_or(0))
+    })
+}
+
+/// Whether `needle` occurs in `text` not as part of a longer id: `task-1` is
+/// not in `task-10` nor in `task-1.2`.
+fn contains_word(text: &str, needle: &str) -> bool {
+    let id_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_');
+    text.match_indices(needle).any(|(i, _)| {
+        let clear_before = !text[..i].chars().next_back().is_some_and(id_char);
+        let mut after = text[i + needle.len()..].chars();
+        let clear_after = match after.next() {
+            None => true,
+            // `task-1.` ends a sentence; `task-1.2` is another id.
+            Some('.') => !after.next().is_some_and(|c| c.is_ascii_alphanumeric()),
+            Some(c) => !id_char(c),
+        };
+        clear_before && clear_after
     })
 }
 
@@ -255,7 +272,7 @@ impl FollowUp {
                     t.task_file.display()
                 );
                 self.escalator
-                    .escalate("task-exhausted", &msg, Some(id), true);
+                    .escalate("task-exhausted", &msg, Some(id), false);
             }
             Step::Tampered => {
                 task.status = "tampered".into();
@@ -270,7 +287,7 @@ impl FollowUp {
                     t.task_file.display()
                 );
                 self.escalator
-                    .escalate("task-tampered", &msg, Some(id), true);
+                    .escalate("task-tampered", &msg, Some(id), false);
             }
             Step::Capped => {
                 task.next_check_at = ((today + 1) * 86_400) as f64;
@@ -279,7 +296,7 @@ impl FollowUp {
                     "task {id} died without .done, but {} re-dispatches already ran today (TASK_DAILY_REDISPATCH_CAP); trying again tomorrow",
                     self.cap
                 );
-                self.escalator.escalate("redispatch-cap", &msg, None, true);
+                self.escalator.escalate("redispatch-cap", &msg, None, false);
             }
             Step::Redispatch => return self.redispatch(reg, &t, now),
         }
@@ -296,9 +313,10 @@ impl FollowUp {
         }
         let new_id = next_id(t);
         let partial = self.usable_partial(t);
+        // The checkpoint stays one file per lineage; the done file follows the new id.
         let (done_file, partial_file) = (
             successor_path(&t.done_file, &t.id, &new_id),
-            successor_path(&t.partial_file, &t.id, &new_id),
+            t.partial_file.clone(),
         );
         let vars = [
             ("task_id", new_id.clone()),
@@ -366,7 +384,7 @@ impl FollowUp {
             t.max_retry
         );
         self.escalator
-            .escalate("task-retry", &msg, Some(&t.id), true);
+            .escalate("task-retry", &msg, Some(&t.id), false);
         Some(new_id)
     }
 
@@ -389,7 +407,7 @@ impl FollowUp {
                     t.partial_file.display()
                 );
                 self.escalator
-                    .escalate("partial-tampered", &msg, Some(&t.id), true);
+                    .escalate("partial-tampered", &msg, Some(&t.id), false);
                 None
             }
             Err(e) => {
@@ -404,15 +422,12 @@ impl FollowUp {
     }
 }
 
-/// A re-dispatch's done or partial file: the default `<dir>/<id>.<ext>`
-/// follows the new id; a path the dispatcher chose is kept.
+/// A re-dispatch's done file: the default `<dir>/<id>.done` follows the new
+/// id; a path the dispatcher chose is kept.
 fn successor_path(path: &Path, old_id: &str, new_id: &str) -> PathBuf {
     match path.file_name().and_then(|n| n.to_str()) {
         Some(name) if name == format!("{old_id}.done") => {
             path.with_file_name(format!("{new_id}.done"))
-        }
-        Some(name) if name == format!("{old_id}.partial") => {
-            path.with_file_name(format!("{new_id}.partial"))
         }
         _ => path.to_owned(),
     }
@@ -524,6 +539,15 @@ mod tests {
         assert!(!verify(b"other", b"partial work", &sig));
         assert!(!verify(b"key", b"partial work", "zz"));
         assert!(!verify(b"key", b"partial work", ""));
+    }
+
+    #[test]
+    fn task_match_is_a_whole_id() {
+        assert!(contains_word("dispatch.sh --task task-1 --go", "task-1"));
+        assert!(contains_word("claude -p 'work on task-1.'", "task-1"));
+        assert!(!contains_word("dispatch.sh task-10", "task-1"));
+        assert!(!contains_word("dispatch.sh task-1.2", "task-1"));
+        assert!(!contains_word("dispatch.sh xtask-1", "task-1"));
     }
 
     #[test]

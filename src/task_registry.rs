@@ -173,6 +173,12 @@ impl RegistryFile {
         }
     }
 
+    /// A snapshot without the lock (the file is only ever replaced whole),
+    /// for readers that must never wait on a writer.
+    pub fn peek(&self) -> Result<Registry> {
+        self.read()
+    }
+
     /// A consistent snapshot.
     pub fn load(&self) -> Result<Registry> {
         let _lock = self.lock(false)?;

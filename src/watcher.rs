@@ -61,20 +61,19 @@ pub fn spawn(
     queue: Arc<EventQueue>,
     shutdown: Shutdown,
 ) -> io::Result<JoinHandle<()>> {
-    let inotify = Inotify::init()?;
+    let mut w = Watcher {
+        inotify: Inotify::init()?,
+        dir,
+        queue,
+        kinds: HashMap::new(),
+        warned_missing: false,
+        tried_before: false,
+    };
+    // Armed (or waiting for the directory, watching its parent) before this returns.
+    w.try_arm();
     std::thread::Builder::new()
         .name("inotify".into())
-        .spawn(move || {
-            let mut w = Watcher {
-                inotify,
-                dir,
-                queue,
-                kinds: HashMap::new(),
-                warned_missing: false,
-                tried_before: false,
-            };
-            w.run(&shutdown);
-        })
+        .spawn(move || w.run(&shutdown))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -204,6 +204,13 @@ fn exactly_rate_limit_max_restarts_then_one_rate_limit_escalation() {
     wd.wait_for_more_ticks(5);
     assert_eq!(wd.restart_calls(), 3);
     assert_eq!(wd.escalations_of("rate-limit"), 1);
+    let held: Vec<_> = wd.restarts_with("skipped");
+    assert_eq!(
+        held.len(),
+        1,
+        "a held session is recorded once, not every tick: {held:?}"
+    );
+    assert_eq!(held[0]["reason"], "budget_spent");
     // Two failures in a row escalate restart-failed; "already running" is a failure.
     assert_eq!(wd.escalations_of("restart-failed"), 1);
     let failed = wd.restarts_with("restart-failed").len();
@@ -400,9 +407,19 @@ fn once_dry_run_makes_no_mutating_call_and_runs_no_escalate_sh() {
 }
 
 #[test]
-fn escalate_sh_runs_with_severity_and_message() {
-    let wd = Wd::new();
+fn escalate_sh_runs_with_severity_and_message_and_no_secrets() {
+    let wd = Wd::new().env("TELEGRAM_BOT_TOKEN", "123:SECRET-BOT-TOKEN");
     let out_file = wd.escalate_script();
+    // A hook that hands its work to a background job must not lose it.
+    let script = wd.watchdog_dir().join("escalate.sh");
+    let late = wd.home.path().join("late.out");
+    let mut text = fs::read_to_string(&script).unwrap();
+    text.push_str(&format!(
+        "echo \"token=$TELEGRAM_BOT_TOKEN\" >> '{out}'\n(sleep 0.3; echo late > '{late}') &\n",
+        out = out_file.display(),
+        late = late.display()
+    ));
+    fs::write(&script, text).unwrap();
     let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
     c["auth_hold"] = json!({"reason": "auth_banner_live", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
     wd.sessions(vec![c]);
@@ -412,6 +429,14 @@ fn escalate_sh_runs_with_severity_and_message() {
     assert!(
         text.starts_with("auth-hold|conductor-ops (3f9c2a1b-1755891234) is held"),
         "{text}"
+    );
+    assert!(
+        text.contains("token=\n"),
+        "the bot token reached escalate.sh: {text}"
+    );
+    assert!(
+        wait_until(SECS_10, || late.exists()),
+        "escalate.sh's background job was killed"
     );
 }
 

@@ -246,7 +246,25 @@ fn daily_cap_allows_one_spawn_and_survives_a_daemon_restart() {
     ok(&s.add("task-5003", &[]));
     ok(&s.wd.run(&["--once"]));
     assert_eq!(s.spawn_logs(), 1, "the daily count was forgotten");
-    assert_eq!(s.wd.escalations_of("redispatch-cap"), 2);
+    let capped = s
+        .registry()
+        .into_iter()
+        .find(|t| t["id"] == "task-5003")
+        .unwrap();
+    assert_eq!(capped["status"], "pending");
+    assert!(
+        capped["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["event"] == "capped"),
+        "{capped}"
+    );
+    assert_eq!(
+        s.wd.escalations_of("redispatch-cap"),
+        1,
+        "the alert's dedup window survives the restart too"
+    );
 }
 
 #[test]
