@@ -321,3 +321,83 @@ fn a_pause_that_starts_during_the_wait_skips_without_deadlock() {
     assert_eq!(code, Some(0), "stderr:\n{}", d.stderr());
     assert!(took < Duration::from_secs(2));
 }
+
+#[test]
+fn telegram_429_is_retried_after_retry_after() {
+    let stub = TelegramStub::start_with_429s(1);
+    let wd = Wd::new()
+        .env("TELEGRAM_ESCALATION_CHAT_ID", "42")
+        .env("TELEGRAM_BOT_TOKEN", "1:tok")
+        .env("TELEGRAM_API_BASE", &stub.base);
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
+    wd.sessions(vec![c]);
+    let out = wd.run(&["--once"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert!(requests.iter().all(|r| r.contains("auth-hold")));
+}
+
+#[test]
+fn dry_run_never_sends_telegram() {
+    let stub = TelegramStub::start();
+    let wd = Wd::new()
+        .env("TELEGRAM_ESCALATION_CHAT_ID", "42")
+        .env("TELEGRAM_BOT_TOKEN", "1:tok")
+        .env("TELEGRAM_API_BASE", &stub.base);
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
+    wd.sessions(vec![c]);
+    let out = wd.run(&["--once", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(wd.escalations_of("auth-hold"), 1);
+    assert!(stub.requests().is_empty());
+}
+
+#[test]
+fn sigkill_keeps_backoff_breaker_and_cooldown() {
+    // Three rate-limited boots open the breaker; after SIGKILL and a new start
+    // no restart runs (breaker and backoffs remembered) and no second alert goes out.
+    let wd = Wd::new()
+        .env("CIRCUIT_BREAKER_429_THRESHOLD", "3")
+        .env("CIRCUIT_BREAKER_PAUSE_S", "300")
+        .env("API_429_BACKOFF_S", "300");
+    let limited = |c: &mut Value| {
+        c["on_restart"] = json!("no_effect");
+        c["on_start"] = json!("fail");
+        c["transcript"] = json!("API Error: Rate limit reached");
+    };
+    wd.sessions(six_conductors(limited).into_iter().take(3).collect());
+    let mut d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(20), || wd
+            .escalations_of("circuit-breaker")
+            == 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    d.signal_and_wait(libc::SIGKILL, Duration::from_secs(5));
+    let before = wd.restart_calls();
+    let state: Value =
+        serde_json::from_str(&fs::read_to_string(wd.watchdog_dir().join("state.json")).unwrap())
+            .unwrap();
+    assert!(state["breaker_open_until"].as_f64().unwrap() > 0.0);
+    let d2 = wd.spawn(&[]);
+    wd.wait_for_more_ticks(8);
+    assert_eq!(wd.restart_calls(), before, "stderr:\n{}", d2.stderr());
+    assert_eq!(wd.escalations_of("circuit-breaker"), 1);
+    let out = wd.run(&["status", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["breaker"]["open"], true);
+    assert!(v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["backoff_remaining_s"].as_f64().unwrap() > 0.0));
+}

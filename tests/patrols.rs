@@ -296,3 +296,30 @@ fn prompt_resume_runs_claude_once_then_starts_again() {
         .collect();
     assert_eq!(actions, ["restart", "prompt-resume-attempt", "restarted"]);
 }
+
+#[test]
+fn dry_run_patrols_decide_and_record_but_send_and_restart_nothing() {
+    let wd = patrol_env(Wd::new());
+    deaf_setup(&wd);
+    wd.fake.update_state(|s| {
+        s["sessions"]
+            .as_array_mut()
+            .unwrap()
+            .push(child(KID, Some(CONDUCTOR), false));
+    });
+    let d = wd.spawn(&["--dry-run"]);
+    assert!(
+        wait_until(Duration::from_secs(10), || !wd
+            .restarts_with("nudge")
+            .is_empty()
+            && !wd.restarts_with("poller-restart").is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    wd.wait_for_more_ticks(5);
+    assert_eq!(wd.restart_calls(), 0);
+    assert!(wd.fake.calls_with(&["session", "send"]).is_empty());
+    assert_eq!(wd.restarts_with("poller-restart").len(), 1);
+    assert_eq!(wd.restarts_with("nudge").len(), 1);
+    assert!(wd.restarts().iter().all(|r| r["dry_run"] == true));
+}

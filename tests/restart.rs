@@ -107,7 +107,9 @@ fn sandbox_hook_triggers_but_generation_and_dot_files_do_not() {
 
 #[test]
 fn hook_flood_keeps_the_daemon_up_and_memory_flat() {
-    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
+    let wd = Wd::new()
+        .env("SAFETY_POLL_INTERVAL_S", "30")
+        .env("EVENT_QUEUE_MAXSIZE", "10");
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
     let mut d = wd.spawn(&[]);
     wd.wait_until_quiet();
@@ -126,6 +128,10 @@ fn hook_flood_keeps_the_daemon_up_and_memory_flat() {
         d.stderr()
     );
     assert!(d.alive(), "daemon died in the flood");
+    assert!(
+        d.stderr().contains("dropped the oldest event"),
+        "overflow was not logged"
+    );
     let rss_after = d.rss_kib();
     assert!(
         rss_after < rss_before + 8 * 1024,
@@ -336,6 +342,7 @@ fn successful_restart_is_recorded_and_sends_the_continuity_message() {
         .calls_with(&["session", "send", CONDUCTOR, "--no-wait"]);
     assert_eq!(sends.len(), 1, "{sends:?}");
     let sent = wd.fake.session_state(CONDUCTOR).unwrap()["sent"].clone();
+    assert!(!sent[0].as_str().unwrap().contains("{timestamp}"), "{sent}");
     assert!(
         sent[0]
             .as_str()
@@ -528,4 +535,37 @@ fn a_hook_saying_running_or_waiting_costs_no_cli_call() {
         "stderr:\n{}",
         d.stderr()
     );
+}
+
+#[test]
+fn empty_continuity_message_sends_nothing() {
+    let wd = Wd::new().env("CONTINUITY_MESSAGE", "");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
+    let out = wd.run(&["--once"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(wd.restarts_with("restarted").len(), 1);
+    assert!(wd.fake.calls_with(&["session", "send"]).is_empty());
+}
+
+#[test]
+fn a_hanging_escalate_sh_is_killed_and_reaped() {
+    let wd = Wd::new().env("SUBPROCESS_TIMEOUT_S", "0.5");
+    let out_file = wd.escalate_script();
+    let script = wd.watchdog_dir().join("escalate.sh");
+    let mut text = fs::read_to_string(&script).unwrap();
+    text.push_str("exec sleep 60 # escalate-hang-marker\n");
+    fs::write(&script, text).unwrap();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
+    wd.sessions(vec![c]);
+    let start = Instant::now();
+    let out = wd.run(&["--once"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        start.elapsed() < SECS_10,
+        "--once waited {:?} for a hanging escalate.sh",
+        start.elapsed()
+    );
+    assert!(out_file.exists());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("timed out"));
 }

@@ -296,9 +296,22 @@ fn concurrent_adds_and_the_daemon_lose_nothing() {
     for c in &mut children {
         assert!(c.wait().unwrap().success());
     }
+    let before = s
+        .registry()
+        .into_iter()
+        .find(|t| t["id"] == "task-6000")
+        .unwrap()["next_check_at"]
+        .as_f64()
+        .unwrap();
+    s.wd.wait_for_more_ticks(3);
     let reg = s.registry();
     assert_eq!(reg.len(), 17, "stderr:\n{}", d.stderr());
     assert_eq!(s.status("task-6000"), "pending");
+    // The third writer: the daemon kept rewriting its follow-up time throughout.
+    let after = reg.iter().find(|t| t["id"] == "task-6000").unwrap()["next_check_at"]
+        .as_f64()
+        .unwrap();
+    assert!(after > before, "the daemon's own rewrite was lost");
 }
 
 #[test]

@@ -324,6 +324,12 @@ pub struct TelegramStub {
 
 impl TelegramStub {
     pub fn start() -> TelegramStub {
+        TelegramStub::start_with_429s(0)
+    }
+
+    /// Answers the first `n` requests `429 Too Many Requests` with
+    /// `retry_after: 1`, then `200`.
+    pub fn start_with_429s(n: usize) -> TelegramStub {
         use std::io::{BufRead, BufReader, Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let base = format!("http://{}", listener.local_addr().expect("local addr"));
@@ -346,13 +352,22 @@ impl TelegramStub {
                 }
                 let mut body = vec![0u8; length];
                 let _ = reader.read_exact(&mut body);
-                seen.lock()
-                    .unwrap()
-                    .push(format!("{head}\n{}", String::from_utf8_lossy(&body)));
-                let reply = "{\"ok\":true}";
+                let count = {
+                    let mut seen = seen.lock().unwrap();
+                    seen.push(format!("{head}\n{}", String::from_utf8_lossy(&body)));
+                    seen.len()
+                };
+                let (status, reply) = if count <= n {
+                    (
+                        "429 Too Many Requests",
+                        "{\"ok\":false,\"error_code\":429,\"parameters\":{\"retry_after\":1}}",
+                    )
+                } else {
+                    ("200 OK", "{\"ok\":true}")
+                };
                 let _ = write!(
                     reader.get_mut(),
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
                     reply.len()
                 );
             }
