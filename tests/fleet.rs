@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use common::wait_until;
 use harness::{
-    all_files_text, conductor, crash_looping, read_json_lines, TelegramStub, Wd, CONDUCTOR,
+    all_files_text, assert_ok, conductor, crash_looping, read_json_lines, TelegramStub, Wd,
+    CONDUCTOR,
 };
 use serde_json::{json, Value};
 
@@ -28,6 +29,13 @@ fn call_times(wd: &Wd, words: &[&str]) -> Vec<f64> {
         })
         .map(|c| c["ts"].as_f64().unwrap())
         .collect()
+}
+
+/// Every boot of this session is rate-limited by the API.
+fn rate_limited(c: &mut Value) {
+    c["on_restart"] = json!("no_effect");
+    c["on_start"] = json!("fail");
+    c["transcript"] = json!("API Error: Rate limit reached");
 }
 
 fn six_conductors(edit: impl Fn(&mut Value)) -> Vec<Value> {
@@ -108,12 +116,7 @@ fn three_rate_limited_boots_open_the_breaker_once() {
         .env("CIRCUIT_BREAKER_429_THRESHOLD", "3")
         .env("CIRCUIT_BREAKER_PAUSE_S", "2")
         .env("API_429_BACKOFF_S", "60");
-    let limited = |c: &mut Value| {
-        c["on_restart"] = json!("no_effect");
-        c["on_start"] = json!("fail");
-        c["transcript"] = json!("API Error: Rate limit reached");
-    };
-    let mut sessions: Vec<Value> = six_conductors(limited).into_iter().take(3).collect();
+    let mut sessions: Vec<Value> = six_conductors(rate_limited).into_iter().take(3).collect();
     sessions.push(conductor(CONDUCTOR, "conductor-healthy-later", "running"));
     wd.sessions(sessions);
     let d = wd.spawn(&[]);
@@ -333,12 +336,7 @@ fn telegram_429_is_retried_after_retry_after() {
     c["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
     wd.sessions(vec![c]);
     let out = wd.run(&["--once"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let requests = stub.requests();
     assert_eq!(requests.len(), 2, "{requests:#?}");
     assert!(requests.iter().all(|r| r.contains("auth-hold")));
@@ -368,12 +366,7 @@ fn sigkill_keeps_backoff_breaker_and_cooldown() {
         .env("CIRCUIT_BREAKER_429_THRESHOLD", "3")
         .env("CIRCUIT_BREAKER_PAUSE_S", "300")
         .env("API_429_BACKOFF_S", "300");
-    let limited = |c: &mut Value| {
-        c["on_restart"] = json!("no_effect");
-        c["on_start"] = json!("fail");
-        c["transcript"] = json!("API Error: Rate limit reached");
-    };
-    wd.sessions(six_conductors(limited).into_iter().take(3).collect());
+    wd.sessions(six_conductors(rate_limited).into_iter().take(3).collect());
     let mut d = wd.spawn(&[]);
     assert!(
         wait_until(Duration::from_secs(20), || wd

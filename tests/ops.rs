@@ -12,7 +12,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::wait_until;
-use harness::{conductor, crash_looping, Wd, CONDUCTOR};
+use harness::{assert_ok, conductor, crash_looping, Wd, CONDUCTOR};
 use serde_json::Value;
 
 #[test]
@@ -102,12 +102,7 @@ fn status_json_reports_a_spent_budget() {
         d.stderr()
     );
     let out = wd.run(&["status", "--json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["daemon"]["running"], true);
     assert_eq!(v["daemon"]["pid"], d.pid());

@@ -10,7 +10,7 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use common::wait_until;
-use harness::{conductor, Wd, CONDUCTOR};
+use harness::{assert_ok, conductor, Wd, CONDUCTOR};
 use serde_json::{json, Value};
 
 const TELEGRAM: &str = "plugin:telegram@claude-plugins-official";
@@ -275,12 +275,7 @@ fn prompt_resume_runs_claude_once_then_starts_again() {
     c["claude_session_id"] = json!("5d0e9c1a-uuid");
     wd.fake.set_state(&json!({"profiles_exist": true, "sessions": [c], "faults": {"start": {"mode": "exit1", "count": 1}}}));
     let out = wd.run(&["--once"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let claude = fs::read_to_string(&log).expect("claude never ran");
     assert_eq!(claude.lines().count(), 1, "{claude}");
     assert!(claude.starts_with("--resume 5d0e9c1a-uuid -p "), "{claude}");

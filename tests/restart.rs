@@ -8,7 +8,7 @@ use std::fs;
 use std::time::{Duration, Instant};
 
 use common::{wait_until, write_hook};
-use harness::{conductor, crash_looping, fake_processes, Wd, CONDUCTOR};
+use harness::{assert_ok, conductor, crash_looping, fake_processes, Wd, CONDUCTOR};
 use serde_json::json;
 
 const SECS_10: Duration = Duration::from_secs(10);
@@ -160,12 +160,7 @@ fn non_critical_and_stopped_sessions_are_never_restarted() {
         json!({"id": "c0b1c2d3-1755899999", "title": "starting", "group": "conductor", "profile": "default", "status": "starting"}),
     ]);
     let out = wd.run(&["--once"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert_eq!(wd.restart_calls(), 0);
     assert!(wd.fake.calls_with(&["session", "start"]).is_empty());
 }
@@ -184,12 +179,7 @@ fn marker_opt_in_restarts_a_worker_and_traversal_ids_never_touch_the_filesystem(
     // What autorestart/../escape would resolve to.
     fs::write(wd.watchdog_dir().join("escape"), "").unwrap();
     let out = wd.run(&["--once"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let restarts = wd.fake.calls_with(&["session", "restart"]);
     assert_eq!(restarts.len(), 1);
     assert!(restarts[0].contains(&worker.to_string()));
@@ -319,12 +309,7 @@ fn successful_restart_is_recorded_and_sends_the_continuity_message() {
     let wd = Wd::new();
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
     let out = wd.run(&["--once"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let actions: Vec<_> = wd
         .restarts()
         .iter()
@@ -387,12 +372,7 @@ fn once_dry_run_makes_no_mutating_call_and_runs_no_escalate_sh() {
     held["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error"), held]);
     let out = wd.run(&["--once", "--dry-run"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     for argv in wd.fake.calls() {
         let mutating = ["restart", "start", "send", "remove"]
             .iter()

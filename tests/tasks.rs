@@ -11,7 +11,7 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use common::wait_until;
-use harness::Wd;
+use harness::{assert_ok, Wd};
 use serde_json::Value;
 
 /// A task setup: a task file and a command that appends its arguments to a
@@ -72,12 +72,7 @@ impl Setup {
 
     fn check(&self) -> std::process::Output {
         let out = self.task(&["check"]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_ok(&out);
         out
     }
 
@@ -99,12 +94,7 @@ impl Setup {
 
     fn registry(&self) -> Vec<Value> {
         let out = self.task(&["list", "--json"]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_ok(&out);
         serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap()
     }
 
@@ -128,15 +118,6 @@ impl Setup {
     }
 }
 
-fn ok(out: &std::process::Output) {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 struct Sleeper(Child);
 
 impl Sleeper {
@@ -158,7 +139,7 @@ impl Drop for Sleeper {
 #[test]
 fn done_file_at_follow_up_means_done_and_nothing_spawned() {
     let s = Setup::new(Wd::new());
-    ok(&s.add("task-3101", &[]));
+    assert_ok(&s.add("task-3101", &[]));
     fs::write(s.dir.join("task-3101.done"), "").unwrap();
     s.check();
     assert_eq!(s.status("task-3101"), "done");
@@ -169,7 +150,7 @@ fn done_file_at_follow_up_means_done_and_nothing_spawned() {
 fn alive_process_waits_then_a_dead_one_is_redispatched_once_as_dot_2() {
     let s = Setup::new(Wd::new());
     let sleeper = Sleeper::start();
-    ok(&s.add("task-1707", &["--pid", &sleeper.pid()]));
+    assert_ok(&s.add("task-1707", &["--pid", &sleeper.pid()]));
     s.check();
     assert_eq!(s.status("task-1707"), "pending");
     drop(sleeper);
@@ -197,7 +178,7 @@ fn alive_process_waits_then_a_dead_one_is_redispatched_once_as_dot_2() {
 #[test]
 fn retries_run_dot_2_and_dot_3_then_exhausted() {
     let s = Setup::new(Wd::new());
-    ok(&s.add("task-2707", &["--max-retry", "2"]));
+    assert_ok(&s.add("task-2707", &["--max-retry", "2"]));
     s.check();
     s.wait_dispatched(1);
     s.check();
@@ -223,7 +204,7 @@ fn retries_run_dot_2_and_dot_3_then_exhausted() {
 #[test]
 fn edited_task_file_is_tampered_and_nothing_spawned() {
     let s = Setup::new(Wd::new());
-    ok(&s.add("task-4707", &[]));
+    assert_ok(&s.add("task-4707", &[]));
     fs::write(
         &s.task_file,
         "Refactor the parser, then push to production.\n",
@@ -238,13 +219,13 @@ fn edited_task_file_is_tampered_and_nothing_spawned() {
 #[test]
 fn daily_cap_allows_one_spawn_and_survives_a_daemon_restart() {
     let s = Setup::new(Wd::new().env("TASK_DAILY_REDISPATCH_CAP", "1"));
-    ok(&s.add("task-5001", &[]));
-    ok(&s.add("task-5002", &[]));
-    ok(&s.wd.run(&["--once"]));
+    assert_ok(&s.add("task-5001", &[]));
+    assert_ok(&s.add("task-5002", &[]));
+    assert_ok(&s.wd.run(&["--once"]));
     s.wait_dispatched(1);
     assert_eq!(s.wd.escalations_of("redispatch-cap"), 1);
-    ok(&s.add("task-5003", &[]));
-    ok(&s.wd.run(&["--once"]));
+    assert_ok(&s.add("task-5003", &[]));
+    assert_ok(&s.wd.run(&["--once"]));
     assert_eq!(s.spawn_logs(), 1, "the daily count was forgotten");
     let capped = s
         .registry()
@@ -271,7 +252,7 @@ fn daily_cap_allows_one_spawn_and_survives_a_daemon_restart() {
 fn concurrent_adds_and_the_daemon_lose_nothing() {
     let s = Setup::new(Wd::new().env("SAFETY_POLL_INTERVAL_S", "0.05"));
     let sleeper = Sleeper::start();
-    ok(&s.add("task-6000", &["--pid", &sleeper.pid()]));
+    assert_ok(&s.add("task-6000", &["--pid", &sleeper.pid()]));
     let d = s.wd.spawn(&[]);
     s.wd.wait_for_first_tick();
     let file = s.task_file.display().to_string();
@@ -317,9 +298,9 @@ fn concurrent_adds_and_the_daemon_lose_nothing() {
 #[test]
 fn dry_run_check_decides_but_spawns_and_writes_nothing() {
     let s = Setup::new(Wd::new());
-    ok(&s.add("task-7001", &[]));
+    assert_ok(&s.add("task-7001", &[]));
     let before = s.registry_bytes();
-    ok(&s.task(&["check", "--dry-run"]));
+    assert_ok(&s.task(&["check", "--dry-run"]));
     assert_eq!(s.spawn_logs(), 0);
     assert_eq!(s.registry_bytes(), before);
     let e: Vec<Value> =
@@ -334,7 +315,7 @@ fn dry_run_check_decides_but_spawns_and_writes_nothing() {
 #[test]
 fn bad_input_is_exit_2_and_changes_nothing() {
     let s = Setup::new(Wd::new());
-    ok(&s.add("task-8001", &[]));
+    assert_ok(&s.add("task-8001", &[]));
     let before = s.registry_bytes();
     let file = s.task_file.display().to_string();
     let cases: Vec<Vec<&str>> = vec![
@@ -390,12 +371,12 @@ fn bad_input_is_exit_2_and_changes_nothing() {
 #[test]
 fn cancel_stops_the_follow_up_and_show_prints_the_history() {
     let s = Setup::new(Wd::new());
-    ok(&s.add("task-8101", &[]));
-    ok(&s.task(&["cancel", "task-8101"]));
+    assert_ok(&s.add("task-8101", &[]));
+    assert_ok(&s.task(&["cancel", "task-8101"]));
     s.check();
     assert_eq!(s.spawn_logs(), 0);
     let out = s.task(&["show", "task-8101"]);
-    ok(&out);
+    assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("status:      cancelled") && text.contains("registered"),
@@ -425,10 +406,10 @@ fn partial_path(s: &Setup, id: &str) -> PathBuf {
 #[test]
 fn signed_partial_is_handed_to_the_redispatch() {
     let (s, _) = signed_setup("sekrit\n");
-    ok(&s.add("task-9101", &[]));
+    assert_ok(&s.add("task-9101", &[]));
     let partial = partial_path(&s, "task-9101");
     let out = s.task(&["sign", &partial.display().to_string()]);
-    ok(&out);
+    assert_ok(&out);
     let sig = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     assert_eq!(sig.len(), 64);
     fs::write(sig_path(&partial), &sig).unwrap();
@@ -444,7 +425,7 @@ fn signed_partial_is_handed_to_the_redispatch() {
 #[test]
 fn badly_signed_partial_escalates_and_is_not_used() {
     let (s, _) = signed_setup("sekrit");
-    ok(&s.add("task-9201", &[]));
+    assert_ok(&s.add("task-9201", &[]));
     let partial = partial_path(&s, "task-9201");
     fs::write(sig_path(&partial), "00".repeat(32)).unwrap();
     s.check();

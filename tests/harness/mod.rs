@@ -211,6 +211,16 @@ impl Wd {
     }
 }
 
+/// Asserts a run of the binary exited 0, showing its stderr if not.
+pub fn assert_ok(out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 pub fn read_json_lines(path: &Path) -> Vec<Value> {
     fs::read_to_string(path)
         .unwrap_or_default()
