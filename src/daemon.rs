@@ -188,7 +188,15 @@ impl Daemon {
             clock.clone(),
             errands,
         );
-        let followup = task_cli::follow_up(cfg, flags.dry_run, escalator.clone(), clock.clone());
+        // A registry lock held by a stuck dispatcher must not stall the main loop.
+        let patience = Some(Duration::from_secs(1));
+        let followup = task_cli::follow_up(
+            cfg,
+            flags.dry_run,
+            escalator.clone(),
+            clock.clone(),
+            patience,
+        );
         let mut fleet = Fleet::new(cfg.autorestart_dir());
         fleet.reload_markers();
         Ok(Daemon {

@@ -161,15 +161,19 @@ pub fn run(cmd: TaskCommand, cfg: &Config, dry_run: bool) -> Result<()> {
         TaskCommand::Add(new) => add(&registry, new, clock.now()),
         TaskCommand::List { json } => list(&registry, json),
         TaskCommand::Show { id, json } => show(&registry, &id, json),
-        TaskCommand::Cancel { id } => registry.update(|reg| {
-            let t = reg
-                .get_mut(&id)
-                .ok_or_else(|| Error::usage(format!("task cancel: no task '{id}'")))?;
-            t.status = "cancelled".into();
-            t.note(clock.now(), "cancelled", None);
+        TaskCommand::Cancel { id } => {
+            registry.update(|reg| {
+                let t = reg
+                    .get_mut(&id)
+                    .ok_or_else(|| Error::usage(format!("task cancel: no task '{id}'")))?;
+                t.status = "cancelled".into();
+                t.note(clock.now(), "cancelled", None);
+                Ok(())
+            })?;
+            // Printed after the lock is released: a blocked stdout must not hold it.
             println!("task {id} cancelled: the watchdog no longer follows it up");
             Ok(())
-        }),
+        }
         TaskCommand::Check => check(cfg, dry_run),
         TaskCommand::Help => {
             println!("{TASK_USAGE}");
@@ -234,23 +238,25 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
         command: new.command,
         history: Vec::new(),
     };
-    registry.update(|reg| {
-        if reg.get(&task.id).is_some() {
-            return Err(Error::usage(format!(
-                "task add: a task '{}' is already registered",
-                task.id
-            )));
-        }
-        let mut task = task;
-        task.note(now, "registered", None);
-        println!(
-            "task {} registered: follow-up at {}",
-            task.id,
-            local_timestamp(task.next_check_at)
-        );
-        reg.tasks.push(task);
-        Ok(())
-    })
+    registry
+        .update(|reg| {
+            if reg.get(&task.id).is_some() {
+                return Err(Error::usage(format!(
+                    "task add: a task '{}' is already registered",
+                    task.id
+                )));
+            }
+            let mut task = task;
+            task.note(now, "registered", None);
+            let line = format!(
+                "task {} registered: follow-up at {}",
+                task.id,
+                local_timestamp(task.next_check_at)
+            );
+            reg.tasks.push(task);
+            Ok(line)
+        })
+        .map(|line| println!("{line}"))
 }
 
 fn list(registry: &RegistryFile, json: bool) -> Result<()> {
@@ -356,14 +362,20 @@ pub fn standalone_escalator(
 }
 
 /// The follow-up pass as the daemon and `task check` build it.
+/// `patience`: how long to wait for the registry lock (`None`: as long as it takes).
 pub fn follow_up(
     cfg: &Config,
     dry_run: bool,
     escalator: Arc<Escalator>,
     clock: Arc<dyn Clock>,
+    patience: Option<std::time::Duration>,
 ) -> FollowUp {
+    let path = &cfg.task_timers_file;
     FollowUp {
-        registry: RegistryFile::new(&cfg.task_timers_file),
+        registry: patience.map_or_else(
+            || RegistryFile::new(path),
+            |p| RegistryFile::impatient(path, p),
+        ),
         escalator,
         clock,
         dry_run,
@@ -381,7 +393,7 @@ fn check(cfg: &Config, dry_run: bool) -> Result<()> {
     let shutdown = Shutdown::new().map_err(|e| Error::runtime(e.to_string()))?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let escalator = Arc::new(standalone_escalator(cfg, dry_run, clock.clone(), &shutdown));
-    let summary = follow_up(cfg, dry_run, escalator.clone(), clock).pass();
+    let summary = follow_up(cfg, dry_run, escalator.clone(), clock, None).pass();
     escalator.drain();
     let summary = summary?;
     println!(

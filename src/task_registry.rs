@@ -9,6 +9,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -110,6 +111,9 @@ impl Registry {
 /// The registry file and its lock.
 pub struct RegistryFile {
     pub path: PathBuf,
+    /// How long to wait for the lock; `None` waits as long as it takes (the
+    /// command line), the daemon gives up and tries again next tick.
+    patience: Option<Duration>,
 }
 
 /// Holds the registry lock until dropped.
@@ -121,6 +125,15 @@ impl RegistryFile {
     pub fn new(path: &Path) -> RegistryFile {
         RegistryFile {
             path: path.to_owned(),
+            patience: None,
+        }
+    }
+
+    /// A registry whose lock is waited for at most `patience`.
+    pub fn impatient(path: &Path, patience: Duration) -> RegistryFile {
+        RegistryFile {
+            path: path.to_owned(),
+            patience: Some(patience),
         }
     }
 
@@ -148,15 +161,38 @@ impl RegistryFile {
         } else {
             libc::LOCK_SH
         };
-        // SAFETY: flock on a descriptor we own; blocks until the lock is ours.
-        if unsafe { libc::flock(file.as_raw_fd(), op) } != 0 {
-            return Err(Error::runtime(format!(
-                "cannot lock {}: {}",
-                self.path.display(),
-                std::io::Error::last_os_error()
-            )));
+        let deadline = self.patience.map(|p| Instant::now() + p);
+        let op = if deadline.is_some() {
+            op | libc::LOCK_NB
+        } else {
+            op
+        };
+        loop {
+            // SAFETY: flock on a descriptor we own.
+            if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+                return Ok(Locked { _file: file });
+            }
+            let err = std::io::Error::last_os_error();
+            let busy = err.raw_os_error() == Some(libc::EWOULDBLOCK);
+            match deadline {
+                _ if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                Some(t) if busy && Instant::now() < t => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Some(_) if busy => {
+                    return Err(Error::runtime(format!(
+                        "task registry {} is locked by another process; trying again next tick",
+                        self.path.display()
+                    )))
+                }
+                _ => {
+                    return Err(Error::runtime(format!(
+                        "cannot lock {}: {err}",
+                        self.path.display()
+                    )))
+                }
+            }
         }
-        Ok(Locked { _file: file })
     }
 
     fn read(&self) -> Result<Registry> {
@@ -223,6 +259,20 @@ mod tests {
         });
         assert_eq!(err.unwrap_err().exit_code(), 2);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"tasks\": [");
+    }
+
+    #[test]
+    fn an_impatient_reader_gives_up_on_a_held_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("task-timers.json");
+        let holder = RegistryFile::new(&path);
+        let _held = holder.lock(true).unwrap();
+        let waiter = RegistryFile::impatient(&path, Duration::from_millis(100));
+        let err = waiter.update(|_| Ok(())).unwrap_err();
+        assert!(
+            err.to_string().contains("locked by another process"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -439,3 +439,28 @@ fn sig_path(p: &Path) -> PathBuf {
     s.push(".sig");
     PathBuf::from(s)
 }
+
+#[test]
+fn a_held_registry_lock_does_not_stall_the_daemon() {
+    let s = Setup::new(Wd::new());
+    assert_ok(&s.add("task-9901", &[]));
+    let lock = s.wd.watchdog_dir().join("task-timers.json.lock");
+    let _holder = Sleeper(
+        Command::new("flock")
+            .arg(&lock)
+            .args(["sleep", "60"])
+            .spawn()
+            .unwrap(),
+    );
+    let mut d = s.wd.spawn(&[]);
+    s.wd.wait_for_first_tick();
+    s.wd.wait_for_more_ticks(3);
+    let (code, took) = d.signal_and_wait(libc::SIGTERM, Duration::from_secs(5));
+    assert_eq!(code, Some(0), "stderr:\n{}", d.stderr());
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(
+        d.stderr().contains("locked by another process"),
+        "stderr:\n{}",
+        d.stderr()
+    );
+}
