@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::wait_until;
 use harness::{
-    all_files_text, assert_ok, conductor, crash_looping, read_json_lines, TelegramStub, Wd,
-    CONDUCTOR,
+    all_files_text, assert_ok, auth_held, conductor, crash_looping, read_json_lines, TelegramStub,
+    Wd, CONDUCTOR,
 };
 use serde_json::{json, Value};
 
@@ -328,12 +328,8 @@ fn a_pause_that_starts_during_the_wait_skips_without_deadlock() {
 #[test]
 fn telegram_429_is_retried_after_retry_after() {
     let stub = TelegramStub::start_with_429s(1);
-    let wd = Wd::new()
-        .env("TELEGRAM_ESCALATION_CHAT_ID", "42")
-        .env("TELEGRAM_BOT_TOKEN", "1:tok")
-        .env("TELEGRAM_API_BASE", &stub.base);
-    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
-    c["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
+    let wd = Wd::new().telegram(&stub.base);
+    let c = auth_held(CONDUCTOR, "conductor-ops");
     wd.sessions(vec![c]);
     let out = wd.run(&["--once"]);
     assert_ok(&out);
@@ -345,12 +341,8 @@ fn telegram_429_is_retried_after_retry_after() {
 #[test]
 fn dry_run_never_sends_telegram() {
     let stub = TelegramStub::start();
-    let wd = Wd::new()
-        .env("TELEGRAM_ESCALATION_CHAT_ID", "42")
-        .env("TELEGRAM_BOT_TOKEN", "1:tok")
-        .env("TELEGRAM_API_BASE", &stub.base);
-    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
-    c["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
+    let wd = Wd::new().telegram(&stub.base);
+    let c = auth_held(CONDUCTOR, "conductor-ops");
     wd.sessions(vec![c]);
     let out = wd.run(&["--once", "--dry-run"]);
     assert_eq!(out.status.code(), Some(0));

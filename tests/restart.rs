@@ -8,7 +8,7 @@ use std::fs;
 use std::time::{Duration, Instant};
 
 use common::{wait_until, write_hook};
-use harness::{assert_ok, conductor, crash_looping, fake_processes, Wd, CONDUCTOR};
+use harness::{assert_ok, auth_held, conductor, crash_looping, fake_processes, Wd, CONDUCTOR};
 use serde_json::json;
 
 const SECS_10: Duration = Duration::from_secs(10);
@@ -368,8 +368,7 @@ fn rate_limited_boot_backs_off_and_gives_the_slot_back() {
 fn once_dry_run_makes_no_mutating_call_and_runs_no_escalate_sh() {
     let wd = Wd::new().env("RATE_LIMIT_MAX", "1");
     let out_file = wd.escalate_script();
-    let mut held = conductor("b1b2c3d4-1755890000", "conductor-held", "error");
-    held["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
+    let held = auth_held("b1b2c3d4-1755890000", "conductor-held");
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error"), held]);
     let out = wd.run(&["--once", "--dry-run"]);
     assert_ok(&out);
@@ -535,8 +534,7 @@ fn a_hanging_escalate_sh_is_killed_and_reaped() {
     let mut text = fs::read_to_string(&script).unwrap();
     text.push_str("exec sleep 60 # escalate-hang-marker\n");
     fs::write(&script, text).unwrap();
-    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
-    c["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
+    let c = auth_held(CONDUCTOR, "conductor-ops");
     wd.sessions(vec![c]);
     let start = Instant::now();
     let out = wd.run(&["--once"]);

@@ -59,6 +59,13 @@ impl Wd {
         }
     }
 
+    /// Telegram escalation to the stub at `base`, chat 42.
+    pub fn telegram(self, base: &str) -> Wd {
+        self.env("TELEGRAM_ESCALATION_CHAT_ID", "42")
+            .env("TELEGRAM_BOT_TOKEN", "1:tok")
+            .env("TELEGRAM_API_BASE", base)
+    }
+
     /// Sets (or replaces) an environment variable for the watchdog.
     pub fn env(mut self, key: &str, value: &str) -> Wd {
         self.env.retain(|(k, _)| k != key);
@@ -238,6 +245,15 @@ pub fn crash_looping(id: &str, title: &str) -> Value {
     let mut c = conductor(id, title, "error");
     c["on_restart"] = json!("no_effect");
     c["on_start"] = json!("already_running");
+    c
+}
+
+/// A conductor in error whose login expired: agent-deck holds its restarts.
+pub fn auth_held(id: &str, title: &str) -> Value {
+    let mut c = conductor(id, title, "error");
+    c["substate"] = json!("auth-401");
+    c["auth_hold"] = json!({"reason": "auth_death", "remedy": "log in again", "evidence": "API Error: 401",
+                             "boot_attempts": 1, "ts": 1755891300});
     c
 }
 
