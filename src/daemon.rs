@@ -380,7 +380,6 @@ impl Daemon {
         };
         self.patrols.run(&snap, &self.restarter, &mut self.notifier);
         self.follow_up_tasks();
-        self.store.save(&self.state);
         self.report(critical.len(), errored, started.elapsed().as_secs_f64());
     }
 

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::agent_deck::AgentDeck;
+use crate::agent_deck::{AgentDeck, CliResult};
 use crate::clock::Clock;
 use crate::patrol::NUDGE_TEXT;
 use crate::records::{Records, RestartRecord};
@@ -40,6 +40,32 @@ impl Runner {
         RestartRecord::new(self.clock.now(), s, action, Some(reason), self.dry_run)
     }
 
+    /// Runs `call` (or, in dry-run, only says it would) and returns the
+    /// record's action: `done` or `failed`.
+    fn act(
+        &self,
+        s: &Session,
+        what: &str,
+        reason: &str,
+        (done, failed): (&'static str, &'static str),
+        call: impl FnOnce() -> CliResult<()>,
+    ) -> &'static str {
+        if self.dry_run {
+            log::info!("dry-run: would {what} {} ({}): {reason}", s.id, s.title);
+            return done;
+        }
+        match call() {
+            Ok(()) => {
+                log::info!("{what} {} ({}): done, {reason}", s.id, s.title);
+                done
+            }
+            Err(e) => {
+                log::warn!("{what} {} failed: {e}; {}", s.id, retry_note(failed));
+                failed
+            }
+        }
+    }
+
     fn run(&self, errand: Errand) {
         match errand {
             Errand::Nudge {
@@ -47,24 +73,8 @@ impl Runner {
                 waited_s,
             } => {
                 let reason = format!("waiting {waited_s:.0}s with an unchanged pane");
-                let action = if self.dry_run {
-                    log::info!("dry-run: would nudge {} ({}): {reason}", s.id, s.title);
-                    "nudge"
-                } else {
-                    match self.deck.send(&s.profile, &s.id, NUDGE_TEXT) {
-                        Ok(()) => {
-                            log::info!("nudged {} ({}): {reason}", s.id, s.title);
-                            "nudge"
-                        }
-                        Err(e) => {
-                            log::warn!(
-                                "nudge to {} failed: {e}; the next one waits for the dedup window",
-                                s.id
-                            );
-                            "nudge-failed"
-                        }
-                    }
-                };
+                let send = || self.deck.send(&s.profile, &s.id, NUDGE_TEXT);
+                let action = self.act(&s, "nudge", &reason, ("nudge", "nudge-failed"), send);
                 self.records.restart(&self.record(&s, action, reason));
             }
             Errand::Remove {
@@ -72,25 +82,27 @@ impl Runner {
                 stuck_for_s,
             } => {
                 let reason = format!("in error for {stuck_for_s:.0}s");
-                let action = if self.dry_run {
-                    log::info!("dry-run: would remove {} ({}): {reason}", s.id, s.title);
-                    "stale-removed"
-                } else {
-                    match self.deck.remove(&s.profile, &s.id) {
-                        Ok(()) => {
-                            log::warn!("removed {} ({}): {reason}", s.id, s.title);
-                            "stale-removed"
-                        }
-                        Err(e) => {
-                            log::warn!("removing {} failed: {e}; trying again in a minute", s.id);
-                            "stale-remove-failed"
-                        }
-                    }
-                };
+                let remove = || self.deck.remove(&s.profile, &s.id);
+                let action = self.act(
+                    &s,
+                    "remove",
+                    &reason,
+                    ("stale-removed", "stale-remove-failed"),
+                    remove,
+                );
                 let mut rec = self.record(&s, action, reason);
                 rec.stuck_for_s = Some(stuck_for_s);
                 self.records.restart(&rec);
             }
         }
+    }
+}
+
+/// What happens after a failed errand.
+fn retry_note(failed_action: &str) -> &'static str {
+    if failed_action == "nudge-failed" {
+        "the next one waits for the dedup window"
+    } else {
+        "trying again in a minute"
     }
 }

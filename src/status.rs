@@ -24,6 +24,7 @@ use crate::task_registry::RegistryFile;
 pub fn collect(cfg: &Config, now: f64) -> Value {
     let dir = &cfg.watchdog_dir;
     let lim = Limits::from_config(cfg);
+    let holder = lock::holder(dir);
     let state: Option<State> = std::fs::read(dir.join(STATE_FILE))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
@@ -76,7 +77,7 @@ pub fn collect(cfg: &Config, now: f64) -> Value {
         })
         .unwrap_or_default();
     json!({
-        "daemon": {"running": lock::holder(dir).is_some(), "pid": lock::holder(dir)},
+        "daemon": {"running": holder.is_some(), "pid": holder},
         "state_file": {"path": dir.join(STATE_FILE), "readable": state_readable},
         "limits": {"rate_limit_max": lim.rate_max, "rate_limit_window_s": lim.rate_window},
         "sessions": sessions,
