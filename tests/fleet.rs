@@ -120,13 +120,7 @@ fn three_rate_limited_boots_open_the_breaker_once() {
     sessions.push(conductor(CONDUCTOR, "conductor-healthy-later", "running"));
     wd.sessions(sessions);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(20), || wd
-            .escalations_of("circuit-breaker")
-            == 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    wd.wait_for_escalations(&d, "circuit-breaker", 1);
     let opened = wd
         .escalations()
         .iter()
@@ -163,12 +157,7 @@ fn sigkill_after_the_budget_is_spent_keeps_the_rate_limit() {
     let c = crash_looping(CONDUCTOR, "conductor-ops");
     wd.sessions(vec![c]);
     let mut d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || wd.escalations_of("rate-limit")
-            == 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    wd.wait_for_escalations(&d, "rate-limit", 1);
     d.signal_and_wait(libc::SIGKILL, Duration::from_secs(5));
     assert_eq!(wd.restart_calls(), 2);
     let d2 = wd.spawn(&[]);
@@ -246,12 +235,7 @@ fn telegram_gets_conductor_alerts_only_and_never_sees_the_token_leak() {
     fs::create_dir_all(wd.watchdog_dir().join("autorestart")).unwrap();
     fs::write(wd.watchdog_dir().join("autorestart").join(worker_id), "").unwrap();
     let d = wd.spawn(&["--verbose"]);
-    assert!(
-        wait_until(Duration::from_secs(10), || wd.escalations_of("rate-limit")
-            == 2),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    wd.wait_for_escalations(&d, "rate-limit", 2);
     assert!(wait_until(Duration::from_secs(10), || !stub
         .requests()
         .is_empty()));
@@ -305,12 +289,7 @@ fn a_pause_that_starts_during_the_wait_skips_without_deadlock() {
         .collect();
     wd.sessions(sessions);
     let mut d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || wd.escalations_of("cascade")
-            == 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    wd.wait_for_escalations(&d, "cascade", 1);
     assert!(
         wait_until(Duration::from_secs(10), || d
             .stderr()
@@ -360,13 +339,7 @@ fn sigkill_keeps_backoff_breaker_and_cooldown() {
         .env("API_429_BACKOFF_S", "300");
     wd.sessions(six_conductors(rate_limited).into_iter().take(3).collect());
     let mut d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(20), || wd
-            .escalations_of("circuit-breaker")
-            == 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    wd.wait_for_escalations(&d, "circuit-breaker", 1);
     d.signal_and_wait(libc::SIGKILL, Duration::from_secs(5));
     let before = wd.restart_calls();
     let state: Value =

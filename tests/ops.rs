@@ -95,12 +95,7 @@ fn status_json_reports_a_spent_budget() {
     let c = crash_looping(CONDUCTOR, "conductor-ops");
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || wd.escalations_of("rate-limit")
-            == 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    wd.wait_for_escalations(&d, "rate-limit", 1);
     let out = wd.run(&["status", "--json"]);
     assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -190,12 +185,7 @@ fn metrics_parse_and_restart_counters_match_restart_log() {
         failing,
     ]);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || wd.escalations_of("rate-limit")
-            == 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    wd.wait_for_escalations(&d, "rate-limit", 1);
     let metrics = wd.watchdog_dir().join("metrics.prom");
     // Wait for a tick after the last record so the file has caught up.
     let settled = wait_until(Duration::from_secs(10), || {

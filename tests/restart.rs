@@ -191,11 +191,7 @@ fn exactly_rate_limit_max_restarts_then_one_rate_limit_escalation() {
     let c = crash_looping(CONDUCTOR, "conductor-ops");
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(SECS_10, || wd.escalations_of("rate-limit") >= 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    wd.wait_for_escalations(&d, "rate-limit", 1);
     // Several more ticks: nothing more may happen.
     wd.wait_for_more_ticks(5);
     assert_eq!(wd.restart_calls(), 3);
@@ -546,4 +542,25 @@ fn a_hanging_escalate_sh_is_killed_and_reaped() {
     );
     assert!(out_file.exists());
     assert!(String::from_utf8_lossy(&out.stderr).contains("timed out"));
+}
+
+#[test]
+fn the_cli_json_error_message_reaches_the_record() {
+    let wd = Wd::new();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["on_restart"] = json!("fail");
+    wd.sessions(vec![c]);
+    assert_ok(&wd.run(&["--once"]));
+    let failed = wd.restarts_with("restart-failed");
+    assert_eq!(failed.len(), 1);
+    // The fake prints it as {"code","error","success":false} on stdout, stderr empty.
+    let reason = failed[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("exited 1: failed to restart session: simulated"),
+        "{reason}"
+    );
+    assert!(
+        wd.fake.calls_with(&["session", "start"]).is_empty(),
+        "a refused restart call is no reason to start"
+    );
 }

@@ -128,6 +128,17 @@ impl Wd {
         self.records("escalations.log")
     }
 
+    /// Waits until `n` escalations of `severity` are recorded, showing the
+    /// daemon's stderr if they never are.
+    pub fn wait_for_escalations(&self, d: &Daemon, severity: &str, n: usize) {
+        assert!(
+            wait_until(Duration::from_secs(20), || self.escalations_of(severity)
+                >= n),
+            "{n} {severity} escalation(s) never came; stderr:\n{}",
+            d.stderr()
+        );
+    }
+
     pub fn escalations_of(&self, severity: &str) -> usize {
         self.escalations()
             .iter()
