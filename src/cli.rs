@@ -42,7 +42,7 @@ pub struct RunFlags {
 pub enum Command {
     Run(RunFlags),
     PrintConfig(RunFlags),
-    Task(RunFlags, crate::task_cli::TaskCommand),
+    Task(RunFlags, crate::tasks::cli::TaskCommand),
     Status { json: bool },
     Demo,
     Help,
@@ -82,7 +82,7 @@ pub fn parse(mut args: Vec<OsString>) -> Result<Command> {
             verbose: flags.verbose || extra.verbose,
             once: false,
         };
-        return Ok(Command::Task(flags, crate::task_cli::parse(rest)?));
+        return Ok(Command::Task(flags, crate::tasks::cli::parse(rest)?));
     }
     if let Some(first) = args.first().and_then(|a| a.to_str()) {
         if first == "status" || first == "demo" {

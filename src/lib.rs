@@ -6,42 +6,20 @@
 //! 2 usage or configuration, 3 lock held). Every error prints as one line
 //! prefixed `agent-deck-watchdog:`.
 
-pub mod agent_deck;
-pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod daemon;
-pub mod demo;
-pub mod errands;
-pub mod error;
-pub mod escalate;
-pub mod events;
-pub mod fleet;
-pub mod liveness;
-pub mod lock;
-pub mod logging;
-pub mod metrics;
-pub mod notify;
-pub mod parse;
-pub mod patrol;
-pub mod patrols;
-pub mod policy;
-pub mod poller;
-pub mod process;
+pub(crate) mod act;
+pub(crate) mod alert;
+pub(crate) mod cli;
+pub(crate) mod config;
+pub(crate) mod daemon;
+pub(crate) mod decide;
+pub(crate) mod error;
+pub(crate) mod fleet;
+pub(crate) mod ops;
 pub mod records;
-pub mod restart;
-pub mod session;
-pub mod shutdown;
-pub mod sim;
-pub mod state;
-pub mod status;
-pub mod store;
-pub mod task_cli;
-pub mod task_followup;
-pub mod task_registry;
-pub mod telegram;
-pub mod watcher;
-pub mod worker;
+pub(crate) mod sim;
+pub(crate) mod sys;
+pub mod tasks;
+pub(crate) mod triggers;
 
 use std::ffi::OsString;
 
@@ -74,16 +52,16 @@ fn dispatch(args: Vec<OsString>) -> Result<()> {
         Command::Help => println!("{}", cli::USAGE),
         Command::Version => println!("agent-deck-watchdog {}", env!("CARGO_PKG_VERSION")),
         Command::PrintConfig(_) => print!("{}", Config::from_env(&env)?.describe()),
-        Command::Demo => demo::run()?,
-        Command::Status { json } => status::run(&Config::from_env(&env)?, json)?,
+        Command::Demo => ops::demo::run()?,
+        Command::Status { json } => ops::status::run(&Config::from_env(&env)?, json)?,
         Command::Task(flags, cmd) => {
             let cfg = Config::from_env(&env)?;
-            logging::init(flags.verbose, cfg.journal_stream.as_deref());
-            task_cli::run(cmd, &cfg, flags.dry_run)?;
+            ops::logging::init(flags.verbose, cfg.journal_stream.as_deref());
+            tasks::cli::run(cmd, &cfg, flags.dry_run)?;
         }
         Command::Run(flags) => {
             let cfg = Config::from_env(&env)?;
-            logging::init(flags.verbose, cfg.journal_stream.as_deref());
+            ops::logging::init(flags.verbose, cfg.journal_stream.as_deref());
             daemon::run(cfg, flags)?;
         }
     }

@@ -1061,7 +1061,7 @@ mod tests {
 
     #[test]
     fn watchdog_parser_reads_every_answer() {
-        use crate::parse;
+        use crate::fleet::parse;
         let mut s0 = held("error");
         s0.channels = vec!["plugin:telegram@claude-plugins-official".into()];
         let s = sim(vec![s0]);

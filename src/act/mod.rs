@@ -1,0 +1,8 @@
+//! Actions: the restart job, the deaf-conductor check, prompt-resume and the
+//! patrol errands, each run off the main thread on a named worker.
+
+pub(crate) mod deaf_conductor;
+pub(crate) mod errands;
+pub(crate) mod patrols;
+pub(crate) mod restart;
+pub(crate) mod worker;

@@ -1,0 +1,278 @@
+//! The patrols of SPEC §6, run once per safety tick from the daemon's
+//! snapshot of the fleet: waiting-too-long nudges, the deaf-conductor check,
+//! and the opt-in stale cleanup.
+//!
+//! Sampling (a pane capture per waiting child, a `/proc` scan per poller
+//! check) happens here; decisions come from [`crate::decide::patrol_rules`]; slow actions go
+//! to the errand worker or, for restarts, to the restart worker so restarts
+//! stay serialized.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::act::deaf_conductor::{self, Places};
+use crate::act::errands::Errand;
+use crate::act::restart::{self, Restarter};
+use crate::act::worker::Worker;
+use crate::config::Config;
+use crate::decide::book::State;
+use crate::decide::liveness::digest;
+use crate::decide::patrol_rules;
+use crate::fleet::deck::AgentDeck;
+use crate::fleet::session::{Live, Session, Status};
+use crate::ops::sd_notify::Notifier;
+use crate::sys::clock::Clock;
+
+/// A removal that did not take is tried again after this long.
+const REMOVAL_RETRY_S: f64 = 60.0;
+
+/// The patrol settings, as float seconds.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub waiting_threshold: f64,
+    pub nudge_dedup: f64,
+    pub poller_interval: f64,
+    pub poller_dedup: f64,
+    /// 0: stale cleanup off.
+    pub stale_after: f64,
+    pub places: Places,
+}
+
+impl Settings {
+    pub fn from_config(c: &Config) -> Settings {
+        let s = Duration::as_secs_f64;
+        Settings {
+            waiting_threshold: s(&c.waiting_patrol_threshold),
+            nudge_dedup: s(&c.waiting_patrol_nudge_dedup),
+            poller_interval: s(&c.poller_check_interval),
+            poller_dedup: s(&c.poller_restart_dedup),
+            stale_after: s(&c.stale_error_cleanup),
+            places: Places {
+                home: c.home.clone(),
+                root: c.root.clone(),
+                xdg_config_home: c.xdg_config_home.clone(),
+                proc_dir: "/proc".into(),
+            },
+        }
+    }
+}
+
+/// What one tick saw.
+pub struct Snapshot<'a> {
+    pub sessions: Vec<&'a Session>,
+    pub critical: &'a [Session],
+    pub live: &'a BTreeMap<String, Live>,
+    /// Profiles whose live list could not be read this tick.
+    pub unreadable: &'a BTreeSet<String>,
+}
+
+pub struct Patrols {
+    pub settings: Settings,
+    deck: Arc<dyn AgentDeck>,
+    state: Arc<Mutex<State>>,
+    clock: Arc<dyn Clock>,
+    errands: Worker<Errand>,
+    last_poller_check: Option<f64>,
+    /// Removals queued and when: a slow, failed or dry-run removal is queued
+    /// again only after [`REMOVAL_RETRY_S`].
+    removals: BTreeMap<String, f64>,
+}
+
+impl Patrols {
+    pub fn new(
+        settings: Settings,
+        deck: Arc<dyn AgentDeck>,
+        state: Arc<Mutex<State>>,
+        clock: Arc<dyn Clock>,
+        errands: Worker<Errand>,
+    ) -> Patrols {
+        Patrols {
+            settings,
+            deck,
+            state,
+            clock,
+            errands,
+            last_poller_check: None,
+            removals: BTreeMap::new(),
+        }
+    }
+
+    /// Which profiles' live lists the patrols need besides the critical ones:
+    /// those holding child sessions.
+    pub fn profiles_needed<'a>(sessions: impl Iterator<Item = &'a Session>) -> BTreeSet<String> {
+        sessions
+            .filter(|s| s.parent_session_id.is_some())
+            .map(|s| s.profile.clone())
+            .collect()
+    }
+
+    pub fn run(&mut self, snap: &Snapshot, restarter: &Restarter, notifier: &mut Notifier) {
+        self.nudge_waiting(snap, notifier);
+        self.check_pollers(snap, restarter);
+        self.clean_stale(snap);
+    }
+
+    /// §6.2: one pane sample per waiting child; only children already in
+    /// `waiting` are sampled.
+    fn nudge_waiting(&mut self, snap: &Snapshot, notifier: &mut Notifier) {
+        let waiting: Vec<&Session> = snap
+            .sessions
+            .iter()
+            .copied()
+            .filter(|s| s.parent_session_id.is_some())
+            .filter(|s| {
+                snap.live
+                    .get(&s.id)
+                    .is_some_and(|l| l.status() == Status::Waiting)
+            })
+            .collect();
+        // Children of an unreadable profile are unknown this tick, not "not waiting".
+        let keep: BTreeSet<String> = snap
+            .sessions
+            .iter()
+            .filter(|s| snap.unreadable.contains(&s.profile))
+            .map(|s| s.id.clone())
+            .chain(waiting.iter().map(|s| s.id.clone()))
+            .collect();
+        patrol_rules::forget_not_waiting(&mut self.state.lock(), &keep);
+        for s in waiting {
+            notifier.alive();
+            let pane = match self.deck.pane(&s.profile, &s.id) {
+                Ok(p) => p,
+                Err(e) => {
+                    log::debug!(
+                        "pane of waiting child {} unreadable ({e}); looking again next tick",
+                        s.id
+                    );
+                    continue;
+                }
+            };
+            let now = self.clock.now();
+            let st = &self.settings;
+            let nudge = {
+                let mut state = self.state.lock();
+                let due = patrol_rules::observe_waiting(
+                    &mut state,
+                    &s.id,
+                    &digest(&pane),
+                    now,
+                    st.waiting_threshold,
+                    st.nudge_dedup,
+                );
+                due.then(|| now - state.waiting.get(&s.id).map_or(now, |w| w.since))
+            };
+            if let Some(waited_s) = nudge {
+                self.errands.submit(Errand::Nudge {
+                    session: s.clone(),
+                    waited_s,
+                });
+            }
+        }
+    }
+
+    /// §6.1, every `POLLER_CHECK_INTERVAL_S`: a live conductor with a
+    /// Telegram channel whose poller process is gone is restarted.
+    fn check_pollers(&mut self, snap: &Snapshot, restarter: &Restarter) {
+        let now = self.clock.now();
+        if self
+            .last_poller_check
+            .is_some_and(|t| now - t < self.settings.poller_interval)
+        {
+            return;
+        }
+        self.last_poller_check = Some(now);
+        for s in snap
+            .sessions
+            .iter()
+            .copied()
+            .filter(|s| patrol_rules::is_conductor(s))
+        {
+            let Some(live) = snap.live.get(&s.id) else {
+                continue;
+            };
+            if !live.status().is_healthy() || !deaf_conductor::has_telegram_channel(&live.channels)
+            {
+                continue;
+            }
+            let Some(dir) =
+                deaf_conductor::conductor_state_dir(&self.settings.places, &s.title, &s.path)
+            else {
+                log::debug!("{} has a Telegram channel but no TELEGRAM_STATE_DIR in its env file; not checked", s.id);
+                continue;
+            };
+            if deaf_conductor::poller_running(&self.settings.places.proc_dir, &dir) {
+                continue;
+            }
+            let allowed = {
+                let mut state = self.state.lock();
+                let ok = patrol_rules::poller_restart_allowed(
+                    &state,
+                    &s.id,
+                    now,
+                    self.settings.poller_dedup,
+                ) && !state.in_flight.contains(&s.id);
+                if ok {
+                    state.in_flight.insert(s.id.clone());
+                }
+                ok
+            };
+            if allowed {
+                log::warn!(
+                    "{} ({}) is deaf: no Telegram poller for {}; queueing a restart",
+                    s.id,
+                    s.title,
+                    dir.display()
+                );
+                restarter.submit(restart::Job {
+                    session: s.clone(),
+                    escalation_critical: crate::fleet::session::is_escalation_critical(s),
+                    slot: None,
+                    kind: restart::Kind::DeafConductor,
+                });
+            }
+        }
+    }
+
+    /// §6.3, opt-in: remove restart-critical, non-escalating sessions stuck
+    /// in error for `STALE_ERROR_CLEANUP_S`.
+    fn clean_stale(&mut self, snap: &Snapshot) {
+        if self.settings.stale_after <= 0.0 {
+            return;
+        }
+        let now = self.clock.now();
+        self.removals.retain(|id, at| {
+            now - *at < REMOVAL_RETRY_S && snap.critical.iter().any(|s| s.id == *id)
+        });
+        for s in snap.critical {
+            let in_error = snap
+                .live
+                .get(&s.id)
+                .is_some_and(|l| l.status() == Status::Error);
+            if !in_error
+                || !patrol_rules::stale_candidate(s, true)
+                || self.removals.contains_key(&s.id)
+            {
+                continue;
+            }
+            let stuck = {
+                let mut state = self.state.lock();
+                patrol_rules::stuck_for(state.book(&s.id), now, self.settings.stale_after)
+            };
+            if let Some(stuck_for_s) = stuck {
+                self.removals.insert(s.id.clone(), now);
+                self.errands.submit(Errand::Remove {
+                    session: s.clone(),
+                    stuck_for_s,
+                });
+            }
+        }
+    }
+
+    /// Runs the queued errands, then stops their worker.
+    pub fn finish(&mut self) {
+        self.errands.finish();
+    }
+}

@@ -1,0 +1,598 @@
+//! One restart, carried out: the serialization wait, the last gate re-check,
+//! liveness confirmation, `session restart`, verification, the `session
+//! start` fallback, the 429 check, the records, the continuity message.
+//!
+//! [`Restarter`] runs these jobs one at a time on its own thread, so the main
+//! loop never blocks on them and restarts never overlap. Decisions come from
+//! [`crate::decide::gates`] and [`crate::decide::liveness`]; this module does the calls and
+//! holds the state mutex only between them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::act::worker::Worker;
+use crate::alert::escalate::Escalator;
+use crate::decide::book::State;
+use crate::decide::gates::{self, Limits};
+use crate::decide::liveness::{self, Probe, Verdict};
+use crate::fleet::deck::{AgentDeck, RestartAnswer};
+use crate::fleet::session::{Live, Session, Status};
+use crate::records::audit::{LivenessRecord, Records, RestartRecord};
+use crate::records::state_file::Store;
+use crate::sys::clock::{local_timestamp, Clock};
+use crate::sys::shutdown::Shutdown;
+
+/// Why a session is being restarted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// It is in error: confirm it is dead, restart, verify, fall back.
+    Revive,
+    /// It is alive but its Telegram poller is missing (SPEC §6.1).
+    DeafConductor,
+}
+
+/// A session the main loop has cleared for restart, with the budget slot it
+/// reserved (revivals only).
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub session: Session,
+    pub escalation_critical: bool,
+    pub slot: Option<f64>,
+    pub kind: Kind,
+}
+
+/// The timings and switches a restart needs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub dry_run: bool,
+    pub gap: Duration,
+    pub restart_verify: Duration,
+    pub start_verify: Duration,
+    pub continuity_message: String,
+    /// `profile` → `CLAUDE_CONFIG_DIR` for prompt-resume (SPEC §6.4).
+    pub prompt_resume: Vec<(String, std::path::PathBuf)>,
+    /// How long the `claude --resume` call may take.
+    pub prompt_resume_timeout: Duration,
+}
+
+/// The prompt sent by prompt-resume.
+pub const RESUME_TEXT: &str =
+    "continue — your tmux session was stopped unexpectedly; check your state and report a one-line status";
+
+/// Everything a restart touches.
+pub struct Context {
+    pub deck: Arc<dyn AgentDeck>,
+    pub state: Arc<Mutex<State>>,
+    pub limits: Limits,
+    pub settings: Settings,
+    pub records: Arc<Records>,
+    pub escalator: Arc<Escalator>,
+    pub store: Arc<Store>,
+    pub clock: Arc<dyn Clock>,
+    pub shutdown: Shutdown,
+}
+
+/// The restart worker: one restart at a time, in the order they were cleared.
+pub type Restarter = Worker<Job>;
+
+/// Starts the restart worker thread.
+pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
+    Worker::spawn("restart", move |job: Job| {
+        // Whatever happens in run (even a bug), the session must not stay in flight.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.run(&job)));
+        if outcome.is_err() {
+            log::error!(
+                "the restart of {} panicked (a bug); its budget slot is given back",
+                job.session.id
+            );
+            ctx.give_back(&job);
+        }
+        gates::finish(&mut ctx.state.lock(), &job.session.id);
+        ctx.store.save(&ctx.state);
+    })
+}
+
+/// Whether a transcript shows an API rate limit (HTTP 429).
+pub fn is_rate_limited(text: &str) -> bool {
+    text.lines().any(|line| {
+        let l = line.to_lowercase();
+        let word_at = |needle: &str| {
+            l.match_indices(needle).any(|(i, _)| {
+                !l[..i]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric())
+            })
+        };
+        let http_429 = ["http 429", "http/429", "http429"].iter().any(|n| {
+            l.match_indices(n).any(|(i, m)| {
+                !l[..i]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric())
+                    && !l[i + m.len()..]
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_alphanumeric())
+            })
+        });
+        let exceeded = l
+            .find("exceed")
+            .and_then(|i| l[i..].find("rate").map(|j| i + j))
+            .is_some_and(|k| l[k..].contains("limit"));
+        word_at("rate limit")
+            || word_at("rate-limit")
+            || word_at("ratelimit")
+            || http_429
+            || line.contains("(429)")
+            || exceeded
+    })
+}
+
+/// Liveness readings through the CLI.
+struct CliProbe<'a> {
+    ctx: &'a Context,
+    session: &'a Session,
+}
+
+impl Probe for CliProbe<'_> {
+    fn read(&self) -> Option<Live> {
+        self.ctx.read_status(self.session)
+    }
+
+    fn pane(&self) -> Option<String> {
+        match self.ctx.deck.pane(&self.session.profile, &self.session.id) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                log::debug!("pane of {} could not be captured: {e}", self.session.id);
+                None
+            }
+        }
+    }
+
+    fn wait(&self, gap: Duration) -> bool {
+        self.ctx.shutdown.sleep(gap)
+    }
+
+    fn now(&self) -> f64 {
+        self.ctx.clock.now()
+    }
+}
+
+impl Context {
+    fn read_status(&self, s: &Session) -> Option<Live> {
+        match self.deck.show(&s.profile, &s.id) {
+            Ok(live) => Some(live),
+            Err(e) => {
+                log::warn!("status of {} is unreadable: {e}", s.id);
+                None
+            }
+        }
+    }
+
+    fn record(&self, s: &Session, action: &str, reason: Option<String>) -> RestartRecord {
+        RestartRecord::new(self.clock.now(), s, action, reason, self.settings.dry_run)
+    }
+
+    fn give_back(&self, job: &Job) {
+        if let Some(slot) = job.slot {
+            gates::give_back(&mut self.state.lock(), &job.session.id, slot);
+        }
+    }
+
+    fn run(&self, job: &Job) {
+        let s = &job.session;
+        if !self.wait_turn(s) {
+            log::info!("restart of {} abandoned: shutting down", s.id);
+            self.give_back(job);
+            return;
+        }
+        // Bound first: an `if let` would hold the state lock through its body.
+        let held = gates::recheck(&mut self.state.lock(), &s.id, self.clock.now());
+        if let Some(why) = held {
+            log::info!("restart of {} skipped after the wait: {why}", s.id);
+            self.give_back(job);
+            return;
+        }
+        if job.kind == Kind::DeafConductor {
+            return self.restart_deaf(job);
+        }
+        if !self.confirm_dead(job) {
+            return;
+        }
+        let burst = gates::note_restart_call(
+            &mut self.state.lock(),
+            &self.limits,
+            &s.id,
+            self.clock.now(),
+        );
+        if burst {
+            let msg = format!(
+                "{} restarts within {:.0}s — pausing every restart for {:.0}s",
+                self.limits.cascade_threshold,
+                self.limits.cascade_window,
+                self.limits.cascade_pause
+            );
+            self.escalator.escalate("cascade", &msg, None, true);
+        }
+        self.records.restart(&self.record(s, "restart", None));
+        if self.settings.dry_run {
+            log::info!("dry-run: would restart {} ({}) now", s.id, s.title);
+            return;
+        }
+        log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
+        match self.deck.restart(&s.profile, &s.id) {
+            Ok(RestartAnswer::Skipped(reason)) => {
+                log::info!("agent-deck declined to restart {}: {reason}; not falling back to session start", s.id);
+                self.give_back(job);
+                let reason = format!("agent-deck refused the restart: {reason}");
+                self.records
+                    .restart(&self.record(s, "cli-refused", Some(reason)));
+            }
+            Ok(RestartAnswer::Restarted) => match self.verify(s, self.settings.restart_verify) {
+                Some(status) if status != Status::Error => self.succeeded(s, status),
+                _ => self.fall_back_to_start(job),
+            },
+            Err(e) => self.failed(job, format!("restart {e}")),
+        }
+    }
+
+    /// Waits for the global serialization; false on shutdown.
+    fn wait_turn(&self, s: &Session) -> bool {
+        loop {
+            let wait =
+                gates::serialization_wait(&self.state.lock(), &self.limits, self.clock.now());
+            if wait <= 0.0 {
+                return true;
+            }
+            log::info!(
+                "restart of {} waits {wait:.1}s: restarts are serialized",
+                s.id
+            );
+            if !self.shutdown.sleep(crate::sys::clock::clamped(wait)) {
+                return false;
+            }
+        }
+    }
+
+    /// Liveness confirmation with its records and alerts; true if dead.
+    fn confirm_dead(&self, job: &Job) -> bool {
+        let s = &job.session;
+        let ev = liveness::confirm(
+            &CliProbe {
+                ctx: self,
+                session: s,
+            },
+            self.settings.gap,
+        );
+        let mut consecutive = None;
+        if let Verdict::Skip(reason) = ev.verdict {
+            self.give_back(job);
+            if reason == "pane_active" {
+                let (n, alert) =
+                    gates::note_pane_active(&mut self.state.lock(), &self.limits, &s.id);
+                consecutive = Some(n);
+                if alert {
+                    let msg = format!(
+                        "{} ({}) has reported status=error {n}x while its pane kept producing output — the session is alive and the restart was skipped each time. This is a status-classification problem, not a dead session.",
+                        s.title, s.id
+                    );
+                    self.escalator.escalate(
+                        "liveness-mismatch",
+                        &msg,
+                        Some(&s.id),
+                        job.escalation_critical,
+                    );
+                }
+            }
+            if reason == "auth_hold"
+                && gates::first_in_episode(&mut self.state.lock(), &s.id, "auth-hold")
+            {
+                let msg = format!(
+                    "{} ({}) is held for an auth failure ({}) — a restart cannot fix a credential. Repair the login, then restart it explicitly.",
+                    s.title,
+                    s.id,
+                    ev.auth_hold_reason.as_deref().unwrap_or("unknown")
+                );
+                self.escalator
+                    .escalate("auth-hold", &msg, Some(&s.id), job.escalation_critical);
+            }
+            log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
+            self.records
+                .restart(&self.record(s, "skipped-alive", Some(reason.to_owned())));
+        } else {
+            log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
+        }
+        self.records.liveness(&LivenessRecord {
+            ts: self.clock.now(),
+            id: s.id.clone(),
+            title: s.title.clone(),
+            profile: s.profile.clone(),
+            gap_s: self.settings.gap.as_secs_f64(),
+            reads: ev.reads,
+            pane: ev.pane,
+            auth_hold_reason: ev.auth_hold_reason,
+            decision: if ev.verdict == Verdict::Dead {
+                "restart"
+            } else {
+                "skip"
+            }
+            .into(),
+            reason: ev.verdict.reason().into(),
+            consecutive_skips: consecutive,
+            dry_run: self.settings.dry_run,
+        });
+        ev.verdict == Verdict::Dead
+    }
+
+    /// Polls the status for up to `within`; the last status read, if any.
+    fn verify(&self, s: &Session, within: Duration) -> Option<Status> {
+        let step = (within / 4).min(Duration::from_secs(1));
+        let deadline = self.clock.now() + within.as_secs_f64();
+        let mut last = None;
+        loop {
+            if !step.is_zero() && !self.shutdown.sleep(step) {
+                return last;
+            }
+            if let Some(live) = self.read_status(s) {
+                last = live.status;
+                if live.status() != Status::Error {
+                    return last;
+                }
+            }
+            if self.clock.now() >= deadline || step.is_zero() {
+                return last;
+            }
+        }
+    }
+
+    fn fall_back_to_start(&self, job: &Job) {
+        let s = &job.session;
+        if self.shutdown.is_set() {
+            return self.failed(job, "shutdown during verification".into());
+        }
+        log::warn!(
+            "{} is still in error after restart; falling back to session start",
+            s.id
+        );
+        if let Err(e) = self.deck.start(&s.profile, &s.id) {
+            return self.failed(job, format!("fallback start {e}"));
+        }
+        match self.verify(s, self.settings.start_verify) {
+            Some(status) if status != Status::Error => self.succeeded(s, status),
+            _ => self.failed(
+                job,
+                format!(
+                    "fallback start returned success but status still error after {:.0}s",
+                    self.settings.start_verify.as_secs_f64()
+                ),
+            ),
+        }
+    }
+
+    fn succeeded(&self, s: &Session, status: Status) {
+        log::info!(
+            "restart of {} ({}) worked: status {}",
+            s.id,
+            s.title,
+            status.as_str()
+        );
+        gates::note_success(&mut self.state.lock(), &s.id);
+        let mut rec = self.record(s, "restarted", None);
+        rec.final_status = Some(status.as_str().into());
+        self.records.restart(&rec);
+        let template = &self.settings.continuity_message;
+        if !template.is_empty() {
+            let text = template.replace("{timestamp}", &local_timestamp(self.clock.now()));
+            match self.deck.send(&s.profile, &s.id, &text) {
+                Ok(()) => log::info!("continuity message sent to {}", s.id),
+                Err(e) => log::warn!(
+                    "continuity message to {} failed: {e}; the session runs without it",
+                    s.id
+                ),
+            }
+        }
+    }
+
+    /// A failed restart: a 429 backs off and gives the slot back; anything
+    /// else counts as a crash and escalates on the second in a row.
+    fn failed(&self, job: &Job, err: String) {
+        let s = &job.session;
+        if self.shutdown.is_set() {
+            // Cut short by our own shutdown: not the session's failure.
+            self.give_back(job);
+            log::info!(
+                "restart of {} interrupted by shutdown; not counted as a failure",
+                s.id
+            );
+            return self
+                .records
+                .restart(&self.record(s, "restart-interrupted", Some(err)));
+        }
+        let transcript = self.deck.transcript(&s.profile, &s.id).unwrap_or_default();
+        if is_rate_limited(&transcript) {
+            let now = self.clock.now();
+            let tripped =
+                gates::note_rate_limited(&mut self.state.lock(), &self.limits, &s.id, now);
+            self.give_back(job);
+            if tripped {
+                let msg = format!(
+                    "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
+                    self.limits.breaker_threshold, self.limits.breaker_window, self.limits.breaker_pause
+                );
+                self.escalator.escalate("circuit-breaker", &msg, None, true);
+            }
+            log::warn!(
+                "restart of {} hit an API rate limit; backing off {:.0}s, not counted as a crash",
+                s.id,
+                self.limits.backoff_429
+            );
+            let mut rec = self.record(s, "rate-limited", None);
+            rec.backoff_s = Some(self.limits.backoff_429);
+            self.records.restart(&rec);
+            return;
+        }
+        if self.try_prompt_resume(job, &transcript) {
+            return;
+        }
+        let n = gates::note_failure(&mut self.state.lock(), &s.id);
+        log::warn!(
+            "restart of {} ({}) failed ({n} in a row): {err}",
+            s.id,
+            s.title
+        );
+        self.records
+            .restart(&self.record(s, "restart-failed", Some(err.clone())));
+        if n >= 2 {
+            let msg = format!(
+                "{} ({}) failed to restart {n}x consecutively; last err: {err}",
+                s.title, s.id
+            );
+            self.escalator
+                .escalate("restart-failed", &msg, Some(&s.id), job.escalation_critical);
+        }
+    }
+}
+
+impl Context {
+    /// SPEC §6.1: restart a live conductor whose Telegram poller is gone. A
+    /// `skipped` answer is a refusal, not a success: the dedup window starts
+    /// only when a restart really ran.
+    fn restart_deaf(&self, job: &Job) {
+        let s = &job.session;
+        let now = self.clock.now();
+        if self.settings.dry_run {
+            log::info!(
+                "dry-run: would restart {} ({}): its Telegram poller is not running",
+                s.id,
+                s.title
+            );
+            crate::decide::patrol_rules::note_poller_restarted(&mut self.state.lock(), &s.id, now);
+            let reason = Some("telegram poller not running".to_owned());
+            return self
+                .records
+                .restart(&self.record(s, "poller-restart", reason));
+        }
+        gates::note_restart_call(&mut self.state.lock(), &self.limits, &s.id, now);
+        let (action, reason) = match self.deck.restart(&s.profile, &s.id) {
+            Ok(RestartAnswer::Restarted) => {
+                crate::decide::patrol_rules::note_poller_restarted(
+                    &mut self.state.lock(),
+                    &s.id,
+                    self.clock.now(),
+                );
+                log::info!(
+                    "restarted {} ({}): its Telegram poller was not running",
+                    s.id,
+                    s.title
+                );
+                ("poller-restart", "telegram poller not running".to_owned())
+            }
+            Ok(RestartAnswer::Skipped(why)) => {
+                log::info!("agent-deck declined the poller restart of {}: {why}; will try again at the next check", s.id);
+                (
+                    "poller-refused",
+                    format!("agent-deck refused the restart: {why}"),
+                )
+            }
+            Err(e) => {
+                // It may have torn the pane down already: no retry before the dedup window.
+                crate::decide::patrol_rules::note_poller_restarted(
+                    &mut self.state.lock(),
+                    &s.id,
+                    self.clock.now(),
+                );
+                log::warn!(
+                    "poller restart of {} failed: {e}; not retried within POLLER_RESTART_DEDUP_S",
+                    s.id
+                );
+                ("poller-restart-failed", format!("restart {e}"))
+            }
+        };
+        self.records.restart(&self.record(s, action, Some(reason)));
+    }
+
+    /// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
+    /// tool marker, nudge the conversation once with `claude --resume`, then
+    /// retry `session start`. True if the session came back.
+    fn try_prompt_resume(&self, job: &Job, transcript: &str) -> bool {
+        let s = &job.session;
+        let Some((_, config_dir)) = self
+            .settings
+            .prompt_resume
+            .iter()
+            .find(|(p, _)| *p == s.profile)
+        else {
+            return false;
+        };
+        if !transcript.to_lowercase().contains("deferred tool marker") {
+            return false;
+        }
+        let Some(claude_id) = self.read_status(s).and_then(|l| l.claude_session_id) else {
+            log::warn!("prompt-resume of {} skipped: no claude_session_id", s.id);
+            return false;
+        };
+        self.records
+            .restart(&self.record(s, "prompt-resume-attempt", None));
+        let cmd = crate::sys::process::Job::new("claude")
+            .args(["--resume", claude_id.as_str(), "-p", RESUME_TEXT])
+            .env("CLAUDE_CONFIG_DIR", config_dir)
+            .env_remove("TELEGRAM_STATE_DIR");
+        match crate::sys::process::run(&cmd, self.settings.prompt_resume_timeout, &self.shutdown) {
+            Ok(out) if out.success() => {
+                log::info!("prompt-resume of {} ran; retrying session start", s.id)
+            }
+            Ok(out) => log::warn!(
+                "prompt-resume of {} exited {:?}; retrying session start anyway",
+                s.id,
+                out.code
+            ),
+            Err(e) => log::warn!(
+                "prompt-resume of {}: claude {e}; retrying session start anyway",
+                s.id
+            ),
+        }
+        if let Err(e) = self.deck.start(&s.profile, &s.id) {
+            log::warn!("session start after prompt-resume of {} failed: {e}", s.id);
+            return false;
+        }
+        match self.verify(s, self.settings.start_verify) {
+            Some(status) if status != Status::Error => {
+                self.succeeded(s, status);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limit_patterns() {
+        for yes in [
+            "API Error: Rate limit reached",
+            "rate-limit exceeded",
+            "got HTTP 429 from upstream",
+            "HTTP/429",
+            "error (429) too many",
+            "You have exceeded your rate limit",
+            "line one\nEXCEEDED the RATE LIMIT",
+        ] {
+            assert!(is_rate_limited(yes), "{yes}");
+        }
+        for no in [
+            "all good",
+            "moderate limit",
+            "HTTP 4290",
+            "429 apples",
+            "exceeded the budget\nrate of progress",
+        ] {
+            assert!(!is_rate_limited(no), "{no}");
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Escalation: telling a human what only a human can fix, once.
+//!
+//! [`Escalator::escalate`] decides under the state mutex whether the alert is
+//! a duplicate, writes `escalations.log`, and hands the slow part (running
+//! `escalate.sh`, sending to Telegram) to its own worker thread, so no caller
+//! ever waits on them and the mutex is never held across them. In dry-run the
+//! record is written and nothing is run or sent.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::act::worker::Worker;
+use crate::decide::book::State;
+use crate::decide::gates::{self, Limits};
+use crate::records::audit::{EscalationRecord, Records};
+use crate::records::state_file::Store;
+use crate::sys::clock::Clock;
+use crate::sys::process::{self, Job};
+use crate::sys::shutdown::Shutdown;
+
+/// Sends the text of an alert somewhere a human reads it (Telegram).
+pub trait Notifier: Send + Sync {
+    fn notify(&self, text: &str);
+}
+
+/// What the worker delivers.
+struct Alert {
+    severity: String,
+    message: String,
+    telegram: bool,
+}
+
+pub struct Escalator {
+    records: Arc<Records>,
+    state: Arc<Mutex<State>>,
+    limits: Limits,
+    clock: Arc<dyn Clock>,
+    dry_run: bool,
+    has_notifier: bool,
+    store: Option<Arc<Store>>,
+    worker: Mutex<Option<Worker<Alert>>>,
+}
+
+/// Everything the escalator needs, gathered so construction reads clearly.
+pub struct EscalatorParts {
+    pub records: Arc<Records>,
+    pub state: Arc<Mutex<State>>,
+    pub limits: Limits,
+    pub clock: Arc<dyn Clock>,
+    pub dry_run: bool,
+    pub script: PathBuf,
+    pub script_timeout: Duration,
+    pub notifier: Option<Arc<dyn Notifier>>,
+    pub shutdown: Shutdown,
+    /// Where the dedup memory is saved, so it survives a crash right after.
+    pub store: Option<Arc<Store>>,
+}
+
+impl Escalator {
+    pub fn new(p: EscalatorParts) -> Escalator {
+        let has_notifier = p.notifier.is_some();
+        let (script, timeout, notifier, shutdown) =
+            (p.script, p.script_timeout, p.notifier, p.shutdown);
+        let worker = Worker::spawn("escalate", move |alert: Alert| {
+            deliver(&alert, &script, timeout, notifier.as_deref(), &shutdown)
+        })
+        .map_err(|e| {
+            log::error!(
+                "could not start the escalation thread ({e}); escalations are recorded only"
+            )
+        })
+        .ok();
+        Escalator {
+            records: p.records,
+            state: p.state,
+            limits: p.limits,
+            clock: p.clock,
+            dry_run: p.dry_run,
+            has_notifier,
+            store: p.store,
+            worker: Mutex::new(worker),
+        }
+    }
+
+    /// Raises an alert unless the same (session, severity) went out within
+    /// the dedup window. `wants_telegram`: the session is escalation-critical,
+    /// or the alert is fleet-wide. Returns whether it went out.
+    pub fn escalate(
+        &self,
+        severity: &str,
+        message: &str,
+        sid: Option<&str>,
+        wants_telegram: bool,
+    ) -> bool {
+        let now = self.clock.now();
+        if !gates::may_escalate(&mut self.state.lock(), &self.limits, sid, severity, now) {
+            log::debug!(
+                "escalation {severity} for {} suppressed: already sent within the dedup window",
+                sid.unwrap_or("the fleet")
+            );
+            return false;
+        }
+        // Saved before anything goes out: a watchdog killed right after must not alert again.
+        if let Some(store) = &self.store {
+            store.save(&self.state);
+        }
+        let telegram = wants_telegram && self.has_notifier && !self.dry_run;
+        log::warn!("escalation [{severity}] {message}");
+        self.records.escalation(&EscalationRecord {
+            ts: now,
+            severity: severity.to_owned(),
+            message: message.to_owned(),
+            sid: sid.map(str::to_owned),
+            telegram,
+            dry_run: self.dry_run,
+        });
+        if self.dry_run {
+            log::info!(
+                "dry-run: not running escalate.sh and not sending Telegram for [{severity}]"
+            );
+            return true;
+        }
+        if let Some(w) = self.worker.lock().as_ref() {
+            w.submit(Alert {
+                severity: severity.to_owned(),
+                message: message.to_owned(),
+                telegram,
+            });
+        }
+        true
+    }
+
+    /// Delivers what is queued, then stops the worker.
+    pub fn drain(&self) {
+        let worker = self.worker.lock().take();
+        if let Some(mut w) = worker {
+            w.finish();
+        }
+    }
+}
+
+impl Drop for Escalator {
+    fn drop(&mut self) {
+        self.drain();
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn deliver(
+    alert: &Alert,
+    script: &Path,
+    timeout: Duration,
+    notifier: Option<&dyn Notifier>,
+    shutdown: &Shutdown,
+) {
+    if is_executable(script) {
+        let job = Job::new(script).arg(&alert.severity).arg(&alert.message);
+        match process::run(&job, timeout, shutdown) {
+            Ok(out) if out.success() => log::debug!("{} {} ran", script.display(), alert.severity),
+            Ok(out) => log::warn!(
+                "{} {} exited {:?}; the alert is in escalations.log regardless",
+                script.display(),
+                alert.severity,
+                out.code
+            ),
+            Err(e) => log::warn!(
+                "{} {}: {e}; the alert is in escalations.log regardless",
+                script.display(),
+                alert.severity
+            ),
+        }
+    }
+    if alert.telegram {
+        if let Some(n) = notifier {
+            n.notify(&format!(
+                "[agent-deck watchdog] {}: {}",
+                alert.severity, alert.message
+            ));
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The restart book: everything the guardrails remember, in one serde struct.
+//!
+//! It lives behind one `parking_lot::Mutex`, held only while deciding. The
+//! struct is plain data so it can be saved to `state.json` and loaded after the
+//! watchdog's own restart; the rules that read and change it are in
+//! [`crate::decide::gates`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+/// Per-session memory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionBook {
+    /// Start times of the restart attempts that count against the budget.
+    pub restarts: Vec<f64>,
+    /// No restart attempt before this time (post-restart quiet time).
+    pub cooldown_until: f64,
+    /// No restart attempt before this time (API rate-limited boot).
+    pub backoff_until: f64,
+    /// Real restart failures in a row.
+    pub consecutive_failures: u32,
+    /// `pane_active` liveness skips in a row in this error episode.
+    pub liveness_skips: u32,
+    /// Alerts already sent in this error episode.
+    pub alerted: BTreeSet<String>,
+    /// The session's title when last seen, for `status`.
+    pub title: String,
+    /// The last status seen, and since when it has been that.
+    pub last_status: Option<String>,
+    pub status_since: f64,
+    /// When the session was first seen in error in this episode.
+    pub error_since: Option<f64>,
+}
+
+/// A cascade episode: many critical sessions in error at once.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Cascade {
+    pub started: f64,
+    /// Restarts are held until then, so the fleet can settle.
+    pub settle_until: f64,
+    /// When the last `cascade-detected` alert (or reminder) went out.
+    pub last_alert: f64,
+    /// How many were in error when it was detected.
+    pub size: usize,
+}
+
+/// A child session seen in `waiting`: its pane digest, since when it has
+/// not changed, and when it was last nudged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WaitWatch {
+    pub digest: String,
+    pub since: f64,
+    pub nudged_at: Option<f64>,
+}
+
+/// All of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct State {
+    pub sessions: BTreeMap<String, SessionBook>,
+    /// When the last restart call ran, for the global serialization.
+    pub last_restart_at: Option<f64>,
+    /// Times of recent restart calls, for the burst guard.
+    pub recent_restarts: Vec<f64>,
+    /// Every restart paused until then (restart-burst guard).
+    pub cascade_pause_until: f64,
+    /// The cascade in progress, if any (settle-and-revive).
+    pub cascade: Option<Cascade>,
+    /// Times of recent rate-limited boots, for the 429 circuit breaker.
+    pub breaker_hits: Vec<f64>,
+    /// Every restart paused until then (429 circuit breaker open).
+    pub breaker_open_until: f64,
+    /// Deaf-conductor patrol: when each conductor was last restarted for a
+    /// missing Telegram poller.
+    pub poller_restarted: BTreeMap<String, f64>,
+    /// Waiting-too-long patrol: the children seen in `waiting`.
+    pub waiting: BTreeMap<String, WaitWatch>,
+    /// `<sid or _global>|<severity>` → when it last escalated.
+    pub escalated: BTreeMap<String, f64>,
+    /// Sessions with a restart queued or running (not saved).
+    #[serde(skip)]
+    pub in_flight: BTreeSet<String>,
+}
+
+impl SessionBook {
+    /// Nothing worth remembering is left.
+    pub fn is_empty(&self) -> bool {
+        self.restarts.is_empty()
+            && self.cooldown_until == 0.0
+            && self.backoff_until == 0.0
+            && self.consecutive_failures == 0
+            && self.liveness_skips == 0
+            && self.alerted.is_empty()
+            && self.last_status.is_none()
+    }
+}
+
+impl State {
+    pub fn book(&mut self, id: &str) -> &mut SessionBook {
+        self.sessions.entry(id.to_owned()).or_default()
+    }
+}

@@ -1,0 +1,581 @@
+//! The guardrails as pure functions: given the [`State`], the limits and
+//! `now`, say what may happen and record what did.
+//!
+//! Nothing here spawns, sleeps, logs or writes a file; the caller holds the
+//! state mutex only for the duration of one of these calls.
+
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::decide::book::State;
+use crate::fleet::session::Session;
+
+/// The limits, as float seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    pub rate_max: usize,
+    pub rate_window: f64,
+    pub cooldown: f64,
+    pub min_interval: f64,
+    pub cascade_threshold: usize,
+    pub cascade_window: f64,
+    pub cascade_pause: f64,
+    pub dedup: f64,
+    pub backoff_429: f64,
+    pub skip_escalate_after: u32,
+    pub cascade_wait: f64,
+    pub breaker_threshold: usize,
+    pub breaker_window: f64,
+    pub breaker_pause: f64,
+}
+
+/// A cascade that does not clear is recalled at most this often.
+pub const CASCADE_REMINDER_S: f64 = 3600.0;
+
+impl Limits {
+    pub fn from_config(c: &Config) -> Limits {
+        let s = Duration::as_secs_f64;
+        Limits {
+            rate_max: c.rate_limit_max as usize,
+            rate_window: s(&c.rate_limit_window),
+            cooldown: s(&c.post_restart_cooldown),
+            min_interval: s(&c.min_global_restart_interval),
+            cascade_threshold: c.cascade_threshold as usize,
+            cascade_window: s(&c.cascade_window),
+            cascade_pause: s(&c.cascade_pause),
+            dedup: s(&c.escalation_dedup),
+            backoff_429: s(&c.api_429_backoff),
+            skip_escalate_after: c.liveness_skip_escalate_after,
+            cascade_wait: s(&c.cascade_wait),
+            breaker_threshold: c.breaker_threshold as usize,
+            breaker_window: s(&c.breaker_window),
+            breaker_pause: s(&c.breaker_pause),
+        }
+    }
+}
+
+/// The verdict of the gates of SPEC §5.2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// Reserve a slot and go.
+    Go,
+    /// Not now, and nobody needs to hear about it.
+    Skip(&'static str),
+    /// The budget is spent: escalate `rate-limit` and skip.
+    BudgetSpent,
+}
+
+/// Drops the restart times that fell out of the window.
+fn prune(times: &mut Vec<f64>, now: f64, window: f64) {
+    times.retain(|t| now - t < window);
+}
+
+/// Why every restart is held right now, if one is: the breaker, the burst
+/// pause, the cascade settle.
+fn fleet_hold(state: &State, now: f64) -> Option<&'static str> {
+    if state.breaker_open_until > now {
+        Some("breaker_open")
+    } else if state.cascade_pause_until > now {
+        Some("cascade_pause")
+    } else if state.cascade.as_ref().is_some_and(|c| c.settle_until > now) {
+        Some("cascade_settle")
+    } else {
+        None
+    }
+}
+
+/// The gates, in order: circuit breaker, 429 backoff, cascade pause or
+/// settle, cooldown, a restart already in flight, the rate budget.
+pub fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
+    let in_flight = state.in_flight.contains(id);
+    let breaker = state.breaker_open_until > now;
+    let hold = fleet_hold(state, now);
+    let book = state.book(id);
+    prune(&mut book.restarts, now, lim.rate_window);
+    if breaker {
+        Gate::Skip("breaker_open")
+    } else if book.backoff_until > now {
+        Gate::Skip("backoff_429")
+    } else if let Some(why) = hold {
+        Gate::Skip(why)
+    } else if book.cooldown_until > now {
+        Gate::Skip("cooldown")
+    } else if in_flight {
+        Gate::Skip("in_flight")
+    } else if book.restarts.len() >= lim.rate_max {
+        Gate::BudgetSpent
+    } else {
+        Gate::Go
+    }
+}
+
+/// The checks repeated after the serialization wait: the breaker, a backoff
+/// or a pause may have started meanwhile.
+pub fn recheck(state: &mut State, id: &str, now: f64) -> Option<&'static str> {
+    if state.breaker_open_until > now {
+        Some("breaker_open")
+    } else if state.book(id).backoff_until > now {
+        Some("backoff_429")
+    } else {
+        fleet_hold(state, now)
+    }
+}
+
+/// Takes a budget slot and starts the cooldown. Returns the slot to give back
+/// if the restart does not happen.
+pub fn reserve(state: &mut State, lim: &Limits, id: &str, now: f64) -> f64 {
+    state.in_flight.insert(id.to_owned());
+    let book = state.book(id);
+    book.restarts.push(now);
+    book.cooldown_until = now + lim.cooldown;
+    now
+}
+
+/// Returns a reserved slot: a restart that never happened is not an attempt.
+pub fn give_back(state: &mut State, id: &str, slot: f64) {
+    let book = state.book(id);
+    if let Some(i) = book.restarts.iter().position(|t| *t == slot) {
+        book.restarts.remove(i);
+    }
+}
+
+/// The restart job for `id` is over, whatever its outcome.
+pub fn finish(state: &mut State, id: &str) {
+    state.in_flight.remove(id);
+}
+
+/// Seconds to wait before the next restart call may run.
+pub fn serialization_wait(state: &State, lim: &Limits, now: f64) -> f64 {
+    match state.last_restart_at {
+        Some(last) => (last + lim.min_interval - now).clamp(0.0, lim.min_interval),
+        None => 0.0,
+    }
+}
+
+/// Records that a restart call for `id` is about to run; its quiet time
+/// starts again now (the serialization wait may have used it up). Returns
+/// true when this makes a burst (≥ threshold restarts within the cascade
+/// window): every restart is then paused and the caller escalates `cascade`.
+pub fn note_restart_call(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
+    state.book(id).cooldown_until = now + lim.cooldown;
+    state.last_restart_at = Some(now);
+    state.recent_restarts.push(now);
+    prune(&mut state.recent_restarts, now, lim.cascade_window);
+    if state.recent_restarts.len() >= lim.cascade_threshold {
+        state.cascade_pause_until = now + lim.cascade_pause;
+        state.recent_restarts.clear();
+        true
+    } else {
+        false
+    }
+}
+
+/// A rate-limited boot: backs the session off and counts toward the circuit
+/// breaker. Returns true when this opens the breaker (escalate once).
+pub fn note_rate_limited(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
+    state.book(id).backoff_until = now + lim.backoff_429;
+    state.breaker_hits.push(now);
+    prune(&mut state.breaker_hits, now, lim.breaker_window);
+    if state.breaker_hits.len() >= lim.breaker_threshold && state.breaker_open_until <= now {
+        state.breaker_open_until = now + lim.breaker_pause;
+        state.breaker_hits.clear();
+        true
+    } else {
+        false
+    }
+}
+
+/// What a tick's count of critical sessions in error means for the cascade
+/// episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CascadeNews {
+    /// Nothing to say.
+    Quiet,
+    /// A new episode: alert once, restarts are held for the settle time.
+    Detected,
+    /// Still going an hour after the last alert: remind once.
+    Reminder,
+    /// The episode is over.
+    Cleared,
+}
+
+/// Tracks cascade episodes: one alert when one starts, a reminder at most
+/// every [`CASCADE_REMINDER_S`] while it does not clear, nothing in between.
+pub fn observe_cascade(state: &mut State, lim: &Limits, errored: usize, now: f64) -> CascadeNews {
+    let big = errored >= lim.cascade_threshold;
+    match (&mut state.cascade, big) {
+        (None, true) => {
+            state.cascade = Some(crate::decide::book::Cascade {
+                started: now,
+                settle_until: now + lim.cascade_wait,
+                last_alert: now,
+                size: errored,
+            });
+            CascadeNews::Detected
+        }
+        (Some(c), true) if now - c.last_alert >= CASCADE_REMINDER_S => {
+            c.last_alert = now;
+            CascadeNews::Reminder
+        }
+        (Some(c), false) if c.settle_until <= now => {
+            state.cascade = None;
+            CascadeNews::Cleared
+        }
+        _ => CascadeNews::Quiet,
+    }
+}
+
+/// Drops what has fallen out of its window, so a loaded state holds only
+/// what still matters.
+pub fn prune_state(state: &mut State, lim: &Limits, now: f64) {
+    // A wall clock stepped backwards leaves deadlines far in the future: none
+    // may lie further ahead than its own length.
+    let cap = |until: &mut f64, len: f64| *until = until.min(now + len);
+    cap(&mut state.cascade_pause_until, lim.cascade_pause);
+    cap(&mut state.breaker_open_until, lim.breaker_pause);
+    if let Some(c) = &mut state.cascade {
+        cap(&mut c.settle_until, lim.cascade_wait);
+    }
+    for book in state.sessions.values_mut() {
+        cap(&mut book.cooldown_until, lim.cooldown);
+        cap(&mut book.backoff_until, lim.backoff_429);
+        prune(&mut book.restarts, now, lim.rate_window);
+        if book.cooldown_until <= now {
+            book.cooldown_until = 0.0;
+        }
+        if book.backoff_until <= now {
+            book.backoff_until = 0.0;
+        }
+    }
+    state.sessions.retain(|_, b| !b.is_empty());
+    prune(&mut state.recent_restarts, now, lim.cascade_window);
+    prune(&mut state.breaker_hits, now, lim.breaker_window);
+    if state.cascade_pause_until <= now {
+        state.cascade_pause_until = 0.0;
+    }
+    if state.breaker_open_until <= now {
+        state.breaker_open_until = 0.0;
+    }
+    let keep = lim.dedup.max(CASCADE_REMINDER_S);
+    state.escalated.retain(|_, t| now - *t < keep);
+    if let Some(t) = state.last_restart_at {
+        state.last_restart_at = Some(t.min(now));
+    }
+}
+
+/// Whether an escalation of `severity` for `sid` (None: fleet-wide) may go out
+/// now; if so, it is recorded so duplicates inside the window are dropped.
+pub fn may_escalate(
+    state: &mut State,
+    lim: &Limits,
+    sid: Option<&str>,
+    severity: &str,
+    now: f64,
+) -> bool {
+    let key = format!("{}|{severity}", sid.unwrap_or("_global"));
+    match state.escalated.get(&key) {
+        Some(t) if now - t < lim.dedup => false,
+        _ => {
+            state.escalated.insert(key, now);
+            true
+        }
+    }
+}
+
+/// Once-per-episode alerts (`auth-hold`, `liveness-mismatch`): true the first
+/// time in an error episode.
+pub fn first_in_episode(state: &mut State, id: &str, alert: &str) -> bool {
+    state.book(id).alerted.insert(alert.to_owned())
+}
+
+/// A `pane_active` skip; returns the count in a row and whether it just
+/// reached the escalation threshold.
+pub fn note_pane_active(state: &mut State, lim: &Limits, id: &str) -> (u32, bool) {
+    let book = state.book(id);
+    book.liveness_skips += 1;
+    let n = book.liveness_skips;
+    (
+        n,
+        n >= lim.skip_escalate_after && first_in_episode(state, id, "liveness-mismatch"),
+    )
+}
+
+/// Records a status seen; a healthy one ends the error episode.
+pub fn note_status(state: &mut State, s: &Session, status: &str, healthy: bool, now: f64) {
+    let book = state.book(&s.id);
+    if book.title != s.title {
+        book.title = s.title.clone();
+    }
+    if book.last_status.as_deref() != Some(status) {
+        book.last_status = Some(status.to_owned());
+        book.status_since = now;
+    }
+    if healthy {
+        book.liveness_skips = 0;
+        book.alerted.clear();
+        book.error_since = None;
+    } else if status == "error" && book.error_since.is_none() {
+        book.error_since = Some(now);
+    }
+}
+
+/// A restart (or start fallback) worked.
+pub fn note_success(state: &mut State, id: &str) {
+    let book = state.book(id);
+    book.consecutive_failures = 0;
+    book.liveness_skips = 0;
+}
+
+/// A real failure; returns how many in a row.
+pub fn note_failure(state: &mut State, id: &str) -> u32 {
+    let book = state.book(id);
+    book.consecutive_failures += 1;
+    book.consecutive_failures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::clock::{Clock, FakeClock};
+
+    fn lim() -> Limits {
+        Limits {
+            rate_max: 3,
+            rate_window: 300.0,
+            cooldown: 30.0,
+            min_interval: 60.0,
+            cascade_threshold: 5,
+            cascade_window: 10.0,
+            cascade_pause: 60.0,
+            dedup: 300.0,
+            backoff_429: 180.0,
+            skip_escalate_after: 3,
+            cascade_wait: 30.0,
+            breaker_threshold: 3,
+            breaker_window: 600.0,
+            breaker_pause: 600.0,
+        }
+    }
+
+    const ID: &str = "3f9c2a1b-1755891234";
+
+    fn sess(id: &str) -> Session {
+        Session {
+            id: id.into(),
+            title: "conductor-ops".into(),
+            ..Session::default()
+        }
+    }
+
+    #[test]
+    fn budget_allows_exactly_rate_max_per_window() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        for _ in 0..3 {
+            assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Go);
+            reserve(&mut s, &l, ID, c.now());
+            finish(&mut s, ID);
+            c.advance(31.0);
+        }
+        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::BudgetSpent);
+        c.advance(300.0);
+        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Go);
+    }
+
+    #[test]
+    fn cooldown_and_in_flight_skip() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        reserve(&mut s, &l, ID, c.now());
+        assert_eq!(gate(&mut s, &l, ID, c.now() + 1.0), Gate::Skip("cooldown"));
+        assert_eq!(
+            gate(&mut s, &l, ID, c.now() + 31.0),
+            Gate::Skip("in_flight")
+        );
+        finish(&mut s, ID);
+        assert_eq!(gate(&mut s, &l, ID, c.now() + 31.0), Gate::Go);
+    }
+
+    #[test]
+    fn give_back_restores_the_budget() {
+        let (mut l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        l.cooldown = 0.0;
+        for _ in 0..10 {
+            assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Go);
+            let slot = reserve(&mut s, &l, ID, c.now());
+            give_back(&mut s, ID, slot);
+            finish(&mut s, ID);
+            c.advance(1.0);
+        }
+        assert!(s.book(ID).restarts.is_empty());
+    }
+
+    #[test]
+    fn backoff_comes_before_the_fleet_holds() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        note_rate_limited(&mut s, &l, ID, c.now());
+        s.cascade_pause_until = c.now() + 10.0;
+        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Skip("backoff_429"));
+        assert_eq!(recheck(&mut s, ID, c.now() + 179.0), Some("backoff_429"));
+        assert_eq!(recheck(&mut s, ID, c.now() + 181.0), None);
+    }
+
+    #[test]
+    fn serialization_spaces_restarts() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        assert_eq!(serialization_wait(&s, &l, c.now()), 0.0);
+        note_restart_call(&mut s, &l, ID, c.now());
+        c.advance(20.0);
+        assert_eq!(serialization_wait(&s, &l, c.now()), 40.0);
+        c.advance(40.0);
+        assert_eq!(serialization_wait(&s, &l, c.now()), 0.0);
+    }
+
+    #[test]
+    fn burst_pauses_everything() {
+        let (mut l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        l.min_interval = 0.0;
+        for i in 0..4 {
+            assert!(!note_restart_call(&mut s, &l, ID, c.now()), "restart {i}");
+            c.advance(1.0);
+        }
+        assert!(note_restart_call(&mut s, &l, ID, c.now()));
+        assert_eq!(
+            gate(&mut s, &l, "other-1", c.now() + 1.0),
+            Gate::Skip("cascade_pause")
+        );
+        assert_eq!(gate(&mut s, &l, "other-1", c.now() + 61.0), Gate::Go);
+    }
+
+    #[test]
+    fn slow_restarts_are_no_burst() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        for _ in 0..20 {
+            assert!(!note_restart_call(&mut s, &l, ID, c.now()));
+            c.advance(3.0);
+        }
+    }
+
+    #[test]
+    fn escalations_dedup_per_session_and_severity() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        assert!(may_escalate(&mut s, &l, Some(ID), "rate-limit", c.now()));
+        assert!(!may_escalate(
+            &mut s,
+            &l,
+            Some(ID),
+            "rate-limit",
+            c.now() + 299.0
+        ));
+        assert!(may_escalate(
+            &mut s,
+            &l,
+            Some(ID),
+            "restart-failed",
+            c.now()
+        ));
+        assert!(may_escalate(&mut s, &l, None, "rate-limit", c.now()));
+        assert!(may_escalate(
+            &mut s,
+            &l,
+            Some(ID),
+            "rate-limit",
+            c.now() + 301.0
+        ));
+    }
+
+    #[test]
+    fn liveness_mismatch_once_per_episode() {
+        let (l, mut s) = (lim(), State::default());
+        assert_eq!(note_pane_active(&mut s, &l, ID), (1, false));
+        assert_eq!(note_pane_active(&mut s, &l, ID), (2, false));
+        assert_eq!(note_pane_active(&mut s, &l, ID), (3, true));
+        assert_eq!(note_pane_active(&mut s, &l, ID), (4, false));
+        note_status(&mut s, &sess(ID), "running", true, 0.0);
+        assert_eq!(note_pane_active(&mut s, &l, ID), (1, false));
+        assert!(first_in_episode(&mut s, ID, "auth-hold"));
+        assert!(!first_in_episode(&mut s, ID, "auth-hold"));
+        note_status(&mut s, &sess(ID), "idle", true, 0.0);
+        assert!(first_in_episode(&mut s, ID, "auth-hold"));
+    }
+
+    #[test]
+    fn breaker_opens_on_the_third_429_and_closes_after_the_pause() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        assert!(!note_rate_limited(&mut s, &l, "a-1", c.now()));
+        c.advance(100.0);
+        assert!(!note_rate_limited(&mut s, &l, "b-1", c.now()));
+        c.advance(100.0);
+        assert!(note_rate_limited(&mut s, &l, "c-1", c.now()));
+        assert_eq!(
+            gate(&mut s, &l, "d-1", c.now() + 1.0),
+            Gate::Skip("breaker_open")
+        );
+        assert_eq!(
+            recheck(&mut s, "d-1", c.now() + 599.0),
+            Some("breaker_open")
+        );
+        assert_eq!(gate(&mut s, &l, "d-1", c.now() + 601.0), Gate::Go);
+    }
+
+    #[test]
+    fn slow_429s_do_not_trip_the_breaker() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        for i in 0..10 {
+            assert!(!note_rate_limited(&mut s, &l, &format!("s-{i}"), c.now()));
+            c.advance(301.0);
+        }
+    }
+
+    #[test]
+    fn cascade_alerts_once_settles_then_reminds_hourly() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        assert_eq!(observe_cascade(&mut s, &l, 4, c.now()), CascadeNews::Quiet);
+        assert_eq!(
+            observe_cascade(&mut s, &l, 6, c.now()),
+            CascadeNews::Detected
+        );
+        assert_eq!(
+            gate(&mut s, &l, ID, c.now() + 29.0),
+            Gate::Skip("cascade_settle")
+        );
+        assert_eq!(gate(&mut s, &l, ID, c.now() + 31.0), Gate::Go);
+        for _ in 0..100 {
+            c.advance(30.0);
+            let news = observe_cascade(&mut s, &l, 6, c.now());
+            let hour = c.now() - 1000.0 >= CASCADE_REMINDER_S
+                && c.now() - 1000.0 < CASCADE_REMINDER_S + 30.0;
+            assert_eq!(
+                news,
+                if hour {
+                    CascadeNews::Reminder
+                } else {
+                    CascadeNews::Quiet
+                },
+                "at {}",
+                c.now()
+            );
+        }
+        assert_eq!(
+            observe_cascade(&mut s, &l, 1, c.now()),
+            CascadeNews::Cleared
+        );
+        assert_eq!(
+            observe_cascade(&mut s, &l, 5, c.now()),
+            CascadeNews::Detected
+        );
+    }
+
+    #[test]
+    fn pruning_drops_expired_entries_only() {
+        let (l, c, mut s) = (lim(), FakeClock::at(10_000.0), State::default());
+        reserve(&mut s, &l, "old-1", c.now() - 400.0);
+        reserve(&mut s, &l, "new-1", c.now() - 10.0);
+        note_rate_limited(&mut s, &l, "new-1", c.now());
+        may_escalate(&mut s, &l, Some("old-1"), "rate-limit", c.now() - 4000.0);
+        may_escalate(&mut s, &l, Some("new-1"), "rate-limit", c.now() - 10.0);
+        prune_state(&mut s, &l, c.now());
+        assert!(!s.sessions.contains_key("old-1"));
+        assert_eq!(s.sessions["new-1"].restarts, vec![c.now() - 10.0]);
+        assert!(s.sessions["new-1"].backoff_until > c.now());
+        assert_eq!(s.escalated.len(), 1);
+    }
+}

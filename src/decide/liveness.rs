@@ -1,0 +1,284 @@
+//! Liveness confirmation: the last look before a pane is torn down.
+//!
+//! The status is re-read, the pane sampled twice a gap apart, the status read
+//! again; any sign of life is a skip with its reason. The sequence runs over
+//! a [`Probe`], so the reads, the gap and the clock are all injectable; the
+//! result is the evidence that goes to `liveness.log`, digests only.
+
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use crate::fleet::session::{Live, Status};
+use crate::records::audit::{Pane, Read};
+
+/// Where the readings come from.
+pub trait Probe {
+    /// `session show`; `None` when unreadable.
+    fn read(&self) -> Option<Live>;
+    /// `session output --pane -q`; `None` when it could not be captured.
+    fn pane(&self) -> Option<String>;
+    /// Waits the gap; false if shutdown came first.
+    fn wait(&self, gap: Duration) -> bool;
+    fn now(&self) -> f64;
+}
+
+/// The outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// `confirmed_dead`: restart it.
+    Dead,
+    /// Leave it alone, for this reason.
+    Skip(&'static str),
+}
+
+impl Verdict {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Verdict::Dead => "confirmed_dead",
+            Verdict::Skip(r) => r,
+        }
+    }
+}
+
+/// What was seen, for the record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evidence {
+    pub reads: Vec<Read>,
+    pub pane: Pane,
+    pub auth_hold_reason: Option<String>,
+    pub verdict: Verdict,
+}
+
+/// The first 16 hex characters of the SHA-256 of `text`.
+pub fn digest(text: &str) -> String {
+    let hash = Sha256::digest(text.as_bytes());
+    hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Runs the confirmation sequence of SPEC §5.3.
+pub fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
+    let mut ev = Evidence {
+        reads: Vec::new(),
+        pane: Pane::default(),
+        auth_hold_reason: None,
+        verdict: Verdict::Dead,
+    };
+    if let Some(skip) = read_status(probe, &mut ev, true) {
+        ev.verdict = Verdict::Skip(skip);
+        return ev;
+    }
+    let first = probe.pane();
+    let completed = probe.wait(gap);
+    let second = if completed { probe.pane() } else { None };
+    ev.pane = Pane {
+        first: first.as_deref().map(digest).unwrap_or_default(),
+        second: second.as_deref().map(digest).unwrap_or_default(),
+        sampled: first.is_some() && second.is_some(),
+        changed: matches!((&first, &second), (Some(a), Some(b)) if a != b),
+        empty: first.as_deref().is_none_or(|t| t.trim().is_empty())
+            && second.as_deref().is_none_or(|t| t.trim().is_empty()),
+    };
+    if !completed {
+        ev.verdict = Verdict::Skip("shutting_down");
+    } else if first.is_some() != second.is_some() {
+        // One capture failed: the samples cannot be compared, so the pane may be live.
+        ev.verdict = Verdict::Skip("pane_unreadable");
+    } else if ev.pane.changed {
+        ev.verdict = Verdict::Skip("pane_active");
+    } else if let Some(skip) = read_status(probe, &mut ev, false) {
+        ev.verdict = Verdict::Skip(skip);
+    }
+    ev
+}
+
+/// One status read; a reason to skip, if it gives one.
+fn read_status(probe: &dyn Probe, ev: &mut Evidence, check_auth: bool) -> Option<&'static str> {
+    let live: Option<Live> = probe.read();
+    let ts = probe.now();
+    let Some(live) = live.filter(|l| l.status.is_some()) else {
+        ev.reads.push(Read {
+            ts,
+            status: "unreadable".into(),
+            substate: None,
+        });
+        return Some("status_unreadable");
+    };
+    ev.reads.push(Read {
+        ts,
+        status: live.status().as_str().into(),
+        substate: live.substate.clone(),
+    });
+    if live.status() != Status::Error {
+        return Some("recovered_before_restart");
+    }
+    if check_auth {
+        if let Some(reason) = live.auth_hold {
+            ev.auth_hold_reason = Some(reason);
+            return Some("auth_hold");
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
+
+    /// Scripted readings; an empty script reads as unreadable.
+    #[derive(Default)]
+    struct Script {
+        reads: RefCell<VecDeque<Option<Live>>>,
+        panes: RefCell<VecDeque<Option<String>>>,
+        shutdown_in_gap: bool,
+        waited: RefCell<Vec<Duration>>,
+    }
+
+    impl Probe for Script {
+        fn read(&self) -> Option<Live> {
+            self.reads.borrow_mut().pop_front().flatten()
+        }
+        fn pane(&self) -> Option<String> {
+            self.panes.borrow_mut().pop_front().flatten()
+        }
+        fn wait(&self, gap: Duration) -> bool {
+            self.waited.borrow_mut().push(gap);
+            !self.shutdown_in_gap
+        }
+        fn now(&self) -> f64 {
+            42.0
+        }
+    }
+
+    fn live(status: Status) -> Option<Live> {
+        Some(Live {
+            status: Some(status),
+            ..Live::default()
+        })
+    }
+
+    fn script(reads: Vec<Option<Live>>, panes: Vec<Option<&str>>) -> Script {
+        Script {
+            reads: RefCell::new(reads.into()),
+            panes: RefCell::new(panes.into_iter().map(|p| p.map(str::to_owned)).collect()),
+            ..Script::default()
+        }
+    }
+
+    const GAP: Duration = Duration::from_secs(2);
+
+    #[test]
+    fn frozen_pane_and_two_error_reads_is_dead() {
+        let s = script(
+            vec![live(Status::Error), live(Status::Error)],
+            vec![Some("x"), Some("x")],
+        );
+        let ev = confirm(&s, GAP);
+        assert_eq!(ev.verdict, Verdict::Dead);
+        assert_eq!(ev.reads.len(), 2);
+        assert!(ev.pane.sampled && !ev.pane.changed && !ev.pane.empty);
+        assert_eq!(ev.pane.first, digest("x"));
+        assert_eq!(*s.waited.borrow(), vec![GAP]);
+    }
+
+    #[test]
+    fn moving_pane_is_active() {
+        let s = script(vec![live(Status::Error)], vec![Some("a"), Some("b")]);
+        let ev = confirm(&s, GAP);
+        assert_eq!(ev.verdict, Verdict::Skip("pane_active"));
+        assert!(ev.pane.changed);
+    }
+
+    #[test]
+    fn unreadable_first_read() {
+        let ev = confirm(&script(vec![None], vec![]), GAP);
+        assert_eq!(ev.verdict, Verdict::Skip("status_unreadable"));
+        assert_eq!(ev.reads[0].status, "unreadable");
+    }
+
+    #[test]
+    fn unreadable_second_read() {
+        let ev = confirm(
+            &script(vec![live(Status::Error), None], vec![Some("a"), Some("a")]),
+            GAP,
+        );
+        assert_eq!(ev.verdict, Verdict::Skip("status_unreadable"));
+    }
+
+    #[test]
+    fn recovered_before_or_after_sampling() {
+        let ev = confirm(&script(vec![live(Status::Running)], vec![]), GAP);
+        assert_eq!(ev.verdict, Verdict::Skip("recovered_before_restart"));
+        let ev = confirm(
+            &script(
+                vec![live(Status::Error), live(Status::Waiting)],
+                vec![Some("a"), Some("a")],
+            ),
+            GAP,
+        );
+        assert_eq!(ev.verdict, Verdict::Skip("recovered_before_restart"));
+    }
+
+    #[test]
+    fn auth_hold_is_never_restarted() {
+        let held = Some(Live {
+            status: Some(Status::Error),
+            auth_hold: Some("auth_death".into()),
+            ..Live::default()
+        });
+        let ev = confirm(&script(vec![held], vec![]), GAP);
+        assert_eq!(ev.verdict, Verdict::Skip("auth_hold"));
+        assert_eq!(ev.auth_hold_reason.as_deref(), Some("auth_death"));
+    }
+
+    #[test]
+    fn shutdown_during_the_gap() {
+        let mut s = script(vec![live(Status::Error)], vec![Some("a"), Some("a")]);
+        s.shutdown_in_gap = true;
+        let ev = confirm(&s, GAP);
+        assert_eq!(ev.verdict, Verdict::Skip("shutting_down"));
+        assert!(!ev.pane.sampled);
+    }
+
+    #[test]
+    fn one_failed_capture_is_no_proof_of_death() {
+        let ev = confirm(
+            &script(
+                vec![live(Status::Error), live(Status::Error)],
+                vec![None, Some("busy")],
+            ),
+            GAP,
+        );
+        assert_eq!(ev.verdict, Verdict::Skip("pane_unreadable"));
+        let ev = confirm(
+            &script(
+                vec![live(Status::Error), live(Status::Error)],
+                vec![Some("busy"), None],
+            ),
+            GAP,
+        );
+        assert_eq!(ev.verdict, Verdict::Skip("pane_unreadable"));
+    }
+
+    #[test]
+    fn dead_pane_that_cannot_be_captured_is_dead() {
+        let ev = confirm(
+            &script(
+                vec![live(Status::Error), live(Status::Error)],
+                vec![None, None],
+            ),
+            GAP,
+        );
+        assert_eq!(ev.verdict, Verdict::Dead);
+        assert!(!ev.pane.sampled && ev.pane.empty);
+    }
+
+    #[test]
+    fn digest_is_16_hex() {
+        let d = digest("pane text");
+        assert_eq!(d.len(), 16);
+        assert!(d.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+}

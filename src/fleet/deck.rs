@@ -1,0 +1,254 @@
+//! The agent-deck CLI behind a trait, and its real implementation.
+//!
+//! [`AgentDeck`] is what the rest of the daemon talks to; tests swap in an
+//! in-memory fake. [`Cli`] builds every agent-deck command line (global `-p`
+//! first, as the real CLI requires), runs it through [`crate::sys::process`], counts
+//! calls and failures, and parses the answer. It makes no decisions.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+pub use crate::fleet::parse::RestartAnswer;
+use crate::fleet::parse::{self, Garbage};
+use crate::fleet::session::{Live, Session};
+use crate::sys::process::{self, Job, Output, RunError};
+use crate::sys::shutdown::Shutdown;
+
+/// Why a CLI call gave no usable answer.
+#[derive(Debug)]
+pub enum CliError {
+    /// Could not start, timed out, or interrupted by shutdown.
+    Run(RunError),
+    /// Exited non-zero (or by a signal), with the CLI's own message.
+    Exit { code: Option<i32>, message: String },
+    /// Exited 0 but printed something we do not understand.
+    Garbage(String),
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Run(e) => write!(f, "{e}"),
+            CliError::Exit {
+                code: Some(c),
+                message,
+            } => write!(f, "exited {c}: {message}"),
+            CliError::Exit {
+                code: None,
+                message,
+            } => write!(f, "killed by a signal: {message}"),
+            CliError::Garbage(g) => write!(f, "unreadable output: {g}"),
+        }
+    }
+}
+
+impl From<Garbage> for CliError {
+    fn from(g: Garbage) -> CliError {
+        CliError::Garbage(g.0)
+    }
+}
+
+pub type CliResult<T> = Result<T, CliError>;
+
+/// Everything the watchdog asks of agent-deck.
+pub trait AgentDeck: Send + Sync {
+    /// `list --all --json`: every session, no status.
+    fn list_all(&self) -> CliResult<Vec<Session>>;
+    /// `-p P list --json`: the sessions of one profile with live status.
+    fn list_profile(&self, profile: &str) -> CliResult<Vec<(Session, Live)>>;
+    /// `-p P session show <id> --json`.
+    fn show(&self, profile: &str, id: &str) -> CliResult<Live>;
+    /// `-p P session restart <id> --json`.
+    fn restart(&self, profile: &str, id: &str) -> CliResult<RestartAnswer>;
+    /// `-p P session start <id>`.
+    fn start(&self, profile: &str, id: &str) -> CliResult<()>;
+    /// `-p P session send <id> <message> --no-wait`.
+    fn send(&self, profile: &str, id: &str, message: &str) -> CliResult<()>;
+    /// `-p P session output <id> --pane -q`: the raw pane.
+    fn pane(&self, profile: &str, id: &str) -> CliResult<String>;
+    /// `-p P session output <id> -quiet`: the last transcript answer.
+    fn transcript(&self, profile: &str, id: &str) -> CliResult<String>;
+    /// `-p P remove <id>`.
+    fn remove(&self, profile: &str, id: &str) -> CliResult<()>;
+    /// Calls and failures so far, by command name.
+    fn stats(&self) -> CallStats {
+        CallStats::default()
+    }
+}
+
+/// Counters of CLI calls and failures, by command name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallStats {
+    pub calls: BTreeMap<&'static str, u64>,
+    pub failures: BTreeMap<&'static str, u64>,
+}
+
+/// The real CLI.
+pub struct Cli {
+    bin: PathBuf,
+    timeout: Duration,
+    shutdown: Shutdown,
+    stats: Mutex<CallStats>,
+}
+
+impl Cli {
+    pub fn new(bin: PathBuf, timeout: Duration, shutdown: Shutdown) -> Cli {
+        Cli {
+            bin,
+            timeout,
+            shutdown,
+            stats: Mutex::new(CallStats::default()),
+        }
+    }
+
+    /// Runs one command; a non-zero exit becomes [`CliError::Exit`].
+    fn call(&self, name: &'static str, profile: &str, args: &[&str]) -> CliResult<Output> {
+        let mut job = Job::new(&self.bin);
+        if !profile.is_empty() {
+            job = job.arg("-p").arg(profile);
+        }
+        let job = job.args(args.iter().copied());
+        *self.stats.lock().calls.entry(name).or_default() += 1;
+        let result = match process::run(&job, self.timeout, &self.shutdown) {
+            Err(e) => Err(CliError::Run(e)),
+            Ok(out) if out.success() => Ok(out),
+            Ok(out) => Err(CliError::Exit {
+                code: out.code,
+                message: parse::error_message(&out.stdout, &out.stderr),
+            }),
+        };
+        if result.is_err() {
+            *self.stats.lock().failures.entry(name).or_default() += 1;
+        }
+        result
+    }
+
+    fn parsed<T>(
+        &self,
+        name: &'static str,
+        out: CliResult<Output>,
+        f: fn(&str) -> Result<T, Garbage>,
+    ) -> CliResult<T> {
+        let out = out?;
+        f(&out.stdout).map_err(|g| {
+            *self.stats.lock().failures.entry(name).or_default() += 1;
+            CliError::from(g)
+        })
+    }
+}
+
+impl AgentDeck for Cli {
+    fn list_all(&self) -> CliResult<Vec<Session>> {
+        let out = self.call("list-all", "", &["list", "--all", "--json"]);
+        self.parsed("list-all", out, parse::list_all)
+    }
+
+    fn list_profile(&self, profile: &str) -> CliResult<Vec<(Session, Live)>> {
+        let out = self.call("list", profile, &["list", "--json"]);
+        self.parsed("list", out, parse::list_profile)
+    }
+
+    fn show(&self, profile: &str, id: &str) -> CliResult<Live> {
+        let out = self.call("show", profile, &["session", "show", id, "--json"]);
+        self.parsed("show", out, parse::show)
+    }
+
+    fn restart(&self, profile: &str, id: &str) -> CliResult<RestartAnswer> {
+        let out = self.call("restart", profile, &["session", "restart", id, "--json"]);
+        self.parsed("restart", out, parse::restart)
+    }
+
+    fn start(&self, profile: &str, id: &str) -> CliResult<()> {
+        self.call("start", profile, &["session", "start", id])
+            .map(drop)
+    }
+
+    fn send(&self, profile: &str, id: &str, message: &str) -> CliResult<()> {
+        // agent-deck takes any word that begins with '-' for a flag.
+        let message = if message.starts_with('-') {
+            format!(" {message}")
+        } else {
+            message.to_owned()
+        };
+        self.call(
+            "send",
+            profile,
+            &["session", "send", id, &message, "--no-wait"],
+        )
+        .map(drop)
+    }
+
+    fn pane(&self, profile: &str, id: &str) -> CliResult<String> {
+        self.call(
+            "output-pane",
+            profile,
+            &["session", "output", id, "--pane", "-q"],
+        )
+        .map(|o| o.stdout)
+    }
+
+    fn transcript(&self, profile: &str, id: &str) -> CliResult<String> {
+        self.call("output", profile, &["session", "output", id, "-quiet"])
+            .map(|o| o.stdout)
+    }
+
+    fn remove(&self, profile: &str, id: &str) -> CliResult<()> {
+        self.call("remove", profile, &["remove", id]).map(drop)
+    }
+
+    fn stats(&self) -> CallStats {
+        self.stats.lock().clone()
+    }
+}
+
+/// Dry-run guard: reads pass through, every mutating call is refused without
+/// running anything. The daemon already stops before mutating in dry-run;
+/// this makes a slip impossible rather than unlikely.
+pub struct ReadOnly(pub std::sync::Arc<dyn AgentDeck>);
+
+impl ReadOnly {
+    fn refuse<T>(what: &str, id: &str) -> CliResult<T> {
+        log::error!("dry-run: refused to run `{what} {id}` (this is a bug: dry-run decisions should stop earlier)");
+        Err(CliError::Exit {
+            code: None,
+            message: format!("dry-run: {what} not executed"),
+        })
+    }
+}
+
+impl AgentDeck for ReadOnly {
+    fn list_all(&self) -> CliResult<Vec<Session>> {
+        self.0.list_all()
+    }
+    fn list_profile(&self, profile: &str) -> CliResult<Vec<(Session, Live)>> {
+        self.0.list_profile(profile)
+    }
+    fn show(&self, profile: &str, id: &str) -> CliResult<Live> {
+        self.0.show(profile, id)
+    }
+    fn restart(&self, _: &str, id: &str) -> CliResult<RestartAnswer> {
+        Self::refuse("session restart", id)
+    }
+    fn start(&self, _: &str, id: &str) -> CliResult<()> {
+        Self::refuse("session start", id)
+    }
+    fn send(&self, _: &str, id: &str, _: &str) -> CliResult<()> {
+        Self::refuse("session send", id)
+    }
+    fn pane(&self, profile: &str, id: &str) -> CliResult<String> {
+        self.0.pane(profile, id)
+    }
+    fn transcript(&self, profile: &str, id: &str) -> CliResult<String> {
+        self.0.transcript(profile, id)
+    }
+    fn remove(&self, _: &str, id: &str) -> CliResult<()> {
+        Self::refuse("remove", id)
+    }
+    fn stats(&self) -> CallStats {
+        self.0.stats()
+    }
+}

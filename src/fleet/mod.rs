@@ -1,0 +1,8 @@
+//! The fleet as the CLI reports it: the agent-deck CLI behind a trait, its
+//! answers parsed into typed sessions, which of them are critical, and the
+//! cache of the last readable list. Nothing here restarts anything.
+
+pub(crate) mod cache;
+pub(crate) mod deck;
+pub(crate) mod parse;
+pub(crate) mod session;

@@ -1,0 +1,286 @@
+//! `agent-deck-watchdog demo`: the daemon against a simulated fleet, so a
+//! newcomer sees what it does in one command, without agent-deck.
+//!
+//! The fleet is [`crate::sim`], reached through a two-line wrapper script in a
+//! fresh temp directory. The scenario: a conductor crashes and is revived
+//! through the inotify fast path; a busy conductor shows an error banner
+//! while its pane keeps moving and is left alone; an auth-held conductor is
+//! left alone and escalated once; a worker in error is ignored. The timeline
+//! is printed from the daemon's own records, which stay in the temp dir.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::cli::RunFlags;
+use crate::config::{Config, Env};
+use crate::daemon;
+use crate::error::{Error, Result};
+use crate::records::audit::{read_lines, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
+use crate::sim::{self, SimSession, SimState};
+use crate::sys::clock::unix_now;
+use crate::sys::shutdown::Shutdown;
+
+const CRASHER: &str = "3f9c2a1b-1755891234";
+const BUSY: &str = "7c1d2e3f-1755891300";
+const HELD: &str = "9a8b7c6d-1755891400";
+const WORKER: &str = "a0b1c2d3-1755899999";
+const DEADLINE: Duration = Duration::from_secs(40);
+
+fn err(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::runtime(format!("demo: {what}: {e}"))
+}
+
+fn session(id: &str, title: &str, group: &str, status: &str, pane: &str) -> SimSession {
+    SimSession {
+        id: id.into(),
+        title: title.into(),
+        group: group.into(),
+        profile: "default".into(),
+        status: status.into(),
+        pane: pane.into(),
+        ..SimSession::default()
+    }
+}
+
+fn fleet() -> SimState {
+    let mut busy = session(
+        BUSY,
+        "conductor-busy",
+        "conductor",
+        "error",
+        "Error: connection reset (an old banner in scrollback)\n",
+    );
+    busy.pane_moving = true;
+    let mut held = session(HELD, "conductor-auth", "conductor", "error", "");
+    held.substate = "auth-401".into();
+    held.auth_hold = Some(
+        json!({"reason": "auth_death", "remedy": "log in again with `claude /login`",
+                                 "evidence": "API Error: 401", "boot_attempts": 1, "ts": unix_now() as u64}),
+    );
+    let mut worker = session(WORKER, "worker-1", "srv", "error", "$ ");
+    worker.parent_session_id = CRASHER.into();
+    SimState {
+        sessions: vec![
+            session(
+                CRASHER,
+                "conductor-ops",
+                "conductor",
+                "running",
+                "conductor ready\n> ",
+            ),
+            busy,
+            held,
+            worker,
+        ],
+    }
+}
+
+/// Lays out the temp directory and returns the daemon's configuration.
+fn prepare(dir: &Path) -> Result<(Config, PathBuf, PathBuf)> {
+    let exe = std::env::current_exe().map_err(|e| err("cannot find this program", e))?;
+    let (state, calls) = (dir.join("sim-state.json"), dir.join("sim-calls.log"));
+    let hooks = dir.join("hooks");
+    for d in [&hooks, &dir.join("home"), &dir.join("bin")] {
+        std::fs::create_dir_all(d).map_err(|e| err("cannot create the demo directory", e))?;
+    }
+    sim::update(&state, |s| *s = fleet())
+        .map_err(|e| err("cannot write the simulated fleet", e))?;
+    let wrapper = dir.join("bin/agent-deck");
+    let script = format!(
+        "#!/bin/sh\nAGENT_DECK_SIM_STATE='{}' AGENT_DECK_SIM_LOG='{}' exec '{}' __sim \"$@\"\n",
+        state.display(),
+        calls.display(),
+        exe.display()
+    );
+    std::fs::write(&wrapper, script)
+        .and_then(|()| std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)))
+        .map_err(|e| err("cannot write the simulated agent-deck", e))?;
+    let mut env = Env::new();
+    let path = |p: &Path| p.display().to_string();
+    for (k, v) in [
+        ("HOME", path(&dir.join("home"))),
+        ("AGENT_DECK_ROOT", path(&dir.join("agent-deck"))),
+        ("AGENT_DECK_BIN", path(&wrapper)),
+        ("AGENT_DECK_HOOKS_DIR", path(&hooks)),
+        ("SAFETY_POLL_INTERVAL_S", "1".into()),
+        ("LIVENESS_CONFIRM_GAP_S", "0.5".into()),
+        ("LIVENESS_SKIP_ESCALATE_AFTER", "2".into()),
+        ("MIN_GLOBAL_RESTART_INTERVAL_S", "1".into()),
+        ("POST_RESTART_COOLDOWN_S", "2".into()),
+        ("RESTART_VERIFY_S", "1".into()),
+        ("START_VERIFY_S", "2".into()),
+    ] {
+        env.insert(k.into(), v);
+    }
+    let cfg = Config::from_env(&env)?;
+    Ok((cfg, state, calls))
+}
+
+/// Writes a hook file the way agent-deck does: a dot-temp file renamed in.
+fn write_hook(hooks: &Path, id: &str) -> std::io::Result<()> {
+    let tmp = hooks.join(format!(".{id}.json.tmp-demo"));
+    std::fs::write(
+        &tmp,
+        format!(
+            "{{\"status\":\"dead\",\"event\":\"SessionEnd\",\"ts\":{}}}",
+            unix_now() as u64
+        ),
+    )?;
+    std::fs::rename(&tmp, hooks.join(format!("{id}.json")))
+}
+
+fn records(cfg: &Config, file: &str) -> Vec<Value> {
+    read_lines(&cfg.watchdog_dir.join(file))
+}
+
+/// The scenario's three outcomes are all on record.
+fn finished(cfg: &Config) -> bool {
+    let restarts = records(cfg, RESTART_LOG);
+    let revived = restarts
+        .iter()
+        .any(|r| r["id"] == CRASHER && r["action"] == "restarted");
+    let busy_skips = records(cfg, LIVENESS_LOG)
+        .iter()
+        .filter(|r| r["id"] == BUSY && r["reason"] == "pane_active")
+        .count();
+    let held = records(cfg, ESCALATIONS_LOG)
+        .iter()
+        .any(|e| e["severity"] == "auth-hold");
+    revived && busy_skips >= 2 && held
+}
+
+/// Runs the demo and prints its timeline.
+pub fn run() -> Result<()> {
+    let dir = std::env::temp_dir().join(format!(
+        "agent-deck-watchdog-demo-{}-{}",
+        std::process::id(),
+        unix_now() as u64
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| err("cannot create the demo directory", e))?;
+    let (cfg, state, calls) = prepare(&dir)?;
+    println!("agent-deck-watchdog demo: a simulated agent-deck fleet of four sessions");
+    println!("  conductor-ops   running, will crash in a moment");
+    println!("  conductor-busy  shows an error banner, but its pane keeps moving");
+    println!("  conductor-auth  in error and auth-held (its login expired)");
+    println!("  worker-1        in error, but not a critical session\n");
+    let shutdown = Shutdown::new().map_err(|e| err("cannot create the shutdown token", e))?;
+    let stop = shutdown.clone();
+    let daemon_cfg = cfg.clone();
+    let daemon = std::thread::Builder::new()
+        .name("demo-daemon".into())
+        .spawn(move || {
+            daemon::run_with(
+                &daemon_cfg,
+                RunFlags::default(),
+                stop,
+                &AtomicBool::new(false),
+            )
+        })
+        .map_err(|e| err("cannot start the daemon thread", e))?;
+    let started = unix_now();
+    std::thread::sleep(Duration::from_millis(1500));
+    sim::update(&state, |s| {
+        if let Some(c) = s.sessions.iter_mut().find(|c| c.id == CRASHER) {
+            c.status = "error".into();
+            c.pane = "panic: connection reset by peer\n".into();
+        }
+    })
+    .map_err(|e| err("cannot crash conductor-ops", e))?;
+    let crashed_at = unix_now();
+    write_hook(&cfg.hooks_dir, CRASHER).map_err(|e| err("cannot write the hook file", e))?;
+    let deadline = Instant::now() + DEADLINE;
+    while !finished(&cfg) && Instant::now() < deadline && !daemon.is_finished() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    shutdown.trigger();
+    let outcome = daemon
+        .join()
+        .map_err(|_| err("the daemon thread", "panicked"))?;
+    outcome?;
+    print_timeline(&cfg, started, crashed_at, &calls);
+    println!("\nrecords: {}", cfg.watchdog_dir.display());
+    println!(
+        "(the demo's files, simulated fleet included, are in {})",
+        dir.display()
+    );
+    if finished(&cfg) {
+        Ok(())
+    } else {
+        Err(Error::runtime(
+            "demo: the scenario did not complete within 40s; see the records above",
+        ))
+    }
+}
+
+fn describe(r: &Value, title: &str, kind: &str) -> String {
+    let s = |k: &str| r[k].as_str().unwrap_or("").to_owned();
+    match kind {
+        "liveness" => {
+            let reads: Vec<String> = r["reads"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|x| s_of(&x["status"]))
+                .collect();
+            let pane = match (r["pane"]["first"].as_str(), r["pane"]["changed"] == true) {
+                (Some(""), _) | (None, _) => "",
+                (_, true) => ", pane moving",
+                (_, false) => ", pane unchanged",
+            };
+            format!(
+                "{title}: liveness check (status {}{pane}) → {} ({})",
+                reads.join(" → "),
+                s("decision"),
+                s("reason")
+            )
+        }
+        "restart" => match s("action").as_str() {
+            "restart" => format!("{title}: restarting it (session restart --json)"),
+            "restarted" => format!("{title}: back up, status {}", s("final_status")),
+            "skipped-alive" => format!("{title}: left alone — {}", s("reason")),
+            other => format!("{title}: {other} {}", s("reason")),
+        },
+        _ => format!("ESCALATION [{}] {}", s("severity"), s("message")),
+    }
+}
+
+fn s_of(v: &Value) -> String {
+    v.as_str().unwrap_or("?").to_owned()
+}
+
+fn print_timeline(cfg: &Config, started: f64, crashed_at: f64, calls: &Path) {
+    let mut events: Vec<(f64, String)> = vec![(
+        crashed_at,
+        "conductor-ops crashes: status error, hook file renamed into the hooks dir".into(),
+    )];
+    for (file, kind) in [
+        (LIVENESS_LOG, "liveness"),
+        (RESTART_LOG, "restart"),
+        (ESCALATIONS_LOG, "escalation"),
+    ] {
+        for r in records(cfg, file) {
+            if kind == "restart" && r["action"] == "skipped-alive" {
+                continue; // the liveness line already says it
+            }
+            let title = r["title"].as_str().unwrap_or("").to_owned();
+            events.push((r["ts"].as_f64().unwrap_or(0.0), describe(&r, &title, kind)));
+        }
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0));
+    println!("timeline (seconds since start):");
+    for (ts, line) in events {
+        println!("  +{:5.1}s  {line}", ts - started);
+    }
+    let log = std::fs::read_to_string(calls).unwrap_or_default();
+    let worker_restarts = log
+        .lines()
+        .filter(|l| l.contains("\"restart\"") && l.contains(WORKER))
+        .count();
+    let total = log.lines().count();
+    println!("\nworker-1 was in error the whole time and was restarted {worker_restarts} times: it is not critical.");
+    println!("the watchdog made {total} calls to the (simulated) agent-deck CLI.");
+}

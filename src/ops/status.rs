@@ -1,0 +1,194 @@
+//! `agent-deck-watchdog status [--json]`: what the daemon knows and will do
+//! next, read from its files without disturbing it.
+//!
+//! Sources: the instance lock (is a daemon running, which pid), `state.json`
+//! (per-session budget, cooldown, backoff, skips; breaker; cascade; patrols),
+//! `metrics.prom` (CLI calls and failures, queue drops, as of the last tick)
+//! and the task registry. Read-only: it takes no lock a daemon would wait on.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::config::Config;
+use crate::decide::book::State;
+use crate::decide::gates::Limits;
+use crate::error::{Error, Result};
+use crate::records::instance_lock;
+use crate::records::metrics::{self, METRICS_FILE};
+use crate::records::state_file::STATE_FILE;
+use crate::sys::clock::{Clock, SystemClock};
+use crate::tasks::registry::RegistryFile;
+
+/// Everything `status` reports, as JSON.
+pub fn collect(cfg: &Config, now: f64) -> Value {
+    let dir = &cfg.watchdog_dir;
+    let lim = Limits::from_config(cfg);
+    let holder = instance_lock::holder(dir);
+    let state: Option<State> = std::fs::read(dir.join(STATE_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let state_readable = state.is_some();
+    let state = state.unwrap_or_default();
+    let remaining = |until: f64| ((until - now).max(0.0) * 10.0).round() / 10.0;
+    let sessions: Vec<Value> = state
+        .sessions
+        .iter()
+        .map(|(id, b)| {
+            let used = b
+                .restarts
+                .iter()
+                .filter(|t| now - **t < lim.rate_window)
+                .count();
+            json!({
+                "id": id,
+                "title": b.title,
+                "last_status": b.last_status,
+                "status_since": b.status_since,
+                "restarts_in_window": used,
+                "budget_left": lim.rate_max.saturating_sub(used),
+                "cooldown_remaining_s": remaining(b.cooldown_until),
+                "backoff_remaining_s": remaining(b.backoff_until),
+                "liveness_skips": b.liveness_skips,
+                "consecutive_failures": b.consecutive_failures,
+            })
+        })
+        .collect();
+    let counters = std::fs::read_to_string(dir.join(METRICS_FILE))
+        .map(|t| metrics::parse(&t))
+        .unwrap_or_default();
+    let by_label = |family: &str| -> BTreeMap<String, f64> {
+        let prefix = format!("agent_deck_watchdog_{family}{{");
+        counters
+            .iter()
+            .filter_map(|(k, v)| {
+                let label = k.strip_prefix(&prefix)?.split('"').nth(1)?;
+                Some((label.to_owned(), *v))
+            })
+            .collect()
+    };
+    let tasks: BTreeMap<String, usize> = RegistryFile::new(&cfg.task_timers_file)
+        .peek()
+        .map(|reg| {
+            reg.tasks.iter().fold(BTreeMap::new(), |mut m, t| {
+                *m.entry(t.status.clone()).or_default() += 1;
+                m
+            })
+        })
+        .unwrap_or_default();
+    json!({
+        "daemon": {"running": holder.is_some(), "pid": holder},
+        "state_file": {"path": dir.join(STATE_FILE), "readable": state_readable},
+        "limits": {"rate_limit_max": lim.rate_max, "rate_limit_window_s": lim.rate_window},
+        "sessions": sessions,
+        "breaker": {
+            "open": state.breaker_open_until > now,
+            "remaining_s": remaining(state.breaker_open_until),
+            "recent_429s": state.breaker_hits.len(),
+        },
+        "cascade": {
+            "active": state.cascade.is_some(),
+            "settle_remaining_s": state.cascade.as_ref().map_or(0.0, |c| remaining(c.settle_until)),
+            "size": state.cascade.as_ref().map(|c| c.size),
+            "burst_pause_remaining_s": remaining(state.cascade_pause_until),
+        },
+        "patrols": {
+            "waiting_children_watched": state.waiting.len(),
+            "poller_restarts": state.poller_restarted,
+        },
+        "queue_drops": counters.get("agent_deck_watchdog_queue_drops_total").copied().unwrap_or(0.0),
+        "cli": {"calls": by_label("cli_calls_total"), "failures": by_label("cli_failures_total")},
+        "tasks": tasks,
+    })
+}
+
+fn table(v: &Value) -> String {
+    let mut out = String::new();
+    let daemon = &v["daemon"];
+    out.push_str(&match daemon["pid"].as_u64() {
+        Some(pid) => format!("daemon: running (pid {pid})\n"),
+        None => "daemon: not running\n".to_owned(),
+    });
+    let f = |x: &Value| x.as_f64().unwrap_or(0.0);
+    out.push_str(&format!(
+        "{:<22} {:<20} {:<9} {:>8} {:>6} {:>9} {:>9} {:>6}\n",
+        "SESSION", "TITLE", "STATUS", "RESTARTS", "LEFT", "COOLDOWN", "BACKOFF", "SKIPS"
+    ));
+    for s in v["sessions"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "{:<22} {:<20} {:<9} {:>8} {:>6} {:>8.0}s {:>8.0}s {:>6}\n",
+            s["id"].as_str().unwrap_or(""),
+            s["title"].as_str().unwrap_or(""),
+            s["last_status"].as_str().unwrap_or("-"),
+            s["restarts_in_window"],
+            s["budget_left"],
+            f(&s["cooldown_remaining_s"]),
+            f(&s["backoff_remaining_s"]),
+            s["liveness_skips"],
+        ));
+    }
+    let b = &v["breaker"];
+    out.push_str(&format!(
+        "breaker: {} ({} recent 429s)\n",
+        if b["open"] == true {
+            format!("OPEN, {:.0}s left", f(&b["remaining_s"]))
+        } else {
+            "closed".into()
+        },
+        b["recent_429s"]
+    ));
+    let c = &v["cascade"];
+    out.push_str(&format!(
+        "cascade: {}\n",
+        if c["active"] == true {
+            format!(
+                "active ({} in error), settle {:.0}s left",
+                c["size"],
+                f(&c["settle_remaining_s"])
+            )
+        } else {
+            "none".into()
+        }
+    ));
+    out.push_str(&format!("queue drops: {}\n", v["queue_drops"]));
+    let sum = |m: &Value| m.as_object().map_or(0.0, |o| o.values().map(f).sum());
+    out.push_str(&format!(
+        "cli calls: {} ({} failed) as of the last tick\n",
+        sum(&v["cli"]["calls"]),
+        sum(&v["cli"]["failures"])
+    ));
+    out.push_str(&format!(
+        "patrols: {} waiting children watched, {} poller restarts remembered\n",
+        v["patrols"]["waiting_children_watched"],
+        v["patrols"]["poller_restarts"]
+            .as_object()
+            .map_or(0, |o| o.len())
+    ));
+    let tasks = v["tasks"].as_object().map(|o| {
+        o.iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    out.push_str(&format!(
+        "tasks: {}\n",
+        tasks
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| "none".into())
+    ));
+    out
+}
+
+/// Prints the status.
+pub fn run(cfg: &Config, json: bool) -> Result<()> {
+    let v = collect(cfg, SystemClock.now());
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| Error::runtime(e.to_string()))?
+        );
+    } else {
+        print!("{}", table(&v));
+    }
+    Ok(())
+}

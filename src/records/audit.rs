@@ -1,0 +1,255 @@
+//! The JSON-lines audit records: `restart.log`, `liveness.log`,
+//! `escalations.log`, as typed structs, and the appender that writes them.
+//!
+//! Each record is one whole line written with one `write` on a file opened for
+//! append. A full disk or an unwritable file is logged (at a bounded rate) and
+//! survived; it never stops the daemon. Pane text, auth-hold evidence and
+//! secrets have no field here, so they cannot be written.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+pub const RESTART_LOG: &str = "restart.log";
+pub const LIVENESS_LOG: &str = "liveness.log";
+pub const ESCALATIONS_LOG: &str = "escalations.log";
+
+/// One line of `restart.log`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RestartRecord {
+    pub ts: f64,
+    pub id: String,
+    pub title: String,
+    pub profile: String,
+    pub action: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub dry_run: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_for_s: Option<f64>,
+}
+
+impl RestartRecord {
+    /// A record about `session`; the optional fields are set by the caller.
+    pub fn new(
+        ts: f64,
+        session: &crate::fleet::session::Session,
+        action: &str,
+        reason: Option<String>,
+        dry_run: bool,
+    ) -> RestartRecord {
+        RestartRecord {
+            ts,
+            id: session.id.clone(),
+            title: session.title.clone(),
+            profile: session.profile.clone(),
+            action: action.to_owned(),
+            reason,
+            dry_run,
+            backoff_s: None,
+            final_status: None,
+            stuck_for_s: None,
+        }
+    }
+}
+
+/// One status read during liveness confirmation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Read {
+    pub ts: f64,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub substate: Option<String>,
+}
+
+/// The two pane samples, as digests only.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pane {
+    pub first: String,
+    pub second: String,
+    pub sampled: bool,
+    pub changed: bool,
+    pub empty: bool,
+}
+
+/// One line of `liveness.log`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LivenessRecord {
+    pub ts: f64,
+    pub id: String,
+    pub title: String,
+    pub profile: String,
+    pub gap_s: f64,
+    pub reads: Vec<Read>,
+    pub pane: Pane,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_hold_reason: Option<String>,
+    pub decision: String,
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consecutive_skips: Option<u32>,
+    pub dry_run: bool,
+}
+
+/// One line of `escalations.log`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EscalationRecord {
+    pub ts: f64,
+    pub severity: String,
+    pub message: String,
+    pub sid: Option<String>,
+    pub telegram: bool,
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// How many records of each kind were written since start, for metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// `restart.log` records by `action`.
+    pub restart_actions: BTreeMap<String, u64>,
+    /// `liveness.log` records by `reason`.
+    pub liveness_reasons: BTreeMap<String, u64>,
+    /// `escalations.log` records by `severity`.
+    pub escalations: BTreeMap<String, u64>,
+}
+
+/// Appends records under the watchdog directory.
+pub struct Records {
+    dir: PathBuf,
+    last_warning: Mutex<Option<Instant>>,
+    tally: Mutex<Tally>,
+}
+
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
+impl Records {
+    pub fn new(dir: &Path) -> Records {
+        Records {
+            dir: dir.to_owned(),
+            last_warning: Mutex::new(None),
+            tally: Mutex::new(Tally::default()),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn restart(&self, r: &RestartRecord) {
+        *self
+            .tally
+            .lock()
+            .restart_actions
+            .entry(r.action.clone())
+            .or_default() += 1;
+        self.append(RESTART_LOG, r);
+    }
+
+    pub fn liveness(&self, r: &LivenessRecord) {
+        *self
+            .tally
+            .lock()
+            .liveness_reasons
+            .entry(r.reason.clone())
+            .or_default() += 1;
+        self.append(LIVENESS_LOG, r);
+    }
+
+    pub fn escalation(&self, r: &EscalationRecord) {
+        *self
+            .tally
+            .lock()
+            .escalations
+            .entry(r.severity.clone())
+            .or_default() += 1;
+        self.append(ESCALATIONS_LOG, r);
+    }
+
+    pub fn tally(&self) -> Tally {
+        self.tally.lock().clone()
+    }
+
+    fn append<T: Serialize>(&self, file: &str, record: &T) {
+        let path = self.dir.join(file);
+        let result = serde_json::to_vec(record)
+            .map_err(std::io::Error::other)
+            .and_then(|mut line| {
+                line.push(b'\n');
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)?
+                    .write_all(&line)
+            });
+        if let Err(e) = result {
+            let mut last = self.last_warning.lock();
+            if last.is_none_or(|t| t.elapsed() >= WARN_EVERY) {
+                *last = Some(Instant::now());
+                log::warn!(
+                    "could not append to {} ({e}); the record is lost, the daemon carries on",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+/// Reads a JSON-lines file back into records, skipping lines that do not parse.
+pub fn read_lines<T: for<'de> Deserialize<'de>>(path: &Path) -> Vec<T> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_one_per_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = Records::new(tmp.path());
+        let rec = RestartRecord {
+            ts: 1.5,
+            id: "a-1".into(),
+            title: "conductor-a".into(),
+            profile: "default".into(),
+            action: "restart".into(),
+            reason: None,
+            dry_run: false,
+            backoff_s: None,
+            final_status: None,
+            stuck_for_s: None,
+        };
+        r.restart(&rec);
+        r.restart(&rec);
+        let back: Vec<RestartRecord> = read_lines(&tmp.path().join(RESTART_LOG));
+        assert_eq!(back, vec![rec.clone(), rec]);
+        let text = std::fs::read_to_string(tmp.path().join(RESTART_LOG)).unwrap();
+        assert!(text.contains("\"action\":\"restart\"") && !text.contains("reason"));
+    }
+
+    #[test]
+    fn unwritable_directory_is_survived() {
+        let r = Records::new(Path::new("/nonexistent/dir"));
+        r.escalation(&EscalationRecord {
+            ts: 0.0,
+            severity: "rate-limit".into(),
+            message: "m".into(),
+            sid: None,
+            telegram: false,
+            dry_run: false,
+        });
+    }
+}

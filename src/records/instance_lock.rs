@@ -1,0 +1,92 @@
+//! The instance lock: one watchdog (daemon or `--once`) at a time.
+//!
+//! `flock` on `watchdog.lock` in the watchdog directory, held for the life of
+//! the returned [`InstanceLock`]; the kernel drops it if the process dies, so a
+//! crash never leaves a stale lock. The file carries the holder's pid so the
+//! refusal can say who holds it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+pub const LOCK_FILE: &str = "watchdog.lock";
+
+/// Held while alive.
+#[derive(Debug)]
+pub struct InstanceLock {
+    _file: File,
+}
+
+/// Takes the lock without waiting, or says which pid holds it.
+pub fn acquire(dir: &Path) -> Result<InstanceLock> {
+    let path = dir.join(LOCK_FILE);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::runtime(format!("cannot open lock file {}: {e}", path.display())))?;
+    // SAFETY: flock on a descriptor we own; no memory is involved.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let who = if holder.is_empty() {
+                "another process".to_owned()
+            } else {
+                format!("pid {holder}")
+            };
+            return Err(Error::Locked(format!(
+                "another watchdog is already running ({who} holds {}); not starting a second one",
+                path.display()
+            )));
+        }
+        return Err(Error::runtime(format!(
+            "cannot lock {}: {err}",
+            path.display()
+        )));
+    }
+    let _ = file.set_len(0);
+    let _ = file.rewind();
+    let _ = writeln!(file, "{}", std::process::id());
+    Ok(InstanceLock { _file: file })
+}
+
+/// The pid recorded in the lock file if some process holds the lock now.
+pub fn holder(dir: &Path) -> Option<u32> {
+    let path = dir.join(LOCK_FILE);
+    let file = File::open(&path).ok()?;
+    // SAFETY: as above; a shared probe that is released at once.
+    let free = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+    if free {
+        return None;
+    }
+    std::fs::read_to_string(&path).ok()?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lock_names_the_holder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let first = acquire(tmp.path()).unwrap();
+        let err = acquire(tmp.path()).unwrap_err();
+        assert_eq!(err.exit_code(), 3);
+        assert!(
+            err.to_string().contains(&std::process::id().to_string()),
+            "{err}"
+        );
+        assert_eq!(holder(tmp.path()), Some(std::process::id()));
+        drop(first);
+        assert_eq!(holder(tmp.path()), None);
+        acquire(tmp.path()).unwrap();
+    }
+}

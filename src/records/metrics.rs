@@ -1,0 +1,197 @@
+//! `metrics.prom`: the daemon's counters in the Prometheus text format, for
+//! node_exporter's textfile collector, rewritten atomically each tick.
+//!
+//! Rendering is a pure function of a [`Sample`]; the record counts come from
+//! [`crate::records::audit::Tally`], so each counter matches its log file line for
+//! line.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::fleet::deck::CallStats;
+use crate::records::audit::Tally;
+
+pub const METRICS_FILE: &str = "metrics.prom";
+const PREFIX: &str = "agent_deck_watchdog";
+
+/// Everything one rendering shows.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    pub tally: Tally,
+    pub cli: CallStats,
+    pub queue_drops: u64,
+    pub tick_seconds: f64,
+    pub sessions_seen: usize,
+    pub sessions_critical: usize,
+    pub sessions_errored: usize,
+    pub breaker_open: bool,
+    pub now: f64,
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn family<K: AsRef<str>>(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    label: &str,
+    values: &BTreeMap<K, u64>,
+) {
+    let _ = writeln!(out, "# HELP {PREFIX}_{name} {help}");
+    let _ = writeln!(out, "# TYPE {PREFIX}_{name} {kind}");
+    for (k, v) in values {
+        let _ = writeln!(
+            out,
+            "{PREFIX}_{name}{{{label}=\"{}\"}} {v}",
+            escape(k.as_ref())
+        );
+    }
+}
+
+fn single(out: &mut String, name: &str, kind: &str, help: &str, value: f64) {
+    let _ = writeln!(out, "# HELP {PREFIX}_{name} {help}");
+    let _ = writeln!(out, "# TYPE {PREFIX}_{name} {kind}");
+    let _ = writeln!(out, "{PREFIX}_{name} {value}");
+}
+
+/// The whole file.
+pub fn render(s: &Sample) -> String {
+    let mut out = String::new();
+    family(
+        &mut out,
+        "restarts_total",
+        "counter",
+        "restart.log records since start, by action.",
+        "result",
+        &s.tally.restart_actions,
+    );
+    family(
+        &mut out,
+        "liveness_decisions_total",
+        "counter",
+        "Liveness decisions since start, by reason.",
+        "reason",
+        &s.tally.liveness_reasons,
+    );
+    family(
+        &mut out,
+        "escalations_total",
+        "counter",
+        "Escalations since start, by severity.",
+        "severity",
+        &s.tally.escalations,
+    );
+    family(
+        &mut out,
+        "cli_calls_total",
+        "counter",
+        "agent-deck CLI calls since start, by command.",
+        "command",
+        &s.cli.calls,
+    );
+    family(
+        &mut out,
+        "cli_failures_total",
+        "counter",
+        "Failed agent-deck CLI calls since start, by command.",
+        "command",
+        &s.cli.failures,
+    );
+    single(
+        &mut out,
+        "queue_drops_total",
+        "counter",
+        "Events dropped from the full event queue.",
+        s.queue_drops as f64,
+    );
+    single(
+        &mut out,
+        "tick_duration_seconds",
+        "gauge",
+        "How long the last safety-poll tick took.",
+        s.tick_seconds,
+    );
+    let sessions: BTreeMap<&str, u64> = [
+        ("seen", s.sessions_seen as u64),
+        ("critical", s.sessions_critical as u64),
+        ("errored", s.sessions_errored as u64),
+    ]
+    .into_iter()
+    .collect();
+    family(
+        &mut out,
+        "sessions",
+        "gauge",
+        "Sessions at the last tick: seen, restart-critical, critical in error.",
+        "kind",
+        &sessions,
+    );
+    single(
+        &mut out,
+        "breaker_open",
+        "gauge",
+        "1 while the 429 circuit breaker holds every restart.",
+        f64::from(u8::from(s.breaker_open)),
+    );
+    single(
+        &mut out,
+        "last_tick_timestamp_seconds",
+        "gauge",
+        "Unix time of the last safety-poll tick.",
+        s.now,
+    );
+    out
+}
+
+/// Writes the file atomically; failures are logged by the caller's policy.
+pub fn write(dir: &Path, s: &Sample) -> std::io::Result<()> {
+    crate::records::state_file::write_atomically(&dir.join(METRICS_FILE), render(s).as_bytes())
+}
+
+/// Reads counters back from a rendered file: `name{label="v"}` → value.
+pub fn parse(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let (key, value) = l.rsplit_once(' ')?;
+            Some((key.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_family_with_help_and_type() {
+        let mut s = Sample::default();
+        s.tally.restart_actions.insert("restarted".into(), 2);
+        s.cli.calls.insert("list-all", 7);
+        s.sessions_critical = 3;
+        let text = render(&s);
+        assert!(text.contains("# TYPE agent_deck_watchdog_restarts_total counter\n"));
+        let m = parse(&text);
+        assert_eq!(
+            m["agent_deck_watchdog_restarts_total{result=\"restarted\"}"],
+            2.0
+        );
+        assert_eq!(
+            m["agent_deck_watchdog_cli_calls_total{command=\"list-all\"}"],
+            7.0
+        );
+        assert_eq!(m["agent_deck_watchdog_sessions{kind=\"critical\"}"], 3.0);
+        assert_eq!(m["agent_deck_watchdog_breaker_open"], 0.0);
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}

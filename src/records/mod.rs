@@ -1,0 +1,9 @@
+//! What the daemon writes down: the audit logs, the state file that survives
+//! its own restart, the metrics textfile and the instance lock.
+
+pub mod audit;
+pub(crate) mod instance_lock;
+pub(crate) mod metrics;
+pub(crate) mod state_file;
+
+pub use audit::{EscalationRecord, LivenessRecord, RestartRecord};

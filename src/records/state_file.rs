@@ -1,0 +1,170 @@
+//! `state.json`: the restart book saved across the watchdog's own restarts.
+//!
+//! Loaded once at start (entries past their windows dropped; a corrupt file
+//! is moved aside with a warning, never fatal) and saved atomically — temp
+//! file, fsync, rename — whenever its content changed. The state mutex is held
+//! only to take a snapshot, never across the write. A dry run reads the state
+//! but never writes it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+
+use crate::decide::book::State;
+use crate::decide::gates::{self, Limits};
+
+pub const STATE_FILE: &str = "state.json";
+
+pub struct Store {
+    path: PathBuf,
+    writable: bool,
+    /// What is on disk now, to skip writes that change nothing.
+    last: Mutex<Vec<u8>>,
+}
+
+impl Store {
+    pub fn new(dir: &Path, writable: bool) -> Store {
+        Store {
+            path: dir.join(STATE_FILE),
+            writable,
+            last: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Reads the saved state, pruned to what still matters at `now`.
+    pub fn load(&self, lim: &Limits, now: f64) -> State {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return State::default(),
+            Err(e) => {
+                log::warn!(
+                    "cannot read {} ({e}); starting with empty restart history",
+                    self.path.display()
+                );
+                return State::default();
+            }
+        };
+        match serde_json::from_slice::<State>(&bytes) {
+            Ok(mut state) => {
+                gates::prune_state(&mut state, lim, now);
+                *self.last.lock() = bytes;
+                state
+            }
+            Err(e) => {
+                let aside = self
+                    .path
+                    .with_file_name(format!("{STATE_FILE}.corrupt-{}", now as u64));
+                match std::fs::rename(&self.path, &aside) {
+                    Ok(()) => log::warn!(
+                        "{} is corrupt ({e}); moved it to {} and starting with empty restart history",
+                        self.path.display(),
+                        aside.display()
+                    ),
+                    Err(re) => log::warn!(
+                        "{} is corrupt ({e}) and could not be moved aside ({re}); starting with empty restart history",
+                        self.path.display()
+                    ),
+                }
+                State::default()
+            }
+        }
+    }
+
+    /// Writes the state if it changed since the last write.
+    pub fn save(&self, state: &Mutex<State>) {
+        if !self.writable {
+            return;
+        }
+        // The writer lock first: two savers cannot write their snapshots out of order.
+        let mut last = self.last.lock();
+        let snapshot = state.lock().clone();
+        let bytes = match serde_json::to_vec_pretty(&snapshot) {
+            Ok(b) => b,
+            Err(e) => return log::warn!("cannot serialize the state ({e}); not saved"),
+        };
+        if *last == bytes {
+            return;
+        }
+        match write_atomically(&self.path, &bytes) {
+            Ok(()) => *last = bytes,
+            Err(e) => log::warn!(
+                "cannot write {} ({e}); the restart history lives in memory until the next write works",
+                self.path.display()
+            ),
+        }
+    }
+}
+
+/// Temp file in the same directory, fsync, rename over `path`.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, Env};
+
+    fn lim() -> Limits {
+        let mut env = Env::new();
+        env.insert("HOME".into(), "/nonexistent".into());
+        Limits::from_config(&Config::from_env(&env).unwrap())
+    }
+
+    #[test]
+    fn round_trip_keeps_what_is_inside_its_window() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::new(tmp.path(), true);
+        let l = lim();
+        let state = Mutex::new(State::default());
+        {
+            let mut s = state.lock();
+            gates::reserve(&mut s, &l, "a-1", 1000.0);
+            gates::reserve(&mut s, &l, "old-1", 100.0);
+            gates::may_escalate(&mut s, &l, Some("a-1"), "rate-limit", 1000.0);
+        }
+        store.save(&state);
+        let back = Store::new(tmp.path(), true).load(&l, 1010.0);
+        assert_eq!(back.sessions["a-1"].restarts, vec![1000.0]);
+        assert!(!back.sessions.contains_key("old-1"));
+        assert!(back.escalated.contains_key("a-1|rate-limit"));
+        assert!(back.in_flight.is_empty(), "in-flight marks are not saved");
+    }
+
+    #[test]
+    fn corrupt_file_is_moved_aside() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join(STATE_FILE), b"{\"sessions\": {\"a\": [tru").unwrap();
+        let state = Store::new(tmp.path(), true).load(&lim(), 5000.0);
+        assert_eq!(state, State::default());
+        let aside = tmp.path().join("state.json.corrupt-5000");
+        assert_eq!(
+            std::fs::read(aside).unwrap(),
+            b"{\"sessions\": {\"a\": [tru"
+        );
+        assert!(!tmp.path().join(STATE_FILE).exists());
+    }
+
+    #[test]
+    fn dry_run_never_writes() {
+        let tmp = tempfile::tempdir().unwrap();
+        Store::new(tmp.path(), false).save(&Mutex::new(State::default()));
+        assert!(!tmp.path().join(STATE_FILE).exists());
+    }
+}

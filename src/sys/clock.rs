@@ -1,0 +1,168 @@
+//! Time, injected: the decision code asks a [`Clock`] instead of the system,
+//! so tests drive it with [`FakeClock`] and never sleep.
+//!
+//! Times are float Unix seconds, the unit of every record and of `state.json`.
+
+#[cfg(test)]
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, ZonedDateTime};
+
+pub trait Clock: Send + Sync {
+    /// Wall-clock time in float Unix seconds.
+    fn now(&self) -> f64;
+}
+
+/// The system clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> f64 {
+        unix_now()
+    }
+}
+
+/// `secs` as a `Duration`, clamped to [0, one day]: NaN, negative and huge
+/// values (from a stepped clock or a bad file) never panic.
+pub fn clamped(secs: f64) -> std::time::Duration {
+    if secs.is_nan() {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::from_secs_f64(secs.clamp(0.0, 86_400.0))
+}
+
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// A clock that moves only when told to.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub struct FakeClock {
+    micros: AtomicU64,
+}
+
+#[cfg(test)]
+impl FakeClock {
+    pub fn at(secs: f64) -> FakeClock {
+        FakeClock {
+            micros: AtomicU64::new((secs * 1e6) as u64),
+        }
+    }
+
+    pub fn advance(&self, secs: f64) {
+        self.micros.fetch_add((secs * 1e6) as u64, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+impl Clock for FakeClock {
+    fn now(&self) -> f64 {
+        self.micros.load(Ordering::SeqCst) as f64 / 1e6
+    }
+}
+
+/// `secs` as a jiff timestamp; out-of-range or NaN input reads as the epoch.
+fn timestamp(secs: f64) -> Timestamp {
+    let ms = if secs.is_finite() {
+        (secs * 1000.0) as i64
+    } else {
+        0
+    };
+    Timestamp::from_millisecond(ms).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+/// `secs` in the host's time zone (the system's, or `TZ`).
+fn local(secs: f64) -> ZonedDateTime {
+    timestamp(secs).to_zoned_datetime(TimeZone::system())
+}
+
+/// `secs` as local time, `YYYY-MM-DD HH:MM:SS ZONE`, for human-facing text.
+pub fn local_timestamp(secs: f64) -> String {
+    local(secs).strftime("%Y-%m-%d %H:%M:%S %Z").to_string()
+}
+
+/// `secs` as UTC, `YYYY-MM-DDTHH:MM:SS.mmmZ`, for log lines.
+pub fn utc_timestamp(secs: f64) -> String {
+    timestamp(secs.max(0.0))
+        .strftime("%Y-%m-%dT%H:%M:%S.%3fZ")
+        .to_string()
+}
+
+/// The host's local calendar day of `secs`, as days since 1970-01-01: what a
+/// person means by "today".
+pub fn local_day(secs: f64) -> i64 {
+    day_in(secs, &TimeZone::system())
+}
+
+fn day_in(secs: f64, tz: &TimeZone) -> i64 {
+    let epoch = jiff::civil::date(1970, 1, 1);
+    i64::from((timestamp(secs).to_zoned_datetime(tz.clone()).date() - epoch).get_days())
+}
+
+/// The first instant of the local day after the one holding `secs`.
+pub fn next_local_midnight(secs: f64) -> f64 {
+    next_midnight_in(secs, &TimeZone::system())
+}
+
+fn next_midnight_in(secs: f64, tz: &TimeZone) -> f64 {
+    timestamp(secs)
+        .to_zoned_datetime(tz.clone())
+        .tomorrow()
+        .and_then(|z| z.start_of_day())
+        .map(|z| z.timestamp().as_millisecond() as f64 / 1000.0)
+        .unwrap_or(secs + 86_400.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fake_clock_moves_only_when_told() {
+        let c = FakeClock::at(1000.0);
+        assert_eq!(c.now(), 1000.0);
+        c.advance(2.5);
+        assert_eq!(c.now(), 1002.5);
+    }
+
+    #[test]
+    fn utc_format() {
+        assert_eq!(utc_timestamp(0.0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(utc_timestamp(1_755_891_234.5), "2025-08-22T19:33:54.500Z");
+    }
+
+    #[test]
+    fn local_format_has_date_and_time() {
+        let s = local_timestamp(1_755_891_234.0);
+        assert!(s.starts_with("2025-08-2"), "{s}");
+    }
+
+    #[test]
+    fn the_day_is_the_operators_local_day() {
+        let seoul = TimeZone::fixed(jiff::tz::offset(9));
+        let new_york = TimeZone::fixed(jiff::tz::offset(-5));
+        // 2026-11-30 20:00 UTC: already Dec 1 in Seoul, still Nov 30 in New York.
+        let t = 1_796_068_800.0;
+        assert_eq!(day_in(t, &TimeZone::UTC), 20_787);
+        assert_eq!(day_in(t, &seoul), 20_788);
+        assert_eq!(day_in(t, &new_york), 20_787);
+        // Midnight in Seoul is 15:00 UTC.
+        assert_eq!(next_midnight_in(t, &seoul), 1_796_137_200.0);
+        assert_eq!(next_midnight_in(t, &TimeZone::UTC), 1_796_083_200.0);
+    }
+
+    #[test]
+    fn nan_and_huge_times_do_not_panic() {
+        for t in [f64::NAN, f64::INFINITY, -1e300, 1e300] {
+            let _ = (local_timestamp(t), utc_timestamp(t), local_day(t));
+            let _ = next_local_midnight(t);
+        }
+    }
+}

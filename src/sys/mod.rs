@@ -1,0 +1,7 @@
+//! The platform layer: the one place that spawns processes, file access that
+//! cannot block or follow a symlink, the flock, the process scan, the clock
+//! and the shutdown wake-up. Everything above it is platform-neutral.
+
+pub(crate) mod clock;
+pub(crate) mod process;
+pub(crate) mod shutdown;

@@ -1,0 +1,472 @@
+//! The `task` subcommands: how a dispatcher registers a long task and how an
+//! operator looks at, cancels and checks the follow-up (SPEC §8).
+//!
+//! Parsing and validation happen before the registry is touched, so bad
+//! input is exit 2 with the registry unchanged.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::alert::escalate::{Escalator, EscalatorParts};
+use crate::alert::telegram::Telegram;
+use crate::config::{parse_duration, Config};
+use crate::decide::gates::Limits;
+use crate::error::{Error, Result};
+use crate::fleet::session::is_valid_id;
+use crate::records::audit::Records;
+use crate::sys::clock::{local_timestamp, Clock, SystemClock};
+use crate::sys::shutdown::Shutdown;
+use crate::tasks::followup::{file_sha256, read_key, sign, FollowUp};
+use crate::tasks::registry::{RegistryFile, Task};
+
+/// What `task add` registers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTask {
+    pub id: String,
+    pub file: PathBuf,
+    pub after_s: f64,
+    pub max_retry: u32,
+    pub done: Option<PathBuf>,
+    pub pid: Option<u32>,
+    pub match_: Option<String>,
+    pub command: Vec<String>,
+}
+
+/// A `task` subcommand.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskCommand {
+    Add(NewTask),
+    List { json: bool },
+    Show { id: String, json: bool },
+    Cancel { id: String },
+    Check,
+    Sign { file: PathBuf },
+    Help,
+}
+
+pub const TASK_USAGE: &str = "\
+usage:
+  agent-deck-watchdog task add <id> --file <task-file> [--after 20m] [--max-retry 2]
+                               [--done <path>] [--pid N] [--match STR] -- <command…>
+  agent-deck-watchdog task list [--json]
+  agent-deck-watchdog task show <id> [--json]
+  agent-deck-watchdog task cancel <id>
+  agent-deck-watchdog task check [--dry-run]
+  agent-deck-watchdog task sign <file>";
+
+fn usage(msg: impl std::fmt::Display) -> Error {
+    Error::usage(format!("{msg}\n{TASK_USAGE}"))
+}
+
+/// Parses the words after `task`.
+pub fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
+    let command: Vec<String> = match words.iter().position(|w| w == "--") {
+        Some(i) => {
+            let tail = words.split_off(i);
+            tail.into_iter()
+                .skip(1)
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let has_command = !command.is_empty();
+    if words.iter().any(|w| w == "-h" || w == "--help") {
+        return Ok(TaskCommand::Help);
+    }
+    let mut args = pico_args::Arguments::from_vec(words);
+    let sub: String = args
+        .subcommand()
+        .map_err(usage)?
+        .ok_or_else(|| usage("task: missing subcommand"))?;
+    let cmd = match sub.as_str() {
+        "add" => {
+            let file: PathBuf = args
+                .value_from_str("--file")
+                .map_err(|_| usage("task add: --file <task-file> is required"))?;
+            let after_s = match args
+                .opt_value_from_str::<_, String>("--after")
+                .map_err(usage)?
+            {
+                Some(raw) => parse_duration("--after", &raw)?,
+                None => 1200.0,
+            };
+            let max_retry = args
+                .opt_value_from_fn("--max-retry", |s: &str| s.parse::<u32>())
+                .map_err(|_| usage("task add: --max-retry takes a whole number"))?
+                .unwrap_or(2);
+            let done = args.opt_value_from_str("--done").map_err(usage)?;
+            let pid = args
+                .opt_value_from_fn("--pid", |s: &str| s.parse::<u32>())
+                .map_err(|_| usage("task add: --pid takes a process id"))?;
+            let match_ = args.opt_value_from_str("--match").map_err(usage)?;
+            let id: String = args
+                .free_from_str()
+                .map_err(|_| usage("task add: missing <id>"))?;
+            TaskCommand::Add(NewTask {
+                id,
+                file,
+                after_s,
+                max_retry,
+                done,
+                pid,
+                match_,
+                command,
+            })
+        }
+        "list" => TaskCommand::List {
+            json: args.contains("--json"),
+        },
+        "show" => {
+            let json = args.contains("--json");
+            let id = args
+                .free_from_str()
+                .map_err(|_| usage("task show: missing <id>"))?;
+            TaskCommand::Show { id, json }
+        }
+        "cancel" => TaskCommand::Cancel {
+            id: args
+                .free_from_str()
+                .map_err(|_| usage("task cancel: missing <id>"))?,
+        },
+        "check" => TaskCommand::Check,
+        "sign" => TaskCommand::Sign {
+            file: args
+                .free_from_str()
+                .map_err(|_| usage("task sign: missing <file>"))?,
+        },
+        other => return Err(usage(format!("task: unknown subcommand '{other}'"))),
+    };
+    let rest = args.finish();
+    if let Some(extra) = rest.first() {
+        return Err(usage(format!(
+            "task {sub}: unexpected argument '{}'",
+            extra.to_string_lossy()
+        )));
+    }
+    if has_command && !matches!(cmd, TaskCommand::Add(_)) {
+        return Err(usage(format!("task {sub}: takes no command after --")));
+    }
+    Ok(cmd)
+}
+
+/// Runs a `task` subcommand.
+pub fn run(cmd: TaskCommand, cfg: &Config, dry_run: bool) -> Result<()> {
+    let registry = RegistryFile::new(&cfg.task_timers_file);
+    let clock = SystemClock;
+    match cmd {
+        TaskCommand::Add(new) => add(&registry, new, clock.now()),
+        TaskCommand::List { json } => list(&registry, json),
+        TaskCommand::Show { id, json } => show(&registry, &id, json),
+        TaskCommand::Cancel { id } => {
+            registry.update(|reg| {
+                let t = reg
+                    .get_mut(&id)
+                    .ok_or_else(|| Error::usage(format!("task cancel: no task '{id}'")))?;
+                t.status = "cancelled".into();
+                t.note(clock.now(), "cancelled", None);
+                Ok(())
+            })?;
+            // Printed after the lock is released: a blocked stdout must not hold it.
+            println!("task {id} cancelled: the watchdog no longer follows it up");
+            Ok(())
+        }
+        TaskCommand::Check => check(cfg, dry_run),
+        TaskCommand::Help => {
+            println!("{TASK_USAGE}");
+            Ok(())
+        }
+        TaskCommand::Sign { file } => {
+            let key_file = cfg.task_partial_hmac_key_file.as_ref().ok_or_else(|| {
+                Error::usage("task sign: TASK_PARTIAL_HMAC_KEY_FILE is not set, so there is no key to sign with")
+            })?;
+            let key = read_key(key_file).map_err(|e| {
+                Error::usage(format!(
+                    "task sign: cannot read key {}: {e}",
+                    key_file.display()
+                ))
+            })?;
+            let bytes = std::fs::read(&file).map_err(|e| {
+                Error::usage(format!("task sign: cannot read {}: {e}", file.display()))
+            })?;
+            println!("{}", sign(&key, &bytes));
+            Ok(())
+        }
+    }
+}
+
+fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
+    if !is_valid_id(&new.id) {
+        return Err(Error::usage(format!(
+            "task add: invalid id {:?}: use letters, digits, '.', '_' and '-', starting with a letter or digit, no '..'",
+            new.id
+        )));
+    }
+    if new.command.is_empty() || new.command[0].is_empty() {
+        return Err(Error::usage(
+            "task add: empty command: give it after --, e.g. -- dispatch.sh {task_id}",
+        ));
+    }
+    let task_file = std::path::absolute(&new.file).unwrap_or(new.file.clone());
+    let sha = file_sha256(&task_file).ok_or_else(|| {
+        Error::usage(format!(
+            "task add: cannot read task file {}",
+            task_file.display()
+        ))
+    })?;
+    let dir = task_file.parent().unwrap_or(Path::new("/")).to_owned();
+    let task = Task {
+        id: new.id.clone(),
+        task_sha256: sha,
+        done_file: new
+            .done
+            .unwrap_or_else(|| dir.join(format!("{}.done", new.id))),
+        partial_file: dir.join(format!("{}.partial", new.id)),
+        task_file,
+        followup_s: new.after_s,
+        dispatched_at: now,
+        next_check_at: now + new.after_s,
+        retry_count: 0,
+        max_retry: new.max_retry,
+        parent_task: None,
+        status: "pending".into(),
+        pid: new.pid,
+        match_: new.match_.unwrap_or_else(|| new.id.clone()),
+        command: new.command,
+        history: Vec::new(),
+    };
+    registry
+        .update(|reg| {
+            if reg.get(&task.id).is_some() {
+                return Err(Error::usage(format!(
+                    "task add: a task '{}' is already registered",
+                    task.id
+                )));
+            }
+            let mut task = task;
+            task.note(now, "registered", None);
+            let line = format!(
+                "task {} registered: follow-up at {}",
+                task.id,
+                local_timestamp(task.next_check_at)
+            );
+            reg.tasks.push(task);
+            Ok(line)
+        })
+        .map(|line| println!("{line}"))
+}
+
+fn list(registry: &RegistryFile, json: bool) -> Result<()> {
+    let reg = registry.load()?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&reg.tasks).map_err(|e| Error::runtime(e.to_string()))?
+        );
+        return Ok(());
+    }
+    println!(
+        "{:<24} {:<10} {:<6} {:<26} {:<18} TASK FILE",
+        "ID", "STATUS", "RETRY", "NEXT CHECK", "PARENT"
+    );
+    for t in &reg.tasks {
+        let next = if t.status == "pending" {
+            local_timestamp(t.next_check_at)
+        } else {
+            "-".into()
+        };
+        println!(
+            "{:<24} {:<10} {:<6} {:<26} {:<18} {}",
+            t.id,
+            t.status,
+            format!("{}/{}", t.retry_count, t.max_retry),
+            next,
+            t.parent_task.as_deref().unwrap_or("-"),
+            t.task_file.display()
+        );
+    }
+    Ok(())
+}
+
+fn show(registry: &RegistryFile, id: &str, json: bool) -> Result<()> {
+    let reg = registry.load()?;
+    let t = reg
+        .get(id)
+        .ok_or_else(|| Error::usage(format!("task show: no task '{id}'")))?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(t).map_err(|e| Error::runtime(e.to_string()))?
+        );
+        return Ok(());
+    }
+    println!("id:          {}", t.id);
+    println!("status:      {}", t.status);
+    println!("retry:       {}/{}", t.retry_count, t.max_retry);
+    println!("parent:      {}", t.parent_task.as_deref().unwrap_or("-"));
+    println!(
+        "task file:   {} (sha256 {})",
+        t.task_file.display(),
+        t.task_sha256
+    );
+    println!("done file:   {}", t.done_file.display());
+    println!("partial:     {}", t.partial_file.display());
+    println!("dispatched:  {}", local_timestamp(t.dispatched_at));
+    println!("next check:  {}", local_timestamp(t.next_check_at));
+    println!("follow-up:   every {:.0}s", t.followup_s);
+    println!(
+        "alive if:    {}command line contains {:?}",
+        t.pid
+            .map(|p| format!("pid {p} runs, or "))
+            .unwrap_or_default(),
+        t.match_
+    );
+    println!("command:     {:?}", t.command);
+    for e in &t.history {
+        println!(
+            "  {}  {}{}",
+            local_timestamp(e.ts),
+            e.event,
+            e.detail
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// An escalator for running outside the daemon: records and escalate.sh,
+/// with its own dedup memory.
+pub fn standalone_escalator(
+    cfg: &Config,
+    dry_run: bool,
+    clock: Arc<dyn Clock>,
+    shutdown: &Shutdown,
+) -> Escalator {
+    Escalator::new(EscalatorParts {
+        records: Arc::new(Records::new(&cfg.watchdog_dir)),
+        state: Arc::new(Mutex::new(Default::default())),
+        limits: Limits::from_config(cfg),
+        clock,
+        dry_run,
+        script: cfg.watchdog_dir.join("escalate.sh"),
+        script_timeout: cfg.subprocess_timeout,
+        notifier: Telegram::from_config(cfg, shutdown.clone()),
+        shutdown: shutdown.clone(),
+        store: None,
+    })
+}
+
+/// The follow-up pass as the daemon and `task check` build it.
+/// `patience`: how long to wait for the registry lock (`None`: as long as it takes).
+pub fn follow_up(
+    cfg: &Config,
+    dry_run: bool,
+    escalator: Arc<Escalator>,
+    clock: Arc<dyn Clock>,
+    patience: Option<std::time::Duration>,
+) -> FollowUp {
+    let path = &cfg.task_timers_file;
+    FollowUp {
+        registry: patience.map_or_else(
+            || RegistryFile::new(path),
+            |p| RegistryFile::impatient(path, p),
+        ),
+        escalator,
+        clock,
+        dry_run,
+        cap: cfg.task_daily_redispatch_cap,
+        logs_dir: cfg.watchdog_dir.join("tasks"),
+        hmac_key_file: cfg.task_partial_hmac_key_file.clone(),
+        proc_dir: "/proc".into(),
+    }
+}
+
+fn check(cfg: &Config, dry_run: bool) -> Result<()> {
+    std::fs::create_dir_all(&cfg.watchdog_dir).map_err(|e| {
+        Error::runtime(format!("cannot create {}: {e}", cfg.watchdog_dir.display()))
+    })?;
+    let shutdown = Shutdown::new().map_err(|e| Error::runtime(e.to_string()))?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let escalator = Arc::new(standalone_escalator(cfg, dry_run, clock.clone(), &shutdown));
+    let summary = follow_up(cfg, dry_run, escalator.clone(), clock, None).pass();
+    escalator.drain();
+    let summary = summary?;
+    println!(
+        "checked {} due task(s); re-dispatched {}",
+        summary.checked,
+        if summary.redispatched.is_empty() {
+            "none".into()
+        } else {
+            summary.redispatched.join(", ")
+        }
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(words: &[&str]) -> Result<TaskCommand> {
+        parse(words.iter().map(OsString::from).collect())
+    }
+
+    #[test]
+    fn add_parses_everything_and_keeps_the_command_verbatim() {
+        let cmd = p(&[
+            "add",
+            "task-1707",
+            "--file",
+            "t.md",
+            "--after",
+            "20m",
+            "--max-retry",
+            "3",
+            "--pid",
+            "42",
+            "--match",
+            "lead",
+            "--",
+            "dispatch.sh",
+            "--id",
+            "{task_id}",
+            "--",
+        ])
+        .unwrap();
+        let TaskCommand::Add(t) = cmd else { panic!() };
+        assert_eq!(t.id, "task-1707");
+        assert_eq!(t.after_s, 1200.0);
+        assert_eq!(t.max_retry, 3);
+        assert_eq!(t.pid, Some(42));
+        assert_eq!(t.match_.as_deref(), Some("lead"));
+        assert_eq!(t.command, ["dispatch.sh", "--id", "{task_id}", "--"]);
+    }
+
+    #[test]
+    fn add_defaults() {
+        let TaskCommand::Add(t) = p(&["add", "t1", "--file", "t.md", "--", "x"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!((t.after_s, t.max_retry, t.pid), (1200.0, 2, None));
+    }
+
+    #[test]
+    fn mistakes_are_usage_errors() {
+        for words in [
+            &["add", "t1", "--", "x"][..],
+            &["add", "--file", "f", "--", "x"],
+            &["add", "t1", "--file", "f", "--after", "soon", "--", "x"],
+            &["add", "t1", "--file", "f", "--max-retry", "-1", "--", "x"],
+            &["frob"],
+            &[],
+            &["list", "extra"],
+        ] {
+            assert_eq!(p(words).unwrap_err().exit_code(), 2, "{words:?}");
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! `task-timers.json`: the registry of tasks the watchdog follows up on.
+//!
+//! Every change is a read-modify-write under an exclusive `flock` on
+//! `<registry>.lock`, ending in an atomic rewrite (temp file + rename), so a
+//! dispatcher's `task add` and the daemon's follow-up never lose each other's
+//! writes. A registry that does not parse is an error, never silently
+//! replaced.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::records::state_file::write_atomically;
+
+/// What happened to a task, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub ts: f64,
+    pub event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// One registered task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: String,
+    pub task_file: PathBuf,
+    pub task_sha256: String,
+    pub done_file: PathBuf,
+    pub partial_file: PathBuf,
+    pub followup_s: f64,
+    pub dispatched_at: f64,
+    pub next_check_at: f64,
+    pub retry_count: u32,
+    pub max_retry: u32,
+    pub parent_task: Option<String>,
+    /// `pending`, `done`, `retried`, `exhausted`, `tampered`, `cancelled`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(rename = "match")]
+    pub match_: String,
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub history: Vec<Event>,
+}
+
+impl Task {
+    /// The id every re-dispatch is numbered from.
+    pub fn root(&self) -> &str {
+        self.parent_task.as_deref().unwrap_or(&self.id)
+    }
+
+    pub fn note(&mut self, ts: f64, event: &str, detail: Option<String>) {
+        self.history.push(Event {
+            ts,
+            event: event.to_owned(),
+            detail,
+        });
+    }
+}
+
+/// Re-dispatches counted per local calendar day, across all tasks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Daily {
+    /// Days since the Unix epoch (UTC).
+    pub day: i64,
+    pub count: u32,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Registry {
+    #[serde(default)]
+    pub tasks: Vec<Task>,
+    #[serde(default)]
+    pub redispatches: Daily,
+}
+
+impl Registry {
+    pub fn get(&self, id: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.id == id)
+    }
+
+    pub fn get_mut(&mut self, id: &str) -> Option<&mut Task> {
+        self.tasks.iter_mut().find(|t| t.id == id)
+    }
+
+    /// Re-dispatches already made on `day`.
+    pub fn redispatched_on(&self, day: i64) -> u32 {
+        if self.redispatches.day == day {
+            self.redispatches.count
+        } else {
+            0
+        }
+    }
+
+    pub fn count_redispatch(&mut self, day: i64) {
+        if self.redispatches.day != day {
+            self.redispatches = Daily { day, count: 0 };
+        }
+        self.redispatches.count += 1;
+    }
+}
+
+/// The registry file and its lock.
+pub struct RegistryFile {
+    pub path: PathBuf,
+    /// How long to wait for the lock; `None` waits as long as it takes (the
+    /// command line), the daemon gives up and tries again next tick.
+    patience: Option<Duration>,
+}
+
+/// Holds the registry lock until dropped.
+pub struct Locked {
+    _file: File,
+}
+
+impl RegistryFile {
+    pub fn new(path: &Path) -> RegistryFile {
+        RegistryFile {
+            path: path.to_owned(),
+            patience: None,
+        }
+    }
+
+    /// A registry whose lock is waited for at most `patience`.
+    pub fn impatient(path: &Path, patience: Duration) -> RegistryFile {
+        RegistryFile {
+            path: path.to_owned(),
+            patience: Some(patience),
+        }
+    }
+
+    fn lock(&self, exclusive: bool) -> Result<Locked> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(".lock");
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(PathBuf::from(&name))
+            .map_err(|e| {
+                Error::runtime(format!(
+                    "cannot open {}: {e}",
+                    PathBuf::from(&name).display()
+                ))
+            })?;
+        let op = if exclusive {
+            libc::LOCK_EX
+        } else {
+            libc::LOCK_SH
+        };
+        let deadline = self.patience.map(|p| Instant::now() + p);
+        let op = if deadline.is_some() {
+            op | libc::LOCK_NB
+        } else {
+            op
+        };
+        loop {
+            // SAFETY: flock on a descriptor we own.
+            if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+                return Ok(Locked { _file: file });
+            }
+            let err = std::io::Error::last_os_error();
+            let busy = err.raw_os_error() == Some(libc::EWOULDBLOCK);
+            match deadline {
+                _ if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                Some(t) if busy && Instant::now() < t => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Some(_) if busy => {
+                    return Err(Error::runtime(format!(
+                        "task registry {} is locked by another process; trying again next tick",
+                        self.path.display()
+                    )))
+                }
+                _ => {
+                    return Err(Error::runtime(format!(
+                        "cannot lock {}: {err}",
+                        self.path.display()
+                    )))
+                }
+            }
+        }
+    }
+
+    fn read(&self) -> Result<Registry> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Registry::default()),
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                Error::usage(format!(
+                    "task registry {} is unreadable ({e}); fix or move it aside, it was left untouched",
+                    self.path.display()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Registry::default()),
+            Err(e) => Err(Error::usage(format!("cannot read task registry {}: {e}", self.path.display()))),
+        }
+    }
+
+    /// A snapshot without the lock (the file is only ever replaced whole),
+    /// for readers that must never wait on a writer.
+    pub fn peek(&self) -> Result<Registry> {
+        self.read()
+    }
+
+    /// A consistent snapshot.
+    pub fn load(&self) -> Result<Registry> {
+        let _lock = self.lock(false)?;
+        self.read()
+    }
+
+    /// Runs `change` on the registry under the exclusive lock and writes the
+    /// result if `change` succeeded and changed something.
+    pub fn update<T>(&self, change: impl FnOnce(&mut Registry) -> Result<T>) -> Result<T> {
+        let _lock = self.lock(true)?;
+        let mut reg = self.read()?;
+        let before = reg.clone();
+        let out = change(&mut reg)?;
+        if reg != before {
+            let mut bytes =
+                serde_json::to_vec_pretty(&reg).map_err(|e| Error::runtime(e.to_string()))?;
+            bytes.push(b'\n');
+            write_atomically(&self.path, &bytes).map_err(|e| {
+                Error::runtime(format!(
+                    "cannot write task registry {}: {e}",
+                    self.path.display()
+                ))
+            })?;
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corrupt_registry_is_an_error_and_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("task-timers.json");
+        std::fs::write(&path, "{\"tasks\": [").unwrap();
+        let f = RegistryFile::new(&path);
+        let err = f.update(|r| {
+            r.redispatches.count = 9;
+            Ok(())
+        });
+        assert_eq!(err.unwrap_err().exit_code(), 2);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"tasks\": [");
+    }
+
+    #[test]
+    fn an_impatient_reader_gives_up_on_a_held_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("task-timers.json");
+        let holder = RegistryFile::new(&path);
+        let _held = holder.lock(true).unwrap();
+        let waiter = RegistryFile::impatient(&path, Duration::from_millis(100));
+        let err = waiter.update(|_| Ok(())).unwrap_err();
+        assert!(
+            err.to_string().contains("locked by another process"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn daily_counter_rolls_over() {
+        let mut r = Registry::default();
+        r.count_redispatch(100);
+        r.count_redispatch(100);
+        assert_eq!(r.redispatched_on(100), 2);
+        assert_eq!(r.redispatched_on(101), 0);
+        r.count_redispatch(101);
+        assert_eq!(r.redispatched_on(101), 1);
+    }
+}

@@ -1,0 +1,6 @@
+//! Triggers: what wakes the main loop. Thread A reports hook files as they
+//! are written, thread B ticks the safety poll, and both feed one bounded
+//! queue. Nothing here decides or acts.
+
+pub(crate) mod inotify;
+pub(crate) mod queue;

@@ -1,0 +1,176 @@
+//! The bounded event channel between the trigger threads and the main loop.
+//!
+//! On overflow the OLDEST message is dropped (never the newest), the drop is
+//! counted and logged at a bounded rate, and a full rescan is flagged so that
+//! nothing is lost for good. The consumer takes messages in batches and
+//! coalesces duplicates for the same session.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{select, Receiver, Sender, TrySendError};
+use parking_lot::Mutex;
+
+use crate::sys::shutdown::Shutdown;
+
+/// What a trigger thread reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A hook file for this session id was written.
+    Hook(String),
+    /// Time for a safety poll.
+    Tick,
+    /// Something may have been missed: look at everything.
+    Rescan,
+}
+
+/// Everything that arrived since the last batch, with duplicates folded.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Batch {
+    pub tick: bool,
+    pub rescan: bool,
+    pub hooks: BTreeSet<String>,
+}
+
+impl Batch {
+    fn add(&mut self, e: Event) {
+        match e {
+            Event::Hook(id) => {
+                self.hooks.insert(id);
+            }
+            Event::Tick => self.tick = true,
+            Event::Rescan => self.rescan = true,
+        }
+    }
+}
+
+const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
+
+pub struct EventQueue {
+    tx: Sender<Event>,
+    rx: Receiver<Event>,
+    drops: AtomicU64,
+    rescan_owed: AtomicBool,
+    last_drop_log: Mutex<Option<Instant>>,
+}
+
+impl EventQueue {
+    pub fn new(capacity: usize) -> EventQueue {
+        let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+        EventQueue {
+            tx,
+            rx,
+            drops: AtomicU64::new(0),
+            rescan_owed: AtomicBool::new(false),
+            last_drop_log: Mutex::new(None),
+        }
+    }
+
+    /// Queues `e`, dropping the oldest message if the queue is full.
+    pub fn send(&self, mut e: Event) {
+        loop {
+            match self.tx.try_send(e) {
+                Ok(()) => return,
+                Err(TrySendError::Disconnected(_)) => return,
+                Err(TrySendError::Full(back)) => {
+                    e = back;
+                    if let Ok(old) = self.rx.try_recv() {
+                        self.note_drop(&old);
+                    }
+                }
+            }
+        }
+    }
+
+    fn note_drop(&self, old: &Event) {
+        let total = self.drops.fetch_add(1, Ordering::Relaxed) + 1;
+        self.rescan_owed.store(true, Ordering::SeqCst);
+        let mut last = self.last_drop_log.lock();
+        if last.is_none_or(|t| t.elapsed() >= DROP_LOG_EVERY) {
+            *last = Some(Instant::now());
+            log::warn!("event queue full: dropped the oldest event ({old:?}), {total} dropped so far; a full rescan follows");
+        }
+    }
+
+    /// Messages dropped since start.
+    pub fn drops(&self) -> u64 {
+        self.drops.load(Ordering::Relaxed)
+    }
+
+    /// Waits up to `timeout` for at least one message, then takes all that are
+    /// queued. `None` on shutdown.
+    pub fn next_batch(&self, shutdown: &Shutdown, timeout: Duration) -> Option<Batch> {
+        let mut batch = Batch::default();
+        select! {
+            recv(self.rx) -> e => if let Ok(e) = e { batch.add(e) },
+            recv(shutdown.receiver()) -> _ => return None,
+            default(timeout) => {},
+        }
+        if shutdown.is_set() {
+            return None;
+        }
+        while let Ok(e) = self.rx.try_recv() {
+            batch.add(e);
+        }
+        if self.rescan_owed.swap(false, Ordering::SeqCst) {
+            batch.rescan = true;
+        }
+        Some(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflow_drops_the_oldest_and_owes_a_rescan() {
+        let q = EventQueue::new(2);
+        q.send(Event::Hook("a".into()));
+        q.send(Event::Hook("b".into()));
+        q.send(Event::Hook("c".into()));
+        assert_eq!(q.drops(), 1);
+        let s = Shutdown::new().unwrap();
+        let b = q.next_batch(&s, Duration::from_millis(1)).unwrap();
+        assert!(b.rescan);
+        assert_eq!(
+            b.hooks.into_iter().collect::<Vec<_>>(),
+            vec!["b".to_string(), "c".to_string()]
+        );
+    }
+
+    #[test]
+    fn duplicates_coalesce() {
+        let q = EventQueue::new(100);
+        for _ in 0..50 {
+            q.send(Event::Hook("x".into()));
+            q.send(Event::Tick);
+        }
+        let s = Shutdown::new().unwrap();
+        let b = q.next_batch(&s, Duration::from_millis(1)).unwrap();
+        assert!(b.tick && !b.rescan);
+        assert_eq!(b.hooks.len(), 1);
+    }
+
+    #[test]
+    fn shutdown_ends_the_wait() {
+        let q = EventQueue::new(1);
+        let s = Shutdown::new().unwrap();
+        s.trigger();
+        assert_eq!(q.next_batch(&s, Duration::from_secs(30)), None);
+    }
+
+    #[test]
+    fn flood_keeps_memory_bounded() {
+        let q = EventQueue::new(10);
+        for i in 0..20_000 {
+            q.send(Event::Hook(format!("id-{i}")));
+        }
+        assert_eq!(q.drops(), 19_990);
+        let s = Shutdown::new().unwrap();
+        let b = q.next_batch(&s, Duration::from_millis(1)).unwrap();
+        assert_eq!(b.hooks.len(), 10);
+        assert!(b.rescan);
+    }
+}
