@@ -32,7 +32,7 @@ pub struct Runner {
 }
 
 pub fn spawn(r: Runner) -> std::io::Result<Worker<Errand>> {
-    Worker::spawn("patrol", move |e: Errand| r.run(e))
+    Worker::spawn("errands", move |e: Errand| r.run(e))
 }
 
 impl Runner {

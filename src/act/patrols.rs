@@ -23,7 +23,7 @@ use crate::decide::liveness::digest;
 use crate::decide::patrol_rules;
 use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{Live, Session, Status};
-use crate::ops::sd_notify::Notifier;
+use crate::ops::sd_notify::SdNotify;
 use crate::sys::clock::Clock;
 
 /// A removal that did not take is tried again after this long.
@@ -109,15 +109,15 @@ impl Patrols {
             .collect()
     }
 
-    pub fn run(&mut self, snap: &Snapshot, restarter: &Restarter, notifier: &mut Notifier) {
-        self.nudge_waiting(snap, notifier);
+    pub fn run(&mut self, snap: &Snapshot, restarter: &Restarter, sd_notify: &mut SdNotify) {
+        self.nudge_waiting(snap, sd_notify);
         self.check_pollers(snap, restarter);
         self.clean_stale(snap);
     }
 
     /// §6.2: one pane sample per waiting child; only children already in
     /// `waiting` are sampled.
-    fn nudge_waiting(&mut self, snap: &Snapshot, notifier: &mut Notifier) {
+    fn nudge_waiting(&mut self, snap: &Snapshot, sd_notify: &mut SdNotify) {
         let waiting: Vec<&Session> = snap
             .sessions
             .iter()
@@ -139,7 +139,7 @@ impl Patrols {
             .collect();
         patrol_rules::forget_not_waiting(&mut self.state.lock(), &keep);
         for s in waiting {
-            notifier.alive();
+            sd_notify.alive();
             let pane = match self.deck.pane(&s.profile, &s.id) {
                 Ok(p) => p,
                 Err(e) => {
@@ -226,7 +226,7 @@ impl Patrols {
                     s.title,
                     dir.display()
                 );
-                restarter.submit(restart::Job {
+                restarter.submit(restart::RestartJob {
                     session: s.clone(),
                     escalation_critical: crate::fleet::session::is_escalation_critical(s),
                     slot: None,

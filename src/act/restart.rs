@@ -36,7 +36,7 @@ pub enum Kind {
 /// A session the main loop has cleared for restart, with the budget slot it
 /// reserved (revivals only).
 #[derive(Debug, Clone)]
-pub struct Job {
+pub struct RestartJob {
     pub session: Session,
     pub escalation_critical: bool,
     pub slot: Option<f64>,
@@ -75,11 +75,11 @@ pub struct Context {
 }
 
 /// The restart worker: one restart at a time, in the order they were cleared.
-pub type Restarter = Worker<Job>;
+pub type Restarter = Worker<RestartJob>;
 
 /// Starts the restart worker thread.
 pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
-    Worker::spawn("restart", move |job: Job| {
+    Worker::spawn("restart", move |job: RestartJob| {
         // Whatever happens in run (even a bug), the session must not stay in flight.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.run(&job)));
         if outcome.is_err() {
@@ -176,13 +176,13 @@ impl Context {
         RestartRecord::new(self.clock.now(), s, action, reason, self.settings.dry_run)
     }
 
-    fn give_back(&self, job: &Job) {
+    fn give_back(&self, job: &RestartJob) {
         if let Some(slot) = job.slot {
             gates::give_back(&mut self.state.lock(), &job.session.id, slot);
         }
     }
 
-    fn run(&self, job: &Job) {
+    fn run(&self, job: &RestartJob) {
         let s = &job.session;
         if !self.wait_turn(s) {
             log::info!("restart of {} abandoned: shutting down", s.id);
@@ -258,7 +258,7 @@ impl Context {
     }
 
     /// Liveness confirmation with its records and alerts; true if dead.
-    fn confirm_dead(&self, job: &Job) -> bool {
+    fn confirm_dead(&self, job: &RestartJob) -> bool {
         let s = &job.session;
         let ev = liveness::confirm(
             &CliProbe {
@@ -348,7 +348,7 @@ impl Context {
         }
     }
 
-    fn fall_back_to_start(&self, job: &Job) {
+    fn fall_back_to_start(&self, job: &RestartJob) {
         let s = &job.session;
         if self.shutdown.is_set() {
             return self.failed(job, "shutdown during verification".into());
@@ -398,7 +398,7 @@ impl Context {
 
     /// A failed restart: a 429 backs off and gives the slot back; anything
     /// else counts as a crash and escalates on the second in a row.
-    fn failed(&self, job: &Job, err: String) {
+    fn failed(&self, job: &RestartJob, err: String) {
         let s = &job.session;
         if self.shutdown.is_set() {
             // Cut short by our own shutdown: not the session's failure.
@@ -460,7 +460,7 @@ impl Context {
     /// SPEC §6.1: restart a live conductor whose Telegram poller is gone. A
     /// `skipped` answer is a refusal, not a success: the dedup window starts
     /// only when a restart really ran.
-    fn restart_deaf(&self, job: &Job) {
+    fn restart_deaf(&self, job: &RestartJob) {
         let s = &job.session;
         let now = self.clock.now();
         if self.settings.dry_run {
@@ -517,7 +517,7 @@ impl Context {
     /// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
     /// tool marker, nudge the conversation once with `claude --resume`, then
     /// retry `session start`. True if the session came back.
-    fn try_prompt_resume(&self, job: &Job, transcript: &str) -> bool {
+    fn try_prompt_resume(&self, job: &RestartJob, transcript: &str) -> bool {
         let s = &job.session;
         let Some((_, config_dir)) = self
             .settings
@@ -536,7 +536,7 @@ impl Context {
         };
         self.records
             .restart(&self.record(s, "prompt-resume-attempt", None));
-        let cmd = crate::sys::process::Job::new("claude")
+        let cmd = crate::sys::process::Cmd::new("claude")
             .args(["--resume", claude_id.as_str(), "-p", RESUME_TEXT])
             .env("CLAUDE_CONFIG_DIR", config_dir)
             .env_remove("TELEGRAM_STATE_DIR");

@@ -19,11 +19,11 @@ use crate::decide::gates::{self, Limits};
 use crate::records::audit::{EscalationRecord, Records};
 use crate::records::state_file::Store;
 use crate::sys::clock::Clock;
-use crate::sys::process::{self, Job};
+use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
 
 /// Sends the text of an alert somewhere a human reads it (Telegram).
-pub trait Notifier: Send + Sync {
+pub trait Messenger: Send + Sync {
     fn notify(&self, text: &str);
 }
 
@@ -54,7 +54,7 @@ pub struct EscalatorParts {
     pub dry_run: bool,
     pub script: PathBuf,
     pub script_timeout: Duration,
-    pub notifier: Option<Arc<dyn Notifier>>,
+    pub messenger: Option<Arc<dyn Messenger>>,
     pub shutdown: Shutdown,
     /// Where the dedup memory is saved, so it survives a crash right after.
     pub store: Option<Arc<Store>>,
@@ -62,11 +62,11 @@ pub struct EscalatorParts {
 
 impl Escalator {
     pub fn new(p: EscalatorParts) -> Escalator {
-        let has_notifier = p.notifier.is_some();
-        let (script, timeout, notifier, shutdown) =
-            (p.script, p.script_timeout, p.notifier, p.shutdown);
+        let has_notifier = p.messenger.is_some();
+        let (script, timeout, messenger, shutdown) =
+            (p.script, p.script_timeout, p.messenger, p.shutdown);
         let worker = Worker::spawn("escalate", move |alert: Alert| {
-            deliver(&alert, &script, timeout, notifier.as_deref(), &shutdown)
+            deliver(&alert, &script, timeout, messenger.as_deref(), &shutdown)
         })
         .map_err(|e| {
             log::error!(
@@ -157,11 +157,11 @@ fn deliver(
     alert: &Alert,
     script: &Path,
     timeout: Duration,
-    notifier: Option<&dyn Notifier>,
+    messenger: Option<&dyn Messenger>,
     shutdown: &Shutdown,
 ) {
     if is_executable(script) {
-        let job = Job::new(script).arg(&alert.severity).arg(&alert.message);
+        let job = Cmd::new(script).arg(&alert.severity).arg(&alert.message);
         match process::run(&job, timeout, shutdown) {
             Ok(out) if out.success() => log::debug!("{} {} ran", script.display(), alert.severity),
             Ok(out) => log::warn!(
@@ -178,7 +178,7 @@ fn deliver(
         }
     }
     if alert.telegram {
-        if let Some(n) = notifier {
+        if let Some(n) = messenger {
             n.notify(&format!(
                 "[agent-deck watchdog] {}: {}",
                 alert.severity, alert.message

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::alert::escalate::Notifier;
+use crate::alert::escalate::Messenger;
 use crate::config::{Config, Secret};
 use crate::sys::shutdown::Shutdown;
 
@@ -31,8 +31,8 @@ enum Sent {
 }
 
 impl Telegram {
-    /// A notifier when both a chat id and a token are configured.
-    pub fn from_config(cfg: &Config, shutdown: Shutdown) -> Option<std::sync::Arc<dyn Notifier>> {
+    /// A messenger when both a chat id and a token are configured.
+    pub fn from_config(cfg: &Config, shutdown: Shutdown) -> Option<std::sync::Arc<dyn Messenger>> {
         let chat_id = cfg.telegram_chat_id.clone()?;
         let Some(token) = cfg.telegram_token.clone() else {
             log::warn!(
@@ -87,7 +87,7 @@ impl Telegram {
     }
 }
 
-impl Notifier for Telegram {
+impl Messenger for Telegram {
     fn notify(&self, text: &str) {
         if self.shutdown.is_set() {
             // Each attempt may take 10s, longer than a stop may take; the alert is in escalations.log.

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::{AgentDeck, Cli, ReadOnly};
 use crate::fleet::session::{self, Live, Session, Status};
-use crate::ops::sd_notify::Notifier;
+use crate::ops::sd_notify::SdNotify;
 use crate::records::audit::Records;
 use crate::records::instance_lock;
 use crate::records::metrics;
@@ -35,7 +35,7 @@ use crate::sys::shutdown::Shutdown;
 use crate::tasks::cli;
 use crate::tasks::followup::FollowUp;
 use crate::triggers::inotify;
-use crate::triggers::queue::{Batch, Event, EventQueue};
+use crate::triggers::queue::{Batch, EventQueue, Trigger};
 
 /// A hook-triggered status check for one session runs at most this often.
 const HOOK_CHECK_GAP: f64 = 1.0;
@@ -110,7 +110,7 @@ pub struct Daemon {
     clock: Arc<dyn Clock>,
     fleet: Fleet,
     records: Arc<Records>,
-    notifier: Notifier,
+    sd_notify: SdNotify,
     watchdog_dir: std::path::PathBuf,
     hooks_dir: std::path::PathBuf,
     metrics_warned: bool,
@@ -150,7 +150,7 @@ impl Daemon {
             dry_run: flags.dry_run,
             script: cfg.watchdog_dir.join("escalate.sh"),
             script_timeout: cfg.subprocess_timeout,
-            notifier: Telegram::from_config(cfg, shutdown.clone()),
+            messenger: Telegram::from_config(cfg, shutdown.clone()),
             shutdown: shutdown.clone(),
             store: Some(store.clone()),
         }));
@@ -180,7 +180,7 @@ impl Daemon {
             clock: clock.clone(),
             dry_run: flags.dry_run,
         })
-        .map_err(|e| Error::runtime(format!("cannot start the patrol thread: {e}")))?;
+        .map_err(|e| Error::runtime(format!("cannot start the errands thread: {e}")))?;
         let patrols = Patrols::new(
             patrols::Settings::from_config(cfg),
             deck.clone(),
@@ -212,7 +212,7 @@ impl Daemon {
             clock,
             fleet,
             records,
-            notifier: Notifier::from_config(cfg),
+            sd_notify: SdNotify::from_config(cfg),
             watchdog_dir: cfg.watchdog_dir.clone(),
             hooks_dir: cfg.hooks_dir.clone(),
             metrics_warned: false,
@@ -251,10 +251,10 @@ impl Daemon {
             "armed: watching hooks and polling every {:.1}s",
             cfg.safety_poll_interval.as_secs_f64()
         );
-        self.notifier.ready();
+        self.sd_notify.ready();
         loop {
             let idle = self.next_wakeup();
-            let wait = self.notifier.max_sleep(idle);
+            let wait = self.sd_notify.max_sleep(idle);
             let Some(batch) = self.queue.next_batch(&self.shutdown, wait) else {
                 break;
             };
@@ -269,9 +269,9 @@ impl Daemon {
             }
             self.handle(batch);
             self.store.save(&self.state);
-            self.notifier.alive();
+            self.sd_notify.alive();
         }
-        self.notifier.stopping();
+        self.sd_notify.stopping();
         self.finish();
         Ok(())
     }
@@ -328,7 +328,7 @@ impl Daemon {
         let started = std::time::Instant::now();
         self.last_tick = Some(started);
         self.fleet.reload_markers();
-        self.notifier.alive();
+        self.sd_notify.alive();
         let fleet_readable = match self.fleet.refresh(self.deck.as_ref()) {
             Ok(()) => true,
             Err(e) => {
@@ -346,7 +346,7 @@ impl Daemon {
         let mut unreadable = BTreeSet::new();
         for profile in profiles {
             // A hung call may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed between calls.
-            self.notifier.alive();
+            self.sd_notify.alive();
             match self.deck.list_profile(&profile) {
                 Ok(list) => live.extend(list.into_iter().map(|(s, l)| (s.id, l))),
                 Err(e) => {
@@ -378,7 +378,8 @@ impl Daemon {
             live: &live,
             unreadable: &unreadable,
         };
-        self.patrols.run(&snap, &self.restarter, &mut self.notifier);
+        self.patrols
+            .run(&snap, &self.restarter, &mut self.sd_notify);
         self.follow_up_tasks();
         self.report(critical.len(), errored, started.elapsed().as_secs_f64());
     }
@@ -438,7 +439,7 @@ impl Daemon {
         } else {
             ""
         };
-        self.notifier.status(&format!(
+        self.sd_notify.status(&format!(
             "{critical} critical sessions, {errored} in error; {in_window} restarts in the window{breaker}"
         ));
     }
@@ -541,7 +542,7 @@ impl Daemon {
             return;
         }
         self.hook_checked.insert(id.to_owned(), now);
-        self.notifier.alive();
+        self.sd_notify.alive();
         match self.deck.show(&s.profile, &s.id) {
             // A dead pane may be one of many (a tmux server died): look at the
             // whole fleet now, so a cascade is seen before any restart starts.
@@ -571,7 +572,7 @@ impl Daemon {
                 // Saved before the restart can run, so a crash right after still counts it.
                 self.store.save(&self.state);
                 log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
-                self.restarter.submit(restart::Job {
+                self.restarter.submit(restart::RestartJob {
                     session: s.clone(),
                     escalation_critical: session::is_escalation_critical(s),
                     slot: Some(slot),
@@ -660,14 +661,14 @@ fn spawn_ticker(
     shutdown: Shutdown,
 ) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
-        .name("poll".into())
+        .name("ticker".into())
         .spawn(move || {
-            queue.send(Event::Tick);
+            queue.send(Trigger::Tick);
             while shutdown.sleep(interval) {
-                queue.send(Event::Tick);
+                queue.send(Trigger::Tick);
             }
         })
-        .map_err(|e| Error::runtime(format!("cannot start the poll thread: {e}")))
+        .map_err(|e| Error::runtime(format!("cannot start the ticker thread: {e}")))
 }
 
 /// SIGTERM/SIGINT trigger shutdown; SIGHUP asks for a reload.

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 pub use crate::fleet::parse::RestartAnswer;
 use crate::fleet::parse::{self, Garbage};
 use crate::fleet::session::{Live, Session};
-use crate::sys::process::{self, Job, Output, RunError};
+use crate::sys::process::{self, Cmd, Output, RunError};
 use crate::sys::shutdown::Shutdown;
 
 /// Why a CLI call gave no usable answer.
@@ -107,7 +107,7 @@ impl Cli {
 
     /// Runs one command; a non-zero exit becomes [`CliError::Exit`].
     fn call(&self, name: &'static str, profile: &str, args: &[&str]) -> CliResult<Output> {
-        let mut job = Job::new(&self.bin);
+        let mut job = Cmd::new(&self.bin);
         if !profile.is_empty() {
             job = job.arg("-p").arg(profile);
         }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 
-pub struct Notifier {
+pub struct SdNotify {
     socket: Option<(UnixDatagram, String)>,
     /// Half the systemd watchdog interval, when one is configured.
     ping_every: Option<Duration>,
@@ -19,8 +19,8 @@ pub struct Notifier {
     warned: bool,
 }
 
-impl Notifier {
-    pub fn from_config(cfg: &Config) -> Notifier {
+impl SdNotify {
+    pub fn from_config(cfg: &Config) -> SdNotify {
         let socket = cfg.notify_socket.as_ref().and_then(|path| match UnixDatagram::unbound() {
             Ok(s) => Some((s, path.clone())),
             Err(e) => {
@@ -28,7 +28,7 @@ impl Notifier {
                 None
             }
         });
-        Notifier {
+        SdNotify {
             socket,
             ping_every: cfg.watchdog_usec.map(|us| Duration::from_micros(us / 2)),
             last_ping: None,

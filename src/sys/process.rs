@@ -27,16 +27,16 @@ const PIPE_GRACE: Duration = Duration::from_secs(2);
 /// A command to run: program, arguments, and changes to the inherited
 /// environment.
 #[derive(Debug, Clone)]
-pub struct Job {
+pub struct Cmd {
     pub program: PathBuf,
     pub args: Vec<OsString>,
     pub env_set: Vec<(OsString, OsString)>,
     pub env_remove: Vec<OsString>,
 }
 
-impl Job {
-    pub fn new(program: impl Into<PathBuf>) -> Job {
-        Job {
+impl Cmd {
+    pub fn new(program: impl Into<PathBuf>) -> Cmd {
+        Cmd {
             program: program.into(),
             args: Vec::new(),
             env_set: Vec::new(),
@@ -44,12 +44,12 @@ impl Job {
         }
     }
 
-    pub fn arg(mut self, a: impl Into<OsString>) -> Job {
+    pub fn arg(mut self, a: impl Into<OsString>) -> Cmd {
         self.args.push(a.into());
         self
     }
 
-    pub fn args<I, S>(mut self, args: I) -> Job
+    pub fn args<I, S>(mut self, args: I) -> Cmd
     where
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
@@ -58,12 +58,12 @@ impl Job {
         self
     }
 
-    pub fn env(mut self, k: impl Into<OsString>, v: impl Into<OsString>) -> Job {
+    pub fn env(mut self, k: impl Into<OsString>, v: impl Into<OsString>) -> Cmd {
         self.env_set.push((k.into(), v.into()));
         self
     }
 
-    pub fn env_remove(mut self, k: impl Into<OsString>) -> Job {
+    pub fn env_remove(mut self, k: impl Into<OsString>) -> Cmd {
         self.env_remove.push(k.into());
         self
     }
@@ -126,7 +126,7 @@ impl fmt::Display for RunError {
 }
 
 /// Runs `job` to completion, within `timeout`, or until `shutdown`.
-pub fn run(job: &Job, timeout: Duration, shutdown: &Shutdown) -> Result<Output, RunError> {
+pub fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, RunError> {
     if shutdown.is_set() {
         return Err(RunError::Interrupted);
     }
@@ -173,7 +173,7 @@ pub fn run(job: &Job, timeout: Duration, shutdown: &Shutdown) -> Result<Output, 
 /// Starts `job` detached in its own session, stdin null, stdout and stderr
 /// appended to `log`, and returns its pid. A helper thread reaps it when it
 /// exits, so it never lingers as a zombie of a long-running daemon.
-pub fn spawn_detached(job: &Job, log: &std::path::Path) -> std::io::Result<u32> {
+pub fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Result<u32> {
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -271,8 +271,8 @@ fn kill_group(pgid: libc::pid_t) {
 mod tests {
     use super::*;
 
-    fn sh(script: &str) -> Job {
-        Job::new("/bin/sh").arg("-c").arg(script)
+    fn sh(script: &str) -> Cmd {
+        Cmd::new("/bin/sh").arg("-c").arg(script)
     }
 
     fn quiet() -> Shutdown {
@@ -349,7 +349,7 @@ mod tests {
     #[test]
     fn missing_program_is_a_spawn_error() {
         let err = run(
-            &Job::new("/nonexistent/agent-deck"),
+            &Cmd::new("/nonexistent/agent-deck"),
             Duration::from_secs(1),
             &quiet(),
         )

@@ -355,7 +355,7 @@ pub fn standalone_escalator(
         dry_run,
         script: cfg.watchdog_dir.join("escalate.sh"),
         script_timeout: cfg.subprocess_timeout,
-        notifier: Telegram::from_config(cfg, shutdown.clone()),
+        messenger: Telegram::from_config(cfg, shutdown.clone()),
         shutdown: shutdown.clone(),
         store: None,
     })

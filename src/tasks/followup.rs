@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::alert::escalate::Escalator;
 use crate::error::Result;
 use crate::sys::clock::Clock;
-use crate::sys::process::{self, Job};
+use crate::sys::process::{self, Cmd};
 use crate::tasks::registry::{Registry, RegistryFile, Task};
 
 /// What the pass observed about one task.
@@ -338,7 +338,7 @@ impl FollowUp {
             None
         } else {
             let (program, args) = argv.split_first()?;
-            match process::spawn_detached(&Job::new(program).args(args), &log_path) {
+            match process::spawn_detached(&Cmd::new(program).args(args), &log_path) {
                 Ok(pid) => Some(pid),
                 Err(e) => {
                     log::warn!("re-dispatch of task {} as {new_id} failed to start ({e}); trying again next pass", t.id);

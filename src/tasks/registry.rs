@@ -18,7 +18,7 @@ use crate::records::state_file::write_atomically;
 
 /// What happened to a task, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Event {
+pub struct HistoryEntry {
     pub ts: f64,
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,7 +47,7 @@ pub struct Task {
     pub match_: String,
     pub command: Vec<String>,
     #[serde(default)]
-    pub history: Vec<Event>,
+    pub history: Vec<HistoryEntry>,
 }
 
 impl Task {
@@ -57,7 +57,7 @@ impl Task {
     }
 
     pub fn note(&mut self, ts: f64, event: &str, detail: Option<String>) {
-        self.history.push(Event {
+        self.history.push(HistoryEntry {
             ts,
             event: event.to_owned(),
             detail,

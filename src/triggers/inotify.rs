@@ -21,7 +21,7 @@ use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 
 use crate::fleet::session::is_valid_id;
 use crate::sys::shutdown::Shutdown;
-use crate::triggers::queue::{Event, EventQueue};
+use crate::triggers::queue::{EventQueue, Trigger};
 
 /// How often a missing hooks directory is looked for again, in ms, on top of
 /// the watch on its parent.
@@ -141,7 +141,7 @@ impl Watcher {
                 // Anything written while we were not watching is picked up by a
                 // rescan; arming at start needs none, the daemon's first poll runs now.
                 if tried_before {
-                    self.queue.send(Event::Rescan);
+                    self.queue.send(Trigger::Rescan);
                 }
             }
             Err(e) => {
@@ -218,12 +218,12 @@ impl Watcher {
             "hooks directory {} went away; waiting for it to come back",
             self.dir.display()
         );
-        self.queue.send(Event::Rescan);
+        self.queue.send(Trigger::Rescan);
     }
 
     fn report(&self, name: &OsStr) {
         if let Some(id) = name.to_str().and_then(hook_id) {
-            self.queue.send(Event::Hook(id.to_owned()));
+            self.queue.send(Trigger::Hook(id.to_owned()));
         }
     }
 
@@ -254,7 +254,7 @@ impl Watcher {
     fn handle(&mut self, wd: WatchDescriptor, mask: EventMask, name: Option<&OsStr>) {
         if mask.contains(EventMask::Q_OVERFLOW) {
             log::warn!("inotify queue overflowed; scheduling a full rescan");
-            self.queue.send(Event::Rescan);
+            self.queue.send(Trigger::Rescan);
             return;
         }
         let Some(kind) = self.kinds.get(&wd).cloned() else {

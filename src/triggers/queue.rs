@@ -16,7 +16,7 @@ use crate::sys::shutdown::Shutdown;
 
 /// What a trigger thread reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub enum Trigger {
     /// A hook file for this session id was written.
     Hook(String),
     /// Time for a safety poll.
@@ -34,13 +34,13 @@ pub struct Batch {
 }
 
 impl Batch {
-    fn add(&mut self, e: Event) {
+    fn add(&mut self, e: Trigger) {
         match e {
-            Event::Hook(id) => {
+            Trigger::Hook(id) => {
                 self.hooks.insert(id);
             }
-            Event::Tick => self.tick = true,
-            Event::Rescan => self.rescan = true,
+            Trigger::Tick => self.tick = true,
+            Trigger::Rescan => self.rescan = true,
         }
     }
 }
@@ -48,8 +48,8 @@ impl Batch {
 const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
 
 pub struct EventQueue {
-    tx: Sender<Event>,
-    rx: Receiver<Event>,
+    tx: Sender<Trigger>,
+    rx: Receiver<Trigger>,
     drops: AtomicU64,
     rescan_owed: AtomicBool,
     last_drop_log: Mutex<Option<Instant>>,
@@ -68,7 +68,7 @@ impl EventQueue {
     }
 
     /// Queues `e`, dropping the oldest message if the queue is full.
-    pub fn send(&self, mut e: Event) {
+    pub fn send(&self, mut e: Trigger) {
         loop {
             match self.tx.try_send(e) {
                 Ok(()) => return,
@@ -83,7 +83,7 @@ impl EventQueue {
         }
     }
 
-    fn note_drop(&self, old: &Event) {
+    fn note_drop(&self, old: &Trigger) {
         let total = self.drops.fetch_add(1, Ordering::Relaxed) + 1;
         self.rescan_owed.store(true, Ordering::SeqCst);
         let mut last = self.last_drop_log.lock();
@@ -127,9 +127,9 @@ mod tests {
     #[test]
     fn overflow_drops_the_oldest_and_owes_a_rescan() {
         let q = EventQueue::new(2);
-        q.send(Event::Hook("a".into()));
-        q.send(Event::Hook("b".into()));
-        q.send(Event::Hook("c".into()));
+        q.send(Trigger::Hook("a".into()));
+        q.send(Trigger::Hook("b".into()));
+        q.send(Trigger::Hook("c".into()));
         assert_eq!(q.drops(), 1);
         let s = Shutdown::new().unwrap();
         let b = q.next_batch(&s, Duration::from_millis(1)).unwrap();
@@ -144,8 +144,8 @@ mod tests {
     fn duplicates_coalesce() {
         let q = EventQueue::new(100);
         for _ in 0..50 {
-            q.send(Event::Hook("x".into()));
-            q.send(Event::Tick);
+            q.send(Trigger::Hook("x".into()));
+            q.send(Trigger::Tick);
         }
         let s = Shutdown::new().unwrap();
         let b = q.next_batch(&s, Duration::from_millis(1)).unwrap();
@@ -165,7 +165,7 @@ mod tests {
     fn flood_keeps_memory_bounded() {
         let q = EventQueue::new(10);
         for i in 0..20_000 {
-            q.send(Event::Hook(format!("id-{i}")));
+            q.send(Trigger::Hook(format!("id-{i}")));
         }
         assert_eq!(q.drops(), 19_990);
         let s = Shutdown::new().unwrap();
