@@ -16,7 +16,7 @@ use crate::act::worker::Worker;
 use crate::alert::escalate::Escalator;
 use crate::decide::book::State;
 use crate::decide::gates::{self, Limits};
-use crate::decide::liveness::{self, Probe, Verdict};
+use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
 use crate::fleet::deck::{AgentDeck, RestartAnswer};
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::audit::{LivenessRecord, Records, RestartRecord};
@@ -270,7 +270,7 @@ impl Context {
         let mut consecutive = None;
         if let Verdict::Skip(reason) = ev.verdict {
             self.give_back(job);
-            if reason == "pane_active" {
+            if reason == LivenessReason::PaneActive {
                 let (n, alert) =
                     gates::note_pane_active(&mut self.state.lock(), &self.limits, &s.id);
                 consecutive = Some(n);
@@ -287,7 +287,7 @@ impl Context {
                     );
                 }
             }
-            if reason == "auth_hold"
+            if reason == LivenessReason::AuthHold
                 && gates::first_in_episode(&mut self.state.lock(), &s.id, "auth-hold")
             {
                 let msg = format!(
@@ -300,8 +300,11 @@ impl Context {
                     .escalate("auth-hold", &msg, Some(&s.id), job.escalation_critical);
             }
             log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
-            self.records
-                .restart(&self.record(s, "skipped-alive", Some(reason.to_owned())));
+            self.records.restart(&self.record(
+                s,
+                "skipped-alive",
+                Some(reason.as_str().to_owned()),
+            ));
         } else {
             log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
         }
@@ -320,7 +323,7 @@ impl Context {
                 "skip"
             }
             .into(),
-            reason: ev.verdict.reason().into(),
+            reason: ev.verdict.reason(),
             consecutive_skips: consecutive,
             dry_run: self.settings.dry_run,
         });

@@ -20,7 +20,7 @@ use crate::alert::escalate::{Escalator, EscalatorParts};
 use crate::alert::telegram::Telegram;
 use crate::cli::RunFlags;
 use crate::config::Config;
-use crate::decide::gates::{self, CascadeNews, Gate, Limits};
+use crate::decide::gates::{self, CascadeNews, Gate, Hold, Limits};
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::{AgentDeck, Cli, ReadOnly};
@@ -125,7 +125,7 @@ pub struct Daemon {
     /// A rescan was asked for and has not run yet.
     rescan_owed: bool,
     /// The gate that last held each session, so a hold is recorded once.
-    gate_skips: BTreeMap<String, &'static str>,
+    gate_skips: BTreeMap<String, Hold>,
     last_tick: Option<std::time::Instant>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -580,7 +580,7 @@ impl Daemon {
                 });
             }
             (Gate::BudgetSpent, _) => {
-                self.record_gate_skip(s, "budget_spent");
+                self.record_gate_skip(s, Hold::BudgetSpent);
                 let msg = format!(
                     "Session {} ({}) keeps crashing — needs human attention",
                     s.title, s.id
@@ -607,9 +607,9 @@ impl Daemon {
 
     /// One `restart.log` line when a session starts being held by a gate (not
     /// one per tick while it stays held).
-    fn record_gate_skip(&mut self, s: &Session, why: &'static str) {
+    fn record_gate_skip(&mut self, s: &Session, why: Hold) {
         // A queued restart or its own quiet time is the normal course, not a hold.
-        if matches!(why, "in_flight" | "cooldown")
+        if matches!(why, Hold::InFlight | Hold::Cooldown)
             || self.gate_skips.insert(s.id.clone(), why) == Some(why)
         {
             return;
@@ -618,7 +618,7 @@ impl Daemon {
             self.clock.now(),
             s,
             "skipped",
-            Some(why.to_owned()),
+            Some(why.as_str().to_owned()),
             self.flags.dry_run,
         );
         self.records.restart(&rec);

@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::fleet::session::Session;
@@ -54,13 +56,48 @@ impl Limits {
     }
 }
 
+/// Why a gate holds a session in error back from a restart: the `reason` of
+/// a `skipped` record in `restart.log`, spelled as it is written there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hold {
+    BreakerOpen,
+    #[serde(rename = "backoff_429")]
+    Backoff429,
+    CascadePause,
+    CascadeSettle,
+    Cooldown,
+    InFlight,
+    BudgetSpent,
+}
+
+impl Hold {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hold::BreakerOpen => "breaker_open",
+            Hold::Backoff429 => "backoff_429",
+            Hold::CascadePause => "cascade_pause",
+            Hold::CascadeSettle => "cascade_settle",
+            Hold::Cooldown => "cooldown",
+            Hold::InFlight => "in_flight",
+            Hold::BudgetSpent => "budget_spent",
+        }
+    }
+}
+
+impl std::fmt::Display for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The verdict of the gates of SPEC §5.2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Gate {
     /// Reserve a slot and go.
     Go,
     /// Not now, and nobody needs to hear about it.
-    Skip(&'static str),
+    Skip(Hold),
     /// The budget is spent: escalate `rate-limit` and skip.
     BudgetSpent,
 }
@@ -72,13 +109,13 @@ fn prune(times: &mut Vec<f64>, now: f64, window: f64) {
 
 /// Why every restart is held right now, if one is: the breaker, the burst
 /// pause, the cascade settle.
-fn fleet_hold(state: &State, now: f64) -> Option<&'static str> {
+fn fleet_hold(state: &State, now: f64) -> Option<Hold> {
     if state.breaker_open_until > now {
-        Some("breaker_open")
+        Some(Hold::BreakerOpen)
     } else if state.cascade_pause_until > now {
-        Some("cascade_pause")
+        Some(Hold::CascadePause)
     } else if state.cascade.as_ref().is_some_and(|c| c.settle_until > now) {
-        Some("cascade_settle")
+        Some(Hold::CascadeSettle)
     } else {
         None
     }
@@ -93,15 +130,15 @@ pub fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
     let book = state.book(id);
     prune(&mut book.restarts, now, lim.rate_window);
     if breaker {
-        Gate::Skip("breaker_open")
+        Gate::Skip(Hold::BreakerOpen)
     } else if book.backoff_until > now {
-        Gate::Skip("backoff_429")
+        Gate::Skip(Hold::Backoff429)
     } else if let Some(why) = hold {
         Gate::Skip(why)
     } else if book.cooldown_until > now {
-        Gate::Skip("cooldown")
+        Gate::Skip(Hold::Cooldown)
     } else if in_flight {
-        Gate::Skip("in_flight")
+        Gate::Skip(Hold::InFlight)
     } else if book.restarts.len() >= lim.rate_max {
         Gate::BudgetSpent
     } else {
@@ -111,11 +148,11 @@ pub fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
 
 /// The checks repeated after the serialization wait: the breaker, a backoff
 /// or a pause may have started meanwhile.
-pub fn recheck(state: &mut State, id: &str, now: f64) -> Option<&'static str> {
+pub fn recheck(state: &mut State, id: &str, now: f64) -> Option<Hold> {
     if state.breaker_open_until > now {
-        Some("breaker_open")
+        Some(Hold::BreakerOpen)
     } else if state.book(id).backoff_until > now {
-        Some("backoff_429")
+        Some(Hold::Backoff429)
     } else {
         fleet_hold(state, now)
     }
@@ -385,10 +422,13 @@ mod tests {
     fn cooldown_and_in_flight_skip() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         reserve(&mut s, &l, ID, c.now());
-        assert_eq!(gate(&mut s, &l, ID, c.now() + 1.0), Gate::Skip("cooldown"));
+        assert_eq!(
+            gate(&mut s, &l, ID, c.now() + 1.0),
+            Gate::Skip(Hold::Cooldown)
+        );
         assert_eq!(
             gate(&mut s, &l, ID, c.now() + 31.0),
-            Gate::Skip("in_flight")
+            Gate::Skip(Hold::InFlight)
         );
         finish(&mut s, ID);
         assert_eq!(gate(&mut s, &l, ID, c.now() + 31.0), Gate::Go);
@@ -413,8 +453,8 @@ mod tests {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         note_rate_limited(&mut s, &l, ID, c.now());
         s.cascade_pause_until = c.now() + 10.0;
-        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Skip("backoff_429"));
-        assert_eq!(recheck(&mut s, ID, c.now() + 179.0), Some("backoff_429"));
+        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Skip(Hold::Backoff429));
+        assert_eq!(recheck(&mut s, ID, c.now() + 179.0), Some(Hold::Backoff429));
         assert_eq!(recheck(&mut s, ID, c.now() + 181.0), None);
     }
 
@@ -440,7 +480,7 @@ mod tests {
         assert!(note_restart_call(&mut s, &l, ID, c.now()));
         assert_eq!(
             gate(&mut s, &l, "other-1", c.now() + 1.0),
-            Gate::Skip("cascade_pause")
+            Gate::Skip(Hold::CascadePause)
         );
         assert_eq!(gate(&mut s, &l, "other-1", c.now() + 61.0), Gate::Go);
     }
@@ -507,11 +547,11 @@ mod tests {
         assert!(note_rate_limited(&mut s, &l, "c-1", c.now()));
         assert_eq!(
             gate(&mut s, &l, "d-1", c.now() + 1.0),
-            Gate::Skip("breaker_open")
+            Gate::Skip(Hold::BreakerOpen)
         );
         assert_eq!(
             recheck(&mut s, "d-1", c.now() + 599.0),
-            Some("breaker_open")
+            Some(Hold::BreakerOpen)
         );
         assert_eq!(gate(&mut s, &l, "d-1", c.now() + 601.0), Gate::Go);
     }
@@ -535,7 +575,7 @@ mod tests {
         );
         assert_eq!(
             gate(&mut s, &l, ID, c.now() + 29.0),
-            Gate::Skip("cascade_settle")
+            Gate::Skip(Hold::CascadeSettle)
         );
         assert_eq!(gate(&mut s, &l, ID, c.now() + 31.0), Gate::Go);
         for _ in 0..100 {
@@ -577,5 +617,21 @@ mod tests {
         assert_eq!(s.sessions["new-1"].restarts, vec![c.now() - 10.0]);
         assert!(s.sessions["new-1"].backoff_until > c.now());
         assert_eq!(s.escalated.len(), 1);
+    }
+
+    #[test]
+    fn hold_reasons_are_written_as_the_record_strings() {
+        for (h, text) in [
+            (Hold::BreakerOpen, "breaker_open"),
+            (Hold::Backoff429, "backoff_429"),
+            (Hold::CascadePause, "cascade_pause"),
+            (Hold::CascadeSettle, "cascade_settle"),
+            (Hold::Cooldown, "cooldown"),
+            (Hold::InFlight, "in_flight"),
+            (Hold::BudgetSpent, "budget_spent"),
+        ] {
+            assert_eq!(h.as_str(), text);
+            assert_eq!(serde_json::to_string(&h).unwrap(), format!("\"{text}\""));
+        }
     }
 }

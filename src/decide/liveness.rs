@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::fleet::session::{Live, Status};
@@ -23,19 +24,55 @@ pub trait Probe {
     fn now(&self) -> f64;
 }
 
+/// Why liveness confirmation decided what it did: the `reason` of a
+/// `liveness.log` record, spelled as it is written there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LivenessReason {
+    /// Dead: restart it.
+    ConfirmedDead,
+    StatusUnreadable,
+    RecoveredBeforeRestart,
+    AuthHold,
+    ShuttingDown,
+    /// Exactly one of the two pane captures failed: the samples cannot be compared.
+    PaneUnreadable,
+    PaneActive,
+}
+
+impl LivenessReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LivenessReason::ConfirmedDead => "confirmed_dead",
+            LivenessReason::StatusUnreadable => "status_unreadable",
+            LivenessReason::RecoveredBeforeRestart => "recovered_before_restart",
+            LivenessReason::AuthHold => "auth_hold",
+            LivenessReason::ShuttingDown => "shutting_down",
+            LivenessReason::PaneUnreadable => "pane_unreadable",
+            LivenessReason::PaneActive => "pane_active",
+        }
+    }
+}
+
+impl std::fmt::Display for LivenessReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// `confirmed_dead`: restart it.
     Dead,
     /// Leave it alone, for this reason.
-    Skip(&'static str),
+    Skip(LivenessReason),
 }
 
 impl Verdict {
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> LivenessReason {
         match self {
-            Verdict::Dead => "confirmed_dead",
+            Verdict::Dead => LivenessReason::ConfirmedDead,
             Verdict::Skip(r) => r,
         }
     }
@@ -80,12 +117,12 @@ pub fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
             && second.as_deref().is_none_or(|t| t.trim().is_empty()),
     };
     if !completed {
-        ev.verdict = Verdict::Skip("shutting_down");
+        ev.verdict = Verdict::Skip(LivenessReason::ShuttingDown);
     } else if first.is_some() != second.is_some() {
         // One capture failed: the samples cannot be compared, so the pane may be live.
-        ev.verdict = Verdict::Skip("pane_unreadable");
+        ev.verdict = Verdict::Skip(LivenessReason::PaneUnreadable);
     } else if ev.pane.changed {
-        ev.verdict = Verdict::Skip("pane_active");
+        ev.verdict = Verdict::Skip(LivenessReason::PaneActive);
     } else if let Some(skip) = read_status(probe, &mut ev, false) {
         ev.verdict = Verdict::Skip(skip);
     }
@@ -93,7 +130,7 @@ pub fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
 }
 
 /// One status read; a reason to skip, if it gives one.
-fn read_status(probe: &dyn Probe, ev: &mut Evidence, check_auth: bool) -> Option<&'static str> {
+fn read_status(probe: &dyn Probe, ev: &mut Evidence, check_auth: bool) -> Option<LivenessReason> {
     let live: Option<Live> = probe.read();
     let ts = probe.now();
     let Some(live) = live.filter(|l| l.status.is_some()) else {
@@ -102,7 +139,7 @@ fn read_status(probe: &dyn Probe, ev: &mut Evidence, check_auth: bool) -> Option
             status: "unreadable".into(),
             substate: None,
         });
-        return Some("status_unreadable");
+        return Some(LivenessReason::StatusUnreadable);
     };
     ev.reads.push(Read {
         ts,
@@ -110,12 +147,12 @@ fn read_status(probe: &dyn Probe, ev: &mut Evidence, check_auth: bool) -> Option
         substate: live.substate.clone(),
     });
     if live.status() != Status::Error {
-        return Some("recovered_before_restart");
+        return Some(LivenessReason::RecoveredBeforeRestart);
     }
     if check_auth {
         if let Some(reason) = live.auth_hold {
             ev.auth_hold_reason = Some(reason);
-            return Some("auth_hold");
+            return Some(LivenessReason::AuthHold);
         }
     }
     None
@@ -187,14 +224,14 @@ mod tests {
     fn moving_pane_is_active() {
         let s = script(vec![live(Status::Error)], vec![Some("a"), Some("b")]);
         let ev = confirm(&s, GAP);
-        assert_eq!(ev.verdict, Verdict::Skip("pane_active"));
+        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::PaneActive));
         assert!(ev.pane.changed);
     }
 
     #[test]
     fn unreadable_first_read() {
         let ev = confirm(&script(vec![None], vec![]), GAP);
-        assert_eq!(ev.verdict, Verdict::Skip("status_unreadable"));
+        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::StatusUnreadable));
         assert_eq!(ev.reads[0].status, "unreadable");
     }
 
@@ -204,13 +241,16 @@ mod tests {
             &script(vec![live(Status::Error), None], vec![Some("a"), Some("a")]),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Skip("status_unreadable"));
+        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::StatusUnreadable));
     }
 
     #[test]
     fn recovered_before_or_after_sampling() {
         let ev = confirm(&script(vec![live(Status::Running)], vec![]), GAP);
-        assert_eq!(ev.verdict, Verdict::Skip("recovered_before_restart"));
+        assert_eq!(
+            ev.verdict,
+            Verdict::Skip(LivenessReason::RecoveredBeforeRestart)
+        );
         let ev = confirm(
             &script(
                 vec![live(Status::Error), live(Status::Waiting)],
@@ -218,7 +258,10 @@ mod tests {
             ),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Skip("recovered_before_restart"));
+        assert_eq!(
+            ev.verdict,
+            Verdict::Skip(LivenessReason::RecoveredBeforeRestart)
+        );
     }
 
     #[test]
@@ -229,7 +272,7 @@ mod tests {
             ..Live::default()
         });
         let ev = confirm(&script(vec![held], vec![]), GAP);
-        assert_eq!(ev.verdict, Verdict::Skip("auth_hold"));
+        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::AuthHold));
         assert_eq!(ev.auth_hold_reason.as_deref(), Some("auth_death"));
     }
 
@@ -238,7 +281,7 @@ mod tests {
         let mut s = script(vec![live(Status::Error)], vec![Some("a"), Some("a")]);
         s.shutdown_in_gap = true;
         let ev = confirm(&s, GAP);
-        assert_eq!(ev.verdict, Verdict::Skip("shutting_down"));
+        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::ShuttingDown));
         assert!(!ev.pane.sampled);
     }
 
@@ -251,7 +294,7 @@ mod tests {
             ),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Skip("pane_unreadable"));
+        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::PaneUnreadable));
         let ev = confirm(
             &script(
                 vec![live(Status::Error), live(Status::Error)],
@@ -259,7 +302,7 @@ mod tests {
             ),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Skip("pane_unreadable"));
+        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::PaneUnreadable));
     }
 
     #[test]
@@ -280,5 +323,26 @@ mod tests {
         let d = digest("pane text");
         assert_eq!(d.len(), 16);
         assert!(d.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn liveness_reasons_are_written_as_the_record_strings() {
+        use LivenessReason::*;
+        for (r, text) in [
+            (ConfirmedDead, "confirmed_dead"),
+            (StatusUnreadable, "status_unreadable"),
+            (RecoveredBeforeRestart, "recovered_before_restart"),
+            (AuthHold, "auth_hold"),
+            (ShuttingDown, "shutting_down"),
+            (PaneUnreadable, "pane_unreadable"),
+            (PaneActive, "pane_active"),
+        ] {
+            assert_eq!(r.as_str(), text);
+            assert_eq!(serde_json::to_string(&r).unwrap(), format!("\"{text}\""));
+            assert_eq!(
+                serde_json::from_str::<LivenessReason>(&format!("\"{text}\"")).unwrap(),
+                r
+            );
+        }
     }
 }

@@ -71,7 +71,7 @@ pub fn collect(cfg: &Config, now: f64) -> Value {
         .peek()
         .map(|reg| {
             reg.tasks.iter().fold(BTreeMap::new(), |mut m, t| {
-                *m.entry(t.status.clone()).or_default() += 1;
+                *m.entry(t.status.as_str().to_owned()).or_default() += 1;
                 m
             })
         })

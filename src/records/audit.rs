@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+pub use crate::decide::liveness::LivenessReason;
+
 pub const RESTART_LOG: &str = "restart.log";
 pub const LIVENESS_LOG: &str = "liveness.log";
 pub const ESCALATIONS_LOG: &str = "escalations.log";
@@ -93,7 +95,7 @@ pub struct LivenessRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_hold_reason: Option<String>,
     pub decision: String,
-    pub reason: String,
+    pub reason: LivenessReason,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consecutive_skips: Option<u32>,
     pub dry_run: bool,
@@ -159,7 +161,7 @@ impl Records {
             .tally
             .lock()
             .liveness_reasons
-            .entry(r.reason.clone())
+            .entry(r.reason.as_str().to_owned())
             .or_default() += 1;
         self.append(LIVENESS_LOG, r);
     }

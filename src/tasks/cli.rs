@@ -20,7 +20,7 @@ use crate::records::audit::Records;
 use crate::sys::clock::{local_timestamp, Clock, SystemClock};
 use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::{file_sha256, read_key, sign, FollowUp};
-use crate::tasks::registry::{RegistryFile, Task};
+use crate::tasks::registry::{RegistryFile, Task, TaskStatus};
 
 /// What `task add` registers.
 #[derive(Debug, Clone, PartialEq)]
@@ -166,7 +166,7 @@ pub fn run(cmd: TaskCommand, cfg: &Config, dry_run: bool) -> Result<()> {
                 let t = reg
                     .get_mut(&id)
                     .ok_or_else(|| Error::usage(format!("task cancel: no task '{id}'")))?;
-                t.status = "cancelled".into();
+                t.status = TaskStatus::Cancelled;
                 t.note(clock.now(), "cancelled", None);
                 Ok(())
             })?;
@@ -232,7 +232,7 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
         retry_count: 0,
         max_retry: new.max_retry,
         parent_task: None,
-        status: "pending".into(),
+        status: TaskStatus::Pending,
         pid: new.pid,
         match_: new.match_.unwrap_or_else(|| new.id.clone()),
         command: new.command,
@@ -273,7 +273,7 @@ fn list(registry: &RegistryFile, json: bool) -> Result<()> {
         "ID", "STATUS", "RETRY", "NEXT CHECK", "PARENT"
     );
     for t in &reg.tasks {
-        let next = if t.status == "pending" {
+        let next = if t.status == TaskStatus::Pending {
             local_timestamp(t.next_check_at)
         } else {
             "-".into()

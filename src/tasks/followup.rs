@@ -18,7 +18,7 @@ use crate::alert::escalate::Escalator;
 use crate::error::Result;
 use crate::sys::clock::Clock;
 use crate::sys::process::{self, Cmd};
-use crate::tasks::registry::{Registry, RegistryFile, Task};
+use crate::tasks::registry::{Registry, RegistryFile, Task, TaskStatus};
 
 /// What the pass observed about one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,7 +230,7 @@ impl FollowUp {
         let due: Vec<String> = reg
             .tasks
             .iter()
-            .filter(|t| t.status == "pending" && t.next_check_at <= now)
+            .filter(|t| t.status == TaskStatus::Pending && t.next_check_at <= now)
             .map(|t| t.id.clone())
             .collect();
         for id in due {
@@ -253,7 +253,7 @@ impl FollowUp {
         match step {
             Step::Done => {
                 log::info!("task {id} is done{dry}");
-                task.status = "done".into();
+                task.status = TaskStatus::Done;
                 task.note(now, "done", None);
             }
             Step::Wait => {
@@ -264,7 +264,7 @@ impl FollowUp {
                 task.next_check_at = now + t.followup_s;
             }
             Step::Exhausted => {
-                task.status = "exhausted".into();
+                task.status = TaskStatus::Exhausted;
                 task.note(now, "exhausted", None);
                 let msg = format!(
                     "task {id} died without .done and its {} retries are spent — needs a human (task file {})",
@@ -275,7 +275,7 @@ impl FollowUp {
                     .escalate("task-exhausted", &msg, Some(id), false);
             }
             Step::Tampered => {
-                task.status = "tampered".into();
+                task.status = TaskStatus::Tampered;
                 task.note(now, "tampered", None);
                 let what = if facts.sha_now.is_none() {
                     "is gone"
@@ -307,7 +307,7 @@ impl FollowUp {
         // The race the meeting named: `.done` may have landed since the first look.
         if t.done_file.exists() {
             let task = reg.get_mut(&t.id)?;
-            task.status = "done".into();
+            task.status = TaskStatus::Done;
             task.note(now, "done", Some("found just before re-dispatch".into()));
             return None;
         }
@@ -351,7 +351,7 @@ impl FollowUp {
         };
         reg.count_redispatch(day_of(now));
         let old = reg.get_mut(&t.id)?;
-        old.status = "retried".into();
+        old.status = TaskStatus::Retried;
         old.note(now, "retried", Some(format!("re-dispatched as {new_id}")));
         let mut child = Task {
             id: new_id.clone(),
@@ -361,7 +361,7 @@ impl FollowUp {
             next_check_at: now + t.followup_s,
             retry_count: t.retry_count + 1,
             parent_task: Some(t.root().to_owned()),
-            status: "pending".into(),
+            status: TaskStatus::Pending,
             pid,
             match_: new_id.clone(),
             history: Vec::new(),
@@ -454,7 +454,7 @@ mod tests {
             retry_count: retry,
             max_retry: max,
             parent_task: (retry > 0).then(|| "task-1707".into()),
-            status: "pending".into(),
+            status: TaskStatus::Pending,
             pid: None,
             match_: "task-1707".into(),
             command: vec![],

@@ -5,4 +5,4 @@ pub(crate) mod cli;
 pub(crate) mod followup;
 pub mod registry;
 
-pub use registry::Task;
+pub use registry::{Task, TaskStatus};

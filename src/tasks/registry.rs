@@ -25,6 +25,39 @@ pub struct HistoryEntry {
     pub detail: Option<String>,
 }
 
+/// Where a task stands, spelled as `task-timers.json` and `task list` write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Followed up: checked again at `next_check_at`.
+    Pending,
+    Done,
+    /// Re-dispatched under a new id; this entry is history.
+    Retried,
+    Exhausted,
+    Tampered,
+    Cancelled,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Done => "done",
+            TaskStatus::Retried => "retried",
+            TaskStatus::Exhausted => "exhausted",
+            TaskStatus::Tampered => "tampered",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// One registered task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
@@ -39,8 +72,7 @@ pub struct Task {
     pub retry_count: u32,
     pub max_retry: u32,
     pub parent_task: Option<String>,
-    /// `pending`, `done`, `retried`, `exhausted`, `tampered`, `cancelled`.
-    pub status: String,
+    pub status: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     #[serde(rename = "match")]
@@ -284,5 +316,26 @@ mod tests {
         assert_eq!(r.redispatched_on(101), 0);
         r.count_redispatch(101);
         assert_eq!(r.redispatched_on(101), 1);
+    }
+
+    #[test]
+    fn task_statuses_are_written_as_before() {
+        use TaskStatus::*;
+        for (st, text) in [
+            (Pending, "pending"),
+            (Done, "done"),
+            (Retried, "retried"),
+            (Exhausted, "exhausted"),
+            (Tampered, "tampered"),
+            (Cancelled, "cancelled"),
+        ] {
+            assert_eq!(st.to_string(), text);
+            assert_eq!(serde_json::to_string(&st).unwrap(), format!("\"{text}\""));
+            assert_eq!(
+                serde_json::from_str::<TaskStatus>(&format!("\"{text}\"")).unwrap(),
+                st
+            );
+        }
+        assert_eq!(format!("{:<8}|", Done), "done    |");
     }
 }
