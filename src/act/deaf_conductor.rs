@@ -7,6 +7,7 @@
 //! its environment. Unreadable files and processes are skipped, never fatal.
 //! It reads only; the restart decision is the caller's.
 
+use crate::sys::procfs;
 use std::path::{Path, PathBuf};
 
 /// Where agent-deck's files live, for finding a conductor's env file.
@@ -112,9 +113,8 @@ pub fn conductor_state_dir(p: &Places, title: &str, session_path: &str) -> Optio
     state_dir_from_env_file(&text, &p.home)
 }
 
-/// Whether a command line (NUL-separated argv) looks like `bun … telegram`.
-fn is_telegram_poller(cmdline: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(cmdline).replace('\0', " ");
+/// Whether a command line looks like `bun … telegram`.
+fn is_telegram_poller(text: &str) -> bool {
     text.find("bun")
         .is_some_and(|i| text[i + 3..].contains("telegram"))
 }
@@ -122,26 +122,8 @@ fn is_telegram_poller(cmdline: &[u8]) -> bool {
 /// Whether some running `bun … telegram` process has
 /// `TELEGRAM_STATE_DIR=<dir>` in its environment.
 pub fn poller_running(proc_dir: &Path, dir: &Path) -> bool {
-    let needle = format!("TELEGRAM_STATE_DIR={}", dir.display());
-    let Ok(entries) = std::fs::read_dir(proc_dir) else {
-        return false;
-    };
-    entries.flatten().any(|e| {
-        let name = e.file_name();
-        if !name
-            .to_str()
-            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        {
-            return false;
-        }
-        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
-            return false;
-        };
-        is_telegram_poller(&cmdline)
-            && std::fs::read(e.path().join("environ"))
-                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
-                .unwrap_or(false)
-    })
+    let pair = format!("TELEGRAM_STATE_DIR={}", dir.display());
+    procfs::processes(proc_dir).any(|p| is_telegram_poller(&p.command_text()) && p.has_env(&pair))
 }
 
 #[cfg(test)]
@@ -181,12 +163,12 @@ mod tests {
 
     #[test]
     fn poller_command_lines() {
-        assert!(is_telegram_poller(b"bun\0run\0telegram\0start\0"));
+        assert!(is_telegram_poller("bun run telegram start "));
         assert!(is_telegram_poller(
-            b"/usr/bin/bun\0/x/telegram-plugin/server.ts\0"
+            "/usr/bin/bun /x/telegram-plugin/server.ts "
         ));
-        assert!(!is_telegram_poller(b"node\0telegram\0"));
-        assert!(!is_telegram_poller(b"telegram\0bun\0"));
+        assert!(!is_telegram_poller("node telegram "));
+        assert!(!is_telegram_poller("telegram bun "));
     }
 
     fn places(tmp: &Path) -> Places {

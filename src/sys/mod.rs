@@ -4,4 +4,5 @@
 
 pub(crate) mod clock;
 pub(crate) mod process;
+pub(crate) mod procfs;
 pub(crate) mod shutdown;

@@ -19,8 +19,9 @@ use crate::fleet::session::is_valid_id;
 use crate::records::audit::Records;
 use crate::sys::clock::{local_timestamp, Clock, SystemClock};
 use crate::sys::shutdown::Shutdown;
-use crate::tasks::followup::{file_sha256, read_key, sign, FollowUp};
+use crate::tasks::followup::FollowUp;
 use crate::tasks::registry::{RegistryFile, Task, TaskStatus};
+use crate::tasks::sign::{file_sha256, read_key, sign};
 
 /// What `task add` registers.
 #[derive(Debug, Clone, PartialEq)]

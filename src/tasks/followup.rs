@@ -2,7 +2,7 @@
 //! alive → look again later; died without `.done` → exhausted, tampered,
 //! capped or re-dispatched, in that order.
 //!
-//! [`decide`] is the pure rule; [`FollowUp::pass`] gathers the facts (done
+//! [`decide`](crate::tasks::rules::decide) is the pure rule; [`FollowUp::pass`] gathers the facts (done
 //! file, process table, task-file checksum), applies the rule under the
 //! registry lock, checks the done file once more right before spawning, and
 //! re-dispatches through [`crate::sys::process::spawn_detached`]. In dry-run it
@@ -11,180 +11,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
-
 use crate::alert::escalate::Escalator;
 use crate::error::Result;
 use crate::sys::clock::Clock;
 use crate::sys::process::{self, Cmd};
+use crate::sys::procfs::{self, pid_alive};
 use crate::tasks::registry::{Registry, RegistryFile, Task, TaskStatus};
-
-/// What the pass observed about one task.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Facts {
-    pub done: bool,
-    pub alive: bool,
-    /// SHA-256 of the task file now; `None` when it is gone.
-    pub sha_now: Option<String>,
-}
-
-/// What to do with a due task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Done,
-    Wait,
-    Exhausted,
-    Tampered,
-    Capped,
-    Redispatch,
-}
-
-/// The rule, in the order the meeting agreed on.
-pub fn decide(t: &Task, f: &Facts, redispatched_today: u32, cap: u32) -> Step {
-    if f.done {
-        Step::Done
-    } else if f.alive {
-        Step::Wait
-    } else if t.retry_count >= t.max_retry {
-        Step::Exhausted
-    } else if f.sha_now.as_deref() != Some(t.task_sha256.as_str()) {
-        Step::Tampered
-    } else if redispatched_today >= cap {
-        Step::Capped
-    } else {
-        Step::Redispatch
-    }
-}
-
-/// The id of the next re-dispatch: always numbered from the root,
-/// `task-1707` → `task-1707.2` → `task-1707.3`.
-pub fn next_id(t: &Task) -> String {
-    format!("{}.{}", t.root(), t.retry_count + 2)
-}
-
-/// Fills `{task_id}`, `{task_file}`, `{parent_task}`, `{retry}` and
-/// `{partial_file}` into each argv word.
-pub fn render(template: &[String], vars: &[(&str, String)]) -> Vec<String> {
-    template
-        .iter()
-        .map(|word| {
-            vars.iter()
-                .fold(word.clone(), |w, (k, v)| w.replace(&format!("{{{k}}}"), v))
-        })
-        .collect()
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-pub fn file_sha256(path: &Path) -> Option<String> {
-    std::fs::read(path).ok().map(|b| sha256_hex(&b))
-}
-
-/// Hex HMAC-SHA256 of `bytes` under `key`.
-pub fn sign(key: &[u8], bytes: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length");
-    mac.update(bytes);
-    mac.finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// Whether `sig_hex` is the HMAC of `bytes` (constant-time compare).
-pub fn verify(key: &[u8], bytes: &[u8], sig_hex: &str) -> bool {
-    let sig_hex = sig_hex.trim();
-    if sig_hex.len() % 2 != 0 {
-        return false;
-    }
-    let Some(sig) = (0..sig_hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(sig_hex.get(i..i + 2)?, 16).ok())
-        .collect::<Option<Vec<u8>>>()
-    else {
-        return false;
-    };
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length");
-    mac.update(bytes);
-    mac.verify_slice(&sig).is_ok()
-}
-
-/// Reads an HMAC key file (trailing whitespace is not part of the key).
-pub fn read_key(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut key = std::fs::read(path)?;
-    while key.last().is_some_and(u8::is_ascii_whitespace) {
-        key.pop();
-    }
-    Ok(key)
-}
-
-/// The local calendar day, for the daily cap.
-pub fn day_of(ts: f64) -> i64 {
-    crate::sys::clock::local_day(ts)
-}
-
-/// Whether `pid` is a live (non-zombie) process.
-fn pid_alive(proc_dir: &Path, pid: u32) -> bool {
-    std::fs::read_to_string(proc_dir.join(pid.to_string()).join("stat"))
-        .map(|s| {
-            s.rsplit_once(") ")
-                .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
-        })
-        .unwrap_or(false)
-}
-
-/// Whether any process other than the watchdog itself has `needle` in its
-/// command line.
-fn command_line_running(proc_dir: &Path, needle: &str) -> bool {
-    if needle.is_empty() {
-        return false;
-    }
-    let me = std::process::id().to_string();
-    let Ok(entries) = std::fs::read_dir(proc_dir) else {
-        return false;
-    };
-    entries.flatten().any(|e| {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()) && *n != me)
-        else {
-            return false;
-        };
-        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
-            return false;
-        };
-        let mut argv = raw.split(|b| *b == 0).filter(|a| !a.is_empty());
-        let ours = argv
-            .next()
-            .is_some_and(|a0| a0.ends_with(b"agent-deck-watchdog"));
-        let text = String::from_utf8_lossy(&raw).replace('\0', " ");
-        !ours && contains_word(&text, needle) && pid_alive(proc_dir, pid.parse().unwrap_or(0))
-    })
-}
-
-/// Whether `needle` occurs in `text` not as part of a longer id: `task-1` is
-/// not in `task-10` nor in `task-1.2`.
-fn contains_word(text: &str, needle: &str) -> bool {
-    let id_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_');
-    text.match_indices(needle).any(|(i, _)| {
-        let clear_before = !text[..i].chars().next_back().is_some_and(id_char);
-        let mut after = text[i + needle.len()..].chars();
-        let clear_after = match after.next() {
-            None => true,
-            // `task-1.` ends a sentence; `task-1.2` is another id.
-            Some('.') => !after.next().is_some_and(|c| c.is_ascii_alphanumeric()),
-            Some(c) => !id_char(c),
-        };
-        clear_before && clear_after
-    })
-}
+use crate::tasks::rules::{
+    contains_word, day_of, decide, next_id, render, successor_path, Facts, Step,
+};
+use crate::tasks::sign::{file_sha256, read_key, verify};
 
 /// Runs follow-up passes.
 pub struct FollowUp {
@@ -422,138 +258,15 @@ impl FollowUp {
     }
 }
 
-/// A re-dispatch's done file: the default `<dir>/<id>.done` follows the new
-/// id; a path the dispatcher chose is kept.
-fn successor_path(path: &Path, old_id: &str, new_id: &str) -> PathBuf {
-    match path.file_name().and_then(|n| n.to_str()) {
-        Some(name) if name == format!("{old_id}.done") => {
-            path.with_file_name(format!("{new_id}.done"))
-        }
-        _ => path.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn task(retry: u32, max: u32) -> Task {
-        Task {
-            id: if retry == 0 {
-                "task-1707".into()
-            } else {
-                format!("task-1707.{}", retry + 1)
-            },
-            task_file: "/t/task.md".into(),
-            task_sha256: "abc".into(),
-            done_file: "/t/task-1707.done".into(),
-            partial_file: "/t/task-1707.partial".into(),
-            followup_s: 1200.0,
-            dispatched_at: 0.0,
-            next_check_at: 0.0,
-            retry_count: retry,
-            max_retry: max,
-            parent_task: (retry > 0).then(|| "task-1707".into()),
-            status: TaskStatus::Pending,
-            pid: None,
-            match_: "task-1707".into(),
-            command: vec![],
-            history: vec![],
-        }
-    }
-
-    fn facts(done: bool, alive: bool, sha: Option<&str>) -> Facts {
-        Facts {
-            done,
-            alive,
-            sha_now: sha.map(str::to_owned),
-        }
-    }
-
-    #[test]
-    fn rule_order() {
-        let t = task(0, 2);
-        assert_eq!(decide(&t, &facts(true, true, None), 99, 20), Step::Done);
-        assert_eq!(decide(&t, &facts(false, true, None), 99, 20), Step::Wait);
-        assert_eq!(
-            decide(&task(2, 2), &facts(false, false, None), 99, 20),
-            Step::Exhausted
-        );
-        assert_eq!(
-            decide(&t, &facts(false, false, None), 0, 20),
-            Step::Tampered
-        );
-        assert_eq!(
-            decide(&t, &facts(false, false, Some("other")), 0, 20),
-            Step::Tampered
-        );
-        assert_eq!(
-            decide(&t, &facts(false, false, Some("abc")), 20, 20),
-            Step::Capped
-        );
-        assert_eq!(
-            decide(&t, &facts(false, false, Some("abc")), 19, 20),
-            Step::Redispatch
-        );
-    }
-
-    #[test]
-    fn sub_numbers_always_come_from_the_root() {
-        assert_eq!(next_id(&task(0, 2)), "task-1707.2");
-        assert_eq!(next_id(&task(1, 2)), "task-1707.3");
-        assert_eq!(
-            successor_path(Path::new("/t/task-1707.done"), "task-1707", "task-1707.2"),
-            PathBuf::from("/t/task-1707.2.done")
-        );
-        assert_eq!(
-            successor_path(Path::new("/t/custom.done"), "task-1707", "task-1707.2"),
-            PathBuf::from("/t/custom.done")
-        );
-    }
-
-    #[test]
-    fn template_rendering() {
-        let argv = render(
-            &[
-                "run".into(),
-                "--id={task_id}".into(),
-                "{task_file}".into(),
-                "{parent_task}/{retry}".into(),
-            ],
-            &[
-                ("task_id", "t.2".into()),
-                ("task_file", "/f".into()),
-                ("parent_task", "t".into()),
-                ("retry", "1".into()),
-            ],
-        );
-        assert_eq!(argv, ["run", "--id=t.2", "/f", "t/1"]);
-    }
-
-    #[test]
-    fn hmac_sign_and_verify() {
-        let sig = sign(b"key", b"partial work");
-        assert_eq!(sig.len(), 64);
-        assert!(verify(b"key", b"partial work", &format!("{sig}\n")));
-        assert!(!verify(b"key", b"partial work!", &sig));
-        assert!(!verify(b"other", b"partial work", &sig));
-        assert!(!verify(b"key", b"partial work", "zz"));
-        assert!(!verify(b"key", b"partial work", ""));
-    }
-
-    #[test]
-    fn task_match_is_a_whole_id() {
-        assert!(contains_word("dispatch.sh --task task-1 --go", "task-1"));
-        assert!(contains_word("claude -p 'work on task-1.'", "task-1"));
-        assert!(!contains_word("dispatch.sh task-10", "task-1"));
-        assert!(!contains_word("dispatch.sh task-1.2", "task-1"));
-        assert!(!contains_word("dispatch.sh xtask-1", "task-1"));
-    }
-
-    #[test]
-    fn the_daily_cap_counts_whole_days() {
-        let t = 1_796_068_800.0;
-        assert_eq!(day_of(t + 86_400.0), day_of(t) + 1);
-        assert!(day_of(t + 1.0) - day_of(t) <= 1);
-    }
+/// Whether any process other than a watchdog has `needle` in its command line.
+fn command_line_running(proc_dir: &Path, needle: &str) -> bool {
+    !needle.is_empty()
+        && procfs::processes(proc_dir).any(|p| {
+            let ours = p
+                .cmdline
+                .split(|b| *b == 0)
+                .next()
+                .is_some_and(|a0| a0.ends_with(b"agent-deck-watchdog"));
+            !ours && contains_word(&p.command_text(), needle) && pid_alive(proc_dir, p.pid)
+        })
 }

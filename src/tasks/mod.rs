@@ -4,5 +4,7 @@
 pub(crate) mod cli;
 pub(crate) mod followup;
 pub mod registry;
+pub(crate) mod rules;
+pub(crate) mod sign;
 
 pub use registry::{Task, TaskStatus};

@@ -1,0 +1,212 @@
+//! The follow-up rules of SPEC §8 as pure functions: what to do with a due
+//! task, the next sub-numbered id, the argv template, the local day of the
+//! daily cap, and whether a command line names a task.
+//!
+//! Nothing here reads a file, the process table or the clock.
+
+use std::path::{Path, PathBuf};
+
+use crate::tasks::registry::Task;
+
+/// What the pass observed about one task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    pub done: bool,
+    pub alive: bool,
+    /// SHA-256 of the task file now; `None` when it is gone.
+    pub sha_now: Option<String>,
+}
+
+/// What to do with a due task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Done,
+    Wait,
+    Exhausted,
+    Tampered,
+    Capped,
+    Redispatch,
+}
+
+/// The rule, in the order the meeting agreed on.
+pub fn decide(t: &Task, f: &Facts, redispatched_today: u32, cap: u32) -> Step {
+    if f.done {
+        Step::Done
+    } else if f.alive {
+        Step::Wait
+    } else if t.retry_count >= t.max_retry {
+        Step::Exhausted
+    } else if f.sha_now.as_deref() != Some(t.task_sha256.as_str()) {
+        Step::Tampered
+    } else if redispatched_today >= cap {
+        Step::Capped
+    } else {
+        Step::Redispatch
+    }
+}
+
+/// The id of the next re-dispatch: always numbered from the root,
+/// `task-1707` → `task-1707.2` → `task-1707.3`.
+pub fn next_id(t: &Task) -> String {
+    format!("{}.{}", t.root(), t.retry_count + 2)
+}
+
+/// Fills `{task_id}`, `{task_file}`, `{parent_task}`, `{retry}` and
+/// `{partial_file}` into each argv word.
+pub fn render(template: &[String], vars: &[(&str, String)]) -> Vec<String> {
+    template
+        .iter()
+        .map(|word| {
+            vars.iter()
+                .fold(word.clone(), |w, (k, v)| w.replace(&format!("{{{k}}}"), v))
+        })
+        .collect()
+}
+
+/// The local calendar day, for the daily cap.
+pub fn day_of(ts: f64) -> i64 {
+    crate::sys::clock::local_day(ts)
+}
+
+/// Whether `needle` occurs in `text` not as part of a longer id: `task-1` is
+/// not in `task-10` nor in `task-1.2`.
+pub fn contains_word(text: &str, needle: &str) -> bool {
+    let id_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_');
+    text.match_indices(needle).any(|(i, _)| {
+        let clear_before = !text[..i].chars().next_back().is_some_and(id_char);
+        let mut after = text[i + needle.len()..].chars();
+        let clear_after = match after.next() {
+            None => true,
+            // `task-1.` ends a sentence; `task-1.2` is another id.
+            Some('.') => !after.next().is_some_and(|c| c.is_ascii_alphanumeric()),
+            Some(c) => !id_char(c),
+        };
+        clear_before && clear_after
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::registry::TaskStatus;
+
+    fn task(retry: u32, max: u32) -> Task {
+        Task {
+            id: if retry == 0 {
+                "task-1707".into()
+            } else {
+                format!("task-1707.{}", retry + 1)
+            },
+            task_file: "/t/task.md".into(),
+            task_sha256: "abc".into(),
+            done_file: "/t/task-1707.done".into(),
+            partial_file: "/t/task-1707.partial".into(),
+            followup_s: 1200.0,
+            dispatched_at: 0.0,
+            next_check_at: 0.0,
+            retry_count: retry,
+            max_retry: max,
+            parent_task: (retry > 0).then(|| "task-1707".into()),
+            status: TaskStatus::Pending,
+            pid: None,
+            match_: "task-1707".into(),
+            command: vec![],
+            history: vec![],
+        }
+    }
+
+    fn facts(done: bool, alive: bool, sha: Option<&str>) -> Facts {
+        Facts {
+            done,
+            alive,
+            sha_now: sha.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn rule_order() {
+        let t = task(0, 2);
+        assert_eq!(decide(&t, &facts(true, true, None), 99, 20), Step::Done);
+        assert_eq!(decide(&t, &facts(false, true, None), 99, 20), Step::Wait);
+        assert_eq!(
+            decide(&task(2, 2), &facts(false, false, None), 99, 20),
+            Step::Exhausted
+        );
+        assert_eq!(
+            decide(&t, &facts(false, false, None), 0, 20),
+            Step::Tampered
+        );
+        assert_eq!(
+            decide(&t, &facts(false, false, Some("other")), 0, 20),
+            Step::Tampered
+        );
+        assert_eq!(
+            decide(&t, &facts(false, false, Some("abc")), 20, 20),
+            Step::Capped
+        );
+        assert_eq!(
+            decide(&t, &facts(false, false, Some("abc")), 19, 20),
+            Step::Redispatch
+        );
+    }
+
+    #[test]
+    fn sub_numbers_always_come_from_the_root() {
+        assert_eq!(next_id(&task(0, 2)), "task-1707.2");
+        assert_eq!(next_id(&task(1, 2)), "task-1707.3");
+        assert_eq!(
+            successor_path(Path::new("/t/task-1707.done"), "task-1707", "task-1707.2"),
+            PathBuf::from("/t/task-1707.2.done")
+        );
+        assert_eq!(
+            successor_path(Path::new("/t/custom.done"), "task-1707", "task-1707.2"),
+            PathBuf::from("/t/custom.done")
+        );
+    }
+
+    #[test]
+    fn template_rendering() {
+        let argv = render(
+            &[
+                "run".into(),
+                "--id={task_id}".into(),
+                "{task_file}".into(),
+                "{parent_task}/{retry}".into(),
+            ],
+            &[
+                ("task_id", "t.2".into()),
+                ("task_file", "/f".into()),
+                ("parent_task", "t".into()),
+                ("retry", "1".into()),
+            ],
+        );
+        assert_eq!(argv, ["run", "--id=t.2", "/f", "t/1"]);
+    }
+
+    #[test]
+    fn task_match_is_a_whole_id() {
+        assert!(contains_word("dispatch.sh --task task-1 --go", "task-1"));
+        assert!(contains_word("claude -p 'work on task-1.'", "task-1"));
+        assert!(!contains_word("dispatch.sh task-10", "task-1"));
+        assert!(!contains_word("dispatch.sh task-1.2", "task-1"));
+        assert!(!contains_word("dispatch.sh xtask-1", "task-1"));
+    }
+
+    #[test]
+    fn the_daily_cap_counts_whole_days() {
+        let t = 1_796_068_800.0;
+        assert_eq!(day_of(t + 86_400.0), day_of(t) + 1);
+        assert!(day_of(t + 1.0) - day_of(t) <= 1);
+    }
+}
+
+/// A re-dispatch's done file: the default `<dir>/<id>.done` follows the new
+/// id; a path the dispatcher chose is kept.
+pub fn successor_path(path: &Path, old_id: &str, new_id: &str) -> PathBuf {
+    match path.file_name().and_then(|n| n.to_str()) {
+        Some(name) if name == format!("{old_id}.done") => {
+            path.with_file_name(format!("{new_id}.done"))
+        }
+        _ => path.to_owned(),
+    }
+}
