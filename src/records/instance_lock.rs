@@ -7,10 +7,10 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::sys::flock::{self, LockError, Mode};
 
 pub const LOCK_FILE: &str = "watchdog.lock";
 
@@ -30,10 +30,9 @@ pub fn acquire(dir: &Path) -> Result<InstanceLock> {
         .truncate(false)
         .open(&path)
         .map_err(|e| Error::runtime(format!("cannot open lock file {}: {e}", path.display())))?;
-    // SAFETY: flock on a descriptor we own; no memory is involved.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+    match flock::try_lock(&file, Mode::Exclusive) {
+        Ok(()) => {}
+        Err(LockError::Busy) => {
             let mut holder = String::new();
             let _ = file.read_to_string(&mut holder);
             let holder = holder.trim();
@@ -47,10 +46,12 @@ pub fn acquire(dir: &Path) -> Result<InstanceLock> {
                 path.display()
             )));
         }
-        return Err(Error::runtime(format!(
-            "cannot lock {}: {err}",
-            path.display()
-        )));
+        Err(LockError::Io(err)) => {
+            return Err(Error::runtime(format!(
+                "cannot lock {}: {err}",
+                path.display()
+            )))
+        }
     }
     let _ = file.set_len(0);
     let _ = file.rewind();
@@ -62,9 +63,8 @@ pub fn acquire(dir: &Path) -> Result<InstanceLock> {
 pub fn holder(dir: &Path) -> Option<u32> {
     let path = dir.join(LOCK_FILE);
     let file = File::open(&path).ok()?;
-    // SAFETY: as above; a shared probe that is released at once.
-    let free = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
-    if free {
+    // A shared probe, released when `file` drops.
+    if flock::try_lock(&file, Mode::Shared).is_ok() {
         return None;
     }
     std::fs::read_to_string(&path).ok()?.trim().parse().ok()

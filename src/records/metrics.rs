@@ -151,7 +151,7 @@ pub fn render(s: &Sample) -> String {
 
 /// Writes the file atomically; failures are logged by the caller's policy.
 pub fn write(dir: &Path, s: &Sample) -> std::io::Result<()> {
-    crate::records::state_file::write_atomically(&dir.join(METRICS_FILE), render(s).as_bytes())
+    crate::sys::fs::write_atomically(&dir.join(METRICS_FILE), render(s).as_bytes())
 }
 
 /// Reads counters back from a rendered file: `name{label="v"}` → value.

@@ -6,13 +6,13 @@
 //! only to take a snapshot, never across the write. A dry run reads the state
 //! but never writes it.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
 use crate::decide::book::State;
 use crate::decide::gates::{self, Limits};
+use crate::sys::fs::write_atomically;
 
 pub const STATE_FILE: &str = "state.json";
 
@@ -94,26 +94,6 @@ impl Store {
             ),
         }
     }
-}
-
-/// Temp file in the same directory, fsync, rename over `path`.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! and the shutdown wake-up. Everything above it is platform-neutral.
 
 pub(crate) mod clock;
+pub(crate) mod flock;
+pub(crate) mod fs;
 pub(crate) mod process;
 pub(crate) mod procfs;
 pub(crate) mod shutdown;

@@ -7,14 +7,14 @@
 //! replaced.
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::records::state_file::write_atomically;
+use crate::sys::flock::{self, LockError, Mode};
+use crate::sys::fs::write_atomically;
 
 /// What happened to a task, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -188,42 +188,21 @@ impl RegistryFile {
                     PathBuf::from(&name).display()
                 ))
             })?;
-        let op = if exclusive {
-            libc::LOCK_EX
+        let mode = if exclusive {
+            Mode::Exclusive
         } else {
-            libc::LOCK_SH
+            Mode::Shared
         };
-        let deadline = self.patience.map(|p| Instant::now() + p);
-        let op = if deadline.is_some() {
-            op | libc::LOCK_NB
-        } else {
-            op
-        };
-        loop {
-            // SAFETY: flock on a descriptor we own.
-            if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
-                return Ok(Locked { _file: file });
-            }
-            let err = std::io::Error::last_os_error();
-            let busy = err.raw_os_error() == Some(libc::EWOULDBLOCK);
-            match deadline {
-                _ if err.kind() == std::io::ErrorKind::Interrupted => continue,
-                Some(t) if busy && Instant::now() < t => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                Some(_) if busy => {
-                    return Err(Error::runtime(format!(
-                        "task registry {} is locked by another process; trying again next tick",
-                        self.path.display()
-                    )))
-                }
-                _ => {
-                    return Err(Error::runtime(format!(
-                        "cannot lock {}: {err}",
-                        self.path.display()
-                    )))
-                }
-            }
+        match flock::lock(&file, mode, self.patience) {
+            Ok(()) => Ok(Locked { _file: file }),
+            Err(LockError::Busy) => Err(Error::runtime(format!(
+                "task registry {} is locked by another process; trying again next tick",
+                self.path.display()
+            ))),
+            Err(LockError::Io(err)) => Err(Error::runtime(format!(
+                "cannot lock {}: {err}",
+                self.path.display()
+            ))),
         }
     }
 

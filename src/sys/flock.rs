@@ -1,0 +1,90 @@
+//! Advisory file locks, the one place that takes them: the instance lock,
+//! the task registry lock. Built on `std::fs::File::lock`, which is `flock`
+//! on Linux and macOS. A lock lives as long as its `File`.
+
+use std::fs::{File, TryLockError};
+use std::time::{Duration, Instant};
+
+/// Shared (readers) or exclusive (a writer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Shared,
+    Exclusive,
+}
+
+/// Why a lock was not taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// Someone else holds it, and we did not wait (any longer).
+    Busy,
+    Io(std::io::Error),
+}
+
+/// How often a bounded wait looks again.
+const RETRY: Duration = Duration::from_millis(20);
+
+/// Takes the lock at once, or says it is busy.
+pub fn try_lock(file: &File, mode: Mode) -> Result<(), LockError> {
+    let taken = match mode {
+        Mode::Shared => file.try_lock_shared(),
+        Mode::Exclusive => file.try_lock(),
+    };
+    match taken {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => Err(LockError::Busy),
+        Err(TryLockError::Error(e)) => Err(LockError::Io(e)),
+    }
+}
+
+/// Takes the lock, waiting at most `patience`, or as long as it takes when
+/// that is `None`.
+pub fn lock(file: &File, mode: Mode, patience: Option<Duration>) -> Result<(), LockError> {
+    let Some(patience) = patience else {
+        let taken = match mode {
+            Mode::Shared => file.lock_shared(),
+            Mode::Exclusive => file.lock(),
+        };
+        return taken.map_err(LockError::Io);
+    };
+    let deadline = Instant::now() + patience;
+    loop {
+        match try_lock(file, mode) {
+            Err(LockError::Busy) if Instant::now() < deadline => std::thread::sleep(RETRY),
+            other => return other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exclusive_lock_keeps_others_out_until_dropped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("l");
+        let first = File::create(&path).unwrap();
+        lock(&first, Mode::Exclusive, None).unwrap();
+        let second = File::open(&path).unwrap();
+        assert!(matches!(
+            try_lock(&second, Mode::Shared),
+            Err(LockError::Busy)
+        ));
+        let started = Instant::now();
+        let waited = lock(&second, Mode::Exclusive, Some(Duration::from_millis(60)));
+        assert!(matches!(waited, Err(LockError::Busy)));
+        assert!(started.elapsed() >= Duration::from_millis(60));
+        drop(first);
+        try_lock(&second, Mode::Exclusive).unwrap();
+    }
+
+    #[test]
+    fn shared_locks_coexist() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("l");
+        let a = File::create(&path).unwrap();
+        let b = File::open(&path).unwrap();
+        try_lock(&a, Mode::Shared).unwrap();
+        try_lock(&b, Mode::Shared).unwrap();
+    }
+}
