@@ -19,41 +19,13 @@ use std::thread::JoinHandle;
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 
-use crate::fleet::session::is_valid_id;
 use crate::sys::shutdown::Shutdown;
+use crate::triggers::hook_file::hook_id;
 use crate::triggers::queue::{EventQueue, Trigger};
 
 /// How often a missing hooks directory is looked for again, in ms, on top of
 /// the watch on its parent.
 const MISSING_RECHECK_MS: i32 = 1000;
-
-/// The session id a hook file name stands for, if it is a status file:
-/// `<id>.json`, not a dot-file, not `<id>.generation.json`, and an id that
-/// passes agent-deck's rule.
-pub fn hook_id(name: &str) -> Option<&str> {
-    if name.starts_with('.') {
-        return None;
-    }
-    let id = name.strip_suffix(".json")?;
-    if id.ends_with(".generation") || !is_valid_id(id) {
-        return None;
-    }
-    Some(id)
-}
-
-/// The `status` a session's hook file reports now (`running`, `waiting`,
-/// `dead`), read from `<dir>/<id>.json` or `<dir>/sandbox/<id>/<id>.json`.
-/// `None` when there is no readable file. `id` must have passed [`hook_id`].
-pub fn hook_status(dir: &Path, id: &str) -> Option<String> {
-    let name = format!("{id}.json");
-    [dir.join(&name), dir.join("sandbox").join(id).join(&name)]
-        .iter()
-        .find_map(|p| {
-            let bytes = std::fs::read(p).ok()?;
-            let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-            v.get("status")?.as_str().map(str::to_owned)
-        })
-}
 
 /// Starts the watcher thread.
 pub fn spawn(
@@ -324,42 +296,4 @@ fn wait_readable(fd: i32, stop_fd: i32, timeout_ms: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hook_status_from_root_or_sandbox() {
-        let tmp = tempfile::tempdir().unwrap();
-        assert_eq!(hook_status(tmp.path(), "a-1"), None);
-        std::fs::write(
-            tmp.path().join("a-1.json"),
-            r#"{"status":"waiting","event":"Stop","ts":1}"#,
-        )
-        .unwrap();
-        assert_eq!(hook_status(tmp.path(), "a-1").as_deref(), Some("waiting"));
-        std::fs::create_dir_all(tmp.path().join("sandbox/b-1")).unwrap();
-        std::fs::write(
-            tmp.path().join("sandbox/b-1/b-1.json"),
-            r#"{"status":"dead"}"#,
-        )
-        .unwrap();
-        assert_eq!(hook_status(tmp.path(), "b-1").as_deref(), Some("dead"));
-        std::fs::write(tmp.path().join("c-1.json"), "garbage").unwrap();
-        assert_eq!(hook_status(tmp.path(), "c-1"), None);
-    }
-
-    #[test]
-    fn hook_names() {
-        assert_eq!(
-            hook_id("3f9c2a1b-1755891234.json"),
-            Some("3f9c2a1b-1755891234")
-        );
-        assert_eq!(hook_id("3f9c2a1b-1755891234.generation.json"), None);
-        assert_eq!(hook_id(".3f9c2a1b-1755891234.json.tmp-123"), None);
-        assert_eq!(hook_id(".hidden.json"), None);
-        assert_eq!(hook_id("3f9c2a1b-1755891234.lock"), None);
-        assert_eq!(hook_id("3f9c2a1b-1755891234.sid"), None);
-        assert_eq!(hook_id("3f9c2a1b-1755891234.projectdir-missing"), None);
-        assert_eq!(hook_id("a..b.json"), None);
-        assert_eq!(hook_id(".json"), None);
-        assert_eq!(hook_id("-x.json"), None);
-    }
 }

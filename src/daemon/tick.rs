@@ -1,0 +1,273 @@
+//! The safety-poll pass: one `list --all`, one `list` per profile that holds a
+//! critical session, the cascade check, the gates for each critical session in
+//! error, the patrols, the task follow-up, then metrics and the systemd
+//! status line. 1 + P CLI calls when the fleet is healthy.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::act::patrols::{Patrols, Snapshot};
+use crate::act::restart;
+use crate::daemon::Daemon;
+use crate::decide::gates::{self, CascadeNews, Gate, Hold};
+use crate::fleet::cache::Fleet;
+use crate::fleet::session::{self, Live, Session, Status};
+use crate::records::metrics;
+
+impl Daemon {
+    /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
+    pub fn tick(&mut self) {
+        let started = std::time::Instant::now();
+        self.last_tick = Some(started);
+        self.fleet.reload_markers();
+        self.sd_notify.alive();
+        let fleet_readable = match self.fleet.refresh(self.deck.as_ref()) {
+            Ok(()) => true,
+            Err(e) => {
+                log::warn!(
+                    "session list is unreadable ({e}); using the last known fleet of {} sessions",
+                    self.fleet.len()
+                );
+                false
+            }
+        };
+        let critical = self.fleet.critical();
+        let mut profiles = Fleet::profiles(&critical);
+        profiles.extend(Patrols::profiles_needed(self.fleet.all()));
+        let mut live: BTreeMap<String, Live> = BTreeMap::new();
+        let mut unreadable = BTreeSet::new();
+        for profile in profiles {
+            // A hung call may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed between calls.
+            self.sd_notify.alive();
+            match self.deck.list_profile(&profile) {
+                Ok(list) => live.extend(list.into_iter().map(|(s, l)| (s.id, l))),
+                Err(e) => {
+                    log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick");
+                    unreadable.insert(profile);
+                }
+            }
+        }
+        let errored = critical
+            .iter()
+            .filter(|s| live.get(&s.id).is_some_and(|l| l.status() == Status::Error))
+            .count();
+        // A partial view would undercount: cascade episodes are judged on full ticks only.
+        if unreadable.is_empty() {
+            self.watch_cascade(errored);
+        }
+        for s in &critical {
+            if let Some(l) = live.get(&s.id) {
+                self.observe(s, l.status());
+            }
+        }
+        if fleet_readable {
+            self.forget_gone();
+        }
+        gates::prune_state(&mut self.state.lock(), &self.limits, self.clock.now());
+        let snap = Snapshot {
+            sessions: self.fleet.all().collect(),
+            critical: &critical,
+            live: &live,
+            unreadable: &unreadable,
+        };
+        self.patrols
+            .run(&snap, &self.restarter, &mut self.sd_notify);
+        self.follow_up_tasks();
+        self.report(critical.len(), errored, started.elapsed().as_secs_f64());
+    }
+
+    /// Sessions agent-deck no longer lists leave the state and the caches.
+    fn forget_gone(&mut self) {
+        let fleet = &self.fleet;
+        {
+            let mut st = self.state.lock();
+            let in_flight = st.in_flight.clone();
+            let keep = |id: &String| fleet.get(id).is_some() || in_flight.contains(id);
+            st.sessions.retain(|id, _| keep(id));
+            st.waiting.retain(|id, _| keep(id));
+            st.poller_restarted.retain(|id, _| keep(id));
+        }
+        self.hook_checked.retain(|id, _| fleet.get(id).is_some());
+        self.gate_skips.retain(|id, _| fleet.get(id).is_some());
+    }
+
+    /// `metrics.prom` and the systemd status line, after each tick.
+    fn report(&mut self, critical: usize, errored: usize, tick_seconds: f64) {
+        let now = self.clock.now();
+        let (breaker_open, in_window) = {
+            let st = self.state.lock();
+            let window = self.limits.rate_window;
+            let restarts = st
+                .sessions
+                .values()
+                .map(|b| b.restarts.iter().filter(|t| now - **t < window).count())
+                .sum::<usize>();
+            (st.breaker_open_until > now, restarts)
+        };
+        let sample = metrics::Sample {
+            tally: self.records.tally(),
+            cli: self.deck.stats(),
+            queue_drops: self.queue.drops(),
+            tick_seconds,
+            sessions_seen: self.fleet.len(),
+            sessions_critical: critical,
+            sessions_errored: errored,
+            breaker_open,
+            now,
+        };
+        match metrics::write(&self.watchdog_dir, &sample) {
+            Ok(()) => self.metrics_warned = false,
+            Err(e) if !self.metrics_warned => {
+                log::warn!(
+                    "cannot write {} ({e}); metrics are stale until it works",
+                    metrics::METRICS_FILE
+                );
+                self.metrics_warned = true;
+            }
+            Err(_) => {}
+        }
+        let breaker = if breaker_open {
+            "; circuit breaker OPEN"
+        } else {
+            ""
+        };
+        self.sd_notify.status(&format!(
+            "{critical} critical sessions, {errored} in error; {in_window} restarts in the window{breaker}"
+        ));
+    }
+
+    /// SPEC §8: the task follow-up pass, when a registry exists.
+    fn follow_up_tasks(&mut self) {
+        if !self.followup.registry.path.exists() {
+            return;
+        }
+        match self.followup.pass() {
+            Ok(summary) => {
+                self.followup_error = None;
+                if !summary.redispatched.is_empty() {
+                    log::info!(
+                        "task follow-up re-dispatched {}",
+                        summary.redispatched.join(", ")
+                    );
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                if self.followup_error.as_deref() != Some(msg.as_str()) {
+                    log::warn!("task follow-up skipped: {msg}");
+                    self.followup_error = Some(msg);
+                }
+            }
+        }
+    }
+
+    /// Settle-and-revive: many critical sessions in error at once hold every
+    /// restart for the settle time, with one alert per episode.
+    fn watch_cascade(&mut self, errored: usize) {
+        let now = self.clock.now();
+        let news = gates::observe_cascade(&mut self.state.lock(), &self.limits, errored, now);
+        let wait = self.limits.cascade_wait;
+        match news {
+            CascadeNews::Detected => {
+                let msg = format!(
+                    "{errored} critical sessions in error simultaneously — waiting {wait:.0}s to stabilize, then reviving them one at a time"
+                );
+                self.escalator
+                    .escalate("cascade-detected", &msg, None, true);
+            }
+            CascadeNews::Reminder => {
+                let msg = format!("{errored} critical sessions are still in error after the cascade; they need a human");
+                self.escalator
+                    .escalate("cascade-detected", &msg, None, true);
+            }
+            CascadeNews::Cleared => {
+                log::info!("cascade over: {errored} critical sessions in error")
+            }
+            CascadeNews::Quiet => {}
+        }
+    }
+
+    /// Acts on a status seen for a critical session.
+    pub(super) fn observe(&mut self, s: &Session, status: Status) {
+        let now = self.clock.now();
+        gates::note_status(
+            &mut self.state.lock(),
+            s,
+            status.as_str(),
+            status.is_healthy(),
+            now,
+        );
+        if status != Status::Error {
+            self.gate_skips.remove(&s.id);
+        }
+        if status == Status::Error {
+            self.consider(s);
+        }
+    }
+
+    /// Runs the gates for an errored critical session and, if they pass,
+    /// queues its restart.
+    fn consider(&mut self, s: &Session) {
+        let now = self.clock.now();
+        let verdict = {
+            let mut st = self.state.lock();
+            let g = gates::gate(&mut st, &self.limits, &s.id, now);
+            let slot = (g == Gate::Go).then(|| gates::reserve(&mut st, &self.limits, &s.id, now));
+            (g, slot)
+        };
+        match verdict {
+            (Gate::Go, Some(slot)) => {
+                // Saved before the restart can run, so a crash right after still counts it.
+                self.store.save(&self.state);
+                log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
+                self.restarter.submit(restart::RestartJob {
+                    session: s.clone(),
+                    escalation_critical: session::is_escalation_critical(s),
+                    slot: Some(slot),
+                    kind: restart::Kind::Revive,
+                });
+            }
+            (Gate::BudgetSpent, _) => {
+                self.record_gate_skip(s, Hold::BudgetSpent);
+                let msg = format!(
+                    "Session {} ({}) keeps crashing — needs human attention",
+                    s.title, s.id
+                );
+                if self.escalator.escalate(
+                    "rate-limit",
+                    &msg,
+                    Some(&s.id),
+                    session::is_escalation_critical(s),
+                ) {
+                    log::warn!(
+                        "{} used its {} restarts in {:.0}s; no more restarts until the window moves",
+                        s.id, self.limits.rate_max, self.limits.rate_window
+                    );
+                }
+            }
+            (Gate::Skip(why), _) => {
+                log::debug!("{} is in error but not restarted now: {why}", s.id);
+                self.record_gate_skip(s, why);
+            }
+            (Gate::Go, None) => {}
+        }
+    }
+
+    /// One `restart.log` line when a session starts being held by a gate (not
+    /// one per tick while it stays held).
+    fn record_gate_skip(&mut self, s: &Session, why: Hold) {
+        // A queued restart or its own quiet time is the normal course, not a hold.
+        if matches!(why, Hold::InFlight | Hold::Cooldown)
+            || self.gate_skips.insert(s.id.clone(), why) == Some(why)
+        {
+            return;
+        }
+        let rec = crate::records::audit::RestartRecord::new(
+            self.clock.now(),
+            s,
+            "skipped",
+            Some(why.as_str().to_owned()),
+            self.flags.dry_run,
+        );
+        self.records.restart(&rec);
+    }
+}

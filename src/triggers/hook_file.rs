@@ -1,0 +1,78 @@
+//! Hook files: which names in the spool stand for a session (agent-deck's id
+//! rule), and what status a session's hook file reports. Both thread A and
+//! the main loop's hook check use these; nothing else reads the spool.
+
+use std::path::Path;
+
+use crate::fleet::session::is_valid_id;
+
+/// The session id a hook file name stands for, if it is a status file:
+/// `<id>.json`, not a dot-file, not `<id>.generation.json`, and an id that
+/// passes agent-deck's rule.
+pub fn hook_id(name: &str) -> Option<&str> {
+    if name.starts_with('.') {
+        return None;
+    }
+    let id = name.strip_suffix(".json")?;
+    if id.ends_with(".generation") || !is_valid_id(id) {
+        return None;
+    }
+    Some(id)
+}
+
+/// The `status` a session's hook file reports now (`running`, `waiting`,
+/// `dead`), read from `<dir>/<id>.json` or `<dir>/sandbox/<id>/<id>.json`.
+/// `None` when there is no readable file. `id` must have passed [`hook_id`].
+pub fn hook_status(dir: &Path, id: &str) -> Option<String> {
+    let name = format!("{id}.json");
+    [dir.join(&name), dir.join("sandbox").join(id).join(&name)]
+        .iter()
+        .find_map(|p| {
+            let bytes = std::fs::read(p).ok()?;
+            let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+            v.get("status")?.as_str().map(str::to_owned)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_status_from_root_or_sandbox() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(hook_status(tmp.path(), "a-1"), None);
+        std::fs::write(
+            tmp.path().join("a-1.json"),
+            r#"{"status":"waiting","event":"Stop","ts":1}"#,
+        )
+        .unwrap();
+        assert_eq!(hook_status(tmp.path(), "a-1").as_deref(), Some("waiting"));
+        std::fs::create_dir_all(tmp.path().join("sandbox/b-1")).unwrap();
+        std::fs::write(
+            tmp.path().join("sandbox/b-1/b-1.json"),
+            r#"{"status":"dead"}"#,
+        )
+        .unwrap();
+        assert_eq!(hook_status(tmp.path(), "b-1").as_deref(), Some("dead"));
+        std::fs::write(tmp.path().join("c-1.json"), "garbage").unwrap();
+        assert_eq!(hook_status(tmp.path(), "c-1"), None);
+    }
+
+    #[test]
+    fn hook_names() {
+        assert_eq!(
+            hook_id("3f9c2a1b-1755891234.json"),
+            Some("3f9c2a1b-1755891234")
+        );
+        assert_eq!(hook_id("3f9c2a1b-1755891234.generation.json"), None);
+        assert_eq!(hook_id(".3f9c2a1b-1755891234.json.tmp-123"), None);
+        assert_eq!(hook_id(".hidden.json"), None);
+        assert_eq!(hook_id("3f9c2a1b-1755891234.lock"), None);
+        assert_eq!(hook_id("3f9c2a1b-1755891234.sid"), None);
+        assert_eq!(hook_id("3f9c2a1b-1755891234.projectdir-missing"), None);
+        assert_eq!(hook_id("a..b.json"), None);
+        assert_eq!(hook_id(".json"), None);
+        assert_eq!(hook_id("-x.json"), None);
+    }
+}
