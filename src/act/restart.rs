@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use crate::act::worker::Worker;
 use crate::alert::escalate::Escalator;
 use crate::decide::book::State;
+use crate::decide::cascade;
 use crate::decide::gates::{self, Limits};
 use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
 use crate::fleet::deck::{AgentDeck, RestartAnswer};
@@ -202,7 +203,7 @@ impl Context {
         if !self.confirm_dead(job) {
             return;
         }
-        let burst = gates::note_restart_call(
+        let burst = cascade::note_restart_call(
             &mut self.state.lock(),
             &self.limits,
             &s.id,
@@ -478,7 +479,7 @@ impl Context {
                 .records
                 .restart(&self.record(s, "poller-restart", reason));
         }
-        gates::note_restart_call(&mut self.state.lock(), &self.limits, &s.id, now);
+        cascade::note_restart_call(&mut self.state.lock(), &self.limits, &s.id, now);
         let (action, reason) = match self.deck.restart(&s.profile, &s.id) {
             Ok(RestartAnswer::Restarted) => {
                 crate::decide::patrol_rules::note_poller_restarted(

@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::act::patrols::{Patrols, Snapshot};
 use crate::act::restart;
 use crate::daemon::Daemon;
-use crate::decide::gates::{self, CascadeNews, Gate, Hold};
+use crate::decide::cascade::{self, CascadeNews};
+use crate::decide::gates::{self, Gate, Hold};
 use crate::fleet::cache::Fleet;
 use crate::fleet::session::{self, Live, Session, Status};
 use crate::records::metrics;
@@ -164,7 +165,7 @@ impl Daemon {
     /// restart for the settle time, with one alert per episode.
     fn watch_cascade(&mut self, errored: usize) {
         let now = self.clock.now();
-        let news = gates::observe_cascade(&mut self.state.lock(), &self.limits, errored, now);
+        let news = cascade::observe_cascade(&mut self.state.lock(), &self.limits, errored, now);
         let wait = self.limits.cascade_wait;
         match news {
             CascadeNews::Detected => {

@@ -3,6 +3,7 @@
 //! Nothing here spawns, sleeps or writes a file.
 
 pub(crate) mod book;
+pub(crate) mod cascade;
 pub(crate) mod gates;
 pub(crate) mod liveness;
 pub(crate) mod patrol_rules;

@@ -293,7 +293,3 @@ fn wait_readable(fd: i32, stop_fd: i32, timeout_ms: i32) -> bool {
     n > 0 && fds[0].revents & libc::POLLIN != 0 && fds[1].revents == 0
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-}
