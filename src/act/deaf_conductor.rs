@@ -1,14 +1,22 @@
-//! Is a conductor's Telegram poller running? (SPEC §6.1)
+//! The deaf-conductor check of SPEC §6.1, in one place: which live conductors
+//! have a Telegram channel but no poller process, and their restart.
 //!
 //! Finds the conductor's `env_file` the way agent-deck does (`config.toml`
 //! table `[conductors.<name>.claude]`, else the conductor's `meta.json`),
 //! reads `TELEGRAM_STATE_DIR` from it with agent-deck's parsing rules, and
 //! looks in `/proc` for a `bun … telegram` process carrying that directory in
 //! its environment. Unreadable files and processes are skipped, never fatal.
-//! It reads only; the restart decision is the caller's.
+//! The patrol decides when to look and whether the dedup allows a restart;
+//! [`restart`] runs on the restart worker, serialized with every other restart.
 
-use crate::sys::procfs;
 use std::path::{Path, PathBuf};
+
+use crate::act::patrols::Snapshot;
+use crate::act::restart::{Context, RestartJob};
+use crate::decide::{cascade, patrol_rules};
+use crate::fleet::deck::RestartAnswer;
+use crate::fleet::session::Session;
+use crate::sys::procfs;
 
 /// Where agent-deck's files live, for finding a conductor's env file.
 #[derive(Debug, Clone)]
@@ -124,6 +132,85 @@ fn is_telegram_poller(text: &str) -> bool {
 pub fn poller_running(proc_dir: &Path, dir: &Path) -> bool {
     let pair = format!("TELEGRAM_STATE_DIR={}", dir.display());
     procfs::processes(proc_dir).any(|p| is_telegram_poller(&p.command_text()) && p.has_env(&pair))
+}
+
+/// The live conductors of this tick that have a Telegram channel but whose
+/// poller process is gone, with the state dir that was looked for.
+pub fn deaf_conductors<'a>(snap: &Snapshot<'a>, places: &Places) -> Vec<(&'a Session, PathBuf)> {
+    let mut deaf = Vec::new();
+    for s in snap
+        .sessions
+        .iter()
+        .copied()
+        .filter(|s| patrol_rules::is_conductor(s))
+    {
+        let Some(live) = snap.live.get(&s.id) else {
+            continue;
+        };
+        if !live.status().is_healthy() || !has_telegram_channel(&live.channels) {
+            continue;
+        }
+        let Some(dir) = conductor_state_dir(places, &s.title, &s.path) else {
+            log::debug!(
+                "{} has a Telegram channel but no TELEGRAM_STATE_DIR in its env file; not checked",
+                s.id
+            );
+            continue;
+        };
+        if !poller_running(&places.proc_dir, &dir) {
+            deaf.push((s, dir));
+        }
+    }
+    deaf
+}
+
+/// SPEC §6.1: restart a live conductor whose Telegram poller is gone. A
+/// `skipped` answer is a refusal, not a success: the dedup window starts
+/// only when a restart really ran.
+pub fn restart(ctx: &Context, job: &RestartJob) {
+    let s = &job.session;
+    let now = ctx.clock.now();
+    if ctx.settings.dry_run {
+        log::info!(
+            "dry-run: would restart {} ({}): its Telegram poller is not running",
+            s.id,
+            s.title
+        );
+        patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, now);
+        let reason = Some("telegram poller not running".to_owned());
+        return ctx
+            .records
+            .restart(&ctx.record(s, "poller-restart", reason));
+    }
+    cascade::note_restart_call(&mut ctx.state.lock(), &ctx.limits, &s.id, now);
+    let (action, reason) = match ctx.deck.restart(&s.profile, &s.id) {
+        Ok(RestartAnswer::Restarted) => {
+            patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
+            log::info!(
+                "restarted {} ({}): its Telegram poller was not running",
+                s.id,
+                s.title
+            );
+            ("poller-restart", "telegram poller not running".to_owned())
+        }
+        Ok(RestartAnswer::Skipped(why)) => {
+            log::info!("agent-deck declined the poller restart of {}: {why}; will try again at the next check", s.id);
+            (
+                "poller-refused",
+                format!("agent-deck refused the restart: {why}"),
+            )
+        }
+        Err(e) => {
+            // It may have torn the pane down already: no retry before the dedup window.
+            patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
+            log::warn!(
+                "poller restart of {} failed: {e}; not retried within POLLER_RESTART_DEDUP_S",
+                s.id
+            );
+            ("poller-restart-failed", format!("restart {e}"))
+        }
+    };
+    ctx.records.restart(&ctx.record(s, action, Some(reason)));
 }
 
 #[cfg(test)]

@@ -4,5 +4,6 @@
 pub(crate) mod deaf_conductor;
 pub(crate) mod errands;
 pub(crate) mod patrols;
+pub(crate) mod prompt_resume;
 pub(crate) mod restart;
 pub(crate) mod worker;

@@ -184,28 +184,7 @@ impl Patrols {
             return;
         }
         self.last_poller_check = Some(now);
-        for s in snap
-            .sessions
-            .iter()
-            .copied()
-            .filter(|s| patrol_rules::is_conductor(s))
-        {
-            let Some(live) = snap.live.get(&s.id) else {
-                continue;
-            };
-            if !live.status().is_healthy() || !deaf_conductor::has_telegram_channel(&live.channels)
-            {
-                continue;
-            }
-            let Some(dir) =
-                deaf_conductor::conductor_state_dir(&self.settings.places, &s.title, &s.path)
-            else {
-                log::debug!("{} has a Telegram channel but no TELEGRAM_STATE_DIR in its env file; not checked", s.id);
-                continue;
-            };
-            if deaf_conductor::poller_running(&self.settings.places.proc_dir, &dir) {
-                continue;
-            }
+        for (s, dir) in deaf_conductor::deaf_conductors(snap, &self.settings.places) {
             let allowed = {
                 let mut state = self.state.lock();
                 let ok = patrol_rules::poller_restart_allowed(

@@ -13,6 +13,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::act::worker::Worker;
+use crate::act::{deaf_conductor, prompt_resume};
 use crate::alert::escalate::Escalator;
 use crate::decide::book::State;
 use crate::decide::cascade;
@@ -57,10 +58,6 @@ pub struct Settings {
     /// How long the `claude --resume` call may take.
     pub prompt_resume_timeout: Duration,
 }
-
-/// The prompt sent by prompt-resume.
-pub const RESUME_TEXT: &str =
-    "continue — your tmux session was stopped unexpectedly; check your state and report a one-line status";
 
 /// Everything a restart touches.
 pub struct Context {
@@ -163,7 +160,7 @@ impl Probe for CliProbe<'_> {
 }
 
 impl Context {
-    fn read_status(&self, s: &Session) -> Option<Live> {
+    pub(super) fn read_status(&self, s: &Session) -> Option<Live> {
         match self.deck.show(&s.profile, &s.id) {
             Ok(live) => Some(live),
             Err(e) => {
@@ -173,11 +170,16 @@ impl Context {
         }
     }
 
-    fn record(&self, s: &Session, action: &str, reason: Option<String>) -> RestartRecord {
+    pub(super) fn record(
+        &self,
+        s: &Session,
+        action: &str,
+        reason: Option<String>,
+    ) -> RestartRecord {
         RestartRecord::new(self.clock.now(), s, action, reason, self.settings.dry_run)
     }
 
-    fn give_back(&self, job: &RestartJob) {
+    pub(super) fn give_back(&self, job: &RestartJob) {
         if let Some(slot) = job.slot {
             gates::give_back(&mut self.state.lock(), &job.session.id, slot);
         }
@@ -198,7 +200,7 @@ impl Context {
             return;
         }
         if job.kind == Kind::DeafConductor {
-            return self.restart_deaf(job);
+            return deaf_conductor::restart(self, job);
         }
         if !self.confirm_dead(job) {
             return;
@@ -332,7 +334,7 @@ impl Context {
     }
 
     /// Polls the status for up to `within`; the last status read, if any.
-    fn verify(&self, s: &Session, within: Duration) -> Option<Status> {
+    pub(super) fn verify(&self, s: &Session, within: Duration) -> Option<Status> {
         let step = (within / 4).min(Duration::from_secs(1));
         let deadline = self.clock.now() + within.as_secs_f64();
         let mut last = None;
@@ -376,7 +378,7 @@ impl Context {
         }
     }
 
-    fn succeeded(&self, s: &Session, status: Status) {
+    pub(super) fn succeeded(&self, s: &Session, status: Status) {
         log::info!(
             "restart of {} ({}) worked: status {}",
             s.id,
@@ -438,7 +440,7 @@ impl Context {
             self.records.restart(&rec);
             return;
         }
-        if self.try_prompt_resume(job, &transcript) {
+        if prompt_resume::attempt(self, job, &transcript) {
             return;
         }
         let n = gates::note_failure(&mut self.state.lock(), &s.id);
@@ -456,118 +458,6 @@ impl Context {
             );
             self.escalator
                 .escalate("restart-failed", &msg, Some(&s.id), job.escalation_critical);
-        }
-    }
-}
-
-impl Context {
-    /// SPEC §6.1: restart a live conductor whose Telegram poller is gone. A
-    /// `skipped` answer is a refusal, not a success: the dedup window starts
-    /// only when a restart really ran.
-    fn restart_deaf(&self, job: &RestartJob) {
-        let s = &job.session;
-        let now = self.clock.now();
-        if self.settings.dry_run {
-            log::info!(
-                "dry-run: would restart {} ({}): its Telegram poller is not running",
-                s.id,
-                s.title
-            );
-            crate::decide::patrol_rules::note_poller_restarted(&mut self.state.lock(), &s.id, now);
-            let reason = Some("telegram poller not running".to_owned());
-            return self
-                .records
-                .restart(&self.record(s, "poller-restart", reason));
-        }
-        cascade::note_restart_call(&mut self.state.lock(), &self.limits, &s.id, now);
-        let (action, reason) = match self.deck.restart(&s.profile, &s.id) {
-            Ok(RestartAnswer::Restarted) => {
-                crate::decide::patrol_rules::note_poller_restarted(
-                    &mut self.state.lock(),
-                    &s.id,
-                    self.clock.now(),
-                );
-                log::info!(
-                    "restarted {} ({}): its Telegram poller was not running",
-                    s.id,
-                    s.title
-                );
-                ("poller-restart", "telegram poller not running".to_owned())
-            }
-            Ok(RestartAnswer::Skipped(why)) => {
-                log::info!("agent-deck declined the poller restart of {}: {why}; will try again at the next check", s.id);
-                (
-                    "poller-refused",
-                    format!("agent-deck refused the restart: {why}"),
-                )
-            }
-            Err(e) => {
-                // It may have torn the pane down already: no retry before the dedup window.
-                crate::decide::patrol_rules::note_poller_restarted(
-                    &mut self.state.lock(),
-                    &s.id,
-                    self.clock.now(),
-                );
-                log::warn!(
-                    "poller restart of {} failed: {e}; not retried within POLLER_RESTART_DEDUP_S",
-                    s.id
-                );
-                ("poller-restart-failed", format!("restart {e}"))
-            }
-        };
-        self.records.restart(&self.record(s, action, Some(reason)));
-    }
-
-    /// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
-    /// tool marker, nudge the conversation once with `claude --resume`, then
-    /// retry `session start`. True if the session came back.
-    fn try_prompt_resume(&self, job: &RestartJob, transcript: &str) -> bool {
-        let s = &job.session;
-        let Some((_, config_dir)) = self
-            .settings
-            .prompt_resume
-            .iter()
-            .find(|(p, _)| *p == s.profile)
-        else {
-            return false;
-        };
-        if !transcript.to_lowercase().contains("deferred tool marker") {
-            return false;
-        }
-        let Some(claude_id) = self.read_status(s).and_then(|l| l.claude_session_id) else {
-            log::warn!("prompt-resume of {} skipped: no claude_session_id", s.id);
-            return false;
-        };
-        self.records
-            .restart(&self.record(s, "prompt-resume-attempt", None));
-        let cmd = crate::sys::process::Cmd::new("claude")
-            .args(["--resume", claude_id.as_str(), "-p", RESUME_TEXT])
-            .env("CLAUDE_CONFIG_DIR", config_dir)
-            .env_remove("TELEGRAM_STATE_DIR");
-        match crate::sys::process::run(&cmd, self.settings.prompt_resume_timeout, &self.shutdown) {
-            Ok(out) if out.success() => {
-                log::info!("prompt-resume of {} ran; retrying session start", s.id)
-            }
-            Ok(out) => log::warn!(
-                "prompt-resume of {} exited {:?}; retrying session start anyway",
-                s.id,
-                out.code
-            ),
-            Err(e) => log::warn!(
-                "prompt-resume of {}: claude {e}; retrying session start anyway",
-                s.id
-            ),
-        }
-        if let Err(e) = self.deck.start(&s.profile, &s.id) {
-            log::warn!("session start after prompt-resume of {} failed: {e}", s.id);
-            return false;
-        }
-        match self.verify(s, self.settings.start_verify) {
-            Some(status) if status != Status::Error => {
-                self.succeeded(s, status);
-                true
-            }
-            _ => false,
         }
     }
 }

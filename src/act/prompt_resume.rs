@@ -1,0 +1,66 @@
+//! Prompt-resume (SPEC §6.4, opt-in): when a failed restart's transcript shows
+//! the deferred tool marker, nudge the conversation once with
+//! `claude --resume <id> -p <text>` under the profile's `CLAUDE_CONFIG_DIR`
+//! (and without `TELEGRAM_STATE_DIR`), then retry `session start`. Runs on the
+//! restart worker, as part of one restart.
+
+use crate::act::restart::{Context, RestartJob};
+use crate::fleet::session::Status;
+use crate::sys::process::{self, Cmd};
+
+/// The prompt sent by prompt-resume.
+pub const RESUME_TEXT: &str =
+    "continue — your tmux session was stopped unexpectedly; check your state and report a one-line status";
+
+/// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
+/// tool marker, nudge the conversation once with `claude --resume`, then
+/// retry `session start`. True if the session came back.
+pub fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
+    let s = &job.session;
+    let Some((_, config_dir)) = ctx
+        .settings
+        .prompt_resume
+        .iter()
+        .find(|(p, _)| *p == s.profile)
+    else {
+        return false;
+    };
+    if !transcript.to_lowercase().contains("deferred tool marker") {
+        return false;
+    }
+    let Some(claude_id) = ctx.read_status(s).and_then(|l| l.claude_session_id) else {
+        log::warn!("prompt-resume of {} skipped: no claude_session_id", s.id);
+        return false;
+    };
+    ctx.records
+        .restart(&ctx.record(s, "prompt-resume-attempt", None));
+    let cmd = Cmd::new("claude")
+        .args(["--resume", claude_id.as_str(), "-p", RESUME_TEXT])
+        .env("CLAUDE_CONFIG_DIR", config_dir)
+        .env_remove("TELEGRAM_STATE_DIR");
+    match process::run(&cmd, ctx.settings.prompt_resume_timeout, &ctx.shutdown) {
+        Ok(out) if out.success() => {
+            log::info!("prompt-resume of {} ran; retrying session start", s.id)
+        }
+        Ok(out) => log::warn!(
+            "prompt-resume of {} exited {:?}; retrying session start anyway",
+            s.id,
+            out.code
+        ),
+        Err(e) => log::warn!(
+            "prompt-resume of {}: claude {e}; retrying session start anyway",
+            s.id
+        ),
+    }
+    if let Err(e) = ctx.deck.start(&s.profile, &s.id) {
+        log::warn!("session start after prompt-resume of {} failed: {e}", s.id);
+        return false;
+    }
+    match ctx.verify(s, ctx.settings.start_verify) {
+        Some(status) if status != Status::Error => {
+            ctx.succeeded(s, status);
+            true
+        }
+        _ => false,
+    }
+}

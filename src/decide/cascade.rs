@@ -1,0 +1,142 @@
+//! Cascades (SPEC §5.4), pure: the settle-and-revive episode seen from each
+//! tick's count of critical sessions in error (one alert, an hourly reminder
+//! at most), and the burst guard that pauses every restart when too many ran
+//! within the cascade window.
+
+use crate::decide::book::{Cascade, State};
+use crate::decide::gates::{prune, Limits};
+
+/// A cascade that does not clear is recalled at most this often.
+pub const CASCADE_REMINDER_S: f64 = 3600.0;
+
+/// Records that a restart call for `id` is about to run; its quiet time
+/// starts again now (the serialization wait may have used it up). Returns
+/// true when this makes a burst (≥ threshold restarts within the cascade
+/// window): every restart is then paused and the caller escalates `cascade`.
+pub fn note_restart_call(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
+    state.book(id).cooldown_until = now + lim.cooldown;
+    state.last_restart_at = Some(now);
+    state.recent_restarts.push(now);
+    prune(&mut state.recent_restarts, now, lim.cascade_window);
+    if state.recent_restarts.len() >= lim.cascade_threshold {
+        state.cascade_pause_until = now + lim.cascade_pause;
+        state.recent_restarts.clear();
+        true
+    } else {
+        false
+    }
+}
+
+/// What a tick's count of critical sessions in error means for the cascade
+/// episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CascadeNews {
+    /// Nothing to say.
+    Quiet,
+    /// A new episode: alert once, restarts are held for the settle time.
+    Detected,
+    /// Still going an hour after the last alert: remind once.
+    Reminder,
+    /// The episode is over.
+    Cleared,
+}
+
+/// Tracks cascade episodes: one alert when one starts, a reminder at most
+/// every [`CASCADE_REMINDER_S`] while it does not clear, nothing in between.
+pub fn observe_cascade(state: &mut State, lim: &Limits, errored: usize, now: f64) -> CascadeNews {
+    let big = errored >= lim.cascade_threshold;
+    match (&mut state.cascade, big) {
+        (None, true) => {
+            state.cascade = Some(Cascade {
+                started: now,
+                settle_until: now + lim.cascade_wait,
+                last_alert: now,
+                size: errored,
+            });
+            CascadeNews::Detected
+        }
+        (Some(c), true) if now - c.last_alert >= CASCADE_REMINDER_S => {
+            c.last_alert = now;
+            CascadeNews::Reminder
+        }
+        (Some(c), false) if c.settle_until <= now => {
+            state.cascade = None;
+            CascadeNews::Cleared
+        }
+        _ => CascadeNews::Quiet,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::gates::tests::lim;
+    use crate::decide::gates::{gate, Gate, Hold};
+    use crate::sys::clock::{Clock, FakeClock};
+
+    const ID: &str = "3f9c2a1b-1755891234";
+
+    #[test]
+    fn burst_pauses_everything() {
+        let (mut l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        l.min_interval = 0.0;
+        for i in 0..4 {
+            assert!(!note_restart_call(&mut s, &l, ID, c.now()), "restart {i}");
+            c.advance(1.0);
+        }
+        assert!(note_restart_call(&mut s, &l, ID, c.now()));
+        assert_eq!(
+            gate(&mut s, &l, "other-1", c.now() + 1.0),
+            Gate::Skip(Hold::CascadePause)
+        );
+        assert_eq!(gate(&mut s, &l, "other-1", c.now() + 61.0), Gate::Go);
+    }
+
+    #[test]
+    fn slow_restarts_are_no_burst() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        for _ in 0..20 {
+            assert!(!note_restart_call(&mut s, &l, ID, c.now()));
+            c.advance(3.0);
+        }
+    }
+
+    #[test]
+    fn cascade_alerts_once_settles_then_reminds_hourly() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        assert_eq!(observe_cascade(&mut s, &l, 4, c.now()), CascadeNews::Quiet);
+        assert_eq!(
+            observe_cascade(&mut s, &l, 6, c.now()),
+            CascadeNews::Detected
+        );
+        assert_eq!(
+            gate(&mut s, &l, ID, c.now() + 29.0),
+            Gate::Skip(Hold::CascadeSettle)
+        );
+        assert_eq!(gate(&mut s, &l, ID, c.now() + 31.0), Gate::Go);
+        for _ in 0..100 {
+            c.advance(30.0);
+            let news = observe_cascade(&mut s, &l, 6, c.now());
+            let hour = c.now() - 1000.0 >= CASCADE_REMINDER_S
+                && c.now() - 1000.0 < CASCADE_REMINDER_S + 30.0;
+            assert_eq!(
+                news,
+                if hour {
+                    CascadeNews::Reminder
+                } else {
+                    CascadeNews::Quiet
+                },
+                "at {}",
+                c.now()
+            );
+        }
+        assert_eq!(
+            observe_cascade(&mut s, &l, 1, c.now()),
+            CascadeNews::Cleared
+        );
+        assert_eq!(
+            observe_cascade(&mut s, &l, 5, c.now()),
+            CascadeNews::Detected
+        );
+    }
+}
