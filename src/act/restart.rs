@@ -59,6 +59,21 @@ pub struct Settings {
     pub prompt_resume_timeout: Duration,
 }
 
+impl Settings {
+    pub fn from_config(cfg: &crate::config::Config, dry_run: bool) -> Settings {
+        Settings {
+            dry_run,
+            gap: cfg.liveness_confirm_gap,
+            restart_verify: cfg.restart_verify,
+            start_verify: cfg.start_verify,
+            continuity_message: cfg.continuity_message.clone(),
+            prompt_resume: cfg.prompt_resume_profiles.clone(),
+            // A resumed conversation may take a while to answer.
+            prompt_resume_timeout: cfg.subprocess_timeout.max(Duration::from_secs(120)),
+        }
+    }
+}
+
 /// Everything a restart touches.
 pub struct Context {
     pub deck: Arc<dyn AgentDeck>,

@@ -14,6 +14,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::act::worker::Worker;
+use crate::alert::telegram::Telegram;
+use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::gates::{self, Limits};
 use crate::records::audit::{EscalationRecord, Records};
@@ -61,6 +63,28 @@ pub struct EscalatorParts {
 }
 
 impl Escalator {
+    /// An escalator for running outside the daemon (`task check`): records
+    /// and escalate.sh, with its own dedup memory.
+    pub fn standalone(
+        cfg: &Config,
+        dry_run: bool,
+        clock: Arc<dyn Clock>,
+        shutdown: &Shutdown,
+    ) -> Escalator {
+        Escalator::new(EscalatorParts {
+            records: Arc::new(Records::new(&cfg.watchdog_dir)),
+            state: Arc::new(Mutex::new(Default::default())),
+            limits: Limits::from_config(cfg),
+            clock,
+            dry_run,
+            script: cfg.watchdog_dir.join("escalate.sh"),
+            script_timeout: cfg.subprocess_timeout,
+            messenger: Telegram::from_config(cfg, shutdown.clone()),
+            shutdown: shutdown.clone(),
+            store: None,
+        })
+    }
+
     pub fn new(p: EscalatorParts) -> Escalator {
         let has_notifier = p.messenger.is_some();
         let (script, timeout, messenger, shutdown) =

@@ -34,7 +34,6 @@ use crate::records::instance_lock;
 use crate::records::state_file::Store;
 use crate::sys::clock::{Clock, SystemClock};
 use crate::sys::shutdown::Shutdown;
-use crate::tasks::cli;
 use crate::tasks::followup::FollowUp;
 use crate::triggers::queue::{Batch, EventQueue};
 use crate::triggers::{hook_file, inotify, ticker};
@@ -160,15 +159,7 @@ impl Daemon {
             deck: deck.clone(),
             state: state.clone(),
             limits: limits.clone(),
-            settings: restart::Settings {
-                dry_run: flags.dry_run,
-                gap: cfg.liveness_confirm_gap,
-                restart_verify: cfg.restart_verify,
-                start_verify: cfg.start_verify,
-                continuity_message: cfg.continuity_message.clone(),
-                prompt_resume: cfg.prompt_resume_profiles.clone(),
-                prompt_resume_timeout: cfg.subprocess_timeout.max(Duration::from_secs(120)),
-            },
+            settings: restart::Settings::from_config(cfg, flags.dry_run),
             records: records.clone(),
             escalator: escalator.clone(),
             store: store.clone(),
@@ -192,7 +183,7 @@ impl Daemon {
         );
         // A registry lock held by a stuck dispatcher must not stall the main loop.
         let patience = Some(Duration::from_secs(1));
-        let followup = cli::follow_up(
+        let followup = FollowUp::from_config(
             cfg,
             flags.dry_run,
             escalator.clone(),

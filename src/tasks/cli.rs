@@ -8,15 +8,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
-use crate::alert::escalate::{Escalator, EscalatorParts};
-use crate::alert::telegram::Telegram;
+use crate::alert::escalate::Escalator;
 use crate::config::{parse_duration, Config};
-use crate::decide::gates::Limits;
 use crate::error::{Error, Result};
 use crate::fleet::session::is_valid_id;
-use crate::records::audit::Records;
 use crate::sys::clock::{local_timestamp, Clock, SystemClock};
 use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
@@ -340,61 +335,19 @@ fn show(registry: &RegistryFile, id: &str, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// An escalator for running outside the daemon: records and escalate.sh,
-/// with its own dedup memory.
-pub fn standalone_escalator(
-    cfg: &Config,
-    dry_run: bool,
-    clock: Arc<dyn Clock>,
-    shutdown: &Shutdown,
-) -> Escalator {
-    Escalator::new(EscalatorParts {
-        records: Arc::new(Records::new(&cfg.watchdog_dir)),
-        state: Arc::new(Mutex::new(Default::default())),
-        limits: Limits::from_config(cfg),
-        clock,
-        dry_run,
-        script: cfg.watchdog_dir.join("escalate.sh"),
-        script_timeout: cfg.subprocess_timeout,
-        messenger: Telegram::from_config(cfg, shutdown.clone()),
-        shutdown: shutdown.clone(),
-        store: None,
-    })
-}
-
-/// The follow-up pass as the daemon and `task check` build it.
-/// `patience`: how long to wait for the registry lock (`None`: as long as it takes).
-pub fn follow_up(
-    cfg: &Config,
-    dry_run: bool,
-    escalator: Arc<Escalator>,
-    clock: Arc<dyn Clock>,
-    patience: Option<std::time::Duration>,
-) -> FollowUp {
-    let path = &cfg.task_timers_file;
-    FollowUp {
-        registry: patience.map_or_else(
-            || RegistryFile::new(path),
-            |p| RegistryFile::impatient(path, p),
-        ),
-        escalator,
-        clock,
-        dry_run,
-        cap: cfg.task_daily_redispatch_cap,
-        logs_dir: cfg.watchdog_dir.join("tasks"),
-        hmac_key_file: cfg.task_partial_hmac_key_file.clone(),
-        proc_dir: "/proc".into(),
-    }
-}
-
 fn check(cfg: &Config, dry_run: bool) -> Result<()> {
     std::fs::create_dir_all(&cfg.watchdog_dir).map_err(|e| {
         Error::runtime(format!("cannot create {}: {e}", cfg.watchdog_dir.display()))
     })?;
     let shutdown = Shutdown::new().map_err(|e| Error::runtime(e.to_string()))?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let escalator = Arc::new(standalone_escalator(cfg, dry_run, clock.clone(), &shutdown));
-    let summary = follow_up(cfg, dry_run, escalator.clone(), clock, None).pass();
+    let escalator = Arc::new(Escalator::standalone(
+        cfg,
+        dry_run,
+        clock.clone(),
+        &shutdown,
+    ));
+    let summary = FollowUp::from_config(cfg, dry_run, escalator.clone(), clock, None).pass();
     escalator.drain();
     let summary = summary?;
     println!(

@@ -10,8 +10,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::alert::escalate::Escalator;
+use crate::config::Config;
 use crate::error::Result;
 use crate::sys::clock::Clock;
 use crate::sys::process::{self, Cmd};
@@ -42,6 +44,31 @@ pub struct Summary {
 }
 
 impl FollowUp {
+    /// The follow-up pass as the daemon and `task check` run it. `patience`:
+    /// how long to wait for the registry lock (`None`: as long as it takes).
+    pub fn from_config(
+        cfg: &Config,
+        dry_run: bool,
+        escalator: Arc<Escalator>,
+        clock: Arc<dyn Clock>,
+        patience: Option<Duration>,
+    ) -> FollowUp {
+        let path = &cfg.task_timers_file;
+        FollowUp {
+            registry: patience.map_or_else(
+                || RegistryFile::new(path),
+                |p| RegistryFile::impatient(path, p),
+            ),
+            escalator,
+            clock,
+            dry_run,
+            cap: cfg.task_daily_redispatch_cap,
+            logs_dir: cfg.watchdog_dir.join("tasks"),
+            hmac_key_file: cfg.task_partial_hmac_key_file.clone(),
+            proc_dir: "/proc".into(),
+        }
+    }
+
     fn facts(&self, t: &Task) -> Facts {
         Facts {
             done: t.done_file.exists(),
