@@ -36,7 +36,7 @@ use crate::sys::clock::{Clock, SystemClock};
 use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
 use crate::triggers::queue::{Batch, EventQueue};
-use crate::triggers::{hook_file, inotify, ticker};
+use crate::triggers::{hook_file, ticker, watch};
 
 /// A hook-triggered status check for one session runs at most this often.
 const HOOK_CHECK_GAP: f64 = 1.0;
@@ -223,18 +223,14 @@ impl Daemon {
 
     /// The long-running loop.
     fn serve(&mut self, cfg: &Config, reload: &AtomicBool) -> Result<()> {
-        match inotify::spawn(
+        let watcher = watch::spawn(
             cfg.hooks_dir.clone(),
             self.queue.clone(),
             self.shutdown.clone(),
-        ) {
-            Ok(watcher) => self.threads.push(watcher),
-            // The safety poll still sees every error, only slower.
-            Err(e) => log::error!(
-                "inotify is unavailable ({e}); running on the safety poll alone, every {:.1}s",
-                cfg.safety_poll_interval.as_secs_f64()
-            ),
-        }
+            watch::Backend::Auto,
+        )
+        .map_err(|e| Error::runtime(format!("cannot start the hooks-watch thread: {e}")))?;
+        self.threads.push(watcher);
         self.threads.push(ticker::spawn(
             cfg.safety_poll_interval,
             self.queue.clone(),

@@ -1,10 +1,13 @@
 //! The shutdown token every loop and wait checks.
 //!
 //! One trigger reaches three kinds of waiter at once: a flag for loops, a
-//! channel that disconnects for `select!` and interruptible sleeps, and an
-//! eventfd that turns readable for `poll()`-based threads. It never blocks.
+//! channel that disconnects for `select!` and interruptible sleeps, and the
+//! read end of a pipe that turns readable for `poll()`-based threads (a pipe
+//! rather than an eventfd, so it is the same on Linux and macOS). It never
+//! blocks.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::io::{PipeReader, PipeWriter, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,37 +25,36 @@ struct Inner {
     flag: AtomicBool,
     closer: Mutex<Option<Sender<()>>>,
     rx: Receiver<()>,
-    efd: OwnedFd,
+    /// Never read from: once written, it stays readable.
+    wake_rx: PipeReader,
+    wake_tx: PipeWriter,
 }
 
 impl Shutdown {
     pub fn new() -> std::io::Result<Shutdown> {
-        // SAFETY: eventfd has no memory-safety preconditions; we check the result.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh descriptor that nothing else owns.
-        let efd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let (wake_rx, wake_tx) = std::io::pipe()?;
         let (tx, rx) = crossbeam_channel::bounded(0);
         Ok(Shutdown {
             inner: Arc::new(Inner {
                 flag: AtomicBool::new(false),
                 closer: Mutex::new(Some(tx)),
                 rx,
-                efd,
+                wake_rx,
+                wake_tx,
             }),
         })
     }
 
     /// Asks everything to stop. Idempotent.
     pub fn trigger(&self) {
-        self.inner.flag.store(true, Ordering::SeqCst);
+        if self.inner.flag.swap(true, Ordering::SeqCst) {
+            return;
+        }
         self.inner.closer.lock().take();
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a valid u64 to our own eventfd.
-        unsafe {
-            libc::write(self.inner.efd.as_raw_fd(), (&one as *const u64).cast(), 8);
+        // One byte in an empty pipe never blocks; nobody reads it, so the pipe
+        // stays readable for every later poll.
+        if let Err(e) = (&self.inner.wake_tx).write_all(&[1]) {
+            log::warn!("cannot wake the poll()-based threads for shutdown ({e}); they notice within their timeout");
         }
     }
 
@@ -78,7 +80,7 @@ impl Shutdown {
 
     /// Turns readable when shutdown is triggered; for `poll()`.
     pub fn fd(&self) -> RawFd {
-        self.inner.efd.as_raw_fd()
+        self.inner.wake_rx.as_raw_fd()
     }
 }
 
@@ -104,5 +106,24 @@ mod tests {
     fn short_sleep_completes() {
         let s = Shutdown::new().unwrap();
         assert!(s.sleep(Duration::from_millis(1)));
+    }
+
+    #[test]
+    fn trigger_makes_the_wake_fd_readable_for_poll() {
+        let s = Shutdown::new().unwrap();
+        let readable = |s: &Shutdown| {
+            let mut fds = [libc::pollfd {
+                fd: s.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            // SAFETY: one valid pollfd for the duration of the call.
+            unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) == 1 }
+        };
+        assert!(!readable(&s));
+        s.trigger();
+        s.trigger();
+        assert!(readable(&s));
+        assert!(readable(&s), "stays readable for every waiter");
     }
 }

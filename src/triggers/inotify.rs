@@ -1,13 +1,15 @@
-//! Thread A: watches the hooks directory with inotify and reports which
-//! session wrote a hook file.
+//! Thread A's Linux backend: watches the hooks directory with inotify and
+//! reports which session wrote a hook file.
 //!
 //! agent-deck renames `.<id>.json.tmp-*` onto `<id>.json`, so `MOVED_TO` is
 //! the main signal (`CLOSE_WRITE` covers in-place writers). Sandboxed sessions
 //! write `sandbox/<id>/<id>.json`, so those directories are watched too. A
 //! missing or deleted hooks directory is waited for and re-armed, never given
 //! up on; a kernel queue overflow becomes a full rescan. The thread sleeps in
-//! `poll()` on the inotify fd and the shutdown eventfd, so it wakes for
-//! shutdown at once. It only reports; it never calls agent-deck.
+//! `poll()` on the inotify fd and the shutdown wake-up fd, so it wakes for
+//! shutdown at once. When the kernel's inotify limits are reached it ends,
+//! and [`crate::triggers::watch`] falls back to scanning. It only reports; it
+//! never calls agent-deck.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -15,37 +17,37 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::hook_id;
 use crate::triggers::queue::{EventQueue, Trigger};
+use crate::triggers::watch::Ended;
 
 /// How often a missing hooks directory is looked for again, in ms, on top of
 /// the watch on its parent.
 const MISSING_RECHECK_MS: i32 = 1000;
 
-/// Starts the watcher thread.
-pub fn spawn(
-    dir: PathBuf,
-    queue: Arc<EventQueue>,
-    shutdown: Shutdown,
-) -> io::Result<JoinHandle<()>> {
-    let mut w = Watcher {
-        inotify: Inotify::init()?,
-        dir,
-        queue,
-        kinds: HashMap::new(),
-        warned_missing: false,
-        tried_before: false,
-    };
-    // Armed (or waiting for the directory, watching its parent) before this returns.
-    w.try_arm();
-    std::thread::Builder::new()
-        .name("inotify".into())
-        .spawn(move || w.run(&shutdown))
+impl Watcher {
+    /// An inotify instance armed on `dir` (or on its parent while `dir` does
+    /// not exist). Fails when no inotify instance can be had.
+    pub fn start(dir: PathBuf, queue: Arc<EventQueue>) -> io::Result<Watcher> {
+        let mut w = Watcher {
+            inotify: Inotify::init()?,
+            dir,
+            queue,
+            kinds: HashMap::new(),
+            warned_missing: false,
+            tried_before: false,
+            exhausted: false,
+        };
+        w.try_arm();
+        if w.exhausted {
+            return Err(io::Error::other("the inotify watch limit is reached"));
+        }
+        Ok(w)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +62,7 @@ enum Kind {
     SandboxSession,
 }
 
-struct Watcher {
+pub struct Watcher {
     inotify: Inotify,
     dir: PathBuf,
     queue: Arc<EventQueue>,
@@ -68,12 +70,25 @@ struct Watcher {
     warned_missing: bool,
     /// Not the first arming attempt: arming now may follow missed files.
     tried_before: bool,
+    /// A watch could not be added because the kernel's watch limit is
+    /// reached (`max_user_watches`): the caller falls back to scanning.
+    exhausted: bool,
+}
+
+/// Whether adding a watch failed for the kernel's watch limit.
+fn limit_reached(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOSPC)
 }
 
 impl Watcher {
-    fn run(&mut self, shutdown: &Shutdown) {
+    /// Reports hook files until shutdown ([`Ended::Shutdown`]) or until the
+    /// watch limit keeps it from watching every directory.
+    pub fn run(&mut self, shutdown: &Shutdown) -> Ended {
         let mut buffer = vec![0u8; 64 * 1024];
         while !shutdown.is_set() {
+            if self.exhausted {
+                return Ended::LimitReached;
+            }
             if !self.armed() {
                 self.try_arm();
             }
@@ -87,6 +102,7 @@ impl Watcher {
             self.read_all(&mut buffer);
         }
         log::debug!("inotify watcher stopped");
+        Ended::Shutdown
     }
 
     fn armed(&self) -> bool {
@@ -116,6 +132,7 @@ impl Watcher {
                     self.queue.send(Trigger::Rescan);
                 }
             }
+            Err(e) if limit_reached(&e) => self.exhausted = true,
             Err(e) => {
                 if !self.warned_missing {
                     log::warn!(
@@ -140,8 +157,12 @@ impl Watcher {
         let sandbox = self.dir.join("sandbox");
         let mask =
             WatchMask::CREATE | WatchMask::MOVED_TO | WatchMask::ONLYDIR | WatchMask::DELETE_SELF;
-        let Ok(wd) = self.inotify.watches().add(&sandbox, mask) else {
-            return;
+        let wd = match self.inotify.watches().add(&sandbox, mask) {
+            Ok(wd) => wd,
+            Err(e) => {
+                self.exhausted |= limit_reached(&e);
+                return;
+            }
         };
         self.kinds.insert(wd, Kind::Sandbox);
         if let Ok(entries) = std::fs::read_dir(&sandbox) {
@@ -158,7 +179,11 @@ impl Watcher {
             | WatchMask::CLOSE_WRITE
             | WatchMask::ONLYDIR
             | WatchMask::DELETE_SELF;
-        if let Ok(wd) = self.inotify.watches().add(path, mask) {
+        let added = self.inotify.watches().add(path, mask);
+        if let Err(e) = &added {
+            self.exhausted |= limit_reached(e);
+        }
+        if let Ok(wd) = added {
             self.kinds.insert(wd, Kind::SandboxSession);
             // A file may have landed before the watch existed.
             if let Ok(entries) = std::fs::read_dir(path) {

@@ -1,8 +1,14 @@
 //! Triggers: what wakes the main loop. Thread A reports hook files as they
-//! are written, thread B ticks the safety poll, and both feed one bounded
-//! queue. Nothing here decides or acts.
+//! are written (inotify on Linux, kqueue on macOS, a directory scan when
+//! neither can be had), thread B ticks the safety poll, and both feed one
+//! bounded queue. Nothing here decides or acts.
 
+pub(crate) mod dir_scan;
 pub(crate) mod hook_file;
+#[cfg(target_os = "linux")]
 pub(crate) mod inotify;
+#[cfg(target_os = "macos")]
+pub(crate) mod kqueue;
 pub(crate) mod queue;
 pub(crate) mod ticker;
+pub(crate) mod watch;

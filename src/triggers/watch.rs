@@ -1,0 +1,156 @@
+//! Thread A: reports hook files as agent-deck writes them.
+//!
+//! The kernel tells us where it can: inotify on Linux, kqueue on macOS. When
+//! neither can be armed (on Linux, `max_user_instances` or `max_user_watches`
+//! exhausted) or `WATCH_BACKEND=scan` asks for it, the thread scans the hook
+//! directories every [`SCAN_EVERY`] instead, logs that once, and tries the
+//! kernel again every [`RETRY_KERNEL`]. Every switch sends a rescan, so
+//! nothing written in between is lost. It only reports; it never calls
+//! agent-deck.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::sys::shutdown::Shutdown;
+use crate::triggers::dir_scan::HookDirs;
+use crate::triggers::queue::{EventQueue, Trigger};
+
+#[cfg(target_os = "linux")]
+use crate::triggers::inotify::Watcher as Kernel;
+#[cfg(target_os = "macos")]
+use crate::triggers::kqueue::Watcher as Kernel;
+
+/// How often the fallback looks at the hook directories.
+pub const SCAN_EVERY: Duration = Duration::from_millis(250);
+/// How often the fallback tries to arm the kernel's notifications again.
+const RETRY_KERNEL: Duration = Duration::from_secs(60);
+
+/// Which way thread A learns about hook files (`WATCH_BACKEND`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The kernel's notifications, or scanning while they cannot be had.
+    Auto,
+    /// Scanning only.
+    Scan,
+}
+
+/// Why a kernel watcher stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Shutdown,
+    /// The kernel will not watch one more directory.
+    LimitReached,
+}
+
+/// Starts thread A. The hooks directory is watched (or its absence noted)
+/// before this returns.
+pub fn spawn(
+    dir: PathBuf,
+    queue: Arc<EventQueue>,
+    shutdown: Shutdown,
+    backend: Backend,
+) -> std::io::Result<JoinHandle<()>> {
+    let mut a = ThreadA {
+        dir,
+        queue,
+        backend,
+        warned: false,
+    };
+    let kernel = a.arm_kernel();
+    let scan = kernel.is_none().then(|| a.primed_scan());
+    std::thread::Builder::new()
+        .name("hooks-watch".into())
+        .spawn(move || a.run(kernel, scan, &shutdown))
+}
+
+struct ThreadA {
+    dir: PathBuf,
+    queue: Arc<EventQueue>,
+    backend: Backend,
+    /// The fallback was announced.
+    warned: bool,
+}
+
+impl ThreadA {
+    fn run(&mut self, mut kernel: Option<Kernel>, mut scan: Option<HookDirs>, shutdown: &Shutdown) {
+        loop {
+            if let Some(mut k) = kernel.take() {
+                if k.run(shutdown) == Ended::Shutdown {
+                    return;
+                }
+                self.announce_fallback("the kernel's watch limit is reached");
+                self.queue.send(Trigger::Rescan);
+            }
+            let mut dirs = scan.take().unwrap_or_else(|| self.primed_scan());
+            if !self.scan(&mut dirs, shutdown) {
+                return;
+            }
+            kernel = self.arm_kernel();
+            if kernel.is_some() {
+                log::info!(
+                    "kernel notifications for {} are back; scanning stops",
+                    self.dir.display()
+                );
+                self.warned = false;
+                self.queue.send(Trigger::Rescan);
+            } else {
+                scan = Some(dirs);
+            }
+        }
+    }
+
+    /// The kernel watcher, unless scanning was asked for or it cannot be had.
+    fn arm_kernel(&mut self) -> Option<Kernel> {
+        if self.backend == Backend::Scan {
+            return None;
+        }
+        match Kernel::start(self.dir.clone(), self.queue.clone()) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                self.announce_fallback(&e.to_string());
+                None
+            }
+        }
+    }
+
+    fn announce_fallback(&mut self, why: &str) {
+        if self.backend == Backend::Scan {
+            log::info!(
+                "WATCH_BACKEND=scan: scanning {} every {}ms",
+                self.dir.display(),
+                SCAN_EVERY.as_millis()
+            );
+        } else if !std::mem::replace(&mut self.warned, true) {
+            log::warn!(
+                "cannot watch {} with kernel notifications ({why}); scanning it every {}ms instead and trying again every {}s",
+                self.dir.display(),
+                SCAN_EVERY.as_millis(),
+                RETRY_KERNEL.as_secs()
+            );
+        }
+    }
+
+    fn primed_scan(&mut self) -> HookDirs {
+        if self.backend == Backend::Scan {
+            self.announce_fallback("");
+        }
+        let mut dirs = HookDirs::new(self.dir.clone());
+        dirs.look(&self.queue);
+        dirs
+    }
+
+    /// Scans until it is time to try the kernel again (true) or shutdown
+    /// (false).
+    fn scan(&self, dirs: &mut HookDirs, shutdown: &Shutdown) -> bool {
+        let until = Instant::now() + RETRY_KERNEL;
+        while self.backend == Backend::Scan || Instant::now() < until {
+            if !shutdown.sleep(SCAN_EVERY) {
+                return false;
+            }
+            dirs.look(&self.queue);
+        }
+        true
+    }
+}
