@@ -16,7 +16,7 @@ use crate::act::restart::{Context, RestartJob};
 use crate::decide::{cascade, patrol_rules};
 use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::Session;
-use crate::sys::procfs;
+use crate::sys::process_table;
 
 /// Where agent-deck's files live, for finding a conductor's env file.
 #[derive(Debug, Clone)]
@@ -131,7 +131,8 @@ fn is_telegram_poller(text: &str) -> bool {
 /// `TELEGRAM_STATE_DIR=<dir>` in its environment.
 pub fn poller_running(proc_dir: &Path, dir: &Path) -> bool {
     let pair = format!("TELEGRAM_STATE_DIR={}", dir.display());
-    procfs::processes(proc_dir).any(|p| is_telegram_poller(&p.command_text()) && p.has_env(&pair))
+    process_table::processes(proc_dir)
+        .any(|p| is_telegram_poller(&p.command_text()) && p.has_env(&pair))
 }
 
 /// The live conductors of this tick that have a Telegram channel but whose

@@ -6,5 +6,5 @@ pub(crate) mod clock;
 pub(crate) mod flock;
 pub(crate) mod fs;
 pub(crate) mod process;
-pub(crate) mod procfs;
+pub(crate) mod process_table;
 pub(crate) mod shutdown;

@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::sys::clock::Clock;
 use crate::sys::process::{self, Cmd};
-use crate::sys::procfs::{self, pid_alive};
+use crate::sys::process_table::{self, pid_alive};
 use crate::tasks::registry::{Registry, RegistryFile, Task, TaskStatus};
 use crate::tasks::rules::{
     contains_word, day_of, decide, next_id, render, successor_path, Facts, Step,
@@ -288,7 +288,7 @@ impl FollowUp {
 /// Whether any process other than a watchdog has `needle` in its command line.
 fn command_line_running(proc_dir: &Path, needle: &str) -> bool {
     !needle.is_empty()
-        && procfs::processes(proc_dir).any(|p| {
+        && process_table::processes(proc_dir).any(|p| {
             let ours = p
                 .cmdline
                 .split(|b| *b == 0)

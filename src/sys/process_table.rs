@@ -1,0 +1,317 @@
+//! The process table: one scan that yields each other process's pid and
+//! command line (and its environment on request), whether a pid is alive,
+//! and when a process started, so a reused pid is not mistaken for the one
+//! that was registered.
+//!
+//! On Linux it reads `/proc` (the root is a parameter, so tests lay out a
+//! fake one in a temp dir). On macOS it lists pids with `proc_listallpids`,
+//! keeps the current user's processes (`proc_pidinfo`), and reads each one's
+//! arguments and environment with `sysctl` `KERN_PROCARGS2`, parsed by the
+//! pure [`parse_procargs2`]. Callers decide what a match means.
+
+use std::path::Path;
+
+/// One process seen by [`processes`].
+#[derive(Debug, Clone)]
+pub struct Process {
+    pub pid: u32,
+    /// NUL-separated argv, as the kernel keeps it.
+    pub cmdline: Vec<u8>,
+    environ: Environ,
+}
+
+#[derive(Debug, Clone)]
+enum Environ {
+    /// Read on request (Linux: `/proc/<pid>/environ`).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code, reason = "Linux only"))]
+    At(std::path::PathBuf),
+    /// Read with the command line (macOS), NUL-separated.
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code, reason = "macOS only"))]
+    Loaded(Vec<u8>),
+}
+
+impl Process {
+    /// The command line with NULs as spaces, for text matching.
+    pub fn command_text(&self) -> String {
+        String::from_utf8_lossy(&self.cmdline).replace('\0', " ")
+    }
+
+    /// Whether `KEY=value` is in the process's environment, exactly.
+    pub fn has_env(&self, pair: &str) -> bool {
+        let environ = match &self.environ {
+            Environ::At(path) => std::fs::read(path).unwrap_or_default(),
+            Environ::Loaded(bytes) => bytes.clone(),
+        };
+        environ.split(|b| *b == 0).any(|kv| kv == pair.as_bytes())
+    }
+}
+
+/// A `KERN_PROCARGS2` buffer as (argv, environment), each NUL-separated with a
+/// trailing NUL like `/proc/<pid>/cmdline`. The buffer is `argc` (a native
+/// `i32`), the executable path, NUL padding, `argc` arguments, then the
+/// environment up to an empty string or the end. `None` when it is too short
+/// to hold `argc`; a truncated buffer yields what it holds.
+#[cfg_attr(not(target_os = "macos"), allow(dead_code, reason = "macOS only"))]
+pub fn parse_procargs2(buf: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let argc = i32::from_ne_bytes(buf.get(..4)?.try_into().ok()?);
+    let rest = &buf[4..];
+    // The executable path, then the padding after it.
+    let path_end = rest.iter().position(|b| *b == 0).unwrap_or(rest.len());
+    let start = rest[path_end..]
+        .iter()
+        .position(|b| *b != 0)
+        .map_or(rest.len(), |i| path_end + i);
+    let mut strings = rest[start..].split(|b| *b == 0);
+    let mut argv = Vec::new();
+    for arg in strings.by_ref().take(usize::try_from(argc).unwrap_or(0)) {
+        argv.extend_from_slice(arg);
+        argv.push(0);
+    }
+    let mut environ = Vec::new();
+    for kv in strings.take_while(|kv| !kv.is_empty()) {
+        environ.extend_from_slice(kv);
+        environ.push(0);
+    }
+    Some((argv, environ))
+}
+
+#[cfg(target_os = "linux")]
+pub use linux::{pid_alive, processes, start_time};
+#[cfg(target_os = "macos")]
+pub use macos::{pid_alive, processes, start_time};
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::*;
+
+    /// Every process but this one whose command line is readable.
+    pub fn processes(proc_dir: &Path) -> impl Iterator<Item = Process> {
+        let me = std::process::id();
+        std::fs::read_dir(proc_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(move |e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                if pid == me {
+                    return None;
+                }
+                let dir = e.path();
+                let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
+                Some(Process {
+                    pid,
+                    cmdline,
+                    environ: Environ::At(dir.join("environ")),
+                })
+            })
+    }
+
+    /// The fields of `/proc/<pid>/stat` after the command name.
+    fn stat_fields(proc_dir: &Path, pid: u32) -> Option<Vec<String>> {
+        let stat = std::fs::read_to_string(proc_dir.join(pid.to_string()).join("stat")).ok()?;
+        let (_, rest) = stat.rsplit_once(") ")?;
+        Some(rest.split_whitespace().map(str::to_owned).collect())
+    }
+
+    /// Whether `pid` is a live (non-zombie) process.
+    pub fn pid_alive(proc_dir: &Path, pid: u32) -> bool {
+        stat_fields(proc_dir, pid)
+            .and_then(|f| f.first().cloned())
+            .is_some_and(|state| state != "Z" && state != "X")
+    }
+
+    /// When `pid` started, in clock ticks since boot (field 22 of `stat`).
+    pub fn start_time(proc_dir: &Path, pid: u32) -> Option<u64> {
+        stat_fields(proc_dir, pid)?.get(19)?.parse().ok()
+    }
+}
+
+#[cfg(target_os = "macos")]
+mod macos {
+    use super::*;
+
+    /// Every pid on the system, as far as `proc_listallpids` will say.
+    fn all_pids() -> Vec<libc::pid_t> {
+        let mut pids: Vec<libc::pid_t> = vec![0; 4096];
+        loop {
+            let bytes =
+                i32::try_from(pids.len() * std::mem::size_of::<libc::pid_t>()).unwrap_or(i32::MAX);
+            // SAFETY: the buffer is writable for `bytes` bytes; the call
+            // returns how many pids it wrote.
+            let n = unsafe { libc::proc_listallpids(pids.as_mut_ptr().cast(), bytes) };
+            let Ok(n) = usize::try_from(n) else {
+                return Vec::new();
+            };
+            if n < pids.len() || pids.len() >= 1 << 20 {
+                pids.truncate(n);
+                return pids;
+            }
+            pids.resize(pids.len() * 2, 0);
+        }
+    }
+
+    /// What `proc_pidinfo(PROC_PIDTBSDINFO)` says about `pid`.
+    fn bsd_info(pid: libc::pid_t) -> Option<libc::proc_bsdinfo> {
+        // SAFETY: proc_bsdinfo is plain data; zeroes are a valid value.
+        let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::proc_bsdinfo>() as i32;
+        // SAFETY: `info` is writable for `size` bytes for the whole call.
+        let n = unsafe {
+            libc::proc_pidinfo(
+                pid,
+                libc::PROC_PIDTBSDINFO,
+                0,
+                (&mut info as *mut libc::proc_bsdinfo).cast(),
+                size,
+            )
+        };
+        (n == size).then_some(info)
+    }
+
+    /// The raw `KERN_PROCARGS2` buffer of `pid` (same-user processes only).
+    fn procargs2(pid: libc::pid_t) -> Option<Vec<u8>> {
+        let mut mib = [libc::CTL_KERN, libc::KERN_PROCARGS2, pid];
+        let mut len: libc::size_t = 0;
+        // SAFETY: a size query: no output buffer, `len` receives the size.
+        let rc = unsafe {
+            libc::sysctl(
+                mib.as_mut_ptr(),
+                3,
+                std::ptr::null_mut(),
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        if rc != 0 || len == 0 {
+            return None;
+        }
+        let mut buf = vec![0u8; len];
+        // SAFETY: `buf` is writable for `len` bytes; the kernel updates `len`
+        // to what it wrote.
+        let rc = unsafe {
+            libc::sysctl(
+                mib.as_mut_ptr(),
+                3,
+                buf.as_mut_ptr().cast(),
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        if rc != 0 {
+            return None;
+        }
+        buf.truncate(len);
+        Some(buf)
+    }
+
+    /// Every process of this user but this one whose arguments are readable.
+    /// `_proc_dir` is for Linux; macOS has no `/proc`.
+    pub fn processes(_proc_dir: &Path) -> impl Iterator<Item = Process> {
+        let me = std::process::id();
+        // SAFETY: getuid cannot fail and touches no memory.
+        let uid = unsafe { libc::getuid() };
+        all_pids().into_iter().filter_map(move |pid| {
+            let pid_u = u32::try_from(pid).ok().filter(|p| *p != 0 && *p != me)?;
+            if bsd_info(pid)?.pbi_uid != uid {
+                return None;
+            }
+            let (cmdline, environ) = parse_procargs2(&procargs2(pid)?)?;
+            Some(Process {
+                pid: pid_u,
+                cmdline,
+                environ: Environ::Loaded(environ),
+            })
+        })
+    }
+
+    /// Whether `pid` is a live (non-zombie) process.
+    pub fn pid_alive(_proc_dir: &Path, pid: u32) -> bool {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        let exists = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        exists && bsd_info(pid).is_none_or(|i| i.pbi_status != libc::SZOMB)
+    }
+
+    /// When `pid` started, in microseconds since the epoch.
+    pub fn start_time(_proc_dir: &Path, pid: u32) -> Option<u64> {
+        let info = bsd_info(libc::pid_t::try_from(pid).ok()?)?;
+        Some(info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn procargs(argc: i32, rest: &[u8]) -> Vec<u8> {
+        let mut buf = argc.to_ne_bytes().to_vec();
+        buf.extend_from_slice(rest);
+        buf
+    }
+
+    #[test]
+    fn procargs2_yields_argv_and_environment() {
+        let buf = procargs(
+            3,
+            b"/usr/local/bin/bun\0\0\0\0bun\0run\0telegram\0TELEGRAM_STATE_DIR=/s\0HOME=/h\0\0junk\0",
+        );
+        let (argv, env) = parse_procargs2(&buf).unwrap();
+        assert_eq!(argv, b"bun\0run\0telegram\0");
+        assert_eq!(env, b"TELEGRAM_STATE_DIR=/s\0HOME=/h\0");
+    }
+
+    #[test]
+    fn procargs2_survives_short_and_odd_buffers() {
+        assert_eq!(parse_procargs2(b"\x01\x00"), None);
+        let (argv, env) = parse_procargs2(&procargs(5, b"/bin/x\0\0a\0b")).unwrap();
+        assert_eq!(
+            (argv.as_slice(), env.as_slice()),
+            (&b"a\0b\0"[..], &b""[..])
+        );
+        let (argv, env) = parse_procargs2(&procargs(-1, b"/bin/x\0A=1\0")).unwrap();
+        assert_eq!((argv.as_slice(), env.as_slice()), (&b""[..], &b"A=1\0"[..]));
+        assert!(parse_procargs2(&procargs(i32::MAX, b"")).is_some());
+    }
+
+    #[cfg(target_os = "linux")]
+    fn fake_process(root: &Path, pid: u32, cmdline: &[u8], environ: &[u8], state: char) {
+        let dir = root.join(pid.to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("cmdline"), cmdline).unwrap();
+        std::fs::write(dir.join("environ"), environ).unwrap();
+        let stat =
+            format!("{pid} (x y) {state} 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 4242 20");
+        std::fs::write(dir.join("stat"), stat).unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn scan_reads_command_lines_environments_and_start_times() {
+        let tmp = tempfile::tempdir().unwrap();
+        fake_process(tmp.path(), 10, b"bun\0run\0telegram\0", b"A=1\0B=2\0", 'S');
+        fake_process(tmp.path(), 11, b"sleep\0", b"", 'Z');
+        std::fs::create_dir_all(tmp.path().join("self")).unwrap();
+        let mut seen: Vec<Process> = processes(tmp.path()).collect();
+        seen.sort_by_key(|p| p.pid);
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].command_text(), "bun run telegram ");
+        assert!(seen[0].has_env("B=2"));
+        assert!(!seen[0].has_env("B=22"));
+        assert!(pid_alive(tmp.path(), 10));
+        assert!(!pid_alive(tmp.path(), 11), "a zombie is not alive");
+        assert!(!pid_alive(tmp.path(), 12));
+        assert_eq!(start_time(tmp.path(), 10), Some(4242));
+    }
+
+    #[test]
+    fn this_process_is_alive_and_has_a_start_time() {
+        let root = Path::new("/proc");
+        assert!(pid_alive(root, std::process::id()));
+        assert!(start_time(root, std::process::id()).is_some());
+    }
+}
