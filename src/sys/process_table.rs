@@ -210,8 +210,7 @@ mod macos {
     /// `_proc_dir` is for Linux; macOS has no `/proc`.
     pub fn processes(_proc_dir: &Path) -> impl Iterator<Item = Process> {
         let me = std::process::id();
-        // SAFETY: getuid cannot fail and touches no memory.
-        let uid = unsafe { libc::getuid() };
+        let uid = rustix::process::getuid().as_raw();
         all_pids().into_iter().filter_map(move |pid| {
             let pid_u = u32::try_from(pid).ok().filter(|p| *p != 0 && *p != me)?;
             if bsd_info(pid)?.pbi_uid != uid {
@@ -228,13 +227,18 @@ mod macos {
 
     /// Whether `pid` is a live (non-zombie) process.
     pub fn pid_alive(_proc_dir: &Path, pid: u32) -> bool {
-        let Ok(pid) = libc::pid_t::try_from(pid) else {
+        let Some(id) = libc::pid_t::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        else {
             return false;
         };
-        // SAFETY: signal 0 only checks that the process exists.
-        let exists = unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-        exists && bsd_info(pid).is_none_or(|i| i.pbi_status != libc::SZOMB)
+        // Signal 0 only checks that the process exists; EPERM means it does.
+        let exists = match rustix::process::test_kill_process(id) {
+            Ok(()) => true,
+            Err(e) => e == rustix::io::Errno::PERM,
+        };
+        exists && bsd_info(id.as_raw_nonzero().get()).is_none_or(|i| i.pbi_status != libc::SZOMB)
     }
 
     /// When `pid` started, in microseconds since the epoch.

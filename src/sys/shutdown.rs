@@ -7,7 +7,7 @@
 //! blocks.
 
 use std::io::{PipeReader, PipeWriter, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,8 +79,8 @@ impl Shutdown {
     }
 
     /// Turns readable when shutdown is triggered; for `poll()`.
-    pub fn fd(&self) -> RawFd {
-        self.inner.wake_rx.as_raw_fd()
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.inner.wake_rx.as_fd()
     }
 }
 
@@ -111,14 +111,15 @@ mod tests {
     #[test]
     fn trigger_makes_the_wake_fd_readable_for_poll() {
         let s = Shutdown::new().unwrap();
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
         let readable = |s: &Shutdown| {
-            let mut fds = [libc::pollfd {
-                fd: s.fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            }];
-            // SAFETY: one valid pollfd for the duration of the call.
-            unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) == 1 }
+            let fd = s.fd();
+            let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+            let now = Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            poll(&mut fds, Some(&now)).unwrap() == 1
         };
         assert!(!readable(&s));
         s.trigger();

@@ -14,11 +14,13 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::hook_id;
@@ -27,7 +29,7 @@ use crate::triggers::watch::Ended;
 
 /// How often a missing hooks directory is looked for again, in ms, on top of
 /// the watch on its parent.
-const MISSING_RECHECK_MS: i32 = 1000;
+const MISSING_RECHECK: Duration = Duration::from_secs(1);
 
 impl Watcher {
     /// An inotify instance armed on `dir` (or on its parent while `dir` does
@@ -92,8 +94,8 @@ impl Watcher {
             if !self.armed() {
                 self.try_arm();
             }
-            let timeout = if self.armed() { -1 } else { MISSING_RECHECK_MS };
-            if !wait_readable(self.inotify.as_raw_fd(), shutdown.fd(), timeout) {
+            let timeout = (!self.armed()).then_some(MISSING_RECHECK);
+            if !wait_readable(self.inotify.as_fd(), shutdown.fd(), timeout) {
                 continue;
             }
             if shutdown.is_set() {
@@ -298,22 +300,15 @@ impl Watcher {
     }
 }
 
-/// Blocks until `fd` is readable (true), or `stop_fd` is readable or the
+/// Blocks until `fd` is readable (true), or `stop` is readable or the
 /// timeout passes (false).
-fn wait_readable(fd: i32, stop_fd: i32, timeout_ms: i32) -> bool {
+fn wait_readable(fd: BorrowedFd<'_>, stop: BorrowedFd<'_>, timeout: Option<Duration>) -> bool {
     let mut fds = [
-        libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: stop_fd,
-            events: libc::POLLIN,
-            revents: 0,
-        },
+        PollFd::new(&fd, PollFlags::IN),
+        PollFd::new(&stop, PollFlags::IN),
     ];
-    // SAFETY: fds is a valid array of two pollfd structs for the duration of the call.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
-    n > 0 && fds[0].revents & libc::POLLIN != 0 && fds[1].revents == 0
+    let timeout = timeout.and_then(|t| Timespec::try_from(t).ok());
+    matches!(poll(&mut fds, timeout.as_ref()), Ok(n) if n > 0)
+        && fds[0].revents().contains(PollFlags::IN)
+        && fds[1].revents().is_empty()
 }

@@ -13,10 +13,13 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
+
+use rustix::event::kqueue::{self, Event, EventFilter, EventFlags, VnodeEvents};
 
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::dir_scan::HookDirs;
@@ -24,10 +27,7 @@ use crate::triggers::queue::EventQueue;
 use crate::triggers::watch::Ended;
 
 /// How often a missing hooks directory is looked for again.
-const MISSING_RECHECK: libc::timespec = libc::timespec {
-    tv_sec: 1,
-    tv_nsec: 0,
-};
+const MISSING_RECHECK: Duration = Duration::from_secs(1);
 
 pub struct Watcher {
     kq: OwnedFd,
@@ -41,15 +41,8 @@ impl Watcher {
     /// A kqueue armed on `dir`'s directories as they are now. Fails when no
     /// kqueue can be had.
     pub fn start(dir: PathBuf, queue: Arc<EventQueue>) -> io::Result<Watcher> {
-        // SAFETY: kqueue() takes no arguments; the result is checked below.
-        let fd = unsafe { libc::kqueue() };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-        let kq = unsafe { OwnedFd::from_raw_fd(fd) };
         let mut w = Watcher {
-            kq,
+            kq: kqueue::kqueue()?,
             dirs: HookDirs::new(dir),
             queue,
             watched: BTreeMap::new(),
@@ -61,7 +54,12 @@ impl Watcher {
 
     /// Reports hook files until shutdown, or until kqueue refuses a watch.
     pub fn run(&mut self, shutdown: &Shutdown) -> Ended {
-        if let Err(e) = self.register(shutdown.fd(), libc::EVFILT_READ, 0) {
+        let wake = Event::new(
+            EventFilter::Read(shutdown.fd().as_raw_fd()),
+            EventFlags::ADD | EventFlags::CLEAR,
+            std::ptr::null_mut(),
+        );
+        if let Err(e) = self.change(&wake) {
             log::warn!("kqueue cannot wait for shutdown ({e}); scanning instead");
             return Ended::LimitReached;
         }
@@ -102,69 +100,50 @@ impl Watcher {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e),
             };
-            let flags =
-                libc::NOTE_WRITE | libc::NOTE_DELETE | libc::NOTE_RENAME | libc::NOTE_REVOKE;
-            self.register(dir.as_raw_fd(), libc::EVFILT_VNODE, flags)?;
+            let watch = Event::new(
+                EventFilter::Vnode {
+                    vnode: dir.as_raw_fd(),
+                    flags: VnodeEvents::WRITE
+                        | VnodeEvents::DELETE
+                        | VnodeEvents::RENAME
+                        | VnodeEvents::REVOKE,
+                },
+                EventFlags::ADD | EventFlags::CLEAR,
+                std::ptr::null_mut(),
+            );
+            self.change(&watch)?;
             self.watched.insert(path, dir);
         }
         Ok(())
     }
 
-    fn register(&self, fd: RawFd, filter: i16, fflags: u32) -> io::Result<()> {
-        let change = event(fd, filter, libc::EV_ADD | libc::EV_CLEAR, fflags);
-        // SAFETY: one valid change record in, no event buffer out; the kqueue
-        // and `fd` are open for the duration of the call.
-        let n = unsafe {
-            libc::kevent(
-                self.kq.as_raw_fd(),
-                &change,
-                1,
-                std::ptr::null_mut(),
-                0,
-                std::ptr::null(),
-            )
-        };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+    fn change(&self, event: &Event) -> io::Result<()> {
+        self.kevent(
+            std::slice::from_ref(event),
+            &mut Vec::new(),
+            Some(Duration::ZERO),
+        )
     }
 
     /// Blocks until something happened or `timeout` passed.
-    fn wait(&self, timeout: Option<libc::timespec>) -> io::Result<()> {
-        let mut events = [event(0, 0, 0, 0); 16];
-        let timeout_ptr = timeout
-            .as_ref()
-            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: `events` is a writable buffer of the length passed; the
-        // timeout, if any, lives until the call returns.
-        let n = unsafe {
-            libc::kevent(
-                self.kq.as_raw_fd(),
-                std::ptr::null(),
-                0,
-                events.as_mut_ptr(),
-                events.len() as i32,
-                timeout_ptr,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
+    fn wait(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self.kevent(&[], &mut Vec::with_capacity(16), timeout) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            other => other,
         }
-        Ok(())
     }
-}
 
-fn event(fd: RawFd, filter: i16, flags: u16, fflags: u32) -> libc::kevent {
-    libc::kevent {
-        ident: fd as usize,
-        filter,
-        flags,
-        fflags,
-        data: 0,
-        udata: std::ptr::null_mut(),
+    fn kevent(
+        &self,
+        changes: &[Event],
+        events: &mut Vec<Event>,
+        timeout: Option<Duration>,
+    ) -> io::Result<()> {
+        // SAFETY: every fd named by an event is the shutdown pipe (alive as
+        // long as the daemon) or a watched directory kept open in `watched`;
+        // closing one removes its knote, and any event that still names a
+        // reused fd only causes one more look, which is harmless.
+        unsafe { kqueue::kevent(self.kq.as_fd(), changes, events, timeout) }?;
+        Ok(())
     }
 }
