@@ -1,7 +1,11 @@
 //! The one place that starts child processes.
 //!
 //! Every child gets a null stdin and its own process group. Its stdout and
-//! stderr are drained on helper threads so neither pipe can fill and deadlock.
+//! stderr are read on the calling thread, with `poll(2)` on both pipes, so
+//! neither pipe can fill and deadlock and no helper thread exists to outlive
+//! the call. Output is read until the child exits plus a short grace; a
+//! grandchild that keeps a pipe open after that costs neither the output
+//! already read nor a thread, since the pipes close when the call returns.
 //! On timeout or shutdown the whole group is killed and the child reaped; the
 //! outcomes "could not start", "exited", "killed by signal", "timed out" and
 //! "interrupted" stay distinct. Interpreting output is the caller's job.
@@ -9,20 +13,29 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::io::Read;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-
-use crossbeam_channel::{after, bounded, select, Receiver};
 
 use crate::sys::shutdown::Shutdown;
 
 /// At most this much of each stream is kept; the rest is drained and dropped.
 const MAX_CAPTURE: usize = 8 * 1024 * 1024;
-/// How long to wait for the pipes to close after the child itself exited
-/// (a grandchild that escaped the group may hold them open).
-const PIPE_GRACE: Duration = Duration::from_secs(2);
+/// How long to keep reading after the child itself exited. What the child
+/// wrote is already in the pipes by then; this only waits for a straggler
+/// (a grandchild that inherited the pipes) before the answer is taken as is.
+const PIPE_GRACE: Duration = Duration::from_millis(500);
+/// The longest nap between checks whether the child exited while its pipes
+/// are still open (held by a grandchild) or already closed.
+const MAX_NAP: Duration = Duration::from_millis(25);
+/// How long to wait for a killed child to be reaped before a helper thread
+/// takes over the wait (a child in uninterruptible sleep outlives SIGKILL).
+const REAP_PATIENCE: Duration = Duration::from_secs(1);
+/// At most this many reads from one pipe per wake-up, so a child that writes
+/// without pause cannot keep the loop from seeing its deadline.
+const READS_PER_WAKE: usize = 16;
 
 /// A command to run: program, arguments, and changes to the inherited
 /// environment.
@@ -130,44 +143,234 @@ pub fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, 
     if shutdown.is_set() {
         return Err(RunError::Interrupted);
     }
+    let started = Instant::now();
+    let deadline = started
+        .checked_add(timeout)
+        .unwrap_or(started + Duration::from_secs(365 * 24 * 3600));
     let mut child = job.command().spawn().map_err(RunError::Spawn)?;
-    let pid = child.id() as libc::pid_t;
-    let out_rx = drain(child.stdout.take());
-    let err_rx = drain(child.stderr.take());
-    let (done_tx, done_rx) = bounded(1);
-    let waiter = std::thread::Builder::new()
-        .name("child-wait".into())
-        .spawn(move || {
-            let _ = done_tx.send(child.wait());
-        });
-    if waiter.is_err() {
-        kill_group(pid);
-        return Err(RunError::Spawn(std::io::Error::other(
-            "could not start a waiter thread",
-        )));
-    }
-    let deadline = after(timeout);
-    let status = select! {
-        recv(done_rx) -> r => r.ok(),
-        recv(shutdown.receiver()) -> _ => { kill_group(pid); let _ = done_rx.recv(); return Err(RunError::Interrupted) }
-        recv(deadline) -> _ => { kill_group(pid); let _ = done_rx.recv(); return Err(RunError::TimedOut(timeout)) }
-    };
-    let status = match status {
-        Some(Ok(s)) => s,
-        Some(Err(e)) => return Err(RunError::Spawn(e)),
-        None => {
-            return Err(RunError::Spawn(std::io::Error::other(
-                "waiter thread vanished",
-            )))
+    // Both pipes close when this call returns, whoever else holds their
+    // other ends: nothing of ours is left waiting on a grandchild.
+    let (mut out, mut err) = match pipes(&mut child) {
+        Ok(p) => p,
+        Err(e) => {
+            stop(child);
+            return Err(RunError::Spawn(e));
         }
     };
-    let grace = Instant::now() + PIPE_GRACE;
-    Ok(Output {
-        code: status.code(),
-        signal: status.signal(),
-        stdout: collect(&out_rx, grace),
-        stderr: collect(&err_rx, grace),
-    })
+    match supervise(&mut child, &mut out, &mut err, deadline, shutdown) {
+        Ended::Exited(status) => Ok(Output {
+            code: status.code(),
+            signal: status.signal(),
+            stdout: out.text(),
+            stderr: err.text(),
+        }),
+        Ended::TimedOut => {
+            stop(child);
+            Err(RunError::TimedOut(timeout))
+        }
+        Ended::Interrupted => {
+            stop(child);
+            Err(RunError::Interrupted)
+        }
+        Ended::WaitFailed(e) => {
+            stop(child);
+            Err(RunError::Spawn(e))
+        }
+    }
+}
+
+fn pipes(child: &mut Child) -> std::io::Result<(Pipe<ChildStdout>, Pipe<ChildStderr>)> {
+    Ok((
+        Pipe::new(child.stdout.take())?,
+        Pipe::new(child.stderr.take())?,
+    ))
+}
+
+/// How [`supervise`] ended.
+enum Ended {
+    /// The child exited and its output was read (to EOF or the grace's end).
+    Exited(ExitStatus),
+    TimedOut,
+    Interrupted,
+    /// `waitpid` itself failed.
+    WaitFailed(std::io::Error),
+}
+
+/// Reads both pipes on this thread until the child has exited and the pipes
+/// are closed or the grace after its exit has passed; or until the deadline
+/// or shutdown, while the child still runs. Never kills anything.
+fn supervise(
+    child: &mut Child,
+    out: &mut Pipe<ChildStdout>,
+    err: &mut Pipe<ChildStderr>,
+    deadline: Instant,
+    shutdown: &Shutdown,
+) -> Ended {
+    let mut nap = Duration::from_millis(1);
+    let mut exited: Option<(ExitStatus, Instant)> = None;
+    loop {
+        if exited.is_none() {
+            match child.try_wait() {
+                Ok(Some(status)) => exited = Some((status, Instant::now() + PIPE_GRACE)),
+                Ok(None) => {}
+                Err(e) => return Ended::WaitFailed(e),
+            }
+        }
+        let now = Instant::now();
+        let until = match exited {
+            // The answer is complete; a shutdown need not wait for stragglers.
+            Some((status, grace_end)) => {
+                if !(out.is_open() || err.is_open()) || now >= grace_end || shutdown.is_set() {
+                    return Ended::Exited(status);
+                }
+                grace_end
+            }
+            None => {
+                if shutdown.is_set() {
+                    return Ended::Interrupted;
+                }
+                if now >= deadline {
+                    return Ended::TimedOut;
+                }
+                // Pipes held open by a grandchild, or closed early by the
+                // child, do not tell when the child exits: look again soon.
+                deadline.min(now + nap)
+            }
+        };
+        let woke = wait_readable(&[out.fd(), err.fd()], shutdown.fd(), until - now);
+        let active = woke && (out.read_available() | err.read_available());
+        nap = if active {
+            Duration::from_millis(1)
+        } else {
+            (nap * 2).min(MAX_NAP)
+        };
+    }
+}
+
+/// One pipe from the child, non-blocking, and what was read from it so far.
+struct Pipe<R> {
+    /// `None` once it reached EOF (or was never there).
+    pipe: Option<R>,
+    kept: Vec<u8>,
+}
+
+impl<R: Read + AsRawFd> Pipe<R> {
+    fn new(pipe: Option<R>) -> std::io::Result<Pipe<R>> {
+        if let Some(p) = &pipe {
+            set_nonblocking(p.as_raw_fd())?;
+        }
+        Ok(Pipe {
+            pipe,
+            kept: Vec::new(),
+        })
+    }
+
+    fn is_open(&self) -> bool {
+        self.pipe.is_some()
+    }
+
+    fn fd(&self) -> Option<RawFd> {
+        self.pipe.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    /// Reads what is there without blocking; true when anything happened
+    /// (bytes or EOF).
+    fn read_available(&mut self) -> bool {
+        let Some(pipe) = self.pipe.as_mut() else {
+            return false;
+        };
+        let mut buf = [0u8; 16 * 1024];
+        let mut active = false;
+        let mut reads = 0;
+        while reads < READS_PER_WAKE {
+            match pipe.read(&mut buf) {
+                Ok(0) => {
+                    self.pipe = None;
+                    return true;
+                }
+                Ok(n) => {
+                    reads += 1;
+                    active = true;
+                    let room = MAX_CAPTURE.saturating_sub(self.kept.len());
+                    self.kept.extend_from_slice(&buf[..n.min(room)]);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    self.pipe = None;
+                    return true;
+                }
+            }
+        }
+        active
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.kept).into_owned()
+    }
+}
+
+fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
+    // SAFETY: fcntl on a descriptor we own (the read end of a child's pipe); no memory is involved.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above; only the file status flags of our own descriptor change.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Waits up to `wait` for any open pipe or `wake` to turn readable (or hang
+/// up). False when nothing turned readable, or `poll` failed; a failed poll
+/// naps instead, so the caller's loop never spins.
+fn wait_readable(pipes: &[Option<RawFd>], wake: RawFd, wait: Duration) -> bool {
+    let mut fds: Vec<libc::pollfd> = pipes
+        .iter()
+        .flatten()
+        .chain(std::iter::once(&wake))
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let millis = wait.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: `fds` is a live, exclusively borrowed array of `fds.len()` pollfd structs.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
+    if rc < 0 {
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            std::thread::sleep(wait.min(MAX_NAP));
+        }
+        return false;
+    }
+    rc > 0
+}
+
+/// Kills the child's whole group and reaps the child. A child that SIGKILL
+/// cannot end at once (uninterruptible sleep) is left to a helper thread
+/// after [`REAP_PATIENCE`], so no caller, and no shutdown, waits on it.
+fn stop(mut child: Child) {
+    let pid = child.id();
+    // The child is not reaped yet, so its pid still names its group.
+    kill_group(pid as libc::pid_t);
+    let give_up = Instant::now() + REAP_PATIENCE;
+    let mut nap = Duration::from_millis(1);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => return,
+            Ok(None) if Instant::now() >= give_up => break,
+            Ok(None) => {
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(MAX_NAP);
+            }
+        }
+    }
+    log::warn!("child {pid} outlived SIGKILL for a second; it is reaped in the background");
+    let _ = std::thread::Builder::new()
+        .name("child-reaper".into())
+        .spawn(move || {
+            let _ = child.wait();
+        });
 }
 
 /// Starts `job` detached in its own session, stdin null, stdout and stderr
@@ -226,37 +429,6 @@ fn scrub(c: &mut Command) {
     for k in PRIVATE_ENV {
         c.env_remove(k);
     }
-}
-
-/// Reads a pipe to its end on a helper thread.
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Receiver<Vec<u8>> {
-    let (tx, rx) = bounded(1);
-    if let Some(mut pipe) = pipe {
-        let _ = std::thread::Builder::new()
-            .name("child-pipe".into())
-            .spawn(move || {
-                let mut kept = Vec::new();
-                let mut buf = [0u8; 16 * 1024];
-                loop {
-                    match pipe.read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(n) => {
-                            let room = MAX_CAPTURE.saturating_sub(kept.len());
-                            kept.extend_from_slice(&buf[..n.min(room)]);
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                        Err(_) => break,
-                    }
-                }
-                let _ = tx.send(kept);
-            });
-    }
-    rx
-}
-
-fn collect(rx: &Receiver<Vec<u8>>, until: Instant) -> String {
-    let bytes = rx.recv_deadline(until).unwrap_or_default();
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// SIGKILL to the child's whole process group. Harmless if it is gone.
@@ -338,12 +510,145 @@ mod tests {
     }
 
     #[test]
-    fn shutdown_interrupts_a_running_child() {
+    fn shutdown_stops_a_running_child_within_a_second() {
+        let tmp = tempfile::tempdir().unwrap();
+        let started = tmp.path().join("started");
+        let script = format!("touch {}; sleep 30", started.display());
         let s = quiet();
         let s2 = s.clone();
-        let t = std::thread::spawn(move || run(&sh("sleep 30"), Duration::from_secs(60), &s2));
+        let t = std::thread::spawn(move || run(&sh(&script), Duration::from_secs(60), &s2));
+        while !started.exists() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let asked = Instant::now();
         s.trigger();
         assert!(matches!(t.join().unwrap(), Err(RunError::Interrupted)));
+        assert!(
+            asked.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            asked.elapsed()
+        );
+    }
+
+    /// Children that leave a `sleep 30` behind holding both pipes; the
+    /// sleeps are killed when this drops.
+    struct Lingering {
+        pids: std::path::PathBuf,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Lingering {
+        fn new() -> Lingering {
+            let dir = tempfile::tempdir().unwrap();
+            Lingering {
+                pids: dir.path().join("pids"),
+                _dir: dir,
+            }
+        }
+
+        /// Prints `answer` on stdout and `note` on stderr, exits 0, and
+        /// leaves a grandchild with both pipes open.
+        fn cmd(&self, answer: &str, note: &str) -> Cmd {
+            sh(&format!(
+                "echo '{answer}'; echo '{note}' >&2; sleep 30 & echo $! >> {}",
+                self.pids.display()
+            ))
+        }
+    }
+
+    impl Drop for Lingering {
+        fn drop(&mut self) {
+            let pids = std::fs::read_to_string(&self.pids).unwrap_or_default();
+            for pid in pids.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                // SAFETY: kill(2) on a sleep this test started; no memory is involved.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_grandchild_holding_stdout_keeps_the_output_already_read() {
+        let lingering = Lingering::new();
+        let start = Instant::now();
+        let out = run(
+            &lingering.cmd(r#"[{"id":"a"}]"#, "note"),
+            Duration::from_secs(20),
+            &quiet(),
+        )
+        .unwrap();
+        assert_eq!(out.code, Some(0));
+        assert_eq!(out.stdout, "[{\"id\":\"a\"}]\n");
+        assert_eq!(out.stderr, "note\n");
+        let took = start.elapsed();
+        assert!(took < PIPE_GRACE + Duration::from_secs(1), "took {took:?}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn no_thread_outlives_a_call_whose_grandchild_holds_the_pipes() {
+        const PROBE: &str = "AGENT_DECK_WATCHDOG_THREAD_PROBE";
+        let name = "no_thread_outlives_a_call_whose_grandchild_holds_the_pipes";
+        if std::env::var_os(PROBE).is_none() {
+            // Other tests start threads in this process: count in a process of our own.
+            let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([&format!("{module}::{name}"), "--exact", "--test-threads=1"])
+                .env(PROBE, "1")
+                .output()
+                .unwrap();
+            let report = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && report.contains("1 passed"),
+                "{report}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return;
+        }
+        let threads = || std::fs::read_dir("/proc/self/task").unwrap().count();
+        let lingering = Lingering::new();
+        let before = threads();
+        let answers: Vec<String> = (0..4)
+            .map(|i| {
+                let job = lingering.cmd(&format!("answer {i}"), "note");
+                run(&job, Duration::from_secs(20), &quiet()).unwrap().stdout
+            })
+            .collect();
+        assert_eq!(threads(), before, "threads left behind by 4 calls");
+        assert_eq!(
+            answers,
+            ["answer 0\n", "answer 1\n", "answer 2\n", "answer 3\n"]
+        );
+    }
+
+    #[test]
+    fn a_child_that_closes_its_pipes_still_times_out() {
+        let start = Instant::now();
+        let err = run(
+            &sh("exec >&- 2>&-; sleep 30"),
+            Duration::from_millis(300),
+            &quiet(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, RunError::TimedOut(_)), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn output_beyond_the_cap_is_dropped_and_the_child_not_blocked() {
+        let out = run(
+            &sh(&format!(
+                "head -c {} /dev/zero; echo done >&2",
+                MAX_CAPTURE + 100_000
+            )),
+            Duration::from_secs(20),
+            &quiet(),
+        )
+        .unwrap();
+        assert_eq!(out.code, Some(0));
+        assert_eq!(out.stdout.len(), MAX_CAPTURE);
+        assert_eq!(out.stderr, "done\n");
     }
 
     #[test]
