@@ -13,11 +13,15 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::io::Read;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
+use rustix::process::{kill_process_group, Pid, Signal};
 
 use crate::sys::shutdown::Shutdown;
 
@@ -254,10 +258,10 @@ struct Pipe<R> {
     kept: Vec<u8>,
 }
 
-impl<R: Read + AsRawFd> Pipe<R> {
+impl<R: Read + AsFd> Pipe<R> {
     fn new(pipe: Option<R>) -> std::io::Result<Pipe<R>> {
         if let Some(p) = &pipe {
-            set_nonblocking(p.as_raw_fd())?;
+            set_nonblocking(p.as_fd())?;
         }
         Ok(Pipe {
             pipe,
@@ -269,8 +273,8 @@ impl<R: Read + AsRawFd> Pipe<R> {
         self.pipe.is_some()
     }
 
-    fn fd(&self) -> Option<RawFd> {
-        self.pipe.as_ref().map(AsRawFd::as_raw_fd)
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.pipe.as_ref().map(AsFd::as_fd)
     }
 
     /// Reads what is there without blocking; true when anything happened
@@ -310,40 +314,31 @@ impl<R: Read + AsRawFd> Pipe<R> {
     }
 }
 
-fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
-    // SAFETY: fcntl on a descriptor we own (the read end of a child's pipe); no memory is involved.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above; only the file status flags of our own descriptor change.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+fn set_nonblocking(fd: BorrowedFd<'_>) -> std::io::Result<()> {
+    let flags = fcntl_getfl(fd)?;
+    fcntl_setfl(fd, flags | OFlags::NONBLOCK)?;
     Ok(())
 }
 
 /// Waits up to `wait` for any open pipe or `wake` to turn readable (or hang
 /// up). False when nothing turned readable, or `poll` failed; a failed poll
 /// naps instead, so the caller's loop never spins.
-fn wait_readable(pipes: &[Option<RawFd>], wake: RawFd, wait: Duration) -> bool {
-    let mut fds: Vec<libc::pollfd> = pipes
+fn wait_readable(pipes: &[Option<BorrowedFd<'_>>], wake: BorrowedFd<'_>, wait: Duration) -> bool {
+    let fds: Vec<BorrowedFd<'_>> = pipes.iter().flatten().copied().chain([wake]).collect();
+    let mut polled: Vec<PollFd<'_>> = fds
         .iter()
-        .flatten()
-        .chain(std::iter::once(&wake))
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
+        .map(|fd| PollFd::new(fd, PollFlags::IN))
         .collect();
-    let millis = wait.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: `fds` is a live, exclusively borrowed array of `fds.len()` pollfd structs.
-    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
-    if rc < 0 {
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            std::thread::sleep(wait.min(MAX_NAP));
+    let timeout = Timespec::try_from(wait).ok();
+    match poll(&mut polled, timeout.as_ref()) {
+        Ok(n) => n > 0,
+        Err(e) => {
+            if e != rustix::io::Errno::INTR {
+                std::thread::sleep(wait.min(MAX_NAP));
+            }
+            false
         }
-        return false;
     }
-    rc > 0
 }
 
 /// Kills the child's whole group and reaps the child. A child that SIGKILL
@@ -352,7 +347,7 @@ fn wait_readable(pipes: &[Option<RawFd>], wake: RawFd, wait: Duration) -> bool {
 fn stop(mut child: Child) {
     let pid = child.id();
     // The child is not reaped yet, so its pid still names its group.
-    kill_group(pid as libc::pid_t);
+    kill_group(pid);
     let give_up = Instant::now() + REAP_PATIENCE;
     let mut nap = Duration::from_millis(1);
     loop {
@@ -396,12 +391,11 @@ pub fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Result<u32> 
     for (k, v) in &job.env_set {
         c.env(k, v);
     }
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    // SAFETY: the hook runs in the forked child before exec; setsid is
+    // async-signal-safe and touches no memory of the parent.
     unsafe {
         c.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            rustix::process::setsid()?;
             Ok(())
         });
     }
@@ -432,10 +426,9 @@ fn scrub(c: &mut Command) {
 }
 
 /// SIGKILL to the child's whole process group. Harmless if it is gone.
-fn kill_group(pgid: libc::pid_t) {
-    // SAFETY: kill(2) with a negative pid addresses a process group; no memory is involved.
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
+fn kill_group(pgid: u32) {
+    if let Some(pgid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) {
+        let _ = kill_process_group(pgid, Signal::KILL);
     }
 }
 
@@ -560,9 +553,8 @@ mod tests {
         fn drop(&mut self) {
             let pids = std::fs::read_to_string(&self.pids).unwrap_or_default();
             for pid in pids.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-                // SAFETY: kill(2) on a sleep this test started; no memory is involved.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
+                if let Some(pid) = Pid::from_raw(pid) {
+                    let _ = rustix::process::kill_process(pid, Signal::KILL);
                 }
             }
         }
