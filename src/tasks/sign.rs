@@ -39,7 +39,7 @@ pub fn sign(key: &[u8], bytes: &[u8]) -> String {
 /// Whether `sig_hex` is the HMAC of `bytes` (constant-time compare).
 pub fn verify(key: &[u8], bytes: &[u8], sig_hex: &str) -> bool {
     let sig_hex = sig_hex.trim();
-    if sig_hex.len() % 2 != 0 {
+    if !sig_hex.len().is_multiple_of(2) {
         return false;
     }
     let Some(sig) = (0..sig_hex.len())
