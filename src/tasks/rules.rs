@@ -85,6 +85,17 @@ pub fn contains_word(text: &str, needle: &str) -> bool {
     })
 }
 
+/// A re-dispatch's done file: the default `<dir>/<id>.done` follows the new
+/// id; a path the dispatcher chose is kept.
+pub fn successor_path(path: &Path, old_id: &str, new_id: &str) -> PathBuf {
+    match path.file_name().and_then(|n| n.to_str()) {
+        Some(name) if name == format!("{old_id}.done") => {
+            path.with_file_name(format!("{new_id}.done"))
+        }
+        _ => path.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,16 +208,5 @@ mod tests {
         let t = 1_796_068_800.0;
         assert_eq!(day_of(t + 86_400.0), day_of(t) + 1);
         assert!(day_of(t + 1.0) - day_of(t) <= 1);
-    }
-}
-
-/// A re-dispatch's done file: the default `<dir>/<id>.done` follows the new
-/// id; a path the dispatcher chose is kept.
-pub fn successor_path(path: &Path, old_id: &str, new_id: &str) -> PathBuf {
-    match path.file_name().and_then(|n| n.to_str()) {
-        Some(name) if name == format!("{old_id}.done") => {
-            path.with_file_name(format!("{new_id}.done"))
-        }
-        _ => path.to_owned(),
     }
 }

@@ -292,8 +292,3 @@ fn wait_readable(fd: i32, stop_fd: i32, timeout_ms: i32) -> bool {
     let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
     n > 0 && fds[0].revents & libc::POLLIN != 0 && fds[1].revents == 0
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-}
