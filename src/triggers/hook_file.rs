@@ -81,6 +81,8 @@ mod tests {
         let big = std::fs::File::create(tmp.path().join("c-1.json")).unwrap();
         big.set_len(100 << 20).unwrap();
         assert_eq!(hook_status(tmp.path(), "c-1"), None);
+        std::os::unix::fs::symlink("/dev/zero", tmp.path().join("d-1.json")).unwrap();
+        assert_eq!(hook_status(tmp.path(), "d-1"), None);
     }
 
     #[test]
