@@ -82,9 +82,7 @@ impl ReadError {
             | ReadError::Io { path, .. } => path,
         }
     }
-}
 
-impl ReadError {
     /// What is wrong, without the path: "is a FIFO, not a regular file".
     pub fn reason(&self) -> String {
         match self {
@@ -367,7 +365,7 @@ pub fn move_aside(path: &Path, aside: &Path) -> io::Result<PathBuf> {
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             // No hard links on this filesystem: rename onto a name seen free.
-            Err(_) if !candidate.exists() && candidate.symlink_metadata().is_err() => {
+            Err(_) if candidate.symlink_metadata().is_err() => {
                 std::fs::rename(path, &candidate)?;
                 return Ok(candidate);
             }
