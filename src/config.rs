@@ -482,7 +482,7 @@ pub fn resolve_hooks_dir(home: &Path, xdg_data_home: Option<&str>, root: &Path) 
 
 /// Reads the `TELEGRAM_BOT_TOKEN=` line of an env file, if any.
 fn read_token_file(path: &Path) -> Option<Secret> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::sys::fs::read_text(path, crate::sys::fs::SMALL_FILE_MAX).ok()?;
     text.lines().find_map(|line| {
         let line = line.trim();
         let line = line.strip_prefix("export ").unwrap_or(line).trim_start();

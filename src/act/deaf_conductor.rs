@@ -5,7 +5,9 @@
 //! table `[conductors.<name>.claude]`, else the conductor's `meta.json`),
 //! reads `TELEGRAM_STATE_DIR` from it with agent-deck's parsing rules, and
 //! looks in `/proc` for a `bun … telegram` process carrying that directory in
-//! its environment. Unreadable files and processes are skipped, never fatal.
+//! its environment. Unreadable files and processes are skipped, never fatal;
+//! agent-deck's files are read without blocking and up to 1 MiB, so a FIFO
+//! or a device there costs a rate-limited warning, not a hang.
 //! The patrol decides when to look and whether the dedup allows a restart;
 //! [`restart`] runs on the restart worker, serialized with every other restart.
 
@@ -16,7 +18,21 @@ use crate::act::restart::{Context, RestartJob};
 use crate::decide::{cascade, patrol_rules};
 use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::Session;
+use crate::sys::fs::{read_text, warn_unreadable, SMALL_FILE_MAX};
 use crate::sys::process_table;
+
+/// The text of one of agent-deck's small files; a missing one is silent,
+/// an unreadable one warned about (rate-limited).
+fn read_small(path: &Path) -> Option<String> {
+    match read_text(path, SMALL_FILE_MAX) {
+        Ok(text) => Some(text),
+        Err(e) if e.is_missing() => None,
+        Err(e) => {
+            warn_unreadable(&e, "skipping it in the Telegram poller check");
+            None
+        }
+    }
+}
 
 /// Where agent-deck's files live, for finding a conductor's env file.
 #[derive(Debug, Clone)]
@@ -72,7 +88,7 @@ fn env_file_from_config(p: &Places, name: &str) -> Option<String> {
     let path = config_toml_candidates(p)
         .into_iter()
         .find(|c| c.is_file())?;
-    let text = std::fs::read_to_string(&path).ok()?;
+    let text = read_small(&path)?;
     let table: toml::Table = match toml::from_str(&text) {
         Ok(t) => t,
         Err(e) => {
@@ -99,7 +115,7 @@ fn env_file_from_meta(p: &Places, name: &str, session_path: &str) -> Option<(Str
     }
     dirs.push(p.root.join("conductor").join(name));
     dirs.into_iter().find_map(|dir| {
-        let text = std::fs::read_to_string(dir.join("meta.json")).ok()?;
+        let text = read_small(&dir.join("meta.json"))?;
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
         let file = v.get("env_file")?.as_str()?.to_owned();
         Some((file, dir))
@@ -117,7 +133,7 @@ pub fn conductor_state_dir(p: &Places, title: &str, session_path: &str) -> Optio
     if file.is_relative() {
         file = base.join(file);
     }
-    let text = std::fs::read_to_string(&file).ok()?;
+    let text = read_small(&file)?;
     state_dir_from_env_file(&text, &p.home)
 }
 
@@ -296,6 +312,20 @@ mod tests {
             Some(PathBuf::from("/srv/tg-travel"))
         );
         assert_eq!(conductor_state_dir(&p, "conductor-none", ""), None);
+    }
+
+    #[test]
+    fn a_fifo_env_file_or_meta_json_is_skipped_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = places(tmp.path());
+        let dir = p.root.join("conductor/ops");
+        std::fs::create_dir_all(&dir).unwrap();
+        crate::sys::fs::mkfifo(&dir.join("meta.json"));
+        assert_eq!(conductor_state_dir(&p, "conductor-ops", ""), None);
+        std::fs::remove_file(dir.join("meta.json")).unwrap();
+        std::fs::write(dir.join("meta.json"), r#"{"env_file": "ops.env"}"#).unwrap();
+        crate::sys::fs::mkfifo(&dir.join("ops.env"));
+        assert_eq!(conductor_state_dir(&p, "conductor-ops", ""), None);
     }
 
     #[test]

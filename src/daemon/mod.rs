@@ -61,13 +61,14 @@ pub fn run_with(
     shutdown: Shutdown,
     reload: &AtomicBool,
 ) -> Result<()> {
-    std::fs::create_dir_all(cfg.autorestart_dir()).map_err(|e| {
+    crate::sys::fs::create_private_dirs(&cfg.autorestart_dir()).map_err(|e| {
         Error::runtime(format!(
             "cannot create {}: {e}",
             cfg.autorestart_dir().display()
         ))
     })?;
     let _lock = instance_lock::acquire(&cfg.watchdog_dir)?;
+    remove_stale_temps(cfg);
     let cli: Arc<dyn AgentDeck> = Arc::new(Cli::new(
         cfg.bin.clone(),
         cfg.subprocess_timeout,
@@ -95,6 +96,26 @@ pub fn run_with(
     }
     log::info!("agent-deck-watchdog stopped");
     Ok(())
+}
+
+/// Removes the temp files a killed run left behind (the instance lock is
+/// held, so none of them belongs to a live writer; the registry's are
+/// removed under its own lock).
+fn remove_stale_temps(cfg: &Config) {
+    use crate::records::{metrics::METRICS_FILE, state_file::STATE_FILE};
+    use crate::tasks::registry::RegistryFile;
+    let mut removed = [STATE_FILE, METRICS_FILE]
+        .iter()
+        .map(|f| crate::sys::fs::remove_stale_temps(&cfg.watchdog_dir.join(f)))
+        .sum::<usize>();
+    let registry = RegistryFile::impatient(&cfg.task_timers_file, Duration::from_secs(1));
+    match registry.remove_stale_temps() {
+        Ok(n) => removed += n,
+        Err(e) => log::warn!("temp files next to the task registry stay until the next start: {e}"),
+    }
+    if removed > 0 {
+        log::info!("removed {removed} temp file(s) left by an earlier run that was killed");
+    }
 }
 
 /// The main loop's state and collaborators.
@@ -251,7 +272,7 @@ impl Daemon {
                 log::info!(
                     "SIGHUP: re-reading the opt-in markers and re-creating the watchdog directory"
                 );
-                if let Err(e) = std::fs::create_dir_all(cfg.autorestart_dir()) {
+                if let Err(e) = crate::sys::fs::create_private_dirs(&cfg.autorestart_dir()) {
                     log::warn!("cannot create {} ({e}); records and state cannot be written until it exists", cfg.autorestart_dir().display());
                 }
                 self.fleet.reload_markers();

@@ -18,6 +18,7 @@ use crate::records::instance_lock;
 use crate::records::metrics::{self, METRICS_FILE};
 use crate::records::state_file::STATE_FILE;
 use crate::sys::clock::{Clock, SystemClock};
+use crate::sys::fs::{read_bounded, read_text, STATE_FILE_MAX};
 use crate::tasks::registry::RegistryFile;
 
 /// Everything `status` reports, as JSON.
@@ -25,7 +26,7 @@ pub fn collect(cfg: &Config, now: f64) -> Value {
     let dir = &cfg.watchdog_dir;
     let lim = Limits::from_config(cfg);
     let holder = instance_lock::holder(dir);
-    let state: Option<State> = std::fs::read(dir.join(STATE_FILE))
+    let state: Option<State> = read_bounded(&dir.join(STATE_FILE), STATE_FILE_MAX)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
     let state_readable = state.is_some();
@@ -54,7 +55,7 @@ pub fn collect(cfg: &Config, now: f64) -> Value {
             })
         })
         .collect();
-    let counters = std::fs::read_to_string(dir.join(METRICS_FILE))
+    let counters = read_text(&dir.join(METRICS_FILE), STATE_FILE_MAX)
         .map(|t| metrics::parse(&t))
         .unwrap_or_default();
     let by_label = |family: &str| -> BTreeMap<String, f64> {

@@ -2,12 +2,12 @@
 //! `escalations.log`, as typed structs, and the appender that writes them.
 //!
 //! Each record is one whole line written with one `write` on a file opened for
-//! append. A full disk or an unwritable file is logged (at a bounded rate) and
-//! survived; it never stops the daemon. Pane text, auth-hold evidence and
+//! append, never through a symlink or into a FIFO (created `0600`). A full
+//! disk or an unwritable file is logged (at a bounded rate) and survived; it
+//! never stops the daemon. Pane text, auth-hold evidence and
 //! secrets have no field here, so they cannot be written.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -186,11 +186,7 @@ impl Records {
             .map_err(std::io::Error::other)
             .and_then(|mut line| {
                 line.push(b'\n');
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)?
-                    .write_all(&line)
+                crate::sys::fs::append(&path, &line)
             });
         if let Err(e) = result {
             let mut last = self.last_warning.lock();
@@ -240,6 +236,23 @@ mod tests {
         assert_eq!(back, vec![rec.clone(), rec]);
         let text = std::fs::read_to_string(tmp.path().join(RESTART_LOG)).unwrap();
         assert!(text.contains("\"action\":\"restart\"") && !text.contains("reason"));
+    }
+
+    #[test]
+    fn a_symlinked_record_file_is_not_written_through() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, tmp.path().join(ESCALATIONS_LOG)).unwrap();
+        Records::new(tmp.path()).escalation(&EscalationRecord {
+            ts: 0.0,
+            severity: "rate-limit".into(),
+            message: "m".into(),
+            sid: None,
+            telegram: false,
+            dry_run: false,
+        });
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
     }
 
     #[test]

@@ -3,14 +3,16 @@
 //! `flock` on `watchdog.lock` in the watchdog directory, held for the life of
 //! the returned [`InstanceLock`]; the kernel drops it if the process dies, so a
 //! crash never leaves a stale lock. The file carries the holder's pid so the
-//! refusal can say who holds it.
+//! refusal can say who holds it. A symlink or FIFO in its place is refused,
+//! never truncated or waited on.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::sys::flock::{self, LockError, Mode};
+use crate::sys::fs::{open_lock_file, open_regular, read_text, SMALL_FILE_MAX};
 
 pub const LOCK_FILE: &str = "watchdog.lock";
 
@@ -23,18 +25,13 @@ pub struct InstanceLock {
 /// Takes the lock without waiting, or says which pid holds it.
 pub fn acquire(dir: &Path) -> Result<InstanceLock> {
     let path = dir.join(LOCK_FILE);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
+    let mut file = open_lock_file(&path)
         .map_err(|e| Error::runtime(format!("cannot open lock file {}: {e}", path.display())))?;
     match flock::try_lock(&file, Mode::Exclusive) {
         Ok(()) => {}
         Err(LockError::Busy) => {
             let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
+            let _ = (&file).take(64).read_to_string(&mut holder);
             let holder = holder.trim();
             let who = if holder.is_empty() {
                 "another process".to_owned()
@@ -62,12 +59,12 @@ pub fn acquire(dir: &Path) -> Result<InstanceLock> {
 /// The pid recorded in the lock file if some process holds the lock now.
 pub fn holder(dir: &Path) -> Option<u32> {
     let path = dir.join(LOCK_FILE);
-    let file = File::open(&path).ok()?;
+    let file = open_regular(&path).ok()?;
     // A shared probe, released when `file` drops.
     if flock::try_lock(&file, Mode::Shared).is_ok() {
         return None;
     }
-    std::fs::read_to_string(&path).ok()?.trim().parse().ok()
+    read_text(&path, SMALL_FILE_MAX).ok()?.trim().parse().ok()
 }
 
 #[cfg(test)]
@@ -88,5 +85,24 @@ mod tests {
         drop(first);
         assert_eq!(holder(tmp.path()), None);
         acquire(tmp.path()).unwrap();
+    }
+
+    #[test]
+    fn a_symlinked_lock_file_target_is_never_truncated() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        std::os::unix::fs::symlink(&victim, tmp.path().join(LOCK_FILE)).unwrap();
+        let err = acquire(tmp.path()).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    }
+
+    #[test]
+    fn a_fifo_lock_file_is_refused_without_waiting() {
+        let tmp = tempfile::tempdir().unwrap();
+        crate::sys::fs::mkfifo(&tmp.path().join(LOCK_FILE));
+        assert!(acquire(tmp.path()).is_err());
+        assert_eq!(holder(tmp.path()), None);
     }
 }

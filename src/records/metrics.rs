@@ -149,9 +149,11 @@ pub fn render(s: &Sample) -> String {
     out
 }
 
-/// Writes the file atomically; failures are logged by the caller's policy.
+/// Writes the file atomically, mode `0644` (node_exporter may run as another
+/// user); failures are logged by the caller's policy.
 pub fn write(dir: &Path, s: &Sample) -> std::io::Result<()> {
-    crate::sys::fs::write_atomically(&dir.join(METRICS_FILE), render(s).as_bytes())
+    use crate::sys::fs::{write_atomically, PUBLIC_FILE};
+    write_atomically(&dir.join(METRICS_FILE), render(s).as_bytes(), PUBLIC_FILE)
 }
 
 /// Reads counters back from a rendered file: `name{label="v"}` → value.

@@ -1,8 +1,10 @@
 //! `state.json`: the restart book saved across the watchdog's own restarts.
 //!
 //! Loaded once at start (entries past their windows dropped; a corrupt file
-//! is moved aside with a warning, never fatal) and saved atomically — temp
-//! file, fsync, rename — whenever its content changed. The state mutex is held
+//! is moved aside with a warning, never fatal, never over an earlier copy; a
+//! FIFO, device or file over 64 MiB is unreadable, never a hang) and saved
+//! atomically — temp file, fsync, rename, mode `0600` — whenever its content
+//! changed. The state mutex is held
 //! only to take a snapshot, never across the write. A dry run reads the state
 //! but never writes it.
 
@@ -12,7 +14,7 @@ use parking_lot::Mutex;
 
 use crate::decide::book::State;
 use crate::decide::gates::{self, Limits};
-use crate::sys::fs::write_atomically;
+use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
 pub const STATE_FILE: &str = "state.json";
 
@@ -34,14 +36,11 @@ impl Store {
 
     /// Reads the saved state, pruned to what still matters at `now`.
     pub fn load(&self, lim: &Limits, now: f64) -> State {
-        let bytes = match std::fs::read(&self.path) {
+        let bytes = match fs::read_bounded(&self.path, STATE_FILE_MAX) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return State::default(),
+            Err(ReadError::Missing(_)) => return State::default(),
             Err(e) => {
-                log::warn!(
-                    "cannot read {} ({e}); starting with empty restart history",
-                    self.path.display()
-                );
+                log::warn!("{e}; starting with empty restart history");
                 return State::default();
             }
         };
@@ -55,8 +54,8 @@ impl Store {
                 let aside = self
                     .path
                     .with_file_name(format!("{STATE_FILE}.corrupt-{}", now as u64));
-                match std::fs::rename(&self.path, &aside) {
-                    Ok(()) => log::warn!(
+                match fs::move_aside(&self.path, &aside) {
+                    Ok(aside) => log::warn!(
                         "{} is corrupt ({e}); moved it to {} and starting with empty restart history",
                         self.path.display(),
                         aside.display()
@@ -86,7 +85,7 @@ impl Store {
         if *last == bytes {
             return;
         }
-        match write_atomically(&self.path, &bytes) {
+        match fs::write_atomically(&self.path, &bytes, PRIVATE_FILE) {
             Ok(()) => *last = bytes,
             Err(e) => log::warn!(
                 "cannot write {} ({e}); the restart history lives in memory until the next write works",
@@ -139,6 +138,55 @@ mod tests {
             b"{\"sessions\": {\"a\": [tru"
         );
         assert!(!tmp.path().join(STATE_FILE).exists());
+    }
+
+    #[test]
+    fn a_second_corrupt_file_in_the_same_second_keeps_the_first_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(STATE_FILE);
+        std::fs::write(&path, b"first garbage").unwrap();
+        Store::new(tmp.path(), true).load(&lim(), 5000.2);
+        std::fs::write(&path, b"second garbage").unwrap();
+        Store::new(tmp.path(), true).load(&lim(), 5000.7);
+        assert_eq!(
+            std::fs::read(tmp.path().join("state.json.corrupt-5000")).unwrap(),
+            b"first garbage"
+        );
+        assert_eq!(
+            std::fs::read(tmp.path().join("state.json.corrupt-5000-1")).unwrap(),
+            b"second garbage"
+        );
+    }
+
+    #[test]
+    fn a_fifo_or_oversize_state_file_is_unreadable_not_a_hang() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(STATE_FILE);
+        crate::sys::fs::mkfifo(&path);
+        assert_eq!(
+            Store::new(tmp.path(), true).load(&lim(), 1.0),
+            State::default()
+        );
+        std::fs::remove_file(&path).unwrap();
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(STATE_FILE_MAX + 1)
+            .unwrap();
+        assert_eq!(
+            Store::new(tmp.path(), true).load(&lim(), 1.0),
+            State::default()
+        );
+    }
+
+    #[test]
+    fn the_state_file_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let state = Mutex::new(State::default());
+        gates::reserve(&mut state.lock(), &lim(), "a-1", 1000.0);
+        Store::new(tmp.path(), true).save(&state);
+        let meta = std::fs::metadata(tmp.path().join(STATE_FILE)).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     }
 
     #[test]

@@ -1,25 +1,723 @@
-//! File access the daemon can trust: the one atomic write (temp file in the
-//! same directory, fsync, rename over the target).
+//! File access the daemon can trust (SPEC §11). Anything in the spool, the
+//! task dir or the watchdog dir may be a FIFO, a device, a symlink or huge;
+//! nothing here blocks on one, writes through one or reads more than a bound.
+//!
+//! - [`read_bounded`] is the one way files are read: opened `O_NONBLOCK`,
+//!   checked to be a regular file after open, read up to a limit, never
+//!   allocating more than the file holds.
+//! - [`append`], [`write_atomically`] and [`open_lock_file`] are the ways
+//!   files are written: `O_NOFOLLOW`, `O_NONBLOCK`, a regular-file check, and
+//!   an explicit mode on every file they create, whatever the umask. The
+//!   atomic write's temp file has an unpredictable name and is opened `O_EXCL`.
+//! - [`create_private_dirs`] makes directories `0700`; [`move_aside`] keeps a
+//!   corrupt file without overwriting an earlier copy; [`remove_stale_temps`]
+//!   clears the temp files a killed run left.
+//!
+//! Callers decide what a failure means; [`warn_unreadable`] rate-limits the
+//! warning so a FIFO left in the spool costs a line every few minutes.
 
-use std::io::Write;
-use std::path::Path;
+use std::collections::HashMap;
+use std::fs::{DirBuilder, File, OpenOptions, Permissions};
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Temp file in the same directory, fsync, rename over `path`.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
+use parking_lot::Mutex;
+
+/// Bound on a hook status file (agent-deck writes well under 1 KiB).
+pub const HOOK_FILE_MAX: u64 = 64 << 10;
+/// Bound on a task file and its `.partial` checkpoint.
+pub const TASK_FILE_MAX: u64 = 16 << 20;
+/// Bound on `state.json` and `task-timers.json`.
+pub const STATE_FILE_MAX: u64 = 64 << 20;
+/// Bound on small files from outside: `config.toml`, `meta.json`, env files,
+/// the `.sig` file, the HMAC key, the lock file.
+pub const SMALL_FILE_MAX: u64 = 1 << 20;
+
+/// Mode of every file the daemon creates, except `metrics.prom`.
+pub const PRIVATE_FILE: u32 = 0o600;
+/// Mode of `metrics.prom`, which node_exporter reads as another user.
+pub const PUBLIC_FILE: u32 = 0o644;
+/// Mode of every directory the daemon creates.
+pub const PRIVATE_DIR: u32 = 0o700;
+
+/// Flags on every open: never wait on a FIFO or device, never acquire a
+/// controlling terminal by opening a tty.
+const NEVER_BLOCK: libc::c_int = libc::O_NONBLOCK | libc::O_NOCTTY;
+
+/// Why a file could not be read. Each names the path.
+#[derive(Debug)]
+pub enum ReadError {
+    /// Nothing there: usually normal, so callers tell it apart.
+    Missing(PathBuf),
+    /// A FIFO, device, directory or socket.
+    NotRegular {
+        path: PathBuf,
+        kind: &'static str,
+    },
+    /// More than the caller's bound.
+    TooLarge {
+        path: PathBuf,
+        limit: u64,
+    },
+    Io {
+        path: PathBuf,
+        err: io::Error,
+    },
+}
+
+impl ReadError {
+    pub fn is_missing(&self) -> bool {
+        matches!(self, ReadError::Missing(_))
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            ReadError::Missing(path)
+            | ReadError::NotRegular { path, .. }
+            | ReadError::TooLarge { path, .. }
+            | ReadError::Io { path, .. } => path,
+        }
+    }
+
+    /// What is wrong, without the path: "is a FIFO, not a regular file".
+    pub fn reason(&self) -> String {
+        match self {
+            ReadError::Missing(_) => "does not exist".to_owned(),
+            ReadError::NotRegular { kind, .. } => format!("is a {kind}, not a regular file"),
+            ReadError::TooLarge { limit, .. } => format!("is larger than {limit} bytes"),
+            ReadError::Io { err, .. } => format!("cannot be read ({err})"),
+        }
+    }
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.path().display(), self.reason())
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// What a file type is, in words, when it is not a regular file.
+fn irregular_kind(t: std::fs::FileType) -> Option<&'static str> {
+    if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("directory")
+    } else if t.is_fifo() {
+        Some("FIFO")
+    } else if t.is_socket() {
+        Some("socket")
+    } else if t.is_char_device() || t.is_block_device() {
+        Some("device")
+    } else if t.is_symlink() {
+        Some("symbolic link")
+    } else {
+        Some("special file")
+    }
+}
+
+/// Opens `path` for reading without blocking, if it is a regular file
+/// (checked on the descriptor, after the open: nothing can be swapped in
+/// between). For callers that need the `File` itself, e.g. to `flock` it.
+pub fn open_regular(path: &Path) -> Result<File, ReadError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(NEVER_BLOCK)
+        .open(path)
+        .map_err(|err| read_error(path, err))?;
+    let meta = file.metadata().map_err(|err| read_error(path, err))?;
+    match irregular_kind(meta.file_type()) {
+        None => Ok(file),
+        Some(kind) => Err(ReadError::NotRegular {
+            path: path.to_owned(),
+            kind,
+        }),
+    }
+}
+
+fn read_error(path: &Path, err: io::Error) -> ReadError {
+    if err.kind() == io::ErrorKind::NotFound {
+        ReadError::Missing(path.to_owned())
+    } else {
+        ReadError::Io {
+            path: path.to_owned(),
+            err,
+        }
+    }
+}
+
+/// Reads `path` whole if it is a regular file of at most `limit` bytes.
+///
+/// A symlink to a regular file is followed (reading through one is
+/// harmless); one to a FIFO or device is not a regular file. The open never
+/// blocks, and memory is bounded by the file's real size, never by `limit`.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let file = open_regular(path)?;
+    let too_large = || ReadError::TooLarge {
+        path: path.to_owned(),
+        limit,
+    };
+    let len = file.metadata().map_err(|err| read_error(path, err))?.len();
+    if len > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    // One byte past the limit tells a file that grew since the fstat.
+    (&file)
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|err| read_error(path, err))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// [`read_bounded`] as text; invalid UTF-8 is replaced, never an error.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+    read_bounded(path, limit).map(|b| match String::from_utf8(b) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// Opens a file for writing without following a symlink or waiting on a
+/// FIFO, and refuses anything but a regular file.
+fn open_for_writing(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
+    let file = opts
+        .custom_flags(NEVER_BLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                io::Error::new(
+                    e.kind(),
+                    "it is a symbolic link, which is never written through",
+                )
+            } else if e.raw_os_error() == Some(libc::ENXIO) {
+                // O_WRONLY|O_NONBLOCK on a FIFO nobody reads.
+                io::Error::new(e.kind(), "it is a FIFO, not a regular file")
+            } else {
+                e
+            }
+        })?;
+    if let Some(kind) = irregular_kind(file.metadata()?.file_type()) {
+        return Err(io::Error::other(format!(
+            "it is a {kind}, not a regular file"
+        )));
+    }
+    Ok(file)
+}
+
+/// Opens `path` with `opts`, creating it with exactly `mode` if it does not
+/// exist. An existing file keeps its mode.
+fn open_or_create(path: &Path, opts: &OpenOptions, mode: u32) -> io::Result<File> {
+    // A file removed between the two opens is created on the next round.
+    for _ in 0..3 {
+        match open_for_writing(path, opts.clone().create_new(true).mode(mode)) {
+            Ok(file) => {
+                // The umask only removes bits; this sets exactly `mode`.
+                file.set_permissions(Permissions::from_mode(mode))?;
+                return Ok(file);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        match open_for_writing(path, &mut opts.clone()) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            other => return other,
+        }
+    }
+    Err(io::Error::other("it keeps appearing and disappearing"))
+}
+
+/// Opens `path` for appending, creating it `0600`: records, a re-dispatched
+/// task's output.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.append(true);
+    open_or_create(path, &opts, PRIVATE_FILE)
+}
+
+/// Appends `bytes` (one whole record) to `path`, creating it `0600`.
+pub fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    open_append(path)?.write_all(bytes)
+}
+
+/// Opens (creating `0600`) a file that is only ever `flock`ed and rewritten
+/// in place: the instance lock, the registry lock. Never truncated here.
+pub fn open_lock_file(path: &Path) -> io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.read(true).write(true);
+    open_or_create(path, &opts, PRIVATE_FILE)
+}
+
+/// 64 bits no other process can guess: SipHash under std's per-process random
+/// keys, over a counter and the time.
+fn unpredictable() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    h.finish()
+}
+
+/// The prefix of every temp file written for `target`: `.<name>.tmp-`.
+fn temp_prefix(target: &Path) -> String {
+    let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
+    format!(".{name}.tmp-")
+}
+
+/// Writes `bytes` to a new temp file in the same directory (unpredictable
+/// name, `O_EXCL`, exactly `mode`), fsyncs it and renames it over `path`.
+/// A symlink or FIFO at `path` is replaced, never written through.
+pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = temp_prefix(path);
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true).mode(mode);
+    let (tmp, mut file) = 'open: {
+        let mut last = None;
+        for _ in 0..4 {
+            let tmp = dir.join(format!(
+                "{prefix}{}-{:016x}",
+                std::process::id(),
+                unpredictable()
+            ));
+            match open_for_writing(&tmp, &mut opts) {
+                Ok(file) => break 'open (tmp, file),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        return Err(last.unwrap_or_else(|| io::Error::other("no free temp name")));
+    };
+    let result = file
+        .set_permissions(Permissions::from_mode(mode))
+        .and_then(|()| file.write_all(bytes))
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// The temp files [`write_atomically`] left for `target` when a run was
+/// killed mid-write: regular files named `.<name>.tmp-*` next to it, never a
+/// symlink (its own type is looked at, not its target's) or anything else.
+pub fn stale_temps(target: &Path) -> Vec<PathBuf> {
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = temp_prefix(target);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Removes the [`stale_temps`] of `target`. Only call it while no other
+/// writer of `target` can be running (under the lock that serializes them).
+/// Returns how many were removed.
+pub fn remove_stale_temps(target: &Path) -> usize {
+    stale_temps(target)
+        .iter()
+        .filter(|p| std::fs::remove_file(p).is_ok())
+        .count()
+}
+
+/// Moves `path` to `aside`, or to `aside-1`, `aside-2`, … if that name is
+/// taken: an earlier copy is never overwritten. Returns the name used.
+pub fn move_aside(path: &Path, aside: &Path) -> io::Result<PathBuf> {
+    for n in 0..1000u32 {
+        let mut name = aside.as_os_str().to_owned();
+        if n > 0 {
+            name.push(format!("-{n}"));
+        }
+        let candidate = PathBuf::from(name);
+        // link(2) fails on an existing name, where rename(2) would replace it.
+        match std::fs::hard_link(path, &candidate) {
+            Ok(()) => {
+                std::fs::remove_file(path)?;
+                return Ok(candidate);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            // No hard links on this filesystem: rename onto a name seen free.
+            Err(_) if candidate.symlink_metadata().is_err() => {
+                std::fs::rename(path, &candidate)?;
+                return Ok(candidate);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "a thousand earlier copies are in the way",
+    ))
+}
+
+/// `create_dir_all`, except that each directory it creates is exactly
+/// `0700`, whatever the umask. Existing directories keep their mode.
+pub fn create_private_dirs(path: &Path) -> io::Result<()> {
+    if path.as_os_str().is_empty() || path.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent() {
+        create_private_dirs(parent)?;
+    }
+    match DirBuilder::new().mode(PRIVATE_DIR).create(path) {
+        Ok(()) => std::fs::set_permissions(path, Permissions::from_mode(PRIVATE_DIR)),
+        // Someone else made it meanwhile.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// How often one path may be warned about.
+const WARN_EVERY: Duration = Duration::from_secs(300);
+/// Paths remembered at most; beyond that, warnings about new paths wait.
+const WARN_PATHS: usize = 1024;
+
+/// At most one warning per key per period, in bounded memory.
+struct RateLimit {
+    period: Duration,
+    last: Mutex<HashMap<PathBuf, Instant>>,
+}
+
+impl RateLimit {
+    fn allows(&self, key: &Path, now: Instant) -> bool {
+        let mut last = self.last.lock();
+        if last
+            .get(key)
+            .is_some_and(|t| now.saturating_duration_since(*t) < self.period)
+        {
+            return false;
+        }
+        if last.len() >= WARN_PATHS && !last.contains_key(key) {
+            last.retain(|_, t| now.saturating_duration_since(*t) < self.period);
+            if last.len() >= WARN_PATHS {
+                return false;
+            }
+        }
+        last.insert(key.to_owned(), now);
+        true
+    }
+}
+
+static UNREADABLE: std::sync::LazyLock<RateLimit> = std::sync::LazyLock::new(|| RateLimit {
+    period: WARN_EVERY,
+    last: Mutex::new(HashMap::new()),
+});
+
+/// Logs "`err`; `next`" unless the same path was warned about in the last
+/// few minutes. `next` says what the daemon does instead.
+pub fn warn_unreadable(err: &ReadError, next: &str) {
+    if UNREADABLE.allows(err.path(), Instant::now()) {
+        log::warn!("{err}; {next}");
+    }
+}
+
+/// Makes a FIFO at `path`, for tests across the crate.
+#[cfg(test)]
+pub(crate) fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::symlink_metadata(path).unwrap().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_fifo_is_not_read_and_does_not_block() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("x.json");
+        mkfifo(&fifo);
+        let err = read_bounded(&fifo, HOOK_FILE_MAX).unwrap_err();
+        assert!(matches!(err, ReadError::NotRegular { kind: "FIFO", .. }));
+        assert!(err.to_string().contains("x.json"), "{err}");
+    }
+
+    #[test]
+    fn a_symlink_to_dev_zero_costs_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let link = tmp.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let err = read_bounded(&link, HOOK_FILE_MAX).unwrap_err();
+        assert!(
+            matches!(err, ReadError::NotRegular { kind: "device", .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn directories_and_oversize_files_are_unreadable_and_missing_is_told_apart() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = read_bounded(tmp.path(), HOOK_FILE_MAX).unwrap_err();
+        assert!(matches!(
+            err,
+            ReadError::NotRegular {
+                kind: "directory",
+                ..
+            }
+        ));
+        let big = tmp.path().join("big");
+        // Sparse: 100 MB that cost no disk, and must cost no memory.
+        File::create(&big).unwrap().set_len(100 << 20).unwrap();
+        let err = read_bounded(&big, HOOK_FILE_MAX).unwrap_err();
+        assert!(matches!(err, ReadError::TooLarge { .. }), "{err}");
+        std::fs::write(&big, vec![b'x'; 10]).unwrap();
+        assert_eq!(read_bounded(&big, 10).unwrap(), vec![b'x'; 10]);
+        assert!(read_bounded(&big, 9).is_err());
+        assert!(read_bounded(&tmp.path().join("none"), 9)
+            .unwrap_err()
+            .is_missing());
+    }
+
+    #[test]
+    fn a_symlink_to_a_regular_file_is_followed_for_reading() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("real"), b"ok").unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("real"), tmp.path().join("link")).unwrap();
+        assert_eq!(read_bounded(&tmp.path().join("link"), 10).unwrap(), b"ok");
+    }
+
+    #[test]
+    fn appends_never_go_through_a_symlink_or_into_a_fifo() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let link = tmp.path().join("restart.log");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let err = append(&link, b"line\n").unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        let fifo = tmp.path().join("liveness.log");
+        mkfifo(&fifo);
+        let err = append(&fifo, b"line\n").unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
+        // A FIFO with a reader opens, and is still refused.
+        let _reader = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        let err = append(&fifo, b"line\n").unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
+    }
+
+    #[test]
+    fn files_are_created_with_exact_modes_and_existing_ones_keep_theirs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("restart.log");
+        append(&log, b"a\n").unwrap();
+        append(&log, b"b\n").unwrap();
+        assert_eq!(std::fs::read(&log).unwrap(), b"a\nb\n");
+        assert_eq!(mode(&log), 0o600);
+        std::fs::set_permissions(&log, Permissions::from_mode(0o640)).unwrap();
+        append(&log, b"c\n").unwrap();
+        assert_eq!(mode(&log), 0o640);
+        let state = tmp.path().join("state.json");
+        write_atomically(&state, b"{}", PRIVATE_FILE).unwrap();
+        assert_eq!(mode(&state), 0o600);
+        let metrics = tmp.path().join("metrics.prom");
+        write_atomically(&metrics, b"x 1\n", PUBLIC_FILE).unwrap();
+        assert_eq!(mode(&metrics), 0o644);
+        let lock = tmp.path().join("watchdog.lock");
+        drop(open_lock_file(&lock).unwrap());
+        assert_eq!(mode(&lock), 0o600);
+        let dir = tmp.path().join("a/b/c");
+        create_private_dirs(&dir).unwrap();
+        for d in ["a", "a/b", "a/b/c"] {
+            assert_eq!(mode(&tmp.path().join(d)), 0o700, "{d}");
+        }
+    }
+
+    /// Where [`create_everything_here`] writes, when run as a child.
+    const CHILD_DIR: &str = "AGENT_DECK_WATCHDOG_TEST_UMASK_DIR";
+
+    #[test]
+    fn modes_are_exact_even_under_umask_000() {
+        // The umask is process-wide: set it only in a child (this test
+        // binary again, running just `create_everything_here`).
+        use std::os::unix::process::CommandExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args(["--exact", "sys::fs::tests::create_everything_here"])
+            .env(CHILD_DIR, tmp.path());
+        // SAFETY: umask is async-signal-safe and touches no memory.
+        unsafe {
+            child.pre_exec(|| {
+                libc::umask(0);
+                Ok(())
+            });
+        }
+        let out = child.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{stdout}"
+        );
+        for (name, want) in [
+            ("r.log", 0o600),
+            ("s.json", 0o600),
+            ("m.prom", 0o644),
+            ("l.lock", 0o600),
+            ("d", 0o700),
+            ("d/e", 0o700),
+        ] {
+            assert_eq!(mode(&tmp.path().join(name)), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn create_everything_here() {
+        let Some(dir) = std::env::var_os(CHILD_DIR).map(PathBuf::from) else {
+            return;
+        };
+        append(&dir.join("r.log"), b"x\n").unwrap();
+        write_atomically(&dir.join("s.json"), b"{}", PRIVATE_FILE).unwrap();
+        write_atomically(&dir.join("m.prom"), b"", PUBLIC_FILE).unwrap();
+        open_lock_file(&dir.join("l.lock")).unwrap();
+        create_private_dirs(&dir.join("d/e")).unwrap();
+    }
+
+    #[test]
+    fn the_old_predictable_temp_name_cannot_redirect_an_atomic_write() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let state = tmp.path().join("state.json");
+        let guessed = tmp
+            .path()
+            .join(format!(".state.json.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &guessed).unwrap();
+        write_atomically(&state, b"{}", PRIVATE_FILE).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(std::fs::read(&state).unwrap(), b"{}");
+        assert!(guessed.symlink_metadata().is_ok());
+    }
+
+    #[test]
+    fn an_atomic_write_replaces_a_symlink_and_never_writes_through_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let state = tmp.path().join("state.json");
+        std::os::unix::fs::symlink(&victim, &state).unwrap();
+        write_atomically(&state, b"{}", PRIVATE_FILE).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert!(state.symlink_metadata().unwrap().is_file());
+    }
+
+    #[test]
+    fn temp_names_are_unpredictable() {
+        let a = unpredictable();
+        let b = unpredictable();
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn a_lock_file_symlink_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let lock = tmp.path().join("watchdog.lock");
+        std::os::unix::fs::symlink(&victim, &lock).unwrap();
+        assert!(open_lock_file(&lock).is_err());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn stale_temps_are_removed_but_symlinks_and_other_files_stay() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let state = d.join("state.json");
+        std::fs::write(d.join(".state.json.tmp-123"), b"x").unwrap();
+        std::fs::write(d.join(".state.json.tmp-9-00ff00ff00ff00ff"), b"x").unwrap();
+        std::fs::write(d.join(".metrics.prom.tmp-9"), b"x").unwrap();
+        std::fs::write(d.join("victim"), b"keep").unwrap();
+        std::os::unix::fs::symlink(d.join("victim"), d.join(".state.json.tmp-7")).unwrap();
+        std::fs::create_dir(d.join(".state.json.tmp-dir")).unwrap();
+        assert_eq!(remove_stale_temps(&state), 2);
+        let mut left: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".metrics.prom.tmp-9",
+                ".state.json.tmp-7",
+                ".state.json.tmp-dir",
+                "victim"
+            ]
+        );
+        assert_eq!(std::fs::read(d.join("victim")).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn moving_aside_never_overwrites_an_earlier_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("state.json");
+        let aside = tmp.path().join("state.json.corrupt-5");
+        std::fs::write(&path, b"first").unwrap();
+        assert_eq!(move_aside(&path, &aside).unwrap(), aside);
+        std::fs::write(&path, b"second").unwrap();
+        let second = move_aside(&path, &aside).unwrap();
+        assert_eq!(second, tmp.path().join("state.json.corrupt-5-1"));
+        assert_eq!(std::fs::read(&aside).unwrap(), b"first");
+        assert_eq!(std::fs::read(&second).unwrap(), b"second");
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn one_warning_per_path_per_period_in_bounded_memory() {
+        let limit = RateLimit {
+            period: Duration::from_secs(60),
+            last: Mutex::new(HashMap::new()),
+        };
+        let t0 = Instant::now();
+        let a = Path::new("/spool/a.json");
+        assert!(limit.allows(a, t0));
+        assert!(!limit.allows(a, t0 + Duration::from_secs(59)));
+        assert!(limit.allows(Path::new("/spool/b.json"), t0));
+        assert!(limit.allows(a, t0 + Duration::from_secs(60)));
+        for i in 0..WARN_PATHS * 2 {
+            limit.allows(&PathBuf::from(format!("/spool/{i}")), t0);
+        }
+        assert!(limit.last.lock().len() <= WARN_PATHS);
+        assert!(limit.allows(Path::new("/spool/late"), t0 + Duration::from_secs(3600)));
+    }
 }

@@ -373,12 +373,9 @@ fn stop(mut child: Child) {
 /// exits, so it never lingers as a zombie of a long-running daemon.
 pub fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Result<u32> {
     if let Some(dir) = log.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::sys::fs::create_private_dirs(dir)?;
     }
-    let out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)?;
+    let out = crate::sys::fs::open_append(log)?;
     let err = out.try_clone()?;
     let mut c = Command::new(&job.program);
     c.args(&job.args)

@@ -185,9 +185,10 @@ pub fn run(cmd: TaskCommand, cfg: &Config, dry_run: bool) -> Result<()> {
                     key_file.display()
                 ))
             })?;
-            let bytes = std::fs::read(&file).map_err(|e| {
-                Error::usage(format!("task sign: cannot read {}: {e}", file.display()))
-            })?;
+            let bytes = crate::sys::fs::read_bounded(&file, crate::sys::fs::TASK_FILE_MAX)
+                .map_err(|e| {
+                    Error::usage(format!("task sign: cannot read {}: {e}", file.display()))
+                })?;
             println!("{}", sign(&key, &bytes));
             Ok(())
         }
@@ -336,7 +337,7 @@ fn show(registry: &RegistryFile, id: &str, json: bool) -> Result<()> {
 }
 
 fn check(cfg: &Config, dry_run: bool) -> Result<()> {
-    std::fs::create_dir_all(&cfg.watchdog_dir).map_err(|e| {
+    crate::sys::fs::create_private_dirs(&cfg.watchdog_dir).map_err(|e| {
         Error::runtime(format!("cannot create {}: {e}", cfg.watchdog_dir.display()))
     })?;
     let shutdown = Shutdown::new().map_err(|e| Error::runtime(e.to_string()))?;

@@ -7,6 +7,11 @@
 //! registry lock, checks the done file once more right before spawning, and
 //! re-dispatches through [`crate::sys::process::spawn_detached`]. In dry-run it
 //! decides and reports but spawns nothing and writes nothing.
+//!
+//! The registry lock is held across the pass, so no step under it may block:
+//! the task file, `.partial`, `.sig` and key are read without blocking and up
+//! to a bound; a FIFO or device there is unreadable (a task file that is
+//! unreadable counts as tampered), never a hang of `task list/add/cancel`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,6 +21,7 @@ use crate::alert::escalate::Escalator;
 use crate::config::Config;
 use crate::error::Result;
 use crate::sys::clock::Clock;
+use crate::sys::fs::{read_bounded, read_text, warn_unreadable, SMALL_FILE_MAX, TASK_FILE_MAX};
 use crate::sys::process::{self, Cmd};
 use crate::sys::process_table::{self, pid_alive};
 use crate::tasks::registry::{Registry, RegistryFile, Task, TaskStatus};
@@ -140,10 +146,13 @@ impl FollowUp {
             Step::Tampered => {
                 task.status = TaskStatus::Tampered;
                 task.note(now, "tampered", None);
-                let what = if facts.sha_now.is_none() {
-                    "is gone"
+                let what = if facts.sha_now.is_some() {
+                    "changed since it was registered".to_owned()
                 } else {
-                    "changed since it was registered"
+                    match read_bounded(&t.task_file, TASK_FILE_MAX) {
+                        Err(e) if !e.is_missing() => e.reason(),
+                        _ => "is gone".to_owned(),
+                    }
                 };
                 let msg = format!(
                     "task {id} died without .done, but its task file {} {what}; not re-dispatching",
@@ -254,13 +263,21 @@ impl FollowUp {
     /// The `.partial` checkpoint, if present and (with a key configured)
     /// correctly signed; a bad signature escalates and is not used.
     fn usable_partial(&self, t: &Task) -> Option<PathBuf> {
-        let bytes = std::fs::read(&t.partial_file).ok()?;
+        let bytes = match read_bounded(&t.partial_file, TASK_FILE_MAX) {
+            Ok(bytes) => bytes,
+            Err(e) if e.is_missing() => return None,
+            Err(e) => {
+                warn_unreadable(&e, &format!("re-dispatching task {} without it", t.id));
+                return None;
+            }
+        };
         let Some(key_file) = &self.hmac_key_file else {
             return Some(t.partial_file.clone());
         };
         let mut sig_path = t.partial_file.as_os_str().to_owned();
         sig_path.push(".sig");
-        let sig = std::fs::read_to_string(PathBuf::from(sig_path)).unwrap_or_default();
+        // An unreadable signature is no signature: the partial is not used.
+        let sig = read_text(&PathBuf::from(sig_path), SMALL_FILE_MAX).unwrap_or_default();
         match read_key(key_file) {
             Ok(key) if verify(&key, &bytes, &sig) => Some(t.partial_file.clone()),
             Ok(_) => {
@@ -274,10 +291,12 @@ impl FollowUp {
                 None
             }
             Err(e) => {
-                log::warn!(
-                    "cannot read HMAC key {} ({e}); not using the partial of task {}",
-                    key_file.display(),
-                    t.id
+                warn_unreadable(
+                    &e,
+                    &format!(
+                        "the HMAC key is unusable; not using the partial of task {}",
+                        t.id
+                    ),
                 );
                 None
             }

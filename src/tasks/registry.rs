@@ -4,9 +4,10 @@
 //! `<registry>.lock`, ending in an atomic rewrite (temp file + rename), so a
 //! dispatcher's `task add` and the daemon's follow-up never lose each other's
 //! writes. A registry that does not parse is an error, never silently
-//! replaced.
+//! replaced. It is read without blocking and up to 64 MiB, written `0600`
+//! and never through a symlink; its directory is created `0700`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::sys::flock::{self, LockError, Mode};
-use crate::sys::fs::write_atomically;
+use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
 /// What happened to a task, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -171,23 +172,14 @@ impl RegistryFile {
 
     fn lock(&self, exclusive: bool) -> Result<Locked> {
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)
+            fs::create_private_dirs(dir)
                 .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
         }
         let mut name = self.path.as_os_str().to_owned();
         name.push(".lock");
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(PathBuf::from(&name))
-            .map_err(|e| {
-                Error::runtime(format!(
-                    "cannot open {}: {e}",
-                    PathBuf::from(&name).display()
-                ))
-            })?;
+        let name = PathBuf::from(name);
+        let file = fs::open_lock_file(&name)
+            .map_err(|e| Error::runtime(format!("cannot open {}: {e}", name.display())))?;
         let mode = if exclusive {
             Mode::Exclusive
         } else {
@@ -207,7 +199,7 @@ impl RegistryFile {
     }
 
     fn read(&self) -> Result<Registry> {
-        match std::fs::read(&self.path) {
+        match fs::read_bounded(&self.path, STATE_FILE_MAX) {
             Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Registry::default()),
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 Error::usage(format!(
@@ -215,8 +207,10 @@ impl RegistryFile {
                     self.path.display()
                 ))
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Registry::default()),
-            Err(e) => Err(Error::usage(format!("cannot read task registry {}: {e}", self.path.display()))),
+            Err(ReadError::Missing(_)) => Ok(Registry::default()),
+            Err(e) => Err(Error::usage(format!(
+                "cannot read the task registry: {e}; it was left untouched"
+            ))),
         }
     }
 
@@ -243,7 +237,7 @@ impl RegistryFile {
             let mut bytes =
                 serde_json::to_vec_pretty(&reg).map_err(|e| Error::runtime(e.to_string()))?;
             bytes.push(b'\n');
-            write_atomically(&self.path, &bytes).map_err(|e| {
+            fs::write_atomically(&self.path, &bytes, PRIVATE_FILE).map_err(|e| {
                 Error::runtime(format!(
                     "cannot write task registry {}: {e}",
                     self.path.display()
@@ -251,6 +245,17 @@ impl RegistryFile {
             })?;
         }
         Ok(out)
+    }
+
+    /// Removes the temp files a writer killed mid-write left next to the
+    /// registry, under the exclusive lock so no live writer loses its own.
+    /// How many were removed.
+    pub fn remove_stale_temps(&self) -> Result<usize> {
+        if fs::stale_temps(&self.path).is_empty() {
+            return Ok(0);
+        }
+        let _lock = self.lock(true)?;
+        Ok(fs::remove_stale_temps(&self.path))
     }
 }
 
@@ -284,6 +289,28 @@ mod tests {
             err.to_string().contains("locked by another process"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_fifo_registry_is_an_error_not_a_hang() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("task-timers.json");
+        crate::sys::fs::mkfifo(&path);
+        let err = RegistryFile::new(&path).load().unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
+    }
+
+    #[test]
+    fn stale_temps_go_only_under_the_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("task-timers.json");
+        std::fs::write(tmp.path().join(".task-timers.json.tmp-1"), b"x").unwrap();
+        let f = RegistryFile::impatient(&path, Duration::from_millis(50));
+        {
+            let _held = RegistryFile::new(&path).lock(true).unwrap();
+            assert!(f.remove_stale_temps().is_err());
+        }
+        assert_eq!(f.remove_stale_temps().unwrap(), 1);
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! Checksums and signatures: the task file's SHA-256 and the HMAC-SHA256
 //! that vouches for a `.partial` file (`task sign` prints it for the writing
-//! side). Pure except for [`file_sha256`] and [`read_key`], which read a file.
+//! side). Pure except for [`file_sha256`] and [`read_key`], which read a file
+//! without blocking and up to a bound (a task file 16 MiB, a key 1 MiB).
 
 use std::path::Path;
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
+
+use crate::sys::fs::{read_bounded, ReadError, SMALL_FILE_MAX, TASK_FILE_MAX};
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -14,8 +17,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// The SHA-256 of a task file; `None` when it is missing or unreadable (a
+/// FIFO, a device, over 16 MiB).
 pub fn file_sha256(path: &Path) -> Option<String> {
-    std::fs::read(path).ok().map(|b| sha256_hex(&b))
+    read_bounded(path, TASK_FILE_MAX)
+        .ok()
+        .map(|b| sha256_hex(&b))
 }
 
 /// Hex HMAC-SHA256 of `bytes` under `key`.
@@ -48,8 +55,8 @@ pub fn verify(key: &[u8], bytes: &[u8], sig_hex: &str) -> bool {
 }
 
 /// Reads an HMAC key file (trailing whitespace is not part of the key).
-pub fn read_key(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut key = std::fs::read(path)?;
+pub fn read_key(path: &Path) -> Result<Vec<u8>, ReadError> {
+    let mut key = read_bounded(path, SMALL_FILE_MAX)?;
     while key.last().is_some_and(u8::is_ascii_whitespace) {
         key.pop();
     }
@@ -69,5 +76,14 @@ mod tests {
         assert!(!verify(b"other", b"partial work", &sig));
         assert!(!verify(b"key", b"partial work", "zz"));
         assert!(!verify(b"key", b"partial work", ""));
+    }
+
+    #[test]
+    fn a_fifo_task_file_or_key_is_unreadable_not_a_hang() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("task.md");
+        crate::sys::fs::mkfifo(&fifo);
+        assert_eq!(file_sha256(&fifo), None);
+        assert!(read_key(&fifo).is_err());
     }
 }

@@ -1,10 +1,13 @@
 //! Hook files: which names in the spool stand for a session (agent-deck's id
 //! rule), and what status a session's hook file reports. Both thread A and
 //! the main loop's hook check use these; nothing else reads the spool.
+//! A hook file is read without blocking and only up to 64 KiB: a FIFO, a
+//! device or a huge file there is "no status" with a rate-limited warning.
 
 use std::path::Path;
 
 use crate::fleet::session::is_valid_id;
+use crate::sys::fs::{read_bounded, warn_unreadable, HOOK_FILE_MAX};
 
 /// The session id a hook file name stands for, if it is a status file:
 /// `<id>.json`, not a dot-file, not `<id>.generation.json`, and an id that
@@ -28,7 +31,14 @@ pub fn hook_status(dir: &Path, id: &str) -> Option<String> {
     [dir.join(&name), dir.join("sandbox").join(id).join(&name)]
         .iter()
         .find_map(|p| {
-            let bytes = std::fs::read(p).ok()?;
+            let bytes = match read_bounded(p, HOOK_FILE_MAX) {
+                Ok(bytes) => bytes,
+                Err(e) if e.is_missing() => return None,
+                Err(e) => {
+                    warn_unreadable(&e, "ignoring it; the status check decides");
+                    return None;
+                }
+            };
             let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
             v.get("status")?.as_str().map(str::to_owned)
         })
@@ -57,6 +67,22 @@ mod tests {
         assert_eq!(hook_status(tmp.path(), "b-1").as_deref(), Some("dead"));
         std::fs::write(tmp.path().join("c-1.json"), "garbage").unwrap();
         assert_eq!(hook_status(tmp.path(), "c-1"), None);
+    }
+
+    #[test]
+    fn a_fifo_or_oversize_hook_file_is_no_status_and_does_not_block() {
+        let tmp = tempfile::tempdir().unwrap();
+        crate::sys::fs::mkfifo(&tmp.path().join("a-1.json"));
+        assert_eq!(hook_status(tmp.path(), "a-1"), None);
+        std::fs::create_dir_all(tmp.path().join("sandbox/b-1")).unwrap();
+        crate::sys::fs::mkfifo(&tmp.path().join("sandbox/b-1/b-1.json"));
+        assert_eq!(hook_status(tmp.path(), "b-1"), None);
+        // 100 MB, sparse: it must cost neither disk nor memory.
+        let big = std::fs::File::create(tmp.path().join("c-1.json")).unwrap();
+        big.set_len(100 << 20).unwrap();
+        assert_eq!(hook_status(tmp.path(), "c-1"), None);
+        std::os::unix::fs::symlink("/dev/zero", tmp.path().join("d-1.json")).unwrap();
+        assert_eq!(hook_status(tmp.path(), "d-1"), None);
     }
 
     #[test]

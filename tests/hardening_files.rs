@@ -1,0 +1,426 @@
+//! Black-box tests of SPEC §11 "Reading" and "Writing": a FIFO, a symlink, a
+//! huge file or a hostile umask in the spool, the task dir or the watchdog
+//! dir never stalls, bloats or redirects the real daemon.
+
+mod common;
+mod harness;
+
+use std::ffi::CString;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::wait_until;
+use harness::{assert_ok, conductor, Daemon, Wd, CONDUCTOR};
+use serde_json::{json, Value};
+
+const SECS_10: Duration = Duration::from_secs(10);
+
+fn mkfifo(path: &Path) {
+    let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// Puts a FIFO at `dir/<id>.json` the way a hook file arrives (rename onto
+/// the name), so inotify reports it.
+fn fifo_hook(dir: &Path, id: &str) {
+    let tmp = dir.join(format!(".{id}.json.tmp-fifo"));
+    mkfifo(&tmp);
+    fs::rename(&tmp, dir.join(format!("{id}.json"))).unwrap();
+}
+
+/// Runs `cmd` to completion, failing the test if it takes longer than
+/// `limit` (the process is then killed).
+fn output_within(mut cmd: Command, limit: Duration) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as i32;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("wait"),
+        Err(_) => {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
+    }
+}
+
+/// SIGTERM ends the daemon within two seconds, exit 0.
+fn stops_promptly(d: &mut Daemon) {
+    let (code, took) = d.signal_and_wait(libc::SIGTERM, Duration::from_secs(5));
+    assert_eq!(code, Some(0), "stderr:\n{}", d.stderr());
+    assert!(took < Duration::from_secs(2), "SIGTERM took {took:?}");
+}
+
+/// Peak resident memory of a process in KiB, from /proc.
+fn peak_rss_kib(pid: i32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn mode(path: &Path) -> u32 {
+    fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .mode()
+        & 0o7777
+}
+
+#[test]
+fn a_fifo_hook_file_does_not_stall_the_daemon() {
+    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let mut d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    wd.fake
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    fifo_hook(&wd.hooks, CONDUCTOR);
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 1),
+        "the errored conductor was never restarted; stderr:\n{}",
+        d.stderr()
+    );
+    let warned = format!("{CONDUCTOR}.json is a FIFO");
+    assert!(d.stderr().contains(&warned), "stderr:\n{}", d.stderr());
+    stops_promptly(&mut d);
+}
+
+#[test]
+fn a_fifo_sandbox_hook_file_does_not_stall_the_daemon() {
+    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
+    let dir = wd.hooks.join("sandbox").join(CONDUCTOR);
+    fs::create_dir_all(&dir).unwrap();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-box", "running")]);
+    let mut d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    wd.fake
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    fifo_hook(&dir, CONDUCTOR);
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 1),
+        "the errored conductor was never restarted; stderr:\n{}",
+        d.stderr()
+    );
+    stops_promptly(&mut d);
+}
+
+#[test]
+fn a_100_mb_hook_file_costs_no_memory() {
+    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let mut d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    let before = peak_rss_kib(d.pid());
+    // Sparse: 100 MB that cost the test no disk and no time.
+    let tmp = wd.hooks.join(format!(".{CONDUCTOR}.json.tmp-big"));
+    fs::File::create(&tmp).unwrap().set_len(100 << 20).unwrap();
+    fs::rename(&tmp, wd.hooks.join(format!("{CONDUCTOR}.json"))).unwrap();
+    // The hook is unreadable, so the status is asked for: the file was looked at.
+    assert!(
+        wait_until(SECS_10, || !wd
+            .fake
+            .calls_with(&["session", "show", CONDUCTOR])
+            .is_empty()),
+        "the hook was never handled; stderr:\n{}",
+        d.stderr()
+    );
+    let grew_mib = peak_rss_kib(d.pid()).saturating_sub(before) / 1024;
+    assert!(grew_mib < 20, "peak memory grew by {grew_mib} MiB");
+    assert!(d.alive());
+}
+
+#[test]
+fn a_fifo_in_place_of_restart_log_does_not_stop_restarts() {
+    let wd = Wd::new();
+    fs::create_dir_all(wd.watchdog_dir()).unwrap();
+    let log = wd.watchdog_dir().join("restart.log");
+    mkfifo(&log);
+    let other = "7d0e4b2c-1755891299";
+    wd.sessions(vec![
+        conductor(CONDUCTOR, "conductor-ops", "error"),
+        conductor(other, "conductor-travel", "error"),
+    ]);
+    let mut d = wd.spawn(&[]);
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 2),
+        "restarts stopped after the first record; stderr:\n{}",
+        d.stderr()
+    );
+    assert!(
+        d.stderr().contains("restart.log") && d.stderr().contains("FIFO"),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert!(fs::symlink_metadata(&log).unwrap().file_type().is_fifo());
+    stops_promptly(&mut d);
+}
+
+#[test]
+fn a_symlinked_restart_log_is_never_written_through() {
+    let wd = Wd::new();
+    fs::create_dir_all(wd.watchdog_dir()).unwrap();
+    let victim = wd.home.path().join("victim.txt");
+    fs::write(&victim, "precious\n").unwrap();
+    std::os::unix::fs::symlink(&victim, wd.watchdog_dir().join("restart.log")).unwrap();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
+    let out = wd.run(&["--once"]);
+    assert_ok(&out);
+    assert_eq!(wd.restart_calls(), 1);
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("symbolic link"), "stderr:\n{stderr}");
+}
+
+#[test]
+fn a_symlinked_lock_file_target_is_never_truncated() {
+    let wd = Wd::new();
+    fs::create_dir_all(wd.watchdog_dir()).unwrap();
+    let victim = wd.home.path().join("victim.txt");
+    fs::write(&victim, "precious\n").unwrap();
+    std::os::unix::fs::symlink(&victim, wd.watchdog_dir().join("watchdog.lock")).unwrap();
+    let out = wd.run(&["--once"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("watchdog.lock") && stderr.contains("symbolic link"),
+        "stderr:\n{stderr}"
+    );
+}
+
+#[test]
+fn files_and_directories_are_private_whatever_the_umask() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
+    let mut cmd = wd.command(&["--once"]);
+    // SAFETY: umask is async-signal-safe and touches no memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::umask(0);
+            Ok(())
+        });
+    }
+    let out = output_within(cmd, SECS_10);
+    assert_ok(&out);
+    assert_eq!(wd.restart_calls(), 1);
+    let w = wd.watchdog_dir();
+    for (path, want) in [
+        (wd.root.clone(), 0o700),
+        (w.clone(), 0o700),
+        (w.join("autorestart"), 0o700),
+        (w.join("watchdog.lock"), 0o600),
+        (w.join("restart.log"), 0o600),
+        (w.join("liveness.log"), 0o600),
+        (w.join("state.json"), 0o600),
+        (w.join("metrics.prom"), 0o644),
+    ] {
+        assert_eq!(mode(&path), want, "{}", path.display());
+    }
+}
+
+#[test]
+fn temp_files_left_by_a_killed_run_are_removed_at_start() {
+    let wd = Wd::new();
+    let w = wd.watchdog_dir();
+    fs::create_dir_all(&w).unwrap();
+    let victim = wd.home.path().join("victim.txt");
+    fs::write(&victim, "precious\n").unwrap();
+    for name in [
+        ".state.json.tmp-4242",
+        ".metrics.prom.tmp-4242",
+        ".task-timers.json.tmp-4242-00ff00ff00ff00ff",
+        "notes.tmp-1",
+    ] {
+        fs::write(w.join(name), "left over").unwrap();
+    }
+    std::os::unix::fs::symlink(&victim, w.join(".state.json.tmp-link")).unwrap();
+    assert_ok(&wd.run(&["--once"]));
+    let mut left: Vec<String> = fs::read_dir(&w)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    left.sort();
+    assert_eq!(left, [".state.json.tmp-link", "notes.tmp-1"]);
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
+}
+
+/// A task dir with a task file and a dispatch command that records its
+/// arguments, as a dispatcher would set it up.
+struct Tasks {
+    wd: Wd,
+    dir: PathBuf,
+    task_file: PathBuf,
+    out: PathBuf,
+    record: PathBuf,
+}
+
+impl Tasks {
+    fn new(wd: Wd) -> Tasks {
+        let dir = wd.home.path().join("work");
+        fs::create_dir_all(&dir).unwrap();
+        let task_file = dir.join("task.md");
+        fs::write(&task_file, "Refactor the parser.\n").unwrap();
+        let out = dir.join("dispatched.txt");
+        let record = dir.join("record.sh");
+        fs::write(
+            &record,
+            format!("#!/bin/sh\necho \"$*\" >> '{}'\n", out.display()),
+        )
+        .unwrap();
+        fs::set_permissions(&record, fs::Permissions::from_mode(0o755)).unwrap();
+        Tasks {
+            wd,
+            dir,
+            task_file,
+            out,
+            record,
+        }
+    }
+
+    /// `task <args>`, failing if it takes more than five seconds.
+    fn task(&self, args: &[&str]) -> Output {
+        let mut all = vec!["task"];
+        all.extend_from_slice(args);
+        output_within(self.wd.command(&all), Duration::from_secs(5))
+    }
+
+    fn add(&self, id: &str) {
+        let file = self.task_file.display().to_string();
+        let record = self.record.display().to_string();
+        assert_ok(&self.task(&[
+            "add",
+            id,
+            "--file",
+            &file,
+            "--after",
+            "0",
+            "--",
+            &record,
+            "{task_id}",
+            "{partial_file}",
+        ]));
+    }
+
+    fn status(&self, id: &str) -> String {
+        let out = self.task(&["list", "--json"]);
+        assert_ok(&out);
+        serde_json::from_slice::<Vec<Value>>(&out.stdout)
+            .unwrap()
+            .into_iter()
+            .find(|t| t["id"] == id)
+            .and_then(|t| t["status"].as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
+    fn dispatched(&self) -> Vec<String> {
+        fs::read_to_string(&self.out)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+#[test]
+fn a_fifo_task_file_does_not_hang_task_list_or_the_daemon() {
+    let t = Tasks::new(Wd::new());
+    t.add("task-fifo-4101");
+    fs::remove_file(&t.task_file).unwrap();
+    mkfifo(&t.task_file);
+    let mut d = t.wd.spawn(&[]);
+    t.wd.wait_for_first_tick();
+    assert!(
+        wait_until(SECS_10, || t.status("task-fifo-4101") == "tampered"),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    let escalations = t.wd.escalations();
+    let msg = escalations
+        .iter()
+        .find(|e| e["severity"] == "task-tampered")
+        .and_then(|e| e["message"].as_str())
+        .unwrap_or_default();
+    assert!(msg.contains("is a FIFO"), "{escalations:?}");
+    t.wd.wait_for_more_ticks(2);
+    assert_ok(&t.task(&["cancel", "task-fifo-4101"]));
+    stops_promptly(&mut d);
+}
+
+#[test]
+fn a_fifo_partial_file_is_skipped_and_the_task_redispatched() {
+    let t = Tasks::new(Wd::new());
+    t.add("task-fifo-4201");
+    mkfifo(&t.dir.join("task-fifo-4201.partial"));
+    assert_ok(&t.task(&["check"]));
+    assert!(
+        wait_until(SECS_10, || !t.dispatched().is_empty()),
+        "never re-dispatched"
+    );
+    assert_eq!(t.dispatched(), ["task-fifo-4201.2 "]);
+}
+
+#[test]
+fn a_fifo_signature_file_does_not_hang_the_follow_up() {
+    let wd = Wd::new();
+    let key = wd.home.path().join("hmac.key");
+    fs::write(&key, "sekrit\n").unwrap();
+    let t = Tasks::new(wd.env("TASK_PARTIAL_HMAC_KEY_FILE", &key.display().to_string()));
+    t.add("task-fifo-4301");
+    fs::write(t.dir.join("task-fifo-4301.partial"), "step 3 of 7\n").unwrap();
+    mkfifo(&t.dir.join("task-fifo-4301.partial.sig"));
+    assert_ok(&t.task(&["check"]));
+    assert!(
+        wait_until(SECS_10, || !t.dispatched().is_empty()),
+        "never re-dispatched"
+    );
+    assert_eq!(t.dispatched(), ["task-fifo-4301.2 "]);
+    assert_eq!(t.wd.escalations_of("partial-tampered"), 1);
+}
+
+#[test]
+fn a_fifo_hmac_key_does_not_hang_the_follow_up() {
+    let wd = Wd::new();
+    let key = wd.home.path().join("hmac.key");
+    mkfifo(&key);
+    let t = Tasks::new(wd.env("TASK_PARTIAL_HMAC_KEY_FILE", &key.display().to_string()));
+    t.add("task-fifo-4401");
+    fs::write(t.dir.join("task-fifo-4401.partial"), "step 3 of 7\n").unwrap();
+    fs::write(t.dir.join("task-fifo-4401.partial.sig"), "00").unwrap();
+    assert_ok(&t.task(&["check"]));
+    assert!(
+        wait_until(SECS_10, || !t.dispatched().is_empty()),
+        "never re-dispatched"
+    );
+    assert_eq!(t.dispatched(), ["task-fifo-4401.2 "]);
+}
+
+#[test]
+fn a_fifo_in_place_of_a_redispatch_log_does_not_hang_the_follow_up() {
+    let t = Tasks::new(Wd::new());
+    t.add("task-fifo-4501");
+    let logs = t.wd.watchdog_dir().join("tasks");
+    fs::create_dir_all(&logs).unwrap();
+    mkfifo(&logs.join("task-fifo-4501.2.log"));
+    // Whatever the pass makes of the failed spawn, it ends, and runs nothing.
+    assert_ok(&t.task(&["check"]));
+    assert!(t.dispatched().is_empty());
+    assert_ok(&t.task(&["list"]));
+}
