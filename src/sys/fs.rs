@@ -442,10 +442,8 @@ pub fn warn_unreadable(err: &ReadError, next: &str) {
 /// Makes a FIFO at `path`, for tests across the crate.
 #[cfg(test)]
 pub(crate) fn mkfifo(path: &Path) {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    use rustix::fs::{mkfifoat, Mode, CWD};
+    mkfifoat(CWD, path, Mode::from_raw_mode(0o600)).unwrap();
 }
 
 #[cfg(test)]
@@ -568,21 +566,16 @@ mod tests {
     #[test]
     fn modes_are_exact_even_under_umask_000() {
         // The umask is process-wide: set it only in a child (this test
-        // binary again, running just `create_everything_here`).
-        use std::os::unix::process::CommandExt;
+        // binary again, running just `create_everything_here`, under a shell
+        // that sets the umask first).
         let tmp = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
-        child
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-c", "umask 000 && exec \"$0\" \"$@\""])
+            .arg(std::env::current_exe().unwrap())
             .args(["--exact", "sys::fs::tests::create_everything_here"])
-            .env(CHILD_DIR, tmp.path());
-        // SAFETY: umask is async-signal-safe and touches no memory.
-        unsafe {
-            child.pre_exec(|| {
-                libc::umask(0);
-                Ok(())
-            });
-        }
-        let out = child.output().unwrap();
+            .env(CHILD_DIR, tmp.path())
+            .output()
+            .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && stdout.contains("1 passed"),
