@@ -33,7 +33,8 @@ impl Env {
         self.text.insert(name, value);
     }
 
-    /// A value that is not valid UTF-8.
+    /// A value as the OS gives it: kept as text when it is valid UTF-8,
+    /// apart otherwise.
     pub fn insert_os(&mut self, name: String, value: OsString) {
         match value.into_string() {
             Ok(v) => self.insert(name, v),
@@ -201,7 +202,7 @@ const MIN_POSITIVE_S: f64 = 0.001;
 /// The upper bound of a count (a budget, a threshold, a daily cap).
 const MAX_COUNT: u32 = 10_000;
 /// The upper bound of `EVENT_QUEUE_MAXSIZE` (SPEC §11).
-pub const MAX_EVENT_QUEUE: u32 = 1_000_000;
+const MAX_EVENT_QUEUE: u32 = 1_000_000;
 
 /// What a duration setting may be: its least value and its greatest.
 #[derive(Debug, Clone, Copy)]
