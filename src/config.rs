@@ -6,25 +6,87 @@
 //! [`Error::Usage`] naming the variable and the value, never silently replaced.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// A snapshot of the process environment.
-pub type Env = BTreeMap<String, String>;
+/// A snapshot of the process environment: the variables whose values are
+/// text, and apart from them the values that are not. A setting read from
+/// the second kind is an error naming it, never a lossy conversion (a path
+/// converted lossily names a different file).
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    text: BTreeMap<String, String>,
+    not_text: BTreeMap<String, OsString>,
+}
 
-/// Reads the real environment (non-UTF-8 values are converted lossily).
+impl Env {
+    pub fn new() -> Env {
+        Env::default()
+    }
+
+    pub fn insert(&mut self, name: String, value: String) {
+        self.not_text.remove(&name);
+        self.text.insert(name, value);
+    }
+
+    /// A value as the OS gives it: kept as text when it is valid UTF-8,
+    /// apart otherwise.
+    pub fn insert_os(&mut self, name: String, value: OsString) {
+        match value.into_string() {
+            Ok(v) => self.insert(name, v),
+            Err(v) => {
+                self.text.remove(&name);
+                self.not_text.insert(name, v);
+            }
+        }
+    }
+
+    /// The variable's text, `None` when unset; an error naming it when its
+    /// value is not valid UTF-8.
+    fn text(&self, name: &str) -> Result<Option<&str>> {
+        if let Some(raw) = self.not_text.get(name) {
+            return Err(Error::usage(format!(
+                "{name}={raw:?} is invalid: it is not valid UTF-8; set it to a UTF-8 value"
+            )));
+        }
+        Ok(self.text.get(name).map(String::as_str))
+    }
+
+    /// The variable's raw value, text or not (for `PATH`, which is only
+    /// searched and never rewritten).
+    fn os(&self, name: &str) -> Option<&OsStr> {
+        self.text
+            .get(name)
+            .map(OsStr::new)
+            .or_else(|| self.not_text.get(name).map(OsString::as_os_str))
+    }
+}
+
+impl FromIterator<(String, String)> for Env {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Env {
+        let mut env = Env::new();
+        for (k, v) in iter {
+            env.insert(k, v);
+        }
+        env
+    }
+}
+
+/// Reads the real environment. A variable whose name is not text is no
+/// setting of ours and is left out; a value that is not text is kept apart
+/// (see [`Env`]).
 pub fn process_env() -> Env {
-    std::env::vars_os()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .collect()
+    let mut env = Env::new();
+    for (name, value) in std::env::vars_os() {
+        if let Ok(name) = name.into_string() {
+            env.insert_os(name, value);
+        }
+    }
+    env
 }
 
 /// A value that must never reach a log line.
@@ -129,6 +191,47 @@ impl Config {
     }
 }
 
+/// The upper bound of a wait that holds the main loop or a worker in one go
+/// (a poll interval, a CLI timeout, a verification): an hour.
+const MAX_WAIT_S: f64 = 3600.0;
+/// The upper bound of a window, pause or dedup the daemon remembers: a week.
+const MAX_WINDOW_S: f64 = 7.0 * 86_400.0;
+/// The least a must-be-positive duration may be: a millisecond (less rounds
+/// to nothing and makes a loop spin).
+const MIN_POSITIVE_S: f64 = 0.001;
+/// The upper bound of a count (a budget, a threshold, a daily cap).
+const MAX_COUNT: u32 = 10_000;
+/// The upper bound of `EVENT_QUEUE_MAXSIZE` (SPEC §11).
+const MAX_EVENT_QUEUE: u32 = 1_000_000;
+
+/// What a duration setting may be: its least value and its greatest.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    min: f64,
+    max: f64,
+}
+
+/// Zero (off, or no wait) up to an hour.
+const WAIT: Span = Span {
+    min: 0.0,
+    max: MAX_WAIT_S,
+};
+/// More than zero, up to an hour.
+const POSITIVE_WAIT: Span = Span {
+    min: MIN_POSITIVE_S,
+    max: MAX_WAIT_S,
+};
+/// Zero up to a week.
+const WINDOW: Span = Span {
+    min: 0.0,
+    max: MAX_WINDOW_S,
+};
+/// More than zero, up to a week.
+const POSITIVE_WINDOW: Span = Span {
+    min: MIN_POSITIVE_S,
+    max: MAX_WINDOW_S,
+};
+
 /// Walks the table of settings, recording where each value came from.
 struct Reader<'a> {
     env: &'a Env,
@@ -144,11 +247,8 @@ impl<'a> Reader<'a> {
     }
 
     /// The variable's value when it is set and not empty.
-    fn get(&self, name: &str) -> Option<&'a str> {
-        self.env
-            .get(name)
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
+    fn get(&self, name: &str) -> Result<Option<&'a str>> {
+        Ok(self.env.text(name)?.filter(|v| !v.is_empty()))
     }
 
     fn note(&mut self, name: &'static str, value: impl Into<String>, origin: &'static str) {
@@ -160,49 +260,39 @@ impl<'a> Reader<'a> {
     }
 
     /// A numeric setting: unset is the default, set (even to nothing) must parse.
-    fn raw_number(&self, name: &str) -> Option<&'a str> {
-        self.env.get(name).map(String::as_str)
+    fn raw_number(&self, name: &str) -> Result<Option<&'a str>> {
+        self.env.text(name)
     }
 
-    fn seconds(&mut self, name: &'static str, default: f64) -> Result<Duration> {
-        let (secs, origin) = match self.raw_number(name) {
+    fn seconds(&mut self, name: &'static str, default: f64, span: Span) -> Result<Duration> {
+        let (secs, origin) = match self.raw_number(name)? {
             None => (default, "default"),
-            Some(raw) => (parse_seconds(name, raw)?, "environment"),
+            Some(raw) => (parse_seconds(name, raw, span)?, "environment"),
         };
         self.note(name, format_seconds(secs), origin);
         Ok(Duration::from_secs_f64(secs))
     }
 
-    fn positive_seconds(&mut self, name: &'static str, default: f64) -> Result<Duration> {
-        let d = self.seconds(name, default)?;
-        if d.is_zero() {
-            return Err(Error::usage(format!(
-                "{name}=0 is invalid: it must be greater than 0"
-            )));
-        }
-        Ok(d)
-    }
-
-    fn count(&mut self, name: &'static str, default: u32, min: u32) -> Result<u32> {
-        let (n, origin) = match self.raw_number(name) {
+    fn count(&mut self, name: &'static str, default: u32, min: u32, max: u32) -> Result<u32> {
+        let (n, origin) = match self.raw_number(name)? {
             None => (default, "default"),
-            Some(raw) => (parse_count(name, raw, min)?, "environment"),
+            Some(raw) => (parse_count(name, raw, min, max)?, "environment"),
         };
         self.note(name, n.to_string(), origin);
         Ok(n)
     }
 
-    fn path(&mut self, name: &'static str, default: PathBuf) -> PathBuf {
-        let (p, origin) = match self.get(name) {
+    fn path(&mut self, name: &'static str, default: PathBuf) -> Result<PathBuf> {
+        let (p, origin) = match self.get(name)? {
             None => (default, "default"),
             Some(raw) => (PathBuf::from(raw), "environment"),
         };
         self.note(name, p.display().to_string(), origin);
-        p
+        Ok(p)
     }
 
     fn read(mut self) -> Result<Config> {
-        let home = self.get("HOME").map(PathBuf::from);
+        let home = self.get("HOME")?.map(PathBuf::from);
         let home_or = |what: &str| -> Result<PathBuf> {
             home.clone().ok_or_else(|| {
                 Error::usage(format!(
@@ -210,16 +300,19 @@ impl<'a> Reader<'a> {
                 ))
             })
         };
-        let root = match self.get("AGENT_DECK_ROOT") {
-            Some(_) => self.path("AGENT_DECK_ROOT", PathBuf::new()),
+        let root = match self.get("AGENT_DECK_ROOT")? {
+            Some(_) => self.path("AGENT_DECK_ROOT", PathBuf::new())?,
             None => self.path(
                 "AGENT_DECK_ROOT",
                 home_or("AGENT_DECK_ROOT")?.join(".agent-deck"),
-            ),
+            )?,
         };
         let watchdog_dir = root.join("watchdog");
-        let bin = self.path("AGENT_DECK_BIN", default_bin(self.get("PATH")));
-        let hooks_dir = match self.get("AGENT_DECK_HOOKS_DIR") {
+        let bin = match self.get("AGENT_DECK_BIN")? {
+            Some(_) => self.path("AGENT_DECK_BIN", PathBuf::new())?,
+            None => self.path("AGENT_DECK_BIN", default_bin(self.env.os("PATH")))?,
+        };
+        let hooks_dir = match self.get("AGENT_DECK_HOOKS_DIR")? {
             Some(dir) => {
                 self.note("AGENT_DECK_HOOKS_DIR", dir, "environment");
                 PathBuf::from(dir)
@@ -227,7 +320,7 @@ impl<'a> Reader<'a> {
             None => {
                 let dir = resolve_hooks_dir(
                     &home_or("AGENT_DECK_HOOKS_DIR")?,
-                    self.get("XDG_DATA_HOME"),
+                    self.get("XDG_DATA_HOME")?,
                     &root,
                 );
                 self.note(
@@ -238,7 +331,7 @@ impl<'a> Reader<'a> {
                 dir
             }
         };
-        let telegram_chat_id = self.get("TELEGRAM_ESCALATION_CHAT_ID").map(str::to_owned);
+        let telegram_chat_id = self.get("TELEGRAM_ESCALATION_CHAT_ID")?.map(str::to_owned);
         self.note(
             "TELEGRAM_ESCALATION_CHAT_ID",
             telegram_chat_id
@@ -250,7 +343,7 @@ impl<'a> Reader<'a> {
                 "default"
             },
         );
-        let (telegram_token, token_origin) = match self.get("TELEGRAM_BOT_TOKEN") {
+        let (telegram_token, token_origin) = match self.get("TELEGRAM_BOT_TOKEN")? {
             Some(t) => (Some(Secret(t.to_owned())), "environment"),
             None => match &home {
                 Some(h) => (
@@ -266,7 +359,7 @@ impl<'a> Reader<'a> {
             "(not set)"
         };
         self.note("TELEGRAM_BOT_TOKEN", shown, token_origin);
-        let telegram_api_base = match self.get("TELEGRAM_API_BASE") {
+        let telegram_api_base = match self.get("TELEGRAM_API_BASE")? {
             Some(b) => {
                 self.note("TELEGRAM_API_BASE", b, "environment");
                 b.trim_end_matches('/').to_owned()
@@ -276,47 +369,52 @@ impl<'a> Reader<'a> {
                 "https://api.telegram.org".to_owned()
             }
         };
-        let rate_limit_max = self.count("RATE_LIMIT_MAX", 3, 1)?;
-        let rate_limit_window = self.positive_seconds("RATE_LIMIT_WINDOW_S", 300.0)?;
-        let post_restart_cooldown = self.seconds("POST_RESTART_COOLDOWN_S", 30.0)?;
-        let min_global_restart_interval = self.seconds("MIN_GLOBAL_RESTART_INTERVAL_S", 60.0)?;
-        let cascade_threshold = self.count("CASCADE_THRESHOLD", 5, 2)?;
-        let cascade_window = self.seconds("CASCADE_WINDOW_S", 10.0)?;
-        let cascade_pause = self.seconds("CASCADE_PAUSE_S", 60.0)?;
-        let cascade_wait = self.seconds("CASCADE_WAIT_S", 30.0)?;
-        let safety_poll_interval = self.positive_seconds("SAFETY_POLL_INTERVAL_S", 5.0)?;
-        let subprocess_timeout = self.positive_seconds("SUBPROCESS_TIMEOUT_S", 30.0)?;
-        let event_queue_maxsize = self.count("EVENT_QUEUE_MAXSIZE", 100, 1)? as usize;
-        let liveness_confirm_gap = self.seconds("LIVENESS_CONFIRM_GAP_S", 2.0)?;
-        let liveness_skip_escalate_after = self.count("LIVENESS_SKIP_ESCALATE_AFTER", 3, 1)?;
-        let restart_verify = self.seconds("RESTART_VERIFY_S", 4.0)?;
-        let start_verify = self.seconds("START_VERIFY_S", 15.0)?;
-        let escalation_dedup = self.seconds("ESCALATION_DEDUP_S", 300.0)?;
-        let api_429_backoff = self.seconds("API_429_BACKOFF_S", 180.0)?;
-        let breaker_threshold = self.count("CIRCUIT_BREAKER_429_THRESHOLD", 3, 1)?;
-        let breaker_window = self.seconds("CIRCUIT_BREAKER_429_WINDOW_S", 600.0)?;
-        let breaker_pause = self.seconds("CIRCUIT_BREAKER_PAUSE_S", 600.0)?;
-        let continuity_message = match self.env.get("CONTINUITY_MESSAGE") {
+        let rate_limit_max = self.count("RATE_LIMIT_MAX", 3, 1, MAX_COUNT)?;
+        let rate_limit_window = self.seconds("RATE_LIMIT_WINDOW_S", 300.0, POSITIVE_WINDOW)?;
+        let post_restart_cooldown = self.seconds("POST_RESTART_COOLDOWN_S", 30.0, WINDOW)?;
+        let min_global_restart_interval =
+            self.seconds("MIN_GLOBAL_RESTART_INTERVAL_S", 60.0, WAIT)?;
+        let cascade_threshold = self.count("CASCADE_THRESHOLD", 5, 2, MAX_COUNT)?;
+        let cascade_window = self.seconds("CASCADE_WINDOW_S", 10.0, WINDOW)?;
+        let cascade_pause = self.seconds("CASCADE_PAUSE_S", 60.0, WINDOW)?;
+        let cascade_wait = self.seconds("CASCADE_WAIT_S", 30.0, WAIT)?;
+        let safety_poll_interval = self.seconds("SAFETY_POLL_INTERVAL_S", 5.0, POSITIVE_WAIT)?;
+        let subprocess_timeout = self.seconds("SUBPROCESS_TIMEOUT_S", 30.0, POSITIVE_WAIT)?;
+        let event_queue_maxsize =
+            self.count("EVENT_QUEUE_MAXSIZE", 100, 1, MAX_EVENT_QUEUE)? as usize;
+        let liveness_confirm_gap = self.seconds("LIVENESS_CONFIRM_GAP_S", 2.0, WAIT)?;
+        let liveness_skip_escalate_after =
+            self.count("LIVENESS_SKIP_ESCALATE_AFTER", 3, 1, MAX_COUNT)?;
+        let restart_verify = self.seconds("RESTART_VERIFY_S", 4.0, WAIT)?;
+        let start_verify = self.seconds("START_VERIFY_S", 15.0, WAIT)?;
+        let escalation_dedup = self.seconds("ESCALATION_DEDUP_S", 300.0, WINDOW)?;
+        let api_429_backoff = self.seconds("API_429_BACKOFF_S", 180.0, WINDOW)?;
+        let breaker_threshold = self.count("CIRCUIT_BREAKER_429_THRESHOLD", 3, 1, MAX_COUNT)?;
+        let breaker_window = self.seconds("CIRCUIT_BREAKER_429_WINDOW_S", 600.0, WINDOW)?;
+        let breaker_pause = self.seconds("CIRCUIT_BREAKER_PAUSE_S", 600.0, WINDOW)?;
+        let continuity_message = match self.env.text("CONTINUITY_MESSAGE")? {
             Some(m) => {
                 self.note(
                     "CONTINUITY_MESSAGE",
                     if m.is_empty() { "(empty: disabled)" } else { m },
                     "environment",
                 );
-                m.clone()
+                m.to_owned()
             }
             None => {
                 self.note("CONTINUITY_MESSAGE", DEFAULT_CONTINUITY_MESSAGE, "default");
                 DEFAULT_CONTINUITY_MESSAGE.to_owned()
             }
         };
-        let stale_error_cleanup = self.seconds("STALE_ERROR_CLEANUP_S", 0.0)?;
-        let poller_check_interval = self.positive_seconds("POLLER_CHECK_INTERVAL_S", 60.0)?;
-        let poller_restart_dedup = self.seconds("POLLER_RESTART_DEDUP_S", 3600.0)?;
+        let stale_error_cleanup = self.seconds("STALE_ERROR_CLEANUP_S", 0.0, WINDOW)?;
+        let poller_check_interval =
+            self.seconds("POLLER_CHECK_INTERVAL_S", 60.0, POSITIVE_WINDOW)?;
+        let poller_restart_dedup = self.seconds("POLLER_RESTART_DEDUP_S", 3600.0, WINDOW)?;
         let waiting_patrol_threshold =
-            self.positive_seconds("WAITING_PATROL_THRESHOLD_S", 600.0)?;
-        let waiting_patrol_nudge_dedup = self.seconds("WAITING_PATROL_NUDGE_DEDUP_S", 3600.0)?;
-        let raw_profiles = self.get("PROMPT_RESUME_PROFILES").unwrap_or("");
+            self.seconds("WAITING_PATROL_THRESHOLD_S", 600.0, POSITIVE_WINDOW)?;
+        let waiting_patrol_nudge_dedup =
+            self.seconds("WAITING_PATROL_NUDGE_DEDUP_S", 3600.0, WINDOW)?;
+        let raw_profiles = self.get("PROMPT_RESUME_PROFILES")?.unwrap_or("");
         let prompt_resume_profiles = parse_profile_map(raw_profiles)?;
         self.note(
             "PROMPT_RESUME_PROFILES",
@@ -331,9 +429,11 @@ impl<'a> Reader<'a> {
                 "environment"
             },
         );
-        let task_timers_file = self.path("TASK_TIMERS_FILE", watchdog_dir.join("task-timers.json"));
-        let task_daily_redispatch_cap = self.count("TASK_DAILY_REDISPATCH_CAP", 20, 0)?;
-        let task_partial_hmac_key_file = self.get("TASK_PARTIAL_HMAC_KEY_FILE").map(PathBuf::from);
+        let task_timers_file =
+            self.path("TASK_TIMERS_FILE", watchdog_dir.join("task-timers.json"))?;
+        let task_daily_redispatch_cap =
+            self.count("TASK_DAILY_REDISPATCH_CAP", 20, 0, MAX_COUNT)?;
+        let task_partial_hmac_key_file = self.get("TASK_PARTIAL_HMAC_KEY_FILE")?.map(PathBuf::from);
         self.note(
             "TASK_PARTIAL_HMAC_KEY_FILE",
             task_partial_hmac_key_file
@@ -347,7 +447,7 @@ impl<'a> Reader<'a> {
                 "default"
             },
         );
-        let watchdog_usec = match self.get("WATCHDOG_USEC") {
+        let watchdog_usec = match self.get("WATCHDOG_USEC")? {
             None => None,
             Some(raw) => {
                 let usec = raw.trim().parse::<u64>().map_err(|_| {
@@ -356,18 +456,18 @@ impl<'a> Reader<'a> {
                     ))
                 })?;
                 let for_us = self
-                    .get("WATCHDOG_PID")
+                    .get("WATCHDOG_PID")?
                     .is_none_or(|p| p.trim() == std::process::id().to_string());
                 for_us.then_some(usec)
             }
         };
         Ok(Config {
-            notify_socket: self.get("NOTIFY_SOCKET").map(str::to_owned),
+            notify_socket: self.get("NOTIFY_SOCKET")?.map(str::to_owned),
             watchdog_usec,
-            journal_stream: self.get("JOURNAL_STREAM").map(str::to_owned),
+            journal_stream: self.get("JOURNAL_STREAM")?.map(str::to_owned),
             home: home.unwrap_or_else(|| PathBuf::from("/")),
             xdg_config_home: self
-                .get("XDG_CONFIG_HOME")
+                .get("XDG_CONFIG_HOME")?
                 .map(PathBuf::from)
                 .filter(|p| p.is_absolute()),
             root,
@@ -412,14 +512,31 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Parses a non-negative, finite decimal number of seconds.
-pub fn parse_seconds(name: &str, raw: &str) -> Result<f64> {
-    match raw.trim().parse::<f64>() {
-        Ok(v) if (0.0..1e9).contains(&v) => Ok(v),
-        _ => Err(Error::usage(format!(
+/// Parses a decimal number of seconds within `span`. The error shows the
+/// value exactly as given.
+fn parse_seconds(name: &str, raw: &str, span: Span) -> Result<f64> {
+    let Ok(v) = raw.trim().parse::<f64>() else {
+        return Err(Error::usage(format!(
             "{name}={raw:?} is invalid: expected a number of seconds such as 30 or 0.5"
-        ))),
+        )));
+    };
+    if v.is_finite() && (span.min..=span.max).contains(&v) {
+        return Ok(v);
     }
+    let least = if span.min > 0.0 {
+        format!("more than 0 (at least {})", span.min)
+    } else {
+        "0".to_owned()
+    };
+    Err(Error::usage(format!(
+        "{name}={raw:?} is invalid: expected a number of seconds from {least} to {} ({})",
+        span.max,
+        if span.max >= MAX_WINDOW_S {
+            "a week"
+        } else {
+            "an hour"
+        }
+    )))
 }
 
 /// Parses a duration for the command line: plain seconds, or a number with
@@ -440,11 +557,11 @@ pub fn parse_duration(name: &str, raw: &str) -> Result<f64> {
     }
 }
 
-fn parse_count(name: &str, raw: &str, min: u32) -> Result<u32> {
+fn parse_count(name: &str, raw: &str, min: u32, max: u32) -> Result<u32> {
     match raw.trim().parse::<u32>() {
-        Ok(v) if v >= min => Ok(v),
+        Ok(v) if (min..=max).contains(&v) => Ok(v),
         _ => Err(Error::usage(format!(
-            "{name}={raw:?} is invalid: expected a whole number of at least {min}"
+            "{name}={raw:?} is invalid: expected a whole number from {min} to {max}"
         ))),
     }
 }
@@ -454,7 +571,7 @@ fn format_seconds(secs: f64) -> String {
 }
 
 /// `agent-deck` on `PATH`, else `/usr/local/bin/agent-deck`.
-fn default_bin(path: Option<&str>) -> PathBuf {
+fn default_bin(path: Option<&OsStr>) -> PathBuf {
     path.into_iter()
         .flat_map(std::env::split_paths)
         .map(|dir| dir.join("agent-deck"))
@@ -513,14 +630,54 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Env {
-        let mut e: Env = pairs
+        [("HOME", "/nonexistent-home")]
             .iter()
+            .chain(pairs)
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        e.entry("HOME".into())
-            .or_insert_with(|| "/nonexistent-home".into());
-        e
+            .collect()
     }
+
+    /// The error `Config::from_env` gives for `name=raw`.
+    fn refusal(name: &str, raw: &str) -> Error {
+        match Config::from_env(&env(&[(name, raw)])) {
+            Ok(_) => panic!("{name}={raw} was accepted"),
+            Err(e) => e,
+        }
+    }
+
+    /// Every duration setting, and whether it must be more than 0.
+    const DURATIONS: [(&str, bool); 20] = [
+        ("RATE_LIMIT_WINDOW_S", true),
+        ("POST_RESTART_COOLDOWN_S", false),
+        ("MIN_GLOBAL_RESTART_INTERVAL_S", false),
+        ("CASCADE_WINDOW_S", false),
+        ("CASCADE_PAUSE_S", false),
+        ("CASCADE_WAIT_S", false),
+        ("SAFETY_POLL_INTERVAL_S", true),
+        ("SUBPROCESS_TIMEOUT_S", true),
+        ("LIVENESS_CONFIRM_GAP_S", false),
+        ("RESTART_VERIFY_S", false),
+        ("START_VERIFY_S", false),
+        ("ESCALATION_DEDUP_S", false),
+        ("API_429_BACKOFF_S", false),
+        ("CIRCUIT_BREAKER_429_WINDOW_S", false),
+        ("CIRCUIT_BREAKER_PAUSE_S", false),
+        ("STALE_ERROR_CLEANUP_S", false),
+        ("POLLER_CHECK_INTERVAL_S", true),
+        ("POLLER_RESTART_DEDUP_S", false),
+        ("WAITING_PATROL_THRESHOLD_S", true),
+        ("WAITING_PATROL_NUDGE_DEDUP_S", false),
+    ];
+
+    /// Every count setting with its least and greatest value.
+    const COUNTS: [(&str, u32, u32); 6] = [
+        ("RATE_LIMIT_MAX", 1, MAX_COUNT),
+        ("CASCADE_THRESHOLD", 2, MAX_COUNT),
+        ("EVENT_QUEUE_MAXSIZE", 1, MAX_EVENT_QUEUE),
+        ("LIVENESS_SKIP_ESCALATE_AFTER", 1, MAX_COUNT),
+        ("CIRCUIT_BREAKER_429_THRESHOLD", 1, MAX_COUNT),
+        ("TASK_DAILY_REDISPATCH_CAP", 0, MAX_COUNT),
+    ];
 
     #[test]
     fn defaults_match_the_spec() {
@@ -621,5 +778,110 @@ mod tests {
         assert_eq!(c.telegram_token.as_ref().unwrap().expose(), "123:abc");
         assert!(!c.describe().contains("123:abc"));
         assert!(!format!("{c:?}").contains("123:abc"));
+    }
+
+    #[test]
+    fn event_queue_maxsize_has_an_upper_bound() {
+        for raw in ["4294967295", "50000000", "1000001", "99999999999999999999"] {
+            let e = refusal("EVENT_QUEUE_MAXSIZE", raw);
+            assert_eq!(e.exit_code(), 2);
+            let msg = e.to_string();
+            assert!(
+                msg.contains("EVENT_QUEUE_MAXSIZE") && msg.contains(raw),
+                "{msg}"
+            );
+        }
+        let c = Config::from_env(&env(&[("EVENT_QUEUE_MAXSIZE", "1000000")])).unwrap();
+        assert_eq!(c.event_queue_maxsize, 1_000_000);
+    }
+
+    #[test]
+    fn every_numeric_setting_has_an_upper_bound() {
+        for (name, _) in DURATIONS {
+            for raw in ["604801", "1e9", "1e300", "inf"] {
+                let msg = refusal(name, raw).to_string();
+                assert!(msg.contains(name) && msg.contains(raw), "{msg}");
+            }
+            assert!(Config::from_env(&env(&[(name, "3600")])).is_ok(), "{name}");
+        }
+        for name in [
+            "SAFETY_POLL_INTERVAL_S",
+            "SUBPROCESS_TIMEOUT_S",
+            "LIVENESS_CONFIRM_GAP_S",
+            "RESTART_VERIFY_S",
+            "START_VERIFY_S",
+            "CASCADE_WAIT_S",
+            "MIN_GLOBAL_RESTART_INTERVAL_S",
+        ] {
+            let msg = refusal(name, "3601").to_string();
+            assert!(msg.contains("3601") && msg.contains("3600"), "{msg}");
+        }
+        for (name, min, max) in COUNTS {
+            let c = Config::from_env(&env(&[(name, &max.to_string())]));
+            assert!(c.is_ok(), "{name}={max}");
+            let c = Config::from_env(&env(&[(name, &min.to_string())]));
+            assert!(c.is_ok(), "{name}={min}");
+            let over = (u64::from(max) + 1).to_string();
+            let msg = refusal(name, &over).to_string();
+            assert!(msg.contains(name) && msg.contains(&over), "{msg}");
+        }
+    }
+
+    #[test]
+    fn a_tiny_positive_setting_is_refused_showing_the_value_as_given() {
+        for (name, positive) in DURATIONS {
+            if !positive {
+                let c = Config::from_env(&env(&[(name, "0")])).unwrap();
+                assert_eq!(
+                    c.describe().lines().filter(|l| l.starts_with(name)).count(),
+                    1
+                );
+                continue;
+            }
+            for raw in ["1e-10", " 0.0000001", "0", "0.0", "-0"] {
+                let e = refusal(name, raw);
+                assert_eq!(e.exit_code(), 2);
+                let msg = e.to_string();
+                assert!(
+                    msg.contains(&format!("{name}={raw:?}")) && msg.contains("more than 0"),
+                    "{msg}"
+                );
+            }
+        }
+        let c = Config::from_env(&env(&[("SAFETY_POLL_INTERVAL_S", "0.001")])).unwrap();
+        assert_eq!(c.safety_poll_interval, Duration::from_millis(1));
+    }
+
+    #[test]
+    fn a_non_utf8_path_setting_is_refused_naming_it() {
+        use std::os::unix::ffi::OsStringExt;
+        for name in [
+            "HOME",
+            "AGENT_DECK_ROOT",
+            "AGENT_DECK_BIN",
+            "AGENT_DECK_HOOKS_DIR",
+            "XDG_DATA_HOME",
+            "XDG_CONFIG_HOME",
+            "TASK_TIMERS_FILE",
+            "TASK_PARTIAL_HMAC_KEY_FILE",
+            "PROMPT_RESUME_PROFILES",
+        ] {
+            let mut e = env(&[]);
+            e.insert_os(name.into(), OsString::from_vec(b"/tmp/r\xffoot".to_vec()));
+            let err = Config::from_env(&e).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{name}");
+            let msg = err.to_string();
+            assert!(
+                msg.contains(name) && msg.contains("UTF-8") && msg.contains(r"/tmp/r\xFFoot"),
+                "{msg}"
+            );
+        }
+        // PATH is only searched, never rewritten: its bytes are used as they are.
+        let mut e = env(&[]);
+        e.insert_os(
+            "PATH".into(),
+            OsString::from_vec(b"/nowhere\xff:/bin".to_vec()),
+        );
+        assert!(Config::from_env(&e).is_ok());
     }
 }

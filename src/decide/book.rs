@@ -86,7 +86,32 @@ pub struct State {
     pub in_flight: BTreeSet<String>,
 }
 
+/// How far ahead of `now` a recorded time may lie before it is taken for one
+/// written under a clock that has since stepped back (SPEC §11 Clocks): the
+/// threads read the clock at slightly different moments.
+pub const FUTURE_SLACK_S: f64 = 5.0;
+
+/// A time recorded under a clock that has since stepped back (NTP, a
+/// suspend, a hand-edited state) reads as `now`: it may never hold restarts
+/// or silence alerts until the clock catches up.
+pub fn not_in_future(t: &mut f64, now: f64) {
+    if *t > now + FUTURE_SLACK_S {
+        *t = now;
+    }
+}
+
 impl SessionBook {
+    /// Every time this book recorded, clamped to `now` if it lies in the
+    /// future. Deadlines (`cooldown_until`, `backoff_until`) are meant to lie
+    /// ahead; the gates cap them at their own length instead.
+    pub fn clamp_future(&mut self, now: f64) {
+        self.restarts.iter_mut().for_each(|t| not_in_future(t, now));
+        not_in_future(&mut self.status_since, now);
+        if let Some(t) = &mut self.error_since {
+            not_in_future(t, now);
+        }
+    }
+
     /// Nothing worth remembering is left.
     pub fn is_empty(&self) -> bool {
         self.restarts.is_empty()
@@ -100,6 +125,33 @@ impl SessionBook {
 }
 
 impl State {
+    /// Every recorded time, in every book, dedup map and episode, clamped to
+    /// `now` if it lies in the future (see [`not_in_future`]). Deadlines are
+    /// capped by [`crate::decide::gates::prune_state`].
+    pub fn clamp_future(&mut self, now: f64) {
+        for book in self.sessions.values_mut() {
+            book.clamp_future(now);
+        }
+        let clamp = |t: &mut f64| not_in_future(t, now);
+        self.recent_restarts.iter_mut().for_each(clamp);
+        self.breaker_hits.iter_mut().for_each(clamp);
+        self.escalated.values_mut().for_each(clamp);
+        self.poller_restarted.values_mut().for_each(clamp);
+        for w in self.waiting.values_mut() {
+            clamp(&mut w.since);
+            if let Some(t) = &mut w.nudged_at {
+                clamp(t);
+            }
+        }
+        if let Some(c) = &mut self.cascade {
+            clamp(&mut c.started);
+            clamp(&mut c.last_alert);
+        }
+        if let Some(t) = &mut self.last_restart_at {
+            *t = t.min(now);
+        }
+    }
+
     pub fn book(&mut self, id: &str) -> &mut SessionBook {
         self.sessions.entry(id.to_owned()).or_default()
     }

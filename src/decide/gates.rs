@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::decide::book::State;
+use crate::decide::book::{not_in_future, State};
 use crate::decide::cascade::CASCADE_REMINDER_S;
 use crate::fleet::session::Session;
 
@@ -100,8 +100,10 @@ pub enum Gate {
     BudgetSpent,
 }
 
-/// Drops the restart times that fell out of the window.
+/// Drops the restart times that fell out of the window; one recorded under a
+/// clock that has since stepped back counts from now.
 pub(super) fn prune(times: &mut Vec<f64>, now: f64, window: f64) {
+    times.iter_mut().for_each(|t| not_in_future(t, now));
     times.retain(|t| now - t < window);
 }
 
@@ -205,8 +207,10 @@ pub fn note_rate_limited(state: &mut State, lim: &Limits, id: &str, now: f64) ->
 /// Drops what has fallen out of its window, so a loaded state holds only
 /// what still matters.
 pub fn prune_state(state: &mut State, lim: &Limits, now: f64) {
-    // A wall clock stepped backwards leaves deadlines far in the future: none
-    // may lie further ahead than its own length.
+    // A wall clock stepped backwards leaves recorded times in the future
+    // (read as now) and deadlines far ahead (none may lie further ahead than
+    // its own length).
+    state.clamp_future(now);
     let cap = |until: &mut f64, len: f64| *until = until.min(now + len);
     cap(&mut state.cascade_pause_until, lim.cascade_pause);
     cap(&mut state.breaker_open_until, lim.breaker_pause);
@@ -235,9 +239,6 @@ pub fn prune_state(state: &mut State, lim: &Limits, now: f64) {
     }
     let keep = lim.dedup.max(CASCADE_REMINDER_S);
     state.escalated.retain(|_, t| now - *t < keep);
-    if let Some(t) = state.last_restart_at {
-        state.last_restart_at = Some(t.min(now));
-    }
 }
 
 /// Whether an escalation of `severity` for `sid` (None: fleet-wide) may go out
@@ -510,5 +511,100 @@ pub(crate) mod tests {
             assert_eq!(h.as_str(), text);
             assert_eq!(serde_json::to_string(&h).unwrap(), format!("\"{text}\""));
         }
+    }
+
+    /// A wall clock one day behind the one that wrote the state.
+    fn a_day_back(c: &FakeClock) -> FakeClock {
+        FakeClock::at(c.now() - 86_400.0)
+    }
+
+    #[test]
+    fn a_clock_stepped_back_does_not_hold_restarts() {
+        let (l, c, mut s) = (lim(), FakeClock::at(200_000.0), State::default());
+        for _ in 0..3 {
+            reserve(&mut s, &l, ID, c.now());
+            finish(&mut s, ID);
+            note_restart_call(&mut s, &l, ID, c.now());
+            c.advance(31.0);
+        }
+        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::BudgetSpent);
+        let back = a_day_back(&c);
+        prune_state(&mut s, &l, back.now());
+        // At most one window, counted from the step, not a day.
+        back.advance(l.rate_window + 1.0);
+        prune_state(&mut s, &l, back.now());
+        assert_eq!(gate(&mut s, &l, ID, back.now()), Gate::Go);
+        assert_eq!(serialization_wait(&s, &l, back.now()), 0.0);
+    }
+
+    #[test]
+    fn a_clock_stepped_back_does_not_silence_alerts() {
+        let (l, c, mut s) = (lim(), FakeClock::at(200_000.0), State::default());
+        assert!(may_escalate(&mut s, &l, Some(ID), "rate-limit", c.now()));
+        let back = a_day_back(&c);
+        prune_state(&mut s, &l, back.now());
+        assert!(!may_escalate(
+            &mut s,
+            &l,
+            Some(ID),
+            "rate-limit",
+            back.now()
+        ));
+        back.advance(l.dedup + 1.0);
+        prune_state(&mut s, &l, back.now());
+        assert!(may_escalate(&mut s, &l, Some(ID), "rate-limit", back.now()));
+    }
+
+    #[test]
+    fn a_clock_stepped_back_does_not_hold_patrols_or_cascade_reminders() {
+        use crate::decide::cascade::{observe_cascade, CascadeNews};
+        use crate::decide::patrol_rules::{
+            note_poller_restarted, observe_waiting, poller_restart_allowed,
+        };
+        let (l, c, mut s) = (lim(), FakeClock::at(200_000.0), State::default());
+        note_poller_restarted(&mut s, ID, c.now());
+        observe_waiting(&mut s, "kid-1", "d", c.now() - 700.0, 600.0, 3600.0);
+        assert!(observe_waiting(
+            &mut s,
+            "kid-1",
+            "d",
+            c.now(),
+            600.0,
+            3600.0
+        ));
+        assert_eq!(
+            observe_cascade(&mut s, &l, 9, c.now()),
+            CascadeNews::Detected
+        );
+        note_status(&mut s, &sess(ID), "error", false, c.now());
+        let back = a_day_back(&c);
+        prune_state(&mut s, &l, back.now());
+        back.advance(3600.0);
+        prune_state(&mut s, &l, back.now());
+        assert!(poller_restart_allowed(&s, ID, back.now(), 3600.0));
+        assert!(observe_waiting(
+            &mut s,
+            "kid-1",
+            "d",
+            back.now(),
+            600.0,
+            3600.0
+        ));
+        assert_eq!(
+            observe_cascade(&mut s, &l, 9, back.now()),
+            CascadeNews::Reminder
+        );
+        assert_eq!(s.sessions[ID].error_since, Some(back.now() - 3600.0));
+        assert_eq!(s.sessions[ID].status_since, back.now() - 3600.0);
+    }
+
+    #[test]
+    fn times_a_few_seconds_ahead_are_kept() {
+        let (l, c, mut s) = (lim(), FakeClock::at(200_000.0), State::default());
+        reserve(&mut s, &l, ID, c.now() + 2.0);
+        may_escalate(&mut s, &l, Some(ID), "rate-limit", c.now() + 2.0);
+        prune_state(&mut s, &l, c.now());
+        assert_eq!(s.sessions[ID].restarts, vec![c.now() + 2.0]);
+        assert_eq!(s.escalated[&format!("{ID}|rate-limit")], c.now() + 2.0);
     }
 }

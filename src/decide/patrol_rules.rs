@@ -68,10 +68,12 @@ pub fn is_conductor(s: &Session) -> bool {
     s.title.starts_with("conductor-") || s.group == "conductor" || s.is_conductor
 }
 
-/// Stale cleanup may remove only restart-critical sessions that can never
-/// alert a human and are not conductors in any sense.
+/// Stale cleanup may remove restart-critical sessions that can never alert a
+/// human (SPEC §6.3). A one-off that lands in group `conductor` (a title like
+/// `test-visual`) is exactly what it exists for; only escalation-critical
+/// sessions (title `conductor-*`, group `watchers`, `is_conductor`) are exempt.
 pub fn stale_candidate(s: &Session, critical: bool) -> bool {
-    critical && !crate::fleet::session::is_escalation_critical(s) && !is_conductor(s)
+    critical && !crate::fleet::session::is_escalation_critical(s)
 }
 
 /// How long the session has been stuck in error, if that is at least
@@ -147,6 +149,33 @@ mod tests {
     }
 
     #[test]
+    fn a_one_off_in_group_conductor_is_a_stale_candidate() {
+        let one_off = Session {
+            id: "e0b1c2d3-1755899999".into(),
+            title: "test-visual".into(),
+            group: "conductor".into(),
+            ..Session::default()
+        };
+        assert!(stale_candidate(&one_off, true));
+        for exempt in [
+            Session {
+                title: "conductor-ops".into(),
+                ..one_off.clone()
+            },
+            Session {
+                group: "watchers".into(),
+                ..one_off.clone()
+            },
+            Session {
+                is_conductor: true,
+                ..one_off.clone()
+            },
+        ] {
+            assert!(!stale_candidate(&exempt, true), "{exempt:?}");
+        }
+    }
+
+    #[test]
     fn stale_rules() {
         let w = Session {
             id: "w-1".into(),
@@ -154,17 +183,12 @@ mod tests {
             group: "x".into(),
             ..Session::default()
         };
-        let conductor_group = Session {
-            group: "conductor".into(),
-            ..w.clone()
-        };
         let conductor = Session {
             title: "conductor-ops".into(),
             ..w.clone()
         };
         assert!(stale_candidate(&w, true));
         assert!(!stale_candidate(&w, false));
-        assert!(!stale_candidate(&conductor_group, true));
         assert!(!stale_candidate(&conductor, true));
         let mut book = SessionBook {
             error_since: Some(100.0),

@@ -10,6 +10,25 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 
+/// The least watchdog interval honoured. systemd sets `WATCHDOG_USEC`; a
+/// value below a second (0 and 1 have been seen) would make the main loop
+/// spin to ping in time, so it is raised to a second with a warning rather
+/// than refused: refusing would leave the fleet unwatched in a restart loop.
+const MIN_WATCHDOG: Duration = Duration::from_secs(1);
+
+/// How often to ping for a watchdog interval of `usec`: half of it, and
+/// never more often than every half second.
+fn ping_interval(usec: u64) -> Duration {
+    let interval = Duration::from_micros(usec);
+    if interval < MIN_WATCHDOG {
+        log::warn!(
+            "WATCHDOG_USEC={usec} is below a second; pinging the systemd watchdog as if it were {}s (set WatchdogSec= to a second or more)",
+            MIN_WATCHDOG.as_secs()
+        );
+    }
+    interval.max(MIN_WATCHDOG) / 2
+}
+
 pub struct SdNotify {
     socket: Option<(UnixDatagram, String)>,
     /// Half the systemd watchdog interval, when one is configured.
@@ -30,7 +49,7 @@ impl SdNotify {
         });
         SdNotify {
             socket,
-            ping_every: cfg.watchdog_usec.map(|us| Duration::from_micros(us / 2)),
+            ping_every: cfg.watchdog_usec.map(ping_interval),
             last_ping: None,
             last_status: String::new(),
             warned: false,
@@ -90,5 +109,33 @@ impl SdNotify {
 
     pub fn stopping(&mut self) {
         self.send("STOPPING=1\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Env;
+
+    fn with_usec(usec: &str) -> SdNotify {
+        let env: Env = [("HOME", "/nonexistent"), ("WATCHDOG_USEC", usec)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        SdNotify::from_config(&Config::from_env(&env).unwrap())
+    }
+
+    #[test]
+    fn a_sub_second_watchdog_usec_does_not_make_the_loop_spin() {
+        let idle = Duration::from_secs(5);
+        for usec in ["0", "1", "999999"] {
+            assert_eq!(
+                with_usec(usec).max_sleep(idle),
+                Duration::from_millis(500),
+                "WATCHDOG_USEC={usec}"
+            );
+        }
+        assert_eq!(with_usec("4000000").max_sleep(idle), Duration::from_secs(2));
+        assert_eq!(with_usec("60000000").max_sleep(idle), idle);
     }
 }

@@ -4,8 +4,10 @@
 //! Each record is one whole line written with one `write` on a file opened for
 //! append, never through a symlink or into a FIFO (created `0600`). A full
 //! disk or an unwritable file is logged (at a bounded rate) and survived; it
-//! never stops the daemon. Pane text, auth-hold evidence and
-//! secrets have no field here, so they cannot be written.
+//! never stops the daemon. Pane text, auth-hold evidence and secrets have no
+//! field here, so they cannot be written. Text from outside (titles, CLI
+//! answers, reasons) is clipped to [`MAX_FIELD_BYTES`] per field before a
+//! record is written; JSON escapes its control characters.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,26 @@ pub use crate::decide::liveness::LivenessReason;
 pub const RESTART_LOG: &str = "restart.log";
 pub const LIVENESS_LOG: &str = "liveness.log";
 pub const ESCALATIONS_LOG: &str = "escalations.log";
+
+/// The longest a text field of a record may be, in bytes (SPEC §11).
+pub const MAX_FIELD_BYTES: usize = 4096;
+
+/// `s`, cut on a character boundary to at most [`MAX_FIELD_BYTES`] with `…`
+/// marking the cut.
+pub fn clip(s: &str) -> String {
+    if s.len() <= MAX_FIELD_BYTES {
+        return s.to_owned();
+    }
+    let mut end = MAX_FIELD_BYTES - '…'.len_utf8();
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+fn clip_opt(s: &Option<String>) -> Option<String> {
+    s.as_deref().map(clip)
+}
 
 /// One line of `restart.log`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,6 +83,19 @@ impl RestartRecord {
             stuck_for_s: None,
         }
     }
+
+    /// The record with every text field clipped.
+    pub fn clipped(&self) -> RestartRecord {
+        RestartRecord {
+            id: clip(&self.id),
+            title: clip(&self.title),
+            profile: clip(&self.profile),
+            action: clip(&self.action),
+            reason: clip_opt(&self.reason),
+            final_status: clip_opt(&self.final_status),
+            ..*self
+        }
+    }
 }
 
 /// One status read during liveness confirmation.
@@ -101,6 +136,34 @@ pub struct LivenessRecord {
     pub dry_run: bool,
 }
 
+impl LivenessRecord {
+    /// The record with every text field clipped.
+    pub fn clipped(&self) -> LivenessRecord {
+        LivenessRecord {
+            id: clip(&self.id),
+            title: clip(&self.title),
+            profile: clip(&self.profile),
+            reads: self
+                .reads
+                .iter()
+                .map(|r| Read {
+                    ts: r.ts,
+                    status: clip(&r.status),
+                    substate: clip_opt(&r.substate),
+                })
+                .collect(),
+            pane: Pane {
+                first: clip(&self.pane.first),
+                second: clip(&self.pane.second),
+                ..self.pane
+            },
+            auth_hold_reason: clip_opt(&self.auth_hold_reason),
+            decision: clip(&self.decision),
+            ..*self
+        }
+    }
+}
+
 /// One line of `escalations.log`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EscalationRecord {
@@ -111,6 +174,18 @@ pub struct EscalationRecord {
     pub telegram: bool,
     #[serde(default)]
     pub dry_run: bool,
+}
+
+impl EscalationRecord {
+    /// The record with every text field clipped.
+    pub fn clipped(&self) -> EscalationRecord {
+        EscalationRecord {
+            severity: clip(&self.severity),
+            message: clip(&self.message),
+            sid: clip_opt(&self.sid),
+            ..*self
+        }
+    }
 }
 
 /// How many records of each kind were written since start, for metrics.
@@ -153,7 +228,7 @@ impl Records {
             .restart_actions
             .entry(r.action.clone())
             .or_default() += 1;
-        self.append(RESTART_LOG, r);
+        self.append(RESTART_LOG, &r.clipped());
     }
 
     pub fn liveness(&self, r: &LivenessRecord) {
@@ -163,7 +238,7 @@ impl Records {
             .liveness_reasons
             .entry(r.reason.as_str().to_owned())
             .or_default() += 1;
-        self.append(LIVENESS_LOG, r);
+        self.append(LIVENESS_LOG, &r.clipped());
     }
 
     pub fn escalation(&self, r: &EscalationRecord) {
@@ -173,7 +248,7 @@ impl Records {
             .escalations
             .entry(r.severity.clone())
             .or_default() += 1;
-        self.append(ESCALATIONS_LOG, r);
+        self.append(ESCALATIONS_LOG, &r.clipped());
     }
 
     pub fn tally(&self) -> Tally {
@@ -266,5 +341,58 @@ mod tests {
             telegram: false,
             dry_run: false,
         });
+    }
+
+    #[test]
+    fn a_huge_reason_is_clipped_in_its_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = Records::new(tmp.path());
+        let huge = format!("é{}\nforged", "r".repeat(5_000_000));
+        let rec = RestartRecord {
+            ts: 1.5,
+            id: "a-1".into(),
+            title: huge.clone(),
+            profile: "default".into(),
+            action: "cli-refused".into(),
+            reason: Some(huge.clone()),
+            dry_run: false,
+            backoff_s: None,
+            final_status: None,
+            stuck_for_s: Some(2.0),
+        };
+        r.restart(&rec);
+        r.escalation(&EscalationRecord {
+            ts: 0.0,
+            severity: "restart-failed".into(),
+            message: huge.clone(),
+            sid: Some("a-1".into()),
+            telegram: false,
+            dry_run: false,
+        });
+        let text = std::fs::read_to_string(tmp.path().join(RESTART_LOG)).unwrap();
+        assert_eq!(text.lines().count(), 1);
+        assert!(text.len() < 3 * MAX_FIELD_BYTES, "{} bytes", text.len());
+        let back: Vec<RestartRecord> = read_lines(&tmp.path().join(RESTART_LOG));
+        let reason = back[0].reason.as_deref().unwrap();
+        assert!(
+            reason.len() <= MAX_FIELD_BYTES && reason.starts_with("ér") && reason.ends_with('…')
+        );
+        assert_eq!(back[0].stuck_for_s, Some(2.0));
+        assert_eq!(back[0].action, "cli-refused");
+        let esc = std::fs::read_to_string(tmp.path().join(ESCALATIONS_LOG)).unwrap();
+        assert!(esc.len() < 2 * MAX_FIELD_BYTES, "{} bytes", esc.len());
+    }
+
+    #[test]
+    fn clipping_cuts_on_a_character_boundary() {
+        for pad in 0..4 {
+            let s = format!("{}{}", "a".repeat(pad), "한".repeat(3000));
+            let c = clip(&s);
+            assert!(c.len() <= MAX_FIELD_BYTES && c.ends_with('…'), "{pad}");
+            assert!(s.starts_with(c.trim_end_matches('…')));
+        }
+        assert_eq!(clip("short"), "short");
+        let exact = "b".repeat(MAX_FIELD_BYTES);
+        assert_eq!(clip(&exact), exact);
     }
 }

@@ -4,12 +4,16 @@
 //! counted and logged at a bounded rate, and a full rescan is flagged so that
 //! nothing is lost for good. The consumer takes messages in batches and
 //! coalesces duplicates for the same session.
+//!
+//! The bound is enforced here, on a growable crossbeam channel, rather than
+//! by `crossbeam_channel::bounded`, which allocates every slot up front: the
+//! memory held follows the messages queued, never the configured maximum.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{select, Receiver, Sender, TrySendError};
+use crossbeam_channel::{select, Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::sys::shutdown::Shutdown;
@@ -50,6 +54,10 @@ const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
 pub struct EventQueue {
     tx: Sender<Trigger>,
     rx: Receiver<Trigger>,
+    capacity: usize,
+    /// Held by a sender from its length check to its send, so two trigger
+    /// threads together cannot overshoot the bound.
+    sending: Mutex<()>,
     drops: AtomicU64,
     rescan_owed: AtomicBool,
     last_drop_log: Mutex<Option<Instant>>,
@@ -57,10 +65,12 @@ pub struct EventQueue {
 
 impl EventQueue {
     pub fn new(capacity: usize) -> EventQueue {
-        let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+        let (tx, rx) = crossbeam_channel::unbounded();
         EventQueue {
             tx,
             rx,
+            capacity: capacity.max(1),
+            sending: Mutex::new(()),
             drops: AtomicU64::new(0),
             rescan_owed: AtomicBool::new(false),
             last_drop_log: Mutex::new(None),
@@ -68,19 +78,16 @@ impl EventQueue {
     }
 
     /// Queues `e`, dropping the oldest message if the queue is full.
-    pub fn send(&self, mut e: Trigger) {
-        loop {
-            match self.tx.try_send(e) {
-                Ok(()) => return,
-                Err(TrySendError::Disconnected(_)) => return,
-                Err(TrySendError::Full(back)) => {
-                    e = back;
-                    if let Ok(old) = self.rx.try_recv() {
-                        self.note_drop(&old);
-                    }
-                }
+    pub fn send(&self, e: Trigger) {
+        let _sending = self.sending.lock();
+        // Only the consumer takes messages meanwhile, which makes room.
+        while self.tx.len() >= self.capacity {
+            match self.rx.try_recv() {
+                Ok(old) => self.note_drop(&old),
+                Err(_) => break,
             }
         }
+        let _ = self.tx.send(e);
     }
 
     fn note_drop(&self, old: &Trigger) {
@@ -172,5 +179,50 @@ mod tests {
         let b = q.next_batch(&s, Duration::from_millis(1)).unwrap();
         assert_eq!(b.hooks.len(), 10);
         assert!(b.rescan);
+    }
+
+    /// Resident memory of this process in KiB.
+    #[cfg(target_os = "linux")]
+    fn rss_kib() -> u64 {
+        std::fs::read_to_string("/proc/self/status")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_large_maximum_is_not_allocated_up_front() {
+        let before = rss_kib();
+        // Preallocated, five queues of a million slots would take 200 MB.
+        let queues: Vec<EventQueue> = (0..5).map(|_| EventQueue::new(1_000_000)).collect();
+        for q in &queues {
+            q.send(Trigger::Tick);
+        }
+        let grown = rss_kib().saturating_sub(before);
+        assert!(grown < 50_000, "five empty queues took {grown} KiB");
+        assert!(queues.iter().all(|q| q.drops() == 0));
+    }
+
+    #[test]
+    fn two_senders_never_overshoot_the_bound() {
+        let q = std::sync::Arc::new(EventQueue::new(8));
+        let threads: Vec<_> = (0..2)
+            .map(|t| {
+                let q = q.clone();
+                std::thread::spawn(move || {
+                    for i in 0..5_000 {
+                        q.send(Trigger::Hook(format!("{t}-{i}")));
+                        assert!(q.tx.len() <= 8);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(q.drops(), 10_000 - 8);
     }
 }
