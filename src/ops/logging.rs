@@ -12,11 +12,11 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::os::fd::AsRawFd;
 
 use crate::sys::clock::{unix_now, utc_timestamp};
 
 /// Whether stderr is the stream `JOURNAL_STREAM` (`<dev>:<inode>`) names.
+/// journald is Linux only: elsewhere this is always false.
 pub fn stderr_is_journal(journal_stream: Option<&str>) -> bool {
     let Some((dev, ino)) = journal_stream.and_then(|v| v.split_once(':')) else {
         return false;
@@ -24,13 +24,17 @@ pub fn stderr_is_journal(journal_stream: Option<&str>) -> bool {
     let (Ok(dev), Ok(ino)) = (dev.parse::<u64>(), ino.parse::<u64>()) else {
         return false;
     };
-    // SAFETY: fstat fills a plain struct for a descriptor we do not close.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        libc::fstat(std::io::stderr().as_raw_fd(), &mut st) == 0
-            && st.st_dev == dev
-            && st.st_ino == ino
-    }
+    stderr_is(dev, ino)
+}
+
+#[cfg(target_os = "linux")]
+fn stderr_is(dev: u64, ino: u64) -> bool {
+    rustix::fs::fstat(std::io::stderr()).is_ok_and(|st| st.st_dev == dev && st.st_ino == ino)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn stderr_is(_dev: u64, _ino: u64) -> bool {
+    false
 }
 
 /// The longest message a log line carries, in characters.

@@ -2,8 +2,9 @@
 //! `STOPPING=1` as datagrams to `$NOTIFY_SOCKET`.
 //!
 //! The socket path and the watchdog interval come from [`Config`] (read once
-//! at start); without `NOTIFY_SOCKET` every call is a no-op. A failed send is
-//! logged once and never stops the daemon.
+//! at start); without `NOTIFY_SOCKET` every call is a no-op, and so is every
+//! call on a system other than Linux (systemd is Linux only). A failed send
+//! is logged once and never stops the daemon.
 
 use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};
@@ -29,6 +30,19 @@ fn ping_interval(usec: u64) -> Duration {
     interval.max(MIN_WATCHDOG) / 2
 }
 
+/// A datagram to an abstract-namespace socket (`@name`), which only Linux has.
+#[cfg(target_os = "linux")]
+fn send_abstract(sock: &UnixDatagram, name: &str, msg: &str) -> std::io::Result<usize> {
+    use std::os::linux::net::SocketAddrExt;
+    std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+        .and_then(|addr| sock.send_to_addr(msg.as_bytes(), &addr))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn send_abstract(_: &UnixDatagram, _: &str, _: &str) -> std::io::Result<usize> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
 pub struct SdNotify {
     socket: Option<(UnixDatagram, String)>,
     /// Half the systemd watchdog interval, when one is configured.
@@ -40,10 +54,16 @@ pub struct SdNotify {
 
 impl SdNotify {
     pub fn from_config(cfg: &Config) -> SdNotify {
-        let socket = cfg.notify_socket.as_ref().and_then(|path| match UnixDatagram::unbound() {
+        let socket = cfg
+            .notify_socket
+            .as_ref()
+            .filter(|_| cfg!(target_os = "linux"));
+        let socket = socket.and_then(|path| match UnixDatagram::unbound() {
             Ok(s) => Some((s, path.clone())),
             Err(e) => {
-                log::warn!("cannot create a socket for systemd notifications ({e}); running without them");
+                log::warn!(
+                    "cannot create a socket for systemd notifications ({e}); running without them"
+                );
                 None
             }
         });
@@ -61,11 +81,7 @@ impl SdNotify {
             return;
         };
         let result = match path.strip_prefix('@') {
-            Some(name) => {
-                use std::os::linux::net::SocketAddrExt;
-                std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
-                    .and_then(|addr| sock.send_to_addr(msg.as_bytes(), &addr))
-            }
+            Some(name) => send_abstract(sock, name, msg),
             None => sock.send_to(msg.as_bytes(), path),
         };
         if let Err(e) = result {
