@@ -154,12 +154,21 @@ pub struct Config {
     pub stale_error_cleanup: Duration,
     pub poller_check_interval: Duration,
     pub poller_restart_dedup: Duration,
+    /// SPEC §6.5: consecutive checks with pending Telegram updates before a
+    /// deaf poller's conductor is restarted; 0 is off.
+    pub poller_deaf_checks: u32,
     pub waiting_patrol_threshold: Duration,
     pub waiting_patrol_nudge_dedup: Duration,
     pub prompt_resume_profiles: Vec<(String, PathBuf)>,
     pub task_timers_file: PathBuf,
     pub task_daily_redispatch_cap: u32,
     pub task_partial_hmac_key_file: Option<PathBuf>,
+    /// A record file past this many bytes is rotated to `<name>.1`.
+    pub record_max_bytes: u64,
+    /// Finished tasks and their logs older than this many days are pruned.
+    pub task_retention_days: u32,
+    /// How thread A learns about hook files (`WATCH_BACKEND`).
+    pub watch_backend: WatchBackend,
     /// systemd's notify socket, when started by systemd with `Type=notify`.
     pub notify_socket: Option<String>,
     /// systemd's watchdog interval in µs, when it is meant for this process.
@@ -191,6 +200,8 @@ impl Config {
     }
 }
 
+pub use crate::triggers::watch::Backend as WatchBackend;
+
 /// The upper bound of a wait that holds the main loop or a worker in one go
 /// (a poll interval, a CLI timeout, a verification): an hour.
 const MAX_WAIT_S: f64 = 3600.0;
@@ -201,6 +212,10 @@ const MAX_WINDOW_S: f64 = 7.0 * 86_400.0;
 const MIN_POSITIVE_S: f64 = 0.001;
 /// The upper bound of a count (a budget, a threshold, a daily cap).
 const MAX_COUNT: u32 = 10_000;
+/// The least `RECORD_MAX_BYTES`: a few records must fit before a rotation.
+const MIN_RECORD_BYTES: u32 = 64 * 1024;
+/// The upper bound of `TASK_RETENTION_DAYS`: ten years.
+const MAX_RETENTION_DAYS: u32 = 3650;
 /// The upper bound of `EVENT_QUEUE_MAXSIZE` (SPEC §11).
 const MAX_EVENT_QUEUE: u32 = 1_000_000;
 
@@ -289,6 +304,27 @@ impl<'a> Reader<'a> {
         };
         self.note(name, p.display().to_string(), origin);
         Ok(p)
+    }
+
+    fn watch_backend(&mut self) -> Result<WatchBackend> {
+        let (backend, origin) = match self.get("WATCH_BACKEND")? {
+            None => (WatchBackend::Auto, "default"),
+            Some(raw) => match raw.trim() {
+                "auto" => (WatchBackend::Auto, "environment"),
+                "scan" => (WatchBackend::Scan, "environment"),
+                _ => {
+                    return Err(Error::usage(format!(
+                        "WATCH_BACKEND={raw:?} is invalid: expected auto (kernel notifications, scanning while they cannot be had) or scan"
+                    )))
+                }
+            },
+        };
+        let shown = match backend {
+            WatchBackend::Auto => "auto",
+            WatchBackend::Scan => "scan",
+        };
+        self.note("WATCH_BACKEND", shown, origin);
+        Ok(backend)
     }
 
     fn read(mut self) -> Result<Config> {
@@ -410,6 +446,7 @@ impl<'a> Reader<'a> {
         let poller_check_interval =
             self.seconds("POLLER_CHECK_INTERVAL_S", 60.0, POSITIVE_WINDOW)?;
         let poller_restart_dedup = self.seconds("POLLER_RESTART_DEDUP_S", 3600.0, WINDOW)?;
+        let poller_deaf_checks = self.count("POLLER_DEAF_CHECKS", 0, 0, MAX_COUNT)?;
         let waiting_patrol_threshold =
             self.seconds("WAITING_PATROL_THRESHOLD_S", 600.0, POSITIVE_WINDOW)?;
         let waiting_patrol_nudge_dedup =
@@ -447,6 +484,14 @@ impl<'a> Reader<'a> {
                 "default"
             },
         );
+        let record_max_bytes = u64::from(self.count(
+            "RECORD_MAX_BYTES",
+            16 * 1024 * 1024,
+            MIN_RECORD_BYTES,
+            u32::MAX,
+        )?);
+        let task_retention_days = self.count("TASK_RETENTION_DAYS", 30, 1, MAX_RETENTION_DAYS)?;
+        let watch_backend = self.watch_backend()?;
         let watchdog_usec = match self.get("WATCHDOG_USEC")? {
             None => None,
             Some(raw) => {
@@ -501,12 +546,16 @@ impl<'a> Reader<'a> {
             stale_error_cleanup,
             poller_check_interval,
             poller_restart_dedup,
+            poller_deaf_checks,
             waiting_patrol_threshold,
             waiting_patrol_nudge_dedup,
             prompt_resume_profiles,
             task_timers_file,
             task_daily_redispatch_cap,
             task_partial_hmac_key_file,
+            record_max_bytes,
+            task_retention_days,
+            watch_backend,
             sources: self.sources,
         })
     }
@@ -670,7 +719,10 @@ mod tests {
     ];
 
     /// Every count setting with its least and greatest value.
-    const COUNTS: [(&str, u32, u32); 6] = [
+    const COUNTS: [(&str, u32, u32); 9] = [
+        ("POLLER_DEAF_CHECKS", 0, MAX_COUNT),
+        ("RECORD_MAX_BYTES", MIN_RECORD_BYTES, u32::MAX),
+        ("TASK_RETENTION_DAYS", 1, MAX_RETENTION_DAYS),
         ("RATE_LIMIT_MAX", 1, MAX_COUNT),
         ("CASCADE_THRESHOLD", 2, MAX_COUNT),
         ("EVENT_QUEUE_MAXSIZE", 1, MAX_EVENT_QUEUE),
@@ -678,6 +730,25 @@ mod tests {
         ("CIRCUIT_BREAKER_429_THRESHOLD", 1, MAX_COUNT),
         ("TASK_DAILY_REDISPATCH_CAP", 0, MAX_COUNT),
     ];
+
+    #[test]
+    fn watch_backend_is_auto_or_scan() {
+        let c = Config::from_env(&env(&[])).unwrap();
+        assert_eq!(c.watch_backend, WatchBackend::Auto);
+        let c = Config::from_env(&env(&[("WATCH_BACKEND", "scan")])).unwrap();
+        assert_eq!(c.watch_backend, WatchBackend::Scan);
+        let e = refusal("WATCH_BACKEND", "inotify!").to_string();
+        assert!(e.contains("WATCH_BACKEND=\"inotify!\""), "{e}");
+        assert_eq!(refusal("WATCH_BACKEND", "x").exit_code(), 2);
+    }
+
+    #[test]
+    fn the_new_settings_have_the_spec_defaults() {
+        let c = Config::from_env(&env(&[])).unwrap();
+        assert_eq!(c.poller_deaf_checks, 0);
+        assert_eq!(c.record_max_bytes, 16_777_216);
+        assert_eq!(c.task_retention_days, 30);
+    }
 
     #[test]
     fn defaults_match_the_spec() {

@@ -248,7 +248,7 @@ impl Daemon {
             cfg.hooks_dir.clone(),
             self.queue.clone(),
             self.shutdown.clone(),
-            watch::Backend::Auto,
+            cfg.watch_backend,
         )
         .map_err(|e| Error::runtime(format!("cannot start the hooks-watch thread: {e}")))?;
         self.threads.push(watcher);
