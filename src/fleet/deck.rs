@@ -131,10 +131,15 @@ impl Cli {
             .last_warned
             .is_none_or(|t| t.elapsed() >= SKIP_WARN_EVERY)
         {
+            let earlier = log.unreported - listing.skipped.len() as u64;
+            let earlier = if earlier > 0 {
+                format!(" ({earlier} more since the last such warning)")
+            } else {
+                String::new()
+            };
             log::warn!(
-                "`{what}` printed {} unreadable row(s), skipped ({first}); {} unreadable row(s) since the last such warning; the other {} row(s) are used",
+                "`{what}` printed {} unreadable row(s){earlier}, skipped: {first}; the other {} row(s) are used",
                 listing.skipped.len(),
-                log.unreported,
                 listing.rows.len()
             );
             log.last_warned = Some(Instant::now());
