@@ -15,6 +15,8 @@ pub(crate) mod decide;
 pub(crate) mod error;
 pub(crate) mod fleet;
 pub(crate) mod ops;
+#[cfg(test)]
+mod parser_props;
 pub mod records;
 pub(crate) mod sim;
 pub(crate) mod sys;

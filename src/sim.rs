@@ -1067,9 +1067,9 @@ mod tests {
         let s = sim(vec![s0]);
         let out = |args: &[&str]| s.call(args).1;
         let fleet = parse::list_all(&out(&["list", "--all", "--json"])).expect("list --all");
-        assert_eq!(fleet[0].id, ID);
+        assert_eq!(fleet.rows[0].id, ID);
         let live = parse::list_profile(&out(&["-p", "default", "list", "--json"])).expect("list");
-        assert_eq!(live[0].1.channels.len(), 1);
+        assert_eq!(live.rows[0].1.channels.len(), 1);
         let shown = parse::show(&out(&["-p", "default", "session", "show", ID, "--json"]));
         assert!(shown.expect("show").auth_hold.is_some());
         let skipped = parse::restart(&out(&["session", "restart", ID, "--json"])).expect("restart");

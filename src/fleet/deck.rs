@@ -3,17 +3,19 @@
 //! [`AgentDeck`] is what the rest of the daemon talks to; tests swap in an
 //! in-memory fake. [`Cli`] builds every agent-deck command line (global `-p`
 //! first, as the real CLI requires), runs it through [`crate::sys::process`], counts
-//! calls and failures, and parses the answer. It makes no decisions.
+//! calls and failures, and parses the answer. It makes no decisions. List
+//! rows the parser had to leave out are warned about here, at most once a
+//! minute per command.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
 pub use crate::fleet::parse::RestartAnswer;
-use crate::fleet::parse::{self, Garbage};
+use crate::fleet::parse::{self, Garbage, Listing};
 use crate::fleet::session::{Live, Session};
 use crate::sys::process::{self, Cmd, Output, RunError};
 use crate::sys::shutdown::Shutdown;
@@ -87,12 +89,23 @@ pub struct CallStats {
     pub failures: BTreeMap<&'static str, u64>,
 }
 
+/// Unreadable list rows are warned about at most this often per command.
+const SKIP_WARN_EVERY: Duration = Duration::from_secs(60);
+
 /// The real CLI.
 pub struct Cli {
     bin: PathBuf,
     timeout: Duration,
     shutdown: Shutdown,
     stats: Mutex<CallStats>,
+    skips: Mutex<BTreeMap<&'static str, SkipLog>>,
+}
+
+/// Unreadable list rows of one command since its last warning.
+#[derive(Default)]
+struct SkipLog {
+    last_warned: Option<Instant>,
+    unreported: u64,
 }
 
 impl Cli {
@@ -102,7 +115,37 @@ impl Cli {
             timeout,
             shutdown,
             stats: Mutex::new(CallStats::default()),
+            skips: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// The readable rows of a list; the others are warned about, rate-limited.
+    fn rows<T>(&self, name: &'static str, what: &str, listing: Listing<T>) -> Vec<T> {
+        let Some(first) = listing.skipped.first() else {
+            return listing.rows;
+        };
+        let mut skips = self.skips.lock();
+        let log = skips.entry(name).or_default();
+        log.unreported += listing.skipped.len() as u64;
+        if log
+            .last_warned
+            .is_none_or(|t| t.elapsed() >= SKIP_WARN_EVERY)
+        {
+            let earlier = log.unreported - listing.skipped.len() as u64;
+            let earlier = if earlier > 0 {
+                format!(" ({earlier} more since the last such warning)")
+            } else {
+                String::new()
+            };
+            log::warn!(
+                "`{what}` printed {} unreadable row(s){earlier}, skipped: {first}; the other {} row(s) are used",
+                listing.skipped.len(),
+                listing.rows.len()
+            );
+            log.last_warned = Some(Instant::now());
+            log.unreported = 0;
+        }
+        listing.rows
     }
 
     /// Runs one command; a non-zero exit becomes [`CliError::Exit`].
@@ -144,12 +187,14 @@ impl Cli {
 impl AgentDeck for Cli {
     fn list_all(&self) -> CliResult<Vec<Session>> {
         let out = self.call("list-all", "", &["list", "--all", "--json"]);
-        self.parsed("list-all", out, parse::list_all)
+        let listing = self.parsed("list-all", out, parse::list_all)?;
+        Ok(self.rows("list-all", "list --all --json", listing))
     }
 
     fn list_profile(&self, profile: &str) -> CliResult<Vec<(Session, Live)>> {
         let out = self.call("list", profile, &["list", "--json"]);
-        self.parsed("list", out, parse::list_profile)
+        let listing = self.parsed("list", out, parse::list_profile)?;
+        Ok(self.rows("list", &format!("-p {profile:?} list --json"), listing))
     }
 
     fn show(&self, profile: &str, id: &str) -> CliResult<Live> {
@@ -250,5 +295,51 @@ impl AgentDeck for ReadOnly {
     }
     fn stats(&self) -> CallStats {
         self.0.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn cli_printing(dir: &std::path::Path, stdout: &str) -> Cli {
+        let bin = dir.join("agent-deck");
+        std::fs::write(&bin, format!("#!/bin/sh\ncat <<'EOF'\n{stdout}\nEOF\n")).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap())
+    }
+
+    #[test]
+    fn a_list_with_a_malformed_row_still_yields_the_other_rows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = cli_printing(
+            tmp.path(),
+            r#"[{"title":"no id","group":"conductor","status":"error"},
+                {"id":"3f9c2a1b-1755891234","title":"conductor-ops","group":"conductor","profile":"default","status":"error"}]"#,
+        );
+        let all = cli.list_all().unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].id, "3f9c2a1b-1755891234");
+        let live = cli.list_profile("default").unwrap();
+        assert_eq!(live.len(), 1);
+        assert_eq!(cli.stats().failures.len(), 0, "a skipped row is no failure");
+    }
+
+    #[test]
+    fn unreadable_rows_are_warned_about_at_most_once_a_minute() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = cli_printing(tmp.path(), "[]");
+        let listing = || Listing {
+            rows: vec![1, 2],
+            skipped: vec!["row 3: no id".to_owned()],
+        };
+        assert_eq!(cli.rows("list-all", "list --all --json", listing()), [1, 2]);
+        let warned = cli.skips.lock()["list-all"].last_warned;
+        assert!(warned.is_some());
+        assert_eq!(cli.rows("list-all", "list --all --json", listing()), [1, 2]);
+        let skips = cli.skips.lock();
+        assert_eq!(skips["list-all"].last_warned, warned, "warned twice");
+        assert_eq!(skips["list-all"].unreported, 1);
     }
 }

@@ -3,8 +3,12 @@
 //! Pure functions over text, tolerant of every shape the real CLI is known to
 //! print (`null`, `No profiles found.`, `No sessions found in profile …`,
 //! error JSON on stdout) and strict about everything else: output that is not
-//! understood is an error, never an empty fleet.
+//! understood is an error, never an empty fleet. Inside a list, one row that
+//! is not understood (no `id`, a used field of the wrong type) is left out and
+//! reported in [`Listing::skipped`]; it never makes the other rows unreadable.
+//! Logging the skipped rows is the caller's job.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::fleet::session::{Live, Session, Status};
@@ -13,25 +17,70 @@ use crate::fleet::session::{Live, Session, Status};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Garbage(pub String);
 
+/// The rows of a list that could be read, and why the others could not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing<T> {
+    pub rows: Vec<T>,
+    /// One short reason per row left out (`row 3: no id`), in list order.
+    pub skipped: Vec<String>,
+}
+
+impl<T> Default for Listing<T> {
+    fn default() -> Listing<T> {
+        Listing {
+            rows: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+}
+
+/// The fields of a list row that describe the session. `null` counts as
+/// absent; every other field is ignored.
+#[derive(Deserialize)]
+struct SessionRow {
+    id: Option<String>,
+    title: Option<String>,
+    group: Option<String>,
+    group_path: Option<String>,
+    profile: Option<String>,
+    path: Option<String>,
+    parent_session_id: Option<String>,
+    is_conductor: Option<bool>,
+    #[serde(rename = "IsConductor")]
+    is_conductor_go: Option<bool>,
+}
+
+/// The fields that carry a session's live state (`-p P list`, `session show`).
+#[derive(Deserialize)]
+struct LiveRow {
+    status: Option<String>,
+    substate: Option<String>,
+    channels: Option<Vec<String>>,
+    auth_hold: Option<AuthHoldRow>,
+    claude_session_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct AuthHoldRow {
+    reason: Option<String>,
+}
+
 /// `list --all --json`.
-pub fn list_all(stdout: &str) -> Result<Vec<Session>, Garbage> {
+pub fn list_all(stdout: &str) -> Result<Listing<Session>, Garbage> {
     let text = stdout.trim();
     if text == "No profiles found." || text == "null" {
-        return Ok(Vec::new());
+        return Ok(Listing::default());
     }
-    entries(text)?.iter().map(session).collect()
+    rows(text, session)
 }
 
 /// `-p P list --json`: each session with its live status.
-pub fn list_profile(stdout: &str) -> Result<Vec<(Session, Live)>, Garbage> {
+pub fn list_profile(stdout: &str) -> Result<Listing<(Session, Live)>, Garbage> {
     let text = stdout.trim();
     if text.starts_with("No sessions found in profile") || text == "null" {
-        return Ok(Vec::new());
+        return Ok(Listing::default());
     }
-    entries(text)?
-        .iter()
-        .map(|v| Ok((session(v)?, live(v))))
-        .collect()
+    rows(text, |v| Ok((session(v)?, live(v)?)))
 }
 
 /// `session show <id> --json`.
@@ -43,7 +92,7 @@ pub fn show(stdout: &str) -> Result<Live, Garbage> {
             preview(stdout)
         )));
     }
-    let l = live(&v);
+    let l = live(&v).map_err(|why| Garbage(format!("session object: {why}")))?;
     if l.status.is_none() {
         return Err(Garbage("session object has no status".into()));
     }
@@ -105,45 +154,88 @@ fn entries(text: &str) -> Result<Vec<Value>, Garbage> {
     }
 }
 
-fn session(v: &Value) -> Result<Session, Garbage> {
-    let id = str_field(v, "id")
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| Garbage("a session without an id".into()))?;
+/// A JSON array read row by row: a row `read` refuses is left out with its
+/// reason; only an answer that is not an array at all is [`Garbage`].
+fn rows<T>(text: &str, read: impl Fn(&Value) -> Result<T, String>) -> Result<Listing<T>, Garbage> {
+    let mut listing = Listing::default();
+    for (i, v) in entries(text)?.iter().enumerate() {
+        match read(v) {
+            Ok(row) => listing.rows.push(row),
+            Err(why) => {
+                let named = match v.get("id").and_then(Value::as_str) {
+                    Some(id) if !id.is_empty() => {
+                        format!(" (id {})", clip_reason(&format!("{id:?}")))
+                    }
+                    _ => String::new(),
+                };
+                listing.skipped.push(format!("row {}{named}: {why}", i + 1));
+            }
+        }
+    }
+    Ok(listing)
+}
+
+/// Reads the fields of `T` from one JSON object. The reason for a refusal is
+/// short and single-line whatever the row holds.
+fn fields<'a, T: Deserialize<'a>>(v: &'a Value) -> Result<T, String> {
+    if !v.is_object() {
+        return Err(format!("not an object but {}", kind(v)));
+    }
+    T::deserialize(v).map_err(|e| clip_reason(&e.to_string()))
+}
+
+fn session(v: &Value) -> Result<Session, String> {
+    let r: SessionRow = fields(v)?;
+    let id =
+        r.id.filter(|s| !s.is_empty())
+            .ok_or_else(|| "no id".to_owned())?;
     Ok(Session {
         id,
-        title: str_field(v, "title").unwrap_or_default(),
-        group: str_field(v, "group")
-            .or_else(|| str_field(v, "group_path"))
-            .unwrap_or_default(),
-        profile: str_field(v, "profile").unwrap_or_default(),
-        path: str_field(v, "path").unwrap_or_default(),
-        parent_session_id: str_field(v, "parent_session_id").filter(|p| !p.is_empty()),
-        is_conductor: ["is_conductor", "IsConductor"]
-            .iter()
-            .any(|k| v.get(*k).and_then(Value::as_bool) == Some(true)),
+        title: r.title.unwrap_or_default(),
+        group: r.group.or(r.group_path).unwrap_or_default(),
+        profile: r.profile.unwrap_or_default(),
+        path: r.path.unwrap_or_default(),
+        parent_session_id: r.parent_session_id.filter(|p| !p.is_empty()),
+        is_conductor: r.is_conductor == Some(true) || r.is_conductor_go == Some(true),
     })
 }
 
-fn live(v: &Value) -> Live {
-    Live {
-        status: str_field(v, "status").map(|s| Status::parse(&s)),
-        substate: str_field(v, "substate").filter(|s| !s.is_empty()),
-        channels: v
-            .get("channels")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|c| c.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        auth_hold: v.get("auth_hold").filter(|h| h.is_object()).map(|h| {
-            str_field(h, "reason")
+fn live(v: &Value) -> Result<Live, String> {
+    let r: LiveRow = fields(v)?;
+    Ok(Live {
+        status: r.status.map(|s| Status::parse(&s)),
+        substate: r.substate.filter(|s| !s.is_empty()),
+        channels: r.channels.unwrap_or_default(),
+        auth_hold: r.auth_hold.map(|h| {
+            h.reason
                 .filter(|r| !r.is_empty())
                 .unwrap_or_else(|| "unknown".into())
         }),
-        claude_session_id: str_field(v, "claude_session_id").filter(|s| !s.is_empty()),
+        claude_session_id: r.claude_session_id.filter(|s| !s.is_empty()),
+    })
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
+}
+
+/// A decoder's complaint, which may quote the row, made short and
+/// single-line.
+fn clip_reason(s: &str) -> String {
+    const MAX: usize = 120;
+    let flat = s.chars().map(|c| if c.is_control() { ' ' } else { c });
+    let mut out: String = flat.clone().take(MAX).collect();
+    if flat.count() > MAX {
+        out.push('…');
+    }
+    out
 }
 
 fn str_field(v: &Value, key: &str) -> Option<String> {
@@ -175,8 +267,11 @@ mod tests {
 
     #[test]
     fn list_all_edge_outputs() {
-        assert_eq!(list_all("null\n").unwrap(), vec![]);
-        assert_eq!(list_all("No profiles found.\n").unwrap(), vec![]);
+        assert_eq!(list_all("null\n").unwrap(), Listing::default());
+        assert_eq!(
+            list_all("No profiles found.\n").unwrap(),
+            Listing::default()
+        );
         assert!(list_all("{\"id\": \"oops").is_err());
         assert!(list_all("").is_err());
         assert!(list_all("Error: failed to list profiles: boom").is_err());
@@ -190,6 +285,8 @@ mod tests {
             {"id":"a0b1c2d3-1755899999","parent_session_id":"3f9c2a1b-1755891234","title":"worker-1",
             "path":"/srv","group":"srv","tool":"claude","profile":"work","created_at":"2026-08-21T09:00:00Z"}]"#;
         let s = list_all(out).unwrap();
+        assert!(s.skipped.is_empty());
+        let s = s.rows;
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].id, "3f9c2a1b-1755891234");
         assert_eq!(s[0].group, "conductor");
@@ -205,11 +302,11 @@ mod tests {
     fn profile_list_carries_status() {
         assert_eq!(
             list_profile("No sessions found in profile 'work'.\n").unwrap(),
-            vec![]
+            Listing::default()
         );
         let out = r#"[{"id":"x1-1","title":"t","group":"g","profile":"work","status":"starting",
             "channels":["plugin:telegram@claude-plugins-official"],"archived":false}]"#;
-        let v = list_profile(out).unwrap();
+        let v = list_profile(out).unwrap().rows;
         assert_eq!(v[0].1.status, Some(Status::Unknown));
         assert_eq!(v[0].1.channels.len(), 1);
     }
@@ -253,5 +350,61 @@ mod tests {
         );
         assert_eq!(error_message("", ""), "(no output)");
         assert!(error_message(&"x".repeat(1000), "").chars().count() <= 301);
+    }
+
+    #[test]
+    fn a_list_row_without_an_id_is_skipped_not_blinding() {
+        let out = r#"[{"title":"no id here","group":"conductor"},
+            {"id":"","title":"empty id"},
+            {"id":"3f9c2a1b-1755891234","title":"conductor-ops","group":"conductor","profile":"default"}]"#;
+        let l = list_all(out).unwrap();
+        assert_eq!(l.rows.len(), 1);
+        assert_eq!(l.rows[0].id, "3f9c2a1b-1755891234");
+        assert_eq!(l.skipped.len(), 2);
+        assert!(l.skipped[0].starts_with("row 1: no id"), "{:?}", l.skipped);
+        assert!(l.skipped[1].starts_with("row 2: no id"), "{:?}", l.skipped);
+    }
+
+    #[test]
+    fn a_list_row_with_wrong_types_is_skipped_not_blinding() {
+        let out = r#"[42, "text", null, [1,2], {"id":7,"title":"numeric id"},
+            {"id":"a-1","title":["not","a","string"]},
+            {"id":"b-1","title":"t","is_conductor":"yes\nforged line"},
+            {"id":"c-1","title":"conductor-ok","group":null,"parent_session_id":null}]"#;
+        let l = list_all(out).unwrap();
+        assert_eq!(
+            l.rows.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+            ["c-1"]
+        );
+        assert_eq!(l.skipped.len(), 7, "{:?}", l.skipped);
+        assert!(l.skipped[5].contains("(id \"a-1\")"), "{:?}", l.skipped);
+        assert!(
+            l.skipped
+                .iter()
+                .all(|r| !r.contains('\n') && r.chars().count() < 300),
+            "{:?}",
+            l.skipped
+        );
+    }
+
+    #[test]
+    fn a_profile_list_row_with_a_bad_status_is_skipped_not_blinding() {
+        let out = r#"[{"id":"x-1","title":"t","status":{"oops":1}},
+            {"title":"no id","status":"error"},
+            {"id":"y-1","title":"conductor-y","status":"error","channels":null,"auth_hold":null}]"#;
+        let l = list_profile(out).unwrap();
+        assert_eq!(l.rows.len(), 1);
+        assert_eq!(l.rows[0].0.id, "y-1");
+        assert_eq!(l.rows[0].1.status, Some(Status::Error));
+        assert_eq!(l.skipped.len(), 2);
+    }
+
+    #[test]
+    fn an_answer_that_is_not_an_array_stays_unreadable() {
+        for out in ["garbage", "{\"id\":\"x\"}", "42", "\"[]\"", "[{"] {
+            assert!(list_all(out).is_err(), "{out}");
+            assert!(list_profile(out).is_err(), "{out}");
+        }
+        assert_eq!(list_profile("null").unwrap(), Listing::default());
     }
 }

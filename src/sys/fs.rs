@@ -442,7 +442,10 @@ pub fn warn_unreadable(err: &ReadError, next: &str) {
 /// Makes a FIFO at `path`, for tests across the crate.
 #[cfg(test)]
 pub(crate) fn mkfifo(path: &Path) {
-    let made = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
     assert!(made.success(), "mkfifo {}", path.display());
 }
 

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use crate::alert::escalate::Escalator;
 use crate::config::{parse_duration, Config};
 use crate::error::{Error, Result};
-use crate::fleet::session::is_valid_id;
 use crate::sys::clock::{local_timestamp, Clock, SystemClock};
 use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
 use crate::tasks::registry::{RegistryFile, Task, TaskStatus};
+use crate::tasks::rules::{id_problem, MAX_ID_CHARS};
 use crate::tasks::sign::{file_sha256, read_key, sign};
 
 /// What `task add` registers.
@@ -99,9 +99,10 @@ pub fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
                 .opt_value_from_fn("--pid", |s: &str| s.parse::<u32>())
                 .map_err(|_| usage("task add: --pid takes a process id"))?;
             let match_ = args.opt_value_from_str("--match").map_err(usage)?;
-            let id: String = args
-                .free_from_str()
+            let id = args
+                .free_from_os_str(|s| Ok::<_, String>(s.to_owned()))
                 .map_err(|_| usage("task add: missing <id>"))?;
+            let id = checked_id(id)?;
             TaskCommand::Add(NewTask {
                 id,
                 file,
@@ -147,6 +148,24 @@ pub fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
         return Err(usage(format!("task {sub}: takes no command after --")));
     }
     Ok(cmd)
+}
+
+/// The `<id>` of `task add`, if it may name a task (SPEC §11: it becomes
+/// part of file names); otherwise a usage error showing the value.
+fn checked_id(raw: OsString) -> Result<String> {
+    let text = raw.to_string_lossy();
+    let problem = match raw.to_str() {
+        Some(id) => id_problem(id),
+        None => Some("is not valid UTF-8".into()),
+    };
+    match problem {
+        None => Ok(text.into_owned()),
+        Some(why) => {
+            let head: String = text.chars().take(MAX_ID_CHARS).collect();
+            let more = if head.len() < text.len() { "…" } else { "" };
+            Err(usage(format!("task add: <id> {head:?}{more} {why}")))
+        }
+    }
 }
 
 /// Runs a `task` subcommand.
@@ -196,12 +215,6 @@ pub fn run(cmd: TaskCommand, cfg: &Config, dry_run: bool) -> Result<()> {
 }
 
 fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
-    if !is_valid_id(&new.id) {
-        return Err(Error::usage(format!(
-            "task add: invalid id {:?}: use letters, digits, '.', '_' and '-', starting with a letter or digit, no '..'",
-            new.id
-        )));
-    }
     if new.command.is_empty() || new.command[0].is_empty() {
         return Err(Error::usage(
             "task add: empty command: give it after --, e.g. -- dispatch.sh {task_id}",
@@ -351,8 +364,16 @@ fn check(cfg: &Config, dry_run: bool) -> Result<()> {
     let summary = FollowUp::from_config(cfg, dry_run, escalator.clone(), clock, None).pass();
     escalator.drain();
     let summary = summary?;
+    let not_started = if summary.not_started.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; could not start {} (each counts as an attempt)",
+            summary.not_started.join(", ")
+        )
+    };
     println!(
-        "checked {} due task(s); re-dispatched {}",
+        "checked {} due task(s); re-dispatched {}{not_started}",
         summary.checked,
         if summary.redispatched.is_empty() {
             "none".into()
@@ -408,6 +429,47 @@ mod tests {
             panic!()
         };
         assert_eq!((t.after_s, t.max_retry, t.pid), (1200.0, 2, None));
+    }
+
+    #[test]
+    fn a_task_id_longer_than_64_characters_is_refused() {
+        let ok = "t".repeat(64);
+        assert!(p(&["add", &ok, "--file", "t.md", "--", "x"]).is_ok());
+        for long in ["t".repeat(65), "t".repeat(252), "t".repeat(5000)] {
+            let err = p(&["add", &long, "--file", "t.md", "--", "x"]).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            let msg = err.to_string();
+            let first = msg.lines().next().unwrap();
+            assert!(first.contains("<id>"), "{first}");
+            assert!(first.contains(&"t".repeat(64)), "{first}");
+            assert!(
+                first.contains(&format!("{} characters", long.len())),
+                "{first}"
+            );
+            assert!(first.len() < 300, "the message shows a clipped value");
+        }
+    }
+
+    #[test]
+    fn a_task_id_outside_the_allowed_characters_is_refused() {
+        use std::os::unix::ffi::OsStringExt;
+        for bad in ["../evil", "a b", "tâche", "a\nb", ".x"] {
+            let err = p(&["add", bad, "--file", "t.md", "--", "x"]).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+            assert!(err.to_string().contains(&format!("{bad:?}")), "{err}");
+        }
+        let raw = OsString::from_vec(b"task-\xff".to_vec());
+        let words = vec![
+            "add".into(),
+            raw,
+            "--file".into(),
+            "t.md".into(),
+            "--".into(),
+            "x".into(),
+        ];
+        let err = parse(words).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("not valid UTF-8"), "{err}");
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! [`decide`](crate::tasks::rules::decide) is the pure rule; [`FollowUp::pass`] gathers the facts (done
 //! file, process table, task-file checksum), applies the rule under the
 //! registry lock, checks the done file once more right before spawning, and
-//! re-dispatches through [`crate::sys::process::spawn_detached`]. In dry-run it
+//! re-dispatches through [`crate::sys::process::spawn_detached`]. A
+//! re-dispatch that cannot start counts as an attempt, like one that died, so
+//! a task that can never be spawned still ends `exhausted`. In dry-run it
 //! decides and reports but spawns nothing and writes nothing.
 //!
 //! The registry lock is held across the pass, so no step under it may block:
@@ -26,7 +28,7 @@ use crate::sys::process::{self, Cmd};
 use crate::sys::process_table::{self, pid_alive};
 use crate::tasks::registry::{Registry, RegistryFile, Task, TaskStatus};
 use crate::tasks::rules::{
-    contains_word, day_of, decide, next_id, render, successor_path, Facts, Step,
+    contains_word, day_of, decide, log_file_name, next_id, render, successor_path, Facts, Step,
 };
 use crate::tasks::sign::{file_sha256, read_key, verify};
 
@@ -47,6 +49,14 @@ pub struct FollowUp {
 pub struct Summary {
     pub checked: usize,
     pub redispatched: Vec<String>,
+    /// Re-dispatches registered whose process could not be started.
+    pub not_started: Vec<String>,
+}
+
+/// What became of one re-dispatch (the new task's id).
+enum Redispatched {
+    Spawned(String),
+    NotStarted(String),
 }
 
 impl FollowUp {
@@ -96,29 +106,33 @@ impl FollowUp {
 
     fn walk(&self, reg: &mut Registry, now: f64) -> Summary {
         let mut summary = Summary::default();
-        let due: Vec<String> = reg
-            .tasks
-            .iter()
-            .filter(|t| t.status == TaskStatus::Pending && t.next_check_at <= now)
-            .map(|t| t.id.clone())
+        // By position, not by id: a hand-edited registry may hold an id twice.
+        let due: Vec<usize> = (0..reg.tasks.len())
+            .filter(|&i| {
+                let t = &reg.tasks[i];
+                t.status == TaskStatus::Pending && t.next_check_at <= now
+            })
             .collect();
-        for id in due {
+        for i in due {
             summary.checked += 1;
-            if let Some(new_id) = self.follow(reg, &id, now) {
-                summary.redispatched.push(new_id);
+            match self.follow(reg, i, now) {
+                Some(Redispatched::Spawned(new_id)) => summary.redispatched.push(new_id),
+                Some(Redispatched::NotStarted(new_id)) => summary.not_started.push(new_id),
+                None => {}
             }
         }
         summary
     }
 
-    /// Follows up one task; the new task's id if it was re-dispatched.
-    fn follow(&self, reg: &mut Registry, id: &str, now: f64) -> Option<String> {
-        let t = reg.get(id)?.clone();
+    /// Follows up the task at `i`; what became of its re-dispatch, if any.
+    fn follow(&self, reg: &mut Registry, i: usize, now: f64) -> Option<Redispatched> {
+        let t = reg.tasks.get(i)?.clone();
+        let id = t.id.as_str();
         let facts = self.facts(&t);
         let today = day_of(now);
         let step = decide(&t, &facts, reg.redispatched_on(today), self.cap);
         let dry = if self.dry_run { " (dry-run)" } else { "" };
-        let task = reg.get_mut(id)?;
+        let task = reg.tasks.get_mut(i)?;
         match step {
             Step::Done => {
                 log::info!("task {id} is done{dry}");
@@ -170,15 +184,19 @@ impl FollowUp {
                 );
                 self.escalator.escalate("redispatch-cap", &msg, None, false);
             }
-            Step::Redispatch => return self.redispatch(reg, &t, now),
+            Step::Redispatch => return self.redispatch(reg, i, &t, now),
         }
         None
     }
 
-    fn redispatch(&self, reg: &mut Registry, t: &Task, now: f64) -> Option<String> {
+    /// Re-dispatches the dead task `t` (at `i`) as its next sub-number. A
+    /// re-dispatch that cannot start counts as an attempt all the same: the
+    /// new task is registered without a process, so the next look finds it
+    /// dead and the rule goes on to the next retry or to `exhausted`.
+    fn redispatch(&self, reg: &mut Registry, i: usize, t: &Task, now: f64) -> Option<Redispatched> {
         // The race the meeting named: `.done` may have landed since the first look.
         if t.done_file.exists() {
-            let task = reg.get_mut(&t.id)?;
+            let task = reg.tasks.get_mut(i)?;
             task.status = TaskStatus::Done;
             task.note(now, "done", Some("found just before re-dispatch".into()));
             return None;
@@ -201,30 +219,27 @@ impl FollowUp {
             ),
         ];
         let argv = render(&t.command, &vars);
-        let log_path = self.logs_dir.join(format!("{new_id}.log"));
-        let pid = if self.dry_run {
+        let log_path = self.logs_dir.join(log_file_name(&new_id));
+        let spawned = if self.dry_run {
             log::info!(
                 "dry-run: would re-dispatch task {} as {new_id}: {argv:?}",
                 t.id
             );
-            None
+            Ok(None)
         } else {
-            let (program, args) = argv.split_first()?;
-            match process::spawn_detached(&Cmd::new(program).args(args), &log_path) {
-                Ok(pid) => Some(pid),
-                Err(e) => {
-                    log::warn!("re-dispatch of task {} as {new_id} failed to start ({e}); trying again next pass", t.id);
-                    let task = reg.get_mut(&t.id)?;
-                    task.note(now, "redispatch-failed", Some(e.to_string()));
-                    task.next_check_at = now + t.followup_s;
-                    return None;
+            match argv.split_first() {
+                None => Err("the command is empty".to_owned()),
+                Some((program, args)) => {
+                    process::spawn_detached(&Cmd::new(program).args(args), &log_path)
+                        .map(Some)
+                        .map_err(|e| e.to_string())
                 }
             }
         };
+        let attempt = format!("retry {}/{}", t.retry_count + 1, t.max_retry);
         reg.count_redispatch(day_of(now));
-        let old = reg.get_mut(&t.id)?;
+        let old = reg.tasks.get_mut(i)?;
         old.status = TaskStatus::Retried;
-        old.note(now, "retried", Some(format!("re-dispatched as {new_id}")));
         let mut child = Task {
             id: new_id.clone(),
             done_file,
@@ -234,30 +249,63 @@ impl FollowUp {
             retry_count: t.retry_count + 1,
             parent_task: Some(t.root().to_owned()),
             status: TaskStatus::Pending,
-            pid,
+            pid: None,
             match_: new_id.clone(),
             history: Vec::new(),
             ..t.clone()
         };
-        child.note(
-            now,
-            "dispatched",
-            Some(format!(
-                "re-dispatch of {}, output in {}",
-                t.id,
-                log_path.display()
-            )),
-        );
+        let (msg, outcome) = match spawned {
+            Ok(pid) => {
+                old.note(now, "retried", Some(format!("re-dispatched as {new_id}")));
+                child.pid = pid;
+                child.note(
+                    now,
+                    "dispatched",
+                    Some(format!(
+                        "re-dispatch of {}, output in {}",
+                        t.id,
+                        log_path.display()
+                    )),
+                );
+                (
+                    format!(
+                        "task {} died without .done; re-dispatched as {new_id} ({attempt})",
+                        t.id
+                    ),
+                    Redispatched::Spawned(new_id),
+                )
+            }
+            Err(e) => {
+                log::warn!(
+                    "re-dispatch of task {} as {new_id} failed to start ({e}); it counts as {attempt}",
+                    t.id
+                );
+                old.note(
+                    now,
+                    "redispatch-failed",
+                    Some(format!("re-dispatch as {new_id} failed to start: {e}")),
+                );
+                child.note(
+                    now,
+                    "spawn-failed",
+                    Some(format!(
+                        "re-dispatch of {} failed to start ({e}); counted as an attempt that died",
+                        t.id
+                    )),
+                );
+                (
+                    format!(
+                        "task {} died without .done; its re-dispatch as {new_id} failed to start ({e}) and counts as {attempt}",
+                        t.id
+                    ),
+                    Redispatched::NotStarted(new_id),
+                )
+            }
+        };
         reg.tasks.push(child);
-        let msg = format!(
-            "task {} died without .done; re-dispatched as {new_id} (retry {}/{})",
-            t.id,
-            t.retry_count + 1,
-            t.max_retry
-        );
         self.escalator
             .escalate("task-retry", &msg, Some(&t.id), false);
-        Some(new_id)
+        Some(outcome)
     }
 
     /// The `.partial` checkpoint, if present and (with a key configured)
@@ -315,4 +363,204 @@ fn command_line_running(proc_dir: &Path, needle: &str) -> bool {
                 .is_some_and(|a0| a0.ends_with(b"agent-deck-watchdog"));
             !ours && contains_word(&p.command_text(), needle) && pid_alive(proc_dir, p.pid)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Env;
+    use crate::sys::clock::FakeClock;
+    use crate::sys::shutdown::Shutdown;
+    use crate::tasks::sign::sha256_hex;
+
+    const T0: f64 = 1_796_068_800.0;
+
+    struct Bench {
+        tmp: tempfile::TempDir,
+        cfg: Config,
+        clock: Arc<FakeClock>,
+        task_file: PathBuf,
+        sha: String,
+    }
+
+    impl Bench {
+        fn new() -> Bench {
+            let tmp = tempfile::tempdir().unwrap();
+            let mut env = Env::new();
+            env.insert("HOME".into(), tmp.path().display().to_string());
+            env.insert(
+                "AGENT_DECK_ROOT".into(),
+                tmp.path().join("root").display().to_string(),
+            );
+            let cfg = Config::from_env(&env).unwrap();
+            let task_file = tmp.path().join("task.md");
+            std::fs::write(&task_file, "Refactor the parser.\n").unwrap();
+            let sha = sha256_hex(b"Refactor the parser.\n");
+            std::fs::create_dir_all(tmp.path().join("proc")).unwrap();
+            Bench {
+                tmp,
+                cfg,
+                clock: Arc::new(FakeClock::at(T0)),
+                task_file,
+                sha,
+            }
+        }
+
+        fn task(&self, id: &str, max_retry: u32, command: &[&str]) -> Task {
+            Task {
+                id: id.into(),
+                task_file: self.task_file.clone(),
+                task_sha256: self.sha.clone(),
+                done_file: self.tmp.path().join("never.done"),
+                partial_file: self.tmp.path().join("never.partial"),
+                followup_s: 60.0,
+                dispatched_at: T0 - 120.0,
+                next_check_at: T0 - 60.0,
+                retry_count: 0,
+                max_retry,
+                parent_task: None,
+                status: TaskStatus::Pending,
+                pid: None,
+                match_: id.into(),
+                command: command.iter().map(|w| w.to_string()).collect(),
+                history: Vec::new(),
+            }
+        }
+
+        fn register(&self, tasks: Vec<Task>) {
+            let reg = Registry {
+                tasks,
+                ..Registry::default()
+            };
+            std::fs::create_dir_all(&self.cfg.watchdog_dir).unwrap();
+            std::fs::write(
+                &self.cfg.task_timers_file,
+                serde_json::to_vec(&reg).unwrap(),
+            )
+            .unwrap();
+        }
+
+        /// One pass as `task check` runs it, with a process table where
+        /// nothing runs.
+        fn pass(&self) {
+            let shutdown = Shutdown::new().unwrap();
+            let clock: Arc<dyn Clock> = self.clock.clone();
+            let escalator = Arc::new(Escalator::standalone(
+                &self.cfg,
+                false,
+                clock.clone(),
+                &shutdown,
+            ));
+            let mut f = FollowUp::from_config(&self.cfg, false, escalator.clone(), clock, None);
+            f.proc_dir = self.tmp.path().join("proc");
+            f.pass().unwrap();
+            escalator.drain();
+        }
+
+        fn tasks(&self) -> Vec<Task> {
+            RegistryFile::new(&self.cfg.task_timers_file)
+                .load()
+                .unwrap()
+                .tasks
+        }
+
+        fn escalations_of(&self, severity: &str) -> usize {
+            std::fs::read_to_string(self.cfg.watchdog_dir.join("escalations.log"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|e| e["severity"] == severity)
+                .count()
+        }
+    }
+
+    #[test]
+    fn a_redispatch_that_cannot_spawn_counts_as_an_attempt_and_escalates() {
+        let b = Bench::new();
+        b.register(vec![b.task(
+            "task-1707",
+            2,
+            &["/nonexistent/dispatch.sh", "{task_id}"],
+        )]);
+        b.pass();
+        let tasks = b.tasks();
+        assert_eq!(tasks.len(), 2, "{tasks:#?}");
+        assert_eq!(tasks[0].status, TaskStatus::Retried);
+        assert_eq!(
+            (tasks[1].id.as_str(), tasks[1].retry_count, tasks[1].status),
+            ("task-1707.2", 1, TaskStatus::Pending)
+        );
+        assert_eq!(tasks[1].history[0].event, "spawn-failed");
+        assert_eq!(b.escalations_of("task-retry"), 1);
+        b.clock.advance(61.0);
+        b.pass();
+        b.clock.advance(61.0);
+        b.pass();
+        b.clock.advance(61.0);
+        b.pass();
+        let tasks = b.tasks();
+        let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["task-1707", "task-1707.2", "task-1707.3"]);
+        assert_eq!(tasks[2].status, TaskStatus::Exhausted);
+        assert_eq!(b.escalations_of("task-retry"), 2);
+        assert_eq!(b.escalations_of("task-exhausted"), 1);
+        assert!(
+            tasks.iter().all(|t| t.history.len() <= 3),
+            "history stays bounded: {tasks:#?}"
+        );
+    }
+
+    #[test]
+    fn a_task_id_too_long_for_a_file_name_in_the_registry_still_ends() {
+        let b = Bench::new();
+        let long = "t".repeat(5000);
+        b.register(vec![b.task(&long, 1, &["true"])]);
+        b.pass();
+        let tasks = b.tasks();
+        assert_eq!(tasks.len(), 2);
+        assert_eq!(tasks[1].id, format!("{long}.2"));
+        assert!(tasks[1].pid.is_some(), "spawned: {:?}", tasks[1].history);
+        let logs: Vec<_> = std::fs::read_dir(b.cfg.watchdog_dir.join("tasks"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(logs.len(), 1);
+        assert!(logs[0].len() < 64, "{logs:?}");
+        b.clock.advance(61.0);
+        b.pass();
+        assert_eq!(b.tasks()[1].status, TaskStatus::Exhausted);
+        assert_eq!(b.escalations_of("task-exhausted"), 1);
+    }
+
+    #[test]
+    fn a_task_id_that_names_another_directory_keeps_its_log_in_the_log_dir() {
+        let b = Bench::new();
+        b.register(vec![b.task("../../escaped", 1, &["true"])]);
+        b.pass();
+        assert!(b.tasks()[1].pid.is_some());
+        assert_eq!(
+            std::fs::read_dir(b.cfg.watchdog_dir.join("tasks"))
+                .unwrap()
+                .count(),
+            1
+        );
+        assert!(!b.cfg.watchdog_dir.join("../escaped.2.log").exists());
+    }
+
+    #[test]
+    fn a_duplicated_id_in_a_hand_edited_registry_is_not_redispatched_every_pass() {
+        let b = Bench::new();
+        b.register(vec![
+            b.task("task-2000", 2, &["true"]),
+            b.task("task-2000", 2, &["true"]),
+        ]);
+        b.pass();
+        b.pass();
+        b.pass();
+        let tasks = b.tasks();
+        assert_eq!(tasks.len(), 4, "{tasks:#?}");
+        assert_eq!(tasks[0].status, TaskStatus::Retried);
+        assert_eq!(tasks[1].status, TaskStatus::Retried);
+    }
 }

@@ -1,12 +1,49 @@
-//! The follow-up rules of SPEC §8 as pure functions: what to do with a due
-//! task, the next sub-numbered id, the argv template, the local day of the
-//! daily cap, and whether a command line names a task.
+//! The follow-up rules of SPEC §8 as pure functions: what a task id may be,
+//! what to do with a due task, the next sub-numbered id and its log file
+//! name, the argv template, the local day of the daily cap, and whether a
+//! command line names a task.
 //!
 //! Nothing here reads a file, the process table or the clock.
 
 use std::path::{Path, PathBuf};
 
+use crate::fleet::session::is_valid_id;
 use crate::tasks::registry::Task;
+use crate::tasks::sign::sha256_hex;
+
+/// The longest task id `task add` accepts (SPEC §11).
+pub const MAX_ID_CHARS: usize = 64;
+
+/// Why `id` cannot name a new task, or `None` if it can: at most
+/// [`MAX_ID_CHARS`] of letters, digits, `.`, `_` and `-`, starting with a
+/// letter or digit, no `..` (the id becomes part of file names).
+pub fn id_problem(id: &str) -> Option<String> {
+    if id.chars().count() > MAX_ID_CHARS {
+        Some(format!(
+            "is {} characters long; at most {MAX_ID_CHARS} are allowed",
+            id.chars().count()
+        ))
+    } else if !is_valid_id(id) {
+        Some(
+            "may hold only letters, digits, '.', '_' and '-', start with a letter or digit and contain no '..'"
+                .into(),
+        )
+    } else {
+        None
+    }
+}
+
+/// The name of a re-dispatch's output file in `watchdog/tasks/`: `<id>.log`,
+/// or, for an id that cannot be a file name (a hand-edited registry may hold
+/// any string), `task-<sha256 of the id, 16 hex>.log`.
+pub fn log_file_name(id: &str) -> String {
+    const ROOM: usize = 128;
+    if id.len() <= ROOM && is_valid_id(id) {
+        format!("{id}.log")
+    } else {
+        format!("task-{}.log", &sha256_hex(id.as_bytes())[..16])
+    }
+}
 
 /// What the pass observed about one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,6 +169,46 @@ mod tests {
             alive,
             sha_now: sha.map(str::to_owned),
         }
+    }
+
+    #[test]
+    fn a_task_id_longer_than_64_characters_is_refused() {
+        assert_eq!(id_problem(&"a".repeat(64)), None);
+        for long in ["a".repeat(65), "t".repeat(252), "x".repeat(5000)] {
+            let why = id_problem(&long).expect("refused");
+            assert!(why.contains("at most 64"), "{why}");
+        }
+    }
+
+    #[test]
+    fn a_task_id_outside_the_allowed_characters_is_refused() {
+        for ok in ["task-1707", "a.b_c-D9", "7"] {
+            assert_eq!(id_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "", "../evil", "a/b", "a b", "a..b", ".hidden", "-x", "tâche", "a\nb", "a\0b",
+        ] {
+            assert!(id_problem(bad).is_some(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn log_names_stay_inside_the_log_dir_and_short() {
+        assert_eq!(log_file_name("task-1707.2"), "task-1707.2.log");
+        for bad in [
+            "x".repeat(5000) + ".2",
+            "../../etc/passwd.2".into(),
+            "a/b.2".into(),
+            String::new(),
+        ] {
+            let name = log_file_name(&bad);
+            assert!(
+                name.starts_with("task-") && name.ends_with(".log"),
+                "{name}"
+            );
+            assert!(!name.contains('/') && name.len() < 64, "{name}");
+        }
+        assert_ne!(log_file_name("a/b"), log_file_name("a/c"));
     }
 
     #[test]
