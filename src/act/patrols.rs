@@ -54,7 +54,7 @@ impl Settings {
                 home: c.home.clone(),
                 root: c.root.clone(),
                 xdg_config_home: c.xdg_config_home.clone(),
-                proc_dir: "/proc".into(),
+                proc_dir: crate::sys::process_table::PROC_DIR.into(),
             },
         }
     }

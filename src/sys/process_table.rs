@@ -11,6 +11,9 @@
 
 use std::path::Path;
 
+/// Where Linux keeps the process table; the other platforms ignore it.
+pub const PROC_DIR: &str = "/proc";
+
 /// One process seen by [`processes`].
 #[derive(Debug, Clone)]
 pub struct Process {

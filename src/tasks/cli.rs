@@ -12,6 +12,7 @@ use crate::alert::escalate::Escalator;
 use crate::config::{parse_duration, Config};
 use crate::error::{Error, Result};
 use crate::sys::clock::{local_timestamp, Clock, SystemClock};
+use crate::sys::process_table::{self, PROC_DIR};
 use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
 use crate::tasks::registry::{RegistryFile, Task, TaskStatus};
@@ -244,6 +245,9 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
         parent_task: None,
         status: TaskStatus::Pending,
         pid: new.pid,
+        pid_started: new
+            .pid
+            .and_then(|p| process_table::start_time(Path::new(PROC_DIR), p)),
         match_: new.match_.unwrap_or_else(|| new.id.clone()),
         command: new.command,
         history: Vec::new(),

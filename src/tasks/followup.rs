@@ -25,7 +25,7 @@ use crate::error::Result;
 use crate::sys::clock::Clock;
 use crate::sys::fs::{read_bounded, read_text, warn_unreadable, SMALL_FILE_MAX, TASK_FILE_MAX};
 use crate::sys::process::{self, Cmd};
-use crate::sys::process_table::{self, pid_alive};
+use crate::sys::process_table::{self, pid_alive, PROC_DIR};
 use crate::tasks::registry::{Registry, RegistryFile, Task, TaskStatus};
 use crate::tasks::rules::{
     contains_word, day_of, decide, log_file_name, next_id, render, successor_path, Facts, Step,
@@ -81,14 +81,23 @@ impl FollowUp {
             cap: cfg.task_daily_redispatch_cap,
             logs_dir: cfg.watchdog_dir.join("tasks"),
             hmac_key_file: cfg.task_partial_hmac_key_file.clone(),
-            proc_dir: "/proc".into(),
+            proc_dir: PROC_DIR.into(),
         }
+    }
+
+    /// Whether `pid` is alive and, when its start time was recorded, still
+    /// the same process (a pid reused by another program is not the task).
+    fn pid_is_the_task(&self, pid: u32, started: Option<u64>) -> bool {
+        pid_alive(&self.proc_dir, pid)
+            && started.is_none_or(|s| process_table::start_time(&self.proc_dir, pid) == Some(s))
     }
 
     fn facts(&self, t: &Task) -> Facts {
         Facts {
             done: t.done_file.exists(),
-            alive: t.pid.is_some_and(|p| pid_alive(&self.proc_dir, p))
+            alive: t
+                .pid
+                .is_some_and(|p| self.pid_is_the_task(p, t.pid_started))
                 || command_line_running(&self.proc_dir, &t.match_),
             sha_now: file_sha256(&t.task_file),
         }
@@ -250,6 +259,7 @@ impl FollowUp {
             parent_task: Some(t.root().to_owned()),
             status: TaskStatus::Pending,
             pid: None,
+            pid_started: None,
             match_: new_id.clone(),
             history: Vec::new(),
             ..t.clone()
@@ -258,6 +268,7 @@ impl FollowUp {
             Ok(pid) => {
                 old.note(now, "retried", Some(format!("re-dispatched as {new_id}")));
                 child.pid = pid;
+                child.pid_started = pid.and_then(|p| process_table::start_time(&self.proc_dir, p));
                 child.note(
                     now,
                     "dispatched",
@@ -421,6 +432,7 @@ mod tests {
                 parent_task: None,
                 status: TaskStatus::Pending,
                 pid: None,
+                pid_started: None,
                 match_: id.into(),
                 command: command.iter().map(|w| w.to_string()).collect(),
                 history: Vec::new(),
@@ -562,5 +574,42 @@ mod tests {
         assert_eq!(tasks.len(), 4, "{tasks:#?}");
         assert_eq!(tasks[0].status, TaskStatus::Retried);
         assert_eq!(tasks[1].status, TaskStatus::Retried);
+    }
+
+    /// A process in the bench's fake `/proc` that started at `started`.
+    #[cfg(target_os = "linux")]
+    fn fake_process(b: &Bench, pid: u32, started: u64) {
+        let dir = b.tmp.path().join("proc").join(pid.to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("cmdline"), b"some-program\0").unwrap();
+        let fields: Vec<String> = (1..=18).map(|n| n.to_string()).collect();
+        let stat = format!("{pid} (prog) S {} {started} 20", fields.join(" "));
+        std::fs::write(dir.join("stat"), stat).unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_reused_pid_is_not_mistaken_for_the_task() {
+        let b = Bench::new();
+        let mut alive = b.task("t-alive", 2, &["true"]);
+        (alive.pid, alive.pid_started) = (Some(500), Some(1000));
+        let mut reused = b.task("t-reused", 2, &["true"]);
+        (reused.pid, reused.pid_started) = (Some(501), Some(1000));
+        fake_process(&b, 500, 1000);
+        fake_process(&b, 501, 2000);
+        b.register(vec![alive, reused]);
+        b.pass();
+        let tasks = b.tasks();
+        let status = |id: &str| tasks.iter().find(|t| t.id == id).map(|t| t.status);
+        assert_eq!(
+            status("t-alive"),
+            Some(TaskStatus::Pending),
+            "same start time: still running"
+        );
+        assert_eq!(
+            status("t-reused"),
+            Some(TaskStatus::Retried),
+            "another program holds the pid: the task died"
+        );
     }
 }

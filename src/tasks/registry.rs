@@ -76,6 +76,10 @@ pub struct Task {
     pub status: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// When `pid` started (platform ticks, see `sys::process_table`), so a
+    /// reused pid is not mistaken for the task's process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_started: Option<u64>,
     #[serde(rename = "match")]
     pub match_: String,
     pub command: Vec<String>,

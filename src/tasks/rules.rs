@@ -157,6 +157,7 @@ mod tests {
             parent_task: (retry > 0).then(|| "task-1707".into()),
             status: TaskStatus::Pending,
             pid: None,
+            pid_started: None,
             match_: "task-1707".into(),
             command: vec![],
             history: vec![],
