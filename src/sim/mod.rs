@@ -40,6 +40,7 @@
 mod args;
 mod commands;
 mod fault;
+mod file;
 mod list;
 mod lookup;
 mod reply;
@@ -53,8 +54,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+pub use file::{load, transact};
 use reply::Reply;
-pub use state::{load, transact, OnRemove, OnRestart, OnSend, OnStart, Session, State};
+pub use state::{OnRemove, OnRestart, OnSend, OnStart, Session, State};
 
 /// Env var naming the JSON state file; required.
 pub const STATE_ENV: &str = "FAKE_AGENT_DECK_STATE";
