@@ -20,7 +20,7 @@ use crate::config::{Config, Env};
 use crate::daemon;
 use crate::error::{Error, Result};
 use crate::records::audit::{read_lines, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
-use crate::sim::{self, SimSession, SimState};
+use crate::sim::{self, Session, State};
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
 
@@ -29,24 +29,26 @@ const BUSY: &str = "7c1d2e3f-1755891300";
 const HELD: &str = "9a8b7c6d-1755891400";
 const WORKER: &str = "a0b1c2d3-1755899999";
 const DEADLINE: Duration = Duration::from_secs(40);
+/// The argument that makes this program the simulated agent-deck.
+const SIM_COMMAND: &str = "__sim";
 
 fn err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::runtime(format!("demo: {what}: {e}"))
 }
 
-fn session(id: &str, title: &str, group: &str, status: &str, pane: &str) -> SimSession {
-    SimSession {
+fn session(id: &str, title: &str, group: &str, status: &str, pane: &str) -> Session {
+    Session {
         id: id.into(),
         title: title.into(),
         group: group.into(),
         profile: "default".into(),
-        status: status.into(),
-        pane: pane.into(),
-        ..SimSession::default()
+        status: Some(status.into()),
+        pane: Some(pane.into()),
+        ..Session::default()
     }
 }
 
-fn fleet() -> SimState {
+fn fleet() -> State {
     let mut busy = session(
         BUSY,
         "conductor-busy",
@@ -63,7 +65,7 @@ fn fleet() -> SimState {
     );
     let mut worker = session(WORKER, "worker-1", "srv", "error", "$ ");
     worker.parent_session_id = CRASHER.into();
-    SimState {
+    State {
         sessions: vec![
             session(
                 CRASHER,
@@ -76,6 +78,7 @@ fn fleet() -> SimState {
             held,
             worker,
         ],
+        ..State::default()
     }
 }
 
@@ -87,12 +90,14 @@ fn prepare(dir: &Path) -> Result<(Config, PathBuf, PathBuf)> {
     for d in [&hooks, &dir.join("home"), &dir.join("bin")] {
         std::fs::create_dir_all(d).map_err(|e| err("cannot create the demo directory", e))?;
     }
-    sim::update(&state, |s| *s = fleet())
+    sim::transact(&state, |s| *s = fleet())
         .map_err(|e| err("cannot write the simulated fleet", e))?;
     let wrapper = dir.join("bin/agent-deck");
     let script = format!(
-        "#!/bin/sh\nAGENT_DECK_SIM_STATE='{}' AGENT_DECK_SIM_LOG='{}' exec '{}' __sim \"$@\"\n",
+        "#!/bin/sh\n{}='{}' {}='{}' exec '{}' {SIM_COMMAND} \"$@\"\n",
+        sim::STATE_ENV,
         state.display(),
+        sim::LOG_ENV,
         calls.display(),
         exe.display()
     );
@@ -183,10 +188,10 @@ pub fn run() -> Result<()> {
         .map_err(|e| err("cannot start the daemon thread", e))?;
     let started = unix_now();
     std::thread::sleep(Duration::from_millis(1500));
-    sim::update(&state, |s| {
+    sim::transact(&state, |s| {
         if let Some(c) = s.sessions.iter_mut().find(|c| c.id == CRASHER) {
-            c.status = "error".into();
-            c.pane = "panic: connection reset by peer\n".into();
+            c.status = Some("error".into());
+            c.pane = Some("panic: connection reset by peer\n".into());
         }
     })
     .map_err(|e| err("cannot crash conductor-ops", e))?;

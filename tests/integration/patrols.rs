@@ -1,26 +1,19 @@
-//! Black-box tests of the patrols (SPEC §6) against the fake agent-deck.
-
-mod common;
-mod harness;
+//! Black-box tests of the patrols (SPEC §6) against the simulated agent-deck.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use common::wait_until;
-use harness::{assert_ok, conductor, Wd, CONDUCTOR};
 use serde_json::{json, Value};
+
+use crate::support::files::write_script;
+use crate::support::fixtures::{conductor, CONDUCTOR};
+use crate::support::wait_until;
+use crate::support::watchdog::{assert_ok, Wd};
 
 const TELEGRAM: &str = "plugin:telegram@claude-plugins-official";
 const KID: &str = "a0b1c2d3-1755899999";
-
-fn executable(path: &Path, text: &str) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
-}
 
 /// A conductor with the Telegram channel whose env file (found through
 /// agent-deck's config.toml) declares a TELEGRAM_STATE_DIR.
@@ -51,7 +44,7 @@ struct Poller(Child);
 impl Poller {
     fn start(dir: &Path, state_dir: &Path) -> Poller {
         let bun = dir.join("bun");
-        executable(&bun, "#!/bin/sh\nsleep 60\n");
+        write_script(&bun, "#!/bin/sh\nsleep 60\n");
         Poller(
             Command::new(&bun)
                 .args(["telegram", "start"])
@@ -87,9 +80,9 @@ fn deaf_conductor_is_restarted_once_within_the_dedup_window() {
     // Many more checks run; the dedup window (an hour) holds.
     wd.wait_for_more_ticks(12);
     assert_eq!(wd.restart_calls(), 1);
-    let rec: Vec<Value> = wd.restarts_with("poller-restart");
+    let rec = wd.restarts_with("poller-restart");
     assert_eq!(rec.len(), 1);
-    assert_eq!(rec[0]["id"], CONDUCTOR);
+    assert_eq!(rec[0].id, CONDUCTOR);
 }
 
 #[test]
@@ -106,7 +99,7 @@ fn live_poller_means_no_restart() {
 fn refused_poller_restart_is_not_a_success() {
     let wd = patrol_env(Wd::new());
     deaf_setup(&wd);
-    wd.fake
+    wd.sim
         .update_state(|s| s["sessions"][0]["on_restart"] = json!("skipped"));
     let d = wd.spawn(&[]);
     assert!(
@@ -114,7 +107,7 @@ fn refused_poller_restart_is_not_a_success() {
         "stderr:\n{}",
         d.stderr()
     );
-    let actions: Vec<Value> = wd.restarts().iter().map(|r| r["action"].clone()).collect();
+    let actions: Vec<String> = wd.restarts().into_iter().map(|r| r.action).collect();
     assert!(actions.iter().all(|a| a == "poller-refused"), "{actions:?}");
 }
 
@@ -141,14 +134,14 @@ fn frozen_waiting_child_is_nudged_once_and_others_never() {
     let d = wd.spawn(&[]);
     assert!(
         wait_until(Duration::from_secs(10), || !wd
-            .fake
+            .sim
             .calls_with(&["send", KID])
             .is_empty()),
         "stderr:\n{}",
         d.stderr()
     );
     wd.wait_for_more_ticks(15);
-    let sends = wd.fake.calls_with(&["session", "send"]);
+    let sends = wd.sim.calls_with(&["session", "send"]);
     assert_eq!(sends.len(), 1, "{sends:?}");
     assert_eq!(
         sends[0],
@@ -163,11 +156,10 @@ fn frozen_waiting_child_is_nudged_once_and_others_never() {
         ]
     );
     assert!(
-        wd.fake.calls_with(&["output", orphan]).is_empty(),
+        wd.sim.calls_with(&["output", orphan]).is_empty(),
         "a waiting session without a parent was sampled"
     );
-    let nudges: Vec<Value> = wd.restarts_with("nudge");
-    assert_eq!(nudges.len(), 1);
+    assert_eq!(wd.restarts_with("nudge").len(), 1);
 }
 
 #[test]
@@ -190,7 +182,7 @@ fn stale_cleanup_is_off_by_default_and_removes_once_when_on() {
     wd.sessions(fleet());
     let d = wd.spawn(&[]);
     wd.wait_for_more_ticks(10);
-    assert!(wd.fake.calls_with(&["remove"]).is_empty());
+    assert!(wd.sim.calls_with(&["remove"]).is_empty());
     drop(d);
     // On: the watcher and the one-off in group conductor go, once each; the
     // escalation-critical conductor stays.
@@ -199,7 +191,7 @@ fn stale_cleanup_is_off_by_default_and_removes_once_when_on() {
     let d = wd.spawn(&[]);
     assert!(
         wait_until(Duration::from_secs(10), || wd
-            .fake
+            .sim
             .calls_with(&["remove"])
             .len()
             >= 2),
@@ -207,7 +199,7 @@ fn stale_cleanup_is_off_by_default_and_removes_once_when_on() {
         d.stderr()
     );
     wd.wait_for_more_ticks(10);
-    let mut removes = wd.fake.calls_with(&["remove"]);
+    let mut removes = wd.sim.calls_with(&["remove"]);
     removes.sort();
     let remove = |id: &str| {
         vec![
@@ -223,17 +215,17 @@ fn stale_cleanup_is_off_by_default_and_removes_once_when_on() {
         .into_iter()
         .next()
         .unwrap();
-    assert!(rec["stuck_for_s"].as_f64().unwrap() >= 0.3);
+    assert!(rec.stuck_for_s.unwrap() >= 0.3);
     drop(d);
     // Never in dry-run.
     let wd = Wd::new().env("STALE_ERROR_CLEANUP_S", "0.3");
     wd.sessions(fleet());
     let _d = wd.spawn(&["--dry-run"]);
     wd.wait_for_more_ticks(10);
-    assert!(wd.fake.calls_with(&["remove"]).is_empty());
-    let rec: Vec<Value> = wd.restarts_with("stale-removed");
+    assert!(wd.sim.calls_with(&["remove"]).is_empty());
+    let rec = wd.restarts_with("stale-removed");
     assert_eq!(rec.len(), 2, "each dry-run decision is recorded once");
-    assert!(rec.iter().all(|r| r["dry_run"] == true));
+    assert!(rec.iter().all(|r| r.dry_run));
 }
 
 #[test]
@@ -248,10 +240,10 @@ fn tick_with_patrols_costs_one_plus_p_plus_one_sample_per_waiting_child() {
     ]);
     let out = wd.run(&["--once"]);
     assert_eq!(out.status.code(), Some(0));
-    let calls = wd.fake.calls();
+    let calls = wd.sim.calls();
     // list --all, -p default list, -p work list, one pane sample of the waiting child.
     assert_eq!(calls.len(), 4, "{calls:#?}");
-    assert_eq!(wd.fake.calls_with(&["output", KID, "--pane"]).len(), 1);
+    assert_eq!(wd.sim.calls_with(&["output", KID, "--pane"]).len(), 1);
 }
 
 #[test]
@@ -259,7 +251,7 @@ fn prompt_resume_runs_claude_once_then_starts_again() {
     let config_dir = "/srv/claude-personal";
     let bin = tempfile::tempdir().unwrap();
     let log = bin.path().join("claude.log");
-    executable(
+    write_script(
         &bin.path().join("claude"),
         &format!(
             "#!/bin/sh\necho \"$*|CLAUDE_CONFIG_DIR=$CLAUDE_CONFIG_DIR|TSD=${{TELEGRAM_STATE_DIR-unset}}\" >> '{}'\n",
@@ -267,7 +259,11 @@ fn prompt_resume_runs_claude_once_then_starts_again() {
         ),
     );
     let wd = Wd::new();
-    let path = format!("{}:{}", bin.path().display(), wd.fake.path_env());
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        wd.env_value("PATH").unwrap_or_default()
+    );
     let wd = wd
         .env("PATH", &path)
         .env("PROMPT_RESUME_PROFILES", &format!("personal={config_dir}"))
@@ -277,7 +273,7 @@ fn prompt_resume_runs_claude_once_then_starts_again() {
     c["on_restart"] = json!("no_effect");
     c["transcript"] = json!("... Deferred tool marker reached ...");
     c["claude_session_id"] = json!("5d0e9c1a-uuid");
-    wd.fake.set_state(&json!({"profiles_exist": true, "sessions": [c], "faults": {"start": {"mode": "exit1", "count": 1}}}));
+    wd.sim.set_state(&json!({"profiles_exist": true, "sessions": [c], "faults": {"start": {"mode": "exit1", "count": 1}}}));
     let out = wd.run(&["--once"]);
     assert_ok(&out);
     let claude = fs::read_to_string(&log).expect("claude never ran");
@@ -287,12 +283,8 @@ fn prompt_resume_runs_claude_once_then_starts_again() {
         claude.contains(&format!("CLAUDE_CONFIG_DIR={config_dir}")) && claude.contains("TSD=unset"),
         "{claude}"
     );
-    assert_eq!(wd.fake.calls_with(&["session", "start"]).len(), 2);
-    let actions: Vec<String> = wd
-        .restarts()
-        .iter()
-        .map(|r| r["action"].as_str().unwrap().to_owned())
-        .collect();
+    assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 2);
+    let actions: Vec<String> = wd.restarts().into_iter().map(|r| r.action).collect();
     assert_eq!(actions, ["restart", "prompt-resume-attempt", "restarted"]);
 }
 
@@ -300,7 +292,7 @@ fn prompt_resume_runs_claude_once_then_starts_again() {
 fn dry_run_patrols_decide_and_record_but_send_and_restart_nothing() {
     let wd = patrol_env(Wd::new());
     deaf_setup(&wd);
-    wd.fake.update_state(|s| {
+    wd.sim.update_state(|s| {
         s["sessions"]
             .as_array_mut()
             .unwrap()
@@ -317,8 +309,8 @@ fn dry_run_patrols_decide_and_record_but_send_and_restart_nothing() {
     );
     wd.wait_for_more_ticks(5);
     assert_eq!(wd.restart_calls(), 0);
-    assert!(wd.fake.calls_with(&["session", "send"]).is_empty());
+    assert!(wd.sim.calls_with(&["session", "send"]).is_empty());
     assert_eq!(wd.restarts_with("poller-restart").len(), 1);
     assert_eq!(wd.restarts_with("nudge").len(), 1);
-    assert!(wd.restarts().iter().all(|r| r["dry_run"] == true));
+    assert!(wd.restarts().iter().all(|r| r.dry_run));
 }

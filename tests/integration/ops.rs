@@ -1,9 +1,6 @@
 //! Black-box tests of operations (SPEC §7, §9): systemd notify, journald
 //! lines, `status`, `metrics.prom`, and the demo.
 
-mod common;
-mod harness;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -11,9 +8,11 @@ use std::os::unix::net::UnixDatagram;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::wait_until;
-use harness::{assert_ok, conductor, crash_looping, Wd, CONDUCTOR};
 use serde_json::Value;
+
+use crate::support::fixtures::{conductor, crash_looping, CONDUCTOR};
+use crate::support::watchdog::{assert_ok, Wd};
+use crate::support::{wait_until, BIN};
 
 #[test]
 fn systemd_gets_ready_watchdog_pings_and_stopping() {
@@ -192,9 +191,7 @@ fn metrics_parse_and_restart_counters_match_restart_log() {
         let m = parse_prometheus(&fs::read_to_string(&metrics).unwrap_or_default());
         let mut by_action: BTreeMap<String, f64> = BTreeMap::new();
         for r in wd.restarts() {
-            *by_action
-                .entry(r["action"].as_str().unwrap().to_owned())
-                .or_default() += 1.0;
+            *by_action.entry(r.action).or_default() += 1.0;
         }
         by_action.iter().all(|(a, n)| {
             m.get(&format!(
@@ -228,7 +225,7 @@ fn metrics_parse_and_restart_counters_match_restart_log() {
 
 #[test]
 fn demo_runs_on_a_fresh_machine_and_tells_the_story() {
-    let out = std::process::Command::new(harness::BIN)
+    let out = std::process::Command::new(BIN)
         .arg("demo")
         .env_clear()
         .env("PATH", "/usr/bin:/bin")

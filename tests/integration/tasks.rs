@@ -1,18 +1,16 @@
 //! Black-box tests of task follow-up (SPEC §8): `task add/list/show/cancel/
 //! check/sign`, and the follow-up pass run by `task check` and the daemon.
 
-mod common;
-mod harness;
-
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use common::wait_until;
-use harness::{assert_ok, Wd};
-use serde_json::Value;
+use agent_deck_watchdog::task_registry::Task;
+
+use crate::support::files::write_script;
+use crate::support::wait_until;
+use crate::support::watchdog::{assert_ok, Wd};
 
 /// A task setup: a task file and a command that appends its arguments to a
 /// file, so every dispatch can be counted and read back.
@@ -32,12 +30,10 @@ impl Setup {
         fs::write(&task_file, "Refactor the parser.\n").unwrap();
         let out = dir.join("dispatched.txt");
         let record = dir.join("record.sh");
-        fs::write(
+        write_script(
             &record,
-            format!("#!/bin/sh\necho \"$*\" >> '{}'\n", out.display()),
-        )
-        .unwrap();
-        fs::set_permissions(&record, fs::Permissions::from_mode(0o755)).unwrap();
+            &format!("#!/bin/sh\necho \"$*\" >> '{}'\n", out.display()),
+        );
         Setup {
             wd,
             dir,
@@ -92,18 +88,21 @@ impl Setup {
         );
     }
 
-    fn registry(&self) -> Vec<Value> {
+    fn registry(&self) -> Vec<Task> {
         let out = self.task(&["list", "--json"]);
         assert_ok(&out);
-        serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap()
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn task_entry(&self, id: &str) -> Task {
+        let reg = self.registry();
+        reg.into_iter()
+            .find(|t| t.id == id)
+            .unwrap_or_else(|| panic!("{id} is not registered"))
     }
 
     fn status(&self, id: &str) -> String {
-        self.registry()
-            .into_iter()
-            .find(|t| t["id"] == id)
-            .map(|t| t["status"].as_str().unwrap().to_owned())
-            .unwrap_or_default()
+        self.task_entry(id).status
     }
 
     /// Re-dispatch logs created: one per spawn, written before the spawn.
@@ -158,14 +157,10 @@ fn alive_process_waits_then_a_dead_one_is_redispatched_once_as_dot_2() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("task-1707.2"));
     s.wait_dispatched(1);
     assert_eq!(s.dispatched(), ["task-1707.2 task-1707 1 "]);
-    let reg = s.registry();
-    let child = reg
-        .iter()
-        .find(|t| t["id"] == "task-1707.2")
-        .expect("child registered");
-    assert_eq!(child["parent_task"], "task-1707");
-    assert_eq!(child["retry_count"], 1);
-    assert_eq!(child["status"], "pending");
+    let child = s.task_entry("task-1707.2");
+    assert_eq!(child.parent_task.as_deref(), Some("task-1707"));
+    assert_eq!(child.retry_count, 1);
+    assert_eq!(child.status, "pending");
     assert_eq!(s.status("task-1707"), "retried");
     assert!(s.wd.watchdog_dir().join("tasks/task-1707.2.log").exists());
     assert_eq!(
@@ -190,11 +185,7 @@ fn retries_run_dot_2_and_dot_3_then_exhausted() {
         s.dispatched(),
         ["task-2707.2 task-2707 1 ", "task-2707.3 task-2707 2 "]
     );
-    let ids: Vec<String> = s
-        .registry()
-        .iter()
-        .map(|t| t["id"].as_str().unwrap().to_owned())
-        .collect();
+    let ids: Vec<String> = s.registry().into_iter().map(|t| t.id).collect();
     assert_eq!(ids, ["task-2707", "task-2707.2", "task-2707.3"]);
     assert_eq!(s.status("task-2707.3"), "exhausted");
     assert_eq!(s.wd.escalations_of("task-exhausted"), 1);
@@ -227,19 +218,11 @@ fn daily_cap_allows_one_spawn_and_survives_a_daemon_restart() {
     assert_ok(&s.add("task-5003", &[]));
     assert_ok(&s.wd.run(&["--once"]));
     assert_eq!(s.spawn_logs(), 1, "the daily count was forgotten");
-    let capped = s
-        .registry()
-        .into_iter()
-        .find(|t| t["id"] == "task-5003")
-        .unwrap();
-    assert_eq!(capped["status"], "pending");
+    let capped = s.task_entry("task-5003");
+    assert_eq!(capped.status, "pending");
     assert!(
-        capped["history"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["event"] == "capped"),
-        "{capped}"
+        capped.history.iter().any(|e| e.event == "capped"),
+        "{capped:?}"
     );
     assert_eq!(
         s.wd.escalations_of("redispatch-cap"),
@@ -277,21 +260,13 @@ fn concurrent_adds_and_the_daemon_lose_nothing() {
     for c in &mut children {
         assert!(c.wait().unwrap().success());
     }
-    let before = s
-        .registry()
-        .into_iter()
-        .find(|t| t["id"] == "task-6000")
-        .unwrap()["next_check_at"]
-        .as_f64()
-        .unwrap();
+    let before = s.task_entry("task-6000").next_check_at;
     s.wd.wait_for_more_ticks(3);
     let reg = s.registry();
     assert_eq!(reg.len(), 17, "stderr:\n{}", d.stderr());
     assert_eq!(s.status("task-6000"), "pending");
     // The third writer: the daemon kept rewriting its follow-up time throughout.
-    let after = reg.iter().find(|t| t["id"] == "task-6000").unwrap()["next_check_at"]
-        .as_f64()
-        .unwrap();
+    let after = s.task_entry("task-6000").next_check_at;
     assert!(after > before, "the daemon's own rewrite was lost");
 }
 
@@ -303,13 +278,9 @@ fn dry_run_check_decides_but_spawns_and_writes_nothing() {
     assert_ok(&s.task(&["check", "--dry-run"]));
     assert_eq!(s.spawn_logs(), 0);
     assert_eq!(s.registry_bytes(), before);
-    let e: Vec<Value> =
-        s.wd.escalations()
-            .into_iter()
-            .filter(|e| e["severity"] == "task-retry")
-            .collect();
+    let e = s.wd.escalations_with("task-retry");
     assert_eq!(e.len(), 1);
-    assert_eq!(e[0]["dry_run"], true);
+    assert!(e[0].dry_run);
 }
 
 #[test]

@@ -1,14 +1,17 @@
-//! Pins tests/fake-agent-deck to the agent-deck CLI contract
+//! Pins the simulated agent-deck (`agent-deck-watchdog __sim`, run through
+//! its `agent-deck` wrapper) to the agent-deck CLI contract
 //! (/work/shared/agent-deck-contract.md), so the test double cannot drift.
-
-mod common;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::{session, wait_until, write_hook, Fake};
 use serde_json::{json, Value};
+
+use crate::support::files::write_hook;
+use crate::support::fixtures::session;
+use crate::support::sim::{Sim, LOG_ENV, STATE_ENV};
+use crate::support::wait_until;
 
 const ID_A: &str = "3f9c2a1b-1755891234";
 const ID_B: &str = "a0b1c2d3-1755899999";
@@ -50,8 +53,8 @@ fn raw_key_order(text: &str) -> Vec<String> {
 }
 
 /// Two profiles: a conductor in "default" and a worker in "work".
-fn fleet() -> Fake {
-    let fake = Fake::new();
+fn fleet() -> Sim {
+    let sim = Sim::new();
     let mut worker = session(ID_B, "worker-1", "srv", "waiting");
     worker["profile"] = json!("work");
     worker["parent_session_id"] = json!(ID_A);
@@ -59,15 +62,15 @@ fn fleet() -> Fake {
     worker["substate"] = json!("idle-at-empty-prompt");
     let mut cond = session(ID_A, "conductor-ops", "conductor", "error");
     cond["command"] = json!("claude");
-    fake.set_state(&json!({"profiles_exist": true, "sessions": [worker, cond]}));
-    fake
+    sim.set_state(&json!({"profiles_exist": true, "sessions": [worker, cond]}));
+    sim
 }
 
 #[test]
 fn list_all_has_profile_and_no_status_keys() {
-    let fake = fleet();
+    let sim = fleet();
     // -p is ignored by --all.
-    let out = fake.run(&["-p", "work", "list", "--all", "--json"]);
+    let out = sim.run(&["-p", "work", "list", "--all", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stdout(&out).starts_with("[\n  {\n    \"id\": "), "indent 2");
     let v = parse(&out);
@@ -113,8 +116,8 @@ fn list_all_has_profile_and_no_status_keys() {
 
 #[test]
 fn single_profile_list_has_status_and_extras() {
-    let fake = fleet();
-    let out = fake.run(&["-p", "work", "list", "--json"]);
+    let sim = fleet();
+    let out = sim.run(&["-p", "work", "list", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let v = parse(&out);
     let arr = v.as_array().expect("array");
@@ -129,7 +132,7 @@ fn single_profile_list_has_status_and_extras() {
     assert_eq!(e["profile"], "work");
 
     // No -p means profile "default"; empty substate/channels are omitted.
-    let out = fake.run(&["list", "--json"]);
+    let out = sim.run(&["list", "--json"]);
     let v = parse(&out);
     assert_eq!(v[0]["id"], ID_A);
     assert_eq!(v[0]["status"], "error");
@@ -139,20 +142,20 @@ fn single_profile_list_has_status_and_extras() {
 
 #[test]
 fn empty_list_edge_outputs() {
-    let fake = Fake::new();
+    let sim = Sim::new();
     // Profiles exist, no sessions: a marshalled nil slice.
-    let out = fake.run(&["list", "--all", "--json"]);
+    let out = sim.run(&["list", "--all", "--json"]);
     assert_eq!((code(&out), stdout(&out).as_str()), (0, "null\n"));
 
-    fake.set_state(&json!({"profiles_exist": false, "sessions": []}));
-    let out = fake.run(&["list", "--all", "--json"]);
+    sim.set_state(&json!({"profiles_exist": false, "sessions": []}));
+    let out = sim.run(&["list", "--all", "--json"]);
     assert_eq!(
         (code(&out), stdout(&out).as_str()),
         (0, "No profiles found.\n")
     );
 
-    let fake = fleet();
-    let out = fake.run(&["-p", "x", "list", "--json"]);
+    let sim = fleet();
+    let out = sim.run(&["-p", "x", "list", "--json"]);
     assert_eq!(
         (code(&out), stdout(&out).as_str()),
         (0, "No sessions found in profile 'x'.\n")
@@ -161,8 +164,8 @@ fn empty_list_edge_outputs() {
 
 #[test]
 fn show_sorted_keys_and_profile_echo() {
-    let fake = fleet();
-    let out = fake.run(&["session", "show", ID_A, "--json"]);
+    let sim = fleet();
+    let out = sim.run(&["session", "show", ID_A, "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
     let order = raw_key_order(&text);
@@ -198,7 +201,7 @@ fn show_sorted_keys_and_profile_echo() {
     assert!(v.get("auth_hold").is_none());
     assert!(v.get("is_conductor").is_none());
 
-    let out = fake.run(&["-p", "work", "session", "show", ID_B, "--json"]);
+    let out = sim.run(&["-p", "work", "session", "show", ID_B, "--json"]);
     let v = parse(&out);
     assert_eq!(v["profile"], "work");
     assert_eq!(v["substate"], "idle-at-empty-prompt");
@@ -206,18 +209,18 @@ fn show_sorted_keys_and_profile_echo() {
     assert_eq!(v["parent_session_id"], ID_A);
 
     // --profile=NAME form, and a prefix of 6 characters.
-    let out = fake.run(&["--profile=work", "session", "show", "a0b1c2", "--json"]);
+    let out = sim.run(&["--profile=work", "session", "show", "a0b1c2", "--json"]);
     assert_eq!(parse(&out)["id"], ID_B);
 }
 
 #[test]
 fn show_maps_unknown_status_and_carries_auth_hold() {
-    let fake = Fake::new();
+    let sim = Sim::new();
     let mut s = session(ID_A, "conductor-ops", "conductor", "starting");
     s["auth_hold"] = json!({"reason": "auth_death", "remedy": "log in again",
         "evidence": "API Error: 401", "boot_attempts": 1, "ts": 1755891300});
-    fake.set_state(&json!({"sessions": [s]}));
-    let v = parse(&fake.run(&["session", "show", ID_A, "--json"]));
+    sim.set_state(&json!({"sessions": [s]}));
+    let v = parse(&sim.run(&["session", "show", ID_A, "--json"]));
     assert_eq!(v["status"], "unknown", "starting prints as unknown");
     assert_eq!(v["auth_hold"]["reason"], "auth_death");
     assert_eq!(v["auth_hold"]["boot_attempts"], 1);
@@ -225,8 +228,8 @@ fn show_maps_unknown_status_and_carries_auth_hold() {
 
 #[test]
 fn profile_flag_after_subcommand_is_a_flag_error() {
-    let fake = fleet();
-    let out = fake.run(&["session", "show", "-p", "work", ID_B, "--json"]);
+    let sim = fleet();
+    let out = sim.run(&["session", "show", "-p", "work", ID_B, "--json"]);
     assert_eq!(code(&out), 2);
     assert!(stdout(&out).is_empty());
     assert!(stderr(&out).contains("flag provided but not defined: -p"));
@@ -234,8 +237,8 @@ fn profile_flag_after_subcommand_is_a_flag_error() {
 
 #[test]
 fn not_found_exits_2_with_json_error_on_stdout() {
-    let fake = fleet();
-    let out = fake.run(&["session", "show", "nosuch-id", "--json"]);
+    let sim = fleet();
+    let out = sim.run(&["session", "show", "nosuch-id", "--json"]);
     assert_eq!(code(&out), 2);
     assert_eq!(stderr(&out), "", "--json errors leave stderr empty");
     let v = parse(&out);
@@ -245,18 +248,18 @@ fn not_found_exits_2_with_json_error_on_stdout() {
     );
 
     // Human mode: error on stderr, stdout empty.
-    let out = fake.run(&["session", "show", "nosuch-id"]);
+    let out = sim.run(&["session", "show", "nosuch-id"]);
     assert_eq!(code(&out), 2);
     assert_eq!(stdout(&out), "");
     assert_eq!(stderr(&out), "Error: session 'nosuch-id' not found\n");
 
     // The worker lives in "work", so the default profile does not see it.
-    let out = fake.run(&["session", "restart", ID_B, "--json"]);
+    let out = sim.run(&["session", "restart", ID_B, "--json"]);
     assert_eq!(code(&out), 2);
     // A nonexistent -p profile is created, not refused: still NOT_FOUND.
-    let out = fake.run(&["-p", "nosuch", "session", "output", ID_A, "--pane", "-q"]);
+    let out = sim.run(&["-p", "nosuch", "session", "output", ID_A, "--pane", "-q"]);
     assert_eq!(code(&out), 2);
-    let out = fake.run(&["-p", "work", "remove", ID_A]);
+    let out = sim.run(&["-p", "work", "remove", ID_A]);
     assert_eq!(code(&out), 2);
     assert!(
         stderr(&out).ends_with("(profile 'work')\n"),
@@ -267,33 +270,33 @@ fn not_found_exits_2_with_json_error_on_stdout() {
 
 #[test]
 fn lookup_title_first_then_prefix_then_ambiguous() {
-    let fake = Fake::new();
+    let sim = Sim::new();
     // A title that is also a prefix of another session's id: the title wins.
-    fake.set_state(&json!({"sessions": [
+    sim.set_state(&json!({"sessions": [
         session(ID_A, "alpha", "", "idle"),
         session(ID_C, "3f9c2a1b", "", "idle"),
         session("bbbbbbbb-1755890001", "dup", "", "idle"),
         session("cccccccc-1755890002", "dup", "", "idle"),
     ]}));
-    let v = parse(&fake.run(&["session", "show", "3f9c2a1b", "--json"]));
+    let v = parse(&sim.run(&["session", "show", "3f9c2a1b", "--json"]));
     assert_eq!(v["id"], ID_C);
     // Two ids share the 6-char prefix 3f9c2a.
-    let out = fake.run(&["session", "show", "3f9c2a", "--json"]);
+    let out = sim.run(&["session", "show", "3f9c2a", "--json"]);
     assert_eq!(code(&out), 1);
     assert_eq!(parse(&out)["code"], "AMBIGUOUS");
     // Duplicate titles are ambiguous too.
-    let out = fake.run(&["session", "show", "dup", "--json"]);
+    let out = sim.run(&["session", "show", "dup", "--json"]);
     assert_eq!(code(&out), 1);
     // Prefixes shorter than 6 characters never match.
-    let out = fake.run(&["session", "show", "bbbbb", "--json"]);
+    let out = sim.run(&["session", "show", "bbbbb", "--json"]);
     assert_eq!(code(&out), 2);
-    let v = parse(&fake.run(&["session", "show", "bbbbbb", "--json"]));
+    let v = parse(&sim.run(&["session", "show", "bbbbbb", "--json"]));
     assert_eq!(v["title"], "dup");
 }
 
 #[test]
 fn restart_outcomes() {
-    let fake = Fake::new();
+    let sim = Sim::new();
     let mut skip = session(ID_A, "conductor-ops", "conductor", "running");
     skip["on_restart"] = json!("skipped");
     let mut ok = session(ID_B, "worker-1", "srv", "error");
@@ -301,9 +304,9 @@ fn restart_outcomes() {
     ok["pane"] = json!("old pane");
     let mut fail = session(ID_C, "worker-2", "srv", "error");
     fail["on_restart"] = json!("fail");
-    fake.set_state(&json!({"sessions": [skip, ok, fail]}));
+    sim.set_state(&json!({"sessions": [skip, ok, fail]}));
 
-    let out = fake.run(&["session", "restart", ID_A, "--json"]);
+    let out = sim.run(&["session", "restart", ID_A, "--json"]);
     assert_eq!(code(&out), 0, "a refusal exits 0");
     let v = parse(&out);
     assert_eq!(v["skipped"], true);
@@ -311,64 +314,64 @@ fn restart_outcomes() {
     assert_eq!(keys(&v), ["id", "reason", "skipped", "success", "title"]);
     assert!(v["reason"].as_str().unwrap().contains("freshness window"));
 
-    let out = fake.run(&["session", "restart", ID_B, "--json"]);
+    let out = sim.run(&["session", "restart", ID_B, "--json"]);
     assert_eq!(code(&out), 0);
     assert_eq!(
         parse(&out),
         json!({"id": ID_B, "success": true, "title": "worker-1"})
     );
-    let st = fake.session_state(ID_B).unwrap();
+    let st = sim.session_state(ID_B).unwrap();
     assert_eq!(st["status"], "running");
     assert_eq!(st["substate"], "");
     assert_ne!(st["pane"], "old pane");
 
-    let out = fake.run(&["session", "restart", ID_C, "--json"]);
+    let out = sim.run(&["session", "restart", ID_C, "--json"]);
     assert_eq!(code(&out), 1);
     assert_eq!(stderr(&out), "");
     let v = parse(&out);
     assert_eq!(v["code"], "INVALID_OPERATION");
     assert_eq!(v["error"], "failed to restart session: simulated");
-    assert_eq!(fake.session_state(ID_C).unwrap()["status"], "error");
+    assert_eq!(sim.session_state(ID_C).unwrap()["status"], "error");
 
     // Human mode of a refusal.
-    let out = fake.run(&["session", "restart", "conductor-ops"]);
+    let out = sim.run(&["session", "restart", "conductor-ops"]);
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).starts_with("✓ Skipped restart of conductor-ops: "));
 }
 
 #[test]
 fn restart_no_effect_and_auth_hold_guard() {
-    let fake = Fake::new();
+    let sim = Sim::new();
     let mut held = session(ID_A, "conductor-ops", "conductor", "error");
     held["auth_hold"] = json!({"reason": "auth_death", "remedy": "log in again",
         "evidence": "401", "boot_attempts": 2, "ts": 1755891300});
     let mut inert = session(ID_B, "worker-1", "srv", "error");
     inert["on_restart"] = json!("no_effect");
-    fake.set_state(&json!({"sessions": [held, inert]}));
+    sim.set_state(&json!({"sessions": [held, inert]}));
 
-    let v = parse(&fake.run(&["session", "restart", ID_A, "--json"]));
+    let v = parse(&sim.run(&["session", "restart", ID_A, "--json"]));
     assert_eq!(v["skipped"], true);
     assert_eq!(v["reason"], "log in again (use --force to restart anyway)");
-    assert_eq!(fake.session_state(ID_A).unwrap()["status"], "error");
+    assert_eq!(sim.session_state(ID_A).unwrap()["status"], "error");
     // --force bypasses the guard.
-    let v = parse(&fake.run(&["session", "restart", ID_A, "--json", "--force"]));
+    let v = parse(&sim.run(&["session", "restart", ID_A, "--json", "--force"]));
     assert!(v.get("skipped").is_none());
-    assert_eq!(fake.session_state(ID_A).unwrap()["status"], "running");
+    assert_eq!(sim.session_state(ID_A).unwrap()["status"], "running");
 
-    let out = fake.run(&["session", "restart", ID_B, "--json"]);
+    let out = sim.run(&["session", "restart", ID_B, "--json"]);
     assert_eq!(parse(&out)["success"], true);
-    assert_eq!(fake.session_state(ID_B).unwrap()["status"], "error");
+    assert_eq!(sim.session_state(ID_B).unwrap()["status"], "error");
 }
 
 #[test]
 fn start_outcomes() {
-    let fake = Fake::new();
+    let sim = Sim::new();
     let mut busy = session(ID_A, "conductor-ops", "conductor", "error");
     busy["on_start"] = json!("already_running");
     let dead = session(ID_B, "worker-1", "srv", "stopped");
-    fake.set_state(&json!({"sessions": [busy, dead]}));
+    sim.set_state(&json!({"sessions": [busy, dead]}));
 
-    let out = fake.run(&["session", "start", ID_A]);
+    let out = sim.run(&["session", "start", ID_A]);
     assert_eq!(code(&out), 1);
     assert_eq!(stdout(&out), "");
     assert_eq!(
@@ -376,17 +379,17 @@ fn start_outcomes() {
         "Error: session 'conductor-ops' is already running\n"
     );
 
-    let out = fake.run(&["session", "start", ID_B]);
+    let out = sim.run(&["session", "start", ID_B]);
     assert_eq!(code(&out), 0);
     assert_eq!(stdout(&out), "✓ Started session: worker-1\n");
-    assert_eq!(fake.session_state(ID_B).unwrap()["status"], "running");
+    assert_eq!(sim.session_state(ID_B).unwrap()["status"], "running");
 }
 
 #[test]
 fn send_records_message_and_parses_flags_like_go() {
-    let fake = Fake::new();
-    fake.set_state(&json!({"sessions": [session(ID_A, "conductor-ops", "conductor", "waiting")]}));
-    let out = fake.run(&[
+    let sim = Sim::new();
+    sim.set_state(&json!({"sessions": [session(ID_A, "conductor-ops", "conductor", "waiting")]}));
+    let out = sim.run(&[
         "session",
         "send",
         ID_A,
@@ -397,35 +400,35 @@ fn send_records_message_and_parses_flags_like_go() {
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "", "-q prints nothing");
-    let out = fake.run(&["session", "send", ID_A, "hello", "--json"]);
+    let out = sim.run(&["session", "send", ID_A, "hello", "--json"]);
     let v = parse(&out);
     assert_eq!(v["delivery"], "submitted");
     assert_eq!(v["message"], "hello");
     assert_eq!(
-        fake.session_state(ID_A).unwrap()["sent"],
+        sim.session_state(ID_A).unwrap()["sent"],
         json!(["report status?", "hello"])
     );
     // session send has -q but no --quiet; a word starting with '-' is a flag.
     assert_eq!(
-        code(&fake.run(&["session", "send", ID_A, "hi", "--quiet"])),
+        code(&sim.run(&["session", "send", ID_A, "hi", "--quiet"])),
         2
     );
-    assert_eq!(code(&fake.run(&["session", "send", ID_A, "-1", "left"])), 2);
+    assert_eq!(code(&sim.run(&["session", "send", ID_A, "-1", "left"])), 2);
 }
 
 #[test]
 fn pane_moving_samples_differ_and_transcript_path() {
-    let fake = Fake::new();
+    let sim = Sim::new();
     let mut s = session(ID_A, "conductor-ops", "conductor", "waiting");
     s["pane"] = json!("prompt >");
     s["pane_moving"] = json!(true);
     s["transcript"] = json!("last answer");
     let mut gone = session(ID_B, "worker-1", "srv", "error");
     gone["pane"] = Value::Null;
-    fake.set_state(&json!({"sessions": [s, gone]}));
+    sim.set_state(&json!({"sessions": [s, gone]}));
 
-    let a = fake.run(&["session", "output", ID_A, "--pane", "-q"]);
-    let b = fake.run(&["session", "output", ID_A, "--pane", "-q"]);
+    let a = sim.run(&["session", "output", ID_A, "--pane", "-q"]);
+    let b = sim.run(&["session", "output", ID_A, "--pane", "-q"]);
     assert_eq!((code(&a), code(&b)), (0, 0));
     assert!(stdout(&a).starts_with("prompt >\n"));
     assert!(stdout(&a).ends_with('\n'));
@@ -435,68 +438,67 @@ fn pane_moving_samples_differ_and_transcript_path() {
         "a moving pane changes between samples"
     );
 
-    let out = fake.run(&["session", "output", ID_A, "-quiet"]);
+    let out = sim.run(&["session", "output", ID_A, "-quiet"]);
     assert_eq!(stdout(&out), "last answer\n");
 
-    let out = fake.run(&["session", "output", ID_B, "--pane", "-q"]);
+    let out = sim.run(&["session", "output", ID_B, "--pane", "-q"]);
     assert_eq!(code(&out), 1);
     assert_eq!(stderr(&out), "Error: failed to capture pane\n");
 }
 
 #[test]
 fn remove_deletes_the_session() {
-    let fake = fleet();
-    let out = fake.run(&["-p", "work", "remove", ID_B]);
+    let sim = fleet();
+    let out = sim.run(&["-p", "work", "remove", ID_B]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
         "✓ Removed session: worker-1 (from profile 'work')\n"
     );
-    assert!(fake.session_state(ID_B).is_none());
-    assert!(fake.session_state(ID_A).is_some());
+    assert!(sim.session_state(ID_B).is_none());
+    assert!(sim.session_state(ID_A).is_some());
 }
 
 #[test]
 fn call_log_has_one_line_per_call() {
-    let fake = fleet();
-    assert!(fake.calls().is_empty(), "missing log means no calls");
-    fake.run(&["list", "--all", "--json"]);
-    fake.run(&["session", "show", ID_A, "--json"]);
-    fake.run(&["bogus"]);
-    let calls = fake.calls();
+    let sim = fleet();
+    assert!(sim.calls().is_empty(), "missing log means no calls");
+    sim.run(&["list", "--all", "--json"]);
+    sim.run(&["session", "show", ID_A, "--json"]);
+    sim.run(&["bogus"]);
+    let calls = sim.calls();
     assert_eq!(calls.len(), 3);
     assert_eq!(calls[0], ["list", "--all", "--json"]);
     assert_eq!(calls[1], ["session", "show", ID_A, "--json"]);
     assert_eq!(calls[2], ["bogus"]);
-    let raw = std::fs::read_to_string(&fake.log).unwrap();
-    let first: Value = serde_json::from_str(raw.lines().next().unwrap()).unwrap();
-    assert!(first["ts"].as_f64().unwrap() > 1.0e9);
-    assert!(first["pid"].as_u64().unwrap() > 0);
+    let first = &sim.call_log()[0];
+    assert!(first.ts > 1.0e9);
+    assert!(first.pid > 0);
 }
 
 #[test]
 fn hang_fault_sleeps_then_answers_and_counts_down() {
-    let fake = fleet();
-    fake.update_state(|s| {
+    let sim = fleet();
+    sim.update_state(|s| {
         s["faults"] = json!({"show": {"mode": "hang", "seconds": 0.2, "count": 1}});
     });
     let t0 = Instant::now();
-    let out = fake.run(&["session", "show", ID_A, "--json"]);
+    let out = sim.run(&["session", "show", ID_A, "--json"]);
     assert!(t0.elapsed() >= Duration::from_millis(200));
     assert_eq!(code(&out), 0);
     assert_eq!(parse(&out)["id"], ID_A);
     assert!(
-        fake.state()["faults"].get("show").is_none(),
+        sim.state()["faults"].get("show").is_none(),
         "count exhausted"
     );
     // The call was logged at its start, not after the hang.
-    assert_eq!(fake.calls().len(), 1);
+    assert_eq!(sim.calls().len(), 1);
 }
 
 #[test]
 fn output_faults() {
-    let fake = fleet();
-    fake.update_state(|s| {
+    let sim = fleet();
+    sim.update_state(|s| {
         s["faults"] = json!({
             "list_all": {"mode": "garbage"},
             "list": {"mode": "null"},
@@ -505,46 +507,46 @@ fn output_faults() {
             "output_pane": {"mode": "crash"},
         });
     });
-    let out = fake.run(&["list", "--all", "--json"]);
+    let out = sim.run(&["list", "--all", "--json"]);
     assert_eq!(
         (code(&out), stdout(&out).as_str()),
         (0, "{\"id\": \"oops\n")
     );
     assert!(serde_json::from_str::<Value>(&stdout(&out)).is_err());
-    let out = fake.run(&["list", "--json"]);
+    let out = sim.run(&["list", "--json"]);
     assert_eq!((code(&out), stdout(&out).as_str()), (0, "null\n"));
-    let out = fake.run(&["session", "start", ID_A]);
+    let out = sim.run(&["session", "start", ID_A]);
     assert_eq!((code(&out), stdout(&out).as_str()), (0, ""));
 
-    let out = fake.run(&["session", "restart", ID_A, "--json"]);
+    let out = sim.run(&["session", "restart", ID_A, "--json"]);
     assert_eq!(code(&out), 1);
     assert_eq!(parse(&out)["error"], "simulated failure");
-    let out = fake.run(&["session", "restart", ID_A]);
+    let out = sim.run(&["session", "restart", ID_A]);
     assert_eq!(code(&out), 1);
     assert_eq!(stderr(&out), "Error: simulated failure\n");
     // Count of 2 used up: the next restart is real.
-    let out = fake.run(&["session", "restart", ID_A, "--json"]);
+    let out = sim.run(&["session", "restart", ID_A, "--json"]);
     assert_eq!(code(&out), 0);
 
-    let out = fake.run(&["session", "output", ID_A, "--pane", "-q"]);
+    let out = sim.run(&["session", "output", ID_A, "--pane", "-q"]);
     assert_eq!(out.status.signal(), Some(9), "crash is SIGKILL");
 }
 
 #[test]
 fn unknown_commands_and_flags() {
-    let fake = fleet();
-    let out = fake.run(&["frobnicate"]);
+    let sim = fleet();
+    let out = sim.run(&["frobnicate"]);
     assert_eq!(code(&out), 1);
     assert_eq!(stderr(&out), "Error: unknown command\n");
-    assert_eq!(code(&fake.run(&["session", "frob", ID_A])), 1);
-    assert_eq!(code(&fake.run(&["list", "--all", "--json", "--bogus"])), 2);
+    assert_eq!(code(&sim.run(&["session", "frob", ID_A])), 1);
+    assert_eq!(code(&sim.run(&["list", "--all", "--json", "--bogus"])), 2);
     // Flags after positionals are fine (normalizeArgs).
-    assert_eq!(code(&fake.run(&["session", "show", ID_A, "-quiet"])), 0);
+    assert_eq!(code(&sim.run(&["session", "show", ID_A, "-quiet"])), 0);
 
-    let out = Command::new(&fake.bin)
+    let out = Command::new(&sim.bin)
         .args(["list", "--all", "--json"])
-        .env_remove("FAKE_AGENT_DECK_STATE")
-        .env_remove("FAKE_AGENT_DECK_LOG")
+        .env_remove(STATE_ENV)
+        .env_remove(LOG_ENV)
         .output()
         .unwrap();
     assert_eq!(code(&out), 1);
@@ -553,18 +555,18 @@ fn unknown_commands_and_flags() {
 
 #[test]
 fn delay_sleeps_outside_the_lock() {
-    let fake = fleet();
-    fake.update_state(|s| s["delay_s"] = json!({"show": 1.0}));
-    let mut slow = Command::new(&fake.bin)
+    let sim = fleet();
+    sim.update_state(|s| s["delay_s"] = json!({"show": 1.0}));
+    let mut slow = Command::new(&sim.bin)
         .args(["session", "show", ID_A, "--json"])
-        .envs(fake.envs())
+        .envs(sim.envs())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // The slow call logs itself at its start, before the delay.
-    assert!(wait_until(Duration::from_secs(3), || fake.calls().len() == 1));
+    assert!(wait_until(Duration::from_secs(3), || sim.calls().len() == 1));
     // A second call is not blocked by the sleeping one.
-    let out = fake.run(&["list", "--json"]);
+    let out = sim.run(&["list", "--json"]);
     assert_eq!(code(&out), 0);
     assert!(
         slow.try_wait().unwrap().is_none(),
@@ -576,8 +578,8 @@ fn delay_sleeps_outside_the_lock() {
 
 #[test]
 fn hook_writer_and_wait_until() {
-    let fake = Fake::new();
-    let dir = fake.dir.path().join("hooks");
+    let sim = Sim::new();
+    let dir = sim.dir.path().join("hooks");
     std::fs::create_dir(&dir).unwrap();
     write_hook(&dir, ID_A, "waiting");
     let names: Vec<String> = std::fs::read_dir(&dir)

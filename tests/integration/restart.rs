@@ -1,15 +1,15 @@
-//! Black-box tests of auto-restart: the built binary against the fake
+//! Black-box tests of auto-restart: the built binary against the simulated
 //! agent-deck, one promise of SPEC §4–§5 per test.
-
-mod common;
-mod harness;
 
 use std::fs;
 use std::time::{Duration, Instant};
 
-use common::{wait_until, write_hook};
-use harness::{assert_ok, auth_held, conductor, crash_looping, fake_processes, Wd, CONDUCTOR};
 use serde_json::json;
+
+use crate::support::files::write_hook;
+use crate::support::fixtures::{auth_held, conductor, crash_looping, CONDUCTOR};
+use crate::support::wait_until;
+use crate::support::watchdog::{assert_ok, Wd};
 
 const SECS_10: Duration = Duration::from_secs(10);
 
@@ -19,7 +19,7 @@ fn id_with_hyphen_reaches_restart_through_inotify_within_a_second() {
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
     let mut d = wd.spawn(&[]);
     wd.wait_until_quiet();
-    wd.fake
+    wd.sim
         .update_state(|s| s["sessions"][0]["status"] = json!("error"));
     let written = Instant::now();
     write_hook(&wd.hooks, CONDUCTOR, "dead");
@@ -30,7 +30,7 @@ fn id_with_hyphen_reaches_restart_through_inotify_within_a_second() {
     );
     let took = written.elapsed();
     assert!(took < Duration::from_secs(1), "restart took {took:?}");
-    let call = &wd.fake.calls_with(&["session", "restart"])[0];
+    let call = &wd.sim.calls_with(&["session", "restart"])[0];
     assert_eq!(
         call,
         &["-p", "default", "session", "restart", CONDUCTOR, "--json"]
@@ -47,7 +47,7 @@ fn hooks_dir_created_after_start_and_recreated_while_running() {
     wd.wait_for_first_tick();
     fs::create_dir(&wd.hooks).unwrap();
     // The watcher re-arms on its own; keep writing until a hook is seen.
-    let shows = || wd.fake.calls_with(&["session", "show", CONDUCTOR]).len();
+    let shows = || wd.sim.calls_with(&["session", "show", CONDUCTOR]).len();
     assert!(
         wait_until(SECS_10, || {
             write_hook(&wd.hooks, CONDUCTOR, "dead");
@@ -80,7 +80,7 @@ fn sandbox_hook_triggers_but_generation_and_dot_files_do_not() {
     ]);
     let d = wd.spawn(&[]);
     wd.wait_until_quiet();
-    let shows = |id: &str| wd.fake.calls_with(&["session", "show", id]).len();
+    let shows = |id: &str| wd.sim.calls_with(&["session", "show", id]).len();
     // Ignored names.
     fs::write(wd.hooks.join(format!("{CONDUCTOR}.generation.json")), "{}").unwrap();
     fs::write(wd.hooks.join(format!(".{CONDUCTOR}.json")), "{}").unwrap();
@@ -119,7 +119,7 @@ fn hook_flood_keeps_the_daemon_up_and_memory_flat() {
         write_hook(&wd.hooks, &format!("{:08x}-1755890000", i), "running");
     }
     let flood_took = flood_started.elapsed();
-    wd.fake
+    wd.sim
         .update_state(|s| s["sessions"][0]["status"] = json!("error"));
     write_hook(&wd.hooks, CONDUCTOR, "dead");
     assert!(
@@ -139,7 +139,7 @@ fn hook_flood_keeps_the_daemon_up_and_memory_flat() {
     );
     // Unknown ids refresh the session list, and overflow rescans poll, each at
     // most about once a second: about two calls a second of flood.
-    let lists = wd.fake.calls_with(&["list", "--all"]).len();
+    let lists = wd.sim.calls_with(&["list", "--all"]).len();
     let secs = flood_took.as_secs_f64().ceil() as usize + 2;
     eprintln!(
         "flood of {:.1}s: {lists} list --all calls",
@@ -162,7 +162,7 @@ fn non_critical_and_stopped_sessions_are_never_restarted() {
     let out = wd.run(&["--once"]);
     assert_ok(&out);
     assert_eq!(wd.restart_calls(), 0);
-    assert!(wd.fake.calls_with(&["session", "start"]).is_empty());
+    assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
 }
 
 #[test]
@@ -180,7 +180,7 @@ fn marker_opt_in_restarts_a_worker_and_traversal_ids_never_touch_the_filesystem(
     fs::write(wd.watchdog_dir().join("escape"), "").unwrap();
     let out = wd.run(&["--once"]);
     assert_ok(&out);
-    let restarts = wd.fake.calls_with(&["session", "restart"]);
+    let restarts = wd.sim.calls_with(&["session", "restart"]);
     assert_eq!(restarts.len(), 1);
     assert!(restarts[0].contains(&worker.to_string()));
 }
@@ -196,25 +196,24 @@ fn exactly_rate_limit_max_restarts_then_one_rate_limit_escalation() {
     wd.wait_for_more_ticks(5);
     assert_eq!(wd.restart_calls(), 3);
     assert_eq!(wd.escalations_of("rate-limit"), 1);
-    let held: Vec<_> = wd.restarts_with("skipped");
+    let held = wd.restarts_with("skipped");
     assert_eq!(
         held.len(),
         1,
         "a held session is recorded once, not every tick: {held:?}"
     );
-    assert_eq!(held[0]["reason"], "budget_spent");
+    assert_eq!(held[0].reason.as_deref(), Some("budget_spent"));
     // Two failures in a row escalate restart-failed; "already running" is a failure.
     assert_eq!(wd.escalations_of("restart-failed"), 1);
     let failed = wd.restarts_with("restart-failed").len();
     assert_eq!(failed, 3);
-    let e = &wd
-        .escalations()
-        .into_iter()
-        .find(|e| e["severity"] == "rate-limit")
-        .unwrap();
-    assert_eq!(e["sid"], CONDUCTOR);
-    assert!(e["message"].as_str().unwrap().contains("keeps crashing"));
-    assert!(e["ts"].is_f64());
+    let e = &wd.escalations_with("rate-limit")[0];
+    assert_eq!(e.sid.as_deref(), Some(CONDUCTOR));
+    assert!(e.message.contains("keeps crashing"));
+    let raw = fs::read_to_string(wd.watchdog_dir().join("escalations.log")).unwrap();
+    let ts = raw.split("\"ts\":").nth(1).unwrap();
+    let ts = &ts[..ts.find([',', '}']).unwrap()];
+    assert!(ts.contains('.'), "ts is written as a float: {ts}");
 }
 
 #[test]
@@ -239,16 +238,16 @@ fn moving_pane_is_left_alone_and_keeps_its_budget() {
         "skips must not spend the budget"
     );
     let rec = wd.liveness_with("pane_active").into_iter().next().unwrap();
-    assert_eq!(rec["decision"], "skip");
-    assert_eq!(rec["pane"]["changed"], true);
-    assert_eq!(rec["pane"]["first"].as_str().unwrap().len(), 16);
+    assert_eq!(rec.decision, "skip");
+    assert!(rec.pane.changed);
+    assert_eq!(rec.pane.first.len(), 16);
     let text = fs::read_to_string(wd.watchdog_dir().join("liveness.log")).unwrap();
     assert!(
         !text.contains("frozen pane") && !text.contains("tick "),
         "pane text leaked into liveness.log"
     );
     // The pane stops moving: the one slot is still there.
-    wd.fake
+    wd.sim
         .update_state(|s| s["sessions"][0]["pane_moving"] = json!(false));
     assert!(
         wait_until(SECS_10, || wd.restart_calls() == 1),
@@ -274,7 +273,7 @@ fn auth_hold_is_not_restarted_and_escalates_once() {
     assert_eq!(wd.restart_calls(), 0);
     assert_eq!(wd.escalations_of("auth-hold"), 1);
     let rec = wd.liveness_with("auth_hold").into_iter().next().unwrap();
-    assert_eq!(rec["auth_hold_reason"], "auth_death");
+    assert_eq!(rec.auth_hold_reason.as_deref(), Some("auth_death"));
     for f in ["liveness.log", "restart.log", "escalations.log"] {
         let text = fs::read_to_string(wd.watchdog_dir().join(f)).unwrap_or_default();
         assert!(
@@ -294,10 +293,10 @@ fn cli_refusal_is_recorded_and_never_falls_back_to_start() {
     let out = wd.run(&["--once"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(wd.restart_calls(), 1);
-    assert!(wd.fake.calls_with(&["session", "start"]).is_empty());
-    let refused: Vec<_> = wd.restarts_with("cli-refused");
+    assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
+    let refused = wd.restarts_with("cli-refused");
     assert_eq!(refused.len(), 1);
-    assert!(refused[0]["reason"].as_str().unwrap().contains("freshness"));
+    assert!(refused[0].reason.as_deref().unwrap().contains("freshness"));
 }
 
 #[test]
@@ -306,23 +305,19 @@ fn successful_restart_is_recorded_and_sends_the_continuity_message() {
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
     let out = wd.run(&["--once"]);
     assert_ok(&out);
-    let actions: Vec<_> = wd
-        .restarts()
-        .iter()
-        .map(|r| r["action"].as_str().unwrap().to_owned())
-        .collect();
+    let actions: Vec<String> = wd.restarts().into_iter().map(|r| r.action).collect();
     assert_eq!(actions, ["restart", "restarted"]);
     let r = &wd.restarts()[1];
     assert_eq!(
-        (r["id"].as_str(), r["title"].as_str(), r["profile"].as_str()),
-        (Some(CONDUCTOR), Some("conductor-ops"), Some("default"))
+        (r.id.as_str(), r.title.as_str(), r.profile.as_str()),
+        (CONDUCTOR, "conductor-ops", "default")
     );
-    assert_eq!(r["dry_run"], false);
+    assert!(!r.dry_run);
     let sends = wd
-        .fake
+        .sim
         .calls_with(&["session", "send", CONDUCTOR, "--no-wait"]);
     assert_eq!(sends.len(), 1, "{sends:?}");
-    let sent = wd.fake.session_state(CONDUCTOR).unwrap()["sent"].clone();
+    let sent = wd.sim.session_state(CONDUCTOR).unwrap()["sent"].clone();
     assert!(!sent[0].as_str().unwrap().contains("{timestamp}"), "{sent}");
     assert!(
         sent[0]
@@ -331,9 +326,12 @@ fn successful_restart_is_recorded_and_sends_the_continuity_message() {
             .contains("restarted automatically"),
         "{sent}"
     );
-    assert_eq!(wd.liveness()[0]["decision"], "restart");
-    assert_eq!(wd.liveness()[0]["reason"], "confirmed_dead");
-    assert_eq!(wd.liveness()[0]["reads"].as_array().unwrap().len(), 2);
+    let live = &wd.liveness()[0];
+    assert_eq!(
+        (live.decision.as_str(), live.reason.as_str()),
+        ("restart", "confirmed_dead")
+    );
+    assert_eq!(live.reads.len(), 2);
 }
 
 #[test]
@@ -357,18 +355,18 @@ fn rate_limited_boot_backs_off_and_gives_the_slot_back() {
     assert_eq!(wd.escalations_of("rate-limit"), 0);
     assert_eq!(wd.escalations_of("restart-failed"), 0);
     let rec = wd.restarts_with("rate-limited").into_iter().next().unwrap();
-    assert_eq!(rec["backoff_s"], 0.5);
+    assert_eq!(rec.backoff_s, Some(0.5));
 }
 
 #[test]
 fn once_dry_run_makes_no_mutating_call_and_runs_no_escalate_sh() {
     let wd = Wd::new().env("RATE_LIMIT_MAX", "1");
-    let out_file = wd.escalate_script();
+    let out_file = wd.escalate_script("");
     let held = auth_held("b1b2c3d4-1755890000", "conductor-held");
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error"), held]);
     let out = wd.run(&["--once", "--dry-run"]);
     assert_ok(&out);
-    for argv in wd.fake.calls() {
+    for argv in wd.sim.calls() {
         let mutating = ["restart", "start", "send", "remove"]
             .iter()
             .any(|m| argv.contains(&m.to_string()));
@@ -377,8 +375,7 @@ fn once_dry_run_makes_no_mutating_call_and_runs_no_escalate_sh() {
     assert!(!out_file.exists(), "escalate.sh ran in dry-run");
     let recs = wd.restarts();
     assert!(
-        recs.iter()
-            .any(|r| r["action"] == "restart" && r["dry_run"] == true),
+        recs.iter().any(|r| r.action == "restart" && r.dry_run),
         "{recs:?}"
     );
     assert_eq!(
@@ -391,17 +388,14 @@ fn once_dry_run_makes_no_mutating_call_and_runs_no_escalate_sh() {
 #[test]
 fn escalate_sh_runs_with_severity_and_message_and_no_secrets() {
     let wd = Wd::new().env("TELEGRAM_BOT_TOKEN", "123:SECRET-BOT-TOKEN");
-    let out_file = wd.escalate_script();
     // A hook that hands its work to a background job must not lose it.
-    let script = wd.watchdog_dir().join("escalate.sh");
     let late = wd.home.path().join("late.out");
-    let mut text = fs::read_to_string(&script).unwrap();
-    text.push_str(&format!(
+    let out = wd.home.path().join("escalate.out");
+    let out_file = wd.escalate_script(&format!(
         "echo \"token=$TELEGRAM_BOT_TOKEN\" >> '{out}'\n(sleep 0.3; echo late > '{late}') &\n",
-        out = out_file.display(),
+        out = out.display(),
         late = late.display()
     ));
-    fs::write(&script, text).unwrap();
     let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
     c["auth_hold"] = json!({"reason": "auth_banner_live", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
     wd.sessions(vec![c]);
@@ -439,7 +433,7 @@ fn healthy_tick_costs_one_call_plus_one_per_profile() {
     wd.sessions(sessions);
     let out = wd.run(&["--once"]);
     assert_eq!(out.status.code(), Some(0));
-    let calls = wd.fake.calls();
+    let calls = wd.sim.calls();
     assert_eq!(calls.len(), 3, "{calls:?}");
     assert_eq!(calls[0], ["list", "--all", "--json"]);
     assert!(calls[1..]
@@ -460,7 +454,7 @@ fn missing_hanging_garbage_and_null_cli_are_survived() {
 
     for mode in ["garbage", "null", "empty", "exit1", "crash"] {
         let wd = Wd::new();
-        wd.fake.set_state(&json!({"profiles_exist": true, "sessions": [conductor(CONDUCTOR, "conductor-ops", "error")],
+        wd.sim.set_state(&json!({"profiles_exist": true, "sessions": [conductor(CONDUCTOR, "conductor-ops", "error")],
                                   "faults": {"list_all": {"mode": mode}, "list": {"mode": mode}}}));
         let out = wd.run(&["--once"]);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -470,7 +464,7 @@ fn missing_hanging_garbage_and_null_cli_are_survived() {
     }
 
     let wd = Wd::new().env("SUBPROCESS_TIMEOUT_S", "0.5");
-    wd.fake.set_state(&json!({"profiles_exist": true, "sessions": [conductor(CONDUCTOR, "conductor-ops", "error")],
+    wd.sim.set_state(&json!({"profiles_exist": true, "sessions": [conductor(CONDUCTOR, "conductor-ops", "error")],
                               "faults": {"list_all": {"mode": "hang", "seconds": 60}}}));
     let start = Instant::now();
     let out = wd.run(&["--once"]);
@@ -482,8 +476,7 @@ fn missing_hanging_garbage_and_null_cli_are_survived() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("timed out"));
     assert!(
-        wait_until(Duration::from_secs(3), || fake_processes(&wd.fake)
-            .is_empty()),
+        wait_until(Duration::from_secs(3), || wd.sim.processes().is_empty()),
         "a hung agent-deck outlived its timeout"
     );
 }
@@ -494,7 +487,7 @@ fn a_hook_saying_running_or_waiting_costs_no_cli_call() {
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
     let d = wd.spawn(&[]);
     wd.wait_until_quiet();
-    let shows = || wd.fake.calls_with(&["session", "show", CONDUCTOR]).len();
+    let shows = || wd.sim.calls_with(&["session", "show", CONDUCTOR]).len();
     for status in ["running", "waiting", "running"] {
         write_hook(&wd.hooks, CONDUCTOR, status);
         wd.wait_until_quiet();
@@ -519,17 +512,13 @@ fn empty_continuity_message_sends_nothing() {
     let out = wd.run(&["--once"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(wd.restarts_with("restarted").len(), 1);
-    assert!(wd.fake.calls_with(&["session", "send"]).is_empty());
+    assert!(wd.sim.calls_with(&["session", "send"]).is_empty());
 }
 
 #[test]
 fn a_hanging_escalate_sh_is_killed_and_reaped() {
     let wd = Wd::new().env("SUBPROCESS_TIMEOUT_S", "0.5");
-    let out_file = wd.escalate_script();
-    let script = wd.watchdog_dir().join("escalate.sh");
-    let mut text = fs::read_to_string(&script).unwrap();
-    text.push_str("exec sleep 60 # escalate-hang-marker\n");
-    fs::write(&script, text).unwrap();
+    let out_file = wd.escalate_script("exec sleep 60 # escalate-hang-marker\n");
     let c = auth_held(CONDUCTOR, "conductor-ops");
     wd.sessions(vec![c]);
     let start = Instant::now();
@@ -553,14 +542,14 @@ fn the_cli_json_error_message_reaches_the_record() {
     assert_ok(&wd.run(&["--once"]));
     let failed = wd.restarts_with("restart-failed");
     assert_eq!(failed.len(), 1);
-    // The fake prints it as {"code","error","success":false} on stdout, stderr empty.
-    let reason = failed[0]["reason"].as_str().unwrap();
+    // The simulator prints it as {"code","error","success":false} on stdout, stderr empty.
+    let reason = failed[0].reason.as_deref().unwrap_or_default();
     assert!(
         reason.contains("exited 1: failed to restart session: simulated"),
         "{reason}"
     );
     assert!(
-        wd.fake.calls_with(&["session", "start"]).is_empty(),
+        wd.sim.calls_with(&["session", "start"]).is_empty(),
         "a refused restart call is no reason to start"
     );
 }

@@ -1,14 +1,13 @@
 //! Black-box tests of the command line, the exit codes, the instance lock and
 //! signal handling.
 
-mod common;
-mod harness;
-
 use std::time::Duration;
 
-use common::wait_until;
-use harness::{conductor, fake_processes, Wd, CONDUCTOR};
 use serde_json::json;
+
+use crate::support::fixtures::{conductor, CONDUCTOR};
+use crate::support::wait_until;
+use crate::support::watchdog::Wd;
 
 #[test]
 fn help_and_version_exit_zero() {
@@ -45,7 +44,7 @@ fn bad_setting_is_exit_2_naming_variable_and_value() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(k) && err.contains(v), "{err}");
         assert!(
-            wd.fake.calls().is_empty(),
+            wd.sim.calls().is_empty(),
             "a bad setting still ran agent-deck"
         );
     }
@@ -105,7 +104,7 @@ fn sigterm_stops_within_two_seconds_during_a_serialization_wait() {
     assert!(took < Duration::from_secs(2), "took {took:?} to stop");
     assert_eq!(wd.restart_calls(), 1);
     assert!(
-        fake_processes(&wd.fake).is_empty(),
+        wd.sim.processes().is_empty(),
         "an agent-deck child outlived the daemon"
     );
 }
@@ -113,20 +112,19 @@ fn sigterm_stops_within_two_seconds_during_a_serialization_wait() {
 #[test]
 fn sigterm_kills_a_hanging_cli_call() {
     let wd = Wd::new().env("SUBPROCESS_TIMEOUT_S", "60");
-    wd.fake
+    wd.sim
         .set_state(&json!({"profiles_exist": true, "sessions": [],
                               "faults": {"list_all": {"mode": "hang", "seconds": 60}}}));
     let mut d = wd.spawn(&[]);
-    assert!(wait_until(Duration::from_secs(10), || !fake_processes(
-        &wd.fake
-    )
-    .is_empty()));
+    assert!(wait_until(Duration::from_secs(10), || !wd
+        .sim
+        .processes()
+        .is_empty()));
     let (code, took) = d.signal_and_wait(libc::SIGINT, Duration::from_secs(5));
     assert_eq!(code, Some(0));
     assert!(took < Duration::from_secs(2), "took {took:?} to stop");
     assert!(
-        wait_until(Duration::from_secs(2), || fake_processes(&wd.fake)
-            .is_empty()),
+        wait_until(Duration::from_secs(2), || wd.sim.processes().is_empty()),
         "the hanging agent-deck outlived the daemon"
     );
 }

@@ -2,32 +2,24 @@
 //! circuit breaker, one alert per episode, state that survives the
 //! watchdog's own restart, and Telegram.
 
-mod common;
-mod harness;
-
 use std::fs;
 use std::time::Duration;
 
-use common::wait_until;
-use harness::{
-    all_files_text, assert_ok, auth_held, conductor, crash_looping, read_json_lines, TelegramStub,
-    Wd, CONDUCTOR,
-};
 use serde_json::{json, Value};
 
+use crate::support::files::all_files_text;
+use crate::support::fixtures::{auth_held, conductor, crash_looping, CONDUCTOR};
+use crate::support::telegram::TelegramStub;
+use crate::support::wait_until;
+use crate::support::watchdog::{assert_ok, Wd};
+
+/// When the simulator logged each call whose argv has all of `words`.
 fn call_times(wd: &Wd, words: &[&str]) -> Vec<f64> {
-    read_json_lines(&wd.fake.log)
+    wd.sim
+        .call_log()
         .into_iter()
-        .filter(|c| {
-            let argv: Vec<&str> = c["argv"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a.as_str().unwrap())
-                .collect();
-            words.iter().all(|w| argv.contains(w))
-        })
-        .map(|c| c["ts"].as_f64().unwrap())
+        .filter(|c| words.iter().all(|w| c.argv.iter().any(|a| a == w)))
+        .map(|c| c.ts)
         .collect()
 }
 
@@ -59,7 +51,7 @@ fn cascade_alerts_once_settles_then_revives_one_at_a_time() {
         .env("CASCADE_THRESHOLD", "5")
         .env("CASCADE_WINDOW_S", "0.1");
     wd.sessions(six_conductors(|_| {}));
-    wd.fake
+    wd.sim
         .update_state(|s| s["delay_s"] = json!({"restart": 0.2}));
     let d = wd.spawn(&[]);
     assert!(
@@ -68,20 +60,14 @@ fn cascade_alerts_once_settles_then_revives_one_at_a_time() {
         d.stderr()
     );
     assert_eq!(wd.escalations_of("cascade-detected"), 1);
-    let detected = wd
-        .escalations()
-        .iter()
-        .find(|e| e["severity"] == "cascade-detected")
-        .unwrap()["ts"]
-        .as_f64()
-        .unwrap();
+    let detected = wd.escalations_with("cascade-detected")[0].ts;
     let restarts = call_times(&wd, &["session", "restart"]);
     assert!(
         restarts[0] >= detected + 1.0,
         "first restart {:.2}s after the alert",
         restarts[0] - detected
     );
-    // Each restart call takes 0.2 s in the fake: starts at least that far apart never overlap.
+    // Each restart call takes 0.2 s in the simulator: starts at least that far apart never overlap.
     for pair in restarts.windows(2) {
         assert!(
             pair[1] - pair[0] >= 0.2,
@@ -121,15 +107,9 @@ fn three_rate_limited_boots_open_the_breaker_once() {
     wd.sessions(sessions);
     let d = wd.spawn(&[]);
     wd.wait_for_escalations(&d, "circuit-breaker", 1);
-    let opened = wd
-        .escalations()
-        .iter()
-        .find(|e| e["severity"] == "circuit-breaker")
-        .unwrap()["ts"]
-        .as_f64()
-        .unwrap();
+    let opened = wd.escalations_with("circuit-breaker")[0].ts;
     // Now a fourth conductor crashes: no restart may run until the breaker closes.
-    wd.fake
+    wd.sim
         .update_state(|s| s["sessions"][3]["status"] = json!("error"));
     assert!(
         wait_until(Duration::from_secs(20), || !call_times(
@@ -255,10 +235,10 @@ fn telegram_gets_conductor_alerts_only_and_never_sees_the_token_leak() {
     let sent: Vec<_> = wd
         .escalations()
         .into_iter()
-        .filter(|e| e["telegram"] == true)
+        .filter(|e| e.telegram)
         .collect();
     assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0]["sid"], CONDUCTOR);
+    assert_eq!(sent[0].sid.as_deref(), Some(CONDUCTOR));
     assert!(!d.stderr().contains("SECRET-BOT-TOKEN"), "token in stderr");
     for (path, text) in all_files_text(&wd.watchdog_dir()) {
         assert!(

@@ -1,0 +1,230 @@
+//! The simulated CLI's command line, parsed the way agent-deck's Go code does.
+//!
+//! The global `-p NAME`, `-p=NAME`, `--profile NAME` and `--profile=NAME` count
+//! only before the first subcommand token. Each subcommand's flags follow Go
+//! `flag.ExitOnError` after `normalizeArgs`: flags may sit anywhere, `-x`
+//! and `--x` are the same, a word starting with `-` is a flag, and a bad or
+//! unknown flag is exit 2 with the usage on stderr (contract §0).
+
+use std::collections::HashMap;
+
+use super::reply::Reply;
+
+/// The commands the simulator answers; also the keys of `faults` and `delay_s`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    ListAll,
+    List,
+    Show,
+    Restart,
+    Start,
+    Send,
+    OutputPane,
+    Output,
+    Remove,
+}
+
+impl Kind {
+    /// The name `faults` and `delay_s` use for this command.
+    pub fn key(self) -> &'static str {
+        match self {
+            Kind::ListAll => "list_all",
+            Kind::List => "list",
+            Kind::Show => "show",
+            Kind::Restart => "restart",
+            Kind::Start => "start",
+            Kind::Send => "send",
+            Kind::OutputPane => "output_pane",
+            Kind::Output => "output",
+            Kind::Remove => "remove",
+        }
+    }
+}
+
+/// One parsed invocation.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub kind: Kind,
+    /// Boolean flags as given (`--json=false` is recorded as false).
+    bools: HashMap<&'static str, bool>,
+    /// Every `--env K=V` of `session restart`.
+    pub env: Vec<String>,
+    pub pos: Vec<String>,
+    /// The `-p` argument as given, "" when none.
+    pub profile_arg: String,
+    /// The profile the call works in: `-p`, else `AGENTDECK_PROFILE`, else "default".
+    pub profile: String,
+}
+
+impl Call {
+    pub fn on(&self, flag: &str) -> bool {
+        self.bools.get(flag).copied().unwrap_or(false)
+    }
+
+    pub fn quiet(&self) -> bool {
+        self.on("quiet") || self.on("q")
+    }
+}
+
+/// What a flag takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Takes {
+    /// Nothing, or `=true`/`=false`.
+    Bool,
+    /// A value, and the flag may repeat.
+    Values,
+}
+
+use Takes::{Bool, Values};
+
+/// The flags a subcommand defines.
+fn spec(sub: &str) -> &'static [(&'static str, Takes)] {
+    match sub {
+        "list" => &[("json", Bool), ("quiet", Bool), ("q", Bool), ("all", Bool)],
+        "restart" => &[
+            ("json", Bool),
+            ("quiet", Bool),
+            ("q", Bool),
+            ("force", Bool),
+            ("all", Bool),
+            ("env", Values),
+        ],
+        // `session send` has -q but no --quiet (contract §3).
+        "send" => &[("json", Bool), ("q", Bool), ("no-wait", Bool)],
+        "output" => &[
+            ("json", Bool),
+            ("quiet", Bool),
+            ("q", Bool),
+            ("copy", Bool),
+            ("pane", Bool),
+        ],
+        _ => &[("json", Bool), ("quiet", Bool), ("q", Bool)],
+    }
+}
+
+const SESSION_SUBCOMMANDS: [&str; 5] = ["show", "restart", "start", "send", "output"];
+
+/// Parses `args`; `env_profile` is `AGENTDECK_PROFILE` ("" when unset).
+pub fn parse(args: &[String], env_profile: &str) -> Result<Call, Reply> {
+    let (profile_arg, rest) = global_profile(args)?;
+    let unknown = || Reply::err(1, "Error: unknown command\n".into());
+    let (sub, name, tail) = match rest {
+        [first, tail @ ..] if first == "list" || first == "remove" => {
+            (first.as_str(), first.clone(), tail)
+        }
+        [first, sub, tail @ ..]
+            if first == "session" && SESSION_SUBCOMMANDS.contains(&sub.as_str()) =>
+        {
+            (sub.as_str(), format!("session {sub}"), tail)
+        }
+        _ => return Err(unknown()),
+    };
+    let (bools, env, pos) = parse_flags(&name, tail, spec(sub))?;
+    let flag = |n: &str| bools.get(n).copied().unwrap_or(false);
+    let kind = match sub {
+        "list" if flag("all") => Kind::ListAll,
+        "list" => Kind::List,
+        "show" => Kind::Show,
+        "restart" => Kind::Restart,
+        "start" => Kind::Start,
+        "send" => Kind::Send,
+        "output" if flag("pane") => Kind::OutputPane,
+        "output" => Kind::Output,
+        _ => Kind::Remove,
+    };
+    let profile = [profile_arg.as_str(), env_profile]
+        .into_iter()
+        .find(|p| !p.is_empty())
+        .unwrap_or("default")
+        .to_owned();
+    Ok(Call {
+        kind,
+        bools,
+        env,
+        pos,
+        profile_arg,
+        profile,
+    })
+}
+
+/// The global profile flags before the first subcommand token.
+fn global_profile(args: &[String]) -> Result<(String, &[String]), Reply> {
+    let (mut profile, mut rest) = (String::new(), args);
+    loop {
+        match rest {
+            [flag, name, tail @ ..] if flag == "-p" || flag == "--profile" => {
+                (profile, rest) = (name.clone(), tail);
+            }
+            [flag] if flag == "-p" || flag == "--profile" => {
+                let msg = format!("Error: {flag} requires a profile name\n");
+                return Err(Reply::err(1, msg));
+            }
+            [arg, tail @ ..] => match arg
+                .strip_prefix("-p=")
+                .or_else(|| arg.strip_prefix("--profile="))
+            {
+                Some(name) => (profile, rest) = (name.to_owned(), tail),
+                None => return Ok((profile, rest)),
+            },
+            [] => return Ok((profile, rest)),
+        }
+    }
+}
+
+type Flags = (HashMap<&'static str, bool>, Vec<String>, Vec<String>);
+
+/// Go's flag parsing: boolean flags, repeatable value flags, positionals.
+fn parse_flags(
+    name: &str,
+    args: &[String],
+    spec: &[(&'static str, Takes)],
+) -> Result<Flags, Reply> {
+    let usage = format!("Usage: agent-deck {name} [options]\n");
+    let bad = |msg: String| Reply::err(2, format!("{msg}\n{usage}"));
+    let (mut bools, mut values, mut pos) = (HashMap::new(), Vec::new(), Vec::new());
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        if arg == "--" {
+            pos.extend(it.by_ref().cloned());
+            break;
+        }
+        if !arg.starts_with('-') || arg == "-" {
+            pos.push(arg.clone());
+            continue;
+        }
+        let body = arg.strip_prefix("--").unwrap_or(&arg[1..]);
+        if body.is_empty() || body.starts_with('-') || body.starts_with('=') {
+            return Err(bad(format!("bad flag syntax: {arg}")));
+        }
+        let (key, value) = match body.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (body, None),
+        };
+        if key == "h" || key == "help" {
+            return Err(Reply::err(0, usage.clone()));
+        }
+        let Some(&(key, takes)) = spec.iter().find(|(k, _)| *k == key) else {
+            return Err(bad(format!("flag provided but not defined: -{key}")));
+        };
+        if takes == Values {
+            let v = value
+                .map(str::to_owned)
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| bad(format!("flag needs an argument: -{key}")))?;
+            values.push(v);
+            continue;
+        }
+        let on = match value.map(str::to_ascii_lowercase).as_deref() {
+            None | Some("1" | "t" | "true") => true,
+            Some("0" | "f" | "false") => false,
+            Some(_) => {
+                let v = value.unwrap_or_default();
+                return Err(bad(format!(
+                    "invalid boolean value \"{v}\" for -{key}: parse error"
+                )));
+            }
+        };
+        bools.insert(key, on);
+    }
+    Ok((bools, values, pos))
+}

@@ -1,0 +1,138 @@
+//! Faults and delays the state file injects into simulated calls.
+//!
+//! `faults.<kind>` makes the next calls of that kind misbehave: print
+//! garbage, `null` or nothing, hang, fail with exit 1, or die by SIGKILL;
+//! with a `count` it wears off after that many calls. `delay_s.<kind>` makes
+//! every call of that kind sleep first. Both are read leniently, as a
+//! dynamically typed program would: a value of the wrong type is zero or is
+//! ignored, never an error. The sleeping happens without the state lock.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::reply::{Out, Reply};
+use super::state::State;
+
+/// What a fault does once its `delay` has passed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// Exit 0 with truncated JSON on stdout.
+    Garbage,
+    /// Exit 0 with `null`.
+    Null,
+    /// Exit 0 with nothing.
+    Empty,
+    /// Sleep this many seconds, then answer normally (unless killed first).
+    Hang(f64),
+    /// Exit 1 with `simulated failure`.
+    Exit1,
+    /// SIGKILL to itself.
+    Crash,
+    /// An unknown mode: only the delay applies.
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fault {
+    pub mode: Mode,
+    pub delay: f64,
+}
+
+/// Takes the fault for `kind`, using up one of its `count`; a count already
+/// at zero (or not a number) removes the fault without applying it.
+pub fn take(state: &mut State, kind: &str) -> Option<Fault> {
+    let faults = state.faults.as_mut()?.as_object_mut()?;
+    let fault = faults.get(kind)?.as_object()?.clone();
+    if let Some(count) = fault.get("count") {
+        let left = int(count);
+        if left <= 1 {
+            faults.remove(kind);
+        } else if let Some(f) = faults.get_mut(kind).and_then(Value::as_object_mut) {
+            f.insert("count".into(), Value::from(left - 1));
+        }
+        if left <= 0 {
+            return None;
+        }
+    }
+    let mode = match fault.get("mode").and_then(Value::as_str) {
+        Some("garbage") => Mode::Garbage,
+        Some("null") => Mode::Null,
+        Some("empty") => Mode::Empty,
+        Some("hang") => Mode::Hang(match fault.get("seconds") {
+            None | Some(Value::Null) => 3600.0,
+            Some(v) => float(v),
+        }),
+        Some("exit1") => Mode::Exit1,
+        Some("crash") => Mode::Crash,
+        _ => Mode::Other,
+    };
+    let delay = fault.get("delay").map_or(0.0, float);
+    Some(Fault { mode, delay })
+}
+
+/// Seconds every call of `kind` sleeps before it runs.
+pub fn delay(state: &State, kind: &str) -> f64 {
+    state
+        .delay_s
+        .as_ref()
+        .and_then(|d| d.get(kind))
+        .map_or(0.0, float)
+}
+
+/// Sleeps as the fault says, then either ends the call (Some) or lets it
+/// run normally (None). `json` is whether the call asked for `--json`.
+pub fn apply(fault: &Fault, json: bool, flush: impl FnOnce()) -> Option<Reply> {
+    sleep(fault.delay);
+    match fault.mode {
+        Mode::Garbage => Some(Reply::out(0, "{\"id\": \"oops\n".into())),
+        Mode::Null => Some(Reply::out(0, "null\n".into())),
+        Mode::Empty => Some(Reply::out(0, String::new())),
+        Mode::Hang(secs) => {
+            sleep(secs);
+            None
+        }
+        Mode::Exit1 => {
+            Some(Out::new(json, false).error("simulated failure", "INVALID_OPERATION", 1, None))
+        }
+        Mode::Crash => {
+            flush();
+            // SAFETY: kill(2) on our own pid; SIGKILL cannot be caught.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+            sleep(10.0);
+            Some(Reply::out(137, String::new()))
+        }
+        Mode::Other => None,
+    }
+}
+
+/// Sleeps `secs` when it is a positive, finite number of seconds.
+pub fn sleep(secs: f64) {
+    if let Ok(d) = Duration::try_from_secs_f64(secs) {
+        std::thread::sleep(d);
+    }
+}
+
+/// A value as an integer the way `int()` would take it; anything else is 0.
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i64),
+        Value::String(s) => s.trim().parse().unwrap_or(0),
+        Value::Bool(b) => i64::from(*b),
+        _ => 0,
+    }
+}
+
+/// A value as seconds the way `float()` would take it; anything else is 0.
+fn float(v: &Value) -> f64 {
+    match v {
+        Value::Number(n) => n.as_f64().unwrap_or(0.0),
+        Value::String(s) => s.trim().parse().unwrap_or(0.0),
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        _ => 0.0,
+    }
+}

@@ -1,0 +1,122 @@
+//! The state file on disk: the locked read-modify-write.
+//!
+//! Every read-modify-write holds an exclusive `flock` on `<state>.lock` and
+//! ends in an atomic rewrite (temp file + rename), so a test editing the
+//! fleet and a concurrent simulated call never lose each other's changes.
+//! A missing or empty file is an empty fleet; a file that is not a JSON
+//! object of the schema is an error naming it, never a panic.
+
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use super::state::State;
+
+/// Read-modify-write of the state file under the lock; the file is written
+/// only when `f` changed the state. `f`'s result is returned.
+pub fn transact<T>(path: &Path, f: impl FnOnce(&mut State) -> T) -> io::Result<T> {
+    let _lock = lock(path)?;
+    let mut state = read(path)?.unwrap_or_default();
+    let before = state.clone();
+    let result = f(&mut state);
+    if state != before {
+        write(path, &state)?;
+    }
+    Ok(result)
+}
+
+/// The state as it is now (empty when the file is missing), read under the lock.
+#[cfg(test)]
+pub fn load(path: &Path) -> io::Result<State> {
+    let _lock = lock(path)?;
+    Ok(read(path)?.unwrap_or_default())
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = OsString::from(path.as_os_str());
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Blocks until this process holds `<state>.lock`; released when the file drops.
+fn lock(path: &Path) -> io::Result<File> {
+    let lock_path = with_suffix(path, ".lock");
+    let named = |e: io::Error| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot lock {}: {e}", lock_path.display()),
+        )
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(named)?;
+    loop {
+        // SAFETY: flock on a descriptor we own; no memory is involved.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(file);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(named(e));
+        }
+    }
+}
+
+/// None when the file is missing or holds only white space.
+fn read(path: &Path) -> io::Result<Option<State>> {
+    let text = match fs::read_to_string(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            let msg = format!("cannot read {}: {e}", path.display());
+            return Err(io::Error::new(e.kind(), msg));
+        }
+        Ok(text) => text,
+    };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let bad = |what: String| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("fake state file {what}"),
+        )
+    };
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| bad(format!("unreadable: {}: {e}", path.display())))?;
+    if !value.is_object() {
+        return Err(bad(format!("is not a JSON object: {}", path.display())));
+    }
+    serde_json::from_value(value)
+        .map(Some)
+        .map_err(|e| bad(format!("unreadable: {}: {e}", path.display())))
+}
+
+fn write(path: &Path, state: &State) -> io::Result<()> {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let name = format!(".fake-state-{}-{nanos}.tmp", std::process::id());
+    let tmp = dir.map_or_else(|| PathBuf::from(&name), |d| d.join(&name));
+    let text = serde_json::to_string_pretty(state).map_err(io::Error::other)? + "\n";
+    let result = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| io::Write::write_all(&mut f, text.as_bytes()))
+        .and_then(|()| fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
+}

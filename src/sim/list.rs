@@ -1,0 +1,136 @@
+//! `list --all --json` and `[-p P] list --json`, key for key (contract §1).
+//!
+//! `--all` ignores `-p`, walks the profiles in sorted order and carries no
+//! status at all; the single-profile list carries status, substate and
+//! channels. Both print their keys in the Go struct's order, not sorted.
+
+use serde::Serialize;
+
+use super::args::Call;
+use super::reply::{go_json, rfc3339, Reply};
+use super::state::{Session, State};
+
+fn is_empty(s: &&str) -> bool {
+    s.is_empty()
+}
+
+/// An element of `list --all --json`.
+#[derive(Serialize)]
+struct AllEntry<'a> {
+    id: &'a str,
+    #[serde(skip_serializing_if = "is_empty")]
+    parent_session_id: &'a str,
+    #[serde(skip_serializing_if = "is_empty")]
+    parent_project_path: &'a str,
+    title: &'a str,
+    path: &'a str,
+    group: &'a str,
+    tool: &'a str,
+    #[serde(skip_serializing_if = "is_empty")]
+    command: &'a str,
+    profile: &'a str,
+    created_at: String,
+}
+
+/// An element of `-p P list --json`.
+#[derive(Serialize)]
+struct ProfileEntry<'a> {
+    id: &'a str,
+    title: &'a str,
+    path: &'a str,
+    group: &'a str,
+    tool: &'a str,
+    #[serde(skip_serializing_if = "is_empty")]
+    command: &'a str,
+    status: &'a str,
+    #[serde(skip_serializing_if = "is_empty")]
+    substate: &'a str,
+    #[serde(skip_serializing_if = "is_empty")]
+    parent_session_id: &'a str,
+    #[serde(skip_serializing_if = "is_empty")]
+    parent_project_path: &'a str,
+    #[serde(skip_serializing_if = "is_empty")]
+    tmux_session: &'a str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    channels: &'a [String],
+    profile: &'a str,
+    archived: bool,
+    archived_at: &'static str,
+    created_at: String,
+}
+
+pub fn list_all(c: &Call, st: &State) -> Reply {
+    if st.sessions.is_empty() {
+        let text = if !st.profiles_exist {
+            "No profiles found.\n"
+        } else if c.on("json") {
+            "null\n"
+        } else {
+            "No sessions found.\n"
+        };
+        return Reply::out(0, text.into());
+    }
+    let mut sessions: Vec<&Session> = st.sessions.iter().collect();
+    sessions.sort_by_key(|s| s.profile()); // stable: file order within a profile
+    let entries: Vec<AllEntry> = sessions
+        .iter()
+        .map(|s| AllEntry {
+            id: &s.id,
+            parent_session_id: &s.parent_session_id,
+            parent_project_path: &s.parent_project_path,
+            title: &s.title,
+            path: s.path(),
+            group: &s.group,
+            tool: s.tool(),
+            command: &s.command,
+            profile: s.profile(),
+            created_at: rfc3339(s.created_secs()),
+        })
+        .collect();
+    if c.on("json") {
+        return Reply::out(0, go_json(&entries));
+    }
+    let lines: String = entries
+        .iter()
+        .map(|e| format!("{}  {}  {}\n", e.profile, e.id, e.title))
+        .collect();
+    Reply::out(0, lines)
+}
+
+pub fn list_profile(c: &Call, st: &State) -> Reply {
+    let entries: Vec<ProfileEntry> = st
+        .sessions
+        .iter()
+        .filter(|s| s.profile() == c.profile)
+        .map(|s| ProfileEntry {
+            id: &s.id,
+            title: &s.title,
+            path: s.path(),
+            group: &s.group,
+            tool: s.tool(),
+            command: &s.command,
+            status: s.status_string(),
+            substate: &s.substate,
+            parent_session_id: &s.parent_session_id,
+            parent_project_path: &s.parent_project_path,
+            tmux_session: &s.tmux_session,
+            channels: &s.channels,
+            profile: &c.profile,
+            archived: false,
+            archived_at: "0001-01-01T00:00:00Z",
+            created_at: rfc3339(s.created_secs()),
+        })
+        .collect();
+    if entries.is_empty() {
+        let text = format!("No sessions found in profile '{}'.\n", c.profile);
+        return Reply::out(0, text);
+    }
+    if c.on("json") {
+        return Reply::out(0, go_json(&entries));
+    }
+    let lines: String = entries
+        .iter()
+        .map(|e| format!("{}  {}  {}\n", e.id, e.title, e.status))
+        .collect();
+    Reply::out(0, lines)
+}

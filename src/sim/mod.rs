@@ -1,0 +1,189 @@
+//! A simulated agent-deck CLI built into the binary: the one test double of
+//! agent-deck, used by the demo, the black-box tests and the benchmark.
+//!
+//! `agent-deck-watchdog __sim <args…>` answers the commands the watchdog uses
+//! (`list`, `session show|restart|start|send|output`, `remove`) the way the
+//! real CLI does (see `agent-deck-contract.md`), from a JSON state file the
+//! caller controls, and appends one JSON line per call to a call log. It must
+//! not touch tmux, a real agent-deck, or any file but those (and the state's
+//! lock and temp files), and it must never panic on a bad state file or
+//! command line: that is exit 1 or 2 with `Error: …`, like the real CLI.
+//!
+//! Environment: [`STATE_ENV`] names the state file (required), [`LOG_ENV`]
+//! the call log (optional; lines `{"ts":<unix secs>,"argv":[…],"pid":N}`),
+//! and [`PROFILE_ENV`] is the profile when no `-p` is given (else "default").
+//!
+//! The state file (every session key but `id` and `title` is optional):
+//!
+//! ```json
+//! {"profiles_exist": true,
+//!  "sessions": [{"id": "3f9c2a1b-1755891234", "title": "t", "profile": "default",
+//!                "group": "", "path": "/tmp", "tool": "claude", "status": "idle",
+//!                "substate": "", "parent_session_id": "", "parent_project_path": "",
+//!                "command": "", "channels": [], "claude_session_id": "",
+//!                "auth_hold": null, "tmux_session": "", "created_at": 1755891234,
+//!                "pane": "", "pane_moving": false, "transcript": "",
+//!                "on_restart": "ok|skipped|no_effect|fail",
+//!                "on_start": "ok|already_running|fail",
+//!                "on_send": "ok|fail|not_running",
+//!                "on_remove": "ok|fail"}],
+//!  "faults": {"<kind>": {"mode": "garbage|null|empty|hang|exit1|crash",
+//!                        "seconds": 3600, "count": 1, "delay": 0.5}},
+//!  "delay_s": {"<kind>": 0.5}}
+//! ```
+//!
+//! Kinds: `list_all list show restart start send output_pane output remove`.
+//! The simulator writes back status, substate and pane changes, the
+//! `restarts`, `starts` and `pane_ticks` counters, the `sent` messages,
+//! removed sessions, and what is left of counted faults.
+
+mod args;
+mod commands;
+mod fault;
+mod file;
+mod list;
+mod lookup;
+mod reply;
+mod state;
+#[cfg(test)]
+mod tests;
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+#[cfg(test)]
+use file::load;
+pub use file::transact;
+use reply::Reply;
+pub use state::{Session, State};
+
+/// Env var naming the JSON state file; required.
+pub const STATE_ENV: &str = "FAKE_AGENT_DECK_STATE";
+/// Env var naming the call log; optional.
+pub const LOG_ENV: &str = "FAKE_AGENT_DECK_LOG";
+/// Env var giving the profile when no `-p` is given, as in the real CLI.
+pub const PROFILE_ENV: &str = "AGENTDECK_PROFILE";
+
+/// What the simulator reads from its environment.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub state: Option<PathBuf>,
+    pub log: Option<PathBuf>,
+    /// "" when unset.
+    pub profile: String,
+}
+
+impl Env {
+    /// From the process environment; an empty variable counts as unset.
+    pub fn from_process() -> Env {
+        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+        Env {
+            state: var(STATE_ENV).map(PathBuf::from),
+            log: var(LOG_ENV).map(PathBuf::from),
+            profile: var(PROFILE_ENV)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Runs one simulated agent-deck invocation; returns the exit code.
+pub fn main(args: &[String]) -> i32 {
+    let (mut out, mut err) = (io::stdout().lock(), io::stderr().lock());
+    let code = run(args, &Env::from_process(), &mut out, &mut err);
+    let _ = out.flush();
+    let _ = err.flush();
+    code
+}
+
+/// One invocation with its environment and output streams given.
+pub fn run(args: &[String], env: &Env, out: &mut impl Write, err: &mut impl Write) -> i32 {
+    if let Some(log) = &env.log {
+        if let Err(e) = log_call(log, args) {
+            let _ = writeln!(
+                err,
+                "warning: cannot append to the call log {}: {e}; continuing",
+                log.display()
+            );
+        }
+    }
+    let reply = invoke(args, env, || {
+        let _ = out.flush();
+    });
+    let _ = out.write_all(reply.out.as_bytes());
+    let _ = err.write_all(reply.err.as_bytes());
+    reply.code
+}
+
+/// What the first, locked look at the state decided.
+enum First {
+    Answered(Reply),
+    /// Sleep and misbehave first, then answer from the state as it is then.
+    Later(Option<fault::Fault>, f64),
+}
+
+/// Parses, applies a fault or delay outside the lock, and answers under it.
+fn invoke(args: &[String], env: &Env, flush: impl FnOnce()) -> Reply {
+    let Some(path) = env.state.as_deref() else {
+        return Reply::err(1, format!("Error: {STATE_ENV} not set\n"));
+    };
+    let call = match args::parse(args, &env.profile) {
+        Ok(call) => call,
+        Err(reply) => return reply,
+    };
+    let kind = call.kind.key();
+    let first = locked(path, |st| {
+        let (fault, delay) = (fault::take(st, kind), fault::delay(st, kind));
+        if fault.is_none() && delay <= 0.0 {
+            First::Answered(commands::execute(&call, st))
+        } else {
+            First::Later(fault, delay)
+        }
+    });
+    let (fault, delay) = match first {
+        Ok(First::Answered(reply)) => return reply,
+        Ok(First::Later(fault, delay)) => (fault, delay),
+        Err(reply) => return reply,
+    };
+    fault::sleep(delay);
+    if let Some(reply) = fault.and_then(|f| fault::apply(&f, call.on("json"), flush)) {
+        return reply;
+    }
+    locked(path, |st| commands::execute(&call, st)).unwrap_or_else(|reply| reply)
+}
+
+/// A read-modify-write of the state; a state that cannot be read or written
+/// is `Error: …`, exit 1.
+fn locked<T>(path: &Path, f: impl FnOnce(&mut State) -> T) -> Result<T, Reply> {
+    transact(path, f).map_err(|e| Reply::err(1, format!("Error: {e}\n")))
+}
+
+/// One line of the call log.
+#[derive(Serialize)]
+struct LogLine<'a> {
+    ts: f64,
+    argv: &'a [String],
+    pid: u32,
+}
+
+fn log_call(path: &Path, args: &[String]) -> io::Result<()> {
+    let ts = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let line = LogLine {
+        ts,
+        argv: args,
+        pid: std::process::id(),
+    };
+    let text = serde_json::to_string(&line).map_err(io::Error::other)? + "\n";
+    // O_APPEND and one write, so concurrent calls never interleave a line.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?
+        .write_all(text.as_bytes())
+}

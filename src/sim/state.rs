@@ -1,0 +1,261 @@
+//! The simulator's state: the schema of the file the tests and the demo
+//! control (example at the top of `mod.rs`), and the values the CLI shows
+//! for a session once its defaults are applied.
+//!
+//! A missing or `null` key reads as the default; keys this schema does not
+//! know are kept as they are, so a rewrite never loses them. Reading and
+//! writing the file is `file.rs`'s job.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// The whole state file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// False: `list --all` finds no profile directory at all.
+    #[serde(default = "yes", deserialize_with = "null_is_false")]
+    pub profiles_exist: bool,
+    #[serde(default, deserialize_with = "nullable")]
+    pub sessions: Vec<Session>,
+    /// `{kind: {mode, seconds, count, delay}}`, read leniently (see `fault.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<Value>,
+    /// `{kind: seconds}`: every call of that kind sleeps first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_s: Option<Value>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl Default for State {
+    fn default() -> State {
+        State {
+            profiles_exist: true,
+            sessions: Vec::new(),
+            faults: None,
+            delay_s: None,
+            other: Map::new(),
+        }
+    }
+}
+
+/// How `session restart` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnRestart {
+    /// Restarted: status `running`, a line appended to the pane.
+    Ok,
+    /// Refused by the freshness guard (`skipped: true`, exit 0).
+    Skipped,
+    /// Answers success, but the session stays as it was.
+    NoEffect,
+    /// `failed to restart session`, exit 1.
+    Fail,
+}
+
+/// How `session start` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnStart {
+    Ok,
+    /// `session '<title>' is already running`, exit 1.
+    AlreadyRunning,
+    Fail,
+}
+
+/// How `session send` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnSend {
+    Ok,
+    Fail,
+    /// `session '<title>' is not running`, exit 1.
+    NotRunning,
+}
+
+/// How `remove` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnRemove {
+    Ok,
+    Fail,
+}
+
+/// One simulated session. A missing or `null` key takes the default the
+/// real CLI would show; the `Option`s are the keys whose absence means
+/// something other than an empty value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Session {
+    #[serde(deserialize_with = "nullable")]
+    pub id: String,
+    #[serde(deserialize_with = "nullable")]
+    pub title: String,
+    /// Empty means "default".
+    #[serde(deserialize_with = "nullable")]
+    pub profile: String,
+    #[serde(deserialize_with = "nullable")]
+    pub group: String,
+    /// None: `/tmp`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// None: `claude`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The stored status; None: `idle` (never started). Anything outside the
+    /// CLI's vocabulary prints as `unknown`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub substate: String,
+    #[serde(deserialize_with = "nullable")]
+    pub parent_session_id: String,
+    #[serde(deserialize_with = "nullable")]
+    pub parent_project_path: String,
+    #[serde(deserialize_with = "nullable")]
+    pub command: String,
+    #[serde(deserialize_with = "nullable")]
+    pub channels: Vec<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub claude_session_id: String,
+    /// The auth-hold sidecar as `session show` prints it; absent, `null` or
+    /// empty means none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_hold: Option<Value>,
+    #[serde(deserialize_with = "nullable")]
+    pub tmux_session: String,
+    /// Unix seconds; None: taken from an id of the real shape, else a fixed date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<f64>,
+    /// The pane's scrollback; None: the pane is gone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pane: Option<String>,
+    /// Each `output --pane` appends a line, so two samples differ.
+    #[serde(deserialize_with = "nullable")]
+    pub pane_moving: bool,
+    /// The last assistant response, for `output` without `--pane`.
+    #[serde(deserialize_with = "nullable")]
+    pub transcript: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_restart: Option<OnRestart>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_start: Option<OnStart>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_send: Option<OnSend>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_remove: Option<OnRemove>,
+    /// Written back: `session restart` calls that got past the guards.
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+    pub restarts: u64,
+    /// Written back: successful `session start` calls.
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+    pub starts: u64,
+    /// Written back: samples of a moving pane.
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_zero")]
+    pub pane_ticks: u64,
+    /// Written back: every message delivered by `session send`.
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    pub sent: Vec<String>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// `null` reads as the type's default, like an absent key.
+fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// `profiles_exist: null` is falsy, unlike an absent key.
+fn null_is_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(d)?.unwrap_or(false))
+}
+
+/// Statuses `StatusString` prints as themselves; the rest print `unknown`.
+const KNOWN_STATUSES: [&str; 6] = ["running", "waiting", "idle", "error", "stopped", "queued"];
+
+/// `created_at` when neither the state nor the id gives one.
+const DEFAULT_CREATED: i64 = 1_755_891_234;
+
+/// The values the CLI shows for a session, defaults applied.
+impl Session {
+    pub fn profile(&self) -> &str {
+        if self.profile.is_empty() {
+            "default"
+        } else {
+            &self.profile
+        }
+    }
+
+    pub fn path(&self) -> &str {
+        self.path.as_deref().unwrap_or("/tmp")
+    }
+
+    pub fn tool(&self) -> &str {
+        self.tool.as_deref().unwrap_or("claude")
+    }
+
+    /// The stored status, which the guards read.
+    pub fn raw_status(&self) -> &str {
+        self.status.as_deref().unwrap_or("idle")
+    }
+
+    /// The status as the CLI prints it (`starting` is `unknown`).
+    pub fn status_string(&self) -> &str {
+        let s = self.raw_status();
+        if KNOWN_STATUSES.contains(&s) {
+            s
+        } else {
+            "unknown"
+        }
+    }
+
+    /// The auth hold, unless absent, `null`, `false`, `0`, `""`, `[]` or `{}`.
+    pub fn hold(&self) -> Option<&Value> {
+        self.auth_hold.as_ref().filter(|v| match v {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Number(n) => n.as_f64() != Some(0.0),
+            Value::String(s) => !s.is_empty(),
+            Value::Array(a) => !a.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+        })
+    }
+
+    /// `created_at`, else the unix seconds of an id `<8 hex>-<digits>`, else a fixed date.
+    pub fn created_secs(&self) -> i64 {
+        if let Some(secs) = self.created_at {
+            return secs as i64;
+        }
+        let hex = |p: &str| {
+            p.len() == 8
+                && p.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        };
+        match self.id.split_once('-') {
+            Some((prefix, secs))
+                if hex(prefix) && !secs.is_empty() && secs.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                secs.parse().unwrap_or(DEFAULT_CREATED)
+            }
+            _ => DEFAULT_CREATED,
+        }
+    }
+
+    /// Appends a line to the pane, if there is one.
+    pub fn append_pane_line(&mut self, line: &str) {
+        if let Some(pane) = self.pane.as_mut() {
+            if !pane.is_empty() && !pane.ends_with('\n') {
+                pane.push('\n');
+            }
+            pane.push_str(line);
+        }
+    }
+}

@@ -1,0 +1,547 @@
+//! Unit tests of the simulator, run in-process through [`run`]; the
+//! black-box contract tests (tests/integration/sim_contract.rs) run it as a
+//! program, faults and signals included.
+
+use std::fs;
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+use super::state::{OnSend, OnStart};
+use super::*;
+
+struct Sim {
+    _dir: TempDir,
+    state: PathBuf,
+    log: PathBuf,
+}
+
+fn session(id: &str, title: &str, status: &str) -> Session {
+    Session {
+        id: id.into(),
+        title: title.into(),
+        status: Some(status.into()),
+        ..Session::default()
+    }
+}
+
+fn sim(sessions: Vec<Session>) -> Sim {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().join("state.json");
+    let log = dir.path().join("calls.log");
+    fs::write(&state, "{}").expect("write state");
+    transact(&state, |st| st.sessions = sessions).expect("write state");
+    Sim {
+        _dir: dir,
+        state,
+        log,
+    }
+}
+
+impl Sim {
+    fn env(&self) -> Env {
+        Env {
+            state: Some(self.state.clone()),
+            log: Some(self.log.clone()),
+            profile: String::new(),
+        }
+    }
+
+    fn call_in(&self, env: &Env, args: &[&str]) -> (i32, String, String) {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run(&args, env, &mut out, &mut err);
+        let text = |b: Vec<u8>| String::from_utf8(b).expect("utf-8 output");
+        (code, text(out), text(err))
+    }
+
+    fn call(&self, args: &[&str]) -> (i32, String, String) {
+        self.call_in(&self.env(), args)
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let (code, out, err) = self.call(args);
+        assert_eq!((code, err.as_str()), (0, ""), "{args:?} printed {out}");
+        serde_json::from_str(&out).expect("stdout is JSON")
+    }
+
+    fn session(&self, id: &str) -> Session {
+        let state = load(&self.state).expect("load state");
+        state
+            .sessions
+            .into_iter()
+            .find(|s| s.id == id)
+            .expect("session present")
+    }
+}
+
+const ID: &str = "3f9c2a1b-1755891234";
+
+fn held(status: &str) -> Session {
+    let hold = json!({"reason": "auth_death", "remedy": "log in again", "evidence": "401",
+                      "boot_attempts": 1, "ts": 1});
+    Session {
+        auth_hold: Some(hold),
+        ..session(ID, "conductor-ops", status)
+    }
+}
+
+#[test]
+fn list_all_has_no_status_and_is_null_when_empty() {
+    let mut worker = session("a0b1c2d3-1755899999", "worker-1", "running");
+    (worker.profile, worker.parent_session_id) = ("work".into(), ID.into());
+    let s = sim(vec![worker, session(ID, "conductor-ops", "error")]);
+    let list = s.json(&["-p", "work", "list", "--all", "--json"]);
+    let entries = list.as_array().expect("array");
+    assert_eq!(entries.len(), 2, "--all ignores -p");
+    assert_eq!(
+        entries[0]["profile"], "default",
+        "profiles walk in sorted order"
+    );
+    assert_eq!(entries[1]["parent_session_id"], ID);
+    assert!(
+        entries[0].get("parent_session_id").is_none(),
+        "empty parent omitted"
+    );
+    assert!(entries
+        .iter()
+        .all(|e| e.get("status").is_none() && e.get("channels").is_none()));
+    assert_eq!(entries[0]["path"], "/tmp");
+    assert_eq!(entries[0]["created_at"], "2025-08-22T19:33:54Z");
+    assert_eq!(
+        sim(vec![]).call(&["list", "--all", "--json"]),
+        (0, "null\n".into(), String::new())
+    );
+}
+
+#[test]
+fn profile_list_has_status_and_maps_starting_to_unknown() {
+    let mut boot = session("b0b1c2d3-1755899999", "boot", "starting");
+    boot.channels = vec!["plugin:telegram@claude-plugins-official".into()];
+    let s = sim(vec![session(ID, "conductor-ops", "error"), boot]);
+    let list = s.json(&["list", "--json"]);
+    assert_eq!(list[0]["status"], "error");
+    assert_eq!(list[1]["status"], "unknown");
+    assert_eq!(
+        list[1]["channels"][0],
+        "plugin:telegram@claude-plugins-official"
+    );
+    assert!(list[0].get("channels").is_none() && list[0].get("substate").is_none());
+    assert_eq!(list[0]["archived"], false);
+    let (code, out, _) = s.call(&["-p", "work", "list", "--json"]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "No sessions found in profile 'work'.\n")
+    );
+}
+
+#[test]
+fn agentdeck_profile_is_the_profile_when_no_p_is_given() {
+    let mut worker = session("a0b1c2d3-1755899999", "worker-1", "idle");
+    worker.profile = "work".into();
+    let s = sim(vec![worker]);
+    let env = Env {
+        profile: "work".into(),
+        ..s.env()
+    };
+    let (code, out, _) = s.call_in(&env, &["session", "show", "worker-1", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["profile"], "", "profile echoes -p, not the environment");
+    let (code, _, _) = s.call_in(&env, &["-p", "default", "session", "show", "worker-1"]);
+    assert_eq!(code, 2, "-p wins over the environment");
+}
+
+#[test]
+fn show_keys_are_sorted_and_profile_echoes_the_p_argument() {
+    let mut s0 = held("error");
+    s0.substate = "auth-401".into();
+    let s = sim(vec![s0]);
+    let (code, out, _) = s.call(&["session", "show", ID, "--json"]);
+    assert_eq!(code, 0);
+    let keys: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("  \"")?.split('"').next())
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    assert_eq!(keys, sorted);
+    for key in [
+        "id",
+        "wrapper",
+        "parent_project_path",
+        "substate",
+        "auth_hold",
+        "created_at",
+    ] {
+        assert!(keys.contains(&key), "{key} missing from {out}");
+    }
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["profile"], "", "no -p given");
+    assert_eq!(v["auth_hold"]["remedy"], "log in again");
+    assert_eq!(
+        s.json(&["-p=default", "session", "show", "conductor-ops", "--json"])["profile"],
+        "default"
+    );
+}
+
+#[test]
+fn show_unknown_id_exits_2_with_json_error_on_stdout() {
+    let s = sim(vec![session(ID, "conductor-ops", "idle")]);
+    let (code, out, err) = s.call(&["session", "show", "nosuch", "--json"]);
+    assert_eq!((code, err.as_str()), (2, ""));
+    let v: Value = serde_json::from_str(&out).expect("JSON error");
+    assert_eq!(
+        v,
+        json!({"code": "NOT_FOUND", "error": "session 'nosuch' not found", "success": false})
+    );
+    let (code, out, err) = s.call(&["-p", "work", "session", "show", ID]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (2, "", &*format!("Error: session '{ID}' not found\n"))
+    );
+}
+
+#[test]
+fn id_prefix_of_six_resolves_and_title_wins() {
+    let s = sim(vec![
+        session(ID, "first", "idle"),
+        session("aaaaaa11-1", "3f9c2a", "idle"),
+    ]);
+    assert_eq!(
+        s.json(&["session", "show", "3f9c2a", "--json"])["title"],
+        "3f9c2a",
+        "title beats id prefix"
+    );
+    assert_eq!(
+        s.json(&["session", "show", "3f9c2a1", "--json"])["title"],
+        "first"
+    );
+    assert_eq!(
+        s.call(&["session", "show", "3f9c2", "--json"]).0,
+        2,
+        "prefix shorter than 6"
+    );
+}
+
+#[test]
+fn ambiguous_id_lists_the_candidates_and_exits_1() {
+    let s = sim(vec![
+        session(ID, "a", "idle"),
+        session("3f9c2a77-1755890000", "b", "idle"),
+    ]);
+    let (code, _, err) = s.call(&["session", "show", "3f9c2a"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "Error: '3f9c2a' matches multiple sessions:\n  - a (3f9c2a1b-175)\n  - b (3f9c2a77-175)\n\
+         Use full ID or more specific title.\n"
+    );
+}
+
+#[test]
+fn profile_flag_counts_only_before_the_subcommand() {
+    let s = sim(vec![session(ID, "t", "idle")]);
+    let (code, _, err) = s.call(&["session", "show", "-p", "default", ID]);
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("flag provided but not defined: -p"),
+        "{err}"
+    );
+    assert_eq!(s.call(&["session", "show", ID, "--bogus"]).0, 2);
+    assert_eq!(
+        s.call(&["--profile", "default", "session", "show", ID]).0,
+        0
+    );
+    assert_eq!(
+        s.call(&["session", "show", ID, "-h"]),
+        (
+            0,
+            String::new(),
+            "Usage: agent-deck session show [options]\n".into()
+        )
+    );
+    assert_eq!(s.call(&["session", "show", ID, "--json=maybe"]).0, 2);
+    assert_eq!(s.call(&["session", "show", ID, "---json"]).0, 2);
+}
+
+#[test]
+fn restart_of_auth_held_session_is_skipped() {
+    let s = sim(vec![held("error")]);
+    let v = s.json(&["session", "restart", ID, "--json"]);
+    let reason = "log in again (use --force to restart anyway)";
+    let want = json!({"id": ID, "reason": reason, "skipped": true, "success": true,
+                      "title": "conductor-ops"});
+    assert_eq!(v, want);
+    assert_eq!(s.session(ID), held("error"), "a skip changes nothing");
+    assert_eq!(
+        s.json(&["session", "restart", ID, "--json", "--env", "K=V"])["skipped"],
+        Value::Null,
+        "--env bypasses the guard like --force"
+    );
+    assert_eq!(s.session(ID).status.as_deref(), Some("running"));
+}
+
+#[test]
+fn restart_flips_error_to_running_and_appends_to_the_pane() {
+    let mut s0 = session(ID, "conductor-ops", "error");
+    s0.substate = "usage-limit".into();
+    s0.pane = Some("old".into());
+    let s = sim(vec![s0]);
+    let v = s.json(&["session", "restart", ID, "--json"]);
+    assert_eq!(
+        v,
+        json!({"id": ID, "success": true, "title": "conductor-ops"})
+    );
+    let after = s.session(ID);
+    assert_eq!(
+        (after.status.as_deref(), after.substate.as_str()),
+        (Some("running"), "")
+    );
+    assert_eq!(
+        (after.restarts, after.pane.as_deref()),
+        (1, Some("old\nrestarted 1"))
+    );
+}
+
+#[test]
+fn start_that_finds_the_session_running_exits_1() {
+    let mut running = session(ID, "conductor-ops", "error");
+    running.on_start = Some(OnStart::AlreadyRunning);
+    let s = sim(vec![running, session("b0b1c2d3-1", "dead", "stopped")]);
+    let (code, out, err) = s.call(&["session", "start", ID]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(err, "Error: session 'conductor-ops' is already running\n");
+    assert_eq!(s.session(ID).starts, 0);
+    assert_eq!(
+        s.call(&["session", "start", "dead"]),
+        (0, "\u{2713} Started session: dead\n".into(), String::new())
+    );
+    let dead = s.session("b0b1c2d3-1");
+    assert_eq!((dead.status.as_deref(), dead.starts), (Some("running"), 1));
+}
+
+#[test]
+fn moving_pane_changes_between_reads() {
+    let mut s0 = session(ID, "conductor-ops", "running");
+    (s0.pane, s0.pane_moving) = (Some("banner".into()), true);
+    s0.transcript = "last answer".into();
+    let s = sim(vec![s0]);
+    let first = s.call(&["session", "output", ID, "--pane", "-q"]);
+    let second = s.call(&["session", "output", ID, "--pane", "-q"]);
+    assert_eq!(first, (0, "banner\ntick 1\n".into(), String::new()));
+    assert_eq!(second.1, "banner\ntick 1\ntick 2\n");
+    assert_eq!(s.session(ID).pane_ticks, 2);
+    assert_eq!(
+        s.call(&["session", "output", ID, "-quiet"]),
+        (0, "last answer\n".into(), String::new())
+    );
+}
+
+#[test]
+fn gone_pane_shows_the_auth_hold_block_or_fails() {
+    let s = sim(vec![held("error"), session("b0b1c2d3-1", "gone", "error")]);
+    let (code, out, _) = s.call(&["session", "output", ID, "--pane", "-q"]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "[auth hold] auth_death\nlog in again\n401\n")
+    );
+    let (code, out, err) = s.call(&["session", "output", "gone", "--pane", "--json"]);
+    assert_eq!((code, err.as_str()), (1, ""));
+    assert!(
+        out.contains("\"error\": \"failed to capture pane\""),
+        "{out}"
+    );
+}
+
+#[test]
+fn send_records_the_message() {
+    let s = sim(vec![session(ID, "worker-1", "waiting")]);
+    let (code, out, _) = s.call(&["session", "send", ID, " -report", "status?", "--no-wait"]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "\u{2713} Sent message to 'worker-1'\n")
+    );
+    assert_eq!(s.session(ID).sent, vec![" -report status?".to_string()]);
+    assert_eq!(
+        s.call(&["session", "send", ID, "--quiet", "x"]).0,
+        2,
+        "send has -q only"
+    );
+    assert_eq!(
+        s.call(&["session", "send", ID]),
+        (
+            1,
+            "Usage: agent-deck session send <id|title> <message> [options]\n".into(),
+            String::new()
+        )
+    );
+}
+
+#[test]
+fn failed_send_carries_the_delivery_keys() {
+    let mut s0 = session(ID, "worker-1", "waiting");
+    s0.on_send = Some(OnSend::Fail);
+    let s = sim(vec![s0]);
+    let (code, out, _) = s.call(&["session", "send", ID, "hi", "--json"]);
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(
+        v,
+        json!({"code": "DELIVERY_FAILED", "delivery": "send_failed",
+               "error": "message was not delivered to 'worker-1': simulated",
+               "session_id": ID, "session_title": "worker-1", "submitted": false,
+               "success": false})
+    );
+    assert!(s.session(ID).sent.is_empty());
+}
+
+#[test]
+fn remove_deletes_the_session() {
+    let s = sim(vec![session(ID, "worker-1", "idle")]);
+    let (code, out, _) = s.call(&["remove", ID]);
+    assert_eq!(
+        (code, out.as_str()),
+        (
+            0,
+            "\u{2713} Removed session: worker-1 (from profile 'default')\n"
+        )
+    );
+    assert!(load(&s.state).expect("state").sessions.is_empty());
+    assert_eq!(
+        s.call(&["remove", ID]).2,
+        format!("Error: session '{ID}' not found (profile 'default')\n")
+    );
+}
+
+#[test]
+fn watchdog_parser_reads_every_answer() {
+    use crate::fleet::parse;
+    let mut s0 = held("error");
+    s0.channels = vec!["plugin:telegram@claude-plugins-official".into()];
+    let s = sim(vec![s0]);
+    let out = |args: &[&str]| s.call(args).1;
+    let fleet = parse::list_all(&out(&["list", "--all", "--json"])).expect("list --all");
+    assert_eq!(fleet.rows[0].id, ID);
+    let live = parse::list_profile(&out(&["-p", "default", "list", "--json"])).expect("list");
+    assert_eq!(live.rows[0].1.channels.len(), 1);
+    let shown = parse::show(&out(&["-p", "default", "session", "show", ID, "--json"]));
+    assert!(shown.expect("show").auth_hold.is_some());
+    let skipped = parse::restart(&out(&["session", "restart", ID, "--json"])).expect("restart");
+    assert!(matches!(skipped, parse::RestartAnswer::Skipped(_)));
+    let (code, stdout, stderr) = s.call(&["session", "show", "nosuch", "--json"]);
+    assert_eq!(code, 2);
+    let msg = parse::error_message(&stdout, &stderr);
+    assert_eq!(msg, "session 'nosuch' not found");
+    assert!(parse::list_all(&sim(vec![]).call(&["list", "--all", "--json"]).1).is_ok());
+}
+
+#[test]
+fn call_log_has_one_json_line_per_call() {
+    let s = sim(vec![]);
+    s.call(&["-p", "work", "list", "--json"]);
+    s.call(&["frobnicate"]);
+    let text = fs::read_to_string(&s.log).expect("log");
+    assert!(text.starts_with("{\"ts\":"), "{text}");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["argv"], json!(["-p", "work", "list", "--json"]));
+    assert_eq!(lines[1]["argv"], json!(["frobnicate"]));
+    assert!(lines
+        .iter()
+        .all(|l| l["ts"].as_f64().is_some_and(|t| t > 1.0e9)));
+    assert_eq!(lines[0]["pid"], std::process::id());
+}
+
+#[test]
+fn unknown_command_exits_1() {
+    let s = sim(vec![]);
+    assert_eq!(
+        s.call(&["frobnicate"]),
+        (1, String::new(), "Error: unknown command\n".into())
+    );
+    assert_eq!(s.call(&["session", "frob", ID]).0, 1);
+    assert_eq!(s.call(&[]).0, 1);
+    assert_eq!(s.call(&["-p"]).2, "Error: -p requires a profile name\n");
+}
+
+#[test]
+fn bad_state_is_an_error_and_a_missing_one_an_empty_fleet() {
+    let s = sim(vec![]);
+    fs::write(&s.state, "{\"sessions\": [").expect("write garbage");
+    let (code, _, err) = s.call(&["list", "--json"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("Error: fake state file unreadable: "),
+        "{err}"
+    );
+    fs::write(&s.state, "[]").expect("write an array");
+    let (code, _, err) = s.call(&["list", "--json"]);
+    assert!(
+        code == 1 && err.starts_with("Error: fake state file is not a JSON object"),
+        "{err}"
+    );
+    let typo = json!({"sessions": [{"id": ID, "title": "t", "on_restart": "sometimes"}]});
+    fs::write(&s.state, typo.to_string()).expect("write a typo");
+    let (code, _, err) = s.call(&["session", "restart", ID]);
+    assert!(code == 1 && err.contains("sometimes"), "{err}");
+    fs::remove_file(&s.state).expect("remove state");
+    assert_eq!(
+        s.call(&["list", "--all", "--json"]),
+        (0, "null\n".into(), String::new())
+    );
+    assert!(!s.state.exists(), "a read never creates the state file");
+    let env = Env::default();
+    let (code, _, err) = s.call_in(&env, &["list"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "Error: FAKE_AGENT_DECK_STATE not set\n")
+    );
+}
+
+#[test]
+fn counted_fault_wears_off_and_unknown_keys_survive() {
+    let s = sim(vec![session(ID, "t", "error")]);
+    let mut v: Value =
+        serde_json::from_str(&fs::read_to_string(&s.state).expect("read")).expect("JSON state");
+    v["faults"] = json!({"restart": {"mode": "exit1", "count": 2}});
+    v["note"] = json!("kept");
+    v["sessions"][0]["colour"] = json!("blue");
+    fs::write(&s.state, v.to_string()).expect("write state");
+    let failed = (1, String::new(), "Error: simulated failure\n".to_string());
+    assert_eq!(s.call(&["session", "restart", ID]), failed);
+    assert_eq!(s.call(&["session", "restart", ID]), failed);
+    assert_eq!(s.call(&["session", "restart", ID]).0, 0);
+    let back: Value =
+        serde_json::from_str(&fs::read_to_string(&s.state).expect("read")).expect("JSON state");
+    assert!(back["faults"].get("restart").is_none(), "{back}");
+    assert_eq!(
+        (&back["note"], &back["sessions"][0]["colour"]),
+        (&json!("kept"), &json!("blue"))
+    );
+}
+
+#[test]
+fn transact_creates_the_state_file_and_writes_atomically() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("state.json");
+    transact(&path, |st| st.sessions.push(session(ID, "t", "error"))).expect("create");
+    assert_eq!(load(&path).expect("load").sessions.len(), 1);
+    transact(&path, |st| st.sessions[0].status = None).expect("update");
+    assert_eq!(load(&path).expect("load").sessions[0].status, None);
+    let mut names: Vec<_> = fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["state.json", "state.json.lock"],
+        "no temp file left behind"
+    );
+}

@@ -1,0 +1,20 @@
+//! The black-box tests, in one test binary: the built `agent-deck-watchdog`
+//! run against the simulated agent-deck it carries (`__sim`), one area per
+//! module, with the shared helpers in `support`.
+
+mod support;
+
+#[path = "integration/cli.rs"]
+mod cli;
+#[path = "integration/fleet.rs"]
+mod fleet;
+#[path = "integration/ops.rs"]
+mod ops;
+#[path = "integration/patrols.rs"]
+mod patrols;
+#[path = "integration/restart.rs"]
+mod restart;
+#[path = "integration/sim_contract.rs"]
+mod sim_contract;
+#[path = "integration/tasks.rs"]
+mod tasks;

@@ -1,0 +1,293 @@
+//! The watchdog under test: the real binary with a temp `HOME` and
+//! `AGENT_DECK_ROOT`, the simulated agent-deck as `AGENT_DECK_BIN`, every
+//! interval shrunk so tests are fast, its stderr captured to a file, and
+//! its records read back as typed values.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_deck_watchdog::records::{EscalationRecord, LivenessRecord, RestartRecord};
+use serde_json::{json, Value};
+
+use super::files::{read_lines, unique, write_script};
+use super::sim::Sim;
+use super::{wait_until, BIN};
+
+/// One watchdog installation: simulated CLI, root, hooks dir, environment.
+pub struct Wd {
+    pub sim: Sim,
+    pub home: tempfile::TempDir,
+    pub root: PathBuf,
+    pub hooks: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl Wd {
+    pub fn new() -> Wd {
+        let sim = Sim::new();
+        let home = tempfile::tempdir().expect("temp home");
+        let root = home.path().join(".agent-deck");
+        let hooks = home.path().join("hooks");
+        fs::create_dir_all(&hooks).expect("hooks dir");
+        let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+        let mut env: Vec<(String, String)> = sim
+            .envs()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let fast = [
+            ("SAFETY_POLL_INTERVAL_S", "0.2"),
+            ("LIVENESS_CONFIRM_GAP_S", "0.05"),
+            ("MIN_GLOBAL_RESTART_INTERVAL_S", "0"),
+            ("POST_RESTART_COOLDOWN_S", "0"),
+            ("RESTART_VERIFY_S", "0.2"),
+            ("START_VERIFY_S", "0.2"),
+            ("SUBPROCESS_TIMEOUT_S", "5"),
+            ("RATE_LIMIT_WINDOW_S", "300"),
+        ];
+        env.extend(fast.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        env.push(("PATH".into(), path));
+        env.push(("HOME".into(), home.path().display().to_string()));
+        env.push(("AGENT_DECK_ROOT".into(), root.display().to_string()));
+        env.push(("AGENT_DECK_BIN".into(), sim.bin.display().to_string()));
+        env.push(("AGENT_DECK_HOOKS_DIR".into(), hooks.display().to_string()));
+        Wd {
+            sim,
+            home,
+            root,
+            hooks,
+            env,
+        }
+    }
+
+    /// Telegram escalation to the stub at `base`, chat 42.
+    pub fn telegram(self, base: &str) -> Wd {
+        self.env("TELEGRAM_ESCALATION_CHAT_ID", "42")
+            .env("TELEGRAM_BOT_TOKEN", "1:tok")
+            .env("TELEGRAM_API_BASE", base)
+    }
+
+    /// Sets (or replaces) an environment variable for the watchdog.
+    pub fn env(mut self, key: &str, value: &str) -> Wd {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// The value the watchdog gets for `key`.
+    pub fn env_value(&self, key: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn watchdog_dir(&self) -> PathBuf {
+        self.root.join("watchdog")
+    }
+
+    /// Replaces the simulated fleet.
+    pub fn sessions(&self, sessions: Vec<Value>) {
+        self.sim
+            .set_state(&json!({"profiles_exist": true, "sessions": sessions}));
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs the binary to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run watchdog")
+    }
+
+    /// Starts the daemon; it is killed when the handle drops.
+    pub fn spawn(&self, args: &[&str]) -> Daemon {
+        let log = self.home.path().join(format!("stderr-{}.log", unique()));
+        let child = self
+            .command(args)
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).expect("stderr file"))
+            .spawn()
+            .expect("spawn watchdog");
+        Daemon { child, log }
+    }
+
+    pub fn restarts(&self) -> Vec<RestartRecord> {
+        read_lines(&self.watchdog_dir().join("restart.log"))
+    }
+
+    pub fn escalations(&self) -> Vec<EscalationRecord> {
+        read_lines(&self.watchdog_dir().join("escalations.log"))
+    }
+
+    pub fn liveness(&self) -> Vec<LivenessRecord> {
+        read_lines(&self.watchdog_dir().join("liveness.log"))
+    }
+
+    /// `restart.log` records with this `action`.
+    pub fn restarts_with(&self, action: &str) -> Vec<RestartRecord> {
+        self.restarts()
+            .into_iter()
+            .filter(|r| r.action == action)
+            .collect()
+    }
+
+    /// `liveness.log` records with this `reason`.
+    pub fn liveness_with(&self, reason: &str) -> Vec<LivenessRecord> {
+        self.liveness()
+            .into_iter()
+            .filter(|r| r.reason == reason)
+            .collect()
+    }
+
+    /// `escalations.log` records with this `severity`.
+    pub fn escalations_with(&self, severity: &str) -> Vec<EscalationRecord> {
+        self.escalations()
+            .into_iter()
+            .filter(|e| e.severity == severity)
+            .collect()
+    }
+
+    pub fn escalations_of(&self, severity: &str) -> usize {
+        self.escalations_with(severity).len()
+    }
+
+    /// Waits until `n` escalations of `severity` are recorded, showing the
+    /// daemon's stderr if they never are.
+    pub fn wait_for_escalations(&self, d: &Daemon, severity: &str, n: usize) {
+        assert!(
+            wait_until(Duration::from_secs(20), || self.escalations_of(severity)
+                >= n),
+            "{n} {severity} escalation(s) never came; stderr:\n{}",
+            d.stderr()
+        );
+    }
+
+    /// `session restart` calls logged by the simulator so far.
+    pub fn restart_calls(&self) -> usize {
+        self.sim.calls_with(&["session", "restart"]).len()
+    }
+
+    /// Waits until the daemon has finished at least one full safety poll
+    /// (the simulator saw a `list --all`).
+    pub fn wait_for_first_tick(&self) {
+        assert!(
+            wait_until(Duration::from_secs(10), || !self
+                .sim
+                .calls_with(&["list", "--all"])
+                .is_empty()),
+            "the daemon never polled"
+        );
+    }
+
+    /// Waits until the daemon has run `n` more safety polls than so far.
+    pub fn wait_for_more_ticks(&self, n: usize) {
+        let polls = || self.sim.calls_with(&["list", "--all"]).len();
+        let target = polls() + n;
+        assert!(
+            wait_until(Duration::from_secs(20), || polls() >= target),
+            "the daemon stopped polling"
+        );
+    }
+
+    /// Waits until the daemon has polled and then made no CLI call for half a
+    /// second: the start-up ticks are over.
+    pub fn wait_until_quiet(&self) {
+        self.wait_for_first_tick();
+        let mut seen = usize::MAX;
+        let mut since = Instant::now();
+        let quiet = wait_until(Duration::from_secs(10), || {
+            let n = self.sim.calls().len();
+            if n != seen {
+                seen = n;
+                since = Instant::now();
+            }
+            since.elapsed() >= Duration::from_millis(500)
+        });
+        assert!(quiet, "the daemon never went quiet");
+    }
+
+    /// Writes an executable escalate.sh that appends `<severity>|<message>`
+    /// to a file, and returns that file; `more` is appended to the script.
+    pub fn escalate_script(&self, more: &str) -> PathBuf {
+        let out = self.home.path().join("escalate.out");
+        let script = format!("#!/bin/sh\necho \"$1|$2\" >> '{}'\n{more}", out.display());
+        write_script(&self.watchdog_dir().join("escalate.sh"), &script);
+        out
+    }
+}
+
+/// Asserts a run of the binary exited 0, showing its stderr if not.
+pub fn assert_ok(out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A running daemon.
+pub struct Daemon {
+    pub child: Child,
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn stderr(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends `sig` and waits up to `limit` for the exit; the exit code and
+    /// how long it took.
+    pub fn signal_and_wait(&mut self, sig: i32, limit: Duration) -> (Option<i32>, Duration) {
+        let start = Instant::now();
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.pid(), sig);
+        }
+        let mut code = None;
+        wait_until(limit, || match self.child.try_wait() {
+            Ok(Some(status)) => {
+                code = status.code();
+                true
+            }
+            _ => false,
+        });
+        (code, start.elapsed())
+    }
+
+    /// Resident memory in KiB, from /proc.
+    pub fn rss_kib(&self) -> u64 {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
