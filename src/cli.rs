@@ -26,10 +26,11 @@ flags:
   --verbose       debug logging
   --print-config  print every setting, its value and where it came from
 
-history: restart, liveness and escalation records merged, oldest first, in local time.
+history: liveness, restart and escalation records (.1 files included) merged oldest
+first, one line per decision in local time.
   ID              one session only (escalations by their sid)
   --since DUR     how far back: 30s, 90m, 6h, 2d, plain seconds, or all (default 24h)
-  --json          one JSON line per record, as written, plus \"log\": liveness|restart|escalations
+  --json          every record as one JSON line, with \"log\": liveness|restart|escalations
   --report        with ID: a block to paste into a bug report (no pane text, no secret)
   exit 1 when no record mentions ID; an empty window is exit 0 with a note on stderr
 
@@ -139,15 +140,14 @@ fn parse_history(args: Vec<OsString>) -> Result<Command> {
     }
     let json = rest.contains("--json");
     let report = rest.contains("--report");
-    let since = rest
-        .opt_value_from_os_str("--since", |v| {
-            Ok::<_, String>(v.to_string_lossy().into_owned())
-        })
-        .map_err(|_| {
-            Error::usage(
-                "--since needs a value: a duration such as 30s, 90m, 6h, 2d, plain seconds, or all",
-            )
-        })?;
+    let since: Option<String> = rest.opt_value_from_str("--since").map_err(|e| match e {
+        pico_args::Error::Utf8ArgumentParsingFailed { value, .. } => {
+            Error::usage(format!("--since {value:?} is invalid: not UTF-8"))
+        }
+        _ => Error::usage(
+            "--since needs a value: a duration such as 30s, 90m, 6h, 2d, plain seconds, or all",
+        ),
+    })?;
     let since = match since {
         Some(raw) => Since::parse(&raw)?,
         None => Since::default(),
@@ -244,5 +244,57 @@ mod tests {
     fn unknown_command_is_named() {
         let err = p(&["frobnicate"]).unwrap_err();
         assert!(err.to_string().contains("frobnicate"), "{err}");
+    }
+
+    #[test]
+    fn history_takes_an_id_a_window_and_a_view() {
+        use crate::ops::history::{Args, Since, View};
+        assert_eq!(p(&["history"]).unwrap(), Command::History(Args::default()));
+        let want = Args {
+            id: Some("3f9c2a1b-1755891234".into()),
+            since: Since::parse("6h").unwrap(),
+            view: View::Report,
+        };
+        assert_eq!(
+            p(&[
+                "history",
+                "3f9c2a1b-1755891234",
+                "--since",
+                "6h",
+                "--report"
+            ])
+            .unwrap(),
+            Command::History(want)
+        );
+        // `--since=`, and a session whose id is a command word.
+        let want = Args {
+            id: Some("task".into()),
+            since: Since::All,
+            view: View::Json,
+        };
+        assert_eq!(
+            p(&["history", "--since=all", "--json", "task"]).unwrap(),
+            Command::History(want)
+        );
+    }
+
+    #[test]
+    fn history_usage_errors_name_the_problem() {
+        for (words, want) in [
+            (&["history", "--since", "soon"][..], "--since \"soon\""),
+            (&["history", "--since"], "--since needs a value"),
+            (&["history", "--report"], "needs a session id"),
+            (
+                &["history", "a-1", "--json", "--report"],
+                "cannot be combined",
+            ),
+            (&["history", "a-1", "b-2"], "one session id"),
+            (&["history", "--bogus"], "--bogus"),
+            (&["history", ""], "empty"),
+        ] {
+            let err = p(words).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{words:?}");
+            assert!(err.to_string().contains(want), "{words:?}: {err}");
+        }
     }
 }

@@ -3,17 +3,18 @@
 //! passed in so tests pin the output.
 //!
 //! Text from the records is escaped of control characters and clipped before
-//! it is shown in readable form; `--json` is the record as written, escaped
-//! by JSON. Nothing here reads a file or the clock, and nothing here can
-//! print pane text or a secret: the records have no field for either, and
-//! the settings arrive already rendered by `Config::describe`.
+//! it is shown in readable form; `--json` is the typed record, escaped by
+//! JSON (keys the record type does not know are dropped). Nothing here reads
+//! a file or the clock, and nothing here can print pane text or a secret:
+//! the records have no field for either, and the settings arrive already
+//! rendered by `Config::describe`.
 
 use std::collections::HashMap;
 
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
 
-use super::timeline::{select, titles, Record, Since};
+use super::timeline::{one_per_decision, select, titles, Record, Since};
 use super::{Args, View};
 use crate::error::{Error, Result};
 use crate::records::audit::{
@@ -311,7 +312,7 @@ fn zone_name(all: &[Record], tz: &TimeZone) -> String {
 
 /// The paste-ready block of `history ID --report`. `all` is every record
 /// read (the last-seen fields come from the newest, whatever the window);
-/// `timeline` is the session's entries within the window.
+/// `timeline` is the session's readable entries within the window.
 pub fn report(
     id: &str,
     since: &Since,
@@ -404,7 +405,8 @@ pub fn render(
     }
     match (args.view, id) {
         (View::Report, Some(id)) => {
-            out.stdout = report(id, &args.since, about, all, &timeline, tz);
+            let readable = one_per_decision(&timeline);
+            out.stdout = report(id, &args.since, about, all, &readable, tz);
         }
         (View::Report, None) => return Err(Error::usage("history --report needs a session id")),
         (View::Json, _) => {
@@ -415,7 +417,7 @@ pub fn render(
         }
         (View::Lines, _) => {
             let titles = titles(all);
-            for e in &timeline {
+            for e in one_per_decision(&timeline) {
                 out.stdout.push_str(&line(e, &titles, tz));
                 out.stdout.push('\n');
             }

@@ -199,6 +199,33 @@ pub fn select<'a>(entries: &'a [Record], id: Option<&str>, cutoff: Option<f64>) 
         .collect()
 }
 
+/// The readable timeline shows one line per decision. A `skipped-alive`
+/// restart record repeats the liveness record written with it (same
+/// session, same reason, within a second), so it is left out there; `--json`
+/// keeps every record.
+pub fn one_per_decision<'a>(timeline: &[&'a Record]) -> Vec<&'a Record> {
+    (0..timeline.len())
+        .filter(|&i| !repeats_liveness(timeline, i))
+        .map(|i| timeline[i])
+        .collect()
+}
+
+fn repeats_liveness(timeline: &[&Record], i: usize) -> bool {
+    let Record::Restart(r) = timeline[i] else {
+        return false;
+    };
+    if r.action != "skipped-alive" {
+        return false;
+    }
+    let near = |j: &usize| (timeline[*j].ts() - r.ts).abs() <= 1.0;
+    let before = (0..i).rev().take_while(near);
+    let after = (i + 1..timeline.len()).take_while(near);
+    before.chain(after).any(|j| {
+        matches!(timeline[j], Record::Liveness(l)
+            if l.id == r.id && r.reason.as_deref() == Some(l.reason.as_str()))
+    })
+}
+
 /// The newest title seen for each session id, so an escalation (which has
 /// only a `sid`) can be shown with its session's title.
 pub fn titles(entries: &[Record]) -> HashMap<&str, &str> {
@@ -333,5 +360,38 @@ mod tests {
             b"{\"ts\":1,\"reason\":\"from_the_future\"}\n",
         );
         assert_eq!((e.len(), skipped), (0, 1));
+    }
+
+    #[test]
+    fn a_skipped_alive_next_to_its_liveness_record_is_one_readable_decision() {
+        let skip = |ts: f64, id: &str, reason: &str| {
+            restart(
+                ts,
+                id,
+                "a",
+                "skipped-alive",
+                serde_json::json!({"reason": reason}),
+            )
+        };
+        let all = merge(vec![
+            entries(Log::Liveness, &[liveness(T0, OPS, "a", true)]),
+            entries(
+                Log::Restart,
+                &[
+                    skip(T0 - 0.01, OPS, "pane_active"),
+                    skip(T0 - 0.02, AUTH, "pane_active"),
+                    skip(T0 + 5.0, OPS, "pane_active"),
+                    skip(T0 + 0.5, OPS, "auth_hold"),
+                ],
+            ),
+        ]);
+        let timeline = select(&all, None, None);
+        let kept: Vec<f64> = one_per_decision(&timeline)
+            .iter()
+            .map(|e| e.ts() - T0)
+            .collect();
+        // Another session, a second apart, or another reason: not a repeat.
+        assert_eq!(kept.len(), 4, "{kept:?}");
+        assert!(!kept.contains(&-0.01), "{kept:?}");
     }
 }
