@@ -525,6 +525,16 @@ mod tests {
     }
 
     #[test]
+    fn json_timestamps_keep_every_digit_of_the_file() {
+        // Best-effort float parsing read this as …857.913443.
+        let line = restart(1_796_062_857.913_443_3, OPS, "a", "restart", Value::Null);
+        assert!(line.contains("1796062857.9134433"), "{line}");
+        let all = entries(Log::Restart, &[line]);
+        let out = json_line(&all[0]).unwrap();
+        assert!(out.contains("\"ts\":1796062857.9134433"), "{out}");
+    }
+
+    #[test]
     fn report_holds_version_settings_last_seen_fields_and_timeline() {
         let all = night();
         let args = Args {
