@@ -45,7 +45,7 @@ pub enum View {
     /// One readable line per decision.
     #[default]
     Lines,
-    /// One JSON line per record: the record as written plus `"log"`.
+    /// One JSON line per record: the typed record plus `"log"`.
     Json,
     /// A paste-ready block for a bug report about one session.
     Report,
@@ -154,8 +154,11 @@ pub fn run(cfg: &Config, args: &Args) -> Result<()> {
         eprintln!("agent-deck-watchdog: {p}");
     }
     let mut settings = cfg.describe();
+    // `describe` shows the token only as set or unset; should that ever
+    // change, the report still does not carry it. (A token shorter than a
+    // real one could match ordinary text, so it is left to `describe`.)
     if let Some(token) = cfg.telegram_token.as_ref().map(|t| t.expose()) {
-        if !token.is_empty() {
+        if token.len() >= 8 {
             settings = settings.replace(token, "(redacted)");
         }
     }

@@ -76,6 +76,7 @@ impl Since {
         }
     }
 
+    /// `the last 24h` or `all records`.
     pub fn describe(&self) -> String {
         match self {
             Since::All => "all records".into(),
@@ -83,6 +84,7 @@ impl Since {
         }
     }
 }
+
 /// The three record files, in the order that breaks timestamp ties: a
 /// liveness decision comes before the restart it allowed, which comes before
 /// the alert about it.
