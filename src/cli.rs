@@ -14,6 +14,7 @@ usage:
   agent-deck-watchdog [--dry-run] [--once] [--verbose]   run the daemon, or one pass with --once
   agent-deck-watchdog --print-config                       effective settings and their sources
   agent-deck-watchdog status [--json]                      what the daemon knows and will do next
+  agent-deck-watchdog history [ID] [--since DUR] [--json|--report]   the decision timeline
   agent-deck-watchdog task <add|list|show|cancel|check|sign> …   task follow-up (task --help)
   agent-deck-watchdog demo                                 a simulated fleet, revived end to end
   agent-deck-watchdog --help | --version
@@ -24,6 +25,14 @@ flags:
   --once          one safety-poll pass, wait for the work it started, exit 0
   --verbose       debug logging
   --print-config  print every setting, its value and where it came from
+
+history: liveness, restart and escalation records (.1 files included) merged oldest
+first, one line per decision in local time.
+  ID              one session only (escalations by their sid)
+  --since DUR     how far back: 30s, 90m, 6h, 2d, plain seconds, or all (default 24h)
+  --json          every record as one JSON line, with \"log\": liveness|restart|escalations
+  --report        with ID: a block to paste into a bug report (no pane text, no secret)
+  exit 1 when no record mentions ID; an empty window is exit 0 with a note on stderr
 
 settings come from the environment only; see README.md for the list.
 exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
@@ -44,6 +53,7 @@ pub enum Command {
     PrintConfig(RunFlags),
     Task(RunFlags, crate::tasks::cli::TaskCommand),
     Status { json: bool },
+    History(crate::ops::history::Args),
     Demo,
     Help,
     Version,
@@ -51,6 +61,10 @@ pub enum Command {
 
 /// Parses the arguments after the program name.
 pub fn parse(mut args: Vec<OsString>) -> Result<Command> {
+    if args.first().is_some_and(|a| a == "history") {
+        // Before `task`: a session id may be any word, `task` included.
+        return parse_history(args.split_off(1));
+    }
     if let Some(i) = args.iter().position(|a| a == "task") {
         // Everything after `task` belongs to it; only the global flags may come before.
         let rest = args.split_off(i + 1);
@@ -117,6 +131,67 @@ pub fn parse(mut args: Vec<OsString>) -> Result<Command> {
     })
 }
 
+/// `history [ID] [--since DUR] [--json|--report]`.
+fn parse_history(args: Vec<OsString>) -> Result<Command> {
+    use crate::ops::history::{Args, Since, View};
+    let mut rest = pico_args::Arguments::from_vec(args);
+    if rest.contains(["-h", "--help"]) {
+        return Ok(Command::Help);
+    }
+    let json = rest.contains("--json");
+    let report = rest.contains("--report");
+    let since: Option<String> = rest.opt_value_from_str("--since").map_err(|e| match e {
+        pico_args::Error::Utf8ArgumentParsingFailed { value, .. } => {
+            Error::usage(format!("--since {value:?} is invalid: not UTF-8"))
+        }
+        _ => Error::usage(
+            "--since needs a value: a duration such as 30s, 90m, 6h, 2d, plain seconds, or all",
+        ),
+    })?;
+    let since = match since {
+        Some(raw) => Since::parse(&raw)?,
+        None => Since::default(),
+    };
+    let mut id = None;
+    for word in rest.finish() {
+        let Some(text) = word.to_str() else {
+            return Err(Error::usage(format!(
+                "history: the session id {word:?} is not valid UTF-8"
+            )));
+        };
+        if text.starts_with('-') {
+            return Err(Error::usage(format!(
+                "unknown flag '{text}' for history (see --help)"
+            )));
+        }
+        if text.is_empty() {
+            return Err(Error::usage("history: the session id is empty"));
+        }
+        if let Some(first) = &id {
+            return Err(Error::usage(format!(
+                "history takes one session id, got '{first}' and '{text}'"
+            )));
+        }
+        id = Some(text.to_owned());
+    }
+    let view = match (json, report) {
+        (true, true) => {
+            return Err(Error::usage(
+                "history: --json and --report cannot be combined",
+            ))
+        }
+        (true, false) => View::Json,
+        (false, true) if id.is_none() => {
+            return Err(Error::usage(
+                "history --report needs a session id: history ID --report",
+            ))
+        }
+        (false, true) => View::Report,
+        (false, false) => View::Lines,
+    };
+    Ok(Command::History(Args { id, since, view }))
+}
+
 /// Turns whatever pico-args did not consume into a usage error naming it.
 fn reject_leftovers(rest: Vec<OsString>) -> Result<()> {
     let Some(first) = rest.first() else {
@@ -169,5 +244,57 @@ mod tests {
     fn unknown_command_is_named() {
         let err = p(&["frobnicate"]).unwrap_err();
         assert!(err.to_string().contains("frobnicate"), "{err}");
+    }
+
+    #[test]
+    fn history_takes_an_id_a_window_and_a_view() {
+        use crate::ops::history::{Args, Since, View};
+        assert_eq!(p(&["history"]).unwrap(), Command::History(Args::default()));
+        let want = Args {
+            id: Some("3f9c2a1b-1755891234".into()),
+            since: Since::parse("6h").unwrap(),
+            view: View::Report,
+        };
+        assert_eq!(
+            p(&[
+                "history",
+                "3f9c2a1b-1755891234",
+                "--since",
+                "6h",
+                "--report"
+            ])
+            .unwrap(),
+            Command::History(want)
+        );
+        // `--since=`, and a session whose id is a command word.
+        let want = Args {
+            id: Some("task".into()),
+            since: Since::All,
+            view: View::Json,
+        };
+        assert_eq!(
+            p(&["history", "--since=all", "--json", "task"]).unwrap(),
+            Command::History(want)
+        );
+    }
+
+    #[test]
+    fn history_usage_errors_name_the_problem() {
+        for (words, want) in [
+            (&["history", "--since", "soon"][..], "--since \"soon\""),
+            (&["history", "--since"], "--since needs a value"),
+            (&["history", "--report"], "needs a session id"),
+            (
+                &["history", "a-1", "--json", "--report"],
+                "cannot be combined",
+            ),
+            (&["history", "a-1", "b-2"], "one session id"),
+            (&["history", "--bogus"], "--bogus"),
+            (&["history", ""], "empty"),
+        ] {
+            let err = p(words).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{words:?}");
+            assert!(err.to_string().contains(want), "{words:?}: {err}");
+        }
     }
 }

@@ -56,6 +56,7 @@ fn dispatch(args: Vec<OsString>) -> Result<()> {
         Command::PrintConfig(_) => print!("{}", Config::from_env(&env)?.describe()),
         Command::Demo => ops::demo::run()?,
         Command::Status { json } => ops::status::run(&Config::from_env(&env)?, json)?,
+        Command::History(args) => ops::history::run(&Config::from_env(&env)?, &args)?,
         Command::Task(flags, cmd) => {
             let cfg = Config::from_env(&env)?;
             ops::logging::init(flags.verbose, cfg.journal_stream.as_deref());

@@ -1,0 +1,239 @@
+//! `agent-deck-watchdog history [ID] [--since DUR] [--json|--report]`: the
+//! decision timeline, read back from `liveness.log`, `restart.log` and
+//! `escalations.log` (each with its rotated `.1` file), oldest first.
+//!
+//! This file owns the command: its arguments, reading the record files and
+//! printing. Reading is one function: opened without blocking, anything but
+//! a regular file refused with a message naming the path, at most
+//! [`FILE_MAX`] bytes read (the newest ones). The pure parts live beside it
+//! and are tested without files: [`timeline`] (parsing, merging, filtering,
+//! `--since`) and [`format`] (the readable line, the `--json` line, the
+//! report, with the time zone and `now` passed in).
+//!
+//! `history` only reads: it never writes, locks, or calls agent-deck. It
+//! never prints pane text or a secret: the records have no field for either,
+//! and the settings come from `Config::describe`, which shows the token only
+//! as set or unset.
+
+mod format;
+mod timeline;
+
+#[cfg(test)]
+mod fixtures;
+
+use std::fs::OpenOptions;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+use jiff::tz::TimeZone;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::sys::clock::unix_now;
+
+use format::{render, About};
+pub use timeline::Since;
+use timeline::{merge, parse, Log, Record};
+
+/// At most this much of each record file is read: its newest part.
+pub const FILE_MAX: u64 = 16 << 20;
+
+/// What `history` prints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum View {
+    /// One readable line per decision.
+    #[default]
+    Lines,
+    /// One JSON line per record: the typed record plus `"log"`.
+    Json,
+    /// A paste-ready block for a bug report about one session.
+    Report,
+}
+
+/// The parsed command line of `history`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Args {
+    pub id: Option<String>,
+    pub since: Since,
+    pub view: View,
+}
+
+/// The newest part of a record file.
+#[derive(Debug)]
+struct FileBytes {
+    bytes: Vec<u8>,
+    /// The file was larger than the bound: only its end was read.
+    clipped: bool,
+}
+
+/// Reads a record file without blocking on it: `Ok(None)` when missing, an
+/// error saying what is wrong when it is not a regular file or cannot be
+/// read. More than `max` bytes: the newest `max`, from the first whole line.
+fn read_record_file(path: &Path, max: u64) -> std::result::Result<Option<FileBytes>, String> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path);
+    let mut file = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(format!("it is {what}, not a regular file"));
+    }
+    let clipped = meta.len() > max;
+    if clipped {
+        file.seek(SeekFrom::Start(meta.len() - max))
+            .map_err(|e| e.to_string())?;
+    }
+    let mut bytes = Vec::with_capacity(meta.len().min(max) as usize);
+    file.take(max)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if clipped {
+        // The first line is probably cut: start after it.
+        let start = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
+        bytes.drain(..start);
+    }
+    Ok(Some(FileBytes { bytes, clipped }))
+}
+
+/// Every record under `dir`, merged, and what went wrong reading them.
+fn load(dir: &Path) -> (Vec<Record>, Vec<String>) {
+    let (mut files, mut problems) = (Vec::new(), Vec::new());
+    for log in Log::ALL {
+        for name in [format!("{}.1", log.file()), log.file().to_owned()] {
+            let path = dir.join(&name);
+            match read_record_file(&path, FILE_MAX) {
+                Ok(None) => {}
+                Ok(Some(read)) => {
+                    if read.clipped {
+                        problems.push(format!(
+                            "{} is larger than {} MiB: only its newest {} MiB were read",
+                            path.display(),
+                            FILE_MAX >> 20,
+                            FILE_MAX >> 20
+                        ));
+                    }
+                    let (entries, skipped) = parse(log, &read.bytes);
+                    if skipped > 0 {
+                        let s = if skipped == 1 { "" } else { "s" };
+                        problems.push(format!("skipped {skipped} unreadable line{s} in {name}"));
+                    }
+                    files.push(entries);
+                }
+                Err(why) => problems.push(format!(
+                    "cannot read {}: {why}; the other record files are still shown",
+                    path.display()
+                )),
+            }
+        }
+    }
+    (merge(files), problems)
+}
+
+/// Runs `history`: reads the records under the watchdog dir and prints.
+pub fn run(cfg: &Config, args: &Args) -> Result<()> {
+    let (all, problems) = load(&cfg.watchdog_dir);
+    for p in &problems {
+        eprintln!("agent-deck-watchdog: {p}");
+    }
+    let mut settings = cfg.describe();
+    // `describe` shows the token only as set or unset; should that ever
+    // change, the report still does not carry it. (A token shorter than a
+    // real one could match ordinary text, so it is left to `describe`.)
+    if let Some(token) = cfg.telegram_token.as_ref().map(|t| t.expose()) {
+        if token.len() >= 8 {
+            settings = settings.replace(token, "(redacted)");
+        }
+    }
+    let about = About {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        platform: format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+        settings,
+    };
+    let out = render(args, &all, unix_now(), &about, &TimeZone::system())?;
+    for note in &out.notes {
+        eprintln!("agent-deck-watchdog: {note}");
+    }
+    let mut stdout = io::stdout().lock();
+    match stdout
+        .write_all(out.stdout.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(Error::runtime(format!(
+            "history: cannot write to stdout: {e}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{escalation, restart, OPS, T0};
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn special_files_are_unreadable_not_a_hang() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("restart.log");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(
+            read_record_file(&fifo, FILE_MAX).unwrap_err(),
+            "it is a FIFO, not a regular file"
+        );
+        let dir = tmp.path().join("liveness.log");
+        std::fs::create_dir(&dir).unwrap();
+        assert_eq!(
+            read_record_file(&dir, FILE_MAX).unwrap_err(),
+            "it is a directory, not a regular file"
+        );
+        assert!(read_record_file(&tmp.path().join("missing"), FILE_MAX)
+            .unwrap()
+            .is_none());
+        std::fs::write(
+            tmp.path().join("escalations.log.1"),
+            escalation(T0, "x", None, "kept"),
+        )
+        .unwrap();
+        let (all, problems) = load(tmp.path());
+        assert_eq!(all.len(), 1);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains(&dir.display().to_string()) && problems[0].contains("directory")
+        );
+        assert!(problems[1].contains(&fifo.display().to_string()) && problems[1].contains("FIFO"));
+    }
+
+    #[test]
+    fn a_huge_file_is_read_from_its_end_up_to_the_bound() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("restart.log");
+        let lines: Vec<String> = (0..100)
+            .map(|i| restart(T0 + f64::from(i), OPS, "a", "restart", Value::Null))
+            .collect();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let read = read_record_file(&path, 1000).unwrap().unwrap();
+        assert!(read.clipped && read.bytes.len() <= 1000);
+        let (e, skipped) = parse(Log::Restart, &read.bytes);
+        assert_eq!(skipped, 0, "the cut first line is dropped, not counted");
+        assert_eq!(e.last().map(|e| e.ts()), Some(T0 + 99.0));
+    }
+}

@@ -1,0 +1,627 @@
+//! What `history` prints, from entries already read: the readable line,
+//! the `--json` line and the `--report` block, with the time zone and `now`
+//! passed in so tests pin the output.
+//!
+//! Text from the records is escaped of control characters and clipped before
+//! it is shown in readable form; `--json` is the typed record, escaped by
+//! JSON (keys the record type does not know are dropped). Nothing here reads
+//! a file or the clock, and nothing here can print pane text or a secret:
+//! the records have no field for either, and the settings arrive already
+//! rendered by `Config::describe`.
+
+use std::collections::HashMap;
+
+use jiff::tz::TimeZone;
+use jiff::Timestamp;
+
+use super::timeline::{one_per_decision, select, titles, Record, Since};
+use super::{Args, View};
+use crate::error::{Error, Result};
+use crate::records::audit::{
+    EscalationRecord, LivenessRecord, Pane, RestartRecord, ESCALATIONS_LOG, LIVENESS_LOG,
+    RESTART_LOG,
+};
+
+/// Clipping bounds for text from the records in readable form.
+const TITLE_MAX: usize = 60;
+const ID_MAX: usize = 64;
+const WORD_MAX: usize = 40;
+const TEXT_MAX: usize = 300;
+
+/// Text from a record made safe to print on one line: control characters
+/// (C0, DEL, C1) and the Unicode line separators and bidirectional
+/// overrides escaped, then clipped to `max` characters with an ellipsis.
+pub fn clean(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max * 4));
+    for c in s.chars() {
+        let hostile = c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}')
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c);
+        if hostile {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    match out.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &out[..i]),
+        None => out,
+    }
+}
+
+/// `ts` (float Unix seconds) in `tz` with a strftime format; a time jiff
+/// cannot represent is shown as the raw number.
+fn local(ts: f64, tz: &TimeZone, format: &str) -> String {
+    let ms = (ts * 1000.0).round();
+    if !ms.is_finite() || ms.abs() > i64::MAX as f64 {
+        return format!("ts {ts}");
+    }
+    match Timestamp::from_millisecond(ms as i64) {
+        Ok(t) => t.to_zoned_datetime(tz.clone()).strftime(format).to_string(),
+        Err(_) => format!("ts {ts}"),
+    }
+}
+
+/// `2026-11-30 03:12:04 CET`
+pub fn local_time(ts: f64, tz: &TimeZone) -> String {
+    local(ts, tz, "%Y-%m-%d %H:%M:%S %Z")
+}
+
+/// `2026-11-30 03:12:04.250 CET`, for status reads a gap apart.
+fn local_time_ms(ts: f64, tz: &TimeZone) -> String {
+    local(ts, tz, "%Y-%m-%d %H:%M:%S%.3f %Z")
+}
+
+/// A pane digest, shortened for a readable line.
+fn short_digest(d: &str) -> String {
+    if d.is_empty() {
+        return "-".into();
+    }
+    let d = clean(d, WORD_MAX);
+    match d.char_indices().nth(8) {
+        Some((i, _)) => format!("{}…", &d[..i]),
+        None => d,
+    }
+}
+
+fn pane_summary(p: &Pane) -> String {
+    if p.first.is_empty() && p.second.is_empty() {
+        return "pane not sampled".into();
+    }
+    if p.sampled && !p.changed {
+        let blank = if p.empty { ", blank" } else { "" };
+        return format!("pane {} unchanged{blank}", short_digest(&p.first));
+    }
+    format!(
+        "pane {}→{}",
+        short_digest(&p.first),
+        short_digest(&p.second)
+    )
+}
+
+/// `error` or `error/auth-401`.
+fn status_read(status: &str, substate: Option<&str>) -> String {
+    match substate.filter(|s| !s.is_empty()) {
+        Some(sub) => format!("{}/{}", clean(status, WORD_MAX), clean(sub, WORD_MAX)),
+        None => clean(status, WORD_MAX),
+    }
+}
+
+fn liveness_text(r: &LivenessRecord) -> String {
+    let reads: Vec<String> = r
+        .reads
+        .iter()
+        .map(|x| status_read(&x.status, x.substate.as_deref()))
+        .collect();
+    let mut parts = vec![
+        if reads.is_empty() {
+            "status not read".to_owned()
+        } else {
+            format!("status {}", reads.join("→"))
+        },
+        pane_summary(&r.pane),
+        format!("gap {:.1}s", r.gap_s),
+    ];
+    if let Some(n) = r.consecutive_skips {
+        parts.push(format!("{n} in a row"));
+    }
+    if let Some(why) = &r.auth_hold_reason {
+        parts.push(format!("auth hold {}", clean(why, TEXT_MAX)));
+    }
+    format!(
+        "liveness: {} {} ({})",
+        clean(&r.decision, WORD_MAX),
+        r.reason,
+        parts.join(", ")
+    )
+}
+
+fn restart_text(r: &RestartRecord) -> String {
+    let mut parts = Vec::new();
+    if let Some(reason) = r.reason.as_deref().filter(|s| !s.is_empty()) {
+        parts.push(clean(reason, TEXT_MAX));
+    }
+    if let Some(s) = r.backoff_s {
+        parts.push(format!("backoff {s:.0}s"));
+    }
+    if let Some(s) = &r.final_status {
+        parts.push(format!("final status {}", clean(s, WORD_MAX)));
+    }
+    if let Some(s) = r.stuck_for_s {
+        parts.push(format!("stuck for {s:.0}s"));
+    }
+    let action = clean(&r.action, WORD_MAX);
+    if parts.is_empty() {
+        format!("action: {action}")
+    } else {
+        format!("action: {action} ({})", parts.join(", "))
+    }
+}
+
+fn escalation_text(r: &EscalationRecord) -> String {
+    let telegram = if r.telegram { " (telegram)" } else { "" };
+    format!(
+        "escalation: {}: {}{telegram}",
+        clean(&r.severity, WORD_MAX),
+        clean(&r.message, TEXT_MAX)
+    )
+}
+
+/// Who a line is about: `title (id)`, `(id)` when no title is known, or
+/// `fleet` for an alert about no one session (a cascade, the breaker).
+fn who(e: &Record, titles: &HashMap<&str, &str>) -> String {
+    let Some(id) = e.session() else {
+        return "fleet".into();
+    };
+    let title = e.title().or_else(|| titles.get(id).copied());
+    match title {
+        Some(t) => format!("{} ({})", clean(t, TITLE_MAX), clean(id, ID_MAX)),
+        None => format!("({})", clean(id, ID_MAX)),
+    }
+}
+
+fn dry_run(e: &Record) -> bool {
+    match e {
+        Record::Liveness(r) => r.dry_run,
+        Record::Restart(r) => r.dry_run,
+        Record::Escalation(r) => r.dry_run,
+    }
+}
+
+/// The readable line of one entry:
+/// `2026-11-30 03:12:04 CET  conductor-ops (3f9c2a1b-1755891234)  liveness: skip pane_active (…)`.
+pub fn line(e: &Record, titles: &HashMap<&str, &str>, tz: &TimeZone) -> String {
+    let what = match e {
+        Record::Liveness(r) => liveness_text(r),
+        Record::Restart(r) => restart_text(r),
+        Record::Escalation(r) => escalation_text(r),
+    };
+    let dry = if dry_run(e) { " [dry-run]" } else { "" };
+    format!(
+        "{}  {}  {what}{dry}",
+        local_time(e.ts(), tz),
+        who(e, titles)
+    )
+}
+
+/// The `--json` line of one record: `{"log":"restart", …its fields}`.
+pub fn json_line(r: &Record) -> Result<String> {
+    serde_json::to_string(r)
+        .map_err(|e| Error::runtime(format!("history: cannot write a record as JSON: {e}")))
+}
+
+/// A fence longer than any run of backticks in `body`, so the block cannot
+/// be closed early by a title or a setting.
+fn fence(body: &str) -> String {
+    let (mut run, mut longest) = (0, 0);
+    for c in body.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+/// What the report says about the program and where it runs.
+#[derive(Debug, Clone)]
+pub struct About {
+    pub version: String,
+    pub platform: String,
+    /// `--print-config`'s table, secrets already shown as set or unset.
+    pub settings: String,
+}
+
+/// The fields the watchdog last used for the session `id`, from its records.
+fn last_seen(id: &str, all: &[Record], tz: &TimeZone) -> Vec<String> {
+    let mine: Vec<&Record> = select(all, Some(id), None);
+    let mut out = vec!["last seen by the watchdog".to_owned()];
+    let newest = mine.iter().rev().find_map(|e| match e {
+        Record::Liveness(r) => Some((*e, &r.title, &r.profile)),
+        Record::Restart(r) => Some((*e, &r.title, &r.profile)),
+        Record::Escalation(_) => None,
+    });
+    match newest {
+        Some((e, title, profile)) => {
+            out.push(format!("  title      {}", clean(title, TEXT_MAX)));
+            out.push(format!("  profile    {}", clean(profile, TEXT_MAX)));
+            out.push(format!(
+                "  as of      {}, {}",
+                local_time(e.ts(), tz),
+                e.log().file()
+            ));
+        }
+        None => out.push("  title      unknown (only escalations mention it)".into()),
+    }
+    let liveness = mine.iter().rev().find_map(|e| match e {
+        Record::Liveness(r) => Some(r),
+        _ => None,
+    });
+    let Some(r) = liveness else {
+        out.push("  liveness   no liveness check on record".into());
+        return out;
+    };
+    out.push(format!(
+        "  liveness   {}: {} {}",
+        local_time(r.ts, tz),
+        clean(&r.decision, WORD_MAX),
+        r.reason
+    ));
+    for (i, read) in r.reads.iter().enumerate() {
+        out.push(format!(
+            "    read {}   {}  {}",
+            i + 1,
+            local_time_ms(read.ts, tz),
+            status_read(&read.status, read.substate.as_deref())
+        ));
+    }
+    let yes_no = |b: bool, yes: &str, no: &str| if b { yes } else { no }.to_owned();
+    let digest = |d: &str| {
+        if d.is_empty() {
+            "-".to_owned()
+        } else {
+            clean(d, WORD_MAX)
+        }
+    };
+    out.push(format!(
+        "    pane     first {}, second {}; {}, {}, {}",
+        digest(&r.pane.first),
+        digest(&r.pane.second),
+        yes_no(r.pane.sampled, "sampled", "not sampled"),
+        yes_no(r.pane.changed, "changed", "unchanged"),
+        yes_no(r.pane.empty, "blank", "not blank"),
+    ));
+    out.push(format!("    gap      {:.1}s", r.gap_s));
+    if let Some(n) = r.consecutive_skips {
+        out.push(format!("    consecutive skips  {n}"));
+    }
+    if let Some(why) = &r.auth_hold_reason {
+        out.push(format!("    auth hold  {}", clean(why, TEXT_MAX)));
+    }
+    out.push(format!("    dry run  {}", yes_no(r.dry_run, "yes", "no")));
+    out
+}
+
+/// The zone's IANA name, or its abbreviation at the newest record.
+fn zone_name(all: &[Record], tz: &TimeZone) -> String {
+    match (tz.iana_name(), all.last()) {
+        (Some(name), _) => clean(name, WORD_MAX),
+        (None, Some(e)) => local(e.ts(), tz, "%Z"),
+        (None, None) => "system time zone".into(),
+    }
+}
+
+/// The paste-ready block of `history ID --report`. `all` is every record
+/// read (the last-seen fields come from the newest, whatever the window);
+/// `timeline` is the session's readable entries within the window.
+pub fn report(
+    id: &str,
+    since: &Since,
+    about: &About,
+    all: &[Record],
+    timeline: &[&Record],
+    tz: &TimeZone,
+) -> String {
+    let mut body = vec![
+        "agent-deck-watchdog history report".to_owned(),
+        format!("version    {}", clean(&about.version, TEXT_MAX)),
+        format!("platform   {}", clean(&about.platform, TEXT_MAX)),
+        format!("session    {}", clean(id, ID_MAX)),
+        format!("times      local ({})", zone_name(all, tz)),
+        String::new(),
+        "settings (as --print-config shows them in this environment; secrets only as set/unset)"
+            .to_owned(),
+    ];
+    body.extend(
+        about
+            .settings
+            .lines()
+            .map(|l| format!("  {}", clean(l, TEXT_MAX + 200))),
+    );
+    body.push(String::new());
+    body.extend(last_seen(id, all, tz));
+    body.push(String::new());
+    let titles = titles(all);
+    body.push(format!(
+        "timeline, {} ({} entries, oldest first)",
+        since.describe(),
+        timeline.len()
+    ));
+    if timeline.is_empty() {
+        body.push("  (none in this window; try --since all)".into());
+    }
+    body.extend(
+        timeline
+            .iter()
+            .map(|e| format!("  {}", line(e, &titles, tz))),
+    );
+    let body = body.join("\n");
+    let fence = fence(&body);
+    format!("{fence}text\n{body}\n{fence}\n")
+}
+
+/// What a `history` run prints: stdout, and notes for stderr.
+#[derive(Debug, Default, PartialEq)]
+pub struct Output {
+    pub stdout: String,
+    pub notes: Vec<String>,
+}
+
+/// Everything `history` prints, from the records already read. An `id` that
+/// no record mentions is an error (exit 1), so a script can tell it from an
+/// empty window (exit 0 with a note on stderr).
+pub fn render(
+    args: &Args,
+    all: &[Record],
+    now: f64,
+    about: &About,
+    tz: &TimeZone,
+) -> Result<Output> {
+    let id = args.id.as_deref();
+    if let Some(id) = id {
+        if !all.iter().any(|e| e.session() == Some(id)) {
+            return Err(Error::runtime(format!(
+                "no record mentions session {:?}: it is in none of {LIVENESS_LOG}, {RESTART_LOG}, \
+                 {ESCALATIONS_LOG} or their .1 files",
+                clean(id, ID_MAX)
+            )));
+        }
+    }
+    let timeline = select(all, id, args.since.cutoff(now));
+    let mut out = Output::default();
+    if timeline.is_empty() {
+        let whose = id.map_or(String::new(), |id| {
+            format!(" for session {}", clean(id, ID_MAX))
+        });
+        let newest = select(all, id, None).last().map_or(String::new(), |e| {
+            format!(
+                "; the newest is from {} (see --since)",
+                local_time(e.ts(), tz)
+            )
+        });
+        out.notes.push(format!(
+            "no records{whose} in {}{newest}",
+            args.since.describe()
+        ));
+    }
+    match (args.view, id) {
+        (View::Report, Some(id)) => {
+            let readable = one_per_decision(&timeline);
+            out.stdout = report(id, &args.since, about, all, &readable, tz);
+        }
+        (View::Report, None) => return Err(Error::usage("history --report needs a session id")),
+        (View::Json, _) => {
+            for e in &timeline {
+                out.stdout.push_str(&json_line(e)?);
+                out.stdout.push('\n');
+            }
+        }
+        (View::Lines, _) => {
+            let titles = titles(all);
+            for e in one_per_decision(&timeline) {
+                out.stdout.push_str(&line(e, &titles, tz));
+                out.stdout.push('\n');
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::*;
+    use super::super::timeline::{merge, Log};
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn readable_form_is_pinned() {
+        let want = "\
+2026-11-30 03:11:32 CET  conductor-auth (9a8b7c6d-1755891400)  action: skipped-alive (auth_hold)
+2026-11-30 03:11:33 CET  conductor-auth (9a8b7c6d-1755891400)  escalation: auth-hold: conductor-auth is auth-held: log in again (telegram)
+2026-11-30 03:12:02 CET  conductor-ops (3f9c2a1b-1755891234)  liveness: skip pane_active (status error/crashed→error, pane a1b2c3d4…→c3d4e5f6…, gap 2.0s)
+2026-11-30 03:13:02 CET  conductor-ops (3f9c2a1b-1755891234)  liveness: restart confirmed_dead (status error/crashed→error, pane a1b2c3d4… unchanged, gap 2.0s)
+2026-11-30 03:13:02 CET  conductor-ops (3f9c2a1b-1755891234)  action: restart
+2026-11-30 03:13:08 CET  conductor-ops (3f9c2a1b-1755891234)  action: restarted (final status running)
+2026-11-30 03:13:12 CET  conductor-ops (3f9c2a1b-1755891234)  action: skipped (budget_spent) [dry-run]
+2026-11-30 03:13:32 CET  fleet  escalation: cascade-detected: 5 critical sessions in error at once";
+        assert_eq!(lines_of(&night(), None), want);
+    }
+
+    #[test]
+    fn summer_time_shows_its_own_abbreviation() {
+        // 2026-07-01 12:00:00 UTC
+        assert_eq!(
+            local_time(1_782_907_200.0, &cet()),
+            "2026-07-01 14:00:00 CEST"
+        );
+        assert_eq!(local_time(T0, &TimeZone::UTC), "2026-11-30 02:12:02 UTC");
+        for t in [f64::NAN, f64::INFINITY, 1e300] {
+            assert!(local_time(t, &cet()).starts_with("ts "));
+        }
+    }
+
+    #[test]
+    fn control_characters_in_titles_are_escaped_and_text_clipped() {
+        let title = "evil\x1b[31m\u{202e}\n2026-11-30 03:00:00 CET  forged (x)  restart: restarted";
+        let all = entries(
+            Log::Restart,
+            &[restart(
+                T0,
+                OPS,
+                title,
+                &"a".repeat(500),
+                serde_json::json!({"reason": "r\r\n".repeat(200)}),
+            )],
+        );
+        let out = lines_of(&all, None);
+        assert_eq!(out.lines().count(), 1, "{out}");
+        assert!(!out.chars().any(|c| c.is_control()), "{out:?}");
+        assert!(out.contains("evil\\u{1b}[31m\\u{202e}\\n2026"), "{out}");
+        assert!(
+            !out.contains('\u{202e}') && out.contains("\\u{202e}"),
+            "{out}"
+        );
+        assert!(out.contains("aaa…") && out.contains("r\\r\\n…"), "{out}");
+        assert!(out.chars().count() < 600, "{}", out.chars().count());
+        assert_eq!(clean("héllo wörld", 5), "héllo…");
+        assert_eq!(clean("tab\there", 80), "tab\\there");
+    }
+
+    #[test]
+    fn json_lines_are_the_typed_records_plus_log_and_nothing_else() {
+        let mut line_with_stray_keys: Value =
+            serde_json::from_str(&restart(T0, OPS, "a", "restart", Value::Null)).unwrap();
+        line_with_stray_keys["pane_text"] = serde_json::json!("$ cat ~/.ssh/id_rsa");
+        line_with_stray_keys["log"] = serde_json::json!("forged");
+        let all = merge(vec![
+            entries(Log::Restart, &[line_with_stray_keys.to_string()]),
+            entries(Log::Liveness, &[liveness(T0 + 1.0, OPS, "a", true)]),
+            entries(
+                Log::Escalations,
+                &[escalation(T0 + 2.0, "cascade", None, "m")],
+            ),
+        ]);
+        let out: Vec<String> = all.iter().map(|r| json_line(r).unwrap()).collect();
+        assert!(out[0].starts_with("{\"log\":\"restart\","), "{}", out[0]);
+        assert!(
+            !out[0].contains("pane_text") && !out[0].contains("forged"),
+            "{}",
+            out[0]
+        );
+        for (line, record) in out.iter().zip(&all) {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(
+                v["log"].as_str(),
+                record.log().file().strip_suffix(".log"),
+                "{line}"
+            );
+        }
+        let back: RestartRecord = serde_json::from_str(&out[0]).unwrap();
+        assert_eq!(Record::Restart(back), all[0]);
+        let back: LivenessRecord = serde_json::from_str(&out[1]).unwrap();
+        assert_eq!(Record::Liveness(back), all[1]);
+        let back: EscalationRecord = serde_json::from_str(&out[2]).unwrap();
+        assert_eq!(Record::Escalation(back), all[2]);
+    }
+
+    #[test]
+    fn json_timestamps_keep_every_digit_of_the_file() {
+        // Best-effort float parsing read this as …857.913443.
+        let line = restart(1_796_062_857.913_443_3, OPS, "a", "restart", Value::Null);
+        assert!(line.contains("1796062857.9134433"), "{line}");
+        let all = entries(Log::Restart, &[line]);
+        let out = json_line(&all[0]).unwrap();
+        assert!(out.contains("\"ts\":1796062857.9134433"), "{out}");
+    }
+
+    #[test]
+    fn report_holds_version_settings_last_seen_fields_and_timeline() {
+        let all = night();
+        let args = Args {
+            id: Some(OPS.into()),
+            since: Since::default(),
+            view: View::Report,
+        };
+        let out = render(&args, &all, T0 + 100.0, &about(), &cet()).unwrap();
+        let r = &out.stdout;
+        assert!(r.starts_with("```text\n") && r.ends_with("\n```\n"), "{r}");
+        for want in [
+            "version    0.1.0",
+            "platform   linux/x86_64",
+            "session    3f9c2a1b-1755891234",
+            "times      local (CET)",
+            "  TELEGRAM_BOT_TOKEN  (set, not shown)  (environment)",
+            "  title      conductor-ops",
+            "  profile    default",
+            "  as of      2026-11-30 03:13:12 CET, restart.log",
+            "  liveness   2026-11-30 03:13:02 CET: restart confirmed_dead",
+            "    read 1   2026-11-30 03:12:59.600 CET  error/crashed",
+            "    read 2   2026-11-30 03:13:01.900 CET  error",
+            "    pane     first a1b2c3d4e5f6a7b8, second a1b2c3d4e5f6a7b8; sampled, unchanged, not blank",
+            "    gap      2.0s",
+            "timeline, the last 24h (5 entries, oldest first)",
+            "  2026-11-30 03:13:08 CET  conductor-ops (3f9c2a1b-1755891234)  action: restarted (final status running)",
+        ] {
+            assert!(r.lines().any(|l| l == want), "{want:?} missing from\n{r}");
+        }
+        assert!(!r.contains(AUTH) && !r.contains("cascade"), "{r}");
+        assert!(out.notes.is_empty(), "{:?}", out.notes);
+    }
+
+    #[test]
+    fn report_fence_outlasts_backticks_in_the_records() {
+        let all = entries(
+            Log::Restart,
+            &[restart(T0, OPS, "a ````` b", "restart", Value::Null)],
+        );
+        let args = Args {
+            id: Some(OPS.into()),
+            since: Since::All,
+            view: View::Report,
+        };
+        let r = render(&args, &all, T0, &about(), &cet()).unwrap().stdout;
+        assert!(
+            r.starts_with("``````text\n") && r.ends_with("\n``````\n"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn unknown_id_is_an_error_and_an_empty_window_a_note() {
+        let all = night();
+        let args = |id: &str, since: Since| Args {
+            id: Some(id.into()),
+            since,
+            view: View::Lines,
+        };
+        let err = render(
+            &args("nope-1", Since::default()),
+            &all,
+            T0,
+            &about(),
+            &cet(),
+        )
+        .unwrap_err();
+        assert_eq!(err.exit_code(), 1);
+        assert!(
+            err.to_string()
+                .contains("no record mentions session \"nope-1\""),
+            "{err}"
+        );
+        let late = T0 + 3.0 * 86_400.0;
+        let out = render(&args(AUTH, Since::default()), &all, late, &about(), &cet()).unwrap();
+        assert_eq!(out.stdout, "");
+        assert_eq!(
+            out.notes,
+            [
+                "no records for session 9a8b7c6d-1755891400 in the last 24h; \
+              the newest is from 2026-11-30 03:11:33 CET (see --since)"
+            ]
+        );
+        let out = render(&args(AUTH, Since::All), &all, late, &about(), &cet()).unwrap();
+        assert_eq!((out.stdout.lines().count(), out.notes.len()), (2, 0));
+        let none = Args::default();
+        let out = render(&none, &[], T0, &about(), &cet()).unwrap();
+        assert_eq!(out.notes, ["no records in the last 24h"]);
+    }
+}

@@ -1,0 +1,399 @@
+//! The timeline of `history`: record lines parsed into typed entries, the
+//! three files merged oldest first, and the window and session filters,
+//! `--since` included.
+//!
+//! Pure: bytes in, entries out. Reading files and printing belong to
+//! `history.rs` and `format.rs`.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::records::audit::{
+    EscalationRecord, LivenessRecord, RestartRecord, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
+};
+
+/// The window when `--since` is not given.
+const DEFAULT_SINCE_S: f64 = 86_400.0;
+/// The longest `--since` accepted: 100 years.
+const SINCE_MAX_S: f64 = 100.0 * 365.0 * 86_400.0;
+
+/// How far back to look.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Since {
+    All,
+    /// The last `secs` seconds; `label` is how the operator wrote it.
+    Last {
+        secs: f64,
+        label: String,
+    },
+}
+
+impl Default for Since {
+    fn default() -> Since {
+        Since::Last {
+            secs: DEFAULT_SINCE_S,
+            label: "24h".into(),
+        }
+    }
+}
+
+impl Since {
+    /// `--since`: `all`, plain seconds (`5400`), or a number with a unit:
+    /// `s`, `m` (minutes), `h`, `d` (`30s`, `90m`, `6h`, `1.5d`). It must be
+    /// greater than zero and at most 100 years.
+    pub fn parse(raw: &str) -> Result<Since> {
+        let t = raw.trim();
+        if t == "all" {
+            return Ok(Since::All);
+        }
+        let (num, unit, suffix) = match t.char_indices().last() {
+            Some((i, 's')) => (&t[..i], 1.0, ""),
+            Some((i, 'm')) => (&t[..i], 60.0, ""),
+            Some((i, 'h')) => (&t[..i], 3600.0, ""),
+            Some((i, 'd')) => (&t[..i], 86_400.0, ""),
+            _ => (t, 1.0, "s"),
+        };
+        let digits_only = !num.is_empty() && num.chars().all(|c| c.is_ascii_digit() || c == '.');
+        match num.parse::<f64>() {
+            Ok(v) if digits_only && v > 0.0 && v * unit <= SINCE_MAX_S => Ok(Since::Last {
+                secs: v * unit,
+                label: format!("{t}{suffix}"),
+            }),
+            _ => Err(Error::usage(format!(
+                "--since {raw:?} is invalid: expected a duration such as 30s, 90m, 6h, 2d, \
+                 plain seconds, or all"
+            ))),
+        }
+    }
+
+    /// The oldest timestamp shown, if any bound.
+    pub fn cutoff(&self, now: f64) -> Option<f64> {
+        match self {
+            Since::All => None,
+            Since::Last { secs, .. } => Some(now - secs),
+        }
+    }
+
+    /// `the last 24h` or `all records`.
+    pub fn describe(&self) -> String {
+        match self {
+            Since::All => "all records".into(),
+            Since::Last { label, .. } => format!("the last {label}"),
+        }
+    }
+}
+
+/// The three record files, in the order that breaks timestamp ties: a
+/// liveness decision comes before the restart it allowed, which comes before
+/// the alert about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Log {
+    Liveness,
+    Restart,
+    Escalations,
+}
+
+impl Log {
+    pub const ALL: [Log; 3] = [Log::Liveness, Log::Restart, Log::Escalations];
+
+    pub fn file(self) -> &'static str {
+        match self {
+            Log::Liveness => LIVENESS_LOG,
+            Log::Restart => RESTART_LOG,
+            Log::Escalations => ESCALATIONS_LOG,
+        }
+    }
+}
+
+/// One record, typed. As JSON it is the record with a `"log"` key first
+/// naming its file without `.log` (`liveness`, `restart`, `escalations`):
+/// the `--json` line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "log")]
+pub enum Record {
+    #[serde(rename = "liveness")]
+    Liveness(LivenessRecord),
+    #[serde(rename = "restart")]
+    Restart(RestartRecord),
+    #[serde(rename = "escalations")]
+    Escalation(EscalationRecord),
+}
+
+impl Record {
+    pub fn ts(&self) -> f64 {
+        match self {
+            Record::Liveness(r) => r.ts,
+            Record::Restart(r) => r.ts,
+            Record::Escalation(r) => r.ts,
+        }
+    }
+
+    /// The session it is about: `id`, or an escalation's `sid`.
+    pub fn session(&self) -> Option<&str> {
+        match self {
+            Record::Liveness(r) => Some(&r.id),
+            Record::Restart(r) => Some(&r.id),
+            Record::Escalation(r) => r.sid.as_deref(),
+        }
+    }
+
+    pub fn log(&self) -> Log {
+        match self {
+            Record::Liveness(_) => Log::Liveness,
+            Record::Restart(_) => Log::Restart,
+            Record::Escalation(_) => Log::Escalations,
+        }
+    }
+
+    pub fn title(&self) -> Option<&str> {
+        match self {
+            Record::Liveness(r) => Some(&r.title),
+            Record::Restart(r) => Some(&r.title),
+            Record::Escalation(_) => None,
+        }
+    }
+}
+
+/// The records in one file's bytes, and how many non-blank lines did not
+/// parse (garbled, truncated, not UTF-8, or not a record of this file).
+/// Keys the typed record does not know are dropped.
+pub fn parse(log: Log, bytes: &[u8]) -> (Vec<Record>, usize) {
+    let (mut entries, mut skipped) = (Vec::new(), 0);
+    for line in bytes.split(|b| *b == b'\n') {
+        let line = line.trim_ascii();
+        if line.is_empty() {
+            continue;
+        }
+        match parse_line(log, line) {
+            Some(e) => entries.push(e),
+            None => skipped += 1,
+        }
+    }
+    (entries, skipped)
+}
+
+fn parse_line(log: Log, line: &[u8]) -> Option<Record> {
+    let record = match log {
+        Log::Liveness => Record::Liveness(serde_json::from_slice(line).ok()?),
+        Log::Restart => Record::Restart(serde_json::from_slice(line).ok()?),
+        Log::Escalations => Record::Escalation(serde_json::from_slice(line).ok()?),
+    };
+    Some(record)
+}
+
+/// One timeline, oldest first. `files` come in tie order ([`Log::ALL`], each
+/// `.1` before its current file); the sort is stable, so records with equal
+/// timestamps keep that order.
+pub fn merge(files: Vec<Vec<Record>>) -> Vec<Record> {
+    let mut all: Vec<Record> = files.into_iter().flatten().collect();
+    all.sort_by(|a, b| a.ts().total_cmp(&b.ts()));
+    all
+}
+
+/// The entries about `id` (all when `None`) from `cutoff` on.
+pub fn select<'a>(entries: &'a [Record], id: Option<&str>, cutoff: Option<f64>) -> Vec<&'a Record> {
+    entries
+        .iter()
+        .filter(|e| id.is_none_or(|id| e.session() == Some(id)))
+        .filter(|e| cutoff.is_none_or(|c| e.ts() >= c))
+        .collect()
+}
+
+/// The readable timeline shows one line per decision. A `skipped-alive`
+/// restart record repeats the liveness record written with it (same
+/// session, same reason, within a second), so it is left out there; `--json`
+/// keeps every record.
+pub fn one_per_decision<'a>(timeline: &[&'a Record]) -> Vec<&'a Record> {
+    (0..timeline.len())
+        .filter(|&i| !repeats_liveness(timeline, i))
+        .map(|i| timeline[i])
+        .collect()
+}
+
+fn repeats_liveness(timeline: &[&Record], i: usize) -> bool {
+    let Record::Restart(r) = timeline[i] else {
+        return false;
+    };
+    if r.action != "skipped-alive" {
+        return false;
+    }
+    let near = |j: &usize| (timeline[*j].ts() - r.ts).abs() <= 1.0;
+    let before = (0..i).rev().take_while(near);
+    let after = (i + 1..timeline.len()).take_while(near);
+    before.chain(after).any(|j| {
+        matches!(timeline[j], Record::Liveness(l)
+            if l.id == r.id && r.reason.as_deref() == Some(l.reason.as_str()))
+    })
+}
+
+/// The newest title seen for each session id, so an escalation (which has
+/// only a `sid`) can be shown with its session's title.
+pub fn titles(entries: &[Record]) -> HashMap<&str, &str> {
+    let mut map = HashMap::new();
+    for e in entries {
+        if let (Some(id), Some(title)) = (e.session(), e.title()) {
+            map.insert(id, title);
+        }
+    }
+    map
+}
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::*;
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn since_accepts_units_plain_seconds_and_all() {
+        let secs = |raw: &str| match Since::parse(raw).unwrap() {
+            Since::Last { secs, .. } => secs,
+            Since::All => f64::INFINITY,
+        };
+        assert_eq!(secs("30s"), 30.0);
+        assert_eq!(secs("90m"), 5400.0);
+        assert_eq!(secs("6h"), 21_600.0);
+        assert_eq!(secs("2d"), 172_800.0);
+        assert_eq!(secs("1.5d"), 129_600.0);
+        assert_eq!(secs("5400"), 5400.0);
+        assert_eq!(secs(" 7d "), 604_800.0);
+        assert_eq!(secs("all"), f64::INFINITY);
+        assert_eq!(Since::parse("5400").unwrap().describe(), "the last 5400s");
+        assert_eq!(Since::default().describe(), "the last 24h");
+    }
+
+    #[test]
+    fn since_rejects_bad_values_naming_the_flag_and_value() {
+        for bad in [
+            "",
+            "h",
+            "0",
+            "0h",
+            "-5m",
+            "+5m",
+            "6x",
+            "1e3",
+            "nan",
+            "inf",
+            "6hh",
+            "36501000d",
+            "ALL",
+        ] {
+            let err = Since::parse(bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+            let msg = err.to_string();
+            assert!(
+                msg.contains("--since") && msg.contains(&format!("{bad:?}")),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn merge_is_oldest_first_across_three_files_and_their_rotations() {
+        let rotated = entries(
+            Log::Restart,
+            &[restart(T0 - 100.0, OPS, "a", "restart", Value::Null)],
+        );
+        let current = entries(
+            Log::Restart,
+            &[restart(T0 + 5.0, OPS, "a", "restarted", Value::Null)],
+        );
+        let live_old = entries(Log::Liveness, &[liveness(T0 - 200.0, OPS, "a", false)]);
+        let live_new = entries(Log::Liveness, &[liveness(T0 + 5.0, OPS, "a", false)]);
+        let esc = entries(
+            Log::Escalations,
+            &[escalation(T0 - 150.0, "cascade", None, "m")],
+        );
+        let all = merge(vec![live_old, live_new, rotated, current, esc]);
+        let got: Vec<(f64, &str)> = all.iter().map(|e| (e.ts() - T0, e.log().file())).collect();
+        assert_eq!(
+            got,
+            [
+                (-200.0, LIVENESS_LOG),
+                (-150.0, ESCALATIONS_LOG),
+                (-100.0, RESTART_LOG),
+                (5.0, LIVENESS_LOG),
+                (5.0, RESTART_LOG)
+            ]
+        );
+    }
+
+    #[test]
+    fn id_filter_matches_restart_and_liveness_ids_and_escalation_sids() {
+        let all = night();
+        let auth: Vec<&str> = select(&all, Some(AUTH), None)
+            .iter()
+            .map(|e| e.log().file())
+            .collect();
+        assert_eq!(auth, [RESTART_LOG, ESCALATIONS_LOG]);
+        assert_eq!(select(&all, Some(OPS), None).len(), 5);
+        assert_eq!(select(&all, None, None).len(), 8);
+        assert!(
+            select(&all, Some("3f9c2a1b"), None).is_empty(),
+            "no prefix matching"
+        );
+    }
+
+    #[test]
+    fn since_keeps_only_the_window() {
+        let all = night();
+        let cutoff = Since::parse("45s").unwrap().cutoff(T0 + 90.0);
+        let kept: Vec<f64> = select(&all, None, cutoff)
+            .iter()
+            .map(|e| e.ts() - T0)
+            .collect();
+        assert_eq!(kept, [60.0, 60.0, 66.25, 70.0, 90.0]);
+        assert_eq!(Since::All.cutoff(T0), None);
+    }
+
+    #[test]
+    fn unreadable_lines_are_counted_and_skipped() {
+        let good = restart(T0, OPS, "a", "restart", Value::Null);
+        let mut text = format!("{good}\nnot json\n\n{{\"ts\":1}}\n[1,2]\n").into_bytes();
+        text.extend_from_slice(b"\xff\xfe{}\n");
+        let wrong_file = escalation(T0, "x", None, "an escalation in restart.log");
+        text.extend(format!("{wrong_file}\n{good}\r\n{}", &good[..good.len() / 2]).bytes());
+        let (e, skipped) = parse(Log::Restart, &text);
+        assert_eq!((e.len(), skipped), (2, 6));
+        let (e, skipped) = parse(
+            Log::Liveness,
+            b"{\"ts\":1,\"reason\":\"from_the_future\"}\n",
+        );
+        assert_eq!((e.len(), skipped), (0, 1));
+    }
+
+    #[test]
+    fn a_skipped_alive_next_to_its_liveness_record_is_one_readable_decision() {
+        let skip = |ts: f64, id: &str, reason: &str| {
+            restart(
+                ts,
+                id,
+                "a",
+                "skipped-alive",
+                serde_json::json!({"reason": reason}),
+            )
+        };
+        let all = merge(vec![
+            entries(Log::Liveness, &[liveness(T0, OPS, "a", true)]),
+            entries(
+                Log::Restart,
+                &[
+                    skip(T0 - 0.01, OPS, "pane_active"),
+                    skip(T0 - 0.02, AUTH, "pane_active"),
+                    skip(T0 + 5.0, OPS, "pane_active"),
+                    skip(T0 + 0.5, OPS, "auth_hold"),
+                ],
+            ),
+        ]);
+        let timeline = select(&all, None, None);
+        let kept: Vec<f64> = one_per_decision(&timeline)
+            .iter()
+            .map(|e| e.ts() - T0)
+            .collect();
+        // Another session, a second apart, or another reason: not a repeat.
+        assert_eq!(kept.len(), 4, "{kept:?}");
+        assert!(!kept.contains(&-0.01), "{kept:?}");
+    }
+}
