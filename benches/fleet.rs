@@ -25,7 +25,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_deck_watchdog::sim;
+use agent_deck_watchdog::ops::sim;
 
 use probe::{interrupted, CallLog, Mem};
 use report::{median, Figures, Flood, Latency, Tick};

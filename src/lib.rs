@@ -14,11 +14,10 @@ pub(crate) mod daemon;
 pub(crate) mod decide;
 pub(crate) mod error;
 pub(crate) mod fleet;
-pub(crate) mod ops;
+pub mod ops;
 #[cfg(test)]
 mod parser_props;
 pub mod records;
-pub(crate) mod sim;
 pub(crate) mod sys;
 pub mod tasks;
 pub(crate) mod triggers;
@@ -37,7 +36,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        return sim::main(&rest);
+        return ops::sim::main(&rest);
     }
     match dispatch(args) {
         Ok(()) => 0,

@@ -161,7 +161,7 @@ pub fn print(f: &Figures, rounds: usize) {
         ),
     ];
     let width = rows.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
-    let today = agent_deck_watchdog::clock::utc_timestamp(super::probe::now());
+    let today = jiff::Timestamp::now().to_string();
     println!();
     println!(
         "agent-deck-watchdog bench (simulated agent-deck; {})",

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_deck_watchdog::sim::{self, Session, State};
+use agent_deck_watchdog::ops::sim::{self, Session, State};
 
 use super::probe::now;
 use super::{Res, BIN, SIM_ENTRY};

@@ -1,7 +1,7 @@
 //! `agent-deck-watchdog demo`: the daemon against a simulated fleet, so a
 //! newcomer sees what it does in one command, without agent-deck.
 //!
-//! The fleet is [`crate::sim`], reached through a two-line wrapper script in a
+//! The fleet is [`crate::ops::sim`], reached through a two-line wrapper script in a
 //! fresh temp directory. The scenario: a conductor crashes and is revived
 //! through the inotify fast path; a busy conductor shows an error banner
 //! while its pane keeps moving and is left alone; an auth-held conductor is
@@ -19,8 +19,8 @@ use crate::cli::RunFlags;
 use crate::config::{Config, Env};
 use crate::daemon;
 use crate::error::{Error, Result};
+use crate::ops::sim::{self, Session, State};
 use crate::records::audit::{read_lines, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
-use crate::sim::{self, Session, State};
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
 

@@ -5,4 +5,7 @@ pub(crate) mod demo;
 pub(crate) mod history;
 pub(crate) mod logging;
 pub(crate) mod sd_notify;
+/// Public so the benchmark can lay out its fleet; the program it implements is
+/// `agent-deck-watchdog __sim`.
+pub mod sim;
 pub(crate) mod status;
