@@ -1,5 +1,5 @@
 //! `cargo bench`: the release binary against the simulated agent-deck it
-//! carries (`__sim`), measured end to end; see bench/README.md.
+//! carries (`sim`), measured end to end; see bench/README.md.
 //!
 //! a. CLI calls and wall time of a healthy `--once` tick (10 critical
 //!    sessions, 2 profiles); b. hook rename → `session restart` latency over
@@ -34,7 +34,7 @@ use setup::{conductor, log_file, set_status, write_hook, Daemon, Install};
 /// The binary measured, built by `cargo bench` with the bench profile.
 const BIN: &str = env!("CARGO_BIN_EXE_agent-deck-watchdog");
 /// The argument that makes the binary the simulated agent-deck.
-const SIM_ENTRY: &str = "__sim";
+const SIM_ENTRY: &str = "sim";
 const CONDUCTOR: &str = "3f9c2a1b-1755891234";
 
 type Res<T> = Result<T, String>;

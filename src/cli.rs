@@ -34,6 +34,14 @@ first, one line per decision in local time.
   --report        with ID: a block to paste into a bug report (no pane text, no secret)
   exit 1 when no record mentions ID; an empty window is exit 0 with a note on stderr
 
+testing:
+  agent-deck-watchdog sim <agent-deck arguments…>
+                  a simulated agent-deck CLI, the one the demo, the tests and the
+                  benchmark run against: it answers list, session show|restart|
+                  start|send|output and remove like the real CLI, from the JSON
+                  state file named by FAKE_AGENT_DECK_STATE, and logs each call
+                  to FAKE_AGENT_DECK_LOG. It never touches tmux or agent-deck.
+
 settings come from the environment only; see README.md for the list.
 exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
             3 another watchdog holds the instance lock";

@@ -30,8 +30,9 @@ use error::Result;
 
 /// Runs the program and returns its exit code.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
-    // The demo's simulated agent-deck (see `demo`), reached through a wrapper script.
-    if args.first().is_some_and(|a| a == "__sim") {
+    // The simulated agent-deck ("testing" in --help): its arguments are
+    // agent-deck's, so they bypass the parser.
+    if args.first().is_some_and(|a| a == "sim") {
         let rest: Vec<String> = args[1..]
             .iter()
             .map(|a| a.to_string_lossy().into_owned())

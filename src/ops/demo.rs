@@ -30,7 +30,7 @@ const HELD: &str = "9a8b7c6d-1755891400";
 const WORKER: &str = "a0b1c2d3-1755899999";
 const DEADLINE: Duration = Duration::from_secs(40);
 /// The argument that makes this program the simulated agent-deck.
-const SIM_COMMAND: &str = "__sim";
+const SIM_COMMAND: &str = "sim";
 
 fn err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::runtime(format!("demo: {what}: {e}"))

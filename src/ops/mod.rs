@@ -6,6 +6,6 @@ pub(crate) mod history;
 pub(crate) mod logging;
 pub(crate) mod sd_notify;
 /// Public so the benchmark can lay out its fleet; the program it implements is
-/// `agent-deck-watchdog __sim`.
+/// `agent-deck-watchdog sim`.
 pub mod sim;
 pub(crate) mod status;

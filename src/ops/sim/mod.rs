@@ -1,7 +1,7 @@
 //! A simulated agent-deck CLI built into the binary: the one test double of
 //! agent-deck, used by the demo, the black-box tests and the benchmark.
 //!
-//! `agent-deck-watchdog __sim <args…>` answers the commands the watchdog uses
+//! `agent-deck-watchdog sim <args…>` answers the commands the watchdog uses
 //! (`list`, `session show|restart|start|send|output`, `remove`) the way the
 //! real CLI does (see `agent-deck-contract.md`), from a JSON state file the
 //! caller controls, and appends one JSON line per call to a call log. It must
