@@ -8,6 +8,14 @@ mod support;
 mod cli;
 #[path = "integration/fleet.rs"]
 mod fleet;
+#[path = "integration/hardening_files.rs"]
+mod hardening_files;
+#[path = "integration/hardening_proc.rs"]
+mod hardening_proc;
+#[path = "integration/hardening_settings.rs"]
+mod hardening_settings;
+#[path = "integration/hardening_tasks.rs"]
+mod hardening_tasks;
 #[path = "integration/ops.rs"]
 mod ops;
 #[path = "integration/patrols.rs"]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use agent_deck_watchdog::task_registry::Task;
+use agent_deck_watchdog::tasks::{Task, TaskStatus};
 
 use crate::support::files::write_script;
 use crate::support::wait_until;
@@ -102,7 +102,7 @@ impl Setup {
     }
 
     fn status(&self, id: &str) -> String {
-        self.task_entry(id).status
+        self.task_entry(id).status.to_string()
     }
 
     /// Re-dispatch logs created: one per spawn, written before the spawn.
@@ -160,7 +160,7 @@ fn alive_process_waits_then_a_dead_one_is_redispatched_once_as_dot_2() {
     let child = s.task_entry("task-1707.2");
     assert_eq!(child.parent_task.as_deref(), Some("task-1707"));
     assert_eq!(child.retry_count, 1);
-    assert_eq!(child.status, "pending");
+    assert_eq!(child.status, TaskStatus::Pending);
     assert_eq!(s.status("task-1707"), "retried");
     assert!(s.wd.watchdog_dir().join("tasks/task-1707.2.log").exists());
     assert_eq!(
@@ -219,7 +219,7 @@ fn daily_cap_allows_one_spawn_and_survives_a_daemon_restart() {
     assert_ok(&s.wd.run(&["--once"]));
     assert_eq!(s.spawn_logs(), 1, "the daily count was forgotten");
     let capped = s.task_entry("task-5003");
-    assert_eq!(capped.status, "pending");
+    assert_eq!(capped.status, TaskStatus::Pending);
     assert!(
         capped.history.iter().any(|e| e.event == "capped"),
         "{capped:?}"

@@ -1,14 +1,17 @@
 //! What the black-box tests share: the simulated agent-deck ([`sim`]), the
 //! watchdog under test ([`watchdog`]), fleet fixtures, files written the way
-//! agent-deck writes them, a Telegram stand-in, and waiting on a condition
-//! with a deadline (never a fixed sleep).
+//! agent-deck writes them, task set-ups, a Telegram stand-in, and waiting on
+//! a condition or a process with a deadline (never a fixed sleep).
 
 pub mod files;
 pub mod fixtures;
 pub mod sim;
+pub mod tasks;
 pub mod telegram;
 pub mod watchdog;
 
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// The binary under test.
@@ -26,5 +29,28 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
             return false;
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs `cmd` to completion, failing the test if it takes longer than
+/// `limit` (the process is then killed).
+pub fn output_within(mut cmd: Command, limit: Duration) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as i32;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("wait"),
+        Err(_) => {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
     }
 }

@@ -25,6 +25,15 @@ pub const STATE_ENV: &str = "FAKE_AGENT_DECK_STATE";
 /// Env var naming the simulator's call log.
 pub const LOG_ENV: &str = "FAKE_AGENT_DECK_LOG";
 
+/// The simulator as words for a `/bin/sh` script (`'<binary>' __sim`), to be
+/// followed by its arguments (`"$@"`). It finds its state file and call log
+/// in the environment the script inherits ([`Sim::envs`]; the watchdog under
+/// test passes them on), as the [`Sim::bin`] wrapper does.
+pub fn shell_command() -> String {
+    assert!(!BIN.contains('\''), "binary path with a quote: {BIN}");
+    format!("'{BIN}' {SIM_ENTRY}")
+}
+
 /// One line of the call log.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Call {
@@ -48,10 +57,9 @@ impl Sim {
     pub fn new() -> Sim {
         let dir = tempfile::tempdir().expect("create temp dir");
         let bin = dir.path().join("agent-deck");
-        assert!(!BIN.contains('\''), "binary path with a quote: {BIN}");
         write_script(
             &bin,
-            &format!("#!/bin/sh\nexec '{BIN}' {SIM_ENTRY} \"$@\"\n"),
+            &format!("#!/bin/sh\nexec {} \"$@\"\n", shell_command()),
         );
         let sim = Sim {
             state: dir.path().join("state.json"),

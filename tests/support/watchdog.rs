@@ -144,7 +144,7 @@ impl Wd {
     pub fn liveness_with(&self, reason: &str) -> Vec<LivenessRecord> {
         self.liveness()
             .into_iter()
-            .filter(|r| r.reason == reason)
+            .filter(|r| r.reason.as_str() == reason)
             .collect()
     }
 

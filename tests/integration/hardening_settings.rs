@@ -4,21 +4,21 @@
 //! forged log lines, clipped records, a state from a clock running ahead, and
 //! a one-off in group `conductor` removed by the stale cleanup.
 
-mod common;
-mod harness;
-
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixDatagram;
-use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::wait_until;
-use harness::{conductor, crash_looping, Wd, CONDUCTOR};
-use serde_json::{json, Value};
+use serde_json::json;
+
+use crate::support::files::write_script;
+use crate::support::fixtures::{conductor, crash_looping, CONDUCTOR};
+use crate::support::sim::shell_command;
+use crate::support::wait_until;
+use crate::support::watchdog::Wd;
 
 /// Runs `--print-config` with `name=value` and expects exit 2 naming both,
 /// exactly as given.
@@ -55,11 +55,6 @@ fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn executable(path: &Path, text: &str) {
-    fs::write(path, text).unwrap();
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 #[test]
 fn event_queue_maxsize_has_an_upper_bound() {
     for value in ["4294967295", "50000000", "1000001"] {
@@ -69,7 +64,7 @@ fn event_queue_maxsize_has_an_upper_bound() {
     let wd = Wd::new().env("EVENT_QUEUE_MAXSIZE", "4294967295");
     let out = wd.run(&["--once"]);
     assert_refused_output(&out, "EVENT_QUEUE_MAXSIZE", "4294967295");
-    assert!(wd.fake.calls().is_empty());
+    assert!(wd.sim.calls().is_empty());
     let wd = Wd::new().env("EVENT_QUEUE_MAXSIZE", "1000000");
     assert!(config_line(&wd, "EVENT_QUEUE_MAXSIZE").contains("1000000"));
 }
@@ -134,7 +129,7 @@ fn a_non_utf8_path_setting_is_exit_2_naming_the_variable() {
             err.contains(name) && err.contains(r"r\xFFoot") && err.contains("UTF-8"),
             "{name}: {err}"
         );
-        assert!(wd.fake.calls().is_empty(), "{name}: agent-deck was called");
+        assert!(wd.sim.calls().is_empty(), "{name}: agent-deck was called");
         let lossy = wd.home.path().join("r\u{FFFD}oot");
         assert!(!lossy.exists(), "{name}: {} was created", lossy.display());
     }
@@ -222,9 +217,9 @@ fn a_huge_skipped_reason_is_clipped_in_restart_log() {
     let wd = Wd::new();
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
     // agent-deck declines the restart with a 5 MB reason; everything else is
-    // the fake.
+    // the simulator.
     let wrapper = wd.home.path().join("agent-deck");
-    executable(
+    write_script(
         &wrapper,
         &format!(
             "#!/bin/sh\n\
@@ -236,8 +231,8 @@ fn a_huge_skipped_reason_is_clipped_in_restart_log() {
                  exit 0\n\
                fi\n\
              done\n\
-             exec '{}' \"$@\"\n",
-            wd.fake.bin.display()
+             exec {} \"$@\"\n",
+            shell_command()
         ),
     );
     let wd = wd.env("AGENT_DECK_BIN", &wrapper.display().to_string());
@@ -254,7 +249,7 @@ fn a_huge_skipped_reason_is_clipped_in_restart_log() {
     }
     let refused = wd.restarts_with("cli-refused");
     assert_eq!(refused.len(), 1, "{text:.2000}");
-    let reason = refused[0]["reason"].as_str().unwrap();
+    let reason = refused[0].reason.as_deref().unwrap();
     assert!(reason.len() <= 4096, "{} bytes", reason.len());
     assert!(reason.contains("rrrr"), "{reason:.200}");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -301,7 +296,7 @@ fn stale_cleanup_removes_a_one_off_in_group_conductor() {
     let d = wd.spawn(&[]);
     assert!(
         wait_until(Duration::from_secs(15), || !wd
-            .fake
+            .sim
             .calls_with(&["remove", one_off])
             .is_empty()),
         "test-visual was never removed; stderr:\n{}",
@@ -309,17 +304,17 @@ fn stale_cleanup_removes_a_one_off_in_group_conductor() {
     );
     wd.wait_for_more_ticks(5);
     assert!(
-        wd.fake.calls_with(&["remove", CONDUCTOR]).is_empty(),
+        wd.sim.calls_with(&["remove", CONDUCTOR]).is_empty(),
         "an escalation-critical conductor was removed"
     );
-    let removed: Vec<Value> = wd.restarts_with("stale-removed");
+    let removed = wd.restarts_with("stale-removed");
     assert_eq!(removed.len(), 1);
-    assert_eq!(removed[0]["id"], one_off);
+    assert_eq!(removed[0].id, one_off);
     drop(d);
     // Never in dry-run.
     let wd = Wd::new().env("STALE_ERROR_CLEANUP_S", "0.3");
     wd.sessions(fleet());
     let _d = wd.spawn(&["--dry-run"]);
     wd.wait_for_more_ticks(10);
-    assert!(wd.fake.calls_with(&["remove"]).is_empty());
+    assert!(wd.sim.calls_with(&["remove"]).is_empty());
 }

@@ -2,20 +2,18 @@
 //! whose grandchild keeps the pipes open, a Telegram request that hangs at
 //! shutdown, and a Telegram error that carries the bot token.
 
-mod common;
-mod harness;
-
 use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::wait_until;
-use harness::{assert_ok, auth_held, Wd, CONDUCTOR};
+use crate::support::files::write_script;
+use crate::support::fixtures::{auth_held, CONDUCTOR};
+use crate::support::wait_until;
+use crate::support::watchdog::{assert_ok, Wd};
 
 const TOKEN: &str = "7777777:SECRET-BOT-TOKEN-abc";
 
@@ -110,8 +108,7 @@ esac
         pids = pids.display(),
         restarted = restarted.display(),
     );
-    fs::write(&script, body).expect("write the CLI script");
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).expect("chmod");
+    write_script(&script, &body);
     (script, calls, Strays(pids))
 }
 
@@ -132,7 +129,7 @@ fn a_cli_whose_grandchild_holds_stdout_still_gets_the_errored_conductor_restarte
     let restarted: Vec<_> = wd
         .restarts()
         .into_iter()
-        .filter(|r| r["action"] == "restarted" && r["id"] == CONDUCTOR)
+        .filter(|r| r.action == "restarted" && r.id == CONDUCTOR)
         .collect();
     assert_eq!(restarted.len(), 1, "stderr:\n{stderr}");
 }

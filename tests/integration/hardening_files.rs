@@ -2,22 +2,21 @@
 //! huge file or a hostile umask in the spool, the task dir or the watchdog
 //! dir never stalls, bloats or redirects the real daemon.
 
-mod common;
-mod harness;
-
 use std::ffi::CString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
+use std::path::Path;
 use std::time::Duration;
 
-use common::wait_until;
-use harness::{assert_ok, conductor, Daemon, Wd, CONDUCTOR};
-use serde_json::{json, Value};
+use agent_deck_watchdog::tasks::TaskStatus;
+use serde_json::json;
+
+use crate::support::fixtures::{conductor, CONDUCTOR};
+use crate::support::tasks::TaskDir;
+use crate::support::watchdog::{assert_ok, Daemon, Wd};
+use crate::support::{output_within, wait_until};
 
 const SECS_10: Duration = Duration::from_secs(10);
 
@@ -33,29 +32,6 @@ fn fifo_hook(dir: &Path, id: &str) {
     let tmp = dir.join(format!(".{id}.json.tmp-fifo"));
     mkfifo(&tmp);
     fs::rename(&tmp, dir.join(format!("{id}.json"))).unwrap();
-}
-
-/// Runs `cmd` to completion, failing the test if it takes longer than
-/// `limit` (the process is then killed).
-fn output_within(mut cmd: Command, limit: Duration) -> Output {
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let pid = child.id() as i32;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.expect("wait"),
-        Err(_) => {
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("{cmd:?} did not finish within {limit:?}");
-        }
-    }
 }
 
 /// SIGTERM ends the daemon within two seconds, exit 0.
@@ -89,7 +65,7 @@ fn a_fifo_hook_file_does_not_stall_the_daemon() {
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
     let mut d = wd.spawn(&[]);
     wd.wait_until_quiet();
-    wd.fake
+    wd.sim
         .update_state(|s| s["sessions"][0]["status"] = json!("error"));
     fifo_hook(&wd.hooks, CONDUCTOR);
     assert!(
@@ -110,7 +86,7 @@ fn a_fifo_sandbox_hook_file_does_not_stall_the_daemon() {
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-box", "running")]);
     let mut d = wd.spawn(&[]);
     wd.wait_until_quiet();
-    wd.fake
+    wd.sim
         .update_state(|s| s["sessions"][0]["status"] = json!("error"));
     fifo_hook(&dir, CONDUCTOR);
     assert!(
@@ -135,7 +111,7 @@ fn a_100_mb_hook_file_costs_no_memory() {
     // The hook is unreadable, so the status is asked for: the file was looked at.
     assert!(
         wait_until(SECS_10, || !wd
-            .fake
+            .sim
             .calls_with(&["session", "show", CONDUCTOR])
             .is_empty()),
         "the hook was never handled; stderr:\n{}",
@@ -262,101 +238,31 @@ fn temp_files_left_by_a_killed_run_are_removed_at_start() {
     assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
 }
 
-/// A task dir with a task file and a dispatch command that records its
-/// arguments, as a dispatcher would set it up.
-struct Tasks {
-    wd: Wd,
-    dir: PathBuf,
-    task_file: PathBuf,
-    out: PathBuf,
-    record: PathBuf,
-}
-
-impl Tasks {
-    fn new(wd: Wd) -> Tasks {
-        let dir = wd.home.path().join("work");
-        fs::create_dir_all(&dir).unwrap();
-        let task_file = dir.join("task.md");
-        fs::write(&task_file, "Refactor the parser.\n").unwrap();
-        let out = dir.join("dispatched.txt");
-        let record = dir.join("record.sh");
-        fs::write(
-            &record,
-            format!("#!/bin/sh\necho \"$*\" >> '{}'\n", out.display()),
-        )
-        .unwrap();
-        fs::set_permissions(&record, fs::Permissions::from_mode(0o755)).unwrap();
-        Tasks {
-            wd,
-            dir,
-            task_file,
-            out,
-            record,
-        }
-    }
-
-    /// `task <args>`, failing if it takes more than five seconds.
-    fn task(&self, args: &[&str]) -> Output {
-        let mut all = vec!["task"];
-        all.extend_from_slice(args);
-        output_within(self.wd.command(&all), Duration::from_secs(5))
-    }
-
-    fn add(&self, id: &str) {
-        let file = self.task_file.display().to_string();
-        let record = self.record.display().to_string();
-        assert_ok(&self.task(&[
-            "add",
-            id,
-            "--file",
-            &file,
-            "--after",
-            "0",
-            "--",
-            &record,
-            "{task_id}",
-            "{partial_file}",
-        ]));
-    }
-
-    fn status(&self, id: &str) -> String {
-        let out = self.task(&["list", "--json"]);
-        assert_ok(&out);
-        serde_json::from_slice::<Vec<Value>>(&out.stdout)
-            .unwrap()
-            .into_iter()
-            .find(|t| t["id"] == id)
-            .and_then(|t| t["status"].as_str().map(str::to_owned))
-            .unwrap_or_default()
-    }
-
-    fn dispatched(&self) -> Vec<String> {
-        fs::read_to_string(&self.out)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
+/// `task add <id> --file task.md --after 0 -- record.sh {task_id} {partial_file}`.
+fn add(t: &TaskDir, id: &str) {
+    let record = t.record.display().to_string();
+    assert_ok(&t.add(id, &[], &[&record, "{task_id}", "{partial_file}"]));
 }
 
 #[test]
 fn a_fifo_task_file_does_not_hang_task_list_or_the_daemon() {
-    let t = Tasks::new(Wd::new());
-    t.add("task-fifo-4101");
+    let t = TaskDir::new(Wd::new());
+    add(&t, "task-fifo-4101");
     fs::remove_file(&t.task_file).unwrap();
     mkfifo(&t.task_file);
     let mut d = t.wd.spawn(&[]);
     t.wd.wait_for_first_tick();
     assert!(
-        wait_until(SECS_10, || t.status("task-fifo-4101") == "tampered"),
+        wait_until(SECS_10, || t.status("task-fifo-4101")
+            == Some(TaskStatus::Tampered)),
         "stderr:\n{}",
         d.stderr()
     );
     let escalations = t.wd.escalations();
     let msg = escalations
         .iter()
-        .find(|e| e["severity"] == "task-tampered")
-        .and_then(|e| e["message"].as_str())
+        .find(|e| e.severity == "task-tampered")
+        .map(|e| e.message.as_str())
         .unwrap_or_default();
     assert!(msg.contains("is a FIFO"), "{escalations:?}");
     t.wd.wait_for_more_ticks(2);
@@ -366,8 +272,8 @@ fn a_fifo_task_file_does_not_hang_task_list_or_the_daemon() {
 
 #[test]
 fn a_fifo_partial_file_is_skipped_and_the_task_redispatched() {
-    let t = Tasks::new(Wd::new());
-    t.add("task-fifo-4201");
+    let t = TaskDir::new(Wd::new());
+    add(&t, "task-fifo-4201");
     mkfifo(&t.dir.join("task-fifo-4201.partial"));
     assert_ok(&t.task(&["check"]));
     assert!(
@@ -382,8 +288,8 @@ fn a_fifo_signature_file_does_not_hang_the_follow_up() {
     let wd = Wd::new();
     let key = wd.home.path().join("hmac.key");
     fs::write(&key, "sekrit\n").unwrap();
-    let t = Tasks::new(wd.env("TASK_PARTIAL_HMAC_KEY_FILE", &key.display().to_string()));
-    t.add("task-fifo-4301");
+    let t = TaskDir::new(wd.env("TASK_PARTIAL_HMAC_KEY_FILE", &key.display().to_string()));
+    add(&t, "task-fifo-4301");
     fs::write(t.dir.join("task-fifo-4301.partial"), "step 3 of 7\n").unwrap();
     mkfifo(&t.dir.join("task-fifo-4301.partial.sig"));
     assert_ok(&t.task(&["check"]));
@@ -400,8 +306,8 @@ fn a_fifo_hmac_key_does_not_hang_the_follow_up() {
     let wd = Wd::new();
     let key = wd.home.path().join("hmac.key");
     mkfifo(&key);
-    let t = Tasks::new(wd.env("TASK_PARTIAL_HMAC_KEY_FILE", &key.display().to_string()));
-    t.add("task-fifo-4401");
+    let t = TaskDir::new(wd.env("TASK_PARTIAL_HMAC_KEY_FILE", &key.display().to_string()));
+    add(&t, "task-fifo-4401");
     fs::write(t.dir.join("task-fifo-4401.partial"), "step 3 of 7\n").unwrap();
     fs::write(t.dir.join("task-fifo-4401.partial.sig"), "00").unwrap();
     assert_ok(&t.task(&["check"]));
@@ -414,8 +320,8 @@ fn a_fifo_hmac_key_does_not_hang_the_follow_up() {
 
 #[test]
 fn a_fifo_in_place_of_a_redispatch_log_does_not_hang_the_follow_up() {
-    let t = Tasks::new(Wd::new());
-    t.add("task-fifo-4501");
+    let t = TaskDir::new(Wd::new());
+    add(&t, "task-fifo-4501");
     let logs = t.wd.watchdog_dir().join("tasks");
     fs::create_dir_all(&logs).unwrap();
     mkfifo(&logs.join("task-fifo-4501.2.log"));
