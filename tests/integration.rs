@@ -1,5 +1,5 @@
 //! The black-box tests, in one test binary: the built `agent-deck-watchdog`
-//! run against the simulated agent-deck it carries (`__sim`), one area per
+//! run against the simulated agent-deck it carries (`sim`), one area per
 //! module, with the shared helpers in `support`.
 
 mod support;
@@ -16,6 +16,8 @@ mod hardening_proc;
 mod hardening_settings;
 #[path = "integration/hardening_tasks.rs"]
 mod hardening_tasks;
+#[path = "integration/history.rs"]
+mod history;
 #[path = "integration/ops.rs"]
 mod ops;
 #[path = "integration/patrols.rs"]

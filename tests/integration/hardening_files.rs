@@ -2,9 +2,7 @@
 //! huge file or a hostile umask in the spool, the task dir or the watchdog
 //! dir never stalls, bloats or redirects the real daemon.
 
-use std::ffi::CString;
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -13,18 +11,13 @@ use std::time::Duration;
 use agent_deck_watchdog::tasks::TaskStatus;
 use serde_json::json;
 
+use crate::support::files::mkfifo;
 use crate::support::fixtures::{conductor, CONDUCTOR};
 use crate::support::tasks::TaskDir;
 use crate::support::watchdog::{assert_ok, Daemon, Wd};
 use crate::support::{output_within, wait_until};
 
 const SECS_10: Duration = Duration::from_secs(10);
-
-fn mkfifo(path: &Path) {
-    let c = CString::new(path.as_os_str().as_bytes()).unwrap();
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
-}
 
 /// Puts a FIFO at `dir/<id>.json` the way a hook file arrives (rename onto
 /// the name), so inotify reports it.

@@ -1,4 +1,4 @@
-//! Pins the simulated agent-deck (`agent-deck-watchdog __sim`, run through
+//! Pins the simulated agent-deck (`agent-deck-watchdog sim`, run through
 //! its `agent-deck` wrapper) to the agent-deck CLI contract
 //! (/work/shared/agent-deck-contract.md), so the test double cannot drift.
 

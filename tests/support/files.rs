@@ -100,3 +100,12 @@ pub fn all_files_text(dir: &Path) -> Vec<(PathBuf, String)> {
     }
     out
 }
+
+/// Makes a FIFO at `path` (with mkfifo(1), which Linux and macOS both have).
+pub fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+}

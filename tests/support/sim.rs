@@ -19,13 +19,13 @@ use super::files::{read_lines, unique, write_script};
 use super::BIN;
 
 /// The argument that makes the binary the simulated agent-deck.
-pub const SIM_ENTRY: &str = "__sim";
+pub const SIM_ENTRY: &str = "sim";
 /// Env var naming the simulator's state file.
 pub const STATE_ENV: &str = "FAKE_AGENT_DECK_STATE";
 /// Env var naming the simulator's call log.
 pub const LOG_ENV: &str = "FAKE_AGENT_DECK_LOG";
 
-/// The simulator as words for a `/bin/sh` script (`'<binary>' __sim`), to be
+/// The simulator as words for a `/bin/sh` script (`'<binary>' sim`), to be
 /// followed by its arguments (`"$@"`). It finds its state file and call log
 /// in the environment the script inherits ([`Sim::envs`]; the watchdog under
 /// test passes them on), as the [`Sim::bin`] wrapper does.

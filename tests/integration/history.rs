@@ -4,18 +4,15 @@
 //! pane text, bad input gets a clear message and exit code, and a FIFO in
 //! place of a record file cannot hang it.
 
-mod common;
-mod harness;
-
-use std::ffi::CString;
 use std::fs;
-use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::support::files::mkfifo;
+use crate::support::fixtures::CONDUCTOR;
+use crate::support::wait_until;
+use crate::support::watchdog::{assert_ok, Wd};
 use agent_deck_watchdog::records::{EscalationRecord, LivenessRecord, RestartRecord};
-use common::wait_until;
-use harness::{assert_ok, Wd, CONDUCTOR};
 use serde_json::{json, Value};
 
 const AUTH_HELD: &str = "9a8b7c6d-1755891400";
@@ -323,12 +320,6 @@ fn garbled_lines_are_skipped_with_one_summary_line_per_file() {
         err.contains("skipped 4 unreadable lines in restart.log"),
         "{err}"
     );
-}
-
-fn mkfifo(path: &Path) {
-    let c = CString::new(path.to_str().expect("utf-8 path")).unwrap();
-    // SAFETY: a valid NUL-terminated path; mkfifo does not retain it.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
 }
 
 #[test]
