@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_deck_watchdog::ops::sim::{self, Session, State};
+use agent_deck_watchdog::ops::sim::{self, SimSession, SimState};
 
 use super::probe::now;
 use super::{Res, BIN, SIM_ENTRY};
@@ -23,7 +23,7 @@ pub struct Install {
 }
 
 impl Install {
-    pub fn new(work: &Path, name: &str, sessions: Vec<Session>) -> Res<Install> {
+    pub fn new(work: &Path, name: &str, sessions: Vec<SimSession>) -> Res<Install> {
         let dir = work.join(name);
         let hooks = dir.join("hooks");
         for d in [&hooks, &dir.join("home")] {
@@ -74,10 +74,10 @@ impl Install {
     }
 }
 
-pub fn set_fleet(state: &Path, sessions: Vec<Session>) -> Res<()> {
-    let fleet = State {
+pub fn set_fleet(state: &Path, sessions: Vec<SimSession>) -> Res<()> {
+    let fleet = SimState {
         sessions,
-        ..State::default()
+        ..SimState::default()
     };
     sim::transact(state, |s| *s = fleet).map_err(|e| e.to_string())
 }
@@ -91,15 +91,15 @@ pub fn set_status(state: &Path, id: &str, status: &str) -> Res<()> {
     .map_err(|e| e.to_string())
 }
 
-pub fn conductor(i: u32, profile: &str) -> Session {
-    Session {
+pub fn conductor(i: u32, profile: &str) -> SimSession {
+    SimSession {
         id: format!("{:08x}-{}", 0x3f9c_2a00 + i, 1_755_891_200 + i),
         title: format!("conductor-{i}"),
         group: "conductor".into(),
         profile: profile.into(),
         status: Some("running".into()),
         pane: Some("frozen pane".into()),
-        ..Session::default()
+        ..SimSession::default()
     }
 }
 

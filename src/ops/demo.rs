@@ -19,7 +19,7 @@ use crate::cli::RunFlags;
 use crate::config::{Config, Env};
 use crate::daemon;
 use crate::error::{Error, Result};
-use crate::ops::sim::{self, Session, State};
+use crate::ops::sim::{self, SimSession, SimState};
 use crate::records::audit::{read_lines, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
@@ -36,19 +36,19 @@ fn err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::runtime(format!("demo: {what}: {e}"))
 }
 
-fn session(id: &str, title: &str, group: &str, status: &str, pane: &str) -> Session {
-    Session {
+fn session(id: &str, title: &str, group: &str, status: &str, pane: &str) -> SimSession {
+    SimSession {
         id: id.into(),
         title: title.into(),
         group: group.into(),
         profile: "default".into(),
         status: Some(status.into()),
         pane: Some(pane.into()),
-        ..Session::default()
+        ..SimSession::default()
     }
 }
 
-fn fleet() -> State {
+fn fleet() -> SimState {
     let mut busy = session(
         BUSY,
         "conductor-busy",
@@ -65,7 +65,7 @@ fn fleet() -> State {
     );
     let mut worker = session(WORKER, "worker-1", "srv", "error", "$ ");
     worker.parent_session_id = CRASHER.into();
-    State {
+    SimState {
         sessions: vec![
             session(
                 CRASHER,
@@ -78,7 +78,7 @@ fn fleet() -> State {
             held,
             worker,
         ],
-        ..State::default()
+        ..SimState::default()
     }
 }
 

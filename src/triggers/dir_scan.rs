@@ -31,10 +31,10 @@ pub struct Stamp {
 }
 
 /// A directory's entries, by name.
-pub type Listing = BTreeMap<OsString, Stamp>;
+pub type Entries = BTreeMap<OsString, Stamp>;
 
 /// The names that are new in `now` or whose stamp changed since `before`.
-pub fn changed(before: &Listing, now: &Listing) -> Vec<OsString> {
+pub fn changed(before: &Entries, now: &Entries) -> Vec<OsString> {
     now.iter()
         .filter(|(name, stamp)| before.get(*name) != Some(stamp))
         .map(|(name, _)| name.clone())
@@ -51,8 +51,8 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
 
 /// Lists `dir` without following symlinks in it; entries that vanish while
 /// being listed are left out.
-pub fn list(dir: &Path) -> std::io::Result<Listing> {
-    let mut out = Listing::new();
+pub fn list(dir: &Path) -> std::io::Result<Entries> {
+    let mut out = Entries::new();
     for entry in std::fs::read_dir(dir)?.flatten() {
         if let Ok(meta) = entry.metadata() {
             out.insert(entry.file_name(), stamp(&meta));
@@ -66,7 +66,7 @@ pub fn list(dir: &Path) -> std::io::Result<Listing> {
 struct Seen {
     dir_stamp: Option<Stamp>,
     listed_at: Option<SystemTime>,
-    listing: Listing,
+    listing: Entries,
 }
 
 impl Seen {
@@ -221,14 +221,14 @@ mod tests {
 
     #[test]
     fn a_diff_names_new_and_changed_entries_only() {
-        let before: Listing = [
+        let before: Entries = [
             ("a.json".into(), stamp_of(1, 10, 5)),
             ("b.json".into(), stamp_of(2, 10, 5)),
             ("gone.json".into(), stamp_of(3, 10, 5)),
         ]
         .into_iter()
         .collect();
-        let now: Listing = [
+        let now: Entries = [
             ("a.json".into(), stamp_of(1, 10, 5)),
             ("b.json".into(), stamp_of(9, 10, 5)),
             ("c.json".into(), stamp_of(4, 11, 5)),

@@ -25,7 +25,7 @@ use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::hook_id;
 use crate::triggers::queue::{EventQueue, Trigger};
-use crate::triggers::watch::Ended;
+use crate::triggers::watch::WatchEnd;
 
 /// How often a missing hooks directory is looked for again, in ms, on top of
 /// the watch on its parent.
@@ -53,7 +53,7 @@ impl Watcher {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Kind {
+enum Watched {
     /// The hooks directory itself.
     Root,
     /// The parent of a hooks directory that does not exist yet.
@@ -68,7 +68,7 @@ pub struct Watcher {
     inotify: Inotify,
     dir: PathBuf,
     queue: Arc<EventQueue>,
-    kinds: HashMap<WatchDescriptor, Kind>,
+    kinds: HashMap<WatchDescriptor, Watched>,
     warned_missing: bool,
     /// Not the first arming attempt: arming now may follow missed files.
     tried_before: bool,
@@ -83,13 +83,13 @@ fn limit_reached(e: &io::Error) -> bool {
 }
 
 impl Watcher {
-    /// Reports hook files until shutdown ([`Ended::Shutdown`]) or until the
+    /// Reports hook files until shutdown ([`WatchEnd::Shutdown`]) or until the
     /// watch limit keeps it from watching every directory.
-    pub fn run(&mut self, shutdown: &Shutdown) -> Ended {
+    pub fn run(&mut self, shutdown: &Shutdown) -> WatchEnd {
         let mut buffer = vec![0u8; 64 * 1024];
         while !shutdown.is_set() {
             if self.exhausted {
-                return Ended::LimitReached;
+                return WatchEnd::LimitReached;
             }
             if !self.armed() {
                 self.try_arm();
@@ -104,11 +104,11 @@ impl Watcher {
             self.read_all(&mut buffer);
         }
         log::debug!("inotify watcher stopped");
-        Ended::Shutdown
+        WatchEnd::Shutdown
     }
 
     fn armed(&self) -> bool {
-        self.kinds.values().any(|k| *k == Kind::Root)
+        self.kinds.values().any(|k| *k == Watched::Root)
     }
 
     /// Watches the hooks directory (and its sandboxes) if it exists now,
@@ -123,8 +123,8 @@ impl Watcher {
             | WatchMask::ONLYDIR;
         match self.inotify.watches().add(&self.dir, mask) {
             Ok(wd) => {
-                self.drop_kind(&Kind::Parent);
-                self.kinds.insert(wd, Kind::Root);
+                self.drop_kind(&Watched::Parent);
+                self.kinds.insert(wd, Watched::Root);
                 log::info!("watching hooks directory {}", self.dir.display());
                 self.warned_missing = false;
                 self.watch_sandbox();
@@ -143,11 +143,11 @@ impl Watcher {
                     );
                     self.warned_missing = true;
                 }
-                if !self.kinds.values().any(|k| *k == Kind::Parent) {
+                if !self.kinds.values().any(|k| *k == Watched::Parent) {
                     if let Some(parent) = self.dir.parent() {
                         let pmask = WatchMask::CREATE | WatchMask::MOVED_TO | WatchMask::ONLYDIR;
                         if let Ok(wd) = self.inotify.watches().add(parent, pmask) {
-                            self.kinds.insert(wd, Kind::Parent);
+                            self.kinds.insert(wd, Watched::Parent);
                         }
                     }
                 }
@@ -166,7 +166,7 @@ impl Watcher {
                 return;
             }
         };
-        self.kinds.insert(wd, Kind::Sandbox);
+        self.kinds.insert(wd, Watched::Sandbox);
         if let Ok(entries) = std::fs::read_dir(&sandbox) {
             for entry in entries.flatten() {
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {
@@ -186,7 +186,7 @@ impl Watcher {
             self.exhausted |= limit_reached(e);
         }
         if let Ok(wd) = added {
-            self.kinds.insert(wd, Kind::SandboxSession);
+            self.kinds.insert(wd, Watched::SandboxSession);
             // A file may have landed before the watch existed.
             if let Ok(entries) = std::fs::read_dir(path) {
                 for entry in entries.flatten() {
@@ -196,7 +196,7 @@ impl Watcher {
         }
     }
 
-    fn drop_kind(&mut self, kind: &Kind) {
+    fn drop_kind(&mut self, kind: &Watched) {
         let wds: Vec<_> = self
             .kinds
             .iter()
@@ -210,7 +210,7 @@ impl Watcher {
     }
 
     fn disarm(&mut self) {
-        for kind in [Kind::Root, Kind::Sandbox, Kind::SandboxSession] {
+        for kind in [Watched::Root, Watched::Sandbox, Watched::SandboxSession] {
             self.drop_kind(&kind);
         }
         log::warn!(
@@ -265,32 +265,32 @@ impl Watcher {
         let file_written = mask.intersects(EventMask::MOVED_TO | EventMask::CLOSE_WRITE);
         let created = mask.intersects(EventMask::CREATE | EventMask::MOVED_TO);
         match kind {
-            Kind::Root if gone => self.disarm(),
-            Kind::Root if is_dir && created && name == Some(OsStr::new("sandbox")) => {
+            Watched::Root if gone => self.disarm(),
+            Watched::Root if is_dir && created && name == Some(OsStr::new("sandbox")) => {
                 self.watch_sandbox()
             }
-            Kind::Root if !is_dir && file_written => {
+            Watched::Root if !is_dir && file_written => {
                 if let Some(n) = name {
                     self.report(n);
                 }
             }
-            Kind::Parent if created && is_dir && name == self.dir.file_name() => self.try_arm(),
-            Kind::Parent if gone => {
+            Watched::Parent if created && is_dir && name == self.dir.file_name() => self.try_arm(),
+            Watched::Parent if gone => {
                 self.kinds.remove(&wd);
             }
-            Kind::Sandbox if gone => {
+            Watched::Sandbox if gone => {
                 self.kinds.remove(&wd);
             }
-            Kind::Sandbox if is_dir && created => {
+            Watched::Sandbox if is_dir && created => {
                 if let Some(n) = name {
                     let path = self.dir.join("sandbox").join(n);
                     self.watch_sandbox_session(&path);
                 }
             }
-            Kind::SandboxSession if gone => {
+            Watched::SandboxSession if gone => {
                 self.kinds.remove(&wd);
             }
-            Kind::SandboxSession if !is_dir && file_written => {
+            Watched::SandboxSession if !is_dir && file_written => {
                 if let Some(n) = name {
                     self.report(n);
                 }

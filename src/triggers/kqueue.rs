@@ -24,7 +24,7 @@ use rustix::event::kqueue::{self, Event, EventFilter, EventFlags, VnodeEvents};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::dir_scan::HookDirs;
 use crate::triggers::queue::EventQueue;
-use crate::triggers::watch::Ended;
+use crate::triggers::watch::WatchEnd;
 
 /// How often a missing hooks directory is looked for again.
 const MISSING_RECHECK: Duration = Duration::from_secs(1);
@@ -53,7 +53,7 @@ impl Watcher {
     }
 
     /// Reports hook files until shutdown, or until kqueue refuses a watch.
-    pub fn run(&mut self, shutdown: &Shutdown) -> Ended {
+    pub fn run(&mut self, shutdown: &Shutdown) -> WatchEnd {
         let wake = Event::new(
             EventFilter::Read(shutdown.fd().as_raw_fd()),
             EventFlags::ADD | EventFlags::CLEAR,
@@ -61,13 +61,13 @@ impl Watcher {
         );
         if let Err(e) = self.change(&wake) {
             log::warn!("kqueue cannot wait for shutdown ({e}); scanning instead");
-            return Ended::LimitReached;
+            return WatchEnd::LimitReached;
         }
         while !shutdown.is_set() {
             let timeout = (!self.dirs.present()).then_some(MISSING_RECHECK);
             if let Err(e) = self.wait(timeout) {
                 log::warn!("kqueue wait failed ({e}); scanning instead");
-                return Ended::LimitReached;
+                return WatchEnd::LimitReached;
             }
             if shutdown.is_set() {
                 break;
@@ -75,11 +75,11 @@ impl Watcher {
             self.dirs.look(&self.queue);
             if let Err(e) = self.sync() {
                 log::warn!("kqueue cannot watch one more directory ({e}); scanning instead");
-                return Ended::LimitReached;
+                return WatchEnd::LimitReached;
             }
         }
         log::debug!("kqueue watcher stopped");
-        Ended::Shutdown
+        WatchEnd::Shutdown
     }
 
     /// Watches exactly the directories the last look found.

@@ -38,7 +38,7 @@ pub enum Backend {
 
 /// Why a kernel watcher stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
+pub enum WatchEnd {
     Shutdown,
     /// The kernel will not watch one more directory.
     LimitReached,
@@ -77,7 +77,7 @@ impl ThreadA {
     fn run(&mut self, mut kernel: Option<Kernel>, mut scan: Option<HookDirs>, shutdown: &Shutdown) {
         loop {
             if let Some(mut k) = kernel.take() {
-                if k.run(shutdown) == Ended::Shutdown {
+                if k.run(shutdown) == WatchEnd::Shutdown {
                     return;
                 }
                 self.announce_fallback("the kernel's watch limit is reached");

@@ -361,7 +361,7 @@ pub fn report(
 
 /// What a `history` run prints: stdout, and notes for stderr.
 #[derive(Debug, Default, PartialEq)]
-pub struct Output {
+pub struct Rendered {
     pub stdout: String,
     pub notes: Vec<String>,
 }
@@ -375,7 +375,7 @@ pub fn render(
     now: f64,
     about: &About,
     tz: &TimeZone,
-) -> Result<Output> {
+) -> Result<Rendered> {
     let id = args.id.as_deref();
     if let Some(id) = id {
         if !all.iter().any(|e| e.session() == Some(id)) {
@@ -387,7 +387,7 @@ pub fn render(
         }
     }
     let timeline = select(all, id, args.since.cutoff(now));
-    let mut out = Output::default();
+    let mut out = Rendered::default();
     if timeline.is_empty() {
         let whose = id.map_or(String::new(), |id| {
             format!(" for session {}", clean(id, ID_MAX))

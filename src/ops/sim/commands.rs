@@ -11,14 +11,14 @@ use super::args::{Call, Kind};
 use super::list::{list_all, list_profile};
 use super::lookup::find;
 use super::reply::{go_json, rfc3339, sorted, Out, Reply};
-use super::state::{OnRemove, OnRestart, OnSend, OnStart, State};
+use super::state::{OnRemove, OnRestart, OnSend, OnStart, SimState};
 
 /// The reason the freshness guard (#30) gives.
 const FRESHNESS_REASON: &str = "session is running and was started 12s ago (within 1m0s \
 freshness window); use --force to restart anyway";
 
 /// Runs the call against the state.
-pub fn execute(c: &Call, st: &mut State) -> Reply {
+pub fn execute(c: &Call, st: &mut SimState) -> Reply {
     let result = match c.kind {
         Kind::ListAll => Ok(list_all(c, st)),
         Kind::List => Ok(list_profile(c, st)),
@@ -38,7 +38,7 @@ fn out(c: &Call) -> Out {
     Out::new(c.on("json"), c.quiet())
 }
 
-fn show(c: &Call, st: &State) -> Result<Reply, Reply> {
+fn show(c: &Call, st: &SimState) -> Result<Reply, Reply> {
     let s = &st.sessions[find(c, st, out(c), "")?];
     let mut data = json!({
         "id": s.id, "title": s.title, "path": s.path(), "group": s.group, "tool": s.tool(),
@@ -71,7 +71,7 @@ fn show(c: &Call, st: &State) -> Result<Reply, Reply> {
         return Ok(Reply::out(0, go_json(&sorted(data))));
     }
     let text = format!(
-        "Session: {}\nID:      {}\nStatus:  {}\nPath:    {}\nGroup:   {}\nTool:    {}\n",
+        "SimSession: {}\nID:      {}\nStatus:  {}\nPath:    {}\nGroup:   {}\nTool:    {}\n",
         s.title,
         s.id,
         s.status_string(),
@@ -84,7 +84,7 @@ fn show(c: &Call, st: &State) -> Result<Reply, Reply> {
 
 /// The auth-hold guard, then the freshness guard (both read the stored
 /// status; `--force` or any `--env` bypasses them), then the mode.
-fn restart(c: &Call, st: &mut State) -> Result<Reply, Reply> {
+fn restart(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
     let s = &mut st.sessions[i];
@@ -123,7 +123,7 @@ fn restart(c: &Call, st: &mut State) -> Result<Reply, Reply> {
     Ok(o.success(&format!("Restarted session: {}", s.title), data))
 }
 
-fn start(c: &Call, st: &mut State) -> Result<Reply, Reply> {
+fn start(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
     let s = &mut st.sessions[i];
@@ -148,7 +148,7 @@ fn start(c: &Call, st: &mut State) -> Result<Reply, Reply> {
     Ok(o.success(&format!("Started session: {}", s.title), data))
 }
 
-fn send(c: &Call, st: &mut State) -> Result<Reply, Reply> {
+fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     if c.pos.len() < 2 {
         // The real CLI prints this usage text to stdout.
         let usage = "Usage: agent-deck session send <id|title> <message> [options]\n";
@@ -180,7 +180,7 @@ fn send(c: &Call, st: &mut State) -> Result<Reply, Reply> {
 /// `--pane` is the pane's scrollback (a moving pane grows a line per read;
 /// a gone pane shows the auth-hold block, else fails); without it, the
 /// transcript. Quiet mode still prints the content.
-fn output(c: &Call, st: &mut State) -> Result<Reply, Reply> {
+fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
     let s = &mut st.sessions[i];
@@ -213,7 +213,7 @@ fn output(c: &Call, st: &mut State) -> Result<Reply, Reply> {
     Ok(Reply::out(0, go_json(&sorted(data))))
 }
 
-fn remove(c: &Call, st: &mut State) -> Result<Reply, Reply> {
+fn remove(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let o = out(c);
     let profile = c.profile.clone();
     let i = find(c, st, o, &format!(" (profile '{profile}')"))?;

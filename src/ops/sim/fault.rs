@@ -12,11 +12,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::reply::{Out, Reply};
-use super::state::State;
+use super::state::SimState;
 
 /// What a fault does once its `delay` has passed.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Mode {
+pub enum FaultMode {
     /// Exit 0 with truncated JSON on stdout.
     Garbage,
     /// Exit 0 with `null`.
@@ -35,13 +35,13 @@ pub enum Mode {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fault {
-    pub mode: Mode,
+    pub mode: FaultMode,
     pub delay: f64,
 }
 
 /// Takes the fault for `kind`, using up one of its `count`; a count already
 /// at zero (or not a number) removes the fault without applying it.
-pub fn take(state: &mut State, kind: &str) -> Option<Fault> {
+pub fn take(state: &mut SimState, kind: &str) -> Option<Fault> {
     let faults = state.faults.as_mut()?.as_object_mut()?;
     let fault = faults.get(kind)?.as_object()?.clone();
     if let Some(count) = fault.get("count") {
@@ -56,23 +56,23 @@ pub fn take(state: &mut State, kind: &str) -> Option<Fault> {
         }
     }
     let mode = match fault.get("mode").and_then(Value::as_str) {
-        Some("garbage") => Mode::Garbage,
-        Some("null") => Mode::Null,
-        Some("empty") => Mode::Empty,
-        Some("hang") => Mode::Hang(match fault.get("seconds") {
+        Some("garbage") => FaultMode::Garbage,
+        Some("null") => FaultMode::Null,
+        Some("empty") => FaultMode::Empty,
+        Some("hang") => FaultMode::Hang(match fault.get("seconds") {
             None | Some(Value::Null) => 3600.0,
             Some(v) => float(v),
         }),
-        Some("exit1") => Mode::Exit1,
-        Some("crash") => Mode::Crash,
-        _ => Mode::Other,
+        Some("exit1") => FaultMode::Exit1,
+        Some("crash") => FaultMode::Crash,
+        _ => FaultMode::Other,
     };
     let delay = fault.get("delay").map_or(0.0, float);
     Some(Fault { mode, delay })
 }
 
 /// Seconds every call of `kind` sleeps before it runs.
-pub fn delay(state: &State, kind: &str) -> f64 {
+pub fn delay(state: &SimState, kind: &str) -> f64 {
     state
         .delay_s
         .as_ref()
@@ -85,17 +85,17 @@ pub fn delay(state: &State, kind: &str) -> f64 {
 pub fn apply(fault: &Fault, json: bool, flush: impl FnOnce()) -> Option<Reply> {
     sleep(fault.delay);
     match fault.mode {
-        Mode::Garbage => Some(Reply::out(0, "{\"id\": \"oops\n".into())),
-        Mode::Null => Some(Reply::out(0, "null\n".into())),
-        Mode::Empty => Some(Reply::out(0, String::new())),
-        Mode::Hang(secs) => {
+        FaultMode::Garbage => Some(Reply::out(0, "{\"id\": \"oops\n".into())),
+        FaultMode::Null => Some(Reply::out(0, "null\n".into())),
+        FaultMode::Empty => Some(Reply::out(0, String::new())),
+        FaultMode::Hang(secs) => {
             sleep(secs);
             None
         }
-        Mode::Exit1 => {
+        FaultMode::Exit1 => {
             Some(Out::new(json, false).error("simulated failure", "INVALID_OPERATION", 1, None))
         }
-        Mode::Crash => {
+        FaultMode::Crash => {
             flush();
             // SAFETY: kill(2) on our own pid; SIGKILL cannot be caught.
             unsafe {
@@ -104,7 +104,7 @@ pub fn apply(fault: &Fault, json: bool, flush: impl FnOnce()) -> Option<Reply> {
             sleep(10.0);
             Some(Reply::out(137, String::new()))
         }
-        Mode::Other => None,
+        FaultMode::Other => None,
     }
 }
 

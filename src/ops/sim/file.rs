@@ -15,11 +15,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::state::State;
+use super::state::SimState;
 
 /// Read-modify-write of the state file under the lock; the file is written
 /// only when `f` changed the state. `f`'s result is returned.
-pub fn transact<T>(path: &Path, f: impl FnOnce(&mut State) -> T) -> io::Result<T> {
+pub fn transact<T>(path: &Path, f: impl FnOnce(&mut SimState) -> T) -> io::Result<T> {
     let _lock = lock(path)?;
     let mut state = read(path)?.unwrap_or_default();
     let before = state.clone();
@@ -32,7 +32,7 @@ pub fn transact<T>(path: &Path, f: impl FnOnce(&mut State) -> T) -> io::Result<T
 
 /// The state as it is now (empty when the file is missing), read under the lock.
 #[cfg(test)]
-pub fn load(path: &Path) -> io::Result<State> {
+pub fn load(path: &Path) -> io::Result<SimState> {
     let _lock = lock(path)?;
     Ok(read(path)?.unwrap_or_default())
 }
@@ -72,7 +72,7 @@ fn lock(path: &Path) -> io::Result<File> {
 }
 
 /// None when the file is missing or holds only white space.
-fn read(path: &Path) -> io::Result<Option<State>> {
+fn read(path: &Path) -> io::Result<Option<SimState>> {
     let text = match fs::read_to_string(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
@@ -100,7 +100,7 @@ fn read(path: &Path) -> io::Result<Option<State>> {
         .map_err(|e| bad(format!("unreadable: {}: {e}", path.display())))
 }
 
-fn write(path: &Path, state: &State) -> io::Result<()> {
+fn write(path: &Path, state: &SimState) -> io::Result<()> {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::args::Call;
 use super::reply::{go_json, rfc3339, Reply};
-use super::state::{Session, State};
+use super::state::{SimSession, SimState};
 
 fn is_empty(s: &&str) -> bool {
     s.is_empty()
@@ -59,7 +59,7 @@ struct ProfileEntry<'a> {
     created_at: String,
 }
 
-pub fn list_all(c: &Call, st: &State) -> Reply {
+pub fn list_all(c: &Call, st: &SimState) -> Reply {
     if st.sessions.is_empty() {
         let text = if !st.profiles_exist {
             "No profiles found.\n"
@@ -70,7 +70,7 @@ pub fn list_all(c: &Call, st: &State) -> Reply {
         };
         return Reply::out(0, text.into());
     }
-    let mut sessions: Vec<&Session> = st.sessions.iter().collect();
+    let mut sessions: Vec<&SimSession> = st.sessions.iter().collect();
     sessions.sort_by_key(|s| s.profile()); // stable: file order within a profile
     let entries: Vec<AllEntry> = sessions
         .iter()
@@ -97,7 +97,7 @@ pub fn list_all(c: &Call, st: &State) -> Reply {
     Reply::out(0, lines)
 }
 
-pub fn list_profile(c: &Call, st: &State) -> Reply {
+pub fn list_profile(c: &Call, st: &SimState) -> Reply {
     let entries: Vec<ProfileEntry> = st
         .sessions
         .iter()

@@ -6,11 +6,11 @@
 
 use super::args::Call;
 use super::reply::{Out, Reply};
-use super::state::{Session, State};
+use super::state::{SimSession, SimState};
 
 /// The index in `state.sessions` of the session the call's first positional
 /// names; `not_found_suffix` ends the NOT_FOUND message.
-pub fn find(c: &Call, state: &State, out: Out, not_found_suffix: &str) -> Result<usize, Reply> {
+pub fn find(c: &Call, state: &SimState, out: Out, not_found_suffix: &str) -> Result<usize, Reply> {
     let Some(ident) = c.pos.first() else {
         let msg = "session ID or title is required";
         return Err(out.error(msg, "INVALID_OPERATION", 1, None));
@@ -22,7 +22,7 @@ pub fn find(c: &Call, state: &State, out: Out, not_found_suffix: &str) -> Result
     let mine: Vec<usize> = (0..state.sessions.len())
         .filter(|i| state.sessions[*i].profile() == c.profile)
         .collect();
-    let matching = |test: &dyn Fn(&Session) -> bool| -> Vec<usize> {
+    let matching = |test: &dyn Fn(&SimSession) -> bool| -> Vec<usize> {
         mine.iter()
             .copied()
             .filter(|i| test(&state.sessions[*i]))

@@ -58,29 +58,29 @@ use serde::Serialize;
 use file::load;
 pub use file::transact;
 use reply::Reply;
-pub use state::{Session, State};
+pub use state::{SimSession, SimState};
 
-/// Env var naming the JSON state file; required.
+/// The environment variable naming the JSON state file; required.
 pub const STATE_ENV: &str = "FAKE_AGENT_DECK_STATE";
-/// Env var naming the call log; optional.
+/// The environment variable naming the call log; optional.
 pub const LOG_ENV: &str = "FAKE_AGENT_DECK_LOG";
-/// Env var giving the profile when no `-p` is given, as in the real CLI.
+/// The environment variable giving the profile when no `-p` is given, as in the real CLI.
 pub const PROFILE_ENV: &str = "AGENTDECK_PROFILE";
 
 /// What the simulator reads from its environment.
 #[derive(Debug, Clone, Default)]
-pub struct Env {
+pub struct SimEnv {
     pub state: Option<PathBuf>,
     pub log: Option<PathBuf>,
     /// "" when unset.
     pub profile: String,
 }
 
-impl Env {
+impl SimEnv {
     /// From the process environment; an empty variable counts as unset.
-    pub fn from_process() -> Env {
+    pub fn from_process() -> SimEnv {
         let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
-        Env {
+        SimEnv {
             state: var(STATE_ENV).map(PathBuf::from),
             log: var(LOG_ENV).map(PathBuf::from),
             profile: var(PROFILE_ENV)
@@ -93,14 +93,14 @@ impl Env {
 /// Runs one simulated agent-deck invocation; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
     let (mut out, mut err) = (io::stdout().lock(), io::stderr().lock());
-    let code = run(args, &Env::from_process(), &mut out, &mut err);
+    let code = run(args, &SimEnv::from_process(), &mut out, &mut err);
     let _ = out.flush();
     let _ = err.flush();
     code
 }
 
 /// One invocation with its environment and output streams given.
-pub fn run(args: &[String], env: &Env, out: &mut impl Write, err: &mut impl Write) -> i32 {
+pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl Write) -> i32 {
     if let Some(log) = &env.log {
         if let Err(e) = log_call(log, args) {
             let _ = writeln!(
@@ -126,7 +126,7 @@ enum First {
 }
 
 /// Parses, applies a fault or delay outside the lock, and answers under it.
-fn invoke(args: &[String], env: &Env, flush: impl FnOnce()) -> Reply {
+fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Reply {
     let Some(path) = env.state.as_deref() else {
         return Reply::err(1, format!("Error: {STATE_ENV} not set\n"));
     };
@@ -157,7 +157,7 @@ fn invoke(args: &[String], env: &Env, flush: impl FnOnce()) -> Reply {
 
 /// A read-modify-write of the state; a state that cannot be read or written
 /// is `Error: …`, exit 1.
-fn locked<T>(path: &Path, f: impl FnOnce(&mut State) -> T) -> Result<T, Reply> {
+fn locked<T>(path: &Path, f: impl FnOnce(&mut SimState) -> T) -> Result<T, Reply> {
     transact(path, f).map_err(|e| Reply::err(1, format!("Error: {e}\n")))
 }
 

@@ -11,12 +11,12 @@ use serde_json::{Map, Value};
 
 /// The whole state file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct State {
+pub struct SimState {
     /// False: `list --all` finds no profile directory at all.
     #[serde(default = "yes", deserialize_with = "null_is_false")]
     pub profiles_exist: bool,
     #[serde(default, deserialize_with = "nullable")]
-    pub sessions: Vec<Session>,
+    pub sessions: Vec<SimSession>,
     /// `{kind: {mode, seconds, count, delay}}`, read leniently (see `fault.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<Value>,
@@ -27,9 +27,9 @@ pub struct State {
     pub other: Map<String, Value>,
 }
 
-impl Default for State {
-    fn default() -> State {
-        State {
+impl Default for SimState {
+    fn default() -> SimState {
+        SimState {
             profiles_exist: true,
             sessions: Vec::new(),
             faults: None,
@@ -86,7 +86,7 @@ pub enum OnRemove {
 /// something other than an empty value.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Session {
+pub struct SimSession {
     #[serde(deserialize_with = "nullable")]
     pub id: String,
     #[serde(deserialize_with = "nullable")]
@@ -185,7 +185,7 @@ const KNOWN_STATUSES: [&str; 6] = ["running", "waiting", "idle", "error", "stopp
 const DEFAULT_CREATED: i64 = 1_755_891_234;
 
 /// The values the CLI shows for a session, defaults applied.
-impl Session {
+impl SimSession {
     pub fn profile(&self) -> &str {
         if self.profile.is_empty() {
             "default"

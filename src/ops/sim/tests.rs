@@ -17,16 +17,16 @@ struct Sim {
     log: PathBuf,
 }
 
-fn session(id: &str, title: &str, status: &str) -> Session {
-    Session {
+fn session(id: &str, title: &str, status: &str) -> SimSession {
+    SimSession {
         id: id.into(),
         title: title.into(),
         status: Some(status.into()),
-        ..Session::default()
+        ..SimSession::default()
     }
 }
 
-fn sim(sessions: Vec<Session>) -> Sim {
+fn sim(sessions: Vec<SimSession>) -> Sim {
     let dir = tempfile::tempdir().expect("temp dir");
     let state = dir.path().join("state.json");
     let log = dir.path().join("calls.log");
@@ -40,15 +40,15 @@ fn sim(sessions: Vec<Session>) -> Sim {
 }
 
 impl Sim {
-    fn env(&self) -> Env {
-        Env {
+    fn env(&self) -> SimEnv {
+        SimEnv {
             state: Some(self.state.clone()),
             log: Some(self.log.clone()),
             profile: String::new(),
         }
     }
 
-    fn call_in(&self, env: &Env, args: &[&str]) -> (i32, String, String) {
+    fn call_in(&self, env: &SimEnv, args: &[&str]) -> (i32, String, String) {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = run(&args, env, &mut out, &mut err);
@@ -66,7 +66,7 @@ impl Sim {
         serde_json::from_str(&out).expect("stdout is JSON")
     }
 
-    fn session(&self, id: &str) -> Session {
+    fn session(&self, id: &str) -> SimSession {
         let state = load(&self.state).expect("load state");
         state
             .sessions
@@ -78,10 +78,10 @@ impl Sim {
 
 const ID: &str = "3f9c2a1b-1755891234";
 
-fn held(status: &str) -> Session {
+fn held(status: &str) -> SimSession {
     let hold = json!({"reason": "auth_death", "remedy": "log in again", "evidence": "401",
                       "boot_attempts": 1, "ts": 1});
-    Session {
+    SimSession {
         auth_hold: Some(hold),
         ..session(ID, "conductor-ops", status)
     }
@@ -141,7 +141,7 @@ fn agentdeck_profile_is_the_profile_when_no_p_is_given() {
     let mut worker = session("a0b1c2d3-1755899999", "worker-1", "idle");
     worker.profile = "work".into();
     let s = sim(vec![worker]);
-    let env = Env {
+    let env = SimEnv {
         profile: "work".into(),
         ..s.env()
     };
@@ -495,7 +495,7 @@ fn bad_state_is_an_error_and_a_missing_one_an_empty_fleet() {
         (0, "null\n".into(), String::new())
     );
     assert!(!s.state.exists(), "a read never creates the state file");
-    let env = Env::default();
+    let env = SimEnv::default();
     let (code, _, err) = s.call_in(&env, &["list"]);
     assert_eq!(
         (code, err.as_str()),
