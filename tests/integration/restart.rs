@@ -39,6 +39,54 @@ fn id_with_hyphen_reaches_restart_through_inotify_within_a_second() {
 }
 
 #[test]
+fn without_kernel_notifications_a_hook_rename_still_restarts_within_a_second() {
+    // WATCH_BACKEND=scan stands in for an inotify that cannot be armed
+    // (max_user_instances or max_user_watches used up): thread A scans.
+    let wd = Wd::new()
+        .env("SAFETY_POLL_INTERVAL_S", "30")
+        .env("WATCH_BACKEND", "scan");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let mut d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    let written = Instant::now();
+    write_hook(&wd.hooks, CONDUCTOR, "dead");
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 1),
+        "no restart; stderr:\n{}",
+        d.stderr()
+    );
+    let took = written.elapsed();
+    assert!(took < Duration::from_secs(1), "restart took {took:?}");
+    assert!(d.stderr().contains("WATCH_BACKEND=scan"), "{}", d.stderr());
+    assert!(d.alive());
+}
+
+#[test]
+fn without_kernel_notifications_a_sandbox_hook_and_a_late_hooks_dir_are_still_seen() {
+    let wd = Wd::new()
+        .env("SAFETY_POLL_INTERVAL_S", "30")
+        .env("WATCH_BACKEND", "scan");
+    fs::remove_dir(&wd.hooks).unwrap();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let mut d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    let sandbox = wd.hooks.join("sandbox").join(CONDUCTOR);
+    fs::create_dir_all(&sandbox).unwrap();
+    wd.wait_until_quiet();
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    write_hook(&sandbox, CONDUCTOR, "dead");
+    assert!(
+        wait_until(Duration::from_secs(3), || wd.restart_calls() == 1),
+        "no restart from the sandbox hook; stderr:\n{}",
+        d.stderr()
+    );
+    assert!(d.alive());
+}
+
+#[test]
 fn hooks_dir_created_after_start_and_recreated_while_running() {
     let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
     fs::remove_dir(&wd.hooks).unwrap();
