@@ -6,7 +6,10 @@
 //!    rounds of crash and revive, and what one simulated CLI call costs;
 //!    c. peak memory after that and after a flood of hook renames for
 //!    unknown ids, what the flood cost, a restart after it, and SIGTERM →
-//!    exit. Prints one table. Everything runs in a fresh temp dir with an
+//!    exit; d. the same hook → restart latency with thread A scanning the
+//!    hook directories (`WATCH_BACKEND=scan`, the fallback when inotify
+//!    cannot be armed) and what the scan costs while idle: CPU, and system
+//!    calls per second when `strace` is on `PATH`. Prints one table. Everything runs in a fresh temp dir with an
 //!    empty environment (plus `PATH`), and every process it starts is
 //!    stopped when it ends, on Ctrl-C too. Linux only (`/proc`, inotify).
 //!
@@ -28,7 +31,7 @@ use std::time::{Duration, Instant};
 use agent_deck_watchdog::ops::sim;
 
 use probe::{interrupted, CallLog, Mem};
-use report::{median, Figures, Flood, Latency, Tick};
+use report::{median, Figures, Flood, Latency, Scan, Tick};
 use setup::{conductor, log_file, set_status, write_hook, Daemon, Install};
 
 /// The binary measured, built by `cargo bench` with the bench profile.
@@ -184,14 +187,19 @@ fn sim_call_ms(inst: &Install) -> Res<f64> {
     Ok(median(&ms))
 }
 
-/// b. and c. against one daemon.
-fn daemon_run(work: &Path, s: &Settings) -> Res<Figures> {
+/// A daemon watching one conductor, started and polled once; `extra`
+/// settings on top of the latency settings.
+fn start_daemon(
+    work: &Path,
+    name: &str,
+    extra: &[(&str, &str)],
+) -> Res<(Install, Daemon, CallLog)> {
     let mut one = conductor(0, "default");
     one.id = CONDUCTOR.into();
-    let inst = Install::new(work, "daemon", vec![one])?;
+    let inst = Install::new(work, name, vec![one])?;
     // RATE_LIMIT_MAX and CASCADE_THRESHOLD are raised so that neither the
     // per-session budget nor the burst guard stops 20 restarts in ~30 s.
-    let settings = [
+    let mut settings = vec![
         ("SAFETY_POLL_INTERVAL_S", "30"),
         ("LIVENESS_CONFIRM_GAP_S", "0.05"),
         ("MIN_GLOBAL_RESTART_INTERVAL_S", "0"),
@@ -201,17 +209,48 @@ fn daemon_run(work: &Path, s: &Settings) -> Res<Figures> {
         ("RATE_LIMIT_MAX", "1000"),
         ("CASCADE_THRESHOLD", "1000"),
     ];
+    settings.extend_from_slice(extra);
     let child = inst
         .command(&[], &settings)
         .stderr(log_file(&inst.daemon_log())?)
         .spawn()
         .map_err(|e| format!("cannot start {BIN}: {e}"))?;
-    let mut d = Daemon(child);
+    let d = Daemon(child);
     let mut log = CallLog::new(&inst.log);
     let polled = |calls: &[probe::Call]| calls.iter().any(|c| probe::has(c, &["list", "--all"]));
     if !log.wait_quiet(Duration::from_secs(30), polled)? {
         return Err("the daemon never polled and went quiet".into());
     }
+    Ok((inst, d, log))
+}
+
+/// d. The scan fallback: latency, then the idle cost over a few seconds.
+fn scan_fallback(work: &Path, s: &Settings) -> Res<Scan> {
+    let (inst, mut d, mut log) = start_daemon(work, "scan", &[("WATCH_BACKEND", "scan")])?;
+    let rounds = s.rounds.min(10);
+    eprintln!(
+        "d. the scan fallback: hook rename -> session restart, {rounds} rounds, then idle..."
+    );
+    let lat = latency(&inst, &mut log, &mut d, rounds, s.min_gap)?;
+    std::thread::sleep(Duration::from_secs(1));
+    let idle = Duration::from_secs(5);
+    let cpu_before = probe::cpu_ticks(d.pid())?;
+    let syscalls = probe::syscalls_per_second(d.pid(), idle);
+    if syscalls.is_none() {
+        std::thread::sleep(idle);
+    }
+    let cpu_ticks = probe::cpu_ticks(d.pid())? - cpu_before;
+    d.stop();
+    Ok(Scan {
+        lat,
+        idle_cpu_ms_per_min: cpu_ticks as f64 * 10.0 * 60.0 / idle.as_secs_f64(),
+        syscalls,
+    })
+}
+
+/// b. and c. against one daemon.
+fn daemon_run(work: &Path, s: &Settings) -> Res<Figures> {
+    let (inst, mut d, mut log) = start_daemon(work, "daemon", &[])?;
     eprintln!(
         "b. hook rename -> session restart latency, {} rounds...",
         s.rounds
@@ -240,6 +279,7 @@ fn daemon_run(work: &Path, s: &Settings) -> Res<Figures> {
         after_flood_ms: after.ms.first().copied(),
         stop,
         drops,
+        scan: Scan::default(),
     })
 }
 
@@ -247,7 +287,12 @@ fn bench(work: &Path, s: &Settings) -> Res<Figures> {
     eprintln!("a. CLI calls per healthy tick (--once, 10 critical sessions, 2 profiles)...");
     let tick = healthy_tick(work)?;
     let figures = daemon_run(work, s)?;
-    Ok(Figures { tick, ..figures })
+    let scan = scan_fallback(work, s)?;
+    Ok(Figures {
+        tick,
+        scan,
+        ..figures
+    })
 }
 
 fn main() {

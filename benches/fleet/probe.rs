@@ -224,3 +224,40 @@ pub fn queue_drops(log: &Path) -> Option<u64> {
     let at = text.rfind(" queue drops")?;
     text[..at].rsplit([' ', ',']).next()?.parse().ok()
 }
+
+/// User + system CPU of `pid` so far, in clock ticks (1/100 s on Linux).
+pub fn cpu_ticks(pid: u32) -> Res<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("cannot read /proc/{pid}/stat: {e}"))?;
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of stat, 11 and 12 after the name.
+    Ok(tick(11) + tick(12))
+}
+
+/// System calls a second of every thread of `pid` over `span`, counted by
+/// `strace -c -f`; None when strace is missing or cannot attach.
+pub fn syscalls_per_second(pid: u32, span: Duration) -> Option<f64> {
+    let out = std::process::Command::new("timeout")
+        .args(["-s", "INT", &format!("{}", span.as_secs_f64())])
+        .args(["strace", "-c", "-f", "-p", &pid.to_string()])
+        .stdout(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    // The summary's last line: "100.00 <secs> <usecs/call> <calls> <errors> total".
+    let text = String::from_utf8_lossy(&out.stderr);
+    let total = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_end().ends_with("total"))?;
+    let calls: f64 = total.split_whitespace().nth(3)?.parse().ok()?;
+    Some(calls / span.as_secs_f64())
+}

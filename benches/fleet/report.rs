@@ -35,6 +35,15 @@ pub struct Flood {
     pub kinds: BTreeMap<String, usize>,
 }
 
+/// d. The scan fallback (`WATCH_BACKEND=scan`).
+#[derive(Debug, Default)]
+pub struct Scan {
+    pub lat: Latency,
+    pub idle_cpu_ms_per_min: f64,
+    /// None: `strace` is not on `PATH` (or may not attach).
+    pub syscalls: Option<f64>,
+}
+
 #[derive(Debug, Default)]
 pub struct Figures {
     pub tick: Tick,
@@ -48,6 +57,7 @@ pub struct Figures {
     /// None: not within 5 s.
     pub stop: Option<Duration>,
     pub drops: Option<u64>,
+    pub scan: Scan,
 }
 
 pub fn median(xs: &[f64]) -> f64 {
@@ -79,11 +89,22 @@ fn counts(xs: &[usize]) -> Vec<f64> {
     xs.iter().map(|&x| x as f64).collect()
 }
 
-pub fn print(f: &Figures, rounds: usize) {
-    let calls: Vec<String> = f.tick.calls.iter().map(usize::to_string).collect();
-    let ms = &f.lat.ms;
+/// Median, worst and best of a latency run.
+fn latency_text(ms: &[f64]) -> String {
+    if ms.is_empty() {
+        return "no restart seen".into();
+    }
     let worst = ms.iter().copied().fold(f64::NAN, f64::max);
     let best = ms.iter().copied().fold(f64::NAN, f64::min);
+    format!(
+        "median {:.0} ms, worst {worst:.0} ms, best {best:.0} ms ({} rounds)",
+        median(ms),
+        ms.len()
+    )
+}
+
+pub fn print(f: &Figures, rounds: usize) {
+    let calls: Vec<String> = f.tick.calls.iter().map(usize::to_string).collect();
     let fl = &f.flood;
     let rows = [
         (
@@ -97,14 +118,7 @@ pub fn print(f: &Figures, rounds: usize) {
         ),
         (
             format!("hook rename -> `session restart`, {rounds} rounds"),
-            if ms.is_empty() {
-                "no restart seen".into()
-            } else {
-                format!(
-                    "median {:.0} ms, worst {worst:.0} ms, best {best:.0} ms",
-                    median(ms)
-                )
-            },
+            latency_text(&f.lat.ms),
         ),
         (
             "  rounds without a restart".into(),
@@ -152,6 +166,22 @@ pub fn print(f: &Figures, rounds: usize) {
             "hook -> restart after the flood".into(),
             f.after_flood_ms
                 .map_or("no restart seen".into(), |ms| format!("{ms:.0} ms")),
+        ),
+        (
+            "scan fallback: hook -> session restart".into(),
+            latency_text(&f.scan.lat.ms),
+        ),
+        (
+            "  idle cost of the scan".into(),
+            format!(
+                "{:.0} ms CPU a minute; {}",
+                f.scan.idle_cpu_ms_per_min,
+                f.scan
+                    .syscalls
+                    .map_or("system calls: strace not available".into(), |n| {
+                        format!("{n:.0} system calls a second (strace -c)")
+                    })
+            ),
         ),
         (
             "SIGTERM -> exit".into(),
