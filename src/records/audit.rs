@@ -380,8 +380,13 @@ mod tests {
             id: format!("3f9c2a1b-{n}"),
             title: "conductor-ops".into(),
             profile: "default".into(),
-            action: if n % 2 == 0 { "skipped" } else { "restarted" }.into(),
-            reason: (n % 2 == 0).then(|| "cascade_pause".into()),
+            action: if n.is_multiple_of(2) {
+                "skipped"
+            } else {
+                "restarted"
+            }
+            .into(),
+            reason: n.is_multiple_of(2).then(|| "cascade_pause".into()),
             dry_run: false,
             backoff_s: None,
             final_status: None,

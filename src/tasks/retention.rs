@@ -52,11 +52,14 @@ pub fn last_change(t: &Task) -> f64 {
 /// registry order. The daily re-dispatch count stays as it is.
 pub fn prune(reg: &mut Registry, now: f64, retention_s: f64) -> Vec<Task> {
     let cutoff = now - retention_s;
-    // `!(x < cutoff)` rather than `x >= cutoff`: a NaN keeps its lineage.
     let kept_roots: BTreeSet<String> = reg
         .tasks
         .iter()
-        .filter(|t| t.status == TaskStatus::Pending || !(last_change(t) < cutoff))
+        .filter(|t| {
+            // False for a NaN too: such a lineage stays.
+            let old = last_change(t) < cutoff;
+            t.status == TaskStatus::Pending || !old
+        })
         .map(|t| t.root().to_owned())
         .collect();
     let (gone, stay) = std::mem::take(&mut reg.tasks)
