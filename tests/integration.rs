@@ -24,6 +24,8 @@ mod ops;
 mod patrols;
 #[path = "integration/restart.rs"]
 mod restart;
+#[path = "integration/retention.rs"]
+mod retention;
 #[path = "integration/sim_contract.rs"]
 mod sim_contract;
 #[path = "integration/tasks.rs"]

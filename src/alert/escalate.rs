@@ -72,7 +72,7 @@ impl Escalator {
         shutdown: &Shutdown,
     ) -> Escalator {
         Escalator::new(EscalatorParts {
-            records: Arc::new(Records::new(&cfg.watchdog_dir)),
+            records: Arc::new(Records::from_config(cfg)),
             state: Arc::new(Mutex::new(Default::default())),
             limits: Limits::from_config(cfg),
             clock,

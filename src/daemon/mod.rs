@@ -163,7 +163,7 @@ impl Daemon {
         let limits = Limits::from_config(cfg);
         let store = Arc::new(Store::new(&cfg.watchdog_dir, !flags.dry_run));
         let state = Arc::new(Mutex::new(store.load(&limits, clock.now())));
-        let records = Arc::new(Records::new(&cfg.watchdog_dir));
+        let records = Arc::new(Records::from_config(cfg));
         let escalator = Arc::new(Escalator::new(EscalatorParts {
             records: records.clone(),
             state: state.clone(),

@@ -20,7 +20,7 @@ use crate::config::{Config, Env};
 use crate::daemon;
 use crate::error::{Error, Result};
 use crate::ops::sim::{self, SimSession, SimState};
-use crate::records::audit::{read_lines, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
+use crate::records::audit::{read_history, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
 
@@ -139,7 +139,7 @@ fn write_hook(hooks: &Path, id: &str) -> std::io::Result<()> {
 }
 
 fn records(cfg: &Config, file: &str) -> Vec<Value> {
-    read_lines(&cfg.watchdog_dir.join(file))
+    read_history(&cfg.watchdog_dir.join(file))
 }
 
 /// The scenario's three outcomes are all on record.

@@ -3,23 +3,70 @@
 //!
 //! Sources: the instance lock (is a daemon running, which pid), `state.json`
 //! (per-session budget, cooldown, backoff, skips; breaker; cascade; patrols),
-//! `metrics.prom` (CLI calls and failures, queue drops, as of the last tick)
-//! and the task registry. Read-only: it takes no lock a daemon would wait on.
+//! `metrics.prom` (CLI calls and failures, queue drops, as of the last tick),
+//! the task registry, and the record files: each session's newest
+//! `restart.log` record, looked for in `restart.log.1` and then `restart.log`
+//! (history survives a rotation), and the bytes each record file and its
+//! rotated `.1` hold. Read-only: it takes no lock a daemon would wait on, and
+//! streams the record files rather than loading them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::gates::Limits;
 use crate::error::{Error, Result};
+use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
 use crate::records::instance_lock;
 use crate::records::metrics::{self, METRICS_FILE};
+use crate::records::rotation::{each_line_with_rotated, rotated_path};
 use crate::records::state_file::STATE_FILE;
 use crate::sys::clock::{Clock, SystemClock};
 use crate::sys::fs::{read_bounded, read_text, STATE_FILE_MAX};
 use crate::tasks::registry::RegistryFile;
+
+/// The fields of a `restart.log` line that `status` shows.
+#[derive(Debug, Deserialize)]
+struct LastRecord {
+    ts: f64,
+    id: String,
+    action: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// The newest `restart.log` record of each of `ids`, across the rotation.
+fn last_records(dir: &std::path::Path, ids: &BTreeSet<&str>) -> BTreeMap<String, Value> {
+    let mut last = BTreeMap::new();
+    each_line_with_rotated(&dir.join(RESTART_LOG), |line| {
+        let Ok(r) = serde_json::from_slice::<LastRecord>(line) else {
+            return;
+        };
+        if ids.contains(r.id.as_str()) {
+            last.insert(
+                r.id,
+                json!({"ts": r.ts, "action": r.action, "reason": r.reason}),
+            );
+        }
+    });
+    last
+}
+
+/// The bytes each record file and its `.1` hold, and the rotation bound.
+fn record_files(cfg: &Config) -> Value {
+    let size = |p: &std::path::Path| std::fs::symlink_metadata(p).map_or(0, |m| m.len());
+    let files: Vec<Value> = [RESTART_LOG, LIVENESS_LOG, ESCALATIONS_LOG]
+        .iter()
+        .map(|name| {
+            let path = cfg.watchdog_dir.join(name);
+            json!({"name": name, "bytes": size(&path), "rotated_bytes": size(&rotated_path(&path))})
+        })
+        .collect();
+    json!({"max_bytes": cfg.record_max_bytes, "files": files})
+}
 
 /// Everything `status` reports, as JSON.
 pub fn collect(cfg: &Config, now: f64) -> Value {
@@ -32,6 +79,8 @@ pub fn collect(cfg: &Config, now: f64) -> Value {
     let state_readable = state.is_some();
     let state = state.unwrap_or_default();
     let remaining = |until: f64| ((until - now).max(0.0) * 10.0).round() / 10.0;
+    let ids = state.sessions.keys().map(String::as_str).collect();
+    let mut last = last_records(dir, &ids);
     let sessions: Vec<Value> = state
         .sessions
         .iter()
@@ -52,6 +101,7 @@ pub fn collect(cfg: &Config, now: f64) -> Value {
                 "backoff_remaining_s": remaining(b.backoff_until),
                 "liveness_skips": b.liveness_skips,
                 "consecutive_failures": b.consecutive_failures,
+                "last_record": last.remove(id),
             })
         })
         .collect();
@@ -100,6 +150,7 @@ pub fn collect(cfg: &Config, now: f64) -> Value {
         "queue_drops": counters.get("agent_deck_watchdog_queue_drops_total").copied().unwrap_or(0.0),
         "cli": {"calls": by_label("cli_calls_total"), "failures": by_label("cli_failures_total")},
         "tasks": tasks,
+        "records": record_files(cfg),
     })
 }
 
@@ -171,6 +222,7 @@ fn table(v: &Value) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     });
+    out.push_str(&format!("records: {}\n", records_line(&v["records"])));
     out.push_str(&format!(
         "tasks: {}\n",
         tasks
@@ -178,6 +230,37 @@ fn table(v: &Value) -> String {
             .unwrap_or_else(|| "none".into())
     ));
     out
+}
+
+/// `restart.log 1.2 MiB (+ 16.0 MiB in .1), …; rotated at 16.0 MiB`.
+fn records_line(r: &Value) -> String {
+    let files: Vec<String> = r["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            let rotated = f["rotated_bytes"].as_u64().unwrap_or(0);
+            format!(
+                "{} {}{}",
+                f["name"].as_str().unwrap_or(""),
+                mib(f["bytes"].as_u64().unwrap_or(0)),
+                if rotated > 0 {
+                    format!(" (+ {} in .1)", mib(rotated))
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect();
+    format!(
+        "{}; rotated at {}",
+        files.join(", "),
+        mib(r["max_bytes"].as_u64().unwrap_or(0))
+    )
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
 }
 
 /// Prints the status.
@@ -192,4 +275,60 @@ pub fn run(cfg: &Config, json: bool) -> Result<()> {
         print!("{}", table(&v));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Env;
+
+    #[test]
+    fn a_sessions_last_record_is_found_in_the_rotated_file_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut env = Env::new();
+        env.insert("HOME".into(), tmp.path().display().to_string());
+        env.insert(
+            "AGENT_DECK_ROOT".into(),
+            tmp.path().join("root").display().to_string(),
+        );
+        let cfg = Config::from_env(&env).unwrap();
+        let dir = &cfg.watchdog_dir;
+        std::fs::create_dir_all(dir).unwrap();
+        let mut state = State::default();
+        state.sessions.entry("a-1".into()).or_default();
+        state.sessions.entry("b-2".into()).or_default();
+        std::fs::write(dir.join(STATE_FILE), serde_json::to_vec(&state).unwrap()).unwrap();
+        let line = |ts: f64, id: &str, action: &str| {
+            format!(
+                "{{\"ts\":{ts},\"id\":\"{id}\",\"title\":\"t\",\"profile\":\"default\",\"action\":\"{action}\",\"dry_run\":false}}\n"
+            )
+        };
+        let log = dir.join(RESTART_LOG);
+        std::fs::write(
+            rotated_path(&log),
+            line(1.0, "a-1", "restart")
+                + &line(2.0, "a-1", "restarted")
+                + &line(3.0, "b-2", "skipped"),
+        )
+        .unwrap();
+        std::fs::write(&log, line(4.0, "b-2", "restarted") + "torn {\n").unwrap();
+        let v = collect(&cfg, 10.0);
+        let last = |id: &str| {
+            v["sessions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["id"] == id)
+                .unwrap()["last_record"]
+                .clone()
+        };
+        assert_eq!(last("a-1")["action"], "restarted");
+        assert_eq!(last("a-1")["ts"], 2.0);
+        assert_eq!(last("b-2")["action"], "restarted");
+        let files = &v["records"]["files"];
+        assert_eq!(files[0]["name"], RESTART_LOG);
+        assert!(files[0]["rotated_bytes"].as_u64().unwrap() > 0);
+        assert_eq!(v["records"]["max_bytes"], 16_777_216);
+        assert!(table(&v).contains("records: restart.log 0.0 MiB (+ 0.0 MiB in .1)"));
+    }
 }

@@ -2,7 +2,10 @@
 //! `escalations.log`, as typed structs, and the appender that writes them.
 //!
 //! Each record is one whole line written with one `write` on a file opened for
-//! append, never through a symlink or into a FIFO (created `0600`). A full
+//! append, never through a symlink or into a FIFO (created `0600`). A file
+//! that the next line would take past `RECORD_MAX_BYTES` is first rotated to
+//! `<name>.1` (see [`crate::records::rotation`]); readers of history use
+//! [`read_history`], which reads `<name>.1` and then `<name>`. A full
 //! disk or an unwritable file is logged (at a bounded rate) and survived; it
 //! never stops the daemon. Pane text, auth-hold evidence and secrets have no
 //! field here, so they cannot be written. Text from outside (titles, CLI
@@ -15,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
+
+use crate::records::rotation::{self, Appended, DEFAULT_MAX_BYTES};
 
 pub use crate::decide::liveness::LivenessReason;
 
@@ -189,6 +194,8 @@ impl EscalationRecord {
 }
 
 /// How many records of each kind were written since start, for metrics.
+/// Counted in memory as records are written, never from the files, so a
+/// rotation does not reset a counter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tally {
     /// `restart.log` records by `action`.
@@ -202,19 +209,35 @@ pub struct Tally {
 /// Appends records under the watchdog directory.
 pub struct Records {
     dir: PathBuf,
+    /// `RECORD_MAX_BYTES`: the bound each file is rotated at.
+    max_bytes: u64,
     last_warning: Mutex<Option<Instant>>,
+    last_rotation_warning: Mutex<Option<Instant>>,
     tally: Mutex<Tally>,
 }
 
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
 impl Records {
+    /// Records in `dir`, rotated at the default 16 MiB.
     pub fn new(dir: &Path) -> Records {
         Records {
             dir: dir.to_owned(),
+            max_bytes: DEFAULT_MAX_BYTES,
             last_warning: Mutex::new(None),
+            last_rotation_warning: Mutex::new(None),
             tally: Mutex::new(Tally::default()),
         }
+    }
+
+    /// Records in the watchdog directory, rotated at `RECORD_MAX_BYTES`.
+    pub fn from_config(cfg: &crate::config::Config) -> Records {
+        Records::new(&cfg.watchdog_dir).with_max_bytes(cfg.record_max_bytes)
+    }
+
+    /// The same records, rotated at `max_bytes` instead.
+    pub fn with_max_bytes(self, max_bytes: u64) -> Records {
+        Records { max_bytes, ..self }
     }
 
     pub fn dir(&self) -> &Path {
@@ -261,28 +284,66 @@ impl Records {
             .map_err(std::io::Error::other)
             .and_then(|mut line| {
                 line.push(b'\n');
-                crate::sys::fs::append(&path, &line)
+                rotation::append(&path, &line, self.max_bytes)
             });
-        if let Err(e) = result {
-            let mut last = self.last_warning.lock();
-            if last.is_none_or(|t| t.elapsed() >= WARN_EVERY) {
-                *last = Some(Instant::now());
-                log::warn!(
-                    "could not append to {} ({e}); the record is lost, the daemon carries on",
-                    path.display()
-                );
+        match result {
+            Ok(Appended::Plain) => {}
+            Ok(Appended::Rotated(bytes)) => log::info!(
+                "{} reached {bytes} bytes (RECORD_MAX_BYTES={}); moved it to {} and started a fresh one",
+                path.display(),
+                self.max_bytes,
+                rotation::rotated_path(&path).display()
+            ),
+            Ok(Appended::Unrotated(why)) => {
+                if due(&self.last_rotation_warning) {
+                    log::warn!(
+                        "{} is past RECORD_MAX_BYTES={} but could not be rotated ({why}); the record was appended, trying again with the next one",
+                        path.display(),
+                        self.max_bytes
+                    );
+                }
+            }
+            Err(e) => {
+                if due(&self.last_warning) {
+                    log::warn!(
+                        "could not append to {} ({e}); the record is lost, the daemon carries on",
+                        path.display()
+                    );
+                }
             }
         }
     }
 }
 
-/// Reads a JSON-lines file back into records, skipping lines that do not parse.
+/// Whether a warning rate-limited by `last` may go out now (and notes it).
+fn due(last: &Mutex<Option<Instant>>) -> bool {
+    let mut last = last.lock();
+    if last.is_none_or(|t| t.elapsed() >= WARN_EVERY) {
+        *last = Some(Instant::now());
+        true
+    } else {
+        false
+    }
+}
+
+fn parse_into<T: for<'de> Deserialize<'de>>(out: &mut Vec<T>) -> impl FnMut(&[u8]) + '_ {
+    |line| out.extend(serde_json::from_slice(line).ok())
+}
+
+/// Reads a JSON-lines file back into records, skipping lines that do not
+/// parse. Streamed: memory follows the records kept, not the file.
 pub fn read_lines<T: for<'de> Deserialize<'de>>(path: &Path) -> Vec<T> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    let mut out = Vec::new();
+    rotation::each_line(path, parse_into(&mut out));
+    out
+}
+
+/// The history a record file still holds: `<path>.1` (the rotated file),
+/// then `path`, oldest first, skipping lines that do not parse.
+pub fn read_history<T: for<'de> Deserialize<'de>>(path: &Path) -> Vec<T> {
+    let mut out = Vec::new();
+    rotation::each_line_with_rotated(path, parse_into(&mut out));
+    out
 }
 
 #[cfg(test)]
@@ -311,6 +372,81 @@ mod tests {
         assert_eq!(back, vec![rec.clone(), rec]);
         let text = std::fs::read_to_string(tmp.path().join(RESTART_LOG)).unwrap();
         assert!(text.contains("\"action\":\"restart\"") && !text.contains("reason"));
+    }
+
+    fn restart_record(n: usize) -> RestartRecord {
+        RestartRecord {
+            ts: n as f64,
+            id: format!("3f9c2a1b-{n}"),
+            title: "conductor-ops".into(),
+            profile: "default".into(),
+            action: if n.is_multiple_of(2) {
+                "skipped"
+            } else {
+                "restarted"
+            }
+            .into(),
+            reason: n.is_multiple_of(2).then(|| "cascade_pause".into()),
+            dry_run: false,
+            backoff_s: None,
+            final_status: None,
+            stuck_for_s: None,
+        }
+    }
+
+    #[test]
+    fn records_rotate_at_the_limit_and_the_counters_keep_counting() {
+        let tmp = tempfile::tempdir().unwrap();
+        let max = 64 << 10;
+        let r = Records::new(tmp.path()).with_max_bytes(max);
+        let log = tmp.path().join(RESTART_LOG);
+        std::fs::write(rotation::rotated_path(&log), b"{\"dropped\":true}\n").unwrap();
+        let mut last_total = 0;
+        let mut rotated_at = None;
+        for n in 0..1500 {
+            let before = std::fs::metadata(&log).map_or(0, |m| m.len());
+            r.restart(&restart_record(n));
+            let after = std::fs::metadata(&log).map_or(0, |m| m.len());
+            if after < before && rotated_at.is_none() {
+                rotated_at = Some(n);
+            }
+            // The counters never go back, rotation or not.
+            let total: u64 = r.tally().restart_actions.values().sum();
+            assert_eq!(total, last_total + 1);
+            last_total = total;
+            let text = crate::records::metrics::render(&crate::records::metrics::Sample {
+                tally: r.tally(),
+                ..Default::default()
+            });
+            let m = crate::records::metrics::parse(&text);
+            let shown: f64 = ["skipped", "restarted"]
+                .iter()
+                .filter_map(|a| {
+                    m.get(&format!(
+                        "agent_deck_watchdog_restarts_total{{result=\"{a}\"}}"
+                    ))
+                })
+                .sum::<f64>();
+            assert_eq!(shown, total as f64);
+        }
+        assert!(
+            rotated_at.is_some(),
+            "1500 records of ~150 bytes pass 64 KiB"
+        );
+        // Both files hold whole records only, each within the bound, and
+        // together the newest records in order; the `.1` from before is gone.
+        for file in [rotation::rotated_path(&log), log.clone()] {
+            let bytes = std::fs::read(&file).unwrap();
+            assert!(bytes.len() as u64 <= max && bytes.ends_with(b"\n"));
+            let text = String::from_utf8(bytes).unwrap();
+            for l in text.lines() {
+                serde_json::from_str::<RestartRecord>(l).unwrap();
+            }
+        }
+        let kept: Vec<RestartRecord> = read_history(&log);
+        let newest = 1500 - kept.len();
+        assert_eq!(kept, (newest..1500).map(restart_record).collect::<Vec<_>>());
+        assert!(newest > 0, "a second rotation dropped the oldest records");
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! node_exporter's textfile collector, rewritten atomically each tick.
 //!
 //! Rendering is a pure function of a [`Sample`]; the record counts come from
-//! [`crate::records::audit::Tally`], so each counter matches its log file line for
-//! line.
+//! [`crate::records::audit::Tally`], so each counter matches the lines its log
+//! file received since start. They are counted in memory, never read back
+//! from the files, so rotating a file to `<name>.1` does not reset them.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -1,9 +1,11 @@
-//! What the daemon writes down: the audit logs, the state file that survives
-//! its own restart, the metrics textfile and the instance lock.
+//! What the daemon writes down: the audit logs (rotated at a size bound), the
+//! state file that survives its own restart, the metrics textfile and the
+//! instance lock.
 
 pub mod audit;
 pub(crate) mod instance_lock;
 pub(crate) mod metrics;
+pub mod rotation;
 pub(crate) mod state_file;
 
 pub use audit::{EscalationRecord, LivenessRecord, RestartRecord};

@@ -1,6 +1,7 @@
 //! Advisory file locks, the one place that takes them: the instance lock,
-//! the task registry lock. Built on `std::fs::File::lock`, which is `flock`
-//! on Linux and macOS. A lock lives as long as its `File`.
+//! the task registry lock, the record file being appended to. Built on
+//! `std::fs::File::lock`, which is `flock` on Linux and macOS. A lock lives
+//! as long as its `File`.
 
 use std::fs::{File, TryLockError};
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! - [`read_bounded`] is the one way files are read: opened `O_NONBLOCK`,
 //!   checked to be a regular file after open, read up to a limit, never
 //!   allocating more than the file holds.
-//! - [`append`], [`write_atomically`] and [`open_lock_file`] are the ways
+//! - [`open_append`], [`write_atomically`] and [`open_lock_file`] are the ways
 //!   files are written: `O_NOFOLLOW`, `O_NONBLOCK`, a regular-file check, and
 //!   an explicit mode on every file they create, whatever the umask. The
 //!   atomic write's temp file has an unpredictable name and is opened `O_EXCL`.
@@ -243,11 +243,6 @@ pub fn open_append(path: &Path) -> io::Result<File> {
     open_or_create(path, &opts, PRIVATE_FILE)
 }
 
-/// Appends `bytes` (one whole record) to `path`, creating it `0600`.
-pub fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    open_append(path)?.write_all(bytes)
-}
-
 /// Opens (creating `0600`) a file that is only ever `flock`ed and rewritten
 /// in place: the instance lock, the registry lock. Never truncated here.
 pub fn open_lock_file(path: &Path) -> io::Result<File> {
@@ -453,6 +448,11 @@ pub(crate) fn mkfifo(path: &Path) {
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
+
+    /// Appends `bytes` the way records are appended (without the rotation).
+    fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
+        open_append(path)?.write_all(bytes)
+    }
 
     fn mode(path: &Path) -> u32 {
         std::fs::symlink_metadata(path).unwrap().mode() & 0o7777

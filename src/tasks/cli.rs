@@ -376,8 +376,16 @@ fn check(cfg: &Config, dry_run: bool) -> Result<()> {
             summary.not_started.join(", ")
         )
     };
+    let pruned = if summary.pruned == 0 {
+        String::new()
+    } else {
+        format!(
+            "; pruned {} finished task(s) older than {} days and {} log(s)",
+            summary.pruned, cfg.task_retention_days, summary.logs_removed
+        )
+    };
     println!(
-        "checked {} due task(s); re-dispatched {}{not_started}",
+        "checked {} due task(s); re-dispatched {}{not_started}{pruned}",
         summary.checked,
         if summary.redispatched.is_empty() {
             "none".into()

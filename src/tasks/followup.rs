@@ -7,8 +7,12 @@
 //! registry lock, checks the done file once more right before spawning, and
 //! re-dispatches through [`crate::sys::process::spawn_detached`]. A
 //! re-dispatch that cannot start counts as an attempt, like one that died, so
-//! a task that can never be spawned still ends `exhausted`. In dry-run it
-//! decides and reports but spawns nothing and writes nothing.
+//! a task that can never be spawned still ends `exhausted`. After the due
+//! tasks, the same pass prunes the lineages finished longer ago than
+//! `TASK_RETENTION_DAYS` and, once the registry is written without them,
+//! their re-dispatch logs (the rule: [`crate::tasks::retention`]). In dry-run
+//! it decides and reports but spawns nothing, prunes nothing and writes
+//! nothing.
 //!
 //! The registry lock is held across the pass, so no step under it may block:
 //! the task file, `.partial`, `.sig` and key are read without blocking and up
@@ -27,6 +31,7 @@ use crate::sys::fs::{read_bounded, read_text, warn_unreadable, SMALL_FILE_MAX, T
 use crate::sys::process::{self, Cmd};
 use crate::sys::process_table::{self, pid_alive, PROC_DIR};
 use crate::tasks::registry::{Registry, RegistryFile, Task, TaskStatus};
+use crate::tasks::retention::{self, DAY_S};
 use crate::tasks::rules::{
     contains_word, day_of, decide, log_file_name, next_id, render, successor_path, Facts, Step,
 };
@@ -42,6 +47,8 @@ pub struct FollowUp {
     pub logs_dir: PathBuf,
     pub hmac_key_file: Option<PathBuf>,
     pub proc_dir: PathBuf,
+    /// `TASK_RETENTION_DAYS`, in days.
+    pub retention_days: u32,
 }
 
 /// How a pass went, for logs and `task check`.
@@ -51,6 +58,11 @@ pub struct Summary {
     pub redispatched: Vec<String>,
     /// Re-dispatches registered whose process could not be started.
     pub not_started: Vec<String>,
+    /// Finished tasks pruned from the registry, and their logs removed.
+    pub pruned: usize,
+    pub logs_removed: usize,
+    /// The log names of the pruned tasks, removed once the registry is written.
+    logs_to_remove: Vec<String>,
 }
 
 /// What became of one re-dispatch (the new task's id).
@@ -82,6 +94,7 @@ impl FollowUp {
             logs_dir: cfg.watchdog_dir.join("tasks"),
             hmac_key_file: cfg.task_partial_hmac_key_file.clone(),
             proc_dir: PROC_DIR.into(),
+            retention_days: cfg.task_retention_days,
         }
     }
 
@@ -103,14 +116,42 @@ impl FollowUp {
         }
     }
 
-    /// One pass over every due task.
+    /// One pass over every due task, then the pruning of old finished ones.
     pub fn pass(&self) -> Result<Summary> {
         let now = self.clock.now();
         if self.dry_run {
             let mut reg = self.registry.load()?;
             return Ok(self.walk(&mut reg, now));
         }
-        self.registry.update(|reg| Ok(self.walk(reg, now)))
+        let summary = self.registry.update_then(
+            |reg| {
+                let mut summary = self.walk(reg, now);
+                self.prune(reg, now, &mut summary);
+                Ok(summary)
+            },
+            |summary| {
+                summary.logs_removed =
+                    retention::remove_logs(&self.logs_dir, &summary.logs_to_remove);
+            },
+        )?;
+        if summary.pruned > 0 {
+            log::info!(
+                "pruned {} task(s) finished more than {} days ago from {}, and {} of their logs",
+                summary.pruned,
+                self.retention_days,
+                self.registry.path.display(),
+                summary.logs_removed
+            );
+        }
+        Ok(summary)
+    }
+
+    /// Takes the lineages finished longer ago than the retention out of
+    /// `reg`, noting their logs for removal once `reg` is written.
+    fn prune(&self, reg: &mut Registry, now: f64, summary: &mut Summary) {
+        let gone = retention::prune(reg, now, f64::from(self.retention_days) * DAY_S);
+        summary.pruned = gone.len();
+        summary.logs_to_remove = retention::logs_to_remove(&gone, &reg.tasks);
     }
 
     fn walk(&self, reg: &mut Registry, now: f64) -> Summary {
@@ -454,19 +495,24 @@ mod tests {
 
         /// One pass as `task check` runs it, with a process table where
         /// nothing runs.
-        fn pass(&self) {
+        fn pass(&self) -> Summary {
+            self.pass_as(false)
+        }
+
+        fn pass_as(&self, dry_run: bool) -> Summary {
             let shutdown = Shutdown::new().unwrap();
             let clock: Arc<dyn Clock> = self.clock.clone();
             let escalator = Arc::new(Escalator::standalone(
                 &self.cfg,
-                false,
+                dry_run,
                 clock.clone(),
                 &shutdown,
             ));
-            let mut f = FollowUp::from_config(&self.cfg, false, escalator.clone(), clock, None);
+            let mut f = FollowUp::from_config(&self.cfg, dry_run, escalator.clone(), clock, None);
             f.proc_dir = self.tmp.path().join("proc");
-            f.pass().unwrap();
+            let summary = f.pass().unwrap();
             escalator.drain();
+            summary
         }
 
         fn tasks(&self) -> Vec<Task> {
@@ -520,6 +566,59 @@ mod tests {
             tasks.iter().all(|t| t.history.len() <= 3),
             "history stays bounded: {tasks:#?}"
         );
+    }
+
+    #[test]
+    fn an_old_finished_lineage_and_its_log_are_pruned_while_an_open_lineage_and_the_daily_count_stay(
+    ) {
+        let b = Bench::new();
+        let days_ago = |d: f64| T0 - d * 86_400.0;
+        let finished = |id: &str, parent: Option<&str>, status, at: f64| {
+            let mut t = b.task(id, 2, &["true"]);
+            t.parent_task = parent.map(str::to_owned);
+            t.status = status;
+            t.dispatched_at = at;
+            t.note(at, status.as_str(), None);
+            t
+        };
+        let mut open = b.task("open-1.2", 2, &["true"]);
+        open.parent_task = Some("open-1".into());
+        open.dispatched_at = days_ago(50.0);
+        open.next_check_at = T0 + 3600.0;
+        let tasks = vec![
+            finished("old-1", None, TaskStatus::Retried, days_ago(41.0)),
+            finished("old-1.2", Some("old-1"), TaskStatus::Done, days_ago(40.0)),
+            finished("open-1", None, TaskStatus::Retried, days_ago(50.0)),
+            open,
+            finished("recent", None, TaskStatus::Cancelled, days_ago(29.0)),
+        ];
+        let reg = Registry {
+            tasks,
+            redispatches: crate::tasks::registry::Daily {
+                day: day_of(T0),
+                count: 5,
+            },
+        };
+        std::fs::create_dir_all(&b.cfg.watchdog_dir).unwrap();
+        std::fs::write(&b.cfg.task_timers_file, serde_json::to_vec(&reg).unwrap()).unwrap();
+        let logs = b.cfg.watchdog_dir.join("tasks");
+        std::fs::create_dir_all(&logs).unwrap();
+        for name in ["old-1.2.log", "open-1.2.log"] {
+            std::fs::write(logs.join(name), b"output\n").unwrap();
+        }
+        // Dry-run prunes nothing.
+        assert_eq!(b.pass_as(true).pruned, 0);
+        assert_eq!(b.tasks().len(), 5);
+        let summary = b.pass();
+        assert_eq!((summary.pruned, summary.logs_removed), (2, 1));
+        let ids: Vec<String> = b.tasks().into_iter().map(|t| t.id).collect();
+        assert_eq!(ids, ["open-1", "open-1.2", "recent"]);
+        assert!(!logs.join("old-1.2.log").exists());
+        assert!(logs.join("open-1.2.log").exists());
+        let kept = RegistryFile::new(&b.cfg.task_timers_file).load().unwrap();
+        assert_eq!(kept.redispatched_on(day_of(T0)), 5);
+        // Nothing more to prune: the registry is left as it is.
+        assert_eq!(b.pass().pruned, 0);
     }
 
     #[test]

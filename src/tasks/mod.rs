@@ -1,9 +1,12 @@
 //! Task follow-up (SPEC §8): the registry, the follow-up rules, the pass that
-//! carries them out, the `.partial` signature and the `task` subcommands.
+//! carries them out, the pruning of old finished tasks, the `.partial`
+//! signature and the `task` subcommands.
 
 pub(crate) mod cli;
 pub(crate) mod followup;
 pub mod registry;
+#[doc(hidden)]
+pub mod retention;
 pub(crate) mod rules;
 pub(crate) mod sign;
 

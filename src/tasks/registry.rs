@@ -233,10 +233,21 @@ impl RegistryFile {
     /// Runs `change` on the registry under the exclusive lock and writes the
     /// result if `change` succeeded and changed something.
     pub fn update<T>(&self, change: impl FnOnce(&mut Registry) -> Result<T>) -> Result<T> {
+        self.update_then(change, |_| {})
+    }
+
+    /// [`update`](Self::update), then `after` on its outcome once the new
+    /// registry is in place, still under the lock: for files that may go
+    /// only once the registry no longer names them.
+    pub fn update_then<T>(
+        &self,
+        change: impl FnOnce(&mut Registry) -> Result<T>,
+        after: impl FnOnce(&mut T),
+    ) -> Result<T> {
         let _lock = self.lock(true)?;
         let mut reg = self.read()?;
         let before = reg.clone();
-        let out = change(&mut reg)?;
+        let mut out = change(&mut reg)?;
         if reg != before {
             let mut bytes =
                 serde_json::to_vec_pretty(&reg).map_err(|e| Error::runtime(e.to_string()))?;
@@ -248,6 +259,7 @@ impl RegistryFile {
                 ))
             })?;
         }
+        after(&mut out);
         Ok(out)
     }
 

@@ -1,0 +1,306 @@
+//! Record files with a size bound (`RECORD_MAX_BYTES`, SPEC §3): the append
+//! that rotates `<name>` to `<name>.1` when the next line would take it past
+//! the bound, and the reader that walks `<name>.1` then `<name>`, oldest
+//! line first.
+//!
+//! How an append goes: open `<name>` the safe way ([`crate::sys::fs::open_append`]:
+//! no symlink, no FIFO, created `0600`), take an exclusive `flock` on that
+//! open file, check that `<name>` still is that file (another process may
+//! have rotated it meanwhile: then open again), read its size from the open
+//! file's metadata, and if the line would not fit, rename `<name>` onto
+//! `<name>.1` (dropping the previous `.1`) and append to a fresh `<name>`.
+//! The line is written with one `write` on an `O_APPEND` file while the lock
+//! is held, so it lands whole in one file or the other, never split. A file
+//! is rotated only between whole lines, so everything already written stays
+//! in `<name>.1` intact. Two processes appending at once (the daemon and
+//! `task check`) serialize on the lock; the identity check keeps the second
+//! one from rotating the fresh file away.
+//!
+//! The lock is waited for a moment only: a lock nobody releases (a stuck or
+//! hostile process) costs that moment and a rotation, never a record — the
+//! line is appended unlocked, as a whole line. A `<name>.1` that cannot be
+//! replaced (a directory there) leaves the file growing, and the caller warns.
+//! Disk use is bounded by about twice the limit per record file.
+//!
+//! Reading never loads a file whole: lines are streamed, and a line longer
+//! than [`MAX_LINE_BYTES`] (no record is) is skipped.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::sys::flock::{self, Mode};
+
+/// `RECORD_MAX_BYTES` when nothing else is said: 16 MiB.
+pub const DEFAULT_MAX_BYTES: u64 = 16 << 20;
+
+/// The longest line a reader takes; longer ones are skipped. A record is at
+/// most a few clipped 4 KiB fields.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// How long an append waits for another appender's lock before writing
+/// without it (and without rotating).
+const LOCK_PATIENCE: Duration = Duration::from_millis(250);
+
+/// Opens before giving up on a file that keeps being replaced under us.
+const ROUNDS: usize = 4;
+
+/// `<name>.1`: where `<name>` goes when it is rotated.
+pub fn rotated_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".1");
+    PathBuf::from(name)
+}
+
+/// What became of an append; the line was written in every case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Appended {
+    /// Into the file as it was.
+    Plain,
+    /// The file, holding this many bytes, became `<name>.1` first; the line
+    /// starts a fresh file.
+    Rotated(u64),
+    /// The file is past the bound but could not be rotated (why); the line
+    /// was appended to it all the same.
+    Unrotated(String),
+}
+
+/// Whether `path` names the file `file` is open on.
+fn still_named(file: &File, path: &Path) -> io::Result<bool> {
+    let open = file.metadata()?;
+    match std::fs::symlink_metadata(path) {
+        Ok(named) => Ok(named.dev() == open.dev() && named.ino() == open.ino()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Appends `line` (one whole record, ending in `\n`) to `path`, first
+/// rotating `path` to `<path>.1` if `line` would take it past `max` bytes.
+/// An empty file takes any line, so a line longer than `max` is still
+/// written. Errors are those of opening and writing; a failed rotation is
+/// [`Appended::Unrotated`].
+pub fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended> {
+    let mut rotated = None;
+    for round in 1..=ROUNDS {
+        let mut file = crate::sys::fs::open_append(path)?;
+        let locked = flock::lock(&file, Mode::Exclusive, Some(LOCK_PATIENCE)).is_ok();
+        if locked && round < ROUNDS && !still_named(&file, path)? {
+            // Rotated by another process since we opened it: take the new one.
+            continue;
+        }
+        let size = file.metadata()?.len();
+        let fits = size == 0 || size.saturating_add(line.len() as u64) <= max;
+        if fits || rotated.is_some() || round == ROUNDS {
+            file.write_all(line)?;
+            return Ok(rotated.map_or(Appended::Plain, Appended::Rotated));
+        }
+        if !locked {
+            file.write_all(line)?;
+            return Ok(Appended::Unrotated(
+                "another process holds its lock".to_owned(),
+            ));
+        }
+        let target = rotated_path(path);
+        if let Err(e) = std::fs::rename(path, &target) {
+            file.write_all(line)?;
+            return Ok(Appended::Unrotated(format!(
+                "cannot rename it to {}: {e}",
+                target.display()
+            )));
+        }
+        // The lock goes with `file`; the next round opens the fresh file.
+        rotated = Some(size);
+    }
+    // Unreachable: the last round always writes.
+    Ok(Appended::Plain)
+}
+
+/// Calls `each` with every line of `path` (without its `\n`), streaming; a
+/// missing or unreadable file has no lines, and a line longer than
+/// [`MAX_LINE_BYTES`] is skipped. A last line without `\n` is passed too.
+pub fn each_line(path: &Path, mut each: impl FnMut(&[u8])) {
+    let Ok(file) = crate::sys::fs::open_regular(path) else {
+        return;
+    };
+    let mut reader = BufReader::with_capacity(64 << 10, file);
+    let mut line = Vec::new();
+    let bound = MAX_LINE_BYTES as u64 + 1;
+    loop {
+        line.clear();
+        match (&mut reader).take(bound).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+            each(&line);
+            continue;
+        }
+        if line.len() <= MAX_LINE_BYTES {
+            // The end of the file.
+            each(&line);
+            return;
+        }
+        // Too long: skip to the next line.
+        loop {
+            line.clear();
+            match (&mut reader).take(bound).read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) if line.last() == Some(&b'\n') => break,
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+/// [`each_line`] over `<path>.1`, then `path`: the whole history a record
+/// file still holds, oldest first.
+pub fn each_line_with_rotated(path: &Path, mut each: impl FnMut(&[u8])) {
+    each_line(&rotated_path(path), &mut each);
+    each_line(path, each);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(i: usize) -> Vec<u8> {
+        format!("{{\"n\":{i},\"pad\":\"{}\"}}\n", "x".repeat(80)).into_bytes()
+    }
+
+    fn lines_of(path: &Path) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        each_line(path, |l| out.push(l.to_vec()));
+        out
+    }
+
+    #[test]
+    fn a_file_rotates_before_the_line_that_would_pass_the_limit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("restart.log");
+        let max = 10 * line(0).len() as u64;
+        for i in 0..10 {
+            assert_eq!(append(&log, &line(i), max).unwrap(), Appended::Plain);
+        }
+        assert_eq!(std::fs::metadata(&log).unwrap().len(), max);
+        assert_eq!(
+            append(&log, &line(10), max).unwrap(),
+            Appended::Rotated(max)
+        );
+        assert_eq!(lines_of(&rotated_path(&log)).len(), 10);
+        assert_eq!(
+            lines_of(&log),
+            vec![line(10)[..line(10).len() - 1].to_vec()]
+        );
+    }
+
+    #[test]
+    fn the_previous_rotated_file_is_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("liveness.log");
+        std::fs::write(rotated_path(&log), b"oldest\n").unwrap();
+        let max = 3 * line(0).len() as u64;
+        for i in 0..7 {
+            append(&log, &line(i), max).unwrap();
+        }
+        // 0-2 dropped with the second rotation, 3-5 in .1, 6 live.
+        let old = lines_of(&rotated_path(&log));
+        assert_eq!(old.len(), 3);
+        assert!(String::from_utf8_lossy(&old[0]).starts_with("{\"n\":3,"));
+        assert_eq!(lines_of(&log).len(), 1);
+    }
+
+    #[test]
+    fn no_line_is_torn_or_lost_when_threads_append_across_a_rotation() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("escalations.log");
+        // 100 lines of under 100 bytes over a 60-line bound: one rotation.
+        let max = 60 * line(9999).len() as u64;
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let log = &log;
+                s.spawn(move || {
+                    for i in 0..25 {
+                        append(log, &line(t * 1000 + i), max).unwrap();
+                    }
+                });
+            }
+        });
+        let mut seen = Vec::new();
+        each_line_with_rotated(&log, |l| {
+            let v: serde_json::Value = serde_json::from_slice(l).unwrap();
+            seen.push(v["n"].as_u64().unwrap());
+        });
+        seen.sort_unstable();
+        let want: Vec<u64> = (0..4)
+            .flat_map(|t| (0..25).map(move |i| t * 1000 + i))
+            .collect();
+        assert_eq!(seen, want);
+        for file in [rotated_path(&log), log.clone()] {
+            let bytes = std::fs::read(&file).unwrap();
+            assert!(bytes.ends_with(b"\n") && bytes.len() as u64 <= max);
+        }
+    }
+
+    #[test]
+    fn a_rotated_name_that_cannot_be_replaced_leaves_the_file_growing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("restart.log");
+        std::fs::create_dir(rotated_path(&log)).unwrap();
+        std::fs::write(rotated_path(&log).join("x"), b"x").unwrap();
+        let max = line(0).len() as u64;
+        append(&log, &line(0), max).unwrap();
+        let second = append(&log, &line(1), max).unwrap();
+        assert!(matches!(second, Appended::Unrotated(_)), "{second:?}");
+        assert_eq!(lines_of(&log).len(), 2);
+    }
+
+    #[test]
+    fn a_symlinked_rotated_name_is_replaced_not_written_through() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let log = tmp.path().join("restart.log");
+        std::os::unix::fs::symlink(&victim, rotated_path(&log)).unwrap();
+        let max = line(0).len() as u64;
+        append(&log, &line(0), max).unwrap();
+        append(&log, &line(1), max).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert!(std::fs::symlink_metadata(rotated_path(&log))
+            .unwrap()
+            .is_file());
+    }
+
+    #[test]
+    fn a_held_lock_costs_the_rotation_not_the_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("restart.log");
+        let max = line(0).len() as u64;
+        append(&log, &line(0), max).unwrap();
+        let holder = File::open(&log).unwrap();
+        flock::lock(&holder, Mode::Exclusive, None).unwrap();
+        let got = append(&log, &line(1), max).unwrap();
+        assert!(matches!(got, Appended::Unrotated(_)), "{got:?}");
+        assert_eq!(lines_of(&log).len(), 2);
+    }
+
+    #[test]
+    fn reading_streams_and_skips_an_overlong_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("restart.log");
+        let mut text = b"first\n".to_vec();
+        text.extend(vec![b'y'; MAX_LINE_BYTES + 10]);
+        text.extend_from_slice(b"\nsecond\nlast-without-newline");
+        std::fs::write(&log, &text).unwrap();
+        std::fs::write(rotated_path(&log), b"older\n").unwrap();
+        let mut seen = Vec::new();
+        each_line_with_rotated(&log, |l| seen.push(String::from_utf8_lossy(l).into_owned()));
+        assert_eq!(seen, ["older", "first", "second", "last-without-newline"]);
+        let fifo = tmp.path().join("fifo.log");
+        crate::sys::fs::mkfifo(&fifo);
+        each_line(&fifo, |_| panic!("a FIFO has no lines"));
+    }
+}
