@@ -6,6 +6,8 @@ mod support;
 
 #[path = "integration/cli.rs"]
 mod cli;
+#[path = "integration/contrib.rs"]
+mod contrib;
 #[path = "integration/fleet.rs"]
 mod fleet;
 #[path = "integration/hardening_files.rs"]
