@@ -193,8 +193,7 @@ mod tests {
     fn special_files_are_unreadable_not_a_hang() {
         let tmp = tempfile::tempdir().unwrap();
         let fifo = tmp.path().join("restart.log");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::sys::fs::mkfifo(&fifo);
         assert_eq!(
             read_record_file(&fifo, FILE_MAX).unwrap_err(),
             "it is a FIFO, not a regular file"

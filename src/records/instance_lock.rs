@@ -11,7 +11,7 @@ use std::io::{Read, Seek, Write};
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::sys::flock::{self, LockError, Mode};
+use crate::sys::flock::{self, LockError, LockMode};
 use crate::sys::fs::{open_lock_file, open_regular, read_text, SMALL_FILE_MAX};
 
 pub const LOCK_FILE: &str = "watchdog.lock";
@@ -27,7 +27,7 @@ pub fn acquire(dir: &Path) -> Result<InstanceLock> {
     let path = dir.join(LOCK_FILE);
     let mut file = open_lock_file(&path)
         .map_err(|e| Error::runtime(format!("cannot open lock file {}: {e}", path.display())))?;
-    match flock::try_lock(&file, Mode::Exclusive) {
+    match flock::try_lock(&file, LockMode::Exclusive) {
         Ok(()) => {}
         Err(LockError::Busy) => {
             let mut holder = String::new();
@@ -61,7 +61,7 @@ pub fn holder(dir: &Path) -> Option<u32> {
     let path = dir.join(LOCK_FILE);
     let file = open_regular(&path).ok()?;
     // A shared probe, released when `file` drops.
-    if flock::try_lock(&file, Mode::Shared).is_ok() {
+    if flock::try_lock(&file, LockMode::Shared).is_ok() {
         return None;
     }
     read_text(&path, SMALL_FILE_MAX).ok()?.trim().parse().ok()

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 /// Shared (readers) or exclusive (a writer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub enum LockMode {
     Shared,
     Exclusive,
 }
@@ -25,10 +25,10 @@ pub enum LockError {
 const RETRY: Duration = Duration::from_millis(20);
 
 /// Takes the lock at once, or says it is busy.
-pub fn try_lock(file: &File, mode: Mode) -> Result<(), LockError> {
+pub fn try_lock(file: &File, mode: LockMode) -> Result<(), LockError> {
     let taken = match mode {
-        Mode::Shared => file.try_lock_shared(),
-        Mode::Exclusive => file.try_lock(),
+        LockMode::Shared => file.try_lock_shared(),
+        LockMode::Exclusive => file.try_lock(),
     };
     match taken {
         Ok(()) => Ok(()),
@@ -39,11 +39,11 @@ pub fn try_lock(file: &File, mode: Mode) -> Result<(), LockError> {
 
 /// Takes the lock, waiting at most `patience`, or as long as it takes when
 /// that is `None`.
-pub fn lock(file: &File, mode: Mode, patience: Option<Duration>) -> Result<(), LockError> {
+pub fn lock(file: &File, mode: LockMode, patience: Option<Duration>) -> Result<(), LockError> {
     let Some(patience) = patience else {
         let taken = match mode {
-            Mode::Shared => file.lock_shared(),
-            Mode::Exclusive => file.lock(),
+            LockMode::Shared => file.lock_shared(),
+            LockMode::Exclusive => file.lock(),
         };
         return taken.map_err(LockError::Io);
     };
@@ -65,18 +65,22 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("l");
         let first = File::create(&path).unwrap();
-        lock(&first, Mode::Exclusive, None).unwrap();
+        lock(&first, LockMode::Exclusive, None).unwrap();
         let second = File::open(&path).unwrap();
         assert!(matches!(
-            try_lock(&second, Mode::Shared),
+            try_lock(&second, LockMode::Shared),
             Err(LockError::Busy)
         ));
         let started = Instant::now();
-        let waited = lock(&second, Mode::Exclusive, Some(Duration::from_millis(60)));
+        let waited = lock(
+            &second,
+            LockMode::Exclusive,
+            Some(Duration::from_millis(60)),
+        );
         assert!(matches!(waited, Err(LockError::Busy)));
         assert!(started.elapsed() >= Duration::from_millis(60));
         drop(first);
-        try_lock(&second, Mode::Exclusive).unwrap();
+        try_lock(&second, LockMode::Exclusive).unwrap();
     }
 
     #[test]
@@ -85,7 +89,7 @@ mod tests {
         let path = tmp.path().join("l");
         let a = File::create(&path).unwrap();
         let b = File::open(&path).unwrap();
-        try_lock(&a, Mode::Shared).unwrap();
-        try_lock(&b, Mode::Shared).unwrap();
+        try_lock(&a, LockMode::Shared).unwrap();
+        try_lock(&b, LockMode::Shared).unwrap();
     }
 }

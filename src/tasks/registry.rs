@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::sys::flock::{self, LockError, Mode};
+use crate::sys::flock::{self, LockError, LockMode};
 use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
 /// What happened to a task, in order.
@@ -185,9 +185,9 @@ impl RegistryFile {
         let file = fs::open_lock_file(&name)
             .map_err(|e| Error::runtime(format!("cannot open {}: {e}", name.display())))?;
         let mode = if exclusive {
-            Mode::Exclusive
+            LockMode::Exclusive
         } else {
-            Mode::Shared
+            LockMode::Shared
         };
         match flock::lock(&file, mode, self.patience) {
             Ok(()) => Ok(Locked { _file: file }),

@@ -97,10 +97,11 @@ pub fn apply(fault: &Fault, json: bool, flush: impl FnOnce()) -> Option<Reply> {
         }
         FaultMode::Crash => {
             flush();
-            // SAFETY: kill(2) on our own pid; SIGKILL cannot be caught.
-            unsafe {
-                libc::kill(libc::getpid(), libc::SIGKILL);
-            }
+            // SIGKILL cannot be caught: the process ends here.
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
             sleep(10.0);
             Some(Reply::out(137, String::new()))
         }

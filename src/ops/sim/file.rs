@@ -9,13 +9,14 @@
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
 use super::state::SimState;
+
+use crate::sys::flock::{self, LockError, LockMode};
 
 /// Read-modify-write of the state file under the lock; the file is written
 /// only when `f` changed the state. `f`'s result is returned.
@@ -59,15 +60,10 @@ fn lock(path: &Path) -> io::Result<File> {
         .truncate(false)
         .open(&lock_path)
         .map_err(named)?;
-    loop {
-        // SAFETY: flock on a descriptor we own; no memory is involved.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(file);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(named(e));
-        }
+    match flock::lock(&file, LockMode::Exclusive, None) {
+        Ok(()) => Ok(file),
+        Err(LockError::Io(e)) => Err(named(e)),
+        Err(LockError::Busy) => Err(named(io::ErrorKind::WouldBlock.into())),
     }
 }
 
