@@ -179,10 +179,11 @@ fn files_and_directories_are_private_whatever_the_umask() {
     let wd = Wd::new();
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
     let mut cmd = wd.command(&["--once"]);
-    // SAFETY: umask is async-signal-safe and touches no memory.
+    // SAFETY: the hook runs in the forked child before exec; umask is
+    // async-signal-safe and touches no memory of the parent.
     unsafe {
         cmd.pre_exec(|| {
-            libc::umask(0);
+            rustix::process::umask(rustix::fs::Mode::empty());
             Ok(())
         });
     }

@@ -69,10 +69,7 @@ impl Drop for Strays {
     fn drop(&mut self) {
         let pids = fs::read_to_string(&self.0).unwrap_or_default();
         for pid in pids.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-            // SAFETY: kill(2) on a `sleep` this test started; no memory is involved.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
+            crate::support::kill(pid, libc::SIGKILL);
         }
     }
 }

@@ -48,9 +48,17 @@ pub fn output_within(mut cmd: Command, limit: Duration) -> Output {
     match rx.recv_timeout(limit) {
         Ok(out) => out.expect("wait"),
         Err(_) => {
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            kill(pid, libc::SIGKILL);
             panic!("{cmd:?} did not finish within {limit:?}");
         }
+    }
+}
+
+/// Sends `sig` to `pid` (one the test started); a gone process is fine.
+pub fn kill(pid: i32, sig: i32) {
+    let target = rustix::process::Pid::from_raw(pid);
+    let signal = rustix::process::Signal::from_named_raw(sig);
+    if let (Some(target), Some(signal)) = (target, signal) {
+        let _ = rustix::process::kill_process(target, signal);
     }
 }

@@ -8,7 +8,6 @@
 //! each other's changes.
 
 use std::fs::{self, File, OpenOptions};
-use std::os::unix::io::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -170,9 +169,7 @@ impl Sim {
             .truncate(false)
             .open(PathBuf::from(name))
             .expect("open sim state lock");
-        // SAFETY: flock on a file descriptor we own for the guard's lifetime.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        assert_eq!(rc, 0, "flock sim state lock");
+        file.lock().expect("lock the sim state");
         file
     }
 

@@ -258,10 +258,7 @@ impl Daemon {
     /// how long it took.
     pub fn signal_and_wait(&mut self, sig: i32, limit: Duration) -> (Option<i32>, Duration) {
         let start = Instant::now();
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.pid(), sig);
-        }
+        super::kill(self.pid(), sig);
         let mut code = None;
         wait_until(limit, || match self.child.try_wait() {
             Ok(Some(status)) => {
