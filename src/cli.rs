@@ -21,7 +21,8 @@ usage:
 
 flags:
   --dry-run       decide and log everything, but restart, start, send, remove nothing,
-                  run no escalate.sh and send no Telegram message
+                  run no escalate.sh and send no Telegram message (the read-only
+                  getWebhookInfo check of POLLER_DEAF_CHECKS still runs)
   --once          one safety-poll pass, wait for the work it started, exit 0
   --verbose       debug logging
   --print-config  print every setting, its value and where it came from

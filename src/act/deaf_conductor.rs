@@ -1,5 +1,6 @@
 //! The deaf-conductor check of SPEC §6.1, in one place: which live conductors
-//! have a Telegram channel but no poller process, and their restart.
+//! have a Telegram channel, whether their poller process runs, and the
+//! restart of one whose poller is gone (§6.1) or deaf (§6.5).
 //!
 //! Finds the conductor's `env_file` the way agent-deck does (`config.toml`
 //! table `[conductors.<name>.claude]`, else the conductor's `meta.json`),
@@ -14,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::act::patrols::Snapshot;
-use crate::act::restart::{Context, RestartJob};
+use crate::act::restart::{Context, Kind, RestartJob};
 use crate::decide::{cascade, patrol_rules};
 use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::Session;
@@ -56,19 +57,26 @@ fn expand(home: &Path, raw: &str) -> PathBuf {
     }
 }
 
-/// `TELEGRAM_STATE_DIR` from env-file text: trim, optional `export `, the
-/// prefix, quotes stripped, a leading `~/` expanded. The last one wins.
-pub fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf> {
+/// The value of `key` in env-file text, parsed like agent-deck does: each
+/// line trimmed, an optional `export ` dropped, quotes stripped. The last
+/// one wins; an empty value is none.
+pub fn env_value(text: &str, key: &str) -> Option<String> {
     text.lines().rev().find_map(|line| {
         let line = line.trim();
         let line = line
             .strip_prefix("export ")
             .map(str::trim_start)
             .unwrap_or(line);
-        let value = line.strip_prefix("TELEGRAM_STATE_DIR=")?;
+        let value = line.strip_prefix(key)?.strip_prefix('=')?;
         let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
-        (!value.is_empty()).then(|| expand(home, value))
+        (!value.is_empty()).then(|| value.to_owned())
     })
+}
+
+/// `TELEGRAM_STATE_DIR` from env-file text ([`env_value`]), a leading `~/`
+/// expanded.
+pub fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf> {
+    env_value(text, "TELEGRAM_STATE_DIR").map(|v| expand(home, &v))
 }
 
 /// agent-deck's `config.toml`: XDG first, then the legacy locations.
@@ -151,20 +159,27 @@ pub fn poller_running(proc_dir: &Path, dir: &Path) -> bool {
         .any(|p| is_telegram_poller(&p.command_text()) && p.has_env(&pair))
 }
 
-/// The live conductors of this tick that have a Telegram channel but whose
-/// poller process is gone, with the state dir that was looked for.
-pub fn deaf_conductors<'a>(snap: &Snapshot<'a>, places: &Places) -> Vec<(&'a Session, PathBuf)> {
-    let mut deaf = Vec::new();
+/// A live conductor with a Telegram channel, as one poller check found it.
+pub struct PollerSeen<'a> {
+    pub session: &'a Session,
+    /// Its `TELEGRAM_STATE_DIR`.
+    pub state_dir: PathBuf,
+    /// Whether a `bun … telegram` process serves that directory.
+    pub running: bool,
+}
+
+/// The live conductors of this tick that have a Telegram channel and a
+/// `TELEGRAM_STATE_DIR`, and whether their poller process runs. The channel
+/// is checked first: a conductor without one costs no file or process read.
+pub fn telegram_pollers<'a>(snap: &Snapshot<'a>, places: &Places) -> Vec<PollerSeen<'a>> {
+    let mut seen = Vec::new();
     for s in snap
         .sessions
         .iter()
         .copied()
         .filter(|s| patrol_rules::is_conductor(s))
     {
-        let Some(live) = snap.live.get(&s.id) else {
-            continue;
-        };
-        if !live.status().is_healthy() || !has_telegram_channel(&live.channels) {
+        if !has_live_telegram_channel(snap, s) {
             continue;
         }
         let Some(dir) = conductor_state_dir(places, &s.title, &s.path) else {
@@ -174,47 +189,62 @@ pub fn deaf_conductors<'a>(snap: &Snapshot<'a>, places: &Places) -> Vec<(&'a Ses
             );
             continue;
         };
-        if !poller_running(&places.proc_dir, &dir) {
-            deaf.push((s, dir));
-        }
+        seen.push(PollerSeen {
+            session: s,
+            running: poller_running(&places.proc_dir, &dir),
+            state_dir: dir,
+        });
     }
-    deaf
+    seen
 }
 
-/// SPEC §6.1: restart a live conductor whose Telegram poller is gone. A
-/// `skipped` answer is a refusal, not a success: the dedup window starts
-/// only when a restart really ran.
+/// Whether this tick saw the session healthy with a Telegram channel.
+pub fn has_live_telegram_channel(snap: &Snapshot, s: &Session) -> bool {
+    snap.live
+        .get(&s.id)
+        .is_some_and(|live| live.status().is_healthy() && has_telegram_channel(&live.channels))
+}
+
+/// SPEC §6.1 and §6.5: restart a live conductor whose Telegram poller is
+/// gone or deaf. A `skipped` answer is a refusal, not a success: the dedup
+/// window starts only when a restart really ran.
 pub fn restart(ctx: &Context, job: &RestartJob) {
     let s = &job.session;
     let now = ctx.clock.now();
+    // The record's action on success, its reason, and what a refused or
+    // failed attempt's record adds to say which check asked for it.
+    let (done, why, which) = match &job.kind {
+        Kind::DeafPoller { pending } => {
+            let why = patrol_rules::deaf_reason(pending);
+            (
+                "poller-deaf",
+                why.clone(),
+                format!(" (telegram poller deaf: {why})"),
+            )
+        }
+        _ => (
+            "poller-restart",
+            "telegram poller not running".to_owned(),
+            String::new(),
+        ),
+    };
     if ctx.settings.dry_run {
-        log::info!(
-            "dry-run: would restart {} ({}): its Telegram poller is not running",
-            s.id,
-            s.title
-        );
+        log::info!("dry-run: would restart {} ({}): {why}", s.id, s.title);
         patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, now);
-        let reason = Some("telegram poller not running".to_owned());
-        return ctx
-            .records
-            .restart(&ctx.record(s, "poller-restart", reason));
+        return ctx.records.restart(&ctx.record(s, done, Some(why)));
     }
     cascade::note_restart_call(&mut ctx.state.lock(), &ctx.limits, &s.id, now);
     let (action, reason) = match ctx.deck.restart(&s.profile, &s.id) {
         Ok(RestartAnswer::Restarted) => {
             patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
-            log::info!(
-                "restarted {} ({}): its Telegram poller was not running",
-                s.id,
-                s.title
-            );
-            ("poller-restart", "telegram poller not running".to_owned())
+            log::info!("restarted {} ({}): {why}", s.id, s.title);
+            (done, why)
         }
-        Ok(RestartAnswer::Skipped(why)) => {
-            log::info!("agent-deck declined the poller restart of {}: {why}; will try again at the next check", s.id);
+        Ok(RestartAnswer::Skipped(refusal)) => {
+            log::info!("agent-deck declined the poller restart of {}: {refusal}; will try again at a later check", s.id);
             (
                 "poller-refused",
-                format!("agent-deck refused the restart: {why}"),
+                format!("agent-deck refused the restart: {refusal}{which}"),
             )
         }
         Err(e) => {
@@ -224,7 +254,7 @@ pub fn restart(ctx: &Context, job: &RestartJob) {
                 "poller restart of {} failed: {e}; not retried within POLLER_RESTART_DEDUP_S",
                 s.id
             );
-            ("poller-restart-failed", format!("restart {e}"))
+            ("poller-restart-failed", format!("restart {e}{which}"))
         }
     };
     ctx.records.restart(&ctx.record(s, action, Some(reason)));
@@ -250,6 +280,17 @@ mod tests {
         assert_eq!(
             state_dir_from_env_file("XTELEGRAM_STATE_DIR=/a", home),
             None
+        );
+        assert_eq!(
+            state_dir_from_env_file("TELEGRAM_STATE_DIRX=/a", home),
+            None
+        );
+        assert_eq!(
+            env_value(
+                "TELEGRAM_BOT_TOKEN=1:a\nTELEGRAM_BOT_TOKEN = 2:b\nTELEGRAM_BOT_TOKEN=\"3:c\"\n",
+                "TELEGRAM_BOT_TOKEN"
+            ),
+            Some("3:c".to_owned())
         );
     }
 

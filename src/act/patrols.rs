@@ -1,11 +1,12 @@
 //! The patrols of SPEC §6, run once per safety tick from the daemon's
-//! snapshot of the fleet: waiting-too-long nudges, the deaf-conductor check,
-//! and the opt-in stale cleanup.
+//! snapshot of the fleet: waiting-too-long nudges, the deaf-conductor check
+//! with its opt-in deaf-but-alive poller check, and the opt-in stale cleanup.
 //!
 //! Sampling (a pane capture per waiting child, a `/proc` scan per poller
-//! check) happens here; decisions come from [`crate::decide::patrol_rules`]; slow actions go
-//! to the errand worker or, for restarts, to the restart worker so restarts
-//! stay serialized.
+//! check) happens here; the Bot API is asked on the webhook-check worker,
+//! which notes its answers in the book; decisions come from
+//! [`crate::decide::patrol_rules`]; slow actions go to the errand worker or,
+//! for restarts, to the restart worker so restarts stay serialized.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use parking_lot::Mutex;
 
 use crate::act::deaf_conductor::{self, Places};
 use crate::act::errands::Errand;
+use crate::act::pending_updates::{Check, WebhookChecks};
 use crate::act::restart::{self, Restarter};
 use crate::act::worker::Worker;
 use crate::config::Config;
@@ -75,6 +77,8 @@ pub struct Patrols {
     state: Arc<Mutex<State>>,
     clock: Arc<dyn Clock>,
     errands: Worker<Errand>,
+    /// The deaf-but-alive poller check (SPEC §6.5); `None`: off.
+    webhook_checks: Option<WebhookChecks>,
     last_poller_check: Option<f64>,
     /// Removals queued and when: a slow, failed or dry-run removal is queued
     /// again only after [`REMOVAL_RETRY_S`].
@@ -88,6 +92,7 @@ impl Patrols {
         state: Arc<Mutex<State>>,
         clock: Arc<dyn Clock>,
         errands: Worker<Errand>,
+        webhook_checks: Option<WebhookChecks>,
     ) -> Patrols {
         Patrols {
             settings,
@@ -95,6 +100,7 @@ impl Patrols {
             state,
             clock,
             errands,
+            webhook_checks,
             last_poller_check: None,
             removals: BTreeMap::new(),
         }
@@ -174,8 +180,11 @@ impl Patrols {
     }
 
     /// §6.1, every `POLLER_CHECK_INTERVAL_S`: a live conductor with a
-    /// Telegram channel whose poller process is gone is restarted.
+    /// Telegram channel whose poller process is gone is restarted; one whose
+    /// poller runs gets a `getWebhookInfo` check when §6.5 is on. A poller
+    /// found deaf by those checks is restarted at the next tick.
     fn check_pollers(&mut self, snap: &Snapshot, restarter: &Restarter) {
+        self.restart_deaf_pollers(snap, restarter);
         let now = self.clock.now();
         if self
             .last_poller_check
@@ -184,26 +193,29 @@ impl Patrols {
             return;
         }
         self.last_poller_check = Some(now);
-        for (s, dir) in deaf_conductor::deaf_conductors(snap, &self.settings.places) {
-            let allowed = {
-                let mut state = self.state.lock();
-                let ok = patrol_rules::poller_restart_allowed(
-                    &state,
-                    &s.id,
-                    now,
-                    self.settings.poller_dedup,
-                ) && !state.in_flight.contains(&s.id);
-                if ok {
-                    state.in_flight.insert(s.id.clone());
+        if let Some(w) = &self.webhook_checks {
+            patrol_rules::forget_stale_streaks(&mut self.state.lock(), now, w.max_gap);
+        }
+        for seen in deaf_conductor::telegram_pollers(snap, &self.settings.places) {
+            let s = seen.session;
+            if seen.running {
+                if let Some(w) = &self.webhook_checks {
+                    if !self.state.lock().in_flight.contains(&s.id) {
+                        w.submit(Check {
+                            id: s.id.clone(),
+                            title: s.title.clone(),
+                            state_dir: seen.state_dir,
+                        });
+                    }
                 }
-                ok
-            };
-            if allowed {
+                continue;
+            }
+            if self.claim_poller_restart(&s.id, now) {
                 log::warn!(
                     "{} ({}) is deaf: no Telegram poller for {}; queueing a restart",
                     s.id,
                     s.title,
-                    dir.display()
+                    seen.state_dir.display()
                 );
                 restarter.submit(restart::RestartJob {
                     session: s.clone(),
@@ -213,6 +225,54 @@ impl Patrols {
                 });
             }
         }
+    }
+
+    /// §6.5: a live conductor whose poller left Telegram updates unread on
+    /// `POLLER_DEAF_CHECKS` checks in a row is restarted through the §6.1
+    /// path and dedup. Its streak is used up: should agent-deck refuse, a
+    /// new streak is needed before the next try.
+    fn restart_deaf_pollers(&mut self, snap: &Snapshot, restarter: &Restarter) {
+        let Some(w) = &self.webhook_checks else {
+            return;
+        };
+        let now = self.clock.now();
+        let deaf = patrol_rules::deaf_pollers(&self.state.lock(), now, w.checks, w.max_gap);
+        for (id, pending) in deaf {
+            let Some(s) = snap.sessions.iter().copied().find(|s| s.id == id) else {
+                continue;
+            };
+            if !patrol_rules::is_conductor(s)
+                || !deaf_conductor::has_live_telegram_channel(snap, s)
+                || !self.claim_poller_restart(&s.id, now)
+            {
+                continue;
+            }
+            self.state.lock().pending_updates.remove(&s.id);
+            log::warn!(
+                "{} ({}) is deaf: its Telegram poller runs but leaves updates unread ({}); queueing a restart",
+                s.id,
+                s.title,
+                patrol_rules::deaf_reason(&pending)
+            );
+            restarter.submit(restart::RestartJob {
+                session: s.clone(),
+                escalation_critical: crate::fleet::session::is_escalation_critical(s),
+                slot: None,
+                kind: restart::Kind::DeafPoller { pending },
+            });
+        }
+    }
+
+    /// Whether a poller restart of `id` may be queued now (the dedup window
+    /// is over and none is queued or running); if so, it is marked in flight.
+    fn claim_poller_restart(&self, id: &str, now: f64) -> bool {
+        let mut state = self.state.lock();
+        let ok = patrol_rules::poller_restart_allowed(&state, id, now, self.settings.poller_dedup)
+            && !state.in_flight.contains(id);
+        if ok {
+            state.in_flight.insert(id.to_owned());
+        }
+        ok
     }
 
     /// §6.3, opt-in: remove restart-critical, non-escalating sessions stuck
@@ -250,8 +310,11 @@ impl Patrols {
         }
     }
 
-    /// Runs the queued errands, then stops their worker.
+    /// Runs the queued errands and webhook checks, then stops their workers.
     pub fn finish(&mut self) {
+        if let Some(w) = &mut self.webhook_checks {
+            w.finish();
+        }
         self.errands.finish();
     }
 }

@@ -27,12 +27,15 @@ use crate::sys::clock::{local_timestamp, Clock};
 use crate::sys::shutdown::Shutdown;
 
 /// Why a session is being restarted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
     /// It is in error: confirm it is dead, restart, verify, fall back.
     Revive,
     /// It is alive but its Telegram poller is missing (SPEC §6.1).
     DeafConductor,
+    /// It is alive, its poller process too, but Telegram updates stayed
+    /// unread on this many checks in a row (SPEC §6.5).
+    DeafPoller { pending: Vec<u64> },
 }
 
 /// A session the main loop has cleared for restart, with the budget slot it
@@ -214,7 +217,7 @@ impl Context {
             self.give_back(job);
             return;
         }
-        if job.kind == Kind::DeafConductor {
+        if matches!(job.kind, Kind::DeafConductor | Kind::DeafPoller { .. }) {
             return deaf_conductor::restart(self, job);
         }
         if !self.confirm_dead(job) {

@@ -1,15 +1,18 @@
-//! Telegram escalation: `sendMessage` to the configured chat.
+//! The Telegram Bot API client: `sendMessage` for escalations and
+//! `getWebhookInfo` for the deaf-but-alive poller check (SPEC §6.5).
 //!
-//! Runs only on the escalation worker thread, with a bounded timeout. Each
-//! request runs on a short-lived thread of its own that the worker waits on
-//! together with the shutdown token, so a stop never waits for a hung
-//! request: the request is abandoned (the alert is in `escalations.log`) and
-//! its thread ends by itself within the timeout, touching nothing shared. A
-//! 429 answer is honoured by waiting its `retry_after` (bounded,
-//! interruptible by shutdown) and trying once more. The bot token is part of
-//! the request URL, so nothing from the HTTP client or the server is ever
-//! logged as is: [`loggable`] redacts the token first, then escapes control
-//! characters and clips.
+//! [`BotApi`] holds what every call needs (the base URL from
+//! `TELEGRAM_API_BASE`, an HTTP agent with a bounded timeout) and turns an
+//! answer into an [`Outcome`]; the token is passed per call, never kept
+//! there. Each request runs on a short-lived thread of its own that the
+//! caller waits on together with the shutdown token ([`unless_shutdown`]),
+//! so a stop never waits for a hung request: the request is abandoned and its
+//! thread ends by itself within the timeout, touching nothing shared. A 429
+//! answer is honoured by the escalation sender by waiting its `retry_after`
+//! (bounded, interruptible by shutdown) and trying once more. The bot token
+//! is part of the request URL, so nothing from the HTTP client or the server
+//! is ever logged as is: [`loggable`] redacts the token first, then escapes
+//! control characters and clips.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,25 +28,142 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// At most this many characters of an error (after redaction and escaping)
 /// reach a log line.
 const MAX_LOGGED: usize = 200;
+/// At most this much of an answer's body is read.
+const MAX_BODY: u64 = 64 * 1024;
 
+/// The Bot API at one base URL, with one timeout.
+pub struct BotApi {
+    agent: ureq::Agent,
+    base: String,
+}
+
+/// What one request came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    Ok(T),
+    /// HTTP 429, with the `retry_after` it asked for (bounded).
+    RetryAfter(Duration),
+    /// Anything else, fit for a log line (the token redacted).
+    Failed(String),
+}
+
+impl BotApi {
+    pub fn new(base: &str, timeout: Duration) -> BotApi {
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .build()
+            .new_agent();
+        BotApi {
+            agent,
+            base: base.to_owned(),
+        }
+    }
+
+    fn url(&self, token: &str, method: &str) -> String {
+        format!("{}/bot{token}/{method}", self.base)
+    }
+
+    /// `sendMessage` of `text` to `chat_id`.
+    fn send_message(&self, token: &str, chat_id: &str, text: &str) -> Outcome<()> {
+        let form = [("chat_id", chat_id), ("text", text)];
+        let sent = self
+            .agent
+            .post(&self.url(token, "sendMessage"))
+            .send_form(form);
+        answer(token, sent, |_| Some(()))
+    }
+
+    /// `getWebhookInfo`'s `pending_update_count`: how many updates wait
+    /// for the bot's poller.
+    pub fn pending_updates(&self, token: &str) -> Outcome<u64> {
+        let sent = self.agent.get(&self.url(token, "getWebhookInfo")).call();
+        answer(token, sent, |body| {
+            let v: serde_json::Value = serde_json::from_str(body).ok()?;
+            if v.get("ok").and_then(serde_json::Value::as_bool) != Some(true) {
+                return None;
+            }
+            v.pointer("/result/pending_update_count")?.as_u64()
+        })
+    }
+}
+
+/// An HTTP answer as an [`Outcome`]: 200 with a body `read` understands is
+/// `Ok`, 429 is `RetryAfter`, anything else `Failed` with the token redacted.
+fn answer<T>(
+    token: &str,
+    sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    read: impl FnOnce(&str) -> Option<T>,
+) -> Outcome<T> {
+    let mut resp = match sent {
+        Ok(resp) => resp,
+        Err(e) => return Outcome::Failed(loggable(token, &e.to_string())),
+    };
+    let status = resp.status().as_u16();
+    let body = resp
+        .body_mut()
+        .with_config()
+        .limit(MAX_BODY)
+        .read_to_string();
+    let body = match body {
+        Ok(body) => body,
+        Err(e) if status == 200 => return Outcome::Failed(loggable(token, &e.to_string())),
+        Err(_) => String::new(),
+    };
+    match status {
+        200 => match read(&body) {
+            Some(v) => Outcome::Ok(v),
+            None => Outcome::Failed(format!("unexpected answer: {}", loggable(token, &body))),
+        },
+        429 => Outcome::RetryAfter(retry_after(&body)),
+        _ => Outcome::Failed(format!("HTTP {status}: {}", loggable(token, &body))),
+    }
+}
+
+/// Runs `request` on a short-lived thread and waits for its outcome or for
+/// shutdown, whichever comes first (`None`: abandoned; the thread ends by
+/// itself within the request timeout). Without a thread to spare the request
+/// runs here, still bounded by its timeout.
+pub fn unless_shutdown<T, F>(shutdown: &Shutdown, request: F) -> Option<Outcome<T>>
+where
+    T: Send + 'static,
+    F: Fn() -> Outcome<T> + Send + Sync + 'static,
+{
+    if shutdown.is_set() {
+        return None;
+    }
+    let request = Arc::new(request);
+    let run = request.clone();
+    let (tx, rx) = bounded(1);
+    let spawned = std::thread::Builder::new()
+        .name("telegram".into())
+        .spawn(move || {
+            // Nobody listens any more after a shutdown; that is fine.
+            let _ = tx.send(run());
+        });
+    let Ok(handle) = spawned else {
+        return Some(request());
+    };
+    select! {
+        recv(rx) -> outcome => {
+            let _ = handle.join();
+            Some(outcome.unwrap_or_else(|_| Outcome::Failed("the request thread panicked".into())))
+        }
+        recv(shutdown.receiver()) -> _ => None,
+    }
+}
+
+/// The escalation messenger: `sendMessage` to the configured chat.
 pub struct Telegram {
     endpoint: Arc<Endpoint>,
     shutdown: Shutdown,
 }
 
-/// Where and how to send; shared with the thread that runs a request.
+/// Where and what to send; shared with the thread that runs a request.
 struct Endpoint {
-    agent: ureq::Agent,
-    base: String,
+    api: BotApi,
     token: Secret,
     chat_id: String,
-}
-
-/// What one attempt came to.
-enum Sent {
-    Ok,
-    RetryAfter(Duration),
-    Failed(String),
 }
 
 impl Telegram {
@@ -56,15 +176,9 @@ impl Telegram {
             );
             return None;
         };
-        let agent = ureq::Agent::config_builder()
-            .timeout_global(Some(TIMEOUT))
-            .http_status_as_error(false)
-            .build()
-            .new_agent();
         Some(Arc::new(Telegram {
             endpoint: Arc::new(Endpoint {
-                agent,
-                base: cfg.telegram_api_base.clone(),
+                api: BotApi::new(&cfg.telegram_api_base, TIMEOUT),
                 token,
                 chat_id,
             }),
@@ -73,51 +187,14 @@ impl Telegram {
     }
 
     /// One attempt, unless shutdown comes first (`None`: abandoned).
-    fn attempt(&self, text: &str) -> Option<Sent> {
-        let (tx, rx) = bounded(1);
+    fn attempt(&self, text: &str) -> Option<Outcome<()>> {
         let endpoint = self.endpoint.clone();
-        let owned = text.to_owned();
-        let request = std::thread::Builder::new()
-            .name("telegram".into())
-            .spawn(move || {
-                // Nobody listens any more after a shutdown; that is fine.
-                let _ = tx.send(endpoint.attempt(&owned));
-            });
-        let Ok(request) = request else {
-            // No thread to spare: send from here, bounded by the timeout.
-            return Some(self.endpoint.attempt(text));
-        };
-        select! {
-            recv(rx) -> sent => {
-                let _ = request.join();
-                Some(sent.unwrap_or_else(|_| Sent::Failed("the request thread panicked".into())))
-            }
-            recv(self.shutdown.receiver()) -> _ => None,
-        }
-    }
-}
-
-impl Endpoint {
-    fn attempt(&self, text: &str) -> Sent {
-        let url = format!("{}/bot{}/sendMessage", self.base, self.token.expose());
-        let form = [("chat_id", self.chat_id.as_str()), ("text", text)];
-        match self.agent.post(&url).send_form(form) {
-            Ok(mut resp) => {
-                let status = resp.status().as_u16();
-                if status == 200 {
-                    return Sent::Ok;
-                }
-                let body = resp.body_mut().read_to_string().unwrap_or_default();
-                if status == 429 {
-                    return Sent::RetryAfter(retry_after(&body));
-                }
-                Sent::Failed(format!(
-                    "HTTP {status}: {}",
-                    loggable(self.token.expose(), &body)
-                ))
-            }
-            Err(e) => Sent::Failed(loggable(self.token.expose(), &e.to_string())),
-        }
+        let text = text.to_owned();
+        unless_shutdown(&self.shutdown, move || {
+            endpoint
+                .api
+                .send_message(endpoint.token.expose(), &endpoint.chat_id, &text)
+        })
     }
 }
 
@@ -129,7 +206,7 @@ impl Messenger for Telegram {
             return log::warn!("{DROPPED}");
         }
         let outcome = match self.attempt(text) {
-            Some(Sent::RetryAfter(wait)) => {
+            Some(Outcome::RetryAfter(wait)) => {
                 log::warn!(
                     "telegram rate-limited the escalation; retrying in {:.0}s",
                     wait.as_secs_f64()
@@ -143,13 +220,13 @@ impl Messenger for Telegram {
         };
         match outcome {
             None => log::warn!("{DROPPED}"),
-            Some(Sent::Ok) => {
+            Some(Outcome::Ok(())) => {
                 log::info!("telegram escalation sent to chat {}", self.endpoint.chat_id)
             }
-            Some(Sent::RetryAfter(_)) => {
+            Some(Outcome::RetryAfter(_)) => {
                 log::warn!("telegram escalation not delivered: still rate-limited")
             }
-            Some(Sent::Failed(why)) => {
+            Some(Outcome::Failed(why)) => {
                 log::warn!("telegram escalation not delivered ({why}); it is in escalations.log")
             }
         }
@@ -238,11 +315,7 @@ mod tests {
         let shutdown = Shutdown::new().unwrap();
         let telegram = Telegram {
             endpoint: Arc::new(Endpoint {
-                agent: ureq::Agent::config_builder()
-                    .timeout_global(Some(TIMEOUT))
-                    .build()
-                    .new_agent(),
-                base,
+                api: BotApi::new(&base, TIMEOUT),
                 token: Secret::default(),
                 chat_id: "42".into(),
             }),
@@ -269,5 +342,91 @@ mod tests {
             MAX_RETRY_AFTER
         );
         assert_eq!(retry_after("garbage"), Duration::from_secs(1));
+    }
+
+    /// A loopback server that answers one request with `status` and
+    /// `body`, and hands back the request line it received.
+    fn serve_once(
+        status: &'static str,
+        body: &'static str,
+    ) -> (String, crossbeam_channel::Receiver<String>) {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = bounded(1);
+        std::thread::spawn(move || {
+            let Ok((stream, _)) = listener.accept() else {
+                return;
+            };
+            let mut reader = BufReader::new(stream);
+            let mut first = String::new();
+            let _ = reader.read_line(&mut first);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+            }
+            let _ = write!(
+                reader.get_mut(),
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = tx.send(first);
+        });
+        (base, rx)
+    }
+
+    #[test]
+    fn pending_update_count_is_read_from_get_webhook_info() {
+        let (base, request) = serve_once(
+            "200 OK",
+            r#"{"ok":true,"result":{"url":"","has_custom_certificate":false,"pending_update_count":7}}"#,
+        );
+        let api = BotApi::new(&base, Duration::from_secs(5));
+        assert_eq!(api.pending_updates(TOKEN), Outcome::Ok(7));
+        let line = request.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(
+            line.starts_with(&format!("GET /bot{TOKEN}/getWebhookInfo ")),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn odd_webhook_answers_are_failures_with_the_token_redacted() {
+        let (base, _) = serve_once("200 OK", r#"{"ok":false}"#);
+        let api = BotApi::new(&base, Duration::from_secs(5));
+        assert!(matches!(api.pending_updates(TOKEN), Outcome::Failed(_)));
+        let (base, _) = serve_once(
+            "401 Unauthorized",
+            r#"{"ok":false,"description":"Unauthorized: 7777777:SECRET-BOT-TOKEN-abc"}"#,
+        );
+        let api = BotApi::new(&base, Duration::from_secs(5));
+        let Outcome::Failed(why) = api.pending_updates(TOKEN) else {
+            panic!("a 401 is a failure");
+        };
+        assert!(why.starts_with("HTTP 401"), "{why}");
+        assert!(!why.contains("SECRET"), "{why}");
+        let (base, _) = serve_once(
+            "429 Too Many Requests",
+            r#"{"parameters":{"retry_after":2}}"#,
+        );
+        let api = BotApi::new(&base, Duration::from_secs(5));
+        assert_eq!(
+            api.pending_updates(TOKEN),
+            Outcome::RetryAfter(Duration::from_secs(2))
+        );
+    }
+
+    #[test]
+    fn a_refused_connection_is_a_failure_without_the_token() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        let api = BotApi::new(&base, Duration::from_secs(5));
+        let Outcome::Failed(why) = api.pending_updates(TOKEN) else {
+            panic!("nobody listens");
+        };
+        assert!(!why.contains("SECRET"), "{why}");
     }
 }

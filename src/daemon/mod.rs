@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 
 use crate::act::errands;
 use crate::act::patrols::{self, Patrols};
+use crate::act::pending_updates::WebhookChecks;
 use crate::act::restart::{self, Restarter};
 use crate::alert::escalate::{Escalator, EscalatorParts};
 use crate::alert::telegram::Telegram;
@@ -195,12 +196,18 @@ impl Daemon {
             dry_run: flags.dry_run,
         })
         .map_err(|e| Error::runtime(format!("cannot start the errands thread: {e}")))?;
+        let webhook_checks =
+            WebhookChecks::from_config(cfg, state.clone(), clock.clone(), shutdown.clone())
+                .map_err(|e| {
+                    Error::runtime(format!("cannot start the webhook-checks thread: {e}"))
+                })?;
         let patrols = Patrols::new(
             patrols::Settings::from_config(cfg),
             deck.clone(),
             state.clone(),
             clock.clone(),
             errands,
+            webhook_checks,
         );
         // A registry lock held by a stuck dispatcher must not stall the main loop.
         let patience = Some(Duration::from_secs(1));

@@ -57,6 +57,18 @@ pub struct WaitWatch {
     pub nudged_at: Option<f64>,
 }
 
+/// A conductor's run of `getWebhookInfo` checks with updates waiting
+/// (deaf-but-alive poller, SPEC §6.5).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PendingStreak {
+    /// The `pending_update_count`s seen, oldest first; at most
+    /// `POLLER_DEAF_CHECKS` of them, none 0.
+    pub counts: Vec<u64>,
+    /// When the last check ran, answered or not.
+    pub last_check: f64,
+}
+
 /// All of it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -77,6 +89,10 @@ pub struct State {
     /// Deaf-conductor patrol: when each conductor was last restarted for a
     /// missing Telegram poller.
     pub poller_restarted: BTreeMap<String, f64>,
+    /// Deaf-but-alive poller check: each conductor's streak of checks with
+    /// Telegram updates waiting. Saved, so a watchdog restart (or a run of
+    /// `--once`) keeps counting.
+    pub pending_updates: BTreeMap<String, PendingStreak>,
     /// Waiting-too-long patrol: the children seen in `waiting`.
     pub waiting: BTreeMap<String, WaitWatch>,
     /// `<sid or _global>|<severity>` → when it last escalated.
@@ -137,6 +153,9 @@ impl State {
         self.breaker_hits.iter_mut().for_each(clamp);
         self.escalated.values_mut().for_each(clamp);
         self.poller_restarted.values_mut().for_each(clamp);
+        for p in self.pending_updates.values_mut() {
+            clamp(&mut p.last_check);
+        }
         for w in self.waiting.values_mut() {
             clamp(&mut w.since);
             if let Some(t) = &mut w.nudged_at {

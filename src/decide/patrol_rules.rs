@@ -1,12 +1,12 @@
 //! The patrols' decisions (SPEC §6), as pure functions over the [`State`].
 //!
 //! Which waiting child to nudge, which deaf conductor may be restarted now,
-//! which stale session may be removed. Nothing here calls agent-deck or
+//! when a live poller counts as deaf, which stale session may be removed. Nothing here calls agent-deck or
 //! touches a file; the daemon samples, these decide, the errand worker acts.
 
 use std::collections::BTreeSet;
 
-use crate::decide::book::{SessionBook, State, WaitWatch};
+use crate::decide::book::{PendingStreak, SessionBook, State, WaitWatch};
 use crate::fleet::session::Session;
 
 /// The nudge sent to a child that has waited too long.
@@ -59,8 +59,93 @@ pub fn poller_restart_allowed(state: &State, id: &str, now: f64, dedup: f64) -> 
         .is_none_or(|t| now - t >= dedup)
 }
 
+/// A poller restart ran (or, in dry-run, would have): the dedup window
+/// starts, and the restarted poller starts a new streak.
 pub fn note_poller_restarted(state: &mut State, id: &str, now: f64) {
     state.poller_restarted.insert(id.to_owned(), now);
+    state.pending_updates.remove(id);
+}
+
+/// What one `getWebhookInfo` check of a live poller's bot saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookCheck {
+    /// `pending_update_count`.
+    Pending(u64),
+    /// A failed, timed-out or rate-limited call: it tells nothing.
+    Unknown,
+}
+
+/// The streak rule of SPEC §6.5, one check at a time: 0 pending ends the
+/// streak; more than 0 extends it (the last `checks` counts are kept); an
+/// unknown answer changes nothing but the time of the last check. A streak
+/// whose last check lies more than `max_gap` back was not consecutive (the
+/// watchdog was down, the poller was gone): it starts over.
+pub fn observe_webhook(
+    state: &mut State,
+    id: &str,
+    check: WebhookCheck,
+    now: f64,
+    checks: u32,
+    max_gap: f64,
+) {
+    let streaks = &mut state.pending_updates;
+    if streaks
+        .get(id)
+        .is_some_and(|p| now - p.last_check > max_gap)
+    {
+        streaks.remove(id);
+    }
+    match check {
+        WebhookCheck::Pending(0) => {
+            streaks.remove(id);
+        }
+        WebhookCheck::Pending(n) => {
+            let p = streaks.entry(id.to_owned()).or_default();
+            p.counts.push(n);
+            let extra = p.counts.len().saturating_sub(checks as usize);
+            p.counts.drain(..extra);
+            p.last_check = now;
+        }
+        WebhookCheck::Unknown => {
+            if let Some(p) = streaks.get_mut(id) {
+                p.last_check = now;
+            }
+        }
+    }
+}
+
+/// Whether a streak is `checks` long and its last check recent: the
+/// poller is deaf.
+fn is_deaf(p: &PendingStreak, now: f64, checks: u32, max_gap: f64) -> bool {
+    checks > 0 && p.counts.len() >= checks as usize && now - p.last_check <= max_gap
+}
+
+/// The conductors whose pollers are deaf now, with the counts seen.
+pub fn deaf_pollers(state: &State, now: f64, checks: u32, max_gap: f64) -> Vec<(String, Vec<u64>)> {
+    state
+        .pending_updates
+        .iter()
+        .filter(|(_, p)| is_deaf(p, now, checks, max_gap))
+        .map(|(id, p)| (id.clone(), p.counts.clone()))
+        .collect()
+}
+
+/// Streaks without a check for `max_gap` are forgotten: the conductor
+/// stopped, lost its poller or left the fleet.
+pub fn forget_stale_streaks(state: &mut State, now: f64, max_gap: f64) {
+    state
+        .pending_updates
+        .retain(|_, p| now - p.last_check <= max_gap);
+}
+
+/// The reason recorded for a deaf poller's restart.
+pub fn deaf_reason(counts: &[u64]) -> String {
+    let seen: Vec<String> = counts.iter().map(u64::to_string).collect();
+    format!(
+        "pending updates {} over {} checks",
+        seen.join(", "),
+        counts.len()
+    )
 }
 
 /// A conductor for the deaf-conductor patrol.
@@ -146,6 +231,87 @@ mod tests {
         note_poller_restarted(&mut s, "c-1", 1000.0);
         assert!(!poller_restart_allowed(&s, "c-1", 4599.0, 3600.0));
         assert!(poller_restart_allowed(&s, "c-1", 4600.0, 3600.0));
+    }
+
+    const COND: &str = "3f9c2a1b-1755891234";
+    const GAP: f64 = 180.0;
+
+    /// One check every minute: each answer in turn, then the deaf ones.
+    fn checks(answers: &[WebhookCheck], n: u32) -> (State, Vec<(String, Vec<u64>)>) {
+        let (c, mut s) = (FakeClock::at(1000.0), State::default());
+        for a in answers {
+            observe_webhook(&mut s, COND, *a, c.now(), n, GAP);
+            c.advance(60.0);
+        }
+        let deaf = deaf_pollers(&s, c.now(), n, GAP);
+        (s, deaf)
+    }
+
+    use WebhookCheck::{Pending, Unknown};
+
+    #[test]
+    fn pending_updates_on_n_consecutive_checks_make_a_deaf_poller() {
+        let (_, deaf) = checks(&[Pending(3), Pending(5)], 3);
+        assert!(deaf.is_empty());
+        let (_, deaf) = checks(&[Pending(3), Pending(5), Pending(9)], 3);
+        assert_eq!(deaf, vec![(COND.to_owned(), vec![3, 5, 9])]);
+        assert_eq!(
+            deaf_reason(&deaf[0].1),
+            "pending updates 3, 5, 9 over 3 checks"
+        );
+        // Only the last N counts are kept.
+        let (_, deaf) = checks(&[Pending(1), Pending(2), Pending(3), Pending(4)], 3);
+        assert_eq!(deaf, vec![(COND.to_owned(), vec![2, 3, 4])]);
+    }
+
+    #[test]
+    fn a_draining_queue_is_never_deaf() {
+        let answers: Vec<WebhookCheck> = (0..20)
+            .map(|i| if i % 3 == 2 { Pending(0) } else { Pending(7) })
+            .collect();
+        let (c, mut s) = (FakeClock::at(1000.0), State::default());
+        for a in answers {
+            observe_webhook(&mut s, COND, a, c.now(), 3, GAP);
+            assert!(deaf_pollers(&s, c.now(), 3, GAP).is_empty());
+            c.advance(60.0);
+        }
+    }
+
+    #[test]
+    fn an_unknown_answer_neither_counts_nor_resets() {
+        let (_, deaf) = checks(&[Pending(4), Unknown, Pending(4), Unknown, Unknown], 3);
+        assert!(deaf.is_empty());
+        let (_, deaf) = checks(&[Pending(4), Unknown, Pending(5), Unknown, Pending(6)], 3);
+        assert_eq!(deaf, vec![(COND.to_owned(), vec![4, 5, 6])]);
+        let (s, _) = checks(&[Unknown, Unknown], 3);
+        assert!(s.pending_updates.is_empty(), "an unknown starts nothing");
+    }
+
+    #[test]
+    fn a_gap_between_checks_starts_the_streak_over() {
+        let (c, mut s) = (FakeClock::at(1000.0), State::default());
+        observe_webhook(&mut s, COND, Pending(4), c.now(), 2, GAP);
+        c.advance(GAP + 1.0);
+        assert!(deaf_pollers(&s, c.now(), 2, GAP).is_empty());
+        observe_webhook(&mut s, COND, Pending(4), c.now(), 2, GAP);
+        assert!(deaf_pollers(&s, c.now(), 2, GAP).is_empty());
+        c.advance(60.0);
+        observe_webhook(&mut s, COND, Pending(6), c.now(), 2, GAP);
+        assert_eq!(deaf_pollers(&s, c.now(), 2, GAP).len(), 1);
+        // A deaf streak whose checks stopped is no longer acted on, then forgotten.
+        c.advance(GAP + 1.0);
+        assert!(deaf_pollers(&s, c.now(), 2, GAP).is_empty());
+        forget_stale_streaks(&mut s, c.now(), GAP);
+        assert!(s.pending_updates.is_empty());
+    }
+
+    #[test]
+    fn a_poller_restart_starts_a_new_streak() {
+        let (mut s, deaf) = checks(&[Pending(1), Pending(2)], 2);
+        assert_eq!(deaf.len(), 1);
+        assert!(deaf_pollers(&s, 1120.0, 0, GAP).is_empty(), "0 checks: off");
+        note_poller_restarted(&mut s, COND, 1200.0);
+        assert!(s.pending_updates.is_empty());
     }
 
     #[test]

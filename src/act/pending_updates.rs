@@ -1,0 +1,270 @@
+//! The deaf-but-alive poller check of SPEC §6.5, run off the main thread:
+//! for a conductor whose poller process exists, read the bot token from
+//! `<TELEGRAM_STATE_DIR>/.env`, ask `getWebhookInfo` how many updates wait,
+//! and note the answer in the book's streak.
+//!
+//! Checks run one at a time on their own worker ("webhook-checks"), so a slow
+//! or hung Bot API holds neither the main loop nor a nudge or a removal; a
+//! check of a conductor whose last one has not finished is not queued again,
+//! and a shutdown abandons the request in flight. The token is read here,
+//! goes into the URL path of one in-process HTTPS request and is dropped: it
+//! is never stored, logged, recorded, put in an argv or handed to a child,
+//! and the client redacts it from every error. This module only observes;
+//! the patrol decides the restart from the streak on the main thread.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::act::deaf_conductor::env_value;
+use crate::act::worker::Worker;
+use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
+use crate::config::Config;
+use crate::decide::book::State;
+use crate::decide::patrol_rules::{self, WebhookCheck};
+use crate::sys::clock::Clock;
+use crate::sys::fs::{read_text, warn_unreadable, SMALL_FILE_MAX};
+use crate::sys::shutdown::Shutdown;
+
+/// How long one `getWebhookInfo` call may take.
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One conductor to check.
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub id: String,
+    pub title: String,
+    /// Its `TELEGRAM_STATE_DIR`, which holds the bot's `.env`.
+    pub state_dir: PathBuf,
+}
+
+/// What the checks need.
+pub struct Checker {
+    pub api: Arc<BotApi>,
+    pub state: Arc<Mutex<State>>,
+    pub clock: Arc<dyn Clock>,
+    pub shutdown: Shutdown,
+    /// `POLLER_DEAF_CHECKS`.
+    pub checks: u32,
+    /// A streak with no check for this long starts over.
+    pub max_gap: f64,
+}
+
+/// The check worker, and which conductors it has queued or running.
+pub struct WebhookChecks {
+    worker: Worker<Check>,
+    busy: Arc<Mutex<BTreeSet<String>>>,
+    /// `POLLER_DEAF_CHECKS`.
+    pub checks: u32,
+    /// A streak with no check for this long starts over.
+    pub max_gap: f64,
+}
+
+impl WebhookChecks {
+    /// The check worker, when `POLLER_DEAF_CHECKS` > 0.
+    pub fn from_config(
+        cfg: &Config,
+        state: Arc<Mutex<State>>,
+        clock: Arc<dyn Clock>,
+        shutdown: Shutdown,
+    ) -> std::io::Result<Option<WebhookChecks>> {
+        if cfg.poller_deaf_checks == 0 {
+            return Ok(None);
+        }
+        // Three missed checks, and the time two slow answers may add.
+        let max_gap = 3.0 * cfg.poller_check_interval.as_secs_f64() + 2.0 * TIMEOUT.as_secs_f64();
+        WebhookChecks::spawn(Checker {
+            api: Arc::new(BotApi::new(&cfg.telegram_api_base, TIMEOUT)),
+            state,
+            clock,
+            shutdown,
+            checks: cfg.poller_deaf_checks,
+            max_gap,
+        })
+        .map(Some)
+    }
+
+    pub fn spawn(checker: Checker) -> std::io::Result<WebhookChecks> {
+        let (checks, max_gap) = (checker.checks, checker.max_gap);
+        let busy = Arc::new(Mutex::new(BTreeSet::new()));
+        let done = busy.clone();
+        let mut quiet = Quiet::default();
+        let worker = Worker::spawn("webhook-checks", move |c: Check| {
+            let run = std::panic::AssertUnwindSafe(|| checker.run(&c, &mut quiet));
+            let outcome = std::panic::catch_unwind(run);
+            // Even after a bug, the conductor must be checked again.
+            done.lock().remove(&c.id);
+            if outcome.is_err() {
+                log::error!(
+                    "the webhook check of {} panicked (a bug); checking it again at the next check",
+                    c.id
+                );
+            }
+        })?;
+        Ok(WebhookChecks {
+            worker,
+            busy,
+            checks,
+            max_gap,
+        })
+    }
+
+    /// Queues a check unless one for the same conductor is queued or running.
+    pub fn submit(&self, check: Check) {
+        if self.busy.lock().insert(check.id.clone()) {
+            self.worker.submit(check);
+        }
+    }
+
+    /// Runs what is queued (abandoned at once after a shutdown), then stops.
+    pub fn finish(&mut self) {
+        self.worker.finish();
+    }
+}
+
+/// What was already logged at warning level, so a lasting problem is one
+/// warning, not one a minute.
+#[derive(Default)]
+struct Quiet {
+    /// Conductors whose bot token could not be found.
+    no_token: BTreeSet<String>,
+    /// Conductors whose last answer was unknown.
+    unknown: BTreeSet<String>,
+}
+
+impl Checker {
+    fn run(&self, c: &Check, quiet: &mut Quiet) {
+        if self.shutdown.is_set() {
+            return;
+        }
+        let env_file = c.state_dir.join(".env");
+        let Some(token) = bot_token(&env_file) else {
+            if quiet.no_token.insert(c.id.clone()) {
+                log::warn!(
+                    "{} ({}): no usable TELEGRAM_BOT_TOKEN in {}; its pending Telegram updates are not checked",
+                    c.id,
+                    c.title,
+                    env_file.display()
+                );
+            }
+            return;
+        };
+        quiet.no_token.remove(&c.id);
+        let ask = self.api.clone();
+        let Some(outcome) = unless_shutdown(&self.shutdown, move || ask.pending_updates(&token))
+        else {
+            return;
+        };
+        let check = match outcome {
+            Outcome::Ok(n) => {
+                quiet.unknown.remove(&c.id);
+                WebhookCheck::Pending(n)
+            }
+            Outcome::RetryAfter(_) => {
+                self.unknown(c, "rate-limited (HTTP 429)", quiet);
+                WebhookCheck::Unknown
+            }
+            Outcome::Failed(why) => {
+                self.unknown(c, &why, quiet);
+                WebhookCheck::Unknown
+            }
+        };
+        let now = self.clock.now();
+        let streak = {
+            let mut state = self.state.lock();
+            patrol_rules::observe_webhook(&mut state, &c.id, check, now, self.checks, self.max_gap);
+            state
+                .pending_updates
+                .get(&c.id)
+                .map_or(0, |p| p.counts.len())
+        };
+        if let WebhookCheck::Pending(n) = check {
+            log::debug!(
+                "{} ({}): {n} Telegram update(s) unread, {streak} of {} checks in a row",
+                c.id,
+                c.title,
+                self.checks
+            );
+        }
+    }
+
+    fn unknown(&self, c: &Check, why: &str, quiet: &mut Quiet) {
+        let next = "the streak stays as it was; asking again at the next check";
+        if quiet.unknown.insert(c.id.clone()) {
+            log::warn!(
+                "getWebhookInfo for {} ({}) failed: {why}; {next}",
+                c.id,
+                c.title
+            );
+        } else {
+            log::debug!("getWebhookInfo for {} failed again: {why}", c.id);
+        }
+    }
+}
+
+/// The `TELEGRAM_BOT_TOKEN` of an env file, if it has one in the shape of a
+/// bot token (`<digits>:<letters, digits, _ or ->`): anything else could
+/// change the request's URL. A missing file is silent, an unreadable one
+/// warned about (rate-limited); the value itself never reaches a log.
+fn bot_token(env_file: &Path) -> Option<String> {
+    let text = match read_text(env_file, SMALL_FILE_MAX) {
+        Ok(text) => text,
+        Err(e) if e.is_missing() => return None,
+        Err(e) => {
+            warn_unreadable(&e, "its pending Telegram updates are not checked");
+            return None;
+        }
+    };
+    env_value(&text, "TELEGRAM_BOT_TOKEN").filter(|t| is_bot_token(t))
+}
+
+fn is_bot_token(t: &str) -> bool {
+    t.split_once(':').is_some_and(|(bot, secret)| {
+        !bot.is_empty()
+            && bot.bytes().all(|b| b.is_ascii_digit())
+            && !secret.is_empty()
+            && secret
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_token_shaped_value_is_used() {
+        assert!(is_bot_token("123456:AAH-x_y9"));
+        for bad in [
+            "",
+            "123456",
+            ":abc",
+            "12a:abc",
+            "123:",
+            "123:abc/sendMessage",
+            "123:abc?x=1",
+            "123:abc def",
+            "123:abc#",
+        ] {
+            assert!(!is_bot_token(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_token_is_read_like_agent_deck_reads_env_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let env = tmp.path().join(".env");
+        assert_eq!(bot_token(&env), None, "missing");
+        std::fs::write(&env, "# bot\nexport TELEGRAM_BOT_TOKEN=\"42:abc-DEF_9\"\n").unwrap();
+        assert_eq!(bot_token(&env).as_deref(), Some("42:abc-DEF_9"));
+        std::fs::write(&env, "TELEGRAM_BOT_TOKEN=42:abc/../x\n").unwrap();
+        assert_eq!(bot_token(&env), None, "not a token's shape");
+        std::fs::remove_file(&env).unwrap();
+        crate::sys::fs::mkfifo(&env);
+        assert_eq!(bot_token(&env), None, "a FIFO is skipped, not waited on");
+    }
+}
