@@ -8,6 +8,8 @@ mod support;
 mod cli;
 #[path = "integration/contrib.rs"]
 mod contrib;
+#[path = "integration/deaf_poller.rs"]
+mod deaf_poller;
 #[path = "integration/fleet.rs"]
 mod fleet;
 #[path = "integration/hardening_files.rs"]

@@ -2,9 +2,6 @@
 //! conductor whose `bun … telegram` poller runs but leaves Telegram updates
 //! unread, against a local stand-in for the Bot API's `getWebhookInfo`.
 
-mod common;
-mod harness;
-
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -14,9 +11,12 @@ use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::wait_until;
-use harness::{all_files_text, assert_ok, conductor, Daemon, Wd, CONDUCTOR};
 use serde_json::{json, Value};
+
+use crate::support::files::all_files_text;
+use crate::support::fixtures::{conductor, CONDUCTOR};
+use crate::support::wait_until;
+use crate::support::watchdog::{assert_ok, Daemon, Wd};
 
 const TELEGRAM: &str = "plugin:telegram@claude-plugins-official";
 /// The conductor's bot token, in the shape of a real one.
@@ -218,9 +218,12 @@ fn updates_unread_on_n_checks_restart_the_conductor_exactly_once() {
     assert_eq!(wd.restart_calls(), 1, "stderr:\n{}", d.stderr());
     let rec = wd.restarts_with("poller-deaf");
     assert_eq!(rec.len(), 1, "{:?}", wd.restarts());
-    assert_eq!(rec[0]["id"], CONDUCTOR);
-    assert_eq!(rec[0]["reason"], "pending updates 3, 5, 9 over 3 checks");
-    assert_eq!(rec[0]["dry_run"], false);
+    assert_eq!(rec[0].id, CONDUCTOR);
+    assert_eq!(
+        rec[0].reason.as_deref(),
+        Some("pending updates 3, 5, 9 over 3 checks")
+    );
+    assert!(!rec[0].dry_run);
     assert!(
         wd.restarts_with("poller-restart").is_empty(),
         "the poller process runs: no §6.1 restart"
@@ -274,7 +277,10 @@ fn failed_and_rate_limited_answers_neither_count_nor_reset() {
     let d = wd.spawn(&[]);
     wait_for_deaf_record(&wd, &d);
     let rec = wd.restarts_with("poller-deaf");
-    assert_eq!(rec[0]["reason"], "pending updates 5, 6, 7 over 3 checks");
+    assert_eq!(
+        rec[0].reason.as_deref(),
+        Some("pending updates 5, 6, 7 over 3 checks")
+    );
     assert_eq!(wd.restart_calls(), 1);
 }
 
@@ -289,8 +295,11 @@ fn dry_run_records_poller_deaf_but_restarts_nothing() {
     assert_eq!(wd.restart_calls(), 0);
     let rec = wd.restarts_with("poller-deaf");
     assert_eq!(rec.len(), 1, "{:?}", wd.restarts());
-    assert_eq!(rec[0]["dry_run"], true);
-    assert_eq!(rec[0]["reason"], "pending updates 4, 4 over 2 checks");
+    assert!(rec[0].dry_run);
+    assert_eq!(
+        rec[0].reason.as_deref(),
+        Some("pending updates 4, 4 over 2 checks")
+    );
 }
 
 #[test]
@@ -318,7 +327,10 @@ fn the_streak_survives_a_watchdog_restart() {
     }
     let rec = wd.restarts_with("poller-deaf");
     assert_eq!(rec.len(), 1, "{:?}", wd.restarts());
-    assert_eq!(rec[0]["reason"], "pending updates 8, 8, 8 over 3 checks");
+    assert_eq!(
+        rec[0].reason.as_deref(),
+        Some("pending updates 8, 8, 8 over 3 checks")
+    );
 }
 
 #[test]
@@ -351,12 +363,12 @@ fn the_bot_token_never_reaches_logs_records_or_argv() {
     for (path, text) in files {
         assert!(!text.contains(secret), "{} holds the token", path.display());
     }
-    let argv: Vec<Vec<String>> = wd.fake.calls();
+    let argv: Vec<Vec<String>> = wd.sim.calls();
     assert!(!argv.is_empty());
     assert!(
         argv.iter().flatten().all(|a| !a.contains(secret)),
         "{argv:?}"
     );
-    let state: Value = wd.fake.state();
+    let state: Value = wd.sim.state();
     assert!(!state.to_string().contains(secret));
 }
