@@ -60,7 +60,7 @@ pub struct RunFlags {
 pub enum Command {
     Run(RunFlags),
     PrintConfig(RunFlags),
-    Task(RunFlags, crate::tasks::cli::TaskCommand),
+    Task(RunFlags, crate::tasks::commands::TaskCommand),
     Status { json: bool },
     History(crate::ops::history::Args),
     Demo,
@@ -105,7 +105,7 @@ pub fn parse(mut args: Vec<OsString>) -> Result<Command> {
             verbose: flags.verbose || extra.verbose,
             once: false,
         };
-        return Ok(Command::Task(flags, crate::tasks::cli::parse(rest)?));
+        return Ok(Command::Task(flags, crate::tasks::commands::parse(rest)?));
     }
     if let Some(first) = args.first().and_then(|a| a.to_str()) {
         if first == "status" || first == "demo" {

@@ -60,7 +60,7 @@ fn dispatch(args: Vec<OsString>) -> Result<()> {
         Command::Task(flags, cmd) => {
             let cfg = Config::from_env(&env)?;
             ops::logging::init(flags.verbose, cfg.journal_stream.as_deref());
-            tasks::cli::run(cmd, &cfg, flags.dry_run)?;
+            tasks::commands::run(cmd, &cfg, flags.dry_run)?;
         }
         Command::Run(flags) => {
             let cfg = Config::from_env(&env)?;

@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::act::patrols::Snapshot;
-use crate::act::restart::{Context, Kind, RestartJob};
+use crate::act::restart::{Context, RestartJob, RestartKind};
 use crate::decide::{cascade, patrol_rules};
 use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::Session;
@@ -214,7 +214,7 @@ pub fn restart(ctx: &Context, job: &RestartJob) {
     // The record's action on success, its reason, and what a refused or
     // failed attempt's record adds to say which check asked for it.
     let (done, why, which) = match &job.kind {
-        Kind::DeafPoller { pending } => {
+        RestartKind::DeafPoller { pending } => {
             let why = patrol_rules::deaf_reason(pending);
             (
                 "poller-deaf",

@@ -33,7 +33,7 @@ const REMOVAL_RETRY_S: f64 = 60.0;
 
 /// The patrol settings, as float seconds.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct PatrolSettings {
     pub waiting_threshold: f64,
     pub nudge_dedup: f64,
     pub poller_interval: f64,
@@ -43,10 +43,10 @@ pub struct Settings {
     pub places: Places,
 }
 
-impl Settings {
-    pub fn from_config(c: &Config) -> Settings {
+impl PatrolSettings {
+    pub fn from_config(c: &Config) -> PatrolSettings {
         let s = Duration::as_secs_f64;
-        Settings {
+        PatrolSettings {
             waiting_threshold: s(&c.waiting_patrol_threshold),
             nudge_dedup: s(&c.waiting_patrol_nudge_dedup),
             poller_interval: s(&c.poller_check_interval),
@@ -72,7 +72,7 @@ pub struct Snapshot<'a> {
 }
 
 pub struct Patrols {
-    pub settings: Settings,
+    pub settings: PatrolSettings,
     deck: Arc<dyn AgentDeck>,
     state: Arc<Mutex<State>>,
     clock: Arc<dyn Clock>,
@@ -87,7 +87,7 @@ pub struct Patrols {
 
 impl Patrols {
     pub fn new(
-        settings: Settings,
+        settings: PatrolSettings,
         deck: Arc<dyn AgentDeck>,
         state: Arc<Mutex<State>>,
         clock: Arc<dyn Clock>,
@@ -221,7 +221,7 @@ impl Patrols {
                     session: s.clone(),
                     escalation_critical: crate::fleet::session::is_escalation_critical(s),
                     slot: None,
-                    kind: restart::Kind::DeafConductor,
+                    kind: restart::RestartKind::DeafConductor,
                 });
             }
         }
@@ -258,7 +258,7 @@ impl Patrols {
                 session: s.clone(),
                 escalation_critical: crate::fleet::session::is_escalation_critical(s),
                 slot: None,
-                kind: restart::Kind::DeafPoller { pending },
+                kind: restart::RestartKind::DeafPoller { pending },
             });
         }
     }

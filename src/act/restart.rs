@@ -28,7 +28,7 @@ use crate::sys::shutdown::Shutdown;
 
 /// Why a session is being restarted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kind {
+pub enum RestartKind {
     /// It is in error: confirm it is dead, restart, verify, fall back.
     Revive,
     /// It is alive but its Telegram poller is missing (SPEC §6.1).
@@ -45,12 +45,12 @@ pub struct RestartJob {
     pub session: Session,
     pub escalation_critical: bool,
     pub slot: Option<f64>,
-    pub kind: Kind,
+    pub kind: RestartKind,
 }
 
 /// The timings and switches a restart needs.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct RestartSettings {
     pub dry_run: bool,
     pub gap: Duration,
     pub restart_verify: Duration,
@@ -62,9 +62,9 @@ pub struct Settings {
     pub prompt_resume_timeout: Duration,
 }
 
-impl Settings {
-    pub fn from_config(cfg: &crate::config::Config, dry_run: bool) -> Settings {
-        Settings {
+impl RestartSettings {
+    pub fn from_config(cfg: &crate::config::Config, dry_run: bool) -> RestartSettings {
+        RestartSettings {
             dry_run,
             gap: cfg.liveness_confirm_gap,
             restart_verify: cfg.restart_verify,
@@ -82,7 +82,7 @@ pub struct Context {
     pub deck: Arc<dyn AgentDeck>,
     pub state: Arc<Mutex<State>>,
     pub limits: Limits,
-    pub settings: Settings,
+    pub settings: RestartSettings,
     pub records: Arc<Records>,
     pub escalator: Arc<Escalator>,
     pub store: Arc<Store>,
@@ -217,7 +217,10 @@ impl Context {
             self.give_back(job);
             return;
         }
-        if matches!(job.kind, Kind::DeafConductor | Kind::DeafPoller { .. }) {
+        if matches!(
+            job.kind,
+            RestartKind::DeafConductor | RestartKind::DeafPoller { .. }
+        ) {
             return deaf_conductor::restart(self, job);
         }
         if !self.confirm_dead(job) {

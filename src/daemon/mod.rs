@@ -181,7 +181,7 @@ impl Daemon {
             deck: deck.clone(),
             state: state.clone(),
             limits: limits.clone(),
-            settings: restart::Settings::from_config(cfg, flags.dry_run),
+            settings: restart::RestartSettings::from_config(cfg, flags.dry_run),
             records: records.clone(),
             escalator: escalator.clone(),
             store: store.clone(),
@@ -202,7 +202,7 @@ impl Daemon {
                     Error::runtime(format!("cannot start the webhook-checks thread: {e}"))
                 })?;
         let patrols = Patrols::new(
-            patrols::Settings::from_config(cfg),
+            patrols::PatrolSettings::from_config(cfg),
             deck.clone(),
             state.clone(),
             clock.clone(),

@@ -224,7 +224,7 @@ impl Daemon {
                     session: s.clone(),
                     escalation_critical: session::is_escalation_critical(s),
                     slot: Some(slot),
-                    kind: restart::Kind::Revive,
+                    kind: restart::RestartKind::Revive,
                 });
             }
             (Gate::BudgetSpent, _) => {

@@ -2,7 +2,7 @@
 //! carries them out, the pruning of old finished tasks, the `.partial`
 //! signature and the `task` subcommands.
 
-pub(crate) mod cli;
+pub(crate) mod commands;
 pub(crate) mod followup;
 pub mod registry;
 #[doc(hidden)]
