@@ -1,14 +1,19 @@
-//! The daemon: wires the threads together and runs the main loop.
+//! The daemon: starts the threads and runs the main loop.
 //!
-//! Thread A (inotify) and thread B (the safety-poll ticker) feed one bounded
-//! [`EventQueue`]; the main thread consumes it, reads the fleet, runs the
-//! gates and hands cleared restarts to the [`Restarter`] thread. `--once` is
-//! one tick of the same code followed by waiting for the work it started.
+//! Thread A (the hooks watch: inotify, kqueue or a scan) and thread B (the
+//! safety-poll ticker) feed one bounded [`EventQueue`]; the main thread
+//! consumes it under the state mutex, reads the fleet, runs the gates and
+//! hands cleared restarts to the [`Restarter`] thread. `--once` is one tick
+//! of the same code followed by waiting for the work it started. The
+//! collaborators are built in `wiring.rs`, the safety-poll pass is
+//! `tick.rs`, the hook throttle `hook_checks.rs`, signals `signals.rs`.
 
+mod hook_checks;
 mod signals;
 mod tick;
+mod wiring;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -16,12 +21,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::act::errands;
-use crate::act::patrols::{self, Patrols};
-use crate::act::pending_updates::WebhookChecks;
-use crate::act::restart::{self, Restarter};
-use crate::alert::escalate::{Escalator, EscalatorParts};
-use crate::alert::telegram::Telegram;
+use crate::act::patrols::Patrols;
+use crate::act::restart::Restarter;
+use crate::alert::escalate::Escalator;
 use crate::cli::RunFlags;
 use crate::config::Config;
 use crate::decide::gates::{Hold, Limits};
@@ -38,16 +40,12 @@ use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
 use crate::triggers::queue::{Batch, EventQueue};
 use crate::triggers::{hook_file, ticker, watch};
-
-/// A hook-triggered status check for one session runs at most this often.
-const HOOK_CHECK_GAP: f64 = 1.0;
-/// Rescans (after queue overflow or a re-armed watch) run at most this often.
-const MIN_RESCAN_GAP: Duration = Duration::from_secs(1);
+use hook_checks::HookChecks;
 
 /// Runs the daemon (or one pass with `--once`) until done or signalled.
 pub fn run(cfg: Config, flags: RunFlags) -> Result<()> {
     let shutdown = Shutdown::new()
-        .map_err(|e| Error::runtime(format!("cannot create the shutdown eventfd: {e}")))?;
+        .map_err(|e| Error::runtime(format!("cannot create the shutdown wake-up pipe: {e}")))?;
     let reload = Arc::new(AtomicBool::new(false));
     let signals = signals::Signals::install(shutdown.clone(), reload.clone())?;
     let result = run_with(&cfg, flags, shutdown, &reload);
@@ -141,114 +139,14 @@ pub struct Daemon {
     followup: FollowUp,
     /// The last task follow-up error, logged once until it changes.
     followup_error: Option<String>,
-    /// When each session was last checked because of a hook event.
-    hook_checked: BTreeMap<String, f64>,
-    /// Hook checks postponed by the per-session throttle.
-    deferred: BTreeSet<String>,
-    /// A rescan was asked for and has not run yet.
-    rescan_owed: bool,
+    /// When hooks may be checked and a rescan is owed.
+    hook_checks: HookChecks,
     /// The gate that last held each session, so a hold is recorded once.
     gate_skips: BTreeMap<String, Hold>,
-    last_tick: Option<std::time::Instant>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl Daemon {
-    pub fn new(
-        cfg: &Config,
-        flags: RunFlags,
-        deck: Arc<dyn AgentDeck>,
-        clock: Arc<dyn Clock>,
-        shutdown: Shutdown,
-    ) -> Result<Daemon> {
-        let limits = Limits::from_config(cfg);
-        let store = Arc::new(Store::new(&cfg.watchdog_dir, !flags.dry_run));
-        let state = Arc::new(Mutex::new(store.load(&limits, clock.now())));
-        let records = Arc::new(Records::from_config(cfg));
-        let escalator = Arc::new(Escalator::new(EscalatorParts {
-            records: records.clone(),
-            state: state.clone(),
-            limits: limits.clone(),
-            clock: clock.clone(),
-            dry_run: flags.dry_run,
-            script: cfg.watchdog_dir.join("escalate.sh"),
-            script_timeout: cfg.subprocess_timeout,
-            messenger: Telegram::from_config(cfg, shutdown.clone()),
-            shutdown: shutdown.clone(),
-            store: Some(store.clone()),
-        }));
-        let restarter = restart::spawn(restart::Context {
-            deck: deck.clone(),
-            state: state.clone(),
-            limits: limits.clone(),
-            settings: restart::RestartSettings::from_config(cfg, flags.dry_run),
-            records: records.clone(),
-            escalator: escalator.clone(),
-            store: store.clone(),
-            clock: clock.clone(),
-            shutdown: shutdown.clone(),
-        })
-        .map_err(|e| Error::runtime(format!("cannot start the restart thread: {e}")))?;
-        let errands = errands::spawn(errands::Runner {
-            deck: deck.clone(),
-            records: records.clone(),
-            clock: clock.clone(),
-            dry_run: flags.dry_run,
-        })
-        .map_err(|e| Error::runtime(format!("cannot start the errands thread: {e}")))?;
-        let webhook_checks =
-            WebhookChecks::from_config(cfg, state.clone(), clock.clone(), shutdown.clone())
-                .map_err(|e| {
-                    Error::runtime(format!("cannot start the webhook-checks thread: {e}"))
-                })?;
-        let patrols = Patrols::new(
-            patrols::PatrolSettings::from_config(cfg),
-            deck.clone(),
-            state.clone(),
-            clock.clone(),
-            errands,
-            webhook_checks,
-        );
-        // A registry lock held by a stuck dispatcher must not stall the main loop.
-        let patience = Some(Duration::from_secs(1));
-        let followup = FollowUp::from_config(
-            cfg,
-            flags.dry_run,
-            escalator.clone(),
-            clock.clone(),
-            patience,
-        );
-        let mut fleet = Fleet::new(cfg.autorestart_dir());
-        fleet.reload_markers();
-        Ok(Daemon {
-            flags,
-            deck,
-            state,
-            store,
-            limits,
-            escalator,
-            restarter,
-            queue: Arc::new(EventQueue::new(cfg.event_queue_maxsize)),
-            shutdown,
-            clock,
-            fleet,
-            records,
-            sd_notify: SdNotify::from_config(cfg),
-            watchdog_dir: cfg.watchdog_dir.clone(),
-            hooks_dir: cfg.hooks_dir.clone(),
-            metrics_warned: false,
-            patrols,
-            followup,
-            followup_error: None,
-            hook_checked: BTreeMap::new(),
-            deferred: BTreeSet::new(),
-            rescan_owed: false,
-            gate_skips: BTreeMap::new(),
-            last_tick: None,
-            threads: Vec::new(),
-        })
-    }
-
     /// The long-running loop.
     fn serve(&mut self, cfg: &Config, reload: &AtomicBool) -> Result<()> {
         let watcher = watch::spawn(
@@ -270,7 +168,7 @@ impl Daemon {
         );
         self.sd_notify.ready();
         loop {
-            let idle = self.next_wakeup();
+            let idle = self.hook_checks.next_wakeup(self.clock.now());
             let wait = self.sd_notify.max_sleep(idle);
             let Some(batch) = self.queue.next_batch(&self.shutdown, wait) else {
                 break;
@@ -294,50 +192,15 @@ impl Daemon {
     }
 
     fn handle(&mut self, batch: Batch) {
-        // A flood turns into a rescan per batch; one full poll a second is enough.
-        self.rescan_owed |= batch.rescan;
-        let rescan_due =
-            self.rescan_owed && self.last_tick.is_none_or(|t| t.elapsed() >= MIN_RESCAN_GAP);
-        if batch.tick || rescan_due {
-            self.rescan_owed = false;
+        if self.hook_checks.tick_due(batch.tick, batch.rescan) {
             self.tick();
         }
         for id in batch.hooks {
             self.on_hook(&id);
         }
-        let now = self.clock.now();
-        let due: Vec<String> = self
-            .deferred
-            .iter()
-            .filter(|id| {
-                self.hook_checked
-                    .get(*id)
-                    .is_none_or(|t| now - t >= HOOK_CHECK_GAP)
-            })
-            .cloned()
-            .collect();
-        for id in due {
-            self.deferred.remove(&id);
+        for id in self.hook_checks.due(self.clock.now()) {
             self.on_hook(&id);
         }
-    }
-
-    /// How long the main loop may wait for events before something of its own
-    /// is due: a deferred hook check, an owed rescan.
-    fn next_wakeup(&self) -> Duration {
-        let now = self.clock.now();
-        let mut wait = Duration::from_secs(1);
-        for id in &self.deferred {
-            let due = self
-                .hook_checked
-                .get(id)
-                .map_or(0.0, |t| t + HOOK_CHECK_GAP - now);
-            wait = wait.min(crate::sys::clock::clamped(due.max(0.01)));
-        }
-        if self.rescan_owed {
-            wait = wait.min(Duration::from_millis(200));
-        }
-        wait
     }
 
     /// A hook file for `id` was written.
@@ -359,16 +222,9 @@ impl Daemon {
             log::debug!("hook for {id}: the agent reports {live}; no status check");
             return;
         }
-        let now = self.clock.now();
-        if self
-            .hook_checked
-            .get(id)
-            .is_some_and(|t| now - t < HOOK_CHECK_GAP)
-        {
-            self.deferred.insert(id.to_owned());
+        if !self.hook_checks.may_check(id, self.clock.now()) {
             return;
         }
-        self.hook_checked.insert(id.to_owned(), now);
         self.sd_notify.alive();
         match self.deck.show(&s.profile, &s.id) {
             // A dead pane may be one of many (a tmux server died): look at the

@@ -18,7 +18,7 @@ impl Daemon {
     /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
     pub fn tick(&mut self) {
         let started = std::time::Instant::now();
-        self.last_tick = Some(started);
+        self.hook_checks.ticked();
         self.fleet.reload_markers();
         self.sd_notify.alive();
         let fleet_readable = match self.fleet.refresh(self.deck.as_ref()) {
@@ -87,7 +87,7 @@ impl Daemon {
             st.waiting.retain(|id, _| keep(id));
             st.poller_restarted.retain(|id, _| keep(id));
         }
-        self.hook_checked.retain(|id, _| fleet.get(id).is_some());
+        self.hook_checks.retain(|id| fleet.get(id).is_some());
         self.gate_skips.retain(|id, _| fleet.get(id).is_some());
     }
 

@@ -1,0 +1,129 @@
+//! When the main loop may look at a session because of its hook file, and
+//! when it owes the fleet a full rescan: a hook-triggered status check runs
+//! at most once a [`HOOK_CHECK_GAP`] per session (a closer one is deferred,
+//! not dropped), and a rescan at most once a [`MIN_RESCAN_GAP`].
+//!
+//! Pure bookkeeping over `now`: it never calls agent-deck or sleeps.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use crate::sys::clock::clamped;
+
+/// A hook-triggered status check for one session runs at most this often.
+pub const HOOK_CHECK_GAP: f64 = 1.0;
+/// Rescans (after queue overflow or a re-armed watch) run at most this often.
+pub const MIN_RESCAN_GAP: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Default)]
+pub struct HookChecks {
+    /// When each session was last checked because of a hook.
+    checked: BTreeMap<String, f64>,
+    /// Checks postponed by the per-session gap.
+    deferred: BTreeSet<String>,
+    /// A rescan was asked for and has not run yet.
+    rescan_owed: bool,
+    last_tick: Option<Instant>,
+}
+
+impl HookChecks {
+    /// Whether a hook for `id` may be checked now; if so the check is noted,
+    /// if not it is deferred until the gap has passed.
+    pub fn may_check(&mut self, id: &str, now: f64) -> bool {
+        if self
+            .checked
+            .get(id)
+            .is_some_and(|t| now - t < HOOK_CHECK_GAP)
+        {
+            self.deferred.insert(id.to_owned());
+            return false;
+        }
+        self.checked.insert(id.to_owned(), now);
+        true
+    }
+
+    /// The deferred checks whose gap has passed, taken off the list.
+    pub fn due(&mut self, now: f64) -> Vec<String> {
+        let checked = &self.checked;
+        let due: Vec<String> = self
+            .deferred
+            .iter()
+            .filter(|id| checked.get(*id).is_none_or(|t| now - t >= HOOK_CHECK_GAP))
+            .cloned()
+            .collect();
+        for id in &due {
+            self.deferred.remove(id);
+        }
+        due
+    }
+
+    /// Whether a full tick should run now: the ticker asked (`tick`), or a
+    /// rescan is owed and the last tick is old enough. A flood turns into a
+    /// rescan per batch; one full poll a second is enough.
+    pub fn tick_due(&mut self, tick: bool, rescan: bool) -> bool {
+        self.rescan_owed |= rescan;
+        let rescan_due =
+            self.rescan_owed && self.last_tick.is_none_or(|t| t.elapsed() >= MIN_RESCAN_GAP);
+        if tick || rescan_due {
+            self.rescan_owed = false;
+            return true;
+        }
+        false
+    }
+
+    /// A tick started.
+    pub fn ticked(&mut self) {
+        self.last_tick = Some(Instant::now());
+    }
+
+    /// How long the main loop may wait before something of its own is due: a
+    /// deferred check, an owed rescan.
+    pub fn next_wakeup(&self, now: f64) -> Duration {
+        let mut wait = Duration::from_secs(1);
+        for id in &self.deferred {
+            let due = self
+                .checked
+                .get(id)
+                .map_or(0.0, |t| t + HOOK_CHECK_GAP - now);
+            wait = wait.min(clamped(due.max(0.01)));
+        }
+        if self.rescan_owed {
+            wait = wait.min(Duration::from_millis(200));
+        }
+        wait
+    }
+
+    /// Forgets sessions agent-deck no longer lists.
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.checked.retain(|id, _| keep(id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_hook_within_the_gap_is_deferred_not_dropped() {
+        let mut h = HookChecks::default();
+        assert!(h.may_check("a-1", 100.0));
+        assert!(!h.may_check("a-1", 100.4));
+        assert!(h.may_check("b-1", 100.4), "the gap is per session");
+        assert!(h.due(100.9).is_empty());
+        let wait = h.next_wakeup(100.9);
+        assert!(wait <= Duration::from_millis(101), "{wait:?}");
+        assert_eq!(h.due(101.0), vec!["a-1".to_string()]);
+        assert!(h.due(101.0).is_empty(), "taken off the list");
+    }
+
+    #[test]
+    fn a_rescan_is_owed_until_a_tick_runs_and_then_spaced() {
+        let mut h = HookChecks::default();
+        assert!(h.tick_due(false, true), "the first rescan runs at once");
+        h.ticked();
+        assert!(!h.tick_due(false, true), "the next waits for the gap");
+        assert_eq!(h.next_wakeup(0.0), Duration::from_millis(200));
+        assert!(h.tick_due(true, false), "the ticker always gets its tick");
+        assert_eq!(h.next_wakeup(0.0), Duration::from_secs(1));
+    }
+}
