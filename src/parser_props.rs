@@ -6,8 +6,10 @@
 //! Each property feeds arbitrary bytes (and, to reach deeper code, arbitrary
 //! JSON of the expected shape) and asks two things: the parser never panics,
 //! and what it returns is bounded by what it was given (no more rows than
-//! bytes, no string longer than the input, messages of bounded length). Test
-//! code only; the parsers themselves are not changed for it.
+//! bytes, no string longer than the input, messages of bounded length). The
+//! list reader, which reads an answer as the pipe delivers it, is also asked
+//! a third: cut into pieces anywhere, an answer reads exactly as it does
+//! whole. Test code only; the parsers themselves are not changed for it.
 
 use std::path::Path;
 
@@ -17,6 +19,7 @@ use serde_json::{Map, Number, Value};
 use crate::config::{Config, Env};
 use crate::decide::book::State;
 use crate::decide::gates::Limits;
+use crate::fleet::listing::{ListReader, Shape, Tally};
 use crate::fleet::parse::{self, Listing, RestartAnswer};
 use crate::fleet::session::{is_valid_id, Live, Session};
 use crate::records::state_file::{Store, STATE_FILE};
@@ -440,6 +443,40 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) {
     std::fs::write(dir.join(name), bytes).unwrap();
 }
 
+/// What reading `answer` cut at `cuts` (offsets, any order, any number)
+/// gave: every row as owned values and the tally, or only that it was
+/// garbage (the message names a byte offset, which may differ).
+fn read_cut(
+    shape: Shape,
+    answer: &[u8],
+    cuts: &[usize],
+) -> Result<(Vec<(Session, Live)>, Tally), ()> {
+    let mut rows = Vec::new();
+    let mut each = |r: &crate::fleet::listing::Row<'_>| rows.push((r.session(), r.live()));
+    let mut reader = ListReader::new(shape, &mut each);
+    let mut at = 0;
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (answer.len() + 1)).collect();
+    cuts.sort_unstable();
+    for cut in cuts.into_iter().chain([answer.len()]) {
+        reader.feed(&answer[at..cut]);
+        at = cut;
+    }
+    let tally = reader.finish().map_err(drop)?;
+    Ok((rows, tally))
+}
+
+/// A list answer as Go indents it, and as the other generators make it.
+fn list_answer() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        input(),
+        prop::collection::vec(prop_oneof![6 => session_row(), 1 => json()], 0..8).prop_map(
+            |rows| serde_json::to_string_pretty(&Value::Array(rows))
+                .unwrap_or_default()
+                .into_bytes()
+        ),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(CASES))]
 
@@ -468,6 +505,20 @@ proptest! {
             }
             Err(g) => prop_assert!(garbage_within(&g)),
         }
+    }
+
+    #[test]
+    fn a_list_reads_the_same_in_any_pieces(
+        answer in list_answer(),
+        cuts in prop::collection::vec(any::<usize>(), 0..12),
+        piece in 1..96usize,
+        profile in any::<bool>(),
+    ) {
+        let shape = if profile { Shape::Profile } else { Shape::All };
+        let whole = read_cut(shape, &answer, &[]);
+        prop_assert_eq!(&read_cut(shape, &answer, &cuts), &whole);
+        let every: Vec<usize> = (1..answer.len()).step_by(piece).collect();
+        prop_assert_eq!(&read_cut(shape, &answer, &every), &whole);
     }
 
     #[test]

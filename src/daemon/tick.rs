@@ -39,8 +39,16 @@ impl Daemon {
         for profile in profiles {
             // A hung call may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed between calls.
             self.sd_notify.alive();
-            match self.deck.list_profile(&profile) {
-                Ok(list) => live.extend(list.into_iter().map(|(s, l)| (s.id, l))),
+            // Only the sessions the cache keeps whole are looked at by id later.
+            let fleet = &self.fleet;
+            let mut seen = BTreeMap::new();
+            let read = self.deck.list_profile(&profile, &mut |row| {
+                if fleet.get(&row.id).is_some() {
+                    seen.insert(row.id.to_string(), row.live());
+                }
+            });
+            match read {
+                Ok(()) => live.extend(seen),
                 Err(e) => {
                     log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick");
                     unreadable.insert(profile);
@@ -82,13 +90,13 @@ impl Daemon {
         {
             let mut st = self.state.lock();
             let in_flight = st.in_flight.clone();
-            let keep = |id: &String| fleet.get(id).is_some() || in_flight.contains(id);
+            let keep = |id: &String| fleet.knows(id) || in_flight.contains(id);
             st.sessions.retain(|id, _| keep(id));
             st.waiting.retain(|id, _| keep(id));
             st.poller_restarted.retain(|id, _| keep(id));
         }
-        self.hook_checked.retain(|id, _| fleet.get(id).is_some());
-        self.gate_skips.retain(|id, _| fleet.get(id).is_some());
+        self.hook_checked.retain(|id, _| fleet.knows(id));
+        self.gate_skips.retain(|id, _| fleet.knows(id));
     }
 
     /// `metrics.prom` and the systemd status line, after each tick.

@@ -1,0 +1,30 @@
+//! What `cargo bench` reaches inside the crate, and nothing else: the list
+//! parser fed the way the pipe feeds it, and the names of the simulator's
+//! environment. Not an API; hidden from the docs and free to change with
+//! the benches.
+
+use crate::fleet::listing::{self, Shape};
+
+pub use crate::sim::{LOG_ENV as SIM_LOG_ENV, STATE_ENV as SIM_STATE_ENV};
+
+/// Parses a `-p P list --json` answer handed over in pieces of `piece`
+/// bytes (as [`crate::sys::process::run_streaming`] hands stdout over), and
+/// turns every row into the owned session and live state, as the old
+/// parser returned them: the number of rows, or why the answer is
+/// unreadable.
+pub fn parse_profile_list(answer: &[u8], piece: usize) -> Result<usize, String> {
+    let mut rows = Vec::new();
+    listing::read(Shape::Profile, answer, piece, &mut |r| {
+        rows.push((r.session(), r.live()))
+    })
+    .map_err(|g| g.0)?;
+    Ok(rows.len())
+}
+
+/// Parses a `list --all --json` answer in pieces of `piece` bytes, keeping
+/// only the rows' count: the reading alone, without what a caller keeps.
+pub fn count_all_list(answer: &[u8], piece: usize) -> Result<usize, String> {
+    let mut n = 0;
+    listing::read(Shape::All, answer, piece, &mut |_| n += 1).map_err(|g| g.0)?;
+    Ok(n)
+}
