@@ -3,6 +3,8 @@
 //! environment. Not an API; hidden from the docs and free to change with
 //! the benches.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::fleet::listing::{self, Shape};
 
 pub use crate::sim::{LOG_ENV as SIM_LOG_ENV, STATE_ENV as SIM_STATE_ENV};
@@ -21,10 +23,21 @@ pub fn parse_profile_list(answer: &[u8], piece: usize) -> Result<usize, String> 
     Ok(rows.len())
 }
 
-/// Parses a `list --all --json` answer in pieces of `piece` bytes, keeping
-/// only the rows' count: the reading alone, without what a caller keeps.
-pub fn count_all_list(answer: &[u8], piece: usize) -> Result<usize, String> {
-    let mut n = 0;
-    listing::read(Shape::All, answer, piece, &mut |_| n += 1).map_err(|g| g.0)?;
-    Ok(n)
+/// Parses a `-p P list --json` answer in pieces of `piece` bytes the way a
+/// safety poll reads it: every row read, the live state of the sessions in
+/// `keep` (the cache's whole sessions) made owned, the other rows dropped.
+/// The number of rows kept, or why the answer is unreadable.
+pub fn read_profile_list(
+    answer: &[u8],
+    piece: usize,
+    keep: &BTreeSet<String>,
+) -> Result<usize, String> {
+    let mut live = BTreeMap::new();
+    listing::read(Shape::Profile, answer, piece, &mut |r| {
+        if keep.contains(r.id.as_ref()) {
+            live.insert(r.id.to_string(), r.live());
+        }
+    })
+    .map_err(|g| g.0)?;
+    Ok(live.len())
 }

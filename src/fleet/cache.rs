@@ -5,13 +5,15 @@
 //! sessions"). The opt-in markers are read with one directory listing, and
 //! ids are validated before they are used as file names.
 //!
-//! Only the sessions the daemon acts on are kept whole: the restart-critical
-//! ones (by name or by marker, which covers the conductors the patrols look
-//! at) and the children (`parent_session_id` set, for the waiting patrol).
-//! Every other listed session is kept as its id alone, in an [`IdSet`], so a
-//! profile of 50,000 archived sessions costs about a megabyte. A session
-//! that gains a marker after the list was read is kept whole from the next
-//! read on; [`Fleet::needs_refresh_for`] says when a hook should cause one.
+//! Only the restart-critical sessions (by name or by marker, which covers
+//! the conductors the patrols look at) are kept whole. Every other listed
+//! session is kept as its id, and a child (`parent_session_id` set) also as
+//! its profile, in an [`IdSet`]: a profile of 50,000 archived workers costs
+//! about a megabyte, not tens. The waiting patrol takes the few children it
+//! acts on from the tick's live lists ([`Fleet::child_profile`] tells which
+//! ids are children). A session that gains a marker after the list was read
+//! is kept whole from the next read on; [`Fleet::needs_refresh_for`] says
+//! when a hook should cause one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -24,12 +26,18 @@ use crate::fleet::session::{self, Session};
 
 /// An unknown hook id refreshes the cache at most this often.
 const MIN_REFRESH_GAP: Duration = Duration::from_secs(1);
+/// The tag of a session in [`Fleet::others`] that is not a child; a child's
+/// tag is the index of its profile in [`Fleet::child_profiles`].
+const NOT_A_CHILD: u32 = u32::MAX;
 
 pub struct Fleet {
     /// The sessions kept whole (see the module docs), by id.
     sessions: BTreeMap<String, Session>,
-    /// Every other listed session.
+    /// Every other listed session, tagged [`NOT_A_CHILD`] or with its
+    /// profile's index in `child_profiles`.
     others: IdSet,
+    /// The profiles of the children in `others`.
+    child_profiles: Vec<String>,
     markers: BTreeSet<String>,
     autorestart_dir: PathBuf,
     last_refresh: Option<Instant>,
@@ -40,6 +48,7 @@ impl Fleet {
         Fleet {
             sessions: BTreeMap::new(),
             others: IdSet::default(),
+            child_profiles: Vec::new(),
             markers: BTreeSet::new(),
             autorestart_dir,
             last_refresh: None,
@@ -51,16 +60,29 @@ impl Fleet {
         self.last_refresh = Some(Instant::now());
         let mut sessions = BTreeMap::new();
         let mut others = IdSetBuilder::new();
+        let mut child_profiles: BTreeMap<String, u32> = BTreeMap::new();
         let markers = &self.markers;
         deck.list_all(&mut |row| {
             if kept_whole(row, markers) {
                 sessions.insert(row.id.to_string(), row.session());
+            } else if row.parent_session_id.is_some() {
+                let next = u32::try_from(child_profiles.len()).unwrap_or(NOT_A_CHILD);
+                let profile = row.profile.str();
+                let tag = match child_profiles.get(profile.as_ref()) {
+                    Some(tag) => *tag,
+                    None => *child_profiles.entry(profile.into_owned()).or_insert(next),
+                };
+                others.push(&row.id, tag);
             } else {
-                others.push(&row.id);
+                others.push(&row.id, NOT_A_CHILD);
             }
         })?;
+        let mut by_tag: Vec<(u32, String)> =
+            child_profiles.into_iter().map(|(p, t)| (t, p)).collect();
+        by_tag.sort_unstable();
         self.sessions = sessions;
         self.others = others.build();
+        self.child_profiles = by_tag.into_iter().map(|(_, p)| p).collect();
         Ok(())
     }
 
@@ -89,7 +111,7 @@ impl Fleet {
         };
     }
 
-    /// A session kept whole: restart-critical, a child, or opted in.
+    /// A session kept whole: restart-critical by name or opted in.
     pub fn get(&self, id: &str) -> Option<&Session> {
         self.sessions.get(id)
     }
@@ -103,6 +125,17 @@ impl Fleet {
     /// unknown, or has been opted in since the list was read.
     pub fn needs_refresh_for(&self, id: &str) -> bool {
         !self.knows(id) || (self.get(id).is_none() && self.markers.contains(id))
+    }
+
+    /// The profile of a child session not kept whole.
+    pub fn child_profile(&self, id: &str) -> Option<&str> {
+        let tag = self.others.tag(id)?;
+        self.child_profiles.get(tag as usize).map(String::as_str)
+    }
+
+    /// The profiles holding a child session not kept whole.
+    pub fn child_profiles(&self) -> impl Iterator<Item = &String> {
+        self.child_profiles.iter()
     }
 
     /// Every listed session, whole or not.
@@ -130,16 +163,15 @@ impl Fleet {
     }
 
     /// The sessions kept whole, for patrols that look beyond the critical
-    /// ones (children and conductors are among them).
+    /// ones (conductors are among them; most children are not).
     pub fn all(&self) -> impl Iterator<Item = &Session> {
         self.sessions.values()
     }
 }
 
-/// Whether the cache keeps this row whole (see the module docs).
+/// Whether the cache keeps this row whole: it is restart-critical.
 fn kept_whole(row: &Row<'_>, markers: &BTreeSet<String>) -> bool {
     row.is_critical_by_name()
-        || row.parent_session_id.is_some()
         || (session::is_valid_id(&row.id) && markers.contains(row.id.as_ref()))
 }
 
@@ -191,7 +223,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_sessions_acted_on_are_kept_whole_and_every_one_is_known() {
+    fn only_critical_sessions_are_kept_whole_and_every_one_is_known() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("m0000000-1"), "").unwrap();
         let mut f = Fleet::new(tmp.path().to_owned());
@@ -207,10 +239,11 @@ mod tests {
             .unwrap();
         assert_eq!(f.len(), 1004);
         let whole: Vec<&str> = f.all().map(|s| s.id.as_str()).collect();
-        assert_eq!(
-            whole,
-            ["c0000000-1", "k0000000-1", "m0000000-1", "w0000000-1"]
-        );
+        assert_eq!(whole, ["c0000000-1", "m0000000-1", "w0000000-1"]);
+        assert!(f.knows("k0000000-1"));
+        assert_eq!(f.child_profile("k0000000-1"), Some("p"));
+        assert_eq!(f.child_profile("000003e7-2"), None);
+        assert_eq!(f.child_profiles().collect::<Vec<_>>(), ["p"]);
         let critical: Vec<String> = f.critical().into_iter().map(|s| s.id).collect();
         assert_eq!(critical, ["c0000000-1", "m0000000-1", "w0000000-1"]);
         assert!(f.knows("000003e7-2") && f.get("000003e7-2").is_none());

@@ -3,11 +3,11 @@
 //! rows that borrow from the bytes at hand.
 //!
 //! [`ListReader`] is fed the answer in pieces of any size. Each element of
-//! the top-level array is deserialized straight from the piece that holds it
-//! into a row struct with only the fields the daemon uses (the others are
-//! skipped unread); an element cut by the end of a piece is carried over in
-//! one buffer until [`ElementScan`] sees it close. No `serde_json::Value` is
-//! built and the answer is never held whole: memory is one row, bounded by
+//! the top-level array is read straight from the piece that holds it by
+//! [`read_row`], which keeps only the fields the daemon uses; an element cut
+//! by the end of a piece is carried over in one buffer until [`ElementScan`]
+//! sees it close, then read whole. No `serde_json::Value` is built and the
+//! answer is never held whole: memory is one row, bounded by
 //! [`MAX_ROW_BYTES`], plus what the caller keeps of each row.
 //!
 //! What counts as what, whatever the pieces:
@@ -24,13 +24,12 @@
 //! Rows reach the caller before the end of the answer is known: a caller
 //! keeps them only once [`ListReader::finish`] said the answer was readable.
 
-use std::borrow::Cow;
-
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::fleet::parse::Garbage;
-use crate::fleet::session::{Live, Session, Status};
+pub use crate::fleet::row::Row;
+use crate::fleet::row::{read_row, RowError, Text};
 use crate::fleet::split::{ElementScan, Step};
 
 /// A row longer than this is skipped unread; a real one is under 4 KiB.
@@ -51,62 +50,6 @@ pub enum Shape {
     Profile,
 }
 
-/// One session of a list, borrowing from the answer where it can (a string
-/// with an escape in it is the only copy made while reading).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Row<'a> {
-    pub id: Cow<'a, str>,
-    pub title: Cow<'a, str>,
-    pub group: Cow<'a, str>,
-    pub profile: Cow<'a, str>,
-    pub path: Cow<'a, str>,
-    pub parent_session_id: Option<Cow<'a, str>>,
-    pub is_conductor: bool,
-    /// The live fields; all empty in `list --all`.
-    pub status: Option<Status>,
-    pub substate: Option<Cow<'a, str>>,
-    pub channels: Vec<Cow<'a, str>>,
-    pub auth_hold: Option<Cow<'a, str>>,
-    pub claude_session_id: Option<Cow<'a, str>>,
-}
-
-impl Row<'_> {
-    pub fn session(&self) -> Session {
-        Session {
-            id: self.id.clone().into_owned(),
-            title: self.title.clone().into_owned(),
-            group: self.group.clone().into_owned(),
-            profile: self.profile.clone().into_owned(),
-            path: self.path.clone().into_owned(),
-            parent_session_id: owned(&self.parent_session_id),
-            is_conductor: self.is_conductor,
-        }
-    }
-
-    pub fn live(&self) -> Live {
-        Live {
-            status: self.status,
-            substate: owned(&self.substate),
-            channels: self
-                .channels
-                .iter()
-                .map(|c| c.clone().into_owned())
-                .collect(),
-            auth_hold: owned(&self.auth_hold),
-            claude_session_id: owned(&self.claude_session_id),
-        }
-    }
-
-    /// Restart-critical by name alone (see [`crate::fleet::session`]).
-    pub fn is_critical_by_name(&self) -> bool {
-        crate::fleet::session::critical_by_name(&self.title, &self.group, self.is_conductor)
-    }
-}
-
-fn owned(s: &Option<Cow<'_, str>>) -> Option<String> {
-    s.as_ref().map(|s| s.clone().into_owned())
-}
-
 /// How many rows an answer had, and why the skipped ones were.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -117,129 +60,11 @@ pub struct Tally {
     pub reasons: Vec<String>,
 }
 
-/// A string field, borrowed from the answer unless it holds an escape.
-#[derive(Deserialize)]
-struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-
-/// The fields of a `list --all` row that describe the session. `null`
-/// counts as absent; every other field is skipped unread.
-#[derive(Deserialize)]
-struct AllFields<'a> {
-    #[serde(borrow)]
-    id: Option<Text<'a>>,
-    #[serde(borrow)]
-    title: Option<Text<'a>>,
-    #[serde(borrow)]
-    group: Option<Text<'a>>,
-    #[serde(borrow)]
-    group_path: Option<Text<'a>>,
-    #[serde(borrow)]
-    profile: Option<Text<'a>>,
-    #[serde(borrow)]
-    path: Option<Text<'a>>,
-    #[serde(borrow)]
-    parent_session_id: Option<Text<'a>>,
-    is_conductor: Option<bool>,
-    #[serde(rename = "IsConductor")]
-    is_conductor_go: Option<bool>,
-}
-
-/// The fields of a `-p P list` row: those of [`AllFields`] and the live ones.
-#[derive(Deserialize)]
-struct ProfileFields<'a> {
-    #[serde(borrow)]
-    id: Option<Text<'a>>,
-    #[serde(borrow)]
-    title: Option<Text<'a>>,
-    #[serde(borrow)]
-    group: Option<Text<'a>>,
-    #[serde(borrow)]
-    group_path: Option<Text<'a>>,
-    #[serde(borrow)]
-    profile: Option<Text<'a>>,
-    #[serde(borrow)]
-    path: Option<Text<'a>>,
-    #[serde(borrow)]
-    parent_session_id: Option<Text<'a>>,
-    is_conductor: Option<bool>,
-    #[serde(rename = "IsConductor")]
-    is_conductor_go: Option<bool>,
-    #[serde(borrow)]
-    status: Option<Text<'a>>,
-    #[serde(borrow)]
-    substate: Option<Text<'a>>,
-    #[serde(borrow)]
-    channels: Option<Vec<Text<'a>>>,
-    #[serde(borrow)]
-    auth_hold: Option<AuthHold<'a>>,
-    #[serde(borrow)]
-    claude_session_id: Option<Text<'a>>,
-}
-
-#[derive(Deserialize)]
-struct AuthHold<'a> {
-    #[serde(borrow)]
-    reason: Option<Text<'a>>,
-}
-
 /// Just the id, to name a skipped row.
 #[derive(Deserialize)]
 struct IdOnly<'a> {
     #[serde(borrow)]
     id: Option<Text<'a>>,
-}
-
-fn text(t: Option<Text<'_>>) -> Cow<'_, str> {
-    t.map_or(Cow::Borrowed(""), |t| t.0)
-}
-
-/// Absent, `null` and `""` are all "none".
-fn nonempty(t: Option<Text<'_>>) -> Option<Cow<'_, str>> {
-    t.map(|t| t.0).filter(|s| !s.is_empty())
-}
-
-/// A row struct of one [`Shape`], turned into a [`Row`] or a skip reason.
-trait Fields<'a>: Deserialize<'a> {
-    fn row(self) -> Result<Row<'a>, String>;
-}
-
-impl<'a> Fields<'a> for AllFields<'a> {
-    fn row(self) -> Result<Row<'a>, String> {
-        Ok(Row {
-            id: nonempty(self.id).ok_or("no id")?,
-            title: text(self.title),
-            group: text(self.group.or(self.group_path)),
-            profile: text(self.profile),
-            path: text(self.path),
-            parent_session_id: nonempty(self.parent_session_id),
-            is_conductor: self.is_conductor == Some(true) || self.is_conductor_go == Some(true),
-            ..Row::default()
-        })
-    }
-}
-
-impl<'a> Fields<'a> for ProfileFields<'a> {
-    fn row(self) -> Result<Row<'a>, String> {
-        Ok(Row {
-            id: nonempty(self.id).ok_or("no id")?,
-            title: text(self.title),
-            group: text(self.group.or(self.group_path)),
-            profile: text(self.profile),
-            path: text(self.path),
-            parent_session_id: nonempty(self.parent_session_id),
-            is_conductor: self.is_conductor == Some(true) || self.is_conductor_go == Some(true),
-            status: self.status.map(|s| Status::parse(&s.0)),
-            substate: nonempty(self.substate),
-            channels: self
-                .channels
-                .map(|c| c.into_iter().map(|t| t.0).collect())
-                .unwrap_or_default(),
-            auth_hold: self
-                .auth_hold
-                .map(|h| nonempty(h.reason).unwrap_or(Cow::Borrowed("unknown"))),
-            claude_session_id: nonempty(self.claude_session_id),
-        })
-    }
 }
 
 /// Where the reader is in the answer, outside a row.
@@ -446,13 +271,16 @@ impl<'f> ListReader<'f> {
         let rest = &piece[at..];
         let mut known = None;
         if rest[0] == b'{' {
-            let first = match self.shape {
-                Shape::All => self.first_in::<AllFields>(rest),
-                Shape::Profile => self.first_in::<ProfileFields>(rest),
-            };
-            match first {
-                Ok(Some(len)) => return Ok(at + len),
-                Ok(None) => {}
+            match read_row(rest, self.shape == Shape::Profile) {
+                Ok((_, len)) if len > MAX_ROW_BYTES => {
+                    self.too_long();
+                    return Ok(at + len);
+                }
+                Ok((row, len)) => {
+                    self.use_row(row);
+                    return Ok(at + len);
+                }
+                // Said for sure only if the row ends in this piece (below).
                 Err(e) => known = Some(e),
             }
         }
@@ -475,30 +303,6 @@ impl<'f> ListReader<'f> {
                 Ok(piece.len())
             }
             Step::Broken(why) => Err(why.into()),
-        }
-    }
-
-    /// Reads the object at the start of `rest` as a row of fields `F`: its
-    /// length once it was used or skipped, `None` when `rest` ends inside
-    /// it, or the error that makes it no row.
-    fn first_in<'a, F: Fields<'a>>(
-        &mut self,
-        rest: &'a [u8],
-    ) -> Result<Option<usize>, serde_json::Error> {
-        let mut stream = serde_json::Deserializer::from_slice(rest).into_iter::<F>();
-        match stream.next() {
-            Some(Ok(fields)) => {
-                let len = stream.byte_offset();
-                if len > MAX_ROW_BYTES {
-                    self.too_long();
-                } else {
-                    self.use_fields(fields);
-                }
-                Ok(Some(len))
-            }
-            Some(Err(e)) if e.is_eof() => Ok(None),
-            Some(Err(e)) => Err(e),
-            None => Ok(None),
         }
     }
 
@@ -525,7 +329,7 @@ impl<'f> ListReader<'f> {
 
     /// A whole row whose end [`ElementScan`] found: used, skipped, or the
     /// reason the answer is garbage (it is not valid JSON).
-    fn whole(&mut self, bytes: &[u8], known: Option<serde_json::Error>) -> Result<(), String> {
+    fn whole(&mut self, bytes: &[u8], known: Option<RowError>) -> Result<(), String> {
         if bytes.len() > MAX_ROW_BYTES {
             self.too_long();
             return Ok(());
@@ -537,42 +341,31 @@ impl<'f> ListReader<'f> {
         }
         let error = match known {
             Some(e) => e,
-            None => {
-                let read = match self.shape {
-                    Shape::All => self.read_whole::<AllFields>(bytes),
-                    Shape::Profile => self.read_whole::<ProfileFields>(bytes),
-                };
-                match read {
-                    Ok(()) => return Ok(()),
-                    Err(e) => e,
+            None => match read_row(bytes, self.shape == Shape::Profile) {
+                Ok((row, _)) => {
+                    self.use_row(row);
+                    return Ok(());
                 }
-            }
+                Err(e) => e,
+            },
         };
-        if !error.is_data() {
-            return Err(position_free(&error));
-        }
+        let why = match error {
+            RowError::Syntax(why) => return Err(why),
+            RowError::Data(why) => why,
+        };
         valid_json(bytes)?;
         let id = serde_json::from_slice::<IdOnly>(bytes)
             .ok()
-            .and_then(|r| nonempty(r.id));
-        self.skip(id.as_deref(), position_free(&error));
+            .and_then(|r| r.id)
+            .map(|id| id.string())
+            .filter(|id| !id.is_empty());
+        self.skip(id.as_deref(), why);
         Ok(())
     }
 
-    fn read_whole<'a, F: Fields<'a>>(&mut self, bytes: &'a [u8]) -> Result<(), serde_json::Error> {
-        let fields = serde_json::from_slice::<F>(bytes)?;
-        self.use_fields(fields);
-        Ok(())
-    }
-
-    fn use_fields<'a, F: Fields<'a>>(&mut self, fields: F) {
-        match fields.row() {
-            Ok(row) => {
-                self.tally.rows += 1;
-                (self.each)(&row);
-            }
-            Err(why) => self.skip(None, why),
-        }
+    fn use_row(&mut self, row: Row<'_>) {
+        self.tally.rows += 1;
+        (self.each)(&row);
     }
 
     fn too_long(&mut self) {
@@ -678,6 +471,7 @@ fn preview(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::session::{Live, Session, Status};
 
     /// What reading `answer` in pieces of `piece` bytes gave: the rows as
     /// owned values, and the tally; or only that it was garbage.
