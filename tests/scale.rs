@@ -1,7 +1,7 @@
 //! Black-box tests at scale: the built binary against the fake agent-deck
 //! with a profile far past what a capped read of the CLI's answer could hold
 //! (SPEC §4: an unreadable list is unknown; a big one must not become
-//! unreadable).
+//! unreadable), and the children the session cache keeps as ids alone.
 
 mod common;
 mod harness;
@@ -9,7 +9,7 @@ mod harness;
 use std::time::{Duration, Instant};
 
 use common::wait_until;
-use harness::{conductor, Wd, CONDUCTOR};
+use harness::{conductor, read_json_lines, Wd, CONDUCTOR};
 use serde_json::{json, Value};
 
 /// `n` sessions in profile "default": the errored conductor in the middle,
@@ -67,4 +67,75 @@ fn a_50k_session_profile_is_read_and_its_errored_conductor_restarted() {
         "50,000 sessions: restarted {:.1}s after the test began",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// `(ts, argv)` of every call the fake logged.
+fn timed_calls(wd: &Wd) -> Vec<(f64, Vec<String>)> {
+    read_json_lines(&wd.fake.log)
+        .into_iter()
+        .map(|c| {
+            let argv = c["argv"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|s| s.as_str().unwrap_or_default().to_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            (c["ts"].as_f64().unwrap_or_default(), argv)
+        })
+        .collect()
+}
+
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_waiting_child_keeps_its_timer_while_its_profile_is_unreadable() {
+    let kid = "a0b1c2d3-1755899999";
+    let wd = Wd::new().env("WAITING_PATROL_THRESHOLD_S", "1");
+    wd.sessions(vec![
+        json!({"id": CONDUCTOR, "title": "conductor-ops", "group": "conductor", "profile": "work",
+               "status": "running"}),
+        json!({"id": kid, "title": "worker-1", "group": "srv", "profile": "work",
+               "parent_session_id": CONDUCTOR, "status": "waiting", "pane": "Proceed?"}),
+    ]);
+    let d = wd.spawn(&[]);
+    let sampled = || !wd.fake.calls_with(&["output", kid]).is_empty();
+    assert!(
+        wait_until(Duration::from_secs(10), sampled),
+        "never sampled; stderr:\n{}",
+        d.stderr()
+    );
+    // The profile's live list is garbage for three times the threshold.
+    wd.fake
+        .update_state(|s| s["faults"] = json!({"list": {"mode": "garbage"}}));
+    std::thread::sleep(Duration::from_secs(3));
+    let recovered = now_secs();
+    wd.fake.update_state(|s| s["faults"] = json!({}));
+    let nudged = || !wd.fake.calls_with(&["send", kid]).is_empty();
+    assert!(
+        wait_until(Duration::from_secs(10), nudged),
+        "never nudged; stderr:\n{}",
+        d.stderr()
+    );
+    let calls = timed_calls(&wd);
+    let sent = calls
+        .iter()
+        .find(|(_, argv)| argv.contains(&"send".to_owned()))
+        .map_or(f64::MAX, |(ts, _)| *ts);
+    let samples_since = calls
+        .iter()
+        .filter(|(ts, argv)| *ts > recovered && *ts < sent && argv.contains(&"output".to_owned()))
+        .count();
+    // Timed since before the outage, the pane is overdue at the first look;
+    // a timer started afresh would take a second's more samples.
+    assert_eq!(samples_since, 1, "stderr:\n{}", d.stderr());
+    assert!(d
+        .stderr()
+        .contains("statuses of profile 'work' are unreadable"));
 }

@@ -339,7 +339,7 @@ impl Daemon {
             self.fleet.refresh_if_stale(self.deck.as_ref());
         }
         let Some(s) = self.fleet.get(id).cloned() else {
-            log::debug!("hook for {id}, which no profile lists as critical; ignored");
+            log::debug!("hook for {id}, not a critical session of any profile; ignored");
             return;
         };
         if !self.fleet.is_critical(&s) || self.state.lock().in_flight.contains(id) {

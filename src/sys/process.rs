@@ -289,8 +289,13 @@ fn supervised(
             stop(child);
             Err(RunError::Interrupted)
         }
-        Ended::TooLong => {
-            stop(child);
+        Ended::TooLong { exited } => {
+            // A child reaped already is not killed: its pid may name
+            // another process by now (the grandchild writing is left, as
+            // after any exit).
+            if !exited {
+                stop(child);
+            }
             Err(RunError::TooLong(limits.stdout_ceiling))
         }
         Ended::WaitFailed(e) => {
@@ -313,8 +318,10 @@ enum Ended {
     Exited(ExitStatus),
     TimedOut,
     Interrupted,
-    /// Stdout passed the ceiling while the child ran.
-    TooLong,
+    /// Stdout passed the ceiling, while the child ran or after it exited.
+    TooLong {
+        exited: bool,
+    },
     /// `waitpid` itself failed.
     WaitFailed(std::io::Error),
 }
@@ -340,7 +347,9 @@ fn supervise(
             }
         }
         if io.stdout_bytes > io.ceiling {
-            return Ended::TooLong;
+            return Ended::TooLong {
+                exited: exited.is_some(),
+            };
         }
         let now = Instant::now();
         let until = match exited {
