@@ -8,6 +8,8 @@
 
 pub(crate) mod act;
 pub(crate) mod alert;
+#[doc(hidden)]
+pub mod bench;
 pub(crate) mod cli;
 pub(crate) mod config;
 pub(crate) mod daemon;

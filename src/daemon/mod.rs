@@ -205,11 +205,11 @@ impl Daemon {
 
     /// A hook file for `id` was written.
     fn on_hook(&mut self, id: &str) {
-        if self.fleet.get(id).is_none() {
+        if self.fleet.needs_refresh_for(id) {
             self.fleet.refresh_if_stale(self.deck.as_ref());
         }
         let Some(s) = self.fleet.get(id).cloned() else {
-            log::debug!("hook for {id}, which no profile lists; ignored");
+            log::debug!("hook for {id}, not a critical session of any profile; ignored");
             return;
         };
         if !self.fleet.is_critical(&s) || self.state.lock().in_flight.contains(id) {

@@ -14,6 +14,17 @@ use crate::fleet::cache::Fleet;
 use crate::fleet::session::{self, Live, Session, Status};
 use crate::records::metrics;
 
+/// What the live lists of one tick said.
+#[derive(Default)]
+struct LiveView {
+    /// By id: the sessions kept whole, and the waiting children.
+    live: BTreeMap<String, Live>,
+    /// Profiles whose list could not be read.
+    unreadable: BTreeSet<String>,
+    /// The waiting children the cache does not keep whole.
+    children: Vec<Session>,
+}
+
 impl Daemon {
     /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
     pub fn tick(&mut self) {
@@ -34,19 +45,12 @@ impl Daemon {
         let critical = self.fleet.critical();
         let mut profiles = Fleet::profiles(&critical);
         profiles.extend(Patrols::profiles_needed(self.fleet.all()));
-        let mut live: BTreeMap<String, Live> = BTreeMap::new();
-        let mut unreadable = BTreeSet::new();
-        for profile in profiles {
-            // A hung call may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed between calls.
-            self.sd_notify.alive();
-            match self.deck.list_profile(&profile) {
-                Ok(list) => live.extend(list.into_iter().map(|(s, l)| (s.id, l))),
-                Err(e) => {
-                    log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick");
-                    unreadable.insert(profile);
-                }
-            }
-        }
+        profiles.extend(self.fleet.child_profiles().cloned());
+        let LiveView {
+            live,
+            unreadable,
+            children,
+        } = self.read_live(profiles);
         let errored = critical
             .iter()
             .filter(|s| live.get(&s.id).is_some_and(|l| l.status() == Status::Error))
@@ -64,8 +68,9 @@ impl Daemon {
             self.forget_gone();
         }
         gates::prune_state(&mut self.state.lock(), &self.limits, self.clock.now());
+        let held = self.children_held(&unreadable);
         let snap = Snapshot {
-            sessions: self.fleet.all().collect(),
+            sessions: self.fleet.all().chain(&children).chain(&held).collect(),
             critical: &critical,
             live: &live,
             unreadable: &unreadable,
@@ -76,19 +81,81 @@ impl Daemon {
         self.report(critical.len(), errored, started.elapsed().as_secs_f64());
     }
 
+    /// One `-p P list` per profile: the live state of the sessions the cache
+    /// keeps whole, and the children it does not that are waiting (whole,
+    /// from their row), for the waiting patrol. The other rows are read and
+    /// dropped.
+    fn read_live(&mut self, profiles: BTreeSet<String>) -> LiveView {
+        let mut view = LiveView::default();
+        for profile in profiles {
+            // A hung call may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed between calls.
+            self.sd_notify.alive();
+            let fleet = &self.fleet;
+            let mut live = BTreeMap::new();
+            let mut children = Vec::new();
+            let read = self.deck.list_profile(&profile, &mut |row| {
+                if fleet.get(&row.id).is_some() {
+                    live.insert(row.id.to_string(), row.live());
+                } else if row.status == Some(Status::Waiting)
+                    && fleet.child_profile(&row.id).is_some()
+                {
+                    live.insert(row.id.to_string(), row.live());
+                    children.push(Session {
+                        profile: profile.clone(),
+                        ..row.session()
+                    });
+                }
+            });
+            match read {
+                Ok(()) => {
+                    view.live.extend(live);
+                    view.children.extend(children);
+                }
+                Err(e) => {
+                    log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick");
+                    view.unreadable.insert(profile);
+                }
+            }
+        }
+        view
+    }
+
+    /// The children the waiting patrol is timing in profiles whose list was
+    /// unreadable this tick, so that they count as unknown, not as "no longer
+    /// waiting". The cache keeps only their id and profile (and that they
+    /// have a parent), which is all the patrol looks at for them.
+    fn children_held(&self, unreadable: &BTreeSet<String>) -> Vec<Session> {
+        if unreadable.is_empty() {
+            return Vec::new();
+        }
+        let st = self.state.lock();
+        st.waiting
+            .keys()
+            .filter_map(|id| {
+                let profile = self.fleet.child_profile(id)?;
+                unreadable.contains(profile).then(|| Session {
+                    id: id.clone(),
+                    profile: profile.to_owned(),
+                    parent_session_id: Some(String::new()),
+                    ..Session::default()
+                })
+            })
+            .collect()
+    }
+
     /// Sessions agent-deck no longer lists leave the state and the caches.
     fn forget_gone(&mut self) {
         let fleet = &self.fleet;
         {
             let mut st = self.state.lock();
             let in_flight = st.in_flight.clone();
-            let keep = |id: &String| fleet.get(id).is_some() || in_flight.contains(id);
+            let keep = |id: &String| fleet.knows(id) || in_flight.contains(id);
             st.sessions.retain(|id, _| keep(id));
             st.waiting.retain(|id, _| keep(id));
             st.poller_restarted.retain(|id, _| keep(id));
         }
-        self.hook_checks.retain(|id| fleet.get(id).is_some());
-        self.gate_skips.retain(|id, _| fleet.get(id).is_some());
+        self.hook_checks.retain(|id| fleet.knows(id));
+        self.gate_skips.retain(|id, _| fleet.knows(id));
     }
 
     /// `metrics.prom` and the systemd status line, after each tick.

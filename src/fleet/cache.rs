@@ -4,19 +4,40 @@
 //! An unreadable list keeps the last known fleet (unknown is never "no
 //! sessions"). The opt-in markers are read with one directory listing, and
 //! ids are validated before they are used as file names.
+//!
+//! Only the restart-critical sessions (by name or by marker, which covers
+//! the conductors the patrols look at) are kept whole. Every other listed
+//! session is kept as its id, and a child (`parent_session_id` set) also as
+//! its profile, in an [`IdSet`]: a profile of 50,000 archived workers costs
+//! about a megabyte, not tens. The waiting patrol takes the few children it
+//! acts on from the tick's live lists ([`Fleet::child_profile`] tells which
+//! ids are children). A session that gains a marker after the list was read
+//! is kept whole from the next read on; [`Fleet::needs_refresh_for`] says
+//! when a hook should cause one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::fleet::deck::{AgentDeck, CliError};
+use crate::fleet::id_set::{IdSet, IdSetBuilder};
+use crate::fleet::listing::Row;
 use crate::fleet::session::{self, Session};
 
 /// An unknown hook id refreshes the cache at most this often.
 const MIN_REFRESH_GAP: Duration = Duration::from_secs(1);
+/// The tag of a session in [`Fleet::others`] that is not a child; a child's
+/// tag is the index of its profile in [`Fleet::child_profiles`].
+const NOT_A_CHILD: u32 = u32::MAX;
 
 pub struct Fleet {
+    /// The sessions kept whole (see the module docs), by id.
     sessions: BTreeMap<String, Session>,
+    /// Every other listed session, tagged [`NOT_A_CHILD`] or with its
+    /// profile's index in `child_profiles`.
+    others: IdSet,
+    /// The profiles of the children in `others`.
+    child_profiles: Vec<String>,
     markers: BTreeSet<String>,
     autorestart_dir: PathBuf,
     last_refresh: Option<Instant>,
@@ -26,6 +47,8 @@ impl Fleet {
     pub fn new(autorestart_dir: PathBuf) -> Fleet {
         Fleet {
             sessions: BTreeMap::new(),
+            others: IdSet::default(),
+            child_profiles: Vec::new(),
             markers: BTreeSet::new(),
             autorestart_dir,
             last_refresh: None,
@@ -35,8 +58,31 @@ impl Fleet {
     /// Re-reads `list --all`; on failure the last known fleet stays.
     pub fn refresh(&mut self, deck: &dyn AgentDeck) -> Result<(), CliError> {
         self.last_refresh = Some(Instant::now());
-        let list = deck.list_all()?;
-        self.sessions = list.into_iter().map(|s| (s.id.clone(), s)).collect();
+        let mut sessions = BTreeMap::new();
+        let mut others = IdSetBuilder::new();
+        let mut child_profiles: BTreeMap<String, u32> = BTreeMap::new();
+        let markers = &self.markers;
+        deck.list_all(&mut |row| {
+            if kept_whole(row, markers) {
+                sessions.insert(row.id.to_string(), row.session());
+            } else if row.parent_session_id.is_some() {
+                let next = u32::try_from(child_profiles.len()).unwrap_or(NOT_A_CHILD);
+                let profile = row.profile.str();
+                let tag = match child_profiles.get(profile.as_ref()) {
+                    Some(tag) => *tag,
+                    None => *child_profiles.entry(profile.into_owned()).or_insert(next),
+                };
+                others.push(&row.id, tag);
+            } else {
+                others.push(&row.id, NOT_A_CHILD);
+            }
+        })?;
+        let mut by_tag: Vec<(u32, String)> =
+            child_profiles.into_iter().map(|(p, t)| (t, p)).collect();
+        by_tag.sort_unstable();
+        self.sessions = sessions;
+        self.others = others.build();
+        self.child_profiles = by_tag.into_iter().map(|(_, p)| p).collect();
         Ok(())
     }
 
@@ -65,12 +111,36 @@ impl Fleet {
         };
     }
 
+    /// A session kept whole: restart-critical by name or opted in.
     pub fn get(&self, id: &str) -> Option<&Session> {
         self.sessions.get(id)
     }
 
+    /// Whether the last readable list had this session, whole or not.
+    pub fn knows(&self, id: &str) -> bool {
+        self.sessions.contains_key(id) || self.others.contains(id)
+    }
+
+    /// Whether a hook for `id` should re-read the list first: the session is
+    /// unknown, or has been opted in since the list was read.
+    pub fn needs_refresh_for(&self, id: &str) -> bool {
+        !self.knows(id) || (self.get(id).is_none() && self.markers.contains(id))
+    }
+
+    /// The profile of a child session not kept whole.
+    pub fn child_profile(&self, id: &str) -> Option<&str> {
+        let tag = self.others.tag(id)?;
+        self.child_profiles.get(tag as usize).map(String::as_str)
+    }
+
+    /// The profiles holding a child session not kept whole.
+    pub fn child_profiles(&self) -> impl Iterator<Item = &String> {
+        self.child_profiles.iter()
+    }
+
+    /// Every listed session, whole or not.
     pub fn len(&self) -> usize {
-        self.sessions.len()
+        self.sessions.len() + self.others.len()
     }
 
     pub fn is_critical(&self, s: &Session) -> bool {
@@ -92,15 +162,122 @@ impl Fleet {
         sessions.iter().map(|s| s.profile.clone()).collect()
     }
 
-    /// All sessions, for patrols that look beyond the critical ones.
+    /// The sessions kept whole, for patrols that look beyond the critical
+    /// ones (conductors are among them; most children are not).
     pub fn all(&self) -> impl Iterator<Item = &Session> {
         self.sessions.values()
     }
 }
 
+/// Whether the cache keeps this row whole: it is restart-critical.
+fn kept_whole(row: &Row<'_>, markers: &BTreeSet<String>) -> bool {
+    row.is_critical_by_name()
+        || (session::is_valid_id(&row.id) && markers.contains(row.id.as_ref()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::deck::{CliResult, RestartAnswer};
+    use crate::fleet::listing::{self, Shape};
+    use crate::fleet::session::Live;
+
+    /// An agent-deck whose `list --all` prints `answer`; nothing else works.
+    struct Printing(String);
+
+    impl AgentDeck for Printing {
+        fn list_all(&self, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
+            listing::read(Shape::All, self.0.as_bytes(), 7, each)?;
+            Ok(())
+        }
+        fn list_profile(&self, _: &str, _: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
+            Err(CliError::Garbage("not here".into()))
+        }
+        fn show(&self, _: &str, _: &str) -> CliResult<Live> {
+            Err(CliError::Garbage("not here".into()))
+        }
+        fn restart(&self, _: &str, _: &str) -> CliResult<RestartAnswer> {
+            Err(CliError::Garbage("not here".into()))
+        }
+        fn start(&self, _: &str, _: &str) -> CliResult<()> {
+            Err(CliError::Garbage("not here".into()))
+        }
+        fn send(&self, _: &str, _: &str, _: &str) -> CliResult<()> {
+            Err(CliError::Garbage("not here".into()))
+        }
+        fn pane(&self, _: &str, _: &str) -> CliResult<String> {
+            Err(CliError::Garbage("not here".into()))
+        }
+        fn transcript(&self, _: &str, _: &str) -> CliResult<String> {
+            Err(CliError::Garbage("not here".into()))
+        }
+        fn remove(&self, _: &str, _: &str) -> CliResult<()> {
+            Err(CliError::Garbage("not here".into()))
+        }
+    }
+
+    fn row(id: &str, title: &str, group: &str, parent: &str) -> String {
+        format!(
+            r#"{{"id":"{id}","title":"{title}","group":"{group}","profile":"p","parent_session_id":"{parent}"}}"#
+        )
+    }
+
+    #[test]
+    fn only_critical_sessions_are_kept_whole_and_every_one_is_known() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("m0000000-1"), "").unwrap();
+        let mut f = Fleet::new(tmp.path().to_owned());
+        f.reload_markers();
+        let mut rows = vec![
+            row("c0000000-1", "conductor-ops", "", ""),
+            row("w0000000-1", "watcher", "watchers", ""),
+            row("k0000000-1", "worker", "srv", "c0000000-1"),
+            row("m0000000-1", "marked", "srv", ""),
+        ];
+        rows.extend((0..1000).map(|i| row(&format!("{i:08x}-2"), "archived", "srv", "")));
+        f.refresh(&Printing(format!("[{}]", rows.join(","))))
+            .unwrap();
+        assert_eq!(f.len(), 1004);
+        let whole: Vec<&str> = f.all().map(|s| s.id.as_str()).collect();
+        assert_eq!(whole, ["c0000000-1", "m0000000-1", "w0000000-1"]);
+        assert!(f.knows("k0000000-1"));
+        assert_eq!(f.child_profile("k0000000-1"), Some("p"));
+        assert_eq!(f.child_profile("000003e7-2"), None);
+        assert_eq!(f.child_profiles().collect::<Vec<_>>(), ["p"]);
+        let critical: Vec<String> = f.critical().into_iter().map(|s| s.id).collect();
+        assert_eq!(critical, ["c0000000-1", "m0000000-1", "w0000000-1"]);
+        assert!(f.knows("000003e7-2") && f.get("000003e7-2").is_none());
+        assert!(!f.knows("000003e8-2"));
+        assert!(!f.needs_refresh_for("000003e7-2"), "known, not critical");
+        assert!(f.needs_refresh_for("000003e8-2"), "unknown");
+        std::fs::write(tmp.path().join("000003e7-2"), "").unwrap();
+        f.reload_markers();
+        assert!(f.needs_refresh_for("000003e7-2"), "opted in since the list");
+        f.refresh(&Printing(format!("[{}]", rows.join(","))))
+            .unwrap();
+        assert!(f.get("000003e7-2").is_some_and(|s| f.is_critical(s)));
+        assert!(!f.needs_refresh_for("000003e7-2"));
+    }
+
+    #[test]
+    fn an_unreadable_list_keeps_the_last_known_fleet() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut f = Fleet::new(tmp.path().to_owned());
+        let good = format!(
+            "[{},{}]",
+            row("c0000000-1", "conductor-ops", "", ""),
+            row("a0000000-1", "archived", "", "")
+        );
+        f.refresh(&Printing(good)).unwrap();
+        let cut = format!("[{},", row("b0000000-1", "conductor-b", "", ""));
+        assert!(f.refresh(&Printing(cut)).is_err());
+        assert!(f.get("c0000000-1").is_some() && f.knows("a0000000-1"));
+        assert!(
+            !f.knows("b0000000-1"),
+            "rows of an unreadable list are dropped"
+        );
+        assert_eq!(f.len(), 2);
+    }
 
     #[test]
     fn marker_opt_in_and_traversal() {

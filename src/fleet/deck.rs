@@ -3,9 +3,10 @@
 //! [`AgentDeck`] is what the rest of the daemon talks to; tests swap in an
 //! in-memory fake. [`Cli`] builds every agent-deck command line (global `-p`
 //! first, as the real CLI requires), runs it through [`crate::sys::process`], counts
-//! calls and failures, and parses the answer. It makes no decisions. List
-//! rows the parser had to leave out are warned about here, at most once a
-//! minute per command.
+//! calls and failures, and parses the answer. It makes no decisions. A list
+//! answer is parsed as it streams from the pipe and handed over row by row,
+//! so its size costs no memory here; list rows the parser had to leave out
+//! are warned about here, at most once a minute per command.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,10 +15,11 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use crate::fleet::listing::{ListReader, Row, Shape, Tally};
 pub use crate::fleet::parse::RestartAnswer;
-use crate::fleet::parse::{self, Garbage, Listing};
-use crate::fleet::session::{Live, Session};
-use crate::sys::process::{self, Cmd, Output, RunError};
+use crate::fleet::parse::{self, Garbage};
+use crate::fleet::session::Live;
+use crate::sys::process::{self, Cmd, Flow, Output, RunError};
 use crate::sys::shutdown::Shutdown;
 
 /// Why a CLI call gave no usable answer.
@@ -58,10 +60,13 @@ pub type CliResult<T> = Result<T, CliError>;
 
 /// Everything the watchdog asks of agent-deck.
 pub trait AgentDeck: Send + Sync {
-    /// `list --all --json`: every session, no status.
-    fn list_all(&self) -> CliResult<Vec<Session>>;
-    /// `-p P list --json`: the sessions of one profile with live status.
-    fn list_profile(&self, profile: &str) -> CliResult<Vec<(Session, Live)>>;
+    /// `list --all --json`: every session, no status, each handed to `each`
+    /// as it is read. The rows come before the answer is known to be whole
+    /// and readable: keep them only if this returns `Ok`.
+    fn list_all(&self, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()>;
+    /// `-p P list --json`: the sessions of one profile with live status,
+    /// handed over like [`AgentDeck::list_all`]'s.
+    fn list_profile(&self, profile: &str, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()>;
     /// `-p P session show <id> --json`.
     fn show(&self, profile: &str, id: &str) -> CliResult<Live>;
     /// `-p P session restart <id> --json`.
@@ -119,19 +124,19 @@ impl Cli {
         }
     }
 
-    /// The readable rows of a list; the others are warned about, rate-limited.
-    fn rows<T>(&self, name: &'static str, what: &str, listing: Listing<T>) -> Vec<T> {
-        let Some(first) = listing.skipped.first() else {
-            return listing.rows;
+    /// Warns about the rows a list had to leave out, rate-limited.
+    fn warn_skipped(&self, name: &'static str, what: &str, tally: &Tally) {
+        let Some(first) = tally.reasons.first() else {
+            return;
         };
         let mut skips = self.skips.lock();
         let log = skips.entry(name).or_default();
-        log.unreported += listing.skipped.len() as u64;
+        log.unreported += tally.skipped as u64;
         if log
             .last_warned
             .is_none_or(|t| t.elapsed() >= SKIP_WARN_EVERY)
         {
-            let earlier = log.unreported - listing.skipped.len() as u64;
+            let earlier = log.unreported - tally.skipped as u64;
             let earlier = if earlier > 0 {
                 format!(" ({earlier} more since the last such warning)")
             } else {
@@ -139,22 +144,26 @@ impl Cli {
             };
             log::warn!(
                 "`{what}` printed {} unreadable row(s){earlier}, skipped: {first}; the other {} row(s) are used",
-                listing.skipped.len(),
-                listing.rows.len()
+                tally.skipped,
+                tally.rows
             );
             log.last_warned = Some(Instant::now());
             log.unreported = 0;
         }
-        listing.rows
     }
 
-    /// Runs one command; a non-zero exit becomes [`CliError::Exit`].
-    fn call(&self, name: &'static str, profile: &str, args: &[&str]) -> CliResult<Output> {
+    /// The command line of one call: global `-p` first.
+    fn job(&self, profile: &str, args: &[&str]) -> Cmd {
         let mut job = Cmd::new(&self.bin);
         if !profile.is_empty() {
             job = job.arg("-p").arg(profile);
         }
-        let job = job.args(args.iter().copied());
+        job.args(args.iter().copied())
+    }
+
+    /// Runs one command; a non-zero exit becomes [`CliError::Exit`].
+    fn call(&self, name: &'static str, profile: &str, args: &[&str]) -> CliResult<Output> {
+        let job = self.job(profile, args);
         *self.stats.lock().calls.entry(name).or_default() += 1;
         let result = match process::run(&job, self.timeout, &self.shutdown) {
             Err(e) => Err(CliError::Run(e)),
@@ -168,6 +177,53 @@ impl Cli {
             *self.stats.lock().failures.entry(name).or_default() += 1;
         }
         result
+    }
+
+    /// Runs one list command, reading its answer as it streams in.
+    fn list(
+        &self,
+        name: &'static str,
+        profile: &str,
+        args: &[&str],
+        shape: Shape,
+        each: &mut dyn FnMut(&Row<'_>),
+    ) -> CliResult<()> {
+        let job = self.job(profile, args);
+        *self.stats.lock().calls.entry(name).or_default() += 1;
+        let mut reader = ListReader::new(shape, each);
+        let ran = process::run_streaming(&job, self.timeout, &self.shutdown, &mut |piece| {
+            if reader.feed(piece) {
+                Flow::More
+            } else {
+                Flow::Enough
+            }
+        });
+        let result = match ran {
+            Err(e) => Err(CliError::Run(e)),
+            Ok(done) if done.success() => reader.finish().map_err(CliError::from),
+            Ok(done) => Err(CliError::Exit {
+                code: done.code,
+                message: parse::error_message(
+                    &String::from_utf8_lossy(reader.text()),
+                    &done.stderr,
+                ),
+            }),
+        };
+        match result {
+            Ok(tally) => {
+                let what = if profile.is_empty() {
+                    args.join(" ")
+                } else {
+                    format!("-p {profile:?} {}", args.join(" "))
+                };
+                self.warn_skipped(name, &what, &tally);
+                Ok(())
+            }
+            Err(e) => {
+                *self.stats.lock().failures.entry(name).or_default() += 1;
+                Err(e)
+            }
+        }
     }
 
     fn parsed<T>(
@@ -185,16 +241,14 @@ impl Cli {
 }
 
 impl AgentDeck for Cli {
-    fn list_all(&self) -> CliResult<Vec<Session>> {
-        let out = self.call("list-all", "", &["list", "--all", "--json"]);
-        let listing = self.parsed("list-all", out, parse::list_all)?;
-        Ok(self.rows("list-all", "list --all --json", listing))
+    fn list_all(&self, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
+        let args = ["list", "--all", "--json"];
+        self.list("list-all", "", &args, Shape::All, each)
     }
 
-    fn list_profile(&self, profile: &str) -> CliResult<Vec<(Session, Live)>> {
-        let out = self.call("list", profile, &["list", "--json"]);
-        let listing = self.parsed("list", out, parse::list_profile)?;
-        Ok(self.rows("list", &format!("-p {profile:?} list --json"), listing))
+    fn list_profile(&self, profile: &str, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
+        let args = ["list", "--json"];
+        self.list("list", profile, &args, Shape::Profile, each)
     }
 
     fn show(&self, profile: &str, id: &str) -> CliResult<Live> {
@@ -266,11 +320,11 @@ impl ReadOnly {
 }
 
 impl AgentDeck for ReadOnly {
-    fn list_all(&self) -> CliResult<Vec<Session>> {
-        self.0.list_all()
+    fn list_all(&self, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
+        self.0.list_all(each)
     }
-    fn list_profile(&self, profile: &str) -> CliResult<Vec<(Session, Live)>> {
-        self.0.list_profile(profile)
+    fn list_profile(&self, profile: &str, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
+        self.0.list_profile(profile, each)
     }
     fn show(&self, profile: &str, id: &str) -> CliResult<Live> {
         self.0.show(profile, id)
@@ -318,26 +372,64 @@ mod tests {
             r#"[{"title":"no id","group":"conductor","status":"error"},
                 {"id":"3f9c2a1b-1755891234","title":"conductor-ops","group":"conductor","profile":"default","status":"error"}]"#,
         );
-        let all = cli.list_all().unwrap();
+        let mut all = Vec::new();
+        cli.list_all(&mut |r| all.push(r.session())).unwrap();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].id, "3f9c2a1b-1755891234");
-        let live = cli.list_profile("default").unwrap();
+        let mut live = Vec::new();
+        cli.list_profile("default", &mut |r| live.push(r.live()))
+            .unwrap();
         assert_eq!(live.len(), 1);
         assert_eq!(cli.stats().failures.len(), 0, "a skipped row is no failure");
+    }
+
+    #[test]
+    fn a_list_that_stops_short_is_a_failure_not_a_short_fleet() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = cli_printing(tmp.path(), r#"[{"id":"a-1","title":"t"},"#);
+        let mut seen = 0;
+        let err = cli.list_all(&mut |_| seen += 1).unwrap_err();
+        assert!(matches!(err, CliError::Garbage(_)), "{err}");
+        assert_eq!(
+            seen, 1,
+            "the rows before the cut were read, and must be dropped"
+        );
+        assert_eq!(cli.stats().failures.get("list-all"), Some(&1));
+    }
+
+    #[test]
+    fn a_failed_list_reports_the_json_error_on_stdout() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("agent-deck");
+        std::fs::write(
+            &bin,
+            "#!/bin/sh\necho '{\"code\":\"INVALID_OPERATION\",\"error\":\"boom\",\"success\":false}'\nexit 1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
+        match cli.list_profile("work", &mut |_| {}) {
+            Err(CliError::Exit { code, message }) => {
+                assert_eq!(code, Some(1));
+                assert_eq!(message, "boom");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
     fn unreadable_rows_are_warned_about_at_most_once_a_minute() {
         let tmp = tempfile::tempdir().unwrap();
         let cli = cli_printing(tmp.path(), "[]");
-        let listing = || Listing {
-            rows: vec![1, 2],
-            skipped: vec!["row 3: no id".to_owned()],
+        let tally = Tally {
+            rows: 2,
+            skipped: 1,
+            reasons: vec!["row 3: no id".to_owned()],
         };
-        assert_eq!(cli.rows("list-all", "list --all --json", listing()), [1, 2]);
+        cli.warn_skipped("list-all", "list --all --json", &tally);
         let warned = cli.skips.lock()["list-all"].last_warned;
         assert!(warned.is_some());
-        assert_eq!(cli.rows("list-all", "list --all --json", listing()), [1, 2]);
+        cli.warn_skipped("list-all", "list --all --json", &tally);
         let skips = cli.skips.lock();
         assert_eq!(skips["list-all"].last_warned, warned, "warned twice");
         assert_eq!(skips["list-all"].unreported, 1);

@@ -4,5 +4,9 @@
 
 pub(crate) mod cache;
 pub(crate) mod deck;
+pub(crate) mod id_set;
+pub(crate) mod listing;
 pub(crate) mod parse;
+pub(crate) mod row;
 pub(crate) mod session;
+pub(crate) mod split;

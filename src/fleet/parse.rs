@@ -3,28 +3,37 @@
 //! Pure functions over text, tolerant of every shape the real CLI is known to
 //! print (`null`, `No profiles found.`, `No sessions found in profile …`,
 //! error JSON on stdout) and strict about everything else: output that is not
-//! understood is an error, never an empty fleet. Inside a list, one row that
-//! is not understood (no `id`, a used field of the wrong type) is left out and
-//! reported in [`Listing::skipped`]; it never makes the other rows unreadable.
-//! Logging the skipped rows is the caller's job.
+//! understood is an error, never an empty fleet. Lists are read by
+//! [`crate::fleet::listing`], row by row as they arrive; [`list_all`] and
+//! [`list_profile`] are that reader over an answer held whole. Inside a list,
+//! one row that is not understood (no `id`, a used field of the wrong type)
+//! is left out and reported in [`Listing::skipped`]; it never makes the other
+//! rows unreadable. Logging the skipped rows is the caller's job.
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::fleet::session::{Live, Session, Status};
+#[cfg(test)]
+use crate::fleet::listing::{self, Shape};
+#[cfg(test)]
+use crate::fleet::session::Session;
+use crate::fleet::session::{Live, Status};
 
 /// Output that does not have the expected shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Garbage(pub String);
 
 /// The rows of a list that could be read, and why the others could not.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listing<T> {
     pub rows: Vec<T>,
-    /// One short reason per row left out (`row 3: no id`), in list order.
+    /// One short reason per row left out (`row 3: no id`), in list order
+    /// (the first 32 of them).
     pub skipped: Vec<String>,
 }
 
+#[cfg(test)]
 impl<T> Default for Listing<T> {
     fn default() -> Listing<T> {
         Listing {
@@ -34,23 +43,7 @@ impl<T> Default for Listing<T> {
     }
 }
 
-/// The fields of a list row that describe the session. `null` counts as
-/// absent; every other field is ignored.
-#[derive(Deserialize)]
-struct SessionRow {
-    id: Option<String>,
-    title: Option<String>,
-    group: Option<String>,
-    group_path: Option<String>,
-    profile: Option<String>,
-    path: Option<String>,
-    parent_session_id: Option<String>,
-    is_conductor: Option<bool>,
-    #[serde(rename = "IsConductor")]
-    is_conductor_go: Option<bool>,
-}
-
-/// The fields that carry a session's live state (`-p P list`, `session show`).
+/// The fields of `session show` that carry a session's live state.
 #[derive(Deserialize)]
 struct LiveRow {
     status: Option<String>,
@@ -65,22 +58,30 @@ struct AuthHoldRow {
     reason: Option<String>,
 }
 
-/// `list --all --json`.
+/// `list --all --json`, held whole.
+#[cfg(test)]
 pub fn list_all(stdout: &str) -> Result<Listing<Session>, Garbage> {
-    let text = stdout.trim();
-    if text == "No profiles found." || text == "null" {
-        return Ok(Listing::default());
-    }
-    rows(text, session)
+    let mut rows = Vec::new();
+    let tally = listing::read(Shape::All, stdout.as_bytes(), 0, &mut |r| {
+        rows.push(r.session())
+    })?;
+    Ok(Listing {
+        rows,
+        skipped: tally.reasons,
+    })
 }
 
-/// `-p P list --json`: each session with its live status.
+/// `-p P list --json`, held whole: each session with its live status.
+#[cfg(test)]
 pub fn list_profile(stdout: &str) -> Result<Listing<(Session, Live)>, Garbage> {
-    let text = stdout.trim();
-    if text.starts_with("No sessions found in profile") || text == "null" {
-        return Ok(Listing::default());
-    }
-    rows(text, |v| Ok((session(v)?, live(v)?)))
+    let mut rows = Vec::new();
+    let tally = listing::read(Shape::Profile, stdout.as_bytes(), 0, &mut |r| {
+        rows.push((r.session(), r.live()))
+    })?;
+    Ok(Listing {
+        rows,
+        skipped: tally.reasons,
+    })
 }
 
 /// `session show <id> --json`.
@@ -144,64 +145,8 @@ fn json(stdout: &str) -> Result<Value, Garbage> {
         .map_err(|_| Garbage(format!("not JSON: {}", preview(stdout))))
 }
 
-fn entries(text: &str) -> Result<Vec<Value>, Garbage> {
-    match json(text)? {
-        Value::Array(items) => Ok(items),
-        _ => Err(Garbage(format!(
-            "expected a JSON array, got {}",
-            preview(text)
-        ))),
-    }
-}
-
-/// A JSON array read row by row: a row `read` refuses is left out with its
-/// reason; only an answer that is not an array at all is [`Garbage`].
-fn rows<T>(text: &str, read: impl Fn(&Value) -> Result<T, String>) -> Result<Listing<T>, Garbage> {
-    let mut listing = Listing::default();
-    for (i, v) in entries(text)?.iter().enumerate() {
-        match read(v) {
-            Ok(row) => listing.rows.push(row),
-            Err(why) => {
-                let named = match v.get("id").and_then(Value::as_str) {
-                    Some(id) if !id.is_empty() => {
-                        format!(" (id {})", clip_reason(&format!("{id:?}")))
-                    }
-                    _ => String::new(),
-                };
-                listing.skipped.push(format!("row {}{named}: {why}", i + 1));
-            }
-        }
-    }
-    Ok(listing)
-}
-
-/// Reads the fields of `T` from one JSON object. The reason for a refusal is
-/// short and single-line whatever the row holds.
-fn fields<'a, T: Deserialize<'a>>(v: &'a Value) -> Result<T, String> {
-    if !v.is_object() {
-        return Err(format!("not an object but {}", kind(v)));
-    }
-    T::deserialize(v).map_err(|e| clip_reason(&e.to_string()))
-}
-
-fn session(v: &Value) -> Result<Session, String> {
-    let r: SessionRow = fields(v)?;
-    let id =
-        r.id.filter(|s| !s.is_empty())
-            .ok_or_else(|| "no id".to_owned())?;
-    Ok(Session {
-        id,
-        title: r.title.unwrap_or_default(),
-        group: r.group.or(r.group_path).unwrap_or_default(),
-        profile: r.profile.unwrap_or_default(),
-        path: r.path.unwrap_or_default(),
-        parent_session_id: r.parent_session_id.filter(|p| !p.is_empty()),
-        is_conductor: r.is_conductor == Some(true) || r.is_conductor_go == Some(true),
-    })
-}
-
 fn live(v: &Value) -> Result<Live, String> {
-    let r: LiveRow = fields(v)?;
+    let r = LiveRow::deserialize(v).map_err(|e| clip_reason(&e.to_string()))?;
     Ok(Live {
         status: r.status.map(|s| Status::parse(&s)),
         substate: r.substate.filter(|s| !s.is_empty()),
@@ -213,17 +158,6 @@ fn live(v: &Value) -> Result<Live, String> {
         }),
         claude_session_id: r.claude_session_id.filter(|s| !s.is_empty()),
     })
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// A decoder's complaint, which may quote the row, made short and

@@ -87,11 +87,17 @@ const CRITICAL_TITLES: [&str; 3] = ["meeting-watcher", "gmail-watcher", "agent-d
 
 /// Restart-critical by name alone (the marker file is the caller's part).
 pub fn is_critical_by_name(s: &Session) -> bool {
-    s.title.starts_with("conductor-")
-        || CRITICAL_TITLES.contains(&s.title.as_str())
-        || s.group == "conductor"
-        || s.group == "watchers"
-        || s.is_conductor
+    critical_by_name(&s.title, &s.group, s.is_conductor)
+}
+
+/// [`is_critical_by_name`] over the fields it looks at, for a row that is
+/// not a [`Session`] yet.
+pub fn critical_by_name(title: &str, group: &str, is_conductor: bool) -> bool {
+    title.starts_with("conductor-")
+        || CRITICAL_TITLES.contains(&title)
+        || group == "conductor"
+        || group == "watchers"
+        || is_conductor
 }
 
 /// May alert a human on Telegram.

@@ -7,8 +7,11 @@
 //! grandchild that keeps a pipe open after that costs neither the output
 //! already read nor a thread, since the pipes close when the call returns.
 //! On timeout or shutdown the whole group is killed and the child reaped; the
-//! outcomes "could not start", "exited", "killed by signal", "timed out" and
-//! "interrupted" stay distinct. Interpreting output is the caller's job.
+//! outcomes "could not start", "exited", "killed by signal", "timed out",
+//! "interrupted" and "printed too much" stay distinct. [`run`] keeps a bounded
+//! copy of both streams; [`run_streaming`] hands stdout to the caller piece by
+//! piece as it arrives (so an answer of any size costs one read buffer) and
+//! keeps only a bounded stderr. Interpreting output is the caller's job.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -27,6 +30,14 @@ use crate::sys::shutdown::Shutdown;
 
 /// At most this much of each stream is kept; the rest is drained and dropped.
 const MAX_CAPTURE: usize = 8 * 1024 * 1024;
+/// [`run_streaming`] keeps at most this much of stderr (for an error message).
+const STREAM_STDERR: usize = 64 * 1024;
+/// Stdout is read in pieces of at most this size (a Linux pipe's capacity).
+const PIECE: usize = 64 * 1024;
+/// A streamed child that prints more than this on stdout is killed: about
+/// 700,000 sessions of `list --all`, so no real answer comes near it, while
+/// an endless writer is stopped long before it costs anything but time.
+pub const STREAM_CEILING: u64 = 256 * 1024 * 1024;
 /// How long to keep reading after the child itself exited. What the child
 /// wrote is already in the pipes by then; this only waits for a straggler
 /// (a grandchild that inherited the pipes) before the answer is taken as is.
@@ -119,6 +130,34 @@ impl Output {
     }
 }
 
+/// What a child whose stdout was streamed left besides that stdout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Streamed {
+    /// The exit code, or `None` when a signal ended it.
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// The first [`STREAM_STDERR`] bytes of stderr, lossily decoded.
+    pub stderr: String,
+    /// How many bytes of stdout were read (all of them went to the sink).
+    pub stdout_bytes: u64,
+}
+
+impl Streamed {
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+/// What a stdout sink wants after a piece.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Keep handing over stdout.
+    More,
+    /// Nothing more is needed: the rest is read and dropped, so the child is
+    /// never blocked on a full pipe, and the call still ends when it exits.
+    Enough,
+}
+
 /// Why a child produced no [`Output`].
 #[derive(Debug)]
 pub enum RunError {
@@ -128,6 +167,9 @@ pub enum RunError {
     TimedOut(Duration),
     /// Shutdown came first; its process group was killed and reaped.
     Interrupted,
+    /// It printed more than this many bytes on stdout; its process group was
+    /// killed and reaped.
+    TooLong(u64),
 }
 
 impl fmt::Display for RunError {
@@ -138,12 +180,71 @@ impl fmt::Display for RunError {
                 write!(f, "timed out after {:.1}s and was killed", d.as_secs_f64())
             }
             RunError::Interrupted => f.write_str("interrupted by shutdown and killed"),
+            RunError::TooLong(n) => write!(
+                f,
+                "printed more than {} MiB and was killed",
+                n / (1024 * 1024)
+            ),
         }
     }
 }
 
-/// Runs `job` to completion, within `timeout`, or until `shutdown`.
+/// Runs `job` to completion, within `timeout`, or until `shutdown`, and
+/// keeps the first [`MAX_CAPTURE`] bytes of each stream.
 pub fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, RunError> {
+    let mut stdout = Capture::new(MAX_CAPTURE);
+    let mut keep = |piece: &[u8]| {
+        stdout.take(piece);
+        Flow::More
+    };
+    let ended = supervised(job, timeout, shutdown, Limits::CAPTURE, &mut keep)?;
+    Ok(Output {
+        code: ended.code,
+        signal: ended.signal,
+        stdout: stdout.text(),
+        stderr: ended.stderr,
+    })
+}
+
+/// Runs `job` like [`run`], but hands its stdout to `sink` piece by piece as
+/// it arrives instead of keeping it. Past [`STREAM_CEILING`] bytes of stdout
+/// the child is killed ([`RunError::TooLong`]); stderr is kept up to
+/// [`STREAM_STDERR`]. What `sink` got before an error is only a beginning.
+pub fn run_streaming(
+    job: &Cmd,
+    timeout: Duration,
+    shutdown: &Shutdown,
+    sink: &mut dyn FnMut(&[u8]) -> Flow,
+) -> Result<Streamed, RunError> {
+    supervised(job, timeout, shutdown, Limits::STREAM, sink)
+}
+
+/// How much of a child's output one call reads and keeps.
+#[derive(Clone, Copy)]
+struct Limits {
+    /// Stdout past this many bytes kills the child.
+    stdout_ceiling: u64,
+    stderr_kept: usize,
+}
+
+impl Limits {
+    const CAPTURE: Limits = Limits {
+        stdout_ceiling: u64::MAX,
+        stderr_kept: MAX_CAPTURE,
+    };
+    const STREAM: Limits = Limits {
+        stdout_ceiling: STREAM_CEILING,
+        stderr_kept: STREAM_STDERR,
+    };
+}
+
+fn supervised(
+    job: &Cmd,
+    timeout: Duration,
+    shutdown: &Shutdown,
+    limits: Limits,
+    sink: &mut dyn FnMut(&[u8]) -> Flow,
+) -> Result<Streamed, RunError> {
     if shutdown.is_set() {
         return Err(RunError::Interrupted);
     }
@@ -154,19 +255,31 @@ pub fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, 
     let mut child = job.command().spawn().map_err(RunError::Spawn)?;
     // Both pipes close when this call returns, whoever else holds their
     // other ends: nothing of ours is left waiting on a grandchild.
-    let (mut out, mut err) = match pipes(&mut child) {
+    let (out, err) = match pipes(&mut child) {
         Ok(p) => p,
         Err(e) => {
             stop(child);
             return Err(RunError::Spawn(e));
         }
     };
-    match supervise(&mut child, &mut out, &mut err, deadline, shutdown) {
-        Ended::Exited(status) => Ok(Output {
+    let mut io = Streams {
+        out,
+        err,
+        sink,
+        wants_more: true,
+        ceiling: limits.stdout_ceiling,
+        stdout_bytes: 0,
+        stderr: Capture::new(limits.stderr_kept),
+        buf: vec![0u8; PIECE],
+    };
+    let ended = supervise(&mut child, &mut io, deadline, shutdown);
+    let stdout_bytes = io.stdout_bytes;
+    match ended {
+        Ended::Exited(status) => Ok(Streamed {
             code: status.code(),
             signal: status.signal(),
-            stdout: out.text(),
-            stderr: err.text(),
+            stderr: io.stderr.text(),
+            stdout_bytes,
         }),
         Ended::TimedOut => {
             stop(child);
@@ -175,6 +288,15 @@ pub fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, 
         Ended::Interrupted => {
             stop(child);
             Err(RunError::Interrupted)
+        }
+        Ended::TooLong { exited } => {
+            // A child reaped already is not killed: its pid may name
+            // another process by now (the grandchild writing is left, as
+            // after any exit).
+            if !exited {
+                stop(child);
+            }
+            Err(RunError::TooLong(limits.stdout_ceiling))
         }
         Ended::WaitFailed(e) => {
             stop(child);
@@ -196,17 +318,21 @@ enum Ended {
     Exited(ExitStatus),
     TimedOut,
     Interrupted,
+    /// Stdout passed the ceiling, while the child ran or after it exited.
+    TooLong {
+        exited: bool,
+    },
     /// `waitpid` itself failed.
     WaitFailed(std::io::Error),
 }
 
 /// Reads both pipes on this thread until the child has exited and the pipes
 /// are closed or the grace after its exit has passed; or until the deadline
-/// or shutdown, while the child still runs. Never kills anything.
+/// or shutdown, while the child still runs; or until stdout passes the
+/// ceiling. Never kills anything.
 fn supervise(
     child: &mut Child,
-    out: &mut Pipe<ChildStdout>,
-    err: &mut Pipe<ChildStderr>,
+    io: &mut Streams<'_>,
     deadline: Instant,
     shutdown: &Shutdown,
 ) -> Ended {
@@ -220,11 +346,17 @@ fn supervise(
                 Err(e) => return Ended::WaitFailed(e),
             }
         }
+        if io.stdout_bytes > io.ceiling {
+            return Ended::TooLong {
+                exited: exited.is_some(),
+            };
+        }
         let now = Instant::now();
         let until = match exited {
             // The answer is complete; a shutdown need not wait for stragglers.
             Some((status, grace_end)) => {
-                if !(out.is_open() || err.is_open()) || now >= grace_end || shutdown.is_set() {
+                if !(io.out.is_open() || io.err.is_open()) || now >= grace_end || shutdown.is_set()
+                {
                     return Ended::Exited(status);
                 }
                 grace_end
@@ -241,8 +373,8 @@ fn supervise(
                 deadline.min(now + nap)
             }
         };
-        let woke = wait_readable(&[out.fd(), err.fd()], shutdown.fd(), until - now);
-        let active = woke && (out.read_available() | err.read_available());
+        let woke = wait_readable(&[io.out.fd(), io.err.fd()], shutdown.fd(), until - now);
+        let active = woke && io.read_available();
         nap = if active {
             Duration::from_millis(1)
         } else {
@@ -251,11 +383,74 @@ fn supervise(
     }
 }
 
-/// One pipe from the child, non-blocking, and what was read from it so far.
+/// Both pipes of one child and where their bytes go.
+struct Streams<'a> {
+    out: Pipe<ChildStdout>,
+    err: Pipe<ChildStderr>,
+    sink: &'a mut dyn FnMut(&[u8]) -> Flow,
+    /// False once the sink said [`Flow::Enough`].
+    wants_more: bool,
+    /// Stdout past this many bytes goes nowhere and ends the call.
+    ceiling: u64,
+    stdout_bytes: u64,
+    stderr: Capture,
+    /// One read buffer for both pipes, reused for the whole call.
+    buf: Vec<u8>,
+}
+
+impl Streams<'_> {
+    /// Reads what both pipes have without blocking; true when anything
+    /// happened (bytes or EOF).
+    fn read_available(&mut self) -> bool {
+        let Streams {
+            out,
+            err,
+            sink,
+            wants_more,
+            ceiling,
+            stdout_bytes,
+            stderr,
+            buf,
+        } = self;
+        let from_out = out.read_available(buf, &mut |piece| {
+            *stdout_bytes += piece.len() as u64;
+            if *wants_more && *stdout_bytes <= *ceiling {
+                *wants_more = sink(piece) == Flow::More;
+            }
+        });
+        let from_err = err.read_available(buf, &mut |piece| stderr.take(piece));
+        from_out | from_err
+    }
+}
+
+/// The first `cap` bytes of a stream; the rest is dropped.
+struct Capture {
+    kept: Vec<u8>,
+    cap: usize,
+}
+
+impl Capture {
+    fn new(cap: usize) -> Capture {
+        Capture {
+            kept: Vec::new(),
+            cap,
+        }
+    }
+
+    fn take(&mut self, piece: &[u8]) {
+        let room = self.cap.saturating_sub(self.kept.len());
+        self.kept.extend_from_slice(&piece[..piece.len().min(room)]);
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.kept).into_owned()
+    }
+}
+
+/// One pipe from the child, non-blocking.
 struct Pipe<R> {
     /// `None` once it reached EOF (or was never there).
     pipe: Option<R>,
-    kept: Vec<u8>,
 }
 
 impl<R: Read + AsFd> Pipe<R> {
@@ -263,10 +458,7 @@ impl<R: Read + AsFd> Pipe<R> {
         if let Some(p) = &pipe {
             set_nonblocking(p.as_fd())?;
         }
-        Ok(Pipe {
-            pipe,
-            kept: Vec::new(),
-        })
+        Ok(Pipe { pipe })
     }
 
     fn is_open(&self) -> bool {
@@ -277,17 +469,16 @@ impl<R: Read + AsFd> Pipe<R> {
         self.pipe.as_ref().map(AsFd::as_fd)
     }
 
-    /// Reads what is there without blocking; true when anything happened
-    /// (bytes or EOF).
-    fn read_available(&mut self) -> bool {
+    /// Reads what is there without blocking, handing each piece to `take`;
+    /// true when anything happened (bytes or EOF).
+    fn read_available(&mut self, buf: &mut [u8], take: &mut dyn FnMut(&[u8])) -> bool {
         let Some(pipe) = self.pipe.as_mut() else {
             return false;
         };
-        let mut buf = [0u8; 16 * 1024];
         let mut active = false;
         let mut reads = 0;
         while reads < READS_PER_WAKE {
-            match pipe.read(&mut buf) {
+            match pipe.read(buf) {
                 Ok(0) => {
                     self.pipe = None;
                     return true;
@@ -295,8 +486,7 @@ impl<R: Read + AsFd> Pipe<R> {
                 Ok(n) => {
                     reads += 1;
                     active = true;
-                    let room = MAX_CAPTURE.saturating_sub(self.kept.len());
-                    self.kept.extend_from_slice(&buf[..n.min(room)]);
+                    take(&buf[..n]);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -307,10 +497,6 @@ impl<R: Read + AsFd> Pipe<R> {
             }
         }
         active
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.kept).into_owned()
     }
 }
 
@@ -638,6 +824,84 @@ mod tests {
         assert_eq!(out.code, Some(0));
         assert_eq!(out.stdout.len(), MAX_CAPTURE);
         assert_eq!(out.stderr, "done\n");
+    }
+
+    /// Streams `job`'s stdout in pieces; the pieces joined, and the outcome.
+    fn streamed(job: &Cmd, timeout: Duration) -> (Vec<u8>, usize, Result<Streamed, RunError>) {
+        let mut got = Vec::new();
+        let mut pieces = 0;
+        let result = run_streaming(job, timeout, &quiet(), &mut |piece| {
+            pieces += 1;
+            got.extend_from_slice(piece);
+            Flow::More
+        });
+        (got, pieces, result)
+    }
+
+    #[test]
+    fn streaming_hands_over_all_of_stdout_in_pieces_and_keeps_stderr() {
+        let (got, pieces, result) = streamed(
+            &sh("head -c 1000000 /dev/zero | tr '\\0' x; echo err >&2; exit 4"),
+            Duration::from_secs(20),
+        );
+        let done = result.unwrap();
+        assert_eq!(done.code, Some(4));
+        assert_eq!(done.stderr, "err\n");
+        assert_eq!(done.stdout_bytes, 1_000_000);
+        assert_eq!(got.len(), 1_000_000);
+        assert!(got.iter().all(|b| *b == b'x'));
+        assert!(pieces >= 1_000_000 / PIECE, "{pieces} pieces");
+    }
+
+    #[test]
+    fn a_sink_that_has_enough_still_lets_the_child_finish() {
+        let mut calls = 0;
+        let done = run_streaming(
+            &sh("head -c 3000000 /dev/zero; exit 2"),
+            Duration::from_secs(20),
+            &quiet(),
+            &mut |_| {
+                calls += 1;
+                Flow::Enough
+            },
+        )
+        .unwrap();
+        assert_eq!(calls, 1);
+        assert_eq!(done.code, Some(2));
+        assert_eq!(done.stdout_bytes, 3_000_000);
+    }
+
+    #[test]
+    fn an_endless_answer_is_cut_at_the_ceiling_and_killed() {
+        let start = Instant::now();
+        let (got, _, result) = streamed(&sh("cat /dev/zero"), Duration::from_secs(60));
+        assert!(
+            matches!(result, Err(RunError::TooLong(STREAM_CEILING))),
+            "{result:?}"
+        );
+        assert!(got.len() as u64 <= STREAM_CEILING);
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn streamed_stderr_is_bounded() {
+        let (_, _, result) = streamed(
+            &sh("head -c 1000000 /dev/zero >&2; echo out"),
+            Duration::from_secs(20),
+        );
+        let done = result.unwrap();
+        assert_eq!(done.stderr.len(), STREAM_STDERR);
+        assert_eq!(done.stdout_bytes, 4);
+    }
+
+    #[test]
+    fn a_streamed_call_times_out_like_any_other() {
+        let (_, _, result) = streamed(&sh("echo '['; sleep 30"), Duration::from_millis(300));
+        assert!(matches!(result, Err(RunError::TimedOut(_))), "{result:?}");
     }
 
     #[test]
