@@ -40,6 +40,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_agent-deck-watchdog");
 const SIM_ENTRY: &str = "sim";
 const CONDUCTOR: &str = "3f9c2a1b-1755891234";
 
+/// The scan fallback's period (`SCAN_EVERY` in src/triggers/watch.rs), in seconds.
+const SCAN_PERIOD_S: f64 = 0.25;
+
 type Res<T> = Result<T, String>;
 
 /// What `BENCH_*` asks for.
@@ -103,19 +106,27 @@ fn healthy_tick(work: &Path) -> Res<Tick> {
 /// b. Rounds of: conductor to `error`, hook rename, wait for the
 /// `session restart`, wait until the daemon is quiet again. Renames are at
 /// least `min_gap` apart: the daemon checks one session's hook at most once
-/// a second and defers a closer one, which is not what this measures.
+/// a second and defers a closer one, which is not what this measures. Each
+/// gap is lengthened by a different part of `spread` seconds, so renames
+/// fall at every phase of a periodic scan instead of the same one.
 fn latency(
     inst: &Install,
     log: &mut CallLog,
     d: &mut Daemon,
     rounds: usize,
     min_gap: f64,
+    spread: f64,
 ) -> Res<Latency> {
     let mut lat = Latency::default();
     let mut last_rename = 0.0;
     for round in 1..=rounds {
         d.alive()?;
-        probe::sleep_until(last_rename + min_gap)?;
+        let offset = if spread > 0.0 {
+            (round as f64 * 0.618_034 * spread) % spread
+        } else {
+            0.0
+        };
+        probe::sleep_until(last_rename + min_gap + offset)?;
         log.poll()?;
         let before = log.calls.len();
         set_status(&inst.state, CONDUCTOR, "error")?;
@@ -231,7 +242,7 @@ fn scan_fallback(work: &Path, s: &Settings) -> Res<Scan> {
     eprintln!(
         "d. the scan fallback: hook rename -> session restart, {rounds} rounds, then idle..."
     );
-    let lat = latency(&inst, &mut log, &mut d, rounds, s.min_gap)?;
+    let lat = latency(&inst, &mut log, &mut d, rounds, s.min_gap, SCAN_PERIOD_S)?;
     std::thread::sleep(Duration::from_secs(1));
     let idle = Duration::from_secs(5);
     let cpu_before = probe::cpu_ticks(d.pid())?;
@@ -255,7 +266,7 @@ fn daemon_run(work: &Path, s: &Settings) -> Res<Figures> {
         "b. hook rename -> session restart latency, {} rounds...",
         s.rounds
     );
-    let lat = latency(&inst, &mut log, &mut d, s.rounds, s.min_gap)?;
+    let lat = latency(&inst, &mut log, &mut d, s.rounds, s.min_gap, 0.0)?;
     let sim_ms = sim_call_ms(&inst)?;
     eprintln!(
         "c. peak RSS after the latency run, then after {} hook renames for unknown ids...",
@@ -266,7 +277,7 @@ fn daemon_run(work: &Path, s: &Settings) -> Res<Figures> {
     d.alive()?;
     let mem_flood = Mem::of(d.pid())?;
     // Still reacting after the flood? One more round.
-    let after = latency(&inst, &mut log, &mut d, 1, 0.0)?;
+    let after = latency(&inst, &mut log, &mut d, 1, 0.0, 0.0)?;
     let stop = d.stop();
     let drops = probe::queue_drops(&inst.daemon_log());
     Ok(Figures {
