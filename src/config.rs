@@ -674,6 +674,19 @@ fn parse_profile_map(raw: &str) -> Result<Vec<(String, PathBuf)>> {
         .collect()
 }
 
+/// The default settings with `HOME` in `home` and `AGENT_DECK_ROOT` at
+/// `home/root`, for unit tests that need files of their own.
+#[cfg(test)]
+pub(crate) fn test_config(home: &Path) -> Config {
+    let mut env = Env::new();
+    env.insert("HOME".into(), home.display().to_string());
+    env.insert(
+        "AGENT_DECK_ROOT".into(),
+        home.join("root").display().to_string(),
+    );
+    Config::from_env(&env).expect("the defaults are valid")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

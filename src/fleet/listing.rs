@@ -27,7 +27,7 @@
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use crate::fleet::parse::Garbage;
+use crate::fleet::parse::{self, Garbage};
 pub use crate::fleet::row::Row;
 use crate::fleet::row::{read_row, RowError, Text};
 use crate::fleet::split::{ElementScan, Step};
@@ -458,14 +458,7 @@ fn clip_reason(s: &str) -> String {
 
 /// A short, single-line look at unexpected output for a log line.
 fn preview(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(256)]);
-    let flat: String = text
-        .trim()
-        .chars()
-        .take(60)
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    format!("{flat:?}")
+    parse::preview(&String::from_utf8_lossy(&bytes[..bytes.len().min(256)]))
 }
 
 #[cfg(test)]

@@ -185,7 +185,7 @@ fn clip(s: &str) -> String {
 }
 
 /// A short, single-line look at unexpected output for a log line.
-fn preview(s: &str) -> String {
+pub(crate) fn preview(s: &str) -> String {
     let flat: String = s
         .trim()
         .chars()

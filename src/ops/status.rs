@@ -280,18 +280,11 @@ pub fn run(cfg: &Config, json: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Env;
 
     #[test]
     fn a_sessions_last_record_is_found_in_the_rotated_file_too() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut env = Env::new();
-        env.insert("HOME".into(), tmp.path().display().to_string());
-        env.insert(
-            "AGENT_DECK_ROOT".into(),
-            tmp.path().join("root").display().to_string(),
-        );
-        let cfg = Config::from_env(&env).unwrap();
+        let cfg = crate::config::test_config(tmp.path());
         let dir = &cfg.watchdog_dir;
         std::fs::create_dir_all(dir).unwrap();
         let mut state = State::default();

@@ -420,7 +420,6 @@ fn command_line_running(proc_dir: &Path, needle: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Env;
     use crate::sys::clock::FakeClock;
     use crate::sys::shutdown::Shutdown;
     use crate::tasks::sign::sha256_hex;
@@ -438,13 +437,7 @@ mod tests {
     impl Bench {
         fn new() -> Bench {
             let tmp = tempfile::tempdir().unwrap();
-            let mut env = Env::new();
-            env.insert("HOME".into(), tmp.path().display().to_string());
-            env.insert(
-                "AGENT_DECK_ROOT".into(),
-                tmp.path().join("root").display().to_string(),
-            );
-            let cfg = Config::from_env(&env).unwrap();
+            let cfg = crate::config::test_config(tmp.path());
             let task_file = tmp.path().join("task.md");
             std::fs::write(&task_file, "Refactor the parser.\n").unwrap();
             let sha = sha256_hex(b"Refactor the parser.\n");
