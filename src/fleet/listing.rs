@@ -27,7 +27,7 @@
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use crate::fleet::parse::{self, Garbage};
+use crate::fleet::parse::{self, clip_reason, Garbage};
 pub use crate::fleet::row::Row;
 use crate::fleet::row::{read_row, RowError, Text};
 use crate::fleet::split::{ElementScan, Step};
@@ -443,17 +443,6 @@ fn position_free(e: &serde_json::Error) -> String {
         Some(i) => text[..i].to_owned(),
         None => text,
     }
-}
-
-/// A complaint, which may quote the row, made short and single-line.
-fn clip_reason(s: &str) -> String {
-    const MAX: usize = 120;
-    let flat = s.chars().map(|c| if c.is_control() { ' ' } else { c });
-    let mut out: String = flat.clone().take(MAX).collect();
-    if flat.count() > MAX {
-        out.push('…');
-    }
-    out
 }
 
 /// A short, single-line look at unexpected output for a log line.

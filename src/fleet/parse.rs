@@ -162,7 +162,7 @@ fn live(v: &Value) -> Result<Live, String> {
 
 /// A decoder's complaint, which may quote the row, made short and
 /// single-line.
-fn clip_reason(s: &str) -> String {
+pub(crate) fn clip_reason(s: &str) -> String {
     const MAX: usize = 120;
     let flat = s.chars().map(|c| if c.is_control() { ' ' } else { c });
     let mut out: String = flat.clone().take(MAX).collect();

@@ -5,16 +5,14 @@
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::support::files::all_files_text;
-use crate::support::fixtures::{conductor, CONDUCTOR};
+use crate::support::fixtures::{conductor, Poller, CONDUCTOR};
 use crate::support::wait_until;
 use crate::support::watchdog::{assert_ok, Daemon, Wd};
 
@@ -111,37 +109,6 @@ fn api_down() -> String {
     let base = format!("http://{}", listener.local_addr().expect("local addr"));
     drop(listener);
     base
-}
-
-fn executable(path: &Path, text: &str) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-/// A process whose command line reads `… bun telegram start`, carrying
-/// `TELEGRAM_STATE_DIR` in its environment: the poller is alive.
-struct Poller(Child);
-
-impl Poller {
-    fn start(dir: &Path, state_dir: &Path) -> Poller {
-        let bun = dir.join("bun");
-        executable(&bun, "#!/bin/sh\nsleep 60\n");
-        Poller(
-            Command::new(&bun)
-                .args(["telegram", "start"])
-                .env("TELEGRAM_STATE_DIR", state_dir)
-                .spawn()
-                .unwrap(),
-        )
-    }
-}
-
-impl Drop for Poller {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// A live conductor with the Telegram channel, its env file found through

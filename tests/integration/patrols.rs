@@ -1,14 +1,13 @@
 //! Black-box tests of the patrols (SPEC §6) against the simulated agent-deck.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::support::files::write_script;
-use crate::support::fixtures::{conductor, CONDUCTOR};
+use crate::support::fixtures::{conductor, Poller, CONDUCTOR};
 use crate::support::wait_until;
 use crate::support::watchdog::{assert_ok, Wd};
 
@@ -35,31 +34,6 @@ fn deaf_setup(wd: &Wd) -> PathBuf {
     c["channels"] = json!([TELEGRAM]);
     wd.sessions(vec![c]);
     state_dir
-}
-
-/// A process whose command line reads `… bun telegram start`, carrying
-/// `TELEGRAM_STATE_DIR` in its environment.
-struct Poller(Child);
-
-impl Poller {
-    fn start(dir: &Path, state_dir: &Path) -> Poller {
-        let bun = dir.join("bun");
-        write_script(&bun, "#!/bin/sh\nsleep 60\n");
-        Poller(
-            Command::new(&bun)
-                .args(["telegram", "start"])
-                .env("TELEGRAM_STATE_DIR", state_dir)
-                .spawn()
-                .unwrap(),
-        )
-    }
-}
-
-impl Drop for Poller {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn patrol_env(wd: Wd) -> Wd {

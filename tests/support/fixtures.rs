@@ -1,6 +1,12 @@
-//! Sessions for the simulator's state file, in the shapes the tests need.
+//! Sessions for the simulator's state file, in the shapes the tests need,
+//! and a stand-in Telegram poller process.
+
+use std::path::Path;
+use std::process::{Child, Command};
 
 use serde_json::{json, Value};
+
+use crate::support::files::write_script;
 
 /// A conductor id in the real shape `<8 hex>-<unix secs>`.
 pub const CONDUCTOR: &str = "3f9c2a1b-1755891234";
@@ -34,4 +40,30 @@ pub fn auth_held(id: &str, title: &str) -> Value {
     c["auth_hold"] = json!({"reason": "auth_death", "remedy": "log in again",
                              "evidence": "API Error: 401", "boot_attempts": 1, "ts": 1755891300});
     c
+}
+
+/// A process whose command line reads `… bun telegram start`, carrying
+/// `TELEGRAM_STATE_DIR` in its environment: a Telegram poller that is alive.
+/// Killed when dropped.
+pub struct Poller(Child);
+
+impl Poller {
+    pub fn start(dir: &Path, state_dir: &Path) -> Poller {
+        let bun = dir.join("bun");
+        write_script(&bun, "#!/bin/sh\nsleep 60\n");
+        Poller(
+            Command::new(&bun)
+                .args(["telegram", "start"])
+                .env("TELEGRAM_STATE_DIR", state_dir)
+                .spawn()
+                .expect("start the fake poller"),
+        )
+    }
+}
+
+impl Drop for Poller {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
