@@ -221,28 +221,28 @@ const MAX_EVENT_QUEUE: u32 = 1_000_000;
 
 /// What a duration setting may be: its least value and its greatest.
 #[derive(Debug, Clone, Copy)]
-struct Span {
+struct Bounds {
     min: f64,
     max: f64,
 }
 
 /// Zero (off, or no wait) up to an hour.
-const WAIT: Span = Span {
+const WAIT: Bounds = Bounds {
     min: 0.0,
     max: MAX_WAIT_S,
 };
 /// More than zero, up to an hour.
-const POSITIVE_WAIT: Span = Span {
+const POSITIVE_WAIT: Bounds = Bounds {
     min: MIN_POSITIVE_S,
     max: MAX_WAIT_S,
 };
 /// Zero up to a week.
-const WINDOW: Span = Span {
+const WINDOW: Bounds = Bounds {
     min: 0.0,
     max: MAX_WINDOW_S,
 };
 /// More than zero, up to a week.
-const POSITIVE_WINDOW: Span = Span {
+const POSITIVE_WINDOW: Bounds = Bounds {
     min: MIN_POSITIVE_S,
     max: MAX_WINDOW_S,
 };
@@ -279,7 +279,7 @@ impl<'a> Reader<'a> {
         self.env.text(name)
     }
 
-    fn seconds(&mut self, name: &'static str, default: f64, span: Span) -> Result<Duration> {
+    fn seconds(&mut self, name: &'static str, default: f64, span: Bounds) -> Result<Duration> {
         let (secs, origin) = match self.raw_number(name)? {
             None => (default, "default"),
             Some(raw) => (parse_seconds(name, raw, span)?, "environment"),
@@ -563,7 +563,7 @@ impl<'a> Reader<'a> {
 
 /// Parses a decimal number of seconds within `span`. The error shows the
 /// value exactly as given.
-fn parse_seconds(name: &str, raw: &str, span: Span) -> Result<f64> {
+fn parse_seconds(name: &str, raw: &str, span: Bounds) -> Result<f64> {
     let Ok(v) = raw.trim().parse::<f64>() else {
         return Err(Error::usage(format!(
             "{name}={raw:?} is invalid: expected a number of seconds such as 30 or 0.5"

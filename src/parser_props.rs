@@ -22,7 +22,7 @@ use serde_json::{Map, Number, Value};
 use crate::config::{Config, Env};
 use crate::decide::book::State;
 use crate::decide::gates::Limits;
-use crate::fleet::listing::{ListReader, Shape, Tally};
+use crate::fleet::listing::{ListReader, RowTally, Shape};
 use crate::fleet::parse::{self, Listing, RestartAnswer};
 use crate::fleet::row::{read_row, RowError};
 use crate::fleet::session::Status;
@@ -455,7 +455,7 @@ fn read_cut(
     shape: Shape,
     answer: &[u8],
     cuts: &[usize],
-) -> Result<(Vec<(Session, Live)>, Tally), ()> {
+) -> Result<(Vec<(Session, Live)>, RowTally), ()> {
     let mut rows = Vec::new();
     let mut each = |r: &crate::fleet::listing::Row<'_>| rows.push((r.session(), r.live()));
     let mut reader = ListReader::new(shape, &mut each);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::fleet::listing::{ListReader, Row, Shape, Tally};
+use crate::fleet::listing::{ListReader, Row, RowTally, Shape};
 pub use crate::fleet::parse::RestartAnswer;
 use crate::fleet::parse::{self, Garbage};
 use crate::fleet::session::Live;
@@ -125,7 +125,7 @@ impl Cli {
     }
 
     /// Warns about the rows a list had to leave out, rate-limited.
-    fn warn_skipped(&self, name: &'static str, what: &str, tally: &Tally) {
+    fn warn_skipped(&self, name: &'static str, what: &str, tally: &RowTally) {
         let Some(first) = tally.reasons.first() else {
             return;
         };
@@ -421,7 +421,7 @@ mod tests {
     fn unreadable_rows_are_warned_about_at_most_once_a_minute() {
         let tmp = tempfile::tempdir().unwrap();
         let cli = cli_printing(tmp.path(), "[]");
-        let tally = Tally {
+        let tally = RowTally {
             rows: 2,
             skipped: 1,
             reasons: vec!["row 3: no id".to_owned()],

@@ -30,7 +30,7 @@ use serde::Deserialize;
 use crate::fleet::parse::{self, clip_reason, Garbage};
 pub use crate::fleet::row::Row;
 use crate::fleet::row::{read_row, RowError, Text};
-use crate::fleet::split::{ElementScan, Step};
+use crate::fleet::split::{ElementScan, ScanStep};
 
 /// A row longer than this is skipped unread; a real one is under 4 KiB.
 pub const MAX_ROW_BYTES: usize = 1024 * 1024;
@@ -52,7 +52,7 @@ pub enum Shape {
 
 /// How many rows an answer had, and why the skipped ones were.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tally {
+pub struct RowTally {
     pub rows: usize,
     pub skipped: usize,
     /// One short reason per skipped row (`row 3: no id`), the first
@@ -115,7 +115,7 @@ pub struct ListReader<'f> {
     text_overflow: bool,
     /// Bytes fed before the current piece.
     offset: u64,
-    tally: Tally,
+    tally: RowTally,
 }
 
 impl<'f> ListReader<'f> {
@@ -129,7 +129,7 @@ impl<'f> ListReader<'f> {
             text: Vec::new(),
             text_overflow: false,
             offset: 0,
-            tally: Tally::default(),
+            tally: RowTally::default(),
         }
     }
 
@@ -159,7 +159,7 @@ impl<'f> ListReader<'f> {
     }
 
     /// The verdict once the answer is complete.
-    pub fn finish(self) -> Result<Tally, Garbage> {
+    pub fn finish(self) -> Result<RowTally, Garbage> {
         if self.pending.is_some() {
             return Err(Garbage(format!(
                 "the answer ends inside row {} after {} bytes",
@@ -179,7 +179,7 @@ impl<'f> ListReader<'f> {
     }
 
     /// A non-array answer: one of the "no sessions" forms, or garbage.
-    fn none_or_garbage(self) -> Result<Tally, Garbage> {
+    fn none_or_garbage(self) -> Result<RowTally, Garbage> {
         if self.text_overflow {
             return Err(Garbage(format!(
                 "expected a JSON array, got more than {} KiB of something else starting {}",
@@ -195,7 +195,7 @@ impl<'f> ListReader<'f> {
                 Shape::Profile => text.starts_with("No sessions found in profile"),
             };
         if none {
-            return Ok(Tally::default());
+            return Ok(RowTally::default());
         }
         if serde_json::from_str::<IgnoredAny>(text).is_ok() {
             Err(Garbage(format!(
@@ -286,11 +286,11 @@ impl<'f> ListReader<'f> {
         }
         let mut scan = ElementScan::new();
         match scan.feed(rest) {
-            Step::Ended(len) => {
+            ScanStep::Ended(len) => {
                 self.whole(&rest[..len], known)?;
                 Ok(at + len)
             }
-            Step::More => {
+            ScanStep::More => {
                 // A complaint about a row cut by the piece's end may be about
                 // the cut (`-` of `-2`, `1` of `12`): read it again whole.
                 let mut pending = Pending {
@@ -302,14 +302,14 @@ impl<'f> ListReader<'f> {
                 self.pending = Some(pending);
                 Ok(piece.len())
             }
-            Step::Broken(why) => Err(why.into()),
+            ScanStep::Broken(why) => Err(why.into()),
         }
     }
 
     /// Goes on with a row carried over from earlier pieces.
     fn go_on(&mut self, mut pending: Pending, piece: &[u8], at: usize) -> Result<usize, String> {
         match pending.scan.feed(&piece[at..]) {
-            Step::Ended(len) => {
+            ScanStep::Ended(len) => {
                 pending.add(&piece[at..at + len]);
                 if pending.len > MAX_ROW_BYTES {
                     self.too_long();
@@ -318,12 +318,12 @@ impl<'f> ListReader<'f> {
                 }
                 Ok(at + len)
             }
-            Step::More => {
+            ScanStep::More => {
                 pending.add(&piece[at..]);
                 self.pending = Some(pending);
                 Ok(piece.len())
             }
-            Step::Broken(why) => Err(why.into()),
+            ScanStep::Broken(why) => Err(why.into()),
         }
     }
 
@@ -398,7 +398,7 @@ pub fn read(
     answer: &[u8],
     piece: usize,
     each: &mut dyn FnMut(&Row<'_>),
-) -> Result<Tally, Garbage> {
+) -> Result<RowTally, Garbage> {
     let mut reader = ListReader::new(shape, each);
     let size = if piece == 0 {
         answer.len().max(1)
@@ -457,7 +457,7 @@ mod tests {
 
     /// What reading `answer` in pieces of `piece` bytes gave: the rows as
     /// owned values, and the tally; or only that it was garbage.
-    type Read = Result<(Vec<(Session, Live)>, Tally), ()>;
+    type Read = Result<(Vec<(Session, Live)>, RowTally), ()>;
 
     fn read_in(shape: Shape, answer: &[u8], piece: usize) -> Read {
         let mut rows = Vec::new();
@@ -622,7 +622,7 @@ mod tests {
 
     #[test]
     fn texts_that_mean_no_sessions_and_texts_that_do_not() {
-        let empty = Ok((Vec::new(), Tally::default()));
+        let empty = Ok((Vec::new(), RowTally::default()));
         for (shape, answer) in [
             (Shape::All, "null\n"),
             (Shape::All, "No profiles found.\n"),

@@ -16,7 +16,7 @@ pub const MAX_DEPTH: usize = 1 << 20;
 
 /// What one more piece of an element told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub enum ScanStep {
     /// The element ends after this many bytes of the piece; the rest of the
     /// piece follows the element.
     Ended(usize),
@@ -29,7 +29,7 @@ pub enum Step {
 
 /// The shape of the element, known from its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum ElementShape {
     /// Nothing seen yet.
     Unstarted,
     /// An object or an array: ends when its first bracket closes.
@@ -44,7 +44,7 @@ enum Kind {
 /// The scanning state of one element; see the module docs.
 #[derive(Debug, Clone)]
 pub struct ElementScan {
-    kind: Kind,
+    kind: ElementShape,
     in_string: bool,
     escaped: bool,
     depth: usize,
@@ -63,7 +63,7 @@ impl Default for ElementScan {
 impl ElementScan {
     pub fn new() -> ElementScan {
         ElementScan {
-            kind: Kind::Unstarted,
+            kind: ElementShape::Unstarted,
             in_string: false,
             escaped: false,
             depth: 0,
@@ -74,47 +74,47 @@ impl ElementScan {
 
     /// Feeds the next piece of the element; the first call starts with the
     /// element's first byte (whitespace before it is the caller's).
-    pub fn feed(&mut self, piece: &[u8]) -> Step {
+    pub fn feed(&mut self, piece: &[u8]) -> ScanStep {
         let mut i = 0;
-        if self.kind == Kind::Unstarted {
+        if self.kind == ElementShape::Unstarted {
             let Some(&first) = piece.first() else {
-                return Step::More;
+                return ScanStep::More;
             };
             match first {
                 b'{' | b'[' => {
-                    self.kind = Kind::Container;
+                    self.kind = ElementShape::Container;
                     if let Err(why) = self.open(first == b'[') {
-                        return Step::Broken(why);
+                        return ScanStep::Broken(why);
                     }
                 }
                 b'"' => {
-                    self.kind = Kind::Text;
+                    self.kind = ElementShape::Text;
                     self.in_string = true;
                 }
-                b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => self.kind = Kind::Bare,
-                _ => return Step::Broken("no JSON value starts there"),
+                b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => self.kind = ElementShape::Bare,
+                _ => return ScanStep::Broken("no JSON value starts there"),
             }
             i = 1;
         }
         match self.kind {
-            Kind::Bare => match piece[i..].iter().position(|b| !is_bare(*b)) {
-                Some(n) => Step::Ended(i + n),
-                None => Step::More,
+            ElementShape::Bare => match piece[i..].iter().position(|b| !is_bare(*b)) {
+                Some(n) => ScanStep::Ended(i + n),
+                None => ScanStep::More,
             },
-            Kind::Text => match self.skip_string(&piece[i..]) {
-                Some(n) => Step::Ended(i + n),
-                None => Step::More,
+            ElementShape::Text => match self.skip_string(&piece[i..]) {
+                Some(n) => ScanStep::Ended(i + n),
+                None => ScanStep::More,
             },
-            Kind::Container | Kind::Unstarted => self.scan_container(piece, i),
+            ElementShape::Container | ElementShape::Unstarted => self.scan_container(piece, i),
         }
     }
 
-    fn scan_container(&mut self, piece: &[u8], mut i: usize) -> Step {
+    fn scan_container(&mut self, piece: &[u8], mut i: usize) -> ScanStep {
         while i < piece.len() {
             if self.in_string {
                 match self.skip_string(&piece[i..]) {
                     Some(n) => i += n,
-                    None => return Step::More,
+                    None => return ScanStep::More,
                 }
                 continue;
             }
@@ -127,18 +127,18 @@ impl ElementScan {
                 }
                 b'{' | b'[' => match self.open(b == b'[') {
                     Ok(()) => continue,
-                    Err(why) => return Step::Broken(why),
+                    Err(why) => return ScanStep::Broken(why),
                 },
                 b'}' | b']' => self.close(b == b']'),
                 _ => continue,
             };
             match closed {
-                Err(why) => return Step::Broken(why),
-                Ok(()) if self.depth == 0 => return Step::Ended(i),
+                Err(why) => return ScanStep::Broken(why),
+                Ok(()) if self.depth == 0 => return ScanStep::Ended(i),
                 Ok(()) => {}
             }
         }
-        Step::More
+        ScanStep::More
     }
 
     /// Bytes up to and including the closing quote of the open string, or
@@ -227,9 +227,9 @@ mod tests {
         let mut at = 0;
         for piece in text.as_bytes().chunks(size.max(1)) {
             match s.feed(piece) {
-                Step::Ended(n) => return Ok(Some(at + n)),
-                Step::More => at += piece.len(),
-                Step::Broken(why) => return Err(why),
+                ScanStep::Ended(n) => return Ok(Some(at + n)),
+                ScanStep::More => at += piece.len(),
+                ScanStep::Broken(why) => return Err(why),
             }
         }
         Ok(None)

@@ -197,7 +197,7 @@ pub fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, 
         stdout.take(piece);
         Flow::More
     };
-    let ended = supervised(job, timeout, shutdown, Limits::CAPTURE, &mut keep)?;
+    let ended = supervised(job, timeout, shutdown, CaptureLimits::CAPTURE, &mut keep)?;
     Ok(Output {
         code: ended.code,
         signal: ended.signal,
@@ -216,23 +216,23 @@ pub fn run_streaming(
     shutdown: &Shutdown,
     sink: &mut dyn FnMut(&[u8]) -> Flow,
 ) -> Result<Streamed, RunError> {
-    supervised(job, timeout, shutdown, Limits::STREAM, sink)
+    supervised(job, timeout, shutdown, CaptureLimits::STREAM, sink)
 }
 
 /// How much of a child's output one call reads and keeps.
 #[derive(Clone, Copy)]
-struct Limits {
+struct CaptureLimits {
     /// Stdout past this many bytes kills the child.
     stdout_ceiling: u64,
     stderr_kept: usize,
 }
 
-impl Limits {
-    const CAPTURE: Limits = Limits {
+impl CaptureLimits {
+    const CAPTURE: CaptureLimits = CaptureLimits {
         stdout_ceiling: u64::MAX,
         stderr_kept: MAX_CAPTURE,
     };
-    const STREAM: Limits = Limits {
+    const STREAM: CaptureLimits = CaptureLimits {
         stdout_ceiling: STREAM_CEILING,
         stderr_kept: STREAM_STDERR,
     };
@@ -242,7 +242,7 @@ fn supervised(
     job: &Cmd,
     timeout: Duration,
     shutdown: &Shutdown,
-    limits: Limits,
+    limits: CaptureLimits,
     sink: &mut dyn FnMut(&[u8]) -> Flow,
 ) -> Result<Streamed, RunError> {
     if shutdown.is_set() {

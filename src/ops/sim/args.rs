@@ -12,7 +12,7 @@ use super::reply::Reply;
 
 /// The commands the simulator answers; also the keys of `faults` and `delay_s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum CommandKind {
     ListAll,
     List,
     Show,
@@ -24,19 +24,19 @@ pub enum Kind {
     Remove,
 }
 
-impl Kind {
+impl CommandKind {
     /// The name `faults` and `delay_s` use for this command.
     pub fn key(self) -> &'static str {
         match self {
-            Kind::ListAll => "list_all",
-            Kind::List => "list",
-            Kind::Show => "show",
-            Kind::Restart => "restart",
-            Kind::Start => "start",
-            Kind::Send => "send",
-            Kind::OutputPane => "output_pane",
-            Kind::Output => "output",
-            Kind::Remove => "remove",
+            CommandKind::ListAll => "list_all",
+            CommandKind::List => "list",
+            CommandKind::Show => "show",
+            CommandKind::Restart => "restart",
+            CommandKind::Start => "start",
+            CommandKind::Send => "send",
+            CommandKind::OutputPane => "output_pane",
+            CommandKind::Output => "output",
+            CommandKind::Remove => "remove",
         }
     }
 }
@@ -44,7 +44,7 @@ impl Kind {
 /// One parsed invocation.
 #[derive(Debug, Clone)]
 pub struct Call {
-    pub kind: Kind,
+    pub kind: CommandKind,
     /// Boolean flags as given (`--json=false` is recorded as false).
     bools: HashMap<&'static str, bool>,
     /// Every `--env K=V` of `session restart`.
@@ -122,15 +122,15 @@ pub fn parse(args: &[String], env_profile: &str) -> Result<Call, Reply> {
     let (bools, env, pos) = parse_flags(&name, tail, spec(sub))?;
     let flag = |n: &str| bools.get(n).copied().unwrap_or(false);
     let kind = match sub {
-        "list" if flag("all") => Kind::ListAll,
-        "list" => Kind::List,
-        "show" => Kind::Show,
-        "restart" => Kind::Restart,
-        "start" => Kind::Start,
-        "send" => Kind::Send,
-        "output" if flag("pane") => Kind::OutputPane,
-        "output" => Kind::Output,
-        _ => Kind::Remove,
+        "list" if flag("all") => CommandKind::ListAll,
+        "list" => CommandKind::List,
+        "show" => CommandKind::Show,
+        "restart" => CommandKind::Restart,
+        "start" => CommandKind::Start,
+        "send" => CommandKind::Send,
+        "output" if flag("pane") => CommandKind::OutputPane,
+        "output" => CommandKind::Output,
+        _ => CommandKind::Remove,
     };
     let profile = [profile_arg.as_str(), env_profile]
         .into_iter()

@@ -37,8 +37,8 @@
 //! `restarts`, `starts` and `pane_ticks` counters, the `sent` messages,
 //! removed sessions, and what is left of counted faults.
 
+mod actions;
 mod args;
-mod commands;
 mod fault;
 mod file;
 mod list;
@@ -138,7 +138,7 @@ fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Reply {
     let first = locked(path, |st| {
         let (fault, delay) = (fault::take(st, kind), fault::delay(st, kind));
         if fault.is_none() && delay <= 0.0 {
-            First::Answered(commands::execute(&call, st))
+            First::Answered(actions::execute(&call, st))
         } else {
             First::Later(fault, delay)
         }
@@ -152,7 +152,7 @@ fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Reply {
     if let Some(reply) = fault.and_then(|f| fault::apply(&f, call.on("json"), flush)) {
         return reply;
     }
-    locked(path, |st| commands::execute(&call, st)).unwrap_or_else(|reply| reply)
+    locked(path, |st| actions::execute(&call, st)).unwrap_or_else(|reply| reply)
 }
 
 /// A read-modify-write of the state; a state that cannot be read or written

@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use super::args::{Call, Kind};
+use super::args::{Call, CommandKind};
 use super::list::{list_all, list_profile};
 use super::lookup::find;
 use super::reply::{go_json, rfc3339, sorted, Out, Reply};
@@ -20,14 +20,14 @@ freshness window); use --force to restart anyway";
 /// Runs the call against the state.
 pub fn execute(c: &Call, st: &mut SimState) -> Reply {
     let result = match c.kind {
-        Kind::ListAll => Ok(list_all(c, st)),
-        Kind::List => Ok(list_profile(c, st)),
-        Kind::Show => show(c, st),
-        Kind::Restart => restart(c, st),
-        Kind::Start => start(c, st),
-        Kind::Send => send(c, st),
-        Kind::Output | Kind::OutputPane => output(c, st),
-        Kind::Remove => remove(c, st),
+        CommandKind::ListAll => Ok(list_all(c, st)),
+        CommandKind::List => Ok(list_profile(c, st)),
+        CommandKind::Show => show(c, st),
+        CommandKind::Restart => restart(c, st),
+        CommandKind::Start => start(c, st),
+        CommandKind::Send => send(c, st),
+        CommandKind::Output | CommandKind::OutputPane => output(c, st),
+        CommandKind::Remove => remove(c, st),
     };
     match result {
         Ok(reply) | Err(reply) => reply,
@@ -184,7 +184,7 @@ fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
     let s = &mut st.sessions[i];
-    let (content, role) = if c.kind != Kind::OutputPane {
+    let (content, role) = if c.kind != CommandKind::OutputPane {
         (s.transcript.clone(), "assistant")
     } else if s.pane.is_some() {
         if s.pane_moving {
