@@ -240,10 +240,6 @@ impl Records {
         Records { max_bytes, ..self }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     pub fn restart(&self, r: &RestartRecord) {
         *self
             .tally
