@@ -3,16 +3,17 @@
 //! unread, against a local stand-in for the Bot API's `getWebhookInfo`.
 
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::support::files::all_files_text;
 use crate::support::fixtures::{conductor, Poller, CONDUCTOR};
+use crate::support::telegram::TelegramStub;
 use crate::support::wait_until;
 use crate::support::watchdog::{assert_ok, Daemon, Wd};
 
@@ -30,69 +31,37 @@ enum Answer {
     Echo(&'static str),
 }
 
-/// A stand-in for the Bot API on loopback: `getWebhookInfo` answers follow
-/// `script`; after its end the last answer repeats, or with `cycle` the
-/// script starts again. Every request line is kept.
-struct WebhookStub {
-    base: String,
-    requests: Arc<Mutex<Vec<String>>>,
-}
+/// The Bot API stub, its `getWebhookInfo` answers following `script`; after
+/// its end the last answer repeats, or with `cycle` the script starts again.
+struct WebhookStub(TelegramStub);
 
 impl WebhookStub {
     fn start(script: Vec<Answer>, cycle: bool) -> WebhookStub {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        let base = format!("http://{}", listener.local_addr().expect("local addr"));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let seen = requests.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let mut reader = BufReader::new(stream);
-                let mut first = String::new();
-                if reader.read_line(&mut first).unwrap_or(0) == 0 {
-                    continue;
-                }
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                }
-                let n = {
-                    let mut seen = seen.lock().unwrap();
-                    seen.push(first.trim_end().to_string());
-                    seen.len() - 1
-                };
-                let i = if cycle {
-                    n % script.len()
-                } else {
-                    n.min(script.len() - 1)
-                };
-                let path = first.split_whitespace().nth(1).unwrap_or_default();
-                let (status, body) = match &script[i] {
-                    Answer::Pending(count) => (
-                        "200 OK",
-                        json!({"ok": true, "result": {"url": "", "has_custom_certificate": false,
-                                                      "pending_update_count": count}})
-                        .to_string(),
-                    ),
-                    Answer::Echo(status) => (
-                        *status,
-                        json!({"ok": false, "description": format!("cannot serve {path}")})
-                            .to_string(),
-                    ),
-                };
-                let _ = write!(
-                    reader.get_mut(),
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
+        WebhookStub(TelegramStub::answering(move |count, request_line| {
+            let n = count - 1;
+            let i = if cycle {
+                n % script.len()
+            } else {
+                n.min(script.len() - 1)
+            };
+            let path = request_line.split_whitespace().nth(1).unwrap_or_default();
+            match &script[i] {
+                Answer::Pending(count) => (
+                    "200 OK",
+                    json!({"ok": true, "result": {"url": "", "has_custom_certificate": false,
+                                                  "pending_update_count": count}})
+                    .to_string(),
+                ),
+                Answer::Echo(status) => (
+                    *status,
+                    json!({"ok": false, "description": format!("cannot serve {path}")}).to_string(),
+                ),
             }
-        });
-        WebhookStub { base, requests }
+        }))
     }
 
     fn requests(&self) -> Vec<String> {
-        self.requests.lock().unwrap().clone()
+        self.0.requests()
     }
 
     fn webhook_requests(&self) -> usize {
@@ -172,7 +141,7 @@ fn wait_for_deaf_record(wd: &Wd, d: &Daemon) {
 fn updates_unread_on_n_checks_restart_the_conductor_exactly_once() {
     use Answer::Pending;
     let stub = WebhookStub::start(vec![Pending(3), Pending(5), Pending(9)], false);
-    let (wd, _poller) = alive_but_deaf(&stub.base, Some("3"));
+    let (wd, _poller) = alive_but_deaf(&stub.0.base, Some("3"));
     let d = wd.spawn(&[]);
     assert!(
         wait_until(Duration::from_secs(20), || wd.restart_calls() >= 1),
@@ -201,7 +170,7 @@ fn updates_unread_on_n_checks_restart_the_conductor_exactly_once() {
 fn a_draining_queue_restarts_nothing() {
     use Answer::Pending;
     let stub = WebhookStub::start(vec![Pending(6), Pending(2), Pending(0)], true);
-    let (wd, _poller) = alive_but_deaf(&stub.base, Some("3"));
+    let (wd, _poller) = alive_but_deaf(&stub.0.base, Some("3"));
     let d = wd.spawn(&[]);
     wait_for_more_checks(&stub, 9, &d);
     wd.wait_for_more_ticks(2);
@@ -240,7 +209,7 @@ fn failed_and_rate_limited_answers_neither_count_nor_reset() {
         Echo("502 Bad Gateway"),
     ];
     let stub = WebhookStub::start(script, false);
-    let (wd, _poller) = alive_but_deaf(&stub.base, Some("3"));
+    let (wd, _poller) = alive_but_deaf(&stub.0.base, Some("3"));
     let d = wd.spawn(&[]);
     wait_for_deaf_record(&wd, &d);
     let rec = wd.restarts_with("poller-deaf");
@@ -254,7 +223,7 @@ fn failed_and_rate_limited_answers_neither_count_nor_reset() {
 #[test]
 fn dry_run_records_poller_deaf_but_restarts_nothing() {
     let stub = WebhookStub::start(vec![Answer::Pending(4)], false);
-    let (wd, _poller) = alive_but_deaf(&stub.base, Some("2"));
+    let (wd, _poller) = alive_but_deaf(&stub.0.base, Some("2"));
     let d = wd.spawn(&["--dry-run"]);
     wait_for_deaf_record(&wd, &d);
     wait_for_more_checks(&stub, 6, &d);
@@ -272,7 +241,7 @@ fn dry_run_records_poller_deaf_but_restarts_nothing() {
 #[test]
 fn off_by_default_telegram_is_never_asked() {
     let stub = WebhookStub::start(vec![Answer::Pending(9)], false);
-    let (wd, _poller) = alive_but_deaf(&stub.base, None);
+    let (wd, _poller) = alive_but_deaf(&stub.0.base, None);
     let d = wd.spawn(&[]);
     // About two seconds: six poller checks.
     wd.wait_for_more_ticks(10);
@@ -285,7 +254,7 @@ fn the_streak_survives_a_watchdog_restart() {
     // One check per `--once` run, saved in state.json between runs; the
     // third deaf answer is acted on by the run after it, which asks no more.
     let stub = WebhookStub::start(vec![Answer::Pending(8)], false);
-    let (wd, _poller) = alive_but_deaf(&stub.base, Some("3"));
+    let (wd, _poller) = alive_but_deaf(&stub.0.base, Some("3"));
     for run in 1..=4 {
         assert_ok(&wd.run(&["--once"]));
         assert_eq!(stub.webhook_requests(), run.min(3));
@@ -310,7 +279,7 @@ fn the_bot_token_never_reaches_logs_records_or_argv() {
         Pending(3),
     ];
     let stub = WebhookStub::start(script, false);
-    let (wd, _poller) = alive_but_deaf(&stub.base, Some("2"));
+    let (wd, _poller) = alive_but_deaf(&stub.0.base, Some("2"));
     let d = wd.spawn(&["--verbose"]);
     wait_for_deaf_record(&wd, &d);
     assert!(

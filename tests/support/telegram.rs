@@ -1,5 +1,6 @@
 //! A stand-in for the Telegram Bot API on loopback: it answers every request
-//! (optionally `429` first) and keeps what it received.
+//! as its script says (`{"ok":true}`, optionally `429` first) and keeps what
+//! it received.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,23 @@ impl TelegramStub {
     /// Answers the first `n` requests `429 Too Many Requests` with
     /// `retry_after: 1`, then `200`.
     pub fn start_with_429s(n: usize) -> TelegramStub {
+        TelegramStub::answering(move |count, _request_line| {
+            if count <= n {
+                (
+                    "429 Too Many Requests",
+                    "{\"ok\":false,\"error_code\":429,\"parameters\":{\"retry_after\":1}}".into(),
+                )
+            } else {
+                ("200 OK", "{\"ok\":true}".into())
+            }
+        })
+    }
+
+    /// Answers the `count`th request (from 1), whose request line is given,
+    /// with the status line and JSON body `answer` returns.
+    pub fn answering(
+        answer: impl Fn(usize, &str) -> (&'static str, String) + Send + 'static,
+    ) -> TelegramStub {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let base = format!("http://{}", listener.local_addr().expect("local addr"));
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -38,6 +56,9 @@ impl TelegramStub {
                     }
                     head.push_str(&line);
                 }
+                if head.is_empty() {
+                    continue;
+                }
                 let mut body = vec![0u8; length];
                 let _ = reader.read_exact(&mut body);
                 let count = {
@@ -45,14 +66,8 @@ impl TelegramStub {
                     seen.push(format!("{head}\n{}", String::from_utf8_lossy(&body)));
                     seen.len()
                 };
-                let (status, reply) = if count <= n {
-                    (
-                        "429 Too Many Requests",
-                        "{\"ok\":false,\"error_code\":429,\"parameters\":{\"retry_after\":1}}",
-                    )
-                } else {
-                    ("200 OK", "{\"ok\":true}")
-                };
+                let request_line = head.lines().next().unwrap_or_default();
+                let (status, reply) = answer(count, request_line);
                 let _ = write!(
                     reader.get_mut(),
                     "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
