@@ -6,14 +6,14 @@
 //! Pure bookkeeping over `now`: it never calls agent-deck or sleeps.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::sys::clock::clamped;
 
 /// A hook-triggered status check for one session runs at most this often.
 pub const HOOK_CHECK_GAP: f64 = 1.0;
 /// Rescans (after queue overflow or a re-armed watch) run at most this often.
-pub const MIN_RESCAN_GAP: Duration = Duration::from_secs(1);
+pub const MIN_RESCAN_GAP: f64 = 1.0;
 
 #[derive(Debug, Default)]
 pub struct HookChecks {
@@ -23,7 +23,7 @@ pub struct HookChecks {
     deferred: BTreeSet<String>,
     /// A rescan was asked for and has not run yet.
     rescan_owed: bool,
-    last_tick: Option<Instant>,
+    last_tick: Option<f64>,
 }
 
 impl HookChecks {
@@ -60,10 +60,10 @@ impl HookChecks {
     /// Whether a full tick should run now: the ticker asked (`tick`), or a
     /// rescan is owed and the last tick is old enough. A flood turns into a
     /// rescan per batch; one full poll a second is enough.
-    pub fn tick_due(&mut self, tick: bool, rescan: bool) -> bool {
+    pub fn tick_due(&mut self, tick: bool, rescan: bool, now: f64) -> bool {
         self.rescan_owed |= rescan;
         let rescan_due =
-            self.rescan_owed && self.last_tick.is_none_or(|t| t.elapsed() >= MIN_RESCAN_GAP);
+            self.rescan_owed && self.last_tick.is_none_or(|t| now - t >= MIN_RESCAN_GAP);
         if tick || rescan_due {
             self.rescan_owed = false;
             return true;
@@ -71,9 +71,9 @@ impl HookChecks {
         false
     }
 
-    /// A tick started.
-    pub fn ticked(&mut self) {
-        self.last_tick = Some(Instant::now());
+    /// A tick started at `now`.
+    pub fn ticked(&mut self, now: f64) {
+        self.last_tick = Some(now);
     }
 
     /// How long the main loop may wait before something of its own is due: a
@@ -96,6 +96,7 @@ impl HookChecks {
     /// Forgets sessions agent-deck no longer lists.
     pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         self.checked.retain(|id, _| keep(id));
+        self.deferred.retain(|id| keep(id));
     }
 }
 
@@ -119,11 +120,25 @@ mod tests {
     #[test]
     fn a_rescan_is_owed_until_a_tick_runs_and_then_spaced() {
         let mut h = HookChecks::default();
-        assert!(h.tick_due(false, true), "the first rescan runs at once");
-        h.ticked();
-        assert!(!h.tick_due(false, true), "the next waits for the gap");
-        assert_eq!(h.next_wakeup(0.0), Duration::from_millis(200));
-        assert!(h.tick_due(true, false), "the ticker always gets its tick");
-        assert_eq!(h.next_wakeup(0.0), Duration::from_secs(1));
+        assert!(
+            h.tick_due(false, true, 100.0),
+            "the first rescan runs at once"
+        );
+        h.ticked(100.0);
+        assert!(
+            !h.tick_due(false, true, 100.5),
+            "the next waits for the gap"
+        );
+        assert_eq!(h.next_wakeup(100.5), Duration::from_millis(200));
+        assert!(
+            h.tick_due(false, false, 101.0),
+            "the owed rescan runs after the gap"
+        );
+        h.ticked(101.0);
+        assert!(
+            h.tick_due(true, false, 101.1),
+            "the ticker always gets its tick"
+        );
+        assert_eq!(h.next_wakeup(101.1), Duration::from_secs(1));
     }
 }

@@ -146,6 +146,15 @@ pub struct Daemon {
     threads: Vec<JoinHandle<()>>,
 }
 
+/// What a hook check found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HookCheck {
+    /// Nothing more to do for it.
+    Done,
+    /// The session is in error: the fleet needs a full look.
+    InError,
+}
+
 impl Daemon {
     /// The long-running loop.
     fn serve(&mut self, cfg: &Config, reload: &AtomicBool) -> Result<()> {
@@ -182,8 +191,10 @@ impl Daemon {
                 }
                 self.fleet.reload_markers();
             }
-            self.handle(batch);
-            self.store.save(&self.state);
+            // A wake-up with nothing to do changes nothing worth saving.
+            if self.handle(batch) {
+                self.store.save(&self.state);
+            }
             self.sd_notify.alive();
         }
         self.sd_notify.stopping();
@@ -191,53 +202,63 @@ impl Daemon {
         Ok(())
     }
 
-    fn handle(&mut self, batch: Batch) {
-        if self.hook_checks.tick_due(batch.tick, batch.rescan) {
+    /// One batch of triggers; false when there was nothing to do. At most one
+    /// full tick runs per batch: a tick reads every status, so the hooks of
+    /// a batch that ticked need no checks of their own, and the first hook
+    /// that finds its session in error ends the batch with a tick.
+    fn handle(&mut self, batch: Batch) -> bool {
+        let now = self.clock.now();
+        let due = self.hook_checks.due(now);
+        if self.hook_checks.tick_due(batch.tick, batch.rescan, now) {
             self.tick();
+            return true;
         }
-        for id in batch.hooks {
-            self.on_hook(&id);
+        let worked = !batch.hooks.is_empty() || !due.is_empty();
+        for id in batch.hooks.iter().chain(&due) {
+            if self.on_hook(id) == HookCheck::InError {
+                // A dead pane may be one of many (a tmux server died): look
+                // at the whole fleet now, so a cascade is seen before any
+                // restart starts.
+                log::info!("hook for {id}: in error; polling the fleet now");
+                self.tick();
+                break;
+            }
         }
-        for id in self.hook_checks.due(self.clock.now()) {
-            self.on_hook(&id);
-        }
+        worked
     }
 
-    /// A hook file for `id` was written.
-    fn on_hook(&mut self, id: &str) {
+    /// A hook file for `id` was written: checks the session unless the agent
+    /// reported itself alive or the per-session gap defers it.
+    fn on_hook(&mut self, id: &str) -> HookCheck {
         if self.fleet.needs_refresh_for(id) {
             self.fleet.refresh_if_stale(self.deck.as_ref());
         }
         let Some(s) = self.fleet.get(id).cloned() else {
             log::debug!("hook for {id}, not a critical session of any profile; ignored");
-            return;
+            return HookCheck::Done;
         };
         if !self.fleet.is_critical(&s) || self.state.lock().in_flight.contains(id) {
-            return;
+            return HookCheck::Done;
         }
         // The agent itself just reported it is running or waiting: alive, no call needed.
         if let Some(live @ ("running" | "waiting")) =
             hook_file::hook_status(&self.hooks_dir, id).as_deref()
         {
             log::debug!("hook for {id}: the agent reports {live}; no status check");
-            return;
+            return HookCheck::Done;
         }
         if !self.hook_checks.may_check(id, self.clock.now()) {
-            return;
+            return HookCheck::Done;
         }
         self.sd_notify.alive();
         match self.deck.show(&s.profile, &s.id) {
-            // A dead pane may be one of many (a tmux server died): look at the
-            // whole fleet now, so a cascade is seen before any restart starts.
-            Ok(live) if live.status() == Status::Error => {
-                log::info!("hook for {id}: in error; polling the fleet now");
-                self.tick();
-            }
+            Ok(live) if live.status() == Status::Error => return HookCheck::InError,
             Ok(live) => self.observe(&s, live.status()),
             Err(e) => log::warn!(
                 "hook for {id}: status unreadable ({e}); the safety poll will look again"
             ),
         }
+        HookCheck::Done
     }
 
     /// Waits for started work, then stops every thread.

@@ -29,7 +29,7 @@ impl Daemon {
     /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
     pub fn tick(&mut self) {
         let started = std::time::Instant::now();
-        self.hook_checks.ticked();
+        self.hook_checks.ticked(self.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();
         let fleet_readable = match self.fleet.refresh(self.deck.as_ref()) {
