@@ -12,6 +12,9 @@
 //! The patrol decides when to look and whether the dedup allows a restart;
 //! [`restart`] runs on the restart worker, serialized with every other restart.
 
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use crate::act::patrols::Snapshot;
@@ -151,12 +154,14 @@ fn is_telegram_poller(text: &str) -> bool {
         .is_some_and(|i| text[i + 3..].contains("telegram"))
 }
 
-/// Whether some running `bun … telegram` process has
-/// `TELEGRAM_STATE_DIR=<dir>` in its environment.
-pub fn poller_running(proc_dir: &Path, dir: &Path) -> bool {
-    let pair = format!("TELEGRAM_STATE_DIR={}", dir.display());
+/// The `TELEGRAM_STATE_DIR`s that running `bun … telegram` processes
+/// serve: one walk of the process table for every conductor of a check.
+pub fn served_state_dirs(proc_dir: &Path) -> BTreeSet<PathBuf> {
     process_table::processes(proc_dir)
-        .any(|p| is_telegram_poller(&p.command_text()) && p.has_env(&pair))
+        .filter(|p| is_telegram_poller(&p.command_text()))
+        .filter_map(|p| p.env_value("TELEGRAM_STATE_DIR"))
+        .map(|dir| PathBuf::from(OsString::from_vec(dir)))
+        .collect()
 }
 
 /// A live conductor with a Telegram channel, as one poller check found it.
@@ -173,6 +178,7 @@ pub struct PollerSeen<'a> {
 /// is checked first: a conductor without one costs no file or process read.
 pub fn telegram_pollers<'a>(snap: &Snapshot<'a>, places: &Places) -> Vec<PollerSeen<'a>> {
     let mut seen = Vec::new();
+    let mut served: Option<BTreeSet<PathBuf>> = None;
     for s in snap
         .sessions
         .iter()
@@ -189,9 +195,10 @@ pub fn telegram_pollers<'a>(snap: &Snapshot<'a>, places: &Places) -> Vec<PollerS
             );
             continue;
         };
+        let served = served.get_or_insert_with(|| served_state_dirs(&places.proc_dir));
         seen.push(PollerSeen {
             session: s,
-            running: poller_running(&places.proc_dir, &dir),
+            running: served.contains(&dir),
             state_dir: dir,
         });
     }
@@ -385,16 +392,13 @@ mod tests {
         );
         add("11", b"vim\0telegram\0", b"TELEGRAM_STATE_DIR=/tg/ops\0");
         std::fs::create_dir_all(proc_dir.join("self")).unwrap();
-        assert!(!poller_running(proc_dir, Path::new("/tg/ops")));
+        assert!(!served_state_dirs(proc_dir).contains(Path::new("/tg/ops")));
         add(
             "12",
             b"bun\0run\0telegram\0start\0",
             b"TELEGRAM_STATE_DIR=/tg/ops\0",
         );
-        assert!(poller_running(proc_dir, Path::new("/tg/ops")));
-        assert!(!poller_running(
-            Path::new("/nonexistent"),
-            Path::new("/tg/ops")
-        ));
+        assert!(served_state_dirs(proc_dir).contains(Path::new("/tg/ops")));
+        assert!(served_state_dirs(Path::new("/nonexistent")).is_empty());
     }
 }

@@ -216,8 +216,13 @@ fn open_for_writing(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
 /// Opens `path` with `opts`, creating it with exactly `mode` if it does not
 /// exist. An existing file keeps its mode.
 fn open_or_create(path: &Path, opts: &OpenOptions, mode: u32) -> io::Result<File> {
-    // A file removed between the two opens is created on the next round.
+    // The file usually exists: open it first. One removed or created
+    // between the two opens is dealt with on the next round.
     for _ in 0..3 {
+        match open_for_writing(path, &mut opts.clone()) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            other => return other,
+        }
         match open_for_writing(path, opts.clone().create_new(true).mode(mode)) {
             Ok(file) => {
                 // The umask only removes bits; this sets exactly `mode`.
@@ -226,10 +231,6 @@ fn open_or_create(path: &Path, opts: &OpenOptions, mode: u32) -> io::Result<File
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
-        }
-        match open_for_writing(path, &mut opts.clone()) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            other => return other,
         }
     }
     Err(io::Error::other("it keeps appearing and disappearing"))

@@ -39,13 +39,21 @@ impl Process {
         String::from_utf8_lossy(&self.cmdline).replace('\0', " ")
     }
 
-    /// Whether `KEY=value` is in the process's environment, exactly.
-    pub fn has_env(&self, pair: &str) -> bool {
+    /// The value of `key` in the process's environment, if it is there.
+    pub fn env_value(&self, key: &str) -> Option<Vec<u8>> {
+        let read;
         let environ = match &self.environ {
-            Environ::At(path) => std::fs::read(path).unwrap_or_default(),
-            Environ::Loaded(bytes) => bytes.clone(),
+            Environ::At(path) => {
+                read = std::fs::read(path).ok()?;
+                &read
+            }
+            Environ::Loaded(bytes) => bytes,
         };
-        environ.split(|b| *b == 0).any(|kv| kv == pair.as_bytes())
+        environ.split(|b| *b == 0).find_map(|kv| {
+            kv.strip_prefix(key.as_bytes())?
+                .strip_prefix(b"=")
+                .map(<[u8]>::to_vec)
+        })
     }
 }
 
@@ -307,8 +315,9 @@ mod tests {
         seen.sort_by_key(|p| p.pid);
         assert_eq!(seen.len(), 2);
         assert_eq!(seen[0].command_text(), "bun run telegram ");
-        assert!(seen[0].has_env("B=2"));
-        assert!(!seen[0].has_env("B=22"));
+        assert_eq!(seen[0].env_value("B").as_deref(), Some(&b"2"[..]));
+        assert_eq!(seen[0].env_value("A=1"), None);
+        assert_eq!(seen[1].env_value("B"), None);
         assert!(pid_alive(tmp.path(), 10));
         assert!(!pid_alive(tmp.path(), 11), "a zombie is not alive");
         assert!(!pid_alive(tmp.path(), 12));

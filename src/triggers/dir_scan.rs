@@ -28,6 +28,8 @@ pub struct Stamp {
     pub ino: u64,
     pub mtime_ns: i128,
     pub size: u64,
+    /// A directory (not a symlink to one): a `sandbox/<id>/`.
+    pub is_dir: bool,
 }
 
 /// A directory's entries, by name.
@@ -46,6 +48,7 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
         ino: meta.ino(),
         mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
         size: meta.size(),
+        is_dir: meta.is_dir(),
     }
 }
 
@@ -178,11 +181,12 @@ impl HookDirs {
             self.sessions.clear();
             return;
         }
+        // The listing's own stamps: an idle look stats no entry.
         let subdirs: BTreeSet<OsString> = seen
             .listing
-            .keys()
-            .filter(|name| sandbox.join(name).is_dir())
-            .cloned()
+            .iter()
+            .filter(|(_, stamp)| stamp.is_dir)
+            .map(|(name, _)| name.clone())
             .collect();
         self.sandbox = Some(seen);
         self.sessions.retain(|id, _| subdirs.contains(id));
@@ -216,6 +220,7 @@ mod tests {
             ino,
             mtime_ns,
             size,
+            is_dir: false,
         }
     }
 
