@@ -21,9 +21,7 @@ mod timeline;
 #[cfg(test)]
 mod fixtures;
 
-use std::fs::OpenOptions;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use jiff::tz::TimeZone;
@@ -71,31 +69,12 @@ struct FileBytes {
 /// error saying what is wrong when it is not a regular file or cannot be
 /// read. More than `max` bytes: the newest `max`, from the first whole line.
 fn read_record_file(path: &Path, max: u64) -> std::result::Result<Option<FileBytes>, String> {
-    let opened = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path);
-    let mut file = match opened {
+    let mut file = match crate::sys::fs::open_regular(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+        Err(e) if e.is_missing() => return Ok(None),
+        Err(e) => return Err(format!("it {}", e.reason())),
     };
     let meta = file.metadata().map_err(|e| e.to_string())?;
-    let kind = meta.file_type();
-    if !kind.is_file() {
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_socket() {
-            "a socket"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else {
-            "not a regular file"
-        };
-        return Err(format!("it is {what}, not a regular file"));
-    }
     let clipped = meta.len() > max;
     if clipped {
         file.seek(SeekFrom::Start(meta.len() - max))
@@ -117,8 +96,12 @@ fn read_record_file(path: &Path, max: u64) -> std::result::Result<Option<FileByt
 fn load(dir: &Path) -> (Vec<Record>, Vec<String>) {
     let (mut files, mut problems) = (Vec::new(), Vec::new());
     for log in Log::ALL {
-        for name in [format!("{}.1", log.file()), log.file().to_owned()] {
-            let path = dir.join(&name);
+        let live = dir.join(log.file());
+        for path in [crate::records::rotation::rotated_path(&live), live] {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
             match read_record_file(&path, FILE_MAX) {
                 Ok(None) => {}
                 Ok(Some(read)) => {

@@ -10,13 +10,13 @@ use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
 use super::state::SimState;
 
 use crate::sys::flock::{self, LockError, LockMode};
+use crate::sys::fs::{write_atomically, PRIVATE_FILE};
 
 /// Read-modify-write of the state file under the lock; the file is written
 /// only when `f` changed the state. `f`'s result is returned.
@@ -97,22 +97,7 @@ fn read(path: &Path) -> io::Result<Option<SimState>> {
 }
 
 fn write(path: &Path, state: &SimState) -> io::Result<()> {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    let name = format!(".fake-state-{}-{nanos}.tmp", std::process::id());
-    let tmp = dir.map_or_else(|| PathBuf::from(&name), |d| d.join(&name));
     let text = serde_json::to_string_pretty(state).map_err(io::Error::other)? + "\n";
-    let result = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .and_then(|mut f| io::Write::write_all(&mut f, text.as_bytes()))
-        .and_then(|()| fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
+    write_atomically(path, text.as_bytes(), PRIVATE_FILE)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
 }
