@@ -71,10 +71,14 @@ pub enum Command {
 /// Parses the arguments after the program name.
 pub fn parse(mut args: Vec<OsString>) -> Result<Command> {
     if args.first().is_some_and(|a| a == "history") {
-        // Before `task`: a session id may be any word, `task` included.
         return parse_history(args.split_off(1));
     }
-    if let Some(i) = args.iter().position(|a| a == "task") {
+    // The command is the first word that is not a flag: a later `task` (a
+    // session id, a task's argv) is an argument, not the command.
+    let command = args
+        .iter()
+        .position(|a| !a.as_encoded_bytes().starts_with(b"-"));
+    if let Some(i) = command.filter(|&i| args[i] == "task") {
         // Everything after `task` belongs to it; only the global flags may come before.
         let rest = args.split_off(i + 1);
         args.pop();
@@ -247,6 +251,21 @@ mod tests {
         let err = p(&["--bogus"]).unwrap_err();
         assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("--bogus"), "{err}");
+    }
+
+    #[test]
+    fn only_the_first_word_can_be_the_task_command() {
+        assert!(matches!(
+            p(&["--dry-run", "task", "list"]).unwrap(),
+            Command::Task(RunFlags { dry_run: true, .. }, _)
+        ));
+        let err = p(&["demo", "task"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("task"), "{err}");
+        assert!(matches!(
+            p(&["history", "task"]).unwrap(),
+            Command::History(ref a) if a.id.as_deref() == Some("task")
+        ));
     }
 
     #[test]
