@@ -42,6 +42,12 @@ impl HookChecks {
         true
     }
 
+    /// Puts off a check of `id` for one gap from `now`.
+    pub fn defer(&mut self, id: &str, now: f64) {
+        self.checked.insert(id.to_owned(), now);
+        self.deferred.insert(id.to_owned());
+    }
+
     /// The deferred checks whose gap has passed, taken off the list.
     pub fn due(&mut self, now: f64) -> Vec<String> {
         let checked = &self.checked;
@@ -115,6 +121,10 @@ mod tests {
         assert!(wait <= Duration::from_millis(101), "{wait:?}");
         assert_eq!(h.due(101.0), vec!["a-1".to_string()]);
         assert!(h.due(101.0).is_empty(), "taken off the list");
+        h.defer("c-1", 101.0);
+        assert!(h.due(101.5).is_empty());
+        assert_eq!(h.due(102.0), vec!["c-1".to_string()]);
+        assert!(h.may_check("c-1", 102.0), "a deferred check runs when due");
     }
 
     #[test]

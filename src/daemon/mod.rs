@@ -214,8 +214,9 @@ impl Daemon {
             return true;
         }
         let worked = !batch.hooks.is_empty() || !due.is_empty();
-        for id in batch.hooks.iter().chain(&due) {
-            if self.on_hook(id) == HookCheck::InError {
+        let hooks = batch.hooks.iter().map(|id| (id, false));
+        for (id, retry) in hooks.chain(due.iter().map(|id| (id, true))) {
+            if self.on_hook(id, retry) == HookCheck::InError {
                 // A dead pane may be one of many (a tmux server died): look
                 // at the whole fleet now, so a cascade is seen before any
                 // restart starts.
@@ -227,11 +228,19 @@ impl Daemon {
         worked
     }
 
-    /// A hook file for `id` was written: checks the session unless the agent
-    /// reported itself alive or the per-session gap defers it.
-    fn on_hook(&mut self, id: &str) -> HookCheck {
-        if self.fleet.needs_refresh_for(id) {
-            self.fleet.refresh_if_stale(self.deck.as_ref());
+    /// A hook file for `id` was written (`retry`: a deferred check coming
+    /// back): checks the session unless the agent reported itself alive or
+    /// the per-session gap defers it.
+    fn on_hook(&mut self, id: &str, retry: bool) -> HookCheck {
+        if self.fleet.needs_refresh_for(id)
+            && !self.fleet.refresh_if_stale(self.deck.as_ref())
+            && !retry
+        {
+            // The list was read less than a second ago, maybe before the
+            // session existed: come back once it may be read again. A retry
+            // goes on: whatever read the list since then came after its hook.
+            self.hook_checks.defer(id, self.clock.now());
+            return HookCheck::Done;
         }
         let Some(s) = self.fleet.get(id).cloned() else {
             log::debug!("hook for {id}, not a critical session of any profile; ignored");

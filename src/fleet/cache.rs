@@ -86,17 +86,19 @@ impl Fleet {
         Ok(())
     }
 
-    /// Refreshes unless that happened less than a second ago.
-    pub fn refresh_if_stale(&mut self, deck: &dyn AgentDeck) {
+    /// Refreshes unless that happened less than a second ago; false when it
+    /// was too soon, so the caller can come back.
+    pub fn refresh_if_stale(&mut self, deck: &dyn AgentDeck) -> bool {
         if self
             .last_refresh
             .is_some_and(|t| t.elapsed() < MIN_REFRESH_GAP)
         {
-            return;
+            return false;
         }
         if let Err(e) = self.refresh(deck) {
             log::warn!("session list is unreadable ({e}); keeping the last known fleet");
         }
+        true
     }
 
     /// Re-reads the opt-in marker directory.

@@ -207,6 +207,55 @@ fn non_critical_and_stopped_sessions_are_never_restarted() {
 }
 
 #[test]
+fn a_hook_for_a_session_the_cache_does_not_know_refreshes_it_and_restarts_the_session() {
+    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
+    wd.sessions(vec![]);
+    let mut d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    // A conductor that did not exist at the first poll, and is dead already.
+    let late = "d0b1c2d3-1755899999";
+    wd.sessions(vec![conductor(late, "conductor-late", "error")]);
+    write_hook(&wd.hooks, late, "dead");
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 1),
+        "no restart long before the next safety poll; stderr:\n{}",
+        d.stderr()
+    );
+    let call = &wd.sim.calls_with(&["session", "restart"])[0];
+    assert!(call.contains(&late.to_string()), "{call:?}");
+    assert!(d.alive());
+}
+
+#[test]
+fn sighup_rereads_the_opt_in_markers() {
+    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
+    let worker = "a0b1c2d3-1755899999";
+    wd.sessions(vec![
+        json!({"id": worker, "title": "worker-1", "group": "srv",
+                            "profile": "default", "status": "running", "pane": "p"}),
+    ]);
+    let mut d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    // Opted in while the daemon runs, with no safety poll due for 30 s.
+    fs::write(wd.watchdog_dir().join("autorestart").join(worker), "").unwrap();
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    crate::support::kill(d.pid(), libc::SIGHUP);
+    assert!(
+        wait_until(SECS_10, || d.stderr().contains("SIGHUP: re-reading")),
+        "{}",
+        d.stderr()
+    );
+    write_hook(&wd.hooks, worker, "dead");
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 1),
+        "the opted-in worker was not restarted; stderr:\n{}",
+        d.stderr()
+    );
+    assert!(d.alive());
+}
+
+#[test]
 fn marker_opt_in_restarts_a_worker_and_traversal_ids_never_touch_the_filesystem() {
     let wd = Wd::new();
     let worker = "a0b1c2d3-1755899999";
