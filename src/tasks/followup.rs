@@ -105,14 +105,22 @@ impl FollowUp {
             && started.is_none_or(|s| process_table::start_time(&self.proc_dir, pid) == Some(s))
     }
 
+    /// What the rule needs, gathered in the order it asks: a done task costs
+    /// no process scan, a live or exhausted one no checksum of its file.
     fn facts(&self, t: &Task) -> Facts {
-        Facts {
-            done: t.done_file.exists(),
-            alive: t
+        let done = t.done_file.exists();
+        let alive = !done
+            && (t
                 .pid
                 .is_some_and(|p| self.pid_is_the_task(p, t.pid_started))
-                || command_line_running(&self.proc_dir, &t.match_),
-            sha_now: file_sha256(&t.task_file),
+                || command_line_running(&self.proc_dir, &t.match_));
+        let checksum_decides = !done && !alive && t.retry_count < t.max_retry;
+        Facts {
+            done,
+            alive,
+            sha_now: checksum_decides
+                .then(|| file_sha256(&t.task_file))
+                .flatten(),
         }
     }
 
