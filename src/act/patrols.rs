@@ -106,15 +106,6 @@ impl Patrols {
         }
     }
 
-    /// Which profiles' live lists the patrols need besides the critical ones:
-    /// those holding child sessions.
-    pub fn profiles_needed<'a>(sessions: impl Iterator<Item = &'a Session>) -> BTreeSet<String> {
-        sessions
-            .filter(|s| s.parent_session_id.is_some())
-            .map(|s| s.profile.clone())
-            .collect()
-    }
-
     pub fn run(&mut self, snap: &Snapshot, restarter: &Restarter, sd_notify: &mut SdNotify) {
         self.nudge_waiting(snap, sd_notify);
         self.check_pollers(snap, restarter);

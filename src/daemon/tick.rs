@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::act::patrols::{Patrols, Snapshot};
+use crate::act::patrols::Snapshot;
 use crate::act::restart;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
@@ -44,7 +44,6 @@ impl Daemon {
         };
         let critical = self.fleet.critical();
         let mut profiles = Fleet::profiles(&critical);
-        profiles.extend(Patrols::profiles_needed(self.fleet.all()));
         profiles.extend(self.fleet.child_profiles().cloned());
         let LiveView {
             live,
