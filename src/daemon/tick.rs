@@ -256,13 +256,7 @@ impl Daemon {
     /// Acts on a status seen for a critical session.
     pub(super) fn observe(&mut self, s: &Session, status: Status) {
         let now = self.clock.now();
-        gates::note_status(
-            &mut self.state.lock(),
-            s,
-            status.as_str(),
-            status.is_healthy(),
-            now,
-        );
+        gates::note_status(&mut self.state.lock(), s, status, now);
         if status != Status::Error {
             self.gate_skips.remove(&s.id);
         }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::decide::book::{not_in_future, State};
 use crate::decide::cascade::CASCADE_REMINDER_S;
-use crate::fleet::session::Session;
+use crate::fleet::session::{Session, Status};
 
 /// The limits, as float seconds.
 #[derive(Debug, Clone, PartialEq)]
@@ -279,20 +279,20 @@ pub fn note_pane_active(state: &mut State, lim: &Limits, id: &str) -> (u32, bool
 }
 
 /// Records a status seen; a healthy one ends the error episode.
-pub fn note_status(state: &mut State, s: &Session, status: &str, healthy: bool, now: f64) {
+pub fn note_status(state: &mut State, s: &Session, status: Status, now: f64) {
     let book = state.book(&s.id);
     if book.title != s.title {
         book.title = s.title.clone();
     }
-    if book.last_status.as_deref() != Some(status) {
-        book.last_status = Some(status.to_owned());
+    if book.last_status.as_deref() != Some(status.as_str()) {
+        book.last_status = Some(status.as_str().to_owned());
         book.status_since = now;
     }
-    if healthy {
+    if status.is_healthy() {
         book.liveness_skips = 0;
         book.alerted.clear();
         book.error_since = None;
-    } else if status == "error" && book.error_since.is_none() {
+    } else if status == Status::Error && book.error_since.is_none() {
         book.error_since = Some(now);
     }
 }
@@ -446,11 +446,11 @@ pub(crate) mod tests {
         assert_eq!(note_pane_active(&mut s, &l, ID), (2, false));
         assert_eq!(note_pane_active(&mut s, &l, ID), (3, true));
         assert_eq!(note_pane_active(&mut s, &l, ID), (4, false));
-        note_status(&mut s, &sess(ID), "running", true, 0.0);
+        note_status(&mut s, &sess(ID), Status::Running, 0.0);
         assert_eq!(note_pane_active(&mut s, &l, ID), (1, false));
         assert!(first_in_episode(&mut s, ID, "auth-hold"));
         assert!(!first_in_episode(&mut s, ID, "auth-hold"));
-        note_status(&mut s, &sess(ID), "idle", true, 0.0);
+        note_status(&mut s, &sess(ID), Status::Idle, 0.0);
         assert!(first_in_episode(&mut s, ID, "auth-hold"));
     }
 
@@ -576,7 +576,7 @@ pub(crate) mod tests {
             observe_cascade(&mut s, &l, 9, c.now()),
             CascadeNews::Detected
         );
-        note_status(&mut s, &sess(ID), "error", false, c.now());
+        note_status(&mut s, &sess(ID), Status::Error, c.now());
         let back = a_day_back(&c);
         prune_state(&mut s, &l, back.now());
         back.advance(3600.0);
