@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixDatagram;
 use std::process::{Output, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -46,13 +46,6 @@ fn config_line(wd: &Wd, name: &str) -> String {
         .find(|l| l.starts_with(name))
         .unwrap_or_default()
         .to_owned()
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 #[test]
@@ -264,7 +257,7 @@ fn a_state_from_a_clock_running_ahead_does_not_hold_restarts() {
     // "in the future" would hold the budget spent for a day.
     let wd = Wd::new().env("RATE_LIMIT_WINDOW_S", "1");
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
-    let ahead = unix_now() + 86_400.0;
+    let ahead = crate::support::now() + 86_400.0;
     fs::create_dir_all(wd.watchdog_dir()).unwrap();
     fs::write(
         wd.watchdog_dir().join("state.json"),

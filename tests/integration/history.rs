@@ -6,7 +6,7 @@
 
 use std::fs;
 use std::process::{Output, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use crate::support::files::mkfifo;
 use crate::support::fixtures::CONDUCTOR;
@@ -19,13 +19,6 @@ const AUTH_HELD: &str = "9a8b7c6d-1755891400";
 const TOKEN: &str = "secret-token-123";
 /// A marker that stands for pane text: it must never be printed.
 const PANE_TEXT: &str = "PANE-TEXT-do-not-print";
-
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs_f64()
-}
 
 fn liveness(ts: f64, id: &str, title: &str) -> Value {
     json!({
@@ -60,7 +53,7 @@ fn write(wd: &Wd, name: &str, records: &[Value]) {
 /// An hour of a conductor's life spread over all three files and their
 /// rotations; the records in the order `history` must show them.
 fn an_hour(wd: &Wd) -> Vec<Value> {
-    let t = now() - 3600.0;
+    let t = crate::support::now() - 3600.0;
     let rotated_restart = restart(t, CONDUCTOR, "conductor-ops", "restart");
     let rotated_liveness = liveness(t + 10.0, CONDUCTOR, "conductor-ops");
     let alive = liveness(t + 600.0, CONDUCTOR, "conductor-ops");
@@ -155,7 +148,7 @@ fn a_title_with_a_newline_stays_on_one_escaped_line() {
     write(
         &wd,
         "restart.log",
-        &[restart(now(), CONDUCTOR, forged, "restart")],
+        &[restart(crate::support::now(), CONDUCTOR, forged, "restart")],
     );
     let out = wd.run(&["history"]);
     assert_ok(&out);
@@ -171,7 +164,7 @@ fn report_shows_secrets_only_as_set_or_unset_and_never_pane_text() {
         .env("TELEGRAM_BOT_TOKEN", TOKEN)
         .env("TELEGRAM_ESCALATION_CHAT_ID", "42");
     an_hour(&wd);
-    let mut with_stray_key = liveness(now() - 60.0, CONDUCTOR, "conductor-ops");
+    let mut with_stray_key = liveness(crate::support::now() - 60.0, CONDUCTOR, "conductor-ops");
     with_stray_key["pane_text"] = json!(PANE_TEXT);
     with_stray_key["pane"]["changed"] = json!(false);
     with_stray_key["reason"] = json!("confirmed_dead");
@@ -256,12 +249,17 @@ fn bad_since_is_exit_2_naming_the_flag_and_the_value() {
 fn since_widens_and_narrows_the_window() {
     let wd = Wd::new();
     let old = restart(
-        now() - 3.0 * 86_400.0,
+        crate::support::now() - 3.0 * 86_400.0,
         CONDUCTOR,
         "conductor-ops",
         "restart",
     );
-    let recent = restart(now() - 600.0, CONDUCTOR, "conductor-ops", "restarted");
+    let recent = restart(
+        crate::support::now() - 600.0,
+        CONDUCTOR,
+        "conductor-ops",
+        "restarted",
+    );
     write(&wd, "restart.log", &[old, recent]);
     let count = |args: &[&str]| {
         let out = wd.run(args);

@@ -4,7 +4,6 @@
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use agent_deck_watchdog::records::RestartRecord;
 use serde_json::{json, Value};
@@ -14,13 +13,6 @@ use crate::support::fixtures::{conductor, CONDUCTOR};
 use crate::support::watchdog::{assert_ok, Wd};
 
 const LIMIT: usize = 65_536;
-
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or_default()
-}
 
 /// Valid `restart.log` lines of another session, 40 bytes short of `LIMIT`
 /// together: the next record cannot fit.
@@ -108,7 +100,7 @@ fn task(wd: &Wd, id: &str, parent: Option<&str>, status: &str, changed: f64) -> 
         "followup_s": 1200.0,
         "dispatched_at": changed - 60.0,
         // Not due during the test: nothing is re-dispatched.
-        "next_check_at": now() + 3600.0,
+        "next_check_at": crate::support::now() + 3600.0,
         "retry_count": u32::from(parent.is_some()),
         "max_retry": 2,
         "parent_task": parent,
@@ -126,7 +118,7 @@ fn an_old_finished_task_and_its_log_are_pruned_while_an_open_one_is_kept() {
     let logs = dir.join("tasks");
     fs::create_dir_all(&logs).unwrap();
     let day = 86_400.0;
-    let forty_days_ago = now() - 40.0 * day;
+    let forty_days_ago = crate::support::now() - 40.0 * day;
     let tasks = vec![
         // A finished lineage, 40 days old: it goes, with the re-dispatch's log.
         task(&wd, "task-100", None, "retried", forty_days_ago - 600.0),
@@ -143,7 +135,13 @@ fn an_old_finished_task_and_its_log_are_pruned_while_an_open_one_is_kept() {
             forty_days_ago,
         ),
         // Finished, but within the retention.
-        task(&wd, "task-400", None, "cancelled", now() - 29.0 * day),
+        task(
+            &wd,
+            "task-400",
+            None,
+            "cancelled",
+            crate::support::now() - 29.0 * day,
+        ),
     ];
     let registry = dir.join("task-timers.json");
     let redispatches = json!({"day": 20_000, "count": 4});

@@ -77,13 +77,6 @@ fn timed_calls(wd: &Wd) -> Vec<(f64, Vec<String>)> {
         .collect()
 }
 
-fn now_secs() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or_default()
-}
-
 #[test]
 fn a_waiting_child_keeps_its_timer_while_its_profile_is_unreadable() {
     let kid = "a0b1c2d3-1755899999";
@@ -105,7 +98,7 @@ fn a_waiting_child_keeps_its_timer_while_its_profile_is_unreadable() {
     wd.sim
         .update_state(|s| s["faults"] = json!({"list": {"mode": "garbage"}}));
     std::thread::sleep(Duration::from_secs(3));
-    let recovered = now_secs();
+    let recovered = crate::support::now();
     wd.sim.update_state(|s| s["faults"] = json!({}));
     let nudged = || !wd.sim.calls_with(&["send", kid]).is_empty();
     assert!(

@@ -62,3 +62,11 @@ pub fn kill(pid: i32, sig: i32) {
         let _ = rustix::process::kill_process(target, signal);
     }
 }
+
+/// Wall-clock time in float Unix seconds, the unit of every record.
+pub fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default()
+}
