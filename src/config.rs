@@ -908,6 +908,13 @@ mod tests {
             let over = (u64::from(max) + 1).to_string();
             let msg = refusal(name, &over).to_string();
             assert!(msg.contains(name) && msg.contains(&over), "{msg}");
+            if min > 0 {
+                let under = (min - 1).to_string();
+                let err = refusal(name, &under);
+                assert_eq!(err.exit_code(), 2, "{name}={under}");
+                let msg = err.to_string();
+                assert!(msg.contains(name) && msg.contains(&under), "{msg}");
+            }
         }
     }
 

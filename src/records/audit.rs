@@ -516,6 +516,59 @@ mod tests {
     }
 
     #[test]
+    fn every_text_field_of_a_liveness_record_is_clipped() {
+        let huge = "x".repeat(MAX_FIELD_BYTES * 2);
+        let read = Read {
+            ts: 1.0,
+            status: huge.clone(),
+            substate: Some(huge.clone()),
+        };
+        let rec = LivenessRecord {
+            ts: 1.0,
+            id: huge.clone(),
+            title: huge.clone(),
+            profile: huge.clone(),
+            gap_s: 2.0,
+            reads: vec![read.clone(), read],
+            pane: Pane {
+                first: huge.clone(),
+                second: huge.clone(),
+                ..Pane::default()
+            },
+            auth_hold_reason: Some(huge.clone()),
+            decision: huge.clone(),
+            reason: LivenessReason::PaneActive,
+            consecutive_skips: Some(1),
+            dry_run: false,
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        Records::new(tmp.path()).liveness(&rec);
+        let line = std::fs::read_to_string(tmp.path().join(LIVENESS_LOG)).unwrap();
+        let back: LivenessRecord = serde_json::from_str(line.trim()).unwrap();
+        let mut texts = vec![
+            &back.id,
+            &back.title,
+            &back.profile,
+            &back.pane.first,
+            &back.pane.second,
+            &back.decision,
+        ];
+        texts.extend(back.auth_hold_reason.iter());
+        for r in &back.reads {
+            texts.push(&r.status);
+            texts.extend(r.substate.iter());
+        }
+        assert_eq!(texts.len(), 11);
+        for t in texts {
+            assert!(
+                t.len() <= MAX_FIELD_BYTES && t.ends_with('…'),
+                "{}",
+                t.len()
+            );
+        }
+    }
+
+    #[test]
     fn clipping_cuts_on_a_character_boundary() {
         for pad in 0..4 {
             let s = format!("{}{}", "a".repeat(pad), "한".repeat(3000));
