@@ -96,13 +96,11 @@ impl Cmd {
         self
     }
 
-    fn command(&self) -> Command {
+    /// The program with its arguments, a null stdin and the environment:
+    /// the private variables scrubbed, then this command's own changes.
+    fn base(&self) -> Command {
         let mut c = Command::new(&self.program);
-        c.args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+        c.args(&self.args).stdin(Stdio::null());
         scrub(&mut c);
         for k in &self.env_remove {
             c.env_remove(k);
@@ -110,6 +108,15 @@ impl Cmd {
         for (k, v) in &self.env_set {
             c.env(k, v);
         }
+        c
+    }
+
+    /// A child whose output is read, in a process group of its own.
+    fn command(&self) -> Command {
+        let mut c = self.base();
+        c.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
         c
     }
 }
@@ -563,17 +570,8 @@ pub fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Result<u32> 
     }
     let out = crate::sys::fs::open_append(log)?;
     let err = out.try_clone()?;
-    let mut c = Command::new(&job.program);
-    c.args(&job.args)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err);
-    for k in &job.env_remove {
-        c.env_remove(k);
-    }
-    for (k, v) in &job.env_set {
-        c.env(k, v);
-    }
+    let mut c = job.base();
+    c.stdout(out).stderr(err);
     // SAFETY: the hook runs in the forked child before exec; setsid is
     // async-signal-safe and touches no memory of the parent.
     unsafe {
@@ -582,7 +580,6 @@ pub fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Result<u32> 
             Ok(())
         });
     }
-    scrub(&mut c);
     let mut child = c.spawn()?;
     let pid = child.id();
     let _ = std::thread::Builder::new()

@@ -193,6 +193,44 @@ fn retries_run_dot_2_and_dot_3_then_exhausted() {
 }
 
 #[test]
+fn a_redispatched_task_never_inherits_the_bot_token_or_systemds_socket() {
+    let s = Setup::new(
+        Wd::new()
+            .env("TELEGRAM_BOT_TOKEN", "123:SECRET-BOT-TOKEN")
+            .env("NOTIFY_SOCKET", "/run/nowhere.sock"),
+    );
+    let env_out = s.dir.join("env.txt");
+    let file = s.task_file.display().to_string();
+    let command = format!(
+        "echo \"token=$TELEGRAM_BOT_TOKEN socket=$NOTIFY_SOCKET\" > '{}'",
+        env_out.display()
+    );
+    let add = [
+        "add",
+        "task-4707",
+        "--file",
+        &file,
+        "--after",
+        "0",
+        "--",
+        "/bin/sh",
+        "-c",
+        &command,
+    ];
+    assert_ok(&s.task(&add));
+    s.check();
+    assert!(
+        wait_until(Duration::from_secs(10), || env_out.exists()),
+        "the re-dispatch did not run"
+    );
+    assert!(wait_until(Duration::from_secs(5), || fs::read_to_string(
+        &env_out
+    )
+    .is_ok_and(|t| t.ends_with('\n'))));
+    assert_eq!(fs::read_to_string(&env_out).unwrap(), "token= socket=\n");
+}
+
+#[test]
 fn edited_task_file_is_tampered_and_nothing_spawned() {
     let s = Setup::new(Wd::new());
     assert_ok(&s.add("task-4707", &[]));
