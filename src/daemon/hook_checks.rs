@@ -14,6 +14,9 @@ use crate::sys::clock::clamped;
 pub const HOOK_CHECK_GAP: f64 = 1.0;
 /// Rescans (after queue overflow or a re-armed watch) run at most this often.
 pub const MIN_RESCAN_GAP: f64 = 1.0;
+/// Deferred checks kept one by one; past this many (a flood of hooks), a
+/// rescan is owed instead, which looks at every session at once.
+pub const MAX_DEFERRED: usize = 256;
 
 #[derive(Debug, Default)]
 pub struct HookChecks {
@@ -42,8 +45,13 @@ impl HookChecks {
         true
     }
 
-    /// Puts off a check of `id` for one gap from `now`.
+    /// Puts off a check of `id` for one gap from `now`; when too many are
+    /// put off already, owes a rescan instead, so memory stays flat.
     pub fn defer(&mut self, id: &str, now: f64) {
+        if self.deferred.len() >= MAX_DEFERRED && !self.deferred.contains(id) {
+            self.rescan_owed = true;
+            return;
+        }
         self.checked.insert(id.to_owned(), now);
         self.deferred.insert(id.to_owned());
     }
@@ -125,6 +133,17 @@ mod tests {
         assert!(h.due(101.5).is_empty());
         assert_eq!(h.due(102.0), vec!["c-1".to_string()]);
         assert!(h.may_check("c-1", 102.0), "a deferred check runs when due");
+    }
+
+    #[test]
+    fn a_flood_of_deferred_checks_becomes_one_rescan() {
+        let mut h = HookChecks::default();
+        for i in 0..MAX_DEFERRED + 1000 {
+            h.defer(&format!("id-{i}"), 100.0);
+        }
+        assert_eq!(h.deferred.len(), MAX_DEFERRED);
+        assert_eq!(h.checked.len(), MAX_DEFERRED);
+        assert!(h.tick_due(false, false, 100.0), "the rest is a rescan");
     }
 
     #[test]
