@@ -1,0 +1,85 @@
+//! Our own fake agent program, the command every live session runs: as
+//! agent-deck's `[claude] command` (a Claude-family session) and as the
+//! custom tool `[tools.fakeagent]` (selected with `-c fakeagent`).
+//!
+//! On each boot it bumps `boots` in its project dir (the session's path, its
+//! working directory), appends its argv to `fake.log`, and then behaves as
+//! the first line of `fake-mode` in that dir says:
+//!
+//! | mode | the pane |
+//! |---|---|
+//! | `quiet` (or no file) | one ready line, then nothing |
+//! | `spinner` | a braille spinner, redrawn every 100 ms |
+//! | `clock` | a new time line every 200 ms |
+//! | `banner` | Claude's 401 login banner, then nothing |
+//! | `exit N D` | exits with code N after D seconds |
+//!
+//! Started as Claude (its argv carries `--session-id` or `--resume`), it
+//! reports `SessionStart` through `agent-deck hook-handler` on boot, as
+//! Claude's hooks do, except in banner mode: a fresh hook would hide the
+//! banner from the status for 120 s.
+
+use std::path::Path;
+
+use crate::support::files::write_script;
+
+/// The custom tool name the fake runs as for non-Claude sessions.
+pub const TOOL: &str = "fakeagent";
+
+/// The 401 banner Claude shows when its credentials are bad.
+pub const BANNER: &str = "Please run /login · API Error: 401 \
+{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\
+\"message\":\"Invalid authentication credentials\"}}";
+
+/// Writes the fake to `path`; `agent_deck` is the real CLI it reports
+/// hooks through.
+pub fn install(path: &Path, agent_deck: &Path) {
+    let script = format!(
+        r#"#!/bin/bash
+# The live suite's fake agent (tests/live/fake_agent.rs).
+dir=$PWD
+boots=$(( $(cat "$dir/boots" 2>/dev/null || echo 0) + 1 ))
+echo "$boots" > "$dir/boots"
+printf '%s boot %s argv:' "$(date +%s.%N)" "$boots" >> "$dir/fake.log"
+printf ' %q' "$@" >> "$dir/fake.log"
+echo >> "$dir/fake.log"
+read -r mode code delay < "$dir/fake-mode" 2>/dev/null
+mode=${{mode:-quiet}}
+sid=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --session-id|--resume) sid=$2; shift ;;
+    esac
+    shift
+done
+if [ -n "$sid" ] && [ "$mode" != banner ]; then
+    printf '{{"hook_event_name":"SessionStart","session_id":"%s","cwd":"%s"}}' "$sid" "$dir" \
+        | '{agent_deck}' hook-handler >/dev/null 2>&1
+fi
+echo "fake agent ready, boot $boots"
+case "$mode" in
+    spinner)
+        frames='⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏'
+        i=0
+        while :; do
+            printf '\r%s working %s' "${{frames:i%10:1}}" "$i"
+            i=$((i + 1))
+            sleep 0.1
+        done ;;
+    clock)
+        while :; do date +%T.%N; sleep 0.2; done ;;
+    banner)
+        printf '%s\n' '{banner}'
+        while :; do sleep 3600; done ;;
+    exit)
+        sleep "${{delay:-0}}"
+        exit "${{code:-1}}" ;;
+    *)
+        while :; do sleep 3600; done ;;
+esac
+"#,
+        agent_deck = agent_deck.display(),
+        banner = BANNER,
+    );
+    write_script(path, &script);
+}
