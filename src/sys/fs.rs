@@ -58,10 +58,12 @@ pub enum ReadError {
         path: PathBuf,
         kind: &'static str,
     },
-    /// More than the caller's bound.
+    /// More than the caller's bound: `size` bytes (at least; a file that
+    /// grew while it was read is not read further).
     TooLarge {
         path: PathBuf,
         limit: u64,
+        size: u64,
     },
     Io {
         path: PathBuf,
@@ -88,7 +90,9 @@ impl ReadError {
         match self {
             ReadError::Missing(_) => "does not exist".to_owned(),
             ReadError::NotRegular { kind, .. } => format!("is a {kind}, not a regular file"),
-            ReadError::TooLarge { limit, .. } => format!("is larger than {limit} bytes"),
+            ReadError::TooLarge { limit, size, .. } => {
+                format!("is {size} bytes, over the bound of {limit} bytes")
+            }
             ReadError::Io { err, .. } => format!("cannot be read ({err})"),
         }
     }
@@ -158,13 +162,14 @@ fn read_error(path: &Path, err: io::Error) -> ReadError {
 /// blocks, and memory is bounded by the file's real size, never by `limit`.
 pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let file = open_regular(path)?;
-    let too_large = || ReadError::TooLarge {
+    let too_large = |size| ReadError::TooLarge {
         path: path.to_owned(),
         limit,
+        size,
     };
     let len = file.metadata().map_err(|err| read_error(path, err))?.len();
     if len > limit {
-        return Err(too_large());
+        return Err(too_large(len));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     // One byte past the limit tells a file that grew since the fstat.
@@ -173,7 +178,7 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
         .read_to_end(&mut bytes)
         .map_err(|err| read_error(path, err))?;
     if bytes.len() as u64 > limit {
-        return Err(too_large());
+        return Err(too_large(bytes.len() as u64));
     }
     Ok(bytes)
 }

@@ -222,12 +222,8 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
         ));
     }
     let task_file = std::path::absolute(&new.file).unwrap_or(new.file.clone());
-    let sha = file_sha256(&task_file).ok_or_else(|| {
-        Error::usage(format!(
-            "task add: cannot read task file {}",
-            task_file.display()
-        ))
-    })?;
+    let sha = file_sha256(&task_file)
+        .map_err(|e| Error::usage(format!("task add: cannot read task file {e}")))?;
     let dir = task_file.parent().unwrap_or(Path::new("/")).to_owned();
     let task = Task {
         id: new.id.clone(),

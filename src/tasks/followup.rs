@@ -119,7 +119,7 @@ impl FollowUp {
             done,
             alive,
             sha_now: checksum_decides
-                .then(|| file_sha256(&t.task_file))
+                .then(|| file_sha256(&t.task_file).ok())
                 .flatten(),
         }
     }

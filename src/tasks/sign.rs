@@ -17,12 +17,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The SHA-256 of a task file; `None` when it is missing or unreadable (a
-/// FIFO, a device, over 16 MiB).
-pub fn file_sha256(path: &Path) -> Option<String> {
-    read_bounded(path, TASK_FILE_MAX)
-        .ok()
-        .map(|b| sha256_hex(&b))
+/// The SHA-256 of a task file; the error names the path and why it cannot
+/// be read (missing, a FIFO or device, over 16 MiB: with its size).
+pub fn file_sha256(path: &Path) -> Result<String, ReadError> {
+    read_bounded(path, TASK_FILE_MAX).map(|b| sha256_hex(&b))
 }
 
 /// Hex HMAC-SHA256 of `bytes` under `key`.
@@ -83,7 +81,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let fifo = tmp.path().join("task.md");
         crate::sys::fs::mkfifo(&fifo);
-        assert_eq!(file_sha256(&fifo), None);
+        assert!(file_sha256(&fifo).is_err());
         assert!(read_key(&fifo).is_err());
     }
 }

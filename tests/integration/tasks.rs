@@ -322,6 +322,23 @@ fn dry_run_check_decides_but_spawns_and_writes_nothing() {
 }
 
 #[test]
+fn a_task_file_over_the_bound_is_refused_naming_the_bound_and_its_size() {
+    let s = Setup::new(Wd::new());
+    let big = s.task_file.with_file_name("big.md");
+    let size: u64 = 16 * 1024 * 1024 + 1;
+    fs::File::create(&big)
+        .and_then(|f| f.set_len(size))
+        .expect("a sparse 16 MiB + 1 file");
+    let file = big.display().to_string();
+    let out = s.task(&["add", "task-8100", "--file", &file, "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&file), "{err}");
+    assert!(err.contains(&format!("is {size} bytes")), "{err}");
+    assert!(err.contains("bound of 16777216 bytes"), "{err}");
+}
+
+#[test]
 fn bad_input_is_exit_2_and_changes_nothing() {
     let s = Setup::new(Wd::new());
     assert_ok(&s.add("task-8001", &[]));
