@@ -30,7 +30,8 @@ flags:
 history: liveness, restart and escalation records (.1 files included) merged oldest
 first, one line per decision in local time.
   ID              one session only (escalations by their sid)
-  --since DUR     how far back: 30s, 90m, 6h, 2d, plain seconds, or all (default 24h)
+  --since DUR     how far back: a decimal number with an optional unit s, m, h or d
+                  (30s, 90m, 6h, 2d, plain seconds), or all (default 24h)
   --json          every record as one JSON line, with \"log\": liveness|restart|escalations
   --report        with ID: a block to paste into a bug report (no pane text, no secret)
   exit 1 when no record mentions ID; an empty window is exit 0 with a note on stderr

@@ -588,24 +588,6 @@ fn parse_seconds(name: &str, raw: &str, span: Bounds) -> Result<f64> {
     )))
 }
 
-/// Parses a duration for the command line: plain seconds, or a number with
-/// an `s`, `m` or `h` suffix (`90`, `90s`, `20m`, `1.5h`).
-pub fn parse_duration(name: &str, raw: &str) -> Result<f64> {
-    let t = raw.trim();
-    let (num, unit) = match t.char_indices().last() {
-        Some((i, 's')) => (&t[..i], 1.0),
-        Some((i, 'm')) => (&t[..i], 60.0),
-        Some((i, 'h')) => (&t[..i], 3600.0),
-        _ => (t, 1.0),
-    };
-    match num.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v * unit < 1e9 => Ok(v * unit),
-        _ => Err(Error::usage(format!(
-            "{name} {raw:?} is invalid: expected a duration such as 90, 90s, 20m or 1.5h"
-        ))),
-    }
-}
-
 fn parse_count(name: &str, raw: &str, min: u32, max: u32) -> Result<u32> {
     match raw.trim().parse::<u32>() {
         Ok(v) if (min..=max).contains(&v) => Ok(v),
@@ -784,18 +766,6 @@ mod tests {
             PathBuf::from("/nonexistent-home/.agent-deck/watchdog/task-timers.json")
         );
         assert!(c.continuity_message.contains("{timestamp}"));
-    }
-
-    #[test]
-    fn durations_with_suffixes() {
-        assert_eq!(parse_duration("--after", "20m").unwrap(), 1200.0);
-        assert_eq!(parse_duration("--after", "90").unwrap(), 90.0);
-        assert_eq!(parse_duration("--after", "90s").unwrap(), 90.0);
-        assert_eq!(parse_duration("--after", "1.5h").unwrap(), 5400.0);
-        for bad in ["", "m", "-5m", "20x", "1e20h"] {
-            let e = parse_duration("--after", bad).unwrap_err();
-            assert!(e.to_string().contains("--after"), "{e}");
-        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub(crate) mod cli;
 pub(crate) mod config;
 pub(crate) mod daemon;
 pub(crate) mod decide;
+pub(crate) mod duration_flag;
 pub(crate) mod error;
 pub(crate) mod fleet;
 pub mod ops;

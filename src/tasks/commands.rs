@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::alert::escalate::Escalator;
-use crate::config::{parse_duration, Config};
+use crate::config::Config;
+use crate::duration_flag::{self, Bounds};
 use crate::error::{Error, Result};
 use crate::sys::clock::{local_timestamp, Clock, SystemClock};
 use crate::sys::process_table::{self, PROC_DIR};
@@ -18,6 +19,12 @@ use crate::tasks::followup::FollowUp;
 use crate::tasks::registry::{RegistryFile, Task, TaskStatus};
 use crate::tasks::rules::{id_problem, MAX_ID_CHARS};
 use crate::tasks::sign::{file_sha256, read_key, sign};
+
+/// `--after`: zero (check at the next tick) up to about 31 years.
+const AFTER_BOUNDS: Bounds = Bounds {
+    zero_ok: true,
+    max_s: 999_999_999.0,
+};
 
 /// What `task add` registers.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +59,8 @@ usage:
   agent-deck-watchdog task show <id> [--json]
   agent-deck-watchdog task cancel <id>
   agent-deck-watchdog task check [--dry-run]
-  agent-deck-watchdog task sign <file>";
+  agent-deck-watchdog task sign <file>
+--after DUR: a decimal number with an optional unit s, m, h or d (90, 20m, 1.5h, 2d)";
 
 fn usage(msg: impl std::fmt::Display) -> Error {
     Error::usage(format!("{msg}\n{TASK_USAGE}"))
@@ -88,7 +96,7 @@ pub fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
                 .opt_value_from_str::<_, String>("--after")
                 .map_err(usage)?
             {
-                Some(raw) => parse_duration("--after", &raw)?,
+                Some(raw) => duration_flag::parse("--after", &raw, AFTER_BOUNDS)?,
                 None => 1200.0,
             };
             let max_retry = args

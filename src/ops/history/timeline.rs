@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::duration_flag::{self, Bounds};
 use crate::error::{Error, Result};
 use crate::records::audit::{
     EscalationRecord, LivenessRecord, RestartRecord, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
@@ -40,32 +41,27 @@ impl Default for Since {
 }
 
 impl Since {
-    /// `--since`: `all`, plain seconds (`5400`), or a number with a unit:
-    /// `s`, `m` (minutes), `h`, `d` (`30s`, `90m`, `6h`, `1.5d`). It must be
-    /// greater than zero and at most 100 years.
+    /// `--since`: `all`, or a duration in the grammar of `duration_flag`
+    /// (`5400`, `30s`, `90m`, `6h`, `1.5d`), greater than zero and at most
+    /// 100 years.
     pub fn parse(raw: &str) -> Result<Since> {
         let t = raw.trim();
         if t == "all" {
             return Ok(Since::All);
         }
-        let (num, unit, suffix) = match t.char_indices().last() {
-            Some((i, 's')) => (&t[..i], 1.0, ""),
-            Some((i, 'm')) => (&t[..i], 60.0, ""),
-            Some((i, 'h')) => (&t[..i], 3600.0, ""),
-            Some((i, 'd')) => (&t[..i], 86_400.0, ""),
-            _ => (t, 1.0, "s"),
+        let bounds = Bounds {
+            zero_ok: false,
+            max_s: SINCE_MAX_S,
         };
-        let digits_only = !num.is_empty() && num.chars().all(|c| c.is_ascii_digit() || c == '.');
-        match num.parse::<f64>() {
-            Ok(v) if digits_only && v > 0.0 && v * unit <= SINCE_MAX_S => Ok(Since::Last {
-                secs: v * unit,
-                label: format!("{t}{suffix}"),
-            }),
-            _ => Err(Error::usage(format!(
+        let secs = duration_flag::parse("--since", raw, bounds).map_err(|_| {
+            Error::usage(format!(
                 "--since {raw:?} is invalid: expected a duration such as 30s, 90m, 6h, 2d, \
                  plain seconds, or all"
-            ))),
-        }
+            ))
+        })?;
+        let plain = t.chars().all(|c| c.is_ascii_digit() || c == '.');
+        let label = if plain { format!("{t}s") } else { t.to_owned() };
+        Ok(Since::Last { secs, label })
     }
 
     /// The oldest timestamp shown, if any bound.
