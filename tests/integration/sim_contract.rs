@@ -1,6 +1,12 @@
 //! Pins the simulated agent-deck (`agent-deck-watchdog sim`, run through
 //! its `agent-deck` wrapper) to the agent-deck CLI contract
-//! (/work/shared/agent-deck-contract.md), so the test double cannot drift.
+//! (agent-deck-contract.md, kept beside the project), so the test double
+//! cannot drift.
+//!
+//! The `check_*` functions at the end hold contract promises as plain
+//! checks over a command runner: they build nothing and read no state
+//! file, so the same bodies can run against the real CLI once a fleet is
+//! set up there. The `#[test]`s set up a simulated fleet and call them.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Output};
@@ -591,4 +597,73 @@ fn hook_writer_and_wait_until() {
     assert!(text.starts_with("{\"status\":\"waiting\",\"event\":\"Stop\",\"ts\":"));
     assert!(wait_until(Duration::from_millis(200), || true));
     assert!(!wait_until(Duration::from_millis(50), || false));
+}
+
+// ---- Contract checks, independent of the backend ----
+
+/// Runs one agent-deck command line (without the program name).
+type Run<'a> = &'a dyn Fn(&[&str]) -> Output;
+
+/// `session show --json` of a session that exists.
+fn show_json(run: Run, id: &str) -> Value {
+    let out = run(&["session", "show", id, "--json"]);
+    assert_eq!(code(&out), 0, "show {id}: {}{}", stdout(&out), stderr(&out));
+    parse(&out)
+}
+
+/// `id` is a running session of a tool that is not Claude-family: a send of
+/// 12 or more characters arrives but answers `DELIVERY_FAILED` with
+/// `"delivery":"typed"`, exit 1; a shorter one succeeds unverified.
+fn check_non_claude_send_of_twelve_characters_answers_typed(run: Run, id: &str) {
+    let title = show_json(run, id)["title"].clone();
+    let out = run(&["session", "send", id, "twelve chars", "--no-wait", "--json"]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert_eq!(stderr(&out), "", "a JSON error goes to stdout");
+    let v = parse(&out);
+    assert_eq!(v["code"], "DELIVERY_FAILED");
+    assert_eq!(v["delivery"], "typed");
+    assert_eq!(v["submitted"], false);
+    assert_eq!(v["success"], false);
+    assert_eq!(v["session_id"], id);
+    assert_eq!(v["session_title"], title);
+    let out = run(&["session", "send", id, "short one", "--no-wait", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let v = parse(&out);
+    assert_eq!(v["success"], true);
+    assert_eq!(v["delivery"], "unverified");
+    assert_eq!(v["submitted"], false);
+}
+
+#[test]
+fn a_non_claude_send_of_twelve_characters_answers_typed() {
+    let sim = Sim::new();
+    let mut shell = session(ID_A, "shell-1", "", "idle");
+    shell["tool"] = json!("shell");
+    sim.set_state(&json!({"sessions": [shell]}));
+    check_non_claude_send_of_twelve_characters_answers_typed(&|a| sim.run(a), ID_A);
+    assert_eq!(
+        sim.session_state(ID_A).unwrap()["sent"],
+        json!(["twelve chars", "short one"]),
+        "the typed text arrived"
+    );
+}
+
+#[test]
+fn on_send_typed_answers_typed_for_a_claude_session() {
+    let sim = Sim::new();
+    let mut cond = session(ID_A, "conductor-ops", "conductor", "waiting");
+    cond["on_send"] = json!("typed");
+    sim.set_state(&json!({"sessions": [cond]}));
+    let out = sim.run(&["session", "send", ID_A, "hi", "--no-wait", "--json"]);
+    assert_eq!(code(&out), 1);
+    let v = parse(&out);
+    assert_eq!(
+        (
+            v["code"].clone(),
+            v["delivery"].clone(),
+            v["submitted"].clone()
+        ),
+        (json!("DELIVERY_FAILED"), json!("typed"), json!(false))
+    );
+    assert_eq!(sim.session_state(ID_A).unwrap()["sent"], json!(["hi"]));
 }

@@ -148,6 +148,16 @@ fn start(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     Ok(o.success(&format!("Started session: {}", s.title), data))
 }
 
+/// Claude-family tools get Claude's submit check, which the simulator takes
+/// as passed. Other tools get the content-arrival check: a message whose
+/// trimmed text is at least this many bytes is looked for in the pane, and
+/// seeing it there without the agent turning busy is `typed`, a failure; a
+/// shorter one cannot be looked for and is `unverified`, a success.
+const ARRIVAL_TOKEN_MIN: usize = 12;
+
+/// The checks the content-arrival poll makes before it gives up.
+const ARRIVAL_CHECKS: u32 = 10;
+
 fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     if c.pos.len() < 2 {
         // The real CLI prints this usage text to stdout.
@@ -158,7 +168,8 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let i = find(c, st, o, "")?;
     let s = &mut st.sessions[i];
     let message = c.pos[1..].join(" ");
-    match s.on_send.unwrap_or(OnSend::Ok) {
+    let mode = s.on_send.unwrap_or(OnSend::Ok);
+    match mode {
         OnSend::NotRunning => {
             let msg = format!("session '{}' is not running", s.title);
             return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
@@ -169,11 +180,29 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
                                "session_id": s.id, "session_title": s.title});
             return Err(o.error(&msg, "DELIVERY_FAILED", 1, Some(extra)));
         }
-        OnSend::Ok => {}
+        OnSend::Ok | OnSend::Typed => {}
     }
     s.sent.push(message.clone());
-    let data = json!({"delivery": "submitted", "message": message, "session_id": s.id,
-                      "session_title": s.title, "submitted": true, "success": true});
+    let unconfirmed = !s.claude_family() && message.trim().len() >= ARRIVAL_TOKEN_MIN;
+    if mode == OnSend::Typed || unconfirmed {
+        let msg = format!(
+            "message reached '{}' but was never confirmed submitted: message reached the \
+             pane but submission was never confirmed after {ARRIVAL_CHECKS} checks",
+            s.title
+        );
+        let extra = json!({"delivery": "typed", "submitted": false,
+                           "session_id": s.id, "session_title": s.title});
+        return Err(o.error(&msg, "DELIVERY_FAILED", 1, Some(extra)));
+    }
+    // A short message to another tool carries nothing to look for: unverified.
+    let delivery = if s.claude_family() {
+        "submitted"
+    } else {
+        "unverified"
+    };
+    let data = json!({"delivery": delivery, "message": message, "session_id": s.id,
+                      "session_title": s.title, "submitted": delivery == "submitted",
+                      "success": true});
     Ok(o.success(&format!("Sent message to '{}'", s.title), data))
 }
 

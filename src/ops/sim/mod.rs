@@ -18,14 +18,15 @@
 //! ```json
 //! {"profiles_exist": true,
 //!  "sessions": [{"id": "3f9c2a1b-1755891234", "title": "t", "profile": "default",
-//!                "group": "", "path": "/tmp", "tool": "claude", "status": "idle",
+//!                "group": "", "path": "/tmp", "tool": "claude", "compatible_with": "",
+//!                "status": "idle",
 //!                "substate": "", "parent_session_id": "", "parent_project_path": "",
 //!                "command": "", "channels": [], "claude_session_id": "",
 //!                "auth_hold": null, "tmux_session": "", "created_at": 1755891234,
 //!                "pane": "", "pane_moving": false, "transcript": "",
 //!                "on_restart": "ok|skipped|no_effect|fail",
 //!                "on_start": "ok|already_running|fail",
-//!                "on_send": "ok|fail|not_running",
+//!                "on_send": "ok|fail|not_running|typed",
 //!                "on_remove": "ok|fail"}],
 //!  "faults": {"<kind>": {"mode": "garbage|null|empty|hang|exit1|crash",
 //!                        "seconds": 3600, "count": 1, "delay": 0.5}},
@@ -33,6 +34,13 @@
 //! ```
 //!
 //! Kinds: `list_all list show restart start send output_pane output remove`.
+//!
+//! Claude-family sessions (tool `claude`, or `compatible_with: "claude"`)
+//! get Claude's send checks, taken as passed. Any other tool gets the
+//! content-arrival check: a message whose trimmed text has 12 or more bytes
+//! arrives (it is recorded in `sent`) but answers `DELIVERY_FAILED` with
+//! `"delivery": "typed"`, exit 1; a shorter one succeeds as `unverified`.
+//! `on_send: "typed"` gives the typed answer for any session and message.
 //! The simulator writes back status, substate and pane changes, the
 //! `restarts`, `starts` and `pane_ticks` counters, the `sent` messages,
 //! removed sessions, and what is left of counted faults.

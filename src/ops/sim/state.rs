@@ -71,6 +71,10 @@ pub enum OnSend {
     Fail,
     /// `session '<title>' is not running`, exit 1.
     NotRunning,
+    /// The text arrives (it is recorded in `sent`) but nothing confirms the
+    /// agent took it up: `DELIVERY_FAILED` with `"delivery": "typed"`,
+    /// exit 1, whatever the tool and the length of the message.
+    Typed,
 }
 
 /// How `remove` answers.
@@ -102,6 +106,13 @@ pub struct SimSession {
     /// None: `claude`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// A custom tool's `compatible_with`: `"claude"` (any case) makes it
+    /// Claude-family, like the tool `claude` itself.
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub compatible_with: String,
     /// The stored status; None: `idle` (never started). Anything outside the
     /// CLI's vocabulary prints as `unknown`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -200,6 +211,12 @@ impl SimSession {
 
     pub fn tool(&self) -> &str {
         self.tool.as_deref().unwrap_or("claude")
+    }
+
+    /// The tool `claude`, or a tool declared compatible with it: the tools
+    /// whose sends are checked Claude's way and whose hooks move the status.
+    pub fn claude_family(&self) -> bool {
+        self.tool() == "claude" || self.compatible_with.trim().eq_ignore_ascii_case("claude")
     }
 
     /// The stored status, which the guards read.

@@ -380,6 +380,80 @@ fn send_records_the_message() {
 }
 
 #[test]
+fn a_non_claude_send_of_twelve_characters_answers_typed() {
+    let mut s0 = session(ID, "shell-1", "idle");
+    s0.tool = Some("shell".into());
+    let s = sim(vec![s0]);
+    let (code, out, err) = s.call(&["session", "send", ID, "twelve chars", "--no-wait", "--json"]);
+    assert_eq!((code, err.as_str()), (1, ""));
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["code"], "DELIVERY_FAILED");
+    assert_eq!(v["delivery"], "typed");
+    assert_eq!(v["submitted"], false);
+    assert_eq!(v["success"], false);
+    assert_eq!(v["session_id"], ID);
+    assert_eq!(v["session_title"], "shell-1");
+    let (code, _, err) = s.call(&["session", "send", ID, "  padded twelve  "]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("Error: message reached 'shell-1' but was never confirmed submitted"),
+        "{err}"
+    );
+    assert_eq!(
+        s.session(ID).sent,
+        vec!["twelve chars".to_string(), "  padded twelve  ".to_string()],
+        "the text arrived"
+    );
+}
+
+#[test]
+fn a_non_claude_send_under_twelve_characters_succeeds_unverified() {
+    let mut s0 = session(ID, "shell-1", "idle");
+    s0.tool = Some("shell".into());
+    let s = sim(vec![s0]);
+    let v = s.json(&[
+        "session",
+        "send",
+        ID,
+        "  eleven ch  ",
+        "--no-wait",
+        "--json",
+    ]);
+    assert_eq!(v["success"], true);
+    assert_eq!(v["delivery"], "unverified");
+    assert_eq!(v["submitted"], false);
+}
+
+#[test]
+fn a_claude_compatible_tool_is_checked_like_claude() {
+    let mut s0 = session(ID, "wrapped", "idle");
+    s0.tool = Some("my-claude".into());
+    s0.compatible_with = "Claude".into();
+    let s = sim(vec![s0]);
+    let v = s.json(&["session", "send", ID, "a long enough message", "--json"]);
+    assert_eq!(
+        (v["delivery"].clone(), v["submitted"].clone()),
+        (json!("submitted"), json!(true))
+    );
+}
+
+#[test]
+fn on_send_typed_answers_typed_for_any_session() {
+    let mut s0 = session(ID, "conductor-ops", "waiting");
+    s0.on_send = Some(OnSend::Typed);
+    let s = sim(vec![s0]);
+    let (code, out, _) = s.call(&["session", "send", ID, "hi", "--no-wait", "--json"]);
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["code"], "DELIVERY_FAILED");
+    assert_eq!(v["delivery"], "typed");
+    assert_eq!(v["submitted"], false);
+    assert_eq!(v["session_id"], ID);
+    assert_eq!(v["session_title"], "conductor-ops");
+    assert_eq!(s.session(ID).sent, vec!["hi".to_string()]);
+}
+
+#[test]
 fn failed_send_carries_the_delivery_keys() {
     let mut s0 = session(ID, "worker-1", "waiting");
     s0.on_send = Some(OnSend::Fail);
