@@ -1,6 +1,12 @@
 //! Pins the simulated agent-deck (`agent-deck-watchdog sim`, run through
 //! its `agent-deck` wrapper) to the agent-deck CLI contract
-//! (/work/shared/agent-deck-contract.md), so the test double cannot drift.
+//! (agent-deck-contract.md, kept beside the project), so the test double
+//! cannot drift.
+//!
+//! The `check_*` functions at the end hold contract promises as plain
+//! checks over a command runner: they build nothing and read no state
+//! file, so the same bodies can run against the real CLI once a fleet is
+//! set up there. The `#[test]`s set up a simulated fleet and call them.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Output};
@@ -443,7 +449,10 @@ fn pane_moving_samples_differ_and_transcript_path() {
 
     let out = sim.run(&["session", "output", ID_B, "--pane", "-q"]);
     assert_eq!(code(&out), 1);
-    assert_eq!(stderr(&out), "Error: failed to capture pane\n");
+    assert_eq!(
+        stderr(&out),
+        "Error: failed to capture pane: failed to capture history: exit status 1\n"
+    );
 }
 
 #[test]
@@ -591,4 +600,319 @@ fn hook_writer_and_wait_until() {
     assert!(text.starts_with("{\"status\":\"waiting\",\"event\":\"Stop\",\"ts\":"));
     assert!(wait_until(Duration::from_millis(200), || true));
     assert!(!wait_until(Duration::from_millis(50), || false));
+}
+
+// ---- Contract checks, independent of the backend ----
+
+/// Runs one agent-deck command line (without the program name).
+type Run<'a> = &'a dyn Fn(&[&str]) -> Output;
+
+/// `session show --json` of a session that exists.
+fn show_json(run: Run, id: &str) -> Value {
+    let out = run(&["session", "show", id, "--json"]);
+    assert_eq!(code(&out), 0, "show {id}: {}{}", stdout(&out), stderr(&out));
+    parse(&out)
+}
+
+/// `id` is a running session of a tool that is not Claude-family: a send of
+/// 12 or more characters arrives but answers `DELIVERY_FAILED` with
+/// `"delivery":"typed"`, exit 1; a shorter one succeeds unverified.
+fn check_non_claude_send_of_twelve_characters_answers_typed(run: Run, id: &str) {
+    let title = show_json(run, id)["title"].clone();
+    let out = run(&["session", "send", id, "twelve chars", "--no-wait", "--json"]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert_eq!(stderr(&out), "", "a JSON error goes to stdout");
+    let v = parse(&out);
+    assert_eq!(v["code"], "DELIVERY_FAILED");
+    assert_eq!(v["delivery"], "typed");
+    assert_eq!(v["submitted"], false);
+    assert_eq!(v["success"], false);
+    assert_eq!(v["session_id"], id);
+    assert_eq!(v["session_title"], title);
+    let out = run(&["session", "send", id, "short one", "--no-wait", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let v = parse(&out);
+    assert_eq!(v["success"], true);
+    assert_eq!(v["delivery"], "unverified");
+    assert_eq!(v["submitted"], false);
+}
+
+#[test]
+fn a_non_claude_send_of_twelve_characters_answers_typed() {
+    let sim = Sim::new();
+    let mut shell = session(ID_A, "shell-1", "", "idle");
+    shell["tool"] = json!("shell");
+    sim.set_state(&json!({"sessions": [shell]}));
+    check_non_claude_send_of_twelve_characters_answers_typed(&|a| sim.run(a), ID_A);
+    assert_eq!(
+        sim.session_state(ID_A).unwrap()["sent"],
+        json!(["twelve chars", "short one"]),
+        "the typed text arrived"
+    );
+}
+
+#[test]
+fn on_send_typed_answers_typed_for_a_claude_session() {
+    let sim = Sim::new();
+    let mut cond = session(ID_A, "conductor-ops", "conductor", "waiting");
+    cond["on_send"] = json!("typed");
+    sim.set_state(&json!({"sessions": [cond]}));
+    let out = sim.run(&["session", "send", ID_A, "hi", "--no-wait", "--json"]);
+    assert_eq!(code(&out), 1);
+    let v = parse(&out);
+    assert_eq!(
+        (
+            v["code"].clone(),
+            v["delivery"].clone(),
+            v["submitted"].clone()
+        ),
+        (json!("DELIVERY_FAILED"), json!("typed"), json!(false))
+    );
+    assert_eq!(sim.session_state(ID_A).unwrap()["sent"], json!(["hi"]));
+}
+
+/// The status `-p P list --json` prints for `id` (profile "default").
+fn listed_status(run: Run, id: &str) -> Value {
+    let out = run(&["list", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    parse(&out)
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["id"] == id).cloned())
+        .unwrap_or_else(|| panic!("{id} not listed"))["status"]
+        .clone()
+}
+
+/// `never` was added and never started, `killed` was started and its tmux
+/// session killed: both read `error` everywhere, with the same keys, and
+/// both carry the tmux name `add` gave them.
+fn check_never_started_reads_error_like_a_killed_one(run: Run, never: &str, killed: &str) {
+    let (a, b) = (show_json(run, never), show_json(run, killed));
+    assert_eq!(
+        (a["status"].clone(), b["status"].clone()),
+        (json!("error"), json!("error"))
+    );
+    assert_eq!(keys(&a), keys(&b), "the same keys");
+    for v in [&a, &b] {
+        let name = v["tmux_session"].as_str().unwrap_or_default();
+        assert!(name.starts_with("agentdeck_"), "tmux name printed: {v}");
+    }
+    assert_eq!(listed_status(run, never), "error");
+    assert_eq!(listed_status(run, killed), "error");
+}
+
+/// `id` is a session whose tmux session is gone (and which holds no auth
+/// hold): it reads `error`, a send is "not running", the pane cannot be
+/// captured, and `session start` brings it back.
+fn check_gone_tmux_reads_error(run: Run, id: &str) {
+    let title = show_json(run, id)["title"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(show_json(run, id)["status"], "error");
+    assert_eq!(listed_status(run, id), "error");
+    let out = run(&["session", "send", id, "hello", "--no-wait"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(
+        stderr(&out),
+        format!("Error: session '{title}' is not running\n")
+    );
+    let out = run(&["session", "output", id, "--pane", "--json"]);
+    assert_eq!(code(&out), 1);
+    let v = parse(&out);
+    assert_eq!(v["code"], "INVALID_OPERATION");
+    let err = v["error"].as_str().unwrap_or_default();
+    assert!(err.starts_with("failed to capture pane: "), "{err}");
+    let out = run(&["session", "start", id, "--json"]);
+    assert_eq!(
+        code(&out),
+        0,
+        "start works once tmux is gone: {}",
+        stdout(&out)
+    );
+    assert_eq!(parse(&out)["success"], true);
+}
+
+/// `id` is a dead session of a tool outside the Claude family: `session
+/// output` without `--pane` exits 1.
+fn check_dead_non_claude_output_exits_1(run: Run, id: &str) {
+    let out = run(&["session", "output", id, "--json"]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    let v = parse(&out);
+    assert_eq!(v["code"], "INVALID_OPERATION");
+    let err = v["error"].as_str().unwrap_or_default();
+    assert!(err.starts_with("failed to get response: "), "{err}");
+}
+
+/// `id` is a shell or custom-command session: a forced restart gives it a
+/// new tmux name `agentdeck_<title>_<8 hex>`.
+fn check_restart_gives_a_new_tmux_name(run: Run, id: &str) {
+    let before = show_json(run, id)["tmux_session"].clone();
+    let out = run(&["session", "restart", id, "--force", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let after = show_json(run, id)["tmux_session"].clone();
+    assert_ne!(before, after, "a new tmux session");
+    let name = after.as_str().unwrap_or_default();
+    let hex = name.rsplit('_').next().unwrap_or_default();
+    assert!(
+        name.starts_with("agentdeck_")
+            && hex.len() == 8
+            && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{name}"
+    );
+}
+
+/// `id` was started under a minute ago, nothing but the CLI writes the
+/// stored status, and its tmux session is gone since: the freshness guard
+/// still skips a restart, exit 0, with exactly these keys.
+fn check_fresh_restart_is_skipped_even_when_dead(run: Run, id: &str) {
+    assert_eq!(show_json(run, id)["status"], "error");
+    let out = run(&["session", "restart", id, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let v = parse(&out);
+    assert_eq!(keys(&v), ["id", "reason", "skipped", "success", "title"]);
+    assert_eq!(
+        (v["skipped"].clone(), v["success"].clone()),
+        (json!(true), json!(true))
+    );
+    let reason = v["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("session is ")
+            && reason
+                .ends_with(" ago (within 1m0s freshness window); use --force to restart anyway"),
+        "{reason}"
+    );
+}
+
+/// `id`'s pane has printed far more than 2000 lines, the last being `last`:
+/// `output --pane` holds the last 2000 lines plus the screen.
+fn check_pane_is_the_last_2000_lines_plus_the_screen(run: Run, id: &str, last: &str) {
+    let out = run(&["session", "output", id, "--pane", "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        (2000..=2200).contains(&lines.len()),
+        "{} lines",
+        lines.len()
+    );
+    let tail = lines.iter().rev().find(|l| !l.trim().is_empty());
+    assert_eq!(tail.copied(), Some(last));
+}
+
+/// A fleet of never-started, killed and shell sessions for the checks above.
+fn dead_fleet() -> Sim {
+    let sim = Sim::new();
+    let mut never = session(ID_A, "never started", "", "idle");
+    never["started"] = json!(false);
+    never["tmux_session"] = json!("agentdeck_never-started_121c9b47");
+    let mut killed = session(ID_B, "killed", "", "running");
+    killed["tmux_session"] = json!("agentdeck_killed_91e6072c");
+    let mut shell = session(ID_C, "shell one", "", "running");
+    shell["tool"] = json!("shell");
+    shell["command"] = json!("shell");
+    shell["tmux_session"] = json!("agentdeck_shell-one_d4b39d86");
+    sim.set_state(&json!({"sessions": [never, killed, shell]}));
+    assert_eq!(code(&sim.run(&["crash", ID_B])), 0);
+    sim
+}
+
+#[test]
+fn a_never_started_session_reads_error_like_a_killed_one() {
+    let sim = dead_fleet();
+    check_never_started_reads_error_like_a_killed_one(&|a| sim.run(a), ID_A, ID_B);
+    let out = sim.run(&["session", "start", ID_A, "--json"]);
+    assert_eq!(parse(&out)["tmux"], "agentdeck_never-started_121c9b47");
+    assert_eq!(show_json(&|a| sim.run(a), ID_A)["status"], "running");
+}
+
+#[test]
+fn a_gone_tmux_session_reads_error_with_no_exit_code() {
+    let sim = dead_fleet();
+    check_gone_tmux_reads_error(&|a| sim.run(a), ID_B);
+    assert_eq!(show_json(&|a| sim.run(a), ID_B)["status"], "running");
+}
+
+#[test]
+fn a_dead_shell_session_fails_output_without_pane() {
+    let sim = dead_fleet();
+    assert_eq!(code(&sim.run(&["crash", ID_C])), 0);
+    check_dead_non_claude_output_exits_1(&|a| sim.run(a), ID_C);
+}
+
+#[test]
+fn a_shell_restart_creates_a_new_tmux_name() {
+    let sim = dead_fleet();
+    check_restart_gives_a_new_tmux_name(&|a| sim.run(a), ID_C);
+    let name = sim.session_state(ID_C).unwrap()["tmux_session"].clone();
+    assert!(name.as_str().unwrap().starts_with("agentdeck_shell-one_"));
+}
+
+#[test]
+fn without_a_status_writer_a_fresh_restart_of_a_dead_pane_is_skipped() {
+    let sim = dead_fleet();
+    sim.update_state(|v| v["status_writer"] = json!(false));
+    assert_eq!(code(&sim.run(&["session", "start", ID_C])), 0);
+    assert_eq!(code(&sim.run(&["crash", ID_C])), 0);
+    check_fresh_restart_is_skipped_even_when_dead(&|a| sim.run(a), ID_C);
+    assert!(sim.session_state(ID_C).unwrap().get("restarts").is_none());
+}
+
+#[test]
+fn the_pane_is_the_last_2000_lines_plus_the_screen() {
+    let sim = Sim::new();
+    let mut s = session(ID_A, "busy", "", "running");
+    let lines: Vec<String> = (1..=5000).map(|n| format!("line {n}")).collect();
+    s["pane"] = json!(lines.join("\n"));
+    sim.set_state(&json!({"sessions": [s]}));
+    check_pane_is_the_last_2000_lines_plus_the_screen(&|a| sim.run(a), ID_A, "line 5000");
+}
+
+#[test]
+fn a_load_error_answers_not_found_with_exit_1() {
+    let sim = fleet();
+    sim.update_state(|v| v["faults"] = json!({"show": {"mode": "load_error", "count": 1}}));
+    let out = sim.run(&["session", "show", ID_A, "--json"]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(parse(&out)["code"], "NOT_FOUND");
+    assert_eq!(
+        code(&sim.run(&["session", "show", ID_A, "--json"])),
+        0,
+        "worn off"
+    );
+}
+
+#[test]
+fn a_stale_dead_hook_keeps_a_restarted_claude_session_in_error() {
+    let sim = Sim::new();
+    let hooks = sim.dir.path().join("hooks");
+    std::fs::create_dir(&hooks).unwrap();
+    let mut c = session(ID_A, "conductor-ops", "conductor", "error");
+    c["claude_session_id"] = json!("c-1");
+    sim.set_state(&json!({"read_hooks": true, "sessions": [c]}));
+    write_hook(&hooks, ID_A, "dead");
+    let run = |args: &[&str]| {
+        Command::new(&sim.bin)
+            .args(args)
+            .envs(sim.envs())
+            .env("AGENT_DECK_HOOKS_DIR", &hooks)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(
+        parse(&run(&["session", "show", ID_A, "--json"]))["status"],
+        "error"
+    );
+    assert_eq!(code(&run(&["session", "restart", ID_A, "--json"])), 0);
+    assert_eq!(
+        parse(&run(&["session", "show", ID_A, "--json"]))["status"],
+        "error",
+        "the dead hook outlives the restart"
+    );
+    write_hook(&hooks, ID_A, "running");
+    assert_eq!(
+        parse(&run(&["session", "show", ID_A, "--json"]))["status"],
+        "running"
+    );
+    // Without AGENT_DECK_HOOKS_DIR and read_hooks, hooks are not read.
+    assert_eq!(show_json(&|a| sim.run(a), ID_A)["status"], "running");
 }

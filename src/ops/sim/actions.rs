@@ -9,22 +9,32 @@ use serde_json::{json, Value};
 
 use super::args::{Call, CommandKind};
 use super::list::{list_all, list_profile};
+use super::live::{self, Moment};
 use super::lookup::find;
 use super::reply::{go_json, rfc3339, sorted, Out, Reply};
-use super::state::{OnRemove, OnRestart, OnSend, OnStart, SimState};
+use super::state::{OnRemove, OnRestart, OnSend, OnStart, SimSession, SimState};
 
 /// The reason the freshness guard (#30) gives.
 const FRESHNESS_REASON: &str = "session is running and was started 12s ago (within 1m0s \
 freshness window); use --force to restart anyway";
 
-/// Runs the call against the state.
-pub fn execute(c: &Call, st: &mut SimState) -> Reply {
+/// Lines of scrollback `output --pane` captures (`capture-pane -S -2000`).
+const PANE_HISTORY_LINES: usize = 2000;
+
+/// The visible screen below that history: tmux's default 24 rows.
+const PANE_SCREEN_ROWS: usize = 24;
+
+/// What tmux answers when asked to capture a session that is gone.
+const CAPTURE_FAILED: &str = "failed to capture history: exit status 1";
+
+/// Runs the call against the state at the given moment.
+pub fn execute(c: &Call, st: &mut SimState, at: &Moment) -> Reply {
     let result = match c.kind {
         CommandKind::ListAll => Ok(list_all(c, st)),
-        CommandKind::List => Ok(list_profile(c, st)),
-        CommandKind::Show => show(c, st),
-        CommandKind::Restart => restart(c, st),
-        CommandKind::Start => start(c, st),
+        CommandKind::List => Ok(list_profile(c, st, at)),
+        CommandKind::Show => show(c, st, at),
+        CommandKind::Restart => restart(c, st, at),
+        CommandKind::Start => start(c, st, at),
         CommandKind::Send => send(c, st),
         CommandKind::Output | CommandKind::OutputPane => output(c, st),
         CommandKind::Remove => remove(c, st),
@@ -38,21 +48,32 @@ fn out(c: &Call) -> Out {
     Out::new(c.on("json"), c.quiet())
 }
 
-fn show(c: &Call, st: &SimState) -> Result<Reply, Reply> {
+fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
     let s = &st.sessions[find(c, st, out(c), "")?];
+    let status = live::status(s, at);
+    let status = live::printed(&status);
     let mut data = json!({
         "id": s.id, "title": s.title, "path": s.path(), "group": s.group, "tool": s.tool(),
-        "command": s.command, "status": s.status_string(), "profile": c.profile_arg,
+        "status": status, "profile": c.profile_arg,
         "parent_session_id": s.parent_session_id, "parent_project_path": s.parent_project_path,
         "no_transition_notify": false, "title_locked": false,
         "created_at": rfc3339(s.created_secs()), "wrapper": "", "auto_name": false,
     });
+    if !s.command.is_empty() {
+        data["command"] = json!(s.command);
+    }
     if !s.substate.is_empty() {
         data["substate"] = json!(s.substate);
     }
     if s.tool() == "claude" {
-        data["claude_session_id"] = json!(s.claude_session_id);
-        data["can_fork"] = json!(!s.claude_session_id.is_empty());
+        // A session never started has no Claude session yet.
+        let claude_id = if s.was_started() {
+            s.claude_session_id.as_str()
+        } else {
+            ""
+        };
+        data["claude_session_id"] = json!(claude_id);
+        data["can_fork"] = json!(!claude_id.is_empty());
         data["can_restart"] = json!(true);
         if !s.channels.is_empty() {
             data["channels"] = json!(s.channels);
@@ -74,7 +95,7 @@ fn show(c: &Call, st: &SimState) -> Result<Reply, Reply> {
         "SimSession: {}\nID:      {}\nStatus:  {}\nPath:    {}\nGroup:   {}\nTool:    {}\n",
         s.title,
         s.id,
-        s.status_string(),
+        status,
         s.path(),
         s.group,
         s.tool()
@@ -82,11 +103,14 @@ fn show(c: &Call, st: &SimState) -> Result<Reply, Reply> {
     Ok(Reply::out(0, text))
 }
 
-/// The auth-hold guard, then the freshness guard (both read the stored
-/// status; `--force` or any `--env` bypasses them), then the mode.
-fn restart(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
+/// The auth-hold guard, then the freshness guard (both read the status
+/// `live::guard_status` gives; `--force` or any `--env` bypasses them),
+/// then the mode. `on_restart: skipped` is the freshness guard on demand.
+fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
+    let guarded = live::guard_status(&st.sessions[i], st, at);
+    let fresh = live::freshness_skip(&st.sessions[i], st, at);
     let s = &mut st.sessions[i];
     let ident = json!({"id": s.id, "title": s.title});
     let force = c.on("force") || !c.env.is_empty();
@@ -98,7 +122,7 @@ fn restart(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
         data["success"] = json!(true);
         o.success(&format!("Skipped restart of {}: {reason}", s.title), data)
     };
-    let alive = ["running", "waiting", "idle", "starting"].contains(&s.raw_status());
+    let alive = ["running", "waiting", "idle", "starting"].contains(&guarded.as_str());
     if let Some(hold) = s.hold().filter(|_| !force && !alive) {
         let remedy = hold.get("remedy").map_or(String::new(), text);
         return Ok(skipped(&format!(
@@ -108,22 +132,43 @@ fn restart(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     if mode == OnRestart::Skipped && !force {
         return Ok(skipped(FRESHNESS_REASON));
     }
+    if let Some(reason) = fresh.filter(|_| !force) {
+        return Ok(skipped(&reason));
+    }
     if mode == OnRestart::Fail {
         let msg = "failed to restart session: simulated";
         return Err(o.error(msg, "INVALID_OPERATION", 1, None));
     }
     s.restarts += 1;
     if mode != OnRestart::NoEffect {
-        s.status = Some("running".into());
-        s.substate.clear();
-        s.append_pane_line(&format!("restarted {}", s.restarts));
+        let line = format!("restarted {}", s.restarts);
+        if live::restart_keeps_tmux(s) {
+            s.append_pane_line(&line);
+        } else {
+            // A new tmux session: the scrollback starts over.
+            s.tmux_session = live::new_tmux_name(&s.title, at);
+            s.pane = Some(line);
+        }
+        mark_started(s, at, "waiting");
     }
     let mut data = ident;
     data["success"] = json!(true);
     Ok(o.success(&format!("Restarted session: {}", s.title), data))
 }
 
-fn start(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
+/// What a successful start or restart leaves: a live tmux session, status
+/// `running` (the simulator's stand-in for what the pane shows), the
+/// freshness stamp, and `stored` as agent-deck's stored status.
+fn mark_started(s: &mut SimSession, at: &Moment, stored: &str) {
+    s.status = Some("running".into());
+    s.substate.clear();
+    s.started = s.started.map(|_| true);
+    s.tmux_alive = s.tmux_alive.map(|_| true);
+    s.last_started = Some(at.now);
+    s.stored_status = Some(stored.into());
+}
+
+fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
     let s = &mut st.sessions[i];
@@ -138,15 +183,28 @@ fn start(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
         }
         OnStart::Ok => {}
     }
-    s.status = Some("running".into());
-    s.substate.clear();
+    // A start reuses the tmux name the session already has.
+    mark_started(s, at, "starting");
     s.starts += 1;
     let mut data = json!({"id": s.id, "success": true, "title": s.title});
+    if !s.tmux_session.is_empty() {
+        data["tmux"] = json!(s.tmux_session);
+    }
     if s.tool() == "claude" && !s.claude_session_id.is_empty() {
         data["claude_session_id"] = json!(s.claude_session_id);
     }
     Ok(o.success(&format!("Started session: {}", s.title), data))
 }
+
+/// Claude-family tools get Claude's submit check, which the simulator takes
+/// as passed. Other tools get the content-arrival check: a message whose
+/// trimmed text is at least this many bytes is looked for in the pane, and
+/// seeing it there without the agent turning busy is `typed`, a failure; a
+/// shorter one cannot be looked for and is `unverified`, a success.
+const ARRIVAL_TOKEN_MIN: usize = 12;
+
+/// The checks the content-arrival poll makes before it gives up.
+const ARRIVAL_CHECKS: u32 = 10;
 
 fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     if c.pos.len() < 2 {
@@ -158,7 +216,13 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let i = find(c, st, o, "")?;
     let s = &mut st.sessions[i];
     let message = c.pos[1..].join(" ");
-    match s.on_send.unwrap_or(OnSend::Ok) {
+    let mode = s.on_send.unwrap_or(OnSend::Ok);
+    let mode = if s.tmux_exists() {
+        mode
+    } else {
+        OnSend::NotRunning
+    };
+    match mode {
         OnSend::NotRunning => {
             let msg = format!("session '{}' is not running", s.title);
             return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
@@ -169,32 +233,65 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
                                "session_id": s.id, "session_title": s.title});
             return Err(o.error(&msg, "DELIVERY_FAILED", 1, Some(extra)));
         }
-        OnSend::Ok => {}
+        OnSend::Ok | OnSend::Typed => {}
     }
     s.sent.push(message.clone());
-    let data = json!({"delivery": "submitted", "message": message, "session_id": s.id,
-                      "session_title": s.title, "submitted": true, "success": true});
+    let unconfirmed = !s.claude_family() && message.trim().len() >= ARRIVAL_TOKEN_MIN;
+    if mode == OnSend::Typed || unconfirmed {
+        let msg = format!(
+            "message reached '{}' but was never confirmed submitted: message reached the \
+             pane but submission was never confirmed after {ARRIVAL_CHECKS} checks",
+            s.title
+        );
+        let extra = json!({"delivery": "typed", "submitted": false,
+                           "session_id": s.id, "session_title": s.title});
+        return Err(o.error(&msg, "DELIVERY_FAILED", 1, Some(extra)));
+    }
+    // A short message to another tool carries nothing to look for: unverified.
+    let delivery = if s.claude_family() {
+        "submitted"
+    } else {
+        "unverified"
+    };
+    let data = json!({"delivery": delivery, "message": message, "session_id": s.id,
+                      "session_title": s.title, "submitted": delivery == "submitted",
+                      "success": true});
     Ok(o.success(&format!("Sent message to '{}'", s.title), data))
 }
 
-/// `--pane` is the pane's scrollback (a moving pane grows a line per read;
-/// a gone pane shows the auth-hold block, else fails); without it, the
-/// transcript. Quiet mode still prints the content.
+/// `--pane` is the pane's last 2000 lines of scrollback plus the screen,
+/// bytes as stored (ANSI escapes included; a moving pane grows a line per
+/// read); with the tmux session or pane gone it is the auth-hold block,
+/// else a failure. Without `--pane` it is the transcript, except that a
+/// tool outside the Claude family reads its answer from the pane, so a
+/// gone one fails. Quiet mode still prints the content.
 fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
     let s = &mut st.sessions[i];
+    let alive = s.tmux_exists();
     let (content, role) = if c.kind != CommandKind::OutputPane {
+        if !alive && !s.claude_family() && s.tool() != "gemini" {
+            let msg = format!(
+                "failed to get response: failed to capture terminal output: {CAPTURE_FAILED}"
+            );
+            return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
+        }
         (s.transcript.clone(), "assistant")
-    } else if s.pane.is_some() {
+    } else if alive && s.pane.is_some() {
         if s.pane_moving {
             s.pane_ticks += 1;
             s.append_pane_line(&format!("tick {}", s.pane_ticks));
         }
-        (s.pane.clone().unwrap_or_default(), "pane")
+        let pane = s.pane.as_deref().unwrap_or_default();
+        (
+            last_lines(pane, PANE_HISTORY_LINES + PANE_SCREEN_ROWS).to_owned(),
+            "pane",
+        )
     } else {
         let Some(hold) = s.hold().and_then(Value::as_object) else {
-            return Err(o.error("failed to capture pane", "INVALID_OPERATION", 1, None));
+            let msg = format!("failed to capture pane: {CAPTURE_FAILED}");
+            return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
         };
         let field = |k: &str| hold.get(k).map_or(String::new(), text);
         let block = format!(
@@ -213,8 +310,26 @@ fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     Ok(Reply::out(0, go_json(&sorted(data))))
 }
 
+/// The last `n` lines of `text` (a trailing newline ends the last line).
+fn last_lines(text: &str, n: usize) -> &str {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    match body.rmatch_indices('\n').nth(n.saturating_sub(1)) {
+        Some((at, _)) if n > 0 => &text[at + 1..],
+        _ => text,
+    }
+}
+
 fn remove(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let o = out(c);
+    if c.pos.is_empty() {
+        // The real CLI answers NOT_FOUND here, with exit 1, and the usage
+        // on stdout in human mode.
+        let mut reply = o.error("session ID or title is required", "NOT_FOUND", 1, None);
+        if !c.on("json") {
+            reply.out = "Usage: agent-deck remove <id|title>\n".into();
+        }
+        return Err(reply);
+    }
     let profile = c.profile.clone();
     let i = find(c, st, o, &format!(" (profile '{profile}')"))?;
     if st.sessions[i].on_remove == Some(OnRemove::Fail) {

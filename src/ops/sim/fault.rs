@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::args::CommandKind;
 use super::reply::{Out, Reply};
 use super::state::SimState;
 
@@ -29,6 +30,9 @@ pub enum FaultMode {
     Exit1,
     /// SIGKILL to itself.
     Crash,
+    /// agent-deck cannot load its storage: `NOT_FOUND` with exit 1 (for
+    /// `remove`, `INVALID_OPERATION`; for `list`, plain text on stdout).
+    LoadError,
     /// An unknown mode: only the delay applies.
     Other,
 }
@@ -65,6 +69,7 @@ pub fn take(state: &mut SimState, kind: &str) -> Option<Fault> {
         }),
         Some("exit1") => FaultMode::Exit1,
         Some("crash") => FaultMode::Crash,
+        Some("load_error") => FaultMode::LoadError,
         _ => FaultMode::Other,
     };
     let delay = fault.get("delay").map_or(0.0, float);
@@ -82,7 +87,7 @@ pub fn delay(state: &SimState, kind: &str) -> f64 {
 
 /// Sleeps as the fault says, then either ends the call (Some) or lets it
 /// run normally (None). `json` is whether the call asked for `--json`.
-pub fn apply(fault: &Fault, json: bool, flush: impl FnOnce()) -> Option<Reply> {
+pub fn apply(fault: &Fault, kind: CommandKind, json: bool, flush: impl FnOnce()) -> Option<Reply> {
     sleep(fault.delay);
     match fault.mode {
         FaultMode::Garbage => Some(Reply::out(0, "{\"id\": \"oops\n".into())),
@@ -105,7 +110,26 @@ pub fn apply(fault: &Fault, json: bool, flush: impl FnOnce()) -> Option<Reply> {
             sleep(10.0);
             Some(Reply::out(137, String::new()))
         }
+        FaultMode::LoadError => Some(load_error(kind, json)),
         FaultMode::Other => None,
+    }
+}
+
+/// How each command reports storage that cannot be loaded.
+fn load_error(kind: CommandKind, json: bool) -> Reply {
+    const CAUSE: &str = "failed to load sessions: simulated";
+    let out = Out::new(json, false);
+    match kind {
+        CommandKind::ListAll => Reply::out(1, "Error: failed to list profiles: simulated\n".into()),
+        CommandKind::List => Reply::out(1, format!("Error: {CAUSE}\n")),
+        CommandKind::Remove => out.error(CAUSE, "INVALID_OPERATION", 1, None),
+        CommandKind::Output | CommandKind::OutputPane => out.error(
+            &format!("failed to load sessions: {CAUSE}"),
+            "NOT_FOUND",
+            1,
+            None,
+        ),
+        _ => out.error(CAUSE, "NOT_FOUND", 1, None),
     }
 }
 

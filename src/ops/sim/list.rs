@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use super::args::Call;
+use super::live::{self, Moment};
 use super::reply::{go_json, rfc3339, Reply};
 use super::state::{SimSession, SimState};
 
@@ -42,7 +43,7 @@ struct ProfileEntry<'a> {
     tool: &'a str,
     #[serde(skip_serializing_if = "is_empty")]
     command: &'a str,
-    status: &'a str,
+    status: String,
     #[serde(skip_serializing_if = "is_empty")]
     substate: &'a str,
     #[serde(skip_serializing_if = "is_empty")]
@@ -97,7 +98,7 @@ pub fn list_all(c: &Call, st: &SimState) -> Reply {
     Reply::out(0, lines)
 }
 
-pub fn list_profile(c: &Call, st: &SimState) -> Reply {
+pub fn list_profile(c: &Call, st: &SimState, at: &Moment) -> Reply {
     let entries: Vec<ProfileEntry> = st
         .sessions
         .iter()
@@ -109,7 +110,7 @@ pub fn list_profile(c: &Call, st: &SimState) -> Reply {
             group: &s.group,
             tool: s.tool(),
             command: &s.command,
-            status: s.status_string(),
+            status: live::printed(&live::status(s, at)).to_owned(),
             substate: &s.substate,
             parent_session_id: &s.parent_session_id,
             parent_project_path: &s.parent_project_path,

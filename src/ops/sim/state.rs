@@ -23,6 +23,19 @@ pub struct SimState {
     /// `{kind: seconds}`: every call of that kind sleeps first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_s: Option<Value>,
+    /// True: hook files move the status (see `live.rs`); absent or false,
+    /// they are not read at all.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
+    pub read_hooks: bool,
+    /// False: no TUI or notify-daemon writes agent-deck's stored status, so
+    /// the restart guards read what start and restart last wrote
+    /// (`stored_status`); absent or true, they read the live status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_writer: Option<bool>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
@@ -34,6 +47,8 @@ impl Default for SimState {
             sessions: Vec::new(),
             faults: None,
             delay_s: None,
+            read_hooks: false,
+            status_writer: None,
             other: Map::new(),
         }
     }
@@ -71,6 +86,10 @@ pub enum OnSend {
     Fail,
     /// `session '<title>' is not running`, exit 1.
     NotRunning,
+    /// The text arrives (it is recorded in `sent`) but nothing confirms the
+    /// agent took it up: `DELIVERY_FAILED` with `"delivery": "typed"`,
+    /// exit 1, whatever the tool and the length of the message.
+    Typed,
 }
 
 /// How `remove` answers.
@@ -102,6 +121,13 @@ pub struct SimSession {
     /// None: `claude`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// A custom tool's `compatible_with`: `"claude"` (any case) makes it
+    /// Claude-family, like the tool `claude` itself.
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub compatible_with: String,
     /// The stored status; None: `idle` (never started). Anything outside the
     /// CLI's vocabulary prints as `unknown`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -127,6 +153,23 @@ pub struct SimSession {
     /// Unix seconds; None: taken from an id of the real shape, else a fixed date.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<f64>,
+    /// False: added but never started; every call reads `error` (`unknown`
+    /// in the 1.5 s after `created_at`). None: true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started: Option<bool>,
+    /// False: the tmux session is gone (`sim crash`); the status reads
+    /// `error` unless stopped. None: true. Start and restart bring it back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tmux_alive: Option<bool>,
+    /// Unix seconds of the last start or restart (written back); the
+    /// freshness guard measures from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_started: Option<f64>,
+    /// The status agent-deck's storage holds, as start (`starting`) and
+    /// restart (`waiting`) write it; read by the guards under
+    /// `status_writer: false`. None: `status`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored_status: Option<String>,
     /// The pane's scrollback; None: the pane is gone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pane: Option<String>,
@@ -164,6 +207,10 @@ fn yes() -> bool {
     true
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -177,9 +224,6 @@ fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> R
 fn null_is_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     Ok(Option::<bool>::deserialize(d)?.unwrap_or(false))
 }
-
-/// Statuses `StatusString` prints as themselves; the rest print `unknown`.
-const KNOWN_STATUSES: [&str; 6] = ["running", "waiting", "idle", "error", "stopped", "queued"];
 
 /// `created_at` when neither the state nor the id gives one.
 const DEFAULT_CREATED: i64 = 1_755_891_234;
@@ -202,19 +246,25 @@ impl SimSession {
         self.tool.as_deref().unwrap_or("claude")
     }
 
+    /// The tool `claude`, or a tool declared compatible with it: the tools
+    /// whose sends are checked Claude's way and whose hooks move the status.
+    pub fn claude_family(&self) -> bool {
+        self.tool() == "claude" || self.compatible_with.trim().eq_ignore_ascii_case("claude")
+    }
+
+    /// False when the session was added but never started.
+    pub fn was_started(&self) -> bool {
+        self.started.unwrap_or(true)
+    }
+
+    /// Whether its tmux session exists: started, not crashed, not stopped.
+    pub fn tmux_exists(&self) -> bool {
+        self.was_started() && self.tmux_alive.unwrap_or(true) && self.raw_status() != "stopped"
+    }
+
     /// The stored status, which the guards read.
     pub fn raw_status(&self) -> &str {
         self.status.as_deref().unwrap_or("idle")
-    }
-
-    /// The status as the CLI prints it (`starting` is `unknown`).
-    pub fn status_string(&self) -> &str {
-        let s = self.raw_status();
-        if KNOWN_STATUSES.contains(&s) {
-            s
-        } else {
-            "unknown"
-        }
     }
 
     /// The auth hold, unless absent, `null`, `false`, `0`, `""`, `[]` or `{}`.

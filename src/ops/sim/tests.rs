@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use super::state::{OnSend, OnStart};
+use super::state::{OnRestart, OnSend, OnStart};
 use super::*;
 
 struct Sim {
@@ -45,6 +45,7 @@ impl Sim {
             state: Some(self.state.clone()),
             log: Some(self.log.clone()),
             profile: String::new(),
+            hooks: None,
         }
     }
 
@@ -285,9 +286,12 @@ fn restart_of_auth_held_session_is_skipped() {
 
 #[test]
 fn restart_flips_error_to_running_and_appends_to_the_pane() {
+    // A Claude session with a known id whose tmux is alive keeps its pane.
     let mut s0 = session(ID, "conductor-ops", "error");
     s0.substate = "usage-limit".into();
     s0.pane = Some("old".into());
+    s0.claude_session_id = "c-1".into();
+    s0.tmux_session = "agentdeck_conductor-ops_0badf00d".into();
     let s = sim(vec![s0]);
     let v = s.json(&["session", "restart", ID, "--json"]);
     assert_eq!(
@@ -303,6 +307,7 @@ fn restart_flips_error_to_running_and_appends_to_the_pane() {
         (after.restarts, after.pane.as_deref()),
         (1, Some("old\nrestarted 1"))
     );
+    assert_eq!(after.tmux_session, "agentdeck_conductor-ops_0badf00d");
 }
 
 #[test]
@@ -350,7 +355,9 @@ fn gone_pane_shows_the_auth_hold_block_or_fails() {
     let (code, out, err) = s.call(&["session", "output", "gone", "--pane", "--json"]);
     assert_eq!((code, err.as_str()), (1, ""));
     assert!(
-        out.contains("\"error\": \"failed to capture pane\""),
+        out.contains(
+            "\"error\": \"failed to capture pane: failed to capture history: exit status 1\""
+        ),
         "{out}"
     );
 }
@@ -377,6 +384,80 @@ fn send_records_the_message() {
             String::new()
         )
     );
+}
+
+#[test]
+fn a_non_claude_send_of_twelve_characters_answers_typed() {
+    let mut s0 = session(ID, "shell-1", "idle");
+    s0.tool = Some("shell".into());
+    let s = sim(vec![s0]);
+    let (code, out, err) = s.call(&["session", "send", ID, "twelve chars", "--no-wait", "--json"]);
+    assert_eq!((code, err.as_str()), (1, ""));
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["code"], "DELIVERY_FAILED");
+    assert_eq!(v["delivery"], "typed");
+    assert_eq!(v["submitted"], false);
+    assert_eq!(v["success"], false);
+    assert_eq!(v["session_id"], ID);
+    assert_eq!(v["session_title"], "shell-1");
+    let (code, _, err) = s.call(&["session", "send", ID, "  padded twelve  "]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("Error: message reached 'shell-1' but was never confirmed submitted"),
+        "{err}"
+    );
+    assert_eq!(
+        s.session(ID).sent,
+        vec!["twelve chars".to_string(), "  padded twelve  ".to_string()],
+        "the text arrived"
+    );
+}
+
+#[test]
+fn a_non_claude_send_under_twelve_characters_succeeds_unverified() {
+    let mut s0 = session(ID, "shell-1", "idle");
+    s0.tool = Some("shell".into());
+    let s = sim(vec![s0]);
+    let v = s.json(&[
+        "session",
+        "send",
+        ID,
+        "  eleven ch  ",
+        "--no-wait",
+        "--json",
+    ]);
+    assert_eq!(v["success"], true);
+    assert_eq!(v["delivery"], "unverified");
+    assert_eq!(v["submitted"], false);
+}
+
+#[test]
+fn a_claude_compatible_tool_is_checked_like_claude() {
+    let mut s0 = session(ID, "wrapped", "idle");
+    s0.tool = Some("my-claude".into());
+    s0.compatible_with = "Claude".into();
+    let s = sim(vec![s0]);
+    let v = s.json(&["session", "send", ID, "a long enough message", "--json"]);
+    assert_eq!(
+        (v["delivery"].clone(), v["submitted"].clone()),
+        (json!("submitted"), json!(true))
+    );
+}
+
+#[test]
+fn on_send_typed_answers_typed_for_any_session() {
+    let mut s0 = session(ID, "conductor-ops", "waiting");
+    s0.on_send = Some(OnSend::Typed);
+    let s = sim(vec![s0]);
+    let (code, out, _) = s.call(&["session", "send", ID, "hi", "--no-wait", "--json"]);
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["code"], "DELIVERY_FAILED");
+    assert_eq!(v["delivery"], "typed");
+    assert_eq!(v["submitted"], false);
+    assert_eq!(v["session_id"], ID);
+    assert_eq!(v["session_title"], "conductor-ops");
+    assert_eq!(s.session(ID).sent, vec!["hi".to_string()]);
 }
 
 #[test]
@@ -543,5 +624,387 @@ fn transact_creates_the_state_file_and_writes_atomically() {
         names,
         ["state.json", "state.json.lock"],
         "no temp file left behind"
+    );
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn status_of(s: &Sim, id: &str) -> String {
+    s.json(&["session", "show", id, "--json"])["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_never_started_session_reads_unknown_for_its_first_one_and_a_half_seconds() {
+    let mut young = session(ID, "young", "idle");
+    young.started = Some(false);
+    young.created_at = Some(now());
+    let mut old = session("a0b1c2d3-1755899999", "old", "idle");
+    old.started = Some(false);
+    let s = sim(vec![young, old]);
+    assert_eq!(status_of(&s, ID), "unknown");
+    assert_eq!(status_of(&s, "old"), "error");
+    let v = s.json(&["list", "--json"]);
+    assert_eq!(
+        (v[0]["status"].clone(), v[1]["status"].clone()),
+        (json!("unknown"), json!("error"))
+    );
+}
+
+#[test]
+fn a_never_started_claude_session_shows_no_claude_id_and_starts_as_usual() {
+    let mut s0 = session(ID, "fresh", "idle");
+    s0.started = Some(false);
+    s0.claude_session_id = "left-over".into();
+    s0.tmux_session = "agentdeck_fresh_12345678".into();
+    let s = sim(vec![s0]);
+    let v = s.json(&["session", "show", ID, "--json"]);
+    assert_eq!(
+        (v["claude_session_id"].clone(), v["can_fork"].clone()),
+        (json!(""), json!(false))
+    );
+    assert_eq!(v["tmux_session"], "agentdeck_fresh_12345678");
+    let v = s.json(&["session", "start", ID, "--json"]);
+    assert_eq!(
+        v["tmux"], "agentdeck_fresh_12345678",
+        "start keeps the name from add"
+    );
+    assert_eq!(status_of(&s, ID), "running");
+    let after = s.session(ID);
+    assert_eq!(
+        (after.started, after.stored_status.as_deref()),
+        (Some(true), Some("starting"))
+    );
+    assert!(after.last_started.is_some());
+}
+
+#[test]
+fn crash_kills_the_tmux_session_and_is_not_logged() {
+    let s = sim(vec![session(ID, "worker-1", "running")]);
+    assert_eq!(
+        s.call(&["crash", ID]),
+        (0, format!("crashed {ID}\n"), String::new())
+    );
+    assert_eq!(s.session(ID).tmux_alive, Some(false));
+    assert_eq!(
+        s.session(ID).status.as_deref(),
+        Some("running"),
+        "stored status kept"
+    );
+    assert_eq!(s.call(&["crash", "nosuch"]).0, 2);
+    assert_eq!(s.call(&["crash"]).0, 2);
+    assert!(!s.log.exists(), "crash is not an agent-deck call");
+}
+
+#[test]
+fn a_crashed_session_reads_error_but_a_stopped_one_stays_stopped() {
+    let mut stopped = session("a0b1c2d3-1755899999", "stopped-1", "stopped");
+    stopped.tmux_alive = Some(false);
+    let s = sim(vec![session(ID, "worker-1", "waiting"), stopped]);
+    s.call(&["crash", ID]);
+    assert_eq!(status_of(&s, ID), "error");
+    assert_eq!(status_of(&s, "stopped-1"), "stopped");
+    let (code, _, err) = s.call(&["session", "send", ID, "hello"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "Error: session 'worker-1' is not running\n")
+    );
+    assert_eq!(
+        s.call(&["session", "start", ID]).0,
+        0,
+        "start succeeds: tmux is gone"
+    );
+    assert_eq!(status_of(&s, ID), "running");
+    assert_eq!(s.session(ID).tmux_alive, Some(true));
+}
+
+#[test]
+fn a_dead_non_claude_session_fails_output_without_pane() {
+    let mut shell = session(ID, "shell-1", "running");
+    shell.tool = Some("shell".into());
+    shell.tmux_alive = Some(false);
+    let mut claude = session("a0b1c2d3-1755899999", "claude-1", "running");
+    claude.tmux_alive = Some(false);
+    claude.transcript = "last".into();
+    let s = sim(vec![shell, claude]);
+    let (code, _, err) = s.call(&["session", "output", ID]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "Error: failed to get response: failed to capture terminal output: \
+         failed to capture history: exit status 1\n"
+    );
+    assert_eq!(s.call(&["session", "output", "claude-1", "-q"]).1, "last\n");
+}
+
+#[test]
+fn a_shell_restart_gets_a_new_tmux_name_and_a_fresh_pane() {
+    let mut s0 = session(ID, "my shell_1", "error");
+    s0.tool = Some("shell".into());
+    s0.pane = Some("old scrollback".into());
+    s0.tmux_session = "agentdeck_my-shell-1_00000000".into();
+    let s = sim(vec![s0]);
+    s.json(&["session", "restart", ID, "--json"]);
+    let after = s.session(ID);
+    let name = after.tmux_session.clone();
+    let suffix = name
+        .strip_prefix("agentdeck_my-shell-1_")
+        .expect("name shape");
+    assert!(
+        suffix.len() == 8 && suffix.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{name}"
+    );
+    assert_ne!(name, "agentdeck_my-shell-1_00000000");
+    assert_eq!(
+        after.pane.as_deref(),
+        Some("restarted 1"),
+        "scrollback lost"
+    );
+    assert_eq!(after.stored_status.as_deref(), Some("waiting"));
+}
+
+#[test]
+fn a_claude_restart_after_a_crash_gets_a_new_tmux_name() {
+    let mut s0 = session(ID, "conductor-ops", "running");
+    s0.claude_session_id = "c-1".into();
+    s0.tmux_session = "agentdeck_conductor-ops_0badf00d".into();
+    s0.pane = Some("old".into());
+    let s = sim(vec![s0]);
+    s.call(&["crash", ID]);
+    s.json(&["session", "restart", ID, "--json"]);
+    let after = s.session(ID);
+    assert_ne!(after.tmux_session, "agentdeck_conductor-ops_0badf00d");
+    assert_eq!(after.tmux_alive, Some(true));
+    assert_eq!(status_of(&s, ID), "running");
+}
+
+#[test]
+fn the_pane_is_clipped_to_its_last_2000_lines_plus_the_screen_with_escapes_kept() {
+    let mut s0 = session(ID, "worker-1", "running");
+    let lines: Vec<String> = (1..=3000)
+        .map(|n| format!("\u{1b}[32mline {n}\u{1b}[0m"))
+        .collect();
+    s0.pane = Some(lines.join("\n"));
+    let s = sim(vec![s0]);
+    let (code, out, _) = s.call(&["session", "output", ID, "--pane", "-q"]);
+    assert_eq!(code, 0);
+    let got: Vec<&str> = out.lines().collect();
+    assert_eq!(got.len(), 2024);
+    assert_eq!(got[0], "\u{1b}[32mline 977\u{1b}[0m");
+    assert_eq!(got[2023], "\u{1b}[32mline 3000\u{1b}[0m");
+}
+
+#[test]
+fn show_leaves_out_an_empty_command() {
+    let mut with = session("a0b1c2d3-1755899999", "with", "idle");
+    with.command = "claude --resume".into();
+    let s = sim(vec![session(ID, "without", "idle"), with]);
+    assert!(s
+        .json(&["session", "show", ID, "--json"])
+        .get("command")
+        .is_none());
+    assert_eq!(
+        s.json(&["session", "show", "with", "--json"])["command"],
+        "claude --resume"
+    );
+}
+
+#[test]
+fn a_load_error_fault_answers_not_found_with_exit_1() {
+    let s = sim(vec![session(ID, "worker-1", "running")]);
+    for kind in [
+        "show", "restart", "start", "send", "output", "remove", "list",
+    ] {
+        transact(&s.state, |st| {
+            st.faults = Some(json!({kind: {"mode": "load_error", "count": 1}}));
+        })
+        .expect("set fault");
+        let args: &[&str] = match kind {
+            "show" => &["session", "show", ID, "--json"],
+            "restart" => &["session", "restart", ID, "--json"],
+            "start" => &["session", "start", ID, "--json"],
+            "send" => &["session", "send", ID, "hi", "--json"],
+            "output" => &["session", "output", ID, "--json"],
+            "remove" => &["remove", ID, "--json"],
+            _ => &["list", "--json"],
+        };
+        let (code, out, err) = s.call(args);
+        assert_eq!((code, err.as_str()), (1, ""), "{kind}");
+        if kind == "list" {
+            assert_eq!(out, "Error: failed to load sessions: simulated\n");
+            continue;
+        }
+        let v: Value = serde_json::from_str(&out).expect("JSON");
+        let want = if kind == "remove" {
+            "INVALID_OPERATION"
+        } else {
+            "NOT_FOUND"
+        };
+        assert_eq!(v["code"], want, "{kind}");
+        assert!(v["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("failed to load sessions: "));
+    }
+    assert_eq!(s.session(ID).restarts, 0);
+}
+
+#[test]
+fn remove_without_an_id_is_not_found_with_exit_1() {
+    let s = sim(vec![session(ID, "worker-1", "running")]);
+    let (code, out, _) = s.call(&["remove", "--json"]);
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!((code, v["code"].clone()), (1, json!("NOT_FOUND")));
+    let (code, out, err) = s.call(&["remove"]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            1,
+            "Usage: agent-deck remove <id|title>\n",
+            "Error: session ID or title is required\n"
+        )
+    );
+}
+
+fn hooked(sessions: Vec<SimSession>) -> (Sim, TempDir) {
+    let s = sim(sessions);
+    let hooks = tempfile::tempdir().expect("hooks dir");
+    transact(&s.state, |st| st.read_hooks = true).expect("read_hooks");
+    (s, hooks)
+}
+
+fn hook(dir: &TempDir, id: &str, status: &str, age: f64) {
+    let body = json!({"status": status, "event": "Stop", "ts": (now() - age) as i64});
+    fs::write(dir.path().join(format!("{id}.json")), body.to_string()).expect("write hook");
+}
+
+fn status_with_hooks(s: &Sim, hooks: &TempDir, id: &str) -> String {
+    let env = SimEnv {
+        hooks: Some(hooks.path().to_path_buf()),
+        ..s.env()
+    };
+    let (code, out, _) = s.call_in(&env, &["session", "show", id, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    v["status"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_fresh_hook_moves_a_claude_status_and_dead_reads_error() {
+    let (s, dir) = hooked(vec![session(ID, "c", "idle")]);
+    for (hook_status, want) in [
+        ("running", "running"),
+        ("waiting", "waiting"),
+        ("dead", "error"),
+    ] {
+        hook(&dir, ID, hook_status, 5.0);
+        assert_eq!(status_with_hooks(&s, &dir, ID), want, "hook {hook_status}");
+    }
+    hook(&dir, ID, "dead", 121.0);
+    assert_eq!(
+        status_with_hooks(&s, &dir, ID),
+        "idle",
+        "a hook over 120 s old is ignored"
+    );
+}
+
+#[test]
+fn hooks_do_not_move_a_shell_a_crashed_session_or_a_state_without_read_hooks() {
+    let mut shell = session(ID, "sh", "idle");
+    shell.tool = Some("shell".into());
+    let mut crashed = session("a0b1c2d3-1755899999", "gone", "running");
+    crashed.tmux_alive = Some(false);
+    let (s, dir) = hooked(vec![shell, crashed]);
+    hook(&dir, ID, "dead", 1.0);
+    hook(&dir, "a0b1c2d3-1755899999", "running", 1.0);
+    assert_eq!(status_with_hooks(&s, &dir, ID), "idle");
+    assert_eq!(status_with_hooks(&s, &dir, "gone"), "error");
+    transact(&s.state, |st| {
+        st.read_hooks = false;
+        st.sessions[0].tool = None;
+    })
+    .expect("edit");
+    assert_eq!(status_with_hooks(&s, &dir, ID), "idle", "hooks unread");
+}
+
+#[test]
+fn a_dead_hook_outlives_a_restart_for_its_120_seconds() {
+    let mut s0 = session(ID, "conductor-ops", "error");
+    s0.claude_session_id = "c-1".into();
+    let (s, dir) = hooked(vec![s0]);
+    hook(&dir, ID, "dead", 10.0);
+    let env = SimEnv {
+        hooks: Some(dir.path().to_path_buf()),
+        ..s.env()
+    };
+    let (code, _, _) = s.call_in(&env, &["session", "restart", ID, "--force"]);
+    assert_eq!(code, 0);
+    assert!(
+        dir.path().join(format!("{ID}.json")).exists(),
+        "restart keeps the hook"
+    );
+    assert_eq!(
+        status_with_hooks(&s, &dir, ID),
+        "error",
+        "tmux alive, hook still dead"
+    );
+    hook(&dir, ID, "dead", 120.5);
+    assert_eq!(status_with_hooks(&s, &dir, ID), "running");
+}
+
+#[test]
+fn without_a_status_writer_a_fresh_restart_is_skipped_even_when_dead() {
+    let s = sim(vec![session(ID, "worker-1", "error")]);
+    transact(&s.state, |st| st.status_writer = Some(false)).expect("flag");
+    assert_eq!(s.call(&["session", "start", ID]).0, 0);
+    s.call(&["crash", ID]);
+    assert_eq!(status_of(&s, ID), "error");
+    let v = s.json(&["session", "restart", ID, "--json"]);
+    let keys: Vec<&String> = v.as_object().expect("object").keys().collect();
+    assert_eq!(keys, ["id", "reason", "skipped", "success", "title"]);
+    assert_eq!(v["skipped"], true);
+    let reason = v["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("session is starting and was started ")
+            && reason
+                .ends_with("s ago (within 1m0s freshness window); use --force to restart anyway"),
+        "{reason}"
+    );
+    assert_eq!(s.session(ID).restarts, 0);
+    assert_eq!(s.call(&["session", "restart", ID, "--force"]).0, 0);
+    assert_eq!(s.session(ID).restarts, 1);
+}
+
+#[test]
+fn with_a_status_writer_the_guard_reads_the_live_status() {
+    let s = sim(vec![session(ID, "worker-1", "error")]);
+    assert_eq!(s.call(&["session", "start", ID]).0, 0);
+    s.call(&["crash", ID]);
+    let v = s.json(&["session", "restart", ID, "--json"]);
+    assert_eq!(v.get("skipped"), None, "dead now: restarted");
+    let v = s.json(&["session", "restart", ID, "--json"]);
+    assert_eq!(
+        v["skipped"], true,
+        "running and restarted just now: skipped"
+    );
+    assert!(v["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("session is running and was started 0s ago"));
+    let mut s1 = session("a0b1c2d3-1755899999", "old", "running");
+    s1.last_started = Some(now() - 61.0);
+    s1.on_restart = Some(OnRestart::Ok);
+    let s = sim(vec![s1]);
+    assert_eq!(
+        s.json(&["session", "restart", "old", "--json"])
+            .get("skipped"),
+        None
     );
 }

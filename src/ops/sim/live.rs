@@ -1,0 +1,158 @@
+//! What a CLI call reads for a session at a given moment, as agent-deck's
+//! status code derives it from what the state holds: a session never
+//! started, a tmux session gone, a fresh hook file; and the tmux name a
+//! restart that recreates the tmux session gives it.
+//!
+//! Pure functions of the session, the moment and the hook read: no state
+//! is written here, and the only I/O is reading a hook file.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::path::PathBuf;
+
+use super::hooks;
+use super::state::{SimSession, SimState};
+
+/// Seconds after creation (or start) during which a missing tmux session
+/// reads as starting up rather than as a fault.
+pub const START_GRACE_S: f64 = 1.5;
+
+/// How long a hook file moves the status: two minutes for every tool
+/// that reads hooks but the ones below.
+pub const HOOK_WINDOW_S: f64 = 120.0;
+
+/// A Codex-family `running` (or other non-waiting) hook moves the status this long.
+pub const CODEX_RUNNING_HOOK_WINDOW_S: f64 = 20.0;
+
+/// The freshness guard's window: a restart this soon after a start or
+/// restart of a healthy session is skipped.
+pub const FRESHNESS_WINDOW_S: f64 = 60.0;
+
+/// The moment of one call and where its hook files are.
+#[derive(Debug, Clone, Default)]
+pub struct Moment {
+    /// Unix seconds.
+    pub now: f64,
+    /// The hooks directory, when the state asks for hooks to be read.
+    pub hooks: Option<PathBuf>,
+}
+
+impl Moment {
+    /// `now`, with hooks read from `dir` only under `read_hooks: true`.
+    pub fn new(now: f64, dir: Option<PathBuf>, st: &SimState) -> Moment {
+        Moment {
+            now,
+            hooks: dir.filter(|_| st.read_hooks),
+        }
+    }
+}
+
+/// Statuses printed as themselves; the rest print `unknown` (`starting` too).
+const KNOWN_STATUSES: [&str; 6] = ["running", "waiting", "idle", "error", "stopped", "queued"];
+
+/// Statuses the freshness guard counts as healthy.
+const HEALTHY: [&str; 4] = ["running", "waiting", "idle", "starting"];
+
+/// A status as the CLI prints it.
+pub fn printed(status: &str) -> &str {
+    if KNOWN_STATUSES.contains(&status) {
+        status
+    } else {
+        "unknown"
+    }
+}
+
+fn codex_family(s: &SimSession) -> bool {
+    s.tool() == "codex" || s.compatible_with.trim().eq_ignore_ascii_case("codex")
+}
+
+/// Whether hook files can move this tool's status.
+fn reads_hooks(s: &SimSession) -> bool {
+    s.claude_family() || codex_family(s) || ["gemini", "hermes", "cursor"].contains(&s.tool())
+}
+
+/// The session's status now, before printing (so `starting` may come back).
+pub fn status(s: &SimSession, at: &Moment) -> String {
+    if !s.was_started() {
+        let created = s.created_at.unwrap_or(s.created_secs() as f64);
+        let young = at.now - created < START_GRACE_S;
+        return if young { "starting" } else { "error" }.into();
+    }
+    if s.raw_status() == "stopped" {
+        return "stopped".into();
+    }
+    if !s.tmux_exists() {
+        return "error".into();
+    }
+    if let Some(hook) = fresh_hook(s, at) {
+        match hook.as_str() {
+            "running" | "waiting" | "starting" => return hook,
+            "dead" => return "error".into(),
+            _ => {}
+        }
+    }
+    s.raw_status().into()
+}
+
+/// The status of a fresh hook file that applies to this session.
+fn fresh_hook(s: &SimSession, at: &Moment) -> Option<String> {
+    if !reads_hooks(s) {
+        return None;
+    }
+    let hook = hooks::read(at.hooks.as_deref()?, &s.id, at.now)?;
+    let window = if codex_family(s) && hook.status != "waiting" {
+        CODEX_RUNNING_HOOK_WINDOW_S
+    } else {
+        HOOK_WINDOW_S
+    };
+    (at.now - hook.ts < window).then_some(hook.status)
+}
+
+/// The status the restart guards read: the stored one when nothing but
+/// start and restart writes it (`status_writer: false`), else the live one.
+pub fn guard_status(s: &SimSession, st: &SimState, at: &Moment) -> String {
+    if st.status_writer == Some(false) {
+        s.stored_status
+            .clone()
+            .unwrap_or_else(|| s.raw_status().into())
+    } else {
+        status(s, at)
+    }
+}
+
+/// The freshness guard's reason when it skips a restart now, else None.
+pub fn freshness_skip(s: &SimSession, st: &SimState, at: &Moment) -> Option<String> {
+    let age = at.now - s.last_started?;
+    let status = guard_status(s, st, at);
+    if !(0.0..FRESHNESS_WINDOW_S).contains(&age) || !HEALTHY.contains(&status.as_str()) {
+        return None;
+    }
+    Some(format!(
+        "session is {status} and was started {}s ago (within 1m0s freshness window); \
+         use --force to restart anyway",
+        age.round() as i64
+    ))
+}
+
+/// Whether a restart keeps the tmux session (and its scrollback): only a
+/// Claude-family session with a known id whose tmux session is alive.
+pub fn restart_keeps_tmux(s: &SimSession) -> bool {
+    s.claude_family() && !s.claude_session_id.is_empty() && s.tmux_exists()
+}
+
+/// A fresh tmux session name: `agentdeck_<title>_<8 hex>`, each run of
+/// characters outside `[A-Za-z0-9-]` in the title made one `-`.
+pub fn new_tmux_name(title: &str, at: &Moment) -> String {
+    let (mut sanitized, mut in_run) = (String::new(), false);
+    for c in title.chars() {
+        let kept = c.is_ascii_alphanumeric() || c == '-';
+        if kept {
+            sanitized.push(c);
+        } else if !in_run {
+            sanitized.push('-');
+        }
+        in_run = !kept;
+    }
+    let seed = RandomState::new().hash_one((title, at.now.to_bits(), std::process::id()));
+    format!("agentdeck_{sanitized}_{:08x}", seed as u32)
+}
