@@ -10,6 +10,8 @@
 #[allow(dead_code)]
 mod support;
 
+#[path = "live/contract.rs"]
+mod contract;
 #[path = "live/fake_agent.rs"]
 mod fake_agent;
 #[path = "live/sandbox.rs"]

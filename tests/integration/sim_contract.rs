@@ -9,11 +9,12 @@
 //! set up there. The `#[test]`s set up a simulated fleet and call them.
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::support::contract::*;
 use crate::support::files::write_hook;
 use crate::support::fixtures::session;
 use crate::support::sim::{Sim, LOG_ENV, STATE_ENV};
@@ -22,29 +23,6 @@ use crate::support::wait_until;
 const ID_A: &str = "3f9c2a1b-1755891234";
 const ID_B: &str = "a0b1c2d3-1755899999";
 const ID_C: &str = "3f9c2a77-1755890000";
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status
-        .code()
-        .unwrap_or_else(|| panic!("killed by a signal: {:?}", o.status))
-}
-
-fn parse(o: &Output) -> Value {
-    serde_json::from_str(&stdout(o))
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", stdout(o)))
-}
-
-fn keys(v: &Value) -> Vec<String> {
-    v.as_object().expect("object").keys().cloned().collect()
-}
 
 /// Keys in the order they appear in the raw JSON text (one key per line).
 fn raw_key_order(text: &str) -> Vec<String> {
@@ -242,22 +220,15 @@ fn profile_flag_after_subcommand_is_a_flag_error() {
 }
 
 #[test]
+fn list_and_show_have_the_real_shapes() {
+    let sim = fleet();
+    check_list_and_show_shapes(&|a| sim.run(a), ID_A);
+}
+
+#[test]
 fn not_found_exits_2_with_json_error_on_stdout() {
     let sim = fleet();
-    let out = sim.run(&["session", "show", "nosuch-id", "--json"]);
-    assert_eq!(code(&out), 2);
-    assert_eq!(stderr(&out), "", "--json errors leave stderr empty");
-    let v = parse(&out);
-    assert_eq!(
-        v,
-        json!({"code": "NOT_FOUND", "error": "session 'nosuch-id' not found", "success": false})
-    );
-
-    // Human mode: error on stderr, stdout empty.
-    let out = sim.run(&["session", "show", "nosuch-id"]);
-    assert_eq!(code(&out), 2);
-    assert_eq!(stdout(&out), "");
-    assert_eq!(stderr(&out), "Error: session 'nosuch-id' not found\n");
+    check_unknown_id_is_not_found_exit_2(&|a| sim.run(a));
 
     // The worker lives in "work", so the default profile does not see it.
     let out = sim.run(&["session", "restart", ID_B, "--json"]);
@@ -602,41 +573,6 @@ fn hook_writer_and_wait_until() {
     assert!(!wait_until(Duration::from_millis(50), || false));
 }
 
-// ---- Contract checks, independent of the backend ----
-
-/// Runs one agent-deck command line (without the program name).
-type Run<'a> = &'a dyn Fn(&[&str]) -> Output;
-
-/// `session show --json` of a session that exists.
-fn show_json(run: Run, id: &str) -> Value {
-    let out = run(&["session", "show", id, "--json"]);
-    assert_eq!(code(&out), 0, "show {id}: {}{}", stdout(&out), stderr(&out));
-    parse(&out)
-}
-
-/// `id` is a running session of a tool that is not Claude-family: a send of
-/// 12 or more characters arrives but answers `DELIVERY_FAILED` with
-/// `"delivery":"typed"`, exit 1; a shorter one succeeds unverified.
-fn check_non_claude_send_of_twelve_characters_answers_typed(run: Run, id: &str) {
-    let title = show_json(run, id)["title"].clone();
-    let out = run(&["session", "send", id, "twelve chars", "--no-wait", "--json"]);
-    assert_eq!(code(&out), 1, "{}", stdout(&out));
-    assert_eq!(stderr(&out), "", "a JSON error goes to stdout");
-    let v = parse(&out);
-    assert_eq!(v["code"], "DELIVERY_FAILED");
-    assert_eq!(v["delivery"], "typed");
-    assert_eq!(v["submitted"], false);
-    assert_eq!(v["success"], false);
-    assert_eq!(v["session_id"], id);
-    assert_eq!(v["session_title"], title);
-    let out = run(&["session", "send", id, "short one", "--no-wait", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stdout(&out));
-    let v = parse(&out);
-    assert_eq!(v["success"], true);
-    assert_eq!(v["delivery"], "unverified");
-    assert_eq!(v["submitted"], false);
-}
-
 #[test]
 fn a_non_claude_send_of_twelve_characters_answers_typed() {
     let sim = Sim::new();
@@ -669,134 +605,6 @@ fn on_send_typed_answers_typed_for_a_claude_session() {
         (json!("DELIVERY_FAILED"), json!("typed"), json!(false))
     );
     assert_eq!(sim.session_state(ID_A).unwrap()["sent"], json!(["hi"]));
-}
-
-/// The status `-p P list --json` prints for `id` (profile "default").
-fn listed_status(run: Run, id: &str) -> Value {
-    let out = run(&["list", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stdout(&out));
-    parse(&out)
-        .as_array()
-        .and_then(|a| a.iter().find(|e| e["id"] == id).cloned())
-        .unwrap_or_else(|| panic!("{id} not listed"))["status"]
-        .clone()
-}
-
-/// `never` was added and never started, `killed` was started and its tmux
-/// session killed: both read `error` everywhere, with the same keys, and
-/// both carry the tmux name `add` gave them.
-fn check_never_started_reads_error_like_a_killed_one(run: Run, never: &str, killed: &str) {
-    let (a, b) = (show_json(run, never), show_json(run, killed));
-    assert_eq!(
-        (a["status"].clone(), b["status"].clone()),
-        (json!("error"), json!("error"))
-    );
-    assert_eq!(keys(&a), keys(&b), "the same keys");
-    for v in [&a, &b] {
-        let name = v["tmux_session"].as_str().unwrap_or_default();
-        assert!(name.starts_with("agentdeck_"), "tmux name printed: {v}");
-    }
-    assert_eq!(listed_status(run, never), "error");
-    assert_eq!(listed_status(run, killed), "error");
-}
-
-/// `id` is a session whose tmux session is gone (and which holds no auth
-/// hold): it reads `error`, a send is "not running", the pane cannot be
-/// captured, and `session start` brings it back.
-fn check_gone_tmux_reads_error(run: Run, id: &str) {
-    let title = show_json(run, id)["title"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    assert_eq!(show_json(run, id)["status"], "error");
-    assert_eq!(listed_status(run, id), "error");
-    let out = run(&["session", "send", id, "hello", "--no-wait"]);
-    assert_eq!(code(&out), 1);
-    assert_eq!(
-        stderr(&out),
-        format!("Error: session '{title}' is not running\n")
-    );
-    let out = run(&["session", "output", id, "--pane", "--json"]);
-    assert_eq!(code(&out), 1);
-    let v = parse(&out);
-    assert_eq!(v["code"], "INVALID_OPERATION");
-    let err = v["error"].as_str().unwrap_or_default();
-    assert!(err.starts_with("failed to capture pane: "), "{err}");
-    let out = run(&["session", "start", id, "--json"]);
-    assert_eq!(
-        code(&out),
-        0,
-        "start works once tmux is gone: {}",
-        stdout(&out)
-    );
-    assert_eq!(parse(&out)["success"], true);
-}
-
-/// `id` is a dead session of a tool outside the Claude family: `session
-/// output` without `--pane` exits 1.
-fn check_dead_non_claude_output_exits_1(run: Run, id: &str) {
-    let out = run(&["session", "output", id, "--json"]);
-    assert_eq!(code(&out), 1, "{}", stdout(&out));
-    let v = parse(&out);
-    assert_eq!(v["code"], "INVALID_OPERATION");
-    let err = v["error"].as_str().unwrap_or_default();
-    assert!(err.starts_with("failed to get response: "), "{err}");
-}
-
-/// `id` is a shell or custom-command session: a forced restart gives it a
-/// new tmux name `agentdeck_<title>_<8 hex>`.
-fn check_restart_gives_a_new_tmux_name(run: Run, id: &str) {
-    let before = show_json(run, id)["tmux_session"].clone();
-    let out = run(&["session", "restart", id, "--force", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stdout(&out));
-    let after = show_json(run, id)["tmux_session"].clone();
-    assert_ne!(before, after, "a new tmux session");
-    let name = after.as_str().unwrap_or_default();
-    let hex = name.rsplit('_').next().unwrap_or_default();
-    assert!(
-        name.starts_with("agentdeck_")
-            && hex.len() == 8
-            && hex.bytes().all(|b| b.is_ascii_hexdigit()),
-        "{name}"
-    );
-}
-
-/// `id` was started under a minute ago, nothing but the CLI writes the
-/// stored status, and its tmux session is gone since: the freshness guard
-/// still skips a restart, exit 0, with exactly these keys.
-fn check_fresh_restart_is_skipped_even_when_dead(run: Run, id: &str) {
-    assert_eq!(show_json(run, id)["status"], "error");
-    let out = run(&["session", "restart", id, "--json"]);
-    assert_eq!(code(&out), 0, "{}", stdout(&out));
-    let v = parse(&out);
-    assert_eq!(keys(&v), ["id", "reason", "skipped", "success", "title"]);
-    assert_eq!(
-        (v["skipped"].clone(), v["success"].clone()),
-        (json!(true), json!(true))
-    );
-    let reason = v["reason"].as_str().unwrap_or_default();
-    assert!(
-        reason.starts_with("session is ")
-            && reason
-                .ends_with(" ago (within 1m0s freshness window); use --force to restart anyway"),
-        "{reason}"
-    );
-}
-
-/// `id`'s pane has printed far more than 2000 lines, the last being `last`:
-/// `output --pane` holds the last 2000 lines plus the screen.
-fn check_pane_is_the_last_2000_lines_plus_the_screen(run: Run, id: &str, last: &str) {
-    let out = run(&["session", "output", id, "--pane", "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let text = stdout(&out);
-    let lines: Vec<&str> = text.lines().collect();
-    assert!(
-        (2000..=2200).contains(&lines.len()),
-        "{} lines",
-        lines.len()
-    );
-    let tail = lines.iter().rev().find(|l| !l.trim().is_empty());
-    assert_eq!(tail.copied(), Some(last));
 }
 
 /// A fleet of never-started, killed and shell sessions for the checks above.

@@ -13,6 +13,7 @@
 //! | `clock` | a new time line every 200 ms |
 //! | `banner` | Claude's 401 login banner, then nothing |
 //! | `exit N D` | exits with code N after D seconds |
+//! | `lines N` | prints `line 1` … `line N`, then nothing |
 //!
 //! Started as Claude (its argv carries `--session-id` or `--resume`), it
 //! reports `SessionStart` through `agent-deck hook-handler` on boot, as
@@ -74,6 +75,9 @@ case "$mode" in
     exit)
         sleep "${{delay:-0}}"
         exit "${{code:-1}}" ;;
+    lines)
+        seq -f 'line %g' 1 "${{code:-1}}"
+        while :; do sleep 3600; done ;;
     *)
         while :; do sleep 3600; done ;;
 esac

@@ -3,6 +3,7 @@
 //! agent-deck writes them, task set-ups, a Telegram stand-in, and waiting on
 //! a condition or a process with a deadline (never a fixed sleep).
 
+pub mod contract;
 pub mod files;
 pub mod fixtures;
 pub mod sim;
