@@ -465,14 +465,19 @@ mod tests {
     #[test]
     fn unwritable_directory_is_survived() {
         let r = Records::new(Path::new("/nonexistent/dir"));
-        r.escalation(&EscalationRecord {
+        let alert = EscalationRecord {
             ts: 0.0,
             severity: "rate-limit".into(),
             message: "m".into(),
             sid: None,
             telegram: false,
             dry_run: false,
-        });
+        };
+        r.escalation(&alert);
+        r.escalation(&alert);
+        // Nothing was written, yet the alerts still count in the metrics.
+        assert!(!Path::new("/nonexistent/dir").exists());
+        assert_eq!(r.tally().escalations.get("rate-limit"), Some(&2));
     }
 
     #[test]

@@ -690,7 +690,9 @@ mod tests {
         let s = quiet();
         let s2 = s.clone();
         let t = std::thread::spawn(move || run(&sh(&script), Duration::from_secs(60), &s2));
+        let deadline = Instant::now() + Duration::from_secs(10);
         while !started.exists() {
+            assert!(Instant::now() < deadline, "the child never started");
             std::thread::sleep(Duration::from_millis(5));
         }
         let asked = Instant::now();

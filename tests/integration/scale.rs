@@ -97,7 +97,19 @@ fn a_waiting_child_keeps_its_timer_while_its_profile_is_unreadable() {
     // The profile's live list is garbage for three times the threshold.
     wd.sim
         .update_state(|s| s["faults"] = json!({"list": {"mode": "garbage"}}));
-    std::thread::sleep(Duration::from_secs(3));
+    let fault_at = crate::support::now();
+    let garbage_read_late = || {
+        timed_calls(&wd).iter().any(|(ts, argv)| {
+            *ts >= fault_at + 3.0
+                && argv.contains(&"list".to_owned())
+                && !argv.contains(&"--all".to_owned())
+        })
+    };
+    assert!(
+        wait_until(Duration::from_secs(15), garbage_read_late),
+        "the daemon stopped reading the profile; stderr:\n{}",
+        d.stderr()
+    );
     let recovered = crate::support::now();
     wd.sim.update_state(|s| s["faults"] = json!({}));
     let nudged = || !wd.sim.calls_with(&["send", kid]).is_empty();
