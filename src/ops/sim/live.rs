@@ -82,7 +82,9 @@ pub fn status(s: &SimSession, at: &Moment) -> String {
         return "stopped".into();
     }
     if !s.tmux_exists() {
-        return "error".into();
+        // Within the grace after a start, a gone tmux is still `starting`.
+        let young = s.last_started.is_some_and(|t| at.now - t < START_GRACE_S);
+        return if young { "starting" } else { "error" }.into();
     }
     if let Some(hook) = fresh_hook(s, at) {
         match hook.as_str() {

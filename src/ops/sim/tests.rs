@@ -726,6 +726,14 @@ fn a_crashed_session_reads_error_but_a_stopped_one_stays_stopped() {
 }
 
 #[test]
+fn a_session_crashed_within_a_second_and_a_half_of_its_start_reads_unknown() {
+    let s = sim(vec![session(ID, "worker-1", "waiting")]);
+    assert_eq!(s.call(&["session", "start", ID]).0, 0);
+    s.call(&["crash", ID]);
+    assert_eq!(status_of(&s, ID), "unknown", "the real CLI's start grace");
+}
+
+#[test]
 fn a_dead_non_claude_session_fails_output_without_pane() {
     let mut shell = session(ID, "shell-1", "running");
     shell.tool = Some("shell".into());
@@ -959,11 +967,23 @@ fn a_dead_hook_outlives_a_restart_for_its_120_seconds() {
     assert_eq!(status_with_hooks(&s, &dir, ID), "running");
 }
 
+/// Moves the session's last start `secs` into the past: past the start
+/// grace, still inside the freshness window.
+fn started_seconds_ago(s: &Sim, secs: f64) {
+    transact(&s.state, |st| {
+        for x in &mut st.sessions {
+            x.last_started = x.last_started.map(|t| t - secs);
+        }
+    })
+    .expect("move last_started");
+}
+
 #[test]
 fn without_a_status_writer_a_fresh_restart_is_skipped_even_when_dead() {
     let s = sim(vec![session(ID, "worker-1", "error")]);
     transact(&s.state, |st| st.status_writer = Some(false)).expect("flag");
     assert_eq!(s.call(&["session", "start", ID]).0, 0);
+    started_seconds_ago(&s, 5.0);
     s.call(&["crash", ID]);
     assert_eq!(status_of(&s, ID), "error");
     let v = s.json(&["session", "restart", ID, "--json"]);
@@ -986,6 +1006,7 @@ fn without_a_status_writer_a_fresh_restart_is_skipped_even_when_dead() {
 fn with_a_status_writer_the_guard_reads_the_live_status() {
     let s = sim(vec![session(ID, "worker-1", "error")]);
     assert_eq!(s.call(&["session", "start", ID]).0, 0);
+    started_seconds_ago(&s, 5.0);
     s.call(&["crash", ID]);
     let v = s.json(&["session", "restart", ID, "--json"]);
     assert_eq!(v.get("skipped"), None, "dead now: restarted");
