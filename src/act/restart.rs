@@ -19,7 +19,7 @@ use crate::decide::book::State;
 use crate::decide::cascade;
 use crate::decide::gates::{self, Limits};
 use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
-use crate::fleet::deck::{AgentDeck, RestartAnswer};
+use crate::fleet::deck::{AgentDeck, Delivery, RestartAnswer};
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::audit::{LivenessRecord, Records, RestartRecord};
 use crate::records::state_file::Store;
@@ -415,6 +415,10 @@ impl Context {
             let text = template.replace("{timestamp}", &local_timestamp(self.clock.now()));
             match self.deck.send(&s.profile, &s.id, &text) {
                 Ok(()) => log::info!("continuity message sent to {}", s.id),
+                Err(e) if e.delivery().is_some_and(Delivery::arrived) => log::info!(
+                    "continuity message typed into the pane of {}, agent-deck saw no sign it was acted on ({e}); not sent again",
+                    s.id
+                ),
                 Err(e) => log::warn!(
                     "continuity message to {} failed: {e}; the session runs without it",
                     s.id

@@ -424,6 +424,36 @@ fn successful_restart_is_recorded_and_sends_the_continuity_message() {
     assert_eq!(live.reads.len(), 2);
 }
 
+/// Needs the simulator's `"on_send": "typed"` (exit 1, `DELIVERY_FAILED`
+/// with `"delivery":"typed"`, the message recorded in `sent`).
+#[test]
+fn a_continuity_message_typed_into_a_non_claude_pane_is_no_failure_and_not_resent() {
+    let wd = Wd::new();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "running");
+    c["tool"] = json!("shell");
+    c["on_send"] = json!("typed");
+    wd.sessions(vec![c]);
+    let d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    assert!(
+        wait_until(SECS_10, || !wd.restarts_with("restarted").is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert!(
+        wait_until(SECS_10, || d.stderr().contains("continuity message typed")),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    wd.wait_for_more_ticks(5);
+    let sends = wd.sim.calls_with(&["session", "send", CONDUCTOR]);
+    assert_eq!(sends.len(), 1, "{sends:?}");
+    let stderr = d.stderr();
+    assert!(!stderr.contains("continuity message to"), "{stderr}");
+}
+
 #[test]
 fn rate_limited_boot_backs_off_and_gives_the_slot_back() {
     let wd = Wd::new()
