@@ -255,10 +255,13 @@ impl Context {
                 self.records
                     .restart(&self.record(s, "cli-refused", Some(reason)));
             }
-            Ok(RestartAnswer::Restarted) => match self.verify(s, self.settings.restart_verify) {
-                Some(status) if status != Status::Error => self.succeeded(s, status),
-                _ => self.fall_back_to_start(job),
-            },
+            Ok(RestartAnswer::Restarted) => {
+                gates::note_ran(&mut self.state.lock(), &s.id);
+                match self.verify(s, self.settings.restart_verify) {
+                    Some(status) if status != Status::Error => self.succeeded(s, status),
+                    _ => self.fall_back_to_start(job),
+                }
+            }
             Err(e) => self.failed(job, format!("restart {e}")),
         }
     }
@@ -387,6 +390,7 @@ impl Context {
         if let Err(e) = self.deck.start(&s.profile, &s.id) {
             return self.failed(job, format!("fallback start {e}"));
         }
+        gates::note_ran(&mut self.state.lock(), &s.id);
         match self.verify(s, self.settings.start_verify) {
             Some(status) if status != Status::Error => self.succeeded(s, status),
             _ => self.failed(

@@ -1,18 +1,23 @@
 //! The safety-poll pass: one `list --all`, one `list` per profile that holds a
-//! critical session, the cascade check, the gates for each critical session in
-//! error, the patrols, the task follow-up, then metrics and the systemd
-//! status line. 1 + P CLI calls when the fleet is healthy.
+//! critical session, whether each critical session in error ever ran, the
+//! cascade check, the gates for each that did, the patrols, the task
+//! follow-up, then metrics and the systemd status line. 1 + P CLI calls when
+//! the fleet is healthy.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use crate::act::patrols::Snapshot;
 use crate::act::restart;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
+use crate::decide::first_run::{self, Ran, RunProbe};
 use crate::decide::gates::{self, Gate, Hold};
 use crate::fleet::cache::Fleet;
+use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{self, Live, Session, Status};
 use crate::records::metrics;
+use crate::triggers::hook_file;
 
 /// What the live lists of one tick said.
 #[derive(Default)]
@@ -50,17 +55,29 @@ impl Daemon {
             unreadable,
             children,
         } = self.read_live(profiles);
-        let errored = critical
+        let in_error: Vec<&Session> = critical
             .iter()
             .filter(|s| live.get(&s.id).is_some_and(|l| l.status() == Status::Error))
-            .count();
+            .collect();
+        let errored = in_error.len();
+        let ran = self.judge_runs(&in_error);
+        // A session that never ran did not die: it is no part of a cascade.
+        let died = ran.values().filter(|r| **r == Ran::Yes).count();
         // A partial view would undercount: cascade episodes are judged on full ticks only.
         if unreadable.is_empty() {
-            self.watch_cascade(errored);
+            self.watch_cascade(died);
         }
         for s in &critical {
-            if let Some(l) = live.get(&s.id) {
-                self.observe(s, l.status());
+            let Some(l) = live.get(&s.id) else {
+                continue;
+            };
+            match ran.get(&s.id) {
+                Some(Ran::Never) => self.hold(s, Hold::NeverStarted),
+                Some(Ran::Unknown) => {
+                    let now = self.clock.now();
+                    gates::note_status(&mut self.state.lock(), s, Status::Error, now);
+                }
+                Some(Ran::Yes) | None => self.observe(s, l.status()),
             }
         }
         if fleet_readable {
@@ -142,6 +159,59 @@ impl Daemon {
             .collect()
     }
 
+    /// Whether each critical session in error has ever run (see
+    /// [`crate::decide::first_run`]). Costs no CLI call for a session the
+    /// book knows ran or that has a hook file, and at most one `session
+    /// show` per error episode for the others.
+    fn judge_runs(&mut self, in_error: &[&Session]) -> BTreeMap<String, Ran> {
+        let mut verdicts = BTreeMap::new();
+        for s in in_error {
+            let known = self.state.lock().ran.contains(&s.id);
+            let judged_never = self.never_started.contains(&s.id);
+            if !known && !judged_never {
+                // The show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
+                self.sd_notify.alive();
+            }
+            let probe = EvidenceProbe {
+                deck: self.deck.as_ref(),
+                hooks_dir: &self.hooks_dir,
+                session: s,
+            };
+            let ran = first_run::has_run(known, judged_never, &probe);
+            match ran {
+                Ran::Yes => {
+                    if !known {
+                        gates::note_ran(&mut self.state.lock(), &s.id);
+                    }
+                    self.never_started.remove(&s.id);
+                }
+                Ran::Never => {
+                    self.never_started.insert(s.id.clone());
+                }
+                Ran::Unknown => log::info!(
+                    "{} is in error; whether it ever ran is decided on the next tick",
+                    s.id
+                ),
+            }
+            verdicts.insert(s.id.clone(), ran);
+        }
+        verdicts
+    }
+
+    /// A critical session in error that is not to be restarted for `why`:
+    /// its status is noted and the hold recorded once.
+    fn hold(&mut self, s: &Session, why: Hold) {
+        let now = self.clock.now();
+        gates::note_status(&mut self.state.lock(), s, Status::Error, now);
+        if self.record_gate_skip(s, why) && why == Hold::NeverStarted {
+            log::info!(
+                "{} ({}) is in error but shows no sign it was ever started; not restarting it (it is watched like any other once it runs)",
+                s.id,
+                s.title
+            );
+        }
+    }
+
     /// Sessions agent-deck no longer lists leave the state and the caches.
     fn forget_gone(&mut self) {
         let fleet = &self.fleet;
@@ -152,9 +222,11 @@ impl Daemon {
             st.sessions.retain(|id, _| keep(id));
             st.waiting.retain(|id, _| keep(id));
             st.poller_restarted.retain(|id, _| keep(id));
+            st.ran.retain(|id| keep(id));
         }
         self.hook_checks.retain(|id| fleet.knows(id));
         self.gate_skips.retain(|id, _| fleet.knows(id));
+        self.never_started.retain(|id| fleet.knows(id));
     }
 
     /// `metrics.prom` and the systemd status line, after each tick.
@@ -259,6 +331,7 @@ impl Daemon {
         gates::note_status(&mut self.state.lock(), s, status, now);
         if status != Status::Error {
             self.gate_skips.remove(&s.id);
+            self.never_started.remove(&s.id);
         }
         if status == Status::Error {
             self.consider(s);
@@ -314,13 +387,13 @@ impl Daemon {
     }
 
     /// One `restart.log` line when a session starts being held by a gate (not
-    /// one per tick while it stays held).
-    fn record_gate_skip(&mut self, s: &Session, why: Hold) {
+    /// one per tick while it stays held); true if it wrote one.
+    fn record_gate_skip(&mut self, s: &Session, why: Hold) -> bool {
         // A queued restart or its own quiet time is the normal course, not a hold.
         if matches!(why, Hold::InFlight | Hold::Cooldown)
             || self.gate_skips.insert(s.id.clone(), why) == Some(why)
         {
-            return;
+            return false;
         }
         let rec = crate::records::audit::RestartRecord::new(
             self.clock.now(),
@@ -330,5 +403,31 @@ impl Daemon {
             self.flags.dry_run,
         );
         self.records.restart(&rec);
+        true
+    }
+}
+
+/// The evidence of a run that the restart book does not hold: the hook
+/// spool (a `stat`) and `session show`.
+struct EvidenceProbe<'a> {
+    deck: &'a dyn AgentDeck,
+    hooks_dir: &'a Path,
+    session: &'a Session,
+}
+
+impl RunProbe for EvidenceProbe<'_> {
+    fn hook_file(&self) -> bool {
+        hook_file::hook_file_exists(self.hooks_dir, &self.session.id)
+    }
+
+    fn show(&self) -> Option<Live> {
+        let s = self.session;
+        match self.deck.show(&s.profile, &s.id) {
+            Ok(live) => Some(live),
+            Err(e) => {
+                log::warn!("status of {} is unreadable: {e}", s.id);
+                None
+            }
+        }
     }
 }

@@ -97,6 +97,11 @@ pub struct State {
     pub waiting: BTreeMap<String, WaitWatch>,
     /// `<sid or _global>|<severity>` → when it last escalated.
     pub escalated: BTreeMap<String, f64>,
+    /// Critical sessions known to have run at least once (seen live or
+    /// `stopped`, a hook file, a `claude_session_id`, or restarted by the
+    /// watchdog): only these are revived from `error`. Ids that leave the
+    /// fleet are dropped.
+    pub ran: BTreeSet<String>,
     /// Sessions with a restart queued or running (not saved).
     #[serde(skip)]
     pub in_flight: BTreeSet<String>,

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::decide::book::{not_in_future, State};
 use crate::decide::cascade::CASCADE_REMINDER_S;
+use crate::decide::first_run::proves_it_ran;
 use crate::fleet::session::{Session, Status};
 
 /// The limits, as float seconds.
@@ -67,6 +68,9 @@ pub enum Hold {
     Cooldown,
     InFlight,
     BudgetSpent,
+    /// Added but never started: nothing to revive (see
+    /// [`crate::decide::first_run`]).
+    NeverStarted,
 }
 
 impl Hold {
@@ -79,6 +83,7 @@ impl Hold {
             Hold::Cooldown => "cooldown",
             Hold::InFlight => "in_flight",
             Hold::BudgetSpent => "budget_spent",
+            Hold::NeverStarted => "never_started",
         }
     }
 }
@@ -228,6 +233,18 @@ pub fn prune_state(state: &mut State, lim: &Limits, now: f64) {
             book.backoff_until = 0.0;
         }
     }
+    // A book that last saw the session live is evidence that it ran (and
+    // all there is in a state saved before the `ran` set existed).
+    let live_books = state.sessions.iter().filter(|(_, b)| {
+        b.last_status
+            .as_deref()
+            .is_some_and(|st| proves_it_ran(Status::parse(st)))
+    });
+    let seen: Vec<String> = live_books
+        .map(|(id, _)| id.clone())
+        .filter(|id| !state.ran.contains(id))
+        .collect();
+    state.ran.extend(seen);
     state.sessions.retain(|_, b| !b.is_empty());
     prune(&mut state.recent_restarts, now, lim.cascade_window);
     prune(&mut state.breaker_hits, now, lim.breaker_window);
@@ -278,8 +295,12 @@ pub fn note_pane_active(state: &mut State, lim: &Limits, id: &str) -> (u32, bool
     )
 }
 
-/// Records a status seen; a healthy one ends the error episode.
+/// Records a status seen; a healthy one ends the error episode, and a live
+/// or `stopped` one proves the session has run.
 pub fn note_status(state: &mut State, s: &Session, status: Status, now: f64) {
+    if proves_it_ran(status) && !state.ran.contains(&s.id) {
+        state.ran.insert(s.id.clone());
+    }
     let book = state.book(&s.id);
     if book.title != s.title {
         book.title = s.title.clone();
@@ -294,6 +315,14 @@ pub fn note_status(state: &mut State, s: &Session, status: Status, now: f64) {
         book.error_since = None;
     } else if status == Status::Error && book.error_since.is_none() {
         book.error_since = Some(now);
+    }
+}
+
+/// The session has run: it was found with evidence of it, or the watchdog
+/// restarted or started it.
+pub fn note_ran(state: &mut State, id: &str) {
+    if !state.ran.contains(id) {
+        state.ran.insert(id.to_owned());
     }
 }
 
@@ -507,10 +536,35 @@ pub(crate) mod tests {
             (Hold::Cooldown, "cooldown"),
             (Hold::InFlight, "in_flight"),
             (Hold::BudgetSpent, "budget_spent"),
+            (Hold::NeverStarted, "never_started"),
         ] {
             assert_eq!(h.as_str(), text);
             assert_eq!(serde_json::to_string(&h).unwrap(), format!("\"{text}\""));
         }
+    }
+
+    #[test]
+    fn a_live_or_stopped_status_proves_a_run_and_unknown_does_not() {
+        let mut s = State::default();
+        note_status(&mut s, &sess("a-1"), Status::Unknown, 1.0);
+        note_status(&mut s, &sess("a-1"), Status::Error, 2.0);
+        note_status(&mut s, &sess("q-1"), Status::Queued, 2.0);
+        assert!(s.ran.is_empty(), "{:?}", s.ran);
+        note_status(&mut s, &sess("a-1"), Status::Idle, 3.0);
+        note_status(&mut s, &sess("b-1"), Status::Stopped, 3.0);
+        note_ran(&mut s, "c-1");
+        let ran: Vec<&str> = s.ran.iter().map(String::as_str).collect();
+        assert_eq!(ran, ["a-1", "b-1", "c-1"]);
+    }
+
+    #[test]
+    fn a_state_saved_before_the_ran_set_keeps_what_its_books_saw() {
+        let (l, mut s) = (lim(), State::default());
+        note_status(&mut s, &sess("a-1"), Status::Running, 1.0);
+        note_status(&mut s, &sess("e-1"), Status::Error, 1.0);
+        s.ran.clear();
+        prune_state(&mut s, &l, 2.0);
+        assert_eq!(s.ran.iter().collect::<Vec<_>>(), ["a-1"]);
     }
 
     /// A wall clock one day behind the one that wrote the state.

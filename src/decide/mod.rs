@@ -1,9 +1,10 @@
-//! The decision core, pure: gates, cascade, liveness verdicts and patrol
-//! rules take the restart book, the limits and `now`, and return a decision.
+//! The decision core, pure: gates, cascade, liveness verdicts, whether a
+//! session ever ran, and patrol rules take the restart book, the limits and `now`, and return a decision.
 //! Nothing here spawns, sleeps or writes a file.
 
 pub(crate) mod book;
 pub(crate) mod cascade;
+pub(crate) mod first_run;
 pub(crate) mod gates;
 pub(crate) mod liveness;
 pub(crate) mod patrol_rules;

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use crate::fleet::deck::{AgentDeck, CliError, CliResult, RestartAnswer};
 use crate::fleet::listing::Row;
 use crate::fleet::parse::Delivery;
-use crate::fleet::session::Live;
+use crate::fleet::session::{Live, Status};
 
 /// How the fake's `session send` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +55,14 @@ pub struct FakeDeck {
     pub script: Mutex<Script>,
     /// `<command> <id>` for every call, in order.
     pub calls: Mutex<Vec<String>>,
+}
+
+/// A `session show` answer with this status and nothing else.
+pub fn live(status: Status) -> Option<Live> {
+    Some(Live {
+        status: Some(status),
+        ..Live::default()
+    })
 }
 
 fn exit1(message: &str) -> CliError {

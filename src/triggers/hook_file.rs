@@ -1,5 +1,5 @@
 //! Hook files: which names in the spool stand for a session (agent-deck's id
-//! rule), and what status a session's hook file reports. Both thread A and
+//! rule), whether a session has one, and what status it reports. Both thread A and
 //! the main loop's hook check use these; nothing else reads the spool.
 //! A hook file is read without blocking and only up to 64 KiB: a FIFO, a
 //! device or a huge file there is "no status" with a rate-limited warning.
@@ -44,6 +44,19 @@ pub fn hook_status(dir: &Path, id: &str) -> Option<String> {
         })
 }
 
+/// Whether `<dir>/<id>.json` or `<dir>/sandbox/<id>/<id>.json` exists as
+/// a regular file: one or two `stat`s, nothing opened or read. An id that
+/// fails agent-deck's rule has none.
+pub fn hook_file_exists(dir: &Path, id: &str) -> bool {
+    if !is_valid_id(id) {
+        return false;
+    }
+    let name = format!("{id}.json");
+    [dir.join(&name), dir.join("sandbox").join(id).join(&name)]
+        .iter()
+        .any(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +96,22 @@ mod tests {
         assert_eq!(hook_status(tmp.path(), "c-1"), None);
         std::os::unix::fs::symlink("/dev/zero", tmp.path().join("d-1.json")).unwrap();
         assert_eq!(hook_status(tmp.path(), "d-1"), None);
+    }
+
+    #[test]
+    fn a_hook_file_is_found_in_the_root_or_the_sandbox_without_reading_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(!hook_file_exists(tmp.path(), "a-1"));
+        std::fs::write(tmp.path().join("a-1.json"), "").unwrap();
+        assert!(hook_file_exists(tmp.path(), "a-1"));
+        std::fs::create_dir_all(tmp.path().join("sandbox/b-1")).unwrap();
+        crate::sys::fs::mkfifo(&tmp.path().join("sandbox/b-1/b-1.json"));
+        assert!(!hook_file_exists(tmp.path(), "b-1"), "not a regular file");
+        std::fs::write(tmp.path().join("sandbox/b-1/b-1.json.x"), "").unwrap();
+        std::fs::remove_file(tmp.path().join("sandbox/b-1/b-1.json")).unwrap();
+        std::fs::write(tmp.path().join("sandbox/b-1/b-1.json"), "{}").unwrap();
+        assert!(hook_file_exists(tmp.path(), "b-1"));
+        assert!(!hook_file_exists(tmp.path(), "../a-1"));
     }
 
     #[test]
