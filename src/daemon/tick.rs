@@ -1,6 +1,7 @@
 //! The safety-poll pass: one `list --all`, one `list` per profile that holds a
-//! critical session, whether each critical session in error ever ran, the
-//! cascade check, the gates for each that did, the patrols, the task
+//! critical session, whether each critical session in error ever ran (and
+//! whether a stale hook from before its restart is all that says `error`),
+//! the cascade check, the gates for each that died, the patrols, the task
 //! follow-up, then metrics and the systemd status line. 1 + P CLI calls when
 //! the fleet is healthy.
 
@@ -13,6 +14,7 @@ use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
 use crate::decide::first_run::{self, Ran, RunProbe};
 use crate::decide::gates::{self, Gate, Hold};
+use crate::decide::stale_hook;
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{self, Live, Session, Status};
@@ -60,9 +62,10 @@ impl Daemon {
             .filter(|s| live.get(&s.id).is_some_and(|l| l.status() == Status::Error))
             .collect();
         let errored = in_error.len();
-        let ran = self.judge_runs(&in_error);
-        // A session that never ran did not die: it is no part of a cascade.
-        let died = ran.values().filter(|r| **r == Ran::Yes).count();
+        let verdicts = self.judge_errored(&in_error);
+        // A session that never ran, or that a stale hook colours, did not
+        // die: it is no part of a cascade.
+        let died = verdicts.values().filter(|v| **v == Errored::Died).count();
         // A partial view would undercount: cascade episodes are judged on full ticks only.
         if unreadable.is_empty() {
             self.watch_cascade(died);
@@ -71,13 +74,13 @@ impl Daemon {
             let Some(l) = live.get(&s.id) else {
                 continue;
             };
-            match ran.get(&s.id) {
-                Some(Ran::Never) => self.hold(s, Hold::NeverStarted),
-                Some(Ran::Unknown) => {
+            match verdicts.get(&s.id) {
+                Some(Errored::Held(why)) => self.hold(s, *why),
+                Some(Errored::Undecided) => {
                     let now = self.clock.now();
                     gates::note_status(&mut self.state.lock(), s, Status::Error, now);
                 }
-                Some(Ran::Yes) | None => self.observe(s, l.status()),
+                Some(Errored::Died) | None => self.observe(s, l.status()),
             }
         }
         if fleet_readable {
@@ -159,11 +162,13 @@ impl Daemon {
             .collect()
     }
 
-    /// Whether each critical session in error has ever run (see
-    /// [`crate::decide::first_run`]). Costs no CLI call for a session the
+    /// What each critical session in error is: died, or held because it
+    /// never ran (see [`crate::decide::first_run`]) or because only a stale
+    /// `dead` hook from before its restart says `error` (see
+    /// [`crate::decide::stale_hook`]). Costs no CLI call for a session the
     /// book knows ran or that has a hook file, and at most one `session
     /// show` per error episode for the others.
-    fn judge_runs(&mut self, in_error: &[&Session]) -> BTreeMap<String, Ran> {
+    fn judge_errored(&mut self, in_error: &[&Session]) -> BTreeMap<String, Errored> {
         let mut verdicts = BTreeMap::new();
         for s in in_error {
             let known = self.state.lock().ran.contains(&s.id);
@@ -193,9 +198,32 @@ impl Daemon {
                     s.id
                 ),
             }
-            verdicts.insert(s.id.clone(), ran);
+            let verdict = match ran {
+                Ran::Yes if self.stale_hook_says_error(s) => Errored::Held(Hold::StaleDeadHook),
+                Ran::Yes => Errored::Died,
+                Ran::Never => Errored::Held(Hold::NeverStarted),
+                Ran::Unknown => Errored::Undecided,
+            };
+            verdicts.insert(s.id.clone(), verdict);
         }
         verdicts
+    }
+
+    /// Whether the `error` of a session the watchdog restarted comes only
+    /// from a `dead` hook written before that restart (one bounded read of
+    /// the hook file, only for a session restarted in the last two minutes).
+    fn stale_hook_says_error(&self, s: &Session) -> bool {
+        let restarted_at = self
+            .state
+            .lock()
+            .sessions
+            .get(&s.id)
+            .and_then(|b| b.restarted_at);
+        if restarted_at.is_none() {
+            return false;
+        }
+        let hook = hook_file::read_hook(&self.hooks_dir, &s.id);
+        stale_hook::explains_error(hook.as_ref(), restarted_at, self.clock.now())
     }
 
     /// A critical session in error that is not to be restarted for `why`:
@@ -203,12 +231,22 @@ impl Daemon {
     fn hold(&mut self, s: &Session, why: Hold) {
         let now = self.clock.now();
         gates::note_status(&mut self.state.lock(), s, Status::Error, now);
-        if self.record_gate_skip(s, why) && why == Hold::NeverStarted {
-            log::info!(
+        if !self.record_gate_skip(s, why) {
+            return;
+        }
+        match why {
+            Hold::NeverStarted => log::info!(
                 "{} ({}) is in error but shows no sign it was ever started; not restarting it (it is watched like any other once it runs)",
                 s.id,
                 s.title
-            );
+            ),
+            Hold::StaleDeadHook => log::info!(
+                "{} ({}) reads error only because of its dead hook from before the restart; not restarting it again for that hook (a newer hook, or one over {:.0}s old, is looked at as usual)",
+                s.id,
+                s.title,
+                stale_hook::HOOK_FRESH_S
+            ),
+            _ => {}
         }
     }
 
@@ -405,6 +443,17 @@ impl Daemon {
         self.records.restart(&rec);
         true
     }
+}
+
+/// What a critical session in error is, this tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Errored {
+    /// It ran and is in error: the gates decide on its restart.
+    Died,
+    /// Not restarted, for this reason (recorded once per episode).
+    Held(Hold),
+    /// Whether it ever ran could not be read: looked at again next tick.
+    Undecided,
 }
 
 /// The evidence of a run that the restart book does not hold: the hook

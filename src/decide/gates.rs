@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::decide::book::{not_in_future, State};
 use crate::decide::cascade::CASCADE_REMINDER_S;
 use crate::decide::first_run::proves_it_ran;
+use crate::decide::stale_hook::HOOK_FRESH_S;
 use crate::fleet::session::{Session, Status};
 
 /// The limits, as float seconds.
@@ -71,6 +72,9 @@ pub enum Hold {
     /// Added but never started: nothing to revive (see
     /// [`crate::decide::first_run`]).
     NeverStarted,
+    /// Restarted, and still read `error` only because of a `dead` hook from
+    /// before that restart (see [`crate::decide::stale_hook`]).
+    StaleDeadHook,
 }
 
 impl Hold {
@@ -84,6 +88,7 @@ impl Hold {
             Hold::InFlight => "in_flight",
             Hold::BudgetSpent => "budget_spent",
             Hold::NeverStarted => "never_started",
+            Hold::StaleDeadHook => "stale_dead_hook",
         }
     }
 }
@@ -232,6 +237,10 @@ pub fn prune_state(state: &mut State, lim: &Limits, now: f64) {
         if book.backoff_until <= now {
             book.backoff_until = 0.0;
         }
+        // Past this, no hook from before the restart is honoured any more.
+        if book.restarted_at.is_some_and(|t| now - t >= HOOK_FRESH_S) {
+            book.restarted_at = None;
+        }
     }
     // A book that last saw the session live is evidence that it ran (and
     // all there is in a state saved before the `ran` set existed).
@@ -324,6 +333,12 @@ pub fn note_ran(state: &mut State, id: &str) {
     if !state.ran.contains(id) {
         state.ran.insert(id.to_owned());
     }
+}
+
+/// agent-deck carried out a `session restart` issued at `issued`.
+pub fn note_restarted(state: &mut State, id: &str, issued: f64) {
+    note_ran(state, id);
+    state.book(id).restarted_at = Some(issued);
 }
 
 /// A restart (or start fallback) worked.
@@ -537,6 +552,7 @@ pub(crate) mod tests {
             (Hold::InFlight, "in_flight"),
             (Hold::BudgetSpent, "budget_spent"),
             (Hold::NeverStarted, "never_started"),
+            (Hold::StaleDeadHook, "stale_dead_hook"),
         ] {
             assert_eq!(h.as_str(), text);
             assert_eq!(serde_json::to_string(&h).unwrap(), format!("\"{text}\""));
@@ -565,6 +581,18 @@ pub(crate) mod tests {
         s.ran.clear();
         prune_state(&mut s, &l, 2.0);
         assert_eq!(s.ran.iter().collect::<Vec<_>>(), ["a-1"]);
+    }
+
+    #[test]
+    fn a_carried_out_restart_is_remembered_as_long_as_a_hook_from_before_it_counts() {
+        let (l, mut s) = (lim(), State::default());
+        note_status(&mut s, &sess(ID), Status::Error, 1000.0);
+        note_restarted(&mut s, ID, 1000.0);
+        assert!(s.ran.contains(ID));
+        prune_state(&mut s, &l, 1119.0);
+        assert_eq!(s.sessions[ID].restarted_at, Some(1000.0));
+        prune_state(&mut s, &l, 1120.0);
+        assert_eq!(s.sessions[ID].restarted_at, None);
     }
 
     /// A wall clock one day behind the one that wrote the state.

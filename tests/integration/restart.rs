@@ -541,6 +541,52 @@ fn never_started_conductors_are_no_cascade() {
         .all(|r| r.reason.as_deref() == Some("never_started")));
 }
 
+/// Writes `<hooks>/<id>.json` saying `dead`, stamped `ts`.
+fn dead_hook_at(wd: &Wd, id: &str, ts: u64) {
+    let body = format!(r#"{{"status":"dead","event":"SessionEnd","ts":{ts}}}"#);
+    let tmp = wd.hooks.join(format!(".{id}.json.tmp-x"));
+    fs::write(&tmp, body).unwrap();
+    fs::rename(&tmp, wd.hooks.join(format!("{id}.json"))).unwrap();
+}
+
+/// agent-deck keeps reading a restarted Claude conductor `error` while the
+/// `dead` hook of its old pane is under 120 s old (a restart leaves the hook
+/// file in place). The simulator's `no_effect` restart stands in for that:
+/// the restart is carried out and the status still reads `error`.
+#[test]
+fn a_stale_dead_hook_causes_no_start_fallback_and_no_second_restart() {
+    let wd = Wd::new();
+    wd.sessions(vec![crash_looping(CONDUCTOR, "conductor-ops")]);
+    dead_hook_at(&wd, CONDUCTOR, crate::support::now() as u64 - 5);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(SECS_10, || !wd.restarts_with("restarted").is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    wd.wait_for_more_ticks(10);
+    assert_eq!(wd.restart_calls(), 1, "stderr:\n{}", d.stderr());
+    assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
+    assert!(wd.restarts_with("restart-failed").is_empty());
+    let restarted = &wd.restarts_with("restarted")[0];
+    assert_eq!(restarted.final_status.as_deref(), Some("error"));
+    let held = wd.restarts_with("skipped");
+    assert_eq!(held.len(), 1, "once per episode: {held:?}");
+    assert_eq!(held[0].reason.as_deref(), Some("stale_dead_hook"));
+    assert!(
+        d.stderr().contains("from before the restart"),
+        "{}",
+        d.stderr()
+    );
+    // The new agent dies too: its hook is newer than the restart.
+    dead_hook_at(&wd, CONDUCTOR, crate::support::now() as u64);
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 2),
+        "a new death was not handled; stderr:\n{}",
+        d.stderr()
+    );
+}
+
 #[test]
 fn rate_limited_boot_backs_off_and_gives_the_slot_back() {
     let wd = Wd::new()
