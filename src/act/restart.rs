@@ -19,12 +19,14 @@ use crate::decide::book::State;
 use crate::decide::cascade;
 use crate::decide::gates::{self, Limits};
 use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
-use crate::fleet::deck::{AgentDeck, RestartAnswer};
+use crate::decide::stale_hook;
+use crate::fleet::deck::{AgentDeck, Delivery, RestartAnswer};
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::audit::{LivenessRecord, Records, RestartRecord};
 use crate::records::state_file::Store;
 use crate::sys::clock::{local_timestamp, Clock};
 use crate::sys::shutdown::Shutdown;
+use crate::triggers::hook_file;
 
 /// Why a session is being restarted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +62,8 @@ pub struct RestartSettings {
     pub prompt_resume: Vec<(String, std::path::PathBuf)>,
     /// How long the `claude --resume` call may take.
     pub prompt_resume_timeout: Duration,
+    /// The hook spool, to tell a stale `dead` hook from a new death.
+    pub hooks_dir: std::path::PathBuf,
 }
 
 impl RestartSettings {
@@ -73,6 +77,7 @@ impl RestartSettings {
             prompt_resume: cfg.prompt_resume_profiles.clone(),
             // A resumed conversation may take a while to answer.
             prompt_resume_timeout: cfg.subprocess_timeout.max(Duration::from_secs(120)),
+            hooks_dir: cfg.hooks_dir.clone(),
         }
     }
 }
@@ -247,6 +252,7 @@ impl Context {
             return;
         }
         log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
+        let issued = self.clock.now();
         match self.deck.restart(&s.profile, &s.id) {
             Ok(RestartAnswer::Skipped(reason)) => {
                 log::info!("agent-deck declined to restart {}: {reason}; not falling back to session start", s.id);
@@ -255,10 +261,16 @@ impl Context {
                 self.records
                     .restart(&self.record(s, "cli-refused", Some(reason)));
             }
-            Ok(RestartAnswer::Restarted) => match self.verify(s, self.settings.restart_verify) {
-                Some(status) if status != Status::Error => self.succeeded(s, status),
-                _ => self.fall_back_to_start(job),
-            },
+            Ok(RestartAnswer::Restarted) => {
+                gates::note_restarted(&mut self.state.lock(), &s.id, issued);
+                match self.verify(s, self.settings.restart_verify) {
+                    Some(status) if status != Status::Error => self.succeeded(s, status),
+                    Some(Status::Error) if self.only_a_stale_hook_says_error(s, issued) => {
+                        self.succeeded(s, Status::Error)
+                    }
+                    _ => self.fall_back_to_start(job),
+                }
+            }
             Err(e) => self.failed(job, format!("restart {e}")),
         }
     }
@@ -375,6 +387,26 @@ impl Context {
         }
     }
 
+    /// Whether the `error` read after a restart issued at `issued` comes
+    /// only from a `dead` hook written before it, which agent-deck honours
+    /// for two minutes of its age and `session restart` does not remove.
+    fn only_a_stale_hook_says_error(&self, s: &Session, issued: f64) -> bool {
+        let Some(hook) = hook_file::read_hook(&self.settings.hooks_dir, &s.id) else {
+            return false;
+        };
+        let now = self.clock.now();
+        if !stale_hook::is_stale_dead_hook(&hook, issued, now) {
+            return false;
+        }
+        log::info!(
+            "{} still reads error after its restart only because its dead hook from before the restart (ts {:.0}) colours the status for {:.0}s of its age; not falling back to session start",
+            s.id,
+            hook.ts.unwrap_or_default(),
+            stale_hook::HOOK_FRESH_S
+        );
+        true
+    }
+
     fn fall_back_to_start(&self, job: &RestartJob) {
         let s = &job.session;
         if self.shutdown.is_set() {
@@ -387,6 +419,7 @@ impl Context {
         if let Err(e) = self.deck.start(&s.profile, &s.id) {
             return self.failed(job, format!("fallback start {e}"));
         }
+        gates::note_ran(&mut self.state.lock(), &s.id);
         match self.verify(s, self.settings.start_verify) {
             Some(status) if status != Status::Error => self.succeeded(s, status),
             _ => self.failed(
@@ -415,6 +448,10 @@ impl Context {
             let text = template.replace("{timestamp}", &local_timestamp(self.clock.now()));
             match self.deck.send(&s.profile, &s.id, &text) {
                 Ok(()) => log::info!("continuity message sent to {}", s.id),
+                Err(e) if e.delivery().is_some_and(Delivery::arrived) => log::info!(
+                    "continuity message typed into the pane of {}, agent-deck saw no sign it was acted on ({e}); not sent again",
+                    s.id
+                ),
                 Err(e) => log::warn!(
                     "continuity message to {} failed: {e}; the session runs without it",
                     s.id
@@ -486,6 +523,153 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
+    use crate::records::audit::{read_lines, RESTART_LOG};
+    use crate::sys::clock::FakeClock;
+
+    const ID: &str = "3f9c2a1b-1755891234";
+    /// The fake clock's wall time when the restart is issued.
+    const NOW: f64 = 1_755_900_000.5;
+
+    /// A restart context over `deck` in `home`, every wait zero.
+    fn context(home: &std::path::Path, deck: Arc<FakeDeck>) -> Context {
+        let cfg = crate::config::test_config(home);
+        std::fs::create_dir_all(&cfg.watchdog_dir).unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(FakeClock::at(NOW));
+        let shutdown = Shutdown::new().unwrap();
+        let mut settings = RestartSettings::from_config(&cfg, false);
+        settings.gap = Duration::ZERO;
+        settings.restart_verify = Duration::ZERO;
+        settings.start_verify = Duration::ZERO;
+        settings.hooks_dir = home.join("hooks");
+        std::fs::create_dir_all(&settings.hooks_dir).unwrap();
+        Context {
+            deck,
+            state: Arc::new(Mutex::new(State::default())),
+            limits: Limits::from_config(&cfg),
+            settings,
+            records: Arc::new(Records::from_config(&cfg)),
+            escalator: Arc::new(Escalator::standalone(&cfg, false, clock.clone(), &shutdown)),
+            store: Arc::new(Store::new(&cfg.watchdog_dir, false)),
+            clock,
+            shutdown,
+        }
+    }
+
+    fn revive(ctx: &Context) {
+        ctx.run(&RestartJob {
+            session: Session {
+                id: ID.into(),
+                title: "conductor-ops".into(),
+                profile: "default".into(),
+                ..Session::default()
+            },
+            escalation_critical: true,
+            slot: None,
+            kind: RestartKind::Revive,
+        });
+    }
+
+    /// A conductor in error whose `session restart` works, but whose status
+    /// keeps reading `error` (as a fresh `dead` hook makes agent-deck do).
+    fn still_error_after_restart(send: SendAnswer) -> Arc<FakeDeck> {
+        Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Error)].into(),
+            start_ok: false,
+            send,
+            ..Script::default()
+        }))
+    }
+
+    fn dead_hook(ctx: &Context, ts: f64) {
+        std::fs::write(
+            ctx.settings.hooks_dir.join(format!("{ID}.json")),
+            format!(r#"{{"status":"dead","event":"SessionEnd","ts":{ts}}}"#),
+        )
+        .unwrap();
+    }
+
+    fn actions(home: &std::path::Path) -> Vec<(String, Option<String>)> {
+        let dir = crate::config::test_config(home).watchdog_dir;
+        read_lines::<RestartRecord>(&dir.join(RESTART_LOG))
+            .into_iter()
+            .map(|r| (r.action, r.final_status))
+            .collect()
+    }
+
+    #[test]
+    fn a_dead_hook_from_before_the_restart_causes_no_start_fallback_and_no_failure() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = still_error_after_restart(SendAnswer::Delivered);
+        let ctx = context(tmp.path(), deck.clone());
+        dead_hook(&ctx, (NOW - 30.0).floor());
+        revive(&ctx);
+        assert_eq!(deck.count("restart"), 1);
+        assert_eq!(deck.count("start"), 0, "{:?}", deck.calls.lock());
+        assert_eq!(
+            actions(tmp.path()),
+            [
+                ("restart".to_owned(), None),
+                ("restarted".to_owned(), Some("error".to_owned()))
+            ]
+        );
+        let st = ctx.state.lock();
+        let book = &st.sessions[ID];
+        assert_eq!(book.consecutive_failures, 0);
+        assert_eq!(book.restarted_at, Some(NOW));
+        assert!(st.ran.contains(ID));
+        assert_eq!(deck.count("send"), 1, "the continuity message goes out");
+    }
+
+    #[test]
+    fn a_dead_hook_written_after_the_restart_is_handled_as_a_death() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = still_error_after_restart(SendAnswer::Delivered);
+        let ctx = context(tmp.path(), deck.clone());
+        // Same second as the restart: it may be a new death.
+        dead_hook(&ctx, NOW.floor());
+        revive(&ctx);
+        assert_eq!(deck.count("start"), 1, "falls back to session start");
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(acts, ["restart", "restart-failed"]);
+        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 1);
+    }
+
+    #[test]
+    fn a_dead_hook_agent_deck_no_longer_honours_is_no_excuse() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = still_error_after_restart(SendAnswer::Delivered);
+        let ctx = context(tmp.path(), deck.clone());
+        dead_hook(&ctx, (NOW - 130.0).floor());
+        revive(&ctx);
+        assert_eq!(deck.count("start"), 1);
+    }
+
+    #[test]
+    fn a_continuity_message_typed_into_the_pane_is_sent_once_and_the_restart_stands() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [
+                live(Status::Error),
+                live(Status::Error),
+                live(Status::Running),
+            ]
+            .into(),
+            send: SendAnswer::Undelivered(crate::fleet::parse::Delivery::Typed),
+            ..Script::default()
+        }));
+        let ctx = context(tmp.path(), deck.clone());
+        revive(&ctx);
+        assert_eq!(deck.count("send"), 1, "not sent again");
+        assert_eq!(
+            actions(tmp.path()),
+            [
+                ("restart".to_owned(), None),
+                ("restarted".to_owned(), Some("running".to_owned()))
+            ]
+        );
+        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
+    }
 
     #[test]
     fn rate_limit_patterns() {

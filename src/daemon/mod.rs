@@ -13,7 +13,7 @@ mod signals;
 mod tick;
 mod wiring;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -143,6 +143,9 @@ pub struct Daemon {
     hook_checks: HookChecks,
     /// The gate that last held each session, so a hold is recorded once.
     gate_skips: BTreeMap<String, Hold>,
+    /// Critical sessions found in error with no evidence that they ever
+    /// ran, in this error episode: their `session show` is not repeated.
+    never_started: BTreeSet<String>,
     threads: Vec<JoinHandle<()>>,
 }
 

@@ -1,18 +1,25 @@
 //! The safety-poll pass: one `list --all`, one `list` per profile that holds a
-//! critical session, the cascade check, the gates for each critical session in
-//! error, the patrols, the task follow-up, then metrics and the systemd
-//! status line. 1 + P CLI calls when the fleet is healthy.
+//! critical session, whether each critical session in error ever ran (and
+//! whether a stale hook from before its restart is all that says `error`),
+//! the cascade check, the gates for each that died, the patrols, the task
+//! follow-up, then metrics and the systemd status line. 1 + P CLI calls when
+//! the fleet is healthy.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use crate::act::patrols::Snapshot;
 use crate::act::restart;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
+use crate::decide::first_run::{self, Ran, RunProbe};
 use crate::decide::gates::{self, Gate, Hold};
+use crate::decide::stale_hook;
 use crate::fleet::cache::Fleet;
+use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{self, Live, Session, Status};
 use crate::records::metrics;
+use crate::triggers::hook_file;
 
 /// What the live lists of one tick said.
 #[derive(Default)]
@@ -50,17 +57,30 @@ impl Daemon {
             unreadable,
             children,
         } = self.read_live(profiles);
-        let errored = critical
+        let in_error: Vec<&Session> = critical
             .iter()
             .filter(|s| live.get(&s.id).is_some_and(|l| l.status() == Status::Error))
-            .count();
+            .collect();
+        let errored = in_error.len();
+        let verdicts = self.judge_errored(&in_error);
+        // A session that never ran, or that a stale hook colours, did not
+        // die: it is no part of a cascade.
+        let died = verdicts.values().filter(|v| **v == Errored::Died).count();
         // A partial view would undercount: cascade episodes are judged on full ticks only.
         if unreadable.is_empty() {
-            self.watch_cascade(errored);
+            self.watch_cascade(died);
         }
         for s in &critical {
-            if let Some(l) = live.get(&s.id) {
-                self.observe(s, l.status());
+            let Some(l) = live.get(&s.id) else {
+                continue;
+            };
+            match verdicts.get(&s.id) {
+                Some(Errored::Held(why)) => self.hold(s, *why),
+                Some(Errored::Undecided) => {
+                    let now = self.clock.now();
+                    gates::note_status(&mut self.state.lock(), s, Status::Error, now);
+                }
+                Some(Errored::Died) | None => self.observe(s, l.status()),
             }
         }
         if fleet_readable {
@@ -142,6 +162,94 @@ impl Daemon {
             .collect()
     }
 
+    /// What each critical session in error is: died, or held because it
+    /// never ran (see [`crate::decide::first_run`]) or because only a stale
+    /// `dead` hook from before its restart says `error` (see
+    /// [`crate::decide::stale_hook`]). Costs no CLI call for a session the
+    /// book knows ran or that has a hook file, and at most one `session
+    /// show` per error episode for the others.
+    fn judge_errored(&mut self, in_error: &[&Session]) -> BTreeMap<String, Errored> {
+        let mut verdicts = BTreeMap::new();
+        for s in in_error {
+            let known = self.state.lock().ran.contains(&s.id);
+            let judged_never = self.never_started.contains(&s.id);
+            if !known && !judged_never {
+                // The show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
+                self.sd_notify.alive();
+            }
+            let probe = EvidenceProbe {
+                deck: self.deck.as_ref(),
+                hooks_dir: &self.hooks_dir,
+                session: s,
+            };
+            let ran = first_run::has_run(known, judged_never, &probe);
+            match ran {
+                Ran::Yes => {
+                    if !known {
+                        gates::note_ran(&mut self.state.lock(), &s.id);
+                    }
+                    self.never_started.remove(&s.id);
+                }
+                Ran::Never => {
+                    self.never_started.insert(s.id.clone());
+                }
+                Ran::Unknown => log::info!(
+                    "{} is in error; whether it ever ran is decided on the next tick",
+                    s.id
+                ),
+            }
+            let verdict = match ran {
+                Ran::Yes if self.stale_hook_says_error(s) => Errored::Held(Hold::StaleDeadHook),
+                Ran::Yes => Errored::Died,
+                Ran::Never => Errored::Held(Hold::NeverStarted),
+                Ran::Unknown => Errored::Undecided,
+            };
+            verdicts.insert(s.id.clone(), verdict);
+        }
+        verdicts
+    }
+
+    /// Whether the `error` of a session the watchdog restarted comes only
+    /// from a `dead` hook written before that restart (one bounded read of
+    /// the hook file, only for a session restarted in the last two minutes).
+    fn stale_hook_says_error(&self, s: &Session) -> bool {
+        let restarted_at = self
+            .state
+            .lock()
+            .sessions
+            .get(&s.id)
+            .and_then(|b| b.restarted_at);
+        if restarted_at.is_none() {
+            return false;
+        }
+        let hook = hook_file::read_hook(&self.hooks_dir, &s.id);
+        stale_hook::explains_error(hook.as_ref(), restarted_at, self.clock.now())
+    }
+
+    /// A critical session in error that is not to be restarted for `why`:
+    /// its status is noted and the hold recorded once.
+    fn hold(&mut self, s: &Session, why: Hold) {
+        let now = self.clock.now();
+        gates::note_status(&mut self.state.lock(), s, Status::Error, now);
+        if !self.record_gate_skip(s, why) {
+            return;
+        }
+        match why {
+            Hold::NeverStarted => log::info!(
+                "{} ({}) is in error but shows no sign it was ever started; not restarting it (it is watched like any other once it runs)",
+                s.id,
+                s.title
+            ),
+            Hold::StaleDeadHook => log::info!(
+                "{} ({}) reads error only because of its dead hook from before the restart; not restarting it again for that hook (a newer hook, or one over {:.0}s old, is looked at as usual)",
+                s.id,
+                s.title,
+                stale_hook::HOOK_FRESH_S
+            ),
+            _ => {}
+        }
+    }
+
     /// Sessions agent-deck no longer lists leave the state and the caches.
     fn forget_gone(&mut self) {
         let fleet = &self.fleet;
@@ -152,9 +260,11 @@ impl Daemon {
             st.sessions.retain(|id, _| keep(id));
             st.waiting.retain(|id, _| keep(id));
             st.poller_restarted.retain(|id, _| keep(id));
+            st.ran.retain(|id| keep(id));
         }
         self.hook_checks.retain(|id| fleet.knows(id));
         self.gate_skips.retain(|id, _| fleet.knows(id));
+        self.never_started.retain(|id| fleet.knows(id));
     }
 
     /// `metrics.prom` and the systemd status line, after each tick.
@@ -259,6 +369,7 @@ impl Daemon {
         gates::note_status(&mut self.state.lock(), s, status, now);
         if status != Status::Error {
             self.gate_skips.remove(&s.id);
+            self.never_started.remove(&s.id);
         }
         if status == Status::Error {
             self.consider(s);
@@ -314,13 +425,13 @@ impl Daemon {
     }
 
     /// One `restart.log` line when a session starts being held by a gate (not
-    /// one per tick while it stays held).
-    fn record_gate_skip(&mut self, s: &Session, why: Hold) {
+    /// one per tick while it stays held); true if it wrote one.
+    fn record_gate_skip(&mut self, s: &Session, why: Hold) -> bool {
         // A queued restart or its own quiet time is the normal course, not a hold.
         if matches!(why, Hold::InFlight | Hold::Cooldown)
             || self.gate_skips.insert(s.id.clone(), why) == Some(why)
         {
-            return;
+            return false;
         }
         let rec = crate::records::audit::RestartRecord::new(
             self.clock.now(),
@@ -330,5 +441,42 @@ impl Daemon {
             self.flags.dry_run,
         );
         self.records.restart(&rec);
+        true
+    }
+}
+
+/// What a critical session in error is, this tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Errored {
+    /// It ran and is in error: the gates decide on its restart.
+    Died,
+    /// Not restarted, for this reason (recorded once per episode).
+    Held(Hold),
+    /// Whether it ever ran could not be read: looked at again next tick.
+    Undecided,
+}
+
+/// The evidence of a run that the restart book does not hold: the hook
+/// spool (a `stat`) and `session show`.
+struct EvidenceProbe<'a> {
+    deck: &'a dyn AgentDeck,
+    hooks_dir: &'a Path,
+    session: &'a Session,
+}
+
+impl RunProbe for EvidenceProbe<'_> {
+    fn hook_file(&self) -> bool {
+        hook_file::hook_file_exists(self.hooks_dir, &self.session.id)
+    }
+
+    fn show(&self) -> Option<Live> {
+        let s = self.session;
+        match self.deck.show(&s.profile, &s.id) {
+            Ok(live) => Some(live),
+            Err(e) => {
+                log::warn!("status of {} is unreadable: {e}", s.id);
+                None
+            }
+        }
     }
 }

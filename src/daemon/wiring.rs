@@ -120,6 +120,7 @@ impl Daemon {
             followup_error: None,
             hook_checks: HookChecks::default(),
             gate_skips: BTreeMap::new(),
+            never_started: Default::default(),
             threads: Vec::new(),
         })
     }

@@ -32,6 +32,9 @@ pub struct SessionBook {
     pub status_since: f64,
     /// When the session was first seen in error in this episode.
     pub error_since: Option<f64>,
+    /// When the watchdog last issued a `session restart` that agent-deck
+    /// carried out: a `dead` hook older than this is about the old pane.
+    pub restarted_at: Option<f64>,
 }
 
 /// A cascade episode: many critical sessions in error at once.
@@ -97,6 +100,11 @@ pub struct State {
     pub waiting: BTreeMap<String, WaitWatch>,
     /// `<sid or _global>|<severity>` → when it last escalated.
     pub escalated: BTreeMap<String, f64>,
+    /// Critical sessions known to have run at least once (seen live or
+    /// `stopped`, a hook file, a `claude_session_id`, or restarted by the
+    /// watchdog): only these are revived from `error`. Ids that leave the
+    /// fleet are dropped.
+    pub ran: BTreeSet<String>,
     /// Sessions with a restart queued or running (not saved).
     #[serde(skip)]
     pub in_flight: BTreeSet<String>,
@@ -126,6 +134,9 @@ impl SessionBook {
         if let Some(t) = &mut self.error_since {
             not_in_future(t, now);
         }
+        if let Some(t) = &mut self.restarted_at {
+            not_in_future(t, now);
+        }
     }
 
     /// Nothing worth remembering is left.
@@ -137,6 +148,7 @@ impl SessionBook {
             && self.liveness_skips == 0
             && self.alerted.is_empty()
             && self.last_status.is_none()
+            && self.restarted_at.is_none()
     }
 }
 

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::decide::book::{not_in_future, State};
 use crate::decide::cascade::CASCADE_REMINDER_S;
+use crate::decide::first_run::proves_it_ran;
+use crate::decide::stale_hook::HOOK_FRESH_S;
 use crate::fleet::session::{Session, Status};
 
 /// The limits, as float seconds.
@@ -67,6 +69,12 @@ pub enum Hold {
     Cooldown,
     InFlight,
     BudgetSpent,
+    /// Added but never started: nothing to revive (see
+    /// [`crate::decide::first_run`]).
+    NeverStarted,
+    /// Restarted, and still read `error` only because of a `dead` hook from
+    /// before that restart (see [`crate::decide::stale_hook`]).
+    StaleDeadHook,
 }
 
 impl Hold {
@@ -79,6 +87,8 @@ impl Hold {
             Hold::Cooldown => "cooldown",
             Hold::InFlight => "in_flight",
             Hold::BudgetSpent => "budget_spent",
+            Hold::NeverStarted => "never_started",
+            Hold::StaleDeadHook => "stale_dead_hook",
         }
     }
 }
@@ -227,7 +237,23 @@ pub fn prune_state(state: &mut State, lim: &Limits, now: f64) {
         if book.backoff_until <= now {
             book.backoff_until = 0.0;
         }
+        // Past this, no hook from before the restart is honoured any more.
+        if book.restarted_at.is_some_and(|t| now - t >= HOOK_FRESH_S) {
+            book.restarted_at = None;
+        }
     }
+    // A book that last saw the session live is evidence that it ran (and
+    // all there is in a state saved before the `ran` set existed).
+    let live_books = state.sessions.iter().filter(|(_, b)| {
+        b.last_status
+            .as_deref()
+            .is_some_and(|st| proves_it_ran(Status::parse(st)))
+    });
+    let seen: Vec<String> = live_books
+        .map(|(id, _)| id.clone())
+        .filter(|id| !state.ran.contains(id))
+        .collect();
+    state.ran.extend(seen);
     state.sessions.retain(|_, b| !b.is_empty());
     prune(&mut state.recent_restarts, now, lim.cascade_window);
     prune(&mut state.breaker_hits, now, lim.breaker_window);
@@ -278,8 +304,12 @@ pub fn note_pane_active(state: &mut State, lim: &Limits, id: &str) -> (u32, bool
     )
 }
 
-/// Records a status seen; a healthy one ends the error episode.
+/// Records a status seen; a healthy one ends the error episode, and a live
+/// or `stopped` one proves the session has run.
 pub fn note_status(state: &mut State, s: &Session, status: Status, now: f64) {
+    if proves_it_ran(status) && !state.ran.contains(&s.id) {
+        state.ran.insert(s.id.clone());
+    }
     let book = state.book(&s.id);
     if book.title != s.title {
         book.title = s.title.clone();
@@ -295,6 +325,20 @@ pub fn note_status(state: &mut State, s: &Session, status: Status, now: f64) {
     } else if status == Status::Error && book.error_since.is_none() {
         book.error_since = Some(now);
     }
+}
+
+/// The session has run: it was found with evidence of it, or the watchdog
+/// restarted or started it.
+pub fn note_ran(state: &mut State, id: &str) {
+    if !state.ran.contains(id) {
+        state.ran.insert(id.to_owned());
+    }
+}
+
+/// agent-deck carried out a `session restart` issued at `issued`.
+pub fn note_restarted(state: &mut State, id: &str, issued: f64) {
+    note_ran(state, id);
+    state.book(id).restarted_at = Some(issued);
 }
 
 /// A restart (or start fallback) worked.
@@ -507,10 +551,48 @@ pub(crate) mod tests {
             (Hold::Cooldown, "cooldown"),
             (Hold::InFlight, "in_flight"),
             (Hold::BudgetSpent, "budget_spent"),
+            (Hold::NeverStarted, "never_started"),
+            (Hold::StaleDeadHook, "stale_dead_hook"),
         ] {
             assert_eq!(h.as_str(), text);
             assert_eq!(serde_json::to_string(&h).unwrap(), format!("\"{text}\""));
         }
+    }
+
+    #[test]
+    fn a_live_or_stopped_status_proves_a_run_and_unknown_does_not() {
+        let mut s = State::default();
+        note_status(&mut s, &sess("a-1"), Status::Unknown, 1.0);
+        note_status(&mut s, &sess("a-1"), Status::Error, 2.0);
+        note_status(&mut s, &sess("q-1"), Status::Queued, 2.0);
+        assert!(s.ran.is_empty(), "{:?}", s.ran);
+        note_status(&mut s, &sess("a-1"), Status::Idle, 3.0);
+        note_status(&mut s, &sess("b-1"), Status::Stopped, 3.0);
+        note_ran(&mut s, "c-1");
+        let ran: Vec<&str> = s.ran.iter().map(String::as_str).collect();
+        assert_eq!(ran, ["a-1", "b-1", "c-1"]);
+    }
+
+    #[test]
+    fn a_state_saved_before_the_ran_set_keeps_what_its_books_saw() {
+        let (l, mut s) = (lim(), State::default());
+        note_status(&mut s, &sess("a-1"), Status::Running, 1.0);
+        note_status(&mut s, &sess("e-1"), Status::Error, 1.0);
+        s.ran.clear();
+        prune_state(&mut s, &l, 2.0);
+        assert_eq!(s.ran.iter().collect::<Vec<_>>(), ["a-1"]);
+    }
+
+    #[test]
+    fn a_carried_out_restart_is_remembered_as_long_as_a_hook_from_before_it_counts() {
+        let (l, mut s) = (lim(), State::default());
+        note_status(&mut s, &sess(ID), Status::Error, 1000.0);
+        note_restarted(&mut s, ID, 1000.0);
+        assert!(s.ran.contains(ID));
+        prune_state(&mut s, &l, 1119.0);
+        assert_eq!(s.sessions[ID].restarted_at, Some(1000.0));
+        prune_state(&mut s, &l, 1120.0);
+        assert_eq!(s.sessions[ID].restarted_at, None);
     }
 
     /// A wall clock one day behind the one that wrote the state.

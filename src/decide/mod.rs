@@ -1,9 +1,12 @@
-//! The decision core, pure: gates, cascade, liveness verdicts and patrol
+//! The decision core, pure: gates, cascade, liveness verdicts, whether a
+//! session ever ran, whether a stale hook explains an error, and patrol
 //! rules take the restart book, the limits and `now`, and return a decision.
 //! Nothing here spawns, sleeps or writes a file.
 
 pub(crate) mod book;
 pub(crate) mod cascade;
+pub(crate) mod first_run;
 pub(crate) mod gates;
 pub(crate) mod liveness;
 pub(crate) mod patrol_rules;
+pub(crate) mod stale_hook;

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::fleet::listing::{ListReader, Row, RowTally, Shape};
+pub use crate::fleet::parse::Delivery;
 pub use crate::fleet::parse::RestartAnswer;
 use crate::fleet::parse::{self, Garbage};
 use crate::fleet::session::Live;
@@ -29,8 +30,39 @@ pub enum CliError {
     Run(RunError),
     /// Exited non-zero (or by a signal), with the CLI's own message.
     Exit { code: Option<i32>, message: String },
+    /// Exited non-zero (a failed `session send`) saying how far the
+    /// message got: the `delivery` key of its JSON error.
+    Undelivered {
+        code: Option<i32>,
+        delivery: Delivery,
+        message: String,
+    },
     /// Exited 0 but printed something we do not understand.
     Garbage(String),
+}
+
+impl CliError {
+    /// How far a failed `session send` got, when agent-deck said so.
+    pub fn delivery(&self) -> Option<Delivery> {
+        match self {
+            CliError::Undelivered { delivery, .. } => Some(*delivery),
+            _ => None,
+        }
+    }
+
+    /// A non-zero exit, with the CLI's message and, if it printed one, the
+    /// `delivery` of its JSON error.
+    fn exited(code: Option<i32>, stdout: &str, stderr: &str) -> CliError {
+        let message = parse::error_message(stdout, stderr);
+        match parse::delivery(stdout) {
+            Some(delivery) => CliError::Undelivered {
+                code,
+                delivery,
+                message,
+            },
+            None => CliError::Exit { code, message },
+        }
+    }
 }
 
 impl fmt::Display for CliError {
@@ -45,6 +77,14 @@ impl fmt::Display for CliError {
                 code: None,
                 message,
             } => write!(f, "killed by a signal: {message}"),
+            CliError::Undelivered {
+                code,
+                delivery,
+                message,
+            } => match code {
+                Some(c) => write!(f, "exited {c}: {message} (delivery: {delivery})"),
+                None => write!(f, "killed by a signal: {message} (delivery: {delivery})"),
+            },
             CliError::Garbage(g) => write!(f, "unreadable output: {g}"),
         }
     }
@@ -161,17 +201,15 @@ impl Cli {
         job.args(args.iter().copied())
     }
 
-    /// Runs one command; a non-zero exit becomes [`CliError::Exit`].
+    /// Runs one command; a non-zero exit becomes [`CliError::Exit`] (or
+    /// [`CliError::Undelivered`]).
     fn call(&self, name: &'static str, profile: &str, args: &[&str]) -> CliResult<Output> {
         let job = self.job(profile, args);
         *self.stats.lock().calls.entry(name).or_default() += 1;
         let result = match process::run(&job, self.timeout, &self.shutdown) {
             Err(e) => Err(CliError::Run(e)),
             Ok(out) if out.success() => Ok(out),
-            Ok(out) => Err(CliError::Exit {
-                code: out.code,
-                message: parse::error_message(&out.stdout, &out.stderr),
-            }),
+            Ok(out) => Err(CliError::exited(out.code, &out.stdout, &out.stderr)),
         };
         if result.is_err() {
             *self.stats.lock().failures.entry(name).or_default() += 1;
@@ -415,6 +453,28 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_typed_but_unconfirmed_send_is_told_apart_from_a_failed_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("agent-deck");
+        std::fs::write(
+            &bin,
+            "#!/bin/sh\necho '{\"code\":\"DELIVERY_FAILED\",\"delivery\":\"typed\",\"error\":\"not acted on\",\"session_id\":\"a-1\",\"session_title\":\"w\",\"submitted\":false,\"success\":false}'\nexit 1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
+        let err = cli.send("default", "a-1", "report status?").unwrap_err();
+        assert_eq!(err.delivery(), Some(Delivery::Typed), "{err}");
+        assert!(err.to_string().contains("not acted on"), "{err}");
+        assert_eq!(cli.stats().failures.get("send"), Some(&1));
+        let plain = CliError::Exit {
+            code: Some(1),
+            message: "session 'w' is not running".into(),
+        };
+        assert_eq!(plain.delivery(), None);
     }
 
     #[test]

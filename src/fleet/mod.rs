@@ -4,6 +4,8 @@
 
 pub(crate) mod cache;
 pub(crate) mod deck;
+#[cfg(test)]
+pub(crate) mod fake;
 pub(crate) mod id_set;
 pub(crate) mod listing;
 pub(crate) mod parse;

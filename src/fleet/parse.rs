@@ -10,7 +10,7 @@
 //! is left out and reported in [`Listing::skipped`]; it never makes the other
 //! rows unreadable. Logging the skipped rows is the caller's job.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 #[cfg(test)]
@@ -121,6 +121,59 @@ pub fn restart(stdout: &str) -> Result<RestartAnswer, Garbage> {
         "unexpected restart answer {}",
         preview(stdout)
     )))
+}
+
+/// How far a `session send` got, as the `delivery` key of its answer says
+/// (spelled as agent-deck prints it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    Submitted,
+    Unverified,
+    /// The text reached the pane, but agent-deck saw no sign it was acted
+    /// on (a non-Claude tool and a message of 12+ characters).
+    Typed,
+    LineTooLong,
+    TypedNotSubmitted,
+    NoEvidence,
+    SendFailed,
+    /// A value this release does not know.
+    #[serde(other)]
+    Other,
+}
+
+impl Delivery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::Submitted => "submitted",
+            Delivery::Unverified => "unverified",
+            Delivery::Typed => "typed",
+            Delivery::LineTooLong => "line_too_long",
+            Delivery::TypedNotSubmitted => "typed_not_submitted",
+            Delivery::NoEvidence => "no_evidence",
+            Delivery::SendFailed => "send_failed",
+            Delivery::Other => "other",
+        }
+    }
+
+    /// The message is in the pane although the send answered a failure.
+    pub fn arrived(self) -> bool {
+        self == Delivery::Typed
+    }
+}
+
+impl std::fmt::Display for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `delivery` of a JSON answer on stdout (a failed `session send`
+/// prints one with `DELIVERY_FAILED`), if it has a string one.
+pub fn delivery(stdout: &str) -> Option<Delivery> {
+    let v: Value = serde_json::from_str(stdout.trim()).ok()?;
+    let d = v.get("delivery")?;
+    d.is_string().then(|| Delivery::deserialize(d).ok())?
 }
 
 /// The most useful one-line message for a failed call: the `error` of the
@@ -284,6 +337,35 @@ mod tests {
         );
         assert_eq!(error_message("", ""), "(no output)");
         assert!(error_message(&"x".repeat(1000), "").chars().count() <= 301);
+    }
+
+    #[test]
+    fn a_failed_send_says_how_far_the_message_got() {
+        let typed = r#"{"code":"DELIVERY_FAILED","delivery":"typed","error":"message typed but not acted on","session_id":"a-1","session_title":"w","submitted":false,"success":false}"#;
+        assert_eq!(delivery(typed), Some(Delivery::Typed));
+        assert_eq!(error_message(typed, ""), "message typed but not acted on");
+        let other = r#"{"code":"DELIVERY_FAILED","delivery":"typed_not_submitted","error":"e","success":false}"#;
+        assert_eq!(delivery(other), Some(Delivery::TypedNotSubmitted));
+        let new =
+            r#"{"code":"DELIVERY_FAILED","delivery":"carrier_pigeon","error":"e","success":false}"#;
+        assert_eq!(delivery(new), Some(Delivery::Other));
+        let none = r#"{"code":"NOT_FOUND","error":"session 'x' not found","success":false}"#;
+        assert_eq!(delivery(none), None);
+        assert_eq!(delivery("Error: boom"), None);
+        assert_eq!(delivery(r#"{"delivery":7}"#), None);
+        for (d, text) in [
+            (Delivery::Submitted, "submitted"),
+            (Delivery::Unverified, "unverified"),
+            (Delivery::Typed, "typed"),
+            (Delivery::LineTooLong, "line_too_long"),
+            (Delivery::TypedNotSubmitted, "typed_not_submitted"),
+            (Delivery::NoEvidence, "no_evidence"),
+            (Delivery::SendFailed, "send_failed"),
+        ] {
+            assert_eq!(d.as_str(), text);
+            assert_eq!(serde_json::to_string(&d).unwrap(), format!("\"{text}\""));
+            assert_eq!(delivery(&format!(r#"{{"delivery":"{text}"}}"#)), Some(d));
+        }
     }
 
     #[test]

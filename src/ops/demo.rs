@@ -44,6 +44,8 @@ fn session(id: &str, title: &str, group: &str, status: &str, pane: &str) -> SimS
         profile: "default".into(),
         status: Some(status.into()),
         pane: Some(pane.into()),
+        // Each has run: its Claude agent booted and got a session id.
+        claude_session_id: format!("c1a0de00-{id}"),
         ..SimSession::default()
     }
 }

@@ -1,10 +1,12 @@
 //! Hook files: which names in the spool stand for a session (agent-deck's id
-//! rule), and what status a session's hook file reports. Both thread A and
+//! rule), whether a session has one, and what status it reports. Both thread A and
 //! the main loop's hook check use these; nothing else reads the spool.
 //! A hook file is read without blocking and only up to 64 KiB: a FIFO, a
 //! device or a huge file there is "no status" with a rate-limited warning.
 
 use std::path::Path;
+
+use serde::Deserialize;
 
 use crate::fleet::session::is_valid_id;
 use crate::sys::fs::{read_bounded, warn_unreadable, HOOK_FILE_MAX};
@@ -23,10 +25,33 @@ pub fn hook_id(name: &str) -> Option<&str> {
     Some(id)
 }
 
-/// The `status` a session's hook file reports now (`running`, `waiting`,
-/// `dead`), read from `<dir>/<id>.json` or `<dir>/sandbox/<id>/<id>.json`.
-/// `None` when there is no readable file. `id` must have passed [`hook_id`].
-pub fn hook_status(dir: &Path, id: &str) -> Option<String> {
+/// What a hook file's `status` says, spelled as agent-deck writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookStatus {
+    Running,
+    Waiting,
+    /// The agent ended (`SessionEnd`): agent-deck reads the session `error`
+    /// while the hook is fresh and tmux is alive.
+    Dead,
+    /// A value this release does not know.
+    #[serde(other)]
+    Other,
+}
+
+/// The fields of a hook file the watchdog uses.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Hook {
+    pub status: HookStatus,
+    /// When it was written, in unix seconds.
+    #[serde(default)]
+    pub ts: Option<f64>,
+}
+
+/// A session's hook file, from `<dir>/<id>.json` or
+/// `<dir>/sandbox/<id>/<id>.json`, as JSON. `None` when there is no
+/// readable file. `id` must have passed [`hook_id`].
+fn read_json(dir: &Path, id: &str) -> Option<serde_json::Value> {
     let name = format!("{id}.json");
     [dir.join(&name), dir.join("sandbox").join(id).join(&name)]
         .iter()
@@ -39,9 +64,40 @@ pub fn hook_status(dir: &Path, id: &str) -> Option<String> {
                     return None;
                 }
             };
-            let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-            v.get("status")?.as_str().map(str::to_owned)
+            serde_json::from_slice(&bytes).ok()
         })
+}
+
+/// The `status` a session's hook file reports now (`running`, `waiting`,
+/// `dead`). `None` when there is no readable file. `id` must have passed
+/// [`hook_id`].
+pub fn hook_status(dir: &Path, id: &str) -> Option<String> {
+    read_json(dir, id)?
+        .get("status")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// A session's hook file with its status and time. `None` when there is no
+/// readable file or it has no `status`. `id` must have passed [`hook_id`].
+pub fn read_hook(dir: &Path, id: &str) -> Option<Hook> {
+    if !is_valid_id(id) {
+        return None;
+    }
+    Hook::deserialize(read_json(dir, id)?).ok()
+}
+
+/// Whether `<dir>/<id>.json` or `<dir>/sandbox/<id>/<id>.json` exists as
+/// a regular file: one or two `stat`s, nothing opened or read. An id that
+/// fails agent-deck's rule has none.
+pub fn hook_file_exists(dir: &Path, id: &str) -> bool {
+    if !is_valid_id(id) {
+        return false;
+    }
+    let name = format!("{id}.json");
+    [dir.join(&name), dir.join("sandbox").join(id).join(&name)]
+        .iter()
+        .any(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
 }
 
 #[cfg(test)]
@@ -83,6 +139,44 @@ mod tests {
         assert_eq!(hook_status(tmp.path(), "c-1"), None);
         std::os::unix::fs::symlink("/dev/zero", tmp.path().join("d-1.json")).unwrap();
         assert_eq!(hook_status(tmp.path(), "d-1"), None);
+    }
+
+    #[test]
+    fn a_hook_file_is_found_in_the_root_or_the_sandbox_without_reading_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(!hook_file_exists(tmp.path(), "a-1"));
+        std::fs::write(tmp.path().join("a-1.json"), "").unwrap();
+        assert!(hook_file_exists(tmp.path(), "a-1"));
+        std::fs::create_dir_all(tmp.path().join("sandbox/b-1")).unwrap();
+        crate::sys::fs::mkfifo(&tmp.path().join("sandbox/b-1/b-1.json"));
+        assert!(!hook_file_exists(tmp.path(), "b-1"), "not a regular file");
+        std::fs::write(tmp.path().join("sandbox/b-1/b-1.json.x"), "").unwrap();
+        std::fs::remove_file(tmp.path().join("sandbox/b-1/b-1.json")).unwrap();
+        std::fs::write(tmp.path().join("sandbox/b-1/b-1.json"), "{}").unwrap();
+        assert!(hook_file_exists(tmp.path(), "b-1"));
+        assert!(!hook_file_exists(tmp.path(), "../a-1"));
+    }
+
+    #[test]
+    fn a_hook_is_read_with_its_status_and_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(read_hook(tmp.path(), "a-1"), None);
+        std::fs::write(
+            tmp.path().join("a-1.json"),
+            r#"{"status":"dead","event":"SessionEnd","ts":1755891300,"cwd":"/srv"}"#,
+        )
+        .unwrap();
+        let hook = read_hook(tmp.path(), "a-1").unwrap();
+        assert_eq!(hook.status, HookStatus::Dead);
+        assert_eq!(hook.ts, Some(1_755_891_300.0));
+        std::fs::write(tmp.path().join("b-1.json"), r#"{"status":"starting"}"#).unwrap();
+        let hook = read_hook(tmp.path(), "b-1").unwrap();
+        assert_eq!((hook.status, hook.ts), (HookStatus::Other, None));
+        std::fs::write(tmp.path().join("c-1.json"), r#"{"ts":1}"#).unwrap();
+        assert_eq!(read_hook(tmp.path(), "c-1"), None);
+        std::fs::write(tmp.path().join("d-1.json"), r#"{"status":"dead","ts":"x"}"#).unwrap();
+        assert_eq!(read_hook(tmp.path(), "d-1"), None);
+        assert_eq!(read_hook(tmp.path(), "../a-1"), None);
     }
 
     #[test]

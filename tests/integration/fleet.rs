@@ -209,7 +209,7 @@ fn telegram_gets_conductor_alerts_only_and_never_sees_the_token_leak() {
     failing(&mut c);
     let worker_id = "a0b1c2d3-1755899999";
     let mut w = json!({"id": worker_id, "title": "worker-1", "group": "srv", "profile": "default",
-                       "status": "error", "pane": "p"});
+                       "status": "error", "pane": "p", "claude_session_id": "c1a0de00-1"});
     failing(&mut w);
     wd.sessions(vec![c, w]);
     fs::create_dir_all(wd.watchdog_dir().join("autorestart")).unwrap();

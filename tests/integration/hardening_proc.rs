@@ -96,7 +96,7 @@ status=error
 case "$*" in
   "list --all --json") echo '[{{{session}}}]' ;;
   "-p default list --json") echo '[{{{session},"status":"'$status'","archived":false}}]' ;;
-  "-p default session show {id} --json") echo '{{{session},"status":"'$status'"}}' ;;
+  "-p default session show {id} --json") echo '{{{session},"claude_session_id":"c1a0de00-1","status":"'$status'"}}' ;;
   "-p default session output {id} --pane -q") echo 'frozen pane' ;;
   "-p default session restart {id} --json") touch '{restarted}'; echo '{{"id":"{id}","success":true,"title":"conductor-ops"}}' ;;
 esac

@@ -136,6 +136,35 @@ fn frozen_waiting_child_is_nudged_once_and_others_never() {
     assert_eq!(wd.restarts_with("nudge").len(), 1);
 }
 
+/// Needs the simulator's `"on_send": "typed"` (exit 1, `DELIVERY_FAILED`
+/// with `"delivery":"typed"`, the message recorded in `sent`).
+#[test]
+fn a_nudge_typed_into_a_non_claude_pane_is_recorded_as_a_nudge_not_a_failure() {
+    let wd = patrol_env(Wd::new());
+    let mut kid = child(KID, Some(CONDUCTOR), false);
+    kid["tool"] = json!("shell");
+    kid["on_send"] = json!("typed");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running"), kid]);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || !wd.restarts().is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    wd.wait_for_more_ticks(8);
+    let records = wd.restarts();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0].action, "nudge");
+    assert_eq!(records[0].reason.as_deref(), Some("typed"));
+    assert_eq!(
+        wd.sim.calls_with(&["session", "send"]).len(),
+        1,
+        "not retried"
+    );
+    let sent = wd.sim.state()["sessions"][1]["sent"].clone();
+    assert_eq!(sent, json!(["report status?"]));
+}
+
 #[test]
 fn stale_cleanup_is_off_by_default_and_removes_once_when_on() {
     let stuck = |id: &str, title: &str, group: &str| {

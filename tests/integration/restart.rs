@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::support::files::write_hook;
-use crate::support::fixtures::{auth_held, conductor, crash_looping, CONDUCTOR};
+use crate::support::fixtures::{auth_held, conductor, crash_looping, never_started, CONDUCTOR};
 use crate::support::wait_until;
 use crate::support::watchdog::{assert_ok, Wd};
 
@@ -261,8 +261,8 @@ fn marker_opt_in_restarts_a_worker_and_traversal_ids_never_touch_the_filesystem(
     let worker = "a0b1c2d3-1755899999";
     let sneaky = "../escape";
     wd.sessions(vec![
-        json!({"id": worker, "title": "worker-1", "group": "srv", "profile": "default", "status": "error", "pane": "p"}),
-        json!({"id": sneaky, "title": "worker-2", "group": "srv", "profile": "default", "status": "error", "pane": "p"}),
+        json!({"id": worker, "title": "worker-1", "group": "srv", "profile": "default", "status": "error", "pane": "p", "claude_session_id": "c1a0de00-1"}),
+        json!({"id": sneaky, "title": "worker-2", "group": "srv", "profile": "default", "status": "error", "pane": "p", "claude_session_id": "c1a0de00-2"}),
     ]);
     fs::create_dir_all(wd.watchdog_dir().join("autorestart")).unwrap();
     fs::write(wd.watchdog_dir().join("autorestart").join(worker), "").unwrap();
@@ -422,6 +422,169 @@ fn successful_restart_is_recorded_and_sends_the_continuity_message() {
         ("restart", "confirmed_dead")
     );
     assert_eq!(live.reads.len(), 2);
+}
+
+/// Needs the simulator's `"on_send": "typed"` (exit 1, `DELIVERY_FAILED`
+/// with `"delivery":"typed"`, the message recorded in `sent`).
+#[test]
+fn a_continuity_message_typed_into_a_non_claude_pane_is_no_failure_and_not_resent() {
+    let wd = Wd::new();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "running");
+    c["tool"] = json!("shell");
+    c["on_send"] = json!("typed");
+    wd.sessions(vec![c]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(2);
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    assert!(
+        wait_until(SECS_10, || !wd.restarts_with("restarted").is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert!(
+        wait_until(SECS_10, || d.stderr().contains("continuity message typed")),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    wd.wait_for_more_ticks(5);
+    let sends = wd.sim.calls_with(&["session", "send", CONDUCTOR]);
+    assert_eq!(sends.len(), 1, "{sends:?}");
+    let stderr = d.stderr();
+    assert!(!stderr.contains("continuity message to"), "{stderr}");
+}
+
+#[test]
+fn a_never_started_conductor_is_not_revived_and_its_hold_is_recorded_once() {
+    let wd = Wd::new();
+    wd.sessions(vec![never_started(CONDUCTOR, "conductor-ops")]);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(SECS_10, || !wd.restarts().is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    wd.wait_for_more_ticks(10);
+    assert_eq!(wd.restart_calls(), 0, "stderr:\n{}", d.stderr());
+    assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
+    assert!(wd.liveness().is_empty(), "no liveness confirmation");
+    assert!(wd.escalations().is_empty(), "no escalation");
+    let records = wd.restarts();
+    assert_eq!(records.len(), 1, "one record per episode: {records:?}");
+    assert_eq!(records[0].action, "skipped");
+    assert_eq!(records[0].reason.as_deref(), Some("never_started"));
+    assert_eq!(
+        wd.sim.calls_with(&["session", "show"]).len(),
+        1,
+        "one show per episode, not one per tick"
+    );
+    let status = wd.run(&["status", "--json"]);
+    assert_ok(&status);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let last = &v["sessions"][0]["last_record"];
+    assert_eq!(
+        (last["action"].as_str(), last["reason"].as_str()),
+        (Some("skipped"), Some("never_started")),
+        "{v}"
+    );
+    // Someone starts it; once it has run, a death is revived as usual.
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("running"));
+    wd.wait_for_more_ticks(2);
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+}
+
+#[test]
+fn a_conductor_an_earlier_run_saw_live_is_revived_after_the_watchdog_restarts() {
+    let wd = Wd::new();
+    let mut c = never_started(CONDUCTOR, "conductor-ops");
+    c["status"] = json!("waiting");
+    wd.sessions(vec![c]);
+    assert_ok(&wd.run(&["--once"]));
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    assert_ok(&wd.run(&["--once"]));
+    assert_eq!(wd.restart_calls(), 1, "{:?}", wd.restarts());
+}
+
+#[test]
+fn a_conductor_with_a_hook_file_is_revived_though_show_has_no_claude_session_id() {
+    let wd = Wd::new();
+    wd.sessions(vec![never_started(CONDUCTOR, "conductor-ops")]);
+    write_hook(&wd.hooks, CONDUCTOR, "dead");
+    assert_ok(&wd.run(&["--once"]));
+    assert_eq!(wd.restart_calls(), 1, "{:?}", wd.restarts());
+}
+
+#[test]
+fn never_started_conductors_are_no_cascade() {
+    let wd = Wd::new();
+    let ids: Vec<String> = (0..6).map(|i| format!("3f9c2a1{i}-1755891234")).collect();
+    wd.sessions(
+        ids.iter()
+            .map(|id| never_started(id, &format!("conductor-{id}")))
+            .collect(),
+    );
+    assert_ok(&wd.run(&["--once"]));
+    assert_eq!(wd.escalations_of("cascade-detected"), 0);
+    assert_eq!(wd.restart_calls(), 0);
+    let held = wd.restarts_with("skipped");
+    assert_eq!(held.len(), 6, "{held:?}");
+    assert!(held
+        .iter()
+        .all(|r| r.reason.as_deref() == Some("never_started")));
+}
+
+/// Writes `<hooks>/<id>.json` saying `dead`, stamped `ts`.
+fn dead_hook_at(wd: &Wd, id: &str, ts: u64) {
+    let body = format!(r#"{{"status":"dead","event":"SessionEnd","ts":{ts}}}"#);
+    let tmp = wd.hooks.join(format!(".{id}.json.tmp-x"));
+    fs::write(&tmp, body).unwrap();
+    fs::rename(&tmp, wd.hooks.join(format!("{id}.json"))).unwrap();
+}
+
+/// agent-deck keeps reading a restarted Claude conductor `error` while the
+/// `dead` hook of its old pane is under 120 s old (a restart leaves the hook
+/// file in place). The simulator's `no_effect` restart stands in for that:
+/// the restart is carried out and the status still reads `error`.
+#[test]
+fn a_stale_dead_hook_causes_no_start_fallback_and_no_second_restart() {
+    let wd = Wd::new();
+    wd.sessions(vec![crash_looping(CONDUCTOR, "conductor-ops")]);
+    dead_hook_at(&wd, CONDUCTOR, crate::support::now() as u64 - 5);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(SECS_10, || !wd.restarts_with("restarted").is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    wd.wait_for_more_ticks(10);
+    assert_eq!(wd.restart_calls(), 1, "stderr:\n{}", d.stderr());
+    assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
+    assert!(wd.restarts_with("restart-failed").is_empty());
+    let restarted = &wd.restarts_with("restarted")[0];
+    assert_eq!(restarted.final_status.as_deref(), Some("error"));
+    let held = wd.restarts_with("skipped");
+    assert_eq!(held.len(), 1, "once per episode: {held:?}");
+    assert_eq!(held[0].reason.as_deref(), Some("stale_dead_hook"));
+    assert!(
+        d.stderr().contains("from before the restart"),
+        "{}",
+        d.stderr()
+    );
+    // The new agent dies too: its hook is newer than the restart.
+    dead_hook_at(&wd, CONDUCTOR, crate::support::now() as u64);
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 2),
+        "a new death was not handled; stderr:\n{}",
+        d.stderr()
+    );
 }
 
 #[test]

@@ -1,0 +1,156 @@
+//! An in-memory agent-deck for unit tests of the code that acts on the
+//! CLI's answers (the restart flow, the errands).
+//!
+//! Every call answers from what the test scripted and is written to a call
+//! list the test can read back. It spawns nothing, sleeps never and knows
+//! nothing about tmux: anything not scripted fails like an unreadable CLI.
+
+use std::collections::VecDeque;
+
+use parking_lot::Mutex;
+
+use crate::fleet::deck::{AgentDeck, CliError, CliResult, RestartAnswer};
+use crate::fleet::listing::Row;
+use crate::fleet::parse::Delivery;
+use crate::fleet::session::{Live, Status};
+
+/// How the fake's `session send` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendAnswer {
+    Delivered,
+    /// Exit 1 with `DELIVERY_FAILED` and this `delivery`.
+    Undelivered(Delivery),
+}
+
+/// What the fake answers; set the fields, then call through [`FakeDeck`].
+#[derive(Debug)]
+pub struct Script {
+    /// `session show` answers, oldest first; the last one repeats. None:
+    /// unreadable.
+    pub shows: VecDeque<Option<Live>>,
+    /// None: `session restart` exits 1.
+    pub restart: Option<RestartAnswer>,
+    /// `session start` exits 0 (else 1, "already running").
+    pub start_ok: bool,
+    pub send: SendAnswer,
+    pub pane: String,
+    pub transcript: String,
+}
+
+impl Default for Script {
+    fn default() -> Script {
+        Script {
+            shows: VecDeque::new(),
+            restart: Some(RestartAnswer::Restarted),
+            start_ok: true,
+            send: SendAnswer::Delivered,
+            pane: "frozen pane".into(),
+            transcript: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct FakeDeck {
+    pub script: Mutex<Script>,
+    /// `<command> <id>` for every call, in order.
+    pub calls: Mutex<Vec<String>>,
+}
+
+/// A `session show` answer with this status and nothing else.
+pub fn live(status: Status) -> Option<Live> {
+    Some(Live {
+        status: Some(status),
+        ..Live::default()
+    })
+}
+
+fn exit1(message: &str) -> CliError {
+    CliError::Exit {
+        code: Some(1),
+        message: message.into(),
+    }
+}
+
+impl FakeDeck {
+    pub fn new(script: Script) -> FakeDeck {
+        FakeDeck {
+            script: Mutex::new(script),
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn note(&self, what: &str, id: &str) {
+        self.calls.lock().push(format!("{what} {id}"));
+    }
+
+    /// How many calls of `what` were made.
+    pub fn count(&self, what: &str) -> usize {
+        let prefix = format!("{what} ");
+        self.calls
+            .lock()
+            .iter()
+            .filter(|c| c.starts_with(&prefix))
+            .count()
+    }
+}
+
+impl AgentDeck for FakeDeck {
+    fn list_all(&self, _: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
+        self.note("list-all", "");
+        Err(CliError::Garbage("not scripted".into()))
+    }
+    fn list_profile(&self, profile: &str, _: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
+        self.note("list", profile);
+        Err(CliError::Garbage("not scripted".into()))
+    }
+    fn show(&self, _: &str, id: &str) -> CliResult<Live> {
+        self.note("show", id);
+        let mut script = self.script.lock();
+        let answer = if script.shows.len() > 1 {
+            script.shows.pop_front().flatten()
+        } else {
+            script.shows.front().cloned().flatten()
+        };
+        answer.ok_or_else(|| CliError::Garbage("unreadable".into()))
+    }
+    fn restart(&self, _: &str, id: &str) -> CliResult<RestartAnswer> {
+        self.note("restart", id);
+        self.script
+            .lock()
+            .restart
+            .clone()
+            .ok_or_else(|| exit1("failed to restart session"))
+    }
+    fn start(&self, _: &str, id: &str) -> CliResult<()> {
+        self.note("start", id);
+        if self.script.lock().start_ok {
+            Ok(())
+        } else {
+            Err(exit1("session is already running"))
+        }
+    }
+    fn send(&self, _: &str, id: &str, _: &str) -> CliResult<()> {
+        self.note("send", id);
+        match self.script.lock().send {
+            SendAnswer::Delivered => Ok(()),
+            SendAnswer::Undelivered(delivery) => Err(CliError::Undelivered {
+                code: Some(1),
+                delivery,
+                message: "message was not confirmed".into(),
+            }),
+        }
+    }
+    fn pane(&self, _: &str, id: &str) -> CliResult<String> {
+        self.note("output-pane", id);
+        Ok(self.script.lock().pane.clone())
+    }
+    fn transcript(&self, _: &str, id: &str) -> CliResult<String> {
+        self.note("output", id);
+        Ok(self.script.lock().transcript.clone())
+    }
+    fn remove(&self, _: &str, id: &str) -> CliResult<()> {
+        self.note("remove", id);
+        Ok(())
+    }
+}
