@@ -113,7 +113,7 @@ pub trait AgentDeck: Send + Sync {
     fn restart(&self, profile: &str, id: &str) -> CliResult<RestartAnswer>;
     /// `-p P session start <id>`.
     fn start(&self, profile: &str, id: &str) -> CliResult<()>;
-    /// `-p P session send <id> <message> --no-wait`.
+    /// `-p P session send <id> <message> --no-wait --json`.
     fn send(&self, profile: &str, id: &str, message: &str) -> CliResult<()>;
     /// `-p P session output <id> --pane -q`: the raw pane.
     fn pane(&self, profile: &str, id: &str) -> CliResult<String>;
@@ -305,6 +305,8 @@ impl AgentDeck for Cli {
     }
 
     fn send(&self, profile: &str, id: &str, message: &str) -> CliResult<()> {
+        // `--json`: only then does a failed send say how far the message got
+        // (`delivery`); in human mode it prints a bare `Error:` line.
         // agent-deck takes any word that begins with '-' for a flag.
         let message = if message.starts_with('-') {
             format!(" {message}")
@@ -314,7 +316,7 @@ impl AgentDeck for Cli {
         self.call(
             "send",
             profile,
-            &["session", "send", id, &message, "--no-wait"],
+            &["session", "send", id, &message, "--no-wait", "--json"],
         )
         .map(drop)
     }
@@ -461,7 +463,8 @@ mod tests {
         let bin = tmp.path().join("agent-deck");
         std::fs::write(
             &bin,
-            "#!/bin/sh\necho '{\"code\":\"DELIVERY_FAILED\",\"delivery\":\"typed\",\"error\":\"not acted on\",\"session_id\":\"a-1\",\"session_title\":\"w\",\"submitted\":false,\"success\":false}'\nexit 1\n",
+            // Like agent-deck: the JSON error (with `delivery`) only under `--json`.
+            "#!/bin/sh\ncase \" $* \" in *\" --json \"*) echo '{\"code\":\"DELIVERY_FAILED\",\"delivery\":\"typed\",\"error\":\"not acted on\",\"session_id\":\"a-1\",\"session_title\":\"w\",\"submitted\":false,\"success\":false}' ;;\n*) echo 'Error: not acted on' >&2 ;;\nesac\nexit 1\n",
         )
         .unwrap();
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();

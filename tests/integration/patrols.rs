@@ -126,7 +126,8 @@ fn frozen_waiting_child_is_nudged_once_and_others_never() {
             "send",
             KID,
             "report status?",
-            "--no-wait"
+            "--no-wait",
+            "--json"
         ]
     );
     assert!(

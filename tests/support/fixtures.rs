@@ -11,12 +11,9 @@ use crate::support::files::write_script;
 /// A conductor id in the real shape `<8 hex>-<unix secs>`.
 pub const CONDUCTOR: &str = "3f9c2a1b-1755891234";
 
-/// A session in profile "default" that has run (its Claude agent booted, so
-/// `session show` prints a `claude_session_id`); other keys take the
-/// simulator's defaults.
+/// A session in profile "default"; other keys take the simulator's defaults.
 pub fn session(id: &str, title: &str, group: &str, status: &str) -> Value {
-    json!({"id": id, "title": title, "group": group, "profile": "default", "status": status,
-           "claude_session_id": format!("c1a0de00-{id}")})
+    json!({"id": id, "title": title, "group": group, "profile": "default", "status": status})
 }
 
 /// A conductor that was added and never started: it reads `error` like a
@@ -27,9 +24,11 @@ pub fn never_started(id: &str, title: &str) -> Value {
     c
 }
 
-/// A conductor with a pane that does not move.
+/// A conductor with a pane that does not move, which has run: its Claude
+/// agent booted, so `session show` prints a `claude_session_id`.
 pub fn conductor(id: &str, title: &str, status: &str) -> Value {
     let mut c = session(id, title, "conductor", status);
+    c["claude_session_id"] = json!(format!("c1a0de00-{id}"));
     c["pane"] = json!("frozen pane");
     c["transcript"] = json!("");
     c
