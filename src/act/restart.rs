@@ -268,10 +268,24 @@ impl Context {
                     Some(Status::Error) if self.only_a_stale_hook_says_error(s, issued) => {
                         self.succeeded(s, Status::Error)
                     }
-                    _ => self.fall_back_to_start(job),
+                    _ => self.fall_back_to_start(job, "still in error after the restart"),
                 }
             }
-            Err(e) => self.failed(job, format!("restart {e}")),
+            // SPEC §5.5: any answer but `skipped` is followed by the status
+            // poll and, still in error, the start fallback; agent-deck's own
+            // guards (a missing project dir, a live tmux session) refuse a
+            // start that could not be right.
+            Err(e) => {
+                let why = format!("restart {e}");
+                log::warn!(
+                    "restart of {} failed: {why}; reading its status before the start fallback",
+                    s.id
+                );
+                match self.verify(s, self.settings.restart_verify) {
+                    Some(status) if status != Status::Error => self.succeeded(s, status),
+                    _ => self.fall_back_to_start(job, &why),
+                }
+            }
         }
     }
 
@@ -407,17 +421,16 @@ impl Context {
         true
     }
 
-    fn fall_back_to_start(&self, job: &RestartJob) {
+    /// `session start` after a restart that did not bring the session back;
+    /// `why` says what the restart did, and leads a failure's reason.
+    fn fall_back_to_start(&self, job: &RestartJob, why: &str) {
         let s = &job.session;
         if self.shutdown.is_set() {
             return self.failed(job, "shutdown during verification".into());
         }
-        log::warn!(
-            "{} is still in error after restart; falling back to session start",
-            s.id
-        );
+        log::warn!("{}: {why}; falling back to session start", s.id);
         if let Err(e) = self.deck.start(&s.profile, &s.id) {
-            return self.failed(job, format!("fallback start {e}"));
+            return self.failed(job, format!("{why}; fallback start {e}"));
         }
         gates::note_ran(&mut self.state.lock(), &s.id);
         match self.verify(s, self.settings.start_verify) {

@@ -787,10 +787,25 @@ fn a_hanging_escalate_sh_is_killed_and_reaped() {
 }
 
 #[test]
+fn a_failed_restart_call_falls_back_to_session_start() {
+    let wd = Wd::new();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["on_restart"] = json!("fail");
+    wd.sessions(vec![c]);
+    assert_ok(&wd.run(&["--once"]));
+    assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);
+    let back = wd.restarts_with("restarted");
+    assert_eq!(back.len(), 1, "{:?}", wd.restarts());
+    assert_eq!(back[0].final_status.as_deref(), Some("running"));
+    assert!(wd.restarts_with("restart-failed").is_empty());
+}
+
+#[test]
 fn the_cli_json_error_message_reaches_the_record() {
     let wd = Wd::new();
     let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
     c["on_restart"] = json!("fail");
+    c["on_start"] = json!("fail");
     wd.sessions(vec![c]);
     assert_ok(&wd.run(&["--once"]));
     let failed = wd.restarts_with("restart-failed");
@@ -801,8 +816,6 @@ fn the_cli_json_error_message_reaches_the_record() {
         reason.contains("exited 1: failed to restart session: simulated"),
         "{reason}"
     );
-    assert!(
-        wd.sim.calls_with(&["session", "start"]).is_empty(),
-        "a refused restart call is no reason to start"
-    );
+    // SPEC §5.5: a failed restart call is followed by the start fallback.
+    assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);
 }
