@@ -556,3 +556,28 @@ impl Sandbox {
         self.watchdog_calls_with(&["session", verb, &a.id])
     }
 }
+
+/// For `benches/live.rs`: daemons run at their own defaults.
+impl Sandbox {
+    /// Starts `program args` in the sandbox environment with the logging
+    /// wrapper as its `AGENT_DECK_BIN` and nothing else of ours (none of
+    /// `TEST_SETTINGS`): our watchdog at its defaults, or another daemon to
+    /// compare it with. Its stdout and stderr go to a log in the sandbox; it
+    /// is killed when the handle drops.
+    #[allow(dead_code)] // used by the bench, not by the live tests
+    pub fn spawn_daemon(&self, program: &Path, args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        let log = self.dir.path().join(format!("daemon-{}.log", unique()));
+        let out = fs::File::create(&log).expect("daemon log");
+        let err = out.try_clone().expect("daemon log");
+        let child = self
+            .command(program)
+            .args(args)
+            .env("AGENT_DECK_BIN", &self.logged)
+            .envs(env.iter().copied())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
+        Daemon { child, log }
+    }
+}
