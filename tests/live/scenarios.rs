@@ -168,6 +168,10 @@ fn without_a_status_writer_the_freshness_guard_is_a_cli_refusal_then_a_restart()
     let a = sb.launch("conductor-fresh", "conductor", Tool::Custom, None);
     let started = Instant::now();
     let d = sb.spawn_watchdog(&[("SAFETY_POLL_INTERVAL_S", "1")]);
+    // The watchdog sees it run before it dies (a session it never saw
+    // alive, with no hook and no Claude id, would be held as never started):
+    // the second poll begins after the first whole tick.
+    sb.wait_for_polls(&d, 2, RECOVERY);
     sb.kill_tmux_session(&a);
     let refused = wait_until(RECOVERY, || !sb.restarts_of(&a, "cli-refused").is_empty());
     assert!(
@@ -323,7 +327,9 @@ fn a_conductor_in_another_profile_is_restarted_with_its_profile_first() {
 #[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
 fn a_dry_run_over_a_dead_conductor_changes_nothing_in_tmux_or_the_fleet() {
     let sb = Sandbox::new();
-    let dead = sb.launch("conductor-dead", "conductor", Tool::Custom, None);
+    // Claude-family, so its Claude id says it ran: the dry run goes all the
+    // way to "would restart".
+    let dead = sb.launch("conductor-dead", "conductor", Tool::Claude, None);
     let alive = sb.launch("conductor-alive", "conductor", Tool::Custom, None);
     sb.kill_tmux_session(&dead);
     assert!(wait_until(RECOVERY, || sb.status(&dead) == "error"));
@@ -347,7 +353,9 @@ fn a_dry_run_over_a_dead_conductor_changes_nothing_in_tmux_or_the_fleet() {
     assert!(sb.watchdog_calls_with(&["remove"]).is_empty());
     let records = sb.restarts();
     assert!(
-        records.iter().any(|r| r.id == dead.id && r.dry_run),
+        records
+            .iter()
+            .any(|r| r.id == dead.id && r.action == "restart" && r.dry_run),
         "{records:?}"
     );
     assert_eq!(dead.boots(), 1);
