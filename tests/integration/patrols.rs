@@ -277,6 +277,8 @@ fn prompt_resume_runs_claude_once_then_starts_again() {
     c["on_restart"] = json!("no_effect");
     c["transcript"] = json!("... Deferred tool marker reached ...");
     c["claude_session_id"] = json!("5d0e9c1a-uuid");
+    // Its tmux session is gone, so a start is not refused as "already running".
+    c["tmux_alive"] = json!(false);
     wd.sim.set_state(&json!({"profiles_exist": true, "sessions": [c], "faults": {"start": {"mode": "exit1", "count": 1}}}));
     let out = wd.run(&["--once"]);
     assert_ok(&out);

@@ -791,6 +791,7 @@ fn a_failed_restart_call_falls_back_to_session_start() {
     let wd = Wd::new();
     let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
     c["on_restart"] = json!("fail");
+    c["tmux_alive"] = json!(false);
     wd.sessions(vec![c]);
     assert_ok(&wd.run(&["--once"]));
     assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);

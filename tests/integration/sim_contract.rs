@@ -226,6 +226,12 @@ fn list_and_show_have_the_real_shapes() {
 }
 
 #[test]
+fn a_start_of_a_live_tmux_session_is_already_running() {
+    let sim = fleet();
+    check_start_of_a_live_session_is_already_running(&|a| sim.run(a), ID_A);
+}
+
+#[test]
 fn not_found_exits_2_with_json_error_on_stdout() {
     let sim = fleet();
     check_unknown_id_is_not_found_exit_2(&|a| sim.run(a));
@@ -659,6 +665,8 @@ fn a_shell_restart_creates_a_new_tmux_name() {
 fn without_a_status_writer_a_fresh_restart_of_a_dead_pane_is_skipped() {
     let sim = dead_fleet();
     sim.update_state(|v| v["status_writer"] = json!(false));
+    // Dead, then started again (a start of a live tmux session is refused).
+    assert_eq!(code(&sim.run(&["crash", ID_C])), 0);
     assert_eq!(code(&sim.run(&["session", "start", ID_C])), 0);
     // Past the 1.5 s start grace, in which a gone pane reads `unknown`.
     sim.update_state(|v| {

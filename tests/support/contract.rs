@@ -283,3 +283,21 @@ pub fn check_unknown_id_is_not_found_exit_2(run: Run) {
     assert_eq!(code(&out), 2);
     assert_eq!(parse(&out)["code"], "NOT_FOUND");
 }
+
+/// `id` is running in a live tmux session: `session start` refuses, exit 1,
+/// `session '<title>' is already running`, whatever its status says.
+pub fn check_start_of_a_live_session_is_already_running(run: Run, id: &str) {
+    let title = show_json(run, id)["title"].clone();
+    let out = run(&["session", "start", id, "--json"]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    let v = parse(&out);
+    assert_eq!(v["success"], false);
+    let want = format!(
+        "session '{}' is already running",
+        title.as_str().unwrap_or_default()
+    );
+    assert!(
+        v["error"].as_str().unwrap_or_default().contains(&want),
+        "{v}"
+    );
+}

@@ -172,7 +172,14 @@ fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
     let s = &mut st.sessions[i];
-    match s.on_start.unwrap_or(OnStart::Ok) {
+    // The real CLI refuses whenever the tmux session exists, whatever the
+    // status says; `on_start: ok` forces a success.
+    let mode = s.on_start.unwrap_or(if s.tmux_exists() {
+        OnStart::AlreadyRunning
+    } else {
+        OnStart::Ok
+    });
+    match mode {
         OnStart::AlreadyRunning => {
             let msg = format!("session '{}' is already running", s.title);
             return Err(o.error(&msg, "INVALID_OPERATION", 1, None));

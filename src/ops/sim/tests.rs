@@ -727,7 +727,9 @@ fn a_crashed_session_reads_error_but_a_stopped_one_stays_stopped() {
 
 #[test]
 fn a_session_crashed_within_a_second_and_a_half_of_its_start_reads_unknown() {
-    let s = sim(vec![session(ID, "worker-1", "waiting")]);
+    let mut w = session(ID, "worker-1", "waiting");
+    w.tmux_alive = Some(false);
+    let s = sim(vec![w]);
     assert_eq!(s.call(&["session", "start", ID]).0, 0);
     s.call(&["crash", ID]);
     assert_eq!(status_of(&s, ID), "unknown", "the real CLI's start grace");
@@ -967,6 +969,13 @@ fn a_dead_hook_outlives_a_restart_for_its_120_seconds() {
     assert_eq!(status_with_hooks(&s, &dir, ID), "running");
 }
 
+/// A session in error whose tmux session is gone, so a start can run.
+fn dead_session(id: &str, title: &str) -> SimSession {
+    let mut s = session(id, title, "error");
+    s.tmux_alive = Some(false);
+    s
+}
+
 /// Moves the session's last start `secs` into the past: past the start
 /// grace, still inside the freshness window.
 fn started_seconds_ago(s: &Sim, secs: f64) {
@@ -980,7 +989,7 @@ fn started_seconds_ago(s: &Sim, secs: f64) {
 
 #[test]
 fn without_a_status_writer_a_fresh_restart_is_skipped_even_when_dead() {
-    let s = sim(vec![session(ID, "worker-1", "error")]);
+    let s = sim(vec![dead_session(ID, "worker-1")]);
     transact(&s.state, |st| st.status_writer = Some(false)).expect("flag");
     assert_eq!(s.call(&["session", "start", ID]).0, 0);
     started_seconds_ago(&s, 5.0);
@@ -1004,7 +1013,7 @@ fn without_a_status_writer_a_fresh_restart_is_skipped_even_when_dead() {
 
 #[test]
 fn with_a_status_writer_the_guard_reads_the_live_status() {
-    let s = sim(vec![session(ID, "worker-1", "error")]);
+    let s = sim(vec![dead_session(ID, "worker-1")]);
     assert_eq!(s.call(&["session", "start", ID]).0, 0);
     started_seconds_ago(&s, 5.0);
     s.call(&["crash", ID]);
