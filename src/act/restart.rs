@@ -537,7 +537,7 @@ impl Context {
 mod tests {
     use super::*;
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
-    use crate::records::audit::{read_lines, RESTART_LOG};
+    use crate::records::audit::{read_lines, ESCALATIONS_LOG, RESTART_LOG};
     use crate::sys::clock::FakeClock;
 
     const ID: &str = "3f9c2a1b-1755891234";
@@ -559,7 +559,11 @@ mod tests {
         Context {
             deck,
             state: Arc::new(Mutex::new(State::default())),
-            limits: Limits::from_config(&cfg),
+            // Restarts back to back: the fake clock never moves on.
+            limits: Limits {
+                min_interval: 0.0,
+                ..Limits::from_config(&cfg)
+            },
             settings,
             records: Arc::new(Records::from_config(&cfg)),
             escalator: Arc::new(Escalator::standalone(&cfg, false, clock.clone(), &shutdown)),
@@ -682,6 +686,155 @@ mod tests {
             ]
         );
         assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
+    }
+
+    /// A job for the conductor holding a rate-limit slot reserved now.
+    fn reserved(ctx: &Context) -> RestartJob {
+        reserved_for(ctx, ID)
+    }
+
+    fn reserved_for(ctx: &Context, id: &str) -> RestartJob {
+        let slot = gates::reserve(&mut ctx.state.lock(), &ctx.limits, id, NOW);
+        RestartJob {
+            session: Session {
+                id: id.into(),
+                title: "conductor-ops".into(),
+                profile: "default".into(),
+                ..Session::default()
+            },
+            escalation_critical: true,
+            slot: Some(slot),
+            kind: RestartKind::Revive,
+        }
+    }
+
+    fn severities(home: &std::path::Path) -> Vec<String> {
+        let dir = crate::config::test_config(home).watchdog_dir;
+        read_lines::<crate::records::EscalationRecord>(&dir.join(ESCALATIONS_LOG))
+            .into_iter()
+            .map(|e| e.severity)
+            .collect()
+    }
+
+    fn slots_used(ctx: &Context) -> usize {
+        ctx.state
+            .lock()
+            .sessions
+            .get(ID)
+            .map_or(0, |b| b.restarts.len())
+    }
+
+    #[test]
+    fn a_confirmed_dead_conductor_is_restarted_and_keeps_its_slot() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [
+                live(Status::Error),
+                live(Status::Error),
+                live(Status::Running),
+            ]
+            .into(),
+            ..Script::default()
+        }));
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        assert_eq!(deck.count("output-pane"), 2, "{:?}", deck.calls.lock());
+        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
+        assert_eq!(
+            actions(tmp.path()),
+            [
+                ("restart".to_owned(), None),
+                ("restarted".to_owned(), Some("running".to_owned()))
+            ]
+        );
+        assert_eq!(slots_used(&ctx), 1, "a real restart spends its slot");
+        let dir = crate::config::test_config(tmp.path()).watchdog_dir;
+        let liveness = read_lines::<LivenessRecord>(&dir.join(crate::records::audit::LIVENESS_LOG));
+        assert_eq!(liveness.len(), 1);
+        assert_eq!(liveness[0].reason, LivenessReason::ConfirmedDead);
+    }
+
+    #[test]
+    fn a_skipped_answer_is_a_cli_refusal_with_no_start_and_the_slot_given_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Error)].into(),
+            restart: Some(RestartAnswer::Skipped("started 12s ago".into())),
+            ..Script::default()
+        }));
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(acts, ["restart", "cli-refused"]);
+        assert_eq!(slots_used(&ctx), 0);
+        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
+        assert!(severities(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn a_failed_restart_falls_back_to_start_and_the_second_failure_escalates() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Error)].into(),
+            restart: None,
+            start_ok: false,
+            ..Script::default()
+        }));
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
+        assert!(severities(tmp.path()).is_empty(), "one failure is no alert");
+        ctx.run(&reserved(&ctx));
+        assert_eq!(deck.count("start"), 2);
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(
+            acts,
+            ["restart", "restart-failed", "restart", "restart-failed"]
+        );
+        assert_eq!(severities(tmp.path()), ["restart-failed"]);
+        assert_eq!(slots_used(&ctx), 2, "real failures spend their slots");
+    }
+
+    #[test]
+    fn rate_limited_boots_give_their_slot_back_and_the_third_opens_the_breaker() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Error)].into(),
+            restart: None,
+            start_ok: false,
+            transcript: "API Error: HTTP 429 Too Many Requests".into(),
+            ..Script::default()
+        }));
+        let ctx = context(tmp.path(), deck.clone());
+        // Three conductors, each booting into the same API rate limit.
+        let ids = [ID, "a0b1c2d3-1755899999", "b0b1c2d3-1755899998"];
+        assert_eq!(ctx.limits.breaker_threshold, ids.len());
+        for id in ids {
+            ctx.run(&reserved_for(&ctx, id));
+        }
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(
+            acts.iter().filter(|a| *a == "rate-limited").count(),
+            3,
+            "{acts:?}"
+        );
+        assert!(
+            !acts.contains(&"restart-failed".to_owned()),
+            "a 429 is no crash"
+        );
+        let st = ctx.state.lock();
+        for id in ids {
+            let book = &st.sessions[id];
+            assert!(book.restarts.is_empty(), "{id}: its slot was given back");
+            assert_eq!(book.consecutive_failures, 0);
+        }
+        assert!(st.breaker_open_until > NOW);
+        drop(st);
+        assert_eq!(severities(tmp.path()), ["circuit-breaker"]);
+        // A fourth restart waits for the breaker.
+        ctx.run(&reserved(&ctx));
+        assert_eq!(deck.count("restart"), 3);
     }
 
     #[test]
