@@ -35,9 +35,10 @@ pub enum End<'a> {
     Text(&'a [u8], bool),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 enum Phase {
     /// Nothing but whitespace so far.
+    #[default]
     Start,
     /// The answer is not an array; it is kept in `text`.
     Text,
@@ -48,6 +49,7 @@ enum Phase {
 }
 
 /// The framing state of one answer; see the module docs.
+#[derive(Default)]
 pub struct Splitter {
     phase: Phase,
     in_string: bool,
@@ -68,25 +70,6 @@ pub struct Splitter {
     offset: u64,
     text: Vec<u8>,
     text_overflow: bool,
-}
-
-impl Default for Splitter {
-    fn default() -> Splitter {
-        Splitter {
-            phase: Phase::Start,
-            in_string: false,
-            escaped: false,
-            depth: 0,
-            after: false,
-            carried: Vec::new(),
-            len: 0,
-            comma: false,
-            elements: 0,
-            offset: 0,
-            text: Vec::new(),
-            text_overflow: false,
-        }
-    }
 }
 
 impl Splitter {
