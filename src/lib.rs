@@ -8,8 +8,6 @@
 
 pub(crate) mod act;
 pub(crate) mod alert;
-#[doc(hidden)]
-pub mod bench;
 pub(crate) mod cli;
 pub(crate) mod config;
 pub(crate) mod daemon;
@@ -24,6 +22,10 @@ pub mod records;
 pub(crate) mod sys;
 pub mod tasks;
 pub(crate) mod triggers;
+
+/// The list parser, reached by `cargo bench --bench scale`: not an API.
+#[doc(hidden)]
+pub use fleet::listing;
 
 use std::ffi::OsString;
 

@@ -8,11 +8,8 @@
 //! and what it returns is bounded by what it was given (no more rows than
 //! bytes, no string longer than the input, messages of bounded length). The
 //! list reader, which reads an answer as the pipe delivers it, is also asked
-//! a third: cut into pieces anywhere, an answer reads exactly as it does
-//! whole. The row reader, which walks each row itself to be quick, is asked
-//! to agree with serde_json: on what is JSON at all, and on the fields of
-//! every row (read the way the parser read them before it walked rows).
-//! Test code only; the parsers themselves are not changed for it.
+//! a third: cut into pieces anywhere, an answer (also one with a few bytes
+//! changed) reads exactly as it does whole. Test code only; the parsers themselves are not changed for it.
 
 use std::path::Path;
 
@@ -24,8 +21,6 @@ use crate::decide::book::State;
 use crate::decide::gates::Limits;
 use crate::fleet::listing::{ListReader, RowTally, Shape};
 use crate::fleet::parse::{self, Listing, RestartAnswer};
-use crate::fleet::row::{read_row, RowError};
-use crate::fleet::session::Status;
 use crate::fleet::session::{is_valid_id, Live, Session};
 use crate::records::state_file::{Store, STATE_FILE};
 use crate::tasks::registry::RegistryFile;
@@ -482,113 +477,9 @@ fn list_answer() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-/// The fields of a row as the parser read them before it walked rows
-/// itself: serde's derive over a `serde_json::Value`.
-#[derive(serde::Deserialize)]
-struct SessionFields {
-    id: Option<String>,
-    title: Option<String>,
-    group: Option<String>,
-    group_path: Option<String>,
-    profile: Option<String>,
-    path: Option<String>,
-    parent_session_id: Option<String>,
-    is_conductor: Option<bool>,
-    #[serde(rename = "IsConductor")]
-    is_conductor_go: Option<bool>,
-}
-
-#[derive(serde::Deserialize)]
-struct LiveFields {
-    status: Option<String>,
-    substate: Option<String>,
-    channels: Option<Vec<String>>,
-    auth_hold: Option<HoldFields>,
-    claude_session_id: Option<String>,
-}
-
-#[derive(serde::Deserialize)]
-struct HoldFields {
-    reason: Option<String>,
-}
-
-/// What the parser before made of one row object: the session and, for a
-/// profile list, its live state; `None` for a row it skipped.
-fn row_before(v: &Value, live: bool) -> Option<(Session, Option<Live>)> {
-    use serde::Deserialize;
-    // serde's derive took a struct from an array too (`"auth_hold": ["r"]`);
-    // the row reader wants the object the CLI prints.
-    if live && v.get("auth_hold").is_some_and(Value::is_array) {
-        return None;
-    }
-    let s = SessionFields::deserialize(v).ok()?;
-    let l = if live {
-        Some(LiveFields::deserialize(v).ok()?)
-    } else {
-        None
-    };
-    let session = Session {
-        id: s.id.filter(|i| !i.is_empty())?,
-        title: s.title.unwrap_or_default(),
-        group: s.group.or(s.group_path).unwrap_or_default(),
-        profile: s.profile.unwrap_or_default(),
-        path: s.path.unwrap_or_default(),
-        parent_session_id: s.parent_session_id.filter(|p| !p.is_empty()),
-        is_conductor: s.is_conductor == Some(true) || s.is_conductor_go == Some(true),
-    };
-    let live = l.map(|l| Live {
-        status: l.status.map(|st| Status::parse(&st)),
-        substate: l.substate.filter(|x| !x.is_empty()),
-        channels: l.channels.unwrap_or_default(),
-        auth_hold: l.auth_hold.map(|h| {
-            h.reason
-                .filter(|r| !r.is_empty())
-                .unwrap_or_else(|| "unknown".into())
-        }),
-        claude_session_id: l.claude_session_id.filter(|x| !x.is_empty()),
-    });
-    Some((session, live))
-}
-
-/// One row object, compact or indented as Go indents, maybe with
-/// whitespace around it and something after it.
-fn row_text() -> impl Strategy<Value = (Value, String)> {
-    (
-        session_row(),
-        any::<bool>(),
-        "[ \\n]{0,2}",
-        prop_oneof![Just(""), Just(","), Just("]"), Just(" x")],
-    )
-        .prop_map(|(row, pretty, pad, after)| {
-            let body = if pretty {
-                serde_json::to_string_pretty(&row).unwrap_or_default()
-            } else {
-                row.to_string()
-            };
-            let text = format!("{}{pad}{after}", body.replacen('{', &format!("{{{pad}"), 1));
-            (row, text)
-        })
-}
-
-/// Where the first JSON value of a stream ends, if it is one.
-trait FirstValue {
-    fn byte_offset_after_first(self) -> Option<usize>;
-}
-
-impl<'de, R: serde_json::de::Read<'de>, T: serde::Deserialize<'de>> FirstValue
-    for serde_json::StreamDeserializer<'de, R, T>
-{
-    fn byte_offset_after_first(mut self) -> Option<usize> {
-        match self.next() {
-            Some(Ok(_)) => Some(self.byte_offset()),
-            _ => None,
-        }
-    }
-}
-
-/// A row object with a few bytes changed: a control character, a quote,
+/// A list answer with a few bytes changed: a control character, a quote,
 /// a backslash, a bracket, a byte that is not UTF-8, anywhere.
-fn mutated_row() -> impl Strategy<Value = Vec<u8>> {
+fn mutated_answer() -> impl Strategy<Value = Vec<u8>> {
     let byte = prop_oneof![
         prop::sample::select(vec![
             b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'\t', 0, 0xff, 0xc3
@@ -596,11 +487,10 @@ fn mutated_row() -> impl Strategy<Value = Vec<u8>> {
         any::<u8>(),
     ];
     (
-        row_text(),
+        list_answer(),
         prop::collection::vec((any::<usize>(), byte, any::<bool>()), 1..4),
     )
-        .prop_map(|((_, text), edits)| {
-            let mut bytes = text.into_bytes();
+        .prop_map(|(mut bytes, edits)| {
             for (at, b, insert) in edits {
                 let at = at % (bytes.len() + 1);
                 if insert || at == bytes.len() {
@@ -645,7 +535,7 @@ proptest! {
 
     #[test]
     fn a_list_reads_the_same_in_any_pieces(
-        answer in list_answer(),
+        answer in prop_oneof![3 => list_answer(), 1 => mutated_answer()],
         cuts in prop::collection::vec(any::<usize>(), 0..12),
         piece in 1..96usize,
         profile in any::<bool>(),
@@ -655,43 +545,6 @@ proptest! {
         prop_assert_eq!(&read_cut(shape, &answer, &cuts), &whole);
         let every: Vec<usize> = (1..answer.len()).step_by(piece).collect();
         prop_assert_eq!(&read_cut(shape, &answer, &every), &whole);
-    }
-
-    #[test]
-    fn a_row_reads_as_serde_json_reads_it((row, text) in row_text(), live in any::<bool>()) {
-        let end = serde_json::Deserializer::from_str(&text)
-            .into_iter::<Value>()
-            .byte_offset_after_first();
-        match (read_row(text.as_bytes(), live), row_before(&row, live)) {
-            (Ok((got, len)), Some((session, state))) => {
-                prop_assert_eq!(Some(len), end);
-                prop_assert_eq!(got.session(), session);
-                if let Some(state) = state {
-                    prop_assert_eq!(got.live(), state);
-                }
-            }
-            (Err(RowError::Data(_)), None) => {}
-            (got, want) => prop_assert!(false, "read {got:?}, expected {want:?} of {text}"),
-        }
-    }
-
-    #[test]
-    fn a_row_is_json_exactly_when_serde_json_says_so(
-        bytes in prop_oneof![input(), mutated_row()],
-        live in any::<bool>(),
-    ) {
-        let Some(start) = bytes.iter().position(|b| *b == b'{') else {
-            return Ok(());
-        };
-        let bytes = &bytes[start..];
-        let end = serde_json::Deserializer::from_slice(bytes)
-            .into_iter::<serde::de::IgnoredAny>()
-            .byte_offset_after_first();
-        match read_row(bytes, live) {
-            Ok((_, len)) => prop_assert_eq!(Some(len), end),
-            Err(RowError::Syntax(why)) => prop_assert!(end.is_none(), "{why}"),
-            Err(RowError::Data(_)) => {}
-        }
     }
 
     #[test]

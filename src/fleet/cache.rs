@@ -67,10 +67,11 @@ impl Fleet {
                 sessions.insert(row.id.to_string(), row.session());
             } else if row.parent_session_id.is_some() {
                 let next = u32::try_from(child_profiles.len()).unwrap_or(NOT_A_CHILD);
-                let profile = row.profile.str();
-                let tag = match child_profiles.get(profile.as_ref()) {
+                let tag = match child_profiles.get(row.profile.as_ref()) {
                     Some(tag) => *tag,
-                    None => *child_profiles.entry(profile.into_owned()).or_insert(next),
+                    None => *child_profiles
+                        .entry(row.profile.to_string())
+                        .or_insert(next),
                 };
                 others.push(&row.id, tag);
             } else {

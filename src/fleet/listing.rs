@@ -2,18 +2,17 @@
 //! `-p P list --json`) as it arrives from the pipe, row by row, into typed
 //! rows that borrow from the bytes at hand.
 //!
-//! [`ListReader`] is fed the answer in pieces of any size. Each element of
-//! the top-level array is read straight from the piece that holds it by
-//! [`read_row`], which keeps only the fields the daemon uses; an element cut
-//! by the end of a piece is carried over in one buffer until [`ElementScan`]
-//! sees it close, then read whole. No `serde_json::Value` is built and the
-//! answer is never held whole: memory is one row, bounded by
-//! [`MAX_ROW_BYTES`], plus what the caller keeps of each row.
+//! [`ListReader`] is fed the answer in pieces of any size. [`Splitter`]
+//! frames each element of the top-level array, and serde reads it whole into
+//! a [`Row`] ([`wire::read`]). No `serde_json::Value` is built and the answer
+//! is never held whole: memory is one row, bounded by [`MAX_ROW_BYTES`],
+//! plus what the caller keeps of each row.
 //!
 //! What counts as what, whatever the pieces:
 //! - a row that is valid JSON but not a usable session (not an object, no
-//!   `id`, a used field of the wrong type) is skipped and counted, with a
-//!   short reason; so is a row longer than [`MAX_ROW_BYTES`], unread;
+//!   `id`, a used field of the wrong type or not UTF-8) is skipped and
+//!   counted, with a short reason; so is a row longer than
+//!   [`MAX_ROW_BYTES`], unread;
 //! - an array that is not valid JSON (bad syntax inside a row, brackets that
 //!   do not match, a missing comma, anything after the closing `]`, an answer
 //!   that ends inside the array) is [`Garbage`]: unknown, never "no sessions";
@@ -25,18 +24,13 @@
 //! keeps them only once [`ListReader::finish`] said the answer was readable.
 
 use serde::de::IgnoredAny;
-use serde::Deserialize;
 
 use crate::fleet::parse::{self, clip_reason, Garbage};
-pub use crate::fleet::row::Row;
-use crate::fleet::row::{read_row, RowError, Text};
-use crate::fleet::split::{ElementScan, ScanStep};
+use crate::fleet::split::{Element, End, Splitter};
+pub use crate::fleet::split::{MAX_ROW_BYTES, MAX_TEXT_BYTES};
+use crate::fleet::wire;
+pub use crate::fleet::wire::Row;
 
-/// A row longer than this is skipped unread; a real one is under 4 KiB.
-pub const MAX_ROW_BYTES: usize = 1024 * 1024;
-/// A non-array answer longer than this is garbage; the real ones (`null`,
-/// "No sessions found in profile '…'.", an error object) are one line.
-pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 /// At most this many skip reasons are kept; the rest are only counted.
 const MAX_REASONS: usize = 32;
 
@@ -60,61 +54,17 @@ pub struct RowTally {
     pub reasons: Vec<String>,
 }
 
-/// Just the id, to name a skipped row.
-#[derive(Deserialize)]
-struct IdOnly<'a> {
-    #[serde(borrow)]
-    id: Option<Text<'a>>,
-}
-
-/// Where the reader is in the answer, outside a row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Phase {
-    /// Nothing but whitespace so far.
-    Start,
-    /// The answer is not an array; it is kept in `text`.
-    Text,
-    /// Right after `[`.
-    First,
-    /// Right after a `,`: a row must follow.
-    Next,
-    /// Right after a row: `,` or `]` must follow.
-    After,
-    /// After the closing `]`: only whitespace may follow.
-    Done,
-    Garbled(String),
-}
-
-/// A row cut by the end of a piece, carried over to the next ones.
-struct Pending {
-    scan: ElementScan,
-    /// Its bytes so far; emptied once it is longer than [`MAX_ROW_BYTES`].
-    bytes: Vec<u8>,
-    len: usize,
-}
-
-impl Pending {
-    fn add(&mut self, piece: &[u8]) {
-        self.len = self.len.saturating_add(piece.len());
-        if self.len > MAX_ROW_BYTES {
-            self.bytes = Vec::new();
-        } else {
-            self.bytes.extend_from_slice(piece);
-        }
-    }
-}
-
 /// Reads one list answer fed in pieces; see the module docs.
 pub struct ListReader<'f> {
+    split: Splitter,
+    rows: Rows<'f>,
+    garbled: Option<String>,
+}
+
+/// What the reader does with each element.
+struct Rows<'f> {
     shape: Shape,
     each: &'f mut dyn FnMut(&Row<'_>),
-    phase: Phase,
-    pending: Option<Pending>,
-    /// A non-array answer, up to [`MAX_TEXT_BYTES`].
-    text: Vec<u8>,
-    text_overflow: bool,
-    /// Bytes fed before the current piece.
-    offset: u64,
     tally: RowTally,
 }
 
@@ -122,257 +72,73 @@ impl<'f> ListReader<'f> {
     /// A reader that hands each readable row to `each`, in list order.
     pub fn new(shape: Shape, each: &'f mut dyn FnMut(&Row<'_>)) -> ListReader<'f> {
         ListReader {
-            shape,
-            each,
-            phase: Phase::Start,
-            pending: None,
-            text: Vec::new(),
-            text_overflow: false,
-            offset: 0,
-            tally: RowTally::default(),
+            split: Splitter::default(),
+            rows: Rows {
+                shape,
+                each,
+                tally: RowTally::default(),
+            },
+            garbled: None,
         }
     }
 
     /// Reads the next piece of the answer; false once nothing that follows
     /// can change the outcome (the answer is already garbage).
     pub fn feed(&mut self, piece: &[u8]) -> bool {
-        let mut at = 0;
-        while at < piece.len() {
-            match self.step(piece, at) {
-                Ok(next) => at = next,
-                Err(why) => {
-                    let byte = self.offset + at as u64;
-                    self.phase = Phase::Garbled(format!("{why} (near byte {byte})"));
-                    self.pending = None;
-                    break;
-                }
+        if self.garbled.is_none() {
+            let rows = &mut self.rows;
+            if let Err(why) = self.split.feed(piece, &mut |e| rows.element(e)) {
+                self.garbled = Some(why);
             }
         }
-        self.offset += piece.len() as u64;
-        !matches!(self.phase, Phase::Garbled(_)) && !self.text_overflow
+        self.garbled.is_none() && !self.split.overflowed()
     }
 
     /// The answer as far as it is not an array (empty for an array): what a
     /// failed call printed instead of a list.
     pub fn text(&self) -> &[u8] {
-        &self.text
+        self.split.text()
     }
 
     /// The verdict once the answer is complete.
     pub fn finish(self) -> Result<RowTally, Garbage> {
-        if self.pending.is_some() {
-            return Err(Garbage(format!(
-                "the answer ends inside row {} after {} bytes",
-                self.tally.rows + self.tally.skipped + 1,
-                self.offset
-            )));
+        if let Some(why) = self.garbled {
+            return Err(Garbage(format!("not a readable JSON array: {why}")));
         }
-        match self.phase {
-            Phase::Done => Ok(self.tally),
-            Phase::Garbled(why) => Err(Garbage(format!("not a readable JSON array: {why}"))),
-            Phase::Start | Phase::Text => self.none_or_garbage(),
-            Phase::First | Phase::Next | Phase::After => Err(Garbage(format!(
-                "the answer ends inside the list after {} bytes",
-                self.offset
-            ))),
+        match self.split.end().map_err(Garbage)? {
+            End::Array => Ok(self.rows.tally),
+            End::Text(text, overflow) => none_or_garbage(self.rows.shape, text, overflow),
         }
     }
+}
 
-    /// A non-array answer: one of the "no sessions" forms, or garbage.
-    fn none_or_garbage(self) -> Result<RowTally, Garbage> {
-        if self.text_overflow {
-            return Err(Garbage(format!(
-                "expected a JSON array, got more than {} KiB of something else starting {}",
-                MAX_TEXT_BYTES / 1024,
-                preview(&self.text)
-            )));
-        }
-        let text = String::from_utf8_lossy(&self.text);
-        let text = text.trim();
-        let none = text == "null"
-            || match self.shape {
-                Shape::All => text == "No profiles found.",
-                Shape::Profile => text.starts_with("No sessions found in profile"),
-            };
-        if none {
-            return Ok(RowTally::default());
-        }
-        if serde_json::from_str::<IgnoredAny>(text).is_ok() {
-            Err(Garbage(format!(
-                "expected a JSON array, got {}",
-                preview(&self.text)
-            )))
-        } else {
-            Err(Garbage(format!("not JSON: {}", preview(&self.text))))
-        }
-    }
-
-    /// Reads from `piece[at..]` up to the next point of interest; where to
-    /// go on, or why the answer is garbage.
-    fn step(&mut self, piece: &[u8], at: usize) -> Result<usize, String> {
-        if let Some(pending) = self.pending.take() {
-            return self.go_on(pending, piece, at);
-        }
-        match self.phase {
-            Phase::Text => {
-                self.keep_text(&piece[at..]);
-                return Ok(piece.len());
-            }
-            Phase::Garbled(_) => return Ok(piece.len()),
-            _ => {}
-        }
-        let Some(skip) = piece[at..].iter().position(|b| !is_space(*b)) else {
-            return Ok(piece.len());
-        };
-        let at = at + skip;
-        let b = piece[at];
-        match self.phase {
-            Phase::Start if b == b'[' => {
-                self.phase = Phase::First;
-                Ok(at + 1)
-            }
-            Phase::Start => {
-                self.phase = Phase::Text;
-                self.keep_text(&piece[at..]);
-                Ok(piece.len())
-            }
-            Phase::First if b == b']' => {
-                self.phase = Phase::Done;
-                Ok(at + 1)
-            }
-            Phase::First | Phase::Next => self.row(piece, at),
-            Phase::After if b == b',' => {
-                self.phase = Phase::Next;
-                Ok(at + 1)
-            }
-            Phase::After if b == b']' => {
-                self.phase = Phase::Done;
-                Ok(at + 1)
-            }
-            Phase::After => Err("expected `,` or `]` after a row".into()),
-            Phase::Done => Err("something follows the list".into()),
-            Phase::Text | Phase::Garbled(_) => Ok(piece.len()),
-        }
-    }
-
-    fn keep_text(&mut self, bytes: &[u8]) {
-        let room = MAX_TEXT_BYTES.saturating_sub(self.text.len());
-        if bytes.len() > room {
-            self.text_overflow = true;
-        }
-        self.text.extend_from_slice(&bytes[..bytes.len().min(room)]);
-    }
-
-    /// A row starts at `piece[at]`. An object is read straight from the
-    /// piece; anything else, and an object cut by the piece's end or not
-    /// readable as a row, goes through [`ElementScan`] to find its end.
-    fn row(&mut self, piece: &[u8], at: usize) -> Result<usize, String> {
-        self.phase = Phase::After;
-        let rest = &piece[at..];
-        let mut known = None;
-        if rest[0] == b'{' {
-            match read_row(rest, self.shape == Shape::Profile) {
-                Ok((_, len)) if len > MAX_ROW_BYTES => {
-                    self.too_long();
-                    return Ok(at + len);
-                }
-                Ok((row, len)) => {
-                    self.use_row(row);
-                    return Ok(at + len);
-                }
-                // Said for sure only if the row ends in this piece (below).
-                Err(e) => known = Some(e),
-            }
-        }
-        let mut scan = ElementScan::new();
-        match scan.feed(rest) {
-            ScanStep::Ended(len) => {
-                self.whole(&rest[..len], known)?;
-                Ok(at + len)
-            }
-            ScanStep::More => {
-                // A complaint about a row cut by the piece's end may be about
-                // the cut (`-` of `-2`, `1` of `12`): read it again whole.
-                let mut pending = Pending {
-                    scan,
-                    bytes: Vec::new(),
-                    len: 0,
-                };
-                pending.add(rest);
-                self.pending = Some(pending);
-                Ok(piece.len())
-            }
-            ScanStep::Broken(why) => Err(why.into()),
-        }
-    }
-
-    /// Goes on with a row carried over from earlier pieces.
-    fn go_on(&mut self, mut pending: Pending, piece: &[u8], at: usize) -> Result<usize, String> {
-        match pending.scan.feed(&piece[at..]) {
-            ScanStep::Ended(len) => {
-                pending.add(&piece[at..at + len]);
-                if pending.len > MAX_ROW_BYTES {
-                    self.too_long();
-                } else {
-                    self.whole(&pending.bytes, None)?;
-                }
-                Ok(at + len)
-            }
-            ScanStep::More => {
-                pending.add(&piece[at..]);
-                self.pending = Some(pending);
-                Ok(piece.len())
-            }
-            ScanStep::Broken(why) => Err(why.into()),
-        }
-    }
-
-    /// A whole row whose end [`ElementScan`] found: used, skipped, or the
-    /// reason the answer is garbage (it is not valid JSON).
-    fn whole(&mut self, bytes: &[u8], known: Option<RowError>) -> Result<(), String> {
-        if bytes.len() > MAX_ROW_BYTES {
-            self.too_long();
+impl Rows<'_> {
+    /// One element: used, skipped, or the reason the answer is garbage (it
+    /// is not valid JSON).
+    fn element(&mut self, e: Element<'_>) -> Result<(), String> {
+        let Element::Whole(bytes) = e else {
+            self.skip(
+                None,
+                format!("longer than {} KiB, not read", MAX_ROW_BYTES / 1024),
+            );
             return Ok(());
-        }
+        };
         if bytes.first() != Some(&b'{') {
             valid_json(bytes)?;
             self.skip(None, format!("not an object but {}", kind(bytes)));
             return Ok(());
         }
-        let error = match known {
-            Some(e) => e,
-            None => match read_row(bytes, self.shape == Shape::Profile) {
-                Ok((row, _)) => {
-                    self.use_row(row);
-                    return Ok(());
-                }
-                Err(e) => e,
-            },
-        };
-        let why = match error {
-            RowError::Syntax(why) => return Err(why),
-            RowError::Data(why) => why,
-        };
-        valid_json(bytes)?;
-        let id = serde_json::from_slice::<IdOnly>(bytes)
-            .ok()
-            .and_then(|r| r.id)
-            .map(|id| id.string())
-            .filter(|id| !id.is_empty());
-        self.skip(id.as_deref(), why);
+        match wire::read(bytes, self.shape == Shape::Profile) {
+            Ok(row) => {
+                self.tally.rows += 1;
+                (self.each)(&row);
+            }
+            Err(why) => {
+                valid_json(bytes)?;
+                self.skip(wire::id_of(bytes).as_deref(), why);
+            }
+        }
         Ok(())
-    }
-
-    fn use_row(&mut self, row: Row<'_>) {
-        self.tally.rows += 1;
-        (self.each)(&row);
-    }
-
-    fn too_long(&mut self) {
-        self.skip(
-            None,
-            format!("longer than {} KiB, not read", MAX_ROW_BYTES / 1024),
-        );
     }
 
     fn skip(&mut self, id: Option<&str>, why: String) {
@@ -388,6 +154,34 @@ impl<'f> ListReader<'f> {
         self.tally
             .reasons
             .push(format!("row {n}{named}: {}", clip_reason(&why)));
+    }
+}
+
+/// A non-array answer: one of the "no sessions" forms, or garbage.
+fn none_or_garbage(shape: Shape, bytes: &[u8], overflow: bool) -> Result<RowTally, Garbage> {
+    if overflow {
+        return Err(Garbage(format!(
+            "expected a JSON array, got more than {} KiB of something else starting {}",
+            MAX_TEXT_BYTES / 1024,
+            preview(bytes)
+        )));
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    let none = text == "null"
+        || match shape {
+            Shape::All => text == "No profiles found.",
+            Shape::Profile => text.starts_with("No sessions found in profile"),
+        };
+    if none {
+        Ok(RowTally::default())
+    } else if serde_json::from_str::<IgnoredAny>(text).is_ok() {
+        Err(Garbage(format!(
+            "expected a JSON array, got {}",
+            preview(bytes)
+        )))
+    } else {
+        Err(Garbage(format!("not JSON: {}", preview(bytes))))
     }
 }
 
@@ -413,15 +207,10 @@ pub fn read(
     reader.finish()
 }
 
-/// JSON's whitespace (not Unicode's).
-fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
-}
-
 fn valid_json(bytes: &[u8]) -> Result<(), String> {
     serde_json::from_slice::<IgnoredAny>(bytes)
         .map(drop)
-        .map_err(|e| position_free(&e))
+        .map_err(|e| wire::position_free(&e))
 }
 
 /// What a row is, from its first byte, for a skip reason.
@@ -432,16 +221,6 @@ fn kind(bytes: &[u8]) -> &'static str {
         Some(b't' | b'f') => "a boolean",
         Some(b'n') => "null",
         _ => "a number",
-    }
-}
-
-/// A decoder's complaint without its position (which depends on where the
-/// row started, not on what is wrong with it).
-fn position_free(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" at line ") {
-        Some(i) => text[..i].to_owned(),
-        None => text,
     }
 }
 
@@ -610,14 +389,6 @@ mod tests {
             assert_eq!(rows[0].0.id, "b-1");
             assert_eq!(tally.reasons, ["row 1: longer than 1024 KiB, not read"]);
         }
-        let mut ignore = |_: &Row<'_>| {};
-        let mut reader = ListReader::new(Shape::All, &mut ignore);
-        for piece in answer.as_bytes()[..MAX_ROW_BYTES + 20].chunks(4096) {
-            reader.feed(piece);
-        }
-        let held = reader.pending.as_ref().map_or(0, |p| p.bytes.capacity());
-        assert!(held <= 2 * MAX_ROW_BYTES, "{held} bytes held");
-        assert_eq!(reader.pending.as_ref().map(|p| p.bytes.len()), Some(0));
     }
 
     #[test]

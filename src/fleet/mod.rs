@@ -7,8 +7,8 @@ pub(crate) mod deck;
 #[cfg(test)]
 pub(crate) mod fake;
 pub(crate) mod id_set;
-pub(crate) mod listing;
+pub mod listing;
 pub(crate) mod parse;
-pub(crate) mod row;
 pub(crate) mod session;
 pub(crate) mod split;
+pub(crate) mod wire;

@@ -15,9 +15,10 @@ use serde_json::Value;
 
 #[cfg(test)]
 use crate::fleet::listing::{self, Shape};
+use crate::fleet::session::Live;
 #[cfg(test)]
 use crate::fleet::session::Session;
-use crate::fleet::session::{Live, Status};
+use crate::fleet::wire::LiveWire;
 
 /// Output that does not have the expected shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,21 +42,6 @@ impl<T> Default for Listing<T> {
             skipped: Vec::new(),
         }
     }
-}
-
-/// The fields of `session show` that carry a session's live state.
-#[derive(Deserialize)]
-struct LiveRow {
-    status: Option<String>,
-    substate: Option<String>,
-    channels: Option<Vec<String>>,
-    auth_hold: Option<AuthHoldRow>,
-    claude_session_id: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct AuthHoldRow {
-    reason: Option<String>,
 }
 
 /// `list --all --json`, held whole.
@@ -93,11 +79,12 @@ pub fn show(stdout: &str) -> Result<Live, Garbage> {
             preview(stdout)
         )));
     }
-    let l = live(&v).map_err(|why| Garbage(format!("session object: {why}")))?;
-    if l.status.is_none() {
-        return Err(Garbage("session object has no status".into()));
+    let mut wire = LiveWire::deserialize(&v)
+        .map_err(|e| Garbage(format!("session object: {}", clip_reason(&e.to_string()))))?;
+    match wire.take_live() {
+        (None, _) => Err(Garbage("session object has no status".into())),
+        (status, keys) => Ok(keys.live(status)),
     }
-    Ok(l)
 }
 
 /// What `session restart --json` answered on exit 0.
@@ -198,21 +185,6 @@ fn json(stdout: &str) -> Result<Value, Garbage> {
         .map_err(|_| Garbage(format!("not JSON: {}", preview(stdout))))
 }
 
-fn live(v: &Value) -> Result<Live, String> {
-    let r = LiveRow::deserialize(v).map_err(|e| clip_reason(&e.to_string()))?;
-    Ok(Live {
-        status: r.status.map(|s| Status::parse(&s)),
-        substate: r.substate.filter(|s| !s.is_empty()),
-        channels: r.channels.unwrap_or_default(),
-        auth_hold: r.auth_hold.map(|h| {
-            h.reason
-                .filter(|r| !r.is_empty())
-                .unwrap_or_else(|| "unknown".into())
-        }),
-        claude_session_id: r.claude_session_id.filter(|s| !s.is_empty()),
-    })
-}
-
 /// A decoder's complaint, which may quote the row, made short and
 /// single-line.
 pub(crate) fn clip_reason(s: &str) -> String {
@@ -251,6 +223,7 @@ pub(crate) fn preview(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::session::Status;
 
     #[test]
     fn list_all_edge_outputs() {

@@ -1,296 +1,401 @@
-//! Finds where one element of a JSON array ends, in a byte stream that
-//! arrives in chunks.
+//! Frames a list answer as it arrives from the pipe, in pieces of any size:
+//! the bytes of each element of the top-level JSON array, one at a time, or
+//! the answer's text when it is no array.
 //!
-//! [`ElementScan`] is fed the bytes of one array element, from its first
-//! byte, in as many pieces as the pipe delivers, and says when the element
-//! is complete. It tracks strings, escapes and nesting (with the kind of each
-//! open bracket, so `[}` is broken, not balanced) and nothing else: it does
-//! not check that the element is valid JSON, which is the deserializer's job
-//! once the element is whole. It keeps no bytes and allocates only for
-//! nesting deeper than 64 levels, up to [`MAX_DEPTH`]. Pure byte logic: no
-//! I/O, no knowledge of what a row means.
+//! [`Splitter`] tracks strings, escapes and nesting depth, and checks the
+//! array's own punctuation (`[`, `,`, `]`, nothing after); it does not check
+//! that an element is valid JSON, which is the deserializer's job once the
+//! element is whole. An element that ends inside the piece it started in is
+//! handed over from that piece; one cut by a piece's end is carried over in
+//! one buffer, bounded by [`MAX_ROW_BYTES`] (a longer one is dropped and
+//! handed over as [`Element::TooLong`]). A non-array answer is kept up to
+//! [`MAX_TEXT_BYTES`]. Pure byte logic: no I/O, no knowledge of rows.
 
-/// Deeper nesting than this is taken for a broken answer: no row the CLI
-/// prints comes near it, and it bounds the bracket stack at 128 KiB.
-pub const MAX_DEPTH: usize = 1 << 20;
+/// A row longer than this is skipped unread; a real one is under 4 KiB.
+pub const MAX_ROW_BYTES: usize = 1024 * 1024;
+/// A non-array answer longer than this is garbage; the real ones (`null`,
+/// "No sessions found in profile '…'.", an error object) are one line.
+pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 
-/// What one more piece of an element told.
+/// One element of the array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScanStep {
-    /// The element ends after this many bytes of the piece; the rest of the
-    /// piece follows the element.
-    Ended(usize),
-    /// The whole piece belongs to the element, which goes on.
-    More,
-    /// Not an element of a JSON array: brackets that do not match, nesting
-    /// past [`MAX_DEPTH`], or a first byte no JSON value starts with.
-    Broken(&'static str),
+pub enum Element<'a> {
+    /// Its bytes, without the whitespace around them.
+    Whole(&'a [u8]),
+    /// Longer than [`MAX_ROW_BYTES`]: not kept.
+    TooLong,
 }
 
-/// The shape of the element, known from its first byte.
+/// How the answer ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ElementShape {
-    /// Nothing seen yet.
-    Unstarted,
-    /// An object or an array: ends when its first bracket closes.
-    Container,
-    /// A string: ends at its closing quote.
+pub enum End<'a> {
+    /// The array closed, and nothing but whitespace followed.
+    Array,
+    /// No array: its text, and whether there was more than that.
+    Text(&'a [u8], bool),
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Phase {
+    /// Nothing but whitespace so far.
+    #[default]
+    Start,
+    /// The answer is not an array; it is kept in `text`.
     Text,
-    /// A number, `true`, `false` or `null`: ends before the first byte that
-    /// cannot be part of one.
-    Bare,
+    /// Inside the array.
+    Array,
+    /// After the closing `]`.
+    Done,
 }
 
-/// The scanning state of one element; see the module docs.
-#[derive(Debug, Clone)]
-pub struct ElementScan {
-    kind: ElementShape,
+/// The framing state of one answer; see the module docs.
+#[derive(Default)]
+pub struct Splitter {
+    phase: Phase,
     in_string: bool,
     escaped: bool,
+    /// Open brackets inside the current element.
     depth: usize,
-    /// One bit per open bracket, set for `[`; bit `i` of word `i / 64`.
-    stack: Vec<u64>,
-    /// The first 64 levels, kept without allocating.
-    low: u64,
+    /// The current element's brackets just closed: `,` or `]` must follow.
+    after: bool,
+    /// The current element's bytes from earlier pieces.
+    carried: Vec<u8>,
+    /// Its length so far, kept or not.
+    len: usize,
+    /// A `,` was read since the `[`.
+    comma: bool,
+    /// Elements handed over.
+    elements: usize,
+    /// Bytes fed before the current piece.
+    offset: u64,
+    text: Vec<u8>,
+    text_overflow: bool,
 }
 
-impl Default for ElementScan {
-    fn default() -> ElementScan {
-        ElementScan::new()
+impl Splitter {
+    /// Reads the next piece, handing each element that closes in it to
+    /// `each`; why the answer is no JSON array, if this piece tells, or what
+    /// `each` said.
+    pub fn feed(
+        &mut self,
+        piece: &[u8],
+        each: &mut dyn FnMut(Element<'_>) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let fed = self.frame(piece, each).map_err(|(at, why)| {
+            let byte = self.offset + at as u64;
+            format!("{why} (near byte {byte})")
+        });
+        self.offset += piece.len() as u64;
+        fed
     }
-}
 
-impl ElementScan {
-    pub fn new() -> ElementScan {
-        ElementScan {
-            kind: ElementShape::Unstarted,
-            in_string: false,
-            escaped: false,
-            depth: 0,
-            stack: Vec::new(),
-            low: 0,
+    /// Whether the text of a non-array answer ran past [`MAX_TEXT_BYTES`].
+    pub fn overflowed(&self) -> bool {
+        self.text_overflow
+    }
+
+    /// The answer as far as it is not an array (empty for an array).
+    pub fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// How the answer ended, or why it is cut short.
+    pub fn end(&self) -> Result<End<'_>, String> {
+        match self.phase {
+            Phase::Done => Ok(End::Array),
+            Phase::Start | Phase::Text => Ok(End::Text(&self.text, self.text_overflow)),
+            Phase::Array if self.len > 0 => Err(format!(
+                "the answer ends inside row {} after {} bytes",
+                self.elements + 1,
+                self.offset
+            )),
+            Phase::Array => Err(format!(
+                "the answer ends inside the list after {} bytes",
+                self.offset
+            )),
         }
     }
 
-    /// Feeds the next piece of the element; the first call starts with the
-    /// element's first byte (whitespace before it is the caller's).
-    pub fn feed(&mut self, piece: &[u8]) -> ScanStep {
+    fn frame(
+        &mut self,
+        piece: &[u8],
+        each: &mut dyn FnMut(Element<'_>) -> Result<(), String>,
+    ) -> Result<(), (usize, String)> {
         let mut i = 0;
-        if self.kind == ElementShape::Unstarted {
-            let Some(&first) = piece.first() else {
-                return ScanStep::More;
-            };
-            match first {
-                b'{' | b'[' => {
-                    self.kind = ElementShape::Container;
-                    if let Err(why) = self.open(first == b'[') {
-                        return ScanStep::Broken(why);
-                    }
-                }
-                b'"' => {
-                    self.kind = ElementShape::Text;
-                    self.in_string = true;
-                }
-                b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => self.kind = ElementShape::Bare,
-                _ => return ScanStep::Broken("no JSON value starts there"),
-            }
-            i = 1;
-        }
-        match self.kind {
-            ElementShape::Bare => match piece[i..].iter().position(|b| !is_bare(*b)) {
-                Some(n) => ScanStep::Ended(i + n),
-                None => ScanStep::More,
-            },
-            ElementShape::Text => match self.skip_string(&piece[i..]) {
-                Some(n) => ScanStep::Ended(i + n),
-                None => ScanStep::More,
-            },
-            ElementShape::Container | ElementShape::Unstarted => self.scan_container(piece, i),
-        }
-    }
-
-    fn scan_container(&mut self, piece: &[u8], mut i: usize) -> ScanStep {
+        // Where the current element's bytes in this piece start.
+        let mut start = 0;
         while i < piece.len() {
-            if self.in_string {
-                match self.skip_string(&piece[i..]) {
-                    Some(n) => i += n,
-                    None => return ScanStep::More,
+            match self.phase {
+                Phase::Text => {
+                    self.keep_text(&piece[i..]);
+                    return Ok(());
                 }
-                continue;
-            }
-            let b = piece[i];
-            i += 1;
-            let closed = match b {
-                b'"' => {
-                    self.in_string = true;
+                Phase::Start | Phase::Done => {
+                    let Some(n) = piece[i..].iter().position(|b| !is_space(*b)) else {
+                        return Ok(());
+                    };
+                    i += n;
+                    if self.phase == Phase::Done {
+                        return Err((i, "something follows the list".into()));
+                    }
+                    if piece[i] == b'[' {
+                        self.phase = Phase::Array;
+                        i += 1;
+                        start = i;
+                    } else {
+                        self.phase = Phase::Text;
+                    }
                     continue;
                 }
-                b'{' | b'[' => match self.open(b == b'[') {
-                    Ok(()) => continue,
-                    Err(why) => return ScanStep::Broken(why),
-                },
-                b'}' | b']' => self.close(b == b']'),
-                _ => continue,
-            };
-            match closed {
-                Err(why) => return ScanStep::Broken(why),
-                Ok(()) if self.depth == 0 => return ScanStep::Ended(i),
-                Ok(()) => {}
+                Phase::Array => {}
             }
+            if self.in_string {
+                i += self.string(&piece[i..]);
+                continue;
+            }
+            if self.after {
+                let Some(n) = piece[i..].iter().position(|b| !is_space(*b)) else {
+                    break;
+                };
+                i += n;
+                if !matches!(piece[i], b',' | b']') {
+                    return Err((i, "expected `,` or `]` after a row".into()));
+                }
+                self.after = false;
+            }
+            // The next byte that matters outside a string.
+            let Some(n) = piece[i..]
+                .iter()
+                .position(|b| matches!(b, b'"' | b'{' | b'[' | b'}' | b']' | b','))
+            else {
+                break;
+            };
+            i += n;
+            match piece[i] {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' if self.depth > 0 => {
+                    self.depth -= 1;
+                    self.after = self.depth == 0;
+                }
+                b'}' => return Err((i, "a bracket closes that was never opened".into())),
+                b',' | b']' if self.depth == 0 => {
+                    let closing = piece[i] == b']';
+                    self.close(&piece[start..i], closing, each)
+                        .map_err(|why| (i, why))?;
+                    start = i + 1;
+                }
+                _ => {}
+            }
+            i += 1;
         }
-        ScanStep::More
+        if self.phase == Phase::Array {
+            self.carry(&piece[start..]);
+        }
+        Ok(())
     }
 
     /// Bytes up to and including the closing quote of the open string, or
-    /// `None` when the piece ends inside it.
-    fn skip_string(&mut self, piece: &[u8]) -> Option<usize> {
+    /// the whole piece when it ends inside it.
+    fn string(&mut self, piece: &[u8]) -> usize {
         let mut i = 0;
         if self.escaped {
-            if piece.is_empty() {
-                return None;
-            }
             self.escaped = false;
             i = 1;
         }
-        while let Some(n) = piece[i..].iter().position(|b| *b == b'"' || *b == b'\\') {
+        while let Some(n) = piece
+            .get(i..)
+            .and_then(|p| p.iter().position(|b| matches!(b, b'"' | b'\\')))
+        {
             i += n;
             if piece[i] == b'"' {
                 self.in_string = false;
-                return Some(i + 1);
+                return i + 1;
             }
             // A backslash: the next byte is escaped, whatever it is.
             if i + 1 >= piece.len() {
                 self.escaped = true;
-                return None;
+                return piece.len();
             }
             i += 2;
         }
-        None
+        piece.len()
     }
 
-    fn open(&mut self, square: bool) -> Result<(), &'static str> {
-        if self.depth >= MAX_DEPTH {
-            return Err("nested too deep");
-        }
-        let (word, bit) = (self.depth / 64, self.depth % 64);
-        if word == 0 {
-            set_bit(&mut self.low, bit, square);
-        } else {
-            if self.stack.len() < word {
-                self.stack.push(0);
+    /// The element ends before a `,` or the closing `]`: hands it over.
+    fn close(
+        &mut self,
+        tail: &[u8],
+        closing: bool,
+        each: &mut dyn FnMut(Element<'_>) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.carry_len(tail);
+        let empty = self.len == 0;
+        let handed = if empty {
+            match (closing, self.comma || self.elements > 0) {
+                (true, false) => Ok(()),
+                _ => Err("a row is missing".into()),
             }
-            set_bit(&mut self.stack[word - 1], bit, square);
-        }
-        self.depth += 1;
-        Ok(())
-    }
-
-    fn close(&mut self, square: bool) -> Result<(), &'static str> {
-        let Some(top) = self.depth.checked_sub(1) else {
-            return Err("a bracket closes that was never opened");
-        };
-        let (word, bit) = (top / 64, top % 64);
-        let bits = if word == 0 {
-            self.low
+        } else if self.len > MAX_ROW_BYTES {
+            each(Element::TooLong)
+        } else if self.carried.is_empty() {
+            each(Element::Whole(trim(tail)))
         } else {
-            self.stack.get(word - 1).copied().unwrap_or(0)
+            self.carried.extend_from_slice(tail);
+            let bytes = std::mem::take(&mut self.carried);
+            let handed = each(Element::Whole(trim(&bytes)));
+            self.carried = bytes;
+            self.carried.clear();
+            handed
         };
-        if ((bits >> bit) & 1 == 1) != square {
-            return Err("brackets do not match");
+        if !empty {
+            self.elements += 1;
         }
-        self.depth = top;
-        Ok(())
+        self.len = 0;
+        if self.carried.capacity() > MAX_ROW_BYTES {
+            self.carried = Vec::new();
+        }
+        if closing {
+            self.phase = Phase::Done;
+        } else {
+            self.comma = true;
+        }
+        handed
+    }
+
+    /// Counts the bytes of the current element from its first non-blank
+    /// one; what of `bytes` belongs to it.
+    fn carry_len<'b>(&mut self, bytes: &'b [u8]) -> &'b [u8] {
+        let from = if self.len == 0 {
+            bytes
+                .iter()
+                .position(|b| !is_space(*b))
+                .unwrap_or(bytes.len())
+        } else {
+            0
+        };
+        self.len = self.len.saturating_add(bytes.len() - from);
+        &bytes[from..]
+    }
+
+    /// Keeps the current element's bytes at the end of a piece.
+    fn carry(&mut self, bytes: &[u8]) {
+        let mine = self.carry_len(bytes);
+        if self.len > MAX_ROW_BYTES {
+            self.carried = Vec::new();
+        } else {
+            self.carried.extend_from_slice(mine);
+        }
+    }
+
+    fn keep_text(&mut self, bytes: &[u8]) {
+        let room = MAX_TEXT_BYTES.saturating_sub(self.text.len());
+        if bytes.len() > room {
+            self.text_overflow = true;
+        }
+        self.text.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 }
 
-fn set_bit(word: &mut u64, bit: usize, on: bool) {
-    if on {
-        *word |= 1 << bit;
-    } else {
-        *word &= !(1 << bit);
-    }
+/// JSON's whitespace (not Unicode's).
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
 }
 
-/// A byte that can be part of a number or of `true`, `false`, `null`.
-fn is_bare(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.')
+fn trim(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !is_space(*b))
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_space(*b))
+        .map_or(start, |e| e + 1);
+    &bytes[start..end]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Feeds `text` in pieces of `size` bytes; where the element ended
-    /// (bytes from the start of `text`), or how it broke.
-    fn scan(text: &str, size: usize) -> Result<Option<usize>, &'static str> {
-        let mut s = ElementScan::new();
-        let mut at = 0;
-        for piece in text.as_bytes().chunks(size.max(1)) {
-            match s.feed(piece) {
-                ScanStep::Ended(n) => return Ok(Some(at + n)),
-                ScanStep::More => at += piece.len(),
-                ScanStep::Broken(why) => return Err(why),
+    /// The elements of `text` fed in pieces of `size` bytes (`None` for one
+    /// too long), and how it ended.
+    fn split(text: &[u8], size: usize) -> (Vec<Option<Vec<u8>>>, Result<bool, String>) {
+        let mut s = Splitter::default();
+        let mut got = Vec::new();
+        for piece in text.chunks(size.max(1)) {
+            let fed = s.feed(piece, &mut |e| {
+                got.push(match e {
+                    Element::Whole(b) => Some(b.to_vec()),
+                    Element::TooLong => None,
+                });
+                Ok(())
+            });
+            if let Err(why) = fed {
+                return (got, Err(why));
             }
         }
-        Ok(None)
+        let end = s.end().map(|e| e == End::Array);
+        (got, end)
     }
 
-    fn ends_at_every_piece_size(text: &str, end: Option<usize>) {
-        for size in 1..=text.len().max(1) {
-            assert_eq!(scan(text, size), Ok(end), "{text:?} in pieces of {size}");
+    fn elements(text: &str) -> Vec<String> {
+        let whole = split(text.as_bytes(), text.len());
+        for size in 1..text.len() {
+            assert_eq!(
+                split(text.as_bytes(), size),
+                whole,
+                "{text:?} in pieces of {size}"
+            );
         }
-    }
-
-    #[test]
-    fn an_object_ends_where_its_first_brace_closes() {
-        let row = r#"{"id":"a","n":{"x":[1,{"y":2}]}}"#;
-        ends_at_every_piece_size(&format!("{row}, {{\"id\":\"b\"}}]"), Some(row.len()));
+        assert_eq!(whole.1, Ok(true), "{text:?}");
+        let each = whole.0.into_iter().flatten();
+        each.map(|e| String::from_utf8_lossy(&e).into_owned())
+            .collect()
     }
 
     #[test]
     fn brackets_commas_and_escaped_quotes_inside_strings_do_not_count() {
-        let row = r#"{"title":"a ] b, c } \" d [ {","path":"\\","e":"\\\""}"#;
-        ends_at_every_piece_size(&format!("{row}]"), Some(row.len()));
+        let row = r#"{"title":"a ] b, c } \" d [ {","path":"\\","e":"\\\"","n":{"x":[1,{"y":2}]}}"#;
+        assert_eq!(elements(&format!(" [ {row} ,\n{row}]\n")), [row, row]);
     }
 
     #[test]
-    fn strings_numbers_and_literals_end_where_they_should() {
-        ends_at_every_piece_size(r#""a,\"]b" , 1]"#, Some(8));
-        ends_at_every_piece_size("-12.5e+3,", Some(8));
-        ends_at_every_piece_size("true]", Some(4));
-        ends_at_every_piece_size("null ", Some(4));
+    fn strings_numbers_and_literals_are_elements_too() {
+        assert_eq!(
+            elements(r#"["a,\"]b" , -12.5e+3,true,null, [1,[]] ]"#),
+            [r#""a,\"]b""#, "-12.5e+3", "true", "null", "[1,[]]"]
+        );
+        assert_eq!(elements("[ ]"), Vec::<String>::new());
     }
 
     #[test]
-    fn an_element_cut_short_goes_on() {
-        ends_at_every_piece_size(r#"{"id":"a","t":["x"#, None);
-        ends_at_every_piece_size(r#"{"id":"a\"#, None);
-        ends_at_every_piece_size("12", None);
+    fn a_missing_row_and_what_follows_the_list_are_broken() {
+        for text in ["[,1]", "[1,]", "[1,,2]", "[1] x", "[1]]"] {
+            let (_, end) = split(text.as_bytes(), 1);
+            assert!(end.is_err(), "{text}");
+        }
+        assert!(split(b"[{\"a\":[1", 3)
+            .1
+            .unwrap_err()
+            .contains("inside row 1"));
+        assert!(split(b"[1, ", 3).1.unwrap_err().contains("inside the list"));
+        assert_eq!(split(b" null ", 2), (Vec::new(), Ok(false)));
     }
 
     #[test]
-    fn mismatched_brackets_and_stray_bytes_are_broken() {
-        assert_eq!(scan(r#"{"a":[1}"#, 3), Err("brackets do not match"));
-        assert_eq!(scan("[1}", 1), Err("brackets do not match"));
-        assert_eq!(scan("}", 1), Err("no JSON value starts there"));
-        assert_eq!(scan(":", 1), Err("no JSON value starts there"));
-    }
-
-    #[test]
-    fn deep_nesting_is_tracked_past_the_first_word() {
-        let open: String = (0..200)
-            .map(|i| if i % 3 == 0 { '[' } else { '{' })
-            .collect();
-        let close: String = open
-            .chars()
-            .rev()
-            .map(|c| if c == '[' { ']' } else { '}' })
-            .collect();
-        // Not valid JSON (objects need keys), but the brackets balance.
-        let text = format!("{open}{close}]");
-        assert_eq!(scan(&text, 7), Ok(Some(400)));
-        // The innermost bracket is a brace: closing it with `]` is broken.
-        let wrong = format!("{open}]{}", &close[1..]);
-        assert_eq!(scan(&wrong, 5), Err("brackets do not match"));
+    fn a_row_past_the_limit_is_never_held() {
+        let long = format!("[\"{}\",2]", "x".repeat(MAX_ROW_BYTES));
+        assert_eq!(split(long.as_bytes(), 4096).0, [None, Some(b"2".to_vec())]);
+        let mut s = Splitter::default();
+        for piece in long.as_bytes()[..MAX_ROW_BYTES + 3].chunks(4096) {
+            s.feed(piece, &mut |_| Ok(())).unwrap();
+        }
+        assert!(
+            s.carried.capacity() <= 2 * MAX_ROW_BYTES,
+            "{} held",
+            s.carried.capacity()
+        );
+        assert_eq!(s.carried.len(), 0);
     }
 }

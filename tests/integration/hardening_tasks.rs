@@ -122,15 +122,26 @@ fn a_hand_edited_task_id_too_long_for_a_file_name_still_ends_exhausted() {
 enum Broken {
     AllProfiles,
     OneProfile,
+    /// `list --all` with one row whose title has a byte that is not UTF-8.
+    NotUtf8,
 }
 
 /// An `agent-deck` that is the simulator, except that the chosen list answer
 /// starts with rows without an id, with a numeric id, with a title of the
-/// wrong type, and a row that is not an object.
+/// wrong type, and a row that is not an object (for [`Broken::NotUtf8`]: one
+/// critical-looking row whose title holds the byte 0xff).
 fn with_malformed_rows(wd: Wd, broken: Broken) -> Wd {
     let pattern = match broken {
-        Broken::AllProfiles => "*\" list --all \"*",
+        Broken::AllProfiles | Broken::NotUtf8 => "*\" list --all \"*",
         Broken::OneProfile => "*\" -p \"*\" list --json \"*",
+    };
+    let rows = match broken {
+        Broken::NotUtf8 => {
+            r#"{"id":"b0000000-1","title":"conductor-'"$bad"'","group":"conductor"},"#
+        }
+        _ => {
+            r#"{"title":"conductor-no-id","group":"conductor","status":"error"},{"id":42,"title":"conductor-numeric","status":"error"},{"id":"w-1","title":["x"],"status":"error"},"not a row","#
+        }
     };
     let script = wd.home.path().join("agent-deck-malformed");
     write_script(
@@ -143,17 +154,19 @@ case " $* " in
 esac
 out=$({sim} "$@")
 code=$?
-printf '%s\n' "$out" | sed '1s/^\[/[{{"title":"conductor-no-id","group":"conductor","status":"error"}},{{"id":42,"title":"conductor-numeric","status":"error"}},{{"id":"w-1","title":["x"],"status":"error"}},"not a row",/'
+bad=$(printf '\377')
+printf '%s\n' "$out" | LC_ALL=C sed '1s/^\[/[{rows}/'
 exit $code
 "#,
             sim = shell_command(),
+            rows = rows,
         ),
     );
     let bin = script.display().to_string();
     wd.env("AGENT_DECK_BIN", &bin)
 }
 
-fn malformed_rows_do_not_hide_the_errored_conductor(broken: Broken) {
+fn malformed_rows_do_not_hide_the_errored_conductor(broken: Broken) -> String {
     let wd = with_malformed_rows(Wd::new(), broken);
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
     let out = wd.run(&["--once"]);
@@ -170,11 +183,21 @@ fn malformed_rows_do_not_hide_the_errored_conductor(broken: Broken) {
         1,
         "one warning for the skipped rows:\n{stderr}"
     );
+    stderr.into_owned()
 }
 
 #[test]
 fn a_list_all_row_without_an_id_is_skipped_not_blinding() {
     malformed_rows_do_not_hide_the_errored_conductor(Broken::AllProfiles);
+}
+
+#[test]
+fn a_list_row_that_is_not_utf8_is_skipped_alone_not_blinding() {
+    let stderr = malformed_rows_do_not_hide_the_errored_conductor(Broken::NotUtf8);
+    assert!(
+        stderr.contains(r#"skipped: row 1 (id "b0000000-1"): not UTF-8"#),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -1,0 +1,292 @@
+//! The session object as the CLI prints it, as serde reads it: one row of a
+//! list (`list --all --json`, `-p P list --json`) and the answer of
+//! `session show --json` share [`Wire`].
+//!
+//! Strings are borrowed from the bytes at hand unless they hold an escape;
+//! keys the daemon does not use are skipped unread, and `null` counts as
+//! absent. A row of `list --all`, which has no live keys, skips them too,
+//! whatever their type. A row without an `id`, with a used key of the wrong
+//! type, or with a used string that is not UTF-8 is no session: [`read`]
+//! says why in a short reason. Pure decoding: no I/O, no decision.
+
+use std::borrow::Cow;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+use crate::fleet::session::{critical_by_name, Live, Session, Status};
+
+/// A string of the answer: borrowed unless it holds an escape.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// `auth_hold`: only its `reason` is read.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Hold<'a> {
+    #[serde(borrow)]
+    reason: Option<Str<'a>>,
+}
+
+/// The keys of a session object the daemon reads; the live ones are of
+/// types `T` (a string), `M` (the channels) and `H` (the auth hold).
+#[derive(Deserialize)]
+pub struct Wire<'a, T, M, H> {
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(borrow)]
+    title: Option<Str<'a>>,
+    #[serde(borrow)]
+    group: Option<Str<'a>>,
+    #[serde(borrow)]
+    group_path: Option<Str<'a>>,
+    #[serde(borrow)]
+    profile: Option<Str<'a>>,
+    #[serde(borrow)]
+    path: Option<Str<'a>>,
+    #[serde(borrow)]
+    parent_session_id: Option<Str<'a>>,
+    is_conductor: Option<bool>,
+    #[serde(rename = "IsConductor")]
+    is_conductor_go: Option<bool>,
+    status: Option<T>,
+    substate: Option<T>,
+    channels: Option<M>,
+    auth_hold: Option<H>,
+    claude_session_id: Option<T>,
+}
+
+/// A row of `list --all`: its live keys, if any, are skipped unread.
+type AllWire<'a> = Wire<'a, IgnoredAny, IgnoredAny, IgnoredAny>;
+/// A row of `-p P list`, or a `session show`: with the live keys.
+pub type LiveWire<'a> = Wire<'a, Str<'a>, Vec<Str<'a>>, Hold<'a>>;
+
+/// The live keys but the status, as read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveKeys<'a> {
+    substate: Option<Str<'a>>,
+    channels: Option<Vec<Str<'a>>>,
+    auth_hold: Option<Hold<'a>>,
+    claude_session_id: Option<Str<'a>>,
+}
+
+impl LiveKeys<'_> {
+    /// The live state, owned; empty strings count as absent.
+    pub fn live(&self, status: Option<Status>) -> Live {
+        Live {
+            status,
+            substate: nonempty(&self.substate),
+            channels: self
+                .channels
+                .iter()
+                .flatten()
+                .map(|c| c.0.to_string())
+                .collect(),
+            auth_hold: self
+                .auth_hold
+                .as_ref()
+                .map(|h| nonempty(&h.reason).unwrap_or_else(|| "unknown".into())),
+            claude_session_id: nonempty(&self.claude_session_id),
+        }
+    }
+}
+
+impl<'a> LiveWire<'a> {
+    /// Takes the live keys out: the status and the rest.
+    pub fn take_live(&mut self) -> (Option<Status>, LiveKeys<'a>) {
+        let status = self.status.take().map(|s| Status::parse(&s.0));
+        let keys = LiveKeys {
+            substate: self.substate.take(),
+            channels: self.channels.take(),
+            auth_hold: self.auth_hold.take(),
+            claude_session_id: self.claude_session_id.take(),
+        };
+        (status, keys)
+    }
+}
+
+impl<'a, T, M, H> Wire<'a, T, M, H> {
+    /// The row, with the live keys given; `None` without an id.
+    fn row(self, status: Option<Status>, live: LiveKeys<'a>) -> Option<Row<'a>> {
+        let text = |s: Option<Str<'a>>| s.map_or(Cow::Borrowed(""), |s| s.0);
+        Some(Row {
+            id: self.id.filter(|id| !id.0.is_empty())?.0,
+            title: text(self.title),
+            group: text(self.group.or(self.group_path)),
+            profile: text(self.profile),
+            path: text(self.path),
+            parent_session_id: self
+                .parent_session_id
+                .filter(|p| !p.0.is_empty())
+                .map(|p| p.0),
+            is_conductor: self.is_conductor == Some(true) || self.is_conductor_go == Some(true),
+            status,
+            live,
+        })
+    }
+}
+
+/// One session of a list, borrowing from the answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row<'a> {
+    /// Never empty.
+    pub id: Cow<'a, str>,
+    pub title: Cow<'a, str>,
+    /// `group`, else `group_path`.
+    pub group: Cow<'a, str>,
+    pub profile: Cow<'a, str>,
+    pub path: Cow<'a, str>,
+    /// Absent when empty.
+    pub parent_session_id: Option<Cow<'a, str>>,
+    pub is_conductor: bool,
+    /// Always absent in `list --all`.
+    pub status: Option<Status>,
+    live: LiveKeys<'a>,
+}
+
+impl Row<'_> {
+    pub fn session(&self) -> Session {
+        Session {
+            id: self.id.to_string(),
+            title: self.title.to_string(),
+            group: self.group.to_string(),
+            profile: self.profile.to_string(),
+            path: self.path.to_string(),
+            parent_session_id: self.parent_session_id.as_ref().map(|p| p.to_string()),
+            is_conductor: self.is_conductor,
+        }
+    }
+
+    pub fn live(&self) -> Live {
+        self.live.live(self.status)
+    }
+
+    /// Restart-critical by name alone (see [`crate::fleet::session`]).
+    pub fn is_critical_by_name(&self) -> bool {
+        critical_by_name(&self.title, &self.group, self.is_conductor)
+    }
+}
+
+/// Reads one row object, with its live keys or without: the row, or why it
+/// is no session (the decoder's complaint, short and without a position).
+pub fn read(bytes: &[u8], live: bool) -> Result<Row<'_>, String> {
+    let row = if live {
+        serde_json::from_slice::<LiveWire>(bytes).map(|mut w| {
+            let (status, keys) = w.take_live();
+            w.row(status, keys)
+        })
+    } else {
+        serde_json::from_slice::<AllWire>(bytes).map(|w| w.row(None, LiveKeys::default()))
+    };
+    match row {
+        Ok(Some(row)) => Ok(row),
+        Ok(None) => Err("no id".into()),
+        Err(_) if std::str::from_utf8(bytes).is_err() => Err("not UTF-8".into()),
+        Err(e) => Err(position_free(&e)),
+    }
+}
+
+/// The id of a row that is no session, to name it in the skip reason.
+pub fn id_of(bytes: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct IdOnly<'a> {
+        #[serde(borrow)]
+        id: Option<Str<'a>>,
+    }
+    let id = serde_json::from_slice::<IdOnly>(bytes).ok()?.id?.0;
+    (!id.is_empty()).then(|| id.into_owned())
+}
+
+/// A decoder's complaint without its position (which depends on where the
+/// row started, not on what is wrong with it).
+pub fn position_free(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
+    }
+}
+
+/// Absent, `null` and `""` are all "none".
+fn nonempty(s: &Option<Str<'_>>) -> Option<String> {
+    s.as_ref()
+        .filter(|s| !s.0.is_empty())
+        .map(|s| s.0.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile_row(json: &str) -> Result<Row<'_>, String> {
+        read(json.as_bytes(), true)
+    }
+
+    #[test]
+    fn reads_the_used_fields_and_skips_the_rest() {
+        let row = profile_row(
+            r#"{"id":"x-1","title":"a\"b","group":null,"group_path":"g/p","profile":"work",
+                "tool":"claude","extra":{"deep":[1,{"x":"y"}]},"n":-1.5e3,"t":true,"f":false,
+                "z":null,"status":"starting","channels":["c1","c\u00e92"],
+                "auth_hold":{"evidence":"pane","reason":""},"IsConductor":true,
+                "parent_session_id":"","claude_session_id":"s-1"}"#,
+        )
+        .unwrap();
+        assert_eq!(row.id, "x-1");
+        assert!(matches!(row.id, Cow::Borrowed(_)));
+        assert_eq!(row.title, "a\"b");
+        assert_eq!(row.group, "g/p");
+        assert_eq!(row.status, Some(Status::Unknown));
+        assert!(row.is_conductor && row.is_critical_by_name());
+        let s = row.session();
+        assert_eq!(s.parent_session_id, None);
+        let l = row.live();
+        assert_eq!(l.channels, ["c1", "cé2"]);
+        assert_eq!(l.auth_hold.as_deref(), Some("unknown"));
+        assert_eq!(l.claude_session_id.as_deref(), Some("s-1"));
+        let escaped_key = profile_row(r#"{"\u0069d" : "y-1" , "title":"t"}"#).unwrap();
+        assert_eq!(escaped_key.id, "y-1");
+    }
+
+    #[test]
+    fn the_live_fields_of_a_list_all_row_are_not_read() {
+        let json = r#"{"id":"x-1","status":{"odd":1},"channels":"c","auth_hold":true}"#;
+        let row = read(json.as_bytes(), false).unwrap();
+        assert_eq!(row.status, None);
+        assert_eq!(row.live(), Live::default());
+    }
+
+    #[test]
+    fn no_id_and_wrong_types_are_no_session() {
+        for json in [
+            r#"{"title":"t"}"#,
+            r#"{}"#,
+            r#"{"id":""}"#,
+            r#"{"id":null}"#,
+            r#"{"id":7}"#,
+            r#"{"id":"x","title":["a"]}"#,
+            r#"{"id":"x","is_conductor":"yes"}"#,
+            r#"{"id":"x","channels":"c"}"#,
+            r#"{"id":"x","auth_hold":true}"#,
+        ] {
+            let e = profile_row(json).err();
+            assert!(
+                e.as_ref().is_some_and(|e| !e.contains(" at line ")),
+                "{json}: {e:?}"
+            );
+        }
+        assert_eq!(
+            profile_row(r#"{"title":"t"}"#).err().as_deref(),
+            Some("no id")
+        );
+    }
+
+    #[test]
+    fn a_used_string_that_is_not_utf8_is_no_session_an_unused_one_is_skipped() {
+        let bad = b"{\"id\":\"x-1\",\"title\":\"conductor-\xff\"}";
+        assert_eq!(read(bad, false).err().as_deref(), Some("not UTF-8"));
+        assert_eq!(id_of(bad).as_deref(), Some("x-1"));
+        let unused = b"{\"id\":\"x-1\",\"tool\":\"\xff\"}";
+        assert_eq!(read(unused, true).map(|r| r.session().id), Ok("x-1".into()));
+    }
+}
