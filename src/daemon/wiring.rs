@@ -19,7 +19,7 @@ use crate::cli::RunFlags;
 use crate::config::Config;
 use crate::daemon::hook_checks::HookChecks;
 use crate::daemon::Daemon;
-use crate::decide::gates::Limits;
+use crate::decide::limits::Limits;
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::AgentDeck;

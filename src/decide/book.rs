@@ -124,6 +124,13 @@ pub fn not_in_future(t: &mut f64, now: f64) {
     }
 }
 
+/// Drops the restart times that fell out of the window; one recorded under a
+/// clock that has since stepped back counts from now.
+pub fn prune(times: &mut Vec<f64>, now: f64, window: f64) {
+    times.iter_mut().for_each(|t| not_in_future(t, now));
+    times.retain(|t| now - t < window);
+}
+
 impl SessionBook {
     /// Every time this book recorded, clamped to `now` if it lies in the
     /// future. Deadlines (`cooldown_until`, `backoff_until`) are meant to lie
