@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 
 use crate::act::worker::Worker;
 use crate::alert::telegram::Telegram;
+use crate::alert::Messenger;
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::gates;
@@ -24,11 +25,6 @@ use crate::records::state_file::Store;
 use crate::sys::clock::Clock;
 use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
-
-/// Sends the text of an alert somewhere a human reads it (Telegram).
-pub trait Messenger: Send + Sync {
-    fn notify(&self, text: &str);
-}
 
 /// What the worker delivers.
 struct Alert {
