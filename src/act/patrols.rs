@@ -16,15 +16,17 @@ use parking_lot::Mutex;
 
 use crate::act::deaf_conductor::{self, Places};
 use crate::act::errands::Errand;
+use crate::act::job::{RestartJob, RestartKind};
 use crate::act::pending_updates::{Check, WebhookChecks};
-use crate::act::restart::{self, Restarter};
+use crate::act::restart::Restarter;
+use crate::act::snapshot::Snapshot;
 use crate::act::worker::Worker;
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::liveness::digest;
 use crate::decide::patrol_rules;
 use crate::fleet::deck::AgentDeck;
-use crate::fleet::session::{Live, Session, Status};
+use crate::fleet::session::{Session, Status};
 use crate::ops::sd_notify::SdNotify;
 use crate::sys::clock::Clock;
 
@@ -60,15 +62,6 @@ impl PatrolSettings {
             },
         }
     }
-}
-
-/// What one tick saw.
-pub struct Snapshot<'a> {
-    pub sessions: Vec<&'a Session>,
-    pub critical: &'a [Session],
-    pub live: &'a BTreeMap<String, Live>,
-    /// Profiles whose live list could not be read this tick.
-    pub unreadable: &'a BTreeSet<String>,
 }
 
 pub struct Patrols {
@@ -208,11 +201,11 @@ impl Patrols {
                     s.title,
                     seen.state_dir.display()
                 );
-                restarter.submit(restart::RestartJob {
+                restarter.submit(RestartJob {
                     session: s.clone(),
                     escalation_critical: crate::fleet::session::is_escalation_critical(s),
                     slot: None,
-                    kind: restart::RestartKind::DeafConductor,
+                    kind: RestartKind::DeafConductor,
                 });
             }
         }
@@ -245,11 +238,11 @@ impl Patrols {
                 s.title,
                 patrol_rules::deaf_reason(&pending)
             );
-            restarter.submit(restart::RestartJob {
+            restarter.submit(RestartJob {
                 session: s.clone(),
                 escalation_critical: crate::fleet::session::is_escalation_critical(s),
                 slot: None,
-                kind: restart::RestartKind::DeafPoller { pending },
+                kind: RestartKind::DeafPoller { pending },
             });
         }
     }

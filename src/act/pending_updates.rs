@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::act::deaf_conductor::env_value;
+use crate::act::env_file::env_value;
 use crate::act::worker::Worker;
 use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
 use crate::config::Config;

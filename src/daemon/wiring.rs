@@ -10,6 +10,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::act::errands;
+use crate::act::job;
 use crate::act::patrols::{self, Patrols};
 use crate::act::pending_updates::WebhookChecks;
 use crate::act::restart;
@@ -55,11 +56,11 @@ impl Daemon {
             shutdown: shutdown.clone(),
             store: Some(store.clone()),
         }));
-        let restarter = restart::spawn(restart::Context {
+        let restarter = restart::spawn(job::Context {
             deck: deck.clone(),
             state: state.clone(),
             limits: limits.clone(),
-            settings: restart::RestartSettings::from_config(cfg, flags.dry_run),
+            settings: job::RestartSettings::from_config(cfg, flags.dry_run),
             records: records.clone(),
             escalator: escalator.clone(),
             store: store.clone(),
