@@ -11,4 +11,3 @@ pub(crate) mod pending_updates;
 pub(crate) mod prompt_resume;
 pub(crate) mod restart;
 pub(crate) mod snapshot;
-pub(crate) mod worker;

@@ -20,15 +20,14 @@ use crate::act::job::{RestartJob, RestartKind};
 use crate::act::pending_updates::{Check, WebhookChecks};
 use crate::act::restart::Restarter;
 use crate::act::snapshot::Snapshot;
-use crate::act::worker::Worker;
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::liveness::digest;
 use crate::decide::patrol_rules;
 use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{Session, Status};
-use crate::ops::sd_notify::SdNotify;
 use crate::sys::clock::Clock;
+use crate::sys::worker::Worker;
 
 /// A removal that did not take is tried again after this long.
 const REMOVAL_RETRY_S: f64 = 60.0;
@@ -99,15 +98,17 @@ impl Patrols {
         }
     }
 
-    pub fn run(&mut self, snap: &Snapshot, restarter: &Restarter, sd_notify: &mut SdNotify) {
-        self.nudge_waiting(snap, sd_notify);
+    /// One patrol pass; `alive` is called before each slow pane read, so
+    /// the caller can tell its supervisor the pass is still moving.
+    pub fn run(&mut self, snap: &Snapshot, restarter: &Restarter, alive: &mut dyn FnMut()) {
+        self.nudge_waiting(snap, alive);
         self.check_pollers(snap, restarter);
         self.clean_stale(snap);
     }
 
     /// §6.2: one pane sample per waiting child; only children already in
     /// `waiting` are sampled.
-    fn nudge_waiting(&mut self, snap: &Snapshot, sd_notify: &mut SdNotify) {
+    fn nudge_waiting(&mut self, snap: &Snapshot, alive: &mut dyn FnMut()) {
         let waiting: Vec<&Session> = snap
             .sessions
             .iter()
@@ -129,7 +130,7 @@ impl Patrols {
             .collect();
         patrol_rules::forget_not_waiting(&mut self.state.lock(), &keep);
         for s in waiting {
-            sd_notify.alive();
+            alive();
             let pane = match self.deck.pane(&s.profile, &s.id) {
                 Ok(p) => p,
                 Err(e) => {

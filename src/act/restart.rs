@@ -9,9 +9,7 @@
 
 use std::time::Duration;
 
-
 use crate::act::job::{Context, RestartJob, RestartKind};
-use crate::act::worker::Worker;
 use crate::act::{deaf_conductor, prompt_resume};
 use crate::decide::cascade;
 use crate::decide::gates;
@@ -20,6 +18,7 @@ use crate::decide::stale_hook;
 use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::audit::LivenessRecord;
+use crate::sys::worker::Worker;
 use crate::triggers::hook_file;
 
 /// The restart worker: one restart at a time, in the order they were cleared.

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::act::worker::Worker;
 use crate::alert::telegram::Telegram;
 use crate::alert::Messenger;
 use crate::config::Config;
@@ -25,6 +24,7 @@ use crate::records::state_file::Store;
 use crate::sys::clock::Clock;
 use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
+use crate::sys::worker::Worker;
 
 /// What the worker delivers.
 struct Alert {

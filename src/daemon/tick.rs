@@ -95,7 +95,7 @@ impl Daemon {
             unreadable: &unreadable,
         };
         self.patrols
-            .run(&snap, &self.restarter, &mut self.sd_notify);
+            .run(&snap, &self.restarter, &mut || self.sd_notify.alive());
         self.follow_up_tasks();
         self.report(critical.len(), errored, started.elapsed().as_secs_f64());
     }
