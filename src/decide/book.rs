@@ -160,9 +160,11 @@ impl SessionBook {
 }
 
 impl State {
-    /// Every recorded time, in every book, dedup map and episode, clamped to
-    /// `now` if it lies in the future (see [`not_in_future`]). Deadlines are
-    /// capped by [`crate::decide::gates::prune_state`].
+    /// Every recorded time, in every book, patrol dedup map and episode,
+    /// clamped to `now` if it lies in the future (see [`not_in_future`]);
+    /// escalation-dedup stamps from the future are dropped instead, since a
+    /// repeated alert is the safe side of that mistake (SPEC §11). Deadlines
+    /// are capped by [`crate::decide::gates::prune_state`].
     pub fn clamp_future(&mut self, now: f64) {
         for book in self.sessions.values_mut() {
             book.clamp_future(now);
@@ -170,7 +172,9 @@ impl State {
         let clamp = |t: &mut f64| not_in_future(t, now);
         self.recent_restarts.iter_mut().for_each(clamp);
         self.breaker_hits.iter_mut().for_each(clamp);
-        self.escalated.values_mut().for_each(clamp);
+        // A dedup stamp from the future is dropped, not clamped: clamped, it
+        // would swallow the alert that says why restarts are held.
+        self.escalated.retain(|_, t| *t <= now + FUTURE_SLACK_S);
         self.poller_restarted.values_mut().for_each(clamp);
         for p in self.pending_updates.values_mut() {
             clamp(&mut p.last_check);

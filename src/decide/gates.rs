@@ -576,16 +576,48 @@ pub(crate) mod tests {
         assert!(may_escalate(&mut s, &l, Some(ID), "rate-limit", c.now()));
         let back = a_day_back(&c);
         prune_state(&mut s, &l, back.now());
+        // The stamp from the future is dropped: the alert goes out again.
+        assert!(may_escalate(&mut s, &l, Some(ID), "rate-limit", back.now()));
+    }
+
+    #[test]
+    fn a_state_from_a_clock_that_ran_ahead_holds_a_conductor_under_budget_spent_loudly() {
+        // Written an hour ahead: three restarts and the rate-limit alert.
+        let (l, ahead, mut s) = (lim(), FakeClock::at(203_600.0), State::default());
+        for _ in 0..3 {
+            reserve(&mut s, &l, ID, ahead.now());
+            finish(&mut s, ID);
+            ahead.advance(31.0);
+        }
+        assert_eq!(gate(&mut s, &l, ID, ahead.now()), Gate::BudgetSpent);
+        assert!(may_escalate(
+            &mut s,
+            &l,
+            Some(ID),
+            "rate-limit",
+            ahead.now()
+        ));
+        // Loaded under the right clock: the restarts did happen, so the
+        // budget holds for one window, but the hold is not silent.
+        let now = 200_000.0;
+        prune_state(&mut s, &l, now);
+        let after_cooldown = now + l.cooldown + 1.0;
+        assert_eq!(gate(&mut s, &l, ID, after_cooldown), Gate::BudgetSpent);
+        assert!(may_escalate(
+            &mut s,
+            &l,
+            Some(ID),
+            "rate-limit",
+            after_cooldown
+        ));
+        // Once said, the alert is deduplicated as usual.
         assert!(!may_escalate(
             &mut s,
             &l,
             Some(ID),
             "rate-limit",
-            back.now()
+            after_cooldown + 1.0
         ));
-        back.advance(l.dedup + 1.0);
-        prune_state(&mut s, &l, back.now());
-        assert!(may_escalate(&mut s, &l, Some(ID), "rate-limit", back.now()));
     }
 
     #[test]
