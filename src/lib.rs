@@ -12,6 +12,7 @@ pub(crate) mod cli;
 pub(crate) mod config;
 pub(crate) mod daemon;
 pub(crate) mod decide;
+pub(crate) mod demo;
 pub(crate) mod duration_flag;
 pub(crate) mod error;
 pub(crate) mod fleet;
@@ -59,7 +60,7 @@ fn dispatch(args: Vec<OsString>) -> Result<()> {
         Command::Help => println!("{}", cli::USAGE),
         Command::Version => println!("agent-deck-watchdog {}", env!("CARGO_PKG_VERSION")),
         Command::PrintConfig(_) => print!("{}", Config::from_env(&env)?.describe()),
-        Command::Demo => ops::demo::run()?,
+        Command::Demo => demo::run()?,
         Command::Status { json } => ops::status::run(&Config::from_env(&env)?, json)?,
         Command::History(args) => ops::history::run(&Config::from_env(&env)?, &args)?,
         Command::Task(flags, cmd) => {

@@ -17,8 +17,9 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
-use crate::act::patrols::Snapshot;
-use crate::act::restart::{Context, RestartJob, RestartKind};
+use crate::act::env_file::env_value;
+use crate::act::job::{Context, RestartJob, RestartKind};
+use crate::act::snapshot::Snapshot;
 use crate::decide::{cascade, patrol_rules};
 use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::Session;
@@ -58,22 +59,6 @@ fn expand(home: &Path, raw: &str) -> PathBuf {
         Some(rest) => home.join(rest),
         None => PathBuf::from(raw),
     }
-}
-
-/// The value of `key` in env-file text, parsed like agent-deck does: each
-/// line trimmed, an optional `export ` dropped, quotes stripped. The last
-/// one wins; an empty value is none.
-pub fn env_value(text: &str, key: &str) -> Option<String> {
-    text.lines().rev().find_map(|line| {
-        let line = line.trim();
-        let line = line
-            .strip_prefix("export ")
-            .map(str::trim_start)
-            .unwrap_or(line);
-        let value = line.strip_prefix(key)?.strip_prefix('=')?;
-        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
-        (!value.is_empty()).then(|| value.to_owned())
-    })
 }
 
 /// `TELEGRAM_STATE_DIR` from env-file text ([`env_value`]), a leading `~/`

@@ -10,12 +10,12 @@
 
 use std::sync::Arc;
 
-use crate::act::worker::Worker;
 use crate::decide::patrol_rules::NUDGE_TEXT;
 use crate::fleet::deck::{AgentDeck, CliResult, Delivery};
 use crate::fleet::session::Session;
 use crate::records::audit::{Records, RestartRecord};
 use crate::sys::clock::Clock;
+use crate::sys::worker::Worker;
 
 /// One thing to do.
 #[derive(Debug, Clone)]

@@ -16,17 +16,18 @@ use parking_lot::Mutex;
 
 use crate::act::deaf_conductor::{self, Places};
 use crate::act::errands::Errand;
+use crate::act::job::{RestartJob, RestartKind};
 use crate::act::pending_updates::{Check, WebhookChecks};
-use crate::act::restart::{self, Restarter};
-use crate::act::worker::Worker;
+use crate::act::restart::Restarter;
+use crate::act::snapshot::Snapshot;
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::liveness::digest;
 use crate::decide::patrol_rules;
 use crate::fleet::deck::AgentDeck;
-use crate::fleet::session::{Live, Session, Status};
-use crate::ops::sd_notify::SdNotify;
+use crate::fleet::session::{Session, Status};
 use crate::sys::clock::Clock;
+use crate::sys::worker::Worker;
 
 /// A removal that did not take is tried again after this long.
 const REMOVAL_RETRY_S: f64 = 60.0;
@@ -60,15 +61,6 @@ impl PatrolSettings {
             },
         }
     }
-}
-
-/// What one tick saw.
-pub struct Snapshot<'a> {
-    pub sessions: Vec<&'a Session>,
-    pub critical: &'a [Session],
-    pub live: &'a BTreeMap<String, Live>,
-    /// Profiles whose live list could not be read this tick.
-    pub unreadable: &'a BTreeSet<String>,
 }
 
 pub struct Patrols {
@@ -106,15 +98,17 @@ impl Patrols {
         }
     }
 
-    pub fn run(&mut self, snap: &Snapshot, restarter: &Restarter, sd_notify: &mut SdNotify) {
-        self.nudge_waiting(snap, sd_notify);
+    /// One patrol pass; `alive` is called before each slow pane read, so
+    /// the caller can tell its supervisor the pass is still moving.
+    pub fn run(&mut self, snap: &Snapshot, restarter: &Restarter, alive: &mut dyn FnMut()) {
+        self.nudge_waiting(snap, alive);
         self.check_pollers(snap, restarter);
         self.clean_stale(snap);
     }
 
     /// §6.2: one pane sample per waiting child; only children already in
     /// `waiting` are sampled.
-    fn nudge_waiting(&mut self, snap: &Snapshot, sd_notify: &mut SdNotify) {
+    fn nudge_waiting(&mut self, snap: &Snapshot, alive: &mut dyn FnMut()) {
         let waiting: Vec<&Session> = snap
             .sessions
             .iter()
@@ -136,7 +130,7 @@ impl Patrols {
             .collect();
         patrol_rules::forget_not_waiting(&mut self.state.lock(), &keep);
         for s in waiting {
-            sd_notify.alive();
+            alive();
             let pane = match self.deck.pane(&s.profile, &s.id) {
                 Ok(p) => p,
                 Err(e) => {
@@ -208,11 +202,11 @@ impl Patrols {
                     s.title,
                     seen.state_dir.display()
                 );
-                restarter.submit(restart::RestartJob {
+                restarter.submit(RestartJob {
                     session: s.clone(),
                     escalation_critical: crate::fleet::session::is_escalation_critical(s),
                     slot: None,
-                    kind: restart::RestartKind::DeafConductor,
+                    kind: RestartKind::DeafConductor,
                 });
             }
         }
@@ -245,11 +239,11 @@ impl Patrols {
                 s.title,
                 patrol_rules::deaf_reason(&pending)
             );
-            restarter.submit(restart::RestartJob {
+            restarter.submit(RestartJob {
                 session: s.clone(),
                 escalation_critical: crate::fleet::session::is_escalation_critical(s),
                 slot: None,
-                kind: restart::RestartKind::DeafPoller { pending },
+                kind: RestartKind::DeafPoller { pending },
             });
         }
     }

@@ -19,8 +19,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::act::deaf_conductor::env_value;
-use crate::act::worker::Worker;
+use crate::act::env_file::env_value;
 use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
 use crate::config::Config;
 use crate::decide::book::State;
@@ -28,6 +27,7 @@ use crate::decide::patrol_rules::{self, WebhookCheck};
 use crate::sys::clock::Clock;
 use crate::sys::fs::{read_text, warn_unreadable, SMALL_FILE_MAX};
 use crate::sys::shutdown::Shutdown;
+use crate::sys::worker::Worker;
 
 /// How long one `getWebhookInfo` call may take.
 pub const TIMEOUT: Duration = Duration::from_secs(5);

@@ -4,7 +4,7 @@
 //! (and without `TELEGRAM_STATE_DIR`), then retry `session start`. Runs on the
 //! restart worker, as part of one restart.
 
-use crate::act::restart::{Context, RestartJob};
+use crate::act::job::{Context, RestartJob};
 use crate::fleet::session::Status;
 use crate::sys::process::{self, Cmd};
 

@@ -7,93 +7,19 @@
 //! [`crate::decide::gates`] and [`crate::decide::liveness`]; this module does the calls and
 //! holds the state mutex only between them.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
-use crate::act::worker::Worker;
+use crate::act::job::{Context, RestartJob, RestartKind};
 use crate::act::{deaf_conductor, prompt_resume};
-use crate::alert::escalate::Escalator;
-use crate::decide::book::State;
 use crate::decide::cascade;
-use crate::decide::gates::{self, Limits};
+use crate::decide::gates;
 use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
 use crate::decide::stale_hook;
-use crate::fleet::deck::{AgentDeck, Delivery, RestartAnswer};
+use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::{Live, Session, Status};
-use crate::records::audit::{LivenessRecord, Records, RestartRecord};
-use crate::records::state_file::Store;
-use crate::sys::clock::{local_timestamp, Clock};
-use crate::sys::shutdown::Shutdown;
+use crate::records::audit::LivenessRecord;
+use crate::sys::worker::Worker;
 use crate::triggers::hook_file;
-
-/// Why a session is being restarted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RestartKind {
-    /// It is in error: confirm it is dead, restart, verify, fall back.
-    Revive,
-    /// It is alive but its Telegram poller is missing (SPEC §6.1).
-    DeafConductor,
-    /// It is alive, its poller process too, but Telegram updates stayed
-    /// unread on this many checks in a row (SPEC §6.5).
-    DeafPoller { pending: Vec<u64> },
-}
-
-/// A session the main loop has cleared for restart, with the budget slot it
-/// reserved (revivals only).
-#[derive(Debug, Clone)]
-pub struct RestartJob {
-    pub session: Session,
-    pub escalation_critical: bool,
-    pub slot: Option<f64>,
-    pub kind: RestartKind,
-}
-
-/// The timings and switches a restart needs.
-#[derive(Debug, Clone)]
-pub struct RestartSettings {
-    pub dry_run: bool,
-    pub gap: Duration,
-    pub restart_verify: Duration,
-    pub start_verify: Duration,
-    pub continuity_message: String,
-    /// `profile` → `CLAUDE_CONFIG_DIR` for prompt-resume (SPEC §6.4).
-    pub prompt_resume: Vec<(String, std::path::PathBuf)>,
-    /// How long the `claude --resume` call may take.
-    pub prompt_resume_timeout: Duration,
-    /// The hook spool, to tell a stale `dead` hook from a new death.
-    pub hooks_dir: std::path::PathBuf,
-}
-
-impl RestartSettings {
-    pub fn from_config(cfg: &crate::config::Config, dry_run: bool) -> RestartSettings {
-        RestartSettings {
-            dry_run,
-            gap: cfg.liveness_confirm_gap,
-            restart_verify: cfg.restart_verify,
-            start_verify: cfg.start_verify,
-            continuity_message: cfg.continuity_message.clone(),
-            prompt_resume: cfg.prompt_resume_profiles.clone(),
-            // A resumed conversation may take a while to answer.
-            prompt_resume_timeout: cfg.subprocess_timeout.max(Duration::from_secs(120)),
-            hooks_dir: cfg.hooks_dir.clone(),
-        }
-    }
-}
-
-/// Everything a restart touches.
-pub struct Context {
-    pub deck: Arc<dyn AgentDeck>,
-    pub state: Arc<Mutex<State>>,
-    pub limits: Limits,
-    pub settings: RestartSettings,
-    pub records: Arc<Records>,
-    pub escalator: Arc<Escalator>,
-    pub store: Arc<Store>,
-    pub clock: Arc<dyn Clock>,
-    pub shutdown: Shutdown,
-}
 
 /// The restart worker: one restart at a time, in the order they were cleared.
 pub type Restarter = Worker<RestartJob>;
@@ -183,31 +109,6 @@ impl Probe for CliProbe<'_> {
 }
 
 impl Context {
-    pub(super) fn read_status(&self, s: &Session) -> Option<Live> {
-        match self.deck.show(&s.profile, &s.id) {
-            Ok(live) => Some(live),
-            Err(e) => {
-                log::warn!("status of {} is unreadable: {e}", s.id);
-                None
-            }
-        }
-    }
-
-    pub(super) fn record(
-        &self,
-        s: &Session,
-        action: &str,
-        reason: Option<String>,
-    ) -> RestartRecord {
-        RestartRecord::new(self.clock.now(), s, action, reason, self.settings.dry_run)
-    }
-
-    pub(super) fn give_back(&self, job: &RestartJob) {
-        if let Some(slot) = job.slot {
-            gates::give_back(&mut self.state.lock(), &job.session.id, slot);
-        }
-    }
-
     fn run(&self, job: &RestartJob) {
         let s = &job.session;
         if !self.wait_turn(s) {
@@ -380,27 +281,6 @@ impl Context {
         ev.verdict == Verdict::Dead
     }
 
-    /// Polls the status for up to `within`; the last status read, if any.
-    pub(super) fn verify(&self, s: &Session, within: Duration) -> Option<Status> {
-        let step = (within / 4).min(Duration::from_secs(1));
-        let deadline = self.clock.now() + within.as_secs_f64();
-        let mut last = None;
-        loop {
-            if !step.is_zero() && !self.shutdown.sleep(step) {
-                return last;
-            }
-            if let Some(live) = self.read_status(s) {
-                last = live.status;
-                if live.status() != Status::Error {
-                    return last;
-                }
-            }
-            if self.clock.now() >= deadline || step.is_zero() {
-                return last;
-            }
-        }
-    }
-
     /// Whether the `error` read after a restart issued at `issued` comes
     /// only from a `dead` hook written before it, which agent-deck honours
     /// for two minutes of its age and `session restart` does not remove.
@@ -442,34 +322,6 @@ impl Context {
                     self.settings.start_verify.as_secs_f64()
                 ),
             ),
-        }
-    }
-
-    pub(super) fn succeeded(&self, s: &Session, status: Status) {
-        log::info!(
-            "restart of {} ({}) worked: status {}",
-            s.id,
-            s.title,
-            status.as_str()
-        );
-        gates::note_success(&mut self.state.lock(), &s.id);
-        let mut rec = self.record(s, "restarted", None);
-        rec.final_status = Some(status.as_str().into());
-        self.records.restart(&rec);
-        let template = &self.settings.continuity_message;
-        if !template.is_empty() {
-            let text = template.replace("{timestamp}", &local_timestamp(self.clock.now()));
-            match self.deck.send(&s.profile, &s.id, &text) {
-                Ok(()) => log::info!("continuity message sent to {}", s.id),
-                Err(e) if e.delivery().is_some_and(Delivery::arrived) => log::info!(
-                    "continuity message typed into the pane of {}, agent-deck saw no sign it was acted on ({e}); not sent again",
-                    s.id
-                ),
-                Err(e) => log::warn!(
-                    "continuity message to {} failed: {e}; the session runs without it",
-                    s.id
-                ),
-            }
         }
     }
 
@@ -535,10 +387,20 @@ impl Context {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use parking_lot::Mutex;
+
     use super::*;
+    use crate::act::job::RestartSettings;
+    use crate::alert::escalate::Escalator;
+    use crate::decide::book::State;
+    use crate::decide::limits::Limits;
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
-    use crate::records::audit::{read_lines, ESCALATIONS_LOG, RESTART_LOG};
-    use crate::sys::clock::FakeClock;
+    use crate::records::audit::{read_lines, Records, RestartRecord, ESCALATIONS_LOG, RESTART_LOG};
+    use crate::records::state_file::Store;
+    use crate::sys::clock::{Clock, FakeClock};
+    use crate::sys::shutdown::Shutdown;
 
     const ID: &str = "3f9c2a1b-1755891234";
     /// The fake clock's wall time when the restart is issued.

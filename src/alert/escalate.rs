@@ -13,21 +13,18 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::act::worker::Worker;
 use crate::alert::telegram::Telegram;
+use crate::alert::Messenger;
 use crate::config::Config;
 use crate::decide::book::State;
-use crate::decide::gates::{self, Limits};
+use crate::decide::gates;
+use crate::decide::limits::Limits;
 use crate::records::audit::{EscalationRecord, Records};
 use crate::records::state_file::Store;
 use crate::sys::clock::Clock;
 use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
-
-/// Sends the text of an alert somewhere a human reads it (Telegram).
-pub trait Messenger: Send + Sync {
-    fn notify(&self, text: &str);
-}
+use crate::sys::worker::Worker;
 
 /// What the worker delivers.
 struct Alert {

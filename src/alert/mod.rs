@@ -2,3 +2,9 @@
 
 pub(crate) mod escalate;
 pub(crate) mod telegram;
+
+/// Sends the text of an alert somewhere a human reads it ([`telegram`]);
+/// [`escalate`] holds one.
+pub trait Messenger: Send + Sync {
+    fn notify(&self, text: &str);
+}

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{bounded, select};
 
-use crate::alert::escalate::Messenger;
+use crate::alert::Messenger;
 use crate::config::{Config, Secret};
 use crate::sys::shutdown::Shutdown;
 

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::act::patrols::Snapshot;
-use crate::act::restart;
+use crate::act::job::{RestartJob, RestartKind};
+use crate::act::snapshot::Snapshot;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
 use crate::decide::first_run::{self, Ran, RunProbe};
@@ -95,7 +95,7 @@ impl Daemon {
             unreadable: &unreadable,
         };
         self.patrols
-            .run(&snap, &self.restarter, &mut self.sd_notify);
+            .run(&snap, &self.restarter, &mut || self.sd_notify.alive());
         self.follow_up_tasks();
         self.report(critical.len(), errored, started.elapsed().as_secs_f64());
     }
@@ -391,11 +391,11 @@ impl Daemon {
                 // Saved before the restart can run, so a crash right after still counts it.
                 self.store.save(&self.state);
                 log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
-                self.restarter.submit(restart::RestartJob {
+                self.restarter.submit(RestartJob {
                     session: s.clone(),
                     escalation_critical: session::is_escalation_critical(s),
                     slot: Some(slot),
-                    kind: restart::RestartKind::Revive,
+                    kind: RestartKind::Revive,
                 });
             }
             (Gate::BudgetSpent, _) => {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::act::errands;
+use crate::act::job;
 use crate::act::patrols::{self, Patrols};
 use crate::act::pending_updates::WebhookChecks;
 use crate::act::restart;
@@ -19,7 +20,7 @@ use crate::cli::RunFlags;
 use crate::config::Config;
 use crate::daemon::hook_checks::HookChecks;
 use crate::daemon::Daemon;
-use crate::decide::gates::Limits;
+use crate::decide::limits::Limits;
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::AgentDeck;
@@ -55,11 +56,11 @@ impl Daemon {
             shutdown: shutdown.clone(),
             store: Some(store.clone()),
         }));
-        let restarter = restart::spawn(restart::Context {
+        let restarter = restart::spawn(job::Context {
             deck: deck.clone(),
             state: state.clone(),
             limits: limits.clone(),
-            settings: restart::RestartSettings::from_config(cfg, flags.dry_run),
+            settings: job::RestartSettings::from_config(cfg, flags.dry_run),
             records: records.clone(),
             escalator: escalator.clone(),
             store: store.clone(),

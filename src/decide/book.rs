@@ -124,6 +124,13 @@ pub fn not_in_future(t: &mut f64, now: f64) {
     }
 }
 
+/// Drops the restart times that fell out of the window; one recorded under a
+/// clock that has since stepped back counts from now.
+pub fn prune(times: &mut Vec<f64>, now: f64, window: f64) {
+    times.iter_mut().for_each(|t| not_in_future(t, now));
+    times.retain(|t| now - t < window);
+}
+
 impl SessionBook {
     /// Every time this book recorded, clamped to `now` if it lies in the
     /// future. Deadlines (`cooldown_until`, `backoff_until`) are meant to lie
@@ -153,9 +160,11 @@ impl SessionBook {
 }
 
 impl State {
-    /// Every recorded time, in every book, dedup map and episode, clamped to
-    /// `now` if it lies in the future (see [`not_in_future`]). Deadlines are
-    /// capped by [`crate::decide::gates::prune_state`].
+    /// Every recorded time, in every book, patrol dedup map and episode,
+    /// clamped to `now` if it lies in the future (see [`not_in_future`]);
+    /// escalation-dedup stamps from the future are dropped instead, since a
+    /// repeated alert is the safe side of that mistake (SPEC §11). Deadlines
+    /// are capped by [`crate::decide::gates::prune_state`].
     pub fn clamp_future(&mut self, now: f64) {
         for book in self.sessions.values_mut() {
             book.clamp_future(now);
@@ -163,7 +172,9 @@ impl State {
         let clamp = |t: &mut f64| not_in_future(t, now);
         self.recent_restarts.iter_mut().for_each(clamp);
         self.breaker_hits.iter_mut().for_each(clamp);
-        self.escalated.values_mut().for_each(clamp);
+        // A dedup stamp from the future is dropped, not clamped: clamped, it
+        // would swallow the alert that says why restarts are held.
+        self.escalated.retain(|_, t| *t <= now + FUTURE_SLACK_S);
         self.poller_restarted.values_mut().for_each(clamp);
         for p in self.pending_updates.values_mut() {
             clamp(&mut p.last_check);

@@ -3,11 +3,8 @@
 //! at most), and the burst guard that pauses every restart when too many ran
 //! within the cascade window.
 
-use crate::decide::book::{Cascade, State};
-use crate::decide::gates::{prune, Limits};
-
-/// A cascade that does not clear is recalled at most this often.
-pub const CASCADE_REMINDER_S: f64 = 3600.0;
+use crate::decide::book::{prune, Cascade, State};
+use crate::decide::limits::{Limits, CASCADE_REMINDER_S};
 
 /// Records that a restart call for `id` is about to run; its quiet time
 /// starts again now (the serialization wait may have used it up). Returns

@@ -4,57 +4,15 @@
 //! Nothing here spawns, sleeps, logs or writes a file; the caller holds the
 //! state mutex only for the duration of one of these calls.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
-use crate::decide::book::{not_in_future, State};
-use crate::decide::cascade::CASCADE_REMINDER_S;
+use crate::decide::book::{prune, State};
 use crate::decide::first_run::proves_it_ran;
+/// The limits the gates read; they live in [`crate::decide::limits`].
+pub(crate) use crate::decide::limits::Limits;
+use crate::decide::limits::CASCADE_REMINDER_S;
 use crate::decide::stale_hook::HOOK_FRESH_S;
 use crate::fleet::session::{Session, Status};
-
-/// The limits, as float seconds.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Limits {
-    pub rate_max: usize,
-    pub rate_window: f64,
-    pub cooldown: f64,
-    pub min_interval: f64,
-    pub cascade_threshold: usize,
-    pub cascade_window: f64,
-    pub cascade_pause: f64,
-    pub dedup: f64,
-    pub backoff_429: f64,
-    pub skip_escalate_after: u32,
-    pub cascade_wait: f64,
-    pub breaker_threshold: usize,
-    pub breaker_window: f64,
-    pub breaker_pause: f64,
-}
-
-impl Limits {
-    pub fn from_config(c: &Config) -> Limits {
-        let s = Duration::as_secs_f64;
-        Limits {
-            rate_max: c.rate_limit_max as usize,
-            rate_window: s(&c.rate_limit_window),
-            cooldown: s(&c.post_restart_cooldown),
-            min_interval: s(&c.min_global_restart_interval),
-            cascade_threshold: c.cascade_threshold as usize,
-            cascade_window: s(&c.cascade_window),
-            cascade_pause: s(&c.cascade_pause),
-            dedup: s(&c.escalation_dedup),
-            backoff_429: s(&c.api_429_backoff),
-            skip_escalate_after: c.liveness_skip_escalate_after,
-            cascade_wait: s(&c.cascade_wait),
-            breaker_threshold: c.breaker_threshold as usize,
-            breaker_window: s(&c.breaker_window),
-            breaker_pause: s(&c.breaker_pause),
-        }
-    }
-}
 
 /// Why a gate holds a session in error back from a restart: the `reason` of
 /// a `skipped` record in `restart.log`, spelled as it is written there.
@@ -108,13 +66,6 @@ pub enum Gate {
     Skip(Hold),
     /// The budget is spent: escalate `rate-limit` and skip.
     BudgetSpent,
-}
-
-/// Drops the restart times that fell out of the window; one recorded under a
-/// clock that has since stepped back counts from now.
-pub(super) fn prune(times: &mut Vec<f64>, now: f64, window: f64) {
-    times.iter_mut().for_each(|t| not_in_future(t, now));
-    times.retain(|t| now - t < window);
 }
 
 /// Why every restart is held right now, if one is: the breaker, the burst
@@ -625,16 +576,48 @@ pub(crate) mod tests {
         assert!(may_escalate(&mut s, &l, Some(ID), "rate-limit", c.now()));
         let back = a_day_back(&c);
         prune_state(&mut s, &l, back.now());
+        // The stamp from the future is dropped: the alert goes out again.
+        assert!(may_escalate(&mut s, &l, Some(ID), "rate-limit", back.now()));
+    }
+
+    #[test]
+    fn a_state_from_a_clock_that_ran_ahead_holds_a_conductor_under_budget_spent_loudly() {
+        // Written an hour ahead: three restarts and the rate-limit alert.
+        let (l, ahead, mut s) = (lim(), FakeClock::at(203_600.0), State::default());
+        for _ in 0..3 {
+            reserve(&mut s, &l, ID, ahead.now());
+            finish(&mut s, ID);
+            ahead.advance(31.0);
+        }
+        assert_eq!(gate(&mut s, &l, ID, ahead.now()), Gate::BudgetSpent);
+        assert!(may_escalate(
+            &mut s,
+            &l,
+            Some(ID),
+            "rate-limit",
+            ahead.now()
+        ));
+        // Loaded under the right clock: the restarts did happen, so the
+        // budget holds for one window, but the hold is not silent.
+        let now = 200_000.0;
+        prune_state(&mut s, &l, now);
+        let after_cooldown = now + l.cooldown + 1.0;
+        assert_eq!(gate(&mut s, &l, ID, after_cooldown), Gate::BudgetSpent);
+        assert!(may_escalate(
+            &mut s,
+            &l,
+            Some(ID),
+            "rate-limit",
+            after_cooldown
+        ));
+        // Once said, the alert is deduplicated as usual.
         assert!(!may_escalate(
             &mut s,
             &l,
             Some(ID),
             "rate-limit",
-            back.now()
+            after_cooldown + 1.0
         ));
-        back.advance(l.dedup + 1.0);
-        prune_state(&mut s, &l, back.now());
-        assert!(may_escalate(&mut s, &l, Some(ID), "rate-limit", back.now()));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! The status is re-read, the pane sampled twice a gap apart, the status read
 //! again; any sign of life is a skip with its reason. The sequence runs over
 //! a [`Probe`], so the reads, the gap and the clock are all injectable; the
-//! result is the evidence that goes to `liveness.log`, digests only.
+//! result is the evidence that goes to `liveness.log`, digests only; its
+//! types ([`Read`], [`Pane`]) are defined here and written by
+//! [`crate::records::audit`], never the other way round.
 
 use std::time::Duration;
 
@@ -11,7 +13,25 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::fleet::session::{Live, Status};
-use crate::records::audit::{Pane, Read};
+
+/// One status read during liveness confirmation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Read {
+    pub ts: f64,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub substate: Option<String>,
+}
+
+/// The two pane samples, as digests only.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pane {
+    pub first: String,
+    pub second: String,
+    pub sampled: bool,
+    pub changed: bool,
+    pub empty: bool,
+}
 
 /// Where the readings come from.
 pub trait Probe {

@@ -7,6 +7,7 @@ pub(crate) mod book;
 pub(crate) mod cascade;
 pub(crate) mod first_run;
 pub(crate) mod gates;
+pub(crate) mod limits;
 pub(crate) mod liveness;
 pub(crate) mod patrol_rules;
 pub(crate) mod stale_hook;

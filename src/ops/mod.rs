@@ -1,7 +1,7 @@
 //! Living with the daemon: `status`, `history`, systemd notify, log output,
-//! and the demo with its simulated agent-deck.
+//! and the simulated agent-deck the demo (`crate::demo`), the tests and the
+//! benchmarks run against.
 
-pub(crate) mod demo;
 pub(crate) mod history;
 pub(crate) mod logging;
 pub(crate) mod sd_notify;

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::config::Config;
 use crate::decide::book::State;
-use crate::decide::gates::Limits;
+use crate::decide::limits::Limits;
 use crate::error::{Error, Result};
 use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
 use crate::records::instance_lock;

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::records::rotation::{self, Appended, DEFAULT_MAX_BYTES};
 
-pub use crate::decide::liveness::LivenessReason;
+pub use crate::decide::liveness::{LivenessReason, Pane, Read};
 
 pub const RESTART_LOG: &str = "restart.log";
 pub const LIVENESS_LOG: &str = "liveness.log";
@@ -101,25 +101,6 @@ impl RestartRecord {
             ..*self
         }
     }
-}
-
-/// One status read during liveness confirmation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Read {
-    pub ts: f64,
-    pub status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub substate: Option<String>,
-}
-
-/// The two pane samples, as digests only.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Pane {
-    pub first: String,
-    pub second: String,
-    pub sampled: bool,
-    pub changed: bool,
-    pub empty: bool,
 }
 
 /// One line of `liveness.log`.

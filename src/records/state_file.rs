@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 
 use crate::decide::book::State;
-use crate::decide::gates::{self, Limits};
+use crate::decide::gates;
+use crate::decide::limits::Limits;
 use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
 pub const STATE_FILE: &str = "state.json";

@@ -1,6 +1,6 @@
 //! The platform layer: the one place that spawns processes, file access that
-//! cannot block or follow a symlink, the flock, the process scan, the clock
-//! and the shutdown wake-up. Everything above it is platform-neutral.
+//! cannot block or follow a symlink, the flock, the process scan, the clock,
+//! the shutdown wake-up and the named worker thread. Everything above it is platform-neutral.
 
 pub(crate) mod clock;
 pub(crate) mod flock;
@@ -8,3 +8,4 @@ pub(crate) mod fs;
 pub(crate) mod process;
 pub(crate) mod process_table;
 pub(crate) mod shutdown;
+pub(crate) mod worker;

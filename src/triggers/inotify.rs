@@ -25,7 +25,7 @@ use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::hook_id;
 use crate::triggers::queue::{EventQueue, Trigger};
-use crate::triggers::watch::WatchEnd;
+use crate::triggers::WatchEnd;
 
 /// How often a missing hooks directory is looked for again, in ms, on top of
 /// the watch on its parent.

@@ -12,3 +12,11 @@ pub(crate) mod kqueue;
 pub(crate) mod queue;
 pub(crate) mod ticker;
 pub(crate) mod watch;
+
+/// Why a kernel watcher (inotify or kqueue) stopped; [`watch`] acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchEnd {
+    Shutdown,
+    /// The kernel will not watch one more directory.
+    LimitReached,
+}

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::dir_scan::HookDirs;
 use crate::triggers::queue::{EventQueue, Trigger};
+use crate::triggers::WatchEnd;
 
 #[cfg(target_os = "linux")]
 use crate::triggers::inotify::Watcher as Kernel;
@@ -34,14 +35,6 @@ pub enum Backend {
     Auto,
     /// Scanning only.
     Scan,
-}
-
-/// Why a kernel watcher stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchEnd {
-    Shutdown,
-    /// The kernel will not watch one more directory.
-    LimitReached,
 }
 
 /// Starts thread A. The hooks directory is watched (or its absence noted)

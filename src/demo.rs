@@ -1,5 +1,7 @@
 //! `agent-deck-watchdog demo`: the daemon against a simulated fleet, so a
-//! newcomer sees what it does in one command, without agent-deck.
+//! newcomer sees what it does in one command, without agent-deck. It sits
+//! above the daemon and the command line it drives, so nothing below imports
+//! it.
 //!
 //! The fleet is [`crate::ops::sim`], reached through a two-line wrapper script in a
 //! fresh temp directory. The scenario: a conductor crashes and is revived

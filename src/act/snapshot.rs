@@ -1,0 +1,15 @@
+//! What one safety tick saw of the fleet, as the patrols and the
+//! deaf-conductor check read it. Plain data, borrowed from the tick.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::fleet::session::{Live, Session};
+
+/// What one tick saw.
+pub struct Snapshot<'a> {
+    pub sessions: Vec<&'a Session>,
+    pub critical: &'a [Session],
+    pub live: &'a BTreeMap<String, Live>,
+    /// Profiles whose live list could not be read this tick.
+    pub unreadable: &'a BTreeSet<String>,
+}

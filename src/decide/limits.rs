@@ -1,0 +1,54 @@
+//! The limits the guardrails count against (restart budget, cooldown,
+//! cascade and breaker windows, escalation dedup), read once from the
+//! [`Config`] as float seconds, and the fixed ones.
+//!
+//! Plain data: the gates and the cascade rules both read it, so it sits
+//! below them and imports neither.
+
+use std::time::Duration;
+
+use crate::config::Config;
+
+/// A cascade that does not clear is recalled at most this often.
+pub const CASCADE_REMINDER_S: f64 = 3600.0;
+
+/// The limits, as float seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    pub rate_max: usize,
+    pub rate_window: f64,
+    pub cooldown: f64,
+    pub min_interval: f64,
+    pub cascade_threshold: usize,
+    pub cascade_window: f64,
+    pub cascade_pause: f64,
+    pub dedup: f64,
+    pub backoff_429: f64,
+    pub skip_escalate_after: u32,
+    pub cascade_wait: f64,
+    pub breaker_threshold: usize,
+    pub breaker_window: f64,
+    pub breaker_pause: f64,
+}
+
+impl Limits {
+    pub fn from_config(c: &Config) -> Limits {
+        let s = Duration::as_secs_f64;
+        Limits {
+            rate_max: c.rate_limit_max as usize,
+            rate_window: s(&c.rate_limit_window),
+            cooldown: s(&c.post_restart_cooldown),
+            min_interval: s(&c.min_global_restart_interval),
+            cascade_threshold: c.cascade_threshold as usize,
+            cascade_window: s(&c.cascade_window),
+            cascade_pause: s(&c.cascade_pause),
+            dedup: s(&c.escalation_dedup),
+            backoff_429: s(&c.api_429_backoff),
+            skip_escalate_after: c.liveness_skip_escalate_after,
+            cascade_wait: s(&c.cascade_wait),
+            breaker_threshold: c.breaker_threshold as usize,
+            breaker_window: s(&c.breaker_window),
+            breaker_pause: s(&c.breaker_pause),
+        }
+    }
+}
