@@ -460,6 +460,17 @@ mod tests {
         }))
     }
 
+    /// Two `error` reads for the liveness check, then `running` after the
+    /// restart.
+    fn dead_then_running() -> std::collections::VecDeque<Option<Live>> {
+        [
+            live(Status::Error),
+            live(Status::Error),
+            live(Status::Running),
+        ]
+        .into()
+    }
+
     fn dead_hook(ctx: &Context, ts: f64) {
         std::fs::write(
             ctx.settings.hooks_dir.join(format!("{ID}.json")),
@@ -528,12 +539,7 @@ mod tests {
     fn a_continuity_message_typed_into_the_pane_is_sent_once_and_the_restart_stands() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = Arc::new(FakeDeck::new(Script {
-            shows: [
-                live(Status::Error),
-                live(Status::Error),
-                live(Status::Running),
-            ]
-            .into(),
+            shows: dead_then_running(),
             send: SendAnswer::Undelivered(crate::fleet::parse::Delivery::Typed),
             ..Script::default()
         }));
@@ -590,12 +596,7 @@ mod tests {
     fn a_confirmed_dead_conductor_is_restarted_and_keeps_its_slot() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = Arc::new(FakeDeck::new(Script {
-            shows: [
-                live(Status::Error),
-                live(Status::Error),
-                live(Status::Running),
-            ]
-            .into(),
+            shows: dead_then_running(),
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());

@@ -157,25 +157,12 @@ fn show_sorted_keys_and_profile_echo() {
     sorted.sort();
     assert_eq!(order, sorted, "show prints sorted keys");
     let v = parse(&out);
-    for k in [
-        "id",
-        "title",
-        "path",
-        "group",
-        "tool",
-        "command",
-        "status",
-        "profile",
-        "parent_session_id",
-        "parent_project_path",
-        "no_transition_notify",
-        "title_locked",
-        "created_at",
-        "wrapper",
-        "auto_name",
-        "claude_session_id",
-    ] {
-        assert!(v.get(k).is_some(), "show must always carry {k}: {v}");
+    check_list_and_show_shapes(&|a| sim.run(a), ID_A);
+    for k in ["command", "claude_session_id"] {
+        assert!(
+            v.get(k).is_some(),
+            "this claude session's show carries {k}: {v}"
+        );
     }
     assert_eq!(v["profile"], "", "profile echoes -p, empty without it");
     assert_eq!(v["status"], "error");
@@ -217,12 +204,6 @@ fn profile_flag_after_subcommand_is_a_flag_error() {
     assert_eq!(code(&out), 2);
     assert!(stdout(&out).is_empty());
     assert!(stderr(&out).contains("flag provided but not defined: -p"));
-}
-
-#[test]
-fn list_and_show_have_the_real_shapes() {
-    let sim = fleet();
-    check_list_and_show_shapes(&|a| sim.run(a), ID_A);
 }
 
 #[test]
