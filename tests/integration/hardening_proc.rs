@@ -36,8 +36,7 @@ impl HttpStub {
                 let seen = seen.clone();
                 let answer = answer.clone();
                 std::thread::spawn(move || {
-                    let mut buf = [0u8; 4096];
-                    if stream.read(&mut buf).unwrap_or(0) > 0 {
+                    if read_request(&mut stream) {
                         seen.fetch_add(1, Ordering::SeqCst);
                     }
                     match answer {
@@ -60,6 +59,33 @@ impl HttpStub {
     fn received(&self) -> usize {
         self.received.load(Ordering::SeqCst)
     }
+}
+
+/// Reads one whole request, headers and `Content-Length` body, so the
+/// answer never races the client's last bytes (closing a socket with unread
+/// data resets it). True if any of it arrived.
+fn read_request(stream: &mut std::net::TcpStream) -> bool {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut need: Option<usize> = None;
+    while need.is_none_or(|n| got.len() < n) {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+        if need.is_none() {
+            if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+                let length = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                need = Some(end + 4 + length);
+            }
+        }
+    }
+    !got.is_empty()
 }
 
 /// Processes a test started in the background, killed when this drops.
