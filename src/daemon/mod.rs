@@ -39,8 +39,9 @@ use crate::records::state_file::Store;
 use crate::sys::clock::{Clock, SystemClock};
 use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
+use crate::triggers::hook_file::{self, HookStatus};
 use crate::triggers::queue::{Batch, EventQueue};
-use crate::triggers::{hook_file, ticker, watch};
+use crate::triggers::{ticker, watch};
 use hook_checks::HookChecks;
 
 /// Runs the daemon (or one pass with `--once`) until done or signalled.
@@ -254,9 +255,14 @@ impl Daemon {
             return HookCheck::Done;
         }
         // The agent itself just reported it is running or waiting: alive, no call needed.
-        if let Some(live @ ("running" | "waiting")) =
-            hook_file::hook_status(&self.hooks_dir, id).as_deref()
+        if let Some(live @ (HookStatus::Running | HookStatus::Waiting)) =
+            hook_file::read_hook(&self.hooks_dir, id).map(|h| h.status)
         {
+            let live = if live == HookStatus::Running {
+                "running"
+            } else {
+                "waiting"
+            };
             log::debug!("hook for {id}: the agent reports {live}; no status check");
             return HookCheck::Done;
         }

@@ -1,5 +1,5 @@
 //! Hook files: which names in the spool stand for a session (agent-deck's id
-//! rule), whether a session has one, and what status it reports. Both thread A and
+//! rule), whether a session has one, and what its hook file says. Both thread A and
 //! the main loop's hook check use these; nothing else reads the spool.
 //! A hook file is read without blocking and only up to 64 KiB: a FIFO, a
 //! device or a huge file there is "no status" with a rate-limited warning.
@@ -48,10 +48,13 @@ pub struct Hook {
     pub ts: Option<f64>,
 }
 
-/// A session's hook file, from `<dir>/<id>.json` or
-/// `<dir>/sandbox/<id>/<id>.json`, as JSON. `None` when there is no
-/// readable file. `id` must have passed [`hook_id`].
-fn read_json(dir: &Path, id: &str) -> Option<serde_json::Value> {
+/// A session's hook file with its status and time, from `<dir>/<id>.json`
+/// or `<dir>/sandbox/<id>/<id>.json`. `None` when there is no readable file
+/// or it has no `status`; an id that fails agent-deck's rule has none.
+pub fn read_hook(dir: &Path, id: &str) -> Option<Hook> {
+    if !is_valid_id(id) {
+        return None;
+    }
     let name = format!("{id}.json");
     [dir.join(&name), dir.join("sandbox").join(id).join(&name)]
         .iter()
@@ -66,25 +69,6 @@ fn read_json(dir: &Path, id: &str) -> Option<serde_json::Value> {
             };
             serde_json::from_slice(&bytes).ok()
         })
-}
-
-/// The `status` a session's hook file reports now (`running`, `waiting`,
-/// `dead`). `None` when there is no readable file. `id` must have passed
-/// [`hook_id`].
-pub fn hook_status(dir: &Path, id: &str) -> Option<String> {
-    read_json(dir, id)?
-        .get("status")?
-        .as_str()
-        .map(str::to_owned)
-}
-
-/// A session's hook file with its status and time. `None` when there is no
-/// readable file or it has no `status`. `id` must have passed [`hook_id`].
-pub fn read_hook(dir: &Path, id: &str) -> Option<Hook> {
-    if !is_valid_id(id) {
-        return None;
-    }
-    Hook::deserialize(read_json(dir, id)?).ok()
 }
 
 /// Whether `<dir>/<id>.json` or `<dir>/sandbox/<id>/<id>.json` exists as
@@ -107,38 +91,44 @@ mod tests {
     #[test]
     fn hook_status_from_root_or_sandbox() {
         let tmp = tempfile::tempdir().unwrap();
-        assert_eq!(hook_status(tmp.path(), "a-1"), None);
+        assert_eq!(read_hook(tmp.path(), "a-1"), None);
         std::fs::write(
             tmp.path().join("a-1.json"),
             r#"{"status":"waiting","event":"Stop","ts":1}"#,
         )
         .unwrap();
-        assert_eq!(hook_status(tmp.path(), "a-1").as_deref(), Some("waiting"));
+        assert_eq!(
+            read_hook(tmp.path(), "a-1").map(|h| h.status),
+            Some(HookStatus::Waiting)
+        );
         std::fs::create_dir_all(tmp.path().join("sandbox/b-1")).unwrap();
         std::fs::write(
             tmp.path().join("sandbox/b-1/b-1.json"),
             r#"{"status":"dead"}"#,
         )
         .unwrap();
-        assert_eq!(hook_status(tmp.path(), "b-1").as_deref(), Some("dead"));
+        assert_eq!(
+            read_hook(tmp.path(), "b-1").map(|h| h.status),
+            Some(HookStatus::Dead)
+        );
         std::fs::write(tmp.path().join("c-1.json"), "garbage").unwrap();
-        assert_eq!(hook_status(tmp.path(), "c-1"), None);
+        assert_eq!(read_hook(tmp.path(), "c-1"), None);
     }
 
     #[test]
     fn a_fifo_or_oversize_hook_file_is_no_status_and_does_not_block() {
         let tmp = tempfile::tempdir().unwrap();
         crate::sys::fs::mkfifo(&tmp.path().join("a-1.json"));
-        assert_eq!(hook_status(tmp.path(), "a-1"), None);
+        assert_eq!(read_hook(tmp.path(), "a-1"), None);
         std::fs::create_dir_all(tmp.path().join("sandbox/b-1")).unwrap();
         crate::sys::fs::mkfifo(&tmp.path().join("sandbox/b-1/b-1.json"));
-        assert_eq!(hook_status(tmp.path(), "b-1"), None);
+        assert_eq!(read_hook(tmp.path(), "b-1"), None);
         // 100 MB, sparse: it must cost neither disk nor memory.
         let big = std::fs::File::create(tmp.path().join("c-1.json")).unwrap();
         big.set_len(100 << 20).unwrap();
-        assert_eq!(hook_status(tmp.path(), "c-1"), None);
+        assert_eq!(read_hook(tmp.path(), "c-1"), None);
         std::os::unix::fs::symlink("/dev/zero", tmp.path().join("d-1.json")).unwrap();
-        assert_eq!(hook_status(tmp.path(), "d-1"), None);
+        assert_eq!(read_hook(tmp.path(), "d-1"), None);
     }
 
     #[test]

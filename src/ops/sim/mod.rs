@@ -142,11 +142,17 @@ impl SimEnv {
             profile: var(PROFILE_ENV)
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            hooks: hooks::resolve_dir(
-                var(HOOKS_ENV).map(PathBuf::from),
-                var("XDG_DATA_HOME").map(PathBuf::from),
-                var("HOME").map(PathBuf::from),
-            ),
+            // As agent-deck resolves it, unless the tests name it.
+            hooks: var(HOOKS_ENV).map(PathBuf::from).or_else(|| {
+                let home = PathBuf::from(var("HOME")?);
+                let xdg = var("XDG_DATA_HOME").and_then(|x| x.into_string().ok());
+                let legacy_root = home.join(".agent-deck");
+                Some(crate::config::resolve_hooks_dir(
+                    &home,
+                    xdg.as_deref(),
+                    &legacy_root,
+                ))
+            }),
         }
     }
 }
