@@ -68,7 +68,13 @@ pub fn run_with(
             cfg.autorestart_dir().display()
         ))
     })?;
-    let _lock = instance_lock::acquire(&cfg.watchdog_dir)?;
+    let me = instance_lock::Holder {
+        pid: std::process::id(),
+        dry_run: flags.dry_run,
+        once: flags.once,
+        started_at: Some(crate::sys::clock::unix_now()),
+    };
+    let _lock = instance_lock::acquire(&cfg.watchdog_dir, &me)?;
     remove_stale_temps(cfg);
     let cli: Arc<dyn AgentDeck> = Arc::new(Cli::new(
         cfg.bin.clone(),
@@ -103,9 +109,10 @@ pub fn run_with(
 /// held, so none of them belongs to a live writer; the registry's are
 /// removed under its own lock).
 fn remove_stale_temps(cfg: &Config) {
+    use crate::records::daemon_status::DAEMON_STATUS_FILE;
     use crate::records::{metrics::METRICS_FILE, state_file::STATE_FILE};
     use crate::tasks::registry::RegistryFile;
-    let mut removed = [STATE_FILE, METRICS_FILE]
+    let mut removed = [STATE_FILE, METRICS_FILE, DAEMON_STATUS_FILE]
         .iter()
         .map(|f| crate::sys::fs::remove_stale_temps(&cfg.watchdog_dir.join(f)))
         .sum::<usize>();

@@ -18,6 +18,7 @@ use crate::decide::stale_hook;
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{self, Live, Session, Status};
+use crate::records::daemon_status::DaemonStatus;
 use crate::records::metrics;
 use crate::triggers::hook_file;
 
@@ -267,7 +268,8 @@ impl Daemon {
         self.never_started.retain(|id| fleet.knows(id));
     }
 
-    /// `metrics.prom` and the systemd status line, after each tick.
+    /// `metrics.prom`, `daemon-status.json` and the systemd status line,
+    /// after each tick.
     fn report(&mut self, critical: usize, errored: usize, tick_seconds: f64) {
         let now = self.clock.now();
         let (breaker_open, in_window) = {
@@ -280,16 +282,16 @@ impl Daemon {
                 .sum::<usize>();
             (st.breaker_open_until > now, restarts)
         };
-        let sample = metrics::Sample {
-            tally: self.records.tally(),
-            cli: self.deck.stats(),
-            queue_drops: self.queue.drops(),
+        let sample = DaemonStatus {
+            last_tick: now,
             tick_seconds,
+            tally: self.records.tally(),
+            cli: self.deck.stats().into(),
+            queue_drops: self.queue.drops(),
             sessions_seen: self.fleet.len(),
             sessions_critical: critical,
             sessions_errored: errored,
             breaker_open,
-            now,
         };
         match metrics::write(&self.watchdog_dir, &sample) {
             Ok(()) => self.metrics_warned = false,

@@ -1,9 +1,10 @@
 //! `agent-deck-watchdog status [--json]`: what the daemon knows and will do
 //! next, read from its files without disturbing it.
 //!
-//! Sources: the instance lock (is a daemon running, which pid), `state.json`
-//! (per-session budget, cooldown, backoff, skips; breaker; cascade; patrols),
-//! `metrics.prom` (CLI calls and failures, queue drops, as of the last tick),
+//! Sources: the lock file (is a daemon running, which pid; found by the pid it
+//! names, never by probing the lock), `state.json` (per-session budget,
+//! cooldown, backoff, skips; breaker; cascade; patrols), `daemon-status.json`
+//! (CLI calls and failures, queue drops, as of the last tick),
 //! the task registry, and the record files: each session's newest
 //! `restart.log` record, looked for in `restart.log.1` and then `restart.log`
 //! (history survives a rotation), and the bytes each record file and its
@@ -11,65 +12,158 @@
 //! streams the record files rather than loading them.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::limits::Limits;
 use crate::error::{Error, Result};
 use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
+use crate::records::daemon_status::{self, CliCounts};
 use crate::records::instance_lock;
-use crate::records::metrics::{self, METRICS_FILE};
 use crate::records::rotation::{each_line_with_rotated, rotated_path};
 use crate::records::state_file::STATE_FILE;
 use crate::sys::clock::{Clock, SystemClock};
-use crate::sys::fs::{read_bounded, read_text, STATE_FILE_MAX};
+use crate::sys::fs::{read_bounded, STATE_FILE_MAX};
 use crate::tasks::registry::RegistryFile;
 
-/// The fields of a `restart.log` line that `status` shows.
-#[derive(Debug, Deserialize)]
-struct LastRecord {
-    ts: f64,
-    id: String,
-    action: String,
+/// Everything `status --json` prints. Fields are in alphabetical order, the
+/// order the keys have always had.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub breaker: Breaker,
+    pub cascade: CascadeView,
+    pub cli: CliCounts,
+    pub daemon: DaemonView,
+    pub limits: LimitsView,
+    pub patrols: Patrols,
+    pub queue_drops: u64,
+    pub records: RecordFiles,
+    pub sessions: Vec<SessionView>,
+    pub state_file: StateFileView,
+    /// Registered tasks by status.
+    pub tasks: BTreeMap<&'static str, usize>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Breaker {
+    pub open: bool,
+    pub recent_429s: usize,
+    pub remaining_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CascadeView {
+    pub active: bool,
+    pub burst_pause_remaining_s: f64,
+    pub settle_remaining_s: f64,
+    pub size: Option<usize>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DaemonView {
+    pub pid: Option<u32>,
+    pub running: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LimitsView {
+    pub rate_limit_max: usize,
+    pub rate_limit_window_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Patrols {
+    pub poller_restarts: BTreeMap<String, f64>,
+    pub waiting_children_watched: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RecordFiles {
+    pub files: Vec<RecordFile>,
+    pub max_bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RecordFile {
+    pub bytes: u64,
+    pub name: &'static str,
+    pub rotated_bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SessionView {
+    pub backoff_remaining_s: f64,
+    pub budget_left: usize,
+    pub consecutive_failures: u32,
+    pub cooldown_remaining_s: f64,
+    pub id: String,
+    pub last_record: Option<LastRecord>,
+    pub last_status: Option<String>,
+    pub liveness_skips: u32,
+    pub restarts_in_window: usize,
+    pub status_since: f64,
+    pub title: String,
+}
+
+/// The fields of a session's newest `restart.log` line that `status` shows.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LastRecord {
+    pub action: String,
     #[serde(default)]
-    reason: Option<String>,
+    pub reason: Option<String>,
+    pub ts: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StateFileView {
+    pub path: PathBuf,
+    pub readable: bool,
 }
 
 /// The newest `restart.log` record of each of `ids`, across the rotation.
-fn last_records(dir: &std::path::Path, ids: &BTreeSet<&str>) -> BTreeMap<String, Value> {
+fn last_records(dir: &Path, ids: &BTreeSet<&str>) -> BTreeMap<String, LastRecord> {
+    #[derive(Deserialize)]
+    struct Line {
+        id: String,
+        #[serde(flatten)]
+        record: LastRecord,
+    }
     let mut last = BTreeMap::new();
     each_line_with_rotated(&dir.join(RESTART_LOG), |line| {
-        let Ok(r) = serde_json::from_slice::<LastRecord>(line) else {
-            return;
-        };
-        if ids.contains(r.id.as_str()) {
-            last.insert(
-                r.id,
-                json!({"ts": r.ts, "action": r.action, "reason": r.reason}),
-            );
+        if let Ok(l) = serde_json::from_slice::<Line>(line) {
+            if ids.contains(l.id.as_str()) {
+                last.insert(l.id, l.record);
+            }
         }
     });
     last
 }
 
 /// The bytes each record file and its `.1` hold, and the rotation bound.
-fn record_files(cfg: &Config) -> Value {
-    let size = |p: &std::path::Path| std::fs::symlink_metadata(p).map_or(0, |m| m.len());
-    let files: Vec<Value> = [RESTART_LOG, LIVENESS_LOG, ESCALATIONS_LOG]
-        .iter()
+fn record_files(cfg: &Config) -> RecordFiles {
+    let size = |p: &Path| std::fs::symlink_metadata(p).map_or(0, |m| m.len());
+    let files = [RESTART_LOG, LIVENESS_LOG, ESCALATIONS_LOG]
+        .into_iter()
         .map(|name| {
             let path = cfg.watchdog_dir.join(name);
-            json!({"name": name, "bytes": size(&path), "rotated_bytes": size(&rotated_path(&path))})
+            RecordFile {
+                bytes: size(&path),
+                name,
+                rotated_bytes: size(&rotated_path(&path)),
+            }
         })
         .collect();
-    json!({"max_bytes": cfg.record_max_bytes, "files": files})
+    RecordFiles {
+        files,
+        max_bytes: cfg.record_max_bytes,
+    }
 }
 
-/// Everything `status` reports, as JSON.
-pub fn collect(cfg: &Config, now: f64) -> Value {
+/// Everything `status` reports.
+pub fn collect(cfg: &Config, now: f64) -> Report {
     let dir = &cfg.watchdog_dir;
     let lim = Limits::from_config(cfg);
     let holder = instance_lock::holder(dir);
@@ -81,7 +175,7 @@ pub fn collect(cfg: &Config, now: f64) -> Value {
     let remaining = |until: f64| ((until - now).max(0.0) * 10.0).round() / 10.0;
     let ids = state.sessions.keys().map(String::as_str).collect();
     let mut last = last_records(dir, &ids);
-    let sessions: Vec<Value> = state
+    let sessions = state
         .sessions
         .iter()
         .map(|(id, b)| {
@@ -90,173 +184,147 @@ pub fn collect(cfg: &Config, now: f64) -> Value {
                 .iter()
                 .filter(|t| now - **t < lim.rate_window)
                 .count();
-            json!({
-                "id": id,
-                "title": b.title,
-                "last_status": b.last_status,
-                "status_since": b.status_since,
-                "restarts_in_window": used,
-                "budget_left": lim.rate_max.saturating_sub(used),
-                "cooldown_remaining_s": remaining(b.cooldown_until),
-                "backoff_remaining_s": remaining(b.backoff_until),
-                "liveness_skips": b.liveness_skips,
-                "consecutive_failures": b.consecutive_failures,
-                "last_record": last.remove(id),
-            })
+            SessionView {
+                backoff_remaining_s: remaining(b.backoff_until),
+                budget_left: lim.rate_max.saturating_sub(used),
+                consecutive_failures: b.consecutive_failures,
+                cooldown_remaining_s: remaining(b.cooldown_until),
+                id: id.clone(),
+                last_record: last.remove(id),
+                last_status: b.last_status.clone(),
+                liveness_skips: b.liveness_skips,
+                restarts_in_window: used,
+                status_since: b.status_since,
+                title: b.title.clone(),
+            }
         })
         .collect();
-    let counters = read_text(&dir.join(METRICS_FILE), STATE_FILE_MAX)
-        .map(|t| metrics::parse(&t))
-        .unwrap_or_default();
-    let by_label = |family: &str| -> BTreeMap<String, f64> {
-        let prefix = format!("agent_deck_watchdog_{family}{{");
-        counters
-            .iter()
-            .filter_map(|(k, v)| {
-                let label = k.strip_prefix(&prefix)?.split('"').nth(1)?;
-                Some((label.to_owned(), *v))
-            })
-            .collect()
-    };
-    let tasks: BTreeMap<String, usize> = RegistryFile::new(&cfg.task_timers_file)
-        .peek()
-        .map(|reg| {
-            reg.tasks.iter().fold(BTreeMap::new(), |mut m, t| {
-                *m.entry(t.status.as_str().to_owned()).or_default() += 1;
-                m
-            })
-        })
-        .unwrap_or_default();
-    json!({
-        "daemon": {"running": holder.is_some(), "pid": holder},
-        "state_file": {"path": dir.join(STATE_FILE), "readable": state_readable},
-        "limits": {"rate_limit_max": lim.rate_max, "rate_limit_window_s": lim.rate_window},
-        "sessions": sessions,
-        "breaker": {
-            "open": state.breaker_open_until > now,
-            "remaining_s": remaining(state.breaker_open_until),
-            "recent_429s": state.breaker_hits.len(),
+    let counters = daemon_status::read(dir).unwrap_or_default();
+    let mut tasks = BTreeMap::new();
+    if let Ok(reg) = RegistryFile::new(&cfg.task_timers_file).peek() {
+        for t in &reg.tasks {
+            *tasks.entry(t.status.as_str()).or_default() += 1;
+        }
+    }
+    let cascade = state.cascade.as_ref();
+    Report {
+        breaker: Breaker {
+            open: state.breaker_open_until > now,
+            recent_429s: state.breaker_hits.len(),
+            remaining_s: remaining(state.breaker_open_until),
         },
-        "cascade": {
-            "active": state.cascade.is_some(),
-            "settle_remaining_s": state.cascade.as_ref().map_or(0.0, |c| remaining(c.settle_until)),
-            "size": state.cascade.as_ref().map(|c| c.size),
-            "burst_pause_remaining_s": remaining(state.cascade_pause_until),
+        cascade: CascadeView {
+            active: cascade.is_some(),
+            burst_pause_remaining_s: remaining(state.cascade_pause_until),
+            settle_remaining_s: cascade.map_or(0.0, |c| remaining(c.settle_until)),
+            size: cascade.map(|c| c.size),
         },
-        "patrols": {
-            "waiting_children_watched": state.waiting.len(),
-            "poller_restarts": state.poller_restarted,
+        cli: counters.cli,
+        daemon: DaemonView {
+            pid: holder.as_ref().map(|h| h.pid),
+            running: holder.is_some(),
         },
-        "queue_drops": counters.get("agent_deck_watchdog_queue_drops_total").copied().unwrap_or(0.0),
-        "cli": {"calls": by_label("cli_calls_total"), "failures": by_label("cli_failures_total")},
-        "tasks": tasks,
-        "records": record_files(cfg),
-    })
+        limits: LimitsView {
+            rate_limit_max: lim.rate_max,
+            rate_limit_window_s: lim.rate_window,
+        },
+        patrols: Patrols {
+            poller_restarts: state.poller_restarted,
+            waiting_children_watched: state.waiting.len(),
+        },
+        queue_drops: counters.queue_drops,
+        records: record_files(cfg),
+        sessions,
+        state_file: StateFileView {
+            path: dir.join(STATE_FILE),
+            readable: state_readable,
+        },
+        tasks,
+    }
 }
 
-fn table(v: &Value) -> String {
-    let mut out = String::new();
-    let daemon = &v["daemon"];
-    out.push_str(&match daemon["pid"].as_u64() {
+fn table(r: &Report) -> String {
+    let mut out = match r.daemon.pid {
         Some(pid) => format!("daemon: running (pid {pid})\n"),
         None => "daemon: not running\n".to_owned(),
-    });
-    let f = |x: &Value| x.as_f64().unwrap_or(0.0);
+    };
     out.push_str(&format!(
         "{:<22} {:<20} {:<9} {:>8} {:>6} {:>9} {:>9} {:>6}\n",
         "SESSION", "TITLE", "STATUS", "RESTARTS", "LEFT", "COOLDOWN", "BACKOFF", "SKIPS"
     ));
-    for s in v["sessions"].as_array().into_iter().flatten() {
+    for s in &r.sessions {
         out.push_str(&format!(
             "{:<22} {:<20} {:<9} {:>8} {:>6} {:>8.0}s {:>8.0}s {:>6}\n",
-            s["id"].as_str().unwrap_or(""),
-            s["title"].as_str().unwrap_or(""),
-            s["last_status"].as_str().unwrap_or("-"),
-            s["restarts_in_window"],
-            s["budget_left"],
-            f(&s["cooldown_remaining_s"]),
-            f(&s["backoff_remaining_s"]),
-            s["liveness_skips"],
+            s.id,
+            s.title,
+            s.last_status.as_deref().unwrap_or("-"),
+            s.restarts_in_window,
+            s.budget_left,
+            s.cooldown_remaining_s,
+            s.backoff_remaining_s,
+            s.liveness_skips,
         ));
     }
-    let b = &v["breaker"];
+    let b = &r.breaker;
     out.push_str(&format!(
         "breaker: {} ({} recent 429s)\n",
-        if b["open"] == true {
-            format!("OPEN, {:.0}s left", f(&b["remaining_s"]))
+        if b.open {
+            format!("OPEN, {:.0}s left", b.remaining_s)
         } else {
             "closed".into()
         },
-        b["recent_429s"]
+        b.recent_429s
     ));
-    let c = &v["cascade"];
+    let c = &r.cascade;
     out.push_str(&format!(
         "cascade: {}\n",
-        if c["active"] == true {
-            format!(
-                "active ({} in error), settle {:.0}s left",
-                c["size"],
-                f(&c["settle_remaining_s"])
-            )
-        } else {
-            "none".into()
+        match c.size.filter(|_| c.active) {
+            Some(size) => format!(
+                "active ({size} in error), settle {:.0}s left",
+                c.settle_remaining_s
+            ),
+            None => "none".into(),
         }
     ));
-    out.push_str(&format!("queue drops: {}\n", v["queue_drops"]));
-    let sum = |m: &Value| m.as_object().map_or(0.0, |o| o.values().map(f).sum());
+    out.push_str(&format!("queue drops: {}\n", r.queue_drops));
     out.push_str(&format!(
         "cli calls: {} ({} failed) as of the last tick\n",
-        sum(&v["cli"]["calls"]),
-        sum(&v["cli"]["failures"])
+        r.cli.calls.values().sum::<u64>(),
+        r.cli.failures.values().sum::<u64>()
     ));
     out.push_str(&format!(
         "patrols: {} waiting children watched, {} poller restarts remembered\n",
-        v["patrols"]["waiting_children_watched"],
-        v["patrols"]["poller_restarts"]
-            .as_object()
-            .map_or(0, |o| o.len())
+        r.patrols.waiting_children_watched,
+        r.patrols.poller_restarts.len()
     ));
-    let tasks = v["tasks"].as_object().map(|o| {
-        o.iter()
-            .map(|(k, n)| format!("{n} {k}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    });
-    out.push_str(&format!("records: {}\n", records_line(&v["records"])));
+    out.push_str(&format!("records: {}\n", records_line(&r.records)));
+    let tasks: Vec<String> = r.tasks.iter().map(|(k, n)| format!("{n} {k}")).collect();
     out.push_str(&format!(
         "tasks: {}\n",
-        tasks
-            .filter(|t| !t.is_empty())
-            .unwrap_or_else(|| "none".into())
+        if tasks.is_empty() {
+            "none".to_owned()
+        } else {
+            tasks.join(", ")
+        }
     ));
     out
 }
 
 /// `restart.log 1.2 MiB (+ 16.0 MiB in .1), …; rotated at 16.0 MiB`.
-fn records_line(r: &Value) -> String {
-    let files: Vec<String> = r["files"]
-        .as_array()
-        .into_iter()
-        .flatten()
+fn records_line(r: &RecordFiles) -> String {
+    let files: Vec<String> = r
+        .files
+        .iter()
         .map(|f| {
-            let rotated = f["rotated_bytes"].as_u64().unwrap_or(0);
-            format!(
-                "{} {}{}",
-                f["name"].as_str().unwrap_or(""),
-                mib(f["bytes"].as_u64().unwrap_or(0)),
-                if rotated > 0 {
-                    format!(" (+ {} in .1)", mib(rotated))
-                } else {
-                    String::new()
-                }
-            )
+            let rotated = if f.rotated_bytes > 0 {
+                format!(" (+ {} in .1)", mib(f.rotated_bytes))
+            } else {
+                String::new()
+            };
+            format!("{} {}{rotated}", f.name, mib(f.bytes))
         })
         .collect();
-    format!(
-        "{}; rotated at {}",
-        files.join(", "),
-        mib(r["max_bytes"].as_u64().unwrap_or(0))
-    )
+    format!("{}; rotated at {}", files.join(", "), mib(r.max_bytes))
 }
 
 fn mib(bytes: u64) -> String {
@@ -265,14 +333,14 @@ fn mib(bytes: u64) -> String {
 
 /// Prints the status.
 pub fn run(cfg: &Config, json: bool) -> Result<()> {
-    let v = collect(cfg, SystemClock.now());
+    let r = collect(cfg, SystemClock.now());
     if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&v).map_err(|e| Error::runtime(e.to_string()))?
+            serde_json::to_string_pretty(&r).map_err(|e| Error::runtime(e.to_string()))?
         );
     } else {
-        print!("{}", table(&v));
+        print!("{}", table(&r));
     }
     Ok(())
 }
@@ -305,23 +373,78 @@ mod tests {
         )
         .unwrap();
         std::fs::write(&log, line(4.0, "b-2", "restarted") + "torn {\n").unwrap();
-        let v = collect(&cfg, 10.0);
+        let r = collect(&cfg, 10.0);
         let last = |id: &str| {
-            v["sessions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|s| s["id"] == id)
-                .unwrap()["last_record"]
-                .clone()
+            let s = r.sessions.iter().find(|s| s.id == id).unwrap();
+            let l = s.last_record.as_ref().unwrap();
+            (l.action.clone(), l.ts)
         };
-        assert_eq!(last("a-1")["action"], "restarted");
-        assert_eq!(last("a-1")["ts"], 2.0);
-        assert_eq!(last("b-2")["action"], "restarted");
-        let files = &v["records"]["files"];
-        assert_eq!(files[0]["name"], RESTART_LOG);
-        assert!(files[0]["rotated_bytes"].as_u64().unwrap() > 0);
-        assert_eq!(v["records"]["max_bytes"], 16_777_216);
-        assert!(table(&v).contains("records: restart.log 0.0 MiB (+ 0.0 MiB in .1)"));
+        assert_eq!(last("a-1"), ("restarted".to_owned(), 2.0));
+        assert_eq!(last("b-2").0, "restarted");
+        assert_eq!(r.records.files[0].name, RESTART_LOG);
+        assert!(r.records.files[0].rotated_bytes > 0);
+        assert_eq!(r.records.max_bytes, 16_777_216);
+        assert!(table(&r).contains("records: restart.log 0.0 MiB (+ 0.0 MiB in .1)"));
+    }
+
+    #[test]
+    fn the_json_keeps_its_keys_and_takes_counters_from_the_daemon_status() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = crate::config::test_config(tmp.path());
+        let dir = &cfg.watchdog_dir;
+        std::fs::create_dir_all(dir).unwrap();
+        let mut st = daemon_status::DaemonStatus {
+            queue_drops: 4,
+            ..Default::default()
+        };
+        st.cli.calls.insert("list-all".into(), 9);
+        st.cli.failures.insert("restart".into(), 2);
+        crate::records::metrics::write(dir, &st).unwrap();
+        // metrics.prom is never read back: a different one changes nothing.
+        std::fs::write(
+            dir.join(crate::records::metrics::METRICS_FILE),
+            "garbage 1\n",
+        )
+        .unwrap();
+        let r = collect(&cfg, 10.0);
+        let v = serde_json::to_value(&r).unwrap();
+        let keys = |v: &serde_json::Value| -> Vec<String> {
+            v.as_object().unwrap().keys().cloned().collect()
+        };
+        assert_eq!(
+            keys(&v),
+            [
+                "breaker",
+                "cascade",
+                "cli",
+                "daemon",
+                "limits",
+                "patrols",
+                "queue_drops",
+                "records",
+                "sessions",
+                "state_file",
+                "tasks"
+            ]
+        );
+        assert_eq!(keys(&v["daemon"]), ["pid", "running"]);
+        assert_eq!(
+            keys(&v["cascade"]),
+            [
+                "active",
+                "burst_pause_remaining_s",
+                "settle_remaining_s",
+                "size"
+            ]
+        );
+        assert_eq!(v["queue_drops"], 4);
+        assert_eq!(v["cli"]["calls"]["list-all"], 9);
+        assert_eq!(v["daemon"]["running"], false);
+        let text = table(&r);
+        assert!(text.contains("queue drops: 4\n"), "{text}");
+        assert!(
+            text.contains("cli calls: 9 (2 failed) as of the last tick"),
+            "{text}"
+        );
     }
 }

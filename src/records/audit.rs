@@ -177,7 +177,8 @@ impl EscalationRecord {
 /// How many records of each kind were written since start, for metrics.
 /// Counted in memory as records are written, never from the files, so a
 /// rotation does not reset a counter.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Tally {
     /// `restart.log` records by `action`.
     pub restart_actions: BTreeMap<String, u64>,
@@ -391,10 +392,11 @@ mod tests {
             let total: u64 = r.tally().restart_actions.values().sum();
             assert_eq!(total, last_total + 1);
             last_total = total;
-            let text = crate::records::metrics::render(&crate::records::metrics::Sample {
-                tally: r.tally(),
-                ..Default::default()
-            });
+            let text =
+                crate::records::metrics::render(&crate::records::daemon_status::DaemonStatus {
+                    tally: r.tally(),
+                    ..Default::default()
+                });
             let m = crate::records::metrics::parse(&text);
             let shown: f64 = ["skipped", "restarted"]
                 .iter()

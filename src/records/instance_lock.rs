@@ -2,42 +2,84 @@
 //!
 //! `flock` on `watchdog.lock` in the watchdog directory, held for the life of
 //! the returned [`InstanceLock`]; the kernel drops it if the process dies, so a
-//! crash never leaves a stale lock. The file carries the holder's pid so the
-//! refusal can say who holds it. A symlink or FIFO in its place is refused,
+//! crash never leaves a stale lock. The file says who holds it, as one JSON
+//! line `{"pid":…,"dry_run":…,"once":…,"started_at":…}`, so the refusal can
+//! name the holder and `status`, `doctor` and `drill` can find the daemon
+//! without touching the lock: a probing `flock` would make a daemon that is
+//! starting at that moment exit 3. A symlink or FIFO in its place is refused,
 //! never truncated or waited on.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::sys::flock::{self, LockError, LockMode};
-use crate::sys::fs::{open_lock_file, open_regular, read_text, SMALL_FILE_MAX};
+use crate::sys::fs::{open_lock_file, read_text, SMALL_FILE_MAX};
+use crate::sys::process_table::{self, PROC_DIR};
 
 pub const LOCK_FILE: &str = "watchdog.lock";
 
-/// Held while alive.
-#[derive(Debug)]
-pub struct InstanceLock {
-    _file: File,
+/// Who holds the lock, as its file says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Holder {
+    pub pid: u32,
+    #[serde(default)]
+    pub dry_run: bool,
+    /// A `--once` pass rather than a daemon.
+    #[serde(default)]
+    pub once: bool,
+    /// Unix time the holder took the lock.
+    #[serde(default)]
+    pub started_at: Option<f64>,
 }
 
-/// Takes the lock without waiting, or says which pid holds it.
-pub fn acquire(dir: &Path) -> Result<InstanceLock> {
+impl Holder {
+    /// What the holder wrote: this line, or a bare pid from an older release.
+    fn parse(text: &str) -> Option<Holder> {
+        let text = text.trim();
+        serde_json::from_str(text).ok().or_else(|| {
+            Some(Holder {
+                pid: text.parse().ok()?,
+                dry_run: false,
+                once: false,
+                started_at: None,
+            })
+        })
+    }
+}
+
+/// Held while alive; on drop the file is emptied before the kernel drops
+/// the lock, so it names no holder once there is none.
+#[derive(Debug)]
+pub struct InstanceLock {
+    file: File,
+}
+
+impl Drop for InstanceLock {
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
+    }
+}
+
+/// Takes the lock without waiting and writes `me` into it, or says which pid
+/// holds it.
+pub fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
     let path = dir.join(LOCK_FILE);
     let mut file = open_lock_file(&path)
         .map_err(|e| Error::runtime(format!("cannot open lock file {}: {e}", path.display())))?;
     match flock::try_lock(&file, LockMode::Exclusive) {
         Ok(()) => {}
         Err(LockError::Busy) => {
-            let mut holder = String::new();
-            let _ = (&file).take(64).read_to_string(&mut holder);
-            let holder = holder.trim();
-            let who = if holder.is_empty() {
-                "another process".to_owned()
-            } else {
-                format!("pid {holder}")
-            };
+            let mut text = String::new();
+            let _ = (&file).take(4096).read_to_string(&mut text);
+            let who = Holder::parse(&text).map_or_else(
+                || "another process".to_owned(),
+                |h| format!("pid {}", h.pid),
+            );
             return Err(Error::Locked(format!(
                 "another watchdog is already running ({who} holds {}); not starting a second one",
                 path.display()
@@ -52,39 +94,111 @@ pub fn acquire(dir: &Path) -> Result<InstanceLock> {
     }
     let _ = file.set_len(0);
     let _ = file.rewind();
-    let _ = writeln!(file, "{}", std::process::id());
-    Ok(InstanceLock { _file: file })
+    let line = serde_json::to_string(me).unwrap_or_else(|_| me.pid.to_string());
+    let _ = writeln!(file, "{line}");
+    Ok(InstanceLock { file })
 }
 
-/// The pid recorded in the lock file if some process holds the lock now.
-pub fn holder(dir: &Path) -> Option<u32> {
-    let path = dir.join(LOCK_FILE);
-    let file = open_regular(&path).ok()?;
-    // A shared probe, released when `file` drops.
-    if flock::try_lock(&file, LockMode::Shared).is_ok() {
-        return None;
+/// The holder the lock file names, if that pid is a live watchdog now. The
+/// lock itself is never touched; a holder that died leaves its file behind,
+/// and a reused pid is some other program.
+pub fn holder(dir: &Path) -> Option<Holder> {
+    let h = Holder::parse(&read_text(&dir.join(LOCK_FILE), SMALL_FILE_MAX).ok()?)?;
+    is_watchdog(h.pid).then_some(h)
+}
+
+fn is_watchdog(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
     }
-    read_text(&path, SMALL_FILE_MAX).ok()?.trim().parse().ok()
+    if !process_table::pid_alive(Path::new(PROC_DIR), pid) {
+        return false;
+    }
+    let ours = std::env::current_exe().ok();
+    let ours = ours.as_deref().and_then(Path::file_name);
+    process_table::processes(Path::new(PROC_DIR))
+        .find(|p| p.pid == pid)
+        .is_some_and(|p| {
+            let argv0 = p.cmdline.split(|b| *b == 0).next().unwrap_or_default();
+            let name = Path::new(std::ffi::OsStr::from_bytes(argv0)).file_name();
+            (name.is_some() && name == ours) || p.command_text().contains("agent-deck-watchdog")
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn me(dry_run: bool) -> Holder {
+        Holder {
+            pid: std::process::id(),
+            dry_run,
+            once: false,
+            started_at: Some(1_700_000_000.0),
+        }
+    }
+
     #[test]
     fn second_lock_names_the_holder() {
         let tmp = tempfile::tempdir().unwrap();
-        let first = acquire(tmp.path()).unwrap();
-        let err = acquire(tmp.path()).unwrap_err();
+        let first = acquire(tmp.path(), &me(true)).unwrap();
+        let err = acquire(tmp.path(), &me(false)).unwrap_err();
         assert_eq!(err.exit_code(), 3);
         assert!(
-            err.to_string().contains(&std::process::id().to_string()),
+            err.to_string()
+                .contains(&format!("pid {}", std::process::id())),
             "{err}"
         );
-        assert_eq!(holder(tmp.path()), Some(std::process::id()));
+        assert_eq!(holder(tmp.path()), Some(me(true)));
         drop(first);
-        assert_eq!(holder(tmp.path()), None);
-        acquire(tmp.path()).unwrap();
+        assert_eq!(holder(tmp.path()), None, "a released lock names nobody");
+        acquire(tmp.path(), &me(false)).unwrap();
+    }
+
+    #[test]
+    fn finding_the_holder_never_takes_the_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let _held = acquire(tmp.path(), &me(false)).unwrap();
+        // Another open file description: a probing flock on it would fail
+        // while the lock is held, and succeed (taking it) otherwise.
+        let other = std::fs::File::open(tmp.path().join(LOCK_FILE)).unwrap();
+        for _ in 0..3 {
+            assert!(holder(tmp.path()).is_some());
+        }
+        assert!(matches!(
+            flock::try_lock(&other, LockMode::Exclusive),
+            Err(LockError::Busy)
+        ));
+        // Found by its pid alone, whatever the lock's state.
+        let other_dir = tempfile::tempdir().unwrap();
+        let line = serde_json::to_string(&me(true)).unwrap();
+        std::fs::write(other_dir.path().join(LOCK_FILE), line).unwrap();
+        assert_eq!(holder(other_dir.path()), Some(me(true)));
+    }
+
+    #[test]
+    fn a_dead_or_foreign_pid_in_the_file_is_no_holder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(LOCK_FILE);
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        std::fs::write(&path, format!("{{\"pid\":{}}}\n", child.id())).unwrap();
+        assert_eq!(holder(tmp.path()), None, "sleep is not a watchdog");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        std::fs::write(&path, format!("{}\n", child.id())).unwrap();
+        assert_eq!(holder(tmp.path()), None, "a dead pid holds nothing");
+    }
+
+    #[test]
+    fn an_older_releases_bare_pid_still_parses() {
+        let h = Holder::parse("4242\n").unwrap();
+        assert_eq!((h.pid, h.dry_run, h.started_at), (4242, false, None));
+        assert_eq!(Holder::parse("garbage"), None);
+        let line = serde_json::to_string(&me(true)).unwrap();
+        assert_eq!(Holder::parse(&line), Some(me(true)));
     }
 
     #[test]
@@ -93,7 +207,7 @@ mod tests {
         let victim = tmp.path().join("victim");
         std::fs::write(&victim, b"precious").unwrap();
         std::os::unix::fs::symlink(&victim, tmp.path().join(LOCK_FILE)).unwrap();
-        let err = acquire(tmp.path()).unwrap_err();
+        let err = acquire(tmp.path(), &me(false)).unwrap_err();
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
     }
@@ -102,7 +216,7 @@ mod tests {
     fn a_fifo_lock_file_is_refused_without_waiting() {
         let tmp = tempfile::tempdir().unwrap();
         crate::sys::fs::mkfifo(&tmp.path().join(LOCK_FILE));
-        assert!(acquire(tmp.path()).is_err());
+        assert!(acquire(tmp.path(), &me(false)).is_err());
         assert_eq!(holder(tmp.path()), None);
     }
 }

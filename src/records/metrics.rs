@@ -1,7 +1,9 @@
 //! `metrics.prom`: the daemon's counters in the Prometheus text format, for
 //! node_exporter's textfile collector, rewritten atomically each tick.
 //!
-//! Rendering is a pure function of a [`Sample`]; the record counts come from
+//! Rendering is a pure function of a [`DaemonStatus`], which is written beside
+//! it as `daemon-status.json` for `status` and `doctor`, so this file is
+//! never parsed back. The record counts come from
 //! [`crate::records::audit::Tally`], so each counter matches the lines its log
 //! file received since start. They are counted in memory, never read back
 //! from the files, so rotating a file to `<name>.1` does not reset them.
@@ -10,25 +12,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::fleet::deck::CallStats;
-use crate::records::audit::Tally;
+use crate::records::daemon_status::{DaemonStatus, DAEMON_STATUS_FILE};
+use crate::sys::fs::{write_atomically, PRIVATE_FILE, PUBLIC_FILE};
 
 pub const METRICS_FILE: &str = "metrics.prom";
 const PREFIX: &str = "agent_deck_watchdog";
-
-/// Everything one rendering shows.
-#[derive(Debug, Clone, Default)]
-pub struct Sample {
-    pub tally: Tally,
-    pub cli: CallStats,
-    pub queue_drops: u64,
-    pub tick_seconds: f64,
-    pub sessions_seen: usize,
-    pub sessions_critical: usize,
-    pub sessions_errored: usize,
-    pub breaker_open: bool,
-    pub now: f64,
-}
 
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -62,7 +50,7 @@ fn single(out: &mut String, name: &str, kind: &str, help: &str, value: f64) {
 }
 
 /// The whole file.
-pub fn render(s: &Sample) -> String {
+pub fn render(s: &DaemonStatus) -> String {
     let mut out = String::new();
     family(
         &mut out,
@@ -145,19 +133,22 @@ pub fn render(s: &Sample) -> String {
         "last_tick_timestamp_seconds",
         "gauge",
         "Unix time of the last safety-poll tick.",
-        s.now,
+        s.last_tick,
     );
     out
 }
 
-/// Writes the file atomically, mode `0644` (node_exporter may run as another
-/// user); failures are logged by the caller's policy.
-pub fn write(dir: &Path, s: &Sample) -> std::io::Result<()> {
-    use crate::sys::fs::{write_atomically, PUBLIC_FILE};
-    write_atomically(&dir.join(METRICS_FILE), render(s).as_bytes(), PUBLIC_FILE)
+/// Writes `metrics.prom` (mode `0644`: node_exporter may run as another
+/// user) and `daemon-status.json` (`0600`), each atomically.
+pub fn write(dir: &Path, s: &DaemonStatus) -> std::io::Result<()> {
+    write_atomically(&dir.join(METRICS_FILE), render(s).as_bytes(), PUBLIC_FILE)?;
+    let json = serde_json::to_vec(s).map_err(std::io::Error::other)?;
+    write_atomically(&dir.join(DAEMON_STATUS_FILE), &json, PRIVATE_FILE)
 }
 
 /// Reads counters back from a rendered file: `name{label="v"}` → value.
+/// Tests only: the daemon's own readers use `daemon-status.json`.
+#[cfg(test)]
 pub fn parse(text: &str) -> BTreeMap<String, f64> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -174,9 +165,9 @@ mod tests {
 
     #[test]
     fn renders_every_family_with_help_and_type() {
-        let mut s = Sample::default();
+        let mut s = DaemonStatus::default();
         s.tally.restart_actions.insert("restarted".into(), 2);
-        s.cli.calls.insert("list-all", 7);
+        s.cli.calls.insert("list-all".into(), 7);
         s.sessions_critical = 3;
         let text = render(&s);
         assert!(text.contains("# TYPE agent_deck_watchdog_restarts_total counter\n"));

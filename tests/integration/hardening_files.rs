@@ -200,6 +200,7 @@ fn files_and_directories_are_private_whatever_the_umask() {
         (w.join("liveness.log"), 0o600),
         (w.join("state.json"), 0o600),
         (w.join("metrics.prom"), 0o644),
+        (w.join("daemon-status.json"), 0o600),
     ] {
         assert_eq!(mode(&path), want, "{}", path.display());
     }
@@ -215,6 +216,7 @@ fn temp_files_left_by_a_killed_run_are_removed_at_start() {
     for name in [
         ".state.json.tmp-4242",
         ".metrics.prom.tmp-4242",
+        ".daemon-status.json.tmp-4242",
         ".task-timers.json.tmp-4242-00ff00ff00ff00ff",
         "notes.tmp-1",
     ] {

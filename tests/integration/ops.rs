@@ -120,6 +120,35 @@ fn status_json_reports_a_spent_budget() {
     );
 }
 
+#[test]
+fn status_finds_the_daemon_by_the_pid_in_its_lock_file() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let mut d = wd.spawn(&["--dry-run"]);
+    wd.wait_for_first_tick();
+    let lock: Value =
+        serde_json::from_str(&fs::read_to_string(wd.watchdog_dir().join("watchdog.lock")).unwrap())
+            .unwrap();
+    assert_eq!(lock["pid"], d.pid());
+    assert_eq!(
+        (lock["dry_run"].clone(), lock["once"].clone()),
+        (Value::Bool(true), Value::Bool(false))
+    );
+    assert!(lock["started_at"].as_f64().unwrap() > 1.0e9, "{lock}");
+    let running = |wd: &Wd| {
+        let v: Value = serde_json::from_slice(&wd.run(&["status", "--json"]).stdout).unwrap();
+        v["daemon"].clone()
+    };
+    assert_eq!(running(&wd)["pid"], d.pid());
+    // Killed outright: its lock file stays behind, naming a dead pid.
+    d.signal_and_wait(libc::SIGKILL, Duration::from_secs(10));
+    assert!(wd.watchdog_dir().join("watchdog.lock").exists());
+    assert_eq!(
+        running(&wd),
+        serde_json::json!({"pid": null, "running": false})
+    );
+}
+
 /// A small parser of the Prometheus text exposition format: every line is a
 /// `# HELP`/`# TYPE` comment or `name{label="value",…} number`; each sample's
 /// family has a TYPE. Returns `name{labels}` → value.

@@ -1,0 +1,105 @@
+//! `daemon-status.json`: the daemon's counters and its last tick as one typed
+//! record, written together with `metrics.prom` after each tick
+//! ([`crate::records::metrics::write`]). `status` and
+//! `doctor` read this file; nothing reads `metrics.prom` back.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fleet::deck::CallStats;
+use crate::records::audit::Tally;
+use crate::sys::fs::{read_bounded, SMALL_FILE_MAX};
+
+pub const DAEMON_STATUS_FILE: &str = "daemon-status.json";
+
+/// What the daemon knew at the end of its last tick.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DaemonStatus {
+    /// Unix time of the last tick.
+    pub last_tick: f64,
+    /// How long that tick took.
+    pub tick_seconds: f64,
+    /// Records written since start, by action, reason and severity.
+    pub tally: Tally,
+    pub cli: CliCounts,
+    pub queue_drops: u64,
+    pub sessions_seen: usize,
+    pub sessions_critical: usize,
+    pub sessions_errored: usize,
+    pub breaker_open: bool,
+}
+
+/// agent-deck calls and failed calls since start, by command.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CliCounts {
+    pub calls: BTreeMap<String, u64>,
+    pub failures: BTreeMap<String, u64>,
+}
+
+impl From<CallStats> for CliCounts {
+    fn from(s: CallStats) -> CliCounts {
+        let own = |m: BTreeMap<&str, u64>| m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        CliCounts {
+            calls: own(s.calls),
+            failures: own(s.failures),
+        }
+    }
+}
+
+/// The record of the last tick, if a daemon ever wrote a readable one.
+pub fn read(dir: &Path) -> Option<DaemonStatus> {
+    let bytes = read_bounded(&dir.join(DAEMON_STATUS_FILE), SMALL_FILE_MAX).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::metrics::{write, METRICS_FILE};
+
+    #[test]
+    fn both_files_are_written_together_and_the_record_reads_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut stats = CallStats::default();
+        stats.calls.insert("list-all", 7);
+        stats.failures.insert("restart", 1);
+        let mut s = DaemonStatus {
+            last_tick: 1_700_000_000.5,
+            queue_drops: 3,
+            cli: stats.into(),
+            ..DaemonStatus::default()
+        };
+        s.tally.restart_actions.insert("restarted".into(), 2);
+        write(tmp.path(), &s).unwrap();
+        assert_eq!(read(tmp.path()), Some(s));
+        let prom = std::fs::read_to_string(tmp.path().join(METRICS_FILE)).unwrap();
+        assert!(
+            prom.contains("agent_deck_watchdog_queue_drops_total 3\n"),
+            "{prom}"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |f: &str| {
+            std::fs::metadata(tmp.path().join(f))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(
+            (mode(METRICS_FILE), mode(DAEMON_STATUS_FILE)),
+            (0o644, 0o600)
+        );
+    }
+
+    #[test]
+    fn a_missing_or_corrupt_record_reads_as_none() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(read(tmp.path()), None);
+        std::fs::write(tmp.path().join(DAEMON_STATUS_FILE), b"{torn").unwrap();
+        assert_eq!(read(tmp.path()), None);
+    }
+}
