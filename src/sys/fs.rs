@@ -5,10 +5,10 @@
 //! - [`read_bounded`] is the one way files are read: opened `O_NONBLOCK`,
 //!   checked to be a regular file after open, read up to a limit, never
 //!   allocating more than the file holds.
-//! - [`open_append`], [`write_atomically`] and [`open_lock_file`] are the ways
-//!   files are written: `O_NOFOLLOW`, `O_NONBLOCK`, a regular-file check, and
-//!   an explicit mode on every file they create, whatever the umask. The
-//!   atomic write's temp file has an unpredictable name and is opened `O_EXCL`.
+//! - [`open_append`] and [`open_lock_file`] open files for writing
+//!   `O_NOFOLLOW`, `O_NONBLOCK`, checked to be regular; [`write_atomically`]
+//!   renames a new temp file (unpredictable name, `O_EXCL`) into place.
+//!   Every file they create gets an explicit mode, whatever the umask.
 //! - [`create_private_dirs`] makes directories `0700`; [`move_aside`] keeps a
 //!   corrupt file without overwriting an earlier copy; [`remove_stale_temps`]
 //!   clears the temp files a killed run left.
@@ -135,7 +135,7 @@ pub fn open_regular(path: &Path) -> Result<File, ReadError> {
     match irregular_kind(meta.file_type()) {
         None => Ok(file),
         Some(kind) => Err(ReadError::NotRegular {
-            path: path.to_owned(),
+            path: path.into(),
             kind,
         }),
     }
@@ -182,9 +182,8 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
 
 /// [`read_bounded`] as text; invalid UTF-8 is replaced, never an error.
 pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
-    read_bounded(path, limit).map(|b| match String::from_utf8(b) {
-        Ok(s) => s,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    read_bounded(path, limit).map(|b| {
+        String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     })
 }
 
@@ -194,18 +193,14 @@ fn open_for_writing(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     let file = opts
         .custom_flags(NEVER_BLOCK | libc::O_NOFOLLOW)
         .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                io::Error::new(
-                    e.kind(),
-                    "it is a symbolic link, which is never written through",
-                )
-            } else if e.raw_os_error() == Some(libc::ENXIO) {
-                // O_WRONLY|O_NONBLOCK on a FIFO nobody reads.
-                io::Error::new(e.kind(), "it is a FIFO, not a regular file")
-            } else {
-                e
-            }
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::new(
+                e.kind(),
+                "it is a symbolic link, which is never written through",
+            ),
+            // O_WRONLY|O_NONBLOCK on a FIFO nobody reads.
+            Some(libc::ENXIO) => io::Error::new(e.kind(), "it is a FIFO, not a regular file"),
+            _ => e,
         })?;
     if let Some(kind) = irregular_kind(file.metadata()?.file_type()) {
         return Err(io::Error::other(format!(
