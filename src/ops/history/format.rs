@@ -32,13 +32,11 @@ const TEXT_MAX: usize = 300;
 /// `ts` (float Unix seconds) in `tz` with a strftime format; a time jiff
 /// cannot represent is shown as the raw number.
 fn local(ts: f64, tz: &TimeZone, format: &str) -> String {
+    // `as` saturates: a time past jiff's range fails to convert.
     let ms = (ts * 1000.0).round();
-    if !ms.is_finite() || ms.abs() > i64::MAX as f64 {
-        return format!("ts {ts}");
-    }
     match Timestamp::from_millisecond(ms as i64) {
-        Ok(t) => t.to_zoned_datetime(tz.clone()).strftime(format).to_string(),
-        Err(_) => format!("ts {ts}"),
+        Ok(t) if ms.is_finite() => t.to_zoned_datetime(tz.clone()).strftime(format).to_string(),
+        _ => format!("ts {ts}"),
     }
 }
 
@@ -52,12 +50,12 @@ fn local_time_ms(ts: f64, tz: &TimeZone) -> String {
     local(ts, tz, "%Y-%m-%d %H:%M:%S%.3f %Z")
 }
 
-/// A pane digest, shortened for a readable line.
-fn short_digest(d: &str) -> String {
+/// A pane digest clipped to `max` characters, `-` when there is none.
+fn digest(d: &str, max: usize) -> String {
     if d.is_empty() {
         return "-".into();
     }
-    printable(d, 8)
+    printable(d, max)
 }
 
 fn pane_summary(p: &Pane) -> String {
@@ -66,13 +64,9 @@ fn pane_summary(p: &Pane) -> String {
     }
     if p.sampled && !p.changed {
         let blank = if p.empty { ", blank" } else { "" };
-        return format!("pane {} unchanged{blank}", short_digest(&p.first));
+        return format!("pane {} unchanged{blank}", digest(&p.first, 8));
     }
-    format!(
-        "pane {}→{}",
-        short_digest(&p.first),
-        short_digest(&p.second)
-    )
+    format!("pane {}→{}", digest(&p.first, 8), digest(&p.second, 8))
 }
 
 /// `error` or `error/auth-401`.
@@ -160,23 +154,15 @@ fn who(e: &Record, titles: &HashMap<&str, &str>) -> String {
     }
 }
 
-fn dry_run(e: &Record) -> bool {
-    match e {
-        Record::Liveness(r) => r.dry_run,
-        Record::Restart(r) => r.dry_run,
-        Record::Escalation(r) => r.dry_run,
-    }
-}
-
 /// The readable line of one entry:
 /// `2026-11-30 03:12:04 CET  conductor-ops (3f9c2a1b-1755891234)  liveness: skip pane_active (…)`.
 pub fn line(e: &Record, titles: &HashMap<&str, &str>, tz: &TimeZone) -> String {
-    let what = match e {
-        Record::Liveness(r) => liveness_text(r),
-        Record::Restart(r) => restart_text(r),
-        Record::Escalation(r) => escalation_text(r),
+    let (what, dry_run) = match e {
+        Record::Liveness(r) => (liveness_text(r), r.dry_run),
+        Record::Restart(r) => (restart_text(r), r.dry_run),
+        Record::Escalation(r) => (escalation_text(r), r.dry_run),
     };
-    let dry = if dry_run(e) { " [dry-run]" } else { "" };
+    let dry = if dry_run { " [dry-run]" } else { "" };
     format!(
         "{}  {}  {what}{dry}",
         local_time(e.ts(), tz),
@@ -193,11 +179,7 @@ pub fn json_line(r: &Record) -> Result<String> {
 /// A fence longer than any run of backticks in `body`, so the block cannot
 /// be closed early by a title or a setting.
 fn fence(body: &str) -> String {
-    let (mut run, mut longest) = (0, 0);
-    for c in body.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
+    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat((longest + 1).max(3))
 }
 
@@ -254,17 +236,10 @@ fn last_seen(id: &str, all: &[Record], tz: &TimeZone) -> Vec<String> {
         ));
     }
     let yes_no = |b: bool, yes: &str, no: &str| if b { yes } else { no }.to_owned();
-    let digest = |d: &str| {
-        if d.is_empty() {
-            "-".to_owned()
-        } else {
-            printable(d, WORD_MAX)
-        }
-    };
     out.push(format!(
         "    pane     first {}, second {}; {}, {}, {}",
-        digest(&r.pane.first),
-        digest(&r.pane.second),
+        digest(&r.pane.first, WORD_MAX),
+        digest(&r.pane.second, WORD_MAX),
         yes_no(r.pane.sampled, "sampled", "not sampled"),
         yes_no(r.pane.changed, "changed", "unchanged"),
         yes_no(r.pane.empty, "blank", "not blank"),
