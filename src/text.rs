@@ -11,19 +11,15 @@
 //! [`clip_chars`] only clip: they are for data (record fields, CLI error
 //! messages), which is escaped where it is shown.
 
-/// Whether `c` is shown as its escape.
+/// Whether `c` is shown as its escape: a control character, or one of the
+/// bidi marks U+061C, U+200E, U+200F, the separators U+2028, U+2029, the
+/// embeddings and overrides U+202A–U+202E, the isolates U+2066–U+2069.
 fn hostile(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061c}'
-                | '\u{200e}'
-                | '\u{200f}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2066}'..='\u{2069}'
-        )
+    let bidi_or_break = matches!(
+        c,
+        '\u{061c}' | '\u{200e}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    );
+    c.is_control() || bidi_or_break
 }
 
 /// How many characters `c` takes once shown.
@@ -74,7 +70,7 @@ fn tail_start(s: &str, room: usize) -> usize {
 /// with `…` after a cut.
 pub fn printable(s: &str, max: usize) -> String {
     let end = head_end(s, max);
-    let mut out = String::with_capacity(end + 3);
+    let mut out = String::new();
     push_shown(&mut out, &s[..end]);
     if end < s.len() {
         out.push('…');

@@ -61,22 +61,19 @@ const PRIVATE_ENV: [&str; 4] = [
 ];
 
 /// A command to run: program, arguments, and changes to the inherited
-/// environment.
-#[derive(Debug, Clone)]
+/// environment (a value to set, or `None` to remove it), in order.
+#[derive(Debug, Clone, Default)]
 pub struct Cmd {
     pub program: PathBuf,
     pub args: Vec<OsString>,
-    pub env_set: Vec<(OsString, OsString)>,
-    pub env_remove: Vec<OsString>,
+    pub env: Vec<(OsString, Option<OsString>)>,
 }
 
 impl Cmd {
     pub fn new(program: impl Into<PathBuf>) -> Cmd {
         Cmd {
             program: program.into(),
-            args: Vec::new(),
-            env_set: Vec::new(),
-            env_remove: Vec::new(),
+            ..Cmd::default()
         }
     }
 
@@ -91,12 +88,12 @@ impl Cmd {
     }
 
     pub fn env(mut self, k: impl Into<OsString>, v: impl Into<OsString>) -> Cmd {
-        self.env_set.push((k.into(), v.into()));
+        self.env.push((k.into(), Some(v.into())));
         self
     }
 
     pub fn env_remove(mut self, k: impl Into<OsString>) -> Cmd {
-        self.env_remove.push(k.into());
+        self.env.push((k.into(), None));
         self
     }
 
@@ -108,10 +105,12 @@ impl Cmd {
         for k in PRIVATE_ENV {
             c.env_remove(k);
         }
-        for k in &self.env_remove {
-            c.env_remove(k);
+        for (k, v) in &self.env {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
         }
-        c.envs(self.env_set.iter().map(|(k, v)| (k, v)));
         c
     }
 }

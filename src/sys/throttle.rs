@@ -42,16 +42,14 @@ impl<K: Ord> Throttle<K> {
     {
         let mut last = self.last.lock();
         let recent = |t: &Instant| now.saturating_duration_since(*t) < self.period;
-        match last.get(key) {
-            Some(t) if recent(t) => return false,
-            Some(_) => {}
-            None if last.len() >= MAX_KEYS => {
-                last.retain(|_, t| recent(t));
-                if last.len() >= MAX_KEYS {
-                    return false;
-                }
+        if last.get(key).is_some_and(recent) {
+            return false;
+        }
+        if last.len() >= MAX_KEYS && !last.contains_key(key) {
+            last.retain(|_, t| recent(t));
+            if last.len() >= MAX_KEYS {
+                return false;
             }
-            None => {}
         }
         last.insert(key.to_owned(), now);
         true
