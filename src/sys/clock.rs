@@ -28,8 +28,10 @@ impl Clock for SystemClock {
 /// `secs` as a `Duration`, clamped to [0, one day]: NaN, negative and huge
 /// values (from a stepped clock or a bad file) never panic.
 pub fn clamped(secs: f64) -> std::time::Duration {
-    // `max` takes 0 over NaN.
-    std::time::Duration::from_secs_f64(secs.max(0.0).min(86_400.0))
+    if secs.is_nan() {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::from_secs_f64(secs.clamp(0.0, 86_400.0))
 }
 
 pub fn unix_now() -> f64 {

@@ -626,7 +626,7 @@ mod tests {
         let (_, left) = temp_file(&state, PRIVATE_FILE).unwrap().keep().unwrap();
         assert_eq!(mode(&left), 0o600);
         write_atomically(&state, b"{}", PRIVATE_FILE).unwrap();
-        assert_eq!(stale_temps(&state), [left.clone()]);
+        assert_eq!(stale_temps(&state), vec![left.clone()]);
         assert_eq!(remove_stale_temps(&state), 1);
         assert!(!left.exists() && state.exists());
     }
