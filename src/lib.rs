@@ -22,6 +22,7 @@ mod parser_props;
 pub mod records;
 pub(crate) mod sys;
 pub mod tasks;
+pub(crate) mod text;
 pub(crate) mod triggers;
 
 /// The list parser, reached by `cargo bench --bench scale`: not an API.

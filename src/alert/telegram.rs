@@ -234,32 +234,15 @@ impl Messenger for Telegram {
 }
 
 /// `text` fit for a log line: every `token` cut out first (so a clip can
-/// never leave part of it behind), then control characters escaped (no
-/// forged lines or journald prefixes), then clipped to [`MAX_LOGGED`]
-/// characters without splitting an escape.
+/// never leave part of it behind), then made printable and clipped to
+/// [`MAX_LOGGED`] characters by [`crate::text::printable`].
 fn loggable(token: &str, text: &str) -> String {
     let redacted = if token.is_empty() {
         std::borrow::Cow::Borrowed(text)
     } else {
         std::borrow::Cow::Owned(text.replace(token, "<token>"))
     };
-    let mut out = String::new();
-    let mut shown = 0;
-    for c in redacted.chars() {
-        let piece: String = if c.is_control() {
-            c.escape_default().collect()
-        } else {
-            c.into()
-        };
-        let width = piece.chars().count();
-        if shown + width > MAX_LOGGED {
-            out.push('…');
-            break;
-        }
-        shown += width;
-        out.push_str(&piece);
-    }
-    out
+    crate::text::printable(&redacted, MAX_LOGGED)
 }
 
 /// `parameters.retry_after` of a Telegram 429 body, bounded; 1s if absent.

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -22,6 +22,7 @@ use crate::fleet::parse::{self, Garbage};
 use crate::fleet::session::Live;
 use crate::sys::process::{self, Cmd, Flow, Output, RunError};
 use crate::sys::shutdown::Shutdown;
+use crate::sys::throttle::Throttle;
 
 /// Why a CLI call gave no usable answer.
 #[derive(Debug)]
@@ -143,14 +144,9 @@ pub struct Cli {
     timeout: Duration,
     shutdown: Shutdown,
     stats: Mutex<CallStats>,
-    skips: Mutex<BTreeMap<&'static str, SkipLog>>,
-}
-
-/// Unreadable list rows of one command since its last warning.
-#[derive(Default)]
-struct SkipLog {
-    last_warned: Option<Instant>,
-    unreported: u64,
+    /// Unreadable list rows of each command since its last warning.
+    skips: Mutex<BTreeMap<&'static str, u64>>,
+    skip_warnings: Throttle<&'static str>,
 }
 
 impl Cli {
@@ -161,6 +157,7 @@ impl Cli {
             shutdown,
             stats: Mutex::new(CallStats::default()),
             skips: Mutex::new(BTreeMap::new()),
+            skip_warnings: Throttle::new(SKIP_WARN_EVERY),
         }
     }
 
@@ -170,13 +167,10 @@ impl Cli {
             return;
         };
         let mut skips = self.skips.lock();
-        let log = skips.entry(name).or_default();
-        log.unreported += tally.skipped as u64;
-        if log
-            .last_warned
-            .is_none_or(|t| t.elapsed() >= SKIP_WARN_EVERY)
-        {
-            let earlier = log.unreported - tally.skipped as u64;
+        let unreported = skips.entry(name).or_default();
+        *unreported += tally.skipped as u64;
+        if self.skip_warnings.allows(&name) {
+            let earlier = *unreported - tally.skipped as u64;
             let earlier = if earlier > 0 {
                 format!(" ({earlier} more since the last such warning)")
             } else {
@@ -187,8 +181,7 @@ impl Cli {
                 tally.skipped,
                 tally.rows
             );
-            log.last_warned = Some(Instant::now());
-            log.unreported = 0;
+            *unreported = 0;
         }
     }
 
@@ -490,11 +483,9 @@ mod tests {
             reasons: vec!["row 3: no id".to_owned()],
         };
         cli.warn_skipped("list-all", "list --all --json", &tally);
-        let warned = cli.skips.lock()["list-all"].last_warned;
-        assert!(warned.is_some());
+        assert_eq!(cli.skips.lock()["list-all"], 0, "not warned");
+        assert!(!cli.skip_warnings.allows(&"list-all"));
         cli.warn_skipped("list-all", "list --all --json", &tally);
-        let skips = cli.skips.lock();
-        assert_eq!(skips["list-all"].last_warned, warned, "warned twice");
-        assert_eq!(skips["list-all"].unreported, 1);
+        assert_eq!(cli.skips.lock()["list-all"], 1, "warned twice");
     }
 }

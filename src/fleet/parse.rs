@@ -188,13 +188,7 @@ fn json(stdout: &str) -> Result<Value, Garbage> {
 /// A decoder's complaint, which may quote the row, made short and
 /// single-line.
 pub(crate) fn clip_reason(s: &str) -> String {
-    const MAX: usize = 120;
-    let flat = s.chars().map(|c| if c.is_control() { ' ' } else { c });
-    let mut out: String = flat.clone().take(MAX).collect();
-    if flat.count() > MAX {
-        out.push('…');
-    }
-    out
+    crate::text::printable(s, 120)
 }
 
 fn str_field(v: &Value, key: &str) -> Option<String> {
@@ -202,11 +196,7 @@ fn str_field(v: &Value, key: &str) -> Option<String> {
 }
 
 fn clip(s: &str) -> String {
-    const MAX: usize = 300;
-    match s.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_owned(),
-    }
+    crate::text::clip_chars(s, 300)
 }
 
 /// A short, single-line look at unexpected output for a log line.

@@ -2,13 +2,11 @@
 //! decision timeline, read back from `liveness.log`, `restart.log` and
 //! `escalations.log` (each with its rotated `.1` file), oldest first.
 //!
-//! This file owns the command: its arguments, reading the record files and
-//! printing. Reading is one function: opened without blocking, anything but
-//! a regular file refused with a message naming the path, at most
-//! [`FILE_MAX`] bytes read (the newest ones). The pure parts live beside it
-//! and are tested without files: [`timeline`] (parsing, merging, filtering,
-//! `--since`) and [`format`] (the readable line, the `--json` line, the
-//! report, with the time zone and `now` passed in).
+//! This file owns the command: its arguments, reading the record files (at
+//! most [`FILE_MAX`] bytes of each, the newest) and printing. The pure parts
+//! live beside it and are tested without files: [`timeline`] (parsing,
+//! merging, filtering, `--since`) and [`format`] (the readable line, the
+//! `--json` line, the report, with the time zone and `now` passed in).
 //!
 //! `history` only reads: it never writes, locks, or calls agent-deck. It
 //! never prints pane text or a secret: the records have no field for either,

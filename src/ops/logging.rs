@@ -6,11 +6,10 @@
 //! carry a UTC timestamp, the level and the thread name.
 //!
 //! Every message is made one line here, whoever logs it: titles, CLI answers
-//! and file content reach it, so control characters are escaped (a newline
-//! can neither forge a line nor start one with a `<N>` prefix) and the
-//! message is clipped to [`MAX_LOG_CHARS`] (SPEC §11).
+//! and file content reach it, so it is escaped like all text shown (a newline
+//! can neither forge a line nor start one with a `<N>` prefix, a bidi
+//! override cannot reorder it) and clipped to [`MAX_LOG_CHARS`] (SPEC §11).
 
-use std::fmt::Write as _;
 use std::io::Write;
 
 use crate::sys::clock::{unix_now, utc_timestamp};
@@ -39,70 +38,14 @@ fn stderr_is(_dev: u64, _ino: u64) -> bool {
 
 /// The longest message a log line carries, in characters.
 pub const MAX_LOG_CHARS: usize = 300;
-/// A clipped message keeps this many characters of its start (the subject)…
+/// A clipped message keeps this many characters of its start (the subject)
+/// and the rest of the bound from its end (what happens next).
 const HEAD_CHARS: usize = 200;
-/// …and this many of its end (what happens next), around one `…`.
-const TAIL_CHARS: usize = MAX_LOG_CHARS - HEAD_CHARS - 1;
 
-/// How `c` is written in a log line: control characters (C0, DEL, C1) as
-/// escapes, `\n` `\r` `\t` by name and the rest as `\u{..}`.
-fn push_escaped(out: &mut String, c: char) {
-    match c {
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        '\t' => out.push_str("\\t"),
-        c if c.is_control() => {
-            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-        }
-        c => out.push(c),
-    }
-}
-
-/// How many characters `c` takes once escaped (see [`push_escaped`]).
-fn escaped_len(c: char) -> usize {
-    match c {
-        '\n' | '\r' | '\t' => 2,
-        c if c.is_control() && u32::from(c) < 0x10 => 5,
-        c if c.is_control() => 6,
-        _ => 1,
-    }
-}
-
-/// `msg` fit for one log line: control characters escaped and, past
-/// [`MAX_LOG_CHARS`], the middle left out. Only the kept ends are escaped,
-/// so a huge message costs no more than its scan.
+/// `msg` fit for one log line: escaped by [`crate::text`]'s policy and, past
+/// [`MAX_LOG_CHARS`], the middle left out.
 pub fn one_line(msg: &str) -> String {
-    let mut out = String::new();
-    let fits = msg
-        .chars()
-        .try_fold(0usize, |n, c| {
-            let n = n + escaped_len(c);
-            (n <= MAX_LOG_CHARS).then_some(n)
-        })
-        .is_some();
-    if fits {
-        msg.chars().for_each(|c| push_escaped(&mut out, c));
-        return out;
-    }
-    let mut taken = 0;
-    for c in msg.chars() {
-        taken += escaped_len(c);
-        if taken > HEAD_CHARS {
-            break;
-        }
-        push_escaped(&mut out, c);
-    }
-    out.push('…');
-    let (mut tail, mut taken) = (Vec::new(), 0);
-    for c in msg.chars().rev() {
-        taken += escaped_len(c);
-        if taken > TAIL_CHARS {
-            break;
-        }
-        tail.push(c);
-    }
-    tail.iter().rev().for_each(|c| push_escaped(&mut out, *c));
-    out
+    crate::text::printable_ends(msg, MAX_LOG_CHARS, HEAD_CHARS)
 }
 
 fn priority(level: log::Level) -> u8 {
@@ -158,15 +101,21 @@ mod tests {
         let title = "x\n<0>forged: all conductors healthy\r\u{1b}[2J\u{7f}\u{85}\ttab";
         let line = one_line(&format!("c-1 ({title}) is in error; queueing a restart"));
         assert!(!line.chars().any(char::is_control), "{line:?}");
-        for c in ['\n', '\u{0}', '\u{1b}', '\u{7f}', '\u{9f}', 'é'] {
-            let mut s = String::new();
-            push_escaped(&mut s, c);
-            assert_eq!(s.chars().count(), escaped_len(c), "{c:?}");
-        }
         assert_eq!(
             line,
             "c-1 (x\\n<0>forged: all conductors healthy\\r\\u{1b}[2J\\u{7f}\\u{85}\\ttab) is in error; queueing a restart"
         );
+    }
+
+    #[test]
+    fn a_hostile_title_reaches_the_log_line_escaped_as_history_shows_it() {
+        let title = "ops\u{202e}lanigiro\u{2066}x\u{2069}\u{2028}<0>forged\u{2029}\u{200f}";
+        let line = one_line(&format!("c-1 ({title}) is in error; queueing a restart"));
+        assert_eq!(
+            line,
+            "c-1 (ops\\u{202e}lanigiro\\u{2066}x\\u{2069}\\u{2028}<0>forged\\u{2029}\\u{200f}) is in error; queueing a restart"
+        );
+        assert!(line.contains(&crate::text::printable(title, 100)));
     }
 
     #[test]

@@ -102,7 +102,7 @@ impl SdNotify {
     pub fn status(&mut self, line: &str) {
         if line != self.last_status {
             self.last_status = line.to_owned();
-            let line = line.replace('\n', " ");
+            let line = crate::text::printable(line, usize::MAX);
             self.send(&format!("STATUS={line}\n"));
         }
     }

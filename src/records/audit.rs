@@ -33,14 +33,7 @@ pub const MAX_FIELD_BYTES: usize = 4096;
 /// `s`, cut on a character boundary to at most [`MAX_FIELD_BYTES`] with `…`
 /// marking the cut.
 pub fn clip(s: &str) -> String {
-    if s.len() <= MAX_FIELD_BYTES {
-        return s.to_owned();
-    }
-    let mut end = MAX_FIELD_BYTES - '…'.len_utf8();
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    crate::text::clip_bytes(s, MAX_FIELD_BYTES)
 }
 
 fn clip_opt(s: &Option<String>) -> Option<String> {

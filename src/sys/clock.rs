@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use jiff::tz::TimeZone;
-use jiff::{Timestamp, ZonedDateTime};
+use jiff::Timestamp;
 
 pub trait Clock: Send + Sync {
     /// Wall-clock time in float Unix seconds.
@@ -78,14 +78,11 @@ fn timestamp(secs: f64) -> Timestamp {
     Timestamp::from_millisecond(ms).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-/// `secs` in the host's time zone (the system's, or `TZ`).
-fn local(secs: f64) -> ZonedDateTime {
-    timestamp(secs).to_zoned_datetime(TimeZone::system())
-}
-
-/// `secs` as local time, `YYYY-MM-DD HH:MM:SS ZONE`, for human-facing text.
+/// `secs` as local time (the system's zone, or `TZ`), `YYYY-MM-DD HH:MM:SS
+/// ZONE`, for human-facing text.
 pub fn local_timestamp(secs: f64) -> String {
-    local(secs).strftime("%Y-%m-%d %H:%M:%S %Z").to_string()
+    let local = timestamp(secs).to_zoned_datetime(TimeZone::system());
+    local.strftime("%Y-%m-%d %H:%M:%S %Z").to_string()
 }
 
 /// `secs` as UTC, `YYYY-MM-DDTHH:MM:SS.mmmZ`, for log lines.
@@ -164,5 +161,8 @@ mod tests {
             let _ = (local_timestamp(t), utc_timestamp(t), local_day(t));
             let _ = next_local_midnight(t);
         }
+        assert_eq!(clamped(f64::NAN), std::time::Duration::ZERO);
+        assert_eq!(clamped(-1.0), std::time::Duration::ZERO);
+        assert_eq!(clamped(1e300), std::time::Duration::from_secs(86_400));
     }
 }

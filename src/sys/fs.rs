@@ -5,10 +5,10 @@
 //! - [`read_bounded`] is the one way files are read: opened `O_NONBLOCK`,
 //!   checked to be a regular file after open, read up to a limit, never
 //!   allocating more than the file holds.
-//! - [`open_append`], [`write_atomically`] and [`open_lock_file`] are the ways
-//!   files are written: `O_NOFOLLOW`, `O_NONBLOCK`, a regular-file check, and
-//!   an explicit mode on every file they create, whatever the umask. The
-//!   atomic write's temp file has an unpredictable name and is opened `O_EXCL`.
+//! - [`open_append`] and [`open_lock_file`] open files for writing
+//!   `O_NOFOLLOW`, `O_NONBLOCK`, checked to be regular; [`write_atomically`]
+//!   renames a new temp file (unpredictable name, `O_EXCL`) into place.
+//!   Every file they create gets an explicit mode, whatever the umask.
 //! - [`create_private_dirs`] makes directories `0700`; [`move_aside`] keeps a
 //!   corrupt file without overwriting an earlier copy; [`remove_stale_temps`]
 //!   clears the temp files a killed run left.
@@ -16,16 +16,13 @@
 //! Callers decide what a failure means; [`warn_unreadable`] rate-limits the
 //! warning so a FIFO left in the spool costs a line every few minutes.
 
-use std::collections::HashMap;
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
-use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use parking_lot::Mutex;
+use crate::sys::throttle::Throttle;
 
 /// Bound on a hook status file (agent-deck writes well under 1 KiB).
 pub const HOOK_FILE_MAX: u64 = 64 << 10;
@@ -138,7 +135,7 @@ pub fn open_regular(path: &Path) -> Result<File, ReadError> {
     match irregular_kind(meta.file_type()) {
         None => Ok(file),
         Some(kind) => Err(ReadError::NotRegular {
-            path: path.to_owned(),
+            path: path.into(),
             kind,
         }),
     }
@@ -185,9 +182,8 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
 
 /// [`read_bounded`] as text; invalid UTF-8 is replaced, never an error.
 pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
-    read_bounded(path, limit).map(|b| match String::from_utf8(b) {
-        Ok(s) => s,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    read_bounded(path, limit).map(|b| {
+        String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     })
 }
 
@@ -197,18 +193,14 @@ fn open_for_writing(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     let file = opts
         .custom_flags(NEVER_BLOCK | libc::O_NOFOLLOW)
         .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                io::Error::new(
-                    e.kind(),
-                    "it is a symbolic link, which is never written through",
-                )
-            } else if e.raw_os_error() == Some(libc::ENXIO) {
-                // O_WRONLY|O_NONBLOCK on a FIFO nobody reads.
-                io::Error::new(e.kind(), "it is a FIFO, not a regular file")
-            } else {
-                e
-            }
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::new(
+                e.kind(),
+                "it is a symbolic link, which is never written through",
+            ),
+            // O_WRONLY|O_NONBLOCK on a FIFO nobody reads.
+            Some(libc::ENXIO) => io::Error::new(e.kind(), "it is a FIFO, not a regular file"),
+            _ => e,
         })?;
     if let Some(kind) = irregular_kind(file.metadata()?.file_type()) {
         return Err(io::Error::other(format!(
@@ -257,19 +249,12 @@ pub fn open_lock_file(path: &Path) -> io::Result<File> {
     open_or_create(path, &opts, PRIVATE_FILE)
 }
 
-/// 64 bits no other process can guess: SipHash under std's per-process random
-/// keys, over a counter and the time.
-fn unpredictable() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u128(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    h.finish()
+/// The directory `target` lives in.
+fn dir_of(target: &Path) -> &Path {
+    match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
 }
 
 /// The prefix of every temp file written for `target`: `.<name>.tmp-`.
@@ -281,54 +266,39 @@ fn temp_prefix(target: &Path) -> String {
     format!(".{name}.tmp-")
 }
 
+/// A new temp file beside `target`, named `.<name>.tmp-<random>`, of
+/// exactly `mode` (the umask only removes bits; this sets them all).
+fn temp_file(target: &Path, mode: u32) -> io::Result<tempfile::NamedTempFile> {
+    let tmp = tempfile::Builder::new()
+        .prefix(&temp_prefix(target))
+        .rand_bytes(16)
+        .permissions(Permissions::from_mode(mode))
+        .tempfile_in(dir_of(target))?;
+    tmp.as_file()
+        .set_permissions(Permissions::from_mode(mode))?;
+    Ok(tmp)
+}
+
 /// Writes `bytes` to a new temp file in the same directory (unpredictable
 /// name, `O_EXCL`, exactly `mode`), fsyncs it and renames it over `path`.
-/// A symlink or FIFO at `path` is replaced, never written through.
+/// A symlink or FIFO at `path` is replaced, never written through; on any
+/// failure the temp file is removed.
 pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let prefix = temp_prefix(path);
-    let mut opts = OpenOptions::new();
-    opts.write(true).create_new(true).mode(mode);
-    let (tmp, mut file) = 'open: {
-        let mut last = None;
-        for _ in 0..4 {
-            let tmp = dir.join(format!(
-                "{prefix}{}-{:016x}",
-                std::process::id(),
-                unpredictable()
-            ));
-            match open_for_writing(&tmp, &mut opts) {
-                Ok(file) => break 'open (tmp, file),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        return Err(last.unwrap_or_else(|| io::Error::other("no free temp name")));
-    };
-    let result = file
-        .set_permissions(Permissions::from_mode(mode))
-        .and_then(|()| file.write_all(bytes))
-        .and_then(|()| file.sync_all())
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let mut tmp = temp_file(path, mode)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// The temp files [`write_atomically`] left for `target` when a run was
-/// killed mid-write: regular files named `.<name>.tmp-*` next to it, never a
-/// symlink (its own type is looked at, not its target's) or anything else.
+/// killed mid-write: regular files named `.<name>.tmp-*` next to it (older
+/// runs named them `.<name>.tmp-<pid>-<hex>`, now they end in random
+/// letters), never a symlink (its own type is looked at, not its
+/// target's) or anything else.
 pub fn stale_temps(target: &Path) -> Vec<PathBuf> {
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
     let prefix = temp_prefix(target);
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = std::fs::read_dir(dir_of(target)) else {
         return Vec::new();
     };
     entries
@@ -397,45 +367,12 @@ pub fn create_private_dirs(path: &Path) -> io::Result<()> {
 }
 
 /// How often one path may be warned about.
-const WARN_EVERY: Duration = Duration::from_secs(300);
-/// Paths remembered at most; beyond that, warnings about new paths wait.
-const WARN_PATHS: usize = 1024;
-
-/// At most one warning per key per period, in bounded memory.
-struct RateLimit {
-    period: Duration,
-    last: Mutex<HashMap<PathBuf, Instant>>,
-}
-
-impl RateLimit {
-    fn allows(&self, key: &Path, now: Instant) -> bool {
-        let mut last = self.last.lock();
-        if last
-            .get(key)
-            .is_some_and(|t| now.saturating_duration_since(*t) < self.period)
-        {
-            return false;
-        }
-        if last.len() >= WARN_PATHS && !last.contains_key(key) {
-            last.retain(|_, t| now.saturating_duration_since(*t) < self.period);
-            if last.len() >= WARN_PATHS {
-                return false;
-            }
-        }
-        last.insert(key.to_owned(), now);
-        true
-    }
-}
-
-static UNREADABLE: std::sync::LazyLock<RateLimit> = std::sync::LazyLock::new(|| RateLimit {
-    period: WARN_EVERY,
-    last: Mutex::new(HashMap::new()),
-});
+static UNREADABLE: Throttle<PathBuf> = Throttle::new(Duration::from_secs(300));
 
 /// Logs "`err`; `next`" unless the same path was warned about in the last
 /// few minutes. `next` says what the daemon does instead.
 pub fn warn_unreadable(err: &ReadError, next: &str) {
-    if UNREADABLE.allows(err.path(), Instant::now()) {
+    if UNREADABLE.allows(err.path()) {
         log::warn!("{err}; {next}");
     }
 }
@@ -643,13 +580,6 @@ mod tests {
     }
 
     #[test]
-    fn temp_names_are_unpredictable() {
-        let a = unpredictable();
-        let b = unpredictable();
-        assert_ne!(a, b);
-    }
-
-    #[test]
     fn a_lock_file_symlink_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let victim = tmp.path().join("victim");
@@ -690,6 +620,18 @@ mod tests {
     }
 
     #[test]
+    fn the_temp_file_of_a_killed_write_is_stale() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state.json");
+        let (_, left) = temp_file(&state, PRIVATE_FILE).unwrap().keep().unwrap();
+        assert_eq!(mode(&left), 0o600);
+        write_atomically(&state, b"{}", PRIVATE_FILE).unwrap();
+        assert_eq!(stale_temps(&state), vec![left.clone()]);
+        assert_eq!(remove_stale_temps(&state), 1);
+        assert!(!left.exists() && state.exists());
+    }
+
+    #[test]
     fn moving_aside_never_overwrites_an_earlier_copy() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("state.json");
@@ -702,24 +644,5 @@ mod tests {
         assert_eq!(std::fs::read(&aside).unwrap(), b"first");
         assert_eq!(std::fs::read(&second).unwrap(), b"second");
         assert!(!path.exists());
-    }
-
-    #[test]
-    fn one_warning_per_path_per_period_in_bounded_memory() {
-        let limit = RateLimit {
-            period: Duration::from_secs(60),
-            last: Mutex::new(HashMap::new()),
-        };
-        let t0 = Instant::now();
-        let a = Path::new("/spool/a.json");
-        assert!(limit.allows(a, t0));
-        assert!(!limit.allows(a, t0 + Duration::from_secs(59)));
-        assert!(limit.allows(Path::new("/spool/b.json"), t0));
-        assert!(limit.allows(a, t0 + Duration::from_secs(60)));
-        for i in 0..WARN_PATHS * 2 {
-            limit.allows(&PathBuf::from(format!("/spool/{i}")), t0);
-        }
-        assert!(limit.last.lock().len() <= WARN_PATHS);
-        assert!(limit.allows(Path::new("/spool/late"), t0 + Duration::from_secs(3600)));
     }
 }

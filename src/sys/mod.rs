@@ -1,6 +1,6 @@
 //! The platform layer: the one place that spawns processes, file access that
 //! cannot block or follow a symlink, the flock, the process scan, the clock,
-//! the shutdown wake-up and the named worker thread. Everything above it is platform-neutral.
+//! the shutdown wake-up, the warning throttle and the named worker thread. Everything above it is platform-neutral.
 
 pub(crate) mod clock;
 pub(crate) mod flock;
@@ -8,4 +8,5 @@ pub(crate) mod fs;
 pub(crate) mod process;
 pub(crate) mod process_table;
 pub(crate) mod shutdown;
+pub(crate) mod throttle;
 pub(crate) mod worker;

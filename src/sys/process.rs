@@ -38,12 +38,11 @@ const PIECE: usize = 64 * 1024;
 /// 700,000 sessions of `list --all`, so no real answer comes near it, while
 /// an endless writer is stopped long before it costs anything but time.
 pub const STREAM_CEILING: u64 = 256 * 1024 * 1024;
-/// How long to keep reading after the child itself exited. What the child
-/// wrote is already in the pipes by then; this only waits for a straggler
-/// (a grandchild that inherited the pipes) before the answer is taken as is.
+/// How long to keep reading after the child itself exited: only a
+/// straggler (a grandchild that inherited the pipes) is waited for.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
 /// The longest nap between checks whether the child exited while its pipes
-/// are still open (held by a grandchild) or already closed.
+/// are held open by a grandchild, or already closed.
 const MAX_NAP: Duration = Duration::from_millis(25);
 /// How long to wait for a killed child to be reaped before a helper thread
 /// takes over the wait (a child in uninterruptible sleep outlives SIGKILL).
@@ -52,23 +51,29 @@ const REAP_PATIENCE: Duration = Duration::from_secs(1);
 /// without pause cannot keep the loop from seeing its deadline.
 const READS_PER_WAKE: usize = 16;
 
+/// What no child inherits: systemd's channel to the daemon, and the Telegram
+/// bot token (a tmux server started by a restart would hand it to every agent).
+const PRIVATE_ENV: [&str; 4] = [
+    "NOTIFY_SOCKET",
+    "WATCHDOG_USEC",
+    "WATCHDOG_PID",
+    "TELEGRAM_BOT_TOKEN",
+];
+
 /// A command to run: program, arguments, and changes to the inherited
-/// environment.
-#[derive(Debug, Clone)]
+/// environment (a value to set, or `None` to remove it), in order.
+#[derive(Debug, Clone, Default)]
 pub struct Cmd {
     pub program: PathBuf,
     pub args: Vec<OsString>,
-    pub env_set: Vec<(OsString, OsString)>,
-    pub env_remove: Vec<OsString>,
+    pub env: Vec<(OsString, Option<OsString>)>,
 }
 
 impl Cmd {
     pub fn new(program: impl Into<PathBuf>) -> Cmd {
         Cmd {
             program: program.into(),
-            args: Vec::new(),
-            env_set: Vec::new(),
-            env_remove: Vec::new(),
+            ..Cmd::default()
         }
     }
 
@@ -77,22 +82,18 @@ impl Cmd {
         self
     }
 
-    pub fn args<I, S>(mut self, args: I) -> Cmd
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<OsString>,
-    {
+    pub fn args(mut self, args: impl IntoIterator<Item = impl Into<OsString>>) -> Cmd {
         self.args.extend(args.into_iter().map(Into::into));
         self
     }
 
     pub fn env(mut self, k: impl Into<OsString>, v: impl Into<OsString>) -> Cmd {
-        self.env_set.push((k.into(), v.into()));
+        self.env.push((k.into(), Some(v.into())));
         self
     }
 
     pub fn env_remove(mut self, k: impl Into<OsString>) -> Cmd {
-        self.env_remove.push(k.into());
+        self.env.push((k.into(), None));
         self
     }
 
@@ -101,22 +102,15 @@ impl Cmd {
     fn base(&self) -> Command {
         let mut c = Command::new(&self.program);
         c.args(&self.args).stdin(Stdio::null());
-        scrub(&mut c);
-        for k in &self.env_remove {
+        for k in PRIVATE_ENV {
             c.env_remove(k);
         }
-        for (k, v) in &self.env_set {
-            c.env(k, v);
+        for (k, v) in &self.env {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
         }
-        c
-    }
-
-    /// A child whose output is read, in a process group of its own.
-    fn command(&self) -> Command {
-        let mut c = self.base();
-        c.stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
         c
     }
 }
@@ -204,7 +198,7 @@ pub fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, 
         stdout.take(piece);
         Flow::More
     };
-    let ended = supervised(job, timeout, shutdown, CaptureLimits::CAPTURE, &mut keep)?;
+    let ended = supervised(job, timeout, shutdown, (u64::MAX, MAX_CAPTURE), &mut keep)?;
     Ok(Output {
         code: ended.code,
         signal: ended.signal,
@@ -223,46 +217,33 @@ pub fn run_streaming(
     shutdown: &Shutdown,
     sink: &mut dyn FnMut(&[u8]) -> Flow,
 ) -> Result<Streamed, RunError> {
-    supervised(job, timeout, shutdown, CaptureLimits::STREAM, sink)
+    let limits = (STREAM_CEILING, STREAM_STDERR);
+    supervised(job, timeout, shutdown, limits, sink)
 }
 
-/// How much of a child's output one call reads and keeps.
-#[derive(Clone, Copy)]
-struct CaptureLimits {
-    /// Stdout past this many bytes kills the child.
-    stdout_ceiling: u64,
-    stderr_kept: usize,
-}
-
-impl CaptureLimits {
-    const CAPTURE: CaptureLimits = CaptureLimits {
-        stdout_ceiling: u64::MAX,
-        stderr_kept: MAX_CAPTURE,
-    };
-    const STREAM: CaptureLimits = CaptureLimits {
-        stdout_ceiling: STREAM_CEILING,
-        stderr_kept: STREAM_STDERR,
-    };
-}
-
+/// Runs `job`, killing it past `ceiling` bytes of stdout and keeping
+/// `stderr_kept` bytes of stderr.
 fn supervised(
     job: &Cmd,
     timeout: Duration,
     shutdown: &Shutdown,
-    limits: CaptureLimits,
+    (ceiling, stderr_kept): (u64, usize),
     sink: &mut dyn FnMut(&[u8]) -> Flow,
 ) -> Result<Streamed, RunError> {
     if shutdown.is_set() {
         return Err(RunError::Interrupted);
     }
     let started = Instant::now();
-    let deadline = started
-        .checked_add(timeout)
-        .unwrap_or(started + Duration::from_secs(365 * 24 * 3600));
-    let mut child = job.command().spawn().map_err(RunError::Spawn)?;
+    let mut c = job.base();
+    c.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = c.spawn().map_err(RunError::Spawn)?;
     // Both pipes close when this call returns, whoever else holds their
     // other ends: nothing of ours is left waiting on a grandchild.
-    let (out, err) = match pipes(&mut child) {
+    let pipes =
+        Pipe::new(child.stdout.take()).and_then(|out| Ok((out, Pipe::new(child.stderr.take())?)));
+    let (out, err) = match pipes {
         Ok(p) => p,
         Err(e) => {
             stop(child);
@@ -274,75 +255,44 @@ fn supervised(
         err,
         sink,
         wants_more: true,
-        ceiling: limits.stdout_ceiling,
+        ceiling,
         stdout_bytes: 0,
-        stderr: Capture::new(limits.stderr_kept),
+        stderr: Capture::new(stderr_kept),
         buf: vec![0u8; PIECE],
     };
-    let ended = supervise(&mut child, &mut io, deadline, shutdown);
-    let stdout_bytes = io.stdout_bytes;
-    match ended {
-        Ended::Exited(status) => Ok(Streamed {
+    let deadline = started
+        .checked_add(timeout)
+        .unwrap_or(started + Duration::from_secs(365 * 24 * 3600));
+    match supervise(&mut child, &mut io, (deadline, timeout), shutdown) {
+        Ok(status) => Ok(Streamed {
             code: status.code(),
             signal: status.signal(),
             stderr: io.stderr.text(),
-            stdout_bytes,
+            stdout_bytes: io.stdout_bytes,
         }),
-        Ended::TimedOut => {
-            stop(child);
-            Err(RunError::TimedOut(timeout))
-        }
-        Ended::Interrupted => {
-            stop(child);
-            Err(RunError::Interrupted)
-        }
-        Ended::TooLong { exited } => {
-            // A child reaped already is not killed: its pid may name
-            // another process by now (the grandchild writing is left, as
-            // after any exit).
-            if !exited {
+        Err((e, reaped)) => {
+            // A child reaped already is not killed: its pid may name another
+            // process by now (a grandchild still writing is left, as after
+            // any exit).
+            if !reaped {
                 stop(child);
             }
-            Err(RunError::TooLong(limits.stdout_ceiling))
-        }
-        Ended::WaitFailed(e) => {
-            stop(child);
-            Err(RunError::Spawn(e))
+            Err(e)
         }
     }
-}
-
-fn pipes(child: &mut Child) -> std::io::Result<(Pipe<ChildStdout>, Pipe<ChildStderr>)> {
-    Ok((
-        Pipe::new(child.stdout.take())?,
-        Pipe::new(child.stderr.take())?,
-    ))
-}
-
-/// How [`supervise`] ended.
-enum Ended {
-    /// The child exited and its output was read (to EOF or the grace's end).
-    Exited(ExitStatus),
-    TimedOut,
-    Interrupted,
-    /// Stdout passed the ceiling, while the child ran or after it exited.
-    TooLong {
-        exited: bool,
-    },
-    /// `waitpid` itself failed.
-    WaitFailed(std::io::Error),
 }
 
 /// Reads both pipes on this thread until the child has exited and the pipes
 /// are closed or the grace after its exit has passed; or until the deadline
 /// or shutdown, while the child still runs; or until stdout passes the
-/// ceiling. Never kills anything.
+/// ceiling. Never kills anything: an error says whether the child was
+/// reaped already.
 fn supervise(
     child: &mut Child,
     io: &mut Streams<'_>,
-    deadline: Instant,
+    (deadline, timeout): (Instant, Duration),
     shutdown: &Shutdown,
-) -> Ended {
+) -> Result<ExitStatus, (RunError, bool)> {
     let mut nap = Duration::from_millis(1);
     let mut exited: Option<(ExitStatus, Instant)> = None;
     loop {
@@ -350,39 +300,30 @@ fn supervise(
             match child.try_wait() {
                 Ok(Some(status)) => exited = Some((status, Instant::now() + PIPE_GRACE)),
                 Ok(None) => {}
-                Err(e) => return Ended::WaitFailed(e),
+                Err(e) => return Err((RunError::Spawn(e), false)),
             }
         }
         if io.stdout_bytes > io.ceiling {
-            return Ended::TooLong {
-                exited: exited.is_some(),
-            };
+            return Err((RunError::TooLong(io.ceiling), exited.is_some()));
         }
         let now = Instant::now();
         let until = match exited {
             // The answer is complete; a shutdown need not wait for stragglers.
             Some((status, grace_end)) => {
-                if !(io.out.is_open() || io.err.is_open()) || now >= grace_end || shutdown.is_set()
-                {
-                    return Ended::Exited(status);
+                let open = io.out.pipe.is_some() || io.err.pipe.is_some();
+                if !open || now >= grace_end || shutdown.is_set() {
+                    return Ok(status);
                 }
                 grace_end
             }
-            None => {
-                if shutdown.is_set() {
-                    return Ended::Interrupted;
-                }
-                if now >= deadline {
-                    return Ended::TimedOut;
-                }
-                // Pipes held open by a grandchild, or closed early by the
-                // child, do not tell when the child exits: look again soon.
-                deadline.min(now + nap)
-            }
+            None if shutdown.is_set() => return Err((RunError::Interrupted, false)),
+            None if now >= deadline => return Err((RunError::TimedOut(timeout), false)),
+            // Pipes held open by a grandchild, or closed early by the child,
+            // do not tell when the child exits: look again soon.
+            None => deadline.min(now + nap),
         };
         let woke = wait_readable(&[io.out.fd(), io.err.fd()], shutdown.fd(), until - now);
-        let active = woke && io.read_available();
-        nap = if active {
+        nap = if woke && io.read_available() {
             Duration::from_millis(1)
         } else {
             (nap * 2).min(MAX_NAP)
@@ -409,23 +350,16 @@ impl Streams<'_> {
     /// Reads what both pipes have without blocking; true when anything
     /// happened (bytes or EOF).
     fn read_available(&mut self) -> bool {
-        let Streams {
-            out,
-            err,
-            sink,
-            wants_more,
-            ceiling,
-            stdout_bytes,
-            stderr,
-            buf,
-        } = self;
-        let from_out = out.read_available(buf, &mut |piece| {
-            *stdout_bytes += piece.len() as u64;
-            if *wants_more && *stdout_bytes <= *ceiling {
-                *wants_more = sink(piece) == Flow::More;
+        let from_out = self.out.read_available(&mut self.buf, &mut |piece| {
+            self.stdout_bytes += piece.len() as u64;
+            if self.wants_more && self.stdout_bytes <= self.ceiling {
+                self.wants_more = (self.sink)(piece) == Flow::More;
             }
         });
-        let from_err = err.read_available(buf, &mut |piece| stderr.take(piece));
+        let stderr = &mut self.stderr;
+        let from_err = self
+            .err
+            .read_available(&mut self.buf, &mut |piece| stderr.take(piece));
         from_out | from_err
     }
 }
@@ -454,22 +388,19 @@ impl Capture {
     }
 }
 
-/// One pipe from the child, non-blocking.
+/// One pipe from the child, non-blocking; `None` once it reached EOF (or
+/// was never there).
 struct Pipe<R> {
-    /// `None` once it reached EOF (or was never there).
     pipe: Option<R>,
 }
 
 impl<R: Read + AsFd> Pipe<R> {
     fn new(pipe: Option<R>) -> std::io::Result<Pipe<R>> {
         if let Some(p) = &pipe {
-            set_nonblocking(p.as_fd())?;
+            let flags = fcntl_getfl(p.as_fd())?;
+            fcntl_setfl(p.as_fd(), flags | OFlags::NONBLOCK)?;
         }
         Ok(Pipe { pipe })
-    }
-
-    fn is_open(&self) -> bool {
-        self.pipe.is_some()
     }
 
     fn fd(&self) -> Option<BorrowedFd<'_>> {
@@ -482,35 +413,24 @@ impl<R: Read + AsFd> Pipe<R> {
         let Some(pipe) = self.pipe.as_mut() else {
             return false;
         };
-        let mut active = false;
-        let mut reads = 0;
-        while reads < READS_PER_WAKE {
+        let mut read_any = false;
+        for _ in 0..READS_PER_WAKE {
             match pipe.read(buf) {
-                Ok(0) => {
-                    self.pipe = None;
-                    return true;
-                }
-                Ok(n) => {
-                    reads += 1;
-                    active = true;
+                Ok(n) if n > 0 => {
+                    read_any = true;
                     take(&buf[..n]);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(_) => {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return read_any,
+                // EOF, or a pipe that cannot be read: closed either way.
+                _ => {
                     self.pipe = None;
                     return true;
                 }
             }
         }
-        active
+        true
     }
-}
-
-fn set_nonblocking(fd: BorrowedFd<'_>) -> std::io::Result<()> {
-    let flags = fcntl_getfl(fd)?;
-    fcntl_setfl(fd, flags | OFlags::NONBLOCK)?;
-    Ok(())
 }
 
 /// Waits up to `wait` for any open pipe or `wake` to turn readable (or hang
@@ -540,7 +460,9 @@ fn wait_readable(pipes: &[Option<BorrowedFd<'_>>], wake: BorrowedFd<'_>, wait: D
 fn stop(mut child: Child) {
     let pid = child.id();
     // The child is not reaped yet, so its pid still names its group.
-    kill_group(pid);
+    if let Some(pgid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = kill_process_group(pgid, Signal::KILL);
+    }
     let give_up = Instant::now() + REAP_PATIENCE;
     let mut nap = Duration::from_millis(1);
     loop {
@@ -554,24 +476,28 @@ fn stop(mut child: Child) {
         }
     }
     log::warn!("child {pid} outlived SIGKILL for a second; it is reaped in the background");
+    reap_in_background(child, "child-reaper");
+}
+
+/// A named thread that waits for `child`, so it never lingers as a zombie
+/// of a long-running daemon.
+fn reap_in_background(mut child: Child, name: &str) {
     let _ = std::thread::Builder::new()
-        .name("child-reaper".into())
+        .name(name.into())
         .spawn(move || {
             let _ = child.wait();
         });
 }
 
 /// Starts `job` detached in its own session, stdin null, stdout and stderr
-/// appended to `log`, and returns its pid. A helper thread reaps it when it
-/// exits, so it never lingers as a zombie of a long-running daemon.
+/// appended to `log`, and returns its pid; it is reaped when it exits.
 pub fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Result<u32> {
     if let Some(dir) = log.parent() {
         crate::sys::fs::create_private_dirs(dir)?;
     }
     let out = crate::sys::fs::open_append(log)?;
-    let err = out.try_clone()?;
     let mut c = job.base();
-    c.stdout(out).stderr(err);
+    c.stderr(out.try_clone()?).stdout(out);
     // SAFETY: the hook runs in the forked child before exec; setsid is
     // async-signal-safe and touches no memory of the parent.
     unsafe {
@@ -580,36 +506,10 @@ pub fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Result<u32> 
             Ok(())
         });
     }
-    let mut child = c.spawn()?;
+    let child = c.spawn()?;
     let pid = child.id();
-    let _ = std::thread::Builder::new()
-        .name("task-reaper".into())
-        .spawn(move || {
-            let _ = child.wait();
-        });
+    reap_in_background(child, "task-reaper");
     Ok(pid)
-}
-
-/// What no child inherits: systemd's channel to the daemon, and the Telegram
-/// bot token (a tmux server started by a restart would hand it to every agent).
-const PRIVATE_ENV: [&str; 4] = [
-    "NOTIFY_SOCKET",
-    "WATCHDOG_USEC",
-    "WATCHDOG_PID",
-    "TELEGRAM_BOT_TOKEN",
-];
-
-fn scrub(c: &mut Command) {
-    for k in PRIVATE_ENV {
-        c.env_remove(k);
-    }
-}
-
-/// SIGKILL to the child's whole process group. Harmless if it is gone.
-fn kill_group(pgid: u32) {
-    if let Some(pgid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) {
-        let _ = kill_process_group(pgid, Signal::KILL);
-    }
 }
 
 #[cfg(test)]

@@ -11,12 +11,13 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::sys::shutdown::Shutdown;
+use crate::sys::throttle::Throttle;
 
 /// What a trigger thread reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +61,7 @@ pub struct EventQueue {
     sending: Mutex<()>,
     drops: AtomicU64,
     rescan_owed: AtomicBool,
-    last_drop_log: Mutex<Option<Instant>>,
+    drop_warnings: Throttle<()>,
 }
 
 impl EventQueue {
@@ -73,7 +74,7 @@ impl EventQueue {
             sending: Mutex::new(()),
             drops: AtomicU64::new(0),
             rescan_owed: AtomicBool::new(false),
-            last_drop_log: Mutex::new(None),
+            drop_warnings: Throttle::new(DROP_LOG_EVERY),
         }
     }
 
@@ -93,9 +94,7 @@ impl EventQueue {
     fn note_drop(&self, old: &Trigger) {
         let total = self.drops.fetch_add(1, Ordering::Relaxed) + 1;
         self.rescan_owed.store(true, Ordering::SeqCst);
-        let mut last = self.last_drop_log.lock();
-        if last.is_none_or(|t| t.elapsed() >= DROP_LOG_EVERY) {
-            *last = Some(Instant::now());
+        if self.drop_warnings.allows(&()) {
             log::warn!("event queue full: dropped the oldest event ({old:?}), {total} dropped so far; a full rescan follows");
         }
     }

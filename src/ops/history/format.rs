@@ -2,8 +2,8 @@
 //! the `--json` line and the `--report` block, with the time zone and `now`
 //! passed in so tests pin the output.
 //!
-//! Text from the records is escaped of control characters and clipped before
-//! it is shown in readable form; `--json` is the typed record, escaped by
+//! Text from the records is made printable and clipped by [`crate::text`]
+//! before it is shown in readable form; `--json` is the typed record, escaped by
 //! JSON (keys the record type does not know are dropped). Nothing here reads
 //! a file or the clock, and nothing here can print pane text or a secret:
 //! the records have no field for either, and the settings arrive already
@@ -21,6 +21,7 @@ use crate::records::audit::{
     EscalationRecord, LivenessRecord, Pane, RestartRecord, ESCALATIONS_LOG, LIVENESS_LOG,
     RESTART_LOG,
 };
+use crate::text::printable;
 
 /// Clipping bounds for text from the records in readable form.
 const TITLE_MAX: usize = 60;
@@ -28,38 +29,14 @@ const ID_MAX: usize = 64;
 const WORD_MAX: usize = 40;
 const TEXT_MAX: usize = 300;
 
-/// Text from a record made safe to print on one line: control characters
-/// (C0, DEL, C1) and the Unicode line separators and bidirectional
-/// overrides escaped, then clipped to `max` characters with an ellipsis.
-pub fn clean(s: &str, max: usize) -> String {
-    let mut out = String::with_capacity(s.len().min(max * 4));
-    for c in s.chars() {
-        let hostile = c.is_control()
-            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}')
-            || ('\u{202a}'..='\u{202e}').contains(&c)
-            || ('\u{2066}'..='\u{2069}').contains(&c);
-        if hostile {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    match out.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &out[..i]),
-        None => out,
-    }
-}
-
 /// `ts` (float Unix seconds) in `tz` with a strftime format; a time jiff
 /// cannot represent is shown as the raw number.
 fn local(ts: f64, tz: &TimeZone, format: &str) -> String {
+    // `as` saturates: a time past jiff's range fails to convert.
     let ms = (ts * 1000.0).round();
-    if !ms.is_finite() || ms.abs() > i64::MAX as f64 {
-        return format!("ts {ts}");
-    }
     match Timestamp::from_millisecond(ms as i64) {
-        Ok(t) => t.to_zoned_datetime(tz.clone()).strftime(format).to_string(),
-        Err(_) => format!("ts {ts}"),
+        Ok(t) if ms.is_finite() => t.to_zoned_datetime(tz.clone()).strftime(format).to_string(),
+        _ => format!("ts {ts}"),
     }
 }
 
@@ -73,16 +50,12 @@ fn local_time_ms(ts: f64, tz: &TimeZone) -> String {
     local(ts, tz, "%Y-%m-%d %H:%M:%S%.3f %Z")
 }
 
-/// A pane digest, shortened for a readable line.
-fn short_digest(d: &str) -> String {
+/// A pane digest clipped to `max` characters, `-` when there is none.
+fn digest(d: &str, max: usize) -> String {
     if d.is_empty() {
         return "-".into();
     }
-    let d = clean(d, WORD_MAX);
-    match d.char_indices().nth(8) {
-        Some((i, _)) => format!("{}…", &d[..i]),
-        None => d,
-    }
+    printable(d, max)
 }
 
 fn pane_summary(p: &Pane) -> String {
@@ -91,20 +64,20 @@ fn pane_summary(p: &Pane) -> String {
     }
     if p.sampled && !p.changed {
         let blank = if p.empty { ", blank" } else { "" };
-        return format!("pane {} unchanged{blank}", short_digest(&p.first));
+        return format!("pane {} unchanged{blank}", digest(&p.first, 8));
     }
-    format!(
-        "pane {}→{}",
-        short_digest(&p.first),
-        short_digest(&p.second)
-    )
+    format!("pane {}→{}", digest(&p.first, 8), digest(&p.second, 8))
 }
 
 /// `error` or `error/auth-401`.
 fn status_read(status: &str, substate: Option<&str>) -> String {
     match substate.filter(|s| !s.is_empty()) {
-        Some(sub) => format!("{}/{}", clean(status, WORD_MAX), clean(sub, WORD_MAX)),
-        None => clean(status, WORD_MAX),
+        Some(sub) => format!(
+            "{}/{}",
+            printable(status, WORD_MAX),
+            printable(sub, WORD_MAX)
+        ),
+        None => printable(status, WORD_MAX),
     }
 }
 
@@ -127,11 +100,11 @@ fn liveness_text(r: &LivenessRecord) -> String {
         parts.push(format!("{n} in a row"));
     }
     if let Some(why) = &r.auth_hold_reason {
-        parts.push(format!("auth hold {}", clean(why, TEXT_MAX)));
+        parts.push(format!("auth hold {}", printable(why, TEXT_MAX)));
     }
     format!(
         "liveness: {} {} ({})",
-        clean(&r.decision, WORD_MAX),
+        printable(&r.decision, WORD_MAX),
         r.reason,
         parts.join(", ")
     )
@@ -140,18 +113,18 @@ fn liveness_text(r: &LivenessRecord) -> String {
 fn restart_text(r: &RestartRecord) -> String {
     let mut parts = Vec::new();
     if let Some(reason) = r.reason.as_deref().filter(|s| !s.is_empty()) {
-        parts.push(clean(reason, TEXT_MAX));
+        parts.push(printable(reason, TEXT_MAX));
     }
     if let Some(s) = r.backoff_s {
         parts.push(format!("backoff {s:.0}s"));
     }
     if let Some(s) = &r.final_status {
-        parts.push(format!("final status {}", clean(s, WORD_MAX)));
+        parts.push(format!("final status {}", printable(s, WORD_MAX)));
     }
     if let Some(s) = r.stuck_for_s {
         parts.push(format!("stuck for {s:.0}s"));
     }
-    let action = clean(&r.action, WORD_MAX);
+    let action = printable(&r.action, WORD_MAX);
     if parts.is_empty() {
         format!("action: {action}")
     } else {
@@ -163,8 +136,8 @@ fn escalation_text(r: &EscalationRecord) -> String {
     let telegram = if r.telegram { " (telegram)" } else { "" };
     format!(
         "escalation: {}: {}{telegram}",
-        clean(&r.severity, WORD_MAX),
-        clean(&r.message, TEXT_MAX)
+        printable(&r.severity, WORD_MAX),
+        printable(&r.message, TEXT_MAX)
     )
 }
 
@@ -176,28 +149,20 @@ fn who(e: &Record, titles: &HashMap<&str, &str>) -> String {
     };
     let title = e.title().or_else(|| titles.get(id).copied());
     match title {
-        Some(t) => format!("{} ({})", clean(t, TITLE_MAX), clean(id, ID_MAX)),
-        None => format!("({})", clean(id, ID_MAX)),
-    }
-}
-
-fn dry_run(e: &Record) -> bool {
-    match e {
-        Record::Liveness(r) => r.dry_run,
-        Record::Restart(r) => r.dry_run,
-        Record::Escalation(r) => r.dry_run,
+        Some(t) => format!("{} ({})", printable(t, TITLE_MAX), printable(id, ID_MAX)),
+        None => format!("({})", printable(id, ID_MAX)),
     }
 }
 
 /// The readable line of one entry:
 /// `2026-11-30 03:12:04 CET  conductor-ops (3f9c2a1b-1755891234)  liveness: skip pane_active (…)`.
 pub fn line(e: &Record, titles: &HashMap<&str, &str>, tz: &TimeZone) -> String {
-    let what = match e {
-        Record::Liveness(r) => liveness_text(r),
-        Record::Restart(r) => restart_text(r),
-        Record::Escalation(r) => escalation_text(r),
+    let (what, dry_run) = match e {
+        Record::Liveness(r) => (liveness_text(r), r.dry_run),
+        Record::Restart(r) => (restart_text(r), r.dry_run),
+        Record::Escalation(r) => (escalation_text(r), r.dry_run),
     };
-    let dry = if dry_run(e) { " [dry-run]" } else { "" };
+    let dry = if dry_run { " [dry-run]" } else { "" };
     format!(
         "{}  {}  {what}{dry}",
         local_time(e.ts(), tz),
@@ -214,11 +179,7 @@ pub fn json_line(r: &Record) -> Result<String> {
 /// A fence longer than any run of backticks in `body`, so the block cannot
 /// be closed early by a title or a setting.
 fn fence(body: &str) -> String {
-    let (mut run, mut longest) = (0, 0);
-    for c in body.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
+    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat((longest + 1).max(3))
 }
 
@@ -242,8 +203,8 @@ fn last_seen(id: &str, all: &[Record], tz: &TimeZone) -> Vec<String> {
     });
     match newest {
         Some((e, title, profile)) => {
-            out.push(format!("  title      {}", clean(title, TEXT_MAX)));
-            out.push(format!("  profile    {}", clean(profile, TEXT_MAX)));
+            out.push(format!("  title      {}", printable(title, TEXT_MAX)));
+            out.push(format!("  profile    {}", printable(profile, TEXT_MAX)));
             out.push(format!(
                 "  as of      {}, {}",
                 local_time(e.ts(), tz),
@@ -263,7 +224,7 @@ fn last_seen(id: &str, all: &[Record], tz: &TimeZone) -> Vec<String> {
     out.push(format!(
         "  liveness   {}: {} {}",
         local_time(r.ts, tz),
-        clean(&r.decision, WORD_MAX),
+        printable(&r.decision, WORD_MAX),
         r.reason
     ));
     for (i, read) in r.reads.iter().enumerate() {
@@ -275,17 +236,10 @@ fn last_seen(id: &str, all: &[Record], tz: &TimeZone) -> Vec<String> {
         ));
     }
     let yes_no = |b: bool, yes: &str, no: &str| if b { yes } else { no }.to_owned();
-    let digest = |d: &str| {
-        if d.is_empty() {
-            "-".to_owned()
-        } else {
-            clean(d, WORD_MAX)
-        }
-    };
     out.push(format!(
         "    pane     first {}, second {}; {}, {}, {}",
-        digest(&r.pane.first),
-        digest(&r.pane.second),
+        digest(&r.pane.first, WORD_MAX),
+        digest(&r.pane.second, WORD_MAX),
         yes_no(r.pane.sampled, "sampled", "not sampled"),
         yes_no(r.pane.changed, "changed", "unchanged"),
         yes_no(r.pane.empty, "blank", "not blank"),
@@ -295,7 +249,7 @@ fn last_seen(id: &str, all: &[Record], tz: &TimeZone) -> Vec<String> {
         out.push(format!("    consecutive skips  {n}"));
     }
     if let Some(why) = &r.auth_hold_reason {
-        out.push(format!("    auth hold  {}", clean(why, TEXT_MAX)));
+        out.push(format!("    auth hold  {}", printable(why, TEXT_MAX)));
     }
     out.push(format!("    dry run  {}", yes_no(r.dry_run, "yes", "no")));
     out
@@ -304,7 +258,7 @@ fn last_seen(id: &str, all: &[Record], tz: &TimeZone) -> Vec<String> {
 /// The zone's IANA name, or its abbreviation at the newest record.
 fn zone_name(all: &[Record], tz: &TimeZone) -> String {
     match (tz.iana_name(), all.last()) {
-        (Some(name), _) => clean(name, WORD_MAX),
+        (Some(name), _) => printable(name, WORD_MAX),
         (None, Some(e)) => local(e.ts(), tz, "%Z"),
         (None, None) => "system time zone".into(),
     }
@@ -323,9 +277,9 @@ pub fn report(
 ) -> String {
     let mut body = vec![
         "agent-deck-watchdog history report".to_owned(),
-        format!("version    {}", clean(&about.version, TEXT_MAX)),
-        format!("platform   {}", clean(&about.platform, TEXT_MAX)),
-        format!("session    {}", clean(id, ID_MAX)),
+        format!("version    {}", printable(&about.version, TEXT_MAX)),
+        format!("platform   {}", printable(&about.platform, TEXT_MAX)),
+        format!("session    {}", printable(id, ID_MAX)),
         format!("times      local ({})", zone_name(all, tz)),
         String::new(),
         "settings (as --print-config shows them in this environment; secrets only as set/unset)"
@@ -335,7 +289,7 @@ pub fn report(
         about
             .settings
             .lines()
-            .map(|l| format!("  {}", clean(l, TEXT_MAX + 200))),
+            .map(|l| format!("  {}", printable(l, TEXT_MAX + 200))),
     );
     body.push(String::new());
     body.extend(last_seen(id, all, tz));
@@ -382,7 +336,7 @@ pub fn render(
             return Err(Error::runtime(format!(
                 "no record mentions session {:?}: it is in none of {LIVENESS_LOG}, {RESTART_LOG}, \
                  {ESCALATIONS_LOG} or their .1 files",
-                clean(id, ID_MAX)
+                printable(id, ID_MAX)
             )));
         }
     }
@@ -390,7 +344,7 @@ pub fn render(
     let mut out = Rendered::default();
     if timeline.is_empty() {
         let whose = id.map_or(String::new(), |id| {
-            format!(" for session {}", clean(id, ID_MAX))
+            format!(" for session {}", printable(id, ID_MAX))
         });
         let newest = select(all, id, None).last().map_or(String::new(), |e| {
             format!(
@@ -483,8 +437,8 @@ mod tests {
         );
         assert!(out.contains("aaa…") && out.contains("r\\r\\n…"), "{out}");
         assert!(out.chars().count() < 600, "{}", out.chars().count());
-        assert_eq!(clean("héllo wörld", 5), "héllo…");
-        assert_eq!(clean("tab\there", 80), "tab\\there");
+        assert_eq!(printable("héllo wörld", 5), "héllo…");
+        assert_eq!(printable("tab\there", 80), "tab\\there");
     }
 
     #[test]

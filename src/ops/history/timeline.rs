@@ -162,21 +162,17 @@ pub fn parse(log: Log, bytes: &[u8]) -> (Vec<Record>, usize) {
         if line.is_empty() {
             continue;
         }
-        match parse_line(log, line) {
-            Some(e) => entries.push(e),
-            None => skipped += 1,
+        let record = match log {
+            Log::Liveness => serde_json::from_slice(line).map(Record::Liveness),
+            Log::Restart => serde_json::from_slice(line).map(Record::Restart),
+            Log::Escalations => serde_json::from_slice(line).map(Record::Escalation),
+        };
+        match record {
+            Ok(e) => entries.push(e),
+            Err(_) => skipped += 1,
         }
     }
     (entries, skipped)
-}
-
-fn parse_line(log: Log, line: &[u8]) -> Option<Record> {
-    let record = match log {
-        Log::Liveness => Record::Liveness(serde_json::from_slice(line).ok()?),
-        Log::Restart => Record::Restart(serde_json::from_slice(line).ok()?),
-        Log::Escalations => Record::Escalation(serde_json::from_slice(line).ok()?),
-    };
-    Some(record)
 }
 
 /// One timeline, oldest first. `files` come in tie order ([`Log::ALL`], each
