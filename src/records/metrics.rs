@@ -2,7 +2,7 @@
 //! node_exporter's textfile collector, rewritten atomically each tick.
 //!
 //! Rendering is a pure function of a [`Sample`]; the record counts come from
-//! [`crate::records::audit::Tally`], so each counter matches the lines its log
+//! [`crate::records::tally::Tally`], so each counter matches the lines its log
 //! file received since start. They are counted in memory, never read back
 //! from the files, so rotating a file to `<name>.1` does not reset them.
 
@@ -11,7 +11,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::fleet::deck::CallStats;
-use crate::records::audit::Tally;
+use crate::records::tally::Tally;
 
 pub const METRICS_FILE: &str = "metrics.prom";
 const PREFIX: &str = "agent_deck_watchdog";

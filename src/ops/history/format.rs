@@ -151,7 +151,7 @@ fn restart_text(r: &RestartRecord) -> String {
     if let Some(s) = r.stuck_for_s {
         parts.push(format!("stuck for {s:.0}s"));
     }
-    let action = clean(&r.action, WORD_MAX);
+    let action = clean(r.action.as_str(), WORD_MAX);
     if parts.is_empty() {
         format!("action: {action}")
     } else {
@@ -163,7 +163,7 @@ fn escalation_text(r: &EscalationRecord) -> String {
     let telegram = if r.telegram { " (telegram)" } else { "" };
     format!(
         "escalation: {}: {}{telegram}",
-        clean(&r.severity, WORD_MAX),
+        clean(r.severity.as_str(), WORD_MAX),
         clean(&r.message, TEXT_MAX)
     )
 }
