@@ -129,9 +129,7 @@ impl Escalator {
                 "dry-run: not running escalate.sh and not sending Telegram for [{}]",
                 alert.severity
             );
-            return true;
-        }
-        if let Some(w) = self.worker.lock().as_ref() {
+        } else if let Some(w) = self.worker.lock().as_ref() {
             w.submit(alert);
         }
         true

@@ -62,10 +62,8 @@ impl BotApi {
     /// `sendMessage` of `text` to `chat_id`.
     fn send_message(&self, token: &str, chat_id: &str, text: &str) -> Outcome<()> {
         let form = [("chat_id", chat_id), ("text", text)];
-        let sent = self
-            .agent
-            .post(&self.url(token, "sendMessage"))
-            .send_form(form);
+        let url = self.url(token, "sendMessage");
+        let sent = self.agent.post(&url).send_form(form);
         answer(token, sent, |_| Some(()))
     }
 

@@ -80,30 +80,23 @@ impl Records {
                 rotation::append(&path, &line, self.max_bytes)
             });
         match result {
-            Ok(Appended::Plain) => {}
             Ok(Appended::Rotated(bytes)) => log::info!(
                 "{} reached {bytes} bytes (RECORD_MAX_BYTES={}); moved it to {} and started a fresh one",
                 path.display(),
                 self.max_bytes,
                 rotation::rotated_path(&path).display()
             ),
-            Ok(Appended::Unrotated(why)) => {
-                if due(&self.last_rotation_warning) {
-                    log::warn!(
-                        "{} is past RECORD_MAX_BYTES={} but could not be rotated ({why}); the record was appended, trying again with the next one",
-                        path.display(),
-                        self.max_bytes
-                    );
-                }
-            }
-            Err(e) => {
-                if due(&self.last_warning) {
-                    log::warn!(
-                        "could not append to {} ({e}); the record is lost, the daemon carries on",
-                        path.display()
-                    );
-                }
-            }
+            Ok(Appended::Unrotated(why)) if due(&self.last_rotation_warning) => log::warn!(
+                "{} is past RECORD_MAX_BYTES={} but could not be rotated ({why}); the record was appended, trying again with the next one",
+                path.display(),
+                self.max_bytes
+            ),
+            Err(e) if due(&self.last_warning) => log::warn!(
+                "could not append to {} ({e}); the record is lost, the daemon carries on",
+                path.display()
+            ),
+            // Nothing to say, or said within the last minute.
+            Ok(Appended::Plain | Appended::Unrotated(_)) | Err(_) => {}
         }
     }
 }
