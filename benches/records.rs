@@ -3,7 +3,7 @@
 //!
 //! Records: a million `restart.log` lines (plus liveness and escalation
 //! records) written through the daemon's own appender,
-//! [`Records`](agent_deck_watchdog::records::audit::Records), with
+//! [`Records`](agent_deck_watchdog::records::writer::Records), with
 //! `RECORD_MAX_BYTES` at its default; at the end, the bytes the record files
 //! hold on disk against the bound of about twice the limit per file, and the
 //! bytes that were written in all.
@@ -22,10 +22,11 @@ use std::path::Path;
 use std::time::Instant;
 
 use agent_deck_watchdog::records::audit::{
-    EscalationRecord, LivenessRecord, Pane, Read, Records, RestartRecord, ESCALATIONS_LOG,
-    LIVENESS_LOG, RESTART_LOG,
+    EscalationRecord, LivenessRecord, Pane, RestartAction, RestartRecord, Severity, StatusRead,
+    ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
 };
 use agent_deck_watchdog::records::rotation::{rotated_path, DEFAULT_MAX_BYTES};
+use agent_deck_watchdog::records::writer::Records;
 use agent_deck_watchdog::tasks::registry::{HistoryEntry, Registry, RegistryFile, Task};
 use agent_deck_watchdog::tasks::retention::{self, DAY_S};
 use agent_deck_watchdog::tasks::TaskStatus;
@@ -67,7 +68,11 @@ fn restart(i: u64) -> RestartRecord {
         id: format!("{:08x}-1755891234", i % 64),
         title: format!("conductor-{}", i % 64),
         profile: "default".into(),
-        action: if skipped { "skipped" } else { "restarted" }.into(),
+        action: if skipped {
+            RestartAction::Skipped
+        } else {
+            RestartAction::Restarted
+        },
         reason: skipped.then(|| "cascade_pause".into()),
         dry_run: false,
         backoff_s: None,
@@ -85,12 +90,12 @@ fn liveness(i: u64) -> LivenessRecord {
         profile: "default".into(),
         gap_s: 2.0,
         reads: vec![
-            Read {
+            StatusRead {
                 ts,
                 status: "error".into(),
                 substate: None,
             },
-            Read {
+            StatusRead {
                 ts: ts + 2.0,
                 status: "error".into(),
                 substate: None,
@@ -114,7 +119,7 @@ fn liveness(i: u64) -> LivenessRecord {
 fn escalation(i: u64) -> EscalationRecord {
     EscalationRecord {
         ts: YEAR_START + i as f64 * 3000.0,
-        severity: "restart-failed".into(),
+        severity: Severity::RestartFailed,
         message: format!(
             "conductor-{} failed to restart twice in a row — needs a human",
             i % 64

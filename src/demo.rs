@@ -22,7 +22,8 @@ use crate::config::{Config, Env};
 use crate::daemon;
 use crate::error::{Error, Result};
 use crate::ops::sim::{self, SimSession, SimState};
-use crate::records::audit::{read_history, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
+use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
+use crate::records::read_back::read_with_rotated;
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
 
@@ -143,7 +144,7 @@ fn write_hook(hooks: &Path, id: &str) -> std::io::Result<()> {
 }
 
 fn records(cfg: &Config, file: &str) -> Vec<Value> {
-    read_history(&cfg.watchdog_dir.join(file))
+    read_with_rotated(&cfg.watchdog_dir.join(file))
 }
 
 /// The scenario's three outcomes are all on record.

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::act::env_file::env_value;
 use crate::act::job::{Context, RestartJob, RestartKind};
 use crate::act::snapshot::Snapshot;
+use crate::decide::outcomes::RestartAction;
 use crate::decide::{cascade, patrol_rules};
 use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::Session;
@@ -209,13 +210,13 @@ pub fn restart(ctx: &Context, job: &RestartJob) {
         RestartKind::DeafPoller { pending } => {
             let why = patrol_rules::deaf_reason(pending);
             (
-                "poller-deaf",
+                RestartAction::PollerDeaf,
                 why.clone(),
                 format!(" (telegram poller deaf: {why})"),
             )
         }
         _ => (
-            "poller-restart",
+            RestartAction::PollerRestart,
             "telegram poller not running".to_owned(),
             String::new(),
         ),
@@ -235,7 +236,7 @@ pub fn restart(ctx: &Context, job: &RestartJob) {
         Ok(RestartAnswer::Skipped(refusal)) => {
             log::info!("agent-deck declined the poller restart of {}: {refusal}; will try again at a later check", s.id);
             (
-                "poller-refused",
+                RestartAction::PollerRefused,
                 format!("agent-deck refused the restart: {refusal}{which}"),
             )
         }
@@ -246,7 +247,10 @@ pub fn restart(ctx: &Context, job: &RestartJob) {
                 "poller restart of {} failed: {e}; not retried within POLLER_RESTART_DEDUP_S",
                 s.id
             );
-            ("poller-restart-failed", format!("restart {e}{which}"))
+            (
+                RestartAction::PollerRestartFailed,
+                format!("restart {e}{which}"),
+            )
         }
     };
     ctx.records.restart(&ctx.record(s, action, Some(reason)));

@@ -10,10 +10,12 @@
 
 use std::sync::Arc;
 
+use crate::decide::outcomes::RestartAction;
 use crate::decide::patrol_rules::NUDGE_TEXT;
 use crate::fleet::deck::{AgentDeck, CliResult, Delivery};
 use crate::fleet::session::Session;
-use crate::records::audit::{Records, RestartRecord};
+use crate::records::audit::RestartRecord;
+use crate::records::writer::Records;
 use crate::sys::clock::Clock;
 use crate::sys::worker::Worker;
 
@@ -39,7 +41,7 @@ pub fn spawn(r: Runner) -> std::io::Result<Worker<Errand>> {
 }
 
 impl Runner {
-    fn record(&self, s: &Session, action: &str, reason: String) -> RestartRecord {
+    fn record(&self, s: &Session, action: RestartAction, reason: String) -> RestartRecord {
         RestartRecord::new(self.clock.now(), s, action, Some(reason), self.dry_run)
     }
 
@@ -87,9 +89,11 @@ impl Runner {
                 let send = || self.deck.send(&s.profile, &s.id, NUDGE_TEXT);
                 let retry = "the next one waits for the dedup window";
                 let rec = match self.act(&s, "nudge", &reason, retry, send) {
-                    Outcome::Done => self.record(&s, "nudge", reason),
-                    Outcome::Typed => self.record(&s, "nudge", Delivery::Typed.to_string()),
-                    Outcome::Failed => self.record(&s, "nudge-failed", reason),
+                    Outcome::Done => self.record(&s, RestartAction::Nudge, reason),
+                    Outcome::Typed => {
+                        self.record(&s, RestartAction::Nudge, Delivery::Typed.to_string())
+                    }
+                    Outcome::Failed => self.record(&s, RestartAction::NudgeFailed, reason),
                 };
                 self.records.restart(&rec);
             }
@@ -101,8 +105,8 @@ impl Runner {
                 let remove = || self.deck.remove(&s.profile, &s.id);
                 let retry = "trying again in a minute";
                 let action = match self.act(&s, "remove", &reason, retry, remove) {
-                    Outcome::Done => "stale-removed",
-                    Outcome::Typed | Outcome::Failed => "stale-remove-failed",
+                    Outcome::Done => RestartAction::StaleRemoved,
+                    Outcome::Typed | Outcome::Failed => RestartAction::StaleRemoveFailed,
                 };
                 let mut rec = self.record(&s, action, reason);
                 rec.stuck_for_s = Some(stuck_for_s);
@@ -126,7 +130,8 @@ mod tests {
     use super::*;
     use crate::fleet::fake::{FakeDeck, Script, SendAnswer};
     use crate::fleet::parse::Delivery;
-    use crate::records::audit::{read_lines, RESTART_LOG};
+    use crate::records::audit::RESTART_LOG;
+    use crate::records::read_back::read_lines;
     use crate::sys::clock::FakeClock;
 
     fn nudge_with(send: SendAnswer) -> (Vec<RestartRecord>, Arc<FakeDeck>) {

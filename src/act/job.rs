@@ -15,10 +15,12 @@ use crate::alert::escalate::Escalator;
 use crate::decide::book::State;
 use crate::decide::gates;
 use crate::decide::limits::Limits;
+use crate::decide::outcomes::RestartAction;
 use crate::fleet::deck::{AgentDeck, Delivery};
 use crate::fleet::session::{Live, Session, Status};
-use crate::records::audit::{Records, RestartRecord};
+use crate::records::audit::RestartRecord;
 use crate::records::state_file::Store;
+use crate::records::writer::Records;
 use crate::sys::clock::{local_timestamp, Clock};
 use crate::sys::shutdown::Shutdown;
 
@@ -103,7 +105,7 @@ impl Context {
     pub(super) fn record(
         &self,
         s: &Session,
-        action: &str,
+        action: RestartAction,
         reason: Option<String>,
     ) -> RestartRecord {
         RestartRecord::new(self.clock.now(), s, action, reason, self.settings.dry_run)
@@ -144,7 +146,7 @@ impl Context {
             status.as_str()
         );
         gates::note_success(&mut self.state.lock(), &s.id);
-        let mut rec = self.record(s, "restarted", None);
+        let mut rec = self.record(s, RestartAction::Restarted, None);
         rec.final_status = Some(status.as_str().into());
         self.records.restart(&rec);
         let template = &self.settings.continuity_message;

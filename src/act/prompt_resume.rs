@@ -5,6 +5,7 @@
 //! restart worker, as part of one restart.
 
 use crate::act::job::{Context, RestartJob};
+use crate::decide::outcomes::RestartAction;
 use crate::fleet::session::Status;
 use crate::sys::process::{self, Cmd};
 
@@ -33,7 +34,7 @@ pub fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
         return false;
     };
     ctx.records
-        .restart(&ctx.record(s, "prompt-resume-attempt", None));
+        .restart(&ctx.record(s, RestartAction::PromptResumeAttempt, None));
     let cmd = Cmd::new("claude")
         .args(["--resume", claude_id.as_str(), "-p", RESUME_TEXT])
         .env("CLAUDE_CONFIG_DIR", config_dir)

@@ -14,6 +14,7 @@ use crate::act::{deaf_conductor, prompt_resume};
 use crate::decide::cascade;
 use crate::decide::gates;
 use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
+use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
 use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::{Live, Session, Status};
@@ -145,9 +146,10 @@ impl Context {
                 self.limits.cascade_window,
                 self.limits.cascade_pause
             );
-            self.escalator.escalate("cascade", &msg, None, true);
+            self.escalator.escalate(Severity::Cascade, &msg, None, true);
         }
-        self.records.restart(&self.record(s, "restart", None));
+        self.records
+            .restart(&self.record(s, RestartAction::Restart, None));
         if self.settings.dry_run {
             log::info!("dry-run: would restart {} ({}) now", s.id, s.title);
             return;
@@ -160,7 +162,7 @@ impl Context {
                 self.give_back(job);
                 let reason = format!("agent-deck refused the restart: {reason}");
                 self.records
-                    .restart(&self.record(s, "cli-refused", Some(reason)));
+                    .restart(&self.record(s, RestartAction::CliRefused, Some(reason)));
             }
             Ok(RestartAnswer::Restarted) => {
                 gates::note_restarted(&mut self.state.lock(), &s.id, issued);
@@ -231,7 +233,7 @@ impl Context {
                         s.title, s.id
                     );
                     self.escalator.escalate(
-                        "liveness-mismatch",
+                        Severity::LivenessMismatch,
                         &msg,
                         Some(&s.id),
                         job.escalation_critical,
@@ -247,13 +249,17 @@ impl Context {
                     s.id,
                     ev.auth_hold_reason.as_deref().unwrap_or("unknown")
                 );
-                self.escalator
-                    .escalate("auth-hold", &msg, Some(&s.id), job.escalation_critical);
+                self.escalator.escalate(
+                    Severity::AuthHold,
+                    &msg,
+                    Some(&s.id),
+                    job.escalation_critical,
+                );
             }
             log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
             self.records.restart(&self.record(
                 s,
-                "skipped-alive",
+                RestartAction::SkippedAlive,
                 Some(reason.as_str().to_owned()),
             ));
         } else {
@@ -336,9 +342,11 @@ impl Context {
                 "restart of {} interrupted by shutdown; not counted as a failure",
                 s.id
             );
-            return self
-                .records
-                .restart(&self.record(s, "restart-interrupted", Some(err)));
+            return self.records.restart(&self.record(
+                s,
+                RestartAction::RestartInterrupted,
+                Some(err),
+            ));
         }
         let transcript = self.deck.transcript(&s.profile, &s.id).unwrap_or_default();
         if is_rate_limited(&transcript) {
@@ -351,14 +359,15 @@ impl Context {
                     "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
                     self.limits.breaker_threshold, self.limits.breaker_window, self.limits.breaker_pause
                 );
-                self.escalator.escalate("circuit-breaker", &msg, None, true);
+                self.escalator
+                    .escalate(Severity::CircuitBreaker, &msg, None, true);
             }
             log::warn!(
                 "restart of {} hit an API rate limit; backing off {:.0}s, not counted as a crash",
                 s.id,
                 self.limits.backoff_429
             );
-            let mut rec = self.record(s, "rate-limited", None);
+            let mut rec = self.record(s, RestartAction::RateLimited, None);
             rec.backoff_s = Some(self.limits.backoff_429);
             self.records.restart(&rec);
             return;
@@ -373,14 +382,18 @@ impl Context {
             s.title
         );
         self.records
-            .restart(&self.record(s, "restart-failed", Some(err.clone())));
+            .restart(&self.record(s, RestartAction::RestartFailed, Some(err.clone())));
         if n >= 2 {
             let msg = format!(
                 "{} ({}) failed to restart {n}x consecutively; last err: {err}",
                 s.title, s.id
             );
-            self.escalator
-                .escalate("restart-failed", &msg, Some(&s.id), job.escalation_critical);
+            self.escalator.escalate(
+                Severity::RestartFailed,
+                &msg,
+                Some(&s.id),
+                job.escalation_critical,
+            );
         }
     }
 }
@@ -397,8 +410,10 @@ mod tests {
     use crate::decide::book::State;
     use crate::decide::limits::Limits;
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
-    use crate::records::audit::{read_lines, Records, RestartRecord, ESCALATIONS_LOG, RESTART_LOG};
+    use crate::records::audit::{RestartRecord, ESCALATIONS_LOG, RESTART_LOG};
+    use crate::records::read_back::read_lines;
     use crate::records::state_file::Store;
+    use crate::records::writer::Records;
     use crate::sys::clock::{Clock, FakeClock};
     use crate::sys::shutdown::Shutdown;
 
@@ -483,7 +498,7 @@ mod tests {
         let dir = crate::config::test_config(home).watchdog_dir;
         read_lines::<RestartRecord>(&dir.join(RESTART_LOG))
             .into_iter()
-            .map(|r| (r.action, r.final_status))
+            .map(|r| (r.action.to_string(), r.final_status))
             .collect()
     }
 
@@ -580,7 +595,7 @@ mod tests {
         let dir = crate::config::test_config(home).watchdog_dir;
         read_lines::<crate::records::EscalationRecord>(&dir.join(ESCALATIONS_LOG))
             .into_iter()
-            .map(|e| e.severity)
+            .map(|e| e.severity.to_string())
             .collect()
     }
 

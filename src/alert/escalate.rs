@@ -19,29 +19,19 @@ use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::gates;
 use crate::decide::limits::Limits;
-use crate::records::audit::{EscalationRecord, Records};
+use crate::decide::outcomes::Severity;
+use crate::records::audit::EscalationRecord;
 use crate::records::state_file::Store;
+use crate::records::writer::Records;
 use crate::sys::clock::Clock;
 use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
 use crate::sys::worker::Worker;
 
-/// What the worker delivers.
-struct Alert {
-    severity: String,
-    message: String,
-    telegram: bool,
-}
-
 pub struct Escalator {
-    records: Arc<Records>,
-    state: Arc<Mutex<State>>,
-    limits: Limits,
-    clock: Arc<dyn Clock>,
-    dry_run: bool,
-    has_notifier: bool,
-    store: Option<Arc<Store>>,
-    worker: Mutex<Option<Worker<Alert>>>,
+    p: EscalatorParts,
+    /// Delivers the record it is handed.
+    worker: Mutex<Option<Worker<EscalationRecord>>>,
 }
 
 /// Everything the escalator needs, gathered so construction reads clearly.
@@ -83,10 +73,9 @@ impl Escalator {
     }
 
     pub fn new(p: EscalatorParts) -> Escalator {
-        let has_notifier = p.messenger.is_some();
-        let (script, timeout, messenger, shutdown) =
-            (p.script, p.script_timeout, p.messenger, p.shutdown);
-        let worker = Worker::spawn("escalate", move |alert: Alert| {
+        let (script, timeout) = (p.script.clone(), p.script_timeout);
+        let (messenger, shutdown) = (p.messenger.clone(), p.shutdown.clone());
+        let worker = Worker::spawn("escalate", move |alert: EscalationRecord| {
             deliver(&alert, &script, timeout, messenger.as_deref(), &shutdown)
         })
         .map_err(|e| {
@@ -96,13 +85,7 @@ impl Escalator {
         })
         .ok();
         Escalator {
-            records: p.records,
-            state: p.state,
-            limits: p.limits,
-            clock: p.clock,
-            dry_run: p.dry_run,
-            has_notifier,
-            store: p.store,
+            p,
             worker: Mutex::new(worker),
         }
     }
@@ -112,13 +95,14 @@ impl Escalator {
     /// or the alert is fleet-wide. Returns whether it went out.
     pub fn escalate(
         &self,
-        severity: &str,
+        severity: Severity,
         message: &str,
         sid: Option<&str>,
         wants_telegram: bool,
     ) -> bool {
-        let now = self.clock.now();
-        if !gates::may_escalate(&mut self.state.lock(), &self.limits, sid, severity, now) {
+        let p = &self.p;
+        let now = p.clock.now();
+        if !gates::may_escalate(&mut p.state.lock(), &p.limits, sid, severity.as_str(), now) {
             log::debug!(
                 "escalation {severity} for {} suppressed: already sent within the dedup window",
                 sid.unwrap_or("the fleet")
@@ -126,47 +110,35 @@ impl Escalator {
             return false;
         }
         // Saved before anything goes out: a watchdog killed right after must not alert again.
-        if let Some(store) = &self.store {
-            store.save(&self.state);
+        if let Some(store) = &p.store {
+            store.save(&p.state);
         }
-        let telegram = wants_telegram && self.has_notifier && !self.dry_run;
+        let telegram = wants_telegram && p.messenger.is_some() && !p.dry_run;
         log::warn!("escalation [{severity}] {message}");
-        self.records.escalation(&EscalationRecord {
+        let alert = EscalationRecord {
             ts: now,
-            severity: severity.to_owned(),
+            severity,
             message: message.to_owned(),
             sid: sid.map(str::to_owned),
             telegram,
-            dry_run: self.dry_run,
-        });
-        if self.dry_run {
+            dry_run: p.dry_run,
+        };
+        p.records.escalation(&alert);
+        if p.dry_run {
             log::info!(
-                "dry-run: not running escalate.sh and not sending Telegram for [{severity}]"
+                "dry-run: not running escalate.sh and not sending Telegram for [{}]",
+                alert.severity
             );
-            return true;
-        }
-        if let Some(w) = self.worker.lock().as_ref() {
-            w.submit(Alert {
-                severity: severity.to_owned(),
-                message: message.to_owned(),
-                telegram,
-            });
+        } else if let Some(w) = self.worker.lock().as_ref() {
+            w.submit(alert);
         }
         true
     }
 
-    /// Delivers what is queued, then stops the worker.
+    /// Delivers what is queued, then stops the worker: dropping it finishes it.
     pub fn drain(&self) {
         let worker = self.worker.lock().take();
-        if let Some(mut w) = worker {
-            w.finish();
-        }
-    }
-}
-
-impl Drop for Escalator {
-    fn drop(&mut self) {
-        self.drain();
+        drop(worker);
     }
 }
 
@@ -175,35 +147,27 @@ fn is_executable(path: &Path) -> bool {
 }
 
 fn deliver(
-    alert: &Alert,
+    alert: &EscalationRecord,
     script: &Path,
     timeout: Duration,
     messenger: Option<&dyn Messenger>,
     shutdown: &Shutdown,
 ) {
+    let (severity, message, shown) = (&alert.severity, &alert.message, script.display());
     if is_executable(script) {
-        let job = Cmd::new(script).arg(&alert.severity).arg(&alert.message);
+        let job = Cmd::new(script).arg(severity.as_str()).arg(message);
         match process::run(&job, timeout, shutdown) {
-            Ok(out) if out.success() => log::debug!("{} {} ran", script.display(), alert.severity),
+            Ok(out) if out.success() => log::debug!("{shown} {severity} ran"),
             Ok(out) => log::warn!(
-                "{} {} exited {:?}; the alert is in escalations.log regardless",
-                script.display(),
-                alert.severity,
+                "{shown} {severity} exited {:?}; the alert is in escalations.log regardless",
                 out.code
             ),
-            Err(e) => log::warn!(
-                "{} {}: {e}; the alert is in escalations.log regardless",
-                script.display(),
-                alert.severity
-            ),
+            Err(e) => {
+                log::warn!("{shown} {severity}: {e}; the alert is in escalations.log regardless")
+            }
         }
     }
-    if alert.telegram {
-        if let Some(n) = messenger {
-            n.notify(&format!(
-                "[agent-deck watchdog] {}: {}",
-                alert.severity, alert.message
-            ));
-        }
+    if let Some(n) = messenger.filter(|_| alert.telegram) {
+        n.notify(&format!("[agent-deck watchdog] {severity}: {message}"));
     }
 }

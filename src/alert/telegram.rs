@@ -1,18 +1,13 @@
 //! The Telegram Bot API client: `sendMessage` for escalations and
 //! `getWebhookInfo` for the deaf-but-alive poller check (SPEC §6.5).
 //!
-//! [`BotApi`] holds what every call needs (the base URL from
-//! `TELEGRAM_API_BASE`, an HTTP agent with a bounded timeout) and turns an
-//! answer into an [`Outcome`]; the token is passed per call, never kept
-//! there. Each request runs on a short-lived thread of its own that the
-//! caller waits on together with the shutdown token ([`unless_shutdown`]),
-//! so a stop never waits for a hung request: the request is abandoned and its
-//! thread ends by itself within the timeout, touching nothing shared. A 429
-//! answer is honoured by the escalation sender by waiting its `retry_after`
-//! (bounded, interruptible by shutdown) and trying once more. The bot token
-//! is part of the request URL, so nothing from the HTTP client or the server
-//! is ever logged as is: [`loggable`] redacts the token first, then escapes
-//! control characters and clips.
+//! Each request runs on a short-lived thread that the caller waits on
+//! together with shutdown ([`unless_shutdown`]): a stop abandons a hung
+//! request, whose thread ends by itself within the timeout, touching nothing
+//! shared. A 429 is honoured by waiting its `retry_after` (bounded,
+//! interruptible) and trying once more. The bot token is passed per call,
+//! never kept in [`BotApi`]; it is part of the URL, so nothing from the HTTP
+//! client or the server is logged as is: [`loggable`] redacts it first.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,10 +62,8 @@ impl BotApi {
     /// `sendMessage` of `text` to `chat_id`.
     fn send_message(&self, token: &str, chat_id: &str, text: &str) -> Outcome<()> {
         let form = [("chat_id", chat_id), ("text", text)];
-        let sent = self
-            .agent
-            .post(&self.url(token, "sendMessage"))
-            .send_form(form);
+        let url = self.url(token, "sendMessage");
+        let sent = self.agent.post(&url).send_form(form);
         answer(token, sent, |_| Some(()))
     }
 
@@ -80,10 +73,10 @@ impl BotApi {
         let sent = self.agent.get(&self.url(token, "getWebhookInfo")).call();
         answer(token, sent, |body| {
             let v: serde_json::Value = serde_json::from_str(body).ok()?;
-            if v.get("ok").and_then(serde_json::Value::as_bool) != Some(true) {
+            if v["ok"] != true {
                 return None;
             }
-            v.pointer("/result/pending_update_count")?.as_u64()
+            v["result"]["pending_update_count"].as_u64()
         })
     }
 }
@@ -200,26 +193,22 @@ impl Telegram {
 
 impl Messenger for Telegram {
     fn notify(&self, text: &str) {
-        const DROPPED: &str =
-            "telegram escalation dropped: shutting down; the alert is in escalations.log";
-        if self.shutdown.is_set() {
-            return log::warn!("{DROPPED}");
-        }
         let outcome = match self.attempt(text) {
             Some(Outcome::RetryAfter(wait)) => {
                 log::warn!(
                     "telegram rate-limited the escalation; retrying in {:.0}s",
                     wait.as_secs_f64()
                 );
-                if !self.shutdown.sleep(wait) {
-                    return log::warn!("{DROPPED}");
-                }
+                // A shutdown during the wait makes the retry an abandoned attempt.
+                self.shutdown.sleep(wait);
                 self.attempt(text)
             }
             other => other,
         };
         match outcome {
-            None => log::warn!("{DROPPED}"),
+            None => log::warn!(
+                "telegram escalation dropped: shutting down; the alert is in escalations.log"
+            ),
             Some(Outcome::Ok(())) => {
                 log::info!("telegram escalation sent to chat {}", self.endpoint.chat_id)
             }
@@ -247,12 +236,9 @@ fn loggable(token: &str, text: &str) -> String {
 
 /// `parameters.retry_after` of a Telegram 429 body, bounded; 1s if absent.
 fn retry_after(body: &str) -> Duration {
-    let secs = serde_json::from_str::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/parameters/retry_after")
-                .and_then(serde_json::Value::as_f64)
-        })
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let secs = v["parameters"]["retry_after"]
+        .as_f64()
         .filter(|s| s.is_finite() && *s >= 0.0)
         .unwrap_or(1.0);
     crate::sys::clock::clamped(secs.min(MAX_RETRY_AFTER.as_secs_f64()))

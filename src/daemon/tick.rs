@@ -14,6 +14,7 @@ use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
 use crate::decide::first_run::{self, Ran, RunProbe};
 use crate::decide::gates::{self, Gate, Hold};
+use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::AgentDeck;
@@ -351,12 +352,12 @@ impl Daemon {
                     "{errored} critical sessions in error simultaneously — waiting {wait:.0}s to stabilize, then reviving them one at a time"
                 );
                 self.escalator
-                    .escalate("cascade-detected", &msg, None, true);
+                    .escalate(Severity::CascadeDetected, &msg, None, true);
             }
             CascadeNews::Reminder => {
                 let msg = format!("{errored} critical sessions are still in error after the cascade; they need a human");
                 self.escalator
-                    .escalate("cascade-detected", &msg, None, true);
+                    .escalate(Severity::CascadeDetected, &msg, None, true);
             }
             CascadeNews::Cleared => {
                 log::info!("cascade over: {errored} critical sessions in error")
@@ -407,7 +408,7 @@ impl Daemon {
                     s.title, s.id
                 );
                 if self.escalator.escalate(
-                    "rate-limit",
+                    Severity::RateLimit,
                     &msg,
                     Some(&s.id),
                     session::is_escalation_critical(s),
@@ -438,7 +439,7 @@ impl Daemon {
         let rec = crate::records::audit::RestartRecord::new(
             self.clock.now(),
             s,
-            "skipped",
+            RestartAction::Skipped,
             Some(why.as_str().to_owned()),
             self.flags.dry_run,
         );

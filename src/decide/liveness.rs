@@ -4,7 +4,7 @@
 //! again; any sign of life is a skip with its reason. The sequence runs over
 //! a [`Probe`], so the reads, the gap and the clock are all injectable; the
 //! result is the evidence that goes to `liveness.log`, digests only; its
-//! types ([`Read`], [`Pane`]) are defined here and written by
+//! types ([`StatusRead`], [`Pane`]) are defined here and written by
 //! [`crate::records::audit`], never the other way round.
 
 use std::time::Duration;
@@ -16,7 +16,7 @@ use crate::fleet::session::{Live, Status};
 
 /// One status read during liveness confirmation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Read {
+pub struct StatusRead {
     pub ts: f64,
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,7 +101,7 @@ impl Verdict {
 /// What was seen, for the record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evidence {
-    pub reads: Vec<Read>,
+    pub reads: Vec<StatusRead>,
     pub pane: Pane,
     pub auth_hold_reason: Option<String>,
     pub verdict: Verdict,
@@ -154,14 +154,14 @@ fn read_status(probe: &dyn Probe, ev: &mut Evidence, check_auth: bool) -> Option
     let live: Option<Live> = probe.read();
     let ts = probe.now();
     let Some(live) = live.filter(|l| l.status.is_some()) else {
-        ev.reads.push(Read {
+        ev.reads.push(StatusRead {
             ts,
             status: "unreadable".into(),
             substate: None,
         });
         return Some(LivenessReason::StatusUnreadable);
     };
-    ev.reads.push(Read {
+    ev.reads.push(StatusRead {
         ts,
         status: live.status().as_str().into(),
         substate: live.substate.clone(),

@@ -9,5 +9,6 @@ pub(crate) mod first_run;
 pub(crate) mod gates;
 pub(crate) mod limits;
 pub(crate) mod liveness;
+pub(crate) mod outcomes;
 pub(crate) mod patrol_rules;
 pub(crate) mod stale_hook;

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::fleet::deck::CallStats;
-use crate::records::audit::Tally;
+use crate::records::tally::Tally;
 use crate::sys::fs::{read_bounded, SMALL_FILE_MAX};
 
 pub const DAEMON_STATUS_FILE: &str = "daemon-status.json";

@@ -6,7 +6,10 @@ pub mod audit;
 pub(crate) mod daemon_status;
 pub(crate) mod instance_lock;
 pub(crate) mod metrics;
+pub mod read_back;
 pub mod rotation;
 pub(crate) mod state_file;
+pub mod tally;
+pub mod writer;
 
 pub use audit::{EscalationRecord, LivenessRecord, RestartRecord};

@@ -3,23 +3,14 @@
 //! the bound, and the reader that walks `<name>.1` then `<name>`, oldest
 //! line first.
 //!
-//! How an append goes: open `<name>` the safe way ([`crate::sys::fs::open_append`]:
-//! no symlink, no FIFO, created `0600`), take an exclusive `flock` on that
-//! open file, check that `<name>` still is that file (another process may
-//! have rotated it meanwhile: then open again), read its size from the open
-//! file's metadata, and if the line would not fit, rename `<name>` onto
-//! `<name>.1` (dropping the previous `.1`) and append to a fresh `<name>`.
-//! The line is written with one `write` on an `O_APPEND` file while the lock
-//! is held, so it lands whole in one file or the other, never split. A file
-//! is rotated only between whole lines, so everything already written stays
-//! in `<name>.1` intact. Two processes appending at once (the daemon and
-//! `task check`) serialize on the lock; the identity check keeps the second
-//! one from rotating the fresh file away.
-//!
-//! The lock is waited for a moment only: a lock nobody releases (a stuck or
-//! hostile process) costs that moment and a rotation, never a record — the
-//! line is appended unlocked, as a whole line. A `<name>.1` that cannot be
-//! replaced (a directory there) leaves the file growing, and the caller warns.
+//! An append holds an exclusive `flock` on the open file and first checks
+//! that `<name>` still names it (another process may have rotated it: then
+//! it opens again), so two appenders (the daemon and `task check`) never
+//! rotate a fresh file away. The line goes out with one `write` on an
+//! `O_APPEND` file, whole, in one file or the other; a file is rotated only
+//! between whole lines. A lock nobody releases costs a moment and a
+//! rotation, never a record (the line is appended unlocked); a `<name>.1`
+//! that cannot be replaced leaves the file growing, and the caller warns.
 //! Disk use is bounded by about twice the limit per record file.
 //!
 //! Reading never loads a file whole: lines are streamed, and a line longer
@@ -136,23 +127,15 @@ pub fn each_line(path: &Path, mut each: impl FnMut(&[u8])) {
         }
         if line.last() == Some(&b'\n') {
             line.pop();
-            each(&line);
+        } else if line.len() > MAX_LINE_BYTES {
+            // Too long: skip the rest of it.
+            if reader.skip_until(b'\n').is_err() {
+                return;
+            }
             continue;
         }
-        if line.len() <= MAX_LINE_BYTES {
-            // The end of the file.
-            each(&line);
-            return;
-        }
-        // Too long: skip to the next line.
-        loop {
-            line.clear();
-            match (&mut reader).take(bound).read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) if line.last() == Some(&b'\n') => break,
-                Ok(_) => {}
-            }
-        }
+        // A last line without `\n` comes here too; the next read ends the loop.
+        each(&line);
     }
 }
 

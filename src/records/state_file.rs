@@ -4,9 +4,8 @@
 //! is moved aside with a warning, never fatal, never over an earlier copy; a
 //! FIFO, device or file over 64 MiB is unreadable, never a hang) and saved
 //! atomically — temp file, fsync, rename, mode `0600` — whenever its content
-//! changed. The state mutex is held
-//! only to take a snapshot, never across the write. A dry run reads the state
-//! but never writes it.
+//! changed. The state mutex is held only to take a snapshot, never across the
+//! write. A dry run reads the state but never writes it.
 
 use std::path::{Path, PathBuf};
 

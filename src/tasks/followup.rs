@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use crate::alert::escalate::Escalator;
 use crate::config::Config;
+use crate::decide::outcomes::Severity;
 use crate::error::Result;
 use crate::sys::clock::Clock;
 use crate::sys::fs::{read_bounded, read_text, warn_unreadable, SMALL_FILE_MAX, TASK_FILE_MAX};
@@ -213,7 +214,7 @@ impl FollowUp {
                     t.task_file.display()
                 );
                 self.escalator
-                    .escalate("task-exhausted", &msg, Some(id), false);
+                    .escalate(Severity::TaskExhausted, &msg, Some(id), false);
             }
             Step::Tampered => {
                 task.status = TaskStatus::Tampered;
@@ -231,7 +232,7 @@ impl FollowUp {
                     t.task_file.display()
                 );
                 self.escalator
-                    .escalate("task-tampered", &msg, Some(id), false);
+                    .escalate(Severity::TaskTampered, &msg, Some(id), false);
             }
             Step::Capped => {
                 task.next_check_at = crate::sys::clock::next_local_midnight(now);
@@ -240,7 +241,8 @@ impl FollowUp {
                     "task {id} died without .done, but {} re-dispatches already ran today (TASK_DAILY_REDISPATCH_CAP); trying again tomorrow",
                     self.cap
                 );
-                self.escalator.escalate("redispatch-cap", &msg, None, false);
+                self.escalator
+                    .escalate(Severity::RedispatchCap, &msg, None, false);
             }
             Step::Redispatch => return self.redispatch(reg, i, &t, now),
         }
@@ -364,7 +366,7 @@ impl FollowUp {
         };
         reg.tasks.push(child);
         self.escalator
-            .escalate("task-retry", &msg, Some(&t.id), false);
+            .escalate(Severity::TaskRetry, &msg, Some(&t.id), false);
         Some(outcome)
     }
 
@@ -395,7 +397,7 @@ impl FollowUp {
                     t.partial_file.display()
                 );
                 self.escalator
-                    .escalate("partial-tampered", &msg, Some(&t.id), false);
+                    .escalate(Severity::PartialTampered, &msg, Some(&t.id), false);
                 None
             }
             Err(e) => {

@@ -220,7 +220,7 @@ fn metrics_parse_and_restart_counters_match_restart_log() {
         let m = parse_prometheus(&fs::read_to_string(&metrics).unwrap_or_default());
         let mut by_action: BTreeMap<String, f64> = BTreeMap::new();
         for r in wd.restarts() {
-            *by_action.entry(r.action).or_default() += 1.0;
+            *by_action.entry(r.action.to_string()).or_default() += 1.0;
         }
         by_action.iter().all(|(a, n)| {
             m.get(&format!(

@@ -81,8 +81,11 @@ fn refused_poller_restart_is_not_a_success() {
         "stderr:\n{}",
         d.stderr()
     );
-    let actions: Vec<String> = wd.restarts().into_iter().map(|r| r.action).collect();
-    assert!(actions.iter().all(|a| a == "poller-refused"), "{actions:?}");
+    let actions: Vec<_> = wd.restarts().into_iter().map(|r| r.action).collect();
+    assert!(
+        actions.iter().all(|a| *a == "poller-refused"),
+        "{actions:?}"
+    );
 }
 
 fn child(id: &str, parent: Option<&str>, pane_moving: bool) -> Value {
@@ -290,7 +293,7 @@ fn prompt_resume_runs_claude_once_then_starts_again() {
         "{claude}"
     );
     assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 2);
-    let actions: Vec<String> = wd.restarts().into_iter().map(|r| r.action).collect();
+    let actions: Vec<_> = wd.restarts().into_iter().map(|r| r.action).collect();
     assert_eq!(actions, ["restart", "prompt-resume-attempt", "restarted"]);
 }
 

@@ -395,7 +395,7 @@ fn successful_restart_is_recorded_and_sends_the_continuity_message() {
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
     let out = wd.run(&["--once"]);
     assert_ok(&out);
-    let actions: Vec<String> = wd.restarts().into_iter().map(|r| r.action).collect();
+    let actions: Vec<_> = wd.restarts().into_iter().map(|r| r.action).collect();
     assert_eq!(actions, ["restart", "restarted"]);
     let r = &wd.restarts()[1];
     assert_eq!(

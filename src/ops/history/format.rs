@@ -124,7 +124,7 @@ fn restart_text(r: &RestartRecord) -> String {
     if let Some(s) = r.stuck_for_s {
         parts.push(format!("stuck for {s:.0}s"));
     }
-    let action = printable(&r.action, WORD_MAX);
+    let action = printable(r.action.as_str(), WORD_MAX);
     if parts.is_empty() {
         format!("action: {action}")
     } else {
@@ -136,7 +136,7 @@ fn escalation_text(r: &EscalationRecord) -> String {
     let telegram = if r.telegram { " (telegram)" } else { "" };
     format!(
         "escalation: {}: {}{telegram}",
-        printable(&r.severity, WORD_MAX),
+        printable(r.severity.as_str(), WORD_MAX),
         printable(&r.message, TEXT_MAX)
     )
 }

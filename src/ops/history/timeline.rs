@@ -12,7 +12,8 @@ use serde::Serialize;
 use crate::duration_flag::{self, Bounds};
 use crate::error::{Error, Result};
 use crate::records::audit::{
-    EscalationRecord, LivenessRecord, RestartRecord, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
+    EscalationRecord, LivenessRecord, RestartAction, RestartRecord, ESCALATIONS_LOG, LIVENESS_LOG,
+    RESTART_LOG,
 };
 
 /// The window when `--since` is not given.
@@ -208,7 +209,7 @@ fn repeats_liveness(timeline: &[&Record], i: usize) -> bool {
     let Record::Restart(r) = timeline[i] else {
         return false;
     };
-    if r.action != "skipped-alive" {
+    if r.action != RestartAction::SkippedAlive {
         return false;
     }
     let near = |j: &usize| (timeline[*j].ts() - r.ts).abs() <= 1.0;

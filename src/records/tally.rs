@@ -1,0 +1,21 @@
+//! How many records of each kind were written since start, for
+//! `metrics.prom`: counted in memory as the writer appends, never from the
+//! files, so a rotation does not reset a counter.
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Tally {
+    /// `restart.log` records by `action`.
+    pub restart_actions: BTreeMap<String, u64>,
+    /// `liveness.log` records by `reason`.
+    pub liveness_reasons: BTreeMap<String, u64>,
+    /// `escalations.log` records by `severity`.
+    pub escalations: BTreeMap<String, u64>,
+}
+
+/// One more record under `key` in one of the tally's counts.
+pub(crate) fn count(counts: &mut BTreeMap<String, u64>, key: &str) {
+    *counts.entry(key.to_owned()).or_default() += 1;
+}
