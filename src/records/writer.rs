@@ -7,7 +7,7 @@
 //! stops the daemon.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -17,14 +17,15 @@ use crate::records::audit::{
 };
 use crate::records::rotation::{self, Appended, DEFAULT_MAX_BYTES};
 use crate::records::tally::{count, Tally};
+use crate::sys::throttle::Throttle;
 
 /// Appends records under the watchdog directory.
 pub struct Records {
     dir: PathBuf,
     /// `RECORD_MAX_BYTES`: the bound each file is rotated at.
     max_bytes: u64,
-    last_warning: Mutex<Option<Instant>>,
-    last_rotation_warning: Mutex<Option<Instant>>,
+    /// Warnings by kind (`append`, `rotate`), at most one a minute each.
+    warnings: Throttle<&'static str>,
     tally: Mutex<Tally>,
 }
 
@@ -36,8 +37,7 @@ impl Records {
         Records {
             dir: dir.to_owned(),
             max_bytes: DEFAULT_MAX_BYTES,
-            last_warning: Mutex::new(None),
-            last_rotation_warning: Mutex::new(None),
+            warnings: Throttle::new(WARN_EVERY),
             tally: Mutex::new(Tally::default()),
         }
     }
@@ -86,29 +86,18 @@ impl Records {
                 self.max_bytes,
                 rotation::rotated_path(&path).display()
             ),
-            Ok(Appended::Unrotated(why)) if due(&self.last_rotation_warning) => log::warn!(
+            Ok(Appended::Unrotated(why)) if self.warnings.allows(&"rotate") => log::warn!(
                 "{} is past RECORD_MAX_BYTES={} but could not be rotated ({why}); the record was appended, trying again with the next one",
                 path.display(),
                 self.max_bytes
             ),
-            Err(e) if due(&self.last_warning) => log::warn!(
+            Err(e) if self.warnings.allows(&"append") => log::warn!(
                 "could not append to {} ({e}); the record is lost, the daemon carries on",
                 path.display()
             ),
             // Nothing to say, or said within the last minute.
             Ok(Appended::Plain | Appended::Unrotated(_)) | Err(_) => {}
         }
-    }
-}
-
-/// Whether a warning rate-limited by `last` may go out now (and notes it).
-fn due(last: &Mutex<Option<Instant>>) -> bool {
-    let mut last = last.lock();
-    if last.is_none_or(|t| t.elapsed() >= WARN_EVERY) {
-        *last = Some(Instant::now());
-        true
-    } else {
-        false
     }
 }
 
@@ -183,10 +172,11 @@ mod tests {
             let total: u64 = r.tally().restart_actions.values().sum();
             assert_eq!(total, last_total + 1);
             last_total = total;
-            let text = crate::records::metrics::render(&crate::records::daemon_status::DaemonStatus {
-                tally: r.tally(),
-                ..Default::default()
-            });
+            let text =
+                crate::records::metrics::render(&crate::records::daemon_status::DaemonStatus {
+                    tally: r.tally(),
+                    ..Default::default()
+                });
             let m = crate::records::metrics::parse(&text);
             let shown: f64 = ["skipped", "restarted"]
                 .iter()
