@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::cli::RunFlags;
+use crate::args::RunFlags;
 use crate::config::{Config, Env};
 use crate::daemon;
 use crate::error::{Error, Result};
