@@ -652,7 +652,7 @@ proptest! {
         match RegistryFile::new(&path).load() {
             Ok(reg) => {
                 prop_assert!(reg.tasks.len() <= bytes.len());
-                let history: usize = reg.tasks.iter().map(|t| t.history.len()).sum();
+                let history: usize = reg.tasks.iter().map(|t| t.events.len()).sum();
                 prop_assert!(history <= bytes.len());
                 prop_assert!(reg.tasks.iter().all(|t| t.id.len() <= bytes.len()));
             }

@@ -17,9 +17,9 @@ use crate::error::{Error, Result};
 use crate::sys::flock::{self, LockError, LockMode};
 use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
-/// What happened to a task, in order.
+/// One thing that happened to a task (`registered`, `retried`, `done`, …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HistoryEntry {
+pub struct TaskEvent {
     pub ts: f64,
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,8 +83,9 @@ pub struct Task {
     #[serde(rename = "match")]
     pub match_: String,
     pub command: Vec<String>,
-    #[serde(default)]
-    pub history: Vec<HistoryEntry>,
+    /// What happened to it, in order (`history` in the file).
+    #[serde(default, rename = "history")]
+    pub events: Vec<TaskEvent>,
 }
 
 impl Task {
@@ -94,7 +95,7 @@ impl Task {
     }
 
     pub fn note(&mut self, ts: f64, event: &str, detail: Option<String>) {
-        self.history.push(HistoryEntry {
+        self.events.push(TaskEvent {
             ts,
             event: event.to_owned(),
             detail,
@@ -202,7 +203,9 @@ impl RegistryFile {
         }
     }
 
-    fn read(&self) -> Result<Registry> {
+    /// A snapshot without the lock (the file is only ever replaced whole),
+    /// for readers that must never wait on a writer.
+    pub fn peek(&self) -> Result<Registry> {
         match fs::read_bounded(&self.path, STATE_FILE_MAX) {
             Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Registry::default()),
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
@@ -218,16 +221,10 @@ impl RegistryFile {
         }
     }
 
-    /// A snapshot without the lock (the file is only ever replaced whole),
-    /// for readers that must never wait on a writer.
-    pub fn peek(&self) -> Result<Registry> {
-        self.read()
-    }
-
     /// A consistent snapshot.
     pub fn load(&self) -> Result<Registry> {
         let _lock = self.lock(false)?;
-        self.read()
+        self.peek()
     }
 
     /// Runs `change` on the registry under the exclusive lock and writes the
@@ -245,7 +242,7 @@ impl RegistryFile {
         after: impl FnOnce(&mut T),
     ) -> Result<T> {
         let _lock = self.lock(true)?;
-        let mut reg = self.read()?;
+        let mut reg = self.peek()?;
         let before = reg.clone();
         let mut out = change(&mut reg)?;
         if reg != before {
