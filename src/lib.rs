@@ -17,11 +17,11 @@ pub(crate) mod duration_flag;
 pub(crate) mod error;
 pub(crate) mod fleet;
 pub mod ops;
-#[cfg(test)]
-mod parser_props;
 pub mod records;
 pub(crate) mod sys;
 pub mod tasks;
+#[cfg(test)]
+mod testing;
 pub(crate) mod triggers;
 
 /// The list parser, reached by `cargo bench --bench scale`: not an API.

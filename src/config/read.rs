@@ -652,3 +652,82 @@ mod tests {
         assert!(Config::from_env(&e).is_ok());
     }
 }
+
+#[cfg(test)]
+mod props {
+    //! Whatever the environment holds, reading it never panics: the settings,
+    //! or a usage error of bounded length.
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::testing::CASES;
+
+    fn env_of(pairs: Vec<(String, String)>) -> Env {
+        pairs.into_iter().collect()
+    }
+
+    /// Every variable the settings are read from, as `--print-config` lists
+    /// them, plus those read outside that table.
+    fn variable_names() -> Vec<String> {
+        let home = vec![("HOME".to_owned(), "/nonexistent".to_owned())];
+        let cfg = Config::from_env(&env_of(home)).unwrap();
+        let mut names: Vec<String> = cfg.sources.iter().map(|s| s.name.to_owned()).collect();
+        for extra in [
+            "HOME",
+            "PATH",
+            "XDG_CONFIG_HOME",
+            "XDG_DATA_HOME",
+            "JOURNAL_STREAM",
+            "NOTIFY_SOCKET",
+            "WATCHDOG_USEC",
+            "WATCHDOG_PID",
+            "TELEGRAM_BOT_TOKEN",
+        ] {
+            names.push(extra.to_owned());
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    fn env_value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            "[-+]?[0-9]{0,12}(\\.[0-9]{0,6})?(e[-+]?[0-9]{1,3})?[smh]?",
+            "[a-z]{1,8}=[/a-z]{0,12}(,[a-z]{1,8}=[/a-z]{0,12}){0,3}",
+            prop::sample::select(vec![
+                "",
+                "0",
+                "1e-10",
+                "inf",
+                "NaN",
+                "-0",
+                "4294967295",
+                "1e9",
+                " 5 ",
+            ])
+            .prop_map(str::to_owned),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+        #[test]
+        fn environment_values_never_panic_and_errors_are_bounded(
+            picks in prop::collection::vec((prop::sample::select(variable_names()), env_value()), 0..6)
+        ) {
+            let given: usize = picks.iter().map(|(_, v)| v.len()).sum();
+            let mut pairs = vec![("HOME".to_owned(), "/nonexistent".to_owned())];
+            pairs.extend(picks);
+            match Config::from_env(&env_of(pairs)) {
+                Ok(cfg) => prop_assert!(cfg.describe().len() <= 10 * given + 16_384),
+                Err(e) => {
+                    prop_assert_eq!(e.exit_code(), 2);
+                    prop_assert!(e.to_string().len() <= 10 * given + 4096);
+                }
+            }
+        }
+    }
+}

@@ -291,6 +291,17 @@ mod tests {
 ]
 "#;
 
+    /// `list --all --json` held whole: its sessions and skip reasons.
+    fn list_all(out: &str) -> Result<(Vec<Session>, Vec<String>), ()> {
+        let (rows, tally) = read_in(Shape::All, out.as_bytes(), 0)?;
+        Ok((rows.into_iter().map(|(s, _)| s).collect(), tally.reasons))
+    }
+
+    /// `-p P list --json` held whole: its rows and skip reasons.
+    fn list_profile(out: &str) -> Result<(Vec<(Session, Live)>, Vec<String>), ()> {
+        read_in(Shape::Profile, out.as_bytes(), 0).map(|(rows, tally)| (rows, tally.reasons))
+    }
+
     #[test]
     fn rows_cut_at_any_byte_read_the_same_as_whole() {
         let (rows, tally) = same_in_every_piece_size(Shape::Profile, PROFILE).unwrap();
@@ -442,5 +453,241 @@ mod tests {
         assert_eq!(rows.len(), 1);
         assert_eq!(tally.skipped, 1000);
         assert_eq!(tally.reasons.len(), MAX_REASONS);
+    }
+
+    #[test]
+    fn list_all_edge_outputs() {
+        assert_eq!(list_all("null\n").unwrap(), (Vec::new(), Vec::new()));
+        assert_eq!(
+            list_all("No profiles found.\n").unwrap(),
+            (Vec::new(), Vec::new())
+        );
+        assert!(list_all("{\"id\": \"oops").is_err());
+        assert!(list_all("").is_err());
+        assert!(list_all("Error: failed to list profiles: boom").is_err());
+        assert!(list_all("{}").is_err());
+    }
+
+    #[test]
+    fn list_all_reads_the_real_shape() {
+        let out = r#"[{"id":"3f9c2a1b-1755891234","title":"conductor-ops","path":"/p","group":"conductor",
+            "tool":"claude","profile":"default","created_at":"2026-08-20T10:00:00Z"},
+            {"id":"a0b1c2d3-1755899999","parent_session_id":"3f9c2a1b-1755891234","title":"worker-1",
+            "path":"/srv","group":"srv","tool":"claude","profile":"work","created_at":"2026-08-21T09:00:00Z"}]"#;
+        let s = list_all(out).unwrap();
+        assert!(s.1.is_empty());
+        let s = s.0;
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].id, "3f9c2a1b-1755891234");
+        assert_eq!(s[0].group, "conductor");
+        assert_eq!(s[1].profile, "work");
+        assert_eq!(
+            s[1].parent_session_id.as_deref(),
+            Some("3f9c2a1b-1755891234")
+        );
+        assert!(!s[0].is_conductor);
+    }
+
+    #[test]
+    fn profile_list_carries_status() {
+        assert_eq!(
+            list_profile("No sessions found in profile 'work'.\n").unwrap(),
+            (Vec::new(), Vec::new())
+        );
+        let out = r#"[{"id":"x1-1","title":"t","group":"g","profile":"work","status":"starting",
+            "channels":["plugin:telegram@claude-plugins-official"],"archived":false}]"#;
+        let v = list_profile(out).unwrap().0;
+        assert_eq!(v[0].1.status, Some(Status::Unknown));
+        assert_eq!(v[0].1.channels.len(), 1);
+    }
+
+    #[test]
+    fn a_list_row_without_an_id_is_skipped_not_blinding() {
+        let out = r#"[{"title":"no id here","group":"conductor"},
+            {"id":"","title":"empty id"},
+            {"id":"3f9c2a1b-1755891234","title":"conductor-ops","group":"conductor","profile":"default"}]"#;
+        let l = list_all(out).unwrap();
+        assert_eq!(l.0.len(), 1);
+        assert_eq!(l.0[0].id, "3f9c2a1b-1755891234");
+        assert_eq!(l.1.len(), 2);
+        assert!(l.1[0].starts_with("row 1: no id"), "{:?}", l.1);
+        assert!(l.1[1].starts_with("row 2: no id"), "{:?}", l.1);
+    }
+
+    #[test]
+    fn a_list_row_with_wrong_types_is_skipped_not_blinding() {
+        let out = r#"[42, "text", null, [1,2], {"id":7,"title":"numeric id"},
+            {"id":"a-1","title":["not","a","string"]},
+            {"id":"b-1","title":"t","is_conductor":"yes\nforged line"},
+            {"id":"c-1","title":"conductor-ok","group":null,"parent_session_id":null}]"#;
+        let l = list_all(out).unwrap();
+        assert_eq!(
+            l.0.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+            ["c-1"]
+        );
+        assert_eq!(l.1.len(), 7, "{:?}", l.1);
+        assert!(l.1[5].contains("(id \"a-1\")"), "{:?}", l.1);
+        assert!(
+            l.1.iter()
+                .all(|r| !r.contains('\n') && r.chars().count() < 300),
+            "{:?}",
+            l.1
+        );
+    }
+
+    #[test]
+    fn a_profile_list_row_with_a_bad_status_is_skipped_not_blinding() {
+        let out = r#"[{"id":"x-1","title":"t","status":{"oops":1}},
+            {"title":"no id","status":"error"},
+            {"id":"y-1","title":"conductor-y","status":"error","channels":null,"auth_hold":null}]"#;
+        let l = list_profile(out).unwrap();
+        assert_eq!(l.0.len(), 1);
+        assert_eq!(l.0[0].0.id, "y-1");
+        assert_eq!(l.0[0].1.status, Some(Status::Error));
+        assert_eq!(l.1.len(), 2);
+    }
+
+    #[test]
+    fn an_answer_that_is_not_an_array_stays_unreadable() {
+        for out in ["garbage", "{\"id\":\"x\"}", "42", "\"[]\"", "[{"] {
+            assert!(list_all(out).is_err(), "{out}");
+            assert!(list_profile(out).is_err(), "{out}");
+        }
+        assert_eq!(list_profile("null").unwrap(), (Vec::new(), Vec::new()));
+    }
+}
+
+#[cfg(test)]
+mod props {
+    //! Cut into pieces anywhere, an answer (also one with a few bytes
+    //! changed) reads exactly as it does whole; whole, it never panics and
+    //! what it gives is bounded by what it was given.
+
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::fleet::session::{Live, Session};
+    use crate::testing::{
+        garbage_within, input, json, live_within, lossy, session_row, session_within, CASES,
+        MAX_REASON_CHARS,
+    };
+
+    /// Every row of an answer, and its tally.
+    type Read = Result<(Vec<(Session, Live)>, RowTally), Garbage>;
+
+    fn read_whole(shape: Shape, answer: &str) -> Read {
+        let mut rows = Vec::new();
+        let tally = read(shape, answer.as_bytes(), 0, &mut |r| {
+            rows.push((r.session(), r.live()))
+        })?;
+        Ok((rows, tally))
+    }
+
+    fn within(rows: &[(Session, Live)], tally: &RowTally, n: usize) -> bool {
+        rows.len() + tally.reasons.len() <= n
+            && tally
+                .reasons
+                .iter()
+                .all(|r| r.chars().count() <= MAX_REASON_CHARS && !r.contains('\n'))
+            && rows
+                .iter()
+                .all(|(s, l)| session_within(s, n) && live_within(l, n))
+    }
+
+    /// What reading `answer` cut at `cuts` (offsets, any order, any number)
+    /// gave: every row as owned values and the tally, or only that it was
+    /// garbage (the message names a byte offset, which may differ).
+    fn read_cut(
+        shape: Shape,
+        answer: &[u8],
+        cuts: &[usize],
+    ) -> Result<(Vec<(Session, Live)>, RowTally), ()> {
+        let mut rows = Vec::new();
+        let mut each = |r: &Row<'_>| rows.push((r.session(), r.live()));
+        let mut reader = ListReader::new(shape, &mut each);
+        let mut at = 0;
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (answer.len() + 1)).collect();
+        cuts.sort_unstable();
+        for cut in cuts.into_iter().chain([answer.len()]) {
+            reader.feed(&answer[at..cut]);
+            at = cut;
+        }
+        let tally = reader.finish().map_err(drop)?;
+        Ok((rows, tally))
+    }
+
+    /// A list answer as Go indents it, and as the other generators make it.
+    fn list_answer() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            input(),
+            prop::collection::vec(prop_oneof![6 => session_row(), 1 => json()], 0..8).prop_map(
+                |rows| serde_json::to_string_pretty(&Value::Array(rows))
+                    .unwrap_or_default()
+                    .into_bytes()
+            ),
+        ]
+    }
+
+    /// A list answer with a few bytes changed: a control character, a quote,
+    /// a backslash, a bracket, a byte that is not UTF-8, anywhere.
+    fn mutated_answer() -> impl Strategy<Value = Vec<u8>> {
+        let byte = prop_oneof![
+            prop::sample::select(vec![
+                b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'\t', 0, 0xff, 0xc3
+            ]),
+            any::<u8>(),
+        ];
+        (
+            list_answer(),
+            prop::collection::vec((any::<usize>(), byte, any::<bool>()), 1..4),
+        )
+            .prop_map(|(mut bytes, edits)| {
+                for (at, b, insert) in edits {
+                    let at = at % (bytes.len() + 1);
+                    if insert || at == bytes.len() {
+                        bytes.insert(at, b);
+                    } else {
+                        bytes[at] = b;
+                    }
+                }
+                bytes
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+        #[test]
+        fn list_all_never_panics_and_is_bounded(bytes in input()) {
+            let out = lossy(&bytes);
+            match read_whole(Shape::All, &out) {
+                Ok((rows, tally)) => prop_assert!(within(&rows, &tally, out.len())),
+                Err(g) => prop_assert!(garbage_within(&g)),
+            }
+        }
+
+        #[test]
+        fn profile_list_never_panics_and_is_bounded(bytes in input()) {
+            let out = lossy(&bytes);
+            match read_whole(Shape::Profile, &out) {
+                Ok((rows, tally)) => prop_assert!(within(&rows, &tally, out.len())),
+                Err(g) => prop_assert!(garbage_within(&g)),
+            }
+        }
+
+        #[test]
+        fn a_list_reads_the_same_in_any_pieces(
+            answer in prop_oneof![3 => list_answer(), 1 => mutated_answer()],
+            cuts in prop::collection::vec(any::<usize>(), 0..12),
+            piece in 1..96usize,
+            profile in any::<bool>(),
+        ) {
+            let shape = if profile { Shape::Profile } else { Shape::All };
+            let whole = read_cut(shape, &answer, &[]);
+            prop_assert_eq!(&read_cut(shape, &answer, &cuts), &whole);
+            let every: Vec<usize> = (1..answer.len()).step_by(piece).collect();
+            prop_assert_eq!(&read_cut(shape, &answer, &every), &whole);
+        }
     }
 }

@@ -97,6 +97,9 @@ impl Store {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::{Config, Env};

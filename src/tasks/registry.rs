@@ -358,3 +358,83 @@ mod tests {
         assert_eq!(format!("{:<8}|", Done), "done    |");
     }
 }
+
+#[cfg(test)]
+mod props {
+    //! Whatever `task-timers.json` holds, loading it never panics: it is a
+    //! registry bounded by the file's size, or a usage error of bounded length.
+
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::testing::{
+        bytes_of, count, input, list_of, shaped, shaped_with, string, time, word, CASES,
+    };
+
+    /// One task of `task-timers.json`.
+    fn task_row() -> BoxedStrategy<Value> {
+        let statuses = &[
+            "pending",
+            "done",
+            "retried",
+            "exhausted",
+            "tampered",
+            "cancelled",
+        ];
+        let event = vec![("ts", time()), ("event", string()), ("detail", string())];
+        shaped_with(
+            80,
+            vec![
+                ("id", string()),
+                ("task_file", string()),
+                ("task_sha256", string()),
+                ("done_file", string()),
+                ("partial_file", string()),
+                ("followup_s", time()),
+                ("dispatched_at", time()),
+                ("next_check_at", time()),
+                ("retry_count", count()),
+                ("max_retry", count()),
+                ("parent_task", string()),
+                ("status", word(statuses)),
+                ("pid", count()),
+                ("match", string()),
+                ("command", list_of(string())),
+                ("history", list_of(shaped_with(80, event))),
+            ],
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+        #[test]
+        fn task_registries_never_panic_and_load_bounded(
+            bytes in prop_oneof![
+                1 => input(),
+                3 => shaped(vec![
+                    ("tasks", list_of(task_row())),
+                    ("redispatches", shaped(vec![("day", count()), ("count", count())])),
+                ])
+                .prop_map(bytes_of),
+            ]
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let path = tmp.path().join("task-timers.json");
+            std::fs::write(&path, &bytes).unwrap();
+            match RegistryFile::new(&path).load() {
+                Ok(reg) => {
+                    prop_assert!(reg.tasks.len() <= bytes.len());
+                    let events: usize = reg.tasks.iter().map(|t| t.events.len()).sum();
+                    prop_assert!(events <= bytes.len());
+                    prop_assert!(reg.tasks.iter().all(|t| t.id.len() <= bytes.len()));
+                }
+                Err(e) => {
+                    prop_assert_eq!(e.exit_code(), 2);
+                    prop_assert!(e.to_string().len() <= 10 * bytes.len() + 4096);
+                }
+            }
+        }
+    }
+}
