@@ -53,35 +53,20 @@ fn session(id: &str, title: &str, group: &str, status: &str, pane: &str) -> SimS
 }
 
 fn fleet() -> SimState {
-    let mut busy = session(
-        BUSY,
-        "conductor-busy",
-        "conductor",
-        "error",
-        "Error: connection reset (an old banner in scrollback)\n",
-    );
+    let ready = "conductor ready\n> ";
+    let crasher = session(CRASHER, "conductor-ops", "conductor", "running", ready);
+    let banner = "Error: connection reset (an old banner in scrollback)\n";
+    let mut busy = session(BUSY, "conductor-busy", "conductor", "error", banner);
     busy.pane_moving = true;
     let mut held = session(HELD, "conductor-auth", "conductor", "error", "");
     held.substate = "auth-401".into();
-    held.auth_hold = Some(
-        json!({"reason": "auth_death", "remedy": "log in again with `claude /login`",
-                                 "evidence": "API Error: 401", "boot_attempts": 1, "ts": unix_now() as u64}),
-    );
+    held.auth_hold = Some(json!({"reason": "auth_death", "boot_attempts": 1,
+        "remedy": "log in again with `claude /login`", "evidence": "API Error: 401",
+        "ts": unix_now() as u64}));
     let mut worker = session(WORKER, "worker-1", "srv", "error", "$ ");
     worker.parent_session_id = CRASHER.into();
     SimState {
-        sessions: vec![
-            session(
-                CRASHER,
-                "conductor-ops",
-                "conductor",
-                "running",
-                "conductor ready\n> ",
-            ),
-            busy,
-            held,
-            worker,
-        ],
+        sessions: vec![crasher, busy, held, worker],
         ..SimState::default()
     }
 }
@@ -171,11 +156,13 @@ pub fn run() -> Result<()> {
     ));
     std::fs::create_dir_all(&dir).map_err(|e| err("cannot create the demo directory", e))?;
     let (cfg, state, calls) = prepare(&dir)?;
-    println!("agent-deck-watchdog demo: a simulated agent-deck fleet of four sessions");
-    println!("  conductor-ops   running, will crash in a moment");
-    println!("  conductor-busy  shows an error banner, but its pane keeps moving");
-    println!("  conductor-auth  in error and auth-held (its login expired)");
-    println!("  worker-1        in error, but not a critical session\n");
+    println!(
+        "agent-deck-watchdog demo: a simulated agent-deck fleet of four sessions
+  conductor-ops   running, will crash in a moment
+  conductor-busy  shows an error banner, but its pane keeps moving
+  conductor-auth  in error and auth-held (its login expired)
+  worker-1        in error, but not a critical session\n"
+    );
     let shutdown = Shutdown::new().map_err(|e| err("cannot create the shutdown token", e))?;
     let stop = shutdown.clone();
     let daemon_cfg = cfg.clone();
@@ -211,11 +198,8 @@ pub fn run() -> Result<()> {
         .map_err(|_| err("the daemon thread", "panicked"))?;
     outcome?;
     print_timeline(&cfg, started, crashed_at, &calls);
-    println!("\nrecords: {}", cfg.watchdog_dir.display());
-    println!(
-        "(the demo's files, simulated fleet included, are in {})",
-        dir.display()
-    );
+    let (kept, all) = (cfg.watchdog_dir.display(), dir.display());
+    println!("\nrecords: {kept}\n(the demo's files, simulated fleet included, are in {all})");
     if finished(&cfg) {
         Ok(())
     } else {
@@ -225,15 +209,17 @@ pub fn run() -> Result<()> {
     }
 }
 
-fn describe(r: &Value, title: &str, kind: &str) -> String {
+/// One record of `kind` (`liveness`, `restart`, `escalation`) as a line.
+fn describe(r: &Value, kind: &str) -> String {
     let s = |k: &str| r[k].as_str().unwrap_or("").to_owned();
+    let title = s("title");
     match kind {
         "liveness" => {
             let reads: Vec<String> = r["reads"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|x| s_of(&x["status"]))
+                .map(|x| x["status"].as_str().unwrap_or("?").to_owned())
                 .collect();
             let pane = match (r["pane"]["first"].as_str(), r["pane"]["changed"] == true) {
                 (Some(""), _) | (None, _) => "",
@@ -257,10 +243,6 @@ fn describe(r: &Value, title: &str, kind: &str) -> String {
     }
 }
 
-fn s_of(v: &Value) -> String {
-    v.as_str().unwrap_or("?").to_owned()
-}
-
 fn print_timeline(cfg: &Config, started: f64, crashed_at: f64, calls: &Path) {
     let mut events: Vec<(f64, String)> = vec![(
         crashed_at,
@@ -275,8 +257,7 @@ fn print_timeline(cfg: &Config, started: f64, crashed_at: f64, calls: &Path) {
             if kind == "restart" && r["action"] == "skipped-alive" {
                 continue; // the liveness line already says it
             }
-            let title = r["title"].as_str().unwrap_or("").to_owned();
-            events.push((r["ts"].as_f64().unwrap_or(0.0), describe(&r, &title, kind)));
+            events.push((r["ts"].as_f64().unwrap_or(0.0), describe(&r, kind)));
         }
     }
     events.sort_by(|a, b| a.0.total_cmp(&b.0));
