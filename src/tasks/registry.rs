@@ -175,7 +175,7 @@ impl RegistryFile {
         }
     }
 
-    fn lock(&self, exclusive: bool) -> Result<Locked> {
+    fn lock(&self, mode: LockMode) -> Result<Locked> {
         if let Some(dir) = self.path.parent() {
             fs::create_private_dirs(dir)
                 .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
@@ -185,11 +185,6 @@ impl RegistryFile {
         let name = PathBuf::from(name);
         let file = fs::open_lock_file(&name)
             .map_err(|e| Error::runtime(format!("cannot open {}: {e}", name.display())))?;
-        let mode = if exclusive {
-            LockMode::Exclusive
-        } else {
-            LockMode::Shared
-        };
         match flock::lock(&file, mode, self.patience) {
             Ok(()) => Ok(Locked { _file: file }),
             Err(LockError::Busy) => Err(Error::runtime(format!(
@@ -223,7 +218,7 @@ impl RegistryFile {
 
     /// A consistent snapshot.
     pub fn load(&self) -> Result<Registry> {
-        let _lock = self.lock(false)?;
+        let _lock = self.lock(LockMode::Shared)?;
         self.peek()
     }
 
@@ -241,7 +236,7 @@ impl RegistryFile {
         change: impl FnOnce(&mut Registry) -> Result<T>,
         after: impl FnOnce(&mut T),
     ) -> Result<T> {
-        let _lock = self.lock(true)?;
+        let _lock = self.lock(LockMode::Exclusive)?;
         let mut reg = self.peek()?;
         let before = reg.clone();
         let mut out = change(&mut reg)?;
@@ -267,7 +262,7 @@ impl RegistryFile {
         if fs::stale_temps(&self.path).is_empty() {
             return Ok(0);
         }
-        let _lock = self.lock(true)?;
+        let _lock = self.lock(LockMode::Exclusive)?;
         Ok(fs::remove_stale_temps(&self.path))
     }
 }
@@ -295,7 +290,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("task-timers.json");
         let holder = RegistryFile::new(&path);
-        let _held = holder.lock(true).unwrap();
+        let _held = holder.lock(LockMode::Exclusive).unwrap();
         let waiter = RegistryFile::impatient(&path, Duration::from_millis(100));
         let err = waiter.update(|_| Ok(())).unwrap_err();
         assert!(
@@ -320,7 +315,7 @@ mod tests {
         std::fs::write(tmp.path().join(".task-timers.json.tmp-1"), b"x").unwrap();
         let f = RegistryFile::impatient(&path, Duration::from_millis(50));
         {
-            let _held = RegistryFile::new(&path).lock(true).unwrap();
+            let _held = RegistryFile::new(&path).lock(LockMode::Exclusive).unwrap();
             assert!(f.remove_stale_temps().is_err());
         }
         assert_eq!(f.remove_stale_temps().unwrap(), 1);
