@@ -93,9 +93,8 @@ fn prepare(dir: &Path) -> Result<(Config, PathBuf, PathBuf)> {
     std::fs::write(&wrapper, script)
         .and_then(|()| std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)))
         .map_err(|e| err("cannot write the simulated agent-deck", e))?;
-    let mut env = Env::new();
     let path = |p: &Path| p.display().to_string();
-    for (k, v) in [
+    let env: Env = [
         ("HOME", path(&dir.join("home"))),
         ("AGENT_DECK_ROOT", path(&dir.join("agent-deck"))),
         ("AGENT_DECK_BIN", path(&wrapper)),
@@ -107,9 +106,10 @@ fn prepare(dir: &Path) -> Result<(Config, PathBuf, PathBuf)> {
         ("POST_RESTART_COOLDOWN_S", "2".into()),
         ("RESTART_VERIFY_S", "1".into()),
         ("START_VERIFY_S", "2".into()),
-    ] {
-        env.insert(k.into(), v);
-    }
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
     let cfg = Config::from_env(&env)?;
     Ok((cfg, state, calls))
 }
@@ -117,12 +117,10 @@ fn prepare(dir: &Path) -> Result<(Config, PathBuf, PathBuf)> {
 /// Writes a hook file the way agent-deck does: a dot-temp file renamed in.
 fn write_hook(hooks: &Path, id: &str) -> std::io::Result<()> {
     let tmp = hooks.join(format!(".{id}.json.tmp-demo"));
+    let ts = unix_now() as u64;
     std::fs::write(
         &tmp,
-        format!(
-            "{{\"status\":\"dead\",\"event\":\"SessionEnd\",\"ts\":{}}}",
-            unix_now() as u64
-        ),
+        format!(r#"{{"status":"dead","event":"SessionEnd","ts":{ts}}}"#),
     )?;
     std::fs::rename(&tmp, hooks.join(format!("{id}.json")))
 }
@@ -133,8 +131,7 @@ fn records(cfg: &Config, file: &str) -> Vec<Value> {
 
 /// The scenario's three outcomes are all on record.
 fn finished(cfg: &Config) -> bool {
-    let restarts = records(cfg, RESTART_LOG);
-    let revived = restarts
+    let revived = records(cfg, RESTART_LOG)
         .iter()
         .any(|r| r["id"] == CRASHER && r["action"] == "restarted");
     let busy_skips = records(cfg, LIVENESS_LOG)

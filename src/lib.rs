@@ -62,7 +62,7 @@ fn dispatch(argv: Vec<OsString>) -> Result<()> {
         Invocation::PrintConfig(_) => print!("{}", Config::from_env(&env)?.describe()),
         Invocation::Demo => demo::run()?,
         Invocation::Status { json } => ops::status::run(&Config::from_env(&env)?, json)?,
-        Invocation::History(args) => ops::history::run(&Config::from_env(&env)?, &args)?,
+        Invocation::History(history) => ops::history::run(&Config::from_env(&env)?, &history)?,
         Invocation::Task(flags, cmd) => {
             let cfg = Config::from_env(&env)?;
             ops::logging::init(flags.verbose, cfg.journal_stream.as_deref());

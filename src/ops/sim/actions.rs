@@ -92,7 +92,7 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
         return Ok(Reply::out(0, go_json(&sorted(data))));
     }
     let text = format!(
-        "SimSession: {}\nID:      {}\nStatus:  {}\nPath:    {}\nGroup:   {}\nTool:    {}\n",
+        "Session: {}\nID:      {}\nStatus:  {}\nPath:    {}\nGroup:   {}\nTool:    {}\n",
         s.title,
         s.id,
         status,

@@ -155,6 +155,14 @@ fn agentdeck_profile_is_the_profile_when_no_p_is_given() {
 }
 
 #[test]
+fn human_show_starts_with_session_not_simsession() {
+    let s = sim(vec![session(ID, "conductor-ops", "idle")]);
+    let (code, out, _) = s.call(&["session", "show", ID]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("Session: conductor-ops\nID:      "), "{out}");
+}
+
+#[test]
 fn show_keys_are_sorted_and_profile_echoes_the_p_argument() {
     let mut s0 = held("error");
     s0.substate = "auth-401".into();
