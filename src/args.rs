@@ -153,10 +153,9 @@ fn parse_history(args: Vec<OsString>) -> Result<Invocation> {
             "--since needs a value: a duration such as 30s, 90m, 6h, 2d, plain seconds, or all",
         ),
     })?;
-    let since = match since {
-        Some(raw) => Since::parse(&raw)?,
-        None => Since::default(),
-    };
+    let since = since
+        .as_deref()
+        .map_or(Ok(Since::default()), Since::parse)?;
     let mut id = None;
     for word in rest.finish() {
         let Some(text) = word.to_str() else {

@@ -258,21 +258,21 @@ impl<'a> Reader<'a> {
     }
 
     fn watch_backend(&mut self) -> Result<WatchBackend> {
-        let (backend, origin) = match self.get("WATCH_BACKEND")? {
-            None => (WatchBackend::Auto, "default"),
-            Some(raw) => match raw.trim() {
-                "auto" => (WatchBackend::Auto, "environment"),
-                "scan" => (WatchBackend::Scan, "environment"),
-                _ => {
-                    return Err(Error::usage(format!(
-                        "WATCH_BACKEND={raw:?} is invalid: expected auto (kernel notifications, scanning while they cannot be had) or scan"
-                    )))
-                }
-            },
+        let raw = self.get("WATCH_BACKEND")?;
+        let (backend, shown) = match raw.map(str::trim) {
+            None | Some("auto") => (WatchBackend::Auto, "auto"),
+            Some("scan") => (WatchBackend::Scan, "scan"),
+            Some(_) => {
+                let raw = raw.unwrap_or_default();
+                return Err(Error::usage(format!(
+                    "WATCH_BACKEND={raw:?} is invalid: expected auto (kernel notifications, scanning while they cannot be had) or scan"
+                )));
+            }
         };
-        let shown = match backend {
-            WatchBackend::Auto => "auto",
-            WatchBackend::Scan => "scan",
+        let origin = if raw.is_some() {
+            "environment"
+        } else {
+            "default"
         };
         self.note("WATCH_BACKEND", shown, origin);
         Ok(backend)

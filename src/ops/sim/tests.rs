@@ -159,7 +159,10 @@ fn human_show_starts_with_session_not_simsession() {
     let s = sim(vec![session(ID, "conductor-ops", "idle")]);
     let (code, out, _) = s.call(&["session", "show", ID]);
     assert_eq!(code, 0);
-    assert!(out.starts_with("Session: conductor-ops\nID:      "), "{out}");
+    assert!(
+        out.starts_with("Session: conductor-ops\nID:      "),
+        "{out}"
+    );
 }
 
 #[test]
