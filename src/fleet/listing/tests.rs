@@ -5,7 +5,10 @@ use crate::fleet::session::{Live, Session, Status};
 
 /// What reading `answer` in pieces of `piece` bytes gave: the rows as
 /// owned values, and the tally; or only that it was garbage.
-type Read = Result<(Vec<(Session, Live)>, RowTally), ()>;
+type Read = Result<(Rows, RowTally), ()>;
+
+/// Each row read, as owned values.
+type Rows = Vec<(Session, Live)>;
 
 fn read_in(shape: Shape, answer: &[u8], piece: usize) -> Read {
     let mut rows = Vec::new();
@@ -32,30 +35,30 @@ fn same_in_every_piece_size(shape: Shape, answer: &str) -> Read {
 /// what a splitter could trip on, and nesting in fields nobody reads.
 const PROFILE: &str = r#"[
   {
-"id": "3f9c2a1b-1755891234",
-"title": "conductor-ops ] , } \" [ {",
-"path": "C:\\work\\ops",
-"group": "conductor",
-"tool": "claude",
-"status": "error",
-"substate": "auth-401",
-"channels": [
-  "plugin:telegram@claude-plugins-official"
-],
-"extra": {"a": [1, {"b": "]}"}, -2.5e3, true, null], "c": "\u003c\u2028"},
-"profile": "work",
-"archived": false,
-"archived_at": "0001-01-01T00:00:00Z",
-"created_at": "2026-08-20T10:00:00+02:00"
+    "id": "3f9c2a1b-1755891234",
+    "title": "conductor-ops ] , } \" [ {",
+    "path": "C:\\work\\ops",
+    "group": "conductor",
+    "tool": "claude",
+    "status": "error",
+    "substate": "auth-401",
+    "channels": [
+      "plugin:telegram@claude-plugins-official"
+    ],
+    "extra": {"a": [1, {"b": "]}"}, -2.5e3, true, null], "c": "\u003c\u2028"},
+    "profile": "work",
+    "archived": false,
+    "archived_at": "0001-01-01T00:00:00Z",
+    "created_at": "2026-08-20T10:00:00+02:00"
   },
   {
-"id": "a0b1c2d3-1755899999",
-"parent_session_id": "3f9c2a1b-1755891234",
-"title": "w\u00f6rker-1",
-"path": "/srv/app",
-"group": "srv",
-"status": "starting",
-"profile": "work"
+    "id": "a0b1c2d3-1755899999",
+    "parent_session_id": "3f9c2a1b-1755891234",
+    "title": "w\u00f6rker-1",
+    "path": "/srv/app",
+    "group": "srv",
+    "status": "starting",
+    "profile": "work"
   }
 ]
 "#;
@@ -67,7 +70,7 @@ fn list_all(out: &str) -> Result<(Vec<Session>, Vec<String>), ()> {
 }
 
 /// `-p P list --json` held whole: its rows and skip reasons.
-fn list_profile(out: &str) -> Result<(Vec<(Session, Live)>, Vec<String>), ()> {
+fn list_profile(out: &str) -> Result<(Rows, Vec<String>), ()> {
     read_in(Shape::Profile, out.as_bytes(), 0).map(|(rows, tally)| (rows, tally.reasons))
 }
 
@@ -132,10 +135,10 @@ fn broken_arrays_are_garbage_not_fewer_sessions() {
 #[test]
 fn a_row_that_is_json_but_no_session_is_skipped_not_blinding() {
     let answer = r#"[42, "te]xt", null, [1,{"a":"]"}], true,
-        {"title":"no id"}, {"id":""}, {"id":7},
-        {"id":"a-1","title":["not","a","string"]},
-        {"id":"b-1","title":"t","is_conductor":"yes\nforged line"},
-        {"id":"c-1","title":"conductor-ok","group":null,"parent_session_id":null}]"#;
+            {"title":"no id"}, {"id":""}, {"id":7},
+            {"id":"a-1","title":["not","a","string"]},
+            {"id":"b-1","title":"t","is_conductor":"yes\nforged line"},
+            {"id":"c-1","title":"conductor-ok","group":null,"parent_session_id":null}]"#;
     let (rows, tally) = same_in_every_piece_size(Shape::All, answer).unwrap();
     assert_eq!(
         rows.iter().map(|(s, _)| s.id.as_str()).collect::<Vec<_>>(),
@@ -240,9 +243,9 @@ fn list_all_edge_outputs() {
 #[test]
 fn list_all_reads_the_real_shape() {
     let out = r#"[{"id":"3f9c2a1b-1755891234","title":"conductor-ops","path":"/p","group":"conductor",
-        "tool":"claude","profile":"default","created_at":"2026-08-20T10:00:00Z"},
-        {"id":"a0b1c2d3-1755899999","parent_session_id":"3f9c2a1b-1755891234","title":"worker-1",
-        "path":"/srv","group":"srv","tool":"claude","profile":"work","created_at":"2026-08-21T09:00:00Z"}]"#;
+            "tool":"claude","profile":"default","created_at":"2026-08-20T10:00:00Z"},
+            {"id":"a0b1c2d3-1755899999","parent_session_id":"3f9c2a1b-1755891234","title":"worker-1",
+            "path":"/srv","group":"srv","tool":"claude","profile":"work","created_at":"2026-08-21T09:00:00Z"}]"#;
     let s = list_all(out).unwrap();
     assert!(s.1.is_empty());
     let s = s.0;
@@ -264,7 +267,7 @@ fn profile_list_carries_status() {
         (Vec::new(), Vec::new())
     );
     let out = r#"[{"id":"x1-1","title":"t","group":"g","profile":"work","status":"starting",
-        "channels":["plugin:telegram@claude-plugins-official"],"archived":false}]"#;
+            "channels":["plugin:telegram@claude-plugins-official"],"archived":false}]"#;
     let v = list_profile(out).unwrap().0;
     assert_eq!(v[0].1.status, Some(Status::Unknown));
     assert_eq!(v[0].1.channels.len(), 1);
@@ -273,8 +276,8 @@ fn profile_list_carries_status() {
 #[test]
 fn a_list_row_without_an_id_is_skipped_not_blinding() {
     let out = r#"[{"title":"no id here","group":"conductor"},
-        {"id":"","title":"empty id"},
-        {"id":"3f9c2a1b-1755891234","title":"conductor-ops","group":"conductor","profile":"default"}]"#;
+            {"id":"","title":"empty id"},
+            {"id":"3f9c2a1b-1755891234","title":"conductor-ops","group":"conductor","profile":"default"}]"#;
     let l = list_all(out).unwrap();
     assert_eq!(l.0.len(), 1);
     assert_eq!(l.0[0].id, "3f9c2a1b-1755891234");
@@ -286,9 +289,9 @@ fn a_list_row_without_an_id_is_skipped_not_blinding() {
 #[test]
 fn a_list_row_with_wrong_types_is_skipped_not_blinding() {
     let out = r#"[42, "text", null, [1,2], {"id":7,"title":"numeric id"},
-        {"id":"a-1","title":["not","a","string"]},
-        {"id":"b-1","title":"t","is_conductor":"yes\nforged line"},
-        {"id":"c-1","title":"conductor-ok","group":null,"parent_session_id":null}]"#;
+            {"id":"a-1","title":["not","a","string"]},
+            {"id":"b-1","title":"t","is_conductor":"yes\nforged line"},
+            {"id":"c-1","title":"conductor-ok","group":null,"parent_session_id":null}]"#;
     let l = list_all(out).unwrap();
     assert_eq!(
         l.0.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
@@ -307,8 +310,8 @@ fn a_list_row_with_wrong_types_is_skipped_not_blinding() {
 #[test]
 fn a_profile_list_row_with_a_bad_status_is_skipped_not_blinding() {
     let out = r#"[{"id":"x-1","title":"t","status":{"oops":1}},
-        {"title":"no id","status":"error"},
-        {"id":"y-1","title":"conductor-y","status":"error","channels":null,"auth_hold":null}]"#;
+            {"title":"no id","status":"error"},
+            {"id":"y-1","title":"conductor-y","status":"error","channels":null,"auth_hold":null}]"#;
     let l = list_profile(out).unwrap();
     assert_eq!(l.0.len(), 1);
     assert_eq!(l.0[0].0.id, "y-1");
