@@ -98,7 +98,6 @@ impl Store {
 
 #[cfg(test)]
 mod props;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,7 +45,10 @@ pub fn execute(c: &Call, st: &mut SimState, at: &Moment) -> Reply {
 }
 
 fn out(c: &Call) -> Out {
-    Out::new(c.on("json"), c.quiet())
+    Out {
+        json: c.on("json"),
+        quiet: c.quiet(),
+    }
 }
 
 fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {

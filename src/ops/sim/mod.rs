@@ -48,9 +48,11 @@ mod tests;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
+
+use crate::config::resolve_hooks_dir;
+use crate::sys::clock::unix_now;
 
 #[cfg(test)]
 use file::load;
@@ -96,11 +98,7 @@ impl SimEnv {
                 let home = PathBuf::from(var("HOME")?);
                 let xdg = var("XDG_DATA_HOME").and_then(|x| x.into_string().ok());
                 let legacy_root = home.join(".agent-deck");
-                Some(crate::config::resolve_hooks_dir(
-                    &home,
-                    xdg.as_deref(),
-                    &legacy_root,
-                ))
+                Some(resolve_hooks_dir(&home, xdg.as_deref(), &legacy_root))
             }),
         }
     }
@@ -194,13 +192,6 @@ fn crash(args: &[String], env: &SimEnv) -> Reply {
         Ok(false) => Reply::err(2, format!("Error: no session with id '{id}'\n")),
         Err(reply) => reply,
     }
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 /// A read-modify-write of the state; a state that cannot be read or written
