@@ -27,7 +27,7 @@ use agent_deck_watchdog::records::audit::{
 };
 use agent_deck_watchdog::records::rotation::{rotated_path, DEFAULT_MAX_BYTES};
 use agent_deck_watchdog::records::writer::Records;
-use agent_deck_watchdog::tasks::registry::{HistoryEntry, Registry, RegistryFile, Task};
+use agent_deck_watchdog::tasks::registry::{Registry, RegistryFile, Task, TaskEvent};
 use agent_deck_watchdog::tasks::retention::{self, DAY_S};
 use agent_deck_watchdog::tasks::TaskStatus;
 
@@ -209,13 +209,13 @@ fn task(id: String, parent: Option<String>, status: TaskStatus, at: f64) -> Task
             "{task_id}".into(),
             "{task_file}".into(),
         ],
-        history: vec![
-            HistoryEntry {
+        events: vec![
+            TaskEvent {
                 ts: at,
                 event: "added".into(),
                 detail: None,
             },
-            HistoryEntry {
+            TaskEvent {
                 ts: at + 3600.0,
                 event: status.as_str().into(),
                 detail: Some(format!("{id} reached {status}")),

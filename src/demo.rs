@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::cli::RunFlags;
+use crate::args::RunFlags;
 use crate::config::{Config, Env};
 use crate::daemon;
 use crate::error::{Error, Result};
@@ -54,35 +54,20 @@ fn session(id: &str, title: &str, group: &str, status: &str, pane: &str) -> SimS
 }
 
 fn fleet() -> SimState {
-    let mut busy = session(
-        BUSY,
-        "conductor-busy",
-        "conductor",
-        "error",
-        "Error: connection reset (an old banner in scrollback)\n",
-    );
+    let ready = "conductor ready\n> ";
+    let crasher = session(CRASHER, "conductor-ops", "conductor", "running", ready);
+    let banner = "Error: connection reset (an old banner in scrollback)\n";
+    let mut busy = session(BUSY, "conductor-busy", "conductor", "error", banner);
     busy.pane_moving = true;
     let mut held = session(HELD, "conductor-auth", "conductor", "error", "");
     held.substate = "auth-401".into();
-    held.auth_hold = Some(
-        json!({"reason": "auth_death", "remedy": "log in again with `claude /login`",
-                                 "evidence": "API Error: 401", "boot_attempts": 1, "ts": unix_now() as u64}),
-    );
+    held.auth_hold = Some(json!({"reason": "auth_death", "boot_attempts": 1,
+        "remedy": "log in again with `claude /login`", "evidence": "API Error: 401",
+        "ts": unix_now() as u64}));
     let mut worker = session(WORKER, "worker-1", "srv", "error", "$ ");
     worker.parent_session_id = CRASHER.into();
     SimState {
-        sessions: vec![
-            session(
-                CRASHER,
-                "conductor-ops",
-                "conductor",
-                "running",
-                "conductor ready\n> ",
-            ),
-            busy,
-            held,
-            worker,
-        ],
+        sessions: vec![crasher, busy, held, worker],
         ..SimState::default()
     }
 }
@@ -109,9 +94,8 @@ fn prepare(dir: &Path) -> Result<(Config, PathBuf, PathBuf)> {
     std::fs::write(&wrapper, script)
         .and_then(|()| std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)))
         .map_err(|e| err("cannot write the simulated agent-deck", e))?;
-    let mut env = Env::new();
     let path = |p: &Path| p.display().to_string();
-    for (k, v) in [
+    let env: Env = [
         ("HOME", path(&dir.join("home"))),
         ("AGENT_DECK_ROOT", path(&dir.join("agent-deck"))),
         ("AGENT_DECK_BIN", path(&wrapper)),
@@ -123,9 +107,10 @@ fn prepare(dir: &Path) -> Result<(Config, PathBuf, PathBuf)> {
         ("POST_RESTART_COOLDOWN_S", "2".into()),
         ("RESTART_VERIFY_S", "1".into()),
         ("START_VERIFY_S", "2".into()),
-    ] {
-        env.insert(k.into(), v);
-    }
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
     let cfg = Config::from_env(&env)?;
     Ok((cfg, state, calls))
 }
@@ -133,12 +118,10 @@ fn prepare(dir: &Path) -> Result<(Config, PathBuf, PathBuf)> {
 /// Writes a hook file the way agent-deck does: a dot-temp file renamed in.
 fn write_hook(hooks: &Path, id: &str) -> std::io::Result<()> {
     let tmp = hooks.join(format!(".{id}.json.tmp-demo"));
+    let ts = unix_now() as u64;
     std::fs::write(
         &tmp,
-        format!(
-            "{{\"status\":\"dead\",\"event\":\"SessionEnd\",\"ts\":{}}}",
-            unix_now() as u64
-        ),
+        format!(r#"{{"status":"dead","event":"SessionEnd","ts":{ts}}}"#),
     )?;
     std::fs::rename(&tmp, hooks.join(format!("{id}.json")))
 }
@@ -149,8 +132,7 @@ fn records(cfg: &Config, file: &str) -> Vec<Value> {
 
 /// The scenario's three outcomes are all on record.
 fn finished(cfg: &Config) -> bool {
-    let restarts = records(cfg, RESTART_LOG);
-    let revived = restarts
+    let revived = records(cfg, RESTART_LOG)
         .iter()
         .any(|r| r["id"] == CRASHER && r["action"] == "restarted");
     let busy_skips = records(cfg, LIVENESS_LOG)
@@ -172,11 +154,13 @@ pub fn run() -> Result<()> {
     ));
     std::fs::create_dir_all(&dir).map_err(|e| err("cannot create the demo directory", e))?;
     let (cfg, state, calls) = prepare(&dir)?;
-    println!("agent-deck-watchdog demo: a simulated agent-deck fleet of four sessions");
-    println!("  conductor-ops   running, will crash in a moment");
-    println!("  conductor-busy  shows an error banner, but its pane keeps moving");
-    println!("  conductor-auth  in error and auth-held (its login expired)");
-    println!("  worker-1        in error, but not a critical session\n");
+    println!(
+        "agent-deck-watchdog demo: a simulated agent-deck fleet of four sessions
+  conductor-ops   running, will crash in a moment
+  conductor-busy  shows an error banner, but its pane keeps moving
+  conductor-auth  in error and auth-held (its login expired)
+  worker-1        in error, but not a critical session\n"
+    );
     let shutdown = Shutdown::new().map_err(|e| err("cannot create the shutdown token", e))?;
     let stop = shutdown.clone();
     let daemon_cfg = cfg.clone();
@@ -212,11 +196,8 @@ pub fn run() -> Result<()> {
         .map_err(|_| err("the daemon thread", "panicked"))?;
     outcome?;
     print_timeline(&cfg, started, crashed_at, &calls);
-    println!("\nrecords: {}", cfg.watchdog_dir.display());
-    println!(
-        "(the demo's files, simulated fleet included, are in {})",
-        dir.display()
-    );
+    let (kept, all) = (cfg.watchdog_dir.display(), dir.display());
+    println!("\nrecords: {kept}\n(the demo's files, simulated fleet included, are in {all})");
     if finished(&cfg) {
         Ok(())
     } else {
@@ -226,15 +207,17 @@ pub fn run() -> Result<()> {
     }
 }
 
-fn describe(r: &Value, title: &str, kind: &str) -> String {
+/// One record of `kind` (`liveness`, `restart`, `escalation`) as a line.
+fn describe(r: &Value, kind: &str) -> String {
     let s = |k: &str| r[k].as_str().unwrap_or("").to_owned();
+    let title = s("title");
     match kind {
         "liveness" => {
             let reads: Vec<String> = r["reads"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|x| s_of(&x["status"]))
+                .map(|x| x["status"].as_str().unwrap_or("?").to_owned())
                 .collect();
             let pane = match (r["pane"]["first"].as_str(), r["pane"]["changed"] == true) {
                 (Some(""), _) | (None, _) => "",
@@ -258,10 +241,6 @@ fn describe(r: &Value, title: &str, kind: &str) -> String {
     }
 }
 
-fn s_of(v: &Value) -> String {
-    v.as_str().unwrap_or("?").to_owned()
-}
-
 fn print_timeline(cfg: &Config, started: f64, crashed_at: f64, calls: &Path) {
     let mut events: Vec<(f64, String)> = vec![(
         crashed_at,
@@ -276,8 +255,7 @@ fn print_timeline(cfg: &Config, started: f64, crashed_at: f64, calls: &Path) {
             if kind == "restart" && r["action"] == "skipped-alive" {
                 continue; // the liveness line already says it
             }
-            let title = r["title"].as_str().unwrap_or("").to_owned();
-            events.push((r["ts"].as_f64().unwrap_or(0.0), describe(&r, &title, kind)));
+            events.push((r["ts"].as_f64().unwrap_or(0.0), describe(&r, kind)));
         }
     }
     events.sort_by(|a, b| a.0.total_cmp(&b.0));

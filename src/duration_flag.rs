@@ -1,7 +1,7 @@
 //! The one grammar of the duration flags (`task add --after`, `history
 //! --since`): a plain decimal number with an optional unit `s`, `m`, `h` or
 //! `d` (`90`, `90s`, `20m`, `1.5h`, `2d`). No sign, no exponent. Settings
-//! are not flags: they keep SPEC §3's decimal seconds (`config.rs`).
+//! are not flags: they keep SPEC §3's decimal seconds (`config/read.rs`).
 //!
 //! Pure: it parses a string and never reads the environment.
 

@@ -8,7 +8,7 @@
 
 pub(crate) mod act;
 pub(crate) mod alert;
-pub(crate) mod cli;
+pub(crate) mod args;
 pub(crate) mod config;
 pub(crate) mod daemon;
 pub(crate) mod decide;
@@ -17,11 +17,11 @@ pub(crate) mod duration_flag;
 pub(crate) mod error;
 pub(crate) mod fleet;
 pub mod ops;
-#[cfg(test)]
-mod parser_props;
 pub mod records;
 pub(crate) mod sys;
 pub mod tasks;
+#[cfg(test)]
+mod testing;
 pub(crate) mod text;
 pub(crate) mod triggers;
 
@@ -31,7 +31,7 @@ pub use fleet::listing;
 
 use std::ffi::OsString;
 
-use cli::Command;
+use args::Invocation;
 use config::Config;
 use error::Result;
 
@@ -55,21 +55,21 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     }
 }
 
-fn dispatch(args: Vec<OsString>) -> Result<()> {
+fn dispatch(argv: Vec<OsString>) -> Result<()> {
     let env = config::process_env();
-    match cli::parse(args)? {
-        Command::Help => println!("{}", cli::USAGE),
-        Command::Version => println!("agent-deck-watchdog {}", env!("CARGO_PKG_VERSION")),
-        Command::PrintConfig(_) => print!("{}", Config::from_env(&env)?.describe()),
-        Command::Demo => demo::run()?,
-        Command::Status { json } => ops::status::run(&Config::from_env(&env)?, json)?,
-        Command::History(args) => ops::history::run(&Config::from_env(&env)?, &args)?,
-        Command::Task(flags, cmd) => {
+    match args::parse(argv)? {
+        Invocation::Help => println!("{}", args::USAGE),
+        Invocation::Version => println!("agent-deck-watchdog {}", env!("CARGO_PKG_VERSION")),
+        Invocation::PrintConfig(_) => print!("{}", Config::from_env(&env)?.describe()),
+        Invocation::Demo => demo::run()?,
+        Invocation::Status { json } => ops::status::run(&Config::from_env(&env)?, json)?,
+        Invocation::History(history) => ops::history::run(&Config::from_env(&env)?, &history)?,
+        Invocation::Task(flags, cmd) => {
             let cfg = Config::from_env(&env)?;
             ops::logging::init(flags.verbose, cfg.journal_stream.as_deref());
             tasks::commands::run(cmd, &cfg, flags.dry_run)?;
         }
-        Command::Run(flags) => {
+        Invocation::Run(flags) => {
             let cfg = Config::from_env(&env)?;
             ops::logging::init(flags.verbose, cfg.journal_stream.as_deref());
             daemon::run(cfg, flags)?;

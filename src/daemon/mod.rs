@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 use crate::act::patrols::Patrols;
 use crate::act::restart::Restarter;
 use crate::alert::escalate::Escalator;
-use crate::cli::RunFlags;
+use crate::args::RunFlags;
 use crate::config::Config;
 use crate::decide::gates::Hold;
 use crate::decide::limits::Limits;

@@ -16,7 +16,7 @@ use crate::act::pending_updates::WebhookChecks;
 use crate::act::restart;
 use crate::alert::escalate::{Escalator, EscalatorParts};
 use crate::alert::telegram::Telegram;
-use crate::cli::RunFlags;
+use crate::args::RunFlags;
 use crate::config::Config;
 use crate::daemon::hook_checks::HookChecks;
 use crate::daemon::Daemon;

@@ -68,25 +68,20 @@ impl CliError {
 
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CliError::Run(e) => write!(f, "{e}"),
-            CliError::Exit {
-                code: Some(c),
-                message,
-            } => write!(f, "exited {c}: {message}"),
-            CliError::Exit {
-                code: None,
-                message,
-            } => write!(f, "killed by a signal: {message}"),
-            CliError::Undelivered {
-                code,
-                delivery,
-                message,
-            } => match code {
-                Some(c) => write!(f, "exited {c}: {message} (delivery: {delivery})"),
-                None => write!(f, "killed by a signal: {message} (delivery: {delivery})"),
-            },
-            CliError::Garbage(g) => write!(f, "unreadable output: {g}"),
+        let (code, message) = match self {
+            CliError::Run(e) => return write!(f, "{e}"),
+            CliError::Garbage(g) => return write!(f, "unreadable output: {g}"),
+            CliError::Exit { code, message } | CliError::Undelivered { code, message, .. } => {
+                (code, message)
+            }
+        };
+        match code {
+            Some(c) => write!(f, "exited {c}: {message}")?,
+            None => write!(f, "killed by a signal: {message}")?,
+        }
+        match self.delivery() {
+            Some(delivery) => write!(f, " (delivery: {delivery})"),
+            None => Ok(()),
         }
     }
 }
@@ -194,20 +189,29 @@ impl Cli {
         job.args(args.iter().copied())
     }
 
-    /// Runs one command; a non-zero exit becomes [`CliError::Exit`] (or
-    /// [`CliError::Undelivered`]).
-    fn call(&self, name: &'static str, profile: &str, args: &[&str]) -> CliResult<Output> {
-        let job = self.job(profile, args);
+    /// Counts a call of `name`, and a failure when `call` fails.
+    fn counted<T>(&self, name: &'static str, call: impl FnOnce() -> CliResult<T>) -> CliResult<T> {
         *self.stats.lock().calls.entry(name).or_default() += 1;
-        let result = match process::run(&job, self.timeout, &self.shutdown) {
-            Err(e) => Err(CliError::Run(e)),
-            Ok(out) if out.success() => Ok(out),
-            Ok(out) => Err(CliError::exited(out.code, &out.stdout, &out.stderr)),
-        };
+        let result = call();
         if result.is_err() {
             *self.stats.lock().failures.entry(name).or_default() += 1;
         }
         result
+    }
+
+    /// Runs one command, counted as `name`.
+    fn call(&self, name: &'static str, profile: &str, args: &[&str]) -> CliResult<Output> {
+        self.counted(name, || self.run(profile, args))
+    }
+
+    /// Runs one command; a non-zero exit becomes [`CliError::Exit`] (or
+    /// [`CliError::Undelivered`]).
+    fn run(&self, profile: &str, args: &[&str]) -> CliResult<Output> {
+        match process::run(&self.job(profile, args), self.timeout, &self.shutdown) {
+            Err(e) => Err(CliError::Run(e)),
+            Ok(out) if out.success() => Ok(out),
+            Ok(out) => Err(CliError::exited(out.code, &out.stdout, &out.stderr)),
+        }
     }
 
     /// Runs one list command, reading its answer as it streams in.
@@ -220,54 +224,46 @@ impl Cli {
         each: &mut dyn FnMut(&Row<'_>),
     ) -> CliResult<()> {
         let job = self.job(profile, args);
-        *self.stats.lock().calls.entry(name).or_default() += 1;
-        let mut reader = ListReader::new(shape, each);
-        let ran = process::run_streaming(&job, self.timeout, &self.shutdown, &mut |piece| {
-            if reader.feed(piece) {
-                Flow::More
-            } else {
-                Flow::Enough
-            }
-        });
-        let result = match ran {
-            Err(e) => Err(CliError::Run(e)),
-            Ok(done) if done.success() => reader.finish().map_err(CliError::from),
-            Ok(done) => Err(CliError::Exit {
-                code: done.code,
-                message: parse::error_message(
-                    &String::from_utf8_lossy(reader.text()),
-                    &done.stderr,
-                ),
-            }),
-        };
-        match result {
-            Ok(tally) => {
-                let what = if profile.is_empty() {
-                    args.join(" ")
+        let tally = self.counted(name, || {
+            let mut reader = ListReader::new(shape, each);
+            let ran = process::run_streaming(&job, self.timeout, &self.shutdown, &mut |piece| {
+                if reader.feed(piece) {
+                    Flow::More
                 } else {
-                    format!("-p {profile:?} {}", args.join(" "))
-                };
-                self.warn_skipped(name, &what, &tally);
-                Ok(())
+                    Flow::Enough
+                }
+            });
+            match ran {
+                Err(e) => Err(CliError::Run(e)),
+                Ok(done) if done.success() => Ok(reader.finish()?),
+                Ok(done) => Err(CliError::Exit {
+                    code: done.code,
+                    message: parse::error_message(
+                        &String::from_utf8_lossy(reader.text()),
+                        &done.stderr,
+                    ),
+                }),
             }
-            Err(e) => {
-                *self.stats.lock().failures.entry(name).or_default() += 1;
-                Err(e)
-            }
-        }
+        })?;
+        let what = if profile.is_empty() {
+            args.join(" ")
+        } else {
+            format!("-p {profile:?} {}", args.join(" "))
+        };
+        self.warn_skipped(name, &what, &tally);
+        Ok(())
     }
 
+    /// Runs one command and reads its answer with `parse`; an answer that
+    /// does not parse is a failure too.
     fn parsed<T>(
         &self,
         name: &'static str,
-        out: CliResult<Output>,
-        f: fn(&str) -> Result<T, Garbage>,
+        profile: &str,
+        args: &[&str],
+        parse: fn(&str) -> Result<T, Garbage>,
     ) -> CliResult<T> {
-        let out = out?;
-        f(&out.stdout).map_err(|g| {
-            *self.stats.lock().failures.entry(name).or_default() += 1;
-            CliError::from(g)
-        })
+        self.counted(name, || Ok(parse(&self.run(profile, args)?.stdout)?))
     }
 }
 
@@ -283,13 +279,13 @@ impl AgentDeck for Cli {
     }
 
     fn show(&self, profile: &str, id: &str) -> CliResult<Live> {
-        let out = self.call("show", profile, &["session", "show", id, "--json"]);
-        self.parsed("show", out, parse::show)
+        let args = ["session", "show", id, "--json"];
+        self.parsed("show", profile, &args, parse::show)
     }
 
     fn restart(&self, profile: &str, id: &str) -> CliResult<RestartAnswer> {
-        let out = self.call("restart", profile, &["session", "restart", id, "--json"]);
-        self.parsed("restart", out, parse::restart)
+        let args = ["session", "restart", id, "--json"];
+        self.parsed("restart", profile, &args, parse::restart)
     }
 
     fn start(&self, profile: &str, id: &str) -> CliResult<()> {

@@ -13,62 +13,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-#[cfg(test)]
-use crate::fleet::listing::{self, Shape};
 use crate::fleet::session::Live;
-#[cfg(test)]
-use crate::fleet::session::Session;
 use crate::fleet::wire::LiveWire;
 
 /// Output that does not have the expected shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Garbage(pub String);
-
-/// The rows of a list that could be read, and why the others could not.
-#[cfg(test)]
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listing<T> {
-    pub rows: Vec<T>,
-    /// One short reason per row left out (`row 3: no id`), in list order
-    /// (the first 32 of them).
-    pub skipped: Vec<String>,
-}
-
-#[cfg(test)]
-impl<T> Default for Listing<T> {
-    fn default() -> Listing<T> {
-        Listing {
-            rows: Vec::new(),
-            skipped: Vec::new(),
-        }
-    }
-}
-
-/// `list --all --json`, held whole.
-#[cfg(test)]
-pub fn list_all(stdout: &str) -> Result<Listing<Session>, Garbage> {
-    let mut rows = Vec::new();
-    let tally = listing::read(Shape::All, stdout.as_bytes(), 0, &mut |r| {
-        rows.push(r.session())
-    })?;
-    Ok(Listing {
-        rows,
-        skipped: tally.reasons,
-    })
-}
-
-/// `-p P list --json`, held whole: each session with its live status.
-#[cfg(test)]
-pub fn list_profile(stdout: &str) -> Result<Listing<(Session, Live)>, Garbage> {
-    let mut rows = Vec::new();
-    let tally = listing::read(Shape::Profile, stdout.as_bytes(), 0, &mut |r| {
-        rows.push((r.session(), r.live()))
-    })?;
-    Ok(Listing {
-        rows,
-        skipped: tally.reasons,
-    })
-}
 
 /// `session show <id> --json`.
 pub fn show(stdout: &str) -> Result<Live, Garbage> {
@@ -216,52 +166,6 @@ mod tests {
     use crate::fleet::session::Status;
 
     #[test]
-    fn list_all_edge_outputs() {
-        assert_eq!(list_all("null\n").unwrap(), Listing::default());
-        assert_eq!(
-            list_all("No profiles found.\n").unwrap(),
-            Listing::default()
-        );
-        assert!(list_all("{\"id\": \"oops").is_err());
-        assert!(list_all("").is_err());
-        assert!(list_all("Error: failed to list profiles: boom").is_err());
-        assert!(list_all("{}").is_err());
-    }
-
-    #[test]
-    fn list_all_reads_the_real_shape() {
-        let out = r#"[{"id":"3f9c2a1b-1755891234","title":"conductor-ops","path":"/p","group":"conductor",
-            "tool":"claude","profile":"default","created_at":"2026-08-20T10:00:00Z"},
-            {"id":"a0b1c2d3-1755899999","parent_session_id":"3f9c2a1b-1755891234","title":"worker-1",
-            "path":"/srv","group":"srv","tool":"claude","profile":"work","created_at":"2026-08-21T09:00:00Z"}]"#;
-        let s = list_all(out).unwrap();
-        assert!(s.skipped.is_empty());
-        let s = s.rows;
-        assert_eq!(s.len(), 2);
-        assert_eq!(s[0].id, "3f9c2a1b-1755891234");
-        assert_eq!(s[0].group, "conductor");
-        assert_eq!(s[1].profile, "work");
-        assert_eq!(
-            s[1].parent_session_id.as_deref(),
-            Some("3f9c2a1b-1755891234")
-        );
-        assert!(!s[0].is_conductor);
-    }
-
-    #[test]
-    fn profile_list_carries_status() {
-        assert_eq!(
-            list_profile("No sessions found in profile 'work'.\n").unwrap(),
-            Listing::default()
-        );
-        let out = r#"[{"id":"x1-1","title":"t","group":"g","profile":"work","status":"starting",
-            "channels":["plugin:telegram@claude-plugins-official"],"archived":false}]"#;
-        let v = list_profile(out).unwrap().rows;
-        assert_eq!(v[0].1.status, Some(Status::Unknown));
-        assert_eq!(v[0].1.channels.len(), 1);
-    }
-
-    #[test]
     fn show_reads_auth_hold_and_substate() {
         let out = r#"{"auth_hold":{"boot_attempts":1,"evidence":"secret pane","reason":"auth_death","remedy":"r","ts":1},
             "id":"x","status":"error","substate":"auth-401","profile":""}"#;
@@ -330,60 +234,61 @@ mod tests {
             assert_eq!(delivery(&format!(r#"{{"delivery":"{text}"}}"#)), Some(d));
         }
     }
+}
 
-    #[test]
-    fn a_list_row_without_an_id_is_skipped_not_blinding() {
-        let out = r#"[{"title":"no id here","group":"conductor"},
-            {"id":"","title":"empty id"},
-            {"id":"3f9c2a1b-1755891234","title":"conductor-ops","group":"conductor","profile":"default"}]"#;
-        let l = list_all(out).unwrap();
-        assert_eq!(l.rows.len(), 1);
-        assert_eq!(l.rows[0].id, "3f9c2a1b-1755891234");
-        assert_eq!(l.skipped.len(), 2);
-        assert!(l.skipped[0].starts_with("row 1: no id"), "{:?}", l.skipped);
-        assert!(l.skipped[1].starts_with("row 2: no id"), "{:?}", l.skipped);
-    }
+#[cfg(test)]
+mod props {
+    //! Whatever the CLI prints, these parsers never panic and what they give
+    //! is bounded by what they were given.
 
-    #[test]
-    fn a_list_row_with_wrong_types_is_skipped_not_blinding() {
-        let out = r#"[42, "text", null, [1,2], {"id":7,"title":"numeric id"},
-            {"id":"a-1","title":["not","a","string"]},
-            {"id":"b-1","title":"t","is_conductor":"yes\nforged line"},
-            {"id":"c-1","title":"conductor-ok","group":null,"parent_session_id":null}]"#;
-        let l = list_all(out).unwrap();
-        assert_eq!(
-            l.rows.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
-            ["c-1"]
-        );
-        assert_eq!(l.skipped.len(), 7, "{:?}", l.skipped);
-        assert!(l.skipped[5].contains("(id \"a-1\")"), "{:?}", l.skipped);
-        assert!(
-            l.skipped
-                .iter()
-                .all(|r| !r.contains('\n') && r.chars().count() < 300),
-            "{:?}",
-            l.skipped
-        );
-    }
+    use proptest::prelude::*;
 
-    #[test]
-    fn a_profile_list_row_with_a_bad_status_is_skipped_not_blinding() {
-        let out = r#"[{"id":"x-1","title":"t","status":{"oops":1}},
-            {"title":"no id","status":"error"},
-            {"id":"y-1","title":"conductor-y","status":"error","channels":null,"auth_hold":null}]"#;
-        let l = list_profile(out).unwrap();
-        assert_eq!(l.rows.len(), 1);
-        assert_eq!(l.rows[0].0.id, "y-1");
-        assert_eq!(l.rows[0].1.status, Some(Status::Error));
-        assert_eq!(l.skipped.len(), 2);
-    }
+    use super::*;
+    use crate::testing::{garbage_within, input, json, live_within, lossy, text, CASES};
 
-    #[test]
-    fn an_answer_that_is_not_an_array_stays_unreadable() {
-        for out in ["garbage", "{\"id\":\"x\"}", "42", "\"[]\"", "[{"] {
-            assert!(list_all(out).is_err(), "{out}");
-            assert!(list_profile(out).is_err(), "{out}");
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+        #[test]
+        fn show_never_panics_and_is_bounded(bytes in input()) {
+            let out = lossy(&bytes);
+            match show(&out) {
+                Ok(live) => {
+                    prop_assert!(live.status.is_some());
+                    prop_assert!(live_within(&live, out.len()));
+                }
+                Err(g) => prop_assert!(garbage_within(&g)),
+            }
         }
-        assert_eq!(list_profile("null").unwrap(), Listing::default());
+
+        #[test]
+        fn restart_and_skipped_answers_never_panic_and_are_bounded(
+            bytes in prop_oneof![
+                input(),
+                (json(), json(), json()).prop_map(|(skipped, reason, success)| {
+                    serde_json::json!({"skipped": skipped, "reason": reason, "success": success})
+                        .to_string()
+                        .into_bytes()
+                }),
+                text().prop_map(|reason| {
+                    serde_json::json!({"id": "x", "skipped": true, "success": true, "reason": reason})
+                        .to_string()
+                        .into_bytes()
+                }),
+            ]
+        ) {
+            let out = lossy(&bytes);
+            match restart(&out) {
+                Ok(RestartAnswer::Skipped(reason)) => prop_assert!(reason.len() <= out.len()),
+                Ok(RestartAnswer::Restarted) => {}
+                Err(g) => prop_assert!(garbage_within(&g)),
+            }
+        }
+
+        #[test]
+        fn error_messages_never_panic_and_are_bounded(out in input(), err in input()) {
+            let msg = error_message(&lossy(&out), &lossy(&err));
+            prop_assert!(msg.chars().count() <= 301);
+        }
     }
 }

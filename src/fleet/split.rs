@@ -232,9 +232,11 @@ impl Splitter {
         self.carry_len(tail);
         let empty = self.len == 0;
         let handed = if empty {
-            match (closing, self.comma || self.elements > 0) {
-                (true, false) => Ok(()),
-                _ => Err("a row is missing".into()),
+            // Only `[]` may close with no row before the `]`.
+            if closing && !self.comma && self.elements == 0 {
+                Ok(())
+            } else {
+                Err("a row is missing".into())
             }
         } else if self.len > MAX_ROW_BYTES {
             each(Element::TooLong)
@@ -242,9 +244,7 @@ impl Splitter {
             each(Element::Whole(trim(tail)))
         } else {
             self.carried.extend_from_slice(tail);
-            let bytes = std::mem::take(&mut self.carried);
-            let handed = each(Element::Whole(trim(&bytes)));
-            self.carried = bytes;
+            let handed = each(Element::Whole(trim(&self.carried)));
             self.carried.clear();
             handed
         };

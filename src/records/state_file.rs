@@ -96,6 +96,8 @@ impl Store {
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::{Config, Env};

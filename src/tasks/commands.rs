@@ -68,16 +68,13 @@ fn usage(msg: impl std::fmt::Display) -> Error {
 
 /// Parses the words after `task`.
 pub fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
-    let command: Vec<String> = match words.iter().position(|w| w == "--") {
-        Some(i) => {
-            let tail = words.split_off(i);
-            tail.into_iter()
-                .skip(1)
-                .map(|w| w.to_string_lossy().into_owned())
-                .collect()
-        }
-        None => Vec::new(),
-    };
+    let dashes = words.iter().position(|w| w == "--").unwrap_or(words.len());
+    let tail = words.split_off(dashes);
+    let command: Vec<String> = tail
+        .iter()
+        .skip(1)
+        .map(|w| w.to_string_lossy().into())
+        .collect();
     let has_command = !command.is_empty();
     if words.iter().any(|w| w == "-h" || w == "--help") {
         return Ok(TaskCommand::Help);
@@ -254,7 +251,7 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
             .and_then(|p| process_table::start_time(Path::new(PROC_DIR), p)),
         match_: new.match_.unwrap_or_else(|| new.id.clone()),
         command: new.command,
-        history: Vec::new(),
+        events: Vec::new(),
     };
     registry
         .update(|reg| {
@@ -280,11 +277,7 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
 fn list(registry: &RegistryFile, json: bool) -> Result<()> {
     let reg = registry.load()?;
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&reg.tasks).map_err(|e| Error::runtime(e.to_string()))?
-        );
-        return Ok(());
+        return print_json(&reg.tasks);
     }
     println!(
         "{:<24} {:<10} {:<6} {:<26} {:<18} TASK FILE",
@@ -315,35 +308,35 @@ fn show(registry: &RegistryFile, id: &str, json: bool) -> Result<()> {
         .get(id)
         .ok_or_else(|| Error::usage(format!("task show: no task '{id}'")))?;
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(t).map_err(|e| Error::runtime(e.to_string()))?
-        );
-        return Ok(());
+        return print_json(t);
     }
-    println!("id:          {}", t.id);
-    println!("status:      {}", t.status);
-    println!("retry:       {}/{}", t.retry_count, t.max_retry);
-    println!("parent:      {}", t.parent_task.as_deref().unwrap_or("-"));
-    println!(
-        "task file:   {} (sha256 {})",
-        t.task_file.display(),
-        t.task_sha256
-    );
-    println!("done file:   {}", t.done_file.display());
-    println!("partial:     {}", t.partial_file.display());
-    println!("dispatched:  {}", local_timestamp(t.dispatched_at));
-    println!("next check:  {}", local_timestamp(t.next_check_at));
-    println!("follow-up:   every {:.0}s", t.followup_s);
-    println!(
-        "alive if:    {}command line contains {:?}",
-        t.pid
-            .map(|p| format!("pid {p} runs, or "))
-            .unwrap_or_default(),
-        t.match_
-    );
-    println!("command:     {:?}", t.command);
-    for e in &t.history {
+    let alive = t
+        .pid
+        .map(|p| format!("pid {p} runs, or "))
+        .unwrap_or_default();
+    for (label, value) in [
+        ("id", t.id.clone()),
+        ("status", t.status.to_string()),
+        ("retry", format!("{}/{}", t.retry_count, t.max_retry)),
+        ("parent", t.parent_task.clone().unwrap_or("-".into())),
+        (
+            "task file",
+            format!("{} (sha256 {})", t.task_file.display(), t.task_sha256),
+        ),
+        ("done file", t.done_file.display().to_string()),
+        ("partial", t.partial_file.display().to_string()),
+        ("dispatched", local_timestamp(t.dispatched_at)),
+        ("next check", local_timestamp(t.next_check_at)),
+        ("follow-up", format!("every {:.0}s", t.followup_s)),
+        (
+            "alive if",
+            format!("{alive}command line contains {:?}", t.match_),
+        ),
+        ("command", format!("{:?}", t.command)),
+    ] {
+        println!("{:<13}{value}", format!("{label}:"));
+    }
+    for e in &t.events {
         println!(
             "  {}  {}{}",
             local_timestamp(e.ts),
@@ -354,6 +347,12 @@ fn show(registry: &RegistryFile, id: &str, json: bool) -> Result<()> {
                 .unwrap_or_default()
         );
     }
+    Ok(())
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Error::runtime(e.to_string()))?;
+    println!("{text}");
     Ok(())
 }
 

@@ -27,14 +27,14 @@ use crate::alert::escalate::Escalator;
 use crate::config::Config;
 use crate::decide::outcomes::Severity;
 use crate::error::Result;
-use crate::sys::clock::Clock;
+use crate::sys::clock::{local_day, Clock};
 use crate::sys::fs::{read_bounded, read_text, warn_unreadable, SMALL_FILE_MAX, TASK_FILE_MAX};
 use crate::sys::process::{self, Cmd};
 use crate::sys::process_table::{self, pid_alive, PROC_DIR};
 use crate::tasks::registry::{Registry, RegistryFile, Task, TaskStatus};
 use crate::tasks::retention::{self, DAY_S};
 use crate::tasks::rules::{
-    contains_word, day_of, decide, log_file_name, next_id, render, successor_path, Facts, Step,
+    contains_word, decide, log_file_name, next_id, render, successor_path, Facts, Step,
 };
 use crate::tasks::sign::{file_sha256, read_key, verify};
 
@@ -64,12 +64,6 @@ pub struct Summary {
     pub logs_removed: usize,
     /// The log names of the pruned tasks, removed once the registry is written.
     logs_to_remove: Vec<String>,
-}
-
-/// What became of one re-dispatch (the new task's id).
-enum Redispatched {
-    Spawned(String),
-    NotStarted(String),
 }
 
 impl FollowUp {
@@ -174,22 +168,17 @@ impl FollowUp {
             .collect();
         for i in due {
             summary.checked += 1;
-            match self.follow(reg, i, now) {
-                Some(Redispatched::Spawned(new_id)) => summary.redispatched.push(new_id),
-                Some(Redispatched::NotStarted(new_id)) => summary.not_started.push(new_id),
-                None => {}
-            }
+            self.follow(reg, i, now, &mut summary);
         }
         summary
     }
 
-    /// Follows up the task at `i`; what became of its re-dispatch, if any.
-    fn follow(&self, reg: &mut Registry, i: usize, now: f64) -> Option<Redispatched> {
+    /// Follows up the task at `i`, noting a re-dispatch in `summary`.
+    fn follow(&self, reg: &mut Registry, i: usize, now: f64, summary: &mut Summary) -> Option<()> {
         let t = reg.tasks.get(i)?.clone();
         let id = t.id.as_str();
         let facts = self.facts(&t);
-        let today = day_of(now);
-        let step = decide(&t, &facts, reg.redispatched_on(today), self.cap);
+        let step = decide(&t, &facts, reg.redispatched_on(local_day(now)), self.cap);
         let dry = if self.dry_run { " (dry-run)" } else { "" };
         let task = reg.tasks.get_mut(i)?;
         match step {
@@ -244,7 +233,7 @@ impl FollowUp {
                 self.escalator
                     .escalate(Severity::RedispatchCap, &msg, None, false);
             }
-            Step::Redispatch => return self.redispatch(reg, i, &t, now),
+            Step::Redispatch => return self.redispatch(reg, i, &t, now, summary),
         }
         None
     }
@@ -253,7 +242,14 @@ impl FollowUp {
     /// re-dispatch that cannot start counts as an attempt all the same: the
     /// new task is registered without a process, so the next look finds it
     /// dead and the rule goes on to the next retry or to `exhausted`.
-    fn redispatch(&self, reg: &mut Registry, i: usize, t: &Task, now: f64) -> Option<Redispatched> {
+    fn redispatch(
+        &self,
+        reg: &mut Registry,
+        i: usize,
+        t: &Task,
+        now: f64,
+        summary: &mut Summary,
+    ) -> Option<()> {
         // The race the meeting named: `.done` may have landed since the first look.
         if t.done_file.exists() {
             let task = reg.tasks.get_mut(i)?;
@@ -297,7 +293,7 @@ impl FollowUp {
             }
         };
         let attempt = format!("retry {}/{}", t.retry_count + 1, t.max_retry);
-        reg.count_redispatch(day_of(now));
+        reg.count_redispatch(local_day(now));
         let old = reg.tasks.get_mut(i)?;
         old.status = TaskStatus::Retried;
         let mut child = Task {
@@ -312,29 +308,21 @@ impl FollowUp {
             pid: None,
             pid_started: None,
             match_: new_id.clone(),
-            history: Vec::new(),
+            events: Vec::new(),
             ..t.clone()
         };
-        let (msg, outcome) = match spawned {
+        let msg = match spawned {
             Ok(pid) => {
                 old.note(now, "retried", Some(format!("re-dispatched as {new_id}")));
                 child.pid = pid;
                 child.pid_started = pid.and_then(|p| process_table::start_time(&self.proc_dir, p));
-                child.note(
-                    now,
-                    "dispatched",
-                    Some(format!(
-                        "re-dispatch of {}, output in {}",
-                        t.id,
-                        log_path.display()
-                    )),
-                );
-                (
-                    format!(
-                        "task {} died without .done; re-dispatched as {new_id} ({attempt})",
-                        t.id
-                    ),
-                    Redispatched::Spawned(new_id),
+                let log = log_path.display();
+                let detail = format!("re-dispatch of {}, output in {log}", t.id);
+                child.note(now, "dispatched", Some(detail));
+                summary.redispatched.push(new_id.clone());
+                format!(
+                    "task {} died without .done; re-dispatched as {new_id} ({attempt})",
+                    t.id
                 )
             }
             Err(e) => {
@@ -355,19 +343,17 @@ impl FollowUp {
                         t.id
                     )),
                 );
-                (
-                    format!(
-                        "task {} died without .done; its re-dispatch as {new_id} failed to start ({e}) and counts as {attempt}",
-                        t.id
-                    ),
-                    Redispatched::NotStarted(new_id),
+                summary.not_started.push(new_id.clone());
+                format!(
+                    "task {} died without .done; its re-dispatch as {new_id} failed to start ({e}) and counts as {attempt}",
+                    t.id
                 )
             }
         };
         reg.tasks.push(child);
         self.escalator
             .escalate(Severity::TaskRetry, &msg, Some(&t.id), false);
-        Some(outcome)
+        Some(())
     }
 
     /// The `.partial` checkpoint, if present and (with a key configured)
@@ -479,7 +465,7 @@ mod tests {
                 pid_started: None,
                 match_: id.into(),
                 command: command.iter().map(|w| w.to_string()).collect(),
-                history: Vec::new(),
+                events: Vec::new(),
             }
         }
 
@@ -551,7 +537,7 @@ mod tests {
             (tasks[1].id.as_str(), tasks[1].retry_count, tasks[1].status),
             ("task-1707.2", 1, TaskStatus::Pending)
         );
-        assert_eq!(tasks[1].history[0].event, "spawn-failed");
+        assert_eq!(tasks[1].events[0].event, "spawn-failed");
         assert_eq!(b.escalations_of("task-retry"), 1);
         b.clock.advance(61.0);
         b.pass();
@@ -566,7 +552,7 @@ mod tests {
         assert_eq!(b.escalations_of("task-retry"), 2);
         assert_eq!(b.escalations_of("task-exhausted"), 1);
         assert!(
-            tasks.iter().all(|t| t.history.len() <= 3),
+            tasks.iter().all(|t| t.events.len() <= 3),
             "history stays bounded: {tasks:#?}"
         );
     }
@@ -598,7 +584,7 @@ mod tests {
         let reg = Registry {
             tasks,
             redispatches: crate::tasks::registry::Daily {
-                day: day_of(T0),
+                day: local_day(T0),
                 count: 5,
             },
         };
@@ -619,7 +605,7 @@ mod tests {
         assert!(!logs.join("old-1.2.log").exists());
         assert!(logs.join("open-1.2.log").exists());
         let kept = RegistryFile::new(&b.cfg.task_timers_file).load().unwrap();
-        assert_eq!(kept.redispatched_on(day_of(T0)), 5);
+        assert_eq!(kept.redispatched_on(local_day(T0)), 5);
         // Nothing more to prune: the registry is left as it is.
         assert_eq!(b.pass().pruned, 0);
     }
@@ -633,7 +619,7 @@ mod tests {
         let tasks = b.tasks();
         assert_eq!(tasks.len(), 2);
         assert_eq!(tasks[1].id, format!("{long}.2"));
-        assert!(tasks[1].pid.is_some(), "spawned: {:?}", tasks[1].history);
+        assert!(tasks[1].pid.is_some(), "spawned: {:?}", tasks[1].events);
         let logs: Vec<_> = std::fs::read_dir(b.cfg.watchdog_dir.join("tasks"))
             .unwrap()
             .flatten()

@@ -17,9 +17,9 @@ use crate::error::{Error, Result};
 use crate::sys::flock::{self, LockError, LockMode};
 use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
-/// What happened to a task, in order.
+/// One thing that happened to a task (`registered`, `retried`, `done`, …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HistoryEntry {
+pub struct TaskEvent {
     pub ts: f64,
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,8 +83,9 @@ pub struct Task {
     #[serde(rename = "match")]
     pub match_: String,
     pub command: Vec<String>,
-    #[serde(default)]
-    pub history: Vec<HistoryEntry>,
+    /// What happened to it, in order (`history` in the file).
+    #[serde(default, rename = "history")]
+    pub events: Vec<TaskEvent>,
 }
 
 impl Task {
@@ -94,7 +95,7 @@ impl Task {
     }
 
     pub fn note(&mut self, ts: f64, event: &str, detail: Option<String>) {
-        self.history.push(HistoryEntry {
+        self.events.push(TaskEvent {
             ts,
             event: event.to_owned(),
             detail,
@@ -174,7 +175,7 @@ impl RegistryFile {
         }
     }
 
-    fn lock(&self, exclusive: bool) -> Result<Locked> {
+    fn lock(&self, mode: LockMode) -> Result<Locked> {
         if let Some(dir) = self.path.parent() {
             fs::create_private_dirs(dir)
                 .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
@@ -184,11 +185,6 @@ impl RegistryFile {
         let name = PathBuf::from(name);
         let file = fs::open_lock_file(&name)
             .map_err(|e| Error::runtime(format!("cannot open {}: {e}", name.display())))?;
-        let mode = if exclusive {
-            LockMode::Exclusive
-        } else {
-            LockMode::Shared
-        };
         match flock::lock(&file, mode, self.patience) {
             Ok(()) => Ok(Locked { _file: file }),
             Err(LockError::Busy) => Err(Error::runtime(format!(
@@ -202,7 +198,9 @@ impl RegistryFile {
         }
     }
 
-    fn read(&self) -> Result<Registry> {
+    /// A snapshot without the lock (the file is only ever replaced whole),
+    /// for readers that must never wait on a writer.
+    pub fn peek(&self) -> Result<Registry> {
         match fs::read_bounded(&self.path, STATE_FILE_MAX) {
             Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Registry::default()),
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
@@ -218,16 +216,10 @@ impl RegistryFile {
         }
     }
 
-    /// A snapshot without the lock (the file is only ever replaced whole),
-    /// for readers that must never wait on a writer.
-    pub fn peek(&self) -> Result<Registry> {
-        self.read()
-    }
-
     /// A consistent snapshot.
     pub fn load(&self) -> Result<Registry> {
-        let _lock = self.lock(false)?;
-        self.read()
+        let _lock = self.lock(LockMode::Shared)?;
+        self.peek()
     }
 
     /// Runs `change` on the registry under the exclusive lock and writes the
@@ -244,8 +236,8 @@ impl RegistryFile {
         change: impl FnOnce(&mut Registry) -> Result<T>,
         after: impl FnOnce(&mut T),
     ) -> Result<T> {
-        let _lock = self.lock(true)?;
-        let mut reg = self.read()?;
+        let _lock = self.lock(LockMode::Exclusive)?;
+        let mut reg = self.peek()?;
         let before = reg.clone();
         let mut out = change(&mut reg)?;
         if reg != before {
@@ -270,7 +262,7 @@ impl RegistryFile {
         if fs::stale_temps(&self.path).is_empty() {
             return Ok(0);
         }
-        let _lock = self.lock(true)?;
+        let _lock = self.lock(LockMode::Exclusive)?;
         Ok(fs::remove_stale_temps(&self.path))
     }
 }
@@ -298,7 +290,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("task-timers.json");
         let holder = RegistryFile::new(&path);
-        let _held = holder.lock(true).unwrap();
+        let _held = holder.lock(LockMode::Exclusive).unwrap();
         let waiter = RegistryFile::impatient(&path, Duration::from_millis(100));
         let err = waiter.update(|_| Ok(())).unwrap_err();
         assert!(
@@ -323,7 +315,7 @@ mod tests {
         std::fs::write(tmp.path().join(".task-timers.json.tmp-1"), b"x").unwrap();
         let f = RegistryFile::impatient(&path, Duration::from_millis(50));
         {
-            let _held = RegistryFile::new(&path).lock(true).unwrap();
+            let _held = RegistryFile::new(&path).lock(LockMode::Exclusive).unwrap();
             assert!(f.remove_stale_temps().is_err());
         }
         assert_eq!(f.remove_stale_temps().unwrap(), 1);
@@ -359,5 +351,85 @@ mod tests {
             );
         }
         assert_eq!(format!("{:<8}|", Done), "done    |");
+    }
+}
+
+#[cfg(test)]
+mod props {
+    //! Whatever `task-timers.json` holds, loading it never panics: it is a
+    //! registry bounded by the file's size, or a usage error of bounded length.
+
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::testing::{
+        bytes_of, count, input, list_of, shaped, shaped_with, string, time, word, CASES,
+    };
+
+    /// One task of `task-timers.json`.
+    fn task_row() -> BoxedStrategy<Value> {
+        let statuses = &[
+            "pending",
+            "done",
+            "retried",
+            "exhausted",
+            "tampered",
+            "cancelled",
+        ];
+        let event = vec![("ts", time()), ("event", string()), ("detail", string())];
+        shaped_with(
+            80,
+            vec![
+                ("id", string()),
+                ("task_file", string()),
+                ("task_sha256", string()),
+                ("done_file", string()),
+                ("partial_file", string()),
+                ("followup_s", time()),
+                ("dispatched_at", time()),
+                ("next_check_at", time()),
+                ("retry_count", count()),
+                ("max_retry", count()),
+                ("parent_task", string()),
+                ("status", word(statuses)),
+                ("pid", count()),
+                ("match", string()),
+                ("command", list_of(string())),
+                ("history", list_of(shaped_with(80, event))),
+            ],
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+        #[test]
+        fn task_registries_never_panic_and_load_bounded(
+            bytes in prop_oneof![
+                1 => input(),
+                3 => shaped(vec![
+                    ("tasks", list_of(task_row())),
+                    ("redispatches", shaped(vec![("day", count()), ("count", count())])),
+                ])
+                .prop_map(bytes_of),
+            ]
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let path = tmp.path().join("task-timers.json");
+            std::fs::write(&path, &bytes).unwrap();
+            match RegistryFile::new(&path).load() {
+                Ok(reg) => {
+                    prop_assert!(reg.tasks.len() <= bytes.len());
+                    let events: usize = reg.tasks.iter().map(|t| t.events.len()).sum();
+                    prop_assert!(events <= bytes.len());
+                    prop_assert!(reg.tasks.iter().all(|t| t.id.len() <= bytes.len()));
+                }
+                Err(e) => {
+                    prop_assert_eq!(e.exit_code(), 2);
+                    prop_assert!(e.to_string().len() <= 10 * bytes.len() + 4096);
+                }
+            }
+        }
     }
 }

@@ -11,8 +11,8 @@
 //!   before now. So the `retried` ancestors of a task still followed up stay
 //!   with it, and `task show` of any task left never names a parent that is
 //!   gone.
-//! - A task's last change is the newest `ts` of its history, or its
-//!   `dispatched_at` when that is newer or the history is empty. A time in
+//! - A task's last change is the newest `ts` of its events, or its
+//!   `dispatched_at` when that is newer or it has none. A time in
 //!   the future (a clock stepped back) counts as recent: such a task waits,
 //!   it is never pruned early.
 //! - The daily re-dispatch count (`redispatches`) is a field of the registry
@@ -39,9 +39,9 @@ use crate::tasks::rules::log_file_name;
 /// Seconds in a retention day.
 pub const DAY_S: f64 = 86_400.0;
 
-/// When `t` last changed: its newest history entry, or its dispatch.
+/// When `t` last changed: its newest event, or its dispatch.
 pub fn last_change(t: &Task) -> f64 {
-    t.history
+    t.events
         .iter()
         .map(|h| h.ts)
         .fold(t.dispatched_at, f64::max)
@@ -98,7 +98,7 @@ pub fn remove_logs(logs_dir: &Path, names: &[String]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tasks::registry::{Daily, HistoryEntry};
+    use crate::tasks::registry::{Daily, TaskEvent};
 
     const NOW: f64 = 1_796_068_800.0;
     const MONTH: f64 = 30.0 * DAY_S;
@@ -122,7 +122,7 @@ mod tests {
             pid_started: None,
             match_: id.into(),
             command: vec!["true".into()],
-            history: vec![HistoryEntry {
+            events: vec![TaskEvent {
                 ts: changed,
                 event: status.as_str().into(),
                 detail: None,
@@ -194,9 +194,9 @@ mod tests {
     #[test]
     fn the_last_change_is_the_newest_history_entry_and_the_future_counts_as_recent() {
         let mut t = task("t-5", None, TaskStatus::Done, 40.0);
-        t.history.insert(
+        t.events.insert(
             0,
-            HistoryEntry {
+            TaskEvent {
                 ts: NOW - DAY_S,
                 event: "capped".into(),
                 detail: None,
@@ -204,7 +204,7 @@ mod tests {
         );
         assert_eq!(last_change(&t), NOW - DAY_S);
         let mut stepped = task("t-6", None, TaskStatus::Done, -400.0);
-        stepped.history.clear();
+        stepped.events.clear();
         let mut reg = Registry {
             tasks: vec![t, stepped],
             ..Registry::default()

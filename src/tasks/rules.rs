@@ -1,7 +1,6 @@
 //! The follow-up rules of SPEC §8 as pure functions: what a task id may be,
 //! what to do with a due task, the next sub-numbered id and its log file
-//! name, the argv template, the local day of the daily cap, and whether a
-//! command line names a task.
+//! name, the argv template, and whether a command line names a task.
 //!
 //! Nothing here reads a file, the process table or the clock.
 
@@ -100,11 +99,6 @@ pub fn render(template: &[String], vars: &[(&str, String)]) -> Vec<String> {
         .collect()
 }
 
-/// The local calendar day, for the daily cap.
-pub fn day_of(ts: f64) -> i64 {
-    crate::sys::clock::local_day(ts)
-}
-
 /// Whether `needle` occurs in `text` not as part of a longer id: `task-1` is
 /// not in `task-10` nor in `task-1.2`.
 pub fn contains_word(text: &str, needle: &str) -> bool {
@@ -160,7 +154,7 @@ mod tests {
             pid_started: None,
             match_: "task-1707".into(),
             command: vec![],
-            history: vec![],
+            events: vec![],
         }
     }
 
@@ -283,8 +277,9 @@ mod tests {
 
     #[test]
     fn the_daily_cap_counts_whole_days() {
+        use crate::sys::clock::local_day;
         let t = 1_796_068_800.0;
-        assert_eq!(day_of(t + 86_400.0), day_of(t) + 1);
-        assert!(day_of(t + 1.0) - day_of(t) <= 1);
+        assert_eq!(local_day(t + 86_400.0), local_day(t) + 1);
+        assert!(local_day(t + 1.0) - local_day(t) <= 1);
     }
 }

@@ -11,10 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::sys::fs::{read_bounded, ReadError, SMALL_FILE_MAX, TASK_FILE_MAX};
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(bytes))
 }
 
 /// The SHA-256 of a task file; the error names the path and why it cannot
@@ -25,13 +22,7 @@ pub fn file_sha256(path: &Path) -> Result<String, ReadError> {
 
 /// Hex HMAC-SHA256 of `bytes` under `key`.
 pub fn sign(key: &[u8], bytes: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length");
-    mac.update(bytes);
-    mac.finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&mac(key, bytes).finalize().into_bytes())
 }
 
 /// Whether `sig_hex` is the HMAC of `bytes` (constant-time compare).
@@ -40,16 +31,21 @@ pub fn verify(key: &[u8], bytes: &[u8], sig_hex: &str) -> bool {
     if !sig_hex.len().is_multiple_of(2) {
         return false;
     }
-    let Some(sig) = (0..sig_hex.len())
+    let sig: Option<Vec<u8>> = (0..sig_hex.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(sig_hex.get(i..i + 2)?, 16).ok())
-        .collect::<Option<Vec<u8>>>()
-    else {
-        return false;
-    };
+        .collect();
+    sig.is_some_and(|sig| mac(key, bytes).verify_slice(&sig).is_ok())
+}
+
+fn mac(key: &[u8], bytes: &[u8]) -> Hmac<Sha256> {
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length");
     mac.update(bytes);
-    mac.verify_slice(&sig).is_ok()
+    mac
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Reads an HMAC key file (trailing whitespace is not part of the key).

@@ -85,6 +85,8 @@ pub fn hook_file_exists(dir: &Path, id: &str) -> bool {
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -82,10 +82,10 @@ fn a_redispatch_that_cannot_spawn_counts_as_an_attempt_and_escalates() {
     );
     let child = &t.registry()[1];
     assert_eq!(child.retry_count, 1);
-    assert_eq!(child.history[0].event, "spawn-failed");
+    assert_eq!(child.events[0].event, "spawn-failed");
     assert_eq!(t.wd.escalations_of("task-retry"), 2);
     assert_eq!(t.wd.escalations_of("task-exhausted"), 1);
-    let history: usize = t.registry().iter().map(|t| t.history.len()).sum();
+    let history: usize = t.registry().iter().map(|t| t.events.len()).sum();
     assert!(history <= 8, "history keeps growing: {:#?}", t.registry());
 }
 

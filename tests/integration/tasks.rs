@@ -259,7 +259,7 @@ fn daily_cap_allows_one_spawn_and_survives_a_daemon_restart() {
     let capped = s.task_entry("task-5003");
     assert_eq!(capped.status, TaskStatus::Pending);
     assert!(
-        capped.history.iter().any(|e| e.event == "capped"),
+        capped.events.iter().any(|e| e.event == "capped"),
         "{capped:?}"
     );
     assert_eq!(

@@ -45,7 +45,10 @@ pub fn execute(c: &Call, st: &mut SimState, at: &Moment) -> Reply {
 }
 
 fn out(c: &Call) -> Out {
-    Out::new(c.on("json"), c.quiet())
+    Out {
+        json: c.on("json"),
+        quiet: c.quiet(),
+    }
 }
 
 fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
@@ -92,7 +95,7 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
         return Ok(Reply::out(0, go_json(&sorted(data))));
     }
     let text = format!(
-        "SimSession: {}\nID:      {}\nStatus:  {}\nPath:    {}\nGroup:   {}\nTool:    {}\n",
+        "Session: {}\nID:      {}\nStatus:  {}\nPath:    {}\nGroup:   {}\nTool:    {}\n",
         s.title,
         s.id,
         status,

@@ -98,7 +98,8 @@ pub fn apply(fault: &Fault, kind: CommandKind, json: bool, flush: impl FnOnce())
             None
         }
         FaultMode::Exit1 => {
-            Some(Out::new(json, false).error("simulated failure", "INVALID_OPERATION", 1, None))
+            let out = Out { json, quiet: false };
+            Some(out.error("simulated failure", "INVALID_OPERATION", 1, None))
         }
         FaultMode::Crash => {
             flush();
@@ -118,7 +119,7 @@ pub fn apply(fault: &Fault, kind: CommandKind, json: bool, flush: impl FnOnce())
 /// How each command reports storage that cannot be loaded.
 fn load_error(kind: CommandKind, json: bool) -> Reply {
     const CAUSE: &str = "failed to load sessions: simulated";
-    let out = Out::new(json, false);
+    let out = Out { json, quiet: false };
     match kind {
         CommandKind::ListAll => Reply::out(1, "Error: failed to list profiles: simulated\n".into()),
         CommandKind::List => Reply::out(1, format!("Error: {CAUSE}\n")),

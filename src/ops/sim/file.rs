@@ -6,7 +6,6 @@
 //! A missing or empty file is an empty fleet; a file that is not a JSON
 //! object of the schema is an error naming it, never a panic.
 
-use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -38,20 +37,14 @@ pub fn load(path: &Path) -> io::Result<SimState> {
     Ok(read(path)?.unwrap_or_default())
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = OsString::from(path.as_os_str());
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
 /// Blocks until this process holds `<state>.lock`; released when the file drops.
 fn lock(path: &Path) -> io::Result<File> {
-    let lock_path = with_suffix(path, ".lock");
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
     let named = |e: io::Error| {
-        io::Error::new(
-            e.kind(),
-            format!("cannot lock {}: {e}", lock_path.display()),
-        )
+        let msg = format!("cannot lock {}: {e}", lock_path.display());
+        io::Error::new(e.kind(), msg)
     };
     let file = OpenOptions::new()
         .read(true)

@@ -4,7 +4,8 @@
 //! restart that recreates the tmux session gives it.
 //!
 //! Pure functions of the session, the moment and the hook read: no state
-//! is written here, and the only I/O is reading a hook file.
+//! is written here, and the only I/O is reading a hook file (restarts never
+//! delete one).
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;

@@ -28,25 +28,22 @@ pub fn find(c: &Call, state: &SimState, out: Out, not_found_suffix: &str) -> Res
             .filter(|i| test(&state.sessions[*i]))
             .collect()
     };
-    let long_enough = ident.chars().count() >= 6;
-    let steps: [(Vec<usize>, String, &str); 3] = [
+    let by_id = ident.chars().count() >= 6;
+    let ambiguous = format!("'{ident}' matches multiple sessions:");
+    let steps = [
         (
             matching(&|s| s.title == *ident),
-            format!("'{ident}' matches multiple sessions:"),
+            &ambiguous,
             "Use full ID or more specific title.",
         ),
         (
-            if long_enough {
-                matching(&|s| s.id.starts_with(ident.as_str()))
-            } else {
-                Vec::new()
-            },
-            format!("'{ident}' matches multiple sessions:"),
+            matching(&|s| by_id && s.id.starts_with(ident.as_str())),
+            &ambiguous,
             "Use full ID or more specific title.",
         ),
         (
             matching(&|s| s.path() == ident),
-            format!("path '{ident}' has multiple sessions:"),
+            &format!("path '{ident}' has multiple sessions:"),
             "Use title or ID to specify.",
         ),
     ];

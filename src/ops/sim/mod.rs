@@ -26,63 +26,12 @@
 //! from where agent-deck keeps them (`$XDG_DATA_HOME/agent-deck/hooks` if it
 //! exists, else `~/.agent-deck/hooks`).
 //!
-//! The state file (every session key but `id` and `title` is optional):
-//!
-//! ```json
-//! {"profiles_exist": true,
-//!  "sessions": [{"id": "3f9c2a1b-1755891234", "title": "t", "profile": "default",
-//!                "group": "", "path": "/tmp", "tool": "claude", "compatible_with": "",
-//!                "status": "idle",
-//!                "substate": "", "parent_session_id": "", "parent_project_path": "",
-//!                "command": "", "channels": [], "claude_session_id": "",
-//!                "auth_hold": null, "tmux_session": "", "created_at": 1755891234,
-//!                "pane": "", "pane_moving": false, "transcript": "",
-//!                "started": true, "tmux_alive": true, "last_started": 1755891234.5,
-//!                "stored_status": "waiting",
-//!                "on_restart": "ok|skipped|no_effect|fail",
-//!                "on_start": "ok|already_running|fail",
-//!                "on_send": "ok|fail|not_running|typed",
-//!                "on_remove": "ok|fail"}],
-//!  "faults": {"<kind>": {"mode": "garbage|null|empty|hang|exit1|crash",
-//!                        "seconds": 3600, "count": 1, "delay": 0.5}},
-//!  (mode also "load_error": storage cannot be loaded, NOT_FOUND with exit 1)
-//!  "delay_s": {"<kind>": 0.5},
-//!  "read_hooks": false, "status_writer": true}
-//! ```
-//!
-//! Kinds: `list_all list show restart start send output_pane output remove`.
-//!
-//! The status a call prints (`live.rs`): a session with `started: false`
-//! reads `error` (`unknown` within 1.5 s of `created_at`), prints no Claude
-//! id, and starts as usual; one with `tmux_alive: false` reads `error` unless
-//! its stored status is `stopped`, cannot be sent to or captured (the
-//! auth-hold block aside), and starts as usual. Under `read_hooks: true` a
-//! hook `<id>.json` under 120 s old moves the status of a Claude-family (or
-//! codex, gemini, hermes, cursor) session whose tmux is alive: `running`,
-//! `waiting` as themselves, `dead` to `error`; restarts never delete it.
-//! Otherwise the status is `status`.
-//!
-//! Restart: a Claude-family session with a `claude_session_id` and a live
-//! tmux keeps its `tmux_session` and pane; any other restart gets a new
-//! name `agentdeck_<title>_<8 hex>` and a pane holding only the restart
-//! line. Start and restart set `last_started`, `stored_status` (`starting`,
-//! `waiting`) and bring tmux back. The freshness guard skips a restart
-//! within 60 s of `last_started` when the guarded status is running,
-//! waiting, idle or starting: with `status_writer: false` (no TUI or
-//! notify-daemon) that is `stored_status`, else the live status.
-//! `output --pane` is the last 2000 lines plus a 24-row screen, bytes as
-//! stored (ANSI escapes included); `output` of a gone session outside the
-//! Claude family (and gemini) exits 1. `show` leaves out an empty `command`.
-//!
-//! Claude-family sessions (tool `claude`, or `compatible_with: "claude"`)
-//! get Claude's send checks, taken as passed. Any other tool gets the
-//! content-arrival check: a message whose trimmed text has 12 or more bytes
-//! arrives (it is recorded in `sent`) but answers `DELIVERY_FAILED` with
-//! `"delivery": "typed"`, exit 1; a shorter one succeeds as `unverified`.
-//! `on_send: "typed"` gives the typed answer for any session and message.
-//! The simulator writes back status, substate and pane changes, the
-//! `restarts`, `starts` and `pane_ticks` counters, the `sent` messages,
-//! removed sessions, and what is left of counted faults.
+//! Where the rest lives: the state file's schema in `state.rs` and its
+//! locked read-modify-write in `file.rs`; the command line in `args.rs`;
+//! which session an identifier names in `lookup.rs`; the status a call
+//! reads (never started, tmux gone, hook files) in `live.rs`; the commands
+//! in `list.rs` and `actions.rs`, in the formats of `reply.rs`; injected
+//! faults and delays in `fault.rs`.
 
 mod actions;
 mod args;
@@ -99,9 +48,11 @@ mod tests;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
+
+use crate::config::resolve_hooks_dir;
+use crate::sys::clock::unix_now;
 
 #[cfg(test)]
 use file::load;
@@ -147,11 +98,7 @@ impl SimEnv {
                 let home = PathBuf::from(var("HOME")?);
                 let xdg = var("XDG_DATA_HOME").and_then(|x| x.into_string().ok());
                 let legacy_root = home.join(".agent-deck");
-                Some(crate::config::resolve_hooks_dir(
-                    &home,
-                    xdg.as_deref(),
-                    &legacy_root,
-                ))
+                Some(resolve_hooks_dir(&home, xdg.as_deref(), &legacy_root))
             }),
         }
     }
@@ -168,27 +115,18 @@ pub fn main(args: &[String]) -> i32 {
 
 /// One invocation with its environment and output streams given.
 pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl Write) -> i32 {
-    if let [first, rest @ ..] = args {
-        if first == CRASH_COMMAND {
-            // Not an agent-deck command: not logged as a call.
-            let reply = crash(rest, env);
-            let _ = out.write_all(reply.out.as_bytes());
-            let _ = err.write_all(reply.err.as_bytes());
-            return reply.code;
+    let reply = match args {
+        // Not an agent-deck command: not logged as a call.
+        [first, rest @ ..] if first == CRASH_COMMAND => crash(rest, env),
+        _ => {
+            if let Some(log) = &env.log {
+                log_call(log, args, err);
+            }
+            invoke(args, env, || {
+                let _ = out.flush();
+            })
         }
-    }
-    if let Some(log) = &env.log {
-        if let Err(e) = log_call(log, args) {
-            let _ = writeln!(
-                err,
-                "warning: cannot append to the call log {}: {e}; continuing",
-                log.display()
-            );
-        }
-    }
-    let reply = invoke(args, env, || {
-        let _ = out.flush();
-    });
+    };
     let _ = out.write_all(reply.out.as_bytes());
     let _ = err.write_all(reply.err.as_bytes());
     reply.code
@@ -256,13 +194,6 @@ fn crash(args: &[String], env: &SimEnv) -> Reply {
     }
 }
 
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
 /// A read-modify-write of the state; a state that cannot be read or written
 /// is `Error: …`, exit 1.
 fn locked<T>(path: &Path, f: impl FnOnce(&mut SimState) -> T) -> Result<T, Reply> {
@@ -277,17 +208,25 @@ struct LogLine<'a> {
     pid: u32,
 }
 
-fn log_call(path: &Path, args: &[String]) -> io::Result<()> {
+/// Appends the call to the log; a log that cannot be written is a warning.
+fn log_call(path: &Path, args: &[String], err: &mut impl Write) {
     let line = LogLine {
         ts: unix_now(),
         argv: args,
         pid: std::process::id(),
     };
-    let text = serde_json::to_string(&line).map_err(io::Error::other)? + "\n";
+    let text = serde_json::to_string(&line).unwrap_or_default() + "\n";
     // O_APPEND and one write, so concurrent calls never interleave a line.
-    std::fs::OpenOptions::new()
+    let appended = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
-        .open(path)?
-        .write_all(text.as_bytes())
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = appended {
+        let shown = path.display();
+        let _ = writeln!(
+            err,
+            "warning: cannot append to the call log {shown}: {e}; continuing"
+        );
+    }
 }

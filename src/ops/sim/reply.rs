@@ -42,10 +42,6 @@ pub struct Out {
 }
 
 impl Out {
-    pub fn new(json: bool, quiet: bool) -> Out {
-        Out { json, quiet }
-    }
-
     pub fn success(self, message: &str, data: Value) -> Reply {
         if self.quiet {
             Reply::out(0, String::new())

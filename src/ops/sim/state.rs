@@ -1,6 +1,33 @@
 //! The simulator's state: the schema of the file the tests and the demo
-//! control (example at the top of `mod.rs`), and the values the CLI shows
-//! for a session once its defaults are applied.
+//! control, and the values the CLI shows for a session once its defaults
+//! are applied.
+//!
+//! The state file (every session key but `id` and `title` is optional):
+//!
+//! ```json
+//! {"profiles_exist": true,
+//!  "sessions": [{"id": "3f9c2a1b-1755891234", "title": "t", "profile": "default",
+//!                "group": "", "path": "/tmp", "tool": "claude", "compatible_with": "",
+//!                "status": "idle",
+//!                "substate": "", "parent_session_id": "", "parent_project_path": "",
+//!                "command": "", "channels": [], "claude_session_id": "",
+//!                "auth_hold": null, "tmux_session": "", "created_at": 1755891234,
+//!                "pane": "", "pane_moving": false, "transcript": "",
+//!                "started": true, "tmux_alive": true, "last_started": 1755891234.5,
+//!                "stored_status": "waiting",
+//!                "on_restart": "ok|skipped|no_effect|fail",
+//!                "on_start": "ok|already_running|fail",
+//!                "on_send": "ok|fail|not_running|typed",
+//!                "on_remove": "ok|fail"}],
+//!  "faults": {"<kind>": {"mode": "garbage|null|empty|hang|exit1|crash",
+//!                        "seconds": 3600, "count": 1, "delay": 0.5}},
+//!  (mode also "load_error": storage cannot be loaded, NOT_FOUND with exit 1)
+//!  "delay_s": {"<kind>": 0.5},
+//!  "read_hooks": false, "status_writer": true}
+//! ```
+//!
+//! Kinds (of `faults` and `delay_s`): `list_all list show restart start send
+//! output_pane output remove`.
 //!
 //! A missing or `null` key reads as the default; keys this schema does not
 //! know are kept as they are, so a rewrite never loses them. Reading and
@@ -158,7 +185,8 @@ pub struct SimSession {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started: Option<bool>,
     /// False: the tmux session is gone (`sim crash`); the status reads
-    /// `error` unless stopped. None: true. Start and restart bring it back.
+    /// `error` unless stopped, and it cannot be sent to or captured (the
+    /// auth-hold block aside). None: true. Start and restart bring it back.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tmux_alive: Option<bool>,
     /// Unix seconds of the last start or restart (written back); the

@@ -155,6 +155,17 @@ fn agentdeck_profile_is_the_profile_when_no_p_is_given() {
 }
 
 #[test]
+fn human_show_starts_with_session_not_simsession() {
+    let s = sim(vec![session(ID, "conductor-ops", "idle")]);
+    let (code, out, _) = s.call(&["session", "show", ID]);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("Session: conductor-ops\nID:      "),
+        "{out}"
+    );
+}
+
+#[test]
 fn show_keys_are_sorted_and_profile_echoes_the_p_argument() {
     let mut s0 = held("error");
     s0.substate = "auth-401".into();
@@ -498,15 +509,23 @@ fn remove_deletes_the_session() {
 
 #[test]
 fn watchdog_parser_reads_every_answer() {
+    use crate::fleet::listing::{self, Shape};
     use crate::fleet::parse;
     let mut s0 = held("error");
     s0.channels = vec!["plugin:telegram@claude-plugins-official".into()];
     let s = sim(vec![s0]);
     let out = |args: &[&str]| s.call(args).1;
-    let fleet = parse::list_all(&out(&["list", "--all", "--json"])).expect("list --all");
-    assert_eq!(fleet.rows[0].id, ID);
-    let live = parse::list_profile(&out(&["-p", "default", "list", "--json"])).expect("list");
-    assert_eq!(live.rows[0].1.channels.len(), 1);
+    let list = |shape, answer: String| {
+        let mut rows = Vec::new();
+        listing::read(shape, answer.as_bytes(), 0, &mut |r| {
+            rows.push((r.session(), r.live()))
+        })
+        .map(|_| rows)
+    };
+    let fleet = list(Shape::All, out(&["list", "--all", "--json"])).expect("list --all");
+    assert_eq!(fleet[0].0.id, ID);
+    let live = list(Shape::Profile, out(&["-p", "default", "list", "--json"])).expect("list");
+    assert_eq!(live[0].1.channels.len(), 1);
     let shown = parse::show(&out(&["-p", "default", "session", "show", ID, "--json"]));
     assert!(shown.expect("show").auth_hold.is_some());
     let skipped = parse::restart(&out(&["session", "restart", ID, "--json"])).expect("restart");
@@ -515,7 +534,7 @@ fn watchdog_parser_reads_every_answer() {
     assert_eq!(code, 2);
     let msg = parse::error_message(&stdout, &stderr);
     assert_eq!(msg, "session 'nosuch' not found");
-    assert!(parse::list_all(&sim(vec![]).call(&["list", "--all", "--json"]).1).is_ok());
+    assert!(list(Shape::All, sim(vec![]).call(&["list", "--all", "--json"]).1).is_ok());
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The command line: turns argv into a [`Command`].
+//! Our own command line: turns argv into an [`Invocation`].
 //!
 //! Parsing only. Nothing here reads the environment or touches the filesystem;
 //! a mistake is an [`Error::Usage`] that names the offending word.
@@ -58,7 +58,7 @@ pub struct RunFlags {
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Command {
+pub enum Invocation {
     Run(RunFlags),
     PrintConfig(RunFlags),
     Task(RunFlags, crate::tasks::commands::TaskCommand),
@@ -70,7 +70,7 @@ pub enum Command {
 }
 
 /// Parses the arguments after the program name.
-pub fn parse(mut args: Vec<OsString>) -> Result<Command> {
+pub fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
     if args.first().is_some_and(|a| a == "history") {
         return parse_history(args.split_off(1));
     }
@@ -80,56 +80,47 @@ pub fn parse(mut args: Vec<OsString>) -> Result<Command> {
         .iter()
         .position(|a| !a.as_encoded_bytes().starts_with(b"-"));
     if let Some(i) = command.filter(|&i| args[i] == "task") {
-        // Everything after `task` belongs to it; only the global flags may come before.
+        // Everything after `task` belongs to it; the global flags may come
+        // before it, and among its words before `--`.
         let rest = args.split_off(i + 1);
         args.pop();
         let mut global = pico_args::Arguments::from_vec(args);
-        let flags = RunFlags {
+        let mut flags = RunFlags {
             dry_run: global.contains("--dry-run"),
             once: false,
             verbose: global.contains(["-v", "--verbose"]),
         };
         reject_leftovers(global.finish())?;
-        let (mut rest, mut extra) = (rest, RunFlags::default());
-        let split = rest.iter().position(|a| a == "--").unwrap_or(rest.len());
-        let mut tail = rest.split_off(split);
-        rest.retain(|a| match a.to_str() {
-            Some("--dry-run") => {
-                extra.dry_run = true;
-                false
+        let end = rest.iter().position(|a| a == "--").unwrap_or(rest.len());
+        let mut words = Vec::new();
+        for (j, word) in rest.into_iter().enumerate() {
+            match word.to_str() {
+                Some("--dry-run") if j < end => flags.dry_run = true,
+                Some("--verbose" | "-v") if j < end => flags.verbose = true,
+                _ => words.push(word),
             }
-            Some("--verbose") | Some("-v") => {
-                extra.verbose = true;
-                false
-            }
-            _ => true,
-        });
-        rest.append(&mut tail);
-        let flags = RunFlags {
-            dry_run: flags.dry_run || extra.dry_run,
-            verbose: flags.verbose || extra.verbose,
-            once: false,
-        };
-        return Ok(Command::Task(flags, crate::tasks::commands::parse(rest)?));
-    }
-    if let Some(first) = args.first().and_then(|a| a.to_str()) {
-        if first == "status" || first == "demo" {
-            let mut rest = pico_args::Arguments::from_vec(args[1..].to_vec());
-            let json = first == "status" && rest.contains("--json");
-            reject_leftovers(rest.finish())?;
-            return Ok(if first == "status" {
-                Command::Status { json }
-            } else {
-                Command::Demo
-            });
         }
+        return Ok(Invocation::Task(
+            flags,
+            crate::tasks::commands::parse(words)?,
+        ));
+    }
+    if let Some(first @ ("status" | "demo")) = args.first().and_then(|a| a.to_str()) {
+        let mut rest = pico_args::Arguments::from_vec(args[1..].to_vec());
+        let json = first == "status" && rest.contains("--json");
+        reject_leftovers(rest.finish())?;
+        return Ok(if first == "status" {
+            Invocation::Status { json }
+        } else {
+            Invocation::Demo
+        });
     }
     let mut args = pico_args::Arguments::from_vec(args);
     if args.contains(["-h", "--help"]) {
-        return Ok(Command::Help);
+        return Ok(Invocation::Help);
     }
     if args.contains(["-V", "--version"]) {
-        return Ok(Command::Version);
+        return Ok(Invocation::Version);
     }
     let flags = RunFlags {
         dry_run: args.contains("--dry-run"),
@@ -139,18 +130,18 @@ pub fn parse(mut args: Vec<OsString>) -> Result<Command> {
     let print_config = args.contains("--print-config");
     reject_leftovers(args.finish())?;
     Ok(if print_config {
-        Command::PrintConfig(flags)
+        Invocation::PrintConfig(flags)
     } else {
-        Command::Run(flags)
+        Invocation::Run(flags)
     })
 }
 
 /// `history [ID] [--since DUR] [--json|--report]`.
-fn parse_history(args: Vec<OsString>) -> Result<Command> {
+fn parse_history(args: Vec<OsString>) -> Result<Invocation> {
     use crate::ops::history::{Args, Since, View};
     let mut rest = pico_args::Arguments::from_vec(args);
     if rest.contains(["-h", "--help"]) {
-        return Ok(Command::Help);
+        return Ok(Invocation::Help);
     }
     let json = rest.contains("--json");
     let report = rest.contains("--report");
@@ -162,10 +153,9 @@ fn parse_history(args: Vec<OsString>) -> Result<Command> {
             "--since needs a value: a duration such as 30s, 90m, 6h, 2d, plain seconds, or all",
         ),
     })?;
-    let since = match since {
-        Some(raw) => Since::parse(&raw)?,
-        None => Since::default(),
-    };
+    let since = since
+        .as_deref()
+        .map_or(Ok(Since::default()), Since::parse)?;
     let mut id = None;
     for word in rest.finish() {
         let Some(text) = word.to_str() else {
@@ -203,7 +193,7 @@ fn parse_history(args: Vec<OsString>) -> Result<Command> {
         (false, true) => View::Report,
         (false, false) => View::Lines,
     };
-    Ok(Command::History(Args { id, since, view }))
+    Ok(Invocation::History(Args { id, since, view }))
 }
 
 /// Turns whatever pico-args did not consume into a usage error naming it.
@@ -212,26 +202,27 @@ fn reject_leftovers(rest: Vec<OsString>) -> Result<()> {
         return Ok(());
     };
     let word = first.to_string_lossy();
-    if word.starts_with('-') {
-        Err(Error::usage(format!("unknown flag '{word}' (see --help)")))
+    let what = if word.starts_with('-') {
+        "flag"
     } else {
-        Err(Error::usage(format!(
-            "unknown command '{word}' (see --help)"
-        )))
-    }
+        "command"
+    };
+    Err(Error::usage(format!(
+        "unknown {what} '{word}' (see --help)"
+    )))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn p(words: &[&str]) -> Result<Command> {
+    fn p(words: &[&str]) -> Result<Invocation> {
         parse(words.iter().map(OsString::from).collect())
     }
 
     #[test]
     fn default_is_daemon() {
-        assert_eq!(p(&[]).unwrap(), Command::Run(RunFlags::default()));
+        assert_eq!(p(&[]).unwrap(), Invocation::Run(RunFlags::default()));
     }
 
     #[test]
@@ -243,7 +234,7 @@ mod tests {
         };
         assert_eq!(
             p(&["--once", "--dry-run", "--verbose"]).unwrap(),
-            Command::Run(want)
+            Invocation::Run(want)
         );
     }
 
@@ -258,14 +249,14 @@ mod tests {
     fn only_the_first_word_can_be_the_task_command() {
         assert!(matches!(
             p(&["--dry-run", "task", "list"]).unwrap(),
-            Command::Task(RunFlags { dry_run: true, .. }, _)
+            Invocation::Task(RunFlags { dry_run: true, .. }, _)
         ));
         let err = p(&["demo", "task"]).unwrap_err();
         assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("task"), "{err}");
         assert!(matches!(
             p(&["history", "task"]).unwrap(),
-            Command::History(ref a) if a.id.as_deref() == Some("task")
+            Invocation::History(ref a) if a.id.as_deref() == Some("task")
         ));
     }
 
@@ -278,7 +269,10 @@ mod tests {
     #[test]
     fn history_takes_an_id_a_window_and_a_view() {
         use crate::ops::history::{Args, Since, View};
-        assert_eq!(p(&["history"]).unwrap(), Command::History(Args::default()));
+        assert_eq!(
+            p(&["history"]).unwrap(),
+            Invocation::History(Args::default())
+        );
         let want = Args {
             id: Some("3f9c2a1b-1755891234".into()),
             since: Since::parse("6h").unwrap(),
@@ -293,7 +287,7 @@ mod tests {
                 "--report"
             ])
             .unwrap(),
-            Command::History(want)
+            Invocation::History(want)
         );
         // `--since=`, and a session whose id is a command word.
         let want = Args {
@@ -303,7 +297,7 @@ mod tests {
         };
         assert_eq!(
             p(&["history", "--since=all", "--json", "task"]).unwrap(),
-            Command::History(want)
+            Invocation::History(want)
         );
     }
 

@@ -1,0 +1,67 @@
+//! A snapshot of the process environment, the one input of the settings.
+//!
+//! Values are kept as the OS gives them. A setting read from a value that is
+//! not UTF-8 is an error naming it, never a lossy conversion (a path
+//! converted lossily names a different file).
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+
+use crate::error::{Error, Result};
+
+/// See the module docs.
+#[derive(Debug, Clone, Default)]
+pub struct Env(BTreeMap<String, OsString>);
+
+impl Env {
+    pub fn new() -> Env {
+        Env::default()
+    }
+
+    pub fn insert(&mut self, name: String, value: String) {
+        self.0.insert(name, value.into());
+    }
+
+    /// A value as the OS gives it, text or not.
+    pub fn insert_os(&mut self, name: String, value: OsString) {
+        self.0.insert(name, value);
+    }
+
+    /// The variable's text, `None` when unset; an error naming it when its
+    /// value is not valid UTF-8.
+    pub(super) fn text(&self, name: &str) -> Result<Option<&str>> {
+        let Some(raw) = self.0.get(name) else {
+            return Ok(None);
+        };
+        raw.to_str().map(Some).ok_or_else(|| {
+            Error::usage(format!(
+                "{name}={raw:?} is invalid: it is not valid UTF-8; set it to a UTF-8 value"
+            ))
+        })
+    }
+
+    /// The variable's text when it is set and not empty.
+    pub(super) fn value(&self, name: &str) -> Result<Option<&str>> {
+        Ok(self.text(name)?.filter(|v| !v.is_empty()))
+    }
+
+    /// The variable's raw value, text or not (for `PATH`, which is only
+    /// searched and never rewritten).
+    pub(super) fn os(&self, name: &str) -> Option<&OsStr> {
+        self.0.get(name).map(OsString::as_os_str)
+    }
+}
+
+impl FromIterator<(String, String)> for Env {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Env {
+        Env(iter.into_iter().map(|(k, v)| (k, v.into())).collect())
+    }
+}
+
+/// Reads the real environment. A variable whose name is not text is no
+/// setting of ours and is left out.
+pub fn process_env() -> Env {
+    let vars =
+        std::env::vars_os().filter_map(|(name, value)| Some((name.into_string().ok()?, value)));
+    Env(vars.collect())
+}

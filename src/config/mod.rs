@@ -1,0 +1,140 @@
+//! Settings: every environment variable the watchdog reads, validated once
+//! into a [`Config`].
+//!
+//! This is the only module that looks at the environment. It works on an
+//! [`Env`] snapshot (`env.rs`) so tests can hand it any map; the table of
+//! settings and their bounds is `read.rs`. A bad value is an
+//! [`Error::Usage`](crate::error::Error::Usage) naming the variable and the
+//! value, never silently replaced.
+
+mod env;
+mod read;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use env::{process_env, Env};
+pub use read::resolve_hooks_dir;
+
+use crate::error::Result;
+use crate::triggers::watch::Backend as WatchBackend;
+
+/// A value that must never reach a log line.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Where a setting's value came from, for `--print-config`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub name: &'static str,
+    pub value: String,
+    pub origin: &'static str,
+}
+
+/// Every setting, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub home: PathBuf,
+    /// `XDG_CONFIG_HOME` when set to an absolute path (agent-deck's config.toml).
+    pub xdg_config_home: Option<PathBuf>,
+    pub root: PathBuf,
+    pub watchdog_dir: PathBuf,
+    pub bin: PathBuf,
+    pub hooks_dir: PathBuf,
+    pub telegram_chat_id: Option<String>,
+    pub telegram_token: Option<Secret>,
+    pub telegram_api_base: String,
+    pub rate_limit_max: u32,
+    pub rate_limit_window: Duration,
+    pub post_restart_cooldown: Duration,
+    pub min_global_restart_interval: Duration,
+    pub cascade_threshold: u32,
+    pub cascade_window: Duration,
+    pub cascade_pause: Duration,
+    pub cascade_wait: Duration,
+    pub safety_poll_interval: Duration,
+    pub subprocess_timeout: Duration,
+    pub event_queue_maxsize: usize,
+    pub liveness_confirm_gap: Duration,
+    pub liveness_skip_escalate_after: u32,
+    pub restart_verify: Duration,
+    pub start_verify: Duration,
+    pub escalation_dedup: Duration,
+    pub api_429_backoff: Duration,
+    pub breaker_threshold: u32,
+    pub breaker_window: Duration,
+    pub breaker_pause: Duration,
+    pub continuity_message: String,
+    pub stale_error_cleanup: Duration,
+    pub poller_check_interval: Duration,
+    pub poller_restart_dedup: Duration,
+    /// SPEC §6.5: consecutive checks with pending Telegram updates before a
+    /// deaf poller's conductor is restarted; 0 is off.
+    pub poller_deaf_checks: u32,
+    pub waiting_patrol_threshold: Duration,
+    pub waiting_patrol_nudge_dedup: Duration,
+    pub prompt_resume_profiles: Vec<(String, PathBuf)>,
+    pub task_timers_file: PathBuf,
+    pub task_daily_redispatch_cap: u32,
+    pub task_partial_hmac_key_file: Option<PathBuf>,
+    /// A record file past this many bytes is rotated to `<name>.1`.
+    pub record_max_bytes: u64,
+    /// Finished tasks and their logs older than this many days are pruned.
+    pub task_retention_days: u32,
+    /// How thread A learns about hook files (`WATCH_BACKEND`).
+    pub watch_backend: WatchBackend,
+    /// systemd's notify socket, when started by systemd with `Type=notify`.
+    pub notify_socket: Option<String>,
+    /// systemd's watchdog interval in µs, when it is meant for this process.
+    pub watchdog_usec: Option<u64>,
+    /// stderr is the journal (`JOURNAL_STREAM`), decided by the logger.
+    pub journal_stream: Option<String>,
+    /// Each setting with its effective value and origin, in table order.
+    pub sources: Vec<Source>,
+}
+
+impl Config {
+    /// Reads and validates every setting from `env`.
+    pub fn from_env(env: &Env) -> Result<Config> {
+        read::read(env)
+    }
+
+    pub fn autorestart_dir(&self) -> PathBuf {
+        self.watchdog_dir.join("autorestart")
+    }
+
+    /// The table printed by `--print-config`.
+    pub fn describe(&self) -> String {
+        let width = self.sources.iter().map(|s| s.name.len()).max().unwrap_or(0);
+        self.sources
+            .iter()
+            .map(|s| format!("{:width$}  {}  ({})\n", s.name, s.value, s.origin))
+            .collect()
+    }
+}
+
+/// The default settings with `HOME` in `home` and `AGENT_DECK_ROOT` at
+/// `home/root`, for unit tests that need files of their own.
+#[cfg(test)]
+pub(crate) fn test_config(home: &std::path::Path) -> Config {
+    let mut env = Env::new();
+    env.insert("HOME".into(), home.display().to_string());
+    env.insert(
+        "AGENT_DECK_ROOT".into(),
+        home.join("root").display().to_string(),
+    );
+    Config::from_env(&env).expect("the defaults are valid")
+}

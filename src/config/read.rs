@@ -1,0 +1,733 @@
+//! The table of settings: each variable with its default and bounds, read
+//! in `--print-config` order, each value noted with where it came from.
+//!
+//! Numeric settings: unset is the default, set (even to nothing) must parse.
+//! Other settings: unset and empty are the same. The error for a bad value
+//! names the variable and shows the value exactly as given.
+
+use std::ffi::OsStr;
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{Config, Env, Secret, Source, WatchBackend};
+use crate::error::{Error, Result};
+
+const DEFAULT_CONTINUITY_MESSAGE: &str = "[agent-deck-watchdog] This session was restarted \
+automatically at {timestamp} after it was found in error. If you were in the middle of a task, \
+re-read your notes and continue from where you left off.";
+
+const TELEGRAM_API: &str = "https://api.telegram.org";
+
+/// The upper bound of a wait that holds the main loop or a worker in one go
+/// (a poll interval, a CLI timeout, a verification): an hour.
+const MAX_WAIT_S: f64 = 3600.0;
+/// The upper bound of a window, pause or dedup the daemon remembers: a week.
+const MAX_WINDOW_S: f64 = 7.0 * 86_400.0;
+/// The least a must-be-positive duration may be: a millisecond (less rounds
+/// to nothing and makes a loop spin).
+const MIN_POSITIVE_S: f64 = 0.001;
+/// The upper bound of a count (a budget, a threshold, a daily cap).
+const MAX_COUNT: u32 = 10_000;
+/// The least `RECORD_MAX_BYTES`: a few records must fit before a rotation.
+const MIN_RECORD_BYTES: u32 = 64 * 1024;
+/// The upper bound of `TASK_RETENTION_DAYS`: ten years.
+const MAX_RETENTION_DAYS: u32 = 3650;
+/// The upper bound of `EVENT_QUEUE_MAXSIZE` (SPEC §11).
+const MAX_EVENT_QUEUE: u32 = 1_000_000;
+
+/// Zero (off, or no wait) up to an hour.
+const WAIT: RangeInclusive<f64> = 0.0..=MAX_WAIT_S;
+/// More than zero, up to an hour.
+const POSITIVE_WAIT: RangeInclusive<f64> = MIN_POSITIVE_S..=MAX_WAIT_S;
+/// Zero up to a week.
+const WINDOW: RangeInclusive<f64> = 0.0..=MAX_WINDOW_S;
+/// More than zero, up to a week.
+const POSITIVE_WINDOW: RangeInclusive<f64> = MIN_POSITIVE_S..=MAX_WINDOW_S;
+
+/// Every setting, in `--print-config` order.
+pub(super) fn read(env: &Env) -> Result<Config> {
+    let mut r = Reader {
+        env,
+        sources: Vec::new(),
+    };
+    let home = r.get("HOME")?.map(PathBuf::from);
+    let home_or = |what: &str| {
+        home.clone().ok_or_else(|| {
+            Error::usage(format!(
+                "HOME is not set, so {what} has no default: set HOME or {what}"
+            ))
+        })
+    };
+    let root = r.path("AGENT_DECK_ROOT", "default", || {
+        Ok(home_or("AGENT_DECK_ROOT")?.join(".agent-deck"))
+    })?;
+    let watchdog_dir = root.join("watchdog");
+    Ok(Config {
+        bin: r.path("AGENT_DECK_BIN", "default", || {
+            Ok(default_bin(env.os("PATH")))
+        })?,
+        hooks_dir: r.path("AGENT_DECK_HOOKS_DIR", "resolved like agent-deck", || {
+            let home = home_or("AGENT_DECK_HOOKS_DIR")?;
+            Ok(resolve_hooks_dir(&home, env.value("XDG_DATA_HOME")?, &root))
+        })?,
+        telegram_chat_id: r
+            .optional("TELEGRAM_ESCALATION_CHAT_ID", "(empty: Telegram off)")?
+            .map(str::to_owned),
+        telegram_token: r.telegram_token(home.as_deref())?,
+        telegram_api_base: r
+            .optional("TELEGRAM_API_BASE", TELEGRAM_API)?
+            .map_or(TELEGRAM_API, |b| b.trim_end_matches('/'))
+            .to_owned(),
+        rate_limit_max: r.count("RATE_LIMIT_MAX", 3, 1..=MAX_COUNT)?,
+        rate_limit_window: r.seconds("RATE_LIMIT_WINDOW_S", 300.0, POSITIVE_WINDOW)?,
+        post_restart_cooldown: r.seconds("POST_RESTART_COOLDOWN_S", 30.0, WINDOW)?,
+        min_global_restart_interval: r.seconds("MIN_GLOBAL_RESTART_INTERVAL_S", 60.0, WAIT)?,
+        cascade_threshold: r.count("CASCADE_THRESHOLD", 5, 2..=MAX_COUNT)?,
+        cascade_window: r.seconds("CASCADE_WINDOW_S", 10.0, WINDOW)?,
+        cascade_pause: r.seconds("CASCADE_PAUSE_S", 60.0, WINDOW)?,
+        cascade_wait: r.seconds("CASCADE_WAIT_S", 30.0, WAIT)?,
+        safety_poll_interval: r.seconds("SAFETY_POLL_INTERVAL_S", 5.0, POSITIVE_WAIT)?,
+        subprocess_timeout: r.seconds("SUBPROCESS_TIMEOUT_S", 30.0, POSITIVE_WAIT)?,
+        event_queue_maxsize: r.count("EVENT_QUEUE_MAXSIZE", 100, 1..=MAX_EVENT_QUEUE)? as usize,
+        liveness_confirm_gap: r.seconds("LIVENESS_CONFIRM_GAP_S", 2.0, WAIT)?,
+        liveness_skip_escalate_after: r.count("LIVENESS_SKIP_ESCALATE_AFTER", 3, 1..=MAX_COUNT)?,
+        restart_verify: r.seconds("RESTART_VERIFY_S", 4.0, WAIT)?,
+        start_verify: r.seconds("START_VERIFY_S", 15.0, WAIT)?,
+        escalation_dedup: r.seconds("ESCALATION_DEDUP_S", 300.0, WINDOW)?,
+        api_429_backoff: r.seconds("API_429_BACKOFF_S", 180.0, WINDOW)?,
+        breaker_threshold: r.count("CIRCUIT_BREAKER_429_THRESHOLD", 3, 1..=MAX_COUNT)?,
+        breaker_window: r.seconds("CIRCUIT_BREAKER_429_WINDOW_S", 600.0, WINDOW)?,
+        breaker_pause: r.seconds("CIRCUIT_BREAKER_PAUSE_S", 600.0, WINDOW)?,
+        continuity_message: r.continuity_message()?,
+        stale_error_cleanup: r.seconds("STALE_ERROR_CLEANUP_S", 0.0, WINDOW)?,
+        poller_check_interval: r.seconds("POLLER_CHECK_INTERVAL_S", 60.0, POSITIVE_WINDOW)?,
+        poller_restart_dedup: r.seconds("POLLER_RESTART_DEDUP_S", 3600.0, WINDOW)?,
+        poller_deaf_checks: r.count("POLLER_DEAF_CHECKS", 0, 0..=MAX_COUNT)?,
+        waiting_patrol_threshold: r.seconds(
+            "WAITING_PATROL_THRESHOLD_S",
+            600.0,
+            POSITIVE_WINDOW,
+        )?,
+        waiting_patrol_nudge_dedup: r.seconds("WAITING_PATROL_NUDGE_DEDUP_S", 3600.0, WINDOW)?,
+        prompt_resume_profiles: parse_profile_map(
+            r.optional("PROMPT_RESUME_PROFILES", "(empty: off)")?
+                .unwrap_or(""),
+        )?,
+        task_timers_file: r.path("TASK_TIMERS_FILE", "default", || {
+            Ok(watchdog_dir.join("task-timers.json"))
+        })?,
+        task_daily_redispatch_cap: r.count("TASK_DAILY_REDISPATCH_CAP", 20, 0..=MAX_COUNT)?,
+        task_partial_hmac_key_file: r
+            .optional("TASK_PARTIAL_HMAC_KEY_FILE", "(empty: no signature check)")?
+            .map(PathBuf::from),
+        record_max_bytes: u64::from(r.count(
+            "RECORD_MAX_BYTES",
+            16 * 1024 * 1024,
+            MIN_RECORD_BYTES..=u32::MAX,
+        )?),
+        task_retention_days: r.count("TASK_RETENTION_DAYS", 30, 1..=MAX_RETENTION_DAYS)?,
+        watch_backend: r.watch_backend()?,
+        watchdog_usec: r.watchdog_usec()?,
+        notify_socket: r.get("NOTIFY_SOCKET")?.map(str::to_owned),
+        journal_stream: r.get("JOURNAL_STREAM")?.map(str::to_owned),
+        xdg_config_home: r
+            .get("XDG_CONFIG_HOME")?
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute()),
+        home: home.unwrap_or_else(|| PathBuf::from("/")),
+        root,
+        watchdog_dir,
+        sources: r.sources,
+    })
+}
+
+/// Walks the table of settings, recording where each value came from.
+struct Reader<'a> {
+    env: &'a Env,
+    sources: Vec<Source>,
+}
+
+impl<'a> Reader<'a> {
+    /// The variable's value when it is set and not empty.
+    fn get(&self, name: &str) -> Result<Option<&'a str>> {
+        self.env.value(name)
+    }
+
+    fn note(&mut self, name: &'static str, value: impl Into<String>, origin: &'static str) {
+        self.sources.push(Source {
+            name,
+            value: value.into(),
+            origin,
+        });
+    }
+
+    /// A setting that may be off: its value, or `unset` shown in its place.
+    fn optional(&mut self, name: &'static str, unset: &'static str) -> Result<Option<&'a str>> {
+        let value = self.get(name)?;
+        match value {
+            Some(v) => self.note(name, v, "environment"),
+            None => self.note(name, unset, "default"),
+        }
+        Ok(value)
+    }
+
+    /// A path setting: its value, else `default()` noted with `origin`.
+    fn path(
+        &mut self,
+        name: &'static str,
+        origin: &'static str,
+        default: impl FnOnce() -> Result<PathBuf>,
+    ) -> Result<PathBuf> {
+        let (p, origin) = match self.get(name)? {
+            Some(raw) => (PathBuf::from(raw), "environment"),
+            None => (default()?, origin),
+        };
+        self.note(name, p.display().to_string(), origin);
+        Ok(p)
+    }
+
+    fn seconds(
+        &mut self,
+        name: &'static str,
+        default: f64,
+        span: RangeInclusive<f64>,
+    ) -> Result<Duration> {
+        let (secs, origin) = match self.env.text(name)? {
+            None => (default, "default"),
+            Some(raw) => (parse_seconds(name, raw, span)?, "environment"),
+        };
+        self.note(name, format!("{secs}s"), origin);
+        Ok(Duration::from_secs_f64(secs))
+    }
+
+    fn count(
+        &mut self,
+        name: &'static str,
+        default: u32,
+        span: RangeInclusive<u32>,
+    ) -> Result<u32> {
+        let (n, origin) = match self.env.text(name)? {
+            None => (default, "default"),
+            Some(raw) => match raw.trim().parse::<u32>() {
+                Ok(v) if span.contains(&v) => (v, "environment"),
+                _ => {
+                    return Err(Error::usage(format!(
+                        "{name}={raw:?} is invalid: expected a whole number from {} to {}",
+                        span.start(),
+                        span.end()
+                    )))
+                }
+            },
+        };
+        self.note(name, n.to_string(), origin);
+        Ok(n)
+    }
+
+    fn telegram_token(&mut self, home: Option<&Path>) -> Result<Option<Secret>> {
+        let (token, origin) = match (self.get("TELEGRAM_BOT_TOKEN")?, home) {
+            (Some(t), _) => (Some(Secret(t.to_owned())), "environment"),
+            (None, Some(h)) => (
+                read_token_file(&h.join(".claude/channels/telegram/.env")),
+                "~/.claude/channels/telegram/.env",
+            ),
+            (None, None) => (None, "default"),
+        };
+        let shown = if token.is_some() {
+            "(set, not shown)"
+        } else {
+            "(not set)"
+        };
+        self.note("TELEGRAM_BOT_TOKEN", shown, origin);
+        Ok(token)
+    }
+
+    /// Set to nothing, it is off; unlike the other texts, empty is not unset.
+    fn continuity_message(&mut self) -> Result<String> {
+        let (message, shown, origin) = match self.env.text("CONTINUITY_MESSAGE")? {
+            Some("") => ("", "(empty: disabled)", "environment"),
+            Some(m) => (m, m, "environment"),
+            None => (
+                DEFAULT_CONTINUITY_MESSAGE,
+                DEFAULT_CONTINUITY_MESSAGE,
+                "default",
+            ),
+        };
+        self.note("CONTINUITY_MESSAGE", shown, origin);
+        Ok(message.to_owned())
+    }
+
+    fn watch_backend(&mut self) -> Result<WatchBackend> {
+        let raw = self.get("WATCH_BACKEND")?;
+        let (backend, shown) = match raw.map(str::trim) {
+            None | Some("auto") => (WatchBackend::Auto, "auto"),
+            Some("scan") => (WatchBackend::Scan, "scan"),
+            Some(_) => {
+                let raw = raw.unwrap_or_default();
+                return Err(Error::usage(format!(
+                    "WATCH_BACKEND={raw:?} is invalid: expected auto (kernel notifications, scanning while they cannot be had) or scan"
+                )));
+            }
+        };
+        let origin = if raw.is_some() {
+            "environment"
+        } else {
+            "default"
+        };
+        self.note("WATCH_BACKEND", shown, origin);
+        Ok(backend)
+    }
+
+    /// `WATCHDOG_USEC`, when systemd meant it for this process (`WATCHDOG_PID`).
+    fn watchdog_usec(&self) -> Result<Option<u64>> {
+        let Some(raw) = self.get("WATCHDOG_USEC")? else {
+            return Ok(None);
+        };
+        let usec = raw.trim().parse::<u64>().map_err(|_| {
+            Error::usage(format!(
+                "WATCHDOG_USEC={raw:?} is invalid: expected microseconds (set by systemd)"
+            ))
+        })?;
+        let for_us = self
+            .get("WATCHDOG_PID")?
+            .is_none_or(|p| p.trim() == std::process::id().to_string());
+        Ok(for_us.then_some(usec))
+    }
+}
+
+/// Parses a decimal number of seconds within `span`.
+fn parse_seconds(name: &str, raw: &str, span: RangeInclusive<f64>) -> Result<f64> {
+    let Ok(v) = raw.trim().parse::<f64>() else {
+        return Err(Error::usage(format!(
+            "{name}={raw:?} is invalid: expected a number of seconds such as 30 or 0.5"
+        )));
+    };
+    if span.contains(&v) {
+        return Ok(v);
+    }
+    let least = if *span.start() > 0.0 {
+        format!("more than 0 (at least {})", span.start())
+    } else {
+        "0".to_owned()
+    };
+    let max = *span.end();
+    let spoken = if max >= MAX_WINDOW_S {
+        "a week"
+    } else {
+        "an hour"
+    };
+    Err(Error::usage(format!(
+        "{name}={raw:?} is invalid: expected a number of seconds from {least} to {max} ({spoken})"
+    )))
+}
+
+/// `agent-deck` on `PATH`, else `/usr/local/bin/agent-deck`.
+fn default_bin(path: Option<&OsStr>) -> PathBuf {
+    path.into_iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("agent-deck"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("/usr/local/bin/agent-deck"))
+}
+
+/// The hooks directory as agent-deck resolves it: XDG if it exists, else the
+/// legacy directory under the root if it exists, else XDG.
+pub fn resolve_hooks_dir(home: &Path, xdg_data_home: Option<&str>, root: &Path) -> PathBuf {
+    let data = match xdg_data_home {
+        Some(x) if Path::new(x).is_absolute() => PathBuf::from(x),
+        _ => home.join(".local/share"),
+    };
+    let xdg = data.join("agent-deck/hooks");
+    let legacy = root.join("hooks");
+    if !xdg.is_dir() && legacy.is_dir() {
+        legacy
+    } else {
+        xdg
+    }
+}
+
+/// Reads the `TELEGRAM_BOT_TOKEN=` line of an env file, if any.
+fn read_token_file(path: &Path) -> Option<Secret> {
+    let text = crate::sys::fs::read_text(path, crate::sys::fs::SMALL_FILE_MAX).ok()?;
+    text.lines().find_map(|line| {
+        let line = line.trim();
+        let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
+        let value = line.strip_prefix("TELEGRAM_BOT_TOKEN=")?;
+        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+        (!value.is_empty()).then(|| Secret(value.to_owned()))
+    })
+}
+
+/// Parses `profile=CLAUDE_CONFIG_DIR,…`.
+fn parse_profile_map(raw: &str) -> Result<Vec<(String, PathBuf)>> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|entry| match entry.split_once('=') {
+            Some((p, d)) if !p.trim().is_empty() && !d.trim().is_empty() => {
+                Ok((p.trim().to_owned(), PathBuf::from(d.trim())))
+            }
+            _ => Err(Error::usage(format!(
+                "PROMPT_RESUME_PROFILES entry {entry:?} is invalid: expected profile=CLAUDE_CONFIG_DIR"
+            ))),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        [("HOME", "/nonexistent-home")]
+            .iter()
+            .chain(pairs)
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// The error `Config::from_env` gives for `name=raw`.
+    fn refusal(name: &str, raw: &str) -> Error {
+        match Config::from_env(&env(&[(name, raw)])) {
+            Ok(_) => panic!("{name}={raw} was accepted"),
+            Err(e) => e,
+        }
+    }
+
+    /// Every duration setting, and whether it must be more than 0.
+    const DURATIONS: [(&str, bool); 20] = [
+        ("RATE_LIMIT_WINDOW_S", true),
+        ("POST_RESTART_COOLDOWN_S", false),
+        ("MIN_GLOBAL_RESTART_INTERVAL_S", false),
+        ("CASCADE_WINDOW_S", false),
+        ("CASCADE_PAUSE_S", false),
+        ("CASCADE_WAIT_S", false),
+        ("SAFETY_POLL_INTERVAL_S", true),
+        ("SUBPROCESS_TIMEOUT_S", true),
+        ("LIVENESS_CONFIRM_GAP_S", false),
+        ("RESTART_VERIFY_S", false),
+        ("START_VERIFY_S", false),
+        ("ESCALATION_DEDUP_S", false),
+        ("API_429_BACKOFF_S", false),
+        ("CIRCUIT_BREAKER_429_WINDOW_S", false),
+        ("CIRCUIT_BREAKER_PAUSE_S", false),
+        ("STALE_ERROR_CLEANUP_S", false),
+        ("POLLER_CHECK_INTERVAL_S", true),
+        ("POLLER_RESTART_DEDUP_S", false),
+        ("WAITING_PATROL_THRESHOLD_S", true),
+        ("WAITING_PATROL_NUDGE_DEDUP_S", false),
+    ];
+
+    /// Every count setting with its least and greatest value.
+    const COUNTS: [(&str, u32, u32); 9] = [
+        ("POLLER_DEAF_CHECKS", 0, MAX_COUNT),
+        ("RECORD_MAX_BYTES", MIN_RECORD_BYTES, u32::MAX),
+        ("TASK_RETENTION_DAYS", 1, MAX_RETENTION_DAYS),
+        ("RATE_LIMIT_MAX", 1, MAX_COUNT),
+        ("CASCADE_THRESHOLD", 2, MAX_COUNT),
+        ("EVENT_QUEUE_MAXSIZE", 1, MAX_EVENT_QUEUE),
+        ("LIVENESS_SKIP_ESCALATE_AFTER", 1, MAX_COUNT),
+        ("CIRCUIT_BREAKER_429_THRESHOLD", 1, MAX_COUNT),
+        ("TASK_DAILY_REDISPATCH_CAP", 0, MAX_COUNT),
+    ];
+
+    #[test]
+    fn watch_backend_is_auto_or_scan() {
+        let c = Config::from_env(&env(&[])).unwrap();
+        assert_eq!(c.watch_backend, WatchBackend::Auto);
+        let c = Config::from_env(&env(&[("WATCH_BACKEND", "scan")])).unwrap();
+        assert_eq!(c.watch_backend, WatchBackend::Scan);
+        let e = refusal("WATCH_BACKEND", "inotify!").to_string();
+        assert!(e.contains("WATCH_BACKEND=\"inotify!\""), "{e}");
+        assert_eq!(refusal("WATCH_BACKEND", "x").exit_code(), 2);
+    }
+
+    #[test]
+    fn the_new_settings_have_the_spec_defaults() {
+        let c = Config::from_env(&env(&[])).unwrap();
+        assert_eq!(c.poller_deaf_checks, 0);
+        assert_eq!(c.record_max_bytes, 16_777_216);
+        assert_eq!(c.task_retention_days, 30);
+    }
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let c = Config::from_env(&env(&[])).unwrap();
+        assert_eq!(c.root, PathBuf::from("/nonexistent-home/.agent-deck"));
+        assert_eq!(c.rate_limit_max, 3);
+        assert_eq!(c.rate_limit_window, Duration::from_secs(300));
+        assert_eq!(c.min_global_restart_interval, Duration::from_secs(60));
+        assert_eq!(c.cascade_threshold, 5);
+        assert_eq!(c.safety_poll_interval, Duration::from_secs(5));
+        assert_eq!(c.event_queue_maxsize, 100);
+        assert_eq!(c.liveness_confirm_gap, Duration::from_secs(2));
+        assert_eq!(c.escalation_dedup, Duration::from_secs(300));
+        assert_eq!(
+            c.hooks_dir,
+            PathBuf::from("/nonexistent-home/.local/share/agent-deck/hooks")
+        );
+        assert_eq!(
+            c.task_timers_file,
+            PathBuf::from("/nonexistent-home/.agent-deck/watchdog/task-timers.json")
+        );
+        assert!(c.continuity_message.contains("{timestamp}"));
+    }
+
+    #[test]
+    fn decimal_seconds_are_accepted() {
+        let c = Config::from_env(&env(&[("SAFETY_POLL_INTERVAL_S", "0.25")])).unwrap();
+        assert_eq!(c.safety_poll_interval, Duration::from_millis(250));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable_and_value() {
+        for (k, v) in [
+            ("RATE_LIMIT_MAX", "three"),
+            ("RATE_LIMIT_MAX", "0"),
+            ("SAFETY_POLL_INTERVAL_S", "-1"),
+            ("SAFETY_POLL_INTERVAL_S", "0"),
+            ("CASCADE_WAIT_S", "nan"),
+            ("EVENT_QUEUE_MAXSIZE", "1.5"),
+            ("PROMPT_RESUME_PROFILES", "personal"),
+            ("RATE_LIMIT_MAX", ""),
+            ("CASCADE_WAIT_S", ""),
+        ] {
+            let err = Config::from_env(&env(&[(k, v)])).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            let msg = err.to_string();
+            assert!(msg.contains(k) && msg.contains(v), "{msg}");
+        }
+    }
+
+    #[test]
+    fn hooks_dir_prefers_existing_xdg_then_legacy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path();
+        let root = home.join(".agent-deck");
+        assert_eq!(
+            resolve_hooks_dir(home, None, &root),
+            home.join(".local/share/agent-deck/hooks")
+        );
+        std::fs::create_dir_all(root.join("hooks")).unwrap();
+        assert_eq!(resolve_hooks_dir(home, None, &root), root.join("hooks"));
+        std::fs::create_dir_all(home.join(".local/share/agent-deck/hooks")).unwrap();
+        assert_eq!(
+            resolve_hooks_dir(home, None, &root),
+            home.join(".local/share/agent-deck/hooks")
+        );
+        let xdg = home.join("xdg");
+        std::fs::create_dir_all(xdg.join("agent-deck/hooks")).unwrap();
+        assert_eq!(
+            resolve_hooks_dir(home, xdg.to_str(), &root),
+            xdg.join("agent-deck/hooks")
+        );
+    }
+
+    #[test]
+    fn token_is_read_from_file_and_never_printed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".claude/channels/telegram");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(".env"),
+            "OTHER=1\nTELEGRAM_BOT_TOKEN=\"123:abc\"\n",
+        )
+        .unwrap();
+        let c = Config::from_env(&env(&[("HOME", tmp.path().to_str().unwrap())])).unwrap();
+        assert_eq!(c.telegram_token.as_ref().unwrap().expose(), "123:abc");
+        assert!(!c.describe().contains("123:abc"));
+        assert!(!format!("{c:?}").contains("123:abc"));
+    }
+
+    #[test]
+    fn event_queue_maxsize_has_an_upper_bound() {
+        for raw in ["4294967295", "50000000", "1000001", "99999999999999999999"] {
+            let e = refusal("EVENT_QUEUE_MAXSIZE", raw);
+            assert_eq!(e.exit_code(), 2);
+            let msg = e.to_string();
+            assert!(
+                msg.contains("EVENT_QUEUE_MAXSIZE") && msg.contains(raw),
+                "{msg}"
+            );
+        }
+        let c = Config::from_env(&env(&[("EVENT_QUEUE_MAXSIZE", "1000000")])).unwrap();
+        assert_eq!(c.event_queue_maxsize, 1_000_000);
+    }
+
+    #[test]
+    fn every_numeric_setting_has_an_upper_bound() {
+        for (name, _) in DURATIONS {
+            for raw in ["604801", "1e9", "1e300", "inf"] {
+                let msg = refusal(name, raw).to_string();
+                assert!(msg.contains(name) && msg.contains(raw), "{msg}");
+            }
+            assert!(Config::from_env(&env(&[(name, "3600")])).is_ok(), "{name}");
+        }
+        for name in [
+            "SAFETY_POLL_INTERVAL_S",
+            "SUBPROCESS_TIMEOUT_S",
+            "LIVENESS_CONFIRM_GAP_S",
+            "RESTART_VERIFY_S",
+            "START_VERIFY_S",
+            "CASCADE_WAIT_S",
+            "MIN_GLOBAL_RESTART_INTERVAL_S",
+        ] {
+            let msg = refusal(name, "3601").to_string();
+            assert!(msg.contains("3601") && msg.contains("3600"), "{msg}");
+        }
+        for (name, min, max) in COUNTS {
+            let c = Config::from_env(&env(&[(name, &max.to_string())]));
+            assert!(c.is_ok(), "{name}={max}");
+            let c = Config::from_env(&env(&[(name, &min.to_string())]));
+            assert!(c.is_ok(), "{name}={min}");
+            let over = (u64::from(max) + 1).to_string();
+            let msg = refusal(name, &over).to_string();
+            assert!(msg.contains(name) && msg.contains(&over), "{msg}");
+            if min > 0 {
+                let under = (min - 1).to_string();
+                let err = refusal(name, &under);
+                assert_eq!(err.exit_code(), 2, "{name}={under}");
+                let msg = err.to_string();
+                assert!(msg.contains(name) && msg.contains(&under), "{msg}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_tiny_positive_setting_is_refused_showing_the_value_as_given() {
+        for (name, positive) in DURATIONS {
+            if !positive {
+                let c = Config::from_env(&env(&[(name, "0")])).unwrap();
+                assert_eq!(
+                    c.describe().lines().filter(|l| l.starts_with(name)).count(),
+                    1
+                );
+                continue;
+            }
+            for raw in ["1e-10", " 0.0000001", "0", "0.0", "-0"] {
+                let e = refusal(name, raw);
+                assert_eq!(e.exit_code(), 2);
+                let msg = e.to_string();
+                assert!(
+                    msg.contains(&format!("{name}={raw:?}")) && msg.contains("more than 0"),
+                    "{msg}"
+                );
+            }
+        }
+        let c = Config::from_env(&env(&[("SAFETY_POLL_INTERVAL_S", "0.001")])).unwrap();
+        assert_eq!(c.safety_poll_interval, Duration::from_millis(1));
+    }
+
+    #[test]
+    fn a_non_utf8_path_setting_is_refused_naming_it() {
+        use std::os::unix::ffi::OsStringExt;
+        for name in [
+            "HOME",
+            "AGENT_DECK_ROOT",
+            "AGENT_DECK_BIN",
+            "AGENT_DECK_HOOKS_DIR",
+            "XDG_DATA_HOME",
+            "XDG_CONFIG_HOME",
+            "TASK_TIMERS_FILE",
+            "TASK_PARTIAL_HMAC_KEY_FILE",
+            "PROMPT_RESUME_PROFILES",
+        ] {
+            let mut e = env(&[]);
+            e.insert_os(name.into(), OsString::from_vec(b"/tmp/r\xffoot".to_vec()));
+            let err = Config::from_env(&e).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{name}");
+            let msg = err.to_string();
+            assert!(
+                msg.contains(name) && msg.contains("UTF-8") && msg.contains(r"/tmp/r\xFFoot"),
+                "{msg}"
+            );
+        }
+        // PATH is only searched, never rewritten: its bytes are used as they are.
+        let mut e = env(&[]);
+        e.insert_os(
+            "PATH".into(),
+            OsString::from_vec(b"/nowhere\xff:/bin".to_vec()),
+        );
+        assert!(Config::from_env(&e).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod props {
+    //! Whatever the environment holds, reading it never panics: the settings,
+    //! or a usage error of bounded length.
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::testing::CASES;
+
+    fn env_of(pairs: Vec<(String, String)>) -> Env {
+        pairs.into_iter().collect()
+    }
+
+    /// Every variable the settings are read from, as `--print-config` lists
+    /// them, plus those read outside that table.
+    fn variable_names() -> Vec<String> {
+        let home = vec![("HOME".to_owned(), "/nonexistent".to_owned())];
+        let cfg = Config::from_env(&env_of(home)).unwrap();
+        let mut names: Vec<String> = cfg.sources.iter().map(|s| s.name.to_owned()).collect();
+        for extra in [
+            "HOME",
+            "PATH",
+            "XDG_CONFIG_HOME",
+            "XDG_DATA_HOME",
+            "JOURNAL_STREAM",
+            "NOTIFY_SOCKET",
+            "WATCHDOG_USEC",
+            "WATCHDOG_PID",
+            "TELEGRAM_BOT_TOKEN",
+        ] {
+            names.push(extra.to_owned());
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    fn env_value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            "[-+]?[0-9]{0,12}(\\.[0-9]{0,6})?(e[-+]?[0-9]{1,3})?[smh]?",
+            "[a-z]{1,8}=[/a-z]{0,12}(,[a-z]{1,8}=[/a-z]{0,12}){0,3}",
+            prop::sample::select(vec![
+                "",
+                "0",
+                "1e-10",
+                "inf",
+                "NaN",
+                "-0",
+                "4294967295",
+                "1e9",
+                " 5 ",
+            ])
+            .prop_map(str::to_owned),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+        #[test]
+        fn environment_values_never_panic_and_errors_are_bounded(
+            picks in prop::collection::vec((prop::sample::select(variable_names()), env_value()), 0..6)
+        ) {
+            let given: usize = picks.iter().map(|(_, v)| v.len()).sum();
+            let mut pairs = vec![("HOME".to_owned(), "/nonexistent".to_owned())];
+            pairs.extend(picks);
+            match Config::from_env(&env_of(pairs)) {
+                Ok(cfg) => prop_assert!(cfg.describe().len() <= 10 * given + 16_384),
+                Err(e) => {
+                    prop_assert_eq!(e.exit_code(), 2);
+                    prop_assert!(e.to_string().len() <= 10 * given + 4096);
+                }
+            }
+        }
+    }
+}
