@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 
 use crate::alert::escalate::Escalator;
 use crate::decide::book::State;
-use crate::decide::gates;
 use crate::decide::limits::Limits;
+use crate::decide::{gates, notes};
 use crate::fleet::deck::{AgentDeck, Delivery};
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::audit::{Records, RestartRecord};
@@ -143,7 +143,7 @@ impl Context {
             s.title,
             status.as_str()
         );
-        gates::note_success(&mut self.state.lock(), &s.id);
+        notes::note_success(&mut self.state.lock(), &s.id);
         let mut rec = self.record(s, "restarted", None);
         rec.final_status = Some(status.as_str().into());
         self.records.restart(&rec);

@@ -12,9 +12,9 @@ use std::time::Duration;
 use crate::act::job::{Context, RestartJob, RestartKind};
 use crate::act::{deaf_conductor, prompt_resume};
 use crate::decide::cascade;
-use crate::decide::gates;
 use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
 use crate::decide::stale_hook;
+use crate::decide::{dedup, gates, notes};
 use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::audit::LivenessRecord;
@@ -163,7 +163,7 @@ impl Context {
                     .restart(&self.record(s, "cli-refused", Some(reason)));
             }
             Ok(RestartAnswer::Restarted) => {
-                gates::note_restarted(&mut self.state.lock(), &s.id, issued);
+                notes::note_restarted(&mut self.state.lock(), &s.id, issued);
                 match self.verify(s, self.settings.restart_verify) {
                     Some(status) if status != Status::Error => self.succeeded(s, status),
                     Some(Status::Error) if self.only_a_stale_hook_says_error(s, issued) => {
@@ -223,7 +223,7 @@ impl Context {
             self.give_back(job);
             if reason == LivenessReason::PaneActive {
                 let (n, alert) =
-                    gates::note_pane_active(&mut self.state.lock(), &self.limits, &s.id);
+                    notes::note_pane_active(&mut self.state.lock(), &self.limits, &s.id);
                 consecutive = Some(n);
                 if alert {
                     let msg = format!(
@@ -239,7 +239,7 @@ impl Context {
                 }
             }
             if reason == LivenessReason::AuthHold
-                && gates::first_in_episode(&mut self.state.lock(), &s.id, "auth-hold")
+                && dedup::first_in_episode(&mut self.state.lock(), &s.id, "auth-hold")
             {
                 let msg = format!(
                     "{} ({}) is held for an auth failure ({}) — a restart cannot fix a credential. Repair the login, then restart it explicitly.",
@@ -312,7 +312,7 @@ impl Context {
         if let Err(e) = self.deck.start(&s.profile, &s.id) {
             return self.failed(job, format!("{why}; fallback start {e}"));
         }
-        gates::note_ran(&mut self.state.lock(), &s.id);
+        notes::note_ran(&mut self.state.lock(), &s.id);
         match self.verify(s, self.settings.start_verify) {
             Some(status) if status != Status::Error => self.succeeded(s, status),
             _ => self.failed(
@@ -344,7 +344,7 @@ impl Context {
         if is_rate_limited(&transcript) {
             let now = self.clock.now();
             let tripped =
-                gates::note_rate_limited(&mut self.state.lock(), &self.limits, &s.id, now);
+                notes::note_rate_limited(&mut self.state.lock(), &self.limits, &s.id, now);
             self.give_back(job);
             if tripped {
                 let msg = format!(
@@ -366,7 +366,7 @@ impl Context {
         if prompt_resume::attempt(self, job, &transcript) {
             return;
         }
-        let n = gates::note_failure(&mut self.state.lock(), &s.id);
+        let n = notes::note_failure(&mut self.state.lock(), &s.id);
         log::warn!(
             "restart of {} ({}) failed ({n} in a row): {err}",
             s.id,

@@ -17,7 +17,7 @@ use crate::alert::telegram::Telegram;
 use crate::alert::Messenger;
 use crate::config::Config;
 use crate::decide::book::State;
-use crate::decide::gates;
+use crate::decide::dedup;
 use crate::decide::limits::Limits;
 use crate::records::audit::{EscalationRecord, Records};
 use crate::records::state_file::Store;
@@ -118,7 +118,7 @@ impl Escalator {
         wants_telegram: bool,
     ) -> bool {
         let now = self.clock.now();
-        if !gates::may_escalate(&mut self.state.lock(), &self.limits, sid, severity, now) {
+        if !dedup::may_escalate(&mut self.state.lock(), &self.limits, sid, severity, now) {
             log::debug!(
                 "escalation {severity} for {} suppressed: already sent within the dedup window",
                 sid.unwrap_or("the fleet")

@@ -15,6 +15,7 @@ use crate::decide::cascade::{self, CascadeNews};
 use crate::decide::first_run::{self, Ran, RunProbe};
 use crate::decide::gates::{self, Gate, Hold};
 use crate::decide::stale_hook;
+use crate::decide::{notes, prune};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{self, Live, Session, Status};
@@ -78,7 +79,7 @@ impl Daemon {
                 Some(Errored::Held(why)) => self.hold(s, *why),
                 Some(Errored::Undecided) => {
                     let now = self.clock.now();
-                    gates::note_status(&mut self.state.lock(), s, Status::Error, now);
+                    notes::note_status(&mut self.state.lock(), s, Status::Error, now);
                 }
                 Some(Errored::Died) | None => self.observe(s, l.status()),
             }
@@ -86,7 +87,7 @@ impl Daemon {
         if fleet_readable {
             self.forget_gone();
         }
-        gates::prune_state(&mut self.state.lock(), &self.limits, self.clock.now());
+        prune::prune_state(&mut self.state.lock(), &self.limits, self.clock.now());
         let held = self.children_held(&unreadable);
         let snap = Snapshot {
             sessions: self.fleet.all().chain(&children).chain(&held).collect(),
@@ -186,7 +187,7 @@ impl Daemon {
             match ran {
                 Ran::Yes => {
                     if !known {
-                        gates::note_ran(&mut self.state.lock(), &s.id);
+                        notes::note_ran(&mut self.state.lock(), &s.id);
                     }
                     self.never_started.remove(&s.id);
                 }
@@ -230,7 +231,7 @@ impl Daemon {
     /// its status is noted and the hold recorded once.
     fn hold(&mut self, s: &Session, why: Hold) {
         let now = self.clock.now();
-        gates::note_status(&mut self.state.lock(), s, Status::Error, now);
+        notes::note_status(&mut self.state.lock(), s, Status::Error, now);
         if !self.record_gate_skip(s, why) {
             return;
         }
@@ -366,7 +367,7 @@ impl Daemon {
     /// Acts on a status seen for a critical session.
     pub(super) fn observe(&mut self, s: &Session, status: Status) {
         let now = self.clock.now();
-        gates::note_status(&mut self.state.lock(), s, status, now);
+        notes::note_status(&mut self.state.lock(), s, status, now);
         if status != Status::Error {
             self.gate_skips.remove(&s.id);
             self.never_started.remove(&s.id);
