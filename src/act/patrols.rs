@@ -9,24 +9,20 @@
 //! for restarts, to the restart worker so restarts stay serialized.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
-use crate::act::deaf_conductor::{self, Places};
-use crate::act::errands::Errand;
+use crate::act::context::Context;
+use crate::act::errands::{self, Errand};
 use crate::act::job::{RestartJob, RestartKind};
-use crate::act::pending_updates::{Check, WebhookChecks};
+use crate::act::pending_updates::{Conductor, WebhookWorker};
 use crate::act::restart::Restarter;
 use crate::act::snapshot::Snapshot;
+use crate::act::telegram_pollers::{self, Places};
 use crate::config::Config;
-use crate::decide::book::State;
 use crate::decide::liveness::digest;
 use crate::decide::patrol_rules;
-use crate::fleet::deck::AgentDeck;
+use crate::error::{Error, Result};
 use crate::fleet::session::{Session, Status};
-use crate::sys::clock::Clock;
 use crate::sys::worker::Worker;
 
 /// A removal that did not take is tried again after this long.
@@ -64,13 +60,11 @@ impl PatrolSettings {
 }
 
 pub struct Patrols {
+    ctx: Context,
     pub settings: PatrolSettings,
-    deck: Arc<dyn AgentDeck>,
-    state: Arc<Mutex<State>>,
-    clock: Arc<dyn Clock>,
     errands: Worker<Errand>,
     /// The deaf-but-alive poller check (SPEC §6.5); `None`: off.
-    webhook_checks: Option<WebhookChecks>,
+    webhook: Option<WebhookWorker>,
     last_poller_check: Option<f64>,
     /// Removals queued and when: a slow, failed or dry-run removal is queued
     /// again only after [`REMOVAL_RETRY_S`].
@@ -78,24 +72,20 @@ pub struct Patrols {
 }
 
 impl Patrols {
-    pub fn new(
-        settings: PatrolSettings,
-        deck: Arc<dyn AgentDeck>,
-        state: Arc<Mutex<State>>,
-        clock: Arc<dyn Clock>,
-        errands: Worker<Errand>,
-        webhook_checks: Option<WebhookChecks>,
-    ) -> Patrols {
-        Patrols {
-            settings,
-            deck,
-            state,
-            clock,
-            errands,
-            webhook_checks,
+    /// The patrols, with their errand and webhook-check workers started.
+    pub fn spawn(cfg: &Config, ctx: Context) -> Result<Patrols> {
+        let started = |what: &'static str| {
+            move |e: std::io::Error| Error::runtime(format!("cannot start the {what} thread: {e}"))
+        };
+        Ok(Patrols {
+            settings: PatrolSettings::from_config(cfg),
+            errands: errands::spawn(ctx.clone()).map_err(started("errands"))?,
+            webhook: WebhookWorker::from_config(cfg, ctx.clone())
+                .map_err(started("webhook-checks"))?,
+            ctx,
             last_poller_check: None,
             removals: BTreeMap::new(),
-        }
+        })
     }
 
     /// One patrol pass; `alive` is called before each slow pane read, so
@@ -128,10 +118,10 @@ impl Patrols {
             .map(|s| s.id.clone())
             .chain(waiting.iter().map(|s| s.id.clone()))
             .collect();
-        patrol_rules::forget_not_waiting(&mut self.state.lock(), &keep);
+        patrol_rules::forget_not_waiting(&mut self.ctx.state.lock(), &keep);
         for s in waiting {
             alive();
-            let pane = match self.deck.pane(&s.profile, &s.id) {
+            let pane = match self.ctx.deck.pane(&s.profile, &s.id) {
                 Ok(p) => p,
                 Err(e) => {
                     log::debug!(
@@ -141,10 +131,10 @@ impl Patrols {
                     continue;
                 }
             };
-            let now = self.clock.now();
+            let now = self.ctx.clock.now();
             let st = &self.settings;
             let nudge = {
-                let mut state = self.state.lock();
+                let mut state = self.ctx.state.lock();
                 let due = patrol_rules::observe_waiting(
                     &mut state,
                     &s.id,
@@ -170,7 +160,7 @@ impl Patrols {
     /// found deaf by those checks is restarted at the next tick.
     fn check_pollers(&mut self, snap: &Snapshot, restarter: &Restarter) {
         self.restart_deaf_pollers(snap, restarter);
-        let now = self.clock.now();
+        let now = self.ctx.clock.now();
         if self
             .last_poller_check
             .is_some_and(|t| now - t < self.settings.poller_interval)
@@ -178,15 +168,15 @@ impl Patrols {
             return;
         }
         self.last_poller_check = Some(now);
-        if let Some(w) = &self.webhook_checks {
-            patrol_rules::forget_stale_streaks(&mut self.state.lock(), now, w.max_gap);
+        if let Some(w) = &self.webhook {
+            patrol_rules::forget_stale_streaks(&mut self.ctx.state.lock(), now, w.max_gap);
         }
-        for seen in deaf_conductor::telegram_pollers(snap, &self.settings.places) {
+        for seen in telegram_pollers::telegram_pollers(snap, &self.settings.places) {
             let s = seen.session;
             if seen.running {
-                if let Some(w) = &self.webhook_checks {
-                    if !self.state.lock().in_flight.contains(&s.id) {
-                        w.submit(Check {
+                if let Some(w) = &self.webhook {
+                    if !self.ctx.state.lock().in_flight.contains(&s.id) {
+                        w.submit(Conductor {
                             id: s.id.clone(),
                             title: s.title.clone(),
                             state_dir: seen.state_dir,
@@ -202,12 +192,7 @@ impl Patrols {
                     s.title,
                     seen.state_dir.display()
                 );
-                restarter.submit(RestartJob {
-                    session: s.clone(),
-                    escalation_critical: crate::fleet::session::is_escalation_critical(s),
-                    slot: None,
-                    kind: RestartKind::DeafConductor,
-                });
+                restarter.submit(RestartJob::poller(s, RestartKind::PollerMissing));
             }
         }
     }
@@ -217,41 +202,36 @@ impl Patrols {
     /// path and dedup. Its streak is used up: should agent-deck refuse, a
     /// new streak is needed before the next try.
     fn restart_deaf_pollers(&mut self, snap: &Snapshot, restarter: &Restarter) {
-        let Some(w) = &self.webhook_checks else {
+        let Some(w) = &self.webhook else {
             return;
         };
-        let now = self.clock.now();
-        let deaf = patrol_rules::deaf_pollers(&self.state.lock(), now, w.checks, w.max_gap);
+        let now = self.ctx.clock.now();
+        let deaf = patrol_rules::deaf_pollers(&self.ctx.state.lock(), now, w.checks, w.max_gap);
         for (id, pending) in deaf {
             let Some(s) = snap.sessions.iter().copied().find(|s| s.id == id) else {
                 continue;
             };
             if !patrol_rules::is_conductor(s)
-                || !deaf_conductor::has_live_telegram_channel(snap, s)
+                || !telegram_pollers::has_live_telegram_channel(snap, s)
                 || !self.claim_poller_restart(&s.id, now)
             {
                 continue;
             }
-            self.state.lock().pending_updates.remove(&s.id);
+            self.ctx.state.lock().pending_updates.remove(&s.id);
             log::warn!(
                 "{} ({}) is deaf: its Telegram poller runs but leaves updates unread ({}); queueing a restart",
                 s.id,
                 s.title,
                 patrol_rules::deaf_reason(&pending)
             );
-            restarter.submit(RestartJob {
-                session: s.clone(),
-                escalation_critical: crate::fleet::session::is_escalation_critical(s),
-                slot: None,
-                kind: RestartKind::DeafPoller { pending },
-            });
+            restarter.submit(RestartJob::poller(s, RestartKind::PollerDeaf { pending }));
         }
     }
 
     /// Whether a poller restart of `id` may be queued now (the dedup window
     /// is over and none is queued or running); if so, it is marked in flight.
     fn claim_poller_restart(&self, id: &str, now: f64) -> bool {
-        let mut state = self.state.lock();
+        let mut state = self.ctx.state.lock();
         let ok = patrol_rules::poller_restart_allowed(&state, id, now, self.settings.poller_dedup)
             && !state.in_flight.contains(id);
         if ok {
@@ -266,7 +246,7 @@ impl Patrols {
         if self.settings.stale_after <= 0.0 {
             return;
         }
-        let now = self.clock.now();
+        let now = self.ctx.clock.now();
         self.removals.retain(|id, at| {
             now - *at < REMOVAL_RETRY_S && snap.critical.iter().any(|s| s.id == *id)
         });
@@ -282,7 +262,7 @@ impl Patrols {
                 continue;
             }
             let stuck = {
-                let mut state = self.state.lock();
+                let mut state = self.ctx.state.lock();
                 patrol_rules::stuck_for(state.book(&s.id), now, self.settings.stale_after)
             };
             if let Some(stuck_for_s) = stuck {
@@ -297,7 +277,7 @@ impl Patrols {
 
     /// Runs the queued errands and webhook checks, then stops their workers.
     pub fn finish(&mut self) {
-        if let Some(w) = &mut self.webhook_checks {
+        if let Some(w) = &mut self.webhook {
             w.finish();
         }
         self.errands.finish();

@@ -4,7 +4,7 @@
 //! (and without `TELEGRAM_STATE_DIR`), then retry `session start`. Runs on the
 //! restart worker, as part of one restart.
 
-use crate::act::job::{Context, RestartJob};
+use crate::act::job::{RestartJob, RestartRunner};
 use crate::fleet::session::Status;
 use crate::sys::process::{self, Cmd};
 
@@ -15,9 +15,9 @@ pub const RESUME_TEXT: &str =
 /// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
 /// tool marker, nudge the conversation once with `claude --resume`, then
 /// retry `session start`. True if the session came back.
-pub fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
-    let s = &job.session;
-    let Some((_, config_dir)) = ctx
+pub fn attempt(run: &RestartRunner, job: &RestartJob, transcript: &str) -> bool {
+    let (s, ctx) = (&job.session, &run.ctx);
+    let Some((_, config_dir)) = run
         .settings
         .prompt_resume
         .iter()
@@ -32,13 +32,12 @@ pub fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
         log::warn!("prompt-resume of {} skipped: no claude_session_id", s.id);
         return false;
     };
-    ctx.records
-        .restart(&ctx.record(s, "prompt-resume-attempt", None));
+    ctx.note(s, "prompt-resume-attempt", None);
     let cmd = Cmd::new("claude")
         .args(["--resume", claude_id.as_str(), "-p", RESUME_TEXT])
         .env("CLAUDE_CONFIG_DIR", config_dir)
         .env_remove("TELEGRAM_STATE_DIR");
-    match process::run(&cmd, ctx.settings.prompt_resume_timeout, &ctx.shutdown) {
+    match process::run(&cmd, run.settings.prompt_resume_timeout, &ctx.shutdown) {
         Ok(out) if out.success() => {
             log::info!("prompt-resume of {} ran; retrying session start", s.id)
         }
@@ -56,9 +55,9 @@ pub fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
         log::warn!("session start after prompt-resume of {} failed: {e}", s.id);
         return false;
     }
-    match ctx.verify(s, ctx.settings.start_verify) {
+    match run.verify(s, run.settings.start_verify) {
         Some(status) if status != Status::Error => {
-            ctx.succeeded(s, status);
+            run.succeeded(s, status);
             true
         }
         _ => false,

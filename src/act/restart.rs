@@ -9,8 +9,9 @@
 
 use std::time::Duration;
 
-use crate::act::job::{Context, RestartJob, RestartKind};
-use crate::act::{deaf_conductor, prompt_resume};
+use crate::act::context::Context;
+use crate::act::job::{RestartJob, RestartKind, RestartRunner, RestartSettings};
+use crate::act::{poller_restart, prompt_resume};
 use crate::decide::cascade;
 use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
 use crate::decide::stale_hook;
@@ -25,19 +26,20 @@ use crate::triggers::hook_file;
 pub type Restarter = Worker<RestartJob>;
 
 /// Starts the restart worker thread.
-pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
+pub fn spawn(ctx: Context, settings: RestartSettings) -> std::io::Result<Restarter> {
+    let run = RestartRunner { ctx, settings };
     Worker::spawn("restart", move |job: RestartJob| {
         // Whatever happens in run (even a bug), the session must not stay in flight.
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.run(&job)));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run(&job)));
         if outcome.is_err() {
             log::error!(
                 "the restart of {} panicked (a bug); its budget slot is given back",
                 job.session.id
             );
-            ctx.give_back(&job);
+            run.give_back(&job);
         }
-        gates::finish(&mut ctx.state.lock(), &job.session.id);
-        ctx.store.save(&ctx.state);
+        gates::finish(&mut run.ctx.state.lock(), &job.session.id);
+        run.ctx.store.save(&run.ctx.state);
     })
 }
 
@@ -45,34 +47,24 @@ pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
 pub fn is_rate_limited(text: &str) -> bool {
     text.lines().any(|line| {
         let l = line.to_lowercase();
-        let word_at = |needle: &str| {
-            l.match_indices(needle).any(|(i, _)| {
-                !l[..i]
-                    .chars()
-                    .next_back()
-                    .is_some_and(|c| c.is_alphanumeric())
+        let glued = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+        // `needle` not glued to the word before it (nor, if `whole`, after it).
+        let word = |needle: &str, whole: bool| {
+            l.match_indices(needle).any(|(i, m)| {
+                let (before, after) = (l[..i].chars().next_back(), l[i + m.len()..].chars().next());
+                !(glued(before) || whole && glued(after))
             })
         };
-        let http_429 = ["http 429", "http/429", "http429"].iter().any(|n| {
-            l.match_indices(n).any(|(i, m)| {
-                !l[..i]
-                    .chars()
-                    .next_back()
-                    .is_some_and(|c| c.is_alphanumeric())
-                    && !l[i + m.len()..]
-                        .chars()
-                        .next()
-                        .is_some_and(|c| c.is_alphanumeric())
-            })
-        });
         let exceeded = l
             .find("exceed")
             .and_then(|i| l[i..].find("rate").map(|j| i + j))
             .is_some_and(|k| l[k..].contains("limit"));
-        word_at("rate limit")
-            || word_at("rate-limit")
-            || word_at("ratelimit")
-            || http_429
+        ["rate limit", "rate-limit", "ratelimit"]
+            .iter()
+            .any(|n| word(n, false))
+            || ["http 429", "http/429", "http429"]
+                .iter()
+                .any(|n| word(n, true))
             || line.contains("(429)")
             || exceeded
     })
@@ -108,62 +100,51 @@ impl Probe for CliProbe<'_> {
     }
 }
 
-impl Context {
+impl RestartRunner {
     fn run(&self, job: &RestartJob) {
-        let s = &job.session;
+        let (s, ctx) = (&job.session, &self.ctx);
         if !self.wait_turn(s) {
             log::info!("restart of {} abandoned: shutting down", s.id);
             self.give_back(job);
             return;
         }
         // Bound first: an `if let` would hold the state lock through its body.
-        let held = gates::recheck(&mut self.state.lock(), &s.id, self.clock.now());
+        let held = gates::recheck(&mut ctx.state.lock(), &s.id, ctx.clock.now());
         if let Some(why) = held {
             log::info!("restart of {} skipped after the wait: {why}", s.id);
             self.give_back(job);
             return;
         }
-        if matches!(
-            job.kind,
-            RestartKind::DeafConductor | RestartKind::DeafPoller { .. }
-        ) {
-            return deaf_conductor::restart(self, job);
+        if job.kind != RestartKind::Revive {
+            return poller_restart::restart(self, job);
         }
         if !self.confirm_dead(job) {
             return;
         }
-        let burst = cascade::note_restart_call(
-            &mut self.state.lock(),
-            &self.limits,
-            &s.id,
-            self.clock.now(),
-        );
-        if burst {
+        let lim = &ctx.limits;
+        if cascade::note_restart_call(&mut ctx.state.lock(), lim, &s.id, ctx.clock.now()) {
             let msg = format!(
                 "{} restarts within {:.0}s — pausing every restart for {:.0}s",
-                self.limits.cascade_threshold,
-                self.limits.cascade_window,
-                self.limits.cascade_pause
+                lim.cascade_threshold, lim.cascade_window, lim.cascade_pause
             );
-            self.escalator.escalate("cascade", &msg, None, true);
+            ctx.escalator.escalate("cascade", &msg, None, true);
         }
-        self.records.restart(&self.record(s, "restart", None));
-        if self.settings.dry_run {
+        ctx.note(s, "restart", None);
+        if ctx.dry_run {
             log::info!("dry-run: would restart {} ({}) now", s.id, s.title);
             return;
         }
         log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
-        let issued = self.clock.now();
-        match self.deck.restart(&s.profile, &s.id) {
+        let issued = ctx.clock.now();
+        match ctx.deck.restart(&s.profile, &s.id) {
             Ok(RestartAnswer::Skipped(reason)) => {
                 log::info!("agent-deck declined to restart {}: {reason}; not falling back to session start", s.id);
                 self.give_back(job);
                 let reason = format!("agent-deck refused the restart: {reason}");
-                self.records
-                    .restart(&self.record(s, "cli-refused", Some(reason)));
+                ctx.note(s, "cli-refused", Some(reason));
             }
             Ok(RestartAnswer::Restarted) => {
-                notes::note_restarted(&mut self.state.lock(), &s.id, issued);
+                notes::note_restarted(&mut ctx.state.lock(), &s.id, issued);
                 match self.verify(s, self.settings.restart_verify) {
                     Some(status) if status != Status::Error => self.succeeded(s, status),
                     Some(Status::Error) if self.only_a_stale_hook_says_error(s, issued) => {
@@ -192,9 +173,9 @@ impl Context {
 
     /// Waits for the global serialization; false on shutdown.
     fn wait_turn(&self, s: &Session) -> bool {
+        let ctx = &self.ctx;
         loop {
-            let wait =
-                gates::serialization_wait(&self.state.lock(), &self.limits, self.clock.now());
+            let wait = gates::serialization_wait(&ctx.state.lock(), &ctx.limits, ctx.clock.now());
             if wait <= 0.0 {
                 return true;
             }
@@ -202,7 +183,7 @@ impl Context {
                 "restart of {} waits {wait:.1}s: restarts are serialized",
                 s.id
             );
-            if !self.shutdown.sleep(crate::sys::clock::clamped(wait)) {
+            if !ctx.shutdown.sleep(crate::sys::clock::clamped(wait)) {
                 return false;
             }
         }
@@ -210,36 +191,27 @@ impl Context {
 
     /// Liveness confirmation with its records and alerts; true if dead.
     fn confirm_dead(&self, job: &RestartJob) -> bool {
-        let s = &job.session;
-        let ev = liveness::confirm(
-            &CliProbe {
-                ctx: self,
-                session: s,
-            },
-            self.settings.gap,
-        );
+        let (s, ctx) = (&job.session, &self.ctx);
+        let probe = CliProbe { ctx, session: s };
+        let ev = liveness::confirm(&probe, self.settings.gap);
         let mut consecutive = None;
         if let Verdict::Skip(reason) = ev.verdict {
             self.give_back(job);
             if reason == LivenessReason::PaneActive {
-                let (n, alert) =
-                    notes::note_pane_active(&mut self.state.lock(), &self.limits, &s.id);
+                let (n, alert) = notes::note_pane_active(&mut ctx.state.lock(), &ctx.limits, &s.id);
                 consecutive = Some(n);
                 if alert {
                     let msg = format!(
                         "{} ({}) has reported status=error {n}x while its pane kept producing output — the session is alive and the restart was skipped each time. This is a status-classification problem, not a dead session.",
                         s.title, s.id
                     );
-                    self.escalator.escalate(
-                        "liveness-mismatch",
-                        &msg,
-                        Some(&s.id),
-                        job.escalation_critical,
-                    );
+                    let critical = job.escalation_critical();
+                    ctx.escalator
+                        .escalate("liveness-mismatch", &msg, Some(&s.id), critical);
                 }
             }
             if reason == LivenessReason::AuthHold
-                && dedup::first_in_episode(&mut self.state.lock(), &s.id, "auth-hold")
+                && dedup::first_in_episode(&mut ctx.state.lock(), &s.id, "auth-hold")
             {
                 let msg = format!(
                     "{} ({}) is held for an auth failure ({}) — a restart cannot fix a credential. Repair the login, then restart it explicitly.",
@@ -247,20 +219,18 @@ impl Context {
                     s.id,
                     ev.auth_hold_reason.as_deref().unwrap_or("unknown")
                 );
-                self.escalator
-                    .escalate("auth-hold", &msg, Some(&s.id), job.escalation_critical);
+                let critical = job.escalation_critical();
+                ctx.escalator
+                    .escalate("auth-hold", &msg, Some(&s.id), critical);
             }
             log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
-            self.records.restart(&self.record(
-                s,
-                "skipped-alive",
-                Some(reason.as_str().to_owned()),
-            ));
+            ctx.note(s, "skipped-alive", Some(reason.as_str().to_owned()));
         } else {
             log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
         }
-        self.records.liveness(&LivenessRecord {
-            ts: self.clock.now(),
+        let dead = ev.verdict == Verdict::Dead;
+        ctx.records.liveness(&LivenessRecord {
+            ts: ctx.clock.now(),
             id: s.id.clone(),
             title: s.title.clone(),
             profile: s.profile.clone(),
@@ -268,17 +238,12 @@ impl Context {
             reads: ev.reads,
             pane: ev.pane,
             auth_hold_reason: ev.auth_hold_reason,
-            decision: if ev.verdict == Verdict::Dead {
-                "restart"
-            } else {
-                "skip"
-            }
-            .into(),
+            decision: if dead { "restart" } else { "skip" }.into(),
             reason: ev.verdict.reason(),
             consecutive_skips: consecutive,
-            dry_run: self.settings.dry_run,
+            dry_run: ctx.dry_run,
         });
-        ev.verdict == Verdict::Dead
+        dead
     }
 
     /// Whether the `error` read after a restart issued at `issued` comes
@@ -288,8 +253,7 @@ impl Context {
         let Some(hook) = hook_file::read_hook(&self.settings.hooks_dir, &s.id) else {
             return false;
         };
-        let now = self.clock.now();
-        if !stale_hook::is_stale_dead_hook(&hook, issued, now) {
+        if !stale_hook::is_stale_dead_hook(&hook, issued, self.ctx.clock.now()) {
             return false;
         }
         log::info!(
@@ -304,22 +268,23 @@ impl Context {
     /// `session start` after a restart that did not bring the session back;
     /// `why` says what the restart did, and leads a failure's reason.
     fn fall_back_to_start(&self, job: &RestartJob, why: &str) {
-        let s = &job.session;
-        if self.shutdown.is_set() {
+        let (s, ctx) = (&job.session, &self.ctx);
+        if ctx.shutdown.is_set() {
             return self.failed(job, "shutdown during verification".into());
         }
         log::warn!("{}: {why}; falling back to session start", s.id);
-        if let Err(e) = self.deck.start(&s.profile, &s.id) {
+        if let Err(e) = ctx.deck.start(&s.profile, &s.id) {
             return self.failed(job, format!("{why}; fallback start {e}"));
         }
-        notes::note_ran(&mut self.state.lock(), &s.id);
-        match self.verify(s, self.settings.start_verify) {
+        notes::note_ran(&mut ctx.state.lock(), &s.id);
+        let within = self.settings.start_verify;
+        match self.verify(s, within) {
             Some(status) if status != Status::Error => self.succeeded(s, status),
             _ => self.failed(
                 job,
                 format!(
                     "fallback start returned success but status still error after {:.0}s",
-                    self.settings.start_verify.as_secs_f64()
+                    within.as_secs_f64()
                 ),
             ),
         }
@@ -328,59 +293,55 @@ impl Context {
     /// A failed restart: a 429 backs off and gives the slot back; anything
     /// else counts as a crash and escalates on the second in a row.
     fn failed(&self, job: &RestartJob, err: String) {
-        let s = &job.session;
-        if self.shutdown.is_set() {
+        let (s, ctx, lim) = (&job.session, &self.ctx, &self.ctx.limits);
+        if ctx.shutdown.is_set() {
             // Cut short by our own shutdown: not the session's failure.
             self.give_back(job);
             log::info!(
                 "restart of {} interrupted by shutdown; not counted as a failure",
                 s.id
             );
-            return self
-                .records
-                .restart(&self.record(s, "restart-interrupted", Some(err)));
+            return ctx.note(s, "restart-interrupted", Some(err));
         }
-        let transcript = self.deck.transcript(&s.profile, &s.id).unwrap_or_default();
+        let transcript = ctx.deck.transcript(&s.profile, &s.id).unwrap_or_default();
         if is_rate_limited(&transcript) {
-            let now = self.clock.now();
-            let tripped =
-                notes::note_rate_limited(&mut self.state.lock(), &self.limits, &s.id, now);
+            let now = ctx.clock.now();
+            let tripped = notes::note_rate_limited(&mut ctx.state.lock(), lim, &s.id, now);
             self.give_back(job);
             if tripped {
                 let msg = format!(
                     "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
-                    self.limits.breaker_threshold, self.limits.breaker_window, self.limits.breaker_pause
+                    lim.breaker_threshold, lim.breaker_window, lim.breaker_pause
                 );
-                self.escalator.escalate("circuit-breaker", &msg, None, true);
+                ctx.escalator.escalate("circuit-breaker", &msg, None, true);
             }
             log::warn!(
                 "restart of {} hit an API rate limit; backing off {:.0}s, not counted as a crash",
                 s.id,
-                self.limits.backoff_429
+                lim.backoff_429
             );
-            let mut rec = self.record(s, "rate-limited", None);
-            rec.backoff_s = Some(self.limits.backoff_429);
-            self.records.restart(&rec);
-            return;
+            let mut rec = ctx.record(s, "rate-limited", None);
+            rec.backoff_s = Some(lim.backoff_429);
+            return ctx.records.restart(&rec);
         }
         if prompt_resume::attempt(self, job, &transcript) {
             return;
         }
-        let n = notes::note_failure(&mut self.state.lock(), &s.id);
+        let n = notes::note_failure(&mut ctx.state.lock(), &s.id);
         log::warn!(
             "restart of {} ({}) failed ({n} in a row): {err}",
             s.id,
             s.title
         );
-        self.records
-            .restart(&self.record(s, "restart-failed", Some(err.clone())));
+        ctx.note(s, "restart-failed", Some(err.clone()));
         if n >= 2 {
             let msg = format!(
                 "{} ({}) failed to restart {n}x consecutively; last err: {err}",
                 s.title, s.id
             );
-            self.escalator
-                .escalate("restart-failed", &msg, Some(&s.id), job.escalation_critical);
+            let critical = job.escalation_critical();
+            ctx.escalator
+                .escalate("restart-failed", &msg, Some(&s.id), critical);
         }
     }
 }
@@ -389,61 +350,35 @@ impl Context {
 mod tests {
     use std::sync::Arc;
 
-    use parking_lot::Mutex;
-
     use super::*;
-    use crate::act::job::RestartSettings;
-    use crate::alert::escalate::Escalator;
-    use crate::decide::book::State;
-    use crate::decide::limits::Limits;
+    use crate::act::context::tests::{config, context, restart_records, severities, NOW};
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
-    use crate::records::audit::{read_lines, Records, RestartRecord, ESCALATIONS_LOG, RESTART_LOG};
-    use crate::records::state_file::Store;
-    use crate::sys::clock::{Clock, FakeClock};
-    use crate::sys::shutdown::Shutdown;
+    use crate::records::audit::{read_lines, LIVENESS_LOG};
 
     const ID: &str = "3f9c2a1b-1755891234";
-    /// The fake clock's wall time when the restart is issued.
-    const NOW: f64 = 1_755_900_000.5;
 
-    /// A restart context over `deck` in `home`, every wait zero.
-    fn context(home: &std::path::Path, deck: Arc<FakeDeck>) -> Context {
-        let cfg = crate::config::test_config(home);
-        std::fs::create_dir_all(&cfg.watchdog_dir).unwrap();
-        let clock: Arc<dyn Clock> = Arc::new(FakeClock::at(NOW));
-        let shutdown = Shutdown::new().unwrap();
-        let mut settings = RestartSettings::from_config(&cfg, false);
+    /// A restart runner over `deck` in `home`, every wait zero and restarts
+    /// back to back (the fake clock never moves on).
+    fn runner(home: &std::path::Path, deck: Arc<FakeDeck>) -> RestartRunner {
+        let (mut ctx, _) = context(home, deck);
+        ctx.limits.min_interval = 0.0;
+        let mut settings = RestartSettings::from_config(&config(home));
         settings.gap = Duration::ZERO;
         settings.restart_verify = Duration::ZERO;
         settings.start_verify = Duration::ZERO;
         settings.hooks_dir = home.join("hooks");
         std::fs::create_dir_all(&settings.hooks_dir).unwrap();
-        Context {
-            deck,
-            state: Arc::new(Mutex::new(State::default())),
-            // Restarts back to back: the fake clock never moves on.
-            limits: Limits {
-                min_interval: 0.0,
-                ..Limits::from_config(&cfg)
-            },
-            settings,
-            records: Arc::new(Records::from_config(&cfg)),
-            escalator: Arc::new(Escalator::standalone(&cfg, false, clock.clone(), &shutdown)),
-            store: Arc::new(Store::new(&cfg.watchdog_dir, false)),
-            clock,
-            shutdown,
-        }
+        RestartRunner { ctx, settings }
     }
 
-    fn revive(ctx: &Context) {
-        ctx.run(&RestartJob {
+    fn revive(run: &RestartRunner) {
+        run.run(&RestartJob {
             session: Session {
                 id: ID.into(),
                 title: "conductor-ops".into(),
                 profile: "default".into(),
                 ..Session::default()
             },
-            escalation_critical: true,
             slot: None,
             kind: RestartKind::Revive,
         });
@@ -471,17 +406,17 @@ mod tests {
         .into()
     }
 
-    fn dead_hook(ctx: &Context, ts: f64) {
+    fn dead_hook(run: &RestartRunner, ts: f64) {
         std::fs::write(
-            ctx.settings.hooks_dir.join(format!("{ID}.json")),
+            run.settings.hooks_dir.join(format!("{ID}.json")),
             format!(r#"{{"status":"dead","event":"SessionEnd","ts":{ts}}}"#),
         )
         .unwrap();
     }
 
+    /// The `action`s and `final_status`es of `restart.log`.
     fn actions(home: &std::path::Path) -> Vec<(String, Option<String>)> {
-        let dir = crate::config::test_config(home).watchdog_dir;
-        read_lines::<RestartRecord>(&dir.join(RESTART_LOG))
+        restart_records(home)
             .into_iter()
             .map(|r| (r.action, r.final_status))
             .collect()
@@ -491,9 +426,9 @@ mod tests {
     fn a_dead_hook_from_before_the_restart_causes_no_start_fallback_and_no_failure() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = still_error_after_restart(SendAnswer::Delivered);
-        let ctx = context(tmp.path(), deck.clone());
-        dead_hook(&ctx, (NOW - 30.0).floor());
-        revive(&ctx);
+        let run = runner(tmp.path(), deck.clone());
+        dead_hook(&run, (NOW - 30.0).floor());
+        revive(&run);
         assert_eq!(deck.count("restart"), 1);
         assert_eq!(deck.count("start"), 0, "{:?}", deck.calls.lock());
         assert_eq!(
@@ -503,7 +438,7 @@ mod tests {
                 ("restarted".to_owned(), Some("error".to_owned()))
             ]
         );
-        let st = ctx.state.lock();
+        let st = run.ctx.state.lock();
         let book = &st.sessions[ID];
         assert_eq!(book.consecutive_failures, 0);
         assert_eq!(book.restarted_at, Some(NOW));
@@ -515,23 +450,23 @@ mod tests {
     fn a_dead_hook_written_after_the_restart_is_handled_as_a_death() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = still_error_after_restart(SendAnswer::Delivered);
-        let ctx = context(tmp.path(), deck.clone());
+        let run = runner(tmp.path(), deck.clone());
         // Same second as the restart: it may be a new death.
-        dead_hook(&ctx, NOW.floor());
-        revive(&ctx);
+        dead_hook(&run, NOW.floor());
+        revive(&run);
         assert_eq!(deck.count("start"), 1, "falls back to session start");
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "restart-failed"]);
-        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 1);
+        assert_eq!(run.ctx.state.lock().sessions[ID].consecutive_failures, 1);
     }
 
     #[test]
     fn a_dead_hook_agent_deck_no_longer_honours_is_no_excuse() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = still_error_after_restart(SendAnswer::Delivered);
-        let ctx = context(tmp.path(), deck.clone());
-        dead_hook(&ctx, (NOW - 130.0).floor());
-        revive(&ctx);
+        let run = runner(tmp.path(), deck.clone());
+        dead_hook(&run, (NOW - 130.0).floor());
+        revive(&run);
         assert_eq!(deck.count("start"), 1);
     }
 
@@ -543,8 +478,8 @@ mod tests {
             send: SendAnswer::Undelivered(crate::fleet::parse::Delivery::Typed),
             ..Script::default()
         }));
-        let ctx = context(tmp.path(), deck.clone());
-        revive(&ctx);
+        let run = runner(tmp.path(), deck.clone());
+        revive(&run);
         assert_eq!(deck.count("send"), 1, "not sent again");
         assert_eq!(
             actions(tmp.path()),
@@ -553,16 +488,16 @@ mod tests {
                 ("restarted".to_owned(), Some("running".to_owned()))
             ]
         );
-        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
+        assert_eq!(run.ctx.state.lock().sessions[ID].consecutive_failures, 0);
     }
 
     /// A job for the conductor holding a rate-limit slot reserved now.
-    fn reserved(ctx: &Context) -> RestartJob {
-        reserved_for(ctx, ID)
+    fn reserved(run: &RestartRunner) -> RestartJob {
+        reserved_for(run, ID)
     }
 
-    fn reserved_for(ctx: &Context, id: &str) -> RestartJob {
-        let slot = gates::reserve(&mut ctx.state.lock(), &ctx.limits, id, NOW);
+    fn reserved_for(run: &RestartRunner, id: &str) -> RestartJob {
+        let slot = gates::reserve(&mut run.ctx.state.lock(), &run.ctx.limits, id, NOW);
         RestartJob {
             session: Session {
                 id: id.into(),
@@ -570,22 +505,14 @@ mod tests {
                 profile: "default".into(),
                 ..Session::default()
             },
-            escalation_critical: true,
             slot: Some(slot),
             kind: RestartKind::Revive,
         }
     }
 
-    fn severities(home: &std::path::Path) -> Vec<String> {
-        let dir = crate::config::test_config(home).watchdog_dir;
-        read_lines::<crate::records::EscalationRecord>(&dir.join(ESCALATIONS_LOG))
-            .into_iter()
-            .map(|e| e.severity)
-            .collect()
-    }
-
-    fn slots_used(ctx: &Context) -> usize {
-        ctx.state
+    fn slots_used(run: &RestartRunner) -> usize {
+        run.ctx
+            .state
             .lock()
             .sessions
             .get(ID)
@@ -599,8 +526,8 @@ mod tests {
             shows: dead_then_running(),
             ..Script::default()
         }));
-        let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        let run = runner(tmp.path(), deck.clone());
+        run.run(&reserved(&run));
         assert_eq!(deck.count("output-pane"), 2, "{:?}", deck.calls.lock());
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         assert_eq!(
@@ -610,9 +537,9 @@ mod tests {
                 ("restarted".to_owned(), Some("running".to_owned()))
             ]
         );
-        assert_eq!(slots_used(&ctx), 1, "a real restart spends its slot");
-        let dir = crate::config::test_config(tmp.path()).watchdog_dir;
-        let liveness = read_lines::<LivenessRecord>(&dir.join(crate::records::audit::LIVENESS_LOG));
+        assert_eq!(slots_used(&run), 1, "a real restart spends its slot");
+        let dir = config(tmp.path()).watchdog_dir;
+        let liveness = read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG));
         assert_eq!(liveness.len(), 1);
         assert_eq!(liveness[0].reason, LivenessReason::ConfirmedDead);
     }
@@ -625,13 +552,13 @@ mod tests {
             restart: Some(RestartAnswer::Skipped("started 12s ago".into())),
             ..Script::default()
         }));
-        let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        let run = runner(tmp.path(), deck.clone());
+        run.run(&reserved(&run));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "cli-refused"]);
-        assert_eq!(slots_used(&ctx), 0);
-        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
+        assert_eq!(slots_used(&run), 0);
+        assert_eq!(run.ctx.state.lock().sessions[ID].consecutive_failures, 0);
         assert!(severities(tmp.path()).is_empty());
     }
 
@@ -644,11 +571,11 @@ mod tests {
             start_ok: false,
             ..Script::default()
         }));
-        let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        let run = runner(tmp.path(), deck.clone());
+        run.run(&reserved(&run));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         assert!(severities(tmp.path()).is_empty(), "one failure is no alert");
-        ctx.run(&reserved(&ctx));
+        run.run(&reserved(&run));
         assert_eq!(deck.count("start"), 2);
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(
@@ -656,7 +583,7 @@ mod tests {
             ["restart", "restart-failed", "restart", "restart-failed"]
         );
         assert_eq!(severities(tmp.path()), ["restart-failed"]);
-        assert_eq!(slots_used(&ctx), 2, "real failures spend their slots");
+        assert_eq!(slots_used(&run), 2, "real failures spend their slots");
     }
 
     #[test]
@@ -669,12 +596,12 @@ mod tests {
             transcript: "API Error: HTTP 429 Too Many Requests".into(),
             ..Script::default()
         }));
-        let ctx = context(tmp.path(), deck.clone());
+        let run = runner(tmp.path(), deck.clone());
         // Three conductors, each booting into the same API rate limit.
         let ids = [ID, "a0b1c2d3-1755899999", "b0b1c2d3-1755899998"];
-        assert_eq!(ctx.limits.breaker_threshold, ids.len());
+        assert_eq!(run.ctx.limits.breaker_threshold, ids.len());
         for id in ids {
-            ctx.run(&reserved_for(&ctx, id));
+            run.run(&reserved_for(&run, id));
         }
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(
@@ -686,7 +613,7 @@ mod tests {
             !acts.contains(&"restart-failed".to_owned()),
             "a 429 is no crash"
         );
-        let st = ctx.state.lock();
+        let st = run.ctx.state.lock();
         for id in ids {
             let book = &st.sessions[id];
             assert!(book.restarts.is_empty(), "{id}: its slot was given back");
@@ -696,7 +623,7 @@ mod tests {
         drop(st);
         assert_eq!(severities(tmp.path()), ["circuit-breaker"]);
         // A fourth restart waits for the breaker.
-        ctx.run(&reserved(&ctx));
+        run.run(&reserved(&run));
         assert_eq!(deck.count("restart"), 3);
     }
 

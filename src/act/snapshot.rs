@@ -1,5 +1,5 @@
 //! What one safety tick saw of the fleet, as the patrols and the
-//! deaf-conductor check read it. Plain data, borrowed from the tick.
+//! Telegram poller check read it. Plain data, borrowed from the tick.
 
 use std::collections::{BTreeMap, BTreeSet};
 

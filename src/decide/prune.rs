@@ -65,10 +65,14 @@ pub fn prune_state(state: &mut State, lim: &Limits, now: f64) {
     }
     // A book that last saw the session live is evidence that it ran (and
     // all there is in a state saved before the `ran` set existed).
-    let seen: Vec<String> = (state.sessions.iter())
+    let seen: Vec<String> = state
+        .sessions
+        .iter()
         .filter(|(id, b)| {
             !state.ran.contains(*id)
-                && (b.last_status.as_deref()).is_some_and(|st| proves_it_ran(Status::parse(st)))
+                && b.last_status
+                    .as_deref()
+                    .is_some_and(|st| proves_it_ran(Status::parse(st)))
         })
         .map(|(id, _)| id.clone())
         .collect();

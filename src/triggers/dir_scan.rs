@@ -15,8 +15,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use crate::triggers::event_queue::{EventQueue, Trigger};
 use crate::triggers::hook_file::hook_id;
-use crate::triggers::queue::{EventQueue, Trigger};
 
 /// A directory's listing is read again while its mtime is this recent: two
 /// changes inside one timestamp tick must not hide the second one.

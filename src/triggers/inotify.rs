@@ -23,8 +23,8 @@ use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 use crate::sys::shutdown::Shutdown;
+use crate::triggers::event_queue::{EventQueue, Trigger};
 use crate::triggers::hook_file::hook_id;
-use crate::triggers::queue::{EventQueue, Trigger};
 use crate::triggers::WatchEnd;
 
 /// How often a missing hooks directory is looked for again, in ms, on top of

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::dir_scan::HookDirs;
-use crate::triggers::queue::{EventQueue, Trigger};
+use crate::triggers::event_queue::{EventQueue, Trigger};
 use crate::triggers::WatchEnd;
 
 #[cfg(target_os = "linux")]

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use crate::act::context::Context;
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::snapshot::Snapshot;
 use crate::daemon::Daemon;
@@ -17,7 +18,6 @@ use crate::decide::gates::{self, Gate, Hold};
 use crate::decide::stale_hook;
 use crate::decide::{notes, prune};
 use crate::fleet::cache::Fleet;
-use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{self, Live, Session, Status};
 use crate::records::metrics;
 use crate::triggers::hook_file;
@@ -37,10 +37,10 @@ impl Daemon {
     /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
     pub fn tick(&mut self) {
         let started = std::time::Instant::now();
-        self.hook_checks.ticked(self.clock.now());
+        self.hook_pacing.ticked(self.ctx.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();
-        let fleet_readable = match self.fleet.refresh(self.deck.as_ref()) {
+        let fleet_readable = match self.fleet.refresh(self.ctx.deck.as_ref()) {
             Ok(()) => true,
             Err(e) => {
                 log::warn!(
@@ -78,8 +78,8 @@ impl Daemon {
             match verdicts.get(&s.id) {
                 Some(Errored::Held(why)) => self.hold(s, *why),
                 Some(Errored::Undecided) => {
-                    let now = self.clock.now();
-                    notes::note_status(&mut self.state.lock(), s, Status::Error, now);
+                    let now = self.ctx.clock.now();
+                    notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
                 }
                 Some(Errored::Died) | None => self.observe(s, l.status()),
             }
@@ -87,7 +87,11 @@ impl Daemon {
         if fleet_readable {
             self.forget_gone();
         }
-        prune::prune_state(&mut self.state.lock(), &self.limits, self.clock.now());
+        prune::prune_state(
+            &mut self.ctx.state.lock(),
+            &self.ctx.limits,
+            self.ctx.clock.now(),
+        );
         let held = self.children_held(&unreadable);
         let snap = Snapshot {
             sessions: self.fleet.all().chain(&children).chain(&held).collect(),
@@ -113,7 +117,7 @@ impl Daemon {
             let fleet = &self.fleet;
             let mut live = BTreeMap::new();
             let mut children = Vec::new();
-            let read = self.deck.list_profile(&profile, &mut |row| {
+            let read = self.ctx.deck.list_profile(&profile, &mut |row| {
                 if fleet.get(&row.id).is_some() {
                     live.insert(row.id.to_string(), row.live());
                 } else if row.status == Some(Status::Waiting)
@@ -148,7 +152,7 @@ impl Daemon {
         if unreadable.is_empty() {
             return Vec::new();
         }
-        let st = self.state.lock();
+        let st = self.ctx.state.lock();
         st.waiting
             .keys()
             .filter_map(|id| {
@@ -172,14 +176,14 @@ impl Daemon {
     fn judge_errored(&mut self, in_error: &[&Session]) -> BTreeMap<String, Errored> {
         let mut verdicts = BTreeMap::new();
         for s in in_error {
-            let known = self.state.lock().ran.contains(&s.id);
+            let known = self.ctx.state.lock().ran.contains(&s.id);
             let judged_never = self.never_started.contains(&s.id);
             if !known && !judged_never {
                 // The show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
                 self.sd_notify.alive();
             }
             let probe = EvidenceProbe {
-                deck: self.deck.as_ref(),
+                ctx: &self.ctx,
                 hooks_dir: &self.hooks_dir,
                 session: s,
             };
@@ -187,7 +191,7 @@ impl Daemon {
             match ran {
                 Ran::Yes => {
                     if !known {
-                        notes::note_ran(&mut self.state.lock(), &s.id);
+                        notes::note_ran(&mut self.ctx.state.lock(), &s.id);
                     }
                     self.never_started.remove(&s.id);
                 }
@@ -215,6 +219,7 @@ impl Daemon {
     /// the hook file, only for a session restarted in the last two minutes).
     fn stale_hook_says_error(&self, s: &Session) -> bool {
         let restarted_at = self
+            .ctx
             .state
             .lock()
             .sessions
@@ -224,14 +229,14 @@ impl Daemon {
             return false;
         }
         let hook = hook_file::read_hook(&self.hooks_dir, &s.id);
-        stale_hook::explains_error(hook.as_ref(), restarted_at, self.clock.now())
+        stale_hook::explains_error(hook.as_ref(), restarted_at, self.ctx.clock.now())
     }
 
     /// A critical session in error that is not to be restarted for `why`:
     /// its status is noted and the hold recorded once.
     fn hold(&mut self, s: &Session, why: Hold) {
-        let now = self.clock.now();
-        notes::note_status(&mut self.state.lock(), s, Status::Error, now);
+        let now = self.ctx.clock.now();
+        notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
         if !self.record_gate_skip(s, why) {
             return;
         }
@@ -255,7 +260,7 @@ impl Daemon {
     fn forget_gone(&mut self) {
         let fleet = &self.fleet;
         {
-            let mut st = self.state.lock();
+            let mut st = self.ctx.state.lock();
             let in_flight = st.in_flight.clone();
             let keep = |id: &String| fleet.knows(id) || in_flight.contains(id);
             st.sessions.retain(|id, _| keep(id));
@@ -263,17 +268,17 @@ impl Daemon {
             st.poller_restarted.retain(|id, _| keep(id));
             st.ran.retain(|id| keep(id));
         }
-        self.hook_checks.retain(|id| fleet.knows(id));
+        self.hook_pacing.retain(|id| fleet.knows(id));
         self.gate_skips.retain(|id, _| fleet.knows(id));
         self.never_started.retain(|id| fleet.knows(id));
     }
 
     /// `metrics.prom` and the systemd status line, after each tick.
     fn report(&mut self, critical: usize, errored: usize, tick_seconds: f64) {
-        let now = self.clock.now();
+        let now = self.ctx.clock.now();
         let (breaker_open, in_window) = {
-            let st = self.state.lock();
-            let window = self.limits.rate_window;
+            let st = self.ctx.state.lock();
+            let window = self.ctx.limits.rate_window;
             let restarts = st
                 .sessions
                 .values()
@@ -282,8 +287,8 @@ impl Daemon {
             (st.breaker_open_until > now, restarts)
         };
         let sample = metrics::Sample {
-            tally: self.records.tally(),
-            cli: self.deck.stats(),
+            tally: self.ctx.records.tally(),
+            cli: self.ctx.deck.stats(),
             queue_drops: self.queue.drops(),
             tick_seconds,
             sessions_seen: self.fleet.len(),
@@ -341,20 +346,23 @@ impl Daemon {
     /// Settle-and-revive: many critical sessions in error at once hold every
     /// restart for the settle time, with one alert per episode.
     fn watch_cascade(&mut self, errored: usize) {
-        let now = self.clock.now();
-        let news = cascade::observe_cascade(&mut self.state.lock(), &self.limits, errored, now);
-        let wait = self.limits.cascade_wait;
+        let now = self.ctx.clock.now();
+        let news =
+            cascade::observe_cascade(&mut self.ctx.state.lock(), &self.ctx.limits, errored, now);
+        let wait = self.ctx.limits.cascade_wait;
         match news {
             CascadeNews::Detected => {
                 let msg = format!(
                     "{errored} critical sessions in error simultaneously — waiting {wait:.0}s to stabilize, then reviving them one at a time"
                 );
-                self.escalator
+                self.ctx
+                    .escalator
                     .escalate("cascade-detected", &msg, None, true);
             }
             CascadeNews::Reminder => {
                 let msg = format!("{errored} critical sessions are still in error after the cascade; they need a human");
-                self.escalator
+                self.ctx
+                    .escalator
                     .escalate("cascade-detected", &msg, None, true);
             }
             CascadeNews::Cleared => {
@@ -366,8 +374,8 @@ impl Daemon {
 
     /// Acts on a status seen for a critical session.
     pub(super) fn observe(&mut self, s: &Session, status: Status) {
-        let now = self.clock.now();
-        notes::note_status(&mut self.state.lock(), s, status, now);
+        let now = self.ctx.clock.now();
+        notes::note_status(&mut self.ctx.state.lock(), s, status, now);
         if status != Status::Error {
             self.gate_skips.remove(&s.id);
             self.never_started.remove(&s.id);
@@ -380,21 +388,21 @@ impl Daemon {
     /// Runs the gates for an errored critical session and, if they pass,
     /// queues its restart.
     fn consider(&mut self, s: &Session) {
-        let now = self.clock.now();
+        let now = self.ctx.clock.now();
         let verdict = {
-            let mut st = self.state.lock();
-            let g = gates::gate(&mut st, &self.limits, &s.id, now);
-            let slot = (g == Gate::Go).then(|| gates::reserve(&mut st, &self.limits, &s.id, now));
+            let mut st = self.ctx.state.lock();
+            let g = gates::gate(&mut st, &self.ctx.limits, &s.id, now);
+            let slot =
+                (g == Gate::Go).then(|| gates::reserve(&mut st, &self.ctx.limits, &s.id, now));
             (g, slot)
         };
         match verdict {
             (Gate::Go, Some(slot)) => {
                 // Saved before the restart can run, so a crash right after still counts it.
-                self.store.save(&self.state);
+                self.ctx.store.save(&self.ctx.state);
                 log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
                 self.restarter.submit(RestartJob {
                     session: s.clone(),
-                    escalation_critical: session::is_escalation_critical(s),
                     slot: Some(slot),
                     kind: RestartKind::Revive,
                 });
@@ -405,7 +413,7 @@ impl Daemon {
                     "Session {} ({}) keeps crashing — needs human attention",
                     s.title, s.id
                 );
-                if self.escalator.escalate(
+                if self.ctx.escalator.escalate(
                     "rate-limit",
                     &msg,
                     Some(&s.id),
@@ -413,7 +421,7 @@ impl Daemon {
                 ) {
                     log::warn!(
                         "{} used its {} restarts in {:.0}s; no more restarts until the window moves",
-                        s.id, self.limits.rate_max, self.limits.rate_window
+                        s.id, self.ctx.limits.rate_max, self.ctx.limits.rate_window
                     );
                 }
             }
@@ -434,14 +442,7 @@ impl Daemon {
         {
             return false;
         }
-        let rec = crate::records::audit::RestartRecord::new(
-            self.clock.now(),
-            s,
-            "skipped",
-            Some(why.as_str().to_owned()),
-            self.flags.dry_run,
-        );
-        self.records.restart(&rec);
+        self.ctx.note(s, "skipped", Some(why.as_str().to_owned()));
         true
     }
 }
@@ -460,7 +461,7 @@ enum Errored {
 /// The evidence of a run that the restart book does not hold: the hook
 /// spool (a `stat`) and `session show`.
 struct EvidenceProbe<'a> {
-    deck: &'a dyn AgentDeck,
+    ctx: &'a Context,
     hooks_dir: &'a Path,
     session: &'a Session,
 }
@@ -471,13 +472,6 @@ impl RunProbe for EvidenceProbe<'_> {
     }
 
     fn show(&self) -> Option<Live> {
-        let s = self.session;
-        match self.deck.show(&s.profile, &s.id) {
-            Ok(live) => Some(live),
-            Err(e) => {
-                log::warn!("status of {} is unreadable: {e}", s.id);
-                None
-            }
-        }
+        self.ctx.read_status(self.session)
     }
 }

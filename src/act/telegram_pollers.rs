@@ -1,6 +1,6 @@
-//! The deaf-conductor check of SPEC §6.1, in one place: which live conductors
-//! have a Telegram channel, whether their poller process runs, and the
-//! restart of one whose poller is gone (§6.1) or deaf (§6.5).
+//! The Telegram pollers of the live conductors (SPEC §6.1): which have a
+//! Telegram channel, which `TELEGRAM_STATE_DIR` each serves, and whether a
+//! poller process runs for it.
 //!
 //! Finds the conductor's `env_file` the way agent-deck does (`config.toml`
 //! table `[conductors.<name>.claude]`, else the conductor's `meta.json`),
@@ -8,9 +8,8 @@
 //! looks in `/proc` for a `bun … telegram` process carrying that directory in
 //! its environment. Unreadable files and processes are skipped, never fatal;
 //! agent-deck's files are read without blocking and up to 1 MiB, so a FIFO
-//! or a device there costs a rate-limited warning, not a hang.
-//! The patrol decides when to look and whether the dedup allows a restart;
-//! [`restart`] runs on the restart worker, serialized with every other restart.
+//! or a device there costs a rate-limited warning, not a hang. It only
+//! looks: the patrol decides, [`crate::act::poller_restart`] restarts.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -18,10 +17,8 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use crate::act::env_file::env_value;
-use crate::act::job::{Context, RestartJob, RestartKind};
 use crate::act::snapshot::Snapshot;
-use crate::decide::{cascade, patrol_rules};
-use crate::fleet::deck::RestartAnswer;
+use crate::decide::patrol_rules;
 use crate::fleet::session::Session;
 use crate::sys::fs::{read_text, warn_unreadable, SMALL_FILE_MAX};
 use crate::sys::process_table;
@@ -195,61 +192,6 @@ pub fn has_live_telegram_channel(snap: &Snapshot, s: &Session) -> bool {
     snap.live
         .get(&s.id)
         .is_some_and(|live| live.status().is_healthy() && has_telegram_channel(&live.channels))
-}
-
-/// SPEC §6.1 and §6.5: restart a live conductor whose Telegram poller is
-/// gone or deaf. A `skipped` answer is a refusal, not a success: the dedup
-/// window starts only when a restart really ran.
-pub fn restart(ctx: &Context, job: &RestartJob) {
-    let s = &job.session;
-    let now = ctx.clock.now();
-    // The record's action on success, its reason, and what a refused or
-    // failed attempt's record adds to say which check asked for it.
-    let (done, why, which) = match &job.kind {
-        RestartKind::DeafPoller { pending } => {
-            let why = patrol_rules::deaf_reason(pending);
-            (
-                "poller-deaf",
-                why.clone(),
-                format!(" (telegram poller deaf: {why})"),
-            )
-        }
-        _ => (
-            "poller-restart",
-            "telegram poller not running".to_owned(),
-            String::new(),
-        ),
-    };
-    if ctx.settings.dry_run {
-        log::info!("dry-run: would restart {} ({}): {why}", s.id, s.title);
-        patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, now);
-        return ctx.records.restart(&ctx.record(s, done, Some(why)));
-    }
-    cascade::note_restart_call(&mut ctx.state.lock(), &ctx.limits, &s.id, now);
-    let (action, reason) = match ctx.deck.restart(&s.profile, &s.id) {
-        Ok(RestartAnswer::Restarted) => {
-            patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
-            log::info!("restarted {} ({}): {why}", s.id, s.title);
-            (done, why)
-        }
-        Ok(RestartAnswer::Skipped(refusal)) => {
-            log::info!("agent-deck declined the poller restart of {}: {refusal}; will try again at a later check", s.id);
-            (
-                "poller-refused",
-                format!("agent-deck refused the restart: {refusal}{which}"),
-            )
-        }
-        Err(e) => {
-            // It may have torn the pane down already: no retry before the dedup window.
-            patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
-            log::warn!(
-                "poller restart of {} failed: {e}; not retried within POLLER_RESTART_DEDUP_S",
-                s.id
-            );
-            ("poller-restart-failed", format!("restart {e}{which}"))
-        }
-    };
-    ctx.records.restart(&ctx.record(s, action, Some(reason)));
 }
 
 #[cfg(test)]
