@@ -131,6 +131,14 @@ pub(crate) mod tests {
         )
     }
 
+    /// The `action`s of `restart.log` under `home`, in order.
+    pub(crate) fn actions(home: &std::path::Path) -> Vec<String> {
+        restart_records(home)
+            .into_iter()
+            .map(|r| r.action)
+            .collect()
+    }
+
     /// The severities of `escalations.log` under `home`, in order.
     pub(crate) fn severities(home: &std::path::Path) -> Vec<String> {
         let dir = crate::config::test_config(home).watchdog_dir;

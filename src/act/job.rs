@@ -146,3 +146,32 @@ impl RestartRunner {
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::act::context::tests::{config, context};
+    use crate::fleet::fake::FakeDeck;
+
+    /// The restart settings of a test under `home`: every wait zero.
+    pub(crate) fn settings(home: &std::path::Path) -> RestartSettings {
+        let mut settings = RestartSettings::from_config(&config(home));
+        settings.gap = Duration::ZERO;
+        settings.restart_verify = Duration::ZERO;
+        settings.start_verify = Duration::ZERO;
+        settings.hooks_dir = home.join("hooks");
+        std::fs::create_dir_all(&settings.hooks_dir).unwrap();
+        settings
+    }
+
+    /// A restart runner over `deck` in `home`, every wait zero and restarts
+    /// back to back (the fake clock never moves on).
+    pub(crate) fn runner(home: &std::path::Path, deck: Arc<FakeDeck>) -> RestartRunner {
+        let (mut ctx, _) = context(home, deck);
+        ctx.limits.min_interval = 0.0;
+        let settings = settings(home);
+        RestartRunner { ctx, settings }
+    }
+}

@@ -283,3 +283,202 @@ impl Patrols {
         self.errands.finish();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::act::context::tests::{actions, config, context, NOW};
+    use crate::act::job::tests::settings;
+    use crate::act::restart;
+    use crate::decide::book::PendingStreak;
+    use crate::fleet::fake::{FakeDeck, Script, SendAnswer};
+    use crate::fleet::parse::Delivery;
+    use crate::fleet::session::Live;
+    use crate::sys::clock::{Clock, FakeClock};
+
+    const COND: &str = "3f9c2a1b-1755891234";
+    const KID: &str = "a0b1c2d3-1755899999";
+
+    /// Patrols over `deck` under `home` with the settings `cfg`, and their
+    /// clock.
+    fn patrols(home: &Path, deck: Arc<FakeDeck>, cfg: &Config) -> (Patrols, Arc<FakeClock>) {
+        let (ctx, clock) = context(home, deck);
+        (Patrols::spawn(cfg, ctx).unwrap(), clock)
+    }
+
+    /// Runs the errands queued so far, then starts a fresh errand worker.
+    fn run_errands(p: &mut Patrols) {
+        p.errands.finish();
+        p.errands = errands::spawn(p.ctx.clone()).unwrap();
+    }
+
+    fn live(status: Status, channels: &[&str]) -> Live {
+        Live {
+            status: Some(status),
+            channels: channels.iter().map(|c| c.to_string()).collect(),
+            ..Live::default()
+        }
+    }
+
+    /// What a tick saw: `sessions`, all of them critical, seen as `live`.
+    fn snapshot<'a>(
+        sessions: &'a [Session],
+        live: &'a BTreeMap<String, Live>,
+        unreadable: &'a BTreeSet<String>,
+    ) -> Snapshot<'a> {
+        Snapshot {
+            sessions: sessions.iter().collect(),
+            critical: sessions,
+            live,
+            unreadable,
+        }
+    }
+
+    #[test]
+    fn a_failed_removal_is_queued_again_after_a_minute_and_not_before() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            remove_ok: false,
+            ..Script::default()
+        }));
+        let (mut p, clock) = patrols(tmp.path(), deck.clone(), &config(tmp.path()));
+        p.settings.stale_after = 600.0;
+        let stuck = [Session {
+            id: KID.into(),
+            title: "meeting-watcher".into(),
+            profile: "default".into(),
+            ..Session::default()
+        }];
+        p.ctx.state.lock().book(KID).error_since = Some(NOW - 700.0);
+        let seen = [(KID.to_owned(), live(Status::Error, &[]))].into();
+        let none = BTreeSet::new();
+        let snap = snapshot(&stuck, &seen, &none);
+        let mut removals = Vec::new();
+        for step in [0.0, 30.0, 31.0] {
+            clock.advance(step);
+            p.clean_stale(&snap);
+            run_errands(&mut p);
+            removals.push(deck.count("remove"));
+        }
+        assert_eq!(removals, [1, 1, 2], "the second try waits a minute");
+        assert_eq!(actions(tmp.path()), ["stale-remove-failed"; 2]);
+    }
+
+    #[test]
+    fn a_failed_nudge_is_not_sent_again_before_the_dedup_window() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            send: SendAnswer::Undelivered(Delivery::SendFailed),
+            ..Script::default()
+        }));
+        let (mut p, clock) = patrols(tmp.path(), deck.clone(), &config(tmp.path()));
+        (p.settings.waiting_threshold, p.settings.nudge_dedup) = (600.0, 3600.0);
+        let child = [Session {
+            id: KID.into(),
+            title: "worker-1".into(),
+            profile: "default".into(),
+            parent_session_id: Some(COND.into()),
+            ..Session::default()
+        }];
+        let seen = [(KID.to_owned(), live(Status::Waiting, &[]))].into();
+        let none = BTreeSet::new();
+        let snap = snapshot(&child, &seen, &none);
+        let mut sends = Vec::new();
+        for step in [0.0, 600.0, 60.0, 3540.0] {
+            clock.advance(step);
+            p.nudge_waiting(&snap, &mut || ());
+            run_errands(&mut p);
+            sends.push(deck.count("send"));
+        }
+        assert_eq!(sends, [0, 1, 1, 2], "frozen for 600 s, then once an hour");
+        assert_eq!(actions(tmp.path()), ["nudge-failed"; 2]);
+    }
+
+    /// A conductor with a Telegram channel whose env file names
+    /// `TELEGRAM_STATE_DIR`, and a process table with no poller in it.
+    fn conductor_without_poller(home: &Path, p: &mut Patrols) -> Session {
+        let places = &mut p.settings.places;
+        places.home = home.join("home");
+        places.root = home.join("home/.agent-deck");
+        places.proc_dir = home.join("proc");
+        std::fs::create_dir_all(home.join("home/.config/agent-deck")).unwrap();
+        std::fs::create_dir_all(&places.proc_dir).unwrap();
+        std::fs::write(home.join("home/ops.env"), "TELEGRAM_STATE_DIR=~/tg-ops\n").unwrap();
+        std::fs::write(
+            home.join("home/.config/agent-deck/config.toml"),
+            "[conductors.ops.claude]\nenv_file = \"~/ops.env\"\n",
+        )
+        .unwrap();
+        Session {
+            id: COND.into(),
+            title: "conductor-ops".into(),
+            profile: "default".into(),
+            ..Session::default()
+        }
+    }
+
+    const TELEGRAM: &[&str] = &["plugin:telegram@claude-plugins-official"];
+
+    #[test]
+    fn a_conductor_whose_poller_is_gone_is_restarted_once_per_dedup_window() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script::default()));
+        let (mut p, clock) = patrols(tmp.path(), deck.clone(), &config(tmp.path()));
+        let conductor = [conductor_without_poller(tmp.path(), &mut p)];
+        let seen = [(COND.to_owned(), live(Status::Running, TELEGRAM))].into();
+        let none = BTreeSet::new();
+        let snap = snapshot(&conductor, &seen, &none);
+        // One pass per restart worker, so each pass sees the last one done.
+        let restarts_after = |p: &mut Patrols, step: f64| {
+            let mut restarter = restart::spawn(p.ctx.clone(), settings(tmp.path())).unwrap();
+            clock.advance(step);
+            p.run(&snap, &restarter, &mut || ());
+            restarter.finish();
+            deck.count("restart")
+        };
+        let (interval, dedup) = (p.settings.poller_interval, p.settings.poller_dedup);
+        assert_eq!(restarts_after(&mut p, 0.0), 1);
+        assert_eq!(restarts_after(&mut p, interval), 1, "the dedup holds");
+        assert_eq!(restarts_after(&mut p, dedup - interval), 2);
+        assert_eq!(actions(tmp.path()), ["poller-restart"; 2]);
+        assert!(p.ctx.state.lock().in_flight.is_empty());
+    }
+
+    #[test]
+    fn a_poller_deaf_on_enough_checks_in_a_row_is_restarted_and_its_streak_used_up() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script::default()));
+        let mut cfg = config(tmp.path());
+        cfg.poller_deaf_checks = 2;
+        cfg.telegram_api_base = "http://127.0.0.1:9".into();
+        let (mut p, clock) = patrols(tmp.path(), deck.clone(), &cfg);
+        let conductor = [conductor_without_poller(tmp.path(), &mut p)];
+        let seen = [(COND.to_owned(), live(Status::Running, TELEGRAM))].into();
+        let none = BTreeSet::new();
+        // No poller check is due this pass: only the streak speaks.
+        p.last_poller_check = Some(clock.now());
+        let streak = PendingStreak {
+            counts: vec![4, 6],
+            last_check: clock.now(),
+        };
+        p.ctx
+            .state
+            .lock()
+            .pending_updates
+            .insert(COND.into(), streak);
+        let mut restarter = restart::spawn(p.ctx.clone(), settings(tmp.path())).unwrap();
+        p.run(&snapshot(&conductor, &seen, &none), &restarter, &mut || ());
+        restarter.finish();
+        assert_eq!(deck.count("restart"), 1);
+        let recs = crate::act::context::tests::restart_records(tmp.path());
+        assert_eq!(recs[0].action, "poller-deaf");
+        assert_eq!(
+            recs[0].reason.as_deref(),
+            Some("pending updates 4, 6 over 2 checks")
+        );
+        assert!(p.ctx.state.lock().pending_updates.is_empty());
+    }
+}

@@ -60,3 +60,129 @@ pub fn restart(run: &RestartRunner, job: &RestartJob) {
     };
     ctx.note(s, action, Some(reason));
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::act::context::tests::{actions, restart_records, NOW};
+    use crate::act::job::tests::runner;
+    use crate::fleet::fake::{live, FakeDeck, Script};
+    use crate::fleet::session::{Session, Status};
+
+    const ID: &str = "3f9c2a1b-1755891234";
+
+    fn conductor() -> Session {
+        Session {
+            id: ID.into(),
+            title: "conductor-ops".into(),
+            profile: "default".into(),
+            ..Session::default()
+        }
+    }
+
+    /// A live conductor whose `session restart` answers `restart`.
+    fn deck(restart: Option<RestartAnswer>) -> Arc<FakeDeck> {
+        Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Running)].into(),
+            restart,
+            ..Script::default()
+        }))
+    }
+
+    fn deaf() -> RestartKind {
+        RestartKind::PollerDeaf {
+            pending: vec![3, 5, 9],
+        }
+    }
+
+    #[test]
+    fn a_missing_poller_is_restarted_without_a_liveness_check_or_a_budget_slot() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = deck(Some(RestartAnswer::Restarted));
+        let run = runner(tmp.path(), deck.clone());
+        restart(
+            &run,
+            &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
+        );
+        assert_eq!(*deck.calls.lock(), [format!("restart {ID}")]);
+        let rec = &restart_records(tmp.path())[0];
+        assert_eq!(rec.action, "poller-restart");
+        assert_eq!(rec.reason.as_deref(), Some("telegram poller not running"));
+        let st = run.ctx.state.lock();
+        assert_eq!(st.poller_restarted.get(ID), Some(&NOW), "the dedup starts");
+        assert!(st.sessions[ID].restarts.is_empty(), "no budget slot taken");
+        assert_eq!(st.last_restart_at, Some(NOW), "serialized with the others");
+    }
+
+    #[test]
+    fn a_deaf_poller_is_restarted_with_its_counts_and_starts_a_new_streak() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = runner(tmp.path(), deck(Some(RestartAnswer::Restarted)));
+        let streak = Default::default();
+        run.ctx
+            .state
+            .lock()
+            .pending_updates
+            .insert(ID.into(), streak);
+        restart(&run, &RestartJob::poller(&conductor(), deaf()));
+        let rec = &restart_records(tmp.path())[0];
+        assert_eq!(rec.action, "poller-deaf");
+        assert_eq!(
+            rec.reason.as_deref(),
+            Some("pending updates 3, 5, 9 over 3 checks")
+        );
+        let st = run.ctx.state.lock();
+        assert!(st.pending_updates.is_empty());
+        assert_eq!(st.poller_restarted.get(ID), Some(&NOW));
+    }
+
+    #[test]
+    fn a_refused_poller_restart_says_which_check_asked_and_starts_no_dedup() {
+        let tmp = tempfile::tempdir().unwrap();
+        let refusal = RestartAnswer::Skipped("started 12s ago".into());
+        let run = runner(tmp.path(), deck(Some(refusal)));
+        restart(&run, &RestartJob::poller(&conductor(), deaf()));
+        let rec = &restart_records(tmp.path())[0];
+        assert_eq!(rec.action, "poller-refused");
+        assert_eq!(
+            rec.reason.as_deref(),
+            Some("agent-deck refused the restart: started 12s ago (telegram poller deaf: pending updates 3, 5, 9 over 3 checks)")
+        );
+        assert!(run.ctx.state.lock().poller_restarted.is_empty());
+    }
+
+    #[test]
+    fn a_failed_poller_restart_is_not_retried_within_the_dedup_window() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = deck(None);
+        let run = runner(tmp.path(), deck.clone());
+        restart(
+            &run,
+            &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
+        );
+        assert_eq!(deck.count("start"), 0, "no start fallback for a live pane");
+        assert_eq!(actions(tmp.path()), ["poller-restart-failed"]);
+        assert_eq!(run.ctx.state.lock().poller_restarted.get(ID), Some(&NOW));
+    }
+
+    #[test]
+    fn a_dry_run_poller_restart_is_recorded_and_not_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = deck(Some(RestartAnswer::Restarted));
+        let mut run = runner(tmp.path(), deck.clone());
+        run.ctx.dry_run = true;
+        restart(
+            &run,
+            &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
+        );
+        assert!(deck.calls.lock().is_empty());
+        let recs = restart_records(tmp.path());
+        assert_eq!(
+            (recs[0].action.as_str(), recs[0].dry_run),
+            ("poller-restart", true)
+        );
+        assert_eq!(run.ctx.state.lock().poller_restarted.get(ID), Some(&NOW));
+    }
+}

@@ -351,25 +351,12 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::act::context::tests::{config, context, restart_records, severities, NOW};
+    use crate::act::context::tests::{config, restart_records, severities, NOW};
+    use crate::act::job::tests::runner;
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
     use crate::records::audit::{read_lines, LIVENESS_LOG};
 
     const ID: &str = "3f9c2a1b-1755891234";
-
-    /// A restart runner over `deck` in `home`, every wait zero and restarts
-    /// back to back (the fake clock never moves on).
-    fn runner(home: &std::path::Path, deck: Arc<FakeDeck>) -> RestartRunner {
-        let (mut ctx, _) = context(home, deck);
-        ctx.limits.min_interval = 0.0;
-        let mut settings = RestartSettings::from_config(&config(home));
-        settings.gap = Duration::ZERO;
-        settings.restart_verify = Duration::ZERO;
-        settings.start_verify = Duration::ZERO;
-        settings.hooks_dir = home.join("hooks");
-        std::fs::create_dir_all(&settings.hooks_dir).unwrap();
-        RestartRunner { ctx, settings }
-    }
 
     fn revive(run: &RestartRunner) {
         run.run(&RestartJob {

@@ -475,3 +475,116 @@ impl RunProbe for EvidenceProbe<'_> {
         self.ctx.read_status(self.session)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::act::context::tests::{actions, config, NOW};
+    use crate::cli::RunFlags;
+    use crate::fleet::fake::{live, FakeDeck, Script};
+    use crate::records::metrics::METRICS_FILE;
+    use crate::sys::clock::FakeClock;
+    use crate::sys::shutdown::Shutdown;
+
+    const COND: &str = "3f9c2a1b-1755891234";
+    const WORKER: &str = "a0b1c2d3-1755899999";
+
+    /// A fleet of one conductor and one worker in profile `default`, the
+    /// conductor's list row saying `status`.
+    fn fleet(status: &str) -> Script {
+        let row = |id: &str, title: &str, status: &str| {
+            format!(
+                r#"{{"id":"{id}","title":"{title}","profile":"default","path":"/srv"{status}}}"#
+            )
+        };
+        let all = format!(
+            "[{},{}]",
+            row(COND, "conductor-ops", ""),
+            row(WORKER, "worker-1", "")
+        );
+        let listed = format!(
+            "[{},{}]",
+            row(COND, "conductor-ops", &format!(r#","status":"{status}""#)),
+            row(WORKER, "worker-1", r#","status":"running""#)
+        );
+        Script {
+            list_all: Some(all),
+            lists: [("default".to_owned(), listed)].into(),
+            ..Script::default()
+        }
+    }
+
+    /// A daemon over `deck` under `home`, every restart wait zero.
+    fn daemon(home: &std::path::Path, deck: Arc<FakeDeck>) -> Daemon {
+        let mut cfg = config(home);
+        cfg.liveness_confirm_gap = Duration::ZERO;
+        cfg.restart_verify = Duration::ZERO;
+        cfg.start_verify = Duration::ZERO;
+        let flags = RunFlags {
+            dry_run: false,
+            once: true,
+            verbose: false,
+        };
+        let clock = Arc::new(FakeClock::at(NOW));
+        Daemon::new(&cfg, flags, deck, clock, Shutdown::new().unwrap()).unwrap()
+    }
+
+    fn metrics(home: &std::path::Path) -> String {
+        std::fs::read_to_string(config(home).watchdog_dir.join(METRICS_FILE)).unwrap()
+    }
+
+    #[test]
+    fn a_healthy_tick_costs_one_list_per_profile_and_the_list_of_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(fleet("waiting")));
+        let mut d = daemon(tmp.path(), deck.clone());
+        d.tick();
+        d.finish();
+        assert_eq!(*deck.calls.lock(), ["list-all ", "list default"]);
+        assert!(actions(tmp.path()).is_empty());
+        let m = metrics(tmp.path());
+        assert!(m.contains(r#"sessions{kind="critical"} 1"#), "{m}");
+        assert!(m.contains(r#"sessions{kind="errored"} 0"#), "{m}");
+    }
+
+    #[test]
+    fn a_tick_that_finds_a_conductor_dead_restarts_it_and_saves_the_slot() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut script = fleet("error");
+        // Evidence that it ran, two `error` reads to confirm it is dead,
+        // then `running` after the restart.
+        let booted = Some(Live {
+            claude_session_id: Some("5d0e9c1a-aaaa".into()),
+            ..live(Status::Error).unwrap()
+        });
+        script.shows = [
+            booted,
+            live(Status::Error),
+            live(Status::Error),
+            live(Status::Running),
+        ]
+        .into();
+        let deck = Arc::new(FakeDeck::new(script));
+        let mut d = daemon(tmp.path(), deck.clone());
+        d.tick();
+        d.finish();
+        assert_eq!(deck.count("restart"), 1, "{:?}", deck.calls.lock());
+        assert_eq!(deck.count("list"), 1, "one tick, one list of the profile");
+        assert_eq!(actions(tmp.path()), ["restart", "restarted"]);
+        assert!(metrics(tmp.path()).contains(r#"sessions{kind="errored"} 1"#));
+        let saved = crate::records::state_file::Store::new(&config(tmp.path()).watchdog_dir, false)
+            .load(&d.ctx.limits, NOW);
+        assert_eq!(
+            saved.sessions[COND].restarts,
+            [NOW],
+            "the slot is spent and saved"
+        );
+        assert!(saved.ran.contains(COND));
+        assert!(
+            !saved.sessions.contains_key(WORKER),
+        );
+    }
+}
