@@ -1,6 +1,6 @@
-//! The one context the main loop and every worker share: the agent-deck
-//! client, the restart book and its store, the records, the escalator, the
-//! limits, the clock, the shutdown token and dry-run. The daemon builds it
+//! The one context the main loop and every worker share: the settings, the
+//! agent-deck client, the restart book and its store, the records, the
+//! escalator, the limits, the clock, the shutdown token and dry-run. The daemon builds it
 //! once from the settings; each worker holds a clone. Nothing here decides.
 
 use std::sync::Arc;
@@ -21,6 +21,7 @@ use crate::sys::shutdown::Shutdown;
 
 #[derive(Clone)]
 pub struct Context {
+    pub cfg: Arc<Config>,
     pub deck: Arc<dyn AgentDeck>,
     pub state: Arc<Mutex<State>>,
     pub store: Arc<Store>,
@@ -59,6 +60,7 @@ impl Context {
             store: Some(store.clone()),
         }));
         Context {
+            cfg: Arc::new(cfg.clone()),
             deck,
             state,
             store,
@@ -100,26 +102,39 @@ pub(crate) mod tests {
     use crate::fleet::fake::FakeDeck;
     use crate::records::audit::{read_lines, ESCALATIONS_LOG, RESTART_LOG};
     use crate::sys::clock::FakeClock;
+    use std::time::Duration;
 
     /// The fake clock's wall time when a test starts.
     pub(crate) const NOW: f64 = 1_755_900_000.5;
 
-    /// The settings of a test under `home`, its watchdog directory made.
+    /// The settings of a test under `home`, every restart wait zero, its
+    /// watchdog and hooks directories made.
     pub(crate) fn config(home: &std::path::Path) -> Config {
-        let cfg = crate::config::test_config(home);
+        let mut cfg = crate::config::test_config(home);
+        cfg.liveness_confirm_gap = Duration::ZERO;
+        cfg.restart_verify = Duration::ZERO;
+        cfg.start_verify = Duration::ZERO;
+        cfg.hooks_dir = home.join("hooks");
         std::fs::create_dir_all(&cfg.watchdog_dir).unwrap();
+        std::fs::create_dir_all(&cfg.hooks_dir).unwrap();
         cfg
     }
 
-    /// A context over `deck` under `home` at [`NOW`], with its clock.
+    /// A context over `deck` with the settings `cfg` at [`NOW`], and its
+    /// clock.
+    pub(crate) fn context_with(cfg: &Config, deck: Arc<FakeDeck>) -> (Context, Arc<FakeClock>) {
+        let clock = Arc::new(FakeClock::at(NOW));
+        let shutdown = Shutdown::new().unwrap();
+        let ctx = Context::from_config(cfg, false, deck, clock.clone(), shutdown);
+        (ctx, clock)
+    }
+
+    /// A context over `deck` under `home` ([`config`]) at [`NOW`].
     pub(crate) fn context(
         home: &std::path::Path,
         deck: Arc<FakeDeck>,
     ) -> (Context, Arc<FakeClock>) {
-        let clock = Arc::new(FakeClock::at(NOW));
-        let shutdown = Shutdown::new().unwrap();
-        let ctx = Context::from_config(&config(home), false, deck, clock.clone(), shutdown);
-        (ctx, clock)
+        context_with(&config(home), deck)
     }
 
     /// The records of `restart.log` under `home`, in order.

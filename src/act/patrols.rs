@@ -8,9 +8,6 @@
 //! [`crate::decide::patrol_rules`]; slow actions go to the errand worker or,
 //! for restarts, to the restart worker so restarts stay serialized.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
-
 use crate::act::context::Context;
 use crate::act::errands::{self, Errand};
 use crate::act::job::{RestartJob, RestartKind};
@@ -18,50 +15,20 @@ use crate::act::pending_updates::{Conductor, WebhookWorker};
 use crate::act::restart::Restarter;
 use crate::act::snapshot::Snapshot;
 use crate::act::telegram_pollers::{self, Places};
-use crate::config::Config;
 use crate::decide::liveness::digest;
 use crate::decide::patrol_rules;
 use crate::error::{Error, Result};
 use crate::fleet::session::{Session, Status};
 use crate::sys::worker::Worker;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A removal that did not take is tried again after this long.
 const REMOVAL_RETRY_S: f64 = 60.0;
 
-/// The patrol settings, as float seconds.
-#[derive(Debug, Clone)]
-pub struct PatrolSettings {
-    pub waiting_threshold: f64,
-    pub nudge_dedup: f64,
-    pub poller_interval: f64,
-    pub poller_dedup: f64,
-    /// 0: stale cleanup off.
-    pub stale_after: f64,
-    pub places: Places,
-}
-
-impl PatrolSettings {
-    pub fn from_config(c: &Config) -> PatrolSettings {
-        let s = Duration::as_secs_f64;
-        PatrolSettings {
-            waiting_threshold: s(&c.waiting_patrol_threshold),
-            nudge_dedup: s(&c.waiting_patrol_nudge_dedup),
-            poller_interval: s(&c.poller_check_interval),
-            poller_dedup: s(&c.poller_restart_dedup),
-            stale_after: s(&c.stale_error_cleanup),
-            places: Places {
-                home: c.home.clone(),
-                root: c.root.clone(),
-                xdg_config_home: c.xdg_config_home.clone(),
-                proc_dir: crate::sys::process_table::PROC_DIR.into(),
-            },
-        }
-    }
-}
-
 pub struct Patrols {
     ctx: Context,
-    pub settings: PatrolSettings,
+    /// Where agent-deck's files and the process table are.
+    places: Places,
     errands: Worker<Errand>,
     /// The deaf-but-alive poller check (SPEC §6.5); `None`: off.
     webhook: Option<WebhookWorker>,
@@ -73,15 +40,14 @@ pub struct Patrols {
 
 impl Patrols {
     /// The patrols, with their errand and webhook-check workers started.
-    pub fn spawn(cfg: &Config, ctx: Context) -> Result<Patrols> {
+    pub fn spawn(ctx: Context) -> Result<Patrols> {
         let started = |what: &'static str| {
             move |e: std::io::Error| Error::runtime(format!("cannot start the {what} thread: {e}"))
         };
         Ok(Patrols {
-            settings: PatrolSettings::from_config(cfg),
+            places: Places::from_config(&ctx.cfg),
             errands: errands::spawn(ctx.clone()).map_err(started("errands"))?,
-            webhook: WebhookWorker::from_config(cfg, ctx.clone())
-                .map_err(started("webhook-checks"))?,
+            webhook: WebhookWorker::spawn(ctx.clone()).map_err(started("webhook-checks"))?,
             ctx,
             last_poller_check: None,
             removals: BTreeMap::new(),
@@ -132,7 +98,7 @@ impl Patrols {
                 }
             };
             let now = self.ctx.clock.now();
-            let st = &self.settings;
+            let cfg = &self.ctx.cfg;
             let nudge = {
                 let mut state = self.ctx.state.lock();
                 let due = patrol_rules::observe_waiting(
@@ -140,8 +106,8 @@ impl Patrols {
                     &s.id,
                     &digest(&pane),
                     now,
-                    st.waiting_threshold,
-                    st.nudge_dedup,
+                    cfg.waiting_patrol_threshold.as_secs_f64(),
+                    cfg.waiting_patrol_nudge_dedup.as_secs_f64(),
                 );
                 due.then(|| now - state.waiting.get(&s.id).map_or(now, |w| w.since))
             };
@@ -163,7 +129,7 @@ impl Patrols {
         let now = self.ctx.clock.now();
         if self
             .last_poller_check
-            .is_some_and(|t| now - t < self.settings.poller_interval)
+            .is_some_and(|t| now - t < self.ctx.cfg.poller_check_interval.as_secs_f64())
         {
             return;
         }
@@ -171,7 +137,7 @@ impl Patrols {
         if let Some(w) = &self.webhook {
             patrol_rules::forget_stale_streaks(&mut self.ctx.state.lock(), now, w.max_gap);
         }
-        for seen in telegram_pollers::telegram_pollers(snap, &self.settings.places) {
+        for seen in telegram_pollers::telegram_pollers(snap, &self.places) {
             let s = seen.session;
             if seen.running {
                 if let Some(w) = &self.webhook {
@@ -232,7 +198,8 @@ impl Patrols {
     /// is over and none is queued or running); if so, it is marked in flight.
     fn claim_poller_restart(&self, id: &str, now: f64) -> bool {
         let mut state = self.ctx.state.lock();
-        let ok = patrol_rules::poller_restart_allowed(&state, id, now, self.settings.poller_dedup)
+        let dedup = self.ctx.cfg.poller_restart_dedup.as_secs_f64();
+        let ok = patrol_rules::poller_restart_allowed(&state, id, now, dedup)
             && !state.in_flight.contains(id);
         if ok {
             state.in_flight.insert(id.to_owned());
@@ -243,7 +210,8 @@ impl Patrols {
     /// §6.3, opt-in: remove restart-critical, non-escalating sessions stuck
     /// in error for `STALE_ERROR_CLEANUP_S`.
     fn clean_stale(&mut self, snap: &Snapshot) {
-        if self.settings.stale_after <= 0.0 {
+        let stale_after = self.ctx.cfg.stale_error_cleanup.as_secs_f64();
+        if stale_after <= 0.0 {
             return;
         }
         let now = self.ctx.clock.now();
@@ -263,7 +231,7 @@ impl Patrols {
             }
             let stuck = {
                 let mut state = self.ctx.state.lock();
-                patrol_rules::stuck_for(state.book(&s.id), now, self.settings.stale_after)
+                patrol_rules::stuck_for(state.book(&s.id), now, stale_after)
             };
             if let Some(stuck_for_s) = stuck {
                 self.removals.insert(s.id.clone(), now);
@@ -288,11 +256,12 @@ impl Patrols {
 mod tests {
     use std::path::Path;
     use std::sync::Arc;
+    use std::time::Duration;
 
     use super::*;
-    use crate::act::context::tests::{actions, config, context, NOW};
-    use crate::act::job::tests::settings;
+    use crate::act::context::tests::{actions, config, context_with, NOW};
     use crate::act::restart;
+    use crate::config::Config;
     use crate::decide::book::PendingStreak;
     use crate::fleet::fake::{FakeDeck, Script, SendAnswer};
     use crate::fleet::parse::Delivery;
@@ -302,11 +271,10 @@ mod tests {
     const COND: &str = "3f9c2a1b-1755891234";
     const KID: &str = "a0b1c2d3-1755899999";
 
-    /// Patrols over `deck` under `home` with the settings `cfg`, and their
-    /// clock.
-    fn patrols(home: &Path, deck: Arc<FakeDeck>, cfg: &Config) -> (Patrols, Arc<FakeClock>) {
-        let (ctx, clock) = context(home, deck);
-        (Patrols::spawn(cfg, ctx).unwrap(), clock)
+    /// Patrols over `deck` with the settings `cfg`, and their clock.
+    fn patrols(cfg: &Config, deck: Arc<FakeDeck>) -> (Patrols, Arc<FakeClock>) {
+        let (ctx, clock) = context_with(cfg, deck);
+        (Patrols::spawn(ctx).unwrap(), clock)
     }
 
     /// Runs the errands queued so far, then starts a fresh errand worker.
@@ -344,8 +312,9 @@ mod tests {
             remove_ok: false,
             ..Script::default()
         }));
-        let (mut p, clock) = patrols(tmp.path(), deck.clone(), &config(tmp.path()));
-        p.settings.stale_after = 600.0;
+        let mut cfg = config(tmp.path());
+        cfg.stale_error_cleanup = Duration::from_secs(600);
+        let (mut p, clock) = patrols(&cfg, deck.clone());
         let stuck = [Session {
             id: KID.into(),
             title: "meeting-watcher".into(),
@@ -374,8 +343,10 @@ mod tests {
             send: SendAnswer::Undelivered(Delivery::SendFailed),
             ..Script::default()
         }));
-        let (mut p, clock) = patrols(tmp.path(), deck.clone(), &config(tmp.path()));
-        (p.settings.waiting_threshold, p.settings.nudge_dedup) = (600.0, 3600.0);
+        let mut cfg = config(tmp.path());
+        cfg.waiting_patrol_threshold = Duration::from_secs(600);
+        cfg.waiting_patrol_nudge_dedup = Duration::from_secs(3600);
+        let (mut p, clock) = patrols(&cfg, deck.clone());
         let child = [Session {
             id: KID.into(),
             title: "worker-1".into(),
@@ -400,7 +371,7 @@ mod tests {
     /// A conductor with a Telegram channel whose env file names
     /// `TELEGRAM_STATE_DIR`, and a process table with no poller in it.
     fn conductor_without_poller(home: &Path, p: &mut Patrols) -> Session {
-        let places = &mut p.settings.places;
+        let places = &mut p.places;
         places.home = home.join("home");
         places.root = home.join("home/.agent-deck");
         places.proc_dir = home.join("proc");
@@ -426,20 +397,22 @@ mod tests {
     fn a_conductor_whose_poller_is_gone_is_restarted_once_per_dedup_window() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = Arc::new(FakeDeck::new(Script::default()));
-        let (mut p, clock) = patrols(tmp.path(), deck.clone(), &config(tmp.path()));
+        let (mut p, clock) = patrols(&config(tmp.path()), deck.clone());
         let conductor = [conductor_without_poller(tmp.path(), &mut p)];
         let seen = [(COND.to_owned(), live(Status::Running, TELEGRAM))].into();
         let none = BTreeSet::new();
         let snap = snapshot(&conductor, &seen, &none);
         // One pass per restart worker, so each pass sees the last one done.
         let restarts_after = |p: &mut Patrols, step: f64| {
-            let mut restarter = restart::spawn(p.ctx.clone(), settings(tmp.path())).unwrap();
+            let mut restarter = restart::spawn(p.ctx.clone()).unwrap();
             clock.advance(step);
             p.run(&snap, &restarter, &mut || ());
             restarter.finish();
             deck.count("restart")
         };
-        let (interval, dedup) = (p.settings.poller_interval, p.settings.poller_dedup);
+        let cfg = &p.ctx.cfg;
+        let interval = cfg.poller_check_interval.as_secs_f64();
+        let dedup = cfg.poller_restart_dedup.as_secs_f64();
         assert_eq!(restarts_after(&mut p, 0.0), 1);
         assert_eq!(restarts_after(&mut p, interval), 1, "the dedup holds");
         assert_eq!(restarts_after(&mut p, dedup - interval), 2);
@@ -454,7 +427,7 @@ mod tests {
         let mut cfg = config(tmp.path());
         cfg.poller_deaf_checks = 2;
         cfg.telegram_api_base = "http://127.0.0.1:9".into();
-        let (mut p, clock) = patrols(tmp.path(), deck.clone(), &cfg);
+        let (mut p, clock) = patrols(&cfg, deck.clone());
         let conductor = [conductor_without_poller(tmp.path(), &mut p)];
         let seen = [(COND.to_owned(), live(Status::Running, TELEGRAM))].into();
         let none = BTreeSet::new();
@@ -469,7 +442,7 @@ mod tests {
             .lock()
             .pending_updates
             .insert(COND.into(), streak);
-        let mut restarter = restart::spawn(p.ctx.clone(), settings(tmp.path())).unwrap();
+        let mut restarter = restart::spawn(p.ctx.clone()).unwrap();
         p.run(&snapshot(&conductor, &seen, &none), &restarter, &mut || ());
         restarter.finish();
         assert_eq!(deck.count("restart"), 1);

@@ -22,7 +22,6 @@ use parking_lot::Mutex;
 use crate::act::context::Context;
 use crate::act::env_file::env_value;
 use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
-use crate::config::Config;
 use crate::decide::patrol_rules::{self, WebhookAnswer};
 use crate::sys::fs::{read_text, warn_unreadable, SMALL_FILE_MAX};
 use crate::sys::worker::Worker;
@@ -51,7 +50,8 @@ pub struct WebhookWorker {
 
 impl WebhookWorker {
     /// The check worker, when `POLLER_DEAF_CHECKS` > 0.
-    pub fn from_config(cfg: &Config, ctx: Context) -> std::io::Result<Option<WebhookWorker>> {
+    pub fn spawn(ctx: Context) -> std::io::Result<Option<WebhookWorker>> {
+        let cfg = ctx.cfg.clone();
         let checks = cfg.poller_deaf_checks;
         if checks == 0 {
             return Ok(None);

@@ -2,15 +2,16 @@
 //! §6.1) or deaf (§6.5). It runs on the restart worker, serialized with
 //! every other restart; the patrol has already claimed its dedup window.
 
-use crate::act::job::{RestartJob, RestartKind, RestartRunner};
+use crate::act::context::Context;
+use crate::act::job::{RestartJob, RestartKind};
 use crate::decide::{cascade, patrol_rules};
 use crate::fleet::deck::RestartAnswer;
 
 /// SPEC §6.1 and §6.5: restart a live conductor whose Telegram poller is
 /// gone or deaf. A `skipped` answer is a refusal, not a success: the dedup
 /// window starts only when a restart really ran.
-pub fn restart(run: &RestartRunner, job: &RestartJob) {
-    let (s, ctx) = (&job.session, &run.ctx);
+pub fn restart(ctx: &Context, job: &RestartJob) {
+    let s = &job.session;
     let now = ctx.clock.now();
     // The record's action on success, its reason, and what a refused or
     // failed attempt's record adds to say which check asked for it.
@@ -66,8 +67,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::act::context::tests::{actions, restart_records, NOW};
-    use crate::act::job::tests::runner;
+    use crate::act::context::tests::{actions, context, restart_records, NOW};
     use crate::fleet::fake::{live, FakeDeck, Script};
     use crate::fleet::session::{Session, Status};
 
@@ -101,16 +101,16 @@ mod tests {
     fn a_missing_poller_is_restarted_without_a_liveness_check_or_a_budget_slot() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = deck(Some(RestartAnswer::Restarted));
-        let run = runner(tmp.path(), deck.clone());
+        let (ctx, _) = context(tmp.path(), deck.clone());
         restart(
-            &run,
+            &ctx,
             &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
         );
         assert_eq!(*deck.calls.lock(), [format!("restart {ID}")]);
         let rec = &restart_records(tmp.path())[0];
         assert_eq!(rec.action, "poller-restart");
         assert_eq!(rec.reason.as_deref(), Some("telegram poller not running"));
-        let st = run.ctx.state.lock();
+        let st = ctx.state.lock();
         assert_eq!(st.poller_restarted.get(ID), Some(&NOW), "the dedup starts");
         assert!(st.sessions[ID].restarts.is_empty(), "no budget slot taken");
         assert_eq!(st.last_restart_at, Some(NOW), "serialized with the others");
@@ -119,21 +119,17 @@ mod tests {
     #[test]
     fn a_deaf_poller_is_restarted_with_its_counts_and_starts_a_new_streak() {
         let tmp = tempfile::tempdir().unwrap();
-        let run = runner(tmp.path(), deck(Some(RestartAnswer::Restarted)));
+        let (ctx, _) = context(tmp.path(), deck(Some(RestartAnswer::Restarted)));
         let streak = Default::default();
-        run.ctx
-            .state
-            .lock()
-            .pending_updates
-            .insert(ID.into(), streak);
-        restart(&run, &RestartJob::poller(&conductor(), deaf()));
+        ctx.state.lock().pending_updates.insert(ID.into(), streak);
+        restart(&ctx, &RestartJob::poller(&conductor(), deaf()));
         let rec = &restart_records(tmp.path())[0];
         assert_eq!(rec.action, "poller-deaf");
         assert_eq!(
             rec.reason.as_deref(),
             Some("pending updates 3, 5, 9 over 3 checks")
         );
-        let st = run.ctx.state.lock();
+        let st = ctx.state.lock();
         assert!(st.pending_updates.is_empty());
         assert_eq!(st.poller_restarted.get(ID), Some(&NOW));
     }
@@ -142,39 +138,39 @@ mod tests {
     fn a_refused_poller_restart_says_which_check_asked_and_starts_no_dedup() {
         let tmp = tempfile::tempdir().unwrap();
         let refusal = RestartAnswer::Skipped("started 12s ago".into());
-        let run = runner(tmp.path(), deck(Some(refusal)));
-        restart(&run, &RestartJob::poller(&conductor(), deaf()));
+        let (ctx, _) = context(tmp.path(), deck(Some(refusal)));
+        restart(&ctx, &RestartJob::poller(&conductor(), deaf()));
         let rec = &restart_records(tmp.path())[0];
         assert_eq!(rec.action, "poller-refused");
         assert_eq!(
             rec.reason.as_deref(),
             Some("agent-deck refused the restart: started 12s ago (telegram poller deaf: pending updates 3, 5, 9 over 3 checks)")
         );
-        assert!(run.ctx.state.lock().poller_restarted.is_empty());
+        assert!(ctx.state.lock().poller_restarted.is_empty());
     }
 
     #[test]
     fn a_failed_poller_restart_is_not_retried_within_the_dedup_window() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = deck(None);
-        let run = runner(tmp.path(), deck.clone());
+        let (ctx, _) = context(tmp.path(), deck.clone());
         restart(
-            &run,
+            &ctx,
             &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
         );
         assert_eq!(deck.count("start"), 0, "no start fallback for a live pane");
         assert_eq!(actions(tmp.path()), ["poller-restart-failed"]);
-        assert_eq!(run.ctx.state.lock().poller_restarted.get(ID), Some(&NOW));
+        assert_eq!(ctx.state.lock().poller_restarted.get(ID), Some(&NOW));
     }
 
     #[test]
     fn a_dry_run_poller_restart_is_recorded_and_not_run() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = deck(Some(RestartAnswer::Restarted));
-        let mut run = runner(tmp.path(), deck.clone());
-        run.ctx.dry_run = true;
+        let (mut ctx, _) = context(tmp.path(), deck.clone());
+        ctx.dry_run = true;
         restart(
-            &run,
+            &ctx,
             &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
         );
         assert!(deck.calls.lock().is_empty());
@@ -183,6 +179,6 @@ mod tests {
             (recs[0].action.as_str(), recs[0].dry_run),
             ("poller-restart", true)
         );
-        assert_eq!(run.ctx.state.lock().poller_restarted.get(ID), Some(&NOW));
+        assert_eq!(ctx.state.lock().poller_restarted.get(ID), Some(&NOW));
     }
 }

@@ -4,7 +4,10 @@
 //! (and without `TELEGRAM_STATE_DIR`), then retry `session start`. Runs on the
 //! restart worker, as part of one restart.
 
-use crate::act::job::{RestartJob, RestartRunner};
+use std::time::Duration;
+
+use crate::act::context::Context;
+use crate::act::job::RestartJob;
 use crate::fleet::session::Status;
 use crate::sys::process::{self, Cmd};
 
@@ -15,11 +18,11 @@ pub const RESUME_TEXT: &str =
 /// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
 /// tool marker, nudge the conversation once with `claude --resume`, then
 /// retry `session start`. True if the session came back.
-pub fn attempt(run: &RestartRunner, job: &RestartJob, transcript: &str) -> bool {
-    let (s, ctx) = (&job.session, &run.ctx);
-    let Some((_, config_dir)) = run
-        .settings
-        .prompt_resume
+pub fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
+    let s = &job.session;
+    let Some((_, config_dir)) = ctx
+        .cfg
+        .prompt_resume_profiles
         .iter()
         .find(|(p, _)| *p == s.profile)
     else {
@@ -37,7 +40,9 @@ pub fn attempt(run: &RestartRunner, job: &RestartJob, transcript: &str) -> bool 
         .args(["--resume", claude_id.as_str(), "-p", RESUME_TEXT])
         .env("CLAUDE_CONFIG_DIR", config_dir)
         .env_remove("TELEGRAM_STATE_DIR");
-    match process::run(&cmd, run.settings.prompt_resume_timeout, &ctx.shutdown) {
+    // A resumed conversation may take a while to answer.
+    let timeout = ctx.cfg.subprocess_timeout.max(Duration::from_secs(120));
+    match process::run(&cmd, timeout, &ctx.shutdown) {
         Ok(out) if out.success() => {
             log::info!("prompt-resume of {} ran; retrying session start", s.id)
         }
@@ -55,9 +60,9 @@ pub fn attempt(run: &RestartRunner, job: &RestartJob, transcript: &str) -> bool 
         log::warn!("session start after prompt-resume of {} failed: {e}", s.id);
         return false;
     }
-    match run.verify(s, run.settings.start_verify) {
+    match ctx.verify(s, ctx.cfg.start_verify) {
         Some(status) if status != Status::Error => {
-            run.succeeded(s, status);
+            ctx.succeeded(s, status);
             true
         }
         _ => false,

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use crate::act::context::Context;
-use crate::act::job::{RestartJob, RestartKind, RestartRunner, RestartSettings};
+use crate::act::job::{RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume};
 use crate::decide::cascade;
 use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
@@ -26,20 +26,19 @@ use crate::triggers::hook_file;
 pub type Restarter = Worker<RestartJob>;
 
 /// Starts the restart worker thread.
-pub fn spawn(ctx: Context, settings: RestartSettings) -> std::io::Result<Restarter> {
-    let run = RestartRunner { ctx, settings };
+pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
     Worker::spawn("restart", move |job: RestartJob| {
         // Whatever happens in run (even a bug), the session must not stay in flight.
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run(&job)));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.run(&job)));
         if outcome.is_err() {
             log::error!(
                 "the restart of {} panicked (a bug); its budget slot is given back",
                 job.session.id
             );
-            run.give_back(&job);
+            ctx.give_back(&job);
         }
-        gates::finish(&mut run.ctx.state.lock(), &job.session.id);
-        run.ctx.store.save(&run.ctx.state);
+        gates::finish(&mut ctx.state.lock(), &job.session.id);
+        ctx.store.save(&ctx.state);
     })
 }
 
@@ -100,16 +99,16 @@ impl Probe for CliProbe<'_> {
     }
 }
 
-impl RestartRunner {
+impl Context {
     fn run(&self, job: &RestartJob) {
-        let (s, ctx) = (&job.session, &self.ctx);
+        let s = &job.session;
         if !self.wait_turn(s) {
             log::info!("restart of {} abandoned: shutting down", s.id);
             self.give_back(job);
             return;
         }
         // Bound first: an `if let` would hold the state lock through its body.
-        let held = gates::recheck(&mut ctx.state.lock(), &s.id, ctx.clock.now());
+        let held = gates::recheck(&mut self.state.lock(), &s.id, self.clock.now());
         if let Some(why) = held {
             log::info!("restart of {} skipped after the wait: {why}", s.id);
             self.give_back(job);
@@ -121,31 +120,31 @@ impl RestartRunner {
         if !self.confirm_dead(job) {
             return;
         }
-        let lim = &ctx.limits;
-        if cascade::note_restart_call(&mut ctx.state.lock(), lim, &s.id, ctx.clock.now()) {
+        let lim = &self.limits;
+        if cascade::note_restart_call(&mut self.state.lock(), lim, &s.id, self.clock.now()) {
             let msg = format!(
                 "{} restarts within {:.0}s — pausing every restart for {:.0}s",
                 lim.cascade_threshold, lim.cascade_window, lim.cascade_pause
             );
-            ctx.escalator.escalate("cascade", &msg, None, true);
+            self.escalator.escalate("cascade", &msg, None, true);
         }
-        ctx.note(s, "restart", None);
-        if ctx.dry_run {
+        self.note(s, "restart", None);
+        if self.dry_run {
             log::info!("dry-run: would restart {} ({}) now", s.id, s.title);
             return;
         }
         log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
-        let issued = ctx.clock.now();
-        match ctx.deck.restart(&s.profile, &s.id) {
+        let issued = self.clock.now();
+        match self.deck.restart(&s.profile, &s.id) {
             Ok(RestartAnswer::Skipped(reason)) => {
                 log::info!("agent-deck declined to restart {}: {reason}; not falling back to session start", s.id);
                 self.give_back(job);
                 let reason = format!("agent-deck refused the restart: {reason}");
-                ctx.note(s, "cli-refused", Some(reason));
+                self.note(s, "cli-refused", Some(reason));
             }
             Ok(RestartAnswer::Restarted) => {
-                notes::note_restarted(&mut ctx.state.lock(), &s.id, issued);
-                match self.verify(s, self.settings.restart_verify) {
+                notes::note_restarted(&mut self.state.lock(), &s.id, issued);
+                match self.verify(s, self.cfg.restart_verify) {
                     Some(status) if status != Status::Error => self.succeeded(s, status),
                     Some(Status::Error) if self.only_a_stale_hook_says_error(s, issued) => {
                         self.succeeded(s, Status::Error)
@@ -163,7 +162,7 @@ impl RestartRunner {
                     "restart of {} failed: {why}; reading its status before the start fallback",
                     s.id
                 );
-                match self.verify(s, self.settings.restart_verify) {
+                match self.verify(s, self.cfg.restart_verify) {
                     Some(status) if status != Status::Error => self.succeeded(s, status),
                     _ => self.fall_back_to_start(job, &why),
                 }
@@ -173,9 +172,9 @@ impl RestartRunner {
 
     /// Waits for the global serialization; false on shutdown.
     fn wait_turn(&self, s: &Session) -> bool {
-        let ctx = &self.ctx;
         loop {
-            let wait = gates::serialization_wait(&ctx.state.lock(), &ctx.limits, ctx.clock.now());
+            let wait =
+                gates::serialization_wait(&self.state.lock(), &self.limits, self.clock.now());
             if wait <= 0.0 {
                 return true;
             }
@@ -183,7 +182,7 @@ impl RestartRunner {
                 "restart of {} waits {wait:.1}s: restarts are serialized",
                 s.id
             );
-            if !ctx.shutdown.sleep(crate::sys::clock::clamped(wait)) {
+            if !self.shutdown.sleep(crate::sys::clock::clamped(wait)) {
                 return false;
             }
         }
@@ -191,14 +190,18 @@ impl RestartRunner {
 
     /// Liveness confirmation with its records and alerts; true if dead.
     fn confirm_dead(&self, job: &RestartJob) -> bool {
-        let (s, ctx) = (&job.session, &self.ctx);
-        let probe = CliProbe { ctx, session: s };
-        let ev = liveness::confirm(&probe, self.settings.gap);
+        let s = &job.session;
+        let probe = CliProbe {
+            ctx: self,
+            session: s,
+        };
+        let ev = liveness::confirm(&probe, self.cfg.liveness_confirm_gap);
         let mut consecutive = None;
         if let Verdict::Skip(reason) = ev.verdict {
             self.give_back(job);
             if reason == LivenessReason::PaneActive {
-                let (n, alert) = notes::note_pane_active(&mut ctx.state.lock(), &ctx.limits, &s.id);
+                let (n, alert) =
+                    notes::note_pane_active(&mut self.state.lock(), &self.limits, &s.id);
                 consecutive = Some(n);
                 if alert {
                     let msg = format!(
@@ -206,12 +209,12 @@ impl RestartRunner {
                         s.title, s.id
                     );
                     let critical = job.escalation_critical();
-                    ctx.escalator
+                    self.escalator
                         .escalate("liveness-mismatch", &msg, Some(&s.id), critical);
                 }
             }
             if reason == LivenessReason::AuthHold
-                && dedup::first_in_episode(&mut ctx.state.lock(), &s.id, "auth-hold")
+                && dedup::first_in_episode(&mut self.state.lock(), &s.id, "auth-hold")
             {
                 let msg = format!(
                     "{} ({}) is held for an auth failure ({}) — a restart cannot fix a credential. Repair the login, then restart it explicitly.",
@@ -220,28 +223,28 @@ impl RestartRunner {
                     ev.auth_hold_reason.as_deref().unwrap_or("unknown")
                 );
                 let critical = job.escalation_critical();
-                ctx.escalator
+                self.escalator
                     .escalate("auth-hold", &msg, Some(&s.id), critical);
             }
             log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
-            ctx.note(s, "skipped-alive", Some(reason.as_str().to_owned()));
+            self.note(s, "skipped-alive", Some(reason.as_str().to_owned()));
         } else {
             log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
         }
         let dead = ev.verdict == Verdict::Dead;
-        ctx.records.liveness(&LivenessRecord {
-            ts: ctx.clock.now(),
+        self.records.liveness(&LivenessRecord {
+            ts: self.clock.now(),
             id: s.id.clone(),
             title: s.title.clone(),
             profile: s.profile.clone(),
-            gap_s: self.settings.gap.as_secs_f64(),
+            gap_s: self.cfg.liveness_confirm_gap.as_secs_f64(),
             reads: ev.reads,
             pane: ev.pane,
             auth_hold_reason: ev.auth_hold_reason,
             decision: if dead { "restart" } else { "skip" }.into(),
             reason: ev.verdict.reason(),
             consecutive_skips: consecutive,
-            dry_run: ctx.dry_run,
+            dry_run: self.dry_run,
         });
         dead
     }
@@ -250,10 +253,10 @@ impl RestartRunner {
     /// only from a `dead` hook written before it, which agent-deck honours
     /// for two minutes of its age and `session restart` does not remove.
     fn only_a_stale_hook_says_error(&self, s: &Session, issued: f64) -> bool {
-        let Some(hook) = hook_file::read_hook(&self.settings.hooks_dir, &s.id) else {
+        let Some(hook) = hook_file::read_hook(&self.cfg.hooks_dir, &s.id) else {
             return false;
         };
-        if !stale_hook::is_stale_dead_hook(&hook, issued, self.ctx.clock.now()) {
+        if !stale_hook::is_stale_dead_hook(&hook, issued, self.clock.now()) {
             return false;
         }
         log::info!(
@@ -268,16 +271,16 @@ impl RestartRunner {
     /// `session start` after a restart that did not bring the session back;
     /// `why` says what the restart did, and leads a failure's reason.
     fn fall_back_to_start(&self, job: &RestartJob, why: &str) {
-        let (s, ctx) = (&job.session, &self.ctx);
-        if ctx.shutdown.is_set() {
+        let s = &job.session;
+        if self.shutdown.is_set() {
             return self.failed(job, "shutdown during verification".into());
         }
         log::warn!("{}: {why}; falling back to session start", s.id);
-        if let Err(e) = ctx.deck.start(&s.profile, &s.id) {
+        if let Err(e) = self.deck.start(&s.profile, &s.id) {
             return self.failed(job, format!("{why}; fallback start {e}"));
         }
-        notes::note_ran(&mut ctx.state.lock(), &s.id);
-        let within = self.settings.start_verify;
+        notes::note_ran(&mut self.state.lock(), &s.id);
+        let within = self.cfg.start_verify;
         match self.verify(s, within) {
             Some(status) if status != Status::Error => self.succeeded(s, status),
             _ => self.failed(
@@ -293,54 +296,54 @@ impl RestartRunner {
     /// A failed restart: a 429 backs off and gives the slot back; anything
     /// else counts as a crash and escalates on the second in a row.
     fn failed(&self, job: &RestartJob, err: String) {
-        let (s, ctx, lim) = (&job.session, &self.ctx, &self.ctx.limits);
-        if ctx.shutdown.is_set() {
+        let (s, lim) = (&job.session, &self.limits);
+        if self.shutdown.is_set() {
             // Cut short by our own shutdown: not the session's failure.
             self.give_back(job);
             log::info!(
                 "restart of {} interrupted by shutdown; not counted as a failure",
                 s.id
             );
-            return ctx.note(s, "restart-interrupted", Some(err));
+            return self.note(s, "restart-interrupted", Some(err));
         }
-        let transcript = ctx.deck.transcript(&s.profile, &s.id).unwrap_or_default();
+        let transcript = self.deck.transcript(&s.profile, &s.id).unwrap_or_default();
         if is_rate_limited(&transcript) {
-            let now = ctx.clock.now();
-            let tripped = notes::note_rate_limited(&mut ctx.state.lock(), lim, &s.id, now);
+            let now = self.clock.now();
+            let tripped = notes::note_rate_limited(&mut self.state.lock(), lim, &s.id, now);
             self.give_back(job);
             if tripped {
                 let msg = format!(
                     "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
                     lim.breaker_threshold, lim.breaker_window, lim.breaker_pause
                 );
-                ctx.escalator.escalate("circuit-breaker", &msg, None, true);
+                self.escalator.escalate("circuit-breaker", &msg, None, true);
             }
             log::warn!(
                 "restart of {} hit an API rate limit; backing off {:.0}s, not counted as a crash",
                 s.id,
                 lim.backoff_429
             );
-            let mut rec = ctx.record(s, "rate-limited", None);
+            let mut rec = self.record(s, "rate-limited", None);
             rec.backoff_s = Some(lim.backoff_429);
-            return ctx.records.restart(&rec);
+            return self.records.restart(&rec);
         }
         if prompt_resume::attempt(self, job, &transcript) {
             return;
         }
-        let n = notes::note_failure(&mut ctx.state.lock(), &s.id);
+        let n = notes::note_failure(&mut self.state.lock(), &s.id);
         log::warn!(
             "restart of {} ({}) failed ({n} in a row): {err}",
             s.id,
             s.title
         );
-        ctx.note(s, "restart-failed", Some(err.clone()));
+        self.note(s, "restart-failed", Some(err.clone()));
         if n >= 2 {
             let msg = format!(
                 "{} ({}) failed to restart {n}x consecutively; last err: {err}",
                 s.title, s.id
             );
             let critical = job.escalation_critical();
-            ctx.escalator
+            self.escalator
                 .escalate("restart-failed", &msg, Some(&s.id), critical);
         }
     }
@@ -352,14 +355,21 @@ mod tests {
 
     use super::*;
     use crate::act::context::tests::{config, restart_records, severities, NOW};
-    use crate::act::job::tests::runner;
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
     use crate::records::audit::{read_lines, LIVENESS_LOG};
 
     const ID: &str = "3f9c2a1b-1755891234";
 
-    fn revive(run: &RestartRunner) {
-        run.run(&RestartJob {
+    /// A context over `deck` in `home`, every wait zero and restarts back to
+    /// back (the fake clock never moves on).
+    fn context(home: &std::path::Path, deck: Arc<FakeDeck>) -> Context {
+        let (mut ctx, _) = crate::act::context::tests::context(home, deck);
+        ctx.limits.min_interval = 0.0;
+        ctx
+    }
+
+    fn revive(ctx: &Context) {
+        ctx.run(&RestartJob {
             session: Session {
                 id: ID.into(),
                 title: "conductor-ops".into(),
@@ -393,9 +403,9 @@ mod tests {
         .into()
     }
 
-    fn dead_hook(run: &RestartRunner, ts: f64) {
+    fn dead_hook(ctx: &Context, ts: f64) {
         std::fs::write(
-            run.settings.hooks_dir.join(format!("{ID}.json")),
+            ctx.cfg.hooks_dir.join(format!("{ID}.json")),
             format!(r#"{{"status":"dead","event":"SessionEnd","ts":{ts}}}"#),
         )
         .unwrap();
@@ -413,9 +423,9 @@ mod tests {
     fn a_dead_hook_from_before_the_restart_causes_no_start_fallback_and_no_failure() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = still_error_after_restart(SendAnswer::Delivered);
-        let run = runner(tmp.path(), deck.clone());
-        dead_hook(&run, (NOW - 30.0).floor());
-        revive(&run);
+        let ctx = context(tmp.path(), deck.clone());
+        dead_hook(&ctx, (NOW - 30.0).floor());
+        revive(&ctx);
         assert_eq!(deck.count("restart"), 1);
         assert_eq!(deck.count("start"), 0, "{:?}", deck.calls.lock());
         assert_eq!(
@@ -425,7 +435,7 @@ mod tests {
                 ("restarted".to_owned(), Some("error".to_owned()))
             ]
         );
-        let st = run.ctx.state.lock();
+        let st = ctx.state.lock();
         let book = &st.sessions[ID];
         assert_eq!(book.consecutive_failures, 0);
         assert_eq!(book.restarted_at, Some(NOW));
@@ -437,23 +447,23 @@ mod tests {
     fn a_dead_hook_written_after_the_restart_is_handled_as_a_death() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = still_error_after_restart(SendAnswer::Delivered);
-        let run = runner(tmp.path(), deck.clone());
+        let ctx = context(tmp.path(), deck.clone());
         // Same second as the restart: it may be a new death.
-        dead_hook(&run, NOW.floor());
-        revive(&run);
+        dead_hook(&ctx, NOW.floor());
+        revive(&ctx);
         assert_eq!(deck.count("start"), 1, "falls back to session start");
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "restart-failed"]);
-        assert_eq!(run.ctx.state.lock().sessions[ID].consecutive_failures, 1);
+        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 1);
     }
 
     #[test]
     fn a_dead_hook_agent_deck_no_longer_honours_is_no_excuse() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = still_error_after_restart(SendAnswer::Delivered);
-        let run = runner(tmp.path(), deck.clone());
-        dead_hook(&run, (NOW - 130.0).floor());
-        revive(&run);
+        let ctx = context(tmp.path(), deck.clone());
+        dead_hook(&ctx, (NOW - 130.0).floor());
+        revive(&ctx);
         assert_eq!(deck.count("start"), 1);
     }
 
@@ -465,8 +475,8 @@ mod tests {
             send: SendAnswer::Undelivered(crate::fleet::parse::Delivery::Typed),
             ..Script::default()
         }));
-        let run = runner(tmp.path(), deck.clone());
-        revive(&run);
+        let ctx = context(tmp.path(), deck.clone());
+        revive(&ctx);
         assert_eq!(deck.count("send"), 1, "not sent again");
         assert_eq!(
             actions(tmp.path()),
@@ -475,16 +485,16 @@ mod tests {
                 ("restarted".to_owned(), Some("running".to_owned()))
             ]
         );
-        assert_eq!(run.ctx.state.lock().sessions[ID].consecutive_failures, 0);
+        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
     }
 
     /// A job for the conductor holding a rate-limit slot reserved now.
-    fn reserved(run: &RestartRunner) -> RestartJob {
-        reserved_for(run, ID)
+    fn reserved(ctx: &Context) -> RestartJob {
+        reserved_for(ctx, ID)
     }
 
-    fn reserved_for(run: &RestartRunner, id: &str) -> RestartJob {
-        let slot = gates::reserve(&mut run.ctx.state.lock(), &run.ctx.limits, id, NOW);
+    fn reserved_for(ctx: &Context, id: &str) -> RestartJob {
+        let slot = gates::reserve(&mut ctx.state.lock(), &ctx.limits, id, NOW);
         RestartJob {
             session: Session {
                 id: id.into(),
@@ -497,9 +507,8 @@ mod tests {
         }
     }
 
-    fn slots_used(run: &RestartRunner) -> usize {
-        run.ctx
-            .state
+    fn slots_used(ctx: &Context) -> usize {
+        ctx.state
             .lock()
             .sessions
             .get(ID)
@@ -513,8 +522,8 @@ mod tests {
             shows: dead_then_running(),
             ..Script::default()
         }));
-        let run = runner(tmp.path(), deck.clone());
-        run.run(&reserved(&run));
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
         assert_eq!(deck.count("output-pane"), 2, "{:?}", deck.calls.lock());
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         assert_eq!(
@@ -524,7 +533,7 @@ mod tests {
                 ("restarted".to_owned(), Some("running".to_owned()))
             ]
         );
-        assert_eq!(slots_used(&run), 1, "a real restart spends its slot");
+        assert_eq!(slots_used(&ctx), 1, "a real restart spends its slot");
         let dir = config(tmp.path()).watchdog_dir;
         let liveness = read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG));
         assert_eq!(liveness.len(), 1);
@@ -539,13 +548,13 @@ mod tests {
             restart: Some(RestartAnswer::Skipped("started 12s ago".into())),
             ..Script::default()
         }));
-        let run = runner(tmp.path(), deck.clone());
-        run.run(&reserved(&run));
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "cli-refused"]);
-        assert_eq!(slots_used(&run), 0);
-        assert_eq!(run.ctx.state.lock().sessions[ID].consecutive_failures, 0);
+        assert_eq!(slots_used(&ctx), 0);
+        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
         assert!(severities(tmp.path()).is_empty());
     }
 
@@ -558,11 +567,11 @@ mod tests {
             start_ok: false,
             ..Script::default()
         }));
-        let run = runner(tmp.path(), deck.clone());
-        run.run(&reserved(&run));
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         assert!(severities(tmp.path()).is_empty(), "one failure is no alert");
-        run.run(&reserved(&run));
+        ctx.run(&reserved(&ctx));
         assert_eq!(deck.count("start"), 2);
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(
@@ -570,7 +579,7 @@ mod tests {
             ["restart", "restart-failed", "restart", "restart-failed"]
         );
         assert_eq!(severities(tmp.path()), ["restart-failed"]);
-        assert_eq!(slots_used(&run), 2, "real failures spend their slots");
+        assert_eq!(slots_used(&ctx), 2, "real failures spend their slots");
     }
 
     #[test]
@@ -583,12 +592,12 @@ mod tests {
             transcript: "API Error: HTTP 429 Too Many Requests".into(),
             ..Script::default()
         }));
-        let run = runner(tmp.path(), deck.clone());
+        let ctx = context(tmp.path(), deck.clone());
         // Three conductors, each booting into the same API rate limit.
         let ids = [ID, "a0b1c2d3-1755899999", "b0b1c2d3-1755899998"];
-        assert_eq!(run.ctx.limits.breaker_threshold, ids.len());
+        assert_eq!(ctx.limits.breaker_threshold, ids.len());
         for id in ids {
-            run.run(&reserved_for(&run, id));
+            ctx.run(&reserved_for(&ctx, id));
         }
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(
@@ -600,7 +609,7 @@ mod tests {
             !acts.contains(&"restart-failed".to_owned()),
             "a 429 is no crash"
         );
-        let st = run.ctx.state.lock();
+        let st = ctx.state.lock();
         for id in ids {
             let book = &st.sessions[id];
             assert!(book.restarts.is_empty(), "{id}: its slot was given back");
@@ -610,7 +619,7 @@ mod tests {
         drop(st);
         assert_eq!(severities(tmp.path()), ["circuit-breaker"]);
         // A fourth restart waits for the breaker.
-        run.run(&reserved(&run));
+        ctx.run(&reserved(&ctx));
         assert_eq!(deck.count("restart"), 3);
     }
 

@@ -45,6 +45,17 @@ pub struct Places {
     pub proc_dir: PathBuf,
 }
 
+impl Places {
+    pub fn from_config(c: &crate::config::Config) -> Places {
+        Places {
+            home: c.home.clone(),
+            root: c.root.clone(),
+            xdg_config_home: c.xdg_config_home.clone(),
+            proc_dir: crate::sys::process_table::PROC_DIR.into(),
+        }
+    }
+}
+
 /// Whether the session subscribes to a Telegram channel plugin.
 pub fn has_telegram_channel(channels: &[String]) -> bool {
     channels.iter().any(|c| c.starts_with("plugin:telegram@"))

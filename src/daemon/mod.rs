@@ -19,7 +19,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::act::context::Context;
-use crate::act::job::RestartSettings;
 use crate::act::patrols::Patrols;
 use crate::act::restart::{self, Restarter};
 use crate::cli::RunFlags;
@@ -121,8 +120,6 @@ pub struct Daemon {
     queue: Arc<EventQueue>,
     fleet: Fleet,
     sd_notify: SdNotify,
-    watchdog_dir: std::path::PathBuf,
-    hooks_dir: std::path::PathBuf,
     metrics_warned: bool,
     patrols: Patrols,
     followup: FollowUp,
@@ -159,9 +156,9 @@ impl Daemon {
         shutdown: Shutdown,
     ) -> Result<Daemon> {
         let ctx = Context::from_config(cfg, flags.dry_run, deck, clock, shutdown);
-        let restarter = restart::spawn(ctx.clone(), RestartSettings::from_config(cfg))
+        let restarter = restart::spawn(ctx.clone())
             .map_err(|e| Error::runtime(format!("cannot start the restart thread: {e}")))?;
-        let patrols = Patrols::spawn(cfg, ctx.clone())?;
+        let patrols = Patrols::spawn(ctx.clone())?;
         // A registry lock held by a stuck dispatcher must not stall the main loop.
         let patience = Some(Duration::from_secs(1));
         let (escalator, clock) = (ctx.escalator.clone(), ctx.clock.clone());
@@ -174,8 +171,6 @@ impl Daemon {
             queue: Arc::new(EventQueue::new(cfg.event_queue_maxsize)),
             fleet,
             sd_notify: SdNotify::from_config(cfg),
-            watchdog_dir: cfg.watchdog_dir.clone(),
-            hooks_dir: cfg.hooks_dir.clone(),
             metrics_warned: false,
             patrols,
             followup,
@@ -282,7 +277,7 @@ impl Daemon {
         }
         // The agent itself just reported it is running or waiting: alive, no call needed.
         if let Some(live @ (HookStatus::Running | HookStatus::Waiting)) =
-            hook_file::read_hook(&self.hooks_dir, id).map(|h| h.status)
+            hook_file::read_hook(&self.ctx.cfg.hooks_dir, id).map(|h| h.status)
         {
             let live = if live == HookStatus::Running {
                 "running"

@@ -6,7 +6,6 @@
 //! the fleet is healthy.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use crate::act::context::Context;
 use crate::act::job::{RestartJob, RestartKind};
@@ -184,7 +183,6 @@ impl Daemon {
             }
             let probe = EvidenceProbe {
                 ctx: &self.ctx,
-                hooks_dir: &self.hooks_dir,
                 session: s,
             };
             let ran = first_run::has_run(known, judged_never, &probe);
@@ -228,7 +226,7 @@ impl Daemon {
         if restarted_at.is_none() {
             return false;
         }
-        let hook = hook_file::read_hook(&self.hooks_dir, &s.id);
+        let hook = hook_file::read_hook(&self.ctx.cfg.hooks_dir, &s.id);
         stale_hook::explains_error(hook.as_ref(), restarted_at, self.ctx.clock.now())
     }
 
@@ -297,7 +295,7 @@ impl Daemon {
             breaker_open,
             now,
         };
-        match metrics::write(&self.watchdog_dir, &sample) {
+        match metrics::write(&self.ctx.cfg.watchdog_dir, &sample) {
             Ok(()) => self.metrics_warned = false,
             Err(e) if !self.metrics_warned => {
                 log::warn!(
@@ -462,13 +460,12 @@ enum Errored {
 /// spool (a `stat`) and `session show`.
 struct EvidenceProbe<'a> {
     ctx: &'a Context,
-    hooks_dir: &'a Path,
     session: &'a Session,
 }
 
 impl RunProbe for EvidenceProbe<'_> {
     fn hook_file(&self) -> bool {
-        hook_file::hook_file_exists(self.hooks_dir, &self.session.id)
+        hook_file::hook_file_exists(&self.ctx.cfg.hooks_dir, &self.session.id)
     }
 
     fn show(&self) -> Option<Live> {
@@ -479,7 +476,6 @@ impl RunProbe for EvidenceProbe<'_> {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-    use std::time::Duration;
 
     use super::*;
     use crate::act::context::tests::{actions, config, NOW};
@@ -519,10 +515,7 @@ mod tests {
 
     /// A daemon over `deck` under `home`, every restart wait zero.
     fn daemon(home: &std::path::Path, deck: Arc<FakeDeck>) -> Daemon {
-        let mut cfg = config(home);
-        cfg.liveness_confirm_gap = Duration::ZERO;
-        cfg.restart_verify = Duration::ZERO;
-        cfg.start_verify = Duration::ZERO;
+        let cfg = config(home);
         let flags = RunFlags {
             dry_run: false,
             once: true,
@@ -583,8 +576,6 @@ mod tests {
             "the slot is spent and saved"
         );
         assert!(saved.ran.contains(COND));
-        assert!(
-            !saved.sessions.contains_key(WORKER),
-        );
+        assert!(!saved.sessions.contains_key(WORKER),);
     }
 }
