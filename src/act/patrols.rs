@@ -1,6 +1,6 @@
 //! The patrols of SPEC §6, run once per safety tick from the daemon's
-//! snapshot of the fleet: waiting-too-long nudges, the deaf-conductor check
-//! with its opt-in deaf-but-alive poller check, and the opt-in stale cleanup.
+//! snapshot of the fleet: waiting-too-long nudges, the Telegram poller check
+//! with its opt-in deaf-poller check, and the opt-in stale cleanup.
 //!
 //! Sampling (a pane capture per waiting child, a `/proc` scan per poller
 //! check) happens here; the Bot API is asked on the webhook-check worker,
@@ -8,29 +8,30 @@
 //! [`crate::decide::patrol_rules`]; slow actions go to the errand worker or,
 //! for restarts, to the restart worker so restarts stay serialized.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::act::context::Context;
 use crate::act::errands::{self, Errand};
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::pending_updates::{Conductor, WebhookWorker};
 use crate::act::restart::Restarter;
 use crate::act::snapshot::Snapshot;
-use crate::act::telegram_pollers::{self, Places};
+use crate::act::telegram_pollers;
 use crate::decide::liveness::digest;
 use crate::decide::patrol_rules;
 use crate::error::{Error, Result};
 use crate::fleet::session::{Session, Status};
 use crate::sys::worker::Worker;
-use std::collections::{BTreeMap, BTreeSet};
 
 /// A removal that did not take is tried again after this long.
 const REMOVAL_RETRY_S: f64 = 60.0;
 
 pub struct Patrols {
     ctx: Context,
-    /// Where agent-deck's files and the process table are.
-    places: Places,
+    /// Where the process table is.
+    proc_dir: std::path::PathBuf,
     errands: Worker<Errand>,
-    /// The deaf-but-alive poller check (SPEC §6.5); `None`: off.
+    /// The deaf-poller check (SPEC §6.5); `None`: off.
     webhook: Option<WebhookWorker>,
     last_poller_check: Option<f64>,
     /// Removals queued and when: a slow, failed or dry-run removal is queued
@@ -45,7 +46,7 @@ impl Patrols {
             move |e: std::io::Error| Error::runtime(format!("cannot start the {what} thread: {e}"))
         };
         Ok(Patrols {
-            places: Places::from_config(&ctx.cfg),
+            proc_dir: crate::sys::process_table::PROC_DIR.into(),
             errands: errands::spawn(ctx.clone()).map_err(started("errands"))?,
             webhook: WebhookWorker::spawn(ctx.clone()).map_err(started("webhook-checks"))?,
             ctx,
@@ -62,33 +63,28 @@ impl Patrols {
         self.clean_stale(snap);
     }
 
-    /// §6.2: one pane sample per waiting child; only children already in
-    /// `waiting` are sampled.
+    /// §6.2: one pane sample per waiting child.
     fn nudge_waiting(&mut self, snap: &Snapshot, alive: &mut dyn FnMut()) {
         let waiting: Vec<&Session> = snap
             .sessions
             .iter()
             .copied()
-            .filter(|s| s.parent_session_id.is_some())
-            .filter(|s| {
-                snap.live
-                    .get(&s.id)
-                    .is_some_and(|l| l.status() == Status::Waiting)
-            })
+            .filter(|s| s.parent_session_id.is_some() && snap.status(s) == Some(Status::Waiting))
             .collect();
         // Children of an unreadable profile are unknown this tick, not "not waiting".
-        let keep: BTreeSet<String> = snap
+        let unknown = snap
             .sessions
             .iter()
-            .filter(|s| snap.unreadable.contains(&s.profile))
-            .map(|s| s.id.clone())
-            .chain(waiting.iter().map(|s| s.id.clone()))
-            .collect();
+            .filter(|s| snap.unreadable.contains(&s.profile));
+        let keep: BTreeSet<String> = unknown.chain(&waiting).map(|s| s.id.clone()).collect();
         patrol_rules::forget_not_waiting(&mut self.ctx.state.lock(), &keep);
+        let cfg = &self.ctx.cfg;
+        let threshold = cfg.waiting_patrol_threshold.as_secs_f64();
+        let dedup = cfg.waiting_patrol_nudge_dedup.as_secs_f64();
         for s in waiting {
             alive();
             let pane = match self.ctx.deck.pane(&s.profile, &s.id) {
-                Ok(p) => p,
+                Ok(p) => digest(&p),
                 Err(e) => {
                     log::debug!(
                         "pane of waiting child {} unreadable ({e}); looking again next tick",
@@ -98,24 +94,15 @@ impl Patrols {
                 }
             };
             let now = self.ctx.clock.now();
-            let cfg = &self.ctx.cfg;
             let nudge = {
-                let mut state = self.ctx.state.lock();
-                let due = patrol_rules::observe_waiting(
-                    &mut state,
-                    &s.id,
-                    &digest(&pane),
-                    now,
-                    cfg.waiting_patrol_threshold.as_secs_f64(),
-                    cfg.waiting_patrol_nudge_dedup.as_secs_f64(),
-                );
-                due.then(|| now - state.waiting.get(&s.id).map_or(now, |w| w.since))
+                let mut st = self.ctx.state.lock();
+                let due =
+                    patrol_rules::observe_waiting(&mut st, &s.id, &pane, now, threshold, dedup);
+                due.then(|| now - st.waiting.get(&s.id).map_or(now, |w| w.since))
             };
             if let Some(waited_s) = nudge {
-                self.errands.submit(Errand::Nudge {
-                    session: s.clone(),
-                    waited_s,
-                });
+                let session = s.clone();
+                self.errands.submit(Errand::Nudge { session, waited_s });
             }
         }
     }
@@ -127,31 +114,29 @@ impl Patrols {
     fn check_pollers(&mut self, snap: &Snapshot, restarter: &Restarter) {
         self.restart_deaf_pollers(snap, restarter);
         let now = self.ctx.clock.now();
-        if self
-            .last_poller_check
-            .is_some_and(|t| now - t < self.ctx.cfg.poller_check_interval.as_secs_f64())
-        {
+        let interval = self.ctx.cfg.poller_check_interval.as_secs_f64();
+        if self.last_poller_check.is_some_and(|t| now - t < interval) {
             return;
         }
         self.last_poller_check = Some(now);
         if let Some(w) = &self.webhook {
             patrol_rules::forget_stale_streaks(&mut self.ctx.state.lock(), now, w.max_gap);
         }
-        for seen in telegram_pollers::telegram_pollers(snap, &self.places) {
+        for seen in telegram_pollers::telegram_pollers(snap, &self.ctx.cfg, &self.proc_dir) {
             let s = seen.session;
             if seen.running {
                 if let Some(w) = &self.webhook {
                     if !self.ctx.state.lock().in_flight.contains(&s.id) {
+                        let (id, title) = (s.id.clone(), s.title.clone());
+                        let state_dir = seen.state_dir;
                         w.submit(Conductor {
-                            id: s.id.clone(),
-                            title: s.title.clone(),
-                            state_dir: seen.state_dir,
+                            id,
+                            title,
+                            state_dir,
                         });
                     }
                 }
-                continue;
-            }
-            if self.claim_poller_restart(&s.id, now) {
+            } else if self.claim_poller_restart(&s.id, now) {
                 log::warn!(
                     "{} ({}) is deaf: no Telegram poller for {}; queueing a restart",
                     s.id,
@@ -197,14 +182,10 @@ impl Patrols {
     /// Whether a poller restart of `id` may be queued now (the dedup window
     /// is over and none is queued or running); if so, it is marked in flight.
     fn claim_poller_restart(&self, id: &str, now: f64) -> bool {
-        let mut state = self.ctx.state.lock();
         let dedup = self.ctx.cfg.poller_restart_dedup.as_secs_f64();
-        let ok = patrol_rules::poller_restart_allowed(&state, id, now, dedup)
-            && !state.in_flight.contains(id);
-        if ok {
-            state.in_flight.insert(id.to_owned());
-        }
-        ok
+        let mut state = self.ctx.state.lock();
+        patrol_rules::poller_restart_allowed(&state, id, now, dedup)
+            && state.in_flight.insert(id.to_owned())
     }
 
     /// §6.3, opt-in: remove restart-critical, non-escalating sessions stuck
@@ -219,11 +200,7 @@ impl Patrols {
             now - *at < REMOVAL_RETRY_S && snap.critical.iter().any(|s| s.id == *id)
         });
         for s in snap.critical {
-            let in_error = snap
-                .live
-                .get(&s.id)
-                .is_some_and(|l| l.status() == Status::Error);
-            if !in_error
+            if snap.status(s) != Some(Status::Error)
                 || !patrol_rules::stale_candidate(s, true)
                 || self.removals.contains_key(&s.id)
             {
@@ -235,8 +212,9 @@ impl Patrols {
             };
             if let Some(stuck_for_s) = stuck {
                 self.removals.insert(s.id.clone(), now);
+                let session = s.clone();
                 self.errands.submit(Errand::Remove {
-                    session: s.clone(),
+                    session,
                     stuck_for_s,
                 });
             }
@@ -371,15 +349,12 @@ mod tests {
     /// A conductor with a Telegram channel whose env file names
     /// `TELEGRAM_STATE_DIR`, and a process table with no poller in it.
     fn conductor_without_poller(home: &Path, p: &mut Patrols) -> Session {
-        let places = &mut p.places;
-        places.home = home.join("home");
-        places.root = home.join("home/.agent-deck");
-        places.proc_dir = home.join("proc");
-        std::fs::create_dir_all(home.join("home/.config/agent-deck")).unwrap();
-        std::fs::create_dir_all(&places.proc_dir).unwrap();
-        std::fs::write(home.join("home/ops.env"), "TELEGRAM_STATE_DIR=~/tg-ops\n").unwrap();
+        p.proc_dir = home.join("proc");
+        std::fs::create_dir_all(&p.proc_dir).unwrap();
+        std::fs::create_dir_all(home.join(".config/agent-deck")).unwrap();
+        std::fs::write(home.join("ops.env"), "TELEGRAM_STATE_DIR=~/tg-ops\n").unwrap();
         std::fs::write(
-            home.join("home/.config/agent-deck/config.toml"),
+            home.join(".config/agent-deck/config.toml"),
             "[conductors.ops.claude]\nenv_file = \"~/ops.env\"\n",
         )
         .unwrap();

@@ -20,10 +20,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::act::context::Context;
-use crate::act::env_file::env_value;
+use crate::act::env_file::{env_value, read_small};
 use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
 use crate::decide::patrol_rules::{self, WebhookAnswer};
-use crate::sys::fs::{read_text, warn_unreadable, SMALL_FILE_MAX};
 use crate::sys::worker::Worker;
 
 /// How long one `getWebhookInfo` call may take.
@@ -197,14 +196,7 @@ impl Asker {
 /// change the request's URL. A missing file is silent, an unreadable one
 /// warned about (rate-limited); the value itself never reaches a log.
 fn bot_token(env_file: &Path) -> Option<String> {
-    let text = match read_text(env_file, SMALL_FILE_MAX) {
-        Ok(text) => text,
-        Err(e) if e.is_missing() => return None,
-        Err(e) => {
-            warn_unreadable(&e, "its pending Telegram updates are not checked");
-            return None;
-        }
-    };
+    let text = read_small(env_file, "its pending Telegram updates are not checked")?;
     env_value(&text, "TELEGRAM_BOT_TOKEN").filter(|t| is_bot_token(t))
 }
 

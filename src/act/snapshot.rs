@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::fleet::session::{Live, Session};
+use crate::fleet::session::{Live, Session, Status};
 
 /// What one tick saw.
 pub struct Snapshot<'a> {
@@ -12,4 +12,11 @@ pub struct Snapshot<'a> {
     pub live: &'a BTreeMap<String, Live>,
     /// Profiles whose live list could not be read this tick.
     pub unreadable: &'a BTreeSet<String>,
+}
+
+impl Snapshot<'_> {
+    /// The status this tick saw for `s`, if its profile was read.
+    pub fn status(&self, s: &Session) -> Option<Status> {
+        self.live.get(&s.id).map(Live::status)
+    }
 }
