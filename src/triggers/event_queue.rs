@@ -10,6 +10,7 @@
 //! memory held follows the messages queued, never the configured maximum.
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,7 @@ use crossbeam_channel::{select, Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::sys::shutdown::Shutdown;
+use crate::triggers::hook_file::hook_id;
 
 /// What a trigger thread reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +99,14 @@ impl EventQueue {
         if last.is_none_or(|t| t.elapsed() >= DROP_LOG_EVERY) {
             *last = Some(Instant::now());
             log::warn!("event queue full: dropped the oldest event ({old:?}), {total} dropped so far; a full rescan follows");
+        }
+    }
+
+    /// Queues the hook of the session whose status file is named `name`, if
+    /// it is one ([`hook_id`]).
+    pub fn send_hook(&self, name: &OsStr) {
+        if let Some(id) = name.to_str().and_then(hook_id) {
+            self.send(Trigger::Hook(id.to_owned()));
         }
     }
 
