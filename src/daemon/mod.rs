@@ -135,15 +135,6 @@ pub struct Daemon {
     threads: Vec<JoinHandle<()>>,
 }
 
-/// What a hook check found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum HookFinding {
-    /// Nothing more to do for it.
-    Done,
-    /// The session is in error: the fleet needs a full look.
-    InError,
-}
-
 impl Daemon {
     /// The daemon over `deck`: the shared context, the restart worker, the
     /// patrols and their workers, the task follow-up and the session cache.
@@ -242,7 +233,7 @@ impl Daemon {
         let worked = !batch.hooks.is_empty() || !due.is_empty();
         let hooks = batch.hooks.iter().map(|id| (id, false));
         for (id, retry) in hooks.chain(due.iter().map(|id| (id, true))) {
-            if self.on_hook(id, retry) == HookFinding::InError {
+            if self.hook_finds_error(id, retry) {
                 // A dead pane may be one of many (a tmux server died): look
                 // at the whole fleet now, so a cascade is seen before any
                 // restart starts.
@@ -256,8 +247,9 @@ impl Daemon {
 
     /// A hook file for `id` was written (`retry`: a deferred check coming
     /// back): checks the session unless the agent reported itself alive or
-    /// the per-session gap defers it.
-    fn on_hook(&mut self, id: &str, retry: bool) -> HookFinding {
+    /// the per-session gap defers it. True when it is in error: the fleet
+    /// then needs a full look.
+    fn hook_finds_error(&mut self, id: &str, retry: bool) -> bool {
         if self.fleet.needs_refresh_for(id)
             && !self.fleet.refresh_if_stale(self.ctx.deck.as_ref())
             && !retry
@@ -266,14 +258,14 @@ impl Daemon {
             // session existed: come back once it may be read again. A retry
             // goes on: whatever read the list since then came after its hook.
             self.hook_pacing.defer(id, self.ctx.clock.now());
-            return HookFinding::Done;
+            return false;
         }
         let Some(s) = self.fleet.get(id).cloned() else {
             log::debug!("hook for {id}, not a critical session of any profile; ignored");
-            return HookFinding::Done;
+            return false;
         };
         if !self.fleet.is_critical(&s) || self.ctx.state.lock().in_flight.contains(id) {
-            return HookFinding::Done;
+            return false;
         }
         // The agent itself just reported it is running or waiting: alive, no call needed.
         if let Some(live @ (HookStatus::Running | HookStatus::Waiting)) =
@@ -285,20 +277,20 @@ impl Daemon {
                 "waiting"
             };
             log::debug!("hook for {id}: the agent reports {live}; no status check");
-            return HookFinding::Done;
+            return false;
         }
         if !self.hook_pacing.may_check(id, self.ctx.clock.now()) {
-            return HookFinding::Done;
+            return false;
         }
         self.sd_notify.alive();
         match self.ctx.deck.show(&s.profile, &s.id) {
-            Ok(live) if live.status() == Status::Error => return HookFinding::InError,
+            Ok(live) if live.status() == Status::Error => return true,
             Ok(live) => self.observe(&s, live.status()),
             Err(e) => log::warn!(
                 "hook for {id}: status unreadable ({e}); the safety poll will look again"
             ),
         }
-        HookFinding::Done
+        false
     }
 
     /// Waits for started work, then stops every thread.

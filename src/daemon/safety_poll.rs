@@ -86,11 +86,8 @@ impl Daemon {
         if fleet_readable {
             self.forget_gone();
         }
-        prune::prune_state(
-            &mut self.ctx.state.lock(),
-            &self.ctx.limits,
-            self.ctx.clock.now(),
-        );
+        let now = self.ctx.clock.now();
+        prune::prune_state(&mut self.ctx.state.lock(), &self.ctx.limits, now);
         let held = self.children_held(&unreadable);
         let snap = Snapshot {
             sessions: self.fleet.all().chain(&children).chain(&held).collect(),
@@ -216,18 +213,19 @@ impl Daemon {
     /// from a `dead` hook written before that restart (one bounded read of
     /// the hook file, only for a session restarted in the last two minutes).
     fn stale_hook_says_error(&self, s: &Session) -> bool {
-        let restarted_at = self
-            .ctx
+        let ctx = &self.ctx;
+        let restarted_at = ctx
             .state
             .lock()
             .sessions
             .get(&s.id)
             .and_then(|b| b.restarted_at);
-        if restarted_at.is_none() {
+        let Some(restarted_at) = restarted_at else {
             return false;
-        }
-        let hook = hook_file::read_hook(&self.ctx.cfg.hooks_dir, &s.id);
-        stale_hook::explains_error(hook.as_ref(), restarted_at, self.ctx.clock.now())
+        };
+        let now = ctx.clock.now();
+        hook_file::read_hook(&ctx.cfg.hooks_dir, &s.id)
+            .is_some_and(|h| stale_hook::is_stale_dead_hook(&h, restarted_at, now))
     }
 
     /// A critical session in error that is not to be restarted for `why`:
@@ -343,25 +341,21 @@ impl Daemon {
 
     /// Settle-and-revive: many critical sessions in error at once hold every
     /// restart for the settle time, with one alert per episode.
-    fn watch_cascade(&mut self, errored: usize) {
-        let now = self.ctx.clock.now();
-        let news =
-            cascade::observe_cascade(&mut self.ctx.state.lock(), &self.ctx.limits, errored, now);
-        let wait = self.ctx.limits.cascade_wait;
+    fn watch_cascade(&self, errored: usize) {
+        let ctx = &self.ctx;
+        let now = ctx.clock.now();
+        let news = cascade::observe_cascade(&mut ctx.state.lock(), &ctx.limits, errored, now);
+        let wait = ctx.limits.cascade_wait;
         match news {
             CascadeNews::Detected => {
                 let msg = format!(
                     "{errored} critical sessions in error simultaneously — waiting {wait:.0}s to stabilize, then reviving them one at a time"
                 );
-                self.ctx
-                    .escalator
-                    .escalate("cascade-detected", &msg, None, true);
+                ctx.escalator.escalate("cascade-detected", &msg, None, true);
             }
             CascadeNews::Reminder => {
                 let msg = format!("{errored} critical sessions are still in error after the cascade; they need a human");
-                self.ctx
-                    .escalator
-                    .escalate("cascade-detected", &msg, None, true);
+                ctx.escalator.escalate("cascade-detected", &msg, None, true);
             }
             CascadeNews::Cleared => {
                 log::info!("cascade over: {errored} critical sessions in error")
@@ -374,12 +368,11 @@ impl Daemon {
     pub(super) fn observe(&mut self, s: &Session, status: Status) {
         let now = self.ctx.clock.now();
         notes::note_status(&mut self.ctx.state.lock(), s, status, now);
-        if status != Status::Error {
-            self.gate_skips.remove(&s.id);
-            self.never_started.remove(&s.id);
-        }
         if status == Status::Error {
             self.consider(s);
+        } else {
+            self.gate_skips.remove(&s.id);
+            self.never_started.remove(&s.id);
         }
     }
 

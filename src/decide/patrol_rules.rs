@@ -141,11 +141,8 @@ pub fn forget_stale_streaks(state: &mut State, now: f64, max_gap: f64) {
 /// The reason recorded for a deaf poller's restart.
 pub fn deaf_reason(counts: &[u64]) -> String {
     let seen: Vec<String> = counts.iter().map(u64::to_string).collect();
-    format!(
-        "pending updates {} over {} checks",
-        seen.join(", "),
-        counts.len()
-    )
+    let n = counts.len();
+    format!("pending updates {} over {n} checks", seen.join(", "))
 }
 
 /// A conductor for the deaf-conductor patrol.
