@@ -1,7 +1,7 @@
 //! The one context the main loop and every worker share: the settings, the
 //! agent-deck client, the restart book and its store, the records, the
-//! escalator, the limits, the clock, the shutdown token and dry-run. The daemon builds it
-//! once from the settings; each worker holds a clone. Nothing here decides.
+//! escalator, the limits, the clock, the shutdown token and dry-run. The
+//! daemon builds it once; each worker holds a clone. Nothing here decides.
 
 use std::sync::Arc;
 

@@ -4,8 +4,8 @@
 //!
 //! [`Restarter`] runs these jobs one at a time on its own thread, so the main
 //! loop never blocks on them and restarts never overlap. Decisions come from
-//! [`crate::decide::gates`] and [`crate::decide::liveness`]; this module does the calls and
-//! holds the state mutex only between them.
+//! [`crate::decide`]; this module does the calls and holds the state mutex
+//! only between them.
 
 use std::time::Duration;
 
