@@ -1,13 +1,15 @@
-//! Actions: the restart job, the deaf-conductor check, the pending-updates
-//! check, prompt-resume and the patrol errands, each run off the main thread
-//! on a named worker.
+//! Actions: the restart job, the Telegram poller check and restart, the
+//! pending-updates check, prompt-resume and the patrol errands, each run off
+//! the main thread on a named worker, all over one shared context.
 
-pub(crate) mod deaf_conductor;
+pub(crate) mod context;
 pub(crate) mod env_file;
 pub(crate) mod errands;
 pub(crate) mod job;
 pub(crate) mod patrols;
 pub(crate) mod pending_updates;
+pub(crate) mod poller_restart;
 pub(crate) mod prompt_resume;
 pub(crate) mod restart;
 pub(crate) mod snapshot;
+pub(crate) mod telegram_pollers;

@@ -19,43 +19,27 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::act::env_file::env_value;
+use crate::act::context::Context;
+use crate::act::env_file::{env_value, read_small};
 use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
-use crate::config::Config;
-use crate::decide::book::State;
-use crate::decide::patrol_rules::{self, WebhookCheck};
-use crate::sys::clock::Clock;
-use crate::sys::fs::{read_text, warn_unreadable, SMALL_FILE_MAX};
-use crate::sys::shutdown::Shutdown;
+use crate::decide::patrol_rules::{self, WebhookAnswer};
 use crate::sys::worker::Worker;
 
 /// How long one `getWebhookInfo` call may take.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// One conductor to check.
+/// A conductor to check.
 #[derive(Debug, Clone)]
-pub struct Check {
+pub struct Conductor {
     pub id: String,
     pub title: String,
     /// Its `TELEGRAM_STATE_DIR`, which holds the bot's `.env`.
     pub state_dir: PathBuf,
 }
 
-/// What the checks need.
-pub struct Checker {
-    pub api: Arc<BotApi>,
-    pub state: Arc<Mutex<State>>,
-    pub clock: Arc<dyn Clock>,
-    pub shutdown: Shutdown,
-    /// `POLLER_DEAF_CHECKS`.
-    pub checks: u32,
-    /// A streak with no check for this long starts over.
-    pub max_gap: f64,
-}
-
 /// The check worker, and which conductors it has queued or running.
-pub struct WebhookChecks {
-    worker: Worker<Check>,
+pub struct WebhookWorker {
+    worker: Worker<Conductor>,
     busy: Arc<Mutex<BTreeSet<String>>>,
     /// `POLLER_DEAF_CHECKS`.
     pub checks: u32,
@@ -63,38 +47,28 @@ pub struct WebhookChecks {
     pub max_gap: f64,
 }
 
-impl WebhookChecks {
+impl WebhookWorker {
     /// The check worker, when `POLLER_DEAF_CHECKS` > 0.
-    pub fn from_config(
-        cfg: &Config,
-        state: Arc<Mutex<State>>,
-        clock: Arc<dyn Clock>,
-        shutdown: Shutdown,
-    ) -> std::io::Result<Option<WebhookChecks>> {
-        if cfg.poller_deaf_checks == 0 {
+    pub fn spawn(ctx: Context) -> std::io::Result<Option<WebhookWorker>> {
+        let cfg = ctx.cfg.clone();
+        let checks = cfg.poller_deaf_checks;
+        if checks == 0 {
             return Ok(None);
         }
         // Three missed checks, and the time two slow answers may add.
         let max_gap = 3.0 * cfg.poller_check_interval.as_secs_f64() + 2.0 * TIMEOUT.as_secs_f64();
-        WebhookChecks::spawn(Checker {
-            api: Arc::new(BotApi::new(&cfg.telegram_api_base, TIMEOUT)),
-            state,
-            clock,
-            shutdown,
-            checks: cfg.poller_deaf_checks,
+        let mut asker = Asker {
+            api: BotApi::new(&cfg.telegram_api_base, TIMEOUT).into(),
+            ctx,
+            checks,
             max_gap,
-        })
-        .map(Some)
-    }
-
-    pub fn spawn(checker: Checker) -> std::io::Result<WebhookChecks> {
-        let (checks, max_gap) = (checker.checks, checker.max_gap);
+            quiet: Quiet::default(),
+        };
         let busy = Arc::new(Mutex::new(BTreeSet::new()));
         let done = busy.clone();
-        let mut quiet = Quiet::default();
-        let worker = Worker::spawn("webhook-checks", move |c: Check| {
-            let run = std::panic::AssertUnwindSafe(|| checker.run(&c, &mut quiet));
-            let outcome = std::panic::catch_unwind(run);
+        let worker = Worker::spawn("webhook-checks", move |c: Conductor| {
+            let outcome =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| asker.check(&c)));
             // Even after a bug, the conductor must be checked again.
             done.lock().remove(&c.id);
             if outcome.is_err() {
@@ -104,18 +78,18 @@ impl WebhookChecks {
                 );
             }
         })?;
-        Ok(WebhookChecks {
+        Ok(Some(WebhookWorker {
             worker,
             busy,
             checks,
             max_gap,
-        })
+        }))
     }
 
     /// Queues a check unless one for the same conductor is queued or running.
-    pub fn submit(&self, check: Check) {
-        if self.busy.lock().insert(check.id.clone()) {
-            self.worker.submit(check);
+    pub fn submit(&self, c: Conductor) {
+        if self.busy.lock().insert(c.id.clone()) {
+            self.worker.submit(c);
         }
     }
 
@@ -123,6 +97,15 @@ impl WebhookChecks {
     pub fn finish(&mut self) {
         self.worker.finish();
     }
+}
+
+/// What the checks need.
+struct Asker {
+    api: Arc<BotApi>,
+    ctx: Context,
+    checks: u32,
+    max_gap: f64,
+    quiet: Quiet,
 }
 
 /// What was already logged at warning level, so a lasting problem is one
@@ -135,14 +118,14 @@ struct Quiet {
     unknown: BTreeSet<String>,
 }
 
-impl Checker {
-    fn run(&self, c: &Check, quiet: &mut Quiet) {
-        if self.shutdown.is_set() {
+impl Asker {
+    fn check(&mut self, c: &Conductor) {
+        if self.ctx.shutdown.is_set() {
             return;
         }
         let env_file = c.state_dir.join(".env");
         let Some(token) = bot_token(&env_file) else {
-            if quiet.no_token.insert(c.id.clone()) {
+            if self.quiet.no_token.insert(c.id.clone()) {
                 log::warn!(
                     "{} ({}): no usable TELEGRAM_BOT_TOKEN in {}; its pending Telegram updates are not checked",
                     c.id,
@@ -152,36 +135,38 @@ impl Checker {
             }
             return;
         };
-        quiet.no_token.remove(&c.id);
+        self.quiet.no_token.remove(&c.id);
         let ask = self.api.clone();
-        let Some(outcome) = unless_shutdown(&self.shutdown, move || ask.pending_updates(&token))
+        let Some(outcome) =
+            unless_shutdown(&self.ctx.shutdown, move || ask.pending_updates(&token))
         else {
             return;
         };
-        let check = match outcome {
+        let answer = match outcome {
             Outcome::Ok(n) => {
-                quiet.unknown.remove(&c.id);
-                WebhookCheck::Pending(n)
+                self.quiet.unknown.remove(&c.id);
+                WebhookAnswer::Pending(n)
             }
-            Outcome::RetryAfter(_) => {
-                self.unknown(c, "rate-limited (HTTP 429)", quiet);
-                WebhookCheck::Unknown
-            }
-            Outcome::Failed(why) => {
-                self.unknown(c, &why, quiet);
-                WebhookCheck::Unknown
-            }
+            Outcome::RetryAfter(_) => self.unknown(c, "rate-limited (HTTP 429)"),
+            Outcome::Failed(why) => self.unknown(c, &why),
         };
-        let now = self.clock.now();
+        let now = self.ctx.clock.now();
         let streak = {
-            let mut state = self.state.lock();
-            patrol_rules::observe_webhook(&mut state, &c.id, check, now, self.checks, self.max_gap);
+            let mut state = self.ctx.state.lock();
+            patrol_rules::observe_webhook(
+                &mut state,
+                &c.id,
+                answer,
+                now,
+                self.checks,
+                self.max_gap,
+            );
             state
                 .pending_updates
                 .get(&c.id)
                 .map_or(0, |p| p.counts.len())
         };
-        if let WebhookCheck::Pending(n) = check {
+        if let WebhookAnswer::Pending(n) = answer {
             log::debug!(
                 "{} ({}): {n} Telegram update(s) unread, {streak} of {} checks in a row",
                 c.id,
@@ -191,9 +176,9 @@ impl Checker {
         }
     }
 
-    fn unknown(&self, c: &Check, why: &str, quiet: &mut Quiet) {
+    fn unknown(&mut self, c: &Conductor, why: &str) -> WebhookAnswer {
         let next = "the streak stays as it was; asking again at the next check";
-        if quiet.unknown.insert(c.id.clone()) {
+        if self.quiet.unknown.insert(c.id.clone()) {
             log::warn!(
                 "getWebhookInfo for {} ({}) failed: {why}; {next}",
                 c.id,
@@ -202,6 +187,7 @@ impl Checker {
         } else {
             log::debug!("getWebhookInfo for {} failed again: {why}", c.id);
         }
+        WebhookAnswer::Unknown
     }
 }
 
@@ -210,14 +196,7 @@ impl Checker {
 /// change the request's URL. A missing file is silent, an unreadable one
 /// warned about (rate-limited); the value itself never reaches a log.
 fn bot_token(env_file: &Path) -> Option<String> {
-    let text = match read_text(env_file, SMALL_FILE_MAX) {
-        Ok(text) => text,
-        Err(e) if e.is_missing() => return None,
-        Err(e) => {
-            warn_unreadable(&e, "its pending Telegram updates are not checked");
-            return None;
-        }
-    };
+    let text = read_small(env_file, "its pending Telegram updates are not checked")?;
     env_value(&text, "TELEGRAM_BOT_TOKEN").filter(|t| is_bot_token(t))
 }
 

@@ -4,7 +4,10 @@
 //! (and without `TELEGRAM_STATE_DIR`), then retry `session start`. Runs on the
 //! restart worker, as part of one restart.
 
-use crate::act::job::{Context, RestartJob};
+use std::time::Duration;
+
+use crate::act::context::Context;
+use crate::act::job::RestartJob;
 use crate::decide::outcomes::RestartAction;
 use crate::fleet::session::Status;
 use crate::sys::process::{self, Cmd};
@@ -19,8 +22,8 @@ pub const RESUME_TEXT: &str =
 pub fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
     let s = &job.session;
     let Some((_, config_dir)) = ctx
-        .settings
-        .prompt_resume
+        .cfg
+        .prompt_resume_profiles
         .iter()
         .find(|(p, _)| *p == s.profile)
     else {
@@ -33,13 +36,14 @@ pub fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
         log::warn!("prompt-resume of {} skipped: no claude_session_id", s.id);
         return false;
     };
-    ctx.records
-        .restart(&ctx.record(s, RestartAction::PromptResumeAttempt, None));
+    ctx.note(s, RestartAction::PromptResumeAttempt, None);
     let cmd = Cmd::new("claude")
         .args(["--resume", claude_id.as_str(), "-p", RESUME_TEXT])
         .env("CLAUDE_CONFIG_DIR", config_dir)
         .env_remove("TELEGRAM_STATE_DIR");
-    match process::run(&cmd, ctx.settings.prompt_resume_timeout, &ctx.shutdown) {
+    // A resumed conversation may take a while to answer.
+    let timeout = ctx.cfg.subprocess_timeout.max(Duration::from_secs(120));
+    match process::run(&cmd, timeout, &ctx.shutdown) {
         Ok(out) if out.success() => {
             log::info!("prompt-resume of {} ran; retrying session start", s.id)
         }
@@ -57,7 +61,7 @@ pub fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
         log::warn!("session start after prompt-resume of {} failed: {e}", s.id);
         return false;
     }
-    match ctx.verify(s, ctx.settings.start_verify) {
+    match ctx.verify(s, ctx.cfg.start_verify) {
         Some(status) if status != Status::Error => {
             ctx.succeeded(s, status);
             true

@@ -4,18 +4,19 @@
 //!
 //! [`Restarter`] runs these jobs one at a time on its own thread, so the main
 //! loop never blocks on them and restarts never overlap. Decisions come from
-//! [`crate::decide::gates`] and [`crate::decide::liveness`]; this module does the calls and
-//! holds the state mutex only between them.
+//! [`crate::decide`]; this module does the calls and holds the state mutex
+//! only between them.
 
 use std::time::Duration;
 
-use crate::act::job::{Context, RestartJob, RestartKind};
-use crate::act::{deaf_conductor, prompt_resume};
+use crate::act::context::Context;
+use crate::act::job::{RestartJob, RestartKind};
+use crate::act::{poller_restart, prompt_resume};
 use crate::decide::cascade;
-use crate::decide::gates;
 use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
+use crate::decide::{dedup, gates, notes};
 use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::audit::LivenessRecord;
@@ -46,34 +47,24 @@ pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
 pub fn is_rate_limited(text: &str) -> bool {
     text.lines().any(|line| {
         let l = line.to_lowercase();
-        let word_at = |needle: &str| {
-            l.match_indices(needle).any(|(i, _)| {
-                !l[..i]
-                    .chars()
-                    .next_back()
-                    .is_some_and(|c| c.is_alphanumeric())
+        let glued = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+        // `needle` not glued to the word before it (nor, if `whole`, after it).
+        let word = |needle: &str, whole: bool| {
+            l.match_indices(needle).any(|(i, m)| {
+                let (before, after) = (l[..i].chars().next_back(), l[i + m.len()..].chars().next());
+                !(glued(before) || whole && glued(after))
             })
         };
-        let http_429 = ["http 429", "http/429", "http429"].iter().any(|n| {
-            l.match_indices(n).any(|(i, m)| {
-                !l[..i]
-                    .chars()
-                    .next_back()
-                    .is_some_and(|c| c.is_alphanumeric())
-                    && !l[i + m.len()..]
-                        .chars()
-                        .next()
-                        .is_some_and(|c| c.is_alphanumeric())
-            })
-        });
         let exceeded = l
             .find("exceed")
             .and_then(|i| l[i..].find("rate").map(|j| i + j))
             .is_some_and(|k| l[k..].contains("limit"));
-        word_at("rate limit")
-            || word_at("rate-limit")
-            || word_at("ratelimit")
-            || http_429
+        ["rate limit", "rate-limit", "ratelimit"]
+            .iter()
+            .any(|n| word(n, false))
+            || ["http 429", "http/429", "http429"]
+                .iter()
+                .any(|n| word(n, true))
             || line.contains("(429)")
             || exceeded
     })
@@ -124,33 +115,22 @@ impl Context {
             self.give_back(job);
             return;
         }
-        if matches!(
-            job.kind,
-            RestartKind::DeafConductor | RestartKind::DeafPoller { .. }
-        ) {
-            return deaf_conductor::restart(self, job);
+        if job.kind != RestartKind::Revive {
+            return poller_restart::restart(self, job);
         }
         if !self.confirm_dead(job) {
             return;
         }
-        let burst = cascade::note_restart_call(
-            &mut self.state.lock(),
-            &self.limits,
-            &s.id,
-            self.clock.now(),
-        );
-        if burst {
+        let lim = &self.limits;
+        if cascade::note_restart_call(&mut self.state.lock(), lim, &s.id, self.clock.now()) {
             let msg = format!(
                 "{} restarts within {:.0}s — pausing every restart for {:.0}s",
-                self.limits.cascade_threshold,
-                self.limits.cascade_window,
-                self.limits.cascade_pause
+                lim.cascade_threshold, lim.cascade_window, lim.cascade_pause
             );
             self.escalator.escalate(Severity::Cascade, &msg, None, true);
         }
-        self.records
-            .restart(&self.record(s, RestartAction::Restart, None));
-        if self.settings.dry_run {
+        self.note(s, RestartAction::Restart, None);
+        if self.dry_run {
             log::info!("dry-run: would restart {} ({}) now", s.id, s.title);
             return;
         }
@@ -161,12 +141,11 @@ impl Context {
                 log::info!("agent-deck declined to restart {}: {reason}; not falling back to session start", s.id);
                 self.give_back(job);
                 let reason = format!("agent-deck refused the restart: {reason}");
-                self.records
-                    .restart(&self.record(s, RestartAction::CliRefused, Some(reason)));
+                self.note(s, RestartAction::CliRefused, Some(reason));
             }
             Ok(RestartAnswer::Restarted) => {
-                gates::note_restarted(&mut self.state.lock(), &s.id, issued);
-                match self.verify(s, self.settings.restart_verify) {
+                notes::note_restarted(&mut self.state.lock(), &s.id, issued);
+                match self.verify(s, self.cfg.restart_verify) {
                     Some(status) if status != Status::Error => self.succeeded(s, status),
                     Some(Status::Error) if self.only_a_stale_hook_says_error(s, issued) => {
                         self.succeeded(s, Status::Error)
@@ -184,7 +163,7 @@ impl Context {
                     "restart of {} failed: {why}; reading its status before the start fallback",
                     s.id
                 );
-                match self.verify(s, self.settings.restart_verify) {
+                match self.verify(s, self.cfg.restart_verify) {
                     Some(status) if status != Status::Error => self.succeeded(s, status),
                     _ => self.fall_back_to_start(job, &why),
                 }
@@ -213,35 +192,34 @@ impl Context {
     /// Liveness confirmation with its records and alerts; true if dead.
     fn confirm_dead(&self, job: &RestartJob) -> bool {
         let s = &job.session;
-        let ev = liveness::confirm(
-            &CliProbe {
-                ctx: self,
-                session: s,
-            },
-            self.settings.gap,
-        );
+        let probe = CliProbe {
+            ctx: self,
+            session: s,
+        };
+        let ev = liveness::confirm(&probe, self.cfg.liveness_confirm_gap);
         let mut consecutive = None;
         if let Verdict::Skip(reason) = ev.verdict {
             self.give_back(job);
             if reason == LivenessReason::PaneActive {
                 let (n, alert) =
-                    gates::note_pane_active(&mut self.state.lock(), &self.limits, &s.id);
+                    notes::note_pane_active(&mut self.state.lock(), &self.limits, &s.id);
                 consecutive = Some(n);
                 if alert {
                     let msg = format!(
                         "{} ({}) has reported status=error {n}x while its pane kept producing output — the session is alive and the restart was skipped each time. This is a status-classification problem, not a dead session.",
                         s.title, s.id
                     );
+                    let critical = job.escalation_critical();
                     self.escalator.escalate(
                         Severity::LivenessMismatch,
                         &msg,
                         Some(&s.id),
-                        job.escalation_critical,
+                        critical,
                     );
                 }
             }
             if reason == LivenessReason::AuthHold
-                && gates::first_in_episode(&mut self.state.lock(), &s.id, "auth-hold")
+                && dedup::first_in_episode(&mut self.state.lock(), &s.id, "auth-hold")
             {
                 let msg = format!(
                     "{} ({}) is held for an auth failure ({}) — a restart cannot fix a credential. Repair the login, then restart it explicitly.",
@@ -249,53 +227,45 @@ impl Context {
                     s.id,
                     ev.auth_hold_reason.as_deref().unwrap_or("unknown")
                 );
-                self.escalator.escalate(
-                    Severity::AuthHold,
-                    &msg,
-                    Some(&s.id),
-                    job.escalation_critical,
-                );
+                let critical = job.escalation_critical();
+                self.escalator
+                    .escalate(Severity::AuthHold, &msg, Some(&s.id), critical);
             }
             log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
-            self.records.restart(&self.record(
+            self.note(
                 s,
                 RestartAction::SkippedAlive,
                 Some(reason.as_str().to_owned()),
-            ));
+            );
         } else {
             log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
         }
+        let dead = ev.verdict == Verdict::Dead;
         self.records.liveness(&LivenessRecord {
             ts: self.clock.now(),
             id: s.id.clone(),
             title: s.title.clone(),
             profile: s.profile.clone(),
-            gap_s: self.settings.gap.as_secs_f64(),
+            gap_s: self.cfg.liveness_confirm_gap.as_secs_f64(),
             reads: ev.reads,
             pane: ev.pane,
             auth_hold_reason: ev.auth_hold_reason,
-            decision: if ev.verdict == Verdict::Dead {
-                "restart"
-            } else {
-                "skip"
-            }
-            .into(),
+            decision: if dead { "restart" } else { "skip" }.into(),
             reason: ev.verdict.reason(),
             consecutive_skips: consecutive,
-            dry_run: self.settings.dry_run,
+            dry_run: self.dry_run,
         });
-        ev.verdict == Verdict::Dead
+        dead
     }
 
     /// Whether the `error` read after a restart issued at `issued` comes
     /// only from a `dead` hook written before it, which agent-deck honours
     /// for two minutes of its age and `session restart` does not remove.
     fn only_a_stale_hook_says_error(&self, s: &Session, issued: f64) -> bool {
-        let Some(hook) = hook_file::read_hook(&self.settings.hooks_dir, &s.id) else {
+        let Some(hook) = hook_file::read_hook(&self.cfg.hooks_dir, &s.id) else {
             return false;
         };
-        let now = self.clock.now();
-        if !stale_hook::is_stale_dead_hook(&hook, issued, now) {
+        if !stale_hook::is_stale_dead_hook(&hook, issued, self.clock.now()) {
             return false;
         }
         log::info!(
@@ -318,14 +288,15 @@ impl Context {
         if let Err(e) = self.deck.start(&s.profile, &s.id) {
             return self.failed(job, format!("{why}; fallback start {e}"));
         }
-        gates::note_ran(&mut self.state.lock(), &s.id);
-        match self.verify(s, self.settings.start_verify) {
+        notes::note_ran(&mut self.state.lock(), &s.id);
+        let within = self.cfg.start_verify;
+        match self.verify(s, within) {
             Some(status) if status != Status::Error => self.succeeded(s, status),
             _ => self.failed(
                 job,
                 format!(
                     "fallback start returned success but status still error after {:.0}s",
-                    self.settings.start_verify.as_secs_f64()
+                    within.as_secs_f64()
                 ),
             ),
         }
@@ -334,7 +305,7 @@ impl Context {
     /// A failed restart: a 429 backs off and gives the slot back; anything
     /// else counts as a crash and escalates on the second in a row.
     fn failed(&self, job: &RestartJob, err: String) {
-        let s = &job.session;
+        let (s, lim) = (&job.session, &self.limits);
         if self.shutdown.is_set() {
             // Cut short by our own shutdown: not the session's failure.
             self.give_back(job);
@@ -342,22 +313,17 @@ impl Context {
                 "restart of {} interrupted by shutdown; not counted as a failure",
                 s.id
             );
-            return self.records.restart(&self.record(
-                s,
-                RestartAction::RestartInterrupted,
-                Some(err),
-            ));
+            return self.note(s, RestartAction::RestartInterrupted, Some(err));
         }
         let transcript = self.deck.transcript(&s.profile, &s.id).unwrap_or_default();
         if is_rate_limited(&transcript) {
             let now = self.clock.now();
-            let tripped =
-                gates::note_rate_limited(&mut self.state.lock(), &self.limits, &s.id, now);
+            let tripped = notes::note_rate_limited(&mut self.state.lock(), lim, &s.id, now);
             self.give_back(job);
             if tripped {
                 let msg = format!(
                     "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
-                    self.limits.breaker_threshold, self.limits.breaker_window, self.limits.breaker_pause
+                    lim.breaker_threshold, lim.breaker_window, lim.breaker_pause
                 );
                 self.escalator
                     .escalate(Severity::CircuitBreaker, &msg, None, true);
@@ -365,35 +331,30 @@ impl Context {
             log::warn!(
                 "restart of {} hit an API rate limit; backing off {:.0}s, not counted as a crash",
                 s.id,
-                self.limits.backoff_429
+                lim.backoff_429
             );
             let mut rec = self.record(s, RestartAction::RateLimited, None);
-            rec.backoff_s = Some(self.limits.backoff_429);
-            self.records.restart(&rec);
-            return;
+            rec.backoff_s = Some(lim.backoff_429);
+            return self.records.restart(&rec);
         }
         if prompt_resume::attempt(self, job, &transcript) {
             return;
         }
-        let n = gates::note_failure(&mut self.state.lock(), &s.id);
+        let n = notes::note_failure(&mut self.state.lock(), &s.id);
         log::warn!(
             "restart of {} ({}) failed ({n} in a row): {err}",
             s.id,
             s.title
         );
-        self.records
-            .restart(&self.record(s, RestartAction::RestartFailed, Some(err.clone())));
+        self.note(s, RestartAction::RestartFailed, Some(err.clone()));
         if n >= 2 {
             let msg = format!(
                 "{} ({}) failed to restart {n}x consecutively; last err: {err}",
                 s.title, s.id
             );
-            self.escalator.escalate(
-                Severity::RestartFailed,
-                &msg,
-                Some(&s.id),
-                job.escalation_critical,
-            );
+            let critical = job.escalation_critical();
+            self.escalator
+                .escalate(Severity::RestartFailed, &msg, Some(&s.id), critical);
         }
     }
 }
@@ -402,52 +363,20 @@ impl Context {
 mod tests {
     use std::sync::Arc;
 
-    use parking_lot::Mutex;
-
     use super::*;
-    use crate::act::job::RestartSettings;
-    use crate::alert::escalate::Escalator;
-    use crate::decide::book::State;
-    use crate::decide::limits::Limits;
+    use crate::act::context::tests::{config, restart_records, severities, NOW};
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
-    use crate::records::audit::{RestartRecord, ESCALATIONS_LOG, RESTART_LOG};
+    use crate::records::audit::LIVENESS_LOG;
     use crate::records::read_back::read_lines;
-    use crate::records::state_file::Store;
-    use crate::records::writer::Records;
-    use crate::sys::clock::{Clock, FakeClock};
-    use crate::sys::shutdown::Shutdown;
 
     const ID: &str = "3f9c2a1b-1755891234";
-    /// The fake clock's wall time when the restart is issued.
-    const NOW: f64 = 1_755_900_000.5;
 
-    /// A restart context over `deck` in `home`, every wait zero.
+    /// A context over `deck` in `home`, every wait zero and restarts back to
+    /// back (the fake clock never moves on).
     fn context(home: &std::path::Path, deck: Arc<FakeDeck>) -> Context {
-        let cfg = crate::config::test_config(home);
-        std::fs::create_dir_all(&cfg.watchdog_dir).unwrap();
-        let clock: Arc<dyn Clock> = Arc::new(FakeClock::at(NOW));
-        let shutdown = Shutdown::new().unwrap();
-        let mut settings = RestartSettings::from_config(&cfg, false);
-        settings.gap = Duration::ZERO;
-        settings.restart_verify = Duration::ZERO;
-        settings.start_verify = Duration::ZERO;
-        settings.hooks_dir = home.join("hooks");
-        std::fs::create_dir_all(&settings.hooks_dir).unwrap();
-        Context {
-            deck,
-            state: Arc::new(Mutex::new(State::default())),
-            // Restarts back to back: the fake clock never moves on.
-            limits: Limits {
-                min_interval: 0.0,
-                ..Limits::from_config(&cfg)
-            },
-            settings,
-            records: Arc::new(Records::from_config(&cfg)),
-            escalator: Arc::new(Escalator::standalone(&cfg, false, clock.clone(), &shutdown)),
-            store: Arc::new(Store::new(&cfg.watchdog_dir, false)),
-            clock,
-            shutdown,
-        }
+        let (mut ctx, _) = crate::act::context::tests::context(home, deck);
+        ctx.limits.min_interval = 0.0;
+        ctx
     }
 
     fn revive(ctx: &Context) {
@@ -458,7 +387,6 @@ mod tests {
                 profile: "default".into(),
                 ..Session::default()
             },
-            escalation_critical: true,
             slot: None,
             kind: RestartKind::Revive,
         });
@@ -488,15 +416,15 @@ mod tests {
 
     fn dead_hook(ctx: &Context, ts: f64) {
         std::fs::write(
-            ctx.settings.hooks_dir.join(format!("{ID}.json")),
+            ctx.cfg.hooks_dir.join(format!("{ID}.json")),
             format!(r#"{{"status":"dead","event":"SessionEnd","ts":{ts}}}"#),
         )
         .unwrap();
     }
 
+    /// The `action`s and `final_status`es of `restart.log`.
     fn actions(home: &std::path::Path) -> Vec<(String, Option<String>)> {
-        let dir = crate::config::test_config(home).watchdog_dir;
-        read_lines::<RestartRecord>(&dir.join(RESTART_LOG))
+        restart_records(home)
             .into_iter()
             .map(|r| (r.action.to_string(), r.final_status))
             .collect()
@@ -585,18 +513,9 @@ mod tests {
                 profile: "default".into(),
                 ..Session::default()
             },
-            escalation_critical: true,
             slot: Some(slot),
             kind: RestartKind::Revive,
         }
-    }
-
-    fn severities(home: &std::path::Path) -> Vec<String> {
-        let dir = crate::config::test_config(home).watchdog_dir;
-        read_lines::<crate::records::EscalationRecord>(&dir.join(ESCALATIONS_LOG))
-            .into_iter()
-            .map(|e| e.severity.to_string())
-            .collect()
     }
 
     fn slots_used(ctx: &Context) -> usize {
@@ -626,8 +545,8 @@ mod tests {
             ]
         );
         assert_eq!(slots_used(&ctx), 1, "a real restart spends its slot");
-        let dir = crate::config::test_config(tmp.path()).watchdog_dir;
-        let liveness = read_lines::<LivenessRecord>(&dir.join(crate::records::audit::LIVENESS_LOG));
+        let dir = config(tmp.path()).watchdog_dir;
+        let liveness = read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG));
         assert_eq!(liveness.len(), 1);
         assert_eq!(liveness[0].reason, LivenessReason::ConfirmedDead);
     }

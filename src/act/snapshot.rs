@@ -1,9 +1,9 @@
 //! What one safety tick saw of the fleet, as the patrols and the
-//! deaf-conductor check read it. Plain data, borrowed from the tick.
+//! Telegram poller check read it. Plain data, borrowed from the tick.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::fleet::session::{Live, Session};
+use crate::fleet::session::{Live, Session, Status};
 
 /// What one tick saw.
 pub struct Snapshot<'a> {
@@ -12,4 +12,11 @@ pub struct Snapshot<'a> {
     pub live: &'a BTreeMap<String, Live>,
     /// Profiles whose live list could not be read this tick.
     pub unreadable: &'a BTreeSet<String>,
+}
+
+impl Snapshot<'_> {
+    /// The status this tick saw for `s`, if its profile was read.
+    pub fn status(&self, s: &Session) -> Option<Status> {
+        self.live.get(&s.id).map(Live::status)
+    }
 }

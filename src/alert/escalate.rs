@@ -17,7 +17,7 @@ use crate::alert::telegram::Telegram;
 use crate::alert::Messenger;
 use crate::config::Config;
 use crate::decide::book::State;
-use crate::decide::gates;
+use crate::decide::dedup;
 use crate::decide::limits::Limits;
 use crate::decide::outcomes::Severity;
 use crate::records::audit::EscalationRecord;
@@ -102,7 +102,7 @@ impl Escalator {
     ) -> bool {
         let p = &self.p;
         let now = p.clock.now();
-        if !gates::may_escalate(&mut p.state.lock(), &p.limits, sid, severity.as_str(), now) {
+        if !dedup::may_escalate(&mut p.state.lock(), &p.limits, sid, severity.as_str(), now) {
             log::debug!(
                 "escalation {severity} for {} suppressed: already sent within the dedup window",
                 sid.unwrap_or("the fleet")

@@ -5,13 +5,12 @@
 //! consumes it under the state mutex, reads the fleet, runs the gates and
 //! hands cleared restarts to the [`Restarter`] thread. `--once` is one tick
 //! of the same code followed by waiting for the work it started. The
-//! collaborators are built in `wiring.rs`, the safety-poll pass is
-//! `tick.rs`, the hook throttle `hook_checks.rs`, signals `signals.rs`.
+//! safety-poll pass is `safety_poll.rs`, the pacing of hook checks
+//! `hook_pacing.rs`, signals `signals.rs`.
 
-mod hook_checks;
+mod hook_pacing;
+mod safety_poll;
 mod signals;
-mod tick;
-mod wiring;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,30 +18,25 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
+use crate::act::context::Context;
 use crate::act::patrols::Patrols;
-use crate::act::restart::Restarter;
-use crate::alert::escalate::Escalator;
+use crate::act::restart::{self, Restarter};
 use crate::args::RunFlags;
 use crate::config::Config;
 use crate::decide::gates::Hold;
-use crate::decide::limits::Limits;
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::{AgentDeck, Cli, ReadOnly};
 use crate::fleet::session::Status;
 use crate::ops::sd_notify::SdNotify;
 use crate::records::instance_lock;
-use crate::records::state_file::Store;
-use crate::records::writer::Records;
 use crate::sys::clock::{Clock, SystemClock};
 use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
+use crate::triggers::event_queue::{Batch, EventQueue};
 use crate::triggers::hook_file::{self, HookStatus};
-use crate::triggers::queue::{Batch, EventQueue};
 use crate::triggers::{ticker, watch};
-use hook_checks::HookChecks;
+use hook_pacing::HookPacing;
 
 /// Runs the daemon (or one pass with `--once`) until done or signalled.
 pub fn run(cfg: Config, flags: RunFlags) -> Result<()> {
@@ -128,28 +122,18 @@ fn remove_stale_temps(cfg: &Config) {
 
 /// The main loop's state and collaborators.
 pub struct Daemon {
-    flags: RunFlags,
-    deck: Arc<dyn AgentDeck>,
-    state: Arc<Mutex<crate::decide::book::State>>,
-    store: Arc<Store>,
-    limits: Limits,
-    escalator: Arc<Escalator>,
+    ctx: Context,
     restarter: Restarter,
     queue: Arc<EventQueue>,
-    shutdown: Shutdown,
-    clock: Arc<dyn Clock>,
     fleet: Fleet,
-    records: Arc<Records>,
     sd_notify: SdNotify,
-    watchdog_dir: std::path::PathBuf,
-    hooks_dir: std::path::PathBuf,
     metrics_warned: bool,
     patrols: Patrols,
     followup: FollowUp,
     /// The last task follow-up error, logged once until it changes.
     followup_error: Option<String>,
     /// When hooks may be checked and a rescan is owed.
-    hook_checks: HookChecks,
+    hook_pacing: HookPacing,
     /// The gate that last held each session, so a hold is recorded once.
     gate_skips: BTreeMap<String, Hold>,
     /// Critical sessions found in error with no evidence that they ever
@@ -158,22 +142,50 @@ pub struct Daemon {
     threads: Vec<JoinHandle<()>>,
 }
 
-/// What a hook check found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum HookCheck {
-    /// Nothing more to do for it.
-    Done,
-    /// The session is in error: the fleet needs a full look.
-    InError,
-}
-
 impl Daemon {
+    /// The daemon over `deck`: the shared context, the restart worker, the
+    /// patrols and their workers, the task follow-up and the session cache.
+    /// No trigger thread runs yet.
+    pub fn new(
+        cfg: &Config,
+        flags: RunFlags,
+        deck: Arc<dyn AgentDeck>,
+        clock: Arc<dyn Clock>,
+        shutdown: Shutdown,
+    ) -> Result<Daemon> {
+        let ctx = Context::from_config(cfg, flags.dry_run, deck, clock, shutdown);
+        let restarter = restart::spawn(ctx.clone())
+            .map_err(|e| Error::runtime(format!("cannot start the restart thread: {e}")))?;
+        let patrols = Patrols::spawn(ctx.clone())?;
+        // A registry lock held by a stuck dispatcher must not stall the main loop.
+        let patience = Some(Duration::from_secs(1));
+        let (escalator, clock) = (ctx.escalator.clone(), ctx.clock.clone());
+        let followup = FollowUp::from_config(cfg, flags.dry_run, escalator, clock, patience);
+        let mut fleet = Fleet::new(cfg.autorestart_dir());
+        fleet.reload_markers();
+        Ok(Daemon {
+            ctx,
+            restarter,
+            queue: Arc::new(EventQueue::new(cfg.event_queue_maxsize)),
+            fleet,
+            sd_notify: SdNotify::from_config(cfg),
+            metrics_warned: false,
+            patrols,
+            followup,
+            followup_error: None,
+            hook_pacing: HookPacing::default(),
+            gate_skips: BTreeMap::new(),
+            never_started: BTreeSet::new(),
+            threads: Vec::new(),
+        })
+    }
+
     /// The long-running loop.
     fn serve(&mut self, cfg: &Config, reload: &AtomicBool) -> Result<()> {
         let watcher = watch::spawn(
             cfg.hooks_dir.clone(),
             self.queue.clone(),
-            self.shutdown.clone(),
+            self.ctx.shutdown.clone(),
             cfg.watch_backend,
         )
         .map_err(|e| Error::runtime(format!("cannot start the hooks-watch thread: {e}")))?;
@@ -181,7 +193,7 @@ impl Daemon {
         self.threads.push(ticker::spawn(
             cfg.safety_poll_interval,
             self.queue.clone(),
-            self.shutdown.clone(),
+            self.ctx.shutdown.clone(),
         )?);
         log::info!(
             "armed: watching hooks and polling every {:.1}s",
@@ -189,9 +201,9 @@ impl Daemon {
         );
         self.sd_notify.ready();
         loop {
-            let idle = self.hook_checks.next_wakeup(self.clock.now());
+            let idle = self.hook_pacing.next_wakeup(self.ctx.clock.now());
             let wait = self.sd_notify.max_sleep(idle);
-            let Some(batch) = self.queue.next_batch(&self.shutdown, wait) else {
+            let Some(batch) = self.queue.next_batch(&self.ctx.shutdown, wait) else {
                 break;
             };
             if reload.swap(false, Ordering::SeqCst) {
@@ -205,7 +217,7 @@ impl Daemon {
             }
             // A wake-up with nothing to do changes nothing worth saving.
             if self.handle(batch) {
-                self.store.save(&self.state);
+                self.ctx.store.save(&self.ctx.state);
             }
             self.sd_notify.alive();
         }
@@ -219,16 +231,16 @@ impl Daemon {
     /// a batch that ticked need no checks of their own, and the first hook
     /// that finds its session in error ends the batch with a tick.
     fn handle(&mut self, batch: Batch) -> bool {
-        let now = self.clock.now();
-        let due = self.hook_checks.due(now);
-        if self.hook_checks.tick_due(batch.tick, batch.rescan, now) {
+        let now = self.ctx.clock.now();
+        let due = self.hook_pacing.due(now);
+        if self.hook_pacing.tick_due(batch.tick, batch.rescan, now) {
             self.tick();
             return true;
         }
         let worked = !batch.hooks.is_empty() || !due.is_empty();
         let hooks = batch.hooks.iter().map(|id| (id, false));
         for (id, retry) in hooks.chain(due.iter().map(|id| (id, true))) {
-            if self.on_hook(id, retry) == HookCheck::InError {
+            if self.hook_finds_error(id, retry) {
                 // A dead pane may be one of many (a tmux server died): look
                 // at the whole fleet now, so a cascade is seen before any
                 // restart starts.
@@ -242,28 +254,29 @@ impl Daemon {
 
     /// A hook file for `id` was written (`retry`: a deferred check coming
     /// back): checks the session unless the agent reported itself alive or
-    /// the per-session gap defers it.
-    fn on_hook(&mut self, id: &str, retry: bool) -> HookCheck {
+    /// the per-session gap defers it. True when it is in error: the fleet
+    /// then needs a full look.
+    fn hook_finds_error(&mut self, id: &str, retry: bool) -> bool {
         if self.fleet.needs_refresh_for(id)
-            && !self.fleet.refresh_if_stale(self.deck.as_ref())
+            && !self.fleet.refresh_if_stale(self.ctx.deck.as_ref())
             && !retry
         {
             // The list was read less than a second ago, maybe before the
             // session existed: come back once it may be read again. A retry
             // goes on: whatever read the list since then came after its hook.
-            self.hook_checks.defer(id, self.clock.now());
-            return HookCheck::Done;
+            self.hook_pacing.defer(id, self.ctx.clock.now());
+            return false;
         }
         let Some(s) = self.fleet.get(id).cloned() else {
             log::debug!("hook for {id}, not a critical session of any profile; ignored");
-            return HookCheck::Done;
+            return false;
         };
-        if !self.fleet.is_critical(&s) || self.state.lock().in_flight.contains(id) {
-            return HookCheck::Done;
+        if !self.fleet.is_critical(&s) || self.ctx.state.lock().in_flight.contains(id) {
+            return false;
         }
         // The agent itself just reported it is running or waiting: alive, no call needed.
         if let Some(live @ (HookStatus::Running | HookStatus::Waiting)) =
-            hook_file::read_hook(&self.hooks_dir, id).map(|h| h.status)
+            hook_file::read_hook(&self.ctx.cfg.hooks_dir, id).map(|h| h.status)
         {
             let live = if live == HookStatus::Running {
                 "running"
@@ -271,46 +284,46 @@ impl Daemon {
                 "waiting"
             };
             log::debug!("hook for {id}: the agent reports {live}; no status check");
-            return HookCheck::Done;
+            return false;
         }
-        if !self.hook_checks.may_check(id, self.clock.now()) {
-            return HookCheck::Done;
+        if !self.hook_pacing.may_check(id, self.ctx.clock.now()) {
+            return false;
         }
         self.sd_notify.alive();
-        match self.deck.show(&s.profile, &s.id) {
-            Ok(live) if live.status() == Status::Error => return HookCheck::InError,
+        match self.ctx.deck.show(&s.profile, &s.id) {
+            Ok(live) if live.status() == Status::Error => return true,
             Ok(live) => self.observe(&s, live.status()),
             Err(e) => log::warn!(
                 "hook for {id}: status unreadable ({e}); the safety poll will look again"
             ),
         }
-        HookCheck::Done
+        false
     }
 
     /// Waits for started work, then stops every thread.
     pub fn finish(&mut self) {
         self.patrols.finish();
         self.restarter.finish();
-        self.store.save(&self.state);
-        self.escalator.drain();
-        self.shutdown.trigger();
+        self.ctx.store.save(&self.ctx.state);
+        self.ctx.escalator.drain();
+        self.ctx.shutdown.trigger();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        let stats = self.deck.stats();
+        let stats = self.ctx.deck.stats();
         let calls: u64 = stats.calls.values().sum();
         let failures: u64 = stats.failures.values().sum();
         log::info!(
             "{calls} agent-deck calls, {failures} failed, {} queue drops{}",
             self.queue.drops(),
-            if self.flags.dry_run { " (dry-run)" } else { "" }
+            if self.ctx.dry_run { " (dry-run)" } else { "" }
         );
     }
 }
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        self.shutdown.trigger();
+        self.ctx.shutdown.trigger();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

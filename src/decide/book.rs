@@ -2,8 +2,8 @@
 //!
 //! It lives behind one `parking_lot::Mutex`, held only while deciding. The
 //! struct is plain data so it can be saved to `state.json` and loaded after the
-//! watchdog's own restart; the rules that read and change it are in
-//! [`crate::decide::gates`].
+//! watchdog's own restart; the rules that read and change it are the rest of
+//! [`crate::decide`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -110,42 +110,7 @@ pub struct State {
     pub in_flight: BTreeSet<String>,
 }
 
-/// How far ahead of `now` a recorded time may lie before it is taken for one
-/// written under a clock that has since stepped back (SPEC §11 Clocks): the
-/// threads read the clock at slightly different moments.
-pub const FUTURE_SLACK_S: f64 = 5.0;
-
-/// A time recorded under a clock that has since stepped back (NTP, a
-/// suspend, a hand-edited state) reads as `now`: it may never hold restarts
-/// or silence alerts until the clock catches up.
-pub fn not_in_future(t: &mut f64, now: f64) {
-    if *t > now + FUTURE_SLACK_S {
-        *t = now;
-    }
-}
-
-/// Drops the restart times that fell out of the window; one recorded under a
-/// clock that has since stepped back counts from now.
-pub fn prune(times: &mut Vec<f64>, now: f64, window: f64) {
-    times.iter_mut().for_each(|t| not_in_future(t, now));
-    times.retain(|t| now - t < window);
-}
-
 impl SessionBook {
-    /// Every time this book recorded, clamped to `now` if it lies in the
-    /// future. Deadlines (`cooldown_until`, `backoff_until`) are meant to lie
-    /// ahead; the gates cap them at their own length instead.
-    pub fn clamp_future(&mut self, now: f64) {
-        self.restarts.iter_mut().for_each(|t| not_in_future(t, now));
-        not_in_future(&mut self.status_since, now);
-        if let Some(t) = &mut self.error_since {
-            not_in_future(t, now);
-        }
-        if let Some(t) = &mut self.restarted_at {
-            not_in_future(t, now);
-        }
-    }
-
     /// Nothing worth remembering is left.
     pub fn is_empty(&self) -> bool {
         self.restarts.is_empty()
@@ -160,40 +125,6 @@ impl SessionBook {
 }
 
 impl State {
-    /// Every recorded time, in every book, patrol dedup map and episode,
-    /// clamped to `now` if it lies in the future (see [`not_in_future`]);
-    /// escalation-dedup stamps from the future are dropped instead, since a
-    /// repeated alert is the safe side of that mistake (SPEC §11). Deadlines
-    /// are capped by [`crate::decide::gates::prune_state`].
-    pub fn clamp_future(&mut self, now: f64) {
-        for book in self.sessions.values_mut() {
-            book.clamp_future(now);
-        }
-        let clamp = |t: &mut f64| not_in_future(t, now);
-        self.recent_restarts.iter_mut().for_each(clamp);
-        self.breaker_hits.iter_mut().for_each(clamp);
-        // A dedup stamp from the future is dropped, not clamped: clamped, it
-        // would swallow the alert that says why restarts are held.
-        self.escalated.retain(|_, t| *t <= now + FUTURE_SLACK_S);
-        self.poller_restarted.values_mut().for_each(clamp);
-        for p in self.pending_updates.values_mut() {
-            clamp(&mut p.last_check);
-        }
-        for w in self.waiting.values_mut() {
-            clamp(&mut w.since);
-            if let Some(t) = &mut w.nudged_at {
-                clamp(t);
-            }
-        }
-        if let Some(c) = &mut self.cascade {
-            clamp(&mut c.started);
-            clamp(&mut c.last_alert);
-        }
-        if let Some(t) = &mut self.last_restart_at {
-            *t = t.min(now);
-        }
-    }
-
     pub fn book(&mut self, id: &str) -> &mut SessionBook {
         self.sessions.entry(id.to_owned()).or_default()
     }

@@ -3,8 +3,9 @@
 //! at most), and the burst guard that pauses every restart when too many ran
 //! within the cascade window.
 
-use crate::decide::book::{prune, Cascade, State};
+use crate::decide::book::{Cascade, State};
 use crate::decide::limits::{Limits, CASCADE_REMINDER_S};
+use crate::decide::prune::prune;
 
 /// Records that a restart call for `id` is about to run; its quiet time
 /// starts again now (the serialization wait may have used it up). Returns
@@ -67,8 +68,8 @@ pub fn observe_cascade(state: &mut State, lim: &Limits, errored: usize, now: f64
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::gates::tests::lim;
     use crate::decide::gates::{gate, Gate, Hold};
+    use crate::decide::limits::tests::lim;
     use crate::sys::clock::{Clock, FakeClock};
 
     const ID: &str = "3f9c2a1b-1755891234";

@@ -52,3 +52,28 @@ impl Limits {
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::Limits;
+
+    /// Small limits for the tests of the rules.
+    pub(crate) fn lim() -> Limits {
+        Limits {
+            rate_max: 3,
+            rate_window: 300.0,
+            cooldown: 30.0,
+            min_interval: 60.0,
+            cascade_threshold: 5,
+            cascade_window: 10.0,
+            cascade_pause: 60.0,
+            dedup: 300.0,
+            backoff_429: 180.0,
+            skip_escalate_after: 3,
+            cascade_wait: 30.0,
+            breaker_threshold: 3,
+            breaker_window: 600.0,
+            breaker_pause: 600.0,
+        }
+    }
+}

@@ -1,14 +1,18 @@
-//! The decision core, pure: gates, cascade, liveness verdicts, whether a
-//! session ever ran, whether a stale hook explains an error, and patrol
-//! rules take the restart book, the limits and `now`, and return a decision.
+//! The decision core, pure: gates, cascade, escalation dedup, liveness
+//! verdicts, whether a session ever ran, whether a stale hook explains an
+//! error, and patrol rules take the restart book, the limits and `now`, and
+//! return a decision; the book notes what happened and is pruned by time.
 //! Nothing here spawns, sleeps or writes a file.
 
 pub(crate) mod book;
 pub(crate) mod cascade;
+pub(crate) mod dedup;
 pub(crate) mod first_run;
 pub(crate) mod gates;
 pub(crate) mod limits;
 pub(crate) mod liveness;
+pub(crate) mod notes;
 pub(crate) mod outcomes;
 pub(crate) mod patrol_rules;
+pub(crate) mod prune;
 pub(crate) mod stale_hook;

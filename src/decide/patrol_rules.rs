@@ -68,7 +68,7 @@ pub fn note_poller_restarted(state: &mut State, id: &str, now: f64) {
 
 /// What one `getWebhookInfo` check of a live poller's bot saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WebhookCheck {
+pub enum WebhookAnswer {
     /// `pending_update_count`.
     Pending(u64),
     /// A failed, timed-out or rate-limited call: it tells nothing.
@@ -83,7 +83,7 @@ pub enum WebhookCheck {
 pub fn observe_webhook(
     state: &mut State,
     id: &str,
-    check: WebhookCheck,
+    answer: WebhookAnswer,
     now: f64,
     checks: u32,
     max_gap: f64,
@@ -95,18 +95,18 @@ pub fn observe_webhook(
     {
         streaks.remove(id);
     }
-    match check {
-        WebhookCheck::Pending(0) => {
+    match answer {
+        WebhookAnswer::Pending(0) => {
             streaks.remove(id);
         }
-        WebhookCheck::Pending(n) => {
+        WebhookAnswer::Pending(n) => {
             let p = streaks.entry(id.to_owned()).or_default();
             p.counts.push(n);
             let extra = p.counts.len().saturating_sub(checks as usize);
             p.counts.drain(..extra);
             p.last_check = now;
         }
-        WebhookCheck::Unknown => {
+        WebhookAnswer::Unknown => {
             if let Some(p) = streaks.get_mut(id) {
                 p.last_check = now;
             }
@@ -141,11 +141,8 @@ pub fn forget_stale_streaks(state: &mut State, now: f64, max_gap: f64) {
 /// The reason recorded for a deaf poller's restart.
 pub fn deaf_reason(counts: &[u64]) -> String {
     let seen: Vec<String> = counts.iter().map(u64::to_string).collect();
-    format!(
-        "pending updates {} over {} checks",
-        seen.join(", "),
-        counts.len()
-    )
+    let n = counts.len();
+    format!("pending updates {} over {n} checks", seen.join(", "))
 }
 
 /// A conductor for the deaf-conductor patrol.
@@ -237,7 +234,7 @@ mod tests {
     const GAP: f64 = 180.0;
 
     /// One check every minute: each answer in turn, then the deaf ones.
-    fn checks(answers: &[WebhookCheck], n: u32) -> (State, Vec<(String, Vec<u64>)>) {
+    fn checks(answers: &[WebhookAnswer], n: u32) -> (State, Vec<(String, Vec<u64>)>) {
         let (c, mut s) = (FakeClock::at(1000.0), State::default());
         for a in answers {
             observe_webhook(&mut s, COND, *a, c.now(), n, GAP);
@@ -247,7 +244,7 @@ mod tests {
         (s, deaf)
     }
 
-    use WebhookCheck::{Pending, Unknown};
+    use WebhookAnswer::{Pending, Unknown};
 
     #[test]
     fn pending_updates_on_n_consecutive_checks_make_a_deaf_poller() {
@@ -266,7 +263,7 @@ mod tests {
 
     #[test]
     fn a_draining_queue_is_never_deaf() {
-        let answers: Vec<WebhookCheck> = (0..20)
+        let answers: Vec<WebhookAnswer> = (0..20)
             .map(|i| if i % 3 == 2 { Pending(0) } else { Pending(7) })
             .collect();
         let (c, mut s) = (FakeClock::at(1000.0), State::default());

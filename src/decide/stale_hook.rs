@@ -29,15 +29,6 @@ pub fn is_stale_dead_hook(hook: &Hook, restarted_at: f64, now: f64) -> bool {
             .is_some_and(|ts| ts + 1.0 <= restarted_at && now - ts < HOOK_FRESH_S)
 }
 
-/// [`is_stale_dead_hook`] for a session that may have no restart on record
-/// and no hook file.
-pub fn explains_error(hook: Option<&Hook>, restarted_at: Option<f64>, now: f64) -> bool {
-    match (hook, restarted_at) {
-        (Some(h), Some(at)) => is_stale_dead_hook(h, at, now),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,15 +80,5 @@ mod tests {
             ts: None,
         };
         assert!(!is_stale_dead_hook(&untimed, RESTART, RESTART + 4.0));
-        let h = hook(HookStatus::Dead, 1_000_000.0);
-        assert!(explains_error(Some(&h), Some(RESTART), RESTART + 4.0));
-        assert!(
-            !explains_error(Some(&h), None, RESTART + 4.0),
-            "never restarted"
-        );
-        assert!(
-            !explains_error(None, Some(RESTART), RESTART + 4.0),
-            "no hook"
-        );
     }
 }

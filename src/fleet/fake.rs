@@ -1,16 +1,16 @@
 //! An in-memory agent-deck for unit tests of the code that acts on the
-//! CLI's answers (the restart flow, the errands).
+//! CLI's answers (the restart flow, the errands, the patrols, a tick).
 //!
 //! Every call answers from what the test scripted and is written to a call
 //! list the test can read back. It spawns nothing, sleeps never and knows
 //! nothing about tmux: anything not scripted fails like an unreadable CLI.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use parking_lot::Mutex;
 
 use crate::fleet::deck::{AgentDeck, CliError, CliResult, RestartAnswer};
-use crate::fleet::listing::Row;
+use crate::fleet::listing::{self, Row, Shape};
 use crate::fleet::parse::Delivery;
 use crate::fleet::session::{Live, Status};
 
@@ -35,6 +35,13 @@ pub struct Script {
     pub send: SendAnswer,
     pub pane: String,
     pub transcript: String,
+    /// `remove` exits 0 (else 1).
+    pub remove_ok: bool,
+    /// The answer of `list --all --json`; None: unreadable.
+    pub list_all: Option<String>,
+    /// The answer of `-p P list --json`, by profile; a missing one is
+    /// unreadable.
+    pub lists: BTreeMap<String, String>,
 }
 
 impl Default for Script {
@@ -46,6 +53,9 @@ impl Default for Script {
             send: SendAnswer::Delivered,
             pane: "frozen pane".into(),
             transcript: String::new(),
+            remove_ok: true,
+            list_all: None,
+            lists: BTreeMap::new(),
         }
     }
 }
@@ -95,14 +105,23 @@ impl FakeDeck {
     }
 }
 
+/// Reads a scripted list answer like the real CLI reads one.
+fn list(answer: Option<String>, shape: Shape, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
+    let answer = answer.ok_or_else(|| CliError::Garbage("not scripted".into()))?;
+    listing::read(shape, answer.as_bytes(), 0, each)?;
+    Ok(())
+}
+
 impl AgentDeck for FakeDeck {
-    fn list_all(&self, _: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
+    fn list_all(&self, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
         self.note("list-all", "");
-        Err(CliError::Garbage("not scripted".into()))
+        let answer = self.script.lock().list_all.clone();
+        list(answer, Shape::All, each)
     }
-    fn list_profile(&self, profile: &str, _: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
+    fn list_profile(&self, profile: &str, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
         self.note("list", profile);
-        Err(CliError::Garbage("not scripted".into()))
+        let answer = self.script.lock().lists.get(profile).cloned();
+        list(answer, Shape::Profile, each)
     }
     fn show(&self, _: &str, id: &str) -> CliResult<Live> {
         self.note("show", id);
@@ -151,6 +170,10 @@ impl AgentDeck for FakeDeck {
     }
     fn remove(&self, _: &str, id: &str) -> CliResult<()> {
         self.note("remove", id);
-        Ok(())
+        if self.script.lock().remove_ok {
+            Ok(())
+        } else {
+            Err(exit1("failed to remove session"))
+        }
     }
 }

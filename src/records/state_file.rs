@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 
 use crate::decide::book::State;
-use crate::decide::gates;
 use crate::decide::limits::Limits;
+use crate::decide::prune;
 use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
 pub const STATE_FILE: &str = "state.json";
@@ -46,7 +46,7 @@ impl Store {
         };
         match serde_json::from_slice::<State>(&bytes) {
             Ok(mut state) => {
-                gates::prune_state(&mut state, lim, now);
+                prune::prune_state(&mut state, lim, now);
                 *self.last.lock() = bytes;
                 state
             }
@@ -101,6 +101,7 @@ mod props;
 mod tests {
     use super::*;
     use crate::config::{Config, Env};
+    use crate::decide::{dedup, gates};
 
     fn lim() -> Limits {
         let mut env = Env::new();
@@ -118,7 +119,7 @@ mod tests {
             let mut s = state.lock();
             gates::reserve(&mut s, &l, "a-1", 1000.0);
             gates::reserve(&mut s, &l, "old-1", 100.0);
-            gates::may_escalate(&mut s, &l, Some("a-1"), "rate-limit", 1000.0);
+            dedup::may_escalate(&mut s, &l, Some("a-1"), "rate-limit", 1000.0);
         }
         store.save(&state);
         let back = Store::new(tmp.path(), true).load(&l, 1010.0);

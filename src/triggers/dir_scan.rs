@@ -15,8 +15,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::triggers::hook_file::hook_id;
-use crate::triggers::queue::{EventQueue, Trigger};
+use crate::triggers::event_queue::{EventQueue, Trigger};
 
 /// A directory's listing is read again while its mtime is this recent: two
 /// changes inside one timestamp tick must not hide the second one.
@@ -154,7 +153,7 @@ impl HookDirs {
                     );
                     queue.send(Trigger::Rescan);
                 } else if primed {
-                    report(queue, &names);
+                    names.iter().for_each(|n| queue.send_hook(n));
                 }
                 self.hooks = Some(hooks);
             }
@@ -196,17 +195,9 @@ impl HookDirs {
             if let Some(names) = session.look(&sandbox.join(&id)) {
                 // A file may have landed in a new sandbox before it was seen.
                 if primed || !fresh {
-                    report(queue, &names);
+                    names.iter().for_each(|n| queue.send_hook(n));
                 }
             }
-        }
-    }
-}
-
-fn report(queue: &EventQueue, names: &[OsString]) {
-    for name in names {
-        if let Some(id) = name.to_str().and_then(hook_id) {
-            queue.send(Trigger::Hook(id.to_owned()));
         }
     }
 }

@@ -4,7 +4,7 @@
 //! A hook file is read without blocking and only up to 64 KiB: a FIFO, a
 //! device or a huge file there is "no status" with a rate-limited warning.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -48,40 +48,38 @@ pub struct Hook {
     pub ts: Option<f64>,
 }
 
-/// A session's hook file with its status and time, from `<dir>/<id>.json`
-/// or `<dir>/sandbox/<id>/<id>.json`. `None` when there is no readable file
-/// or it has no `status`; an id that fails agent-deck's rule has none.
-pub fn read_hook(dir: &Path, id: &str) -> Option<Hook> {
-    if !is_valid_id(id) {
-        return None;
-    }
+/// Where a session's hook file may be: `<dir>/<id>.json` or
+/// `<dir>/sandbox/<id>/<id>.json`. None for an id that fails agent-deck's
+/// rule, which has no hook file.
+fn hook_paths(dir: &Path, id: &str) -> Option<[PathBuf; 2]> {
     let name = format!("{id}.json");
-    [dir.join(&name), dir.join("sandbox").join(id).join(&name)]
-        .iter()
-        .find_map(|p| {
-            let bytes = match read_bounded(p, HOOK_FILE_MAX) {
-                Ok(bytes) => bytes,
-                Err(e) if e.is_missing() => return None,
-                Err(e) => {
-                    warn_unreadable(&e, "ignoring it; the status check decides");
-                    return None;
-                }
-            };
-            serde_json::from_slice(&bytes).ok()
-        })
+    is_valid_id(id).then(|| [dir.join(&name), dir.join("sandbox").join(id).join(&name)])
 }
 
-/// Whether `<dir>/<id>.json` or `<dir>/sandbox/<id>/<id>.json` exists as
-/// a regular file: one or two `stat`s, nothing opened or read. An id that
-/// fails agent-deck's rule has none.
+/// A session's hook file with its status and time. `None` when there is no
+/// readable file or it has no `status`.
+pub fn read_hook(dir: &Path, id: &str) -> Option<Hook> {
+    hook_paths(dir, id)?.iter().find_map(|p| {
+        let bytes = match read_bounded(p, HOOK_FILE_MAX) {
+            Ok(bytes) => bytes,
+            Err(e) if e.is_missing() => return None,
+            Err(e) => {
+                warn_unreadable(&e, "ignoring it; the status check decides");
+                return None;
+            }
+        };
+        serde_json::from_slice(&bytes).ok()
+    })
+}
+
+/// Whether a session's hook file exists as a regular file: one or two
+/// `stat`s, nothing opened or read.
 pub fn hook_file_exists(dir: &Path, id: &str) -> bool {
-    if !is_valid_id(id) {
-        return false;
-    }
-    let name = format!("{id}.json");
-    [dir.join(&name), dir.join("sandbox").join(id).join(&name)]
-        .iter()
-        .any(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+    hook_paths(dir, id).is_some_and(|paths| {
+        paths
+            .iter()
+            .any(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+    })
 }
 
 #[cfg(test)]

@@ -23,8 +23,7 @@ use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 use crate::sys::shutdown::Shutdown;
-use crate::triggers::hook_file::hook_id;
-use crate::triggers::queue::{EventQueue, Trigger};
+use crate::triggers::event_queue::{EventQueue, Trigger};
 use crate::triggers::WatchEnd;
 
 /// How often a missing hooks directory is looked for again, in ms, on top of
@@ -123,7 +122,7 @@ impl Watcher {
             | WatchMask::ONLYDIR;
         match self.inotify.watches().add(&self.dir, mask) {
             Ok(wd) => {
-                self.drop_kind(&Watched::Parent);
+                self.unwatch(|k| *k == Watched::Parent);
                 self.kinds.insert(wd, Watched::Root);
                 log::info!("watching hooks directory {}", self.dir.display());
                 self.warned_missing = false;
@@ -181,49 +180,37 @@ impl Watcher {
             | WatchMask::CLOSE_WRITE
             | WatchMask::ONLYDIR
             | WatchMask::DELETE_SELF;
-        let added = self.inotify.watches().add(path, mask);
-        if let Err(e) = &added {
-            self.exhausted |= limit_reached(e);
-        }
-        if let Ok(wd) = added {
-            self.kinds.insert(wd, Watched::SandboxSession);
-            // A file may have landed before the watch existed.
-            if let Ok(entries) = std::fs::read_dir(path) {
-                for entry in entries.flatten() {
-                    self.report(&entry.file_name());
+        match self.inotify.watches().add(path, mask) {
+            Ok(wd) => {
+                self.kinds.insert(wd, Watched::SandboxSession);
+                // A file may have landed before the watch existed.
+                for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+                    self.queue.send_hook(&entry.file_name());
                 }
             }
+            Err(e) => self.exhausted |= limit_reached(&e),
         }
     }
 
-    fn drop_kind(&mut self, kind: &Watched) {
-        let wds: Vec<_> = self
-            .kinds
-            .iter()
-            .filter(|(_, k)| *k == kind)
-            .map(|(wd, _)| wd.clone())
-            .collect();
-        for wd in wds {
-            let _ = self.inotify.watches().remove(wd.clone());
-            self.kinds.remove(&wd);
-        }
+    /// Removes the watches of the kinds `drop` picks.
+    fn unwatch(&mut self, drop: impl Fn(&Watched) -> bool) {
+        let mut watches = self.inotify.watches();
+        self.kinds.retain(|wd, kind| {
+            let keep = !drop(kind);
+            if !keep {
+                let _ = watches.remove(wd.clone());
+            }
+            keep
+        });
     }
 
     fn disarm(&mut self) {
-        for kind in [Watched::Root, Watched::Sandbox, Watched::SandboxSession] {
-            self.drop_kind(&kind);
-        }
+        self.unwatch(|k| *k != Watched::Parent);
         log::warn!(
             "hooks directory {} went away; waiting for it to come back",
             self.dir.display()
         );
         self.queue.send(Trigger::Rescan);
-    }
-
-    fn report(&self, name: &OsStr) {
-        if let Some(id) = name.to_str().and_then(hook_id) {
-            self.queue.send(Trigger::Hook(id.to_owned()));
-        }
     }
 
     fn read_all(&mut self, buffer: &mut [u8]) {
@@ -269,16 +256,8 @@ impl Watcher {
             Watched::Root if is_dir && created && name == Some(OsStr::new("sandbox")) => {
                 self.watch_sandbox()
             }
-            Watched::Root if !is_dir && file_written => {
-                if let Some(n) = name {
-                    self.report(n);
-                }
-            }
             Watched::Parent if created && is_dir && name == self.dir.file_name() => self.try_arm(),
-            Watched::Parent if gone => {
-                self.kinds.remove(&wd);
-            }
-            Watched::Sandbox if gone => {
+            Watched::Parent | Watched::Sandbox | Watched::SandboxSession if gone => {
                 self.kinds.remove(&wd);
             }
             Watched::Sandbox if is_dir && created => {
@@ -287,13 +266,8 @@ impl Watcher {
                     self.watch_sandbox_session(&path);
                 }
             }
-            Watched::SandboxSession if gone => {
-                self.kinds.remove(&wd);
-            }
-            Watched::SandboxSession if !is_dir && file_written => {
-                if let Some(n) = name {
-                    self.report(n);
-                }
+            Watched::Root | Watched::SandboxSession if !is_dir && file_written => {
+                name.into_iter().for_each(|n| self.queue.send_hook(n))
             }
             _ => {}
         }

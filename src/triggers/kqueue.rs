@@ -23,7 +23,7 @@ use rustix::event::kqueue::{self, Event, EventFilter, EventFlags, VnodeEvents};
 
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::dir_scan::HookDirs;
-use crate::triggers::queue::EventQueue;
+use crate::triggers::event_queue::EventQueue;
 use crate::triggers::WatchEnd;
 
 /// How often a missing hooks directory is looked for again.

@@ -4,12 +4,12 @@
 //! bounded queue. Nothing here decides or acts.
 
 pub(crate) mod dir_scan;
+pub(crate) mod event_queue;
 pub(crate) mod hook_file;
 #[cfg(target_os = "linux")]
 pub(crate) mod inotify;
 #[cfg(target_os = "macos")]
 pub(crate) mod kqueue;
-pub(crate) mod queue;
 pub(crate) mod ticker;
 pub(crate) mod watch;
 

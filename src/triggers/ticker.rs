@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::sys::shutdown::Shutdown;
-use crate::triggers::queue::{EventQueue, Trigger};
+use crate::triggers::event_queue::{EventQueue, Trigger};
 
 /// Thread B: a tick now, then one every `interval`.
 pub fn spawn(

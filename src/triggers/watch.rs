@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::dir_scan::HookDirs;
-use crate::triggers::queue::{EventQueue, Trigger};
+use crate::triggers::event_queue::{EventQueue, Trigger};
 use crate::triggers::WatchEnd;
 
 #[cfg(target_os = "linux")]
@@ -45,20 +45,21 @@ pub fn spawn(
     shutdown: Shutdown,
     backend: Backend,
 ) -> std::io::Result<JoinHandle<()>> {
-    let mut a = ThreadA {
+    let mut watch = HookWatch {
         dir,
         queue,
         backend,
         warned: false,
     };
-    let kernel = a.arm_kernel();
-    let scan = kernel.is_none().then(|| a.primed_scan());
+    let kernel = watch.arm_kernel();
+    let scan = kernel.is_none().then(|| watch.primed_scan());
     std::thread::Builder::new()
         .name("hooks-watch".into())
-        .spawn(move || a.run(kernel, scan, &shutdown))
+        .spawn(move || watch.run(kernel, scan, &shutdown))
 }
 
-struct ThreadA {
+/// Thread A: the hooks directory it watches and the queue it reports to.
+struct HookWatch {
     dir: PathBuf,
     queue: Arc<EventQueue>,
     backend: Backend,
@@ -66,7 +67,7 @@ struct ThreadA {
     warned: bool,
 }
 
-impl ThreadA {
+impl HookWatch {
     fn run(&mut self, mut kernel: Option<Kernel>, mut scan: Option<HookDirs>, shutdown: &Shutdown) {
         loop {
             if let Some(mut k) = kernel.take() {

@@ -19,7 +19,7 @@ pub const MIN_RESCAN_GAP: f64 = 1.0;
 pub const MAX_DEFERRED: usize = 256;
 
 #[derive(Debug, Default)]
-pub struct HookChecks {
+pub struct HookPacing {
     /// When each session was last checked because of a hook.
     checked: BTreeMap<String, f64>,
     /// Checks postponed by the per-session gap.
@@ -29,7 +29,7 @@ pub struct HookChecks {
     last_tick: Option<f64>,
 }
 
-impl HookChecks {
+impl HookPacing {
     /// Whether a hook for `id` may be checked now; if so the check is noted,
     /// if not it is deferred until the gap has passed.
     pub fn may_check(&mut self, id: &str, now: f64) -> bool {
@@ -120,7 +120,7 @@ mod tests {
 
     #[test]
     fn a_second_hook_within_the_gap_is_deferred_not_dropped() {
-        let mut h = HookChecks::default();
+        let mut h = HookPacing::default();
         assert!(h.may_check("a-1", 100.0));
         assert!(!h.may_check("a-1", 100.4));
         assert!(h.may_check("b-1", 100.4), "the gap is per session");
@@ -137,7 +137,7 @@ mod tests {
 
     #[test]
     fn a_flood_of_deferred_checks_becomes_one_rescan() {
-        let mut h = HookChecks::default();
+        let mut h = HookPacing::default();
         for i in 0..MAX_DEFERRED + 1000 {
             h.defer(&format!("id-{i}"), 100.0);
         }
@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn a_rescan_is_owed_until_a_tick_runs_and_then_spaced() {
-        let mut h = HookChecks::default();
+        let mut h = HookPacing::default();
         assert!(
             h.tick_due(false, true, 100.0),
             "the first rescan runs at once"

@@ -6,8 +6,8 @@
 //! the fleet is healthy.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
+use crate::act::context::Context;
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::snapshot::Snapshot;
 use crate::daemon::Daemon;
@@ -16,8 +16,8 @@ use crate::decide::first_run::{self, Ran, RunProbe};
 use crate::decide::gates::{self, Gate, Hold};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
+use crate::decide::{notes, prune};
 use crate::fleet::cache::Fleet;
-use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{self, Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
 use crate::records::metrics;
@@ -38,10 +38,10 @@ impl Daemon {
     /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
     pub fn tick(&mut self) {
         let started = std::time::Instant::now();
-        self.hook_checks.ticked(self.clock.now());
+        self.hook_pacing.ticked(self.ctx.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();
-        let fleet_readable = match self.fleet.refresh(self.deck.as_ref()) {
+        let fleet_readable = match self.fleet.refresh(self.ctx.deck.as_ref()) {
             Ok(()) => true,
             Err(e) => {
                 log::warn!(
@@ -79,8 +79,8 @@ impl Daemon {
             match verdicts.get(&s.id) {
                 Some(Errored::Held(why)) => self.hold(s, *why),
                 Some(Errored::Undecided) => {
-                    let now = self.clock.now();
-                    gates::note_status(&mut self.state.lock(), s, Status::Error, now);
+                    let now = self.ctx.clock.now();
+                    notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
                 }
                 Some(Errored::Died) | None => self.observe(s, l.status()),
             }
@@ -88,7 +88,8 @@ impl Daemon {
         if fleet_readable {
             self.forget_gone();
         }
-        gates::prune_state(&mut self.state.lock(), &self.limits, self.clock.now());
+        let now = self.ctx.clock.now();
+        prune::prune_state(&mut self.ctx.state.lock(), &self.ctx.limits, now);
         let held = self.children_held(&unreadable);
         let snap = Snapshot {
             sessions: self.fleet.all().chain(&children).chain(&held).collect(),
@@ -114,7 +115,7 @@ impl Daemon {
             let fleet = &self.fleet;
             let mut live = BTreeMap::new();
             let mut children = Vec::new();
-            let read = self.deck.list_profile(&profile, &mut |row| {
+            let read = self.ctx.deck.list_profile(&profile, &mut |row| {
                 if fleet.get(&row.id).is_some() {
                     live.insert(row.id.to_string(), row.live());
                 } else if row.status == Some(Status::Waiting)
@@ -149,7 +150,7 @@ impl Daemon {
         if unreadable.is_empty() {
             return Vec::new();
         }
-        let st = self.state.lock();
+        let st = self.ctx.state.lock();
         st.waiting
             .keys()
             .filter_map(|id| {
@@ -173,22 +174,21 @@ impl Daemon {
     fn judge_errored(&mut self, in_error: &[&Session]) -> BTreeMap<String, Errored> {
         let mut verdicts = BTreeMap::new();
         for s in in_error {
-            let known = self.state.lock().ran.contains(&s.id);
+            let known = self.ctx.state.lock().ran.contains(&s.id);
             let judged_never = self.never_started.contains(&s.id);
             if !known && !judged_never {
                 // The show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
                 self.sd_notify.alive();
             }
             let probe = EvidenceProbe {
-                deck: self.deck.as_ref(),
-                hooks_dir: &self.hooks_dir,
+                ctx: &self.ctx,
                 session: s,
             };
             let ran = first_run::has_run(known, judged_never, &probe);
             match ran {
                 Ran::Yes => {
                     if !known {
-                        gates::note_ran(&mut self.state.lock(), &s.id);
+                        notes::note_ran(&mut self.ctx.state.lock(), &s.id);
                     }
                     self.never_started.remove(&s.id);
                 }
@@ -215,24 +215,26 @@ impl Daemon {
     /// from a `dead` hook written before that restart (one bounded read of
     /// the hook file, only for a session restarted in the last two minutes).
     fn stale_hook_says_error(&self, s: &Session) -> bool {
-        let restarted_at = self
+        let ctx = &self.ctx;
+        let restarted_at = ctx
             .state
             .lock()
             .sessions
             .get(&s.id)
             .and_then(|b| b.restarted_at);
-        if restarted_at.is_none() {
+        let Some(restarted_at) = restarted_at else {
             return false;
-        }
-        let hook = hook_file::read_hook(&self.hooks_dir, &s.id);
-        stale_hook::explains_error(hook.as_ref(), restarted_at, self.clock.now())
+        };
+        let now = ctx.clock.now();
+        hook_file::read_hook(&ctx.cfg.hooks_dir, &s.id)
+            .is_some_and(|h| stale_hook::is_stale_dead_hook(&h, restarted_at, now))
     }
 
     /// A critical session in error that is not to be restarted for `why`:
     /// its status is noted and the hold recorded once.
     fn hold(&mut self, s: &Session, why: Hold) {
-        let now = self.clock.now();
-        gates::note_status(&mut self.state.lock(), s, Status::Error, now);
+        let now = self.ctx.clock.now();
+        notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
         if !self.record_gate_skip(s, why) {
             return;
         }
@@ -256,7 +258,7 @@ impl Daemon {
     fn forget_gone(&mut self) {
         let fleet = &self.fleet;
         {
-            let mut st = self.state.lock();
+            let mut st = self.ctx.state.lock();
             let in_flight = st.in_flight.clone();
             let keep = |id: &String| fleet.knows(id) || in_flight.contains(id);
             st.sessions.retain(|id, _| keep(id));
@@ -264,7 +266,7 @@ impl Daemon {
             st.poller_restarted.retain(|id, _| keep(id));
             st.ran.retain(|id| keep(id));
         }
-        self.hook_checks.retain(|id| fleet.knows(id));
+        self.hook_pacing.retain(|id| fleet.knows(id));
         self.gate_skips.retain(|id, _| fleet.knows(id));
         self.never_started.retain(|id| fleet.knows(id));
     }
@@ -272,10 +274,10 @@ impl Daemon {
     /// `metrics.prom`, `daemon-status.json` and the systemd status line,
     /// after each tick.
     fn report(&mut self, critical: usize, errored: usize, tick_seconds: f64) {
-        let now = self.clock.now();
+        let now = self.ctx.clock.now();
         let (breaker_open, in_window) = {
-            let st = self.state.lock();
-            let window = self.limits.rate_window;
+            let st = self.ctx.state.lock();
+            let window = self.ctx.limits.rate_window;
             let restarts = st
                 .sessions
                 .values()
@@ -286,15 +288,15 @@ impl Daemon {
         let sample = DaemonStatus {
             last_tick: now,
             tick_seconds,
-            tally: self.records.tally(),
-            cli: self.deck.stats().into(),
+            tally: self.ctx.records.tally(),
+            cli: self.ctx.deck.stats().into(),
             queue_drops: self.queue.drops(),
             sessions_seen: self.fleet.len(),
             sessions_critical: critical,
             sessions_errored: errored,
             breaker_open,
         };
-        match metrics::write(&self.watchdog_dir, &sample) {
+        match metrics::write(&self.ctx.cfg.watchdog_dir, &sample) {
             Ok(()) => self.metrics_warned = false,
             Err(e) if !self.metrics_warned => {
                 log::warn!(
@@ -342,21 +344,22 @@ impl Daemon {
 
     /// Settle-and-revive: many critical sessions in error at once hold every
     /// restart for the settle time, with one alert per episode.
-    fn watch_cascade(&mut self, errored: usize) {
-        let now = self.clock.now();
-        let news = cascade::observe_cascade(&mut self.state.lock(), &self.limits, errored, now);
-        let wait = self.limits.cascade_wait;
+    fn watch_cascade(&self, errored: usize) {
+        let ctx = &self.ctx;
+        let now = ctx.clock.now();
+        let news = cascade::observe_cascade(&mut ctx.state.lock(), &ctx.limits, errored, now);
+        let wait = ctx.limits.cascade_wait;
         match news {
             CascadeNews::Detected => {
                 let msg = format!(
                     "{errored} critical sessions in error simultaneously — waiting {wait:.0}s to stabilize, then reviving them one at a time"
                 );
-                self.escalator
+                ctx.escalator
                     .escalate(Severity::CascadeDetected, &msg, None, true);
             }
             CascadeNews::Reminder => {
                 let msg = format!("{errored} critical sessions are still in error after the cascade; they need a human");
-                self.escalator
+                ctx.escalator
                     .escalate(Severity::CascadeDetected, &msg, None, true);
             }
             CascadeNews::Cleared => {
@@ -368,35 +371,34 @@ impl Daemon {
 
     /// Acts on a status seen for a critical session.
     pub(super) fn observe(&mut self, s: &Session, status: Status) {
-        let now = self.clock.now();
-        gates::note_status(&mut self.state.lock(), s, status, now);
-        if status != Status::Error {
-            self.gate_skips.remove(&s.id);
-            self.never_started.remove(&s.id);
-        }
+        let now = self.ctx.clock.now();
+        notes::note_status(&mut self.ctx.state.lock(), s, status, now);
         if status == Status::Error {
             self.consider(s);
+        } else {
+            self.gate_skips.remove(&s.id);
+            self.never_started.remove(&s.id);
         }
     }
 
     /// Runs the gates for an errored critical session and, if they pass,
     /// queues its restart.
     fn consider(&mut self, s: &Session) {
-        let now = self.clock.now();
+        let now = self.ctx.clock.now();
         let verdict = {
-            let mut st = self.state.lock();
-            let g = gates::gate(&mut st, &self.limits, &s.id, now);
-            let slot = (g == Gate::Go).then(|| gates::reserve(&mut st, &self.limits, &s.id, now));
+            let mut st = self.ctx.state.lock();
+            let g = gates::gate(&mut st, &self.ctx.limits, &s.id, now);
+            let slot =
+                (g == Gate::Go).then(|| gates::reserve(&mut st, &self.ctx.limits, &s.id, now));
             (g, slot)
         };
         match verdict {
             (Gate::Go, Some(slot)) => {
                 // Saved before the restart can run, so a crash right after still counts it.
-                self.store.save(&self.state);
+                self.ctx.store.save(&self.ctx.state);
                 log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
                 self.restarter.submit(RestartJob {
                     session: s.clone(),
-                    escalation_critical: session::is_escalation_critical(s),
                     slot: Some(slot),
                     kind: RestartKind::Revive,
                 });
@@ -407,7 +409,7 @@ impl Daemon {
                     "Session {} ({}) keeps crashing — needs human attention",
                     s.title, s.id
                 );
-                if self.escalator.escalate(
+                if self.ctx.escalator.escalate(
                     Severity::RateLimit,
                     &msg,
                     Some(&s.id),
@@ -415,7 +417,7 @@ impl Daemon {
                 ) {
                     log::warn!(
                         "{} used its {} restarts in {:.0}s; no more restarts until the window moves",
-                        s.id, self.limits.rate_max, self.limits.rate_window
+                        s.id, self.ctx.limits.rate_max, self.ctx.limits.rate_window
                     );
                 }
             }
@@ -436,14 +438,8 @@ impl Daemon {
         {
             return false;
         }
-        let rec = crate::records::audit::RestartRecord::new(
-            self.clock.now(),
-            s,
-            RestartAction::Skipped,
-            Some(why.as_str().to_owned()),
-            self.flags.dry_run,
-        );
-        self.records.restart(&rec);
+        self.ctx
+            .note(s, RestartAction::Skipped, Some(why.as_str().to_owned()));
         true
     }
 }
@@ -462,24 +458,123 @@ enum Errored {
 /// The evidence of a run that the restart book does not hold: the hook
 /// spool (a `stat`) and `session show`.
 struct EvidenceProbe<'a> {
-    deck: &'a dyn AgentDeck,
-    hooks_dir: &'a Path,
+    ctx: &'a Context,
     session: &'a Session,
 }
 
 impl RunProbe for EvidenceProbe<'_> {
     fn hook_file(&self) -> bool {
-        hook_file::hook_file_exists(self.hooks_dir, &self.session.id)
+        hook_file::hook_file_exists(&self.ctx.cfg.hooks_dir, &self.session.id)
     }
 
     fn show(&self) -> Option<Live> {
-        let s = self.session;
-        match self.deck.show(&s.profile, &s.id) {
-            Ok(live) => Some(live),
-            Err(e) => {
-                log::warn!("status of {} is unreadable: {e}", s.id);
-                None
-            }
+        self.ctx.read_status(self.session)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::act::context::tests::{actions, config, NOW};
+    use crate::args::RunFlags;
+    use crate::fleet::fake::{live, FakeDeck, Script};
+    use crate::records::metrics::METRICS_FILE;
+    use crate::sys::clock::FakeClock;
+    use crate::sys::shutdown::Shutdown;
+
+    const COND: &str = "3f9c2a1b-1755891234";
+    const WORKER: &str = "a0b1c2d3-1755899999";
+
+    /// A fleet of one conductor and one worker in profile `default`, the
+    /// conductor's list row saying `status`.
+    fn fleet(status: &str) -> Script {
+        let row = |id: &str, title: &str, status: &str| {
+            format!(
+                r#"{{"id":"{id}","title":"{title}","profile":"default","path":"/srv"{status}}}"#
+            )
+        };
+        let all = format!(
+            "[{},{}]",
+            row(COND, "conductor-ops", ""),
+            row(WORKER, "worker-1", "")
+        );
+        let listed = format!(
+            "[{},{}]",
+            row(COND, "conductor-ops", &format!(r#","status":"{status}""#)),
+            row(WORKER, "worker-1", r#","status":"running""#)
+        );
+        Script {
+            list_all: Some(all),
+            lists: [("default".to_owned(), listed)].into(),
+            ..Script::default()
         }
+    }
+
+    /// A daemon over `deck` under `home`, every restart wait zero.
+    fn daemon(home: &std::path::Path, deck: Arc<FakeDeck>) -> Daemon {
+        let cfg = config(home);
+        let flags = RunFlags {
+            dry_run: false,
+            once: true,
+            verbose: false,
+        };
+        let clock = Arc::new(FakeClock::at(NOW));
+        Daemon::new(&cfg, flags, deck, clock, Shutdown::new().unwrap()).unwrap()
+    }
+
+    fn metrics(home: &std::path::Path) -> String {
+        std::fs::read_to_string(config(home).watchdog_dir.join(METRICS_FILE)).unwrap()
+    }
+
+    #[test]
+    fn a_healthy_tick_costs_one_list_per_profile_and_the_list_of_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(fleet("waiting")));
+        let mut d = daemon(tmp.path(), deck.clone());
+        d.tick();
+        d.finish();
+        assert_eq!(*deck.calls.lock(), ["list-all ", "list default"]);
+        assert!(actions(tmp.path()).is_empty());
+        let m = metrics(tmp.path());
+        assert!(m.contains(r#"sessions{kind="critical"} 1"#), "{m}");
+        assert!(m.contains(r#"sessions{kind="errored"} 0"#), "{m}");
+    }
+
+    #[test]
+    fn a_tick_that_finds_a_conductor_dead_restarts_it_and_saves_the_slot() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut script = fleet("error");
+        // Evidence that it ran, two `error` reads to confirm it is dead,
+        // then `running` after the restart.
+        let booted = Some(Live {
+            claude_session_id: Some("5d0e9c1a-aaaa".into()),
+            ..live(Status::Error).unwrap()
+        });
+        script.shows = [
+            booted,
+            live(Status::Error),
+            live(Status::Error),
+            live(Status::Running),
+        ]
+        .into();
+        let deck = Arc::new(FakeDeck::new(script));
+        let mut d = daemon(tmp.path(), deck.clone());
+        d.tick();
+        d.finish();
+        assert_eq!(deck.count("restart"), 1, "{:?}", deck.calls.lock());
+        assert_eq!(deck.count("list"), 1, "one tick, one list of the profile");
+        assert_eq!(actions(tmp.path()), ["restart", "restarted"]);
+        assert!(metrics(tmp.path()).contains(r#"sessions{kind="errored"} 1"#));
+        let saved = crate::records::state_file::Store::new(&config(tmp.path()).watchdog_dir, false)
+            .load(&d.ctx.limits, NOW);
+        assert_eq!(
+            saved.sessions[COND].restarts,
+            [NOW],
+            "the slot is spent and saved"
+        );
+        assert!(saved.ran.contains(COND));
+        assert!(!saved.sessions.contains_key(WORKER),);
     }
 }

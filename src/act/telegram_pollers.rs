@@ -1,6 +1,6 @@
-//! The deaf-conductor check of SPEC §6.1, in one place: which live conductors
-//! have a Telegram channel, whether their poller process runs, and the
-//! restart of one whose poller is gone (§6.1) or deaf (§6.5).
+//! The Telegram pollers of the live conductors (SPEC §6.1): which have a
+//! Telegram channel, which `TELEGRAM_STATE_DIR` each serves, and whether a
+//! poller process runs for it.
 //!
 //! Finds the conductor's `env_file` the way agent-deck does (`config.toml`
 //! table `[conductors.<name>.claude]`, else the conductor's `meta.json`),
@@ -8,45 +8,24 @@
 //! looks in `/proc` for a `bun … telegram` process carrying that directory in
 //! its environment. Unreadable files and processes are skipped, never fatal;
 //! agent-deck's files are read without blocking and up to 1 MiB, so a FIFO
-//! or a device there costs a rate-limited warning, not a hang.
-//! The patrol decides when to look and whether the dedup allows a restart;
-//! [`restart`] runs on the restart worker, serialized with every other restart.
+//! or a device there costs a rate-limited warning, not a hang. It only
+//! looks: the patrol decides, [`crate::act::poller_restart`] restarts.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
-use crate::act::env_file::env_value;
-use crate::act::job::{Context, RestartJob, RestartKind};
+use crate::act::env_file::{self, env_value};
 use crate::act::snapshot::Snapshot;
-use crate::decide::outcomes::RestartAction;
-use crate::decide::{cascade, patrol_rules};
-use crate::fleet::deck::RestartAnswer;
+use crate::config::Config;
+use crate::decide::patrol_rules;
 use crate::fleet::session::Session;
-use crate::sys::fs::{read_text, warn_unreadable, SMALL_FILE_MAX};
 use crate::sys::process_table;
 
-/// The text of one of agent-deck's small files; a missing one is silent,
-/// an unreadable one warned about (rate-limited).
+/// One of agent-deck's small files ([`env_file::read_small`]).
 fn read_small(path: &Path) -> Option<String> {
-    match read_text(path, SMALL_FILE_MAX) {
-        Ok(text) => Some(text),
-        Err(e) if e.is_missing() => None,
-        Err(e) => {
-            warn_unreadable(&e, "skipping it in the Telegram poller check");
-            None
-        }
-    }
-}
-
-/// Where agent-deck's files live, for finding a conductor's env file.
-#[derive(Debug, Clone)]
-pub struct Places {
-    pub home: PathBuf,
-    pub root: PathBuf,
-    pub xdg_config_home: Option<PathBuf>,
-    pub proc_dir: PathBuf,
+    env_file::read_small(path, "skipping it in the Telegram poller check")
 }
 
 /// Whether the session subscribes to a Telegram channel plugin.
@@ -68,23 +47,19 @@ pub fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf> {
     env_value(text, "TELEGRAM_STATE_DIR").map(|v| expand(home, &v))
 }
 
-/// agent-deck's `config.toml`: XDG first, then the legacy locations.
-fn config_toml_candidates(p: &Places) -> Vec<PathBuf> {
+/// The conductor's `env_file` in agent-deck's `config.toml` (XDG first,
+/// then the legacy locations).
+fn env_file_from_config(p: &Config, name: &str) -> Option<String> {
     let xdg = p
         .xdg_config_home
         .clone()
         .unwrap_or_else(|| p.home.join(".config"));
-    vec![
+    let candidates = [
         xdg.join("agent-deck/config.toml"),
         p.root.join("config.toml"),
         p.home.join(".agent-deck/config.toml"),
-    ]
-}
-
-fn env_file_from_config(p: &Places, name: &str) -> Option<String> {
-    let path = config_toml_candidates(p)
-        .into_iter()
-        .find(|c| c.is_file())?;
+    ];
+    let path = candidates.into_iter().find(|c| c.is_file())?;
     let text = read_small(&path)?;
     let table: toml::Table = match toml::from_str(&text) {
         Ok(t) => t,
@@ -105,7 +80,9 @@ fn env_file_from_config(p: &Places, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn env_file_from_meta(p: &Places, name: &str, session_path: &str) -> Option<(String, PathBuf)> {
+/// The conductor's `env_file` in its `meta.json`, and the directory it is
+/// relative to.
+fn env_file_from_meta(p: &Config, name: &str, session_path: &str) -> Option<(String, PathBuf)> {
     let mut dirs = Vec::new();
     if !session_path.is_empty() {
         dirs.push(PathBuf::from(session_path));
@@ -120,7 +97,7 @@ fn env_file_from_meta(p: &Places, name: &str, session_path: &str) -> Option<(Str
 }
 
 /// The conductor's `TELEGRAM_STATE_DIR`, if its env file declares one.
-pub fn conductor_state_dir(p: &Places, title: &str, session_path: &str) -> Option<PathBuf> {
+pub fn conductor_state_dir(p: &Config, title: &str, session_path: &str) -> Option<PathBuf> {
     let name = title.strip_prefix("conductor-").unwrap_or(title);
     let (raw, base) = match env_file_from_config(p, name) {
         Some(f) => (f, p.home.clone()),
@@ -160,28 +137,30 @@ pub struct PollerSeen<'a> {
 }
 
 /// The live conductors of this tick that have a Telegram channel and a
-/// `TELEGRAM_STATE_DIR`, and whether their poller process runs. The channel
-/// is checked first: a conductor without one costs no file or process read.
-pub fn telegram_pollers<'a>(snap: &Snapshot<'a>, places: &Places) -> Vec<PollerSeen<'a>> {
+/// `TELEGRAM_STATE_DIR` (agent-deck's files found from `cfg`), and whether
+/// a poller process in `proc_dir` serves it. The channel is checked first:
+/// a conductor without one costs no file or process read.
+pub fn telegram_pollers<'a>(
+    snap: &Snapshot<'a>,
+    cfg: &Config,
+    proc_dir: &Path,
+) -> Vec<PollerSeen<'a>> {
     let mut seen = Vec::new();
     let mut served: Option<BTreeSet<PathBuf>> = None;
-    for s in snap
+    let conductors = snap
         .sessions
         .iter()
         .copied()
-        .filter(|s| patrol_rules::is_conductor(s))
-    {
-        if !has_live_telegram_channel(snap, s) {
-            continue;
-        }
-        let Some(dir) = conductor_state_dir(places, &s.title, &s.path) else {
+        .filter(|s| patrol_rules::is_conductor(s));
+    for s in conductors.filter(|s| has_live_telegram_channel(snap, s)) {
+        let Some(dir) = conductor_state_dir(cfg, &s.title, &s.path) else {
             log::debug!(
                 "{} has a Telegram channel but no TELEGRAM_STATE_DIR in its env file; not checked",
                 s.id
             );
             continue;
         };
-        let served = served.get_or_insert_with(|| served_state_dirs(&places.proc_dir));
+        let served = served.get_or_insert_with(|| served_state_dirs(proc_dir));
         seen.push(PollerSeen {
             session: s,
             running: served.contains(&dir),
@@ -196,64 +175,6 @@ pub fn has_live_telegram_channel(snap: &Snapshot, s: &Session) -> bool {
     snap.live
         .get(&s.id)
         .is_some_and(|live| live.status().is_healthy() && has_telegram_channel(&live.channels))
-}
-
-/// SPEC §6.1 and §6.5: restart a live conductor whose Telegram poller is
-/// gone or deaf. A `skipped` answer is a refusal, not a success: the dedup
-/// window starts only when a restart really ran.
-pub fn restart(ctx: &Context, job: &RestartJob) {
-    let s = &job.session;
-    let now = ctx.clock.now();
-    // The record's action on success, its reason, and what a refused or
-    // failed attempt's record adds to say which check asked for it.
-    let (done, why, which) = match &job.kind {
-        RestartKind::DeafPoller { pending } => {
-            let why = patrol_rules::deaf_reason(pending);
-            (
-                RestartAction::PollerDeaf,
-                why.clone(),
-                format!(" (telegram poller deaf: {why})"),
-            )
-        }
-        _ => (
-            RestartAction::PollerRestart,
-            "telegram poller not running".to_owned(),
-            String::new(),
-        ),
-    };
-    if ctx.settings.dry_run {
-        log::info!("dry-run: would restart {} ({}): {why}", s.id, s.title);
-        patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, now);
-        return ctx.records.restart(&ctx.record(s, done, Some(why)));
-    }
-    cascade::note_restart_call(&mut ctx.state.lock(), &ctx.limits, &s.id, now);
-    let (action, reason) = match ctx.deck.restart(&s.profile, &s.id) {
-        Ok(RestartAnswer::Restarted) => {
-            patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
-            log::info!("restarted {} ({}): {why}", s.id, s.title);
-            (done, why)
-        }
-        Ok(RestartAnswer::Skipped(refusal)) => {
-            log::info!("agent-deck declined the poller restart of {}: {refusal}; will try again at a later check", s.id);
-            (
-                RestartAction::PollerRefused,
-                format!("agent-deck refused the restart: {refusal}{which}"),
-            )
-        }
-        Err(e) => {
-            // It may have torn the pane down already: no retry before the dedup window.
-            patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
-            log::warn!(
-                "poller restart of {} failed: {e}; not retried within POLLER_RESTART_DEDUP_S",
-                s.id
-            );
-            (
-                RestartAction::PollerRestartFailed,
-                format!("restart {e}{which}"),
-            )
-        }
-    };
-    ctx.records.restart(&ctx.record(s, action, Some(reason)));
 }
 
 #[cfg(test)]
@@ -312,13 +233,11 @@ mod tests {
         assert!(!is_telegram_poller("telegram bun "));
     }
 
-    fn places(tmp: &Path) -> Places {
-        Places {
-            home: tmp.join("home"),
-            root: tmp.join("home/.agent-deck"),
-            xdg_config_home: None,
-            proc_dir: tmp.join("proc"),
-        }
+    /// The settings of a test whose home is `tmp/home`.
+    fn places(tmp: &Path) -> Config {
+        let mut cfg = crate::config::test_config(&tmp.join("home"));
+        cfg.root = tmp.join("home/.agent-deck");
+        cfg
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! memory held follows the messages queued, never the configured maximum.
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use parking_lot::Mutex;
 
 use crate::sys::shutdown::Shutdown;
 use crate::sys::throttle::Throttle;
+use crate::triggers::hook_file::hook_id;
 
 /// What a trigger thread reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +98,14 @@ impl EventQueue {
         self.rescan_owed.store(true, Ordering::SeqCst);
         if self.drop_warnings.allows(&()) {
             log::warn!("event queue full: dropped the oldest event ({old:?}), {total} dropped so far; a full rescan follows");
+        }
+    }
+
+    /// Queues the hook of the session whose status file is named `name`, if
+    /// it is one ([`hook_id`]).
+    pub fn send_hook(&self, name: &OsStr) {
+        if let Some(id) = name.to_str().and_then(hook_id) {
+            self.send(Trigger::Hook(id.to_owned()));
         }
     }
 

@@ -1,0 +1,173 @@
+//! The one context the main loop and every worker share: the settings, the
+//! agent-deck client, the restart book and its store, the records, the
+//! escalator, the limits, the clock, the shutdown token and dry-run. The
+//! daemon builds it once; each worker holds a clone. Nothing here decides.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::alert::escalate::{Escalator, EscalatorParts};
+use crate::alert::telegram::Telegram;
+use crate::config::Config;
+use crate::decide::book::State;
+use crate::decide::limits::Limits;
+use crate::decide::outcomes::RestartAction;
+use crate::fleet::deck::AgentDeck;
+use crate::fleet::session::{Live, Session};
+use crate::records::audit::RestartRecord;
+use crate::records::state_file::Store;
+use crate::records::writer::Records;
+use crate::sys::clock::Clock;
+use crate::sys::shutdown::Shutdown;
+
+#[derive(Clone)]
+pub struct Context {
+    pub cfg: Arc<Config>,
+    pub deck: Arc<dyn AgentDeck>,
+    pub state: Arc<Mutex<State>>,
+    pub store: Arc<Store>,
+    pub records: Arc<Records>,
+    pub escalator: Arc<Escalator>,
+    pub limits: Limits,
+    pub clock: Arc<dyn Clock>,
+    pub shutdown: Shutdown,
+    pub dry_run: bool,
+}
+
+impl Context {
+    /// The context over `deck`, with the restart book loaded from
+    /// `state.json` (a dry run reads it but never writes it).
+    pub fn from_config(
+        cfg: &Config,
+        dry_run: bool,
+        deck: Arc<dyn AgentDeck>,
+        clock: Arc<dyn Clock>,
+        shutdown: Shutdown,
+    ) -> Context {
+        let limits = Limits::from_config(cfg);
+        let store = Arc::new(Store::new(&cfg.watchdog_dir, !dry_run));
+        let state = Arc::new(Mutex::new(store.load(&limits, clock.now())));
+        let records = Arc::new(Records::from_config(cfg));
+        let escalator = Arc::new(Escalator::new(EscalatorParts {
+            records: records.clone(),
+            state: state.clone(),
+            limits: limits.clone(),
+            clock: clock.clone(),
+            dry_run,
+            script: cfg.watchdog_dir.join("escalate.sh"),
+            script_timeout: cfg.subprocess_timeout,
+            messenger: Telegram::from_config(cfg, shutdown.clone()),
+            shutdown: shutdown.clone(),
+            store: Some(store.clone()),
+        }));
+        Context {
+            cfg: Arc::new(cfg.clone()),
+            deck,
+            state,
+            store,
+            records,
+            escalator,
+            limits,
+            clock,
+            shutdown,
+            dry_run,
+        }
+    }
+
+    /// `session show`; `None`, with a warning, when it is unreadable.
+    pub fn read_status(&self, s: &Session) -> Option<Live> {
+        match self.deck.show(&s.profile, &s.id) {
+            Ok(live) => Some(live),
+            Err(e) => {
+                log::warn!("status of {} is unreadable: {e}", s.id);
+                None
+            }
+        }
+    }
+
+    /// A `restart.log` record about `s`, stamped now; the optional fields
+    /// are set by the caller.
+    pub fn record(
+        &self,
+        s: &Session,
+        action: RestartAction,
+        reason: Option<String>,
+    ) -> RestartRecord {
+        RestartRecord::new(self.clock.now(), s, action, reason, self.dry_run)
+    }
+
+    /// Writes a `restart.log` record about `s` with nothing but its reason.
+    pub fn note(&self, s: &Session, action: RestartAction, reason: Option<String>) {
+        self.records.restart(&self.record(s, action, reason));
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::fleet::fake::FakeDeck;
+    use crate::records::audit::{ESCALATIONS_LOG, RESTART_LOG};
+    use crate::records::read_back::read_lines;
+    use crate::sys::clock::FakeClock;
+    use std::time::Duration;
+
+    /// The fake clock's wall time when a test starts.
+    pub(crate) const NOW: f64 = 1_755_900_000.5;
+
+    /// The settings of a test under `home`, every restart wait zero, its
+    /// watchdog and hooks directories made.
+    pub(crate) fn config(home: &std::path::Path) -> Config {
+        let mut cfg = crate::config::test_config(home);
+        cfg.liveness_confirm_gap = Duration::ZERO;
+        cfg.restart_verify = Duration::ZERO;
+        cfg.start_verify = Duration::ZERO;
+        cfg.hooks_dir = home.join("hooks");
+        std::fs::create_dir_all(&cfg.watchdog_dir).unwrap();
+        std::fs::create_dir_all(&cfg.hooks_dir).unwrap();
+        cfg
+    }
+
+    /// A context over `deck` with the settings `cfg` at [`NOW`], and its
+    /// clock.
+    pub(crate) fn context_with(cfg: &Config, deck: Arc<FakeDeck>) -> (Context, Arc<FakeClock>) {
+        let clock = Arc::new(FakeClock::at(NOW));
+        let shutdown = Shutdown::new().unwrap();
+        let ctx = Context::from_config(cfg, false, deck, clock.clone(), shutdown);
+        (ctx, clock)
+    }
+
+    /// A context over `deck` under `home` ([`config`]) at [`NOW`].
+    pub(crate) fn context(
+        home: &std::path::Path,
+        deck: Arc<FakeDeck>,
+    ) -> (Context, Arc<FakeClock>) {
+        context_with(&config(home), deck)
+    }
+
+    /// The records of `restart.log` under `home`, in order.
+    pub(crate) fn restart_records(home: &std::path::Path) -> Vec<RestartRecord> {
+        read_lines(
+            &crate::config::test_config(home)
+                .watchdog_dir
+                .join(RESTART_LOG),
+        )
+    }
+
+    /// The `action`s of `restart.log` under `home`, in order.
+    pub(crate) fn actions(home: &std::path::Path) -> Vec<String> {
+        restart_records(home)
+            .into_iter()
+            .map(|r| r.action.to_string())
+            .collect()
+    }
+
+    /// The severities of `escalations.log` under `home`, in order.
+    pub(crate) fn severities(home: &std::path::Path) -> Vec<String> {
+        let dir = crate::config::test_config(home).watchdog_dir;
+        read_lines::<crate::records::EscalationRecord>(&dir.join(ESCALATIONS_LOG))
+            .into_iter()
+            .map(|e| e.severity.to_string())
+            .collect()
+    }
+}

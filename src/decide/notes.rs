@@ -1,0 +1,162 @@
+//! What the restart book notes, pure: a status seen, a run proven, a restart
+//! carried out, worked or failed, a liveness skip, a rate-limited boot.
+
+use crate::decide::book::State;
+use crate::decide::dedup::first_in_episode;
+use crate::decide::first_run::proves_it_ran;
+use crate::decide::limits::Limits;
+use crate::decide::prune::prune;
+use crate::fleet::session::{Session, Status};
+
+/// A rate-limited boot: backs the session off and counts toward the circuit
+/// breaker. Returns true when this opens the breaker (escalate once).
+pub fn note_rate_limited(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
+    state.book(id).backoff_until = now + lim.backoff_429;
+    state.breaker_hits.push(now);
+    prune(&mut state.breaker_hits, now, lim.breaker_window);
+    if state.breaker_hits.len() >= lim.breaker_threshold && state.breaker_open_until <= now {
+        state.breaker_open_until = now + lim.breaker_pause;
+        state.breaker_hits.clear();
+        true
+    } else {
+        false
+    }
+}
+
+/// A `pane_active` skip; returns the count in a row and whether it just
+/// reached the escalation threshold.
+pub fn note_pane_active(state: &mut State, lim: &Limits, id: &str) -> (u32, bool) {
+    let book = state.book(id);
+    book.liveness_skips += 1;
+    let n = book.liveness_skips;
+    (
+        n,
+        n >= lim.skip_escalate_after && first_in_episode(state, id, "liveness-mismatch"),
+    )
+}
+
+/// Records a status seen; a healthy one ends the error episode, and a live
+/// or `stopped` one proves the session has run.
+pub fn note_status(state: &mut State, s: &Session, status: Status, now: f64) {
+    if proves_it_ran(status) {
+        note_ran(state, &s.id);
+    }
+    let book = state.book(&s.id);
+    if book.title != s.title {
+        book.title = s.title.clone();
+    }
+    if book.last_status.as_deref() != Some(status.as_str()) {
+        book.last_status = Some(status.as_str().to_owned());
+        book.status_since = now;
+    }
+    if status.is_healthy() {
+        book.liveness_skips = 0;
+        book.alerted.clear();
+        book.error_since = None;
+    } else if status == Status::Error && book.error_since.is_none() {
+        book.error_since = Some(now);
+    }
+}
+
+/// The session has run: it was found with evidence of it, or the watchdog
+/// restarted or started it.
+pub fn note_ran(state: &mut State, id: &str) {
+    if !state.ran.contains(id) {
+        state.ran.insert(id.to_owned());
+    }
+}
+
+/// agent-deck carried out a `session restart` issued at `issued`.
+pub fn note_restarted(state: &mut State, id: &str, issued: f64) {
+    note_ran(state, id);
+    state.book(id).restarted_at = Some(issued);
+}
+
+/// A restart (or start fallback) worked.
+pub fn note_success(state: &mut State, id: &str) {
+    let book = state.book(id);
+    book.consecutive_failures = 0;
+    book.liveness_skips = 0;
+}
+
+/// A real failure; returns how many in a row.
+pub fn note_failure(state: &mut State, id: &str) -> u32 {
+    let book = state.book(id);
+    book.consecutive_failures += 1;
+    book.consecutive_failures
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::decide::gates::{gate, recheck, Gate, Hold};
+    use crate::decide::limits::tests::lim;
+    use crate::sys::clock::{Clock, FakeClock};
+
+    const ID: &str = "3f9c2a1b-1755891234";
+
+    pub(crate) fn sess(id: &str) -> Session {
+        Session {
+            id: id.into(),
+            title: "conductor-ops".into(),
+            ..Session::default()
+        }
+    }
+
+    #[test]
+    fn liveness_mismatch_once_per_episode() {
+        let (l, mut s) = (lim(), State::default());
+        assert_eq!(note_pane_active(&mut s, &l, ID), (1, false));
+        assert_eq!(note_pane_active(&mut s, &l, ID), (2, false));
+        assert_eq!(note_pane_active(&mut s, &l, ID), (3, true));
+        assert_eq!(note_pane_active(&mut s, &l, ID), (4, false));
+        note_status(&mut s, &sess(ID), Status::Running, 0.0);
+        assert_eq!(note_pane_active(&mut s, &l, ID), (1, false));
+        assert!(first_in_episode(&mut s, ID, "auth-hold"));
+        assert!(!first_in_episode(&mut s, ID, "auth-hold"));
+        note_status(&mut s, &sess(ID), Status::Idle, 0.0);
+        assert!(first_in_episode(&mut s, ID, "auth-hold"));
+    }
+
+    #[test]
+    fn breaker_opens_on_the_third_429_and_closes_after_the_pause() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        assert!(!note_rate_limited(&mut s, &l, "a-1", c.now()));
+        c.advance(100.0);
+        assert!(!note_rate_limited(&mut s, &l, "b-1", c.now()));
+        c.advance(100.0);
+        assert!(note_rate_limited(&mut s, &l, "c-1", c.now()));
+        assert_eq!(
+            gate(&mut s, &l, "d-1", c.now() + 1.0),
+            Gate::Skip(Hold::BreakerOpen)
+        );
+        assert_eq!(
+            recheck(&mut s, "d-1", c.now() + 599.0),
+            Some(Hold::BreakerOpen)
+        );
+        assert_eq!(gate(&mut s, &l, "d-1", c.now() + 601.0), Gate::Go);
+    }
+
+    #[test]
+    fn slow_429s_do_not_trip_the_breaker() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        for i in 0..10 {
+            assert!(!note_rate_limited(&mut s, &l, &format!("s-{i}"), c.now()));
+            c.advance(301.0);
+        }
+    }
+
+    #[test]
+    fn a_live_or_stopped_status_proves_a_run_and_unknown_does_not() {
+        let mut s = State::default();
+        note_status(&mut s, &sess("a-1"), Status::Unknown, 1.0);
+        note_status(&mut s, &sess("a-1"), Status::Error, 2.0);
+        note_status(&mut s, &sess("q-1"), Status::Queued, 2.0);
+        assert!(s.ran.is_empty(), "{:?}", s.ran);
+        note_status(&mut s, &sess("a-1"), Status::Idle, 3.0);
+        note_status(&mut s, &sess("b-1"), Status::Stopped, 3.0);
+        note_ran(&mut s, "c-1");
+        let ran: Vec<&str> = s.ran.iter().map(String::as_str).collect();
+        assert_eq!(ran, ["a-1", "b-1", "c-1"]);
+    }
+}
