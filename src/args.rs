@@ -17,6 +17,8 @@ usage:
   agent-deck-watchdog history [ID] [--since DUR] [--json|--report]   the decision timeline
   agent-deck-watchdog task <add|list|show|cancel|check|sign> …   task follow-up (task --help)
   agent-deck-watchdog demo                                 a simulated fleet, revived end to end
+  agent-deck-watchdog doctor [--json] [--online]           read-only checks of the install
+  agent-deck-watchdog drill ID [--yes] [--timeout DUR]     kill one critical session, time its recovery
   agent-deck-watchdog --help | --version
 
 flags:
@@ -35,6 +37,19 @@ first, one line per decision in local time.
   --json          every record as one JSON line, with \"log\": liveness|restart|escalations
   --report        with ID: a block to paste into a bug report (no pane text, no secret)
   exit 1 when no record mentions ID; an empty window is exit 0 with a note on stderr
+
+doctor: one line per check (✓ ok, ! warning, ✗ failure, with the fix); writes
+nothing, takes no lock. exit 1 when a check fails.
+  --json          one JSON array of {check, status: ok|warn|fail, detail, fix}
+  --online        also ask Telegram (getMe, getChat)
+
+drill: kills the tmux session of ID (a session id or title) on agent-deck's socket,
+as a crash would, and follows the daemon's records until it is healthy again.
+Refuses (exit 2, touching nothing) unless ID is restart-critical and healthy, a
+daemon runs outside dry-run, and no gate would hold the restart.
+  --yes           do not ask for confirmation (needed without a terminal)
+  --timeout DUR   how long to wait for the recovery (default 60s)
+  exit 0 recovered within the timeout, 1 not
 
 testing:
   agent-deck-watchdog sim <agent-deck arguments…>
@@ -63,6 +78,8 @@ pub enum Invocation {
     PrintConfig(RunFlags),
     Task(RunFlags, crate::tasks::commands::TaskCommand),
     Status { json: bool },
+    Doctor { json: bool, online: bool },
+    Drill(crate::ops::drill::Args),
     History(crate::ops::history::Args),
     Demo,
     Help,
@@ -73,6 +90,9 @@ pub enum Invocation {
 pub fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
     if args.first().is_some_and(|a| a == "history") {
         return parse_history(args.split_off(1));
+    }
+    if args.first().is_some_and(|a| a == "drill") {
+        return parse_drill(args.split_off(1));
     }
     // The command is the first word that is not a flag: a later `task` (a
     // session id, a task's argv) is an argument, not the command.
@@ -105,14 +125,15 @@ pub fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
             crate::tasks::commands::parse(words)?,
         ));
     }
-    if let Some(first @ ("status" | "demo")) = args.first().and_then(|a| a.to_str()) {
+    if let Some(first @ ("status" | "demo" | "doctor")) = args.first().and_then(|a| a.to_str()) {
         let mut rest = pico_args::Arguments::from_vec(args[1..].to_vec());
-        let json = first == "status" && rest.contains("--json");
+        let json = first != "demo" && rest.contains("--json");
+        let online = first == "doctor" && rest.contains("--online");
         reject_leftovers(rest.finish())?;
-        return Ok(if first == "status" {
-            Invocation::Status { json }
-        } else {
-            Invocation::Demo
+        return Ok(match first {
+            "status" => Invocation::Status { json },
+            "doctor" => Invocation::Doctor { json, online },
+            _ => Invocation::Demo,
         });
     }
     let mut args = pico_args::Arguments::from_vec(args);
@@ -194,6 +215,58 @@ fn parse_history(args: Vec<OsString>) -> Result<Invocation> {
         (false, false) => View::Lines,
     };
     Ok(Invocation::History(Args { id, since, view }))
+}
+
+/// `drill ID [--yes] [--timeout DUR]`.
+fn parse_drill(args: Vec<OsString>) -> Result<Invocation> {
+    use crate::duration_flag::{self, Bounds};
+    let mut rest = pico_args::Arguments::from_vec(args);
+    if rest.contains(["-h", "--help"]) {
+        return Ok(Invocation::Help);
+    }
+    let yes = rest.contains("--yes");
+    let timeout: Option<String> = rest
+        .opt_value_from_str("--timeout")
+        .map_err(|_| Error::usage("--timeout needs a value: a duration such as 60, 90s or 2m"))?;
+    let bounds = Bounds {
+        zero_ok: false,
+        max_s: 3600.0,
+    };
+    let timeout_s = match timeout {
+        Some(raw) => duration_flag::parse("--timeout", &raw, bounds)?,
+        None => crate::ops::drill::DEFAULT_TIMEOUT_S,
+    };
+    let mut words = rest.finish().into_iter();
+    let id = match words.next().map(|w| w.into_string()) {
+        None => {
+            return Err(Error::usage(
+                "drill needs a session: drill ID [--yes] [--timeout DUR]",
+            ))
+        }
+        Some(Err(w)) => {
+            return Err(Error::usage(format!(
+                "drill: the session {w:?} is not valid UTF-8"
+            )))
+        }
+        Some(Ok(w)) if w.starts_with('-') => {
+            return Err(Error::usage(format!(
+                "unknown flag '{w}' for drill (see --help)"
+            )))
+        }
+        Some(Ok(w)) if w.is_empty() => return Err(Error::usage("drill: the session is empty")),
+        Some(Ok(w)) => w,
+    };
+    if let Some(extra) = words.next() {
+        return Err(Error::usage(format!(
+            "drill takes one session, got '{id}' and '{}'",
+            extra.to_string_lossy()
+        )));
+    }
+    Ok(Invocation::Drill(crate::ops::drill::Args {
+        id,
+        yes,
+        timeout_s,
+    }))
 }
 
 /// Turns whatever pico-args did not consume into a usage error naming it.

@@ -63,6 +63,8 @@ fn dispatch(argv: Vec<OsString>) -> Result<()> {
         Invocation::PrintConfig(_) => print!("{}", Config::from_env(&env)?.describe()),
         Invocation::Demo => demo::run()?,
         Invocation::Status { json } => ops::status::run(&Config::from_env(&env)?, json)?,
+        Invocation::Doctor { json, online } => ops::doctor::run(&env, json, online)?,
+        Invocation::Drill(drill) => ops::drill::run(&Config::from_env(&env)?, &drill)?,
         Invocation::History(history) => ops::history::run(&Config::from_env(&env)?, &history)?,
         Invocation::Task(flags, cmd) => {
             let cfg = Config::from_env(&env)?;

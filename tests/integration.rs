@@ -30,6 +30,8 @@ mod patrols;
 mod restart;
 #[path = "integration/retention.rs"]
 mod retention;
+#[path = "integration/rollout.rs"]
+mod rollout;
 #[path = "integration/scale.rs"]
 mod scale;
 #[path = "integration/sim_contract.rs"]

@@ -81,6 +81,30 @@ impl BotApi {
     }
 }
 
+impl BotApi {
+    /// `getMe`: the bot's username, proving the token (for `doctor --online`).
+    pub fn bot_name(&self, token: &str) -> Outcome<String> {
+        let sent = self.agent.get(&self.url(token, "getMe")).call();
+        answer(token, sent, |body| {
+            let v: serde_json::Value = serde_json::from_str(body).ok()?;
+            Some(v.pointer("/result/username")?.as_str()?.to_owned())
+        })
+    }
+
+    /// `getChat`: whether the bot can see `chat_id` (for `doctor --online`).
+    pub fn chat_reachable(&self, token: &str, chat_id: &str) -> Outcome<()> {
+        let sent = self
+            .agent
+            .get(&self.url(token, "getChat"))
+            .query("chat_id", chat_id)
+            .call();
+        answer(token, sent, |body| {
+            let v: serde_json::Value = serde_json::from_str(body).ok()?;
+            (v.get("ok")? == true).then_some(())
+        })
+    }
+}
+
 /// An HTTP answer as an [`Outcome`]: 200 with a body `read` understands is
 /// `Ok`, 429 is `RetryAfter`, anything else `Failed` with the token redacted.
 fn answer<T>(

@@ -27,6 +27,11 @@ impl Env {
         self.0.insert(name, value);
     }
 
+    /// Unsets a variable; whether it was set.
+    pub fn remove(&mut self, name: &str) -> bool {
+        self.0.remove(name).is_some()
+    }
+
     /// The variable's text, `None` when unset; an error naming it when its
     /// value is not valid UTF-8.
     pub(super) fn text(&self, name: &str) -> Result<Option<&str>> {

@@ -4,6 +4,7 @@
 
 pub(crate) mod cache;
 pub(crate) mod deck;
+pub(crate) mod deck_config;
 #[cfg(test)]
 pub(crate) mod fake;
 pub(crate) mod id_set;

@@ -13,8 +13,8 @@
 //! and the settings come from `Config::describe`, which shows the token only
 //! as set or unset.
 
-mod format;
-mod timeline;
+pub(crate) mod format;
+pub(crate) mod timeline;
 
 #[cfg(test)]
 mod fixtures;
@@ -91,7 +91,7 @@ fn read_record_file(path: &Path, max: u64) -> std::result::Result<Option<FileByt
 }
 
 /// Every record under `dir`, merged, and what went wrong reading them.
-fn load(dir: &Path) -> (Vec<Record>, Vec<String>) {
+pub(crate) fn load(dir: &Path) -> (Vec<Record>, Vec<String>) {
     let (mut files, mut problems) = (Vec::new(), Vec::new());
     for log in Log::ALL {
         let live = dir.join(log.file());

@@ -1,0 +1,160 @@
+//! `agent-deck-watchdog doctor [--json] [--online]`: a read-only preflight of
+//! the live install, one line per check (SPEC §13).
+//!
+//! Each check is a function of what it reads; this file runs them in their
+//! fixed order, prints the lines (or one JSON array) and picks the exit code.
+//! Nothing here writes a file, creates a directory or takes a lock: the
+//! daemon is found by the pid in its lock file, and the agent-deck calls are
+//! the read-only ones the daemon makes, plus `agent-deck version`.
+
+mod fleet;
+mod host;
+mod install;
+
+use serde::Serialize;
+
+use crate::config::{Config, Env};
+use crate::error::{Error, Result};
+use crate::fleet::deck::Cli;
+use crate::sys::shutdown::Shutdown;
+
+/// The agent-deck releases this release was verified against by the live
+/// suite (`tests/live.rs`).
+pub const VERIFIED_AGENT_DECK: &[&str] = &["1.14.0"];
+
+/// How one check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Outcome {
+    fn mark(self) -> char {
+        match self {
+            Outcome::Ok => '✓',
+            Outcome::Warn => '!',
+            Outcome::Fail => '✗',
+        }
+    }
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    pub check: &'static str,
+    pub status: Outcome,
+    pub detail: String,
+    /// What to do, in one sentence; on every warning and failure.
+    pub fix: Option<String>,
+}
+
+impl Check {
+    pub fn ok(check: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            check,
+            status: Outcome::Ok,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    pub fn warn(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            status: Outcome::Warn,
+            fix: Some(fix.into()),
+            ..Check::ok(check, detail)
+        }
+    }
+
+    pub fn fail(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            status: Outcome::Fail,
+            ..Check::warn(check, detail, fix)
+        }
+    }
+
+    /// `✓ name: detail`, or with ` — fix: …` after a warning or failure.
+    pub fn line(&self) -> String {
+        let detail = crate::ops::logging::one_line(&self.detail);
+        match &self.fix {
+            Some(fix) => format!(
+                "{} {}: {detail} — fix: {fix}",
+                self.status.mark(),
+                self.check
+            ),
+            None => format!("{} {}: {detail}", self.status.mark(), self.check),
+        }
+    }
+}
+
+/// Every check, in the order they print. Without a usable configuration
+/// (no `HOME`, say) there is only the settings line.
+pub fn checks(env: &Env, online: bool) -> Vec<Check> {
+    let (settings, cfg) = install::settings(env);
+    let Some(cfg) = cfg else {
+        return vec![settings];
+    };
+    let cli = Shutdown::new()
+        .ok()
+        .map(|s| Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, s));
+    let (deck, listed) = install::agent_deck(&cfg, cli.as_ref());
+    let critical = fleet::critical_sessions(&cfg, cli.as_ref(), listed.as_ref());
+    vec![
+        deck,
+        settings,
+        critical.check.clone(),
+        fleet::hooks_dir(&cfg, &critical),
+        fleet::stored_status(&cfg),
+        host::kernel_notifications(),
+        install::service(),
+        fleet::daemon(&cfg),
+        install::escalate_script(&cfg),
+        host::telegram(&cfg, online),
+        install::watchdog_dir(&cfg),
+    ]
+}
+
+/// Prints the report; exit 1 when a check failed.
+pub fn run(env: &Env, json: bool, online: bool) -> Result<()> {
+    let checks = checks(env, online);
+    if json {
+        let text =
+            serde_json::to_string_pretty(&checks).map_err(|e| Error::runtime(e.to_string()))?;
+        println!("{text}");
+    } else {
+        for c in &checks {
+            println!("{}", c.line());
+        }
+    }
+    match checks.iter().filter(|c| c.status == Outcome::Fail).count() {
+        0 => Ok(()),
+        n => Err(Error::runtime(format!("doctor: {n} check(s) failed"))),
+    }
+}
+
+/// The configuration the other checks run with: each invalid setting is
+/// reported and dropped, so the rest run with its default. `None` when even
+/// that leaves no configuration (no `HOME`, say).
+pub(crate) fn usable_config(env: &Env) -> (Vec<String>, Option<Config>) {
+    let mut env = env.clone();
+    let mut errors = Vec::new();
+    loop {
+        match Config::from_env(&env) {
+            Ok(cfg) => return (errors, Some(cfg)),
+            Err(e) => {
+                let text = e.to_string();
+                let name: String = text
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                errors.push(text);
+                if name.is_empty() || !env.remove(&name) {
+                    return (errors, None);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The checks of the fleet and of the daemon watching it: the critical
+//! sessions, the hooks dir, agent-deck's stored status, the daemon.
+
+use std::path::Path;
+
+use super::Check;
+use crate::config::Config;
+use crate::fleet::cache::Fleet;
+use crate::fleet::deck::{AgentDeck, Cli};
+use crate::fleet::session::{Session, Status};
+use crate::ops::preflight::{critical_reason, status_writer};
+use crate::records::{daemon_status, instance_lock};
+use crate::sys::clock::unix_now;
+use crate::triggers::hook_file::hook_file_exists;
+
+/// The critical sessions as `doctor` saw them.
+pub struct Critical {
+    pub check: Check,
+    /// Claude-family critical sessions (they report through hooks).
+    pub claude: Vec<Session>,
+}
+
+/// `critical sessions`: each, why, and whether it is in `error` now (one
+/// `session show` each, the call the daemon makes).
+pub fn critical_sessions(cfg: &Config, cli: Option<&Cli>, fleet: Option<&Fleet>) -> Critical {
+    const NAME: &str = "critical sessions";
+    let (Some(cli), Some(fleet)) = (cli, fleet) else {
+        return Critical {
+            check: Check::warn(
+                NAME,
+                "unknown: agent-deck could not list the fleet",
+                "fix the agent-deck check first",
+            ),
+            claude: Vec::new(),
+        };
+    };
+    let critical = fleet.critical();
+    if critical.is_empty() {
+        return Critical {
+            check: Check::warn(
+                NAME,
+                format!("none among {} sessions: the watchdog has nothing to keep alive", fleet.len()),
+                format!(
+                    "name a conductor `conductor-…` or put it in group conductor or watchers, or create {}/<id>",
+                    cfg.autorestart_dir().display()
+                ),
+            ),
+            claude: Vec::new(),
+        };
+    }
+    let mut claude = Vec::new();
+    let shown: Vec<String> = critical
+        .iter()
+        .map(|s| {
+            let why = critical_reason(fleet, s).unwrap_or_default();
+            let status = match cli.show(&s.profile, &s.id) {
+                Ok(live) => {
+                    if live.claude_session_id.is_some() {
+                        claude.push(s.clone());
+                    }
+                    match live.status() {
+                        Status::Error => "in error now".to_owned(),
+                        other => other.as_str().to_owned(),
+                    }
+                }
+                Err(e) => format!("status unreadable: {e}"),
+            };
+            format!("{} ({why}; {status})", s.title)
+        })
+        .collect();
+    Critical {
+        check: Check::ok(NAME, format!("{}: {}", critical.len(), shown.join(", "))),
+        claude,
+    }
+}
+
+/// `hooks dir`: where agent-deck writes hooks, and whether they come.
+pub fn hooks_dir(cfg: &Config, critical: &Critical) -> Check {
+    const NAME: &str = "hooks dir";
+    let dir = &cfg.hooks_dir;
+    if !dir.is_dir() {
+        return Check::fail(
+            NAME,
+            format!("{} is missing: only the safety poll would see a death", dir.display()),
+            "install agent-deck's hooks (`agent-deck hooks install`) or set AGENT_DECK_HOOKS_DIR to where they are written",
+        );
+    }
+    let silent: Vec<&str> = critical
+        .claude
+        .iter()
+        .filter(|s| !hook_file_exists(dir, &s.id))
+        .map(|s| s.title.as_str())
+        .collect();
+    let newest = newest_hook_age(dir).map_or("no hook file yet".to_owned(), |age| {
+        format!("newest hook {age:.0} s ago")
+    });
+    if !silent.is_empty() {
+        return Check::warn(
+            NAME,
+            format!(
+                "{}: {newest}; no hook file ever from {}",
+                dir.display(),
+                silent.join(", ")
+            ),
+            "install agent-deck's Claude hooks (`agent-deck hooks install`) so a death is seen in seconds, not at the next poll",
+        );
+    }
+    Check::ok(NAME, format!("{}: {newest}", dir.display()))
+}
+
+/// Seconds since the newest `*.json` in the hooks dir or its sandboxes.
+fn newest_hook_age(dir: &Path) -> Option<f64> {
+    let json_mtimes = |d: &Path| {
+        std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+            .filter_map(|e| e.metadata().ok()?.modified().ok())
+            .collect::<Vec<_>>()
+    };
+    let mut all = json_mtimes(dir);
+    for sandbox in std::fs::read_dir(dir.join("sandbox"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        all.extend(json_mtimes(&sandbox.path()));
+    }
+    let newest = all.into_iter().max()?;
+    Some(newest.elapsed().map_or(0.0, |d| d.as_secs_f64()))
+}
+
+/// `agent-deck's stored status`: a TUI or `notify-daemon` keeps it current.
+pub fn stored_status(cfg: &Config) -> Check {
+    const NAME: &str = "agent-deck's stored status";
+    match status_writer(cfg) {
+        Some(writer) => Check::ok(NAME, format!("kept current by its {writer}")),
+        None => Check::warn(
+            NAME,
+            "no TUI and no notify-daemon runs, so agent-deck's freshness guard refuses to restart a session that started less than 60 s ago, dead or not: a crash loop gets one restart a minute, each recorded cli-refused",
+            "run `agent-deck notify-daemon` beside the watchdog (a user unit of its own, or the TUI in a tmux pane)",
+        ),
+    }
+}
+
+/// `watchdog daemon`: which pid holds the lock, whether it is a dry run,
+/// and how old its last tick is.
+pub fn daemon(cfg: &Config) -> Check {
+    const NAME: &str = "watchdog daemon";
+    let Some(h) = instance_lock::holder(&cfg.watchdog_dir) else {
+        return Check::warn(
+            NAME,
+            "none running",
+            "systemctl --user enable --now agent-deck-watchdog.service (or run agent-deck-watchdog in a terminal)",
+        );
+    };
+    let tick = daemon_status::read(&cfg.watchdog_dir)
+        .filter(|s| h.started_at.is_none_or(|t| s.last_tick >= t))
+        .map_or("no tick yet".to_owned(), |s| {
+            format!("last tick {:.0} s ago", (unix_now() - s.last_tick).max(0.0))
+        });
+    let detail = format!("pid {}, {tick}", h.pid);
+    if h.once {
+        return Check::warn(
+            NAME,
+            format!("{detail}: a --once pass, not a daemon"),
+            "start the daemon once that pass is over: systemctl --user start agent-deck-watchdog.service",
+        );
+    }
+    if h.dry_run {
+        return Check::warn(
+            NAME,
+            format!("{detail}, in --dry-run: it decides but restarts nothing"),
+            "when its decisions look right, drop --dry-run from ExecStart= and restart the unit",
+        );
+    }
+    Check::ok(NAME, detail)
+}

@@ -1,0 +1,334 @@
+//! The checks of what was installed: agent-deck, the settings, the service,
+//! `escalate.sh` and the watchdog directory.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::time::Duration;
+
+use super::{usable_config, Check, VERIFIED_AGENT_DECK};
+use crate::config::{Config, Env};
+use crate::fleet::cache::Fleet;
+use crate::fleet::deck::Cli;
+use crate::sys::process::{self, Cmd};
+use crate::sys::shutdown::Shutdown;
+
+/// The unit `contrib/agent-deck-watchdog.service` installs, and the launchd
+/// agent `contrib/com.agent-deck.watchdog.plist` loads.
+const UNIT: &str = "agent-deck-watchdog.service";
+#[cfg_attr(not(target_os = "macos"), allow(dead_code, reason = "macOS only"))]
+const LAUNCHD_LABEL: &str = "com.agent-deck.watchdog";
+/// How long a `systemctl`, `launchctl` or `agent-deck version` may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+const MIN_FREE_BYTES: u64 = 100 << 20;
+
+/// Runs a read-only probe; `None` when it could not run at all.
+pub(super) fn probe(job: &Cmd) -> Option<process::Output> {
+    let shutdown = Shutdown::new().ok()?;
+    process::run(job, PROBE_TIMEOUT, &shutdown).ok()
+}
+
+/// `settings`: every setting valid, and the configuration to go on with.
+pub fn settings(env: &Env) -> (Check, Option<Config>) {
+    let (errors, cfg) = usable_config(env);
+    let check = match errors.as_slice() {
+        [] => Check::ok("settings", "every setting is valid"),
+        [one] => Check::fail(
+            "settings",
+            one.clone(),
+            "correct that variable: the daemon exits 2 on it",
+        ),
+        many => Check::fail(
+            "settings",
+            many.join("; "),
+            "correct those variables: the daemon exits 2 on each",
+        ),
+    };
+    (check, cfg)
+}
+
+/// The version in `agent-deck version`'s answer (`Agent Deck v1.14.0`).
+pub fn version_in(text: &str) -> Option<&str> {
+    text.split_whitespace()
+        .map(|w| w.strip_prefix('v').unwrap_or(w))
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()) && w.contains('.'))
+}
+
+/// `agent-deck`: runnable, its version, and a readable `list --all --json`
+/// (the fleet it lists, for the checks that follow).
+pub fn agent_deck(cfg: &Config, cli: Option<&Cli>) -> (Check, Option<Fleet>) {
+    const NAME: &str = "agent-deck";
+    let bin = cfg.bin.display();
+    let fix_bin = "install agent-deck, or point AGENT_DECK_BIN at it";
+    let Some(out) = probe(&Cmd::new(&cfg.bin).arg("version")) else {
+        return (
+            Check::fail(NAME, format!("{bin} cannot be run"), fix_bin),
+            None,
+        );
+    };
+    let answer = format!("{}{}", out.stdout, out.stderr);
+    let version = version_in(&answer).map(str::to_owned);
+    let (Some(version), true) = (version, out.success()) else {
+        return (
+            Check::fail(
+                NAME,
+                format!("{bin} version answered {:?}", answer.trim()),
+                fix_bin,
+            ),
+            None,
+        );
+    };
+    let mut fleet = Fleet::new(cfg.autorestart_dir());
+    fleet.reload_markers();
+    let listed = cli.map(|cli| fleet.refresh(cli));
+    let check = match listed {
+        Some(Ok(())) if VERIFIED_AGENT_DECK.contains(&version.as_str()) => Check::ok(
+            NAME,
+            format!("{bin} v{version}, {} sessions listed", fleet.len()),
+        ),
+        Some(Ok(())) => Check::warn(
+            NAME,
+            format!(
+                "{bin} v{version} is not a release this watchdog was verified with ({})",
+                VERIFIED_AGENT_DECK.join(", ")
+            ),
+            "run `agent-deck-watchdog --once --dry-run --verbose` and read what it decides before enabling it",
+        ),
+        Some(Err(e)) => {
+            return (
+                Check::fail(
+                    NAME,
+                    format!("{bin} v{version}: `list --all --json` is unreadable: {e}"),
+                    "run `agent-deck list --all --json` yourself and fix what it reports",
+                ),
+                None,
+            )
+        }
+        None => {
+            return (
+                Check::fail(
+                    NAME,
+                    "cannot make the pipe that interrupts a hanging call",
+                    "raise the open-files limit (ulimit -n) and run doctor again",
+                ),
+                None,
+            )
+        }
+    };
+    (check, Some(fleet))
+}
+
+/// `service`: the systemd user unit (Linux) or launchd agent (macOS).
+pub fn service() -> Check {
+    const NAME: &str = "service";
+    if cfg!(target_os = "macos") {
+        let loaded = probe(&Cmd::new("launchctl").args(["list", LAUNCHD_LABEL]))
+            .is_some_and(|o| o.success());
+        return if loaded {
+            Check::ok(NAME, format!("launchd agent {LAUNCHD_LABEL} is loaded"))
+        } else {
+            Check::warn(
+                NAME,
+                format!("launchd agent {LAUNCHD_LABEL} is not loaded"),
+                "copy contrib/com.agent-deck.watchdog.plist to ~/Library/LaunchAgents/ and `launchctl load` it",
+            )
+        };
+    }
+    let props = "--property=LoadState,UnitFileState,ActiveState,ExecStart";
+    let Some(out) = probe(&Cmd::new("systemctl").args(["--user", "show", UNIT, props])) else {
+        return Check::warn(
+            NAME,
+            "systemctl cannot be run: no systemd here",
+            "run the daemon under another supervisor that restarts it (contrib/ has a cron line)",
+        );
+    };
+    if !out.success() {
+        return Check::warn(
+            NAME,
+            format!("no systemd user manager answers: {}", out.stderr.trim()),
+            "log in with a user session (or enable linger) so `systemctl --user` works",
+        );
+    }
+    let unit = unit_state(&out.stdout);
+    let linger = std::env::var("USER")
+        .ok()
+        .is_some_and(|u| Path::new("/var/lib/systemd/linger").join(u).exists());
+    let ours = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+    let runs_us = unit
+        .exec_path
+        .as_deref()
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .is_some_and(|p| Some(p) == ours);
+    let install = "install it: cp contrib/agent-deck-watchdog.service ~/.config/systemd/user/ && systemctl --user daemon-reload && systemctl --user enable --now agent-deck-watchdog.service";
+    if unit.load != "loaded" {
+        return Check::warn(NAME, format!("{UNIT} is not installed"), install);
+    }
+    let summary = format!(
+        "{UNIT} {} and {}, ExecStart={}",
+        unit.file_state,
+        unit.active,
+        unit.exec_path.as_deref().unwrap_or("?")
+    );
+    if unit.file_state != "enabled" || unit.active != "active" {
+        return Check::warn(
+            NAME,
+            summary,
+            "systemctl --user enable --now agent-deck-watchdog.service",
+        );
+    }
+    if !runs_us {
+        return Check::warn(
+            NAME,
+            format!("{summary}, which is not this binary"),
+            "point ExecStart= at this binary (or install this one there), then systemctl --user daemon-reload",
+        );
+    }
+    if !linger {
+        return Check::warn(
+            NAME,
+            format!("{summary}; linger is off, so it stops when you log out"),
+            "loginctl enable-linger \"$USER\"",
+        );
+    }
+    Check::ok(NAME, format!("{summary}, linger on"))
+}
+
+/// The lines of `systemctl show` that [`service`] looks at.
+#[derive(Debug, Default, PartialEq)]
+pub struct UnitState {
+    pub load: String,
+    pub file_state: String,
+    pub active: String,
+    /// `path=` of the first `ExecStart`.
+    pub exec_path: Option<String>,
+}
+
+pub fn unit_state(text: &str) -> UnitState {
+    let mut u = UnitState::default();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        match key {
+            "LoadState" => u.load = value.to_owned(),
+            "UnitFileState" => u.file_state = value.to_owned(),
+            "ActiveState" => u.active = value.to_owned(),
+            "ExecStart" => {
+                u.exec_path = value
+                    .split(" ; ")
+                    .find_map(|f| f.trim_start_matches("{ ").strip_prefix("path="))
+                    .map(str::to_owned);
+            }
+            _ => {}
+        }
+    }
+    u
+}
+
+/// `escalate.sh`: present and executable.
+pub fn escalate_script(cfg: &Config) -> Check {
+    const NAME: &str = "escalate.sh";
+    let path = cfg.watchdog_dir.join("escalate.sh");
+    match std::fs::metadata(&path) {
+        Err(_) => Check::warn(
+            NAME,
+            format!(
+                "{} is missing: escalations reach the log and Telegram only",
+                path.display()
+            ),
+            format!("install -m 0700 contrib/escalate.sh {}", path.display()),
+        ),
+        Ok(m) if !m.is_file() || m.permissions().mode() & 0o100 == 0 => Check::warn(
+            NAME,
+            format!("{} is not an executable file", path.display()),
+            format!("chmod u+x {}", path.display()),
+        ),
+        Ok(_) => Check::ok(NAME, format!("{} is executable", path.display())),
+    }
+}
+
+/// `watchdog dir`: ours, writable, private, with room.
+pub fn watchdog_dir(cfg: &Config) -> Check {
+    const NAME: &str = "watchdog dir";
+    let dir = &cfg.watchdog_dir;
+    let shown = dir.display();
+    let me = rustix::process::geteuid().as_raw();
+    let Ok(meta) = std::fs::metadata(dir) else {
+        let parent = dir.ancestors().skip(1).find(|p| p.exists());
+        return match parent.filter(|p| writable(p)) {
+            Some(_) => Check::ok(NAME, format!("{shown} does not exist yet; the daemon creates it 0700")),
+            None => Check::fail(
+                NAME,
+                format!("{shown} does not exist and cannot be created by this user"),
+                "create it (mkdir -m 0700 -p) as the user the daemon runs as, or set AGENT_DECK_ROOT",
+            ),
+        };
+    };
+    if meta.uid() != me || !writable(dir) {
+        return Check::fail(
+            NAME,
+            format!(
+                "{shown} is owned by uid {} or not writable by uid {me}",
+                meta.uid()
+            ),
+            format!("chown the directory to the user the daemon runs as: chown -R {me} {shown}"),
+        );
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    let free = rustix::fs::statvfs(dir.as_path())
+        .map(|s| s.f_bavail.saturating_mul(s.f_frsize))
+        .ok();
+    let detail = format!(
+        "{shown}, mode {mode:04o}, {} free",
+        free.map_or("?".to_owned(), |b| format!("{} MiB", b >> 20))
+    );
+    if mode & 0o077 != 0 {
+        return Check::warn(
+            NAME,
+            detail,
+            format!("chmod 0700 {shown}: its records name your sessions"),
+        );
+    }
+    if free.is_some_and(|b| b < MIN_FREE_BYTES) {
+        return Check::warn(
+            NAME,
+            detail,
+            "free some disk space: records are dropped when it is full",
+        );
+    }
+    Check::ok(NAME, detail)
+}
+
+fn writable(p: &Path) -> bool {
+    use rustix::fs::{access, Access};
+    access(p, Access::WRITE_OK | Access::EXEC_OK).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_is_found_in_agent_decks_answer() {
+        assert_eq!(version_in("Agent Deck v1.14.0\n"), Some("1.14.0"));
+        assert_eq!(version_in("agent-deck 1.7.63"), Some("1.7.63"));
+        assert_eq!(version_in("usage: agent-deck …"), None);
+    }
+
+    #[test]
+    fn systemctl_show_is_read_key_by_key() {
+        let text = "LoadState=loaded\nUnitFileState=enabled\nActiveState=active\nExecStart={ path=/home/u/.cargo/bin/agent-deck-watchdog ; argv[]=/home/u/.cargo/bin/agent-deck-watchdog ; ignore_errors=no }\n";
+        let u = unit_state(text);
+        assert_eq!(
+            (u.load.as_str(), u.file_state.as_str(), u.active.as_str()),
+            ("loaded", "enabled", "active")
+        );
+        assert_eq!(
+            u.exec_path.as_deref(),
+            Some("/home/u/.cargo/bin/agent-deck-watchdog")
+        );
+        assert_eq!(
+            unit_state("LoadState=not-found\nExecStart=\n").exec_path,
+            None
+        );
+    }
+}

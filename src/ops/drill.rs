@@ -1,0 +1,437 @@
+//! `agent-deck-watchdog drill ID [--yes] [--timeout DUR]`: step 3 of the
+//! rollout as one command (SPEC §13). It kills one restart-critical session's
+//! tmux session as a crash would, follows the daemon's records until the
+//! session is healthy again, and prints the timeline and a verdict.
+//!
+//! Everything that could make the drill prove nothing, or do harm, is checked
+//! first ([`refusal`], pure), and a refusal touches nothing. The kill is the
+//! whole tmux session on agent-deck's socket, never `session stop` (which the
+//! watchdog rightly leaves alone), and it is recorded in `restart.log` as
+//! `"action": "drill"` before it happens.
+
+mod follow;
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::config::Config;
+use crate::decide::book::State;
+use crate::decide::gates::{self, Gate};
+use crate::decide::limits::Limits;
+use crate::error::{Error, Result};
+use crate::fleet::cache::Fleet;
+use crate::fleet::deck::Cli;
+use crate::fleet::deck_config;
+use crate::fleet::session::{Session, Status};
+use crate::ops::preflight::status_writer;
+use crate::records::audit::{Records, RestartRecord};
+use crate::records::instance_lock::{self, Holder};
+use crate::records::state_file::STATE_FILE;
+use crate::sys::clock::unix_now;
+use crate::sys::fs::{read_bounded, read_text, SMALL_FILE_MAX, STATE_FILE_MAX};
+use crate::sys::process::{self, Cmd};
+use crate::sys::shutdown::Shutdown;
+
+pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
+/// agent-deck's freshness window (`restart_guard.go`).
+const FRESHNESS_S: f64 = 60.0;
+/// The design's recovery target.
+const TARGET_S: f64 = 10.0;
+
+/// `drill ID [--yes] [--timeout DUR]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Args {
+    pub id: String,
+    pub yes: bool,
+    pub timeout_s: f64,
+}
+
+/// The fields of `session show --json` the drill reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct Shown {
+    status: String,
+    tmux_session: String,
+    created_at: String,
+}
+
+/// What [`refusal`] weighs.
+#[derive(Debug, Clone)]
+pub struct Facts<'a> {
+    pub status: Status,
+    pub daemon: Option<&'a Holder>,
+    pub state: &'a State,
+    pub limits: &'a Limits,
+    pub now: f64,
+    /// A TUI or notify-daemon keeps agent-deck's stored status current.
+    pub status_writer: bool,
+    /// The last time the session was started, as far as anyone says.
+    pub last_start: Option<f64>,
+}
+
+/// Why the drill must not run now, or `None` when it may.
+pub fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
+    if !matches!(f.status, Status::Running | Status::Waiting | Status::Idle) {
+        return Some(format!(
+            "{id} is {} now: a drill needs a healthy session (running, waiting or idle)",
+            f.status.as_str()
+        ));
+    }
+    match f.daemon {
+        None => return Some("no watchdog daemon runs: nothing would restart it".into()),
+        Some(h) if h.once => return Some(format!("pid {} is a --once pass, not a daemon", h.pid)),
+        Some(h) if h.dry_run => {
+            return Some(format!(
+                "the daemon (pid {}) runs in --dry-run: it would restart nothing",
+                h.pid
+            ))
+        }
+        Some(_) => {}
+    }
+    let mut state = f.state.clone();
+    match gates::gate(&mut state, f.limits, id, f.now) {
+        Gate::Go => {}
+        Gate::Skip(hold) => {
+            return Some(format!(
+                "the daemon would hold the restart now ({hold}); try again when `status` shows it clear"
+            ))
+        }
+        Gate::BudgetSpent => {
+            return Some(format!(
+                "{id} has no restart left in its rate-limit window ({} in {:.0} s)",
+                f.limits.rate_max, f.limits.rate_window
+            ))
+        }
+    }
+    let fresh = f.last_start.is_some_and(|t| f.now - t < FRESHNESS_S);
+    if fresh && !f.status_writer {
+        return Some(format!(
+            "{id} started less than {FRESHNESS_S:.0} s ago and no TUI or notify-daemon runs, so agent-deck's freshness guard would refuse the restart; wait a minute, or run `agent-deck notify-daemon`"
+        ));
+    }
+    None
+}
+
+/// Runs the drill.
+pub fn run(cfg: &Config, args: &Args) -> Result<()> {
+    let refuse = |why: String| Error::usage(format!("drill refused: {why}"));
+    let shutdown = Shutdown::new().map_err(|e| Error::runtime(format!("drill: {e}")))?;
+    let cli = Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, shutdown.clone());
+    let mut fleet = Fleet::new(cfg.autorestart_dir());
+    fleet.reload_markers();
+    fleet
+        .refresh(&cli)
+        .map_err(|e| Error::runtime(format!("drill: cannot list the fleet: {e}")))?;
+    let s = resolve(&fleet, &args.id).map_err(refuse)?;
+    let shown = show(cfg, &s, &shutdown)?;
+    let now = unix_now();
+    let dir = &cfg.watchdog_dir;
+    let state: State = read_bounded(&dir.join(STATE_FILE), STATE_FILE_MAX)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let holder = instance_lock::holder(dir);
+    let created = shown
+        .created_at
+        .parse::<jiff::Timestamp>()
+        .ok()
+        .map(|t| t.as_millisecond() as f64 / 1000.0);
+    let restarted = state.sessions.get(&s.id).and_then(|b| b.restarted_at);
+    let facts = Facts {
+        status: Status::parse(&shown.status),
+        daemon: holder.as_ref(),
+        state: &state,
+        limits: &Limits::from_config(cfg),
+        now,
+        status_writer: status_writer(cfg).is_some(),
+        last_start: created.into_iter().chain(restarted).reduce(f64::max),
+    };
+    if let Some(why) = refusal(&s.id, &facts) {
+        return Err(refuse(why));
+    }
+    if shown.tmux_session.is_empty() {
+        return Err(refuse(format!(
+            "agent-deck names no tmux session for {}",
+            s.id
+        )));
+    }
+    let socket = tmux_socket(cfg)?;
+    let target = format!(
+        "tmux{} kill-session -t ={}",
+        socket
+            .as_deref()
+            .map_or(String::new(), |s| format!(" -L {s}")),
+        shown.tmux_session
+    );
+    if !args.yes && !confirmed(&s, &target)? {
+        return Err(refuse("not confirmed".into()));
+    }
+    let follow = follow::Follow::start(dir);
+    let killed_at = unix_now();
+    let mut record = RestartRecord::new(
+        killed_at,
+        &s,
+        "drill",
+        Some(format!("killed: {target}")),
+        false,
+    );
+    record.final_status = Some(shown.status.clone());
+    Records::new(dir).restart(&record);
+    kill(&socket, &shown.tmux_session, &shutdown)?;
+    println!("killed {} ({}): {target}", s.title, s.id);
+    let outcome = follow.wait(
+        &s,
+        Duration::from_secs_f64(args.timeout_s),
+        &shutdown,
+        || {
+            show(cfg, &s, &shutdown).is_ok_and(|sh| {
+                matches!(
+                    Status::parse(&sh.status),
+                    Status::Running | Status::Waiting | Status::Idle
+                )
+            })
+        },
+    );
+    print!("{}", follow::timeline(dir, &s, killed_at, &cfg.hooks_dir));
+    match outcome.recovered_at {
+        Some(at) => {
+            let took = at - killed_at;
+            let verdict = if took <= TARGET_S { "within" } else { "over" };
+            println!("recovered in {took:.1} s ({verdict} the design's {TARGET_S:.0} s)");
+            Ok(())
+        }
+        None => Err(Error::runtime(format!(
+            "not recovered within {:.0} s: {}",
+            args.timeout_s, outcome.instead
+        ))),
+    }
+}
+
+/// `ID` as agent-deck resolves it, among the restart-critical sessions: an
+/// exact title, else an id or an id prefix of at least 6 characters.
+fn resolve(fleet: &Fleet, id: &str) -> std::result::Result<Session, String> {
+    let critical = fleet.critical();
+    let by_title: Vec<&Session> = critical.iter().filter(|s| s.title == id).collect();
+    let by_id: Vec<&Session> = critical
+        .iter()
+        .filter(|s| s.id == id || (id.len() >= 6 && s.id.starts_with(id)))
+        .collect();
+    let found = if by_title.is_empty() { by_id } else { by_title };
+    match found.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] if fleet.knows(id) => Err(format!(
+            "{id} is not restart-critical: the watchdog would not restart it"
+        )),
+        [] => Err(format!(
+            "no restart-critical session has the id or title {id:?}"
+        )),
+        many => Err(format!(
+            "{id:?} names {} sessions ({}); give the id",
+            many.len(),
+            many.iter()
+                .map(|s| s.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// `-p P session show ID --json`, for the fields the daemon's own reading
+/// leaves out (`tmux_session`, `created_at`).
+fn show(cfg: &Config, s: &Session, shutdown: &Shutdown) -> Result<Shown> {
+    let mut job = Cmd::new(&cfg.bin);
+    if !s.profile.is_empty() {
+        job = job.arg("-p").arg(&s.profile);
+    }
+    let job = job.args(["session", "show", s.id.as_str(), "--json"]);
+    let fail = |why: String| Error::runtime(format!("drill: session show {}: {why}", s.id));
+    let out =
+        process::run(&job, cfg.subprocess_timeout, shutdown).map_err(|e| fail(e.to_string()))?;
+    if !out.success() {
+        return Err(fail(format!("exit {:?}: {}", out.code, out.stderr.trim())));
+    }
+    serde_json::from_str(&out.stdout).map_err(|e| fail(e.to_string()))
+}
+
+/// agent-deck's `[tmux] socket_name`, `None` for the default socket.
+fn tmux_socket(cfg: &Config) -> Result<Option<String>> {
+    let Some(path) = deck_config::find(&cfg.home, cfg.xdg_config_home.as_deref(), &cfg.root) else {
+        return Ok(None);
+    };
+    let text = read_text(&path, SMALL_FILE_MAX).map_err(|e| {
+        Error::runtime(format!(
+            "drill: cannot read {}: {}",
+            path.display(),
+            e.reason()
+        ))
+    })?;
+    deck_config::tmux_socket_name(&text)
+        .map_err(|e| Error::runtime(format!("drill: cannot parse {}: {e}", path.display())))
+}
+
+/// Asks on the terminal; no terminal is no.
+fn confirmed(s: &Session, target: &str) -> Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::usage(
+            "drill refused: no terminal to confirm on; pass --yes to drill without asking",
+        ));
+    }
+    eprint!(
+        "drill: kill {} ({}) now, as a crash would ({target})? [y/N] ",
+        s.title, s.id
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Error::runtime(format!("drill: cannot read the answer: {e}")))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// `tmux [-L socket] kill-session -t =NAME`: the exact name, nothing else.
+fn kill(socket: &Option<String>, name: &str, shutdown: &Shutdown) -> Result<()> {
+    let mut job = Cmd::new(Path::new("tmux"));
+    if let Some(s) = socket {
+        job = job.arg("-L").arg(s);
+    }
+    let job = job.args(["kill-session", "-t", &format!("={name}")]);
+    let out = process::run(&job, Duration::from_secs(10), shutdown)
+        .map_err(|e| Error::runtime(format!("drill: tmux {e}")))?;
+    if !out.success() {
+        return Err(Error::runtime(format!(
+            "drill: tmux kill-session -t ={name} failed: {}",
+            out.stderr.trim()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::book::SessionBook;
+
+    const ID: &str = "3f9c2a1b-1755891234";
+
+    fn limits() -> Limits {
+        Limits::from_config(&crate::config::test_config(Path::new("/tmp/x")))
+    }
+
+    fn daemon() -> Holder {
+        Holder {
+            pid: 4242,
+            dry_run: false,
+            once: false,
+            started_at: Some(900.0),
+        }
+    }
+
+    fn facts<'a>(state: &'a State, lim: &'a Limits, holder: Option<&'a Holder>) -> Facts<'a> {
+        Facts {
+            status: Status::Running,
+            daemon: holder,
+            state,
+            limits: lim,
+            now: 1000.0,
+            status_writer: true,
+            last_start: Some(100.0),
+        }
+    }
+
+    #[test]
+    fn a_healthy_critical_session_under_a_live_daemon_may_be_drilled() {
+        let (state, lim, d) = (State::default(), limits(), daemon());
+        for status in [Status::Running, Status::Waiting, Status::Idle] {
+            let f = Facts {
+                status,
+                ..facts(&state, &lim, Some(&d))
+            };
+            assert_eq!(refusal(ID, &f), None, "{status:?}");
+        }
+    }
+
+    #[test]
+    fn each_reason_to_refuse_is_named() {
+        let (lim, d) = (limits(), daemon());
+        let clear = State::default();
+        let refused = |f: Facts<'_>, says: &str| {
+            let why = refusal(ID, &f).unwrap_or_default();
+            assert!(why.contains(says), "{why:?} should say {says:?}");
+        };
+        for status in [
+            Status::Error,
+            Status::Stopped,
+            Status::Unknown,
+            Status::Queued,
+        ] {
+            refused(
+                Facts {
+                    status,
+                    ..facts(&clear, &lim, Some(&d))
+                },
+                "needs a healthy session",
+            );
+        }
+        refused(facts(&clear, &lim, None), "no watchdog daemon");
+        let dry = Holder {
+            dry_run: true,
+            ..daemon()
+        };
+        refused(facts(&clear, &lim, Some(&dry)), "--dry-run");
+        let once = Holder {
+            once: true,
+            ..daemon()
+        };
+        refused(facts(&clear, &lim, Some(&once)), "--once");
+        let breaker = State {
+            breaker_open_until: 2000.0,
+            ..State::default()
+        };
+        refused(facts(&breaker, &lim, Some(&d)), "breaker_open");
+        let pause = State {
+            cascade_pause_until: 2000.0,
+            ..State::default()
+        };
+        refused(facts(&pause, &lim, Some(&d)), "cascade_pause");
+        let with_book = |b: SessionBook| {
+            let mut st = State::default();
+            st.sessions.insert(ID.into(), b);
+            st
+        };
+        let cooling = with_book(SessionBook {
+            cooldown_until: 1010.0,
+            ..SessionBook::default()
+        });
+        refused(facts(&cooling, &lim, Some(&d)), "cooldown");
+        let backoff = with_book(SessionBook {
+            backoff_until: 1010.0,
+            ..SessionBook::default()
+        });
+        refused(facts(&backoff, &lim, Some(&d)), "backoff_429");
+        let spent = with_book(SessionBook {
+            restarts: vec![990.0; lim.rate_max],
+            ..SessionBook::default()
+        });
+        refused(facts(&spent, &lim, Some(&d)), "no restart left");
+        let fresh = Facts {
+            last_start: Some(970.0),
+            status_writer: false,
+            ..facts(&clear, &lim, Some(&d))
+        };
+        refused(fresh, "freshness guard");
+    }
+
+    #[test]
+    fn a_fresh_start_is_fine_when_the_stored_status_is_kept_current() {
+        let (state, lim, d) = (State::default(), limits(), daemon());
+        let f = Facts {
+            last_start: Some(970.0),
+            ..facts(&state, &lim, Some(&d))
+        };
+        assert_eq!(refusal(ID, &f), None);
+    }
+}

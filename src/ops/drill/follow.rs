@@ -1,0 +1,157 @@
+//! Following the daemon after the kill: new `restart.log` lines read from
+//! where the file ended at the kill (across a rotation), and the timeline
+//! printed at the end.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::fleet::session::Session;
+use crate::ops::history::{self, format, timeline::Record};
+use crate::records::audit::{RestartRecord, RESTART_LOG};
+use crate::records::rotation::rotated_path;
+use crate::sys::clock::local_timestamp;
+use crate::sys::fs::open_regular;
+use crate::sys::shutdown::Shutdown;
+use crate::triggers::hook_file::read_hook;
+
+const POLL: Duration = Duration::from_millis(250);
+/// One line of `restart.log` is far smaller; a longer one is not ours.
+const READ_MAX: u64 = 16 << 20;
+
+/// How the wait ended.
+pub struct Outcome {
+    /// When the daemon's `restarted` record says it was back, confirmed
+    /// healthy by `session show`.
+    pub recovered_at: Option<f64>,
+    /// What the daemon did instead, when it did not recover in time.
+    pub instead: String,
+}
+
+/// `restart.log` read from where it ended when the drill began.
+pub struct Follow {
+    log: PathBuf,
+    offset: u64,
+}
+
+impl Follow {
+    pub fn start(dir: &Path) -> Follow {
+        let log = dir.join(RESTART_LOG);
+        let offset = std::fs::metadata(&log).map_or(0, |m| m.len());
+        Follow { log, offset }
+    }
+
+    /// The records written since the last call; a rotation in between is
+    /// followed into `restart.log.1`.
+    fn new_records(&mut self) -> Vec<RestartRecord> {
+        let len = std::fs::metadata(&self.log).map_or(0, |m| m.len());
+        let mut bytes = Vec::new();
+        if len < self.offset {
+            read_from(&rotated_path(&self.log), self.offset, &mut bytes);
+            self.offset = 0;
+        }
+        self.offset += read_from(&self.log, self.offset, &mut bytes);
+        // A line still being written stays for the next call.
+        let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        self.offset -= (bytes.len() - whole) as u64;
+        bytes[..whole]
+            .split(|b| *b == b'\n')
+            .filter_map(|l| serde_json::from_slice(l).ok())
+            .collect()
+    }
+
+    /// Waits until a `restarted` record of `s` is followed by `healthy()`,
+    /// or the timeout, or shutdown.
+    pub fn wait(
+        mut self,
+        s: &Session,
+        timeout: Duration,
+        shutdown: &Shutdown,
+        mut healthy: impl FnMut() -> bool,
+    ) -> Outcome {
+        let deadline = Instant::now() + timeout;
+        let mut last: Option<RestartRecord> = None;
+        let mut restarted_at = None;
+        while Instant::now() < deadline {
+            for r in self
+                .new_records()
+                .into_iter()
+                .filter(|r| r.id == s.id && r.action != "drill")
+            {
+                restarted_at = (r.action == "restarted").then_some(r.ts);
+                last = Some(r);
+            }
+            if let Some(at) = restarted_at {
+                if healthy() {
+                    return Outcome {
+                        recovered_at: Some(at),
+                        instead: String::new(),
+                    };
+                }
+            }
+            if !shutdown.sleep(POLL) {
+                break;
+            }
+        }
+        let instead = match last {
+            Some(r) => format!(
+                "the daemon's last record for {} is `{}`{}",
+                s.id,
+                r.action,
+                r.reason.map_or(String::new(), |why| format!(" ({why})"))
+            ),
+            None => format!(
+                "the daemon wrote no record about {} since the kill; is it watching this fleet? (run `agent-deck-watchdog doctor`)",
+                s.id
+            ),
+        };
+        Outcome {
+            recovered_at: None,
+            instead,
+        }
+    }
+}
+
+/// Appends what `path` holds from `offset` on (bounded); how much it read.
+fn read_from(path: &Path, offset: u64, into: &mut Vec<u8>) -> u64 {
+    let Ok(mut f) = open_regular(path) else {
+        return 0;
+    };
+    if f.seek(SeekFrom::Start(offset)).is_err() {
+        return 0;
+    }
+    f.take(READ_MAX).read_to_end(into).map_or(0, |n| n as u64)
+}
+
+/// The drill's timeline as `history` prints it: every record about `s`
+/// since the kill, with what woke the daemon after the first.
+pub fn timeline(dir: &Path, s: &Session, killed_at: f64, hooks_dir: &Path) -> String {
+    let (all, _) = history::load(dir);
+    let tz = jiff::tz::TimeZone::system();
+    let titles = std::collections::HashMap::new();
+    let mut out = String::new();
+    let ours = all
+        .iter()
+        .filter(|r| r.session() == Some(s.id.as_str()) && r.ts() >= killed_at - 0.001);
+    for (i, r) in ours.enumerate() {
+        out.push_str(&format::line(r, &titles, &tz));
+        out.push('\n');
+        if i == 0 && matches!(r, Record::Restart(_)) {
+            out.push_str(&woke(hooks_dir, s, killed_at));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// What told the daemon: a hook written after the kill, or else the poll.
+fn woke(hooks_dir: &Path, s: &Session, killed_at: f64) -> String {
+    match read_hook(hooks_dir, &s.id).and_then(|h| Some((h.status, h.ts?))) {
+        Some((status, ts)) if ts >= killed_at => format!(
+            "{}  woken by a hook: {status:?} (hook file written {:.1} s after the kill)",
+            local_timestamp(ts),
+            ts - killed_at
+        ),
+        _ => "  no hook after the kill: the safety poll found it".to_owned(),
+    }
+}

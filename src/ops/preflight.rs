@@ -1,0 +1,62 @@
+//! What `doctor` and `drill` both ask before they trust the daemon to act:
+//! why a session is restart-critical, and whether anything keeps
+//! agent-deck's stored status current.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use crate::config::Config;
+use crate::fleet::cache::Fleet;
+use crate::fleet::session::{self, Session};
+use crate::sys::process_table::{self, PROC_DIR};
+
+/// Why `s` is restart-critical, or `None` when it is not.
+pub fn critical_reason(fleet: &Fleet, s: &Session) -> Option<String> {
+    if s.title.starts_with("conductor-") {
+        Some("title conductor-*".into())
+    } else if s.group == "conductor" || s.group == "watchers" {
+        Some(format!("group {}", s.group))
+    } else if s.is_conductor {
+        Some("is_conductor".into())
+    } else if session::is_critical_by_name(s) {
+        Some(format!("title {}", s.title))
+    } else if fleet.is_critical(s) {
+        Some("autorestart marker".into())
+    } else {
+        None
+    }
+}
+
+/// The agent-deck process that keeps the stored status current for this
+/// `HOME`: its TUI or `notify-daemon`, as `"notify-daemon (pid N)"`. Without
+/// one, agent-deck's 60 s freshness guard refuses to restart a session that
+/// started less than a minute ago, dead pane or not.
+pub fn status_writer(cfg: &Config) -> Option<String> {
+    let bin = cfg.bin.file_name()?;
+    let home = cfg.home.as_os_str().as_bytes();
+    process_table::processes(Path::new(PROC_DIR)).find_map(|p| {
+        let mut argv = p.cmdline.split(|b| *b == 0).filter(|a| !a.is_empty());
+        if Path::new(std::ffi::OsStr::from_bytes(argv.next()?)).file_name() != Some(bin) {
+            return None;
+        }
+        if p.env_value("HOME").as_deref() != Some(home) {
+            return None;
+        }
+        // The global profile flag may come first: `-p work`, `--profile=work`.
+        let command = loop {
+            match argv.next() {
+                Some(b"-p" | b"--profile") => {
+                    argv.next();
+                }
+                Some(a) if a.starts_with(b"-p=") || a.starts_with(b"--profile=") => {}
+                other => break other,
+            }
+        };
+        let what = match command {
+            None => "TUI",
+            Some(b"notify-daemon") => "notify-daemon",
+            Some(_) => return None,
+        };
+        Some(format!("{what} (pid {})", p.pid))
+    })
+}
