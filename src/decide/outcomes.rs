@@ -70,6 +70,8 @@ spelled! {
         NudgeFailed = "nudge-failed",
         StaleRemoved = "stale-removed",
         StaleRemoveFailed = "stale-remove-failed",
+        /// `agent-deck-watchdog drill` killed the session on purpose.
+        Drill = "drill",
     }
 }
 
@@ -120,6 +122,7 @@ mod tests {
             (A::NudgeFailed, "nudge-failed"),
             (A::StaleRemoved, "stale-removed"),
             (A::StaleRemoveFailed, "stale-remove-failed"),
+            (A::Drill, "drill"),
         ];
         use Severity as S;
         let severities = [

@@ -27,7 +27,9 @@ use crate::fleet::deck::Cli;
 use crate::fleet::deck_config;
 use crate::fleet::session::{Session, Status};
 use crate::ops::preflight::status_writer;
-use crate::records::audit::{Records, RestartRecord};
+use crate::decide::outcomes::RestartAction;
+use crate::records::audit::RestartRecord;
+use crate::records::writer::Records;
 use crate::records::instance_lock::{self, Holder};
 use crate::records::state_file::STATE_FILE;
 use crate::sys::clock::unix_now;
@@ -174,7 +176,7 @@ pub fn run(cfg: &Config, args: &Args) -> Result<()> {
     let mut record = RestartRecord::new(
         killed_at,
         &s,
-        "drill",
+        RestartAction::Drill,
         Some(format!("killed: {target}")),
         false,
     );

@@ -6,6 +6,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::decide::outcomes::RestartAction;
 use crate::fleet::session::Session;
 use crate::ops::history::{self, format, timeline::Record};
 use crate::records::audit::{RestartRecord, RESTART_LOG};
@@ -76,9 +77,9 @@ impl Follow {
             for r in self
                 .new_records()
                 .into_iter()
-                .filter(|r| r.id == s.id && r.action != "drill")
+                .filter(|r| r.id == s.id && r.action != RestartAction::Drill)
             {
-                restarted_at = (r.action == "restarted").then_some(r.ts);
+                restarted_at = (r.action == RestartAction::Restarted).then_some(r.ts);
                 last = Some(r);
             }
             if let Some(at) = restarted_at {
