@@ -99,6 +99,12 @@ impl Agent {
         fs::write(self.dir.join("fake-mode"), format!("{mode}\n")).expect("write fake-mode");
     }
 
+    /// Notes that the session was (re)started just now, by the watchdog
+    /// rather than the test, so [`Sandbox::age_past_freshness`] waits from here.
+    pub fn started_now(&self) {
+        self.started.set(Some(Instant::now()));
+    }
+
     /// The fake's boot log: one line per boot with its argv.
     pub fn fake_log(&self) -> String {
         fs::read_to_string(self.dir.join("fake.log")).unwrap_or_default()

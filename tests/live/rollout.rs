@@ -1,0 +1,141 @@
+//! The rollout commands against the real CLI: `doctor` on a healthy and on
+//! a broken sandbox, and `drill` end to end, five times timed. Run with
+//! `--nocapture` to see what each printed.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::sandbox::{is_healthy, Sandbox, Tool};
+use crate::support::files::write_script;
+use crate::support::wait_until;
+
+fn doctor(sb: &Sandbox) -> (Option<i32>, Vec<Value>) {
+    let text = sb.run_watchdog(&["doctor"], &[]);
+    println!("{}", String::from_utf8_lossy(&text.stdout));
+    let out = sb.run_watchdog(&["doctor", "--json"], &[]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    (out.status.code(), v.as_array().unwrap().clone())
+}
+
+fn status_of<'a>(checks: &'a [Value], name: &str) -> &'a str {
+    checks
+        .iter()
+        .find(|c| c["check"] == name)
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or_else(|| panic!("no check {name}: {checks:#?}"))
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn doctor_on_a_healthy_sandbox_fails_nothing() {
+    let sb = Sandbox::new();
+    let a = sb.launch("conductor-ops", "conductor", Tool::Claude, None);
+    write_script(
+        &sb.watchdog_dir().join("escalate.sh"),
+        "#!/bin/sh\nexit 0\n",
+    );
+    let d = sb.spawn_watchdog(&[]);
+    sb.wait_for_polls(&d, 1, Duration::from_secs(30));
+    let earlier = sb.watchdog_calls().len();
+    let (code, checks) = doctor(&sb);
+    // Read-only: `version` and the daemon's read-only calls, nothing else
+    // (the daemon beside it makes only those too while the fleet is healthy).
+    for call in &sb.watchdog_calls()[earlier..] {
+        let words: Vec<&str> = call.split_whitespace().skip(1).collect();
+        let read_only = words == ["version"]
+            || words.contains(&"list")
+            || words.windows(2).any(|w| w == ["session", "show"]);
+        assert!(read_only, "{call}");
+    }
+    let failed: Vec<&Value> = checks.iter().filter(|c| c["status"] == "fail").collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    assert_eq!(code, Some(0));
+    for name in [
+        "agent-deck",
+        "settings",
+        "critical sessions",
+        "hooks dir",
+        "agent-deck's stored status",
+        "watchdog daemon",
+        "escalate.sh",
+        "watchdog dir",
+    ] {
+        assert_eq!(status_of(&checks, name), "ok", "{name}: {checks:#?}");
+    }
+    let critical = checks
+        .iter()
+        .find(|c| c["check"] == "critical sessions")
+        .unwrap();
+    assert!(
+        critical["detail"].as_str().unwrap().contains(&a.title),
+        "{critical}"
+    );
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn doctor_on_a_broken_sandbox_names_each_problem() {
+    let sb = Sandbox::new();
+    sb.launch("conductor-ops", "conductor", Tool::Custom, None);
+    let _ = fs::remove_dir_all(sb.hooks_dir());
+    let script = sb.watchdog_dir().join("escalate.sh");
+    write_script(&script, "#!/bin/sh\nexit 0\n");
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o600)).unwrap();
+    let (code, checks) = doctor(&sb);
+    assert_eq!(code, Some(1));
+    assert_eq!(status_of(&checks, "hooks dir"), "fail");
+    assert_eq!(status_of(&checks, "watchdog daemon"), "warn");
+    assert_eq!(status_of(&checks, "escalate.sh"), "warn");
+    assert_eq!(status_of(&checks, "agent-deck"), "ok");
+}
+
+/// Runs one drill and returns its recovery time, as it printed it.
+fn drill(sb: &Sandbox, title: &str) -> f64 {
+    let out = sb.run_watchdog(&["drill", title, "--yes", "--timeout", "60"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    println!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let secs = text
+        .lines()
+        .find_map(|l| l.strip_prefix("recovered in "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok());
+    secs.unwrap_or_else(|| panic!("no verdict: {text}"))
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn drill_kills_a_conductor_and_times_its_recovery_five_times() {
+    let sb = Sandbox::new();
+    let a = sb.launch("conductor-ops", "conductor", Tool::Custom, None);
+    let bystander = sb.launch("conductor-other", "conductor", Tool::Custom, None);
+    let other_tmux = sb.tmux_session(&bystander);
+    let d = sb.spawn_watchdog(&[("RATE_LIMIT_MAX", "20")]);
+    sb.wait_for_polls(&d, 1, Duration::from_secs(30));
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        sb.age_past_freshness(&a);
+        times.push(drill(&sb, &a.title));
+        a.started_now();
+        assert!(is_healthy(&sb.status(&a)));
+    }
+    assert_eq!(sb.restarts_of(&a, "drill").len(), 5);
+    assert!(wait_until(Duration::from_secs(5), || sb
+        .restarts_of(&a, "restarted")
+        .len()
+        >= 5));
+    // The drill touched only the session it named.
+    assert_eq!(sb.tmux_session(&bystander), other_tmux);
+    assert!(sb.restarts_of(&bystander, "restart").is_empty());
+    assert!(sb.watchdog_calls_with(&["session", "stop"]).is_empty());
+    let mut sorted = times.clone();
+    sorted.sort_by(f64::total_cmp);
+    println!(
+        "drill recovery over 5 drills: median {:.1} s, worst {:.1} s ({times:?})",
+        sorted[2], sorted[4]
+    );
+}
