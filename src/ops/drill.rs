@@ -29,6 +29,7 @@ use crate::fleet::deck_config;
 use crate::fleet::session::{Session, Status};
 use crate::ops::preflight::status_writer;
 use crate::records::audit::RestartRecord;
+use crate::records::daemon_status;
 use crate::records::instance_lock::{self, Holder};
 use crate::records::state_file::STATE_FILE;
 use crate::records::writer::Records;
@@ -136,6 +137,18 @@ pub fn run(cfg: &Config, args: &Args) -> Result<()> {
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
     let holder = instance_lock::holder(dir);
+    // The budget is the daemon's, as its last tick says, over this shell's.
+    let mut limits = Limits::from_config(cfg);
+    let running = daemon_status::read(dir).filter(|st| {
+        holder
+            .as_ref()
+            .and_then(|h| h.started_at)
+            .is_some_and(|t| st.last_tick >= t && st.rate_limit_max > 0)
+    });
+    if let Some(st) = running {
+        limits.rate_max = st.rate_limit_max;
+        limits.rate_window = st.rate_limit_window_s;
+    }
     let created = shown
         .created_at
         .parse::<jiff::Timestamp>()
@@ -146,7 +159,7 @@ pub fn run(cfg: &Config, args: &Args) -> Result<()> {
         status: Status::parse(&shown.status),
         daemon: holder.as_ref(),
         state: &state,
-        limits: &Limits::from_config(cfg),
+        limits: &limits,
         now,
         status_writer: status_writer(cfg).is_some(),
         last_start: created.into_iter().chain(restarted).reduce(f64::max),

@@ -30,6 +30,10 @@ pub struct DaemonStatus {
     pub sessions_critical: usize,
     pub sessions_errored: usize,
     pub breaker_open: bool,
+    /// The daemon's own `RATE_LIMIT_MAX` and `RATE_LIMIT_WINDOW_S`, which a
+    /// shell running `drill` may not share (the unit's environment file).
+    pub rate_limit_max: usize,
+    pub rate_limit_window_s: f64,
 }
 
 /// agent-deck calls and failed calls since start, by command.

@@ -34,12 +34,13 @@ fn status_of<'a>(checks: &'a [Value], name: &str) -> &'a str {
 fn doctor_on_a_healthy_sandbox_fails_nothing() {
     let sb = Sandbox::new();
     let a = sb.launch("conductor-ops", "conductor", Tool::Claude, None);
+    // The daemon makes its dir (0700) first; escalate.sh goes in after.
+    let d = sb.spawn_watchdog(&[]);
+    sb.wait_for_polls(&d, 1, Duration::from_secs(30));
     write_script(
         &sb.watchdog_dir().join("escalate.sh"),
         "#!/bin/sh\nexit 0\n",
     );
-    let d = sb.spawn_watchdog(&[]);
-    sb.wait_for_polls(&d, 1, Duration::from_secs(30));
     let earlier = sb.watchdog_calls().len();
     let (code, checks) = doctor(&sb);
     // Read-only: `version` and the daemon's read-only calls, nothing else
