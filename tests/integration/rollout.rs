@@ -4,11 +4,13 @@
 //! it is given, as a real kill looks to agent-deck).
 
 use std::fs;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::support::files::{all_files_text, write_hook, write_script};
 use crate::support::fixtures::{conductor, session, CONDUCTOR};
+use crate::support::output_within;
 use crate::support::sim::shell_command;
 use crate::support::watchdog::{assert_ok, Wd};
 
@@ -36,6 +38,13 @@ fn doctor_json(wd: &Wd) -> (Option<i32>, Vec<Value>) {
 
 fn check<'a>(checks: &'a [Value], name: &str) -> &'a Value {
     checks.iter().find(|c| c["check"] == name).unwrap()
+}
+
+/// A running conductor with the tmux name agent-deck gives it at creation.
+fn live_conductor(id: &str, title: &str) -> Value {
+    let mut c = conductor(id, title, "running");
+    c["tmux_session"] = format!("agentdeck_{title}_ab12cd34").into();
+    c
 }
 
 /// A tmux on PATH that is the simulator, and agent-deck's config.toml
@@ -194,8 +203,8 @@ fn doctor_never_shows_the_telegram_token() {
 
 #[test]
 fn drill_kills_the_tmux_session_and_follows_it_back() {
-    let wd = with_tmux(Wd::new());
-    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let wd = with_tmux(Wd::new()).env("RATE_LIMIT_MAX", "1");
+    wd.sessions(vec![live_conductor(CONDUCTOR, "conductor-ops")]);
     let _d = wd.spawn(&[]);
     wd.wait_for_first_tick();
     let tmux = wd.sim.session_state(CONDUCTOR).unwrap()["tmux_session"]
@@ -226,6 +235,13 @@ fn drill_kills_the_tmux_session_and_follows_it_back() {
     // history shows it as a drill.
     let history = wd.run(&["history", CONDUCTOR]);
     assert!(String::from_utf8_lossy(&history.stdout).contains("action: drill"));
+    // The budget is the daemon's (1, now spent), not this shell's.
+    let mut again = wd.command(&["drill", CONDUCTOR, "--yes"]);
+    again.env("RATE_LIMIT_MAX", "5");
+    let out = output_within(again, Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no restart left"), "{err}");
 }
 
 #[test]
@@ -233,7 +249,7 @@ fn drill_refuses_with_exit_2_and_touches_nothing() {
     let wd = with_tmux(Wd::new());
     let worker = "a0b1c2d3-1755899999";
     wd.sessions(vec![
-        conductor(CONDUCTOR, "conductor-ops", "running"),
+        live_conductor(CONDUCTOR, "conductor-ops"),
         session(worker, "worker-1", "", "running"),
     ]);
     let refused = |wd: &Wd, args: &[&str], says: &str| {
@@ -248,7 +264,7 @@ fn drill_refuses_with_exit_2_and_touches_nothing() {
     let mut dry = wd.spawn(&["--dry-run"]);
     wd.wait_for_first_tick();
     refused(&wd, &["drill", CONDUCTOR, "--yes"], "--dry-run");
-    dry.signal_and_wait(libc::SIGTERM, std::time::Duration::from_secs(10));
+    dry.signal_and_wait(libc::SIGTERM, Duration::from_secs(10));
     let _d = wd.spawn(&[]);
     wd.wait_for_more_ticks(1);
     refused(
@@ -279,7 +295,7 @@ fn drill_refuses_with_exit_2_and_touches_nothing() {
 #[test]
 fn a_drill_that_does_not_recover_says_what_the_daemon_did() {
     let wd = with_tmux(Wd::new()).env("RATE_LIMIT_MAX", "1");
-    let mut c = conductor(CONDUCTOR, "conductor-ops", "running");
+    let mut c = live_conductor(CONDUCTOR, "conductor-ops");
     c["on_restart"] = "no_effect".into();
     c["on_start"] = "already_running".into();
     wd.sessions(vec![c]);

@@ -69,6 +69,10 @@ pub const LOG_ENV: &str = "FAKE_AGENT_DECK_LOG";
 pub const PROFILE_ENV: &str = "AGENTDECK_PROFILE";
 /// The environment variable naming the hooks directory (read under `read_hooks: true`).
 pub const HOOKS_ENV: &str = "AGENT_DECK_HOOKS_DIR";
+/// The release `agent-deck version` names unless the state says otherwise.
+pub const VERSION: &str = "1.14.0";
+/// The simulator as tmux, for the drill's kill ([`tmux`]).
+pub const TMUX_COMMAND: &str = "tmux";
 /// The simulator's own subcommand that kills a session's tmux session.
 pub const CRASH_COMMAND: &str = "crash";
 
@@ -118,6 +122,12 @@ pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl W
     let reply = match args {
         // Not an agent-deck command: not logged as a call.
         [first, rest @ ..] if first == CRASH_COMMAND => crash(rest, env),
+        [first, rest @ ..] if first == TMUX_COMMAND => {
+            if let Some(log) = &env.log {
+                log_call(log, args, err);
+            }
+            tmux(rest, env)
+        }
         _ => {
             if let Some(log) = &env.log {
                 log_call(log, args, err);
@@ -144,6 +154,13 @@ fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Reply {
     let Some(path) = env.state.as_deref() else {
         return Reply::err(1, format!("Error: {STATE_ENV} not set\n"));
     };
+    if args == ["version"] {
+        let answer = |st: &mut SimState| {
+            let v = st.version.as_deref().unwrap_or(VERSION);
+            Reply::out(0, format!("Agent Deck v{v}\n"))
+        };
+        return locked(path, answer).unwrap_or_else(|reply| reply);
+    }
     let call = match args::parse(args, &env.profile) {
         Ok(call) => call,
         Err(reply) => return reply,
@@ -190,6 +207,38 @@ fn crash(args: &[String], env: &SimEnv) -> Reply {
     match found {
         Ok(true) => Reply::out(0, format!("crashed {id}\n")),
         Ok(false) => Reply::err(2, format!("Error: no session with id '{id}'\n")),
+        Err(reply) => reply,
+    }
+}
+
+/// `tmux [-L SOCKET] kill-session -t [=]NAME`, the one tmux command the
+/// drill runs: the session whose `tmux_session` is NAME crashes as in
+/// [`crash`]. Logged as a call, so tests see the socket and the name.
+fn tmux(args: &[String], env: &SimEnv) -> Reply {
+    let Some(path) = env.state.as_deref() else {
+        return Reply::err(1, format!("Error: {STATE_ENV} not set\n"));
+    };
+    let rest = match args {
+        [l, _socket, rest @ ..] if l == "-L" => rest,
+        rest => rest,
+    };
+    let [verb, t, target] = rest else {
+        return Reply::err(1, "usage: tmux [-L socket] kill-session -t name\n".into());
+    };
+    if verb != "kill-session" || t != "-t" {
+        return Reply::err(1, format!("unknown command: {verb}\n"));
+    }
+    let name = target.strip_prefix('=').unwrap_or(target);
+    let found = locked(path, |st| {
+        st.sessions
+            .iter_mut()
+            .find(|s| s.tmux_session == name && s.tmux_alive != Some(false))
+            .map(|s| s.tmux_alive = Some(false))
+            .is_some()
+    });
+    match found {
+        Ok(true) => Reply::out(0, String::new()),
+        Ok(false) => Reply::err(1, format!("can't find session: {name}\n")),
         Err(reply) => reply,
     }
 }

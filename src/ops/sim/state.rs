@@ -63,6 +63,10 @@ pub struct SimState {
     /// (`stored_status`); absent or true, they read the live status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_writer: Option<bool>,
+    /// What `agent-deck version` names; absent, the release the live suite
+    /// verified ([`crate::ops::sim::VERSION`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
@@ -76,6 +80,7 @@ impl Default for SimState {
             delay_s: None,
             read_hooks: false,
             status_writer: None,
+            version: None,
             other: Map::new(),
         }
     }
