@@ -50,16 +50,7 @@ pub fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf> {
 /// The conductor's `env_file` in agent-deck's `config.toml` (XDG first,
 /// then the legacy locations).
 fn env_file_from_config(p: &Config, name: &str) -> Option<String> {
-    let xdg = p
-        .xdg_config_home
-        .clone()
-        .unwrap_or_else(|| p.home.join(".config"));
-    let candidates = [
-        xdg.join("agent-deck/config.toml"),
-        p.root.join("config.toml"),
-        p.home.join(".agent-deck/config.toml"),
-    ];
-    let path = candidates.into_iter().find(|c| c.is_file())?;
+    let path = crate::fleet::deck_config::find(&p.home, p.xdg_config_home.as_deref(), &p.root)?;
     let text = read_small(&path)?;
     let table: toml::Table = match toml::from_str(&text) {
         Ok(t) => t,

@@ -295,8 +295,8 @@ impl Daemon {
             sessions_critical: critical,
             sessions_errored: errored,
             breaker_open,
-            rate_limit_max: self.limits.rate_max,
-            rate_limit_window_s: self.limits.rate_window,
+            rate_limit_max: self.ctx.limits.rate_max,
+            rate_limit_window_s: self.ctx.limits.rate_window,
         };
         match metrics::write(&self.ctx.cfg.watchdog_dir, &sample) {
             Ok(()) => self.metrics_warned = false,

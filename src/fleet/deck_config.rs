@@ -15,7 +15,7 @@ pub fn candidates(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> V
     ]
 }
 
-/// The first candidate that is a file.
+/// The first of the [`candidates`] that is a file.
 pub fn find(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Option<PathBuf> {
     candidates(home, xdg_config_home, root)
         .into_iter()
