@@ -54,10 +54,12 @@ daemon runs outside dry-run, and no gate would hold the restart.
 testing:
   agent-deck-watchdog sim <agent-deck arguments…>
                   a simulated agent-deck CLI, the one the demo, the tests and the
-                  benchmark run against: it answers list, session show|restart|
-                  start|send|output and remove like the real CLI, from the JSON
-                  state file named by FAKE_AGENT_DECK_STATE, and logs each call
-                  to FAKE_AGENT_DECK_LOG. It never touches tmux or agent-deck.
+                  benchmark run against: it answers version, list, session show|
+                  restart|start|send|output and remove like the real CLI, from
+                  the JSON state file named by FAKE_AGENT_DECK_STATE, and logs
+                  each call to FAKE_AGENT_DECK_LOG. As `sim tmux [-L S]
+                  kill-session -t NAME` it crashes the session of that tmux
+                  name. It never touches tmux or agent-deck.
 
 settings come from the environment only; see README.md for the list.
 exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
