@@ -216,6 +216,7 @@ fn a_start_of_a_live_tmux_session_is_already_running() {
 fn not_found_exits_2_with_json_error_on_stdout() {
     let sim = fleet();
     check_unknown_id_is_not_found_exit_2(&|a| sim.run(a));
+    check_version_names_the_release(&|a| sim.run(a));
 
     // The worker lives in "work", so the default profile does not see it.
     let out = sim.run(&["session", "restart", ID_B, "--json"]);

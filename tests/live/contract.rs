@@ -33,6 +33,7 @@ fn the_real_cli_answers_the_contract_checks() {
     check_list_and_show_shapes(&run, &alive.id);
     check_start_of_a_live_session_is_already_running(&run, &alive.id);
     check_unknown_id_is_not_found_exit_2(&run);
+    check_version_names_the_release(&run);
     check_non_claude_send_of_twelve_characters_answers_typed(&run, &alive.id);
     check_never_started_reads_error_like_a_killed_one(&run, &never.id, &killed.id);
     check_dead_non_claude_output_exits_1(&run, &killed.id);
