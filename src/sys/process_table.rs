@@ -89,7 +89,7 @@ pub(crate) fn parse_procargs2(buf: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
 #[cfg(target_os = "linux")]
 pub(crate) use linux::{pid_alive, processes, start_time};
 #[cfg(target_os = "macos")]
-pub use macos::{pid_alive, processes, start_time};
+pub(crate) use macos::{pid_alive, processes, start_time};
 
 #[cfg(target_os = "linux")]
 mod linux {
@@ -219,7 +219,7 @@ mod macos {
 
     /// Every process of this user but this one whose arguments are readable.
     /// `_proc_dir` is for Linux; macOS has no `/proc`.
-    pub fn processes(_proc_dir: &Path) -> impl Iterator<Item = Process> {
+    pub(crate) fn processes(_proc_dir: &Path) -> impl Iterator<Item = Process> {
         let me = std::process::id();
         let uid = rustix::process::getuid().as_raw();
         all_pids().into_iter().filter_map(move |pid| {
@@ -237,7 +237,7 @@ mod macos {
     }
 
     /// Whether `pid` is a live (non-zombie) process.
-    pub fn pid_alive(_proc_dir: &Path, pid: u32) -> bool {
+    pub(crate) fn pid_alive(_proc_dir: &Path, pid: u32) -> bool {
         let Some(id) = libc::pid_t::try_from(pid)
             .ok()
             .and_then(rustix::process::Pid::from_raw)
@@ -253,7 +253,7 @@ mod macos {
     }
 
     /// When `pid` started, in microseconds since the epoch.
-    pub fn start_time(_proc_dir: &Path, pid: u32) -> Option<u64> {
+    pub(crate) fn start_time(_proc_dir: &Path, pid: u32) -> Option<u64> {
         let info = bsd_info(libc::pid_t::try_from(pid).ok()?)?;
         Some(info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec)
     }

@@ -71,7 +71,7 @@ fn inotify_in_use() -> (u64, u64) {
 
 /// `kernel notifications` on macOS: kqueue has no per-user limit to run out of.
 #[cfg(not(target_os = "linux"))]
-pub fn kernel_notifications() -> Check {
+pub(crate) fn kernel_notifications() -> Check {
     Check::ok("kernel notifications", "kqueue")
 }
 
