@@ -3,7 +3,7 @@
 //!
 //! Records: a million `restart.log` lines (plus liveness and escalation
 //! records) written through the daemon's own appender,
-//! [`Records`](agent_deck_watchdog::records::writer::Records), with
+//! [`Records`](agent_deck_watchdog::harness::Records), with
 //! `RECORD_MAX_BYTES` at its default; at the end, the bytes the record files
 //! hold on disk against the bound of about twice the limit per file, and the
 //! bytes that were written in all.
@@ -21,15 +21,15 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Instant;
 
-use agent_deck_watchdog::records::audit::{
+use agent_deck_watchdog::harness::Records;
+use agent_deck_watchdog::harness::TaskStatus;
+use agent_deck_watchdog::harness::{retention, DAY_S};
+use agent_deck_watchdog::harness::{rotated_path, DEFAULT_MAX_BYTES};
+use agent_deck_watchdog::harness::{
     EscalationRecord, LivenessRecord, Pane, RestartAction, RestartRecord, Severity, StatusRead,
     ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
 };
-use agent_deck_watchdog::records::rotation::{rotated_path, DEFAULT_MAX_BYTES};
-use agent_deck_watchdog::records::writer::Records;
-use agent_deck_watchdog::tasks::registry::{Registry, RegistryFile, Task, TaskEvent};
-use agent_deck_watchdog::tasks::retention::{self, DAY_S};
-use agent_deck_watchdog::tasks::TaskStatus;
+use agent_deck_watchdog::harness::{Registry, RegistryFile, Task, TaskEvent};
 
 const YEAR_START: f64 = 1_767_225_600.0; // 2026-01-01T00:00:00Z
 const DAYS: u32 = 365;
@@ -110,7 +110,7 @@ fn liveness(i: u64) -> LivenessRecord {
         },
         auth_hold_reason: None,
         decision: "skip".into(),
-        reason: agent_deck_watchdog::records::audit::LivenessReason::PaneActive,
+        reason: agent_deck_watchdog::harness::LivenessReason::PaneActive,
         consecutive_skips: Some(1),
         dry_run: false,
     }

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 
 use crate::error::{Error, Result};
 
-pub const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 agent-deck-watchdog: keeps critical agent-deck sessions alive
 
 usage:
@@ -67,7 +67,7 @@ exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
 
 /// Flags shared by the daemon and `--once`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RunFlags {
+pub(crate) struct RunFlags {
     pub dry_run: bool,
     pub once: bool,
     pub verbose: bool,
@@ -75,7 +75,7 @@ pub struct RunFlags {
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Invocation {
+pub(crate) enum Invocation {
     Run(RunFlags),
     PrintConfig(RunFlags),
     Task(RunFlags, crate::tasks::commands::TaskCommand),
@@ -89,7 +89,7 @@ pub enum Invocation {
 }
 
 /// Parses the arguments after the program name.
-pub fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
+pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
     if args.first().is_some_and(|a| a == "history") {
         return parse_history(args.split_off(1));
     }

@@ -146,7 +146,7 @@ fn finished(cfg: &Config) -> bool {
 }
 
 /// Runs the demo and prints its timeline.
-pub fn run() -> Result<()> {
+pub(crate) fn run() -> Result<()> {
     let dir = std::env::temp_dir().join(format!(
         "agent-deck-watchdog-demo-{}-{}",
         std::process::id(),

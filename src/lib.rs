@@ -16,18 +16,31 @@ pub(crate) mod demo;
 pub(crate) mod duration_flag;
 pub(crate) mod error;
 pub(crate) mod fleet;
-pub mod ops;
-pub mod records;
+pub(crate) mod ops;
+pub(crate) mod records;
 pub(crate) mod sys;
-pub mod tasks;
+pub(crate) mod tasks;
 #[cfg(test)]
 mod testing;
 pub(crate) mod text;
 pub(crate) mod triggers;
 
-/// The list parser, reached by `cargo bench --bench scale`: not an API.
+/// What the black-box tests and the benches reach inside the crate, and
+/// nothing else is public: the record types and files they read back, the
+/// simulated agent-deck, the list parser, the task registry. Not an API.
 #[doc(hidden)]
-pub use fleet::listing;
+pub mod harness {
+    pub use crate::fleet::listing;
+    pub use crate::ops::sim;
+    pub use crate::records::audit::{
+        EscalationRecord, LivenessReason, LivenessRecord, Pane, RestartAction, RestartRecord,
+        Severity, StatusRead, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
+    };
+    pub use crate::records::rotation::{rotated_path, DEFAULT_MAX_BYTES};
+    pub use crate::records::writer::Records;
+    pub use crate::tasks::registry::{Registry, RegistryFile, Task, TaskEvent, TaskStatus};
+    pub use crate::tasks::retention::{self, DAY_S};
+}
 
 use std::ffi::OsString;
 

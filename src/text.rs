@@ -68,7 +68,7 @@ fn tail_start(s: &str, room: usize) -> usize {
 
 /// `s` printable on one line and clipped to `max` characters as shown,
 /// with `…` after a cut.
-pub fn printable(s: &str, max: usize) -> String {
+pub(crate) fn printable(s: &str, max: usize) -> String {
     let end = head_end(s, max);
     let mut out = String::new();
     push_shown(&mut out, &s[..end]);
@@ -81,7 +81,7 @@ pub fn printable(s: &str, max: usize) -> String {
 /// `s` printable on one line in at most `max` characters as shown. A longer
 /// `s` keeps `head` characters of its start and the rest of its end around
 /// one `…`; only the kept ends are escaped, so a huge `s` costs one scan.
-pub fn printable_ends(s: &str, max: usize, head: usize) -> String {
+pub(crate) fn printable_ends(s: &str, max: usize, head: usize) -> String {
     if head_end(s, max) == s.len() {
         return printable(s, max);
     }
@@ -93,7 +93,7 @@ pub fn printable_ends(s: &str, max: usize, head: usize) -> String {
 
 /// `s` cut on a character boundary to at most `max` bytes, the `…` that
 /// marks the cut included.
-pub fn clip_bytes(s: &str, max: usize) -> String {
+pub(crate) fn clip_bytes(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_owned();
     }
@@ -105,7 +105,7 @@ pub fn clip_bytes(s: &str, max: usize) -> String {
 }
 
 /// The first `max` characters of `s`, with `…` after a cut.
-pub fn clip_chars(s: &str, max: usize) -> String {
+pub(crate) fn clip_chars(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_owned(),

@@ -19,7 +19,7 @@ static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 /// From now on SIGINT and SIGTERM make every wait below fail, so the bench
 /// unwinds and stops what it started.
-pub fn stop_on_signals() {
+pub(crate) fn stop_on_signals() {
     let flag = STOP.get_or_init(|| Arc::new(AtomicBool::new(false)));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(e) = signal_hook::flag::register(sig, flag.clone()) {
@@ -28,7 +28,7 @@ pub fn stop_on_signals() {
     }
 }
 
-pub fn interrupted() -> bool {
+pub(crate) fn interrupted() -> bool {
     STOP.get().is_some_and(|f| f.load(Ordering::Relaxed))
 }
 
@@ -41,7 +41,7 @@ fn pause(d: Duration) -> Res<()> {
 }
 
 /// Wall-clock unix seconds, the call log's clock.
-pub fn now() -> f64 {
+pub(crate) fn now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -49,7 +49,7 @@ pub fn now() -> f64 {
 }
 
 /// Sleeps until wall-clock time `t`.
-pub fn sleep_until(t: f64) -> Res<()> {
+pub(crate) fn sleep_until(t: f64) -> Res<()> {
     while now() < t {
         pause(Duration::from_secs_f64((t - now()).clamp(0.0, 0.05)))?;
     }
@@ -58,13 +58,13 @@ pub fn sleep_until(t: f64) -> Res<()> {
 
 /// One line of the simulator's call log.
 #[derive(Debug, Clone, Deserialize)]
-pub struct Call {
+pub(crate) struct Call {
     pub ts: f64,
     pub argv: Vec<String>,
 }
 
 /// Whether every one of `words` is in the call's argv.
-pub fn has(c: &Call, words: &[&str]) -> bool {
+pub(crate) fn has(c: &Call, words: &[&str]) -> bool {
     words.iter().all(|w| c.argv.iter().any(|a| a == w))
 }
 
@@ -93,7 +93,7 @@ fn kind(c: &Call) -> String {
 }
 
 /// How many calls of each kind.
-pub fn kinds(calls: &[Call]) -> BTreeMap<String, usize> {
+pub(crate) fn kinds(calls: &[Call]) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for c in calls {
         *out.entry(kind(c)).or_default() += 1;
@@ -102,10 +102,10 @@ pub fn kinds(calls: &[Call]) -> BTreeMap<String, usize> {
 }
 
 /// How long without a CLI call counts as the daemon being quiet.
-pub const QUIET: Duration = Duration::from_millis(500);
+pub(crate) const QUIET: Duration = Duration::from_millis(500);
 
 /// Follows the call log as the simulator appends to it.
-pub struct CallLog {
+pub(crate) struct CallLog {
     path: PathBuf,
     offset: u64,
     pub calls: Vec<Call>,
@@ -113,7 +113,7 @@ pub struct CallLog {
 }
 
 impl CallLog {
-    pub fn new(path: &Path) -> CallLog {
+    pub(crate) fn new(path: &Path) -> CallLog {
         CallLog {
             path: path.to_owned(),
             offset: 0,
@@ -123,7 +123,7 @@ impl CallLog {
     }
 
     /// Reads the whole lines appended since the last poll.
-    pub fn poll(&mut self) -> Res<()> {
+    pub(crate) fn poll(&mut self) -> Res<()> {
         let mut text = Vec::new();
         match fs::File::open(&self.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -148,7 +148,7 @@ impl CallLog {
 
     /// Waits up to `timeout` for a call from index `from` on that matches;
     /// its index.
-    pub fn wait_for(
+    pub(crate) fn wait_for(
         &mut self,
         timeout: Duration,
         from: usize,
@@ -169,7 +169,11 @@ impl CallLog {
 
     /// Waits up to `timeout` until `need` holds for all calls so far and
     /// no call has come for [`QUIET`]; false when that never happened.
-    pub fn wait_quiet(&mut self, timeout: Duration, need: impl Fn(&[Call]) -> bool) -> Res<bool> {
+    pub(crate) fn wait_quiet(
+        &mut self,
+        timeout: Duration,
+        need: impl Fn(&[Call]) -> bool,
+    ) -> Res<bool> {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             self.poll()?;
@@ -182,14 +186,14 @@ impl CallLog {
     }
 
     /// Waits up to `timeout` until no call has come for [`QUIET`].
-    pub fn settle(&mut self, timeout: Duration) -> Res<bool> {
+    pub(crate) fn settle(&mut self, timeout: Duration) -> Res<bool> {
         self.wait_quiet(timeout, |_| true)
     }
 }
 
 /// The daemon's memory and handles, from `/proc/<pid>`.
 #[derive(Debug, Clone, Default)]
-pub struct Mem {
+pub(crate) struct Mem {
     /// Peak resident set, KiB.
     pub hwm_kib: u64,
     pub rss_kib: u64,
@@ -198,7 +202,7 @@ pub struct Mem {
 }
 
 impl Mem {
-    pub fn of(pid: u32) -> Res<Mem> {
+    pub(crate) fn of(pid: u32) -> Res<Mem> {
         let status = fs::read_to_string(format!("/proc/{pid}/status"))
             .map_err(|e| format!("cannot read /proc/{pid}/status: {e}"))?;
         let field = |key: &str| {
@@ -219,14 +223,14 @@ impl Mem {
 }
 
 /// The `<d>` of the daemon's last "…, <d> queue drops" line.
-pub fn queue_drops(log: &Path) -> Option<u64> {
+pub(crate) fn queue_drops(log: &Path) -> Option<u64> {
     let text = fs::read_to_string(log).ok()?;
     let at = text.rfind(" queue drops")?;
     text[..at].rsplit([' ', ',']).next()?.parse().ok()
 }
 
 /// User + system CPU of `pid` so far, in clock ticks (1/100 s on Linux).
-pub fn cpu_ticks(pid: u32) -> Res<u64> {
+pub(crate) fn cpu_ticks(pid: u32) -> Res<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map_err(|e| format!("cannot read /proc/{pid}/stat: {e}"))?;
     let fields: Vec<&str> = stat
@@ -245,7 +249,7 @@ pub fn cpu_ticks(pid: u32) -> Res<u64> {
 
 /// System calls a second of every thread of `pid` over `span`, counted by
 /// `strace -c -f`; None when strace is missing or cannot attach.
-pub fn syscalls_per_second(pid: u32, span: Duration) -> Option<f64> {
+pub(crate) fn syscalls_per_second(pid: u32, span: Duration) -> Option<f64> {
     let out = std::process::Command::new("timeout")
         .args(["-s", "INT", &format!("{}", span.as_secs_f64())])
         .args(["strace", "-c", "-f", "-p", &pid.to_string()])

@@ -7,7 +7,7 @@ use super::probe::Mem;
 
 /// a. Healthy `--once` ticks.
 #[derive(Debug, Default)]
-pub struct Tick {
+pub(crate) struct Tick {
     pub calls: Vec<usize>,
     pub kinds: BTreeMap<String, usize>,
     /// Seconds per run.
@@ -16,7 +16,7 @@ pub struct Tick {
 
 /// b. Crash-and-revive rounds.
 #[derive(Debug, Default)]
-pub struct Latency {
+pub(crate) struct Latency {
     /// Hook rename → `session restart`, per round that saw one.
     pub ms: Vec<f64>,
     pub missed: usize,
@@ -26,7 +26,7 @@ pub struct Latency {
 
 /// c. The hook flood.
 #[derive(Debug, Default)]
-pub struct Flood {
+pub(crate) struct Flood {
     pub n: usize,
     pub write_s: f64,
     /// None: the daemon was not quiet 60 s later.
@@ -37,7 +37,7 @@ pub struct Flood {
 
 /// d. The scan fallback (`WATCH_BACKEND=scan`).
 #[derive(Debug, Default)]
-pub struct Scan {
+pub(crate) struct Scan {
     pub lat: Latency,
     pub idle_cpu_ms_per_min: f64,
     /// None: `strace` is not on `PATH` (or may not attach).
@@ -45,7 +45,7 @@ pub struct Scan {
 }
 
 #[derive(Debug, Default)]
-pub struct Figures {
+pub(crate) struct Figures {
     pub tick: Tick,
     pub lat: Latency,
     /// One simulated CLI call (a process start).
@@ -60,7 +60,7 @@ pub struct Figures {
     pub scan: Scan,
 }
 
-pub fn median(xs: &[f64]) -> f64 {
+pub(crate) fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
     match v.len() {
@@ -103,7 +103,7 @@ fn latency_text(ms: &[f64]) -> String {
     )
 }
 
-pub fn print(f: &Figures, rounds: usize) {
+pub(crate) fn print(f: &Figures, rounds: usize) {
     let calls: Vec<String> = f.tick.calls.iter().map(usize::to_string).collect();
     let fl = &f.flood;
     let rows = [

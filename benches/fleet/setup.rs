@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_deck_watchdog::ops::sim::{self, SimSession, SimState};
+use agent_deck_watchdog::harness::sim::{self, SimSession, SimState};
 
 use super::probe::now;
 use super::{Res, BIN, SIM_ENTRY};
 
 /// One watchdog installation under the work dir: simulated fleet, call
 /// log, hooks dir, `agent-deck` wrapper.
-pub struct Install {
+pub(crate) struct Install {
     pub dir: PathBuf,
     pub state: PathBuf,
     pub log: PathBuf,
@@ -23,7 +23,7 @@ pub struct Install {
 }
 
 impl Install {
-    pub fn new(work: &Path, name: &str, sessions: Vec<SimSession>) -> Res<Install> {
+    pub(crate) fn new(work: &Path, name: &str, sessions: Vec<SimSession>) -> Res<Install> {
         let dir = work.join(name);
         let hooks = dir.join("hooks");
         for d in [&hooks, &dir.join("home")] {
@@ -47,12 +47,12 @@ impl Install {
         Ok(i)
     }
 
-    pub fn wrapper(&self) -> PathBuf {
+    pub(crate) fn wrapper(&self) -> PathBuf {
         self.dir.join("agent-deck")
     }
 
     /// The watchdog with nothing inherited but `PATH`, plus `settings`.
-    pub fn command(&self, args: &[&str], settings: &[(&str, &str)]) -> Command {
+    pub(crate) fn command(&self, args: &[&str], settings: &[(&str, &str)]) -> Command {
         let mut c = Command::new(BIN);
         c.args(args)
             .env_clear()
@@ -69,12 +69,12 @@ impl Install {
         c
     }
 
-    pub fn daemon_log(&self) -> PathBuf {
+    pub(crate) fn daemon_log(&self) -> PathBuf {
         self.dir.join("daemon.log")
     }
 }
 
-pub fn set_fleet(state: &Path, sessions: Vec<SimSession>) -> Res<()> {
+pub(crate) fn set_fleet(state: &Path, sessions: Vec<SimSession>) -> Res<()> {
     let fleet = SimState {
         sessions,
         ..SimState::default()
@@ -82,7 +82,7 @@ pub fn set_fleet(state: &Path, sessions: Vec<SimSession>) -> Res<()> {
     sim::transact(state, |s| *s = fleet).map_err(|e| e.to_string())
 }
 
-pub fn set_status(state: &Path, id: &str, status: &str) -> Res<()> {
+pub(crate) fn set_status(state: &Path, id: &str, status: &str) -> Res<()> {
     sim::transact(state, |s| {
         for c in s.sessions.iter_mut().filter(|c| c.id == id) {
             c.status = Some(status.into());
@@ -91,7 +91,7 @@ pub fn set_status(state: &Path, id: &str, status: &str) -> Res<()> {
     .map_err(|e| e.to_string())
 }
 
-pub fn conductor(i: u32, profile: &str) -> SimSession {
+pub(crate) fn conductor(i: u32, profile: &str) -> SimSession {
     SimSession {
         id: format!("{:08x}-{}", 0x3f9c_2a00 + i, 1_755_891_200 + i),
         title: format!("conductor-{i}"),
@@ -105,7 +105,7 @@ pub fn conductor(i: u32, profile: &str) -> SimSession {
 
 /// Writes a hook file the way agent-deck does (`.<id>.json.tmp-<random>`,
 /// then a rename onto `<id>.json`); returns the wall time right after.
-pub fn write_hook(hooks: &Path, id: &str, n: usize) -> Res<f64> {
+pub(crate) fn write_hook(hooks: &Path, id: &str, n: usize) -> Res<f64> {
     let tmp = hooks.join(format!(".{id}.json.tmp-{}-{n}", std::process::id()));
     let body = format!(
         "{{\"status\":\"dead\",\"event\":\"Stop\",\"ts\":{}}}",
@@ -117,19 +117,19 @@ pub fn write_hook(hooks: &Path, id: &str, n: usize) -> Res<f64> {
     Ok(now())
 }
 
-pub fn log_file(path: &Path) -> Res<fs::File> {
+pub(crate) fn log_file(path: &Path) -> Res<fs::File> {
     fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
 }
 
 /// The daemon under measurement; SIGKILLed if still running when dropped.
-pub struct Daemon(pub Child);
+pub(crate) struct Daemon(pub Child);
 
 impl Daemon {
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.0.id()
     }
 
-    pub fn alive(&mut self) -> Res<()> {
+    pub(crate) fn alive(&mut self) -> Res<()> {
         match self.0.try_wait() {
             Ok(None) => Ok(()),
             _ => Err("the daemon exited early; see its daemon.log".into()),
@@ -137,7 +137,7 @@ impl Daemon {
     }
 
     /// SIGTERM, then how long until it exited (None: not within 5 s).
-    pub fn stop(mut self) -> Option<Duration> {
+    pub(crate) fn stop(mut self) -> Option<Duration> {
         let started = Instant::now();
         // SAFETY: kill(2) on our own child's pid.
         unsafe {

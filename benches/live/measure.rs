@@ -13,7 +13,7 @@ use std::time::Instant;
 /// children's (`cutime + cstime`, which also holds their own reaped
 /// children: the wrapper's `date`, agent-deck's `tmux` clients).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Cpu {
+pub(crate) struct Cpu {
     pub own: f64,
     pub children: f64,
 }
@@ -29,7 +29,7 @@ impl std::ops::Sub for Cpu {
 }
 
 /// `utime stime cutime cstime` of `pid`, in seconds.
-pub fn cpu(pid: i32) -> Option<Cpu> {
+pub(crate) fn cpu(pid: i32) -> Option<Cpu> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which may hold spaces and parens.
     let rest = &stat[stat.rfind(')')? + 2..];
@@ -57,7 +57,7 @@ fn clock_tick() -> f64 {
 
 /// One CLI call run to completion: wall seconds, CPU seconds (user +
 /// system of the call and of everything it reaped), and whether it exited 0.
-pub fn timed_call(mut cmd: Command) -> (f64, f64, bool) {
+pub(crate) fn timed_call(mut cmd: Command) -> (f64, f64, bool) {
     let started = Instant::now();
     let child = cmd.spawn().expect("spawn a CLI call");
     let pid = child.id() as libc::pid_t;
@@ -78,12 +78,12 @@ pub fn timed_call(mut cmd: Command) -> (f64, f64, bool) {
 
 /// One line of the wrapper's `calls.log`: `<ts> <argv…>`.
 #[derive(Debug, Clone)]
-pub struct Call {
+pub(crate) struct Call {
     pub ts: f64,
     pub argv: Vec<String>,
 }
 
-pub fn calls(log: &Path) -> Vec<Call> {
+pub(crate) fn calls(log: &Path) -> Vec<Call> {
     fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
@@ -108,7 +108,7 @@ impl Call {
     }
 
     /// What kind of call it is, as the table names it.
-    pub fn kind(&self) -> String {
+    pub(crate) fn kind(&self) -> String {
         let v = self.verb();
         match v.first().map(String::as_str) {
             Some("list") if v.iter().any(|a| a == "--all") => "list --all".into(),
@@ -120,7 +120,7 @@ impl Call {
     }
 
     /// Whether it is `session <verb> <id>`.
-    pub fn is_session(&self, verb: &str, id: &str) -> bool {
+    pub(crate) fn is_session(&self, verb: &str, id: &str) -> bool {
         let v = self.verb();
         v.len() >= 3 && v[0] == "session" && v[1] == verb && v[2] == id
     }
@@ -128,7 +128,7 @@ impl Call {
 
 /// The calls of a steady window split into ticks.
 #[derive(Debug, Clone, Default)]
-pub struct Ticks {
+pub(crate) struct Ticks {
     /// Whole ticks counted (the first and last burst of the window dropped).
     pub ticks: usize,
     pub calls: usize,
@@ -139,12 +139,12 @@ pub struct Ticks {
 }
 
 impl Ticks {
-    pub fn per_tick(&self) -> f64 {
+    pub(crate) fn per_tick(&self) -> f64 {
         self.calls as f64 / self.ticks.max(1) as f64
     }
 
     /// Mean seconds from one tick's start to the next.
-    pub fn period(&self) -> f64 {
+    pub(crate) fn period(&self) -> f64 {
         self.span / self.ticks.max(1) as f64
     }
 }
@@ -153,7 +153,7 @@ impl Ticks {
 /// `gap` seconds of silence; each burst is one tick (both daemons poll
 /// every 5 s and make a tick's calls back to back). The first and the last
 /// burst may be cut by the window's edges and are not counted.
-pub fn ticks(all: &[Call], from: f64, to: f64, gap: f64) -> Ticks {
+pub(crate) fn ticks(all: &[Call], from: f64, to: f64, gap: f64) -> Ticks {
     let inside: Vec<&Call> = all.iter().filter(|c| c.ts >= from && c.ts <= to).collect();
     let mut bursts: Vec<Vec<&Call>> = Vec::new();
     for c in inside {
@@ -176,7 +176,7 @@ pub fn ticks(all: &[Call], from: f64, to: f64, gap: f64) -> Ticks {
     t
 }
 
-pub fn median(v: &[f64]) -> f64 {
+pub(crate) fn median(v: &[f64]) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -190,6 +190,6 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
-pub fn worst(v: &[f64]) -> f64 {
+pub(crate) fn worst(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::NAN, f64::max)
 }

@@ -22,7 +22,7 @@ use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
 
 #[derive(Clone)]
-pub struct Context {
+pub(crate) struct Context {
     pub cfg: Arc<Config>,
     pub deck: Arc<dyn AgentDeck>,
     pub state: Arc<Mutex<State>>,
@@ -38,7 +38,7 @@ pub struct Context {
 impl Context {
     /// The context over `deck`, with the restart book loaded from
     /// `state.json` (a dry run reads it but never writes it).
-    pub fn from_config(
+    pub(crate) fn from_config(
         cfg: &Config,
         dry_run: bool,
         deck: Arc<dyn AgentDeck>,
@@ -76,7 +76,7 @@ impl Context {
     }
 
     /// `session show`; `None`, with a warning, when it is unreadable.
-    pub fn read_status(&self, s: &Session) -> Option<Live> {
+    pub(crate) fn read_status(&self, s: &Session) -> Option<Live> {
         match self.deck.show(&s.profile, &s.id) {
             Ok(live) => Some(live),
             Err(e) => {
@@ -88,7 +88,7 @@ impl Context {
 
     /// A `restart.log` record about `s`, stamped now; the optional fields
     /// are set by the caller.
-    pub fn record(
+    pub(crate) fn record(
         &self,
         s: &Session,
         action: RestartAction,
@@ -98,7 +98,7 @@ impl Context {
     }
 
     /// Writes a `restart.log` record about `s` with nothing but its reason.
-    pub fn note(&self, s: &Session, action: RestartAction, reason: Option<String>) {
+    pub(crate) fn note(&self, s: &Session, action: RestartAction, reason: Option<String>) {
         self.records.restart(&self.record(s, action, reason));
     }
 }
@@ -165,7 +165,7 @@ pub(crate) mod tests {
     /// The severities of `escalations.log` under `home`, in order.
     pub(crate) fn severities(home: &std::path::Path) -> Vec<String> {
         let dir = crate::config::test_config(home).watchdog_dir;
-        read_lines::<crate::records::EscalationRecord>(&dir.join(ESCALATIONS_LOG))
+        read_lines::<crate::records::audit::EscalationRecord>(&dir.join(ESCALATIONS_LOG))
             .into_iter()
             .map(|e| e.severity.to_string())
             .collect()

@@ -9,7 +9,7 @@ use crate::sys::fs::{read_text, warn_unreadable, SMALL_FILE_MAX};
 /// The text of one of agent-deck's small files; a missing one is silent, an
 /// unreadable one (a FIFO, a device, too big) warned about, rate-limited,
 /// with `next` saying what happens instead.
-pub fn read_small(path: &Path, next: &str) -> Option<String> {
+pub(crate) fn read_small(path: &Path, next: &str) -> Option<String> {
     match read_text(path, SMALL_FILE_MAX) {
         Ok(text) => Some(text),
         Err(e) if e.is_missing() => None,
@@ -23,7 +23,7 @@ pub fn read_small(path: &Path, next: &str) -> Option<String> {
 /// The value of `key` in env-file text, parsed like agent-deck does: each
 /// line trimmed, an optional `export ` dropped, quotes stripped. The last
 /// one wins; an empty value is none.
-pub fn env_value(text: &str, key: &str) -> Option<String> {
+pub(crate) fn env_value(text: &str, key: &str) -> Option<String> {
     text.lines().rev().find_map(|line| {
         let line = line.trim();
         let line = line

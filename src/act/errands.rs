@@ -18,14 +18,14 @@ use crate::sys::worker::Worker;
 
 /// One thing to do.
 #[derive(Debug, Clone)]
-pub enum Errand {
+pub(crate) enum Errand {
     /// `session send <id> "report status?" --no-wait`.
     Nudge { session: Session, waited_s: f64 },
     /// `remove <id>`: stuck in error for `stuck_for_s`.
     Remove { session: Session, stuck_for_s: f64 },
 }
 
-pub fn spawn(ctx: Context) -> std::io::Result<Worker<Errand>> {
+pub(crate) fn spawn(ctx: Context) -> std::io::Result<Worker<Errand>> {
     Worker::spawn("errands", move |e: Errand| run(&ctx, e))
 }
 

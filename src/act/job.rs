@@ -17,7 +17,7 @@ use crate::sys::clock::local_timestamp;
 
 /// Why a session is being restarted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RestartKind {
+pub(crate) enum RestartKind {
     /// It is in error: confirm it is dead, restart, verify, fall back.
     Revive,
     /// It is alive but its Telegram poller process is missing (SPEC §6.1).
@@ -30,7 +30,7 @@ pub enum RestartKind {
 /// A session cleared for restart, with the budget slot it reserved
 /// (revivals only).
 #[derive(Debug, Clone)]
-pub struct RestartJob {
+pub(crate) struct RestartJob {
     pub session: Session,
     pub slot: Option<f64>,
     pub kind: RestartKind,
@@ -38,7 +38,7 @@ pub struct RestartJob {
 
 impl RestartJob {
     /// A poller restart of `s`, which takes no budget slot.
-    pub fn poller(s: &Session, kind: RestartKind) -> RestartJob {
+    pub(crate) fn poller(s: &Session, kind: RestartKind) -> RestartJob {
         RestartJob {
             session: s.clone(),
             slot: None,
@@ -47,7 +47,7 @@ impl RestartJob {
     }
 
     /// Whether its alerts also go to Telegram.
-    pub fn escalation_critical(&self) -> bool {
+    pub(crate) fn escalation_critical(&self) -> bool {
         is_escalation_critical(&self.session)
     }
 }

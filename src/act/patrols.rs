@@ -26,7 +26,7 @@ use crate::sys::worker::Worker;
 /// A removal that did not take is tried again after this long.
 const REMOVAL_RETRY_S: f64 = 60.0;
 
-pub struct Patrols {
+pub(crate) struct Patrols {
     ctx: Context,
     /// Where the process table is.
     proc_dir: std::path::PathBuf,
@@ -41,7 +41,7 @@ pub struct Patrols {
 
 impl Patrols {
     /// The patrols, with their errand and webhook-check workers started.
-    pub fn spawn(ctx: Context) -> Result<Patrols> {
+    pub(crate) fn spawn(ctx: Context) -> Result<Patrols> {
         let started = |what: &'static str| {
             move |e: std::io::Error| Error::runtime(format!("cannot start the {what} thread: {e}"))
         };
@@ -57,7 +57,7 @@ impl Patrols {
 
     /// One patrol pass; `alive` is called before each slow pane read, so
     /// the caller can tell its supervisor the pass is still moving.
-    pub fn run(&mut self, snap: &Snapshot, restarter: &Restarter, alive: &mut dyn FnMut()) {
+    pub(crate) fn run(&mut self, snap: &Snapshot, restarter: &Restarter, alive: &mut dyn FnMut()) {
         self.nudge_waiting(snap, alive);
         self.check_pollers(snap, restarter);
         self.clean_stale(snap);
@@ -222,7 +222,7 @@ impl Patrols {
     }
 
     /// Runs the queued errands and webhook checks, then stops their workers.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if let Some(w) = &mut self.webhook {
             w.finish();
         }

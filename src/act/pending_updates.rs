@@ -26,11 +26,11 @@ use crate::decide::patrol_rules::{self, WebhookAnswer};
 use crate::sys::worker::Worker;
 
 /// How long one `getWebhookInfo` call may take.
-pub const TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A conductor to check.
 #[derive(Debug, Clone)]
-pub struct Conductor {
+pub(crate) struct Conductor {
     pub id: String,
     pub title: String,
     /// Its `TELEGRAM_STATE_DIR`, which holds the bot's `.env`.
@@ -38,7 +38,7 @@ pub struct Conductor {
 }
 
 /// The check worker, and which conductors it has queued or running.
-pub struct WebhookWorker {
+pub(crate) struct WebhookWorker {
     worker: Worker<Conductor>,
     busy: Arc<Mutex<BTreeSet<String>>>,
     /// `POLLER_DEAF_CHECKS`.
@@ -49,7 +49,7 @@ pub struct WebhookWorker {
 
 impl WebhookWorker {
     /// The check worker, when `POLLER_DEAF_CHECKS` > 0.
-    pub fn spawn(ctx: Context) -> std::io::Result<Option<WebhookWorker>> {
+    pub(crate) fn spawn(ctx: Context) -> std::io::Result<Option<WebhookWorker>> {
         let cfg = ctx.cfg.clone();
         let checks = cfg.poller_deaf_checks;
         if checks == 0 {
@@ -87,14 +87,14 @@ impl WebhookWorker {
     }
 
     /// Queues a check unless one for the same conductor is queued or running.
-    pub fn submit(&self, c: Conductor) {
+    pub(crate) fn submit(&self, c: Conductor) {
         if self.busy.lock().insert(c.id.clone()) {
             self.worker.submit(c);
         }
     }
 
     /// Runs what is queued (abandoned at once after a shutdown), then stops.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.worker.finish();
     }
 }

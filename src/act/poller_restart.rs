@@ -11,7 +11,7 @@ use crate::fleet::deck::RestartAnswer;
 /// SPEC §6.1 and §6.5: restart a live conductor whose Telegram poller is
 /// gone or deaf. A `skipped` answer is a refusal, not a success: the dedup
 /// window starts only when a restart really ran.
-pub fn restart(ctx: &Context, job: &RestartJob) {
+pub(crate) fn restart(ctx: &Context, job: &RestartJob) {
     let s = &job.session;
     let now = ctx.clock.now();
     // The record's action on success, its reason, and what a refused or

@@ -13,13 +13,13 @@ use crate::fleet::session::Status;
 use crate::sys::process::{self, Cmd};
 
 /// The prompt sent by prompt-resume.
-pub const RESUME_TEXT: &str =
+pub(crate) const RESUME_TEXT: &str =
     "continue — your tmux session was stopped unexpectedly; check your state and report a one-line status";
 
 /// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
 /// tool marker, nudge the conversation once with `claude --resume`, then
 /// retry `session start`. True if the session came back.
-pub fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
+pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
     let s = &job.session;
     let Some((_, config_dir)) = ctx
         .cfg

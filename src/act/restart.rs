@@ -24,10 +24,10 @@ use crate::sys::worker::Worker;
 use crate::triggers::hook_file;
 
 /// The restart worker: one restart at a time, in the order they were cleared.
-pub type Restarter = Worker<RestartJob>;
+pub(crate) type Restarter = Worker<RestartJob>;
 
 /// Starts the restart worker thread.
-pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
+pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
     Worker::spawn("restart", move |job: RestartJob| {
         // Whatever happens in run (even a bug), the session must not stay in flight.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.run(&job)));
@@ -44,7 +44,7 @@ pub fn spawn(ctx: Context) -> std::io::Result<Restarter> {
 }
 
 /// Whether a transcript shows an API rate limit (HTTP 429).
-pub fn is_rate_limited(text: &str) -> bool {
+pub(crate) fn is_rate_limited(text: &str) -> bool {
     text.lines().any(|line| {
         let l = line.to_lowercase();
         let glued = |c: Option<char>| c.is_some_and(char::is_alphanumeric);

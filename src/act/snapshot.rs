@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::fleet::session::{Live, Session, Status};
 
 /// What one tick saw.
-pub struct Snapshot<'a> {
+pub(crate) struct Snapshot<'a> {
     pub sessions: Vec<&'a Session>,
     pub critical: &'a [Session],
     pub live: &'a BTreeMap<String, Live>,
@@ -16,7 +16,7 @@ pub struct Snapshot<'a> {
 
 impl Snapshot<'_> {
     /// The status this tick saw for `s`, if its profile was read.
-    pub fn status(&self, s: &Session) -> Option<Status> {
+    pub(crate) fn status(&self, s: &Session) -> Option<Status> {
         self.live.get(&s.id).map(Live::status)
     }
 }

@@ -29,7 +29,7 @@ fn read_small(path: &Path) -> Option<String> {
 }
 
 /// Whether the session subscribes to a Telegram channel plugin.
-pub fn has_telegram_channel(channels: &[String]) -> bool {
+pub(crate) fn has_telegram_channel(channels: &[String]) -> bool {
     channels.iter().any(|c| c.starts_with("plugin:telegram@"))
 }
 
@@ -43,7 +43,7 @@ fn expand(home: &Path, raw: &str) -> PathBuf {
 
 /// `TELEGRAM_STATE_DIR` from env-file text ([`env_value`]), a leading `~/`
 /// expanded.
-pub fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf> {
+pub(crate) fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf> {
     env_value(text, "TELEGRAM_STATE_DIR").map(|v| expand(home, &v))
 }
 
@@ -88,7 +88,7 @@ fn env_file_from_meta(p: &Config, name: &str, session_path: &str) -> Option<(Str
 }
 
 /// The conductor's `TELEGRAM_STATE_DIR`, if its env file declares one.
-pub fn conductor_state_dir(p: &Config, title: &str, session_path: &str) -> Option<PathBuf> {
+pub(crate) fn conductor_state_dir(p: &Config, title: &str, session_path: &str) -> Option<PathBuf> {
     let name = title.strip_prefix("conductor-").unwrap_or(title);
     let (raw, base) = match env_file_from_config(p, name) {
         Some(f) => (f, p.home.clone()),
@@ -110,7 +110,7 @@ fn is_telegram_poller(text: &str) -> bool {
 
 /// The `TELEGRAM_STATE_DIR`s that running `bun … telegram` processes
 /// serve: one walk of the process table for every conductor of a check.
-pub fn served_state_dirs(proc_dir: &Path) -> BTreeSet<PathBuf> {
+pub(crate) fn served_state_dirs(proc_dir: &Path) -> BTreeSet<PathBuf> {
     process_table::processes(proc_dir)
         .filter(|p| is_telegram_poller(&p.command_text()))
         .filter_map(|p| p.env_value("TELEGRAM_STATE_DIR"))
@@ -119,7 +119,7 @@ pub fn served_state_dirs(proc_dir: &Path) -> BTreeSet<PathBuf> {
 }
 
 /// A live conductor with a Telegram channel, as one poller check found it.
-pub struct PollerSeen<'a> {
+pub(crate) struct PollerSeen<'a> {
     pub session: &'a Session,
     /// Its `TELEGRAM_STATE_DIR`.
     pub state_dir: PathBuf,
@@ -131,7 +131,7 @@ pub struct PollerSeen<'a> {
 /// `TELEGRAM_STATE_DIR` (agent-deck's files found from `cfg`), and whether
 /// a poller process in `proc_dir` serves it. The channel is checked first:
 /// a conductor without one costs no file or process read.
-pub fn telegram_pollers<'a>(
+pub(crate) fn telegram_pollers<'a>(
     snap: &Snapshot<'a>,
     cfg: &Config,
     proc_dir: &Path,
@@ -162,7 +162,7 @@ pub fn telegram_pollers<'a>(
 }
 
 /// Whether this tick saw the session healthy with a Telegram channel.
-pub fn has_live_telegram_channel(snap: &Snapshot, s: &Session) -> bool {
+pub(crate) fn has_live_telegram_channel(snap: &Snapshot, s: &Session) -> bool {
     snap.live
         .get(&s.id)
         .is_some_and(|live| live.status().is_healthy() && has_telegram_channel(&live.channels))

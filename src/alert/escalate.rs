@@ -28,14 +28,14 @@ use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
 use crate::sys::worker::Worker;
 
-pub struct Escalator {
+pub(crate) struct Escalator {
     p: EscalatorParts,
     /// Delivers the record it is handed.
     worker: Mutex<Option<Worker<EscalationRecord>>>,
 }
 
 /// Everything the escalator needs, gathered so construction reads clearly.
-pub struct EscalatorParts {
+pub(crate) struct EscalatorParts {
     pub records: Arc<Records>,
     pub state: Arc<Mutex<State>>,
     pub limits: Limits,
@@ -52,7 +52,7 @@ pub struct EscalatorParts {
 impl Escalator {
     /// An escalator for running outside the daemon (`task check`): records
     /// and escalate.sh, with its own dedup memory.
-    pub fn standalone(
+    pub(crate) fn standalone(
         cfg: &Config,
         dry_run: bool,
         clock: Arc<dyn Clock>,
@@ -72,7 +72,7 @@ impl Escalator {
         })
     }
 
-    pub fn new(p: EscalatorParts) -> Escalator {
+    pub(crate) fn new(p: EscalatorParts) -> Escalator {
         let (script, timeout) = (p.script.clone(), p.script_timeout);
         let (messenger, shutdown) = (p.messenger.clone(), p.shutdown.clone());
         let worker = Worker::spawn("escalate", move |alert: EscalationRecord| {
@@ -93,7 +93,7 @@ impl Escalator {
     /// Raises an alert unless the same (session, severity) went out within
     /// the dedup window. `wants_telegram`: the session is escalation-critical,
     /// or the alert is fleet-wide. Returns whether it went out.
-    pub fn escalate(
+    pub(crate) fn escalate(
         &self,
         severity: Severity,
         message: &str,
@@ -136,7 +136,7 @@ impl Escalator {
     }
 
     /// Delivers what is queued, then stops the worker: dropping it finishes it.
-    pub fn drain(&self) {
+    pub(crate) fn drain(&self) {
         let worker = self.worker.lock().take();
         drop(worker);
     }

@@ -5,6 +5,6 @@ pub(crate) mod telegram;
 
 /// Sends the text of an alert somewhere a human reads it ([`telegram`]);
 /// [`escalate`] holds one.
-pub trait Messenger: Send + Sync {
+pub(crate) trait Messenger: Send + Sync {
     fn notify(&self, text: &str);
 }

@@ -27,14 +27,14 @@ const MAX_LOGGED: usize = 200;
 const MAX_BODY: u64 = 64 * 1024;
 
 /// The Bot API at one base URL, with one timeout.
-pub struct BotApi {
+pub(crate) struct BotApi {
     agent: ureq::Agent,
     base: String,
 }
 
 /// What one request came to.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome<T> {
+pub(crate) enum Outcome<T> {
     Ok(T),
     /// HTTP 429, with the `retry_after` it asked for (bounded).
     RetryAfter(Duration),
@@ -43,7 +43,7 @@ pub enum Outcome<T> {
 }
 
 impl BotApi {
-    pub fn new(base: &str, timeout: Duration) -> BotApi {
+    pub(crate) fn new(base: &str, timeout: Duration) -> BotApi {
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
@@ -69,7 +69,7 @@ impl BotApi {
 
     /// `getWebhookInfo`'s `pending_update_count`: how many updates wait
     /// for the bot's poller.
-    pub fn pending_updates(&self, token: &str) -> Outcome<u64> {
+    pub(crate) fn pending_updates(&self, token: &str) -> Outcome<u64> {
         let sent = self.agent.get(&self.url(token, "getWebhookInfo")).call();
         answer(token, sent, |body| {
             let v: serde_json::Value = serde_json::from_str(body).ok()?;
@@ -83,7 +83,7 @@ impl BotApi {
 
 impl BotApi {
     /// `getMe`: the bot's username, proving the token (for `doctor --online`).
-    pub fn bot_name(&self, token: &str) -> Outcome<String> {
+    pub(crate) fn bot_name(&self, token: &str) -> Outcome<String> {
         let sent = self.agent.get(&self.url(token, "getMe")).call();
         answer(token, sent, |body| {
             let v: serde_json::Value = serde_json::from_str(body).ok()?;
@@ -92,7 +92,7 @@ impl BotApi {
     }
 
     /// `getChat`: whether the bot can see `chat_id` (for `doctor --online`).
-    pub fn chat_reachable(&self, token: &str, chat_id: &str) -> Outcome<()> {
+    pub(crate) fn chat_reachable(&self, token: &str, chat_id: &str) -> Outcome<()> {
         let sent = self
             .agent
             .get(&self.url(token, "getChat"))
@@ -141,7 +141,7 @@ fn answer<T>(
 /// shutdown, whichever comes first (`None`: abandoned; the thread ends by
 /// itself within the request timeout). Without a thread to spare the request
 /// runs here, still bounded by its timeout.
-pub fn unless_shutdown<T, F>(shutdown: &Shutdown, request: F) -> Option<Outcome<T>>
+pub(crate) fn unless_shutdown<T, F>(shutdown: &Shutdown, request: F) -> Option<Outcome<T>>
 where
     T: Send + 'static,
     F: Fn() -> Outcome<T> + Send + Sync + 'static,
@@ -171,7 +171,7 @@ where
 }
 
 /// The escalation messenger: `sendMessage` to the configured chat.
-pub struct Telegram {
+pub(crate) struct Telegram {
     endpoint: Arc<Endpoint>,
     shutdown: Shutdown,
 }
@@ -185,7 +185,7 @@ struct Endpoint {
 
 impl Telegram {
     /// A messenger when both a chat id and a token are configured.
-    pub fn from_config(cfg: &Config, shutdown: Shutdown) -> Option<Arc<dyn Messenger>> {
+    pub(crate) fn from_config(cfg: &Config, shutdown: Shutdown) -> Option<Arc<dyn Messenger>> {
         let chat_id = cfg.telegram_chat_id.clone()?;
         let Some(token) = cfg.telegram_token.clone() else {
             log::warn!(

@@ -65,7 +65,7 @@ impl FromIterator<(String, String)> for Env {
 
 /// Reads the real environment. A variable whose name is not text is no
 /// setting of ours and is left out.
-pub fn process_env() -> Env {
+pub(crate) fn process_env() -> Env {
     let vars =
         std::env::vars_os().filter_map(|(name, value)| Some((name.into_string().ok()?, value)));
     Env(vars.collect())

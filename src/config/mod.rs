@@ -14,8 +14,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use env::{process_env, Env};
-pub use read::resolve_hooks_dir;
+pub(crate) use env::{process_env, Env};
+pub(crate) use read::resolve_hooks_dir;
 
 use crate::error::Result;
 use crate::triggers::watch::Backend as WatchBackend;

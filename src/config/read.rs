@@ -332,7 +332,7 @@ fn default_bin(path: Option<&OsStr>) -> PathBuf {
 
 /// The hooks directory as agent-deck resolves it: XDG if it exists, else the
 /// legacy directory under the root if it exists, else XDG.
-pub fn resolve_hooks_dir(home: &Path, xdg_data_home: Option<&str>, root: &Path) -> PathBuf {
+pub(crate) fn resolve_hooks_dir(home: &Path, xdg_data_home: Option<&str>, root: &Path) -> PathBuf {
     let data = match xdg_data_home {
         Some(x) if Path::new(x).is_absolute() => PathBuf::from(x),
         _ => home.join(".local/share"),

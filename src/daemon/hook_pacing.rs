@@ -11,15 +11,15 @@ use std::time::Duration;
 use crate::sys::clock::clamped;
 
 /// A hook-triggered status check for one session runs at most this often.
-pub const HOOK_CHECK_GAP: f64 = 1.0;
+pub(super) const HOOK_CHECK_GAP: f64 = 1.0;
 /// Rescans (after queue overflow or a re-armed watch) run at most this often.
-pub const MIN_RESCAN_GAP: f64 = 1.0;
+pub(super) const MIN_RESCAN_GAP: f64 = 1.0;
 /// Deferred checks kept one by one; past this many (a flood of hooks), a
 /// rescan is owed instead, which looks at every session at once.
-pub const MAX_DEFERRED: usize = 256;
+pub(super) const MAX_DEFERRED: usize = 256;
 
 #[derive(Debug, Default)]
-pub struct HookPacing {
+pub(super) struct HookPacing {
     /// When each session was last checked because of a hook.
     checked: BTreeMap<String, f64>,
     /// Checks postponed by the per-session gap.
@@ -32,7 +32,7 @@ pub struct HookPacing {
 impl HookPacing {
     /// Whether a hook for `id` may be checked now; if so the check is noted,
     /// if not it is deferred until the gap has passed.
-    pub fn may_check(&mut self, id: &str, now: f64) -> bool {
+    pub(super) fn may_check(&mut self, id: &str, now: f64) -> bool {
         if self
             .checked
             .get(id)
@@ -47,7 +47,7 @@ impl HookPacing {
 
     /// Puts off a check of `id` for one gap from `now`; when too many are
     /// put off already, owes a rescan instead, so memory stays flat.
-    pub fn defer(&mut self, id: &str, now: f64) {
+    pub(super) fn defer(&mut self, id: &str, now: f64) {
         if self.deferred.len() >= MAX_DEFERRED && !self.deferred.contains(id) {
             self.rescan_owed = true;
             return;
@@ -57,7 +57,7 @@ impl HookPacing {
     }
 
     /// The deferred checks whose gap has passed, taken off the list.
-    pub fn due(&mut self, now: f64) -> Vec<String> {
+    pub(super) fn due(&mut self, now: f64) -> Vec<String> {
         let checked = &self.checked;
         let due: Vec<String> = self
             .deferred
@@ -74,7 +74,7 @@ impl HookPacing {
     /// Whether a full tick should run now: the ticker asked (`tick`), or a
     /// rescan is owed and the last tick is old enough. A flood turns into a
     /// rescan per batch; one full poll a second is enough.
-    pub fn tick_due(&mut self, tick: bool, rescan: bool, now: f64) -> bool {
+    pub(super) fn tick_due(&mut self, tick: bool, rescan: bool, now: f64) -> bool {
         self.rescan_owed |= rescan;
         let rescan_due =
             self.rescan_owed && self.last_tick.is_none_or(|t| now - t >= MIN_RESCAN_GAP);
@@ -86,13 +86,13 @@ impl HookPacing {
     }
 
     /// A tick started at `now`.
-    pub fn ticked(&mut self, now: f64) {
+    pub(super) fn ticked(&mut self, now: f64) {
         self.last_tick = Some(now);
     }
 
     /// How long the main loop may wait before something of its own is due: a
     /// deferred check, an owed rescan.
-    pub fn next_wakeup(&self, now: f64) -> Duration {
+    pub(super) fn next_wakeup(&self, now: f64) -> Duration {
         let mut wait = Duration::from_secs(1);
         for id in &self.deferred {
             let due = self
@@ -108,7 +108,7 @@ impl HookPacing {
     }
 
     /// Forgets sessions agent-deck no longer lists.
-    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+    pub(super) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         self.checked.retain(|id, _| keep(id));
         self.deferred.retain(|id| keep(id));
     }

@@ -39,7 +39,7 @@ use crate::triggers::{ticker, watch};
 use hook_pacing::HookPacing;
 
 /// Runs the daemon (or one pass with `--once`) until done or signalled.
-pub fn run(cfg: Config, flags: RunFlags) -> Result<()> {
+pub(crate) fn run(cfg: Config, flags: RunFlags) -> Result<()> {
     let shutdown = Shutdown::new()
         .map_err(|e| Error::runtime(format!("cannot create the shutdown wake-up pipe: {e}")))?;
     let reload = Arc::new(AtomicBool::new(false));
@@ -50,7 +50,7 @@ pub fn run(cfg: Config, flags: RunFlags) -> Result<()> {
 }
 
 /// The daemon with the caller's shutdown token (signals, or the demo).
-pub fn run_with(
+pub(crate) fn run_with(
     cfg: &Config,
     flags: RunFlags,
     shutdown: Shutdown,
@@ -121,7 +121,7 @@ fn remove_stale_temps(cfg: &Config) {
 }
 
 /// The main loop's state and collaborators.
-pub struct Daemon {
+pub(crate) struct Daemon {
     ctx: Context,
     restarter: Restarter,
     queue: Arc<EventQueue>,
@@ -146,7 +146,7 @@ impl Daemon {
     /// The daemon over `deck`: the shared context, the restart worker, the
     /// patrols and their workers, the task follow-up and the session cache.
     /// No trigger thread runs yet.
-    pub fn new(
+    pub(crate) fn new(
         cfg: &Config,
         flags: RunFlags,
         deck: Arc<dyn AgentDeck>,
@@ -301,7 +301,7 @@ impl Daemon {
     }
 
     /// Waits for started work, then stops every thread.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.patrols.finish();
         self.restarter.finish();
         self.ctx.store.save(&self.ctx.state);

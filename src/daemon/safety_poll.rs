@@ -36,7 +36,7 @@ struct LiveView {
 
 impl Daemon {
     /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
-    pub fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         let started = std::time::Instant::now();
         self.hook_pacing.ticked(self.ctx.clock.now());
         self.fleet.reload_markers();

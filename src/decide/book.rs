@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// Per-session memory.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct SessionBook {
+pub(crate) struct SessionBook {
     /// Start times of the restart attempts that count against the budget.
     pub restarts: Vec<f64>,
     /// No restart attempt before this time (post-restart quiet time).
@@ -40,7 +40,7 @@ pub struct SessionBook {
 /// A cascade episode: many critical sessions in error at once.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Cascade {
+pub(crate) struct Cascade {
     pub started: f64,
     /// Restarts are held until then, so the fleet can settle.
     pub settle_until: f64,
@@ -54,7 +54,7 @@ pub struct Cascade {
 /// not changed, and when it was last nudged.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct WaitWatch {
+pub(crate) struct WaitWatch {
     pub digest: String,
     pub since: f64,
     pub nudged_at: Option<f64>,
@@ -64,7 +64,7 @@ pub struct WaitWatch {
 /// (deaf-but-alive poller, SPEC §6.5).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct PendingStreak {
+pub(crate) struct PendingStreak {
     /// The `pending_update_count`s seen, oldest first; at most
     /// `POLLER_DEAF_CHECKS` of them, none 0.
     pub counts: Vec<u64>,
@@ -75,7 +75,7 @@ pub struct PendingStreak {
 /// All of it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct State {
+pub(crate) struct State {
     pub sessions: BTreeMap<String, SessionBook>,
     /// When the last restart call ran, for the global serialization.
     pub last_restart_at: Option<f64>,
@@ -112,7 +112,7 @@ pub struct State {
 
 impl SessionBook {
     /// Nothing worth remembering is left.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.restarts.is_empty()
             && self.cooldown_until == 0.0
             && self.backoff_until == 0.0
@@ -125,7 +125,7 @@ impl SessionBook {
 }
 
 impl State {
-    pub fn book(&mut self, id: &str) -> &mut SessionBook {
+    pub(crate) fn book(&mut self, id: &str) -> &mut SessionBook {
         self.sessions.entry(id.to_owned()).or_default()
     }
 }

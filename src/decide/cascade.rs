@@ -11,7 +11,7 @@ use crate::decide::prune::prune;
 /// starts again now (the serialization wait may have used it up). Returns
 /// true when this makes a burst (≥ threshold restarts within the cascade
 /// window): every restart is then paused and the caller escalates `cascade`.
-pub fn note_restart_call(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
+pub(crate) fn note_restart_call(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
     state.book(id).cooldown_until = now + lim.cooldown;
     state.last_restart_at = Some(now);
     state.recent_restarts.push(now);
@@ -28,7 +28,7 @@ pub fn note_restart_call(state: &mut State, lim: &Limits, id: &str, now: f64) ->
 /// What a tick's count of critical sessions in error means for the cascade
 /// episode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CascadeNews {
+pub(crate) enum CascadeNews {
     /// Nothing to say.
     Quiet,
     /// A new episode: alert once, restarts are held for the settle time.
@@ -41,7 +41,12 @@ pub enum CascadeNews {
 
 /// Tracks cascade episodes: one alert when one starts, a reminder at most
 /// every [`CASCADE_REMINDER_S`] while it does not clear, nothing in between.
-pub fn observe_cascade(state: &mut State, lim: &Limits, errored: usize, now: f64) -> CascadeNews {
+pub(crate) fn observe_cascade(
+    state: &mut State,
+    lim: &Limits,
+    errored: usize,
+    now: f64,
+) -> CascadeNews {
     let big = errored >= lim.cascade_threshold;
     match (&mut state.cascade, big) {
         (None, true) => {

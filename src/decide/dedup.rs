@@ -6,7 +6,7 @@ use crate::decide::limits::Limits;
 
 /// Whether an escalation of `severity` for `sid` (None: fleet-wide) may go out
 /// now; if so, it is recorded so duplicates inside the window are dropped.
-pub fn may_escalate(
+pub(crate) fn may_escalate(
     state: &mut State,
     lim: &Limits,
     sid: Option<&str>,
@@ -25,7 +25,7 @@ pub fn may_escalate(
 
 /// Once-per-episode alerts (`auth-hold`, `liveness-mismatch`): true the first
 /// time in an error episode.
-pub fn first_in_episode(state: &mut State, id: &str, alert: &str) -> bool {
+pub(crate) fn first_in_episode(state: &mut State, id: &str, alert: &str) -> bool {
     state.book(id).alerted.insert(alert.to_owned())
 }
 

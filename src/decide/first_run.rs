@@ -17,7 +17,7 @@
 use crate::fleet::session::{Live, Status};
 
 /// Where the evidence that is not in the restart book comes from.
-pub trait RunProbe {
+pub(crate) trait RunProbe {
     /// Whether a hook file exists for the session (a `stat`, no CLI call).
     fn hook_file(&self) -> bool;
     /// `session show`; `None` when unreadable.
@@ -26,7 +26,7 @@ pub trait RunProbe {
 
 /// What the evidence says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ran {
+pub(crate) enum Ran {
     /// It has run: an ordinary session, revived like any other.
     Yes,
     /// Added and never started: not revived, not counted toward a cascade.
@@ -38,7 +38,7 @@ pub enum Ran {
 /// A status that proves the session has run: live, or `stopped` (a pane
 /// that exited). `idle` counts: only the `add` that created a session ever
 /// reads a never-started one as `idle`.
-pub fn proves_it_ran(status: Status) -> bool {
+pub(crate) fn proves_it_ran(status: Status) -> bool {
     matches!(
         status,
         Status::Running | Status::Waiting | Status::Idle | Status::Stopped
@@ -49,7 +49,7 @@ pub fn proves_it_ran(status: Status) -> bool {
 /// set. `judged_never`: this error episode already found no evidence, so
 /// the show (the only CLI call here) is not repeated; the hook file, which
 /// costs no call, is looked at every time.
-pub fn has_run(known: bool, judged_never: bool, probe: &dyn RunProbe) -> Ran {
+pub(crate) fn has_run(known: bool, judged_never: bool, probe: &dyn RunProbe) -> Ran {
     if known || probe.hook_file() {
         return Ran::Yes;
     }

@@ -16,7 +16,7 @@ use crate::decide::prune::prune;
 /// a `skipped` record in `restart.log`, spelled as it is written there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Hold {
+pub(crate) enum Hold {
     BreakerOpen,
     #[serde(rename = "backoff_429")]
     Backoff429,
@@ -34,7 +34,7 @@ pub enum Hold {
 }
 
 impl Hold {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Hold::BreakerOpen => "breaker_open",
             Hold::Backoff429 => "backoff_429",
@@ -57,7 +57,7 @@ impl std::fmt::Display for Hold {
 
 /// The verdict of the gates.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Gate {
+pub(crate) enum Gate {
     /// Reserve a slot and go.
     Go,
     /// Not now, and nobody needs to hear about it.
@@ -82,7 +82,7 @@ fn fleet_hold(state: &State, now: f64) -> Option<Hold> {
 
 /// The gates, in order: circuit breaker, 429 backoff, cascade pause or
 /// settle, cooldown, a restart already in flight, the rate budget.
-pub fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
+pub(crate) fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
     let in_flight = state.in_flight.contains(id);
     let breaker = state.breaker_open_until > now;
     let hold = fleet_hold(state, now);
@@ -107,7 +107,7 @@ pub fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
 
 /// The checks repeated after the serialization wait: the breaker, a backoff
 /// or a pause may have started meanwhile.
-pub fn recheck(state: &mut State, id: &str, now: f64) -> Option<Hold> {
+pub(crate) fn recheck(state: &mut State, id: &str, now: f64) -> Option<Hold> {
     if state.breaker_open_until > now {
         Some(Hold::BreakerOpen)
     } else if state.book(id).backoff_until > now {
@@ -119,7 +119,7 @@ pub fn recheck(state: &mut State, id: &str, now: f64) -> Option<Hold> {
 
 /// Takes a budget slot and starts the cooldown. Returns the slot to give back
 /// if the restart does not happen.
-pub fn reserve(state: &mut State, lim: &Limits, id: &str, now: f64) -> f64 {
+pub(crate) fn reserve(state: &mut State, lim: &Limits, id: &str, now: f64) -> f64 {
     state.in_flight.insert(id.to_owned());
     let book = state.book(id);
     book.restarts.push(now);
@@ -128,7 +128,7 @@ pub fn reserve(state: &mut State, lim: &Limits, id: &str, now: f64) -> f64 {
 }
 
 /// Returns a reserved slot: a restart that never happened is not an attempt.
-pub fn give_back(state: &mut State, id: &str, slot: f64) {
+pub(crate) fn give_back(state: &mut State, id: &str, slot: f64) {
     let book = state.book(id);
     if let Some(i) = book.restarts.iter().position(|t| *t == slot) {
         book.restarts.remove(i);
@@ -136,12 +136,12 @@ pub fn give_back(state: &mut State, id: &str, slot: f64) {
 }
 
 /// The restart job for `id` is over, whatever its outcome.
-pub fn finish(state: &mut State, id: &str) {
+pub(crate) fn finish(state: &mut State, id: &str) {
     state.in_flight.remove(id);
 }
 
 /// Seconds to wait before the next restart call may run.
-pub fn serialization_wait(state: &State, lim: &Limits, now: f64) -> f64 {
+pub(crate) fn serialization_wait(state: &State, lim: &Limits, now: f64) -> f64 {
     match state.last_restart_at {
         Some(last) => (last + lim.min_interval - now).clamp(0.0, lim.min_interval),
         None => 0.0,

@@ -10,11 +10,11 @@ use std::time::Duration;
 use crate::config::Config;
 
 /// A cascade that does not clear is recalled at most this often.
-pub const CASCADE_REMINDER_S: f64 = 3600.0;
+pub(crate) const CASCADE_REMINDER_S: f64 = 3600.0;
 
 /// The limits, as float seconds.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Limits {
+pub(crate) struct Limits {
     pub rate_max: usize,
     pub rate_window: f64,
     pub cooldown: f64,
@@ -32,7 +32,7 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub fn from_config(c: &Config) -> Limits {
+    pub(crate) fn from_config(c: &Config) -> Limits {
         let s = Duration::as_secs_f64;
         Limits {
             rate_max: c.rate_limit_max as usize,

@@ -34,7 +34,7 @@ pub struct Pane {
 }
 
 /// Where the readings come from.
-pub trait Probe {
+pub(crate) trait Probe {
     /// `session show`; `None` when unreadable.
     fn read(&self) -> Option<Live>;
     /// `session output --pane -q`; `None` when it could not be captured.
@@ -82,7 +82,7 @@ impl std::fmt::Display for LivenessReason {
 
 /// The outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// `confirmed_dead`: restart it.
     Dead,
     /// Leave it alone, for this reason.
@@ -90,7 +90,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn reason(self) -> LivenessReason {
+    pub(crate) fn reason(self) -> LivenessReason {
         match self {
             Verdict::Dead => LivenessReason::ConfirmedDead,
             Verdict::Skip(r) => r,
@@ -100,7 +100,7 @@ impl Verdict {
 
 /// What was seen, for the record.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Evidence {
+pub(crate) struct Evidence {
     pub reads: Vec<StatusRead>,
     pub pane: Pane,
     pub auth_hold_reason: Option<String>,
@@ -108,13 +108,13 @@ pub struct Evidence {
 }
 
 /// The first 16 hex characters of the SHA-256 of `text`.
-pub fn digest(text: &str) -> String {
+pub(crate) fn digest(text: &str) -> String {
     let hash = Sha256::digest(text.as_bytes());
     hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 /// Runs the confirmation sequence of SPEC §5.3.
-pub fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
+pub(crate) fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
     let mut ev = Evidence {
         reads: Vec::new(),
         pane: Pane::default(),

@@ -10,7 +10,7 @@ use crate::fleet::session::{Session, Status};
 
 /// A rate-limited boot: backs the session off and counts toward the circuit
 /// breaker. Returns true when this opens the breaker (escalate once).
-pub fn note_rate_limited(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
+pub(crate) fn note_rate_limited(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
     state.book(id).backoff_until = now + lim.backoff_429;
     state.breaker_hits.push(now);
     prune(&mut state.breaker_hits, now, lim.breaker_window);
@@ -25,7 +25,7 @@ pub fn note_rate_limited(state: &mut State, lim: &Limits, id: &str, now: f64) ->
 
 /// A `pane_active` skip; returns the count in a row and whether it just
 /// reached the escalation threshold.
-pub fn note_pane_active(state: &mut State, lim: &Limits, id: &str) -> (u32, bool) {
+pub(crate) fn note_pane_active(state: &mut State, lim: &Limits, id: &str) -> (u32, bool) {
     let book = state.book(id);
     book.liveness_skips += 1;
     let n = book.liveness_skips;
@@ -37,7 +37,7 @@ pub fn note_pane_active(state: &mut State, lim: &Limits, id: &str) -> (u32, bool
 
 /// Records a status seen; a healthy one ends the error episode, and a live
 /// or `stopped` one proves the session has run.
-pub fn note_status(state: &mut State, s: &Session, status: Status, now: f64) {
+pub(crate) fn note_status(state: &mut State, s: &Session, status: Status, now: f64) {
     if proves_it_ran(status) {
         note_ran(state, &s.id);
     }
@@ -60,27 +60,27 @@ pub fn note_status(state: &mut State, s: &Session, status: Status, now: f64) {
 
 /// The session has run: it was found with evidence of it, or the watchdog
 /// restarted or started it.
-pub fn note_ran(state: &mut State, id: &str) {
+pub(crate) fn note_ran(state: &mut State, id: &str) {
     if !state.ran.contains(id) {
         state.ran.insert(id.to_owned());
     }
 }
 
 /// agent-deck carried out a `session restart` issued at `issued`.
-pub fn note_restarted(state: &mut State, id: &str, issued: f64) {
+pub(crate) fn note_restarted(state: &mut State, id: &str, issued: f64) {
     note_ran(state, id);
     state.book(id).restarted_at = Some(issued);
 }
 
 /// A restart (or start fallback) worked.
-pub fn note_success(state: &mut State, id: &str) {
+pub(crate) fn note_success(state: &mut State, id: &str) {
     let book = state.book(id);
     book.consecutive_failures = 0;
     book.liveness_skips = 0;
 }
 
 /// A real failure; returns how many in a row.
-pub fn note_failure(state: &mut State, id: &str) -> u32 {
+pub(crate) fn note_failure(state: &mut State, id: &str) -> u32 {
     let book = state.book(id);
     book.consecutive_failures += 1;
     book.consecutive_failures

@@ -10,12 +10,12 @@ use crate::decide::book::{PendingStreak, SessionBook, State, WaitWatch};
 use crate::fleet::session::Session;
 
 /// The nudge sent to a child that has waited too long.
-pub const NUDGE_TEXT: &str = "report status?";
+pub(crate) const NUDGE_TEXT: &str = "report status?";
 
 /// A waiting child's pane digest was sampled. Returns true when it has not
 /// changed for `threshold` seconds and was not nudged within `dedup`: nudge
 /// it now (the nudge is recorded here).
-pub fn observe_waiting(
+pub(crate) fn observe_waiting(
     state: &mut State,
     id: &str,
     digest: &str,
@@ -47,12 +47,12 @@ pub fn observe_waiting(
 }
 
 /// Children no longer in `waiting` are forgotten.
-pub fn forget_not_waiting(state: &mut State, waiting_now: &BTreeSet<String>) {
+pub(crate) fn forget_not_waiting(state: &mut State, waiting_now: &BTreeSet<String>) {
     state.waiting.retain(|id, _| waiting_now.contains(id));
 }
 
 /// Whether a conductor may be restarted for a missing poller now.
-pub fn poller_restart_allowed(state: &State, id: &str, now: f64, dedup: f64) -> bool {
+pub(crate) fn poller_restart_allowed(state: &State, id: &str, now: f64, dedup: f64) -> bool {
     state
         .poller_restarted
         .get(id)
@@ -61,14 +61,14 @@ pub fn poller_restart_allowed(state: &State, id: &str, now: f64, dedup: f64) -> 
 
 /// A poller restart ran (or, in dry-run, would have): the dedup window
 /// starts, and the restarted poller starts a new streak.
-pub fn note_poller_restarted(state: &mut State, id: &str, now: f64) {
+pub(crate) fn note_poller_restarted(state: &mut State, id: &str, now: f64) {
     state.poller_restarted.insert(id.to_owned(), now);
     state.pending_updates.remove(id);
 }
 
 /// What one `getWebhookInfo` check of a live poller's bot saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WebhookAnswer {
+pub(crate) enum WebhookAnswer {
     /// `pending_update_count`.
     Pending(u64),
     /// A failed, timed-out or rate-limited call: it tells nothing.
@@ -80,7 +80,7 @@ pub enum WebhookAnswer {
 /// unknown answer changes nothing but the time of the last check. A streak
 /// whose last check lies more than `max_gap` back was not consecutive (the
 /// watchdog was down, the poller was gone): it starts over.
-pub fn observe_webhook(
+pub(crate) fn observe_webhook(
     state: &mut State,
     id: &str,
     answer: WebhookAnswer,
@@ -121,7 +121,12 @@ fn is_deaf(p: &PendingStreak, now: f64, checks: u32, max_gap: f64) -> bool {
 }
 
 /// The conductors whose pollers are deaf now, with the counts seen.
-pub fn deaf_pollers(state: &State, now: f64, checks: u32, max_gap: f64) -> Vec<(String, Vec<u64>)> {
+pub(crate) fn deaf_pollers(
+    state: &State,
+    now: f64,
+    checks: u32,
+    max_gap: f64,
+) -> Vec<(String, Vec<u64>)> {
     state
         .pending_updates
         .iter()
@@ -132,21 +137,21 @@ pub fn deaf_pollers(state: &State, now: f64, checks: u32, max_gap: f64) -> Vec<(
 
 /// Streaks without a check for `max_gap` are forgotten: the conductor
 /// stopped, lost its poller or left the fleet.
-pub fn forget_stale_streaks(state: &mut State, now: f64, max_gap: f64) {
+pub(crate) fn forget_stale_streaks(state: &mut State, now: f64, max_gap: f64) {
     state
         .pending_updates
         .retain(|_, p| now - p.last_check <= max_gap);
 }
 
 /// The reason recorded for a deaf poller's restart.
-pub fn deaf_reason(counts: &[u64]) -> String {
+pub(crate) fn deaf_reason(counts: &[u64]) -> String {
     let seen: Vec<String> = counts.iter().map(u64::to_string).collect();
     let n = counts.len();
     format!("pending updates {} over {n} checks", seen.join(", "))
 }
 
 /// A conductor for the deaf-conductor patrol.
-pub fn is_conductor(s: &Session) -> bool {
+pub(crate) fn is_conductor(s: &Session) -> bool {
     s.title.starts_with("conductor-") || s.group == "conductor" || s.is_conductor
 }
 
@@ -154,13 +159,13 @@ pub fn is_conductor(s: &Session) -> bool {
 /// human (SPEC §6.3). A one-off that lands in group `conductor` (a title like
 /// `test-visual`) is exactly what it exists for; only escalation-critical
 /// sessions (title `conductor-*`, group `watchers`, `is_conductor`) are exempt.
-pub fn stale_candidate(s: &Session, critical: bool) -> bool {
+pub(crate) fn stale_candidate(s: &Session, critical: bool) -> bool {
     critical && !crate::fleet::session::is_escalation_critical(s)
 }
 
 /// How long the session has been stuck in error, if that is at least
 /// `threshold` and it is not backing off from a rate-limited boot.
-pub fn stuck_for(book: &SessionBook, now: f64, threshold: f64) -> Option<f64> {
+pub(crate) fn stuck_for(book: &SessionBook, now: f64, threshold: f64) -> Option<f64> {
     let since = book.error_since?;
     let stuck = now - since;
     (stuck >= threshold && book.backoff_until <= now).then_some(stuck)

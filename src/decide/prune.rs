@@ -11,12 +11,12 @@ use crate::fleet::session::Status;
 /// How far ahead of `now` a recorded time may lie before it is taken for one
 /// written under a clock that has since stepped back: the threads read the
 /// clock at slightly different moments.
-pub const FUTURE_SLACK_S: f64 = 5.0;
+pub(crate) const FUTURE_SLACK_S: f64 = 5.0;
 
 /// A time recorded under a clock that has since stepped back (NTP, a
 /// suspend, a hand-edited state) reads as `now`: it may never hold restarts
 /// or silence alerts until the clock catches up.
-pub fn not_in_future(t: &mut f64, now: f64) {
+pub(crate) fn not_in_future(t: &mut f64, now: f64) {
     if *t > now + FUTURE_SLACK_S {
         *t = now;
     }
@@ -24,7 +24,7 @@ pub fn not_in_future(t: &mut f64, now: f64) {
 
 /// Drops the times that fell out of the window; one recorded under a clock
 /// that has since stepped back counts from now.
-pub fn prune(times: &mut Vec<f64>, now: f64, window: f64) {
+pub(crate) fn prune(times: &mut Vec<f64>, now: f64, window: f64) {
     times.iter_mut().for_each(|t| not_in_future(t, now));
     times.retain(|t| now - t < window);
 }
@@ -33,7 +33,7 @@ pub fn prune(times: &mut Vec<f64>, now: f64, window: f64) {
 /// what still matters. Recorded times from the future read as now; a
 /// deadline lies no further ahead than its own length and is zeroed once
 /// passed.
-pub fn prune_state(state: &mut State, lim: &Limits, now: f64) {
+pub(crate) fn prune_state(state: &mut State, lim: &Limits, now: f64) {
     let past = move |t: &mut f64| not_in_future(t, now);
     let deadline = move |until: &mut f64, len: f64| {
         *until = until.min(now + len);

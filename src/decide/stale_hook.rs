@@ -15,14 +15,14 @@
 use crate::triggers::hook_file::{Hook, HookStatus};
 
 /// How long agent-deck lets a hook set a Claude-family session's status.
-pub const HOOK_FRESH_S: f64 = 120.0;
+pub(crate) const HOOK_FRESH_S: f64 = 120.0;
 
 /// Whether `hook` alone can explain an `error` read at `now` after a
 /// restart issued at `restarted_at`: it says `dead`, agent-deck still honours
 /// it, and it was written before the restart. Its `ts` is whole seconds, so
 /// a hook from the same second as the restart counts as newer (a real death
 /// is never ignored).
-pub fn is_stale_dead_hook(hook: &Hook, restarted_at: f64, now: f64) -> bool {
+pub(crate) fn is_stale_dead_hook(hook: &Hook, restarted_at: f64, now: f64) -> bool {
     hook.status == HookStatus::Dead
         && hook
             .ts

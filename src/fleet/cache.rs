@@ -30,7 +30,7 @@ const MIN_REFRESH_GAP: Duration = Duration::from_secs(1);
 /// tag is the index of its profile in [`Fleet::child_profiles`].
 const NOT_A_CHILD: u32 = u32::MAX;
 
-pub struct Fleet {
+pub(crate) struct Fleet {
     /// The sessions kept whole (see the module docs), by id.
     sessions: BTreeMap<String, Session>,
     /// Every other listed session, tagged [`NOT_A_CHILD`] or with its
@@ -44,7 +44,7 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    pub fn new(autorestart_dir: PathBuf) -> Fleet {
+    pub(crate) fn new(autorestart_dir: PathBuf) -> Fleet {
         Fleet {
             sessions: BTreeMap::new(),
             others: IdSet::default(),
@@ -56,7 +56,7 @@ impl Fleet {
     }
 
     /// Re-reads `list --all`; on failure the last known fleet stays.
-    pub fn refresh(&mut self, deck: &dyn AgentDeck) -> Result<(), CliError> {
+    pub(crate) fn refresh(&mut self, deck: &dyn AgentDeck) -> Result<(), CliError> {
         self.last_refresh = Some(Instant::now());
         let mut sessions = BTreeMap::new();
         let mut others = IdSetBuilder::new();
@@ -89,7 +89,7 @@ impl Fleet {
 
     /// Refreshes unless that happened less than a second ago; false when it
     /// was too soon, so the caller can come back.
-    pub fn refresh_if_stale(&mut self, deck: &dyn AgentDeck) -> bool {
+    pub(crate) fn refresh_if_stale(&mut self, deck: &dyn AgentDeck) -> bool {
         if self
             .last_refresh
             .is_some_and(|t| t.elapsed() < MIN_REFRESH_GAP)
@@ -103,7 +103,7 @@ impl Fleet {
     }
 
     /// Re-reads the opt-in marker directory.
-    pub fn reload_markers(&mut self) {
+    pub(crate) fn reload_markers(&mut self) {
         self.markers = match std::fs::read_dir(&self.autorestart_dir) {
             Ok(entries) => entries
                 .flatten()
@@ -115,44 +115,44 @@ impl Fleet {
     }
 
     /// A session kept whole: restart-critical by name or opted in.
-    pub fn get(&self, id: &str) -> Option<&Session> {
+    pub(crate) fn get(&self, id: &str) -> Option<&Session> {
         self.sessions.get(id)
     }
 
     /// Whether the last readable list had this session, whole or not.
-    pub fn knows(&self, id: &str) -> bool {
+    pub(crate) fn knows(&self, id: &str) -> bool {
         self.sessions.contains_key(id) || self.others.contains(id)
     }
 
     /// Whether a hook for `id` should re-read the list first: the session is
     /// unknown, or has been opted in since the list was read.
-    pub fn needs_refresh_for(&self, id: &str) -> bool {
+    pub(crate) fn needs_refresh_for(&self, id: &str) -> bool {
         !self.knows(id) || (self.get(id).is_none() && self.markers.contains(id))
     }
 
     /// The profile of a child session not kept whole.
-    pub fn child_profile(&self, id: &str) -> Option<&str> {
+    pub(crate) fn child_profile(&self, id: &str) -> Option<&str> {
         let tag = self.others.tag(id)?;
         self.child_profiles.get(tag as usize).map(String::as_str)
     }
 
     /// The profiles holding a child session not kept whole.
-    pub fn child_profiles(&self) -> impl Iterator<Item = &String> {
+    pub(crate) fn child_profiles(&self) -> impl Iterator<Item = &String> {
         self.child_profiles.iter()
     }
 
     /// Every listed session, whole or not.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.sessions.len() + self.others.len()
     }
 
-    pub fn is_critical(&self, s: &Session) -> bool {
+    pub(crate) fn is_critical(&self, s: &Session) -> bool {
         session::is_critical_by_name(s)
             || (session::is_valid_id(&s.id) && self.markers.contains(&s.id))
     }
 
     /// The restart-critical sessions, in id order.
-    pub fn critical(&self) -> Vec<Session> {
+    pub(crate) fn critical(&self) -> Vec<Session> {
         self.sessions
             .values()
             .filter(|s| self.is_critical(s))
@@ -161,13 +161,13 @@ impl Fleet {
     }
 
     /// The distinct profiles of `sessions`.
-    pub fn profiles(sessions: &[Session]) -> BTreeSet<String> {
+    pub(crate) fn profiles(sessions: &[Session]) -> BTreeSet<String> {
         sessions.iter().map(|s| s.profile.clone()).collect()
     }
 
     /// The sessions kept whole, for patrols that look beyond the critical
     /// ones (conductors are among them; most children are not).
-    pub fn all(&self) -> impl Iterator<Item = &Session> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Session> {
         self.sessions.values()
     }
 }

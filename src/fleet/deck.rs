@@ -16,8 +16,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::fleet::listing::{ListReader, Row, RowTally, Shape};
-pub use crate::fleet::parse::Delivery;
-pub use crate::fleet::parse::RestartAnswer;
+pub(crate) use crate::fleet::parse::Delivery;
+pub(crate) use crate::fleet::parse::RestartAnswer;
 use crate::fleet::parse::{self, Garbage};
 use crate::fleet::session::Live;
 use crate::sys::process::{self, Cmd, Flow, Output, RunError};
@@ -26,7 +26,7 @@ use crate::sys::throttle::Throttle;
 
 /// Why a CLI call gave no usable answer.
 #[derive(Debug)]
-pub enum CliError {
+pub(crate) enum CliError {
     /// Could not start, timed out, or interrupted by shutdown.
     Run(RunError),
     /// Exited non-zero (or by a signal), with the CLI's own message.
@@ -44,7 +44,7 @@ pub enum CliError {
 
 impl CliError {
     /// How far a failed `session send` got, when agent-deck said so.
-    pub fn delivery(&self) -> Option<Delivery> {
+    pub(crate) fn delivery(&self) -> Option<Delivery> {
         match self {
             CliError::Undelivered { delivery, .. } => Some(*delivery),
             _ => None,
@@ -92,10 +92,10 @@ impl From<Garbage> for CliError {
     }
 }
 
-pub type CliResult<T> = Result<T, CliError>;
+pub(crate) type CliResult<T> = Result<T, CliError>;
 
 /// Everything the watchdog asks of agent-deck.
-pub trait AgentDeck: Send + Sync {
+pub(crate) trait AgentDeck: Send + Sync {
     /// `list --all --json`: every session, no status, each handed to `each`
     /// as it is read. The rows come before the answer is known to be whole
     /// and readable: keep them only if this returns `Ok`.
@@ -125,7 +125,7 @@ pub trait AgentDeck: Send + Sync {
 
 /// Counters of CLI calls and failures, by command name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CallStats {
+pub(crate) struct CallStats {
     pub calls: BTreeMap<&'static str, u64>,
     pub failures: BTreeMap<&'static str, u64>,
 }
@@ -134,7 +134,7 @@ pub struct CallStats {
 const SKIP_WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// The real CLI.
-pub struct Cli {
+pub(crate) struct Cli {
     bin: PathBuf,
     timeout: Duration,
     shutdown: Shutdown,
@@ -145,7 +145,7 @@ pub struct Cli {
 }
 
 impl Cli {
-    pub fn new(bin: PathBuf, timeout: Duration, shutdown: Shutdown) -> Cli {
+    pub(crate) fn new(bin: PathBuf, timeout: Duration, shutdown: Shutdown) -> Cli {
         Cli {
             bin,
             timeout,
@@ -336,7 +336,7 @@ impl AgentDeck for Cli {
 /// Dry-run guard: reads pass through, every mutating call is refused without
 /// running anything. The daemon already stops before mutating in dry-run;
 /// this makes a slip impossible rather than unlikely.
-pub struct ReadOnly(pub std::sync::Arc<dyn AgentDeck>);
+pub(crate) struct ReadOnly(pub std::sync::Arc<dyn AgentDeck>);
 
 impl ReadOnly {
     fn refuse<T>(what: &str, id: &str) -> CliResult<T> {

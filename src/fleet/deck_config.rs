@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 /// Where agent-deck looks for `config.toml`, in its order: XDG first
 /// (`$XDG_CONFIG_HOME/agent-deck/`, default `~/.config/agent-deck/`), then
 /// the legacy locations under the root and `~/.agent-deck/`.
-pub fn candidates(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Vec<PathBuf> {
+pub(crate) fn candidates(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Vec<PathBuf> {
     let xdg = xdg_config_home.map_or_else(|| home.join(".config"), Path::to_path_buf);
     vec![
         xdg.join("agent-deck/config.toml"),
@@ -16,7 +16,7 @@ pub fn candidates(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> V
 }
 
 /// The first of the [`candidates`] that is a file.
-pub fn find(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Option<PathBuf> {
+pub(crate) fn find(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Option<PathBuf> {
     candidates(home, xdg_config_home, root)
         .into_iter()
         .find(|c| c.is_file())
@@ -24,7 +24,7 @@ pub fn find(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Option<
 
 /// `[tmux] socket_name`, trimmed as agent-deck trims it; `None` when unset
 /// or blank (the default tmux socket).
-pub fn tmux_socket_name(text: &str) -> Result<Option<String>, String> {
+pub(crate) fn tmux_socket_name(text: &str) -> Result<Option<String>, String> {
     let table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
     let name = table
         .get("tmux")

@@ -16,7 +16,7 @@ use crate::fleet::session::{Live, Status};
 
 /// How the fake's `session send` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SendAnswer {
+pub(crate) enum SendAnswer {
     Delivered,
     /// Exit 1 with `DELIVERY_FAILED` and this `delivery`.
     Undelivered(Delivery),
@@ -24,7 +24,7 @@ pub enum SendAnswer {
 
 /// What the fake answers; set the fields, then call through [`FakeDeck`].
 #[derive(Debug)]
-pub struct Script {
+pub(crate) struct Script {
     /// `session show` answers, oldest first; the last one repeats. None:
     /// unreadable.
     pub shows: VecDeque<Option<Live>>,
@@ -61,14 +61,14 @@ impl Default for Script {
 }
 
 #[derive(Debug, Default)]
-pub struct FakeDeck {
+pub(crate) struct FakeDeck {
     pub script: Mutex<Script>,
     /// `<command> <id>` for every call, in order.
     pub calls: Mutex<Vec<String>>,
 }
 
 /// A `session show` answer with this status and nothing else.
-pub fn live(status: Status) -> Option<Live> {
+pub(crate) fn live(status: Status) -> Option<Live> {
     Some(Live {
         status: Some(status),
         ..Live::default()
@@ -83,7 +83,7 @@ fn exit1(message: &str) -> CliError {
 }
 
 impl FakeDeck {
-    pub fn new(script: Script) -> FakeDeck {
+    pub(crate) fn new(script: Script) -> FakeDeck {
         FakeDeck {
             script: Mutex::new(script),
             calls: Mutex::new(Vec::new()),
@@ -95,7 +95,7 @@ impl FakeDeck {
     }
 
     /// How many calls of `what` were made.
-    pub fn count(&self, what: &str) -> usize {
+    pub(crate) fn count(&self, what: &str) -> usize {
         let prefix = format!("{what} ");
         self.calls
             .lock()

@@ -18,7 +18,7 @@ struct Span {
 
 /// See the module docs. Built with [`IdSetBuilder`].
 #[derive(Debug, Default, Clone)]
-pub struct IdSet {
+pub(crate) struct IdSet {
     text: String,
     /// One per distinct id, sorted by id.
     spans: Vec<Span>,
@@ -26,7 +26,7 @@ pub struct IdSet {
 
 impl IdSet {
     /// The tag of `id`, if it is in the set.
-    pub fn tag(&self, id: &str) -> Option<u32> {
+    pub(crate) fn tag(&self, id: &str) -> Option<u32> {
         let i = self
             .spans
             .binary_search_by(|span| id_of(&self.text, span).cmp(id))
@@ -34,11 +34,11 @@ impl IdSet {
         Some(self.spans[i].tag)
     }
 
-    pub fn contains(&self, id: &str) -> bool {
+    pub(crate) fn contains(&self, id: &str) -> bool {
         self.tag(id).is_some()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.spans.len()
     }
 }
@@ -50,18 +50,18 @@ fn id_of<'t>(text: &'t str, span: &Span) -> &'t str {
 
 /// Collects ids in any order, then sorts them once.
 #[derive(Debug, Default)]
-pub struct IdSetBuilder {
+pub(crate) struct IdSetBuilder {
     set: IdSet,
 }
 
 impl IdSetBuilder {
-    pub fn new() -> IdSetBuilder {
+    pub(crate) fn new() -> IdSetBuilder {
         IdSetBuilder::default()
     }
 
     /// Adds `id` with `tag`. An id that would not fit the 4 GiB of offsets
     /// is left out: the stream ceiling keeps a list far below that.
-    pub fn push(&mut self, id: &str, tag: u32) {
+    pub(crate) fn push(&mut self, id: &str, tag: u32) {
         let (Ok(start), Ok(len)) = (u32::try_from(self.set.text.len()), u32::try_from(id.len()))
         else {
             return;
@@ -74,7 +74,7 @@ impl IdSetBuilder {
     }
 
     /// The set; of an id pushed more than once, one tag is kept.
-    pub fn build(self) -> IdSet {
+    pub(crate) fn build(self) -> IdSet {
         let IdSet {
             mut text,
             mut spans,

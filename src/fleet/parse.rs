@@ -21,7 +21,7 @@ use crate::fleet::wire::LiveWire;
 pub struct Garbage(pub String);
 
 /// `session show <id> --json`.
-pub fn show(stdout: &str) -> Result<Live, Garbage> {
+pub(crate) fn show(stdout: &str) -> Result<Live, Garbage> {
     let v = json(stdout)?;
     if !v.is_object() || v.get("success") == Some(&Value::Bool(false)) {
         return Err(Garbage(format!(
@@ -39,13 +39,13 @@ pub fn show(stdout: &str) -> Result<Live, Garbage> {
 
 /// What `session restart --json` answered on exit 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RestartAnswer {
+pub(crate) enum RestartAnswer {
     Restarted,
     /// A guard inside agent-deck declined on purpose.
     Skipped(String),
 }
 
-pub fn restart(stdout: &str) -> Result<RestartAnswer, Garbage> {
+pub(crate) fn restart(stdout: &str) -> Result<RestartAnswer, Garbage> {
     let v = json(stdout)?;
     if v.get("skipped").and_then(Value::as_bool) == Some(true) {
         let reason = str_field(&v, "reason").unwrap_or_else(|| "no reason given".into());
@@ -64,7 +64,7 @@ pub fn restart(stdout: &str) -> Result<RestartAnswer, Garbage> {
 /// (spelled as agent-deck prints it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Delivery {
+pub(crate) enum Delivery {
     Submitted,
     Unverified,
     /// The text reached the pane, but agent-deck saw no sign it was acted
@@ -80,7 +80,7 @@ pub enum Delivery {
 }
 
 impl Delivery {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Delivery::Submitted => "submitted",
             Delivery::Unverified => "unverified",
@@ -94,7 +94,7 @@ impl Delivery {
     }
 
     /// The message is in the pane although the send answered a failure.
-    pub fn arrived(self) -> bool {
+    pub(crate) fn arrived(self) -> bool {
         self == Delivery::Typed
     }
 }
@@ -107,7 +107,7 @@ impl std::fmt::Display for Delivery {
 
 /// The `delivery` of a JSON answer on stdout (a failed `session send`
 /// prints one with `DELIVERY_FAILED`), if it has a string one.
-pub fn delivery(stdout: &str) -> Option<Delivery> {
+pub(crate) fn delivery(stdout: &str) -> Option<Delivery> {
     let v: Value = serde_json::from_str(stdout.trim()).ok()?;
     let d = v.get("delivery")?;
     d.is_string().then(|| Delivery::deserialize(d).ok())?
@@ -116,7 +116,7 @@ pub fn delivery(stdout: &str) -> Option<Delivery> {
 /// The most useful one-line message for a failed call: the `error` of the
 /// JSON error object (which `--json` prints on stdout), else stderr, else
 /// stdout. Bounded in length.
-pub fn error_message(stdout: &str, stderr: &str) -> String {
+pub(crate) fn error_message(stdout: &str, stderr: &str) -> String {
     if let Ok(v) = serde_json::from_str::<Value>(stdout.trim()) {
         if let Some(e) = str_field(&v, "error") {
             return clip(&e);

@@ -86,13 +86,13 @@ impl Live {
 const CRITICAL_TITLES: [&str; 3] = ["meeting-watcher", "gmail-watcher", "agent-deck"];
 
 /// Restart-critical by name alone (the marker file is the caller's part).
-pub fn is_critical_by_name(s: &Session) -> bool {
+pub(crate) fn is_critical_by_name(s: &Session) -> bool {
     critical_by_name(&s.title, &s.group, s.is_conductor)
 }
 
 /// [`is_critical_by_name`] over the fields it looks at, for a row that is
 /// not a [`Session`] yet.
-pub fn critical_by_name(title: &str, group: &str, is_conductor: bool) -> bool {
+pub(crate) fn critical_by_name(title: &str, group: &str, is_conductor: bool) -> bool {
     title.starts_with("conductor-")
         || CRITICAL_TITLES.contains(&title)
         || group == "conductor"
@@ -101,13 +101,13 @@ pub fn critical_by_name(title: &str, group: &str, is_conductor: bool) -> bool {
 }
 
 /// May alert a human on Telegram.
-pub fn is_escalation_critical(s: &Session) -> bool {
+pub(crate) fn is_escalation_critical(s: &Session) -> bool {
     s.title.starts_with("conductor-") || s.group == "watchers" || s.is_conductor
 }
 
 /// agent-deck's id rule at the hook boundary: `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`
 /// and no `..`. An id that fails it never reaches the filesystem.
-pub fn is_valid_id(id: &str) -> bool {
+pub(crate) fn is_valid_id(id: &str) -> bool {
     let mut chars = id.chars();
     let Some(first) = chars.next() else {
         return false;

@@ -19,7 +19,7 @@ pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 
 /// One element of the array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Element<'a> {
+pub(crate) enum Element<'a> {
     /// Its bytes, without the whitespace around them.
     Whole(&'a [u8]),
     /// Longer than [`MAX_ROW_BYTES`]: not kept.
@@ -28,7 +28,7 @@ pub enum Element<'a> {
 
 /// How the answer ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End<'a> {
+pub(crate) enum End<'a> {
     /// The array closed, and nothing but whitespace followed.
     Array,
     /// No array: its text, and whether there was more than that.
@@ -50,7 +50,7 @@ enum Phase {
 
 /// The framing state of one answer; see the module docs.
 #[derive(Default)]
-pub struct Splitter {
+pub(crate) struct Splitter {
     phase: Phase,
     in_string: bool,
     escaped: bool,
@@ -76,7 +76,7 @@ impl Splitter {
     /// Reads the next piece, handing each element that closes in it to
     /// `each`; why the answer is no JSON array, if this piece tells, or what
     /// `each` said.
-    pub fn feed(
+    pub(crate) fn feed(
         &mut self,
         piece: &[u8],
         each: &mut dyn FnMut(Element<'_>) -> Result<(), String>,
@@ -90,17 +90,17 @@ impl Splitter {
     }
 
     /// Whether the text of a non-array answer ran past [`MAX_TEXT_BYTES`].
-    pub fn overflowed(&self) -> bool {
+    pub(crate) fn overflowed(&self) -> bool {
         self.text_overflow
     }
 
     /// The answer as far as it is not an array (empty for an array).
-    pub fn text(&self) -> &[u8] {
+    pub(crate) fn text(&self) -> &[u8] {
         &self.text
     }
 
     /// How the answer ended, or why it is cut short.
-    pub fn end(&self) -> Result<End<'_>, String> {
+    pub(crate) fn end(&self) -> Result<End<'_>, String> {
         match self.phase {
             Phase::Done => Ok(End::Array),
             Phase::Start | Phase::Text => Ok(End::Text(&self.text, self.text_overflow)),

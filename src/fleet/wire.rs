@@ -19,11 +19,11 @@ use crate::fleet::session::{critical_by_name, Live, Session, Status};
 /// A string of the answer: borrowed unless it holds an escape.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
-pub struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+pub(crate) struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// `auth_hold`: only its `reason` is read.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Hold<'a> {
+pub(crate) struct Hold<'a> {
     #[serde(borrow)]
     reason: Option<Str<'a>>,
 }
@@ -31,7 +31,7 @@ pub struct Hold<'a> {
 /// The keys of a session object the daemon reads; the live ones are of
 /// types `T` (a string), `M` (the channels) and `H` (the auth hold).
 #[derive(Deserialize)]
-pub struct Wire<'a, T, M, H> {
+pub(crate) struct Wire<'a, T, M, H> {
     #[serde(borrow)]
     id: Option<Str<'a>>,
     #[serde(borrow)]
@@ -59,11 +59,11 @@ pub struct Wire<'a, T, M, H> {
 /// A row of `list --all`: its live keys, if any, are skipped unread.
 type AllWire<'a> = Wire<'a, IgnoredAny, IgnoredAny, IgnoredAny>;
 /// A row of `-p P list`, or a `session show`: with the live keys.
-pub type LiveWire<'a> = Wire<'a, Str<'a>, Vec<Str<'a>>, Hold<'a>>;
+pub(crate) type LiveWire<'a> = Wire<'a, Str<'a>, Vec<Str<'a>>, Hold<'a>>;
 
 /// The live keys but the status, as read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LiveKeys<'a> {
+pub(crate) struct LiveKeys<'a> {
     substate: Option<Str<'a>>,
     channels: Option<Vec<Str<'a>>>,
     auth_hold: Option<Hold<'a>>,
@@ -72,7 +72,7 @@ pub struct LiveKeys<'a> {
 
 impl LiveKeys<'_> {
     /// The live state, owned; empty strings count as absent.
-    pub fn live(&self, status: Option<Status>) -> Live {
+    pub(crate) fn live(&self, status: Option<Status>) -> Live {
         Live {
             status,
             substate: nonempty(&self.substate),
@@ -93,7 +93,7 @@ impl LiveKeys<'_> {
 
 impl<'a> LiveWire<'a> {
     /// Takes the live keys out: the status and the rest.
-    pub fn take_live(&mut self) -> (Option<Status>, LiveKeys<'a>) {
+    pub(crate) fn take_live(&mut self) -> (Option<Status>, LiveKeys<'a>) {
         let status = self.status.take().map(|s| Status::parse(&s.0));
         let keys = LiveKeys {
             substate: self.substate.take(),
@@ -169,7 +169,7 @@ impl Row<'_> {
 
 /// Reads one row object, with its live keys or without: the row, or why it
 /// is no session (the decoder's complaint, short and without a position).
-pub fn read(bytes: &[u8], live: bool) -> Result<Row<'_>, String> {
+pub(crate) fn read(bytes: &[u8], live: bool) -> Result<Row<'_>, String> {
     let row = if live {
         serde_json::from_slice::<LiveWire>(bytes).map(|mut w| {
             let (status, keys) = w.take_live();
@@ -187,7 +187,7 @@ pub fn read(bytes: &[u8], live: bool) -> Result<Row<'_>, String> {
 }
 
 /// The id of a row that is no session, to name it in the skip reason.
-pub fn id_of(bytes: &[u8]) -> Option<String> {
+pub(crate) fn id_of(bytes: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct IdOnly<'a> {
         #[serde(borrow)]
@@ -199,7 +199,7 @@ pub fn id_of(bytes: &[u8]) -> Option<String> {
 
 /// A decoder's complaint without its position (which depends on where the
 /// row started, not on what is wrong with it).
-pub fn position_free(e: &serde_json::Error) -> String {
+pub(crate) fn position_free(e: &serde_json::Error) -> String {
     let text = e.to_string();
     match text.rfind(" at line ") {
         Some(i) => text[..i].to_owned(),

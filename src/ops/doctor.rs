@@ -20,12 +20,12 @@ use crate::sys::shutdown::Shutdown;
 
 /// The agent-deck releases this release was verified against by the live
 /// suite (`tests/live.rs`).
-pub const VERIFIED_AGENT_DECK: &[&str] = &["1.14.0"];
+pub(crate) const VERIFIED_AGENT_DECK: &[&str] = &["1.14.0"];
 
 /// How one check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Ok,
     Warn,
     Fail,
@@ -43,7 +43,7 @@ impl Outcome {
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     pub check: &'static str,
     pub status: Outcome,
     pub detail: String,
@@ -52,7 +52,7 @@ pub struct Check {
 }
 
 impl Check {
-    pub fn ok(check: &'static str, detail: impl Into<String>) -> Check {
+    pub(crate) fn ok(check: &'static str, detail: impl Into<String>) -> Check {
         Check {
             check,
             status: Outcome::Ok,
@@ -61,7 +61,11 @@ impl Check {
         }
     }
 
-    pub fn warn(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+    pub(crate) fn warn(
+        check: &'static str,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Check {
         Check {
             status: Outcome::Warn,
             fix: Some(fix.into()),
@@ -69,7 +73,11 @@ impl Check {
         }
     }
 
-    pub fn fail(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+    pub(crate) fn fail(
+        check: &'static str,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Check {
         Check {
             status: Outcome::Fail,
             ..Check::warn(check, detail, fix)
@@ -77,7 +85,7 @@ impl Check {
     }
 
     /// `✓ name: detail`, or with ` — fix: …` after a warning or failure.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let detail = crate::ops::logging::one_line(&self.detail);
         match &self.fix {
             Some(fix) => format!(
@@ -92,7 +100,7 @@ impl Check {
 
 /// Every check, in the order they print. Without a usable configuration
 /// (no `HOME`, say) there is only the settings line.
-pub fn checks(env: &Env, online: bool) -> Vec<Check> {
+pub(crate) fn checks(env: &Env, online: bool) -> Vec<Check> {
     let (settings, cfg) = install::settings(env);
     let Some(cfg) = cfg else {
         return vec![settings];
@@ -118,7 +126,7 @@ pub fn checks(env: &Env, online: bool) -> Vec<Check> {
 }
 
 /// Prints the report; exit 1 when a check failed.
-pub fn run(env: &Env, json: bool, online: bool) -> Result<()> {
+pub(crate) fn run(env: &Env, json: bool, online: bool) -> Result<()> {
     let checks = checks(env, online);
     if json {
         let text =

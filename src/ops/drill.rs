@@ -38,7 +38,7 @@ use crate::sys::fs::{read_bounded, read_text, SMALL_FILE_MAX, STATE_FILE_MAX};
 use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
 
-pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
+pub(crate) const DEFAULT_TIMEOUT_S: f64 = 60.0;
 /// agent-deck's freshness window (`restart_guard.go`).
 const FRESHNESS_S: f64 = 60.0;
 /// The design's recovery target.
@@ -46,7 +46,7 @@ const TARGET_S: f64 = 10.0;
 
 /// `drill ID [--yes] [--timeout DUR]`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Args {
+pub(crate) struct Args {
     pub id: String,
     pub yes: bool,
     pub timeout_s: f64,
@@ -63,7 +63,7 @@ struct Shown {
 
 /// What [`refusal`] weighs.
 #[derive(Debug, Clone)]
-pub struct Facts<'a> {
+pub(crate) struct Facts<'a> {
     pub status: Status,
     pub daemon: Option<&'a Holder>,
     pub state: &'a State,
@@ -76,7 +76,7 @@ pub struct Facts<'a> {
 }
 
 /// Why the drill must not run now, or `None` when it may.
-pub fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
+pub(crate) fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
     if !matches!(f.status, Status::Running | Status::Waiting | Status::Idle) {
         return Some(format!(
             "{id} is {} now: a drill needs a healthy session (running, waiting or idle)",
@@ -119,7 +119,7 @@ pub fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
 }
 
 /// Runs the drill.
-pub fn run(cfg: &Config, args: &Args) -> Result<()> {
+pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     let refuse = |why: String| Error::usage(format!("drill refused: {why}"));
     let shutdown = Shutdown::new().map_err(|e| Error::runtime(format!("drill: {e}")))?;
     let cli = Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, shutdown.clone());

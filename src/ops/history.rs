@@ -29,15 +29,15 @@ use crate::error::{Error, Result};
 use crate::sys::clock::unix_now;
 
 use format::{render, About};
-pub use timeline::Since;
+pub(crate) use timeline::Since;
 use timeline::{merge, parse, Log, Record};
 
 /// At most this much of each record file is read: its newest part.
-pub const FILE_MAX: u64 = 16 << 20;
+pub(crate) const FILE_MAX: u64 = 16 << 20;
 
 /// What `history` prints.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum View {
+pub(crate) enum View {
     /// One readable line per decision.
     #[default]
     Lines,
@@ -49,7 +49,7 @@ pub enum View {
 
 /// The parsed command line of `history`.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Args {
+pub(crate) struct Args {
     pub id: Option<String>,
     pub since: Since,
     pub view: View,
@@ -129,7 +129,7 @@ pub(crate) fn load(dir: &Path) -> (Vec<Record>, Vec<String>) {
 }
 
 /// Runs `history`: reads the records under the watchdog dir and prints.
-pub fn run(cfg: &Config, args: &Args) -> Result<()> {
+pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     let (all, problems) = load(&cfg.watchdog_dir);
     for p in &problems {
         eprintln!("agent-deck-watchdog: {p}");

@@ -16,7 +16,7 @@ use crate::sys::clock::{unix_now, utc_timestamp};
 
 /// Whether stderr is the stream `JOURNAL_STREAM` (`<dev>:<inode>`) names.
 /// journald is Linux only: elsewhere this is always false.
-pub fn stderr_is_journal(journal_stream: Option<&str>) -> bool {
+pub(crate) fn stderr_is_journal(journal_stream: Option<&str>) -> bool {
     let Some((dev, ino)) = journal_stream.and_then(|v| v.split_once(':')) else {
         return false;
     };
@@ -37,14 +37,14 @@ fn stderr_is(_dev: u64, _ino: u64) -> bool {
 }
 
 /// The longest message a log line carries, in characters.
-pub const MAX_LOG_CHARS: usize = 300;
+pub(crate) const MAX_LOG_CHARS: usize = 300;
 /// A clipped message keeps this many characters of its start (the subject)
 /// and the rest of the bound from its end (what happens next).
 const HEAD_CHARS: usize = 200;
 
 /// `msg` fit for one log line: escaped by [`crate::text`]'s policy and, past
 /// [`MAX_LOG_CHARS`], the middle left out.
-pub fn one_line(msg: &str) -> String {
+pub(crate) fn one_line(msg: &str) -> String {
     crate::text::printable_ends(msg, MAX_LOG_CHARS, HEAD_CHARS)
 }
 
@@ -58,7 +58,7 @@ fn priority(level: log::Level) -> u8 {
 }
 
 /// Installs the logger once; later calls do nothing.
-pub fn init(verbose: bool, journal_stream: Option<&str>) {
+pub(crate) fn init(verbose: bool, journal_stream: Option<&str>) {
     let journal = stderr_is_journal(journal_stream);
     let level = if verbose {
         log::LevelFilter::Debug

@@ -11,7 +11,7 @@ use crate::fleet::session::{self, Session};
 use crate::sys::process_table::{self, PROC_DIR};
 
 /// Why `s` is restart-critical, or `None` when it is not.
-pub fn critical_reason(fleet: &Fleet, s: &Session) -> Option<String> {
+pub(crate) fn critical_reason(fleet: &Fleet, s: &Session) -> Option<String> {
     if s.title.starts_with("conductor-") {
         Some("title conductor-*".into())
     } else if s.group == "conductor" || s.group == "watchers" {
@@ -31,7 +31,7 @@ pub fn critical_reason(fleet: &Fleet, s: &Session) -> Option<String> {
 /// `HOME`: its TUI or `notify-daemon`, as `"notify-daemon (pid N)"`. Without
 /// one, agent-deck's 60 s freshness guard refuses to restart a session that
 /// started less than a minute ago, dead pane or not.
-pub fn status_writer(cfg: &Config) -> Option<String> {
+pub(crate) fn status_writer(cfg: &Config) -> Option<String> {
     let bin = cfg.bin.file_name()?;
     let home = cfg.home.as_os_str().as_bytes();
     process_table::processes(Path::new(PROC_DIR)).find_map(|p| {

@@ -43,7 +43,7 @@ fn send_abstract(_: &UnixDatagram, _: &str, _: &str) -> std::io::Result<usize> {
     Err(std::io::ErrorKind::Unsupported.into())
 }
 
-pub struct SdNotify {
+pub(crate) struct SdNotify {
     socket: Option<(UnixDatagram, String)>,
     /// Half the systemd watchdog interval, when one is configured.
     ping_every: Option<Duration>,
@@ -53,7 +53,7 @@ pub struct SdNotify {
 }
 
 impl SdNotify {
-    pub fn from_config(cfg: &Config) -> SdNotify {
+    pub(crate) fn from_config(cfg: &Config) -> SdNotify {
         let socket = cfg
             .notify_socket
             .as_ref()
@@ -93,13 +93,13 @@ impl SdNotify {
     }
 
     /// Both trigger threads are armed.
-    pub fn ready(&mut self) {
+    pub(crate) fn ready(&mut self) {
         self.send("READY=1\n");
         self.last_ping = Some(Instant::now());
     }
 
     /// A one-line summary; sent only when it changed.
-    pub fn status(&mut self, line: &str) {
+    pub(crate) fn status(&mut self, line: &str) {
         if line != self.last_status {
             self.last_status = line.to_owned();
             let line = crate::text::printable(line, usize::MAX);
@@ -108,7 +108,7 @@ impl SdNotify {
     }
 
     /// The main loop went round: ping the systemd watchdog if it is due.
-    pub fn alive(&mut self) {
+    pub(crate) fn alive(&mut self) {
         let Some(every) = self.ping_every else {
             return;
         };
@@ -119,11 +119,11 @@ impl SdNotify {
     }
 
     /// The longest the main loop may sleep and still ping in time.
-    pub fn max_sleep(&self, default: Duration) -> Duration {
+    pub(crate) fn max_sleep(&self, default: Duration) -> Duration {
         self.ping_every.map_or(default, |p| p.min(default))
     }
 
-    pub fn stopping(&mut self) {
+    pub(crate) fn stopping(&mut self) {
         self.send("STOPPING=1\n");
     }
 }

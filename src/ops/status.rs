@@ -32,7 +32,7 @@ use crate::tasks::registry::RegistryFile;
 /// Everything `status --json` prints. Fields are in alphabetical order, the
 /// order the keys have always had.
 #[derive(Debug, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub breaker: Breaker,
     pub cascade: CascadeView,
     pub cli: CliCounts,
@@ -48,14 +48,14 @@ pub struct Report {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Breaker {
+pub(crate) struct Breaker {
     pub open: bool,
     pub recent_429s: usize,
     pub remaining_s: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub struct CascadeView {
+pub(crate) struct CascadeView {
     pub active: bool,
     pub burst_pause_remaining_s: f64,
     pub settle_remaining_s: f64,
@@ -63,38 +63,38 @@ pub struct CascadeView {
 }
 
 #[derive(Debug, Serialize)]
-pub struct DaemonView {
+pub(crate) struct DaemonView {
     pub pid: Option<u32>,
     pub running: bool,
 }
 
 #[derive(Debug, Serialize)]
-pub struct LimitsView {
+pub(crate) struct LimitsView {
     pub rate_limit_max: usize,
     pub rate_limit_window_s: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Patrols {
+pub(crate) struct Patrols {
     pub poller_restarts: BTreeMap<String, f64>,
     pub waiting_children_watched: usize,
 }
 
 #[derive(Debug, Serialize)]
-pub struct RecordFiles {
+pub(crate) struct RecordFiles {
     pub files: Vec<RecordFile>,
     pub max_bytes: u64,
 }
 
 #[derive(Debug, Serialize)]
-pub struct RecordFile {
+pub(crate) struct RecordFile {
     pub bytes: u64,
     pub name: &'static str,
     pub rotated_bytes: u64,
 }
 
 #[derive(Debug, Serialize)]
-pub struct SessionView {
+pub(crate) struct SessionView {
     pub backoff_remaining_s: f64,
     pub budget_left: usize,
     pub consecutive_failures: u32,
@@ -110,7 +110,7 @@ pub struct SessionView {
 
 /// The fields of a session's newest `restart.log` line that `status` shows.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct LastRecord {
+pub(crate) struct LastRecord {
     pub action: String,
     #[serde(default)]
     pub reason: Option<String>,
@@ -118,7 +118,7 @@ pub struct LastRecord {
 }
 
 #[derive(Debug, Serialize)]
-pub struct StateFileView {
+pub(crate) struct StateFileView {
     pub path: PathBuf,
     pub readable: bool,
 }
@@ -163,7 +163,7 @@ fn record_files(cfg: &Config) -> RecordFiles {
 }
 
 /// Everything `status` reports.
-pub fn collect(cfg: &Config, now: f64) -> Report {
+pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
     let dir = &cfg.watchdog_dir;
     let lim = Limits::from_config(cfg);
     let holder = instance_lock::holder(dir);
@@ -332,7 +332,7 @@ fn mib(bytes: u64) -> String {
 }
 
 /// Prints the status.
-pub fn run(cfg: &Config, json: bool) -> Result<()> {
+pub(crate) fn run(cfg: &Config, json: bool) -> Result<()> {
     let r = collect(cfg, SystemClock.now());
     if json {
         println!(

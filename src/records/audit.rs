@@ -17,11 +17,11 @@ pub const LIVENESS_LOG: &str = "liveness.log";
 pub const ESCALATIONS_LOG: &str = "escalations.log";
 
 /// The longest a text field of a record may be, in bytes (SPEC §11).
-pub const MAX_FIELD_BYTES: usize = 4096;
+pub(crate) const MAX_FIELD_BYTES: usize = 4096;
 
 /// `s`, cut on a character boundary to at most [`MAX_FIELD_BYTES`] with `…`
 /// marking the cut.
-pub fn clip(s: &str) -> String {
+pub(crate) fn clip(s: &str) -> String {
     crate::text::clip_bytes(s, MAX_FIELD_BYTES)
 }
 

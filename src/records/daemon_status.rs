@@ -12,12 +12,12 @@ use crate::fleet::deck::CallStats;
 use crate::records::tally::Tally;
 use crate::sys::fs::{read_bounded, SMALL_FILE_MAX};
 
-pub const DAEMON_STATUS_FILE: &str = "daemon-status.json";
+pub(crate) const DAEMON_STATUS_FILE: &str = "daemon-status.json";
 
 /// What the daemon knew at the end of its last tick.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct DaemonStatus {
+pub(crate) struct DaemonStatus {
     /// Unix time of the last tick.
     pub last_tick: f64,
     /// How long that tick took.
@@ -39,7 +39,7 @@ pub struct DaemonStatus {
 /// agent-deck calls and failed calls since start, by command.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct CliCounts {
+pub(crate) struct CliCounts {
     pub calls: BTreeMap<String, u64>,
     pub failures: BTreeMap<String, u64>,
 }
@@ -55,7 +55,7 @@ impl From<CallStats> for CliCounts {
 }
 
 /// The record of the last tick, if a daemon ever wrote a readable one.
-pub fn read(dir: &Path) -> Option<DaemonStatus> {
+pub(crate) fn read(dir: &Path) -> Option<DaemonStatus> {
     let bytes = read_bounded(&dir.join(DAEMON_STATUS_FILE), SMALL_FILE_MAX).ok()?;
     serde_json::from_slice(&bytes).ok()
 }

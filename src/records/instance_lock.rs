@@ -21,11 +21,11 @@ use crate::sys::flock::{self, LockError, LockMode};
 use crate::sys::fs::{open_lock_file, read_text, SMALL_FILE_MAX};
 use crate::sys::process_table::{self, PROC_DIR};
 
-pub const LOCK_FILE: &str = "watchdog.lock";
+pub(crate) const LOCK_FILE: &str = "watchdog.lock";
 
 /// Who holds the lock, as its file says.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Holder {
+pub(crate) struct Holder {
     pub pid: u32,
     #[serde(default)]
     pub dry_run: bool,
@@ -55,7 +55,7 @@ impl Holder {
 /// Held while alive; on drop the file is emptied before the kernel drops
 /// the lock, so it names no holder once there is none.
 #[derive(Debug)]
-pub struct InstanceLock {
+pub(crate) struct InstanceLock {
     file: File,
 }
 
@@ -67,7 +67,7 @@ impl Drop for InstanceLock {
 
 /// Takes the lock without waiting and writes `me` into it, or says which pid
 /// holds it.
-pub fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
+pub(crate) fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
     let path = dir.join(LOCK_FILE);
     let mut file = open_lock_file(&path)
         .map_err(|e| Error::runtime(format!("cannot open lock file {}: {e}", path.display())))?;
@@ -102,7 +102,7 @@ pub fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
 /// The holder the lock file names, if that pid is a live watchdog now. The
 /// lock itself is never touched; a holder that died leaves its file behind,
 /// and a reused pid is some other program.
-pub fn holder(dir: &Path) -> Option<Holder> {
+pub(crate) fn holder(dir: &Path) -> Option<Holder> {
     let h = Holder::parse(&read_text(&dir.join(LOCK_FILE), SMALL_FILE_MAX).ok()?)?;
     is_watchdog(h.pid).then_some(h)
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use crate::records::daemon_status::{DaemonStatus, DAEMON_STATUS_FILE};
 use crate::sys::fs::{write_atomically, PRIVATE_FILE, PUBLIC_FILE};
 
-pub const METRICS_FILE: &str = "metrics.prom";
+pub(crate) const METRICS_FILE: &str = "metrics.prom";
 const PREFIX: &str = "agent_deck_watchdog";
 
 fn escape(v: &str) -> String {
@@ -50,7 +50,7 @@ fn single(out: &mut String, name: &str, kind: &str, help: &str, value: f64) {
 }
 
 /// The whole file.
-pub fn render(s: &DaemonStatus) -> String {
+pub(crate) fn render(s: &DaemonStatus) -> String {
     let mut out = String::new();
     family(
         &mut out,
@@ -140,7 +140,7 @@ pub fn render(s: &DaemonStatus) -> String {
 
 /// Writes `metrics.prom` (mode `0644`: node_exporter may run as another
 /// user) and `daemon-status.json` (`0600`), each atomically.
-pub fn write(dir: &Path, s: &DaemonStatus) -> std::io::Result<()> {
+pub(crate) fn write(dir: &Path, s: &DaemonStatus) -> std::io::Result<()> {
     write_atomically(&dir.join(METRICS_FILE), render(s).as_bytes(), PUBLIC_FILE)?;
     let json = serde_json::to_vec(s).map_err(std::io::Error::other)?;
     write_atomically(&dir.join(DAEMON_STATUS_FILE), &json, PRIVATE_FILE)
@@ -149,7 +149,7 @@ pub fn write(dir: &Path, s: &DaemonStatus) -> std::io::Result<()> {
 /// Reads counters back from a rendered file: `name{label="v"}` → value.
 /// Tests only: the daemon's own readers use `daemon-status.json`.
 #[cfg(test)]
-pub fn parse(text: &str) -> BTreeMap<String, f64> {
+pub(crate) fn parse(text: &str) -> BTreeMap<String, f64> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .filter_map(|l| {

@@ -18,7 +18,7 @@ pub(crate) fn read_lines<T: DeserializeOwned>(path: &Path) -> Vec<T> {
 
 /// Every record a record file still holds: those of `<path>.1` (the rotated
 /// file), then those of `path`, oldest first.
-pub fn read_with_rotated<T: DeserializeOwned>(path: &Path) -> Vec<T> {
+pub(crate) fn read_with_rotated<T: DeserializeOwned>(path: &Path) -> Vec<T> {
     let mut out = Vec::new();
     rotation::each_line_with_rotated(path, |line| out.extend(serde_json::from_slice(line).ok()));
     out

@@ -29,7 +29,7 @@ pub const DEFAULT_MAX_BYTES: u64 = 16 << 20;
 
 /// The longest line a reader takes; longer ones are skipped. A record is at
 /// most a few clipped 4 KiB fields.
-pub const MAX_LINE_BYTES: usize = 1 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// How long an append waits for another appender's lock before writing
 /// without it (and without rotating).
@@ -47,7 +47,7 @@ pub fn rotated_path(path: &Path) -> PathBuf {
 
 /// What became of an append; the line was written in every case.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Appended {
+pub(crate) enum Appended {
     /// Into the file as it was.
     Plain,
     /// The file, holding this many bytes, became `<name>.1` first; the line
@@ -73,7 +73,7 @@ fn still_named(file: &File, path: &Path) -> io::Result<bool> {
 /// An empty file takes any line, so a line longer than `max` is still
 /// written. Errors are those of opening and writing; a failed rotation is
 /// [`Appended::Unrotated`].
-pub fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended> {
+pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended> {
     let mut rotated = None;
     for round in 1..=ROUNDS {
         let mut file = crate::sys::fs::open_append(path)?;
@@ -112,7 +112,7 @@ pub fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended> {
 /// Calls `each` with every line of `path` (without its `\n`), streaming; a
 /// missing or unreadable file has no lines, and a line longer than
 /// [`MAX_LINE_BYTES`] is skipped. A last line without `\n` is passed too.
-pub fn each_line(path: &Path, mut each: impl FnMut(&[u8])) {
+pub(crate) fn each_line(path: &Path, mut each: impl FnMut(&[u8])) {
     let Ok(file) = crate::sys::fs::open_regular(path) else {
         return;
     };
@@ -141,7 +141,7 @@ pub fn each_line(path: &Path, mut each: impl FnMut(&[u8])) {
 
 /// [`each_line`] over `<path>.1`, then `path`: the whole history a record
 /// file still holds, oldest first.
-pub fn each_line_with_rotated(path: &Path, mut each: impl FnMut(&[u8])) {
+pub(crate) fn each_line_with_rotated(path: &Path, mut each: impl FnMut(&[u8])) {
     each_line(&rotated_path(path), &mut each);
     each_line(path, each);
 }

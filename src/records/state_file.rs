@@ -16,9 +16,9 @@ use crate::decide::limits::Limits;
 use crate::decide::prune;
 use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
-pub const STATE_FILE: &str = "state.json";
+pub(crate) const STATE_FILE: &str = "state.json";
 
-pub struct Store {
+pub(crate) struct Store {
     path: PathBuf,
     writable: bool,
     /// What is on disk now, to skip writes that change nothing.
@@ -26,7 +26,7 @@ pub struct Store {
 }
 
 impl Store {
-    pub fn new(dir: &Path, writable: bool) -> Store {
+    pub(crate) fn new(dir: &Path, writable: bool) -> Store {
         Store {
             path: dir.join(STATE_FILE),
             writable,
@@ -35,7 +35,7 @@ impl Store {
     }
 
     /// Reads the saved state, pruned to what still matters at `now`.
-    pub fn load(&self, lim: &Limits, now: f64) -> State {
+    pub(crate) fn load(&self, lim: &Limits, now: f64) -> State {
         let bytes = match fs::read_bounded(&self.path, STATE_FILE_MAX) {
             Ok(b) => b,
             Err(ReadError::Missing(_)) => return State::default(),
@@ -71,7 +71,7 @@ impl Store {
     }
 
     /// Writes the state if it changed since the last write.
-    pub fn save(&self, state: &Mutex<State>) {
+    pub(crate) fn save(&self, state: &Mutex<State>) {
         if !self.writable {
             return;
         }

@@ -10,14 +10,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
 
-pub trait Clock: Send + Sync {
+pub(crate) trait Clock: Send + Sync {
     /// Wall-clock time in float Unix seconds.
     fn now(&self) -> f64;
 }
 
 /// The system clock.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> f64 {
@@ -27,14 +27,14 @@ impl Clock for SystemClock {
 
 /// `secs` as a `Duration`, clamped to [0, one day]: NaN, negative and huge
 /// values (from a stepped clock or a bad file) never panic.
-pub fn clamped(secs: f64) -> std::time::Duration {
+pub(crate) fn clamped(secs: f64) -> std::time::Duration {
     if secs.is_nan() {
         return std::time::Duration::ZERO;
     }
     std::time::Duration::from_secs_f64(secs.clamp(0.0, 86_400.0))
 }
 
-pub fn unix_now() -> f64 {
+pub(crate) fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -44,19 +44,19 @@ pub fn unix_now() -> f64 {
 /// A clock that moves only when told to.
 #[cfg(test)]
 #[derive(Debug, Default)]
-pub struct FakeClock {
+pub(crate) struct FakeClock {
     micros: AtomicU64,
 }
 
 #[cfg(test)]
 impl FakeClock {
-    pub fn at(secs: f64) -> FakeClock {
+    pub(crate) fn at(secs: f64) -> FakeClock {
         FakeClock {
             micros: AtomicU64::new((secs * 1e6) as u64),
         }
     }
 
-    pub fn advance(&self, secs: f64) {
+    pub(crate) fn advance(&self, secs: f64) {
         self.micros.fetch_add((secs * 1e6) as u64, Ordering::SeqCst);
     }
 }
@@ -80,13 +80,13 @@ fn timestamp(secs: f64) -> Timestamp {
 
 /// `secs` as local time (the system's zone, or `TZ`), `YYYY-MM-DD HH:MM:SS
 /// ZONE`, for human-facing text.
-pub fn local_timestamp(secs: f64) -> String {
+pub(crate) fn local_timestamp(secs: f64) -> String {
     let local = timestamp(secs).to_zoned_datetime(TimeZone::system());
     local.strftime("%Y-%m-%d %H:%M:%S %Z").to_string()
 }
 
 /// `secs` as UTC, `YYYY-MM-DDTHH:MM:SS.mmmZ`, for log lines.
-pub fn utc_timestamp(secs: f64) -> String {
+pub(crate) fn utc_timestamp(secs: f64) -> String {
     timestamp(secs.max(0.0))
         .strftime("%Y-%m-%dT%H:%M:%S.%3fZ")
         .to_string()
@@ -94,7 +94,7 @@ pub fn utc_timestamp(secs: f64) -> String {
 
 /// The host's local calendar day of `secs`, as days since 1970-01-01: what a
 /// person means by "today".
-pub fn local_day(secs: f64) -> i64 {
+pub(crate) fn local_day(secs: f64) -> i64 {
     day_in(secs, &TimeZone::system())
 }
 
@@ -104,7 +104,7 @@ fn day_in(secs: f64, tz: &TimeZone) -> i64 {
 }
 
 /// The first instant of the local day after the one holding `secs`.
-pub fn next_local_midnight(secs: f64) -> f64 {
+pub(crate) fn next_local_midnight(secs: f64) -> f64 {
     next_midnight_in(secs, &TimeZone::system())
 }
 

@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 /// Shared (readers) or exclusive (a writer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockMode {
+pub(crate) enum LockMode {
     Shared,
     Exclusive,
 }
 
 /// Why a lock was not taken.
 #[derive(Debug)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Someone else holds it, and we did not wait (any longer).
     Busy,
     Io(std::io::Error),
@@ -25,7 +25,7 @@ pub enum LockError {
 const RETRY: Duration = Duration::from_millis(20);
 
 /// Takes the lock at once, or says it is busy.
-pub fn try_lock(file: &File, mode: LockMode) -> Result<(), LockError> {
+pub(crate) fn try_lock(file: &File, mode: LockMode) -> Result<(), LockError> {
     let taken = match mode {
         LockMode::Shared => file.try_lock_shared(),
         LockMode::Exclusive => file.try_lock(),
@@ -39,7 +39,11 @@ pub fn try_lock(file: &File, mode: LockMode) -> Result<(), LockError> {
 
 /// Takes the lock, waiting at most `patience`, or as long as it takes when
 /// that is `None`.
-pub fn lock(file: &File, mode: LockMode, patience: Option<Duration>) -> Result<(), LockError> {
+pub(crate) fn lock(
+    file: &File,
+    mode: LockMode,
+    patience: Option<Duration>,
+) -> Result<(), LockError> {
     let Some(patience) = patience else {
         let taken = match mode {
             LockMode::Shared => file.lock_shared(),

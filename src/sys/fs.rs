@@ -25,21 +25,21 @@ use std::time::Duration;
 use crate::sys::throttle::Throttle;
 
 /// Bound on a hook status file (agent-deck writes well under 1 KiB).
-pub const HOOK_FILE_MAX: u64 = 64 << 10;
+pub(crate) const HOOK_FILE_MAX: u64 = 64 << 10;
 /// Bound on a task file and its `.partial` checkpoint.
-pub const TASK_FILE_MAX: u64 = 16 << 20;
+pub(crate) const TASK_FILE_MAX: u64 = 16 << 20;
 /// Bound on `state.json` and `task-timers.json`.
-pub const STATE_FILE_MAX: u64 = 64 << 20;
+pub(crate) const STATE_FILE_MAX: u64 = 64 << 20;
 /// Bound on small files from outside: `config.toml`, `meta.json`, env files,
 /// the `.sig` file, the HMAC key, the lock file.
-pub const SMALL_FILE_MAX: u64 = 1 << 20;
+pub(crate) const SMALL_FILE_MAX: u64 = 1 << 20;
 
 /// Mode of every file the daemon creates, except `metrics.prom`.
-pub const PRIVATE_FILE: u32 = 0o600;
+pub(crate) const PRIVATE_FILE: u32 = 0o600;
 /// Mode of `metrics.prom`, which node_exporter reads as another user.
-pub const PUBLIC_FILE: u32 = 0o644;
+pub(crate) const PUBLIC_FILE: u32 = 0o644;
 /// Mode of every directory the daemon creates.
-pub const PRIVATE_DIR: u32 = 0o700;
+pub(crate) const PRIVATE_DIR: u32 = 0o700;
 
 /// Flags on every open: never wait on a FIFO or device, never acquire a
 /// controlling terminal by opening a tty.
@@ -47,7 +47,7 @@ const NEVER_BLOCK: libc::c_int = libc::O_NONBLOCK | libc::O_NOCTTY;
 
 /// Why a file could not be read. Each names the path.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// Nothing there: usually normal, so callers tell it apart.
     Missing(PathBuf),
     /// A FIFO, device, directory or socket.
@@ -69,11 +69,11 @@ pub enum ReadError {
 }
 
 impl ReadError {
-    pub fn is_missing(&self) -> bool {
+    pub(crate) fn is_missing(&self) -> bool {
         matches!(self, ReadError::Missing(_))
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             ReadError::Missing(path)
             | ReadError::NotRegular { path, .. }
@@ -83,7 +83,7 @@ impl ReadError {
     }
 
     /// What is wrong, without the path: "is a FIFO, not a regular file".
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         match self {
             ReadError::Missing(_) => "does not exist".to_owned(),
             ReadError::NotRegular { kind, .. } => format!("is a {kind}, not a regular file"),
@@ -125,7 +125,7 @@ fn irregular_kind(t: std::fs::FileType) -> Option<&'static str> {
 /// Opens `path` for reading without blocking, if it is a regular file
 /// (checked on the descriptor, after the open: nothing can be swapped in
 /// between). For callers that need the `File` itself, e.g. to `flock` it.
-pub fn open_regular(path: &Path) -> Result<File, ReadError> {
+pub(crate) fn open_regular(path: &Path) -> Result<File, ReadError> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(NEVER_BLOCK)
@@ -157,7 +157,7 @@ fn read_error(path: &Path, err: io::Error) -> ReadError {
 /// A symlink to a regular file is followed (reading through one is
 /// harmless); one to a FIFO or device is not a regular file. The open never
 /// blocks, and memory is bounded by the file's real size, never by `limit`.
-pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let file = open_regular(path)?;
     let too_large = |size| ReadError::TooLarge {
         path: path.to_owned(),
@@ -181,7 +181,7 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
 }
 
 /// [`read_bounded`] as text; invalid UTF-8 is replaced, never an error.
-pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+pub(crate) fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
     read_bounded(path, limit).map(|b| {
         String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     })
@@ -235,7 +235,7 @@ fn open_or_create(path: &Path, opts: &OpenOptions, mode: u32) -> io::Result<File
 
 /// Opens `path` for appending, creating it `0600`: records, a re-dispatched
 /// task's output.
-pub fn open_append(path: &Path) -> io::Result<File> {
+pub(crate) fn open_append(path: &Path) -> io::Result<File> {
     let mut opts = OpenOptions::new();
     opts.append(true);
     open_or_create(path, &opts, PRIVATE_FILE)
@@ -243,7 +243,7 @@ pub fn open_append(path: &Path) -> io::Result<File> {
 
 /// Opens (creating `0600`) a file that is only ever `flock`ed and rewritten
 /// in place: the instance lock, the registry lock. Never truncated here.
-pub fn open_lock_file(path: &Path) -> io::Result<File> {
+pub(crate) fn open_lock_file(path: &Path) -> io::Result<File> {
     let mut opts = OpenOptions::new();
     opts.read(true).write(true);
     open_or_create(path, &opts, PRIVATE_FILE)
@@ -283,7 +283,7 @@ fn temp_file(target: &Path, mode: u32) -> io::Result<tempfile::NamedTempFile> {
 /// name, `O_EXCL`, exactly `mode`), fsyncs it and renames it over `path`.
 /// A symlink or FIFO at `path` is replaced, never written through; on any
 /// failure the temp file is removed.
-pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let mut tmp = temp_file(path, mode)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
@@ -296,7 +296,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> 
 /// runs named them `.<name>.tmp-<pid>-<hex>`, now they end in random
 /// letters), never a symlink (its own type is looked at, not its
 /// target's) or anything else.
-pub fn stale_temps(target: &Path) -> Vec<PathBuf> {
+pub(crate) fn stale_temps(target: &Path) -> Vec<PathBuf> {
     let prefix = temp_prefix(target);
     let Ok(entries) = std::fs::read_dir(dir_of(target)) else {
         return Vec::new();
@@ -312,7 +312,7 @@ pub fn stale_temps(target: &Path) -> Vec<PathBuf> {
 /// Removes the [`stale_temps`] of `target`. Only call it while no other
 /// writer of `target` can be running (under the lock that serializes them).
 /// Returns how many were removed.
-pub fn remove_stale_temps(target: &Path) -> usize {
+pub(crate) fn remove_stale_temps(target: &Path) -> usize {
     stale_temps(target)
         .iter()
         .filter(|p| std::fs::remove_file(p).is_ok())
@@ -321,7 +321,7 @@ pub fn remove_stale_temps(target: &Path) -> usize {
 
 /// Moves `path` to `aside`, or to `aside-1`, `aside-2`, … if that name is
 /// taken: an earlier copy is never overwritten. Returns the name used.
-pub fn move_aside(path: &Path, aside: &Path) -> io::Result<PathBuf> {
+pub(crate) fn move_aside(path: &Path, aside: &Path) -> io::Result<PathBuf> {
     for n in 0..1000u32 {
         let mut name = aside.as_os_str().to_owned();
         if n > 0 {
@@ -351,7 +351,7 @@ pub fn move_aside(path: &Path, aside: &Path) -> io::Result<PathBuf> {
 
 /// `create_dir_all`, except that each directory it creates is exactly
 /// `0700`, whatever the umask. Existing directories keep their mode.
-pub fn create_private_dirs(path: &Path) -> io::Result<()> {
+pub(crate) fn create_private_dirs(path: &Path) -> io::Result<()> {
     if path.as_os_str().is_empty() || path.is_dir() {
         return Ok(());
     }
@@ -371,7 +371,7 @@ static UNREADABLE: Throttle<PathBuf> = Throttle::new(Duration::from_secs(300));
 
 /// Logs "`err`; `next`" unless the same path was warned about in the last
 /// few minutes. `next` says what the daemon does instead.
-pub fn warn_unreadable(err: &ReadError, next: &str) {
+pub(crate) fn warn_unreadable(err: &ReadError, next: &str) {
     if UNREADABLE.allows(err.path()) {
         log::warn!("{err}; {next}");
     }

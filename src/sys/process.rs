@@ -37,7 +37,7 @@ const PIECE: usize = 64 * 1024;
 /// A streamed child that prints more than this on stdout is killed: about
 /// 700,000 sessions of `list --all`, so no real answer comes near it, while
 /// an endless writer is stopped long before it costs anything but time.
-pub const STREAM_CEILING: u64 = 256 * 1024 * 1024;
+pub(crate) const STREAM_CEILING: u64 = 256 * 1024 * 1024;
 /// How long to keep reading after the child itself exited: only a
 /// straggler (a grandchild that inherited the pipes) is waited for.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
@@ -63,36 +63,36 @@ const PRIVATE_ENV: [&str; 4] = [
 /// A command to run: program, arguments, and changes to the inherited
 /// environment (a value to set, or `None` to remove it), in order.
 #[derive(Debug, Clone, Default)]
-pub struct Cmd {
+pub(crate) struct Cmd {
     pub program: PathBuf,
     pub args: Vec<OsString>,
     pub env: Vec<(OsString, Option<OsString>)>,
 }
 
 impl Cmd {
-    pub fn new(program: impl Into<PathBuf>) -> Cmd {
+    pub(crate) fn new(program: impl Into<PathBuf>) -> Cmd {
         Cmd {
             program: program.into(),
             ..Cmd::default()
         }
     }
 
-    pub fn arg(mut self, a: impl Into<OsString>) -> Cmd {
+    pub(crate) fn arg(mut self, a: impl Into<OsString>) -> Cmd {
         self.args.push(a.into());
         self
     }
 
-    pub fn args(mut self, args: impl IntoIterator<Item = impl Into<OsString>>) -> Cmd {
+    pub(crate) fn args(mut self, args: impl IntoIterator<Item = impl Into<OsString>>) -> Cmd {
         self.args.extend(args.into_iter().map(Into::into));
         self
     }
 
-    pub fn env(mut self, k: impl Into<OsString>, v: impl Into<OsString>) -> Cmd {
+    pub(crate) fn env(mut self, k: impl Into<OsString>, v: impl Into<OsString>) -> Cmd {
         self.env.push((k.into(), Some(v.into())));
         self
     }
 
-    pub fn env_remove(mut self, k: impl Into<OsString>) -> Cmd {
+    pub(crate) fn env_remove(mut self, k: impl Into<OsString>) -> Cmd {
         self.env.push((k.into(), None));
         self
     }
@@ -117,7 +117,7 @@ impl Cmd {
 
 /// What a child that ran to the end produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Output {
+pub(crate) struct Output {
     /// The exit code, or `None` when a signal ended it.
     pub code: Option<i32>,
     pub signal: Option<i32>,
@@ -126,14 +126,14 @@ pub struct Output {
 }
 
 impl Output {
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.code == Some(0)
     }
 }
 
 /// What a child whose stdout was streamed left besides that stdout.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Streamed {
+pub(crate) struct Streamed {
     /// The exit code, or `None` when a signal ended it.
     pub code: Option<i32>,
     pub signal: Option<i32>,
@@ -144,14 +144,14 @@ pub struct Streamed {
 }
 
 impl Streamed {
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.code == Some(0)
     }
 }
 
 /// What a stdout sink wants after a piece.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
+pub(crate) enum Flow {
     /// Keep handing over stdout.
     More,
     /// Nothing more is needed: the rest is read and dropped, so the child is
@@ -161,7 +161,7 @@ pub enum Flow {
 
 /// Why a child produced no [`Output`].
 #[derive(Debug)]
-pub enum RunError {
+pub(crate) enum RunError {
     /// The program could not be started (missing, not executable, …).
     Spawn(std::io::Error),
     /// It ran past the timeout; its process group was killed and reaped.
@@ -192,7 +192,7 @@ impl fmt::Display for RunError {
 
 /// Runs `job` to completion, within `timeout`, or until `shutdown`, and
 /// keeps the first [`MAX_CAPTURE`] bytes of each stream.
-pub fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, RunError> {
+pub(crate) fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, RunError> {
     let mut stdout = Capture::new(MAX_CAPTURE);
     let mut keep = |piece: &[u8]| {
         stdout.take(piece);
@@ -211,7 +211,7 @@ pub fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, 
 /// it arrives instead of keeping it. Past [`STREAM_CEILING`] bytes of stdout
 /// the child is killed ([`RunError::TooLong`]); stderr is kept up to
 /// [`STREAM_STDERR`]. What `sink` got before an error is only a beginning.
-pub fn run_streaming(
+pub(crate) fn run_streaming(
     job: &Cmd,
     timeout: Duration,
     shutdown: &Shutdown,
@@ -491,7 +491,7 @@ fn reap_in_background(mut child: Child, name: &str) {
 
 /// Starts `job` detached in its own session, stdin null, stdout and stderr
 /// appended to `log`, and returns its pid; it is reaped when it exits.
-pub fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Result<u32> {
+pub(crate) fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Result<u32> {
     if let Some(dir) = log.parent() {
         crate::sys::fs::create_private_dirs(dir)?;
     }

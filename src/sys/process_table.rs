@@ -12,11 +12,11 @@
 use std::path::Path;
 
 /// Where Linux keeps the process table; the other platforms ignore it.
-pub const PROC_DIR: &str = "/proc";
+pub(crate) const PROC_DIR: &str = "/proc";
 
 /// One process seen by [`processes`].
 #[derive(Debug, Clone)]
-pub struct Process {
+pub(crate) struct Process {
     pub pid: u32,
     /// NUL-separated argv, as the kernel keeps it.
     pub cmdline: Vec<u8>,
@@ -35,12 +35,12 @@ enum Environ {
 
 impl Process {
     /// The command line with NULs as spaces, for text matching.
-    pub fn command_text(&self) -> String {
+    pub(crate) fn command_text(&self) -> String {
         String::from_utf8_lossy(&self.cmdline).replace('\0', " ")
     }
 
     /// The value of `key` in the process's environment, if it is there.
-    pub fn env_value(&self, key: &str) -> Option<Vec<u8>> {
+    pub(crate) fn env_value(&self, key: &str) -> Option<Vec<u8>> {
         let read;
         let environ = match &self.environ {
             Environ::At(path) => {
@@ -63,7 +63,7 @@ impl Process {
 /// environment up to an empty string or the end. `None` when it is too short
 /// to hold `argc`; a truncated buffer yields what it holds.
 #[cfg_attr(not(target_os = "macos"), allow(dead_code, reason = "macOS only"))]
-pub fn parse_procargs2(buf: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn parse_procargs2(buf: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     let argc = i32::from_ne_bytes(buf.get(..4)?.try_into().ok()?);
     let rest = &buf[4..];
     // The executable path, then the padding after it.
@@ -87,16 +87,16 @@ pub fn parse_procargs2(buf: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
 }
 
 #[cfg(target_os = "linux")]
-pub use linux::{pid_alive, processes, start_time};
+pub(crate) use linux::{pid_alive, processes, start_time};
 #[cfg(target_os = "macos")]
-pub use macos::{pid_alive, processes, start_time};
+pub(crate) use macos::{pid_alive, processes, start_time};
 
 #[cfg(target_os = "linux")]
 mod linux {
     use super::*;
 
     /// Every process but this one whose command line is readable.
-    pub fn processes(proc_dir: &Path) -> impl Iterator<Item = Process> {
+    pub(crate) fn processes(proc_dir: &Path) -> impl Iterator<Item = Process> {
         let me = std::process::id();
         std::fs::read_dir(proc_dir)
             .into_iter()
@@ -125,14 +125,14 @@ mod linux {
     }
 
     /// Whether `pid` is a live (non-zombie) process.
-    pub fn pid_alive(proc_dir: &Path, pid: u32) -> bool {
+    pub(crate) fn pid_alive(proc_dir: &Path, pid: u32) -> bool {
         stat_fields(proc_dir, pid)
             .and_then(|f| f.first().cloned())
             .is_some_and(|state| state != "Z" && state != "X")
     }
 
     /// When `pid` started, in clock ticks since boot (field 22 of `stat`).
-    pub fn start_time(proc_dir: &Path, pid: u32) -> Option<u64> {
+    pub(crate) fn start_time(proc_dir: &Path, pid: u32) -> Option<u64> {
         stat_fields(proc_dir, pid)?.get(19)?.parse().ok()
     }
 }
@@ -219,7 +219,7 @@ mod macos {
 
     /// Every process of this user but this one whose arguments are readable.
     /// `_proc_dir` is for Linux; macOS has no `/proc`.
-    pub fn processes(_proc_dir: &Path) -> impl Iterator<Item = Process> {
+    pub(crate) fn processes(_proc_dir: &Path) -> impl Iterator<Item = Process> {
         let me = std::process::id();
         let uid = rustix::process::getuid().as_raw();
         all_pids().into_iter().filter_map(move |pid| {
@@ -237,7 +237,7 @@ mod macos {
     }
 
     /// Whether `pid` is a live (non-zombie) process.
-    pub fn pid_alive(_proc_dir: &Path, pid: u32) -> bool {
+    pub(crate) fn pid_alive(_proc_dir: &Path, pid: u32) -> bool {
         let Some(id) = libc::pid_t::try_from(pid)
             .ok()
             .and_then(rustix::process::Pid::from_raw)
@@ -253,7 +253,7 @@ mod macos {
     }
 
     /// When `pid` started, in microseconds since the epoch.
-    pub fn start_time(_proc_dir: &Path, pid: u32) -> Option<u64> {
+    pub(crate) fn start_time(_proc_dir: &Path, pid: u32) -> Option<u64> {
         let info = bsd_info(libc::pid_t::try_from(pid).ok()?)?;
         Some(info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec)
     }

@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 
 /// Cheap to clone; every clone sees the same trigger.
 #[derive(Clone)]
-pub struct Shutdown {
+pub(crate) struct Shutdown {
     inner: Arc<Inner>,
 }
 
@@ -31,7 +31,7 @@ struct Inner {
 }
 
 impl Shutdown {
-    pub fn new() -> std::io::Result<Shutdown> {
+    pub(crate) fn new() -> std::io::Result<Shutdown> {
         let (wake_rx, wake_tx) = std::io::pipe()?;
         let (tx, rx) = crossbeam_channel::bounded(0);
         Ok(Shutdown {
@@ -46,7 +46,7 @@ impl Shutdown {
     }
 
     /// Asks everything to stop. Idempotent.
-    pub fn trigger(&self) {
+    pub(crate) fn trigger(&self) {
         if self.inner.flag.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -58,12 +58,12 @@ impl Shutdown {
         }
     }
 
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.inner.flag.load(Ordering::SeqCst)
     }
 
     /// Sleeps for `d` unless shutdown comes first. Returns false on shutdown.
-    pub fn sleep(&self, d: Duration) -> bool {
+    pub(crate) fn sleep(&self, d: Duration) -> bool {
         if self.is_set() {
             return false;
         }
@@ -74,12 +74,12 @@ impl Shutdown {
     }
 
     /// Disconnects (so `recv` returns at once) when shutdown is triggered.
-    pub fn receiver(&self) -> &Receiver<()> {
+    pub(crate) fn receiver(&self) -> &Receiver<()> {
         &self.inner.rx
     }
 
     /// Turns readable when shutdown is triggered; for `poll()`.
-    pub fn fd(&self) -> BorrowedFd<'_> {
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.inner.wake_rx.as_fd()
     }
 }

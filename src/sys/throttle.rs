@@ -13,13 +13,13 @@ use parking_lot::Mutex;
 const MAX_KEYS: usize = 1024;
 
 /// When each key last let a warning through.
-pub struct Throttle<K> {
+pub(crate) struct Throttle<K> {
     period: Duration,
     last: Mutex<BTreeMap<K, Instant>>,
 }
 
 impl<K: Ord> Throttle<K> {
-    pub const fn new(period: Duration) -> Throttle<K> {
+    pub(crate) const fn new(period: Duration) -> Throttle<K> {
         Throttle {
             period,
             last: Mutex::new(BTreeMap::new()),
@@ -27,7 +27,7 @@ impl<K: Ord> Throttle<K> {
     }
 
     /// Whether a warning about `key` may go out now; if so, it is noted.
-    pub fn allows<Q>(&self, key: &Q) -> bool
+    pub(crate) fn allows<Q>(&self, key: &Q) -> bool
     where
         K: Borrow<Q>,
         Q: Ord + ToOwned<Owned = K> + ?Sized,

@@ -9,13 +9,13 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{unbounded, Sender};
 
-pub struct Worker<J: Send + 'static> {
+pub(crate) struct Worker<J: Send + 'static> {
     tx: Option<Sender<J>>,
     handle: Option<JoinHandle<()>>,
 }
 
 impl<J: Send + 'static> Worker<J> {
-    pub fn spawn(
+    pub(crate) fn spawn(
         name: &str,
         mut run: impl FnMut(J) + Send + 'static,
     ) -> std::io::Result<Worker<J>> {
@@ -40,7 +40,7 @@ impl<J: Send + 'static> Worker<J> {
         })
     }
 
-    pub fn submit(&self, job: J) {
+    pub(crate) fn submit(&self, job: J) {
         if let Some(tx) = &self.tx {
             // A closed channel means the worker is finishing: the job is dropped.
             let _ = tx.send(job);
@@ -48,7 +48,7 @@ impl<J: Send + 'static> Worker<J> {
     }
 
     /// Runs what is queued, then stops the thread.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.tx.take();
         if let Some(h) = self.handle.take() {
             let _ = h.join();

@@ -28,7 +28,7 @@ const AFTER_BOUNDS: Bounds = Bounds {
 
 /// What `task add` registers.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NewTask {
+pub(crate) struct NewTask {
     pub id: String,
     pub file: PathBuf,
     pub after_s: f64,
@@ -41,7 +41,7 @@ pub struct NewTask {
 
 /// A `task` subcommand.
 #[derive(Debug, Clone, PartialEq)]
-pub enum TaskCommand {
+pub(crate) enum TaskCommand {
     Add(NewTask),
     List { json: bool },
     Show { id: String, json: bool },
@@ -51,7 +51,7 @@ pub enum TaskCommand {
     Help,
 }
 
-pub const TASK_USAGE: &str = "\
+pub(crate) const TASK_USAGE: &str = "\
 usage:
   agent-deck-watchdog task add <id> --file <task-file> [--after 20m] [--max-retry 2]
                                [--done <path>] [--pid N] [--match STR] -- <command…>
@@ -67,7 +67,7 @@ fn usage(msg: impl std::fmt::Display) -> Error {
 }
 
 /// Parses the words after `task`.
-pub fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
+pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
     let dashes = words.iter().position(|w| w == "--").unwrap_or(words.len());
     let tail = words.split_off(dashes);
     let command: Vec<String> = tail
@@ -175,7 +175,7 @@ fn checked_id(raw: OsString) -> Result<String> {
 }
 
 /// Runs a `task` subcommand.
-pub fn run(cmd: TaskCommand, cfg: &Config, dry_run: bool) -> Result<()> {
+pub(crate) fn run(cmd: TaskCommand, cfg: &Config, dry_run: bool) -> Result<()> {
     let registry = RegistryFile::new(&cfg.task_timers_file);
     let clock = SystemClock;
     match cmd {

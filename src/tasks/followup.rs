@@ -39,7 +39,7 @@ use crate::tasks::rules::{
 use crate::tasks::sign::{file_sha256, read_key, verify};
 
 /// Runs follow-up passes.
-pub struct FollowUp {
+pub(crate) struct FollowUp {
     pub registry: RegistryFile,
     pub escalator: Arc<Escalator>,
     pub clock: Arc<dyn Clock>,
@@ -54,7 +54,7 @@ pub struct FollowUp {
 
 /// How a pass went, for logs and `task check`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub checked: usize,
     pub redispatched: Vec<String>,
     /// Re-dispatches registered whose process could not be started.
@@ -69,7 +69,7 @@ pub struct Summary {
 impl FollowUp {
     /// The follow-up pass as the daemon and `task check` run it. `patience`:
     /// how long to wait for the registry lock (`None`: as long as it takes).
-    pub fn from_config(
+    pub(crate) fn from_config(
         cfg: &Config,
         dry_run: bool,
         escalator: Arc<Escalator>,
@@ -120,7 +120,7 @@ impl FollowUp {
     }
 
     /// One pass over every due task, then the pruning of old finished ones.
-    pub fn pass(&self) -> Result<Summary> {
+    pub(crate) fn pass(&self) -> Result<Summary> {
         let now = self.clock.now();
         if self.dry_run {
             let mut reg = self.registry.load()?;

@@ -4,10 +4,8 @@
 
 pub(crate) mod commands;
 pub(crate) mod followup;
-pub mod registry;
+pub(crate) mod registry;
 #[doc(hidden)]
 pub mod retention;
 pub(crate) mod rules;
 pub(crate) mod sign;
-
-pub use registry::{Task, TaskStatus};

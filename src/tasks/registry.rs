@@ -155,7 +155,7 @@ pub struct RegistryFile {
 }
 
 /// Holds the registry lock until dropped.
-pub struct Locked {
+pub(crate) struct Locked {
     _file: File,
 }
 

@@ -11,12 +11,12 @@ use crate::tasks::registry::Task;
 use crate::tasks::sign::sha256_hex;
 
 /// The longest task id `task add` accepts (SPEC §11).
-pub const MAX_ID_CHARS: usize = 64;
+pub(crate) const MAX_ID_CHARS: usize = 64;
 
 /// Why `id` cannot name a new task, or `None` if it can: at most
 /// [`MAX_ID_CHARS`] of letters, digits, `.`, `_` and `-`, starting with a
 /// letter or digit, no `..` (the id becomes part of file names).
-pub fn id_problem(id: &str) -> Option<String> {
+pub(crate) fn id_problem(id: &str) -> Option<String> {
     if id.chars().count() > MAX_ID_CHARS {
         Some(format!(
             "is {} characters long; at most {MAX_ID_CHARS} are allowed",
@@ -35,7 +35,7 @@ pub fn id_problem(id: &str) -> Option<String> {
 /// The name of a re-dispatch's output file in `watchdog/tasks/`: `<id>.log`,
 /// or, for an id that cannot be a file name (a hand-edited registry may hold
 /// any string), `task-<sha256 of the id, 16 hex>.log`.
-pub fn log_file_name(id: &str) -> String {
+pub(crate) fn log_file_name(id: &str) -> String {
     const ROOM: usize = 128;
     if id.len() <= ROOM && is_valid_id(id) {
         format!("{id}.log")
@@ -46,7 +46,7 @@ pub fn log_file_name(id: &str) -> String {
 
 /// What the pass observed about one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Facts {
+pub(crate) struct Facts {
     pub done: bool,
     pub alive: bool,
     /// SHA-256 of the task file now; `None` when it is gone.
@@ -55,7 +55,7 @@ pub struct Facts {
 
 /// What to do with a due task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     Done,
     Wait,
     Exhausted,
@@ -65,7 +65,7 @@ pub enum Step {
 }
 
 /// The rule, in the order the meeting agreed on.
-pub fn decide(t: &Task, f: &Facts, redispatched_today: u32, cap: u32) -> Step {
+pub(crate) fn decide(t: &Task, f: &Facts, redispatched_today: u32, cap: u32) -> Step {
     if f.done {
         Step::Done
     } else if f.alive {
@@ -83,13 +83,13 @@ pub fn decide(t: &Task, f: &Facts, redispatched_today: u32, cap: u32) -> Step {
 
 /// The id of the next re-dispatch: always numbered from the root,
 /// `task-1707` → `task-1707.2` → `task-1707.3`.
-pub fn next_id(t: &Task) -> String {
+pub(crate) fn next_id(t: &Task) -> String {
     format!("{}.{}", t.root(), t.retry_count + 2)
 }
 
 /// Fills `{task_id}`, `{task_file}`, `{parent_task}`, `{retry}` and
 /// `{partial_file}` into each argv word.
-pub fn render(template: &[String], vars: &[(&str, String)]) -> Vec<String> {
+pub(crate) fn render(template: &[String], vars: &[(&str, String)]) -> Vec<String> {
     template
         .iter()
         .map(|word| {
@@ -101,7 +101,7 @@ pub fn render(template: &[String], vars: &[(&str, String)]) -> Vec<String> {
 
 /// Whether `needle` occurs in `text` not as part of a longer id: `task-1` is
 /// not in `task-10` nor in `task-1.2`.
-pub fn contains_word(text: &str, needle: &str) -> bool {
+pub(crate) fn contains_word(text: &str, needle: &str) -> bool {
     let id_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_');
     text.match_indices(needle).any(|(i, _)| {
         let clear_before = !text[..i].chars().next_back().is_some_and(id_char);
@@ -118,7 +118,7 @@ pub fn contains_word(text: &str, needle: &str) -> bool {
 
 /// A re-dispatch's done file: the default `<dir>/<id>.done` follows the new
 /// id; a path the dispatcher chose is kept.
-pub fn successor_path(path: &Path, old_id: &str, new_id: &str) -> PathBuf {
+pub(crate) fn successor_path(path: &Path, old_id: &str, new_id: &str) -> PathBuf {
     match path.file_name().and_then(|n| n.to_str()) {
         Some(name) if name == format!("{old_id}.done") => {
             path.with_file_name(format!("{new_id}.done"))

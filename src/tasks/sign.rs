@@ -10,23 +10,23 @@ use sha2::{Digest, Sha256};
 
 use crate::sys::fs::{read_bounded, ReadError, SMALL_FILE_MAX, TASK_FILE_MAX};
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
 /// The SHA-256 of a task file; the error names the path and why it cannot
 /// be read (missing, a FIFO or device, over 16 MiB: with its size).
-pub fn file_sha256(path: &Path) -> Result<String, ReadError> {
+pub(crate) fn file_sha256(path: &Path) -> Result<String, ReadError> {
     read_bounded(path, TASK_FILE_MAX).map(|b| sha256_hex(&b))
 }
 
 /// Hex HMAC-SHA256 of `bytes` under `key`.
-pub fn sign(key: &[u8], bytes: &[u8]) -> String {
+pub(crate) fn sign(key: &[u8], bytes: &[u8]) -> String {
     hex(&mac(key, bytes).finalize().into_bytes())
 }
 
 /// Whether `sig_hex` is the HMAC of `bytes` (constant-time compare).
-pub fn verify(key: &[u8], bytes: &[u8], sig_hex: &str) -> bool {
+pub(crate) fn verify(key: &[u8], bytes: &[u8], sig_hex: &str) -> bool {
     let sig_hex = sig_hex.trim();
     if !sig_hex.len().is_multiple_of(2) {
         return false;
@@ -49,7 +49,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Reads an HMAC key file (trailing whitespace is not part of the key).
-pub fn read_key(path: &Path) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_key(path: &Path) -> Result<Vec<u8>, ReadError> {
     let mut key = read_bounded(path, SMALL_FILE_MAX)?;
     while key.last().is_some_and(u8::is_ascii_whitespace) {
         key.pop();

@@ -23,7 +23,7 @@ const RECENT: Duration = Duration::from_secs(2);
 
 /// What identifies one version of a directory entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     pub ino: u64,
     pub mtime_ns: i128,
     pub size: u64,
@@ -32,10 +32,10 @@ pub struct Stamp {
 }
 
 /// A directory's entries, by name.
-pub type Entries = BTreeMap<OsString, Stamp>;
+pub(crate) type Entries = BTreeMap<OsString, Stamp>;
 
 /// The names that are new in `now` or whose stamp changed since `before`.
-pub fn changed(before: &Entries, now: &Entries) -> Vec<OsString> {
+pub(crate) fn changed(before: &Entries, now: &Entries) -> Vec<OsString> {
     now.iter()
         .filter(|(name, stamp)| before.get(*name) != Some(stamp))
         .map(|(name, _)| name.clone())
@@ -53,7 +53,7 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
 
 /// Lists `dir` without following symlinks in it; entries that vanish while
 /// being listed are left out.
-pub fn list(dir: &Path) -> std::io::Result<Entries> {
+pub(crate) fn list(dir: &Path) -> std::io::Result<Entries> {
     let mut out = Entries::new();
     for entry in std::fs::read_dir(dir)?.flatten() {
         if let Ok(meta) = entry.metadata() {
@@ -96,7 +96,7 @@ impl Seen {
 /// The hooks directory, `sandbox/` and every `sandbox/<id>/`, looked at
 /// together.
 #[derive(Debug)]
-pub struct HookDirs {
+pub(crate) struct HookDirs {
     root: PathBuf,
     hooks: Option<Seen>,
     sandbox: Option<Seen>,
@@ -107,7 +107,7 @@ pub struct HookDirs {
 }
 
 impl HookDirs {
-    pub fn new(root: PathBuf) -> HookDirs {
+    pub(crate) fn new(root: PathBuf) -> HookDirs {
         HookDirs {
             root,
             hooks: None,
@@ -119,13 +119,13 @@ impl HookDirs {
 
     /// Whether the hooks directory existed at the last look.
     #[cfg_attr(not(target_os = "macos"), allow(dead_code, reason = "kqueue only"))]
-    pub fn present(&self) -> bool {
+    pub(crate) fn present(&self) -> bool {
         self.hooks.is_some()
     }
 
     /// The directories that existed at the last look (for kqueue to watch).
     #[cfg_attr(not(target_os = "macos"), allow(dead_code, reason = "kqueue only"))]
-    pub fn dirs(&self) -> Vec<PathBuf> {
+    pub(crate) fn dirs(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
         if self.hooks.is_some() {
             out.push(self.root.clone());
@@ -140,7 +140,7 @@ impl HookDirs {
 
     /// Looks at every directory once and reports what changed: a hook per
     /// changed `<id>.json`, a rescan when the hooks directory comes or goes.
-    pub fn look(&mut self, queue: &EventQueue) {
+    pub(crate) fn look(&mut self, queue: &EventQueue) {
         let primed = std::mem::replace(&mut self.primed, true);
         let mut hooks = self.hooks.take().unwrap_or_default();
         let was_present = hooks.dir_stamp.is_some();

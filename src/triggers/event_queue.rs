@@ -23,7 +23,7 @@ use crate::triggers::hook_file::hook_id;
 
 /// What a trigger thread reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// A hook file for this session id was written.
     Hook(String),
     /// Time for a safety poll.
@@ -34,7 +34,7 @@ pub enum Trigger {
 
 /// Everything that arrived since the last batch, with duplicates folded.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Batch {
+pub(crate) struct Batch {
     pub tick: bool,
     pub rescan: bool,
     pub hooks: BTreeSet<String>,
@@ -54,7 +54,7 @@ impl Batch {
 
 const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
 
-pub struct EventQueue {
+pub(crate) struct EventQueue {
     tx: Sender<Trigger>,
     rx: Receiver<Trigger>,
     capacity: usize,
@@ -67,7 +67,7 @@ pub struct EventQueue {
 }
 
 impl EventQueue {
-    pub fn new(capacity: usize) -> EventQueue {
+    pub(crate) fn new(capacity: usize) -> EventQueue {
         let (tx, rx) = crossbeam_channel::unbounded();
         EventQueue {
             tx,
@@ -81,7 +81,7 @@ impl EventQueue {
     }
 
     /// Queues `e`, dropping the oldest message if the queue is full.
-    pub fn send(&self, e: Trigger) {
+    pub(crate) fn send(&self, e: Trigger) {
         let _sending = self.sending.lock();
         // Only the consumer takes messages meanwhile, which makes room.
         while self.tx.len() >= self.capacity {
@@ -103,20 +103,20 @@ impl EventQueue {
 
     /// Queues the hook of the session whose status file is named `name`, if
     /// it is one ([`hook_id`]).
-    pub fn send_hook(&self, name: &OsStr) {
+    pub(crate) fn send_hook(&self, name: &OsStr) {
         if let Some(id) = name.to_str().and_then(hook_id) {
             self.send(Trigger::Hook(id.to_owned()));
         }
     }
 
     /// Messages dropped since start.
-    pub fn drops(&self) -> u64 {
+    pub(crate) fn drops(&self) -> u64 {
         self.drops.load(Ordering::Relaxed)
     }
 
     /// Waits up to `timeout` for at least one message, then takes all that are
     /// queued. `None` on shutdown.
-    pub fn next_batch(&self, shutdown: &Shutdown, timeout: Duration) -> Option<Batch> {
+    pub(crate) fn next_batch(&self, shutdown: &Shutdown, timeout: Duration) -> Option<Batch> {
         let mut batch = Batch::default();
         select! {
             recv(self.rx) -> e => if let Ok(e) = e { batch.add(e) },

@@ -14,7 +14,7 @@ use crate::sys::fs::{read_bounded, warn_unreadable, HOOK_FILE_MAX};
 /// The session id a hook file name stands for, if it is a status file:
 /// `<id>.json`, not a dot-file, not `<id>.generation.json`, and an id that
 /// passes agent-deck's rule.
-pub fn hook_id(name: &str) -> Option<&str> {
+pub(crate) fn hook_id(name: &str) -> Option<&str> {
     if name.starts_with('.') {
         return None;
     }
@@ -28,7 +28,7 @@ pub fn hook_id(name: &str) -> Option<&str> {
 /// What a hook file's `status` says, spelled as agent-deck writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum HookStatus {
+pub(crate) enum HookStatus {
     Running,
     Waiting,
     /// The agent ended (`SessionEnd`): agent-deck reads the session `error`
@@ -41,7 +41,7 @@ pub enum HookStatus {
 
 /// The fields of a hook file the watchdog uses.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Hook {
+pub(crate) struct Hook {
     pub status: HookStatus,
     /// When it was written, in unix seconds.
     #[serde(default)]
@@ -58,7 +58,7 @@ fn hook_paths(dir: &Path, id: &str) -> Option<[PathBuf; 2]> {
 
 /// A session's hook file with its status and time. `None` when there is no
 /// readable file or it has no `status`.
-pub fn read_hook(dir: &Path, id: &str) -> Option<Hook> {
+pub(crate) fn read_hook(dir: &Path, id: &str) -> Option<Hook> {
     hook_paths(dir, id)?.iter().find_map(|p| {
         let bytes = match read_bounded(p, HOOK_FILE_MAX) {
             Ok(bytes) => bytes,
@@ -74,7 +74,7 @@ pub fn read_hook(dir: &Path, id: &str) -> Option<Hook> {
 
 /// Whether a session's hook file exists as a regular file: one or two
 /// `stat`s, nothing opened or read.
-pub fn hook_file_exists(dir: &Path, id: &str) -> bool {
+pub(crate) fn hook_file_exists(dir: &Path, id: &str) -> bool {
     hook_paths(dir, id).is_some_and(|paths| {
         paths
             .iter()

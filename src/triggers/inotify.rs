@@ -33,7 +33,7 @@ const MISSING_RECHECK: Duration = Duration::from_secs(1);
 impl Watcher {
     /// An inotify instance armed on `dir` (or on its parent while `dir` does
     /// not exist). Fails when no inotify instance can be had.
-    pub fn start(dir: PathBuf, queue: Arc<EventQueue>) -> io::Result<Watcher> {
+    pub(crate) fn start(dir: PathBuf, queue: Arc<EventQueue>) -> io::Result<Watcher> {
         let mut w = Watcher {
             inotify: Inotify::init()?,
             dir,
@@ -63,7 +63,7 @@ enum Watched {
     SandboxSession,
 }
 
-pub struct Watcher {
+pub(crate) struct Watcher {
     inotify: Inotify,
     dir: PathBuf,
     queue: Arc<EventQueue>,
@@ -84,7 +84,7 @@ fn limit_reached(e: &io::Error) -> bool {
 impl Watcher {
     /// Reports hook files until shutdown ([`WatchEnd::Shutdown`]) or until the
     /// watch limit keeps it from watching every directory.
-    pub fn run(&mut self, shutdown: &Shutdown) -> WatchEnd {
+    pub(crate) fn run(&mut self, shutdown: &Shutdown) -> WatchEnd {
         let mut buffer = vec![0u8; 64 * 1024];
         while !shutdown.is_set() {
             if self.exhausted {

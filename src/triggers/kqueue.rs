@@ -29,7 +29,7 @@ use crate::triggers::WatchEnd;
 /// How often a missing hooks directory is looked for again.
 const MISSING_RECHECK: Duration = Duration::from_secs(1);
 
-pub struct Watcher {
+pub(crate) struct Watcher {
     kq: OwnedFd,
     dirs: HookDirs,
     queue: Arc<EventQueue>,
@@ -40,7 +40,7 @@ pub struct Watcher {
 impl Watcher {
     /// A kqueue armed on `dir`'s directories as they are now. Fails when no
     /// kqueue can be had.
-    pub fn start(dir: PathBuf, queue: Arc<EventQueue>) -> io::Result<Watcher> {
+    pub(crate) fn start(dir: PathBuf, queue: Arc<EventQueue>) -> io::Result<Watcher> {
         let mut w = Watcher {
             kq: kqueue::kqueue()?,
             dirs: HookDirs::new(dir),
@@ -53,7 +53,7 @@ impl Watcher {
     }
 
     /// Reports hook files until shutdown, or until kqueue refuses a watch.
-    pub fn run(&mut self, shutdown: &Shutdown) -> WatchEnd {
+    pub(crate) fn run(&mut self, shutdown: &Shutdown) -> WatchEnd {
         let wake = Event::new(
             EventFilter::Read(shutdown.fd().as_raw_fd()),
             EventFlags::ADD | EventFlags::CLEAR,

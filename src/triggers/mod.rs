@@ -15,7 +15,7 @@ pub(crate) mod watch;
 
 /// Why a kernel watcher (inotify or kqueue) stopped; [`watch`] acts on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchEnd {
+pub(crate) enum WatchEnd {
     Shutdown,
     /// The kernel will not watch one more directory.
     LimitReached,

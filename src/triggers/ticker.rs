@@ -11,7 +11,7 @@ use crate::sys::shutdown::Shutdown;
 use crate::triggers::event_queue::{EventQueue, Trigger};
 
 /// Thread B: a tick now, then one every `interval`.
-pub fn spawn(
+pub(crate) fn spawn(
     interval: Duration,
     queue: Arc<EventQueue>,
     shutdown: Shutdown,

@@ -24,7 +24,7 @@ use crate::triggers::inotify::Watcher as Kernel;
 use crate::triggers::kqueue::Watcher as Kernel;
 
 /// How often the fallback looks at the hook directories.
-pub const SCAN_EVERY: Duration = Duration::from_millis(250);
+pub(crate) const SCAN_EVERY: Duration = Duration::from_millis(250);
 /// How often the fallback tries to arm the kernel's notifications again.
 const RETRY_KERNEL: Duration = Duration::from_secs(60);
 
@@ -39,7 +39,7 @@ pub enum Backend {
 
 /// Starts thread A. The hooks directory is watched (or its absence noted)
 /// before this returns.
-pub fn spawn(
+pub(crate) fn spawn(
     dir: PathBuf,
     queue: Arc<EventQueue>,
     shutdown: Shutdown,

@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::time::Duration;
 
-use agent_deck_watchdog::tasks::TaskStatus;
+use agent_deck_watchdog::harness::TaskStatus;
 use serde_json::json;
 
 use crate::support::files::mkfifo;

@@ -5,7 +5,7 @@
 
 use std::fs;
 
-use agent_deck_watchdog::tasks::TaskStatus;
+use agent_deck_watchdog::harness::TaskStatus;
 
 use crate::support::files::write_script;
 use crate::support::fixtures::{conductor, CONDUCTOR};

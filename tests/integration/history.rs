@@ -12,7 +12,7 @@ use crate::support::files::mkfifo;
 use crate::support::fixtures::CONDUCTOR;
 use crate::support::wait_until;
 use crate::support::watchdog::{assert_ok, Wd};
-use agent_deck_watchdog::records::{EscalationRecord, LivenessRecord, RestartRecord};
+use agent_deck_watchdog::harness::{EscalationRecord, LivenessRecord, RestartRecord};
 use serde_json::{json, Value};
 
 const AUTH_HELD: &str = "9a8b7c6d-1755891400";

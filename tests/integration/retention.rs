@@ -5,7 +5,7 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-use agent_deck_watchdog::records::RestartRecord;
+use agent_deck_watchdog::harness::RestartRecord;
 use serde_json::{json, Value};
 
 use crate::support::files::read_lines;

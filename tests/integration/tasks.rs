@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use agent_deck_watchdog::tasks::{Task, TaskStatus};
+use agent_deck_watchdog::harness::{Task, TaskStatus};
 
 use crate::support::files::write_script;
 use crate::support::wait_until;

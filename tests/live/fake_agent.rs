@@ -25,16 +25,16 @@ use std::path::Path;
 use crate::support::files::write_script;
 
 /// The custom tool name the fake runs as for non-Claude sessions.
-pub const TOOL: &str = "fakeagent";
+pub(crate) const TOOL: &str = "fakeagent";
 
 /// The 401 banner Claude shows when its credentials are bad.
-pub const BANNER: &str = "Please run /login · API Error: 401 \
+pub(crate) const BANNER: &str = "Please run /login · API Error: 401 \
 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\
 \"message\":\"Invalid authentication credentials\"}}";
 
 /// Writes the fake to `path`; `agent_deck` is the real CLI it reports
 /// hooks through.
-pub fn install(path: &Path, agent_deck: &Path) {
+pub(crate) fn install(path: &Path, agent_deck: &Path) {
     let script = format!(
         r#"#!/bin/bash
 # The live suite's fake agent (tests/live/fake_agent.rs).

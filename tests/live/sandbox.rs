@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_deck_watchdog::records::{EscalationRecord, LivenessRecord, RestartRecord};
+use agent_deck_watchdog::harness::{EscalationRecord, LivenessRecord, RestartRecord};
 use serde_json::Value;
 
 use super::fake_agent;
@@ -27,7 +27,7 @@ use crate::support::watchdog::Daemon;
 use crate::support::{kill, output_within, wait_until, BIN};
 
 /// Why a live test is ignored, and what it says when it cannot find its peer.
-pub const NEEDS: &str = "needs a real agent-deck: set AGENT_DECK_BIN";
+pub(crate) const NEEDS: &str = "needs a real agent-deck: set AGENT_DECK_BIN";
 
 /// How long one CLI call may take before the test fails.
 const CALL_LIMIT: Duration = Duration::from_secs(60);
@@ -35,7 +35,7 @@ const CALL_LIMIT: Duration = Duration::from_secs(60);
 /// The real agent-deck named by `AGENT_DECK_BIN`; fails the test loudly
 /// when it is unset or cannot run, so a live test never passes by doing
 /// nothing.
-pub fn agent_deck_bin() -> PathBuf {
+pub(crate) fn agent_deck_bin() -> PathBuf {
     let bin = match std::env::var_os("AGENT_DECK_BIN") {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => panic!("{NEEDS}"),
@@ -56,7 +56,7 @@ pub fn agent_deck_bin() -> PathBuf {
 
 /// Whether the sandbox keeps agent-deck's stored status current.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatusWriter {
+pub(crate) enum StatusWriter {
     /// `agent-deck notify-daemon` runs beside the fleet.
     NotifyDaemon,
     /// Nothing does: only start, restart and stop write the stored status.
@@ -65,7 +65,7 @@ pub enum StatusWriter {
 
 /// Which agent a session runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tool {
+pub(crate) enum Tool {
     /// `-c claude`, the fake as `[claude] command`.
     Claude,
     /// `-c fakeagent`, the fake as a custom tool.
@@ -74,7 +74,7 @@ pub enum Tool {
 
 /// One session of the sandbox fleet.
 #[derive(Debug, Clone)]
-pub struct Agent {
+pub(crate) struct Agent {
     pub id: String,
     pub title: String,
     /// Its project dir, the fake's working directory.
@@ -87,7 +87,7 @@ pub struct Agent {
 
 impl Agent {
     /// How many times the fake has booted in this session.
-    pub fn boots(&self) -> u32 {
+    pub(crate) fn boots(&self) -> u32 {
         fs::read_to_string(self.dir.join("boots"))
             .ok()
             .and_then(|t| t.trim().parse().ok())
@@ -95,23 +95,23 @@ impl Agent {
     }
 
     /// Sets the fake's mode for its next boot (and the test's reference).
-    pub fn set_mode(&self, mode: &str) {
+    pub(crate) fn set_mode(&self, mode: &str) {
         fs::write(self.dir.join("fake-mode"), format!("{mode}\n")).expect("write fake-mode");
     }
 
     /// Notes that the session was (re)started just now, by the watchdog
     /// rather than the test, so [`Sandbox::age_past_freshness`] waits from here.
-    pub fn started_now(&self) {
+    pub(crate) fn started_now(&self) {
         self.started.set(Some(Instant::now()));
     }
 
     /// The fake's boot log: one line per boot with its argv.
-    pub fn fake_log(&self) -> String {
+    pub(crate) fn fake_log(&self) -> String {
         fs::read_to_string(self.dir.join("fake.log")).unwrap_or_default()
     }
 }
 
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     pub dir: tempfile::TempDir,
     pub home: PathBuf,
     /// agent-deck's `[tmux] socket_name`.
@@ -126,11 +126,11 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// A sandbox with `notify-daemon` running beside the fleet.
-    pub fn new() -> Sandbox {
+    pub(crate) fn new() -> Sandbox {
         Sandbox::with(StatusWriter::NotifyDaemon)
     }
 
-    pub fn with(writer: StatusWriter) -> Sandbox {
+    pub(crate) fn with(writer: StatusWriter) -> Sandbox {
         let real = agent_deck_bin();
         let dir = tempfile::Builder::new()
             .prefix("adwd-live")
@@ -187,7 +187,7 @@ impl Sandbox {
 
     /// The environment of everything in the sandbox: the fleet, the CLI
     /// calls of the test, and the watchdog.
-    pub fn env(&self) -> Vec<(String, String)> {
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
         let root = self.dir.path();
         let h = |sub: &str| self.home.join(sub).display().to_string();
         let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
@@ -219,7 +219,7 @@ impl Sandbox {
     }
 
     /// A command in the sandbox environment, and nothing else of ours.
-    pub fn command(&self, program: &Path) -> Command {
+    pub(crate) fn command(&self, program: &Path) -> Command {
         let mut c = Command::new(program);
         c.env_clear()
             .envs(self.env())
@@ -229,14 +229,14 @@ impl Sandbox {
     }
 
     /// One call of the real CLI.
-    pub fn cli(&self, args: &[&str]) -> Output {
+    pub(crate) fn cli(&self, args: &[&str]) -> Output {
         let mut c = self.command(&self.real);
         c.args(args);
         output_within(c, CALL_LIMIT)
     }
 
     /// One `--json` call that must succeed, parsed.
-    pub fn cli_json(&self, args: &[&str]) -> Value {
+    pub(crate) fn cli_json(&self, args: &[&str]) -> Value {
         let out = self.cli(args);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -259,7 +259,7 @@ impl Sandbox {
     }
 
     /// Adds a session through the CLI, without starting it.
-    pub fn add(&self, title: &str, group: &str, tool: Tool, profile: Option<&str>) -> Agent {
+    pub(crate) fn add(&self, title: &str, group: &str, tool: Tool, profile: Option<&str>) -> Agent {
         let dir = self.dir.path().join("projects").join(title);
         fs::create_dir_all(&dir).expect("project dir");
         let profile = profile.map(str::to_string);
@@ -282,13 +282,19 @@ impl Sandbox {
 
     /// Adds a session and starts it, waiting until the fake has booted and
     /// the CLI reads it healthy.
-    pub fn launch(&self, title: &str, group: &str, tool: Tool, profile: Option<&str>) -> Agent {
+    pub(crate) fn launch(
+        &self,
+        title: &str,
+        group: &str,
+        tool: Tool,
+        profile: Option<&str>,
+    ) -> Agent {
         let a = self.add(title, group, tool, profile);
         self.start(&a);
         a
     }
 
-    pub fn start(&self, a: &Agent) {
+    pub(crate) fn start(&self, a: &Agent) {
         let before = a.boots();
         self.start_only(a);
         let booted = wait_until(Duration::from_secs(20), || {
@@ -298,7 +304,7 @@ impl Sandbox {
     }
 
     /// `session start`, without waiting for the agent.
-    pub fn start_only(&self, a: &Agent) {
+    pub(crate) fn start_only(&self, a: &Agent) {
         self.cli_json(&Self::profiled(
             &a.profile,
             &["session", "start", &a.id, "--json"],
@@ -309,7 +315,7 @@ impl Sandbox {
     /// Waits until the session's last start is past agent-deck's 60 s
     /// freshness window, so its guard no longer refuses a restart: the
     /// session is one that has run a while, like a conductor at 3 a.m.
-    pub fn age_past_freshness(&self, a: &Agent) {
+    pub(crate) fn age_past_freshness(&self, a: &Agent) {
         let started = a.started.get().expect("the session was started");
         let window = Duration::from_secs(61);
         if let Some(left) = window.checked_sub(started.elapsed()) {
@@ -318,7 +324,7 @@ impl Sandbox {
     }
 
     /// `session stop`.
-    pub fn stop(&self, a: &Agent) {
+    pub(crate) fn stop(&self, a: &Agent) {
         self.cli_json(&Self::profiled(
             &a.profile,
             &["session", "stop", &a.id, "--json"],
@@ -326,21 +332,21 @@ impl Sandbox {
     }
 
     /// `session show --json`.
-    pub fn show(&self, a: &Agent) -> Value {
+    pub(crate) fn show(&self, a: &Agent) -> Value {
         self.cli_json(&Self::profiled(
             &a.profile,
             &["session", "show", &a.id, "--json"],
         ))
     }
 
-    pub fn status(&self, a: &Agent) -> String {
+    pub(crate) fn status(&self, a: &Agent) -> String {
         self.show(a)["status"]
             .as_str()
             .unwrap_or_default()
             .to_string()
     }
 
-    pub fn tmux_session(&self, a: &Agent) -> String {
+    pub(crate) fn tmux_session(&self, a: &Agent) -> String {
         self.show(a)["tmux_session"]
             .as_str()
             .unwrap_or_default()
@@ -348,7 +354,7 @@ impl Sandbox {
     }
 
     /// The row of `[-p P] list --json` for this session.
-    pub fn list_row(&self, a: &Agent) -> Value {
+    pub(crate) fn list_row(&self, a: &Agent) -> Value {
         let rows = self.cli_json(&Self::profiled(&a.profile, &["list", "--json"]));
         rows.as_array()
             .and_then(|r| r.iter().find(|row| row["id"] == a.id.as_str()).cloned())
@@ -356,14 +362,14 @@ impl Sandbox {
     }
 
     /// `tmux -L <socket> <args>`, on the sandbox's own server only.
-    pub fn tmux(&self, args: &[&str]) -> Output {
+    pub(crate) fn tmux(&self, args: &[&str]) -> Output {
         let mut c = self.command(Path::new("tmux"));
         c.arg("-L").arg(&self.socket).args(args);
         output_within(c, CALL_LIMIT)
     }
 
     /// The tmux session names alive on the sandbox's server, sorted.
-    pub fn tmux_sessions(&self) -> Vec<String> {
+    pub(crate) fn tmux_sessions(&self) -> Vec<String> {
         let out = self.tmux(&["list-sessions", "-F", "#{session_name}"]);
         let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -374,7 +380,7 @@ impl Sandbox {
     }
 
     /// Kills the session's whole tmux session, the way a crash looks.
-    pub fn kill_tmux_session(&self, a: &Agent) {
+    pub(crate) fn kill_tmux_session(&self, a: &Agent) {
         let name = self.tmux_session(a);
         assert!(!name.is_empty(), "{} has no tmux session", a.title);
         let out = self.tmux(&["kill-session", "-t", &name]);
@@ -382,7 +388,7 @@ impl Sandbox {
     }
 
     /// Runs `agent-deck hook-handler` for the session, as Claude's hooks do.
-    pub fn hook(&self, a: &Agent, event: &str) {
+    pub(crate) fn hook(&self, a: &Agent, event: &str) {
         let sid = self.show(a)["claude_session_id"]
             .as_str()
             .unwrap_or_default()
@@ -407,18 +413,18 @@ impl Sandbox {
     }
 
     /// agent-deck's hooks dir as it resolves it here (the XDG path).
-    pub fn hooks_dir(&self) -> PathBuf {
+    pub(crate) fn hooks_dir(&self) -> PathBuf {
         self.home.join(".local/share/agent-deck/hooks")
     }
 
     /// The watchdog's dir, at its default place under this `HOME`.
-    pub fn watchdog_dir(&self) -> PathBuf {
+    pub(crate) fn watchdog_dir(&self) -> PathBuf {
         self.home.join(".agent-deck/watchdog")
     }
 
     /// The watchdog under test, in the sandbox environment, with the
     /// logging wrapper as its CLI and the given settings on top of ours.
-    pub fn watchdog_command(&self, args: &[&str], settings: &[(&str, &str)]) -> Command {
+    pub(crate) fn watchdog_command(&self, args: &[&str], settings: &[(&str, &str)]) -> Command {
         let mut c = self.command(Path::new(BIN));
         c.args(args)
             .env("AGENT_DECK_BIN", &self.logged)
@@ -430,7 +436,7 @@ impl Sandbox {
     }
 
     /// Starts the daemon; it is killed when the handle drops.
-    pub fn spawn_watchdog(&self, settings: &[(&str, &str)]) -> Daemon {
+    pub(crate) fn spawn_watchdog(&self, settings: &[(&str, &str)]) -> Daemon {
         let log = self.dir.path().join(format!("watchdog-{}.log", unique()));
         let child = self
             .watchdog_command(&["--verbose"], settings)
@@ -442,12 +448,12 @@ impl Sandbox {
     }
 
     /// Runs the watchdog to completion (`--once`, a subcommand, …).
-    pub fn run_watchdog(&self, args: &[&str], settings: &[(&str, &str)]) -> Output {
+    pub(crate) fn run_watchdog(&self, args: &[&str], settings: &[(&str, &str)]) -> Output {
         output_within(self.watchdog_command(args, settings), CALL_LIMIT)
     }
 
     /// Every CLI call the watchdog made, one line each: `<ts> <argv…>`.
-    pub fn watchdog_calls(&self) -> Vec<String> {
+    pub(crate) fn watchdog_calls(&self) -> Vec<String> {
         fs::read_to_string(&self.calls_log)
             .unwrap_or_default()
             .lines()
@@ -456,7 +462,7 @@ impl Sandbox {
     }
 
     /// The watchdog's calls whose argv holds every one of `words`.
-    pub fn watchdog_calls_with(&self, words: &[&str]) -> Vec<String> {
+    pub(crate) fn watchdog_calls_with(&self, words: &[&str]) -> Vec<String> {
         self.watchdog_calls()
             .into_iter()
             .filter(|line| {
@@ -466,22 +472,22 @@ impl Sandbox {
             .collect()
     }
 
-    pub fn restarts(&self) -> Vec<RestartRecord> {
+    pub(crate) fn restarts(&self) -> Vec<RestartRecord> {
         read_lines(&self.watchdog_dir().join("restart.log"))
     }
 
-    pub fn restarts_of(&self, a: &Agent, action: &str) -> Vec<RestartRecord> {
+    pub(crate) fn restarts_of(&self, a: &Agent, action: &str) -> Vec<RestartRecord> {
         self.restarts()
             .into_iter()
             .filter(|r| r.id == a.id && r.action == action)
             .collect()
     }
 
-    pub fn liveness(&self) -> Vec<LivenessRecord> {
+    pub(crate) fn liveness(&self) -> Vec<LivenessRecord> {
         read_lines(&self.watchdog_dir().join("liveness.log"))
     }
 
-    pub fn escalations(&self) -> Vec<EscalationRecord> {
+    pub(crate) fn escalations(&self) -> Vec<EscalationRecord> {
         read_lines(&self.watchdog_dir().join("escalations.log"))
     }
 
@@ -526,7 +532,7 @@ const TEST_SETTINGS: [(&str, &str); 5] = [
 ];
 
 /// A status the watchdog leaves alone.
-pub fn is_healthy(status: &str) -> bool {
+pub(crate) fn is_healthy(status: &str) -> bool {
     matches!(status, "running" | "waiting" | "idle")
 }
 
@@ -546,7 +552,7 @@ impl Drop for Sandbox {
 impl Sandbox {
     /// Waits until the watchdog has made `n` more safety polls (`list
     /// --all`) than it had when called.
-    pub fn wait_for_polls(&self, d: &Daemon, n: usize, limit: Duration) {
+    pub(crate) fn wait_for_polls(&self, d: &Daemon, n: usize, limit: Duration) {
         let polls = || self.watchdog_calls_with(&["list", "--all"]).len();
         let target = polls() + n;
         let polled = wait_until(limit, || polls() >= target);
@@ -558,7 +564,7 @@ impl Sandbox {
     }
 
     /// The watchdog's calls of `session <verb>` for this session.
-    pub fn session_calls(&self, a: &Agent, verb: &str) -> Vec<String> {
+    pub(crate) fn session_calls(&self, a: &Agent, verb: &str) -> Vec<String> {
         self.watchdog_calls_with(&["session", verb, &a.id])
     }
 }
@@ -571,7 +577,12 @@ impl Sandbox {
     /// compare it with. Its stdout and stderr go to a log in the sandbox; it
     /// is killed when the handle drops.
     #[allow(dead_code)] // used by the bench, not by the live tests
-    pub fn spawn_daemon(&self, program: &Path, args: &[&str], env: &[(&str, &str)]) -> Daemon {
+    pub(crate) fn spawn_daemon(
+        &self,
+        program: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Daemon {
         let log = self.dir.path().join(format!("daemon-{}.log", unique()));
         let out = fs::File::create(&log).expect("daemon log");
         let err = out.try_clone().expect("daemon log");

@@ -11,34 +11,34 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-pub fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-pub fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-pub fn code(o: &Output) -> i32 {
+pub(crate) fn code(o: &Output) -> i32 {
     o.status
         .code()
         .unwrap_or_else(|| panic!("killed by signal {:?}", o.status.signal()))
 }
 
-pub fn parse(o: &Output) -> Value {
+pub(crate) fn parse(o: &Output) -> Value {
     serde_json::from_str(&stdout(o))
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", stdout(o)))
 }
 
-pub fn keys(v: &Value) -> Vec<String> {
+pub(crate) fn keys(v: &Value) -> Vec<String> {
     v.as_object().expect("object").keys().cloned().collect()
 }
 
 /// Runs one agent-deck command line (without the program name).
-pub type Run<'a> = &'a dyn Fn(&[&str]) -> Output;
+pub(crate) type Run<'a> = &'a dyn Fn(&[&str]) -> Output;
 
 /// `session show --json` of a session that exists.
-pub fn show_json(run: Run, id: &str) -> Value {
+pub(crate) fn show_json(run: Run, id: &str) -> Value {
     let out = run(&["session", "show", id, "--json"]);
     assert_eq!(code(&out), 0, "show {id}: {}{}", stdout(&out), stderr(&out));
     parse(&out)
@@ -47,7 +47,7 @@ pub fn show_json(run: Run, id: &str) -> Value {
 /// `id` is a running session of a tool that is not Claude-family: a send of
 /// 12 or more characters arrives but answers `DELIVERY_FAILED` with
 /// `"delivery":"typed"`, exit 1; a shorter one succeeds unverified.
-pub fn check_non_claude_send_of_twelve_characters_answers_typed(run: Run, id: &str) {
+pub(crate) fn check_non_claude_send_of_twelve_characters_answers_typed(run: Run, id: &str) {
     let title = show_json(run, id)["title"].clone();
     let out = run(&["session", "send", id, "twelve chars", "--no-wait", "--json"]);
     assert_eq!(code(&out), 1, "{}", stdout(&out));
@@ -68,7 +68,7 @@ pub fn check_non_claude_send_of_twelve_characters_answers_typed(run: Run, id: &s
 }
 
 /// The status `-p P list --json` prints for `id` (profile "default").
-pub fn listed_status(run: Run, id: &str) -> Value {
+pub(crate) fn listed_status(run: Run, id: &str) -> Value {
     let out = run(&["list", "--json"]);
     assert_eq!(code(&out), 0, "{}", stdout(&out));
     parse(&out)
@@ -81,7 +81,11 @@ pub fn listed_status(run: Run, id: &str) -> Value {
 /// `never` was added and never started, `killed` was started and its tmux
 /// session killed: both read `error` everywhere, with the same keys, and
 /// both carry the tmux name `add` gave them.
-pub fn check_never_started_reads_error_like_a_killed_one(run: Run, never: &str, killed: &str) {
+pub(crate) fn check_never_started_reads_error_like_a_killed_one(
+    run: Run,
+    never: &str,
+    killed: &str,
+) {
     let (a, b) = (show_json(run, never), show_json(run, killed));
     assert_eq!(
         (a["status"].clone(), b["status"].clone()),
@@ -99,7 +103,7 @@ pub fn check_never_started_reads_error_like_a_killed_one(run: Run, never: &str, 
 /// `id` is a session whose tmux session is gone (and which holds no auth
 /// hold): it reads `error`, a send is "not running", the pane cannot be
 /// captured, and `session start` brings it back.
-pub fn check_gone_tmux_reads_error(run: Run, id: &str) {
+pub(crate) fn check_gone_tmux_reads_error(run: Run, id: &str) {
     let title = show_json(run, id)["title"]
         .as_str()
         .unwrap_or_default()
@@ -130,7 +134,7 @@ pub fn check_gone_tmux_reads_error(run: Run, id: &str) {
 
 /// `id` is a dead session of a tool outside the Claude family: `session
 /// output` without `--pane` exits 1.
-pub fn check_dead_non_claude_output_exits_1(run: Run, id: &str) {
+pub(crate) fn check_dead_non_claude_output_exits_1(run: Run, id: &str) {
     let out = run(&["session", "output", id, "--json"]);
     assert_eq!(code(&out), 1, "{}", stdout(&out));
     let v = parse(&out);
@@ -141,7 +145,7 @@ pub fn check_dead_non_claude_output_exits_1(run: Run, id: &str) {
 
 /// `id` is a shell or custom-command session: a forced restart gives it a
 /// new tmux name `agentdeck_<title>_<8 hex>`.
-pub fn check_restart_gives_a_new_tmux_name(run: Run, id: &str) {
+pub(crate) fn check_restart_gives_a_new_tmux_name(run: Run, id: &str) {
     let before = show_json(run, id)["tmux_session"].clone();
     let out = run(&["session", "restart", id, "--force", "--json"]);
     assert_eq!(code(&out), 0, "{}", stdout(&out));
@@ -160,7 +164,7 @@ pub fn check_restart_gives_a_new_tmux_name(run: Run, id: &str) {
 /// `id` was started under a minute ago, nothing but the CLI writes the
 /// stored status, and its tmux session is gone since: the freshness guard
 /// still skips a restart, exit 0, with exactly these keys.
-pub fn check_fresh_restart_is_skipped_even_when_dead(run: Run, id: &str) {
+pub(crate) fn check_fresh_restart_is_skipped_even_when_dead(run: Run, id: &str) {
     assert_eq!(show_json(run, id)["status"], "error");
     let out = run(&["session", "restart", id, "--json"]);
     assert_eq!(code(&out), 0, "{}", stdout(&out));
@@ -181,7 +185,7 @@ pub fn check_fresh_restart_is_skipped_even_when_dead(run: Run, id: &str) {
 
 /// `id`'s pane has printed far more than 2000 lines, the last being `last`:
 /// `output --pane` holds the last 2000 lines plus the screen.
-pub fn check_pane_is_the_last_2000_lines_plus_the_screen(run: Run, id: &str, last: &str) {
+pub(crate) fn check_pane_is_the_last_2000_lines_plus_the_screen(run: Run, id: &str, last: &str) {
     let out = run(&["session", "output", id, "--pane", "-q"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
@@ -199,7 +203,7 @@ pub fn check_pane_is_the_last_2000_lines_plus_the_screen(run: Run, id: &str, las
 /// `-p P list --json` carries `status` and `archived`; `session show --json`
 /// prints its always-present keys, sorted. `id` is a session of profile
 /// "default".
-pub fn check_list_and_show_shapes(run: Run, id: &str) {
+pub(crate) fn check_list_and_show_shapes(run: Run, id: &str) {
     let out = run(&["list", "--all", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stdout(&out).starts_with("[\n  {\n    \"id\": "), "indent 2");
@@ -267,7 +271,7 @@ pub fn check_list_and_show_shapes(run: Run, id: &str) {
 
 /// An unknown id is NOT_FOUND with exit 2: under `--json` the error object
 /// on stdout and nothing on stderr, in human mode `Error: …` on stderr.
-pub fn check_unknown_id_is_not_found_exit_2(run: Run) {
+pub(crate) fn check_unknown_id_is_not_found_exit_2(run: Run) {
     let out = run(&["session", "show", "nosuch-id", "--json"]);
     assert_eq!(code(&out), 2);
     assert_eq!(stderr(&out), "", "--json errors leave stderr empty");
@@ -286,7 +290,7 @@ pub fn check_unknown_id_is_not_found_exit_2(run: Run) {
 
 /// `id` is running in a live tmux session: `session start` refuses, exit 1,
 /// `session '<title>' is already running`, whatever its status says.
-pub fn check_start_of_a_live_session_is_already_running(run: Run, id: &str) {
+pub(crate) fn check_start_of_a_live_session_is_already_running(run: Run, id: &str) {
     let title = show_json(run, id)["title"].clone();
     let out = run(&["session", "start", id, "--json"]);
     assert_eq!(code(&out), 1, "{}", stdout(&out));

@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// A name no other call in this test run returns.
-pub fn unique() -> String {
+pub(crate) fn unique() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
@@ -31,7 +31,7 @@ pub fn unique() -> String {
 /// Writes a hook status file the way agent-deck's atomicHookWrite does:
 /// `.<id>.json.tmp-<random>` in `dir`, written and closed, then renamed onto
 /// `<id>.json` (inotify: CLOSE_WRITE on the temp name, then MOVED_TO).
-pub fn write_hook(dir: &Path, id: &str, status: &str) {
+pub(crate) fn write_hook(dir: &Path, id: &str, status: &str) {
     let tmp = dir.join(format!(".{id}.json.tmp-{}", unique()));
     let ts = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -55,7 +55,7 @@ pub fn write_hook(dir: &Path, id: &str, status: &str) {
 /// run in parallel threads, and a writable descriptor inherited by a child
 /// that another thread forks at that moment would make exec of the script
 /// fail with ETXTBSY.
-pub fn write_script(path: &Path, text: &str) {
+pub(crate) fn write_script(path: &Path, text: &str) {
     fs::create_dir_all(path.parent().expect("script has a directory")).expect("script dir");
     let ok = Command::new("/bin/sh")
         .args([
@@ -73,7 +73,7 @@ pub fn write_script(path: &Path, text: &str) {
 
 /// Every line of a JSON-lines file as a `T`; a missing file is no lines, a
 /// line that does not parse fails the test.
-pub fn read_lines<T: DeserializeOwned>(path: &Path) -> Vec<T> {
+pub(crate) fn read_lines<T: DeserializeOwned>(path: &Path) -> Vec<T> {
     fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -85,7 +85,7 @@ pub fn read_lines<T: DeserializeOwned>(path: &Path) -> Vec<T> {
 }
 
 /// Every file below `dir`, read as text (lossily).
-pub fn all_files_text(dir: &Path) -> Vec<(PathBuf, String)> {
+pub(crate) fn all_files_text(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -102,7 +102,7 @@ pub fn all_files_text(dir: &Path) -> Vec<(PathBuf, String)> {
 }
 
 /// Makes a FIFO at `path` (with mkfifo(1), which Linux and macOS both have).
-pub fn mkfifo(path: &Path) {
+pub(crate) fn mkfifo(path: &Path) {
     let made = Command::new("mkfifo")
         .arg(path)
         .status()

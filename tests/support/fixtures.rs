@@ -9,16 +9,16 @@ use serde_json::{json, Value};
 use crate::support::files::write_script;
 
 /// A conductor id in the real shape `<8 hex>-<unix secs>`.
-pub const CONDUCTOR: &str = "3f9c2a1b-1755891234";
+pub(crate) const CONDUCTOR: &str = "3f9c2a1b-1755891234";
 
 /// A session in profile "default"; other keys take the simulator's defaults.
-pub fn session(id: &str, title: &str, group: &str, status: &str) -> Value {
+pub(crate) fn session(id: &str, title: &str, group: &str, status: &str) -> Value {
     json!({"id": id, "title": title, "group": group, "profile": "default", "status": status})
 }
 
 /// A conductor that was added and never started: it reads `error` like a
 /// dead one, but nothing says it ever ran (no `claude_session_id`, no hook).
-pub fn never_started(id: &str, title: &str) -> Value {
+pub(crate) fn never_started(id: &str, title: &str) -> Value {
     let mut c = conductor(id, title, "error");
     c["claude_session_id"] = json!("");
     c
@@ -26,7 +26,7 @@ pub fn never_started(id: &str, title: &str) -> Value {
 
 /// A conductor with a pane that does not move, which has run: its Claude
 /// agent booted, so `session show` prints a `claude_session_id`.
-pub fn conductor(id: &str, title: &str, status: &str) -> Value {
+pub(crate) fn conductor(id: &str, title: &str, status: &str) -> Value {
     let mut c = session(id, title, "conductor", status);
     c["claude_session_id"] = json!(format!("c1a0de00-{id}"));
     c["pane"] = json!("frozen pane");
@@ -36,7 +36,7 @@ pub fn conductor(id: &str, title: &str, status: &str) -> Value {
 
 /// A conductor in error whose restarts never take: `session restart` answers
 /// success but nothing changes, and `session start` finds it already running.
-pub fn crash_looping(id: &str, title: &str) -> Value {
+pub(crate) fn crash_looping(id: &str, title: &str) -> Value {
     let mut c = conductor(id, title, "error");
     c["on_restart"] = json!("no_effect");
     c["on_start"] = json!("already_running");
@@ -44,7 +44,7 @@ pub fn crash_looping(id: &str, title: &str) -> Value {
 }
 
 /// A conductor in error whose login expired: agent-deck holds its restarts.
-pub fn auth_held(id: &str, title: &str) -> Value {
+pub(crate) fn auth_held(id: &str, title: &str) -> Value {
     let mut c = conductor(id, title, "error");
     c["substate"] = json!("auth-401");
     c["auth_hold"] = json!({"reason": "auth_death", "remedy": "log in again",
@@ -55,10 +55,10 @@ pub fn auth_held(id: &str, title: &str) -> Value {
 /// A process whose command line reads `… bun telegram start`, carrying
 /// `TELEGRAM_STATE_DIR` in its environment: a Telegram poller that is alive.
 /// Killed when dropped.
-pub struct Poller(Child);
+pub(crate) struct Poller(Child);
 
 impl Poller {
-    pub fn start(dir: &Path, state_dir: &Path) -> Poller {
+    pub(crate) fn start(dir: &Path, state_dir: &Path) -> Poller {
         let bun = dir.join("bun");
         write_script(&bun, "#!/bin/sh\nsleep 60\n");
         Poller(

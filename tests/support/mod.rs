@@ -3,24 +3,24 @@
 //! agent-deck writes them, task set-ups, a Telegram stand-in, and waiting on
 //! a condition or a process with a deadline (never a fixed sleep).
 
-pub mod contract;
-pub mod files;
-pub mod fixtures;
-pub mod sim;
-pub mod tasks;
-pub mod telegram;
-pub mod watchdog;
+pub(crate) mod contract;
+pub(crate) mod files;
+pub(crate) mod fixtures;
+pub(crate) mod sim;
+pub(crate) mod tasks;
+pub(crate) mod telegram;
+pub(crate) mod watchdog;
 
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// The binary under test.
-pub const BIN: &str = env!("CARGO_BIN_EXE_agent-deck-watchdog");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_agent-deck-watchdog");
 
 /// Polls `cond` every 20 ms until it is true (returns true) or `timeout`
 /// passes (returns false). `cond` is always tried at least once.
-pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         if cond() {
@@ -35,7 +35,7 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
 
 /// Runs `cmd` to completion, failing the test if it takes longer than
 /// `limit` (the process is then killed).
-pub fn output_within(mut cmd: Command, limit: Duration) -> Output {
+pub(crate) fn output_within(mut cmd: Command, limit: Duration) -> Output {
     let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -56,7 +56,7 @@ pub fn output_within(mut cmd: Command, limit: Duration) -> Output {
 }
 
 /// Sends `sig` to `pid` (one the test started); a gone process is fine.
-pub fn kill(pid: i32, sig: i32) {
+pub(crate) fn kill(pid: i32, sig: i32) {
     let target = rustix::process::Pid::from_raw(pid);
     let signal = rustix::process::Signal::from_named_raw(sig);
     if let (Some(target), Some(signal)) = (target, signal) {
@@ -65,7 +65,7 @@ pub fn kill(pid: i32, sig: i32) {
 }
 
 /// Wall-clock time in float Unix seconds, the unit of every record.
-pub fn now() -> f64 {
+pub(crate) fn now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())

@@ -18,31 +18,31 @@ use super::files::{read_lines, unique, write_script};
 use super::BIN;
 
 /// The argument that makes the binary the simulated agent-deck.
-pub const SIM_ENTRY: &str = "sim";
+pub(crate) const SIM_ENTRY: &str = "sim";
 /// Env var naming the simulator's state file.
-pub const STATE_ENV: &str = "FAKE_AGENT_DECK_STATE";
+pub(crate) const STATE_ENV: &str = "FAKE_AGENT_DECK_STATE";
 /// Env var naming the simulator's call log.
-pub const LOG_ENV: &str = "FAKE_AGENT_DECK_LOG";
+pub(crate) const LOG_ENV: &str = "FAKE_AGENT_DECK_LOG";
 
 /// The simulator as words for a `/bin/sh` script (`'<binary>' sim`), to be
 /// followed by its arguments (`"$@"`). It finds its state file and call log
 /// in the environment the script inherits ([`Sim::envs`]; the watchdog under
 /// test passes them on), as the [`Sim::bin`] wrapper does.
-pub fn shell_command() -> String {
+pub(crate) fn shell_command() -> String {
     assert!(!BIN.contains('\''), "binary path with a quote: {BIN}");
     format!("'{BIN}' {SIM_ENTRY}")
 }
 
 /// One line of the call log.
 #[derive(Debug, Clone, Deserialize)]
-pub struct Call {
+pub(crate) struct Call {
     pub ts: f64,
     pub argv: Vec<String>,
     pub pid: u32,
 }
 
 /// A private state file, call log and `agent-deck` wrapper in a temp dir.
-pub struct Sim {
+pub(crate) struct Sim {
     pub dir: tempfile::TempDir,
     pub state: PathBuf,
     pub log: PathBuf,
@@ -53,7 +53,7 @@ pub struct Sim {
 impl Sim {
     /// A temp dir holding `state.json` (profiles exist, no sessions), the
     /// path of an (initially missing) `calls.log`, and the wrapper.
-    pub fn new() -> Sim {
+    pub(crate) fn new() -> Sim {
         let dir = tempfile::tempdir().expect("create temp dir");
         let bin = dir.path().join("agent-deck");
         write_script(
@@ -71,7 +71,7 @@ impl Sim {
     }
 
     /// The environment the simulator needs; pass it to anything that runs it.
-    pub fn envs(&self) -> [(&'static str, String); 2] {
+    pub(crate) fn envs(&self) -> [(&'static str, String); 2] {
         [
             (STATE_ENV, self.state.display().to_string()),
             (LOG_ENV, self.log.display().to_string()),
@@ -79,13 +79,13 @@ impl Sim {
     }
 
     /// Replaces the state file, under the simulator's lock.
-    pub fn set_state(&self, v: &Value) {
+    pub(crate) fn set_state(&self, v: &Value) {
         let _lock = self.lock();
         self.write_state_unlocked(v);
     }
 
     /// Read-modify-write of the state under the simulator's lock.
-    pub fn update_state(&self, f: impl FnOnce(&mut Value)) {
+    pub(crate) fn update_state(&self, f: impl FnOnce(&mut Value)) {
         let _lock = self.lock();
         let mut v = self.state();
         f(&mut v);
@@ -93,13 +93,13 @@ impl Sim {
     }
 
     /// The current state file, parsed.
-    pub fn state(&self) -> Value {
+    pub(crate) fn state(&self) -> Value {
         let text = fs::read_to_string(&self.state).expect("read sim state");
         serde_json::from_str(&text).expect("parse sim state")
     }
 
     /// The session with this id in the current state, if any.
-    pub fn session_state(&self, id: &str) -> Option<Value> {
+    pub(crate) fn session_state(&self, id: &str) -> Option<Value> {
         self.state()["sessions"]
             .as_array()?
             .iter()
@@ -108,17 +108,17 @@ impl Sim {
     }
 
     /// Every logged invocation, in order; a missing log means no calls yet.
-    pub fn call_log(&self) -> Vec<Call> {
+    pub(crate) fn call_log(&self) -> Vec<Call> {
         read_lines(&self.log)
     }
 
     /// argv (after the program name) of every logged invocation, in order.
-    pub fn calls(&self) -> Vec<Vec<String>> {
+    pub(crate) fn calls(&self) -> Vec<Vec<String>> {
         self.call_log().into_iter().map(|c| c.argv).collect()
     }
 
     /// Logged calls whose argv contains every one of `words` (in any position).
-    pub fn calls_with(&self, words: &[&str]) -> Vec<Vec<String>> {
+    pub(crate) fn calls_with(&self, words: &[&str]) -> Vec<Vec<String>> {
         self.calls()
             .into_iter()
             .filter(|argv| words.iter().all(|w| argv.iter().any(|a| a == w)))
@@ -126,7 +126,7 @@ impl Sim {
     }
 
     /// Runs the simulator once through the wrapper, with its environment set.
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         Command::new(&self.bin)
             .args(args)
             .envs(self.envs())
@@ -136,7 +136,7 @@ impl Sim {
     }
 
     /// Pids of live simulator processes working on this state file.
-    pub fn processes(&self) -> Vec<i32> {
+    pub(crate) fn processes(&self) -> Vec<i32> {
         let needle = format!("{STATE_ENV}={}", self.state.display());
         let Ok(entries) = fs::read_dir("/proc") else {
             return Vec::new();

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
-use agent_deck_watchdog::tasks::registry::Registry;
-use agent_deck_watchdog::tasks::{Task, TaskStatus};
+use agent_deck_watchdog::harness::Registry;
+use agent_deck_watchdog::harness::{Task, TaskStatus};
 
 use super::files::write_script;
 use super::output_within;
@@ -20,7 +20,7 @@ const TASK_RUN_LIMIT: Duration = Duration::from_secs(5);
 
 /// A watchdog install with `work/task.md` and `work/record.sh`, which
 /// appends `"$*"` to `work/dispatched.txt`.
-pub struct TaskDir {
+pub(crate) struct TaskDir {
     pub wd: Wd,
     pub dir: PathBuf,
     pub task_file: PathBuf,
@@ -29,7 +29,7 @@ pub struct TaskDir {
 }
 
 impl TaskDir {
-    pub fn new(wd: Wd) -> TaskDir {
+    pub(crate) fn new(wd: Wd) -> TaskDir {
         let dir = wd.home.path().join("work");
         fs::create_dir_all(&dir).expect("task dir");
         let task_file = dir.join("task.md");
@@ -50,14 +50,14 @@ impl TaskDir {
     }
 
     /// `task <args>`, failing if it takes longer than five seconds.
-    pub fn task(&self, args: &[&str]) -> Output {
+    pub(crate) fn task(&self, args: &[&str]) -> Output {
         let mut all = vec!["task"];
         all.extend_from_slice(args);
         output_within(self.wd.command(&all), TASK_RUN_LIMIT)
     }
 
     /// `task add <id> --file task.md --after 0 <extra…> -- <command…>`.
-    pub fn add(&self, id: &str, extra: &[&str], command: &[&str]) -> Output {
+    pub(crate) fn add(&self, id: &str, extra: &[&str], command: &[&str]) -> Output {
         let file = self.task_file.display().to_string();
         let mut args = vec!["add", id, "--file", &file, "--after", "0"];
         args.extend_from_slice(extra);
@@ -67,21 +67,21 @@ impl TaskDir {
     }
 
     /// `task check`, which must succeed; its stdout.
-    pub fn check(&self) -> String {
+    pub(crate) fn check(&self) -> String {
         let out = self.task(&["check"]);
         assert_ok(&out);
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// The registry as `task list --json` shows it.
-    pub fn list(&self) -> Vec<Task> {
+    pub(crate) fn list(&self) -> Vec<Task> {
         let out = self.task(&["list", "--json"]);
         assert_ok(&out);
         serde_json::from_slice(&out.stdout).expect("task list --json parses")
     }
 
     /// The status `task list --json` shows for `id`, if it is registered.
-    pub fn status(&self, id: &str) -> Option<TaskStatus> {
+    pub(crate) fn status(&self, id: &str) -> Option<TaskStatus> {
         self.list()
             .into_iter()
             .find(|t| t.id == id)
@@ -89,7 +89,7 @@ impl TaskDir {
     }
 
     /// Every line the dispatch command was run with, in order.
-    pub fn dispatched(&self) -> Vec<String> {
+    pub(crate) fn dispatched(&self) -> Vec<String> {
         fs::read_to_string(&self.out)
             .unwrap_or_default()
             .lines()
@@ -97,17 +97,17 @@ impl TaskDir {
             .collect()
     }
 
-    pub fn registry_path(&self) -> PathBuf {
+    pub(crate) fn registry_path(&self) -> PathBuf {
         self.wd.watchdog_dir().join("task-timers.json")
     }
 
     /// The registry file as bytes; empty if it does not exist.
-    pub fn registry_bytes(&self) -> Vec<u8> {
+    pub(crate) fn registry_bytes(&self) -> Vec<u8> {
         fs::read(self.registry_path()).unwrap_or_default()
     }
 
     /// The tasks in the registry file, read directly.
-    pub fn registry(&self) -> Vec<Task> {
+    pub(crate) fn registry(&self) -> Vec<Task> {
         let reg: Registry =
             serde_json::from_slice(&self.registry_bytes()).expect("task-timers.json parses");
         reg.tasks

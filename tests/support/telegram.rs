@@ -7,19 +7,19 @@ use std::sync::{Arc, Mutex};
 
 /// A stand-in for the Telegram Bot API on loopback: answers every request
 /// with `{"ok":true}` and keeps what it received.
-pub struct TelegramStub {
+pub(crate) struct TelegramStub {
     pub base: String,
     requests: Arc<Mutex<Vec<String>>>,
 }
 
 impl TelegramStub {
-    pub fn start() -> TelegramStub {
+    pub(crate) fn start() -> TelegramStub {
         TelegramStub::start_with_429s(0)
     }
 
     /// Answers the first `n` requests `429 Too Many Requests` with
     /// `retry_after: 1`, then `200`.
-    pub fn start_with_429s(n: usize) -> TelegramStub {
+    pub(crate) fn start_with_429s(n: usize) -> TelegramStub {
         TelegramStub::answering(move |count, _request_line| {
             if count <= n {
                 (
@@ -34,7 +34,7 @@ impl TelegramStub {
 
     /// Answers the `count`th request (from 1), whose request line is given,
     /// with the status line and JSON body `answer` returns.
-    pub fn answering(
+    pub(crate) fn answering(
         answer: impl Fn(usize, &str) -> (&'static str, String) + Send + 'static,
     ) -> TelegramStub {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
@@ -79,7 +79,7 @@ impl TelegramStub {
     }
 
     /// Every request received so far: request line, headers, blank line, body.
-    pub fn requests(&self) -> Vec<String> {
+    pub(crate) fn requests(&self) -> Vec<String> {
         self.requests.lock().unwrap().clone()
     }
 }

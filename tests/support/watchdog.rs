@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_deck_watchdog::records::{EscalationRecord, LivenessRecord, RestartRecord};
+use agent_deck_watchdog::harness::{EscalationRecord, LivenessRecord, RestartRecord};
 use serde_json::{json, Value};
 
 use super::files::{read_lines, unique, write_script};
@@ -16,7 +16,7 @@ use super::sim::Sim;
 use super::{wait_until, BIN};
 
 /// One watchdog installation: simulated CLI, root, hooks dir, environment.
-pub struct Wd {
+pub(crate) struct Wd {
     pub sim: Sim,
     pub home: tempfile::TempDir,
     pub root: PathBuf,
@@ -25,7 +25,7 @@ pub struct Wd {
 }
 
 impl Wd {
-    pub fn new() -> Wd {
+    pub(crate) fn new() -> Wd {
         let sim = Sim::new();
         let home = tempfile::tempdir().expect("temp home");
         let root = home.path().join(".agent-deck");
@@ -63,38 +63,38 @@ impl Wd {
     }
 
     /// Telegram escalation to the stub at `base`, chat 42.
-    pub fn telegram(self, base: &str) -> Wd {
+    pub(crate) fn telegram(self, base: &str) -> Wd {
         self.env("TELEGRAM_ESCALATION_CHAT_ID", "42")
             .env("TELEGRAM_BOT_TOKEN", "1:tok")
             .env("TELEGRAM_API_BASE", base)
     }
 
     /// Sets (or replaces) an environment variable for the watchdog.
-    pub fn env(mut self, key: &str, value: &str) -> Wd {
+    pub(crate) fn env(mut self, key: &str, value: &str) -> Wd {
         self.env.retain(|(k, _)| k != key);
         self.env.push((key.to_string(), value.to_string()));
         self
     }
 
     /// The value the watchdog gets for `key`.
-    pub fn env_value(&self, key: &str) -> Option<&str> {
+    pub(crate) fn env_value(&self, key: &str) -> Option<&str> {
         self.env
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn watchdog_dir(&self) -> PathBuf {
+    pub(crate) fn watchdog_dir(&self) -> PathBuf {
         self.root.join("watchdog")
     }
 
     /// Replaces the simulated fleet.
-    pub fn sessions(&self, sessions: Vec<Value>) {
+    pub(crate) fn sessions(&self, sessions: Vec<Value>) {
         self.sim
             .set_state(&json!({"profiles_exist": true, "sessions": sessions}));
     }
 
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BIN);
         c.args(args)
             .env_clear()
@@ -104,12 +104,12 @@ impl Wd {
     }
 
     /// Runs the binary to completion.
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().expect("run watchdog")
     }
 
     /// Starts the daemon; it is killed when the handle drops.
-    pub fn spawn(&self, args: &[&str]) -> Daemon {
+    pub(crate) fn spawn(&self, args: &[&str]) -> Daemon {
         let log = self.home.path().join(format!("stderr-{}.log", unique()));
         let child = self
             .command(args)
@@ -120,20 +120,20 @@ impl Wd {
         Daemon { child, log }
     }
 
-    pub fn restarts(&self) -> Vec<RestartRecord> {
+    pub(crate) fn restarts(&self) -> Vec<RestartRecord> {
         read_lines(&self.watchdog_dir().join("restart.log"))
     }
 
-    pub fn escalations(&self) -> Vec<EscalationRecord> {
+    pub(crate) fn escalations(&self) -> Vec<EscalationRecord> {
         read_lines(&self.watchdog_dir().join("escalations.log"))
     }
 
-    pub fn liveness(&self) -> Vec<LivenessRecord> {
+    pub(crate) fn liveness(&self) -> Vec<LivenessRecord> {
         read_lines(&self.watchdog_dir().join("liveness.log"))
     }
 
     /// `restart.log` records with this `action`.
-    pub fn restarts_with(&self, action: &str) -> Vec<RestartRecord> {
+    pub(crate) fn restarts_with(&self, action: &str) -> Vec<RestartRecord> {
         self.restarts()
             .into_iter()
             .filter(|r| r.action == action)
@@ -141,7 +141,7 @@ impl Wd {
     }
 
     /// `liveness.log` records with this `reason`.
-    pub fn liveness_with(&self, reason: &str) -> Vec<LivenessRecord> {
+    pub(crate) fn liveness_with(&self, reason: &str) -> Vec<LivenessRecord> {
         self.liveness()
             .into_iter()
             .filter(|r| r.reason.as_str() == reason)
@@ -149,20 +149,20 @@ impl Wd {
     }
 
     /// `escalations.log` records with this `severity`.
-    pub fn escalations_with(&self, severity: &str) -> Vec<EscalationRecord> {
+    pub(crate) fn escalations_with(&self, severity: &str) -> Vec<EscalationRecord> {
         self.escalations()
             .into_iter()
             .filter(|e| e.severity == severity)
             .collect()
     }
 
-    pub fn escalations_of(&self, severity: &str) -> usize {
+    pub(crate) fn escalations_of(&self, severity: &str) -> usize {
         self.escalations_with(severity).len()
     }
 
     /// Waits until `n` escalations of `severity` are recorded, showing the
     /// daemon's stderr if they never are.
-    pub fn wait_for_escalations(&self, d: &Daemon, severity: &str, n: usize) {
+    pub(crate) fn wait_for_escalations(&self, d: &Daemon, severity: &str, n: usize) {
         assert!(
             wait_until(Duration::from_secs(20), || self.escalations_of(severity)
                 >= n),
@@ -172,13 +172,13 @@ impl Wd {
     }
 
     /// `session restart` calls logged by the simulator so far.
-    pub fn restart_calls(&self) -> usize {
+    pub(crate) fn restart_calls(&self) -> usize {
         self.sim.calls_with(&["session", "restart"]).len()
     }
 
     /// Waits until the daemon has finished at least one full safety poll
     /// (the simulator saw a `list --all`).
-    pub fn wait_for_first_tick(&self) {
+    pub(crate) fn wait_for_first_tick(&self) {
         assert!(
             wait_until(Duration::from_secs(10), || !self
                 .sim
@@ -189,7 +189,7 @@ impl Wd {
     }
 
     /// Waits until the daemon has run `n` more safety polls than so far.
-    pub fn wait_for_more_ticks(&self, n: usize) {
+    pub(crate) fn wait_for_more_ticks(&self, n: usize) {
         let polls = || self.sim.calls_with(&["list", "--all"]).len();
         let target = polls() + n;
         assert!(
@@ -200,7 +200,7 @@ impl Wd {
 
     /// Waits until the daemon has polled and then made no CLI call for half a
     /// second: the start-up ticks are over.
-    pub fn wait_until_quiet(&self) {
+    pub(crate) fn wait_until_quiet(&self) {
         self.wait_for_first_tick();
         let mut seen = usize::MAX;
         let mut since = Instant::now();
@@ -217,7 +217,7 @@ impl Wd {
 
     /// Writes an executable escalate.sh that appends `<severity>|<message>`
     /// to a file, and returns that file; `more` is appended to the script.
-    pub fn escalate_script(&self, more: &str) -> PathBuf {
+    pub(crate) fn escalate_script(&self, more: &str) -> PathBuf {
         let out = self.home.path().join("escalate.out");
         let script = format!("#!/bin/sh\necho \"$1|$2\" >> '{}'\n{more}", out.display());
         write_script(&self.watchdog_dir().join("escalate.sh"), &script);
@@ -226,7 +226,7 @@ impl Wd {
 }
 
 /// Asserts a run of the binary exited 0, showing its stderr if not.
-pub fn assert_ok(out: &Output) {
+pub(crate) fn assert_ok(out: &Output) {
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -236,27 +236,27 @@ pub fn assert_ok(out: &Output) {
 }
 
 /// A running daemon.
-pub struct Daemon {
+pub(crate) struct Daemon {
     pub child: Child,
     pub log: PathBuf,
 }
 
 impl Daemon {
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.child.id() as i32
     }
 
-    pub fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    pub fn alive(&mut self) -> bool {
+    pub(crate) fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
 
     /// Sends `sig` and waits up to `limit` for the exit; the exit code and
     /// how long it took.
-    pub fn signal_and_wait(&mut self, sig: i32, limit: Duration) -> (Option<i32>, Duration) {
+    pub(crate) fn signal_and_wait(&mut self, sig: i32, limit: Duration) -> (Option<i32>, Duration) {
         let start = Instant::now();
         super::kill(self.pid(), sig);
         let mut code = None;
@@ -271,7 +271,7 @@ impl Daemon {
     }
 
     /// Resident memory in KiB, from /proc.
-    pub fn rss_kib(&self) -> u64 {
+    pub(crate) fn rss_kib(&self) -> u64 {
         let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
         status
             .lines()

@@ -14,7 +14,7 @@ use crate::sys::clock::unix_now;
 use crate::triggers::hook_file::hook_file_exists;
 
 /// The critical sessions as `doctor` saw them.
-pub struct Critical {
+pub(super) struct Critical {
     pub check: Check,
     /// Claude-family critical sessions (they report through hooks).
     pub claude: Vec<Session>,
@@ -22,7 +22,11 @@ pub struct Critical {
 
 /// `critical sessions`: each, why, and whether it is in `error` now (one
 /// `session show` each, the call the daemon makes).
-pub fn critical_sessions(cfg: &Config, cli: Option<&Cli>, fleet: Option<&Fleet>) -> Critical {
+pub(super) fn critical_sessions(
+    cfg: &Config,
+    cli: Option<&Cli>,
+    fleet: Option<&Fleet>,
+) -> Critical {
     const NAME: &str = "critical sessions";
     let (Some(cli), Some(fleet)) = (cli, fleet) else {
         return Critical {
@@ -75,7 +79,7 @@ pub fn critical_sessions(cfg: &Config, cli: Option<&Cli>, fleet: Option<&Fleet>)
 }
 
 /// `hooks dir`: where agent-deck writes hooks, and whether they come.
-pub fn hooks_dir(cfg: &Config, critical: &Critical) -> Check {
+pub(super) fn hooks_dir(cfg: &Config, critical: &Critical) -> Check {
     const NAME: &str = "hooks dir";
     let dir = &cfg.hooks_dir;
     if !dir.is_dir() {
@@ -132,7 +136,7 @@ fn newest_hook_age(dir: &Path) -> Option<f64> {
 }
 
 /// `agent-deck's stored status`: a TUI or `notify-daemon` keeps it current.
-pub fn stored_status(cfg: &Config) -> Check {
+pub(super) fn stored_status(cfg: &Config) -> Check {
     const NAME: &str = "agent-deck's stored status";
     match status_writer(cfg) {
         Some(writer) => Check::ok(NAME, format!("kept current by its {writer}")),
@@ -146,7 +150,7 @@ pub fn stored_status(cfg: &Config) -> Check {
 
 /// `watchdog daemon`: which pid holds the lock, whether it is a dry run,
 /// and how old its last tick is.
-pub fn daemon(cfg: &Config) -> Check {
+pub(super) fn daemon(cfg: &Config) -> Check {
     const NAME: &str = "watchdog daemon";
     let Some(h) = instance_lock::holder(&cfg.watchdog_dir) else {
         return Check::warn(

@@ -8,7 +8,7 @@ use crate::config::Config;
 
 /// `kernel notifications`: room for the hook watch (inotify on Linux).
 #[cfg(target_os = "linux")]
-pub fn kernel_notifications() -> Check {
+pub(super) fn kernel_notifications() -> Check {
     const NAME: &str = "kernel notifications";
     let limit = |name: &str| -> Option<u64> {
         std::fs::read_to_string(format!("/proc/sys/fs/inotify/{name}"))
@@ -71,13 +71,13 @@ fn inotify_in_use() -> (u64, u64) {
 
 /// `kernel notifications` on macOS: kqueue has no per-user limit to run out of.
 #[cfg(not(target_os = "linux"))]
-pub fn kernel_notifications() -> Check {
+pub(crate) fn kernel_notifications() -> Check {
     Check::ok("kernel notifications", "kqueue")
 }
 
 /// A bot token's shape: `<bot id>:<secret>`, the secret 30 or more of
 /// `A-Z a-z 0-9 _ -`.
-pub fn token_shaped(token: &str) -> bool {
+pub(super) fn token_shaped(token: &str) -> bool {
     token.split_once(':').is_some_and(|(id, secret)| {
         !id.is_empty()
             && id.bytes().all(|b| b.is_ascii_digit())
@@ -90,7 +90,7 @@ pub fn token_shaped(token: &str) -> bool {
 
 /// `Telegram`: off, or a well-formed token (and with `--online`, a bot that
 /// answers and sees the chat). The token is never shown.
-pub fn telegram(cfg: &Config, online: bool) -> Check {
+pub(super) fn telegram(cfg: &Config, online: bool) -> Check {
     const NAME: &str = "Telegram";
     let Some(chat) = &cfg.telegram_chat_id else {
         return Check::ok(NAME, "off (TELEGRAM_ESCALATION_CHAT_ID is empty)");

@@ -28,7 +28,7 @@ pub(super) fn probe(job: &Cmd) -> Option<process::Output> {
 }
 
 /// `settings`: every setting valid, and the configuration to go on with.
-pub fn settings(env: &Env) -> (Check, Option<Config>) {
+pub(super) fn settings(env: &Env) -> (Check, Option<Config>) {
     let (errors, cfg) = usable_config(env);
     let check = match errors.as_slice() {
         [] => Check::ok("settings", "every setting is valid"),
@@ -47,7 +47,7 @@ pub fn settings(env: &Env) -> (Check, Option<Config>) {
 }
 
 /// The version in `agent-deck version`'s answer (`Agent Deck v1.14.0`).
-pub fn version_in(text: &str) -> Option<&str> {
+pub(super) fn version_in(text: &str) -> Option<&str> {
     text.split_whitespace()
         .map(|w| w.strip_prefix('v').unwrap_or(w))
         .find(|w| w.starts_with(|c: char| c.is_ascii_digit()) && w.contains('.'))
@@ -55,7 +55,7 @@ pub fn version_in(text: &str) -> Option<&str> {
 
 /// `agent-deck`: runnable, its version, and a readable `list --all --json`
 /// (the fleet it lists, for the checks that follow).
-pub fn agent_deck(cfg: &Config, cli: Option<&Cli>) -> (Check, Option<Fleet>) {
+pub(super) fn agent_deck(cfg: &Config, cli: Option<&Cli>) -> (Check, Option<Fleet>) {
     const NAME: &str = "agent-deck";
     let bin = cfg.bin.display();
     let fix_bin = "install agent-deck, or point AGENT_DECK_BIN at it";
@@ -118,7 +118,7 @@ pub fn agent_deck(cfg: &Config, cli: Option<&Cli>) -> (Check, Option<Fleet>) {
 }
 
 /// `service`: the systemd user unit (Linux) or launchd agent (macOS).
-pub fn service() -> Check {
+pub(super) fn service() -> Check {
     const NAME: &str = "service";
     if cfg!(target_os = "macos") {
         let loaded = probe(&Cmd::new("launchctl").args(["list", LAUNCHD_LABEL]))
@@ -194,7 +194,7 @@ pub fn service() -> Check {
 
 /// The lines of `systemctl show` that [`service`] looks at.
 #[derive(Debug, Default, PartialEq)]
-pub struct UnitState {
+pub(super) struct UnitState {
     pub load: String,
     pub file_state: String,
     pub active: String,
@@ -202,7 +202,7 @@ pub struct UnitState {
     pub exec_path: Option<String>,
 }
 
-pub fn unit_state(text: &str) -> UnitState {
+pub(super) fn unit_state(text: &str) -> UnitState {
     let mut u = UnitState::default();
     for line in text.lines() {
         let Some((key, value)) = line.split_once('=') else {
@@ -225,7 +225,7 @@ pub fn unit_state(text: &str) -> UnitState {
 }
 
 /// `escalate.sh`: present and executable.
-pub fn escalate_script(cfg: &Config) -> Check {
+pub(super) fn escalate_script(cfg: &Config) -> Check {
     const NAME: &str = "escalate.sh";
     let path = cfg.watchdog_dir.join("escalate.sh");
     match std::fs::metadata(&path) {
@@ -247,7 +247,7 @@ pub fn escalate_script(cfg: &Config) -> Check {
 }
 
 /// `watchdog dir`: ours, writable, private, with room.
-pub fn watchdog_dir(cfg: &Config) -> Check {
+pub(super) fn watchdog_dir(cfg: &Config) -> Check {
     const NAME: &str = "watchdog dir";
     let dir = &cfg.watchdog_dir;
     let shown = dir.display();

@@ -21,7 +21,7 @@ const POLL: Duration = Duration::from_millis(250);
 const READ_MAX: u64 = 16 << 20;
 
 /// How the wait ended.
-pub struct Outcome {
+pub(super) struct Outcome {
     /// When the daemon's `restarted` record says it was back, confirmed
     /// healthy by `session show`.
     pub recovered_at: Option<f64>,
@@ -30,13 +30,13 @@ pub struct Outcome {
 }
 
 /// `restart.log` read from where it ended when the drill began.
-pub struct Follow {
+pub(super) struct Follow {
     log: PathBuf,
     offset: u64,
 }
 
 impl Follow {
-    pub fn start(dir: &Path) -> Follow {
+    pub(super) fn start(dir: &Path) -> Follow {
         let log = dir.join(RESTART_LOG);
         let offset = std::fs::metadata(&log).map_or(0, |m| m.len());
         Follow { log, offset }
@@ -63,7 +63,7 @@ impl Follow {
 
     /// Waits until a `restarted` record of `s` is followed by `healthy()`,
     /// or the timeout, or shutdown.
-    pub fn wait(
+    pub(super) fn wait(
         mut self,
         s: &Session,
         timeout: Duration,
@@ -126,7 +126,7 @@ fn read_from(path: &Path, offset: u64, into: &mut Vec<u8>) -> u64 {
 
 /// The drill's timeline as `history` prints it: every record about `s`
 /// since the kill, with what woke the daemon after the first.
-pub fn timeline(dir: &Path, s: &Session, killed_at: f64, hooks_dir: &Path) -> String {
+pub(super) fn timeline(dir: &Path, s: &Session, killed_at: f64, hooks_dir: &Path) -> String {
     let (all, _) = history::load(dir);
     let tz = jiff::tz::TimeZone::system();
     let titles = std::collections::HashMap::new();

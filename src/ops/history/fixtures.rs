@@ -7,23 +7,23 @@ use serde_json::Value;
 use super::format::{line, About};
 use super::timeline::{merge, parse, select, titles, Log, Record};
 
-pub const OPS: &str = "3f9c2a1b-1755891234";
-pub const AUTH: &str = "9a8b7c6d-1755891400";
+pub(super) const OPS: &str = "3f9c2a1b-1755891234";
+pub(super) const AUTH: &str = "9a8b7c6d-1755891400";
 /// 2026-11-30 03:12:02 CET.
-pub const T0: f64 = 1_796_004_722.0;
+pub(super) const T0: f64 = 1_796_004_722.0;
 
 /// Central European time without a time zone database.
-pub fn cet() -> TimeZone {
+pub(super) fn cet() -> TimeZone {
     TimeZone::posix("CET-1CEST,M3.5.0,M10.5.0/3").unwrap()
 }
 
-pub fn entries(log: Log, lines: &[String]) -> Vec<Record> {
+pub(super) fn entries(log: Log, lines: &[String]) -> Vec<Record> {
     let (e, skipped) = parse(log, lines.join("\n").as_bytes());
     assert_eq!(skipped, 0, "{lines:?}");
     e
 }
 
-pub fn liveness(ts: f64, id: &str, title: &str, changed: bool) -> String {
+pub(super) fn liveness(ts: f64, id: &str, title: &str, changed: bool) -> String {
     let (second, decision, reason) = if changed {
         ("c3d4e5f6a7b8c9d0", "skip", "pane_active")
     } else {
@@ -40,7 +40,7 @@ pub fn liveness(ts: f64, id: &str, title: &str, changed: bool) -> String {
     .to_string()
 }
 
-pub fn restart(ts: f64, id: &str, title: &str, action: &str, extra: Value) -> String {
+pub(super) fn restart(ts: f64, id: &str, title: &str, action: &str, extra: Value) -> String {
     let mut v = serde_json::json!({
         "ts": ts, "id": id, "title": title, "profile": "default",
         "action": action, "dry_run": false,
@@ -51,7 +51,7 @@ pub fn restart(ts: f64, id: &str, title: &str, action: &str, extra: Value) -> St
     v.to_string()
 }
 
-pub fn escalation(ts: f64, severity: &str, sid: Option<&str>, message: &str) -> String {
+pub(super) fn escalation(ts: f64, severity: &str, sid: Option<&str>, message: &str) -> String {
     serde_json::json!({"ts": ts, "severity": severity, "message": message, "sid": sid,
                        "telegram": sid.is_some()})
     .to_string()
@@ -59,7 +59,7 @@ pub fn escalation(ts: f64, severity: &str, sid: Option<&str>, message: &str) -> 
 
 /// A night of one conductor: a busy pane left alone, then a crash revived;
 /// another conductor auth-held; a cascade alert.
-pub fn night() -> Vec<Record> {
+pub(super) fn night() -> Vec<Record> {
     merge(vec![
         entries(
             Log::Liveness,
@@ -115,7 +115,7 @@ pub fn night() -> Vec<Record> {
     ])
 }
 
-pub fn about() -> About {
+pub(super) fn about() -> About {
     About {
         version: "0.1.0".into(),
         platform: "linux/x86_64".into(),
@@ -125,7 +125,7 @@ pub fn about() -> About {
     }
 }
 
-pub fn lines_of(all: &[Record], id: Option<&str>) -> String {
+pub(super) fn lines_of(all: &[Record], id: Option<&str>) -> String {
     let t = titles(all);
     select(all, id, None)
         .iter()

@@ -41,7 +41,7 @@ fn local(ts: f64, tz: &TimeZone, format: &str) -> String {
 }
 
 /// `2026-11-30 03:12:04 CET`
-pub fn local_time(ts: f64, tz: &TimeZone) -> String {
+pub(crate) fn local_time(ts: f64, tz: &TimeZone) -> String {
     local(ts, tz, "%Y-%m-%d %H:%M:%S %Z")
 }
 
@@ -156,7 +156,7 @@ fn who(e: &Record, titles: &HashMap<&str, &str>) -> String {
 
 /// The readable line of one entry:
 /// `2026-11-30 03:12:04 CET  conductor-ops (3f9c2a1b-1755891234)  liveness: skip pane_active (…)`.
-pub fn line(e: &Record, titles: &HashMap<&str, &str>, tz: &TimeZone) -> String {
+pub(crate) fn line(e: &Record, titles: &HashMap<&str, &str>, tz: &TimeZone) -> String {
     let (what, dry_run) = match e {
         Record::Liveness(r) => (liveness_text(r), r.dry_run),
         Record::Restart(r) => (restart_text(r), r.dry_run),
@@ -171,7 +171,7 @@ pub fn line(e: &Record, titles: &HashMap<&str, &str>, tz: &TimeZone) -> String {
 }
 
 /// The `--json` line of one record: `{"log":"restart", …its fields}`.
-pub fn json_line(r: &Record) -> Result<String> {
+pub(crate) fn json_line(r: &Record) -> Result<String> {
     serde_json::to_string(r)
         .map_err(|e| Error::runtime(format!("history: cannot write a record as JSON: {e}")))
 }
@@ -185,7 +185,7 @@ fn fence(body: &str) -> String {
 
 /// What the report says about the program and where it runs.
 #[derive(Debug, Clone)]
-pub struct About {
+pub(crate) struct About {
     pub version: String,
     pub platform: String,
     /// `--print-config`'s table, secrets already shown as set or unset.
@@ -267,7 +267,7 @@ fn zone_name(all: &[Record], tz: &TimeZone) -> String {
 /// The paste-ready block of `history ID --report`. `all` is every record
 /// read (the last-seen fields come from the newest, whatever the window);
 /// `timeline` is the session's readable entries within the window.
-pub fn report(
+pub(crate) fn report(
     id: &str,
     since: &Since,
     about: &About,
@@ -315,7 +315,7 @@ pub fn report(
 
 /// What a `history` run prints: stdout, and notes for stderr.
 #[derive(Debug, Default, PartialEq)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     pub stdout: String,
     pub notes: Vec<String>,
 }
@@ -323,7 +323,7 @@ pub struct Rendered {
 /// Everything `history` prints, from the records already read. An `id` that
 /// no record mentions is an error (exit 1), so a script can tell it from an
 /// empty window (exit 0 with a note on stderr).
-pub fn render(
+pub(crate) fn render(
     args: &Args,
     all: &[Record],
     now: f64,

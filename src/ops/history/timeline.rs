@@ -23,7 +23,7 @@ const SINCE_MAX_S: f64 = 100.0 * 365.0 * 86_400.0;
 
 /// How far back to look.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Since {
+pub(crate) enum Since {
     All,
     /// The last `secs` seconds; `label` is how the operator wrote it.
     Last {
@@ -45,7 +45,7 @@ impl Since {
     /// `--since`: `all`, or a duration in the grammar of `duration_flag`
     /// (`5400`, `30s`, `90m`, `6h`, `1.5d`), greater than zero and at most
     /// 100 years.
-    pub fn parse(raw: &str) -> Result<Since> {
+    pub(crate) fn parse(raw: &str) -> Result<Since> {
         let t = raw.trim();
         if t == "all" {
             return Ok(Since::All);
@@ -66,7 +66,7 @@ impl Since {
     }
 
     /// The oldest timestamp shown, if any bound.
-    pub fn cutoff(&self, now: f64) -> Option<f64> {
+    pub(crate) fn cutoff(&self, now: f64) -> Option<f64> {
         match self {
             Since::All => None,
             Since::Last { secs, .. } => Some(now - secs),
@@ -74,7 +74,7 @@ impl Since {
     }
 
     /// `the last 24h` or `all records`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Since::All => "all records".into(),
             Since::Last { label, .. } => format!("the last {label}"),
@@ -86,16 +86,16 @@ impl Since {
 /// liveness decision comes before the restart it allowed, which comes before
 /// the alert about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Log {
+pub(crate) enum Log {
     Liveness,
     Restart,
     Escalations,
 }
 
 impl Log {
-    pub const ALL: [Log; 3] = [Log::Liveness, Log::Restart, Log::Escalations];
+    pub(crate) const ALL: [Log; 3] = [Log::Liveness, Log::Restart, Log::Escalations];
 
-    pub fn file(self) -> &'static str {
+    pub(crate) fn file(self) -> &'static str {
         match self {
             Log::Liveness => LIVENESS_LOG,
             Log::Restart => RESTART_LOG,
@@ -109,7 +109,7 @@ impl Log {
 /// the `--json` line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "log")]
-pub enum Record {
+pub(crate) enum Record {
     #[serde(rename = "liveness")]
     Liveness(LivenessRecord),
     #[serde(rename = "restart")]
@@ -119,7 +119,7 @@ pub enum Record {
 }
 
 impl Record {
-    pub fn ts(&self) -> f64 {
+    pub(crate) fn ts(&self) -> f64 {
         match self {
             Record::Liveness(r) => r.ts,
             Record::Restart(r) => r.ts,
@@ -128,7 +128,7 @@ impl Record {
     }
 
     /// The session it is about: `id`, or an escalation's `sid`.
-    pub fn session(&self) -> Option<&str> {
+    pub(crate) fn session(&self) -> Option<&str> {
         match self {
             Record::Liveness(r) => Some(&r.id),
             Record::Restart(r) => Some(&r.id),
@@ -136,7 +136,7 @@ impl Record {
         }
     }
 
-    pub fn log(&self) -> Log {
+    pub(crate) fn log(&self) -> Log {
         match self {
             Record::Liveness(_) => Log::Liveness,
             Record::Restart(_) => Log::Restart,
@@ -144,7 +144,7 @@ impl Record {
         }
     }
 
-    pub fn title(&self) -> Option<&str> {
+    pub(crate) fn title(&self) -> Option<&str> {
         match self {
             Record::Liveness(r) => Some(&r.title),
             Record::Restart(r) => Some(&r.title),
@@ -156,7 +156,7 @@ impl Record {
 /// The records in one file's bytes, and how many non-blank lines did not
 /// parse (garbled, truncated, not UTF-8, or not a record of this file).
 /// Keys the typed record does not know are dropped.
-pub fn parse(log: Log, bytes: &[u8]) -> (Vec<Record>, usize) {
+pub(crate) fn parse(log: Log, bytes: &[u8]) -> (Vec<Record>, usize) {
     let (mut entries, mut skipped) = (Vec::new(), 0);
     for line in bytes.split(|b| *b == b'\n') {
         let line = line.trim_ascii();
@@ -179,14 +179,18 @@ pub fn parse(log: Log, bytes: &[u8]) -> (Vec<Record>, usize) {
 /// One timeline, oldest first. `files` come in tie order ([`Log::ALL`], each
 /// `.1` before its current file); the sort is stable, so records with equal
 /// timestamps keep that order.
-pub fn merge(files: Vec<Vec<Record>>) -> Vec<Record> {
+pub(crate) fn merge(files: Vec<Vec<Record>>) -> Vec<Record> {
     let mut all: Vec<Record> = files.into_iter().flatten().collect();
     all.sort_by(|a, b| a.ts().total_cmp(&b.ts()));
     all
 }
 
 /// The entries about `id` (all when `None`) from `cutoff` on.
-pub fn select<'a>(entries: &'a [Record], id: Option<&str>, cutoff: Option<f64>) -> Vec<&'a Record> {
+pub(crate) fn select<'a>(
+    entries: &'a [Record],
+    id: Option<&str>,
+    cutoff: Option<f64>,
+) -> Vec<&'a Record> {
     entries
         .iter()
         .filter(|e| id.is_none_or(|id| e.session() == Some(id)))
@@ -198,7 +202,7 @@ pub fn select<'a>(entries: &'a [Record], id: Option<&str>, cutoff: Option<f64>) 
 /// restart record repeats the liveness record written with it (same
 /// session, same reason, within a second), so it is left out there; `--json`
 /// keeps every record.
-pub fn one_per_decision<'a>(timeline: &[&'a Record]) -> Vec<&'a Record> {
+pub(crate) fn one_per_decision<'a>(timeline: &[&'a Record]) -> Vec<&'a Record> {
     (0..timeline.len())
         .filter(|&i| !repeats_liveness(timeline, i))
         .map(|i| timeline[i])
@@ -223,7 +227,7 @@ fn repeats_liveness(timeline: &[&Record], i: usize) -> bool {
 
 /// The newest title seen for each session id, so an escalation (which has
 /// only a `sid`) can be shown with its session's title.
-pub fn titles(entries: &[Record]) -> HashMap<&str, &str> {
+pub(crate) fn titles(entries: &[Record]) -> HashMap<&str, &str> {
     let mut map = HashMap::new();
     for e in entries {
         if let (Some(id), Some(title)) = (e.session(), e.title()) {

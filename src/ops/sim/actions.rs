@@ -28,7 +28,7 @@ const PANE_SCREEN_ROWS: usize = 24;
 const CAPTURE_FAILED: &str = "failed to capture history: exit status 1";
 
 /// Runs the call against the state at the given moment.
-pub fn execute(c: &Call, st: &mut SimState, at: &Moment) -> Reply {
+pub(super) fn execute(c: &Call, st: &mut SimState, at: &Moment) -> Reply {
     let result = match c.kind {
         CommandKind::ListAll => Ok(list_all(c, st)),
         CommandKind::List => Ok(list_profile(c, st, at)),

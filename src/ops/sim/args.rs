@@ -12,7 +12,7 @@ use super::reply::Reply;
 
 /// The commands the simulator answers; also the keys of `faults` and `delay_s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommandKind {
+pub(super) enum CommandKind {
     ListAll,
     List,
     Show,
@@ -26,7 +26,7 @@ pub enum CommandKind {
 
 impl CommandKind {
     /// The name `faults` and `delay_s` use for this command.
-    pub fn key(self) -> &'static str {
+    pub(super) fn key(self) -> &'static str {
         match self {
             CommandKind::ListAll => "list_all",
             CommandKind::List => "list",
@@ -43,7 +43,7 @@ impl CommandKind {
 
 /// One parsed invocation.
 #[derive(Debug, Clone)]
-pub struct Call {
+pub(super) struct Call {
     pub kind: CommandKind,
     /// Boolean flags as given (`--json=false` is recorded as false).
     bools: HashMap<&'static str, bool>,
@@ -57,11 +57,11 @@ pub struct Call {
 }
 
 impl Call {
-    pub fn on(&self, flag: &str) -> bool {
+    pub(super) fn on(&self, flag: &str) -> bool {
         self.bools.get(flag).copied().unwrap_or(false)
     }
 
-    pub fn quiet(&self) -> bool {
+    pub(super) fn quiet(&self) -> bool {
         self.on("quiet") || self.on("q")
     }
 }
@@ -105,7 +105,7 @@ fn spec(sub: &str) -> &'static [(&'static str, Takes)] {
 const SESSION_SUBCOMMANDS: [&str; 5] = ["show", "restart", "start", "send", "output"];
 
 /// Parses `args`; `env_profile` is `AGENTDECK_PROFILE` ("" when unset).
-pub fn parse(args: &[String], env_profile: &str) -> Result<Call, Reply> {
+pub(super) fn parse(args: &[String], env_profile: &str) -> Result<Call, Reply> {
     let (profile_arg, rest) = global_profile(args)?;
     let unknown = || Reply::err(1, "Error: unknown command\n".into());
     let (sub, name, tail) = match rest {

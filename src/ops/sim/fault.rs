@@ -17,7 +17,7 @@ use super::state::SimState;
 
 /// What a fault does once its `delay` has passed.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum FaultMode {
+pub(super) enum FaultMode {
     /// Exit 0 with truncated JSON on stdout.
     Garbage,
     /// Exit 0 with `null`.
@@ -38,14 +38,14 @@ pub enum FaultMode {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Fault {
+pub(super) struct Fault {
     pub mode: FaultMode,
     pub delay: f64,
 }
 
 /// Takes the fault for `kind`, using up one of its `count`; a count already
 /// at zero (or not a number) removes the fault without applying it.
-pub fn take(state: &mut SimState, kind: &str) -> Option<Fault> {
+pub(super) fn take(state: &mut SimState, kind: &str) -> Option<Fault> {
     let faults = state.faults.as_mut()?.as_object_mut()?;
     let fault = faults.get(kind)?.as_object()?.clone();
     if let Some(count) = fault.get("count") {
@@ -77,7 +77,7 @@ pub fn take(state: &mut SimState, kind: &str) -> Option<Fault> {
 }
 
 /// Seconds every call of `kind` sleeps before it runs.
-pub fn delay(state: &SimState, kind: &str) -> f64 {
+pub(super) fn delay(state: &SimState, kind: &str) -> f64 {
     state
         .delay_s
         .as_ref()
@@ -87,7 +87,12 @@ pub fn delay(state: &SimState, kind: &str) -> f64 {
 
 /// Sleeps as the fault says, then either ends the call (Some) or lets it
 /// run normally (None). `json` is whether the call asked for `--json`.
-pub fn apply(fault: &Fault, kind: CommandKind, json: bool, flush: impl FnOnce()) -> Option<Reply> {
+pub(super) fn apply(
+    fault: &Fault,
+    kind: CommandKind,
+    json: bool,
+    flush: impl FnOnce(),
+) -> Option<Reply> {
     sleep(fault.delay);
     match fault.mode {
         FaultMode::Garbage => Some(Reply::out(0, "{\"id\": \"oops\n".into())),
@@ -135,7 +140,7 @@ fn load_error(kind: CommandKind, json: bool) -> Reply {
 }
 
 /// Sleeps `secs` when it is a positive, finite number of seconds.
-pub fn sleep(secs: f64) {
+pub(super) fn sleep(secs: f64) {
     if let Ok(d) = Duration::try_from_secs_f64(secs) {
         std::thread::sleep(d);
     }

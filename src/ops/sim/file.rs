@@ -32,7 +32,7 @@ pub fn transact<T>(path: &Path, f: impl FnOnce(&mut SimState) -> T) -> io::Resul
 
 /// The state as it is now (empty when the file is missing), read under the lock.
 #[cfg(test)]
-pub fn load(path: &Path) -> io::Result<SimState> {
+pub(super) fn load(path: &Path) -> io::Result<SimState> {
     let _lock = lock(path)?;
     Ok(read(path)?.unwrap_or_default())
 }

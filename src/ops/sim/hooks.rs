@@ -16,7 +16,7 @@ use crate::sys::fs::{read_bounded, HOOK_FILE_MAX};
 
 /// The part of a hook file the status reads.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Hook {
+pub(super) struct Hook {
     pub status: String,
     /// Unix seconds of the event.
     pub ts: f64,
@@ -31,7 +31,7 @@ struct Raw {
 }
 
 /// The hook for session `id` under `dir`, read at `now` (unix seconds).
-pub fn read(dir: &Path, id: &str, now: f64) -> Option<Hook> {
+pub(super) fn read(dir: &Path, id: &str, now: f64) -> Option<Hook> {
     if id.trim().is_empty() || id.contains('/') {
         return None;
     }

@@ -60,7 +60,7 @@ struct ProfileEntry<'a> {
     created_at: String,
 }
 
-pub fn list_all(c: &Call, st: &SimState) -> Reply {
+pub(super) fn list_all(c: &Call, st: &SimState) -> Reply {
     if st.sessions.is_empty() {
         let text = if !st.profiles_exist {
             "No profiles found.\n"
@@ -98,7 +98,7 @@ pub fn list_all(c: &Call, st: &SimState) -> Reply {
     Reply::out(0, lines)
 }
 
-pub fn list_profile(c: &Call, st: &SimState, at: &Moment) -> Reply {
+pub(super) fn list_profile(c: &Call, st: &SimState, at: &Moment) -> Reply {
     let entries: Vec<ProfileEntry> = st
         .sessions
         .iter()

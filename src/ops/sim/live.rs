@@ -16,22 +16,22 @@ use super::state::{SimSession, SimState};
 
 /// Seconds after creation (or start) during which a missing tmux session
 /// reads as starting up rather than as a fault.
-pub const START_GRACE_S: f64 = 1.5;
+pub(super) const START_GRACE_S: f64 = 1.5;
 
 /// How long a hook file moves the status: two minutes for every tool
 /// that reads hooks but the ones below.
-pub const HOOK_WINDOW_S: f64 = 120.0;
+pub(super) const HOOK_WINDOW_S: f64 = 120.0;
 
 /// A Codex-family `running` (or other non-waiting) hook moves the status this long.
-pub const CODEX_RUNNING_HOOK_WINDOW_S: f64 = 20.0;
+pub(super) const CODEX_RUNNING_HOOK_WINDOW_S: f64 = 20.0;
 
 /// The freshness guard's window: a restart this soon after a start or
 /// restart of a healthy session is skipped.
-pub const FRESHNESS_WINDOW_S: f64 = 60.0;
+pub(super) const FRESHNESS_WINDOW_S: f64 = 60.0;
 
 /// The moment of one call and where its hook files are.
 #[derive(Debug, Clone, Default)]
-pub struct Moment {
+pub(super) struct Moment {
     /// Unix seconds.
     pub now: f64,
     /// The hooks directory, when the state asks for hooks to be read.
@@ -40,7 +40,7 @@ pub struct Moment {
 
 impl Moment {
     /// `now`, with hooks read from `dir` only under `read_hooks: true`.
-    pub fn new(now: f64, dir: Option<PathBuf>, st: &SimState) -> Moment {
+    pub(super) fn new(now: f64, dir: Option<PathBuf>, st: &SimState) -> Moment {
         Moment {
             now,
             hooks: dir.filter(|_| st.read_hooks),
@@ -55,7 +55,7 @@ const KNOWN_STATUSES: [&str; 6] = ["running", "waiting", "idle", "error", "stopp
 const HEALTHY: [&str; 4] = ["running", "waiting", "idle", "starting"];
 
 /// A status as the CLI prints it.
-pub fn printed(status: &str) -> &str {
+pub(super) fn printed(status: &str) -> &str {
     if KNOWN_STATUSES.contains(&status) {
         status
     } else {
@@ -73,7 +73,7 @@ fn reads_hooks(s: &SimSession) -> bool {
 }
 
 /// The session's status now, before printing (so `starting` may come back).
-pub fn status(s: &SimSession, at: &Moment) -> String {
+pub(super) fn status(s: &SimSession, at: &Moment) -> String {
     if !s.was_started() {
         let created = s.created_at.unwrap_or(s.created_secs() as f64);
         let young = at.now - created < START_GRACE_S;
@@ -113,7 +113,7 @@ fn fresh_hook(s: &SimSession, at: &Moment) -> Option<String> {
 
 /// The status the restart guards read: the stored one when nothing but
 /// start and restart writes it (`status_writer: false`), else the live one.
-pub fn guard_status(s: &SimSession, st: &SimState, at: &Moment) -> String {
+pub(super) fn guard_status(s: &SimSession, st: &SimState, at: &Moment) -> String {
     if st.status_writer == Some(false) {
         s.stored_status
             .clone()
@@ -124,7 +124,7 @@ pub fn guard_status(s: &SimSession, st: &SimState, at: &Moment) -> String {
 }
 
 /// The freshness guard's reason when it skips a restart now, else None.
-pub fn freshness_skip(s: &SimSession, st: &SimState, at: &Moment) -> Option<String> {
+pub(super) fn freshness_skip(s: &SimSession, st: &SimState, at: &Moment) -> Option<String> {
     let age = at.now - s.last_started?;
     let status = guard_status(s, st, at);
     if !(0.0..FRESHNESS_WINDOW_S).contains(&age) || !HEALTHY.contains(&status.as_str()) {
@@ -139,13 +139,13 @@ pub fn freshness_skip(s: &SimSession, st: &SimState, at: &Moment) -> Option<Stri
 
 /// Whether a restart keeps the tmux session (and its scrollback): only a
 /// Claude-family session with a known id whose tmux session is alive.
-pub fn restart_keeps_tmux(s: &SimSession) -> bool {
+pub(super) fn restart_keeps_tmux(s: &SimSession) -> bool {
     s.claude_family() && !s.claude_session_id.is_empty() && s.tmux_exists()
 }
 
 /// A fresh tmux session name: `agentdeck_<title>_<8 hex>`, each run of
 /// characters outside `[A-Za-z0-9-]` in the title made one `-`.
-pub fn new_tmux_name(title: &str, at: &Moment) -> String {
+pub(super) fn new_tmux_name(title: &str, at: &Moment) -> String {
     let (mut sanitized, mut in_run) = (String::new(), false);
     for c in title.chars() {
         let kept = c.is_ascii_alphanumeric() || c == '-';

@@ -10,7 +10,12 @@ use super::state::{SimSession, SimState};
 
 /// The index in `state.sessions` of the session the call's first positional
 /// names; `not_found_suffix` ends the NOT_FOUND message.
-pub fn find(c: &Call, state: &SimState, out: Out, not_found_suffix: &str) -> Result<usize, Reply> {
+pub(super) fn find(
+    c: &Call,
+    state: &SimState,
+    out: Out,
+    not_found_suffix: &str,
+) -> Result<usize, Reply> {
     let Some(ident) = c.pos.first() else {
         let msg = "session ID or title is required";
         return Err(out.error(msg, "INVALID_OPERATION", 1, None));

@@ -10,14 +10,14 @@ use serde_json::{json, Value};
 
 /// The final stdout, stderr and exit code of one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
+pub(super) struct Reply {
     pub code: i32,
     pub out: String,
     pub err: String,
 }
 
 impl Reply {
-    pub fn out(code: i32, out: String) -> Reply {
+    pub(super) fn out(code: i32, out: String) -> Reply {
         Reply {
             code,
             out,
@@ -25,7 +25,7 @@ impl Reply {
         }
     }
 
-    pub fn err(code: i32, err: String) -> Reply {
+    pub(super) fn err(code: i32, err: String) -> Reply {
         Reply {
             code,
             out: String::new(),
@@ -36,13 +36,13 @@ impl Reply {
 
 /// The output mode a command was called in.
 #[derive(Debug, Clone, Copy)]
-pub struct Out {
+pub(super) struct Out {
     pub json: bool,
     pub quiet: bool,
 }
 
 impl Out {
-    pub fn success(self, message: &str, data: Value) -> Reply {
+    pub(super) fn success(self, message: &str, data: Value) -> Reply {
         if self.quiet {
             Reply::out(0, String::new())
         } else if self.json {
@@ -53,7 +53,7 @@ impl Out {
     }
 
     /// `extra` keys join `code`, `error` and `success` in the JSON form.
-    pub fn error(self, message: &str, code: &str, exit: i32, extra: Option<Value>) -> Reply {
+    pub(super) fn error(self, message: &str, code: &str, exit: i32, extra: Option<Value>) -> Reply {
         if !self.json {
             return Reply::err(exit, format!("Error: {message}\n"));
         }
@@ -66,14 +66,14 @@ impl Out {
 }
 
 /// Keys sorted at every level, as Go prints a `map[string]interface{}`.
-pub fn sorted(mut v: Value) -> Value {
+pub(super) fn sorted(mut v: Value) -> Value {
     v.sort_all_objects();
     v
 }
 
 /// `json.MarshalIndent(v, "", "  ")` plus a newline, with Go's escaping of
 /// `<`, `>`, `&`, U+2028 and U+2029 (they only occur inside strings here).
-pub fn go_json(v: &impl Serialize) -> String {
+pub(super) fn go_json(v: &impl Serialize) -> String {
     let text = serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".into());
     let escapes = [
         ("<", "\\u003c"),
@@ -86,7 +86,7 @@ pub fn go_json(v: &impl Serialize) -> String {
 }
 
 /// Unix seconds as RFC 3339 UTC to the second, `2025-08-22T19:33:54Z`.
-pub fn rfc3339(secs: i64) -> String {
+pub(super) fn rfc3339(secs: i64) -> String {
     let stamp = crate::sys::clock::utc_timestamp(secs as f64);
     format!("{}Z", stamp.split('.').next().unwrap_or_default())
 }
