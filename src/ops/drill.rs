@@ -186,14 +186,8 @@ pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     }
     let follow = follow::Follow::start(dir);
     let killed_at = unix_now();
-    let mut record = RestartRecord::new(
-        killed_at,
-        &s,
-        RestartAction::Drill,
-        Some(format!("killed: {target}")),
-        false,
-    );
-    record.final_status = Some(shown.status.clone());
+    let why = format!("killed while {}: {target}", shown.status);
+    let record = RestartRecord::new(killed_at, &s, RestartAction::Drill, Some(why), false);
     Records::new(dir).restart(&record);
     kill(&socket, &shown.tmux_session, &shutdown)?;
     println!("killed {} ({}): {target}", s.title, s.id);

@@ -308,7 +308,7 @@ pub(crate) fn check_start_of_a_live_session_is_already_running(run: Run, id: &st
 
 /// `agent-deck version` names the release on stdout as `Agent Deck vX.Y.Z`
 /// (what `doctor` reads), exit 0.
-pub fn check_version_names_the_release(run: Run) {
+pub(crate) fn check_version_names_the_release(run: Run) {
     let out = run(&["version"]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
@@ -317,8 +317,7 @@ pub fn check_version_names_the_release(run: Run) {
         .strip_prefix("Agent Deck v")
         .unwrap_or_else(|| panic!("{text:?}"));
     assert!(
-        version.split('.').count() == 3
-            && version.split('.').all(|n| n.parse::<u32>().is_ok()),
+        version.split('.').count() == 3 && version.split('.').all(|n| n.parse::<u32>().is_ok()),
         "{text:?}"
     );
 }
