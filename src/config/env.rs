@@ -9,6 +9,9 @@ use std::ffi::{OsStr, OsString};
 
 use crate::error::{Error, Result};
 
+/// The settings whose values never reach a message.
+const SECRETS: [&str; 1] = ["TELEGRAM_BOT_TOKEN"];
+
 /// See the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Env(BTreeMap<String, OsString>);
@@ -39,8 +42,14 @@ impl Env {
             return Ok(None);
         };
         raw.to_str().map(Some).ok_or_else(|| {
+            // A secret is never shown, not even when it is broken.
+            let shown = if SECRETS.contains(&name) {
+                "(not shown)".to_owned()
+            } else {
+                format!("{raw:?}")
+            };
             Error::usage(format!(
-                "{name}={raw:?} is invalid: it is not valid UTF-8; set it to a UTF-8 value"
+                "{name}={shown} is invalid: it is not valid UTF-8; set it to a UTF-8 value"
             ))
         })
     }
@@ -69,4 +78,26 @@ pub(crate) fn process_env() -> Env {
     let vars =
         std::env::vars_os().filter_map(|(name, value)| Some((name.into_string().ok()?, value)));
     Env(vars.collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    #[test]
+    fn a_broken_secret_is_named_but_not_shown() {
+        let mut env = Env::new();
+        let raw = OsString::from_vec(b"123:AAsecret\xff".to_vec());
+        env.insert_os("TELEGRAM_BOT_TOKEN".into(), raw.clone());
+        env.insert_os("AGENT_DECK_ROOT".into(), raw);
+        let token = env.text("TELEGRAM_BOT_TOKEN").unwrap_err().to_string();
+        assert!(
+            token.starts_with("TELEGRAM_BOT_TOKEN=(not shown) is invalid"),
+            "{token}"
+        );
+        assert!(!token.contains("secret"), "{token}");
+        let root = env.text("AGENT_DECK_ROOT").unwrap_err().to_string();
+        assert!(root.contains("AAsecret"), "{root}");
+    }
 }

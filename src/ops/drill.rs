@@ -41,6 +41,8 @@ use crate::sys::shutdown::Shutdown;
 pub(crate) const DEFAULT_TIMEOUT_S: f64 = 60.0;
 /// agent-deck's freshness window (`restart_guard.go`).
 const FRESHNESS_S: f64 = 60.0;
+/// A daemon quiet for longer than this is not trusted with a kill.
+const STALE_TICK_S: f64 = 120.0;
 /// The design's recovery target.
 const TARGET_S: f64 = 10.0;
 
@@ -66,6 +68,8 @@ struct Shown {
 pub(crate) struct Facts<'a> {
     pub status: Status,
     pub daemon: Option<&'a Holder>,
+    /// The daemon's last tick, from `daemon-status.json`.
+    pub last_tick: Option<f64>,
     pub state: &'a State,
     pub limits: &'a Limits,
     pub now: f64,
@@ -92,7 +96,15 @@ pub(crate) fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
                 h.pid
             ))
         }
-        Some(_) => {}
+        Some(h) => {
+            let quiet = f.last_tick.map_or(f64::INFINITY, |t| f.now - t);
+            if quiet > STALE_TICK_S {
+                return Some(format!(
+                    "the daemon (pid {}) has not finished a tick in {quiet:.0} s: it may be stuck, and would not notice the kill",
+                    h.pid
+                ));
+            }
+        }
     }
     let mut state = f.state.clone();
     match gates::gate(&mut state, f.limits, id, f.now) {
@@ -118,37 +130,51 @@ pub(crate) fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
     None
 }
 
-/// Runs the drill.
-pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
+/// A drill cleared to run: the session, how agent-deck shows it, and the
+/// kill.
+struct Plan {
+    s: Session,
+    status: String,
+    tmux_session: String,
+    socket: Option<String>,
+    /// The kill as a command line, for the prompt and the record.
+    target: String,
+}
+
+/// Everything [`refusal`] weighs, read afresh, and the plan if it clears.
+fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Plan> {
     let refuse = |why: String| Error::usage(format!("drill refused: {why}"));
-    let shutdown = Shutdown::new().map_err(|e| Error::runtime(format!("drill: {e}")))?;
-    let cli = Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, shutdown.clone());
     let mut fleet = Fleet::new(cfg.autorestart_dir());
     fleet.reload_markers();
     fleet
-        .refresh(&cli)
+        .refresh(cli)
         .map_err(|e| Error::runtime(format!("drill: cannot list the fleet: {e}")))?;
-    let s = resolve(&fleet, &args.id).map_err(refuse)?;
-    let shown = show(cfg, &s, &shutdown)?;
-    let now = unix_now();
+    let s = resolve(&fleet, id).map_err(refuse)?;
+    let shown = show(cfg, &s, shutdown)?;
     let dir = &cfg.watchdog_dir;
-    let state: State = read_bounded(&dir.join(STATE_FILE), STATE_FILE_MAX)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let state: State = match read_bounded(&dir.join(STATE_FILE), STATE_FILE_MAX) {
+        Err(e) if e.is_missing() => State::default(),
+        Err(e) => return Err(refuse(format!("the daemon's {STATE_FILE} {}", e.reason()))),
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            refuse(format!(
+                "the daemon's {STATE_FILE} does not parse ({e}), so its gates cannot be read"
+            ))
+        })?,
+    };
     let holder = instance_lock::holder(dir);
     // The budget is the daemon's, as its last tick says, over this shell's.
     let mut limits = Limits::from_config(cfg);
-    let running = daemon_status::read(dir).filter(|st| {
+    let ticked = daemon_status::read(dir).filter(|st| {
         holder
             .as_ref()
             .and_then(|h| h.started_at)
-            .is_some_and(|t| st.last_tick >= t && st.rate_limit_max > 0)
+            .is_some_and(|t| st.last_tick >= t)
     });
-    if let Some(st) = running {
+    if let Some(st) = ticked.as_ref().filter(|st| st.rate_limit_max > 0) {
         limits.rate_max = st.rate_limit_max;
         limits.rate_window = st.rate_limit_window_s;
     }
+    let now = unix_now();
     let created = shown
         .created_at
         .parse::<jiff::Timestamp>()
@@ -158,6 +184,7 @@ pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     let facts = Facts {
         status: Status::parse(&shown.status),
         daemon: holder.as_ref(),
+        last_tick: ticked.map(|st| st.last_tick),
         state: &state,
         limits: &limits,
         now,
@@ -181,30 +208,53 @@ pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
             .map_or(String::new(), |s| format!(" -L {s}")),
         shown.tmux_session
     );
-    if !args.yes && !confirmed(&s, &target)? {
-        return Err(refuse("not confirmed".into()));
+    Ok(Plan {
+        s,
+        status: shown.status,
+        tmux_session: shown.tmux_session,
+        socket,
+        target,
+    })
+}
+
+/// Runs the drill.
+pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
+    let shutdown = Shutdown::new().map_err(|e| Error::runtime(format!("drill: {e}")))?;
+    let cli = Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, shutdown.clone());
+    let mut plan = prepare(cfg, &cli, &args.id, &shutdown)?;
+    if !args.yes {
+        if !confirmed(&plan.s, &plan.target)? {
+            return Err(Error::usage("drill refused: not confirmed"));
+        }
+        // The answer may have come much later: everything is weighed again.
+        plan = prepare(cfg, &cli, &args.id, &shutdown)?;
     }
+    let Plan {
+        s,
+        status,
+        tmux_session,
+        socket,
+        target,
+    } = plan;
+    let dir = &cfg.watchdog_dir;
     let follow = follow::Follow::start(dir);
     let killed_at = unix_now();
-    let why = format!("killed while {}: {target}", shown.status);
+    kill(&socket, &tmux_session, &shutdown)?;
+    let why = format!("killed while {status}: {target}");
     let record = RestartRecord::new(killed_at, &s, RestartAction::Drill, Some(why), false);
-    Records::new(dir).restart(&record);
-    kill(&socket, &shown.tmux_session, &shutdown)?;
+    Records::from_config(cfg).restart(&record);
     println!("killed {} ({}): {target}", s.title, s.id);
-    let outcome = follow.wait(
-        &s,
-        Duration::from_secs_f64(args.timeout_s),
-        &shutdown,
-        || {
-            show(cfg, &s, &shutdown).is_ok_and(|sh| {
-                matches!(
-                    Status::parse(&sh.status),
-                    Status::Running | Status::Waiting | Status::Idle
-                )
-            })
-        },
-    );
-    print!("{}", follow::timeline(dir, &s, killed_at, &cfg.hooks_dir));
+    let healthy = || {
+        show(cfg, &s, &shutdown).is_ok_and(|sh| {
+            matches!(
+                Status::parse(&sh.status),
+                Status::Running | Status::Waiting | Status::Idle
+            )
+        })
+    };
+    let timeout = Duration::from_secs_f64(args.timeout_s);
+    let outcome = follow.wait(&s, killed_at, &cfg.hooks_dir, timeout, &shutdown, healthy);
+    print!("{}", follow::timeline(dir, &s, killed_at, &outcome));
     match outcome.recovered_at {
         Some(at) => {
             let took = at - killed_at;
@@ -307,12 +357,19 @@ fn kill(socket: &Option<String>, name: &str, shutdown: &Shutdown) -> Result<()> 
     if let Some(s) = socket {
         job = job.arg("-L").arg(s);
     }
-    let job = job.args(["kill-session", "-t", &format!("={name}")]);
+    // Only the socket (or TMUX_TMPDIR's default) chooses the server, never
+    // the tmux this shell may be running in.
+    let job = job
+        .env_remove("TMUX")
+        .args(["kill-session", "-t", &format!("={name}")]);
     let out = process::run(&job, Duration::from_secs(10), shutdown)
         .map_err(|e| Error::runtime(format!("drill: tmux {e}")))?;
     if !out.success() {
         return Err(Error::runtime(format!(
-            "drill: tmux kill-session -t ={name} failed: {}",
+            "drill: tmux{} kill-session -t ={name} failed, nothing was killed: {}",
+            socket
+                .as_deref()
+                .map_or(String::new(), |s| format!(" -L {s}")),
             out.stderr.trim()
         )));
     }
@@ -343,6 +400,7 @@ mod tests {
         Facts {
             status: Status::Running,
             daemon: holder,
+            last_tick: Some(995.0),
             state,
             limits: lim,
             now: 1000.0,
@@ -432,6 +490,16 @@ mod tests {
             ..facts(&clear, &lim, Some(&d))
         };
         refused(fresh, "freshness guard");
+        let stuck = Facts {
+            last_tick: Some(800.0),
+            ..facts(&clear, &lim, Some(&d))
+        };
+        refused(stuck, "has not finished a tick in 200 s");
+        let never = Facts {
+            last_tick: None,
+            ..facts(&clear, &lim, Some(&d))
+        };
+        refused(never, "has not finished a tick");
     }
 
     #[test]

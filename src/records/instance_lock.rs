@@ -103,7 +103,13 @@ pub(crate) fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
 /// lock itself is never touched; a holder that died leaves its file behind,
 /// and a reused pid is some other program.
 pub(crate) fn holder(dir: &Path) -> Option<Holder> {
-    let h = Holder::parse(&read_text(&dir.join(LOCK_FILE), SMALL_FILE_MAX).ok()?)?;
+    let read = || Holder::parse(&read_text(&dir.join(LOCK_FILE), SMALL_FILE_MAX).ok()?);
+    // A daemon that has just taken the lock empties the file before it
+    // writes its line: one more look a moment later.
+    let h = read().or_else(|| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        read()
+    })?;
     is_watchdog(h.pid).then_some(h)
 }
 
@@ -121,7 +127,9 @@ fn is_watchdog(pid: u32) -> bool {
         .is_some_and(|p| {
             let argv0 = p.cmdline.split(|b| *b == 0).next().unwrap_or_default();
             let name = Path::new(std::ffi::OsStr::from_bytes(argv0)).file_name();
-            (name.is_some() && name == ours) || p.command_text().contains("agent-deck-watchdog")
+            // The program itself, not any command that mentions it (say
+            // `journalctl -u agent-deck-watchdog` on a reused pid).
+            name.is_some() && (name == ours || name == Some("agent-deck-watchdog".as_ref()))
         })
 }
 
@@ -180,12 +188,13 @@ mod tests {
     fn a_dead_or_foreign_pid_in_the_file_is_no_holder() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join(LOCK_FILE);
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
+        // A shell whose command line names the watchdog is still a shell.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30; :", "agent-deck-watchdog"])
             .spawn()
             .unwrap();
         std::fs::write(&path, format!("{{\"pid\":{}}}\n", child.id())).unwrap();
-        assert_eq!(holder(tmp.path()), None, "sleep is not a watchdog");
+        assert_eq!(holder(tmp.path()), None, "sh is not a watchdog");
         child.kill().unwrap();
         child.wait().unwrap();
         std::fs::write(&path, format!("{}\n", child.id())).unwrap();

@@ -4,6 +4,7 @@
 //! it is given, as a real kill looks to agent-deck).
 
 use std::fs;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -38,6 +39,22 @@ fn doctor_json(wd: &Wd) -> (Option<i32>, Vec<Value>) {
 
 fn check<'a>(checks: &'a [Value], name: &str) -> &'a Value {
     checks.iter().find(|c| c["check"] == name).unwrap()
+}
+
+/// Every directory under `root`.
+fn dirs(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// A running conductor with the tmux name agent-deck gives it at creation.
@@ -160,13 +177,10 @@ fn doctor_writes_nothing_and_flags_a_missing_or_unverified_agent_deck() {
         "running",
     )]);
     wd.sim.update_state(|s| s["version"] = "1.7.63".into());
-    let before = all_files_text(wd.home.path());
+    let before = (all_files_text(wd.home.path()), dirs(wd.home.path()));
     let (code, checks) = doctor_json(&wd);
-    assert_eq!(
-        all_files_text(wd.home.path()),
-        before,
-        "doctor wrote something"
-    );
+    let after = (all_files_text(wd.home.path()), dirs(wd.home.path()));
+    assert_eq!(after, before, "doctor wrote a file or made a directory");
     assert!(!wd.watchdog_dir().exists());
     assert_eq!(code, Some(0));
     let deck = check(&checks, "agent-deck");
@@ -248,9 +262,13 @@ fn drill_kills_the_tmux_session_and_follows_it_back() {
 fn drill_refuses_with_exit_2_and_touches_nothing() {
     let wd = with_tmux(Wd::new());
     let worker = "a0b1c2d3-1755899999";
+    let fresh = "5e5e5e5e-1755899999";
+    let mut just_made = live_conductor(fresh, "conductor-fresh");
+    just_made["created_at"] = crate::support::now().into();
     wd.sessions(vec![
         live_conductor(CONDUCTOR, "conductor-ops"),
         session(worker, "worker-1", "", "running"),
+        just_made,
     ]);
     let refused = |wd: &Wd, args: &[&str], says: &str| {
         let out = wd.run(args);
@@ -259,6 +277,10 @@ fn drill_refuses_with_exit_2_and_touches_nothing() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(wd.sim.calls_with(&["tmux"]).is_empty());
         assert!(wd.restarts_with("drill").is_empty());
+        for verb in ["restart", "start", "stop", "send", "remove"] {
+            let by_drill = wd.sim.calls_with(&["session", verb]);
+            assert!(by_drill.is_empty(), "{args:?}: {by_drill:?}");
+        }
     };
     refused(&wd, &["drill", CONDUCTOR, "--yes"], "no watchdog daemon");
     let mut dry = wd.spawn(&["--dry-run"]);
@@ -279,6 +301,12 @@ fn drill_refuses_with_exit_2_and_touches_nothing() {
         "no restart-critical session",
     );
     refused(&wd, &["drill", CONDUCTOR], "pass --yes");
+    // Started seconds ago and no TUI or notify-daemon: agent-deck would refuse.
+    refused(
+        &wd,
+        &["drill", "conductor-fresh", "--yes"],
+        "freshness guard",
+    );
     wd.sim
         .update_state(|s| s["sessions"][0]["status"] = "stopped".into());
     refused(&wd, &["drill", CONDUCTOR, "--yes"], "stopped now");
@@ -301,9 +329,9 @@ fn a_drill_that_does_not_recover_says_what_the_daemon_did() {
     wd.sessions(vec![c]);
     let _d = wd.spawn(&[]);
     wd.wait_for_first_tick();
-    let out = wd.run(&["drill", CONDUCTOR, "--yes", "--timeout", "3"]);
+    let out = wd.run(&["drill", CONDUCTOR, "--yes", "--timeout", "10"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("not recovered within 3 s"), "{err}");
+    assert!(err.contains("not recovered within 10 s"), "{err}");
     assert!(err.contains("the daemon's last record"), "{err}");
 }

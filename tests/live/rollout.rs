@@ -46,10 +46,17 @@ fn doctor_on_a_healthy_sandbox_fails_nothing() {
     // Read-only: `version` and the daemon's read-only calls, nothing else
     // (the daemon beside it makes only those too while the fleet is healthy).
     for call in &sb.watchdog_calls()[earlier..] {
-        let words: Vec<&str> = call.split_whitespace().skip(1).collect();
-        let read_only = words == ["version"]
-            || words.contains(&"list")
-            || words.windows(2).any(|w| w == ["session", "show"]);
+        let mut words: Vec<&str> = call.split_whitespace().skip(1).collect();
+        if words.first() == Some(&"-p") {
+            words.drain(..2.min(words.len()));
+        }
+        let read_only = matches!(
+            words.as_slice(),
+            ["version"]
+                | ["list", "--json"]
+                | ["list", "--all", "--json"]
+                | ["session", "show", _, "--json"]
+        );
         assert!(read_only, "{call}");
     }
     let failed: Vec<&Value> = checks.iter().filter(|c| c["status"] == "fail").collect();

@@ -103,9 +103,10 @@ impl Wd {
         c
     }
 
-    /// Runs the binary to completion.
+    /// Runs the binary to completion; a run that hangs fails the test
+    /// within a minute instead of hanging the suite.
     pub(crate) fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("run watchdog")
+        super::output_within(self.command(args), Duration::from_secs(60))
     }
 
     /// Starts the daemon; it is killed when the handle drops.

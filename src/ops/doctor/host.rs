@@ -48,7 +48,10 @@ fn inotify_in_use() -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
     let me = rustix::process::geteuid().as_raw();
     let (mut instances, mut watches) = (0, 0);
-    let procs = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+    let procs = std::fs::read_dir(crate::sys::process_table::PROC_DIR)
+        .into_iter()
+        .flatten()
+        .flatten();
     for p in procs.filter(|p| p.metadata().is_ok_and(|m| m.uid() == me)) {
         for fd in std::fs::read_dir(p.path().join("fd"))
             .into_iter()
@@ -117,9 +120,19 @@ pub(super) fn telegram(cfg: &Config, online: bool) -> Check {
         );
     }
     let api = BotApi::new(&cfg.telegram_api_base, Duration::from_secs(10));
+    let later = |d: Duration| {
+        Check::warn(
+            NAME,
+            format!(
+                "Telegram asked to wait {} s (429): not checked",
+                d.as_secs()
+            ),
+            "run `agent-deck-watchdog doctor --online` again in a minute",
+        )
+    };
     let bot = match api.bot_name(token) {
         Outcome::Ok(name) => name,
-        Outcome::RetryAfter(d) => format!("(rate-limited, retry after {} s)", d.as_secs()),
+        Outcome::RetryAfter(d) => return later(d),
         Outcome::Failed(why) => {
             return Check::fail(
                 NAME,
@@ -129,12 +142,13 @@ pub(super) fn telegram(cfg: &Config, online: bool) -> Check {
         }
     };
     match api.chat_reachable(token, chat) {
+        Outcome::RetryAfter(d) => later(d),
         Outcome::Failed(why) => Check::fail(
             NAME,
             format!("bot @{bot} cannot see chat {chat}: {why}"),
             "add the bot to that chat (or send it /start), and check TELEGRAM_ESCALATION_CHAT_ID",
         ),
-        _ => Check::ok(NAME, format!("bot @{bot} answers and sees chat {chat}")),
+        Outcome::Ok(()) => Check::ok(NAME, format!("bot @{bot} answers and sees chat {chat}")),
     }
 }
 

@@ -66,29 +66,26 @@ pub(super) fn agent_deck(cfg: &Config, cli: Option<&Cli>) -> (Check, Option<Flee
         );
     };
     let answer = format!("{}{}", out.stdout, out.stderr);
-    let version = version_in(&answer).map(str::to_owned);
-    let (Some(version), true) = (version, out.success()) else {
-        return (
-            Check::fail(
-                NAME,
-                format!("{bin} version answered {:?}", answer.trim()),
-                fix_bin,
-            ),
-            None,
-        );
-    };
+    // An unreadable version is a version nobody verified: a warning below,
+    // and the list still decides whether agent-deck works.
+    let version = version_in(&answer).filter(|_| out.success()).map_or_else(
+        || format!("of unknown version ({:?})", answer.trim()),
+        |v| format!("v{v}"),
+    );
     let mut fleet = Fleet::new(cfg.autorestart_dir());
     fleet.reload_markers();
     let listed = cli.map(|cli| fleet.refresh(cli));
     let check = match listed {
-        Some(Ok(())) if VERIFIED_AGENT_DECK.contains(&version.as_str()) => Check::ok(
-            NAME,
-            format!("{bin} v{version}, {} sessions listed", fleet.len()),
-        ),
+        Some(Ok(())) if VERIFIED_AGENT_DECK.iter().any(|v| version == format!("v{v}")) => {
+            Check::ok(
+                NAME,
+                format!("{bin} {version}, {} sessions listed", fleet.len()),
+            )
+        }
         Some(Ok(())) => Check::warn(
             NAME,
             format!(
-                "{bin} v{version} is not a release this watchdog was verified with ({})",
+                "{bin} {version} is not a release this watchdog was verified with ({})",
                 VERIFIED_AGENT_DECK.join(", ")
             ),
             "run `agent-deck-watchdog --once --dry-run --verbose` and read what it decides before enabling it",
@@ -97,7 +94,7 @@ pub(super) fn agent_deck(cfg: &Config, cli: Option<&Cli>) -> (Check, Option<Flee
             return (
                 Check::fail(
                     NAME,
-                    format!("{bin} v{version}: `list --all --json` is unreadable: {e}"),
+                    format!("{bin} {version}: `list --all --json` is unreadable: {e}"),
                     "run `agent-deck list --all --json` yourself and fix what it reports",
                 ),
                 None,
@@ -149,9 +146,10 @@ pub(super) fn service() -> Check {
         );
     }
     let unit = unit_state(&out.stdout);
-    let linger = std::env::var("USER")
-        .ok()
-        .is_some_and(|u| Path::new("/var/lib/systemd/linger").join(u).exists());
+    let uid = rustix::process::getuid().as_raw().to_string();
+    let linger =
+        probe(&Cmd::new("loginctl").args(["show-user", &uid, "--property=Linger", "--value"]))
+            .is_some_and(|o| o.success() && o.stdout.trim() == "yes");
     let ours = std::env::current_exe().and_then(std::fs::canonicalize).ok();
     let runs_us = unit
         .exec_path

@@ -11,10 +11,10 @@ use crate::fleet::session::Session;
 use crate::ops::history::{self, format, timeline::Record};
 use crate::records::audit::{RestartRecord, RESTART_LOG};
 use crate::records::rotation::rotated_path;
-use crate::sys::clock::local_timestamp;
+use crate::sys::clock::{local_timestamp, unix_now};
 use crate::sys::fs::open_regular;
 use crate::sys::shutdown::Shutdown;
-use crate::triggers::hook_file::read_hook;
+use crate::triggers::hook_file::{read_hook, HookStatus};
 
 const POLL: Duration = Duration::from_millis(250);
 /// One line of `restart.log` is far smaller; a longer one is not ours.
@@ -22,11 +22,14 @@ const READ_MAX: u64 = 16 << 20;
 
 /// How the wait ended.
 pub(super) struct Outcome {
-    /// When the daemon's `restarted` record says it was back, confirmed
-    /// healthy by `session show`.
+    /// When `session show` first read the session healthy after the
+    /// daemon's `restarted` record.
     pub recovered_at: Option<f64>,
     /// What the daemon did instead, when it did not recover in time.
     pub instead: String,
+    /// What woke the daemon: the hook as it was when the daemon's first
+    /// record after the kill appeared (a later hook is the new agent's).
+    pub hook: Option<(HookStatus, f64)>,
 }
 
 /// `restart.log` read from where it ended when the drill began.
@@ -54,7 +57,7 @@ impl Follow {
         self.offset += read_from(&self.log, self.offset, &mut bytes);
         // A line still being written stays for the next call.
         let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        self.offset -= (bytes.len() - whole) as u64;
+        self.offset = self.offset.saturating_sub((bytes.len() - whole) as u64);
         bytes[..whole]
             .split(|b| *b == b'\n')
             .filter_map(|l| serde_json::from_slice(l).ok())
@@ -63,32 +66,45 @@ impl Follow {
 
     /// Waits until a `restarted` record of `s` is followed by `healthy()`,
     /// or the timeout, or shutdown.
-    pub(super) fn wait(
+    pub(crate) fn wait(
         mut self,
         s: &Session,
+        killed_at: f64,
+        hooks_dir: &Path,
         timeout: Duration,
         shutdown: &Shutdown,
         mut healthy: impl FnMut() -> bool,
     ) -> Outcome {
         let deadline = Instant::now() + timeout;
         let mut last: Option<RestartRecord> = None;
-        let mut restarted_at = None;
+        let mut restarted = false;
+        let mut hook = None;
+        let mut first_seen = false;
         while Instant::now() < deadline {
-            for r in self
-                .new_records()
+            let ours = self.new_records();
+            let ours = ours
                 .into_iter()
-                .filter(|r| r.id == s.id && r.action != RestartAction::Drill)
-            {
-                restarted_at = (r.action == RestartAction::Restarted).then_some(r.ts);
+                .filter(|r| r.id == s.id && r.action != RestartAction::Drill);
+            for r in ours {
+                if !first_seen {
+                    first_seen = true;
+                    hook = read_hook(hooks_dir, &s.id)
+                        .and_then(|h| Some((h.status, h.ts?)))
+                        .filter(|(_, ts)| *ts >= killed_at && *ts <= r.ts + 1.0);
+                }
+                if r.action == RestartAction::Restarted {
+                    restarted = true;
+                } else if r.action == RestartAction::RestartFailed {
+                    restarted = false;
+                }
                 last = Some(r);
             }
-            if let Some(at) = restarted_at {
-                if healthy() {
-                    return Outcome {
-                        recovered_at: Some(at),
-                        instead: String::new(),
-                    };
-                }
+            if restarted && healthy() {
+                return Outcome {
+                    recovered_at: Some(unix_now()),
+                    instead: String::new(),
+                    hook,
+                };
             }
             if !shutdown.sleep(POLL) {
                 break;
@@ -109,6 +125,7 @@ impl Follow {
         Outcome {
             recovered_at: None,
             instead,
+            hook,
         }
     }
 }
@@ -125,8 +142,9 @@ fn read_from(path: &Path, offset: u64, into: &mut Vec<u8>) -> u64 {
 }
 
 /// The drill's timeline as `history` prints it: every record about `s`
-/// since the kill, with what woke the daemon after the first.
-pub(super) fn timeline(dir: &Path, s: &Session, killed_at: f64, hooks_dir: &Path) -> String {
+/// since the kill, with what woke the daemon after the first, and the
+/// moment it read healthy again.
+pub(crate) fn timeline(dir: &Path, s: &Session, killed_at: f64, outcome: &Outcome) -> String {
     let (all, _) = history::load(dir);
     let tz = jiff::tz::TimeZone::system();
     let titles = std::collections::HashMap::new();
@@ -138,21 +156,22 @@ pub(super) fn timeline(dir: &Path, s: &Session, killed_at: f64, hooks_dir: &Path
         out.push_str(&format::line(r, &titles, &tz));
         out.push('\n');
         if i == 0 && matches!(r, Record::Restart(_)) {
-            out.push_str(&woke(hooks_dir, s, killed_at));
+            out.push_str(&match outcome.hook {
+                Some((status, ts)) => format!(
+                    "{}  woken by a hook: {status:?} (written {:.1} s after the kill)",
+                    local_timestamp(ts),
+                    ts - killed_at
+                ),
+                None => "  no hook after the kill: the safety poll found it".to_owned(),
+            });
             out.push('\n');
         }
     }
-    out
-}
-
-/// What told the daemon: a hook written after the kill, or else the poll.
-fn woke(hooks_dir: &Path, s: &Session, killed_at: f64) -> String {
-    match read_hook(hooks_dir, &s.id).and_then(|h| Some((h.status, h.ts?))) {
-        Some((status, ts)) if ts >= killed_at => format!(
-            "{}  woken by a hook: {status:?} (hook file written {:.1} s after the kill)",
-            local_timestamp(ts),
-            ts - killed_at
-        ),
-        _ => "  no hook after the kill: the safety poll found it".to_owned(),
+    if let Some(at) = outcome.recovered_at {
+        out.push_str(&format!(
+            "{}  healthy again (session show)\n",
+            local_timestamp(at)
+        ));
     }
+    out
 }
