@@ -88,7 +88,12 @@ pub(crate) fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
         ));
     }
     match f.daemon {
-        None => return Some("no watchdog daemon runs: nothing would restart it".into()),
+        None => {
+            return Some(
+                "no watchdog daemon runs (as this shell's AGENT_DECK_ROOT sees it): nothing would restart it"
+                    .into(),
+            )
+        }
         Some(h) if h.once => return Some(format!("pid {} is a --once pass, not a daemon", h.pid)),
         Some(h) if h.dry_run => {
             return Some(format!(

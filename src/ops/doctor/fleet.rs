@@ -155,8 +155,11 @@ pub(super) fn daemon(cfg: &Config) -> Check {
     let Some(h) = instance_lock::holder(&cfg.watchdog_dir) else {
         return Check::warn(
             NAME,
-            "none running",
-            "systemctl --user enable --now agent-deck-watchdog.service (or run agent-deck-watchdog in a terminal)",
+            format!(
+                "none running (no live watchdog named in {})",
+                cfg.watchdog_dir.join(instance_lock::LOCK_FILE).display()
+            ),
+            "systemctl --user enable --now agent-deck-watchdog.service; if it runs already, give doctor the unit's environment (AGENT_DECK_ROOT)",
         );
     };
     let tick = daemon_status::read(&cfg.watchdog_dir)
