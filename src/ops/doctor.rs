@@ -109,7 +109,7 @@ pub(crate) fn checks(env: &Env, online: bool) -> Vec<Check> {
         .ok()
         .map(|s| Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, s));
     let (deck, listed) = install::agent_deck(&cfg, cli.as_ref());
-    let critical = fleet::critical_sessions(&cfg, cli.as_ref(), listed.as_ref());
+    let critical = fleet::critical_sessions(&cfg, listed.as_ref());
     vec![
         deck,
         settings,

@@ -15,8 +15,6 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::gates::{self, Gate};
@@ -27,7 +25,7 @@ use crate::fleet::cache::Fleet;
 use crate::fleet::deck::Cli;
 use crate::fleet::deck_config;
 use crate::fleet::session::{Session, Status};
-use crate::ops::preflight::status_writer;
+use crate::ops::preflight::{show, status_writer};
 use crate::records::audit::RestartRecord;
 use crate::records::daemon_status;
 use crate::records::instance_lock::{self, Holder};
@@ -52,15 +50,6 @@ pub(crate) struct Args {
     pub id: String,
     pub yes: bool,
     pub timeout_s: f64,
-}
-
-/// The fields of `session show --json` the drill reads.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-struct Shown {
-    status: String,
-    tmux_session: String,
-    created_at: String,
 }
 
 /// What [`refusal`] weighs.
@@ -301,23 +290,6 @@ fn resolve(fleet: &Fleet, id: &str) -> std::result::Result<Session, String> {
                 .join(", ")
         )),
     }
-}
-
-/// `-p P session show ID --json`, for the fields the daemon's own reading
-/// leaves out (`tmux_session`, `created_at`).
-fn show(cfg: &Config, s: &Session, shutdown: &Shutdown) -> Result<Shown> {
-    let mut job = Cmd::new(&cfg.bin);
-    if !s.profile.is_empty() {
-        job = job.arg("-p").arg(&s.profile);
-    }
-    let job = job.args(["session", "show", s.id.as_str(), "--json"]);
-    let fail = |why: String| Error::runtime(format!("drill: session show {}: {why}", s.id));
-    let out =
-        process::run(&job, cfg.subprocess_timeout, shutdown).map_err(|e| fail(e.to_string()))?;
-    if !out.success() {
-        return Err(fail(format!("exit {:?}: {}", out.code, out.stderr.trim())));
-    }
-    serde_json::from_str(&out.stdout).map_err(|e| fail(e.to_string()))
 }
 
 /// agent-deck's `[tmux] socket_name`, `None` for the default socket.

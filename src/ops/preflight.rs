@@ -1,14 +1,19 @@
 //! What `doctor` and `drill` both ask before they trust the daemon to act:
-//! why a session is restart-critical, and whether anything keeps
-//! agent-deck's stored status current.
+//! why a session is restart-critical, how `session show` shows it, and
+//! whether anything keeps agent-deck's stored status current.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use serde::Deserialize;
+
 use crate::config::Config;
+use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::session::{self, Session};
+use crate::sys::process::{self, Cmd};
 use crate::sys::process_table::{self, PROC_DIR};
+use crate::sys::shutdown::Shutdown;
 
 /// Why `s` is restart-critical, or `None` when it is not.
 pub(crate) fn critical_reason(fleet: &Fleet, s: &Session) -> Option<String> {
@@ -59,4 +64,33 @@ pub(crate) fn status_writer(cfg: &Config) -> Option<String> {
         };
         Some(format!("{what} (pid {})", p.pid))
     })
+}
+
+/// The fields of `session show --json` that `doctor` and `drill` read and
+/// the daemon's own reading leaves out.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Shown {
+    pub status: String,
+    pub tmux_session: String,
+    pub created_at: String,
+    /// Present, even empty, for Claude-compatible tools only: the ones
+    /// that report through hooks.
+    pub claude_session_id: Option<String>,
+}
+
+/// `-p P session show ID --json`, one read-only call.
+pub(crate) fn show(cfg: &Config, s: &Session, shutdown: &Shutdown) -> Result<Shown> {
+    let mut job = Cmd::new(&cfg.bin);
+    if !s.profile.is_empty() {
+        job = job.arg("-p").arg(&s.profile);
+    }
+    let job = job.args(["session", "show", s.id.as_str(), "--json"]);
+    let fail = |why: String| Error::runtime(format!("session show {}: {why}", s.id));
+    let out =
+        process::run(&job, cfg.subprocess_timeout, shutdown).map_err(|e| fail(e.to_string()))?;
+    if !out.success() {
+        return Err(fail(format!("exit {:?}: {}", out.code, out.stderr.trim())));
+    }
+    serde_json::from_str(&out.stdout).map_err(|e| fail(e.to_string()))
 }

@@ -194,6 +194,26 @@ fn doctor_writes_nothing_and_flags_a_missing_or_unverified_agent_deck() {
 }
 
 #[test]
+fn doctor_warns_of_a_claude_session_that_never_wrote_a_hook() {
+    let wd = Wd::new();
+    // Claude-compatible (the key is there, still empty) and no hook file.
+    let mut c = conductor(CONDUCTOR, "conductor-new", "running");
+    c["claude_session_id"] = "".into();
+    wd.sessions(vec![c]);
+    write_hook(&wd.hooks, "a0b1c2d3-1755899999", "running");
+    let (_, checks) = doctor_json(&wd);
+    let hooks = check(&checks, "hooks dir");
+    assert_eq!(hooks["status"], "warn", "{hooks}");
+    assert!(
+        hooks["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no hook file ever from conductor-new"),
+        "{hooks}"
+    );
+}
+
+#[test]
 fn doctor_never_shows_the_telegram_token() {
     let token = "123456789:AAHkexampleSECRETexampleSECRET12345";
     let wd = Wd::new()

@@ -6,11 +6,11 @@ use std::path::Path;
 use super::Check;
 use crate::config::Config;
 use crate::fleet::cache::Fleet;
-use crate::fleet::deck::{AgentDeck, Cli};
 use crate::fleet::session::{Session, Status};
-use crate::ops::preflight::{critical_reason, status_writer};
+use crate::ops::preflight::{critical_reason, show, status_writer};
 use crate::records::{daemon_status, instance_lock};
 use crate::sys::clock::unix_now;
+use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::hook_file_exists;
 
 /// The critical sessions as `doctor` saw them.
@@ -22,13 +22,9 @@ pub(super) struct Critical {
 
 /// `critical sessions`: each, why, and whether it is in `error` now (one
 /// `session show` each, the call the daemon makes).
-pub(super) fn critical_sessions(
-    cfg: &Config,
-    cli: Option<&Cli>,
-    fleet: Option<&Fleet>,
-) -> Critical {
+pub(super) fn critical_sessions(cfg: &Config, fleet: Option<&Fleet>) -> Critical {
     const NAME: &str = "critical sessions";
-    let (Some(cli), Some(fleet)) = (cli, fleet) else {
+    let (Some(shutdown), Some(fleet)) = (Shutdown::new().ok(), fleet) else {
         return Critical {
             check: Check::warn(
                 NAME,
@@ -52,17 +48,18 @@ pub(super) fn critical_sessions(
             claude: Vec::new(),
         };
     }
+    let shutdown = &shutdown;
     let mut claude = Vec::new();
     let shown: Vec<String> = critical
         .iter()
         .map(|s| {
             let why = critical_reason(fleet, s).unwrap_or_default();
-            let status = match cli.show(&s.profile, &s.id) {
-                Ok(live) => {
-                    if live.claude_session_id.is_some() {
+            let status = match show(cfg, s, shutdown) {
+                Ok(shown) => {
+                    if shown.claude_session_id.is_some() {
                         claude.push(s.clone());
                     }
-                    match live.status() {
+                    match Status::parse(&shown.status) {
                         Status::Error => "in error now".to_owned(),
                         other => other.as_str().to_owned(),
                     }
