@@ -91,10 +91,17 @@ pub(crate) fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
             ))
         }
         Some(h) => {
-            let quiet = f.last_tick.map_or(f64::INFINITY, |t| f.now - t);
-            if quiet > STALE_TICK_S {
+            let quiet = match f.last_tick {
+                None => Some("has not finished a tick yet".to_owned()),
+                Some(t) if f.now - t > STALE_TICK_S => Some(format!(
+                    "has not finished a tick in {:.0} s: it may be stuck",
+                    f.now - t
+                )),
+                Some(_) => None,
+            };
+            if let Some(quiet) = quiet {
                 return Some(format!(
-                    "the daemon (pid {}) has not finished a tick in {quiet:.0} s: it may be stuck, and would not notice the kill",
+                    "the daemon (pid {}) {quiet}, and would not notice the kill",
                     h.pid
                 ));
             }
@@ -476,7 +483,7 @@ mod tests {
             last_tick: None,
             ..facts(&clear, &lim, Some(&d))
         };
-        refused(never, "has not finished a tick");
+        refused(never, "has not finished a tick yet");
     }
 
     #[test]
