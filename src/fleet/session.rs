@@ -90,14 +90,38 @@ pub(crate) fn is_critical_by_name(s: &Session) -> bool {
     critical_by_name(&s.title, &s.group, s.is_conductor)
 }
 
+/// Which naming rule makes a session restart-critical.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NameRule {
+    /// The title starts with `conductor-`.
+    ConductorTitle,
+    /// The title is one of the known watchers (`CRITICAL_TITLES`).
+    KnownTitle,
+    /// The group is `conductor` or `watchers`.
+    Group,
+    /// The CLI said `is_conductor` (it never does today).
+    IsConductor,
+}
+
+/// The first naming rule that makes these fields restart-critical.
+pub(crate) fn critical_rule(title: &str, group: &str, is_conductor: bool) -> Option<NameRule> {
+    if title.starts_with("conductor-") {
+        Some(NameRule::ConductorTitle)
+    } else if group == "conductor" || group == "watchers" {
+        Some(NameRule::Group)
+    } else if is_conductor {
+        Some(NameRule::IsConductor)
+    } else if CRITICAL_TITLES.contains(&title) {
+        Some(NameRule::KnownTitle)
+    } else {
+        None
+    }
+}
+
 /// [`is_critical_by_name`] over the fields it looks at, for a row that is
 /// not a [`Session`] yet.
 pub(crate) fn critical_by_name(title: &str, group: &str, is_conductor: bool) -> bool {
-    title.starts_with("conductor-")
-        || CRITICAL_TITLES.contains(&title)
-        || group == "conductor"
-        || group == "watchers"
-        || is_conductor
+    critical_rule(title, group, is_conductor).is_some()
 }
 
 /// May alert a human on Telegram.
