@@ -105,11 +105,18 @@ pub(crate) fn checks(env: &Env, online: bool) -> Vec<Check> {
     let Some(cfg) = cfg else {
         return vec![settings];
     };
-    let cli = Shutdown::new()
-        .ok()
-        .map(|s| Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, s));
-    let (deck, listed) = install::agent_deck(&cfg, cli.as_ref());
-    let critical = fleet::critical_sessions(&cfg, listed.as_ref());
+    // One interrupt pipe for every process doctor runs.
+    let Ok(shutdown) = Shutdown::new() else {
+        let deck = Check::fail(
+            "agent-deck",
+            "cannot make the pipe that interrupts a hanging call, so nothing can be run",
+            "raise the open-files limit (ulimit -n) and run doctor again",
+        );
+        return vec![deck, settings];
+    };
+    let cli = Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, shutdown.clone());
+    let (deck, listed) = install::agent_deck(&cfg, &cli, &shutdown);
+    let critical = fleet::critical_sessions(&cfg, listed.as_ref(), &shutdown);
     vec![
         deck,
         settings,
@@ -117,7 +124,7 @@ pub(crate) fn checks(env: &Env, online: bool) -> Vec<Check> {
         fleet::hooks_dir(&cfg, &critical),
         fleet::stored_status(&cfg),
         host::kernel_notifications(),
-        install::service(),
+        install::service(&shutdown),
         fleet::daemon(&cfg),
         install::escalate_script(&cfg),
         host::telegram(&cfg, online),

@@ -22,9 +22,13 @@ pub(super) struct Critical {
 
 /// `critical sessions`: each, why, and whether it is in `error` now (one
 /// `session show` each, the call the daemon makes).
-pub(super) fn critical_sessions(cfg: &Config, fleet: Option<&Fleet>) -> Critical {
+pub(super) fn critical_sessions(
+    cfg: &Config,
+    fleet: Option<&Fleet>,
+    shutdown: &Shutdown,
+) -> Critical {
     const NAME: &str = "critical sessions";
-    let (Some(shutdown), Some(fleet)) = (Shutdown::new().ok(), fleet) else {
+    let Some(fleet) = fleet else {
         return Critical {
             check: Check::warn(
                 NAME,
@@ -48,7 +52,6 @@ pub(super) fn critical_sessions(cfg: &Config, fleet: Option<&Fleet>) -> Critical
             claude: Vec::new(),
         };
     }
-    let shutdown = &shutdown;
     let mut claude = Vec::new();
     let shown: Vec<String> = critical
         .iter()

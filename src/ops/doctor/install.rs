@@ -22,9 +22,8 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 const MIN_FREE_BYTES: u64 = 100 << 20;
 
 /// Runs a read-only probe; `None` when it could not run at all.
-pub(super) fn probe(job: &Cmd) -> Option<process::Output> {
-    let shutdown = Shutdown::new().ok()?;
-    process::run(job, PROBE_TIMEOUT, &shutdown).ok()
+pub(super) fn probe(job: &Cmd, shutdown: &Shutdown) -> Option<process::Output> {
+    process::run(job, PROBE_TIMEOUT, shutdown).ok()
 }
 
 /// `settings`: every setting valid, and the configuration to go on with.
@@ -55,11 +54,11 @@ pub(super) fn version_in(text: &str) -> Option<&str> {
 
 /// `agent-deck`: runnable, its version, and a readable `list --all --json`
 /// (the fleet it lists, for the checks that follow).
-pub(super) fn agent_deck(cfg: &Config, cli: Option<&Cli>) -> (Check, Option<Fleet>) {
+pub(super) fn agent_deck(cfg: &Config, cli: &Cli, shutdown: &Shutdown) -> (Check, Option<Fleet>) {
     const NAME: &str = "agent-deck";
     let bin = cfg.bin.display();
     let fix_bin = "install agent-deck, or point AGENT_DECK_BIN at it";
-    let Some(out) = probe(&Cmd::new(&cfg.bin).arg("version")) else {
+    let Some(out) = probe(&Cmd::new(&cfg.bin).arg("version"), shutdown) else {
         return (
             Check::fail(NAME, format!("{bin} cannot be run"), fix_bin),
             None,
@@ -68,21 +67,23 @@ pub(super) fn agent_deck(cfg: &Config, cli: Option<&Cli>) -> (Check, Option<Flee
     let answer = format!("{}{}", out.stdout, out.stderr);
     // An unreadable version is a version nobody verified: a warning below,
     // and the list still decides whether agent-deck works.
-    let version = version_in(&answer).filter(|_| out.success()).map_or_else(
+    let found = version_in(&answer).filter(|_| out.success());
+    let verified = found.is_some_and(|v| VERIFIED_AGENT_DECK.contains(&v));
+    let version = found.map_or_else(
         || format!("of unknown version ({:?})", answer.trim()),
         |v| format!("v{v}"),
     );
     let mut fleet = Fleet::new(cfg.autorestart_dir());
     fleet.reload_markers();
-    let listed = cli.map(|cli| fleet.refresh(cli));
+    let listed = fleet.refresh(cli);
     let check = match listed {
-        Some(Ok(())) if VERIFIED_AGENT_DECK.iter().any(|v| version == format!("v{v}")) => {
+        Ok(()) if verified => {
             Check::ok(
                 NAME,
                 format!("{bin} {version}, {} sessions listed", fleet.len()),
             )
         }
-        Some(Ok(())) => Check::warn(
+        Ok(()) => Check::warn(
             NAME,
             format!(
                 "{bin} {version} is not a release this watchdog was verified with ({})",
@@ -90,7 +91,7 @@ pub(super) fn agent_deck(cfg: &Config, cli: Option<&Cli>) -> (Check, Option<Flee
             ),
             "run `agent-deck-watchdog --once --dry-run --verbose` and read what it decides before enabling it",
         ),
-        Some(Err(e)) => {
+        Err(e) => {
             return (
                 Check::fail(
                     NAME,
@@ -100,26 +101,19 @@ pub(super) fn agent_deck(cfg: &Config, cli: Option<&Cli>) -> (Check, Option<Flee
                 None,
             )
         }
-        None => {
-            return (
-                Check::fail(
-                    NAME,
-                    "cannot make the pipe that interrupts a hanging call",
-                    "raise the open-files limit (ulimit -n) and run doctor again",
-                ),
-                None,
-            )
-        }
     };
     (check, Some(fleet))
 }
 
 /// `service`: the systemd user unit (Linux) or launchd agent (macOS).
-pub(super) fn service() -> Check {
+pub(super) fn service(shutdown: &Shutdown) -> Check {
     const NAME: &str = "service";
     if cfg!(target_os = "macos") {
-        let loaded = probe(&Cmd::new("launchctl").args(["list", LAUNCHD_LABEL]))
-            .is_some_and(|o| o.success());
+        let loaded = probe(
+            &Cmd::new("launchctl").args(["list", LAUNCHD_LABEL]),
+            shutdown,
+        )
+        .is_some_and(|o| o.success());
         return if loaded {
             Check::ok(NAME, format!("launchd agent {LAUNCHD_LABEL} is loaded"))
         } else {
@@ -131,7 +125,10 @@ pub(super) fn service() -> Check {
         };
     }
     let props = "--property=LoadState,UnitFileState,ActiveState,ExecStart";
-    let Some(out) = probe(&Cmd::new("systemctl").args(["--user", "show", UNIT, props])) else {
+    let Some(out) = probe(
+        &Cmd::new("systemctl").args(["--user", "show", UNIT, props]),
+        shutdown,
+    ) else {
         return Check::warn(
             NAME,
             "systemctl cannot be run: no systemd here",
@@ -147,9 +144,11 @@ pub(super) fn service() -> Check {
     }
     let unit = unit_state(&out.stdout);
     let uid = rustix::process::getuid().as_raw().to_string();
-    let linger =
-        probe(&Cmd::new("loginctl").args(["show-user", &uid, "--property=Linger", "--value"]))
-            .is_some_and(|o| o.success() && o.stdout.trim() == "yes");
+    let linger = probe(
+        &Cmd::new("loginctl").args(["show-user", &uid, "--property=Linger", "--value"]),
+        shutdown,
+    )
+    .is_some_and(|o| o.success() && o.stdout.trim() == "yes");
     let ours = std::env::current_exe().and_then(std::fs::canonicalize).ok();
     let runs_us = unit
         .exec_path
