@@ -3,7 +3,6 @@
 //! the main thread on a named worker, all over one shared context.
 
 pub(crate) mod context;
-pub(crate) mod env_file;
 pub(crate) mod errands;
 pub(crate) mod job;
 pub(crate) mod patrols;

@@ -20,7 +20,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::act::context::Context;
-use crate::act::env_file::{env_value, read_small};
+use crate::fleet::env_file::{env_value, read_small};
 use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
 use crate::decide::patrol_rules::{self, WebhookAnswer};
 use crate::sys::worker::Worker;

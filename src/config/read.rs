@@ -346,16 +346,11 @@ pub(crate) fn resolve_hooks_dir(home: &Path, xdg_data_home: Option<&str>, root: 
     }
 }
 
-/// Reads the `TELEGRAM_BOT_TOKEN=` line of an env file, if any.
+/// The `TELEGRAM_BOT_TOKEN=` of an env file, parsed as agent-deck parses
+/// it (the last such line wins), if any.
 fn read_token_file(path: &Path) -> Option<Secret> {
     let text = crate::sys::fs::read_text(path, crate::sys::fs::SMALL_FILE_MAX).ok()?;
-    text.lines().find_map(|line| {
-        let line = line.trim();
-        let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
-        let value = line.strip_prefix("TELEGRAM_BOT_TOKEN=")?;
-        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
-        (!value.is_empty()).then(|| Secret(value.to_owned()))
-    })
+    crate::fleet::env_file::env_value(&text, "TELEGRAM_BOT_TOKEN").map(Secret)
 }
 
 /// Parses `profile=CLAUDE_CONFIG_DIR,…`.
@@ -538,6 +533,14 @@ mod tests {
         assert_eq!(c.telegram_token.as_ref().unwrap().expose(), "123:abc");
         assert!(!c.describe().contains("123:abc"));
         assert!(!format!("{c:?}").contains("123:abc"));
+        // Parsed as agent-deck and the poller check parse it: the last line wins.
+        std::fs::write(
+            dir.join(".env"),
+            "TELEGRAM_BOT_TOKEN=111:old\nexport TELEGRAM_BOT_TOKEN='222:new'\n",
+        )
+        .unwrap();
+        let c = Config::from_env(&env(&[("HOME", tmp.path().to_str().unwrap())])).unwrap();
+        assert_eq!(c.telegram_token.as_ref().unwrap().expose(), "222:new");
     }
 
     #[test]
