@@ -296,6 +296,37 @@ mod tests {
     }
 
     #[test]
+    fn drill_waits_60_s_unless_told_and_bounds_its_timeout() {
+        let drill = |words: &[&str]| match p(words) {
+            Ok(Invocation::Drill(a)) => Ok(a),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e.exit_code()),
+        };
+        let a = drill(&["drill", "conductor-ops"]).unwrap();
+        assert_eq!(
+            (a.id.as_str(), a.yes, a.timeout_s),
+            ("conductor-ops", false, 60.0)
+        );
+        let a = drill(&["drill", "x", "--yes", "--timeout", "2m"]).unwrap();
+        assert_eq!((a.yes, a.timeout_s), (true, 120.0));
+        for bad in ["0", "3601", "-5", "soon"] {
+            assert_eq!(
+                drill(&["drill", "x", "--timeout", bad]).unwrap_err(),
+                2,
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            p(&["doctor", "--json", "--online"]).unwrap(),
+            Invocation::Doctor {
+                json: true,
+                online: true
+            }
+        );
+        assert_eq!(p(&["doctor", "--bogus"]).unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
     fn default_is_daemon() {
         assert_eq!(p(&[]).unwrap(), Invocation::Run(RunFlags::default()));
     }

@@ -20,9 +20,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::act::context::Context;
-use crate::fleet::env_file::{env_value, read_small};
 use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
 use crate::decide::patrol_rules::{self, WebhookAnswer};
+use crate::fleet::env_file::{env_value, read_small};
 use crate::sys::worker::Worker;
 
 /// How long one `getWebhookInfo` call may take.

@@ -16,10 +16,10 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
-use crate::fleet::env_file::{self, env_value};
 use crate::act::snapshot::Snapshot;
 use crate::config::Config;
 use crate::decide::patrol_rules;
+use crate::fleet::env_file::{self, env_value};
 use crate::fleet::session::Session;
 use crate::sys::process_table;
 

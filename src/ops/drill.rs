@@ -29,10 +29,10 @@ use crate::ops::preflight::{show, status_writer};
 use crate::records::audit::RestartRecord;
 use crate::records::daemon_status;
 use crate::records::instance_lock::{self, Holder};
-use crate::records::state_file::STATE_FILE;
+use crate::records::state_file;
 use crate::records::writer::Records;
 use crate::sys::clock::unix_now;
-use crate::sys::fs::{read_bounded, read_text, SMALL_FILE_MAX, STATE_FILE_MAX};
+use crate::sys::fs::{read_text, SMALL_FILE_MAX};
 use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
 
@@ -70,7 +70,7 @@ pub(crate) struct Facts<'a> {
 
 /// Why the drill must not run now, or `None` when it may.
 pub(crate) fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
-    if !matches!(f.status, Status::Running | Status::Waiting | Status::Idle) {
+    if !drillable(f.status) {
         return Some(format!(
             "{id} is {} now: a drill needs a healthy session (running, waiting or idle)",
             f.status.as_str()
@@ -153,24 +153,13 @@ fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Pla
     let s = resolve(&fleet, id).map_err(refuse)?;
     let shown = show(cfg, &s, shutdown)?;
     let dir = &cfg.watchdog_dir;
-    let state: State = match read_bounded(&dir.join(STATE_FILE), STATE_FILE_MAX) {
-        Err(e) if e.is_missing() => State::default(),
-        Err(e) => return Err(refuse(format!("the daemon's {STATE_FILE} {}", e.reason()))),
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-            refuse(format!(
-                "the daemon's {STATE_FILE} does not parse ({e}), so its gates cannot be read"
-            ))
-        })?,
-    };
+    let state = state_file::peek(dir)
+        .map_err(|why| refuse(format!("the daemon's {why}, so its gates cannot be read")))?
+        .unwrap_or_default();
     let holder = instance_lock::holder(dir);
     // The budget is the daemon's, as its last tick says, over this shell's.
     let mut limits = Limits::from_config(cfg);
-    let ticked = daemon_status::read(dir).filter(|st| {
-        holder
-            .as_ref()
-            .and_then(|h| h.started_at)
-            .is_some_and(|t| st.last_tick >= t)
-    });
+    let ticked = holder.as_ref().and_then(|h| daemon_status::read_of(dir, h));
     if let Some(st) = ticked.as_ref().filter(|st| st.rate_limit_max > 0) {
         limits.rate_max = st.rate_limit_max;
         limits.rate_window = st.rate_limit_window_s;
@@ -240,19 +229,12 @@ pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     let dir = &cfg.watchdog_dir;
     let follow = follow::Follow::start(dir);
     let killed_at = unix_now();
-    kill(&socket, &tmux_session, &shutdown)?;
+    kill(&socket, &tmux_session, &target, &shutdown)?;
     let why = format!("killed while {status}: {target}");
     let record = RestartRecord::new(killed_at, &s, RestartAction::Drill, Some(why), false);
     Records::from_config(cfg).restart(&record);
     println!("killed {} ({}): {target}", s.title, s.id);
-    let healthy = || {
-        show(cfg, &s, &shutdown).is_ok_and(|sh| {
-            matches!(
-                Status::parse(&sh.status),
-                Status::Running | Status::Waiting | Status::Idle
-            )
-        })
-    };
+    let healthy = || show(cfg, &s, &shutdown).is_ok_and(|sh| drillable(Status::parse(&sh.status)));
     let timeout = Duration::from_secs_f64(args.timeout_s);
     let outcome = follow.wait(&s, killed_at, &cfg.hooks_dir, timeout, &shutdown, healthy);
     print!("{}", follow::timeline(dir, &s, killed_at, &outcome));
@@ -335,8 +317,15 @@ fn confirmed(s: &Session, target: &str) -> Result<bool> {
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
-/// `tmux [-L socket] kill-session -t =NAME`: the exact name, nothing else.
-fn kill(socket: &Option<String>, name: &str, shutdown: &Shutdown) -> Result<()> {
+/// Healthy as the drill means it, before and after: running, waiting or
+/// idle (`queued` has no pane to kill).
+fn drillable(status: Status) -> bool {
+    matches!(status, Status::Running | Status::Waiting | Status::Idle)
+}
+
+/// `tmux [-L socket] kill-session -t =NAME` (`target`, as shown): the exact
+/// name, nothing else.
+fn kill(socket: &Option<String>, name: &str, target: &str, shutdown: &Shutdown) -> Result<()> {
     let mut job = Cmd::new(Path::new("tmux"));
     if let Some(s) = socket {
         job = job.arg("-L").arg(s);
@@ -350,10 +339,7 @@ fn kill(socket: &Option<String>, name: &str, shutdown: &Shutdown) -> Result<()> 
         .map_err(|e| Error::runtime(format!("drill: tmux {e}")))?;
     if !out.success() {
         return Err(Error::runtime(format!(
-            "drill: tmux{} kill-session -t ={name} failed, nothing was killed: {}",
-            socket
-                .as_deref()
-                .map_or(String::new(), |s| format!(" -L {s}")),
+            "drill: {target} failed, nothing was killed: {}",
             out.stderr.trim()
         )));
     }

@@ -24,9 +24,8 @@ use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
 use crate::records::daemon_status::{self, CliCounts};
 use crate::records::instance_lock;
 use crate::records::rotation::{each_line_with_rotated, rotated_path};
-use crate::records::state_file::STATE_FILE;
+use crate::records::state_file::{self, STATE_FILE};
 use crate::sys::clock::{Clock, SystemClock};
-use crate::sys::fs::{read_bounded, STATE_FILE_MAX};
 use crate::tasks::registry::RegistryFile;
 
 /// Everything `status --json` prints. Fields are in alphabetical order, the
@@ -167,9 +166,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
     let dir = &cfg.watchdog_dir;
     let lim = Limits::from_config(cfg);
     let holder = instance_lock::holder(dir);
-    let state: Option<State> = read_bounded(&dir.join(STATE_FILE), STATE_FILE_MAX)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
+    let state: Option<State> = state_file::peek(dir).ok().flatten();
     let state_readable = state.is_some();
     let state = state.unwrap_or_default();
     let remaining = |until: f64| ((until - now).max(0.0) * 10.0).round() / 10.0;

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::fleet::deck::CallStats;
+use crate::records::instance_lock::Holder;
 use crate::records::tally::Tally;
 use crate::sys::fs::{read_bounded, SMALL_FILE_MAX};
 
@@ -60,6 +61,13 @@ pub(crate) fn read(dir: &Path) -> Option<DaemonStatus> {
     serde_json::from_slice(&bytes).ok()
 }
 
+/// The record if `holder` wrote it: its last tick is not older than the
+/// moment that holder took the lock (a holder from an older release, which
+/// does not say when, is taken at its word).
+pub(crate) fn read_of(dir: &Path, holder: &Holder) -> Option<DaemonStatus> {
+    read(dir).filter(|st| holder.started_at.is_none_or(|t| st.last_tick >= t))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +105,25 @@ mod tests {
             (mode(METRICS_FILE), mode(DAEMON_STATUS_FILE)),
             (0o644, 0o600)
         );
+    }
+
+    #[test]
+    fn a_record_older_than_the_lock_holder_is_not_its() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = DaemonStatus {
+            last_tick: 100.0,
+            ..DaemonStatus::default()
+        };
+        write(tmp.path(), &s).unwrap();
+        let holder = |started_at| Holder {
+            pid: 1,
+            dry_run: false,
+            once: false,
+            started_at,
+        };
+        assert_eq!(read_of(tmp.path(), &holder(Some(90.0))), Some(s.clone()));
+        assert_eq!(read_of(tmp.path(), &holder(Some(110.0))), None);
+        assert_eq!(read_of(tmp.path(), &holder(None)), Some(s));
     }
 
     #[test]

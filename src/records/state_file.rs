@@ -95,11 +95,36 @@ impl Store {
     }
 }
 
+/// The daemon's saved state as it is on disk, for the commands that only
+/// look (`status`, `drill`): never pruned, moved aside or written. `None`
+/// when there is none yet; why not, when it cannot be read or parsed.
+pub(crate) fn peek(dir: &Path) -> Result<Option<State>, String> {
+    match fs::read_bounded(&dir.join(STATE_FILE), STATE_FILE_MAX) {
+        Err(ReadError::Missing(_)) => Ok(None),
+        Err(e) => Err(format!("{STATE_FILE} {}", e.reason())),
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| format!("{STATE_FILE} does not parse ({e})")),
+    }
+}
+
 #[cfg(test)]
 mod props;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peek_tells_none_from_unreadable_and_changes_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(peek(tmp.path()), Ok(None));
+        let path = tmp.path().join(STATE_FILE);
+        std::fs::write(&path, b"{torn").unwrap();
+        assert!(peek(tmp.path()).unwrap_err().contains("does not parse"));
+        assert_eq!(std::fs::read(&path).unwrap(), b"{torn", "never moved aside");
+        std::fs::write(&path, b"{}").unwrap();
+        assert_eq!(peek(tmp.path()), Ok(Some(State::default())));
+    }
     use crate::config::{Config, Env};
     use crate::decide::{dedup, gates};
 

@@ -162,8 +162,7 @@ pub(super) fn daemon(cfg: &Config) -> Check {
             "systemctl --user enable --now agent-deck-watchdog.service; if it runs already, give doctor the unit's environment (AGENT_DECK_ROOT)",
         );
     };
-    let tick = daemon_status::read(&cfg.watchdog_dir)
-        .filter(|s| h.started_at.is_none_or(|t| s.last_tick >= t))
+    let tick = daemon_status::read_of(&cfg.watchdog_dir, &h)
         .map_or("no tick yet".to_owned(), |s| {
             format!("last tick {:.0} s ago", (unix_now() - s.last_tick).max(0.0))
         });
