@@ -13,6 +13,7 @@ use crate::support::files::{all_files_text, write_hook, write_script};
 use crate::support::fixtures::{conductor, session, CONDUCTOR};
 use crate::support::output_within;
 use crate::support::sim::shell_command;
+use crate::support::telegram::TelegramStub;
 use crate::support::watchdog::{assert_ok, Wd};
 
 const NAMES: [&str; 11] = [
@@ -210,6 +211,46 @@ fn doctor_warns_of_a_claude_session_that_never_wrote_a_hook() {
             .unwrap()
             .contains("no hook file ever from conductor-new"),
         "{hooks}"
+    );
+}
+
+#[test]
+fn doctor_asks_telegram_only_with_online() {
+    let stub = TelegramStub::answering(|_, line| {
+        let body = if line.contains("/getMe") {
+            r#"{"ok":true,"result":{"id":1,"is_bot":true,"username":"deck_bot"}}"#
+        } else {
+            r#"{"ok":true,"result":{"id":42}}"#
+        };
+        ("200 OK", body.into())
+    });
+    let wd = Wd::new()
+        .env("TELEGRAM_ESCALATION_CHAT_ID", "42")
+        .env(
+            "TELEGRAM_BOT_TOKEN",
+            "123456789:AAHkexampleSECRETexampleSECRET12345",
+        )
+        .env("TELEGRAM_API_BASE", &stub.base);
+    let (_, checks) = doctor_json(&wd);
+    assert_eq!(check(&checks, "Telegram")["status"], "ok");
+    assert!(stub.requests().is_empty(), "{:?}", stub.requests());
+    let out = wd.run(&["doctor", "--json", "--online"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let telegram = check(v.as_array().unwrap(), "Telegram").clone();
+    assert_eq!(telegram["status"], "ok", "{telegram}");
+    assert!(
+        telegram["detail"].as_str().unwrap().contains("@deck_bot"),
+        "{telegram}"
+    );
+    let asked: Vec<String> = stub
+        .requests()
+        .iter()
+        .map(|r| r.lines().next().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(
+        asked[0].contains("/getMe") && asked[1].contains("/getChat?chat_id=42"),
+        "{asked:?}"
     );
 }
 
