@@ -219,7 +219,7 @@ impl Context {
                 }
             }
             if reason == LivenessReason::AuthHold
-                && dedup::first_in_episode(&mut self.state.lock(), &s.id, "auth-hold")
+                && dedup::first_in_episode(&mut self.state.lock(), &s.id, Severity::AuthHold)
             {
                 let msg = format!(
                     "{} ({}) is held for an auth failure ({}) — a restart cannot fix a credential. Repair the login, then restart it explicitly.",

@@ -3,6 +3,7 @@
 
 use crate::decide::book::State;
 use crate::decide::limits::Limits;
+use crate::decide::outcomes::Severity;
 
 /// Whether an escalation of `severity` for `sid` (None: fleet-wide) may go out
 /// now; if so, it is recorded so duplicates inside the window are dropped.
@@ -25,8 +26,8 @@ pub(crate) fn may_escalate(
 
 /// Once-per-episode alerts (`auth-hold`, `liveness-mismatch`): true the first
 /// time in an error episode.
-pub(crate) fn first_in_episode(state: &mut State, id: &str, alert: &str) -> bool {
-    state.book(id).alerted.insert(alert.to_owned())
+pub(crate) fn first_in_episode(state: &mut State, id: &str, alert: Severity) -> bool {
+    state.book(id).alerted.insert(alert.as_str().to_owned())
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use crate::decide::book::State;
 use crate::decide::dedup::first_in_episode;
 use crate::decide::first_run::proves_it_ran;
 use crate::decide::limits::Limits;
+use crate::decide::outcomes::Severity;
 use crate::decide::prune::prune;
 use crate::fleet::session::{Session, Status};
 
@@ -31,7 +32,7 @@ pub(crate) fn note_pane_active(state: &mut State, lim: &Limits, id: &str) -> (u3
     let n = book.liveness_skips;
     (
         n,
-        n >= lim.skip_escalate_after && first_in_episode(state, id, "liveness-mismatch"),
+        n >= lim.skip_escalate_after && first_in_episode(state, id, Severity::LivenessMismatch),
     )
 }
 
@@ -112,10 +113,10 @@ pub(crate) mod tests {
         assert_eq!(note_pane_active(&mut s, &l, ID), (4, false));
         note_status(&mut s, &sess(ID), Status::Running, 0.0);
         assert_eq!(note_pane_active(&mut s, &l, ID), (1, false));
-        assert!(first_in_episode(&mut s, ID, "auth-hold"));
-        assert!(!first_in_episode(&mut s, ID, "auth-hold"));
+        assert!(first_in_episode(&mut s, ID, Severity::AuthHold));
+        assert!(!first_in_episode(&mut s, ID, Severity::AuthHold));
         note_status(&mut s, &sess(ID), Status::Idle, 0.0);
-        assert!(first_in_episode(&mut s, ID, "auth-hold"));
+        assert!(first_in_episode(&mut s, ID, Severity::AuthHold));
     }
 
     #[test]
