@@ -236,13 +236,11 @@ impl Cli {
             match ran {
                 Err(e) => Err(CliError::Run(e)),
                 Ok(done) if done.success() => Ok(reader.finish()?),
-                Ok(done) => Err(CliError::Exit {
-                    code: done.code,
-                    message: parse::error_message(
-                        &String::from_utf8_lossy(reader.text()),
-                        &done.stderr,
-                    ),
-                }),
+                Ok(done) => Err(CliError::exited(
+                    done.code,
+                    &String::from_utf8_lossy(reader.text()),
+                    &done.stderr,
+                )),
             }
         })?;
         let what = if profile.is_empty() {
