@@ -34,10 +34,14 @@ pub(crate) fn status_writer(cfg: &Config) -> Option<String> {
     let bin = cfg.bin.file_name()?;
     let home = cfg.home.as_os_str().as_bytes();
     process_table::processes(Path::new(PROC_DIR)).find_map(|p| {
-        let mut argv = p.cmdline.split(|b| *b == 0).filter(|a| !a.is_empty());
-        if Path::new(std::ffi::OsStr::from_bytes(argv.next()?)).file_name() != Some(bin) {
+        if p.program_name() != Some(bin) {
             return None;
         }
+        let mut argv = p
+            .cmdline
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .skip(1);
         if p.env_value("HOME").as_deref() != Some(home) {
             return None;
         }

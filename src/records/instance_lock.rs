@@ -11,7 +11,6 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -122,15 +121,11 @@ fn is_watchdog(pid: u32) -> bool {
     }
     let ours = std::env::current_exe().ok();
     let ours = ours.as_deref().and_then(Path::file_name);
-    process_table::processes(Path::new(PROC_DIR))
-        .find(|p| p.pid == pid)
-        .is_some_and(|p| {
-            let argv0 = p.cmdline.split(|b| *b == 0).next().unwrap_or_default();
-            let name = Path::new(std::ffi::OsStr::from_bytes(argv0)).file_name();
-            // The program itself, not any command that mentions it (say
-            // `journalctl -u agent-deck-watchdog` on a reused pid).
-            name.is_some() && (name == ours || name == Some("agent-deck-watchdog".as_ref()))
-        })
+    // The program itself, not any command that mentions it (say
+    // `journalctl -u agent-deck-watchdog` on a reused pid).
+    process_table::process(Path::new(PROC_DIR), pid)
+        .and_then(|p| p.program_name().map(ToOwned::to_owned))
+        .is_some_and(|name| Some(name.as_os_str()) == ours || name == "agent-deck-watchdog")
 }
 
 #[cfg(test)]

@@ -34,6 +34,13 @@ enum Environ {
 }
 
 impl Process {
+    /// The file name of the program (`argv[0]` without its directory).
+    pub(crate) fn program_name(&self) -> Option<&std::ffi::OsStr> {
+        use std::os::unix::ffi::OsStrExt;
+        let argv0 = self.cmdline.split(|b| *b == 0).next()?;
+        Path::new(std::ffi::OsStr::from_bytes(argv0)).file_name()
+    }
+
     /// The command line with NULs as spaces, for text matching.
     pub(crate) fn command_text(&self) -> String {
         String::from_utf8_lossy(&self.cmdline).replace('\0', " ")
@@ -87,9 +94,9 @@ pub(crate) fn parse_procargs2(buf: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
 }
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{pid_alive, processes, start_time};
+pub(crate) use linux::{pid_alive, process, processes, start_time};
 #[cfg(target_os = "macos")]
-pub(crate) use macos::{pid_alive, processes, start_time};
+pub(crate) use macos::{pid_alive, process, processes, start_time};
 
 #[cfg(target_os = "linux")]
 mod linux {
@@ -98,23 +105,26 @@ mod linux {
     /// Every process but this one whose command line is readable.
     pub(crate) fn processes(proc_dir: &Path) -> impl Iterator<Item = Process> {
         let me = std::process::id();
+        let root = proc_dir.to_path_buf();
         std::fs::read_dir(proc_dir)
             .into_iter()
             .flatten()
             .flatten()
             .filter_map(move |e| {
                 let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-                if pid == me {
-                    return None;
-                }
-                let dir = e.path();
-                let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
-                Some(Process {
-                    pid,
-                    cmdline,
-                    environ: Environ::At(dir.join("environ")),
-                })
+                (pid != me).then(|| process(&root, pid))?
             })
+    }
+
+    /// One process, if its command line is readable.
+    pub(crate) fn process(proc_dir: &Path, pid: u32) -> Option<Process> {
+        let dir = proc_dir.join(pid.to_string());
+        let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
+        Some(Process {
+            pid,
+            cmdline,
+            environ: Environ::At(dir.join("environ")),
+        })
     }
 
     /// The fields of `/proc/<pid>/stat` after the command name.
@@ -227,12 +237,17 @@ mod macos {
             if bsd_info(pid)?.pbi_uid != uid {
                 return None;
             }
-            let (cmdline, environ) = parse_procargs2(&procargs2(pid)?)?;
-            Some(Process {
-                pid: pid_u,
-                cmdline,
-                environ: Environ::Loaded(environ),
-            })
+            process(Path::new(""), pid_u) // no proc dir on macOS
+        })
+    }
+
+    /// One process, if its arguments are readable.
+    pub(crate) fn process(_proc_dir: &Path, pid: u32) -> Option<Process> {
+        let (cmdline, environ) = parse_procargs2(&procargs2(libc::pid_t::try_from(pid).ok()?)?)?;
+        Some(Process {
+            pid,
+            cmdline,
+            environ: Environ::Loaded(environ),
         })
     }
 
@@ -322,6 +337,16 @@ mod tests {
         assert!(!pid_alive(tmp.path(), 11), "a zombie is not alive");
         assert!(!pid_alive(tmp.path(), 12));
         assert_eq!(start_time(tmp.path(), 10), Some(4242));
+        fake_process(
+            tmp.path(),
+            13,
+            b"/usr/local/bin/agent-deck-watchdog\0--once\0",
+            b"",
+            'S',
+        );
+        let one = process(tmp.path(), 13).unwrap();
+        assert_eq!(one.program_name(), Some("agent-deck-watchdog".as_ref()));
+        assert!(process(tmp.path(), 14).is_none());
     }
 
     #[test]
