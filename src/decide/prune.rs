@@ -63,20 +63,6 @@ pub(crate) fn prune_state(state: &mut State, lim: &Limits, now: f64) {
             book.restarted_at = None;
         }
     }
-    // A book that last saw the session live is evidence that it ran (and
-    // all there is in a state saved before the `ran` set existed).
-    let seen: Vec<String> = state
-        .sessions
-        .iter()
-        .filter(|(id, b)| {
-            !state.ran.contains(*id)
-                && b.last_status
-                    .as_deref()
-                    .is_some_and(|st| proves_it_ran(Status::parse(st)))
-        })
-        .map(|(id, _)| id.clone())
-        .collect();
-    state.ran.extend(seen);
     state.sessions.retain(|_, b| !b.is_empty());
     prune(&mut state.recent_restarts, now, lim.cascade_window);
     prune(&mut state.breaker_hits, now, lim.breaker_window);
@@ -94,6 +80,24 @@ pub(crate) fn prune_state(state: &mut State, lim: &Limits, now: f64) {
     state
         .escalated
         .retain(|_, t| *t <= now + FUTURE_SLACK_S && now - *t < keep);
+}
+
+/// A state saved before the `ran` set existed: a book that last saw its
+/// session live is the evidence that it ran. Run once, on load; from then
+/// on `note_status` keeps the set.
+pub(crate) fn backfill_ran(state: &mut State) {
+    let seen: Vec<String> = state
+        .sessions
+        .iter()
+        .filter(|(id, b)| {
+            !state.ran.contains(*id)
+                && b.last_status
+                    .as_deref()
+                    .is_some_and(|st| proves_it_ran(Status::parse(st)))
+        })
+        .map(|(id, _)| id.clone())
+        .collect();
+    state.ran.extend(seen);
 }
 
 #[cfg(test)]
@@ -130,6 +134,7 @@ mod tests {
         note_status(&mut s, &sess("a-1"), Status::Running, 1.0);
         note_status(&mut s, &sess("e-1"), Status::Error, 1.0);
         s.ran.clear();
+        backfill_ran(&mut s);
         prune_state(&mut s, &l, 2.0);
         assert_eq!(s.ran.iter().collect::<Vec<_>>(), ["a-1"]);
     }

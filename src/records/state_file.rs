@@ -46,6 +46,7 @@ impl Store {
         };
         match serde_json::from_slice::<State>(&bytes) {
             Ok(mut state) => {
+                prune::backfill_ran(&mut state);
                 prune::prune_state(&mut state, lim, now);
                 *self.last.lock() = bytes;
                 state
@@ -113,6 +114,21 @@ mod props;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_state_from_before_the_ran_set_gets_it_on_load() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut old = State::default();
+        old.sessions.entry("a-1".into()).or_default().last_status = Some("running".into());
+        old.sessions.entry("e-1".into()).or_default().last_status = Some("error".into());
+        std::fs::write(
+            tmp.path().join(STATE_FILE),
+            serde_json::to_vec(&old).unwrap(),
+        )
+        .unwrap();
+        let st = Store::new(tmp.path(), false).load(&lim(), crate::sys::clock::unix_now());
+        assert_eq!(st.ran.iter().collect::<Vec<_>>(), ["a-1"]);
+    }
 
     #[test]
     fn peek_tells_none_from_unreadable_and_changes_nothing() {
