@@ -3,8 +3,10 @@
 //! a. Parse time of a 5,000-session `-p P list --json` answer (as the
 //!    built-in simulated agent-deck prints it) by the daemon's list reader,
 //!    fed in the pieces the pipe hands over, against the floor: `serde_json`
-//!    merely validating the same bytes (`IgnoredAny`). A `Value` tree of the
-//!    bytes, which the parser built before, is shown for comparison.
+//!    merely validating the same bytes (`IgnoredAny`). Each way is timed
+//!    right after the floor in the same run, and its ratio is the median of
+//!    those per-run ratios, so a noisy machine slows both sides alike. A
+//!    `Value` tree of the bytes is shown for comparison.
 //! b. Peak memory (`VmHWM`) of the release daemon watching one profile of
 //!    5,000 and of 50,000 sessions (one conductor, half of the rest its
 //!    children, two of them waiting, the others idle) through three safety
@@ -67,21 +69,21 @@ fn run() -> Res<()> {
         &format!("{:.2} ms", parse.floor),
         "",
     ));
-    for (piece, ms) in &parse.reader {
+    for (piece, t) in &parse.reader {
         rows.push(Line::new(
             &format!("the daemon's read, {} KiB pieces", piece / 1024),
-            &format!("{ms:.2} ms = {:.2}x the floor", ms / parse.floor),
+            &format!("{:.2} ms = {:.2}x the floor", t.ms, t.ratio),
             "<= 3x",
         ));
     }
     rows.push(Line::new(
         "the same, every row made an owned session + live state",
-        &format!("{:.2} ms = {:.2}x", parse.owned, parse.owned / parse.floor),
+        &format!("{:.2} ms = {:.2}x", parse.owned.ms, parse.owned.ratio),
         "",
     ));
     rows.push(Line::new(
-        "a serde_json::Value tree of it (the parser before)",
-        &format!("{:.2} ms = {:.2}x", parse.tree, parse.tree / parse.floor),
+        "a Value tree of it (serde_json::Value)",
+        &format!("{:.2} ms = {:.2}x", parse.tree.ms, parse.tree.ratio),
         "",
     ));
 
@@ -119,14 +121,23 @@ fn run() -> Res<()> {
     Ok(())
 }
 
-/// Median parse times in milliseconds.
+/// Median parse times in milliseconds, each with its median ratio to the
+/// floor.
 struct ParseTimes {
     floor: f64,
     /// As a safety poll reads it, by piece size.
-    reader: Vec<(usize, f64)>,
+    reader: Vec<(usize, Timed)>,
     /// Every row made owned, in 64 KiB pieces.
-    owned: f64,
-    tree: f64,
+    owned: Timed,
+    tree: Timed,
+}
+
+/// A median time, and the median of its ratios to the floor timed just
+/// before it in the same run (so that a noisy machine slows both).
+#[derive(Clone, Copy)]
+struct Timed {
+    ms: f64,
+    ratio: f64,
 }
 
 fn parse_times(answer: &[u8], runs: usize) -> Res<ParseTimes> {
@@ -134,29 +145,73 @@ fn parse_times(answer: &[u8], runs: usize) -> Res<ParseTimes> {
     if rows != 5_000 {
         return Err(format!("the list reader read {rows} rows, not 5000"));
     }
-    let floor = median_ms(runs, || {
+    let keep: BTreeSet<String> = [CONDUCTOR.to_owned()].into();
+    let floor = || {
         serde_json::from_slice::<serde::de::IgnoredAny>(answer)
             .map(drop)
             .map_err(|e| e.to_string())
-    })?;
-    let keep: BTreeSet<String> = [CONDUCTOR.to_owned()].into();
-    let mut reader = Vec::new();
-    for piece in [PIECE, 4 * 1024] {
-        let ms = median_ms(runs, || read_profile_list(answer, piece, &keep).map(drop))?;
-        reader.push((piece, ms));
-    }
-    let owned = median_ms(runs, || parse_profile_list(answer, PIECE).map(drop))?;
-    let tree = median_ms(runs, || {
-        serde_json::from_slice::<Value>(answer)
-            .map(drop)
-            .map_err(|e| e.to_string())
-    })?;
+    };
+    let mut ways: Vec<Box<dyn Fn() -> Res<()> + '_>> = vec![
+        Box::new(|| read_profile_list(answer, PIECE, &keep).map(drop)),
+        Box::new(|| read_profile_list(answer, 4 * 1024, &keep).map(drop)),
+        Box::new(|| parse_profile_list(answer, PIECE).map(drop)),
+        Box::new(|| {
+            serde_json::from_slice::<Value>(answer)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }),
+    ];
+    let (floors, timed) = interleaved(runs, &floor, &mut ways)?;
     Ok(ParseTimes {
-        floor,
-        reader,
-        owned,
-        tree,
+        floor: floors,
+        reader: vec![(PIECE, timed[0]), (4 * 1024, timed[1])],
+        owned: timed[2],
+        tree: timed[3],
     })
+}
+
+/// Times `floor` and then each of `ways`, `runs` times over, after two
+/// rounds to warm up: the floor's median, and each way's [`Timed`].
+fn interleaved(
+    runs: usize,
+    floor: &dyn Fn() -> Res<()>,
+    ways: &mut [Box<dyn Fn() -> Res<()> + '_>],
+) -> Res<(f64, Vec<Timed>)> {
+    let time = |f: &dyn Fn() -> Res<()>| -> Res<f64> {
+        let t = Instant::now();
+        f()?;
+        Ok(t.elapsed().as_secs_f64() * 1000.0)
+    };
+    let mut floors = Vec::new();
+    let mut times = vec![Vec::new(); ways.len()];
+    let mut ratios = vec![Vec::new(); ways.len()];
+    for run in 0..runs.max(1) + 2 {
+        let f = time(floor)?;
+        for (i, way) in ways.iter().enumerate() {
+            let t = time(way.as_ref())?;
+            if run >= 2 {
+                times[i].push(t);
+                ratios[i].push(t / f);
+            }
+        }
+        if run >= 2 {
+            floors.push(f);
+        }
+    }
+    let timed = times
+        .iter_mut()
+        .zip(&mut ratios)
+        .map(|(t, r)| Timed {
+            ms: median(t),
+            ratio: median(r),
+        })
+        .collect();
+    Ok((median(&mut floors), timed))
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 /// Parses a `-p P list --json` answer handed over in pieces of `piece`
@@ -182,21 +237,6 @@ fn read_profile_list(answer: &[u8], piece: usize, keep: &BTreeSet<String>) -> Re
     })
     .map_err(|g| g.0)?;
     Ok(live.len())
-}
-
-/// The median wall time of `runs` calls of `f`, after two to warm up.
-fn median_ms(runs: usize, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
-    for _ in 0..2 {
-        f()?;
-    }
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
-        let t = Instant::now();
-        f()?;
-        times.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
 }
 
 /// A simulated fleet of one profile: `n` sessions, the conductor among

@@ -2,11 +2,13 @@
 //! `-p P list --json`) as it arrives from the pipe, row by row, into typed
 //! rows that borrow from the bytes at hand.
 //!
-//! [`ListReader`] is fed the answer in pieces of any size. [`Splitter`]
-//! frames each element of the top-level array, and serde reads it whole into
-//! a [`Row`] ([`wire::read`]). No `serde_json::Value` is built and the answer
-//! is never held whole: memory is one row, bounded by [`MAX_ROW_BYTES`],
-//! plus what the caller keeps of each row.
+//! [`ListReader`] is fed the answer in pieces of any size. Each element of
+//! the top-level array is read by serde where it lies in the piece
+//! ([`wire::read_first`]); only an element cut by the end of a piece is
+//! copied, up to its end, which [`ElementEnd`] finds by following brackets
+//! and strings, and then read. No `serde_json::Value` is built and the
+//! answer is never held whole: memory is one piece and one row, bounded by
+//! [`MAX_ROW_BYTES`], plus what the caller keeps of each row.
 //!
 //! What counts as what, whatever the pieces:
 //! - a row that is valid JSON but not a usable session (not an object, no
@@ -26,11 +28,13 @@
 use serde::de::IgnoredAny;
 
 use crate::fleet::parse::{self, clip_reason, Garbage};
-use crate::fleet::split::{Element, End, Splitter};
-pub use crate::fleet::split::{MAX_ROW_BYTES, MAX_TEXT_BYTES};
 use crate::fleet::wire;
 pub use crate::fleet::wire::Row;
 
+/// A row longer than this is skipped unread, and never held.
+pub const MAX_ROW_BYTES: usize = 1024 * 1024;
+/// An answer that is not an array is kept up to this length.
+pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 /// At most this many skip reasons are kept; the rest are only counted.
 const MAX_REASONS: usize = 32;
 
@@ -54,30 +58,57 @@ pub struct RowTally {
     pub reasons: Vec<String>,
 }
 
-/// Reads one list answer fed in pieces; see the module docs.
-pub struct ListReader<'f> {
-    split: Splitter,
-    rows: Rows<'f>,
-    garbled: Option<String>,
+/// Where the reader is in the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// Before its first byte that is not white space.
+    Start,
+    /// In an answer that is not an array.
+    Text,
+    /// After the `[`: a row or the `]` of an empty list.
+    First,
+    /// After a `,`: a row.
+    Row,
+    /// After a row: `,` or `]`.
+    Comma,
+    /// Inside a row begun in an earlier piece.
+    Cut,
+    /// After the closing `]`.
+    Done,
 }
 
-/// What the reader does with each element.
-struct Rows<'f> {
+/// Reads one list answer fed in pieces; see the module docs.
+pub struct ListReader<'f> {
     shape: Shape,
     each: &'f mut dyn FnMut(&Row<'_>),
     tally: RowTally,
+    at: At,
+    /// The row cut by the end of a piece, as far as it came (nothing once
+    /// it is longer than [`MAX_ROW_BYTES`]), its length, and its end.
+    cut: Vec<u8>,
+    cut_len: usize,
+    end: ElementEnd,
+    /// Bytes fed before the current piece.
+    offset: u64,
+    text: Vec<u8>,
+    text_overflow: bool,
+    garbled: Option<String>,
 }
 
 impl<'f> ListReader<'f> {
     /// A reader that hands each readable row to `each`, in list order.
     pub fn new(shape: Shape, each: &'f mut dyn FnMut(&Row<'_>)) -> ListReader<'f> {
         ListReader {
-            split: Splitter::default(),
-            rows: Rows {
-                shape,
-                each,
-                tally: RowTally::default(),
-            },
+            shape,
+            each,
+            tally: RowTally::default(),
+            at: At::Start,
+            cut: Vec::new(),
+            cut_len: 0,
+            end: ElementEnd::default(),
+            offset: 0,
+            text: Vec::new(),
+            text_overflow: false,
             garbled: None,
         }
     }
@@ -86,59 +117,173 @@ impl<'f> ListReader<'f> {
     /// can change the outcome (the answer is already garbage).
     pub fn feed(&mut self, piece: &[u8]) -> bool {
         if self.garbled.is_none() {
-            let rows = &mut self.rows;
-            if let Err(why) = self.split.feed(piece, &mut |e| rows.element(e)) {
-                self.garbled = Some(why);
+            if let Err((at, why)) = self.frame(piece) {
+                let byte = self.offset + at as u64;
+                self.garbled = Some(format!("{why} (near byte {byte})"));
             }
+            self.offset += piece.len() as u64;
         }
-        self.garbled.is_none() && !self.split.overflowed()
+        self.garbled.is_none() && !self.text_overflow
     }
 
     /// The answer as far as it is not an array (empty for an array): what a
     /// failed call printed instead of a list.
     pub fn text(&self) -> &[u8] {
-        self.split.text()
+        &self.text
     }
 
     /// The verdict once the answer is complete.
     pub fn finish(self) -> Result<RowTally, Garbage> {
+        let broken = |why: String| Err(Garbage(format!("not a readable JSON array: {why}")));
         if let Some(why) = self.garbled {
-            return Err(Garbage(format!("not a readable JSON array: {why}")));
+            return broken(why);
         }
-        match self.split.end().map_err(Garbage)? {
-            End::Array => Ok(self.rows.tally),
-            End::Text(text, overflow) => none_or_garbage(self.rows.shape, text, overflow),
+        match self.at {
+            At::Done => Ok(self.tally),
+            At::Start | At::Text => none_or_garbage(self.shape, &self.text, self.text_overflow),
+            At::Cut => broken(format!(
+                "the answer ends inside row {} after {} bytes",
+                self.tally.rows + self.tally.skipped + 1,
+                self.offset
+            )),
+            At::First | At::Row | At::Comma => broken(format!(
+                "the answer ends inside the list after {} bytes",
+                self.offset
+            )),
         }
     }
-}
 
-impl Rows<'_> {
-    /// One element: used, skipped, or the reason the answer is garbage (it
-    /// is not valid JSON).
-    fn element(&mut self, e: Element<'_>) -> Result<(), String> {
-        let Element::Whole(bytes) = e else {
-            self.skip(
-                None,
-                format!("longer than {} KiB, not read", MAX_ROW_BYTES / 1024),
-            );
-            return Ok(());
+    /// Reads one piece: the rows it completes, or where and why the answer
+    /// is not a JSON array.
+    fn frame(&mut self, piece: &[u8]) -> Result<(), (usize, String)> {
+        let mut i = 0;
+        loop {
+            match self.at {
+                At::Text => {
+                    self.keep_text(&piece[i..]);
+                    return Ok(());
+                }
+                At::Cut => {
+                    let rest = &piece[i..];
+                    let found = self.end.find(rest);
+                    self.carry(&rest[..found.unwrap_or(rest.len())]);
+                    let Some(n) = found else {
+                        return Ok(());
+                    };
+                    i += n;
+                    self.read_cut().map_err(|why| (i, why))?;
+                    self.at = At::Comma;
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(n) = piece[i..].iter().position(|b| !is_space(*b)) else {
+                return Ok(());
+            };
+            i += n;
+            let (next, len) = match (self.at, piece[i]) {
+                (At::Start, b'[') => (At::First, 1),
+                (At::Start, _) => (At::Text, 0),
+                (At::Comma, b',') => (At::Row, 1),
+                (At::Comma | At::First, b']') => (At::Done, 1),
+                (At::Comma, _) => return Err((i, "expected `,` or `]` after a row".into())),
+                (At::First | At::Row, b',' | b']') => return Err((i, "a row is missing".into())),
+                (At::First | At::Row, _) => match self.row_at(&piece[i..], false) {
+                    Ok(Some(len)) => (At::Comma, len),
+                    // Cut by the end of the piece, or broken: found whole first.
+                    _ => {
+                        self.end = ElementEnd::default();
+                        (At::Cut, 0)
+                    }
+                },
+                _ => return Err((i, "something follows the list".into())),
+            };
+            self.at = next;
+            i += len;
+        }
+    }
+
+    /// Reads the element at the start of `bytes`: its length once it was
+    /// used or skipped, or `None` while the bytes that follow may still
+    /// change that (unless `whole` says `bytes` are all of it: then an
+    /// element that is not valid JSON is the reason the answer is garbage).
+    fn row_at(&mut self, bytes: &[u8], whole: bool) -> Result<Option<usize>, String> {
+        let bytes = &bytes[..bytes.len().min(MAX_ROW_BYTES)];
+        let mut failed = None;
+        if bytes.first() == Some(&b'{') {
+            match wire::read_first(bytes, self.shape == Shape::Profile) {
+                Some(Ok((Some(row), len))) => {
+                    self.tally.rows += 1;
+                    (self.each)(&row);
+                    return Ok(Some(len));
+                }
+                Some(Ok((None, len))) => {
+                    self.skip(None, "no id".into());
+                    return Ok(Some(len));
+                }
+                Some(Err(e)) if !e.is_eof() => failed = Some(e),
+                _ if !whole => return Ok(None),
+                _ => {}
+            }
+        }
+        // Not a session: skipped if it is valid JSON, then the answer is not.
+        match wire::read_first_value::<IgnoredAny>(bytes) {
+            Some(Ok((_, len))) if whole || len < bytes.len() || is_delimited(bytes[0]) => {
+                let element = &bytes[..len];
+                match failed {
+                    Some(_) if std::str::from_utf8(element).is_err() => {
+                        self.skip(wire::id_of(element).as_deref(), "not UTF-8".into())
+                    }
+                    Some(e) => self.skip(wire::id_of(element).as_deref(), wire::position_free(&e)),
+                    None => self.skip(None, format!("not an object but {}", kind(element))),
+                }
+                Ok(Some(len))
+            }
+            Some(Err(e)) if whole => Err(wire::position_free(&e)),
+            None if whole => Err("a row is missing".into()),
+            _ => Ok(None),
+        }
+    }
+
+    /// Reads the cut row once its end arrived (skipped unread when it is too
+    /// long), and makes room for the next.
+    fn read_cut(&mut self) -> Result<(), String> {
+        let row = std::mem::take(&mut self.cut);
+        let read = if self.cut_len > MAX_ROW_BYTES {
+            let why = format!("longer than {} KiB, not read", MAX_ROW_BYTES / 1024);
+            self.skip(None, why);
+            Ok(())
+        } else {
+            match self.row_at(&row, true)? {
+                Some(len) if len == row.len() => Ok(()),
+                _ => Err("expected `,` or `]` after a row".into()),
+            }
         };
-        if bytes.first() != Some(&b'{') {
-            valid_json(bytes)?;
-            self.skip(None, format!("not an object but {}", kind(bytes)));
-            return Ok(());
+        self.cut = row;
+        self.cut.clear();
+        if self.cut.capacity() > MAX_ROW_BYTES {
+            self.cut = Vec::new();
         }
-        match wire::read(bytes, self.shape == Shape::Profile) {
-            Ok(row) => {
-                self.tally.rows += 1;
-                (self.each)(&row);
-            }
-            Err(why) => {
-                valid_json(bytes)?;
-                self.skip(wire::id_of(bytes).as_deref(), why);
-            }
+        self.cut_len = 0;
+        read
+    }
+
+    /// Keeps the next part of the cut row, unless it is too long by now.
+    fn carry(&mut self, part: &[u8]) {
+        self.cut_len = self.cut_len.saturating_add(part.len());
+        if self.cut_len > MAX_ROW_BYTES {
+            self.cut = Vec::new();
+        } else {
+            self.cut.extend_from_slice(part);
         }
-        Ok(())
+    }
+
+    fn keep_text(&mut self, bytes: &[u8]) {
+        let room = MAX_TEXT_BYTES.saturating_sub(self.text.len());
+        if bytes.len() > room {
+            self.text_overflow = true;
+        }
+        self.text.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
     fn skip(&mut self, id: Option<&str>, why: String) {
@@ -155,6 +300,73 @@ impl Rows<'_> {
             .reasons
             .push(format!("row {n}{named}: {}", clip_reason(&why)));
     }
+}
+
+/// Where an element of the array ends, found by following its brackets and
+/// strings piece by piece; whether they match is for serde to say.
+#[derive(Debug, Default)]
+struct ElementEnd {
+    started: bool,
+    /// A number or a literal: it ends before the first byte that cannot
+    /// follow one.
+    scalar: bool,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl ElementEnd {
+    /// How many of `bytes` belong to the element, if it ends in them.
+    fn find(&mut self, bytes: &[u8]) -> Option<usize> {
+        for (i, &b) in bytes.iter().enumerate() {
+            if !self.started {
+                self.started = true;
+                self.scalar = !is_delimited(b);
+                if self.scalar {
+                    continue;
+                }
+            }
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                    if self.depth == 0 {
+                        return Some(i + 1);
+                    }
+                }
+            } else if self.scalar {
+                if is_space(b) || b",]}\"[{:".contains(&b) {
+                    return Some(i);
+                }
+            } else {
+                match b {
+                    b'"' => self.in_string = true,
+                    b'{' | b'[' => self.depth += 1,
+                    b'}' | b']' => {
+                        self.depth = self.depth.saturating_sub(1);
+                        if self.depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        None
+    }
+}
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+/// Whether an element starting with `b` shows its own end (an object, an
+/// array or a string), unlike a number or a literal.
+fn is_delimited(b: u8) -> bool {
+    matches!(b, b'{' | b'[' | b'"')
 }
 
 /// A non-array answer: one of the "no sessions" forms, or garbage.
@@ -205,12 +417,6 @@ pub fn read(
         }
     }
     reader.finish()
-}
-
-fn valid_json(bytes: &[u8]) -> Result<(), String> {
-    serde_json::from_slice::<IgnoredAny>(bytes)
-        .map(drop)
-        .map_err(|e| wire::position_free(&e))
 }
 
 /// What a row is, from its first byte, for a skip reason.

@@ -12,5 +12,4 @@ pub(crate) mod id_set;
 pub mod listing;
 pub(crate) mod parse;
 pub(crate) mod session;
-pub(crate) mod split;
 pub(crate) mod wire;

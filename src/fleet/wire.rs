@@ -6,13 +6,14 @@
 //! keys the daemon does not use are skipped unread, and `null` counts as
 //! absent. A row of `list --all`, which has no live keys, skips them too,
 //! whatever their type. A row without an `id`, with a used key of the wrong
-//! type, or with a used string that is not UTF-8 is no session: [`read`]
-//! says why in a short reason. Pure decoding: no I/O, no decision.
+//! type, or with a used string that is not UTF-8 is no session, and
+//! [`read_first`] gives serde's complaint. Pure decoding: no I/O, no decision.
 
 use std::borrow::Cow;
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
+use serde_json::Result as JsonResult;
 
 use crate::fleet::session::{critical_by_name, Live, Session, Status};
 
@@ -167,23 +168,30 @@ impl Row<'_> {
     }
 }
 
-/// Reads one row object, with its live keys or without: the row, or why it
-/// is no session (the decoder's complaint, short and without a position).
-pub(crate) fn read(bytes: &[u8], live: bool) -> Result<Row<'_>, String> {
-    let row = if live {
-        serde_json::from_slice::<LiveWire>(bytes).map(|mut w| {
-            let (status, keys) = w.take_live();
-            w.row(status, keys)
+/// Reads the row object at the start of `bytes`, with its live keys or
+/// without, and leaves what follows it: the row (`None` without an id) and
+/// its length; `None` when `bytes` hold only white space.
+pub(crate) fn read_first(bytes: &[u8], live: bool) -> Option<JsonResult<(Option<Row<'_>>, usize)>> {
+    if live {
+        read_first_value::<LiveWire>(bytes).map(|read| {
+            read.map(|(mut w, len)| {
+                let (status, keys) = w.take_live();
+                (w.row(status, keys), len)
+            })
         })
     } else {
-        serde_json::from_slice::<AllWire>(bytes).map(|w| w.row(None, LiveKeys::default()))
-    };
-    match row {
-        Ok(Some(row)) => Ok(row),
-        Ok(None) => Err("no id".into()),
-        Err(_) if std::str::from_utf8(bytes).is_err() => Err("not UTF-8".into()),
-        Err(e) => Err(position_free(&e)),
+        read_first_value::<AllWire>(bytes)
+            .map(|read| read.map(|(w, len)| (w.row(None, LiveKeys::default()), len)))
     }
+}
+
+/// The JSON value at the start of `bytes` and its length.
+pub(crate) fn read_first_value<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
+) -> Option<JsonResult<(T, usize)>> {
+    let mut values = serde_json::Deserializer::from_slice(bytes).into_iter::<T>();
+    let value = values.next()?;
+    Some(value.map(|v| (v, values.byte_offset())))
 }
 
 /// The id of a row that is no session, to name it in the skip reason.
@@ -217,6 +225,16 @@ fn nonempty(s: &Option<Str<'_>>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The row that is all of `bytes`, or serde's complaint.
+    fn read(bytes: &[u8], live: bool) -> Result<Row<'_>, String> {
+        match read_first(bytes, live) {
+            Some(Ok((Some(row), len))) if len == bytes.len() => Ok(row),
+            Some(Ok((None, _))) => Err("no id".into()),
+            Some(Err(e)) => Err(position_free(&e)),
+            _ => Err("not one object".into()),
+        }
+    }
 
     fn profile_row(json: &str) -> Result<Row<'_>, String> {
         read(json.as_bytes(), true)
@@ -284,7 +302,7 @@ mod tests {
     #[test]
     fn a_used_string_that_is_not_utf8_is_no_session_an_unused_one_is_skipped() {
         let bad = b"{\"id\":\"x-1\",\"title\":\"conductor-\xff\"}";
-        assert_eq!(read(bad, false).err().as_deref(), Some("not UTF-8"));
+        assert!(read(bad, false).is_err());
         assert_eq!(id_of(bad).as_deref(), Some("x-1"));
         let unused = b"{\"id\":\"x-1\",\"tool\":\"\xff\"}";
         assert_eq!(read(unused, true).map(|r| r.session().id), Ok("x-1".into()));

@@ -327,3 +327,37 @@ fn an_answer_that_is_not_an_array_stays_unreadable() {
     }
     assert_eq!(list_profile("null").unwrap(), (Vec::new(), Vec::new()));
 }
+
+#[test]
+fn a_byte_that_is_not_utf8_skips_its_row_alone() {
+    let answer = b"[{\"id\":\"a-1\",\"title\":\"conductor-\xff\"},\n {\"id\":\"b-1\",\"tool\":\"\xfe\"}, {\"id\":\"c-1\"}]";
+    let whole = read_in(Shape::Profile, answer, 0);
+    for piece in 1..answer.len() {
+        assert_eq!(
+            read_in(Shape::Profile, answer, piece),
+            whole,
+            "pieces of {piece}"
+        );
+    }
+    let (rows, tally) = whole.unwrap();
+    let ids: Vec<_> = rows.iter().map(|(s, _)| s.id.as_str()).collect();
+    assert_eq!(ids, ["b-1", "c-1"]);
+    assert_eq!(tally.reasons, [r#"row 1 (id "a-1"): not UTF-8"#]);
+}
+
+#[test]
+fn a_row_cut_by_pieces_is_held_once_and_the_long_one_not_at_all() {
+    let long = "x".repeat(2 * MAX_ROW_BYTES);
+    let answer = format!(r#"[{{"id":"a-1","title":"{long}"}},{{"id":"b-1"}}]"#);
+    let mut ignore = |_: &Row<'_>| {};
+    let mut reader = ListReader::new(Shape::All, &mut ignore);
+    for piece in answer.as_bytes().chunks(4096) {
+        assert!(reader.feed(piece));
+        assert!(
+            reader.cut.capacity() <= 2 * MAX_ROW_BYTES,
+            "{} held",
+            reader.cut.capacity()
+        );
+    }
+    assert_eq!(reader.finish().unwrap().rows, 1);
+}
