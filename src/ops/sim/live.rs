@@ -34,18 +34,9 @@ pub(super) const FRESHNESS_WINDOW_S: f64 = 60.0;
 pub(super) struct Moment {
     /// Unix seconds.
     pub now: f64,
-    /// The hooks directory, when the state asks for hooks to be read.
+    /// The hooks directory, when the state asks for hooks to be read
+    /// (`read_hooks: true`).
     pub hooks: Option<PathBuf>,
-}
-
-impl Moment {
-    /// `now`, with hooks read from `dir` only under `read_hooks: true`.
-    pub(super) fn new(now: f64, dir: Option<PathBuf>, st: &SimState) -> Moment {
-        Moment {
-            now,
-            hooks: dir.filter(|_| st.read_hooks),
-        }
-    }
 }
 
 /// Statuses printed as themselves; the rest print `unknown` (`starting` too).

@@ -24,35 +24,20 @@ pub(super) fn find(
         let msg = "session identifier is required";
         return Err(out.error(msg, "NOT_FOUND", 2, None));
     }
-    let mine: Vec<usize> = (0..state.sessions.len())
-        .filter(|i| state.sessions[*i].profile() == c.profile)
-        .collect();
-    let matching = |test: &dyn Fn(&SimSession) -> bool| -> Vec<usize> {
-        mine.iter()
-            .copied()
-            .filter(|i| test(&state.sessions[*i]))
-            .collect()
-    };
     let by_id = ident.chars().count() >= 6;
-    let ambiguous = format!("'{ident}' matches multiple sessions:");
-    let steps = [
-        (
-            matching(&|s| s.title == *ident),
-            &ambiguous,
-            "Use full ID or more specific title.",
-        ),
-        (
-            matching(&|s| by_id && s.id.starts_with(ident.as_str())),
-            &ambiguous,
-            "Use full ID or more specific title.",
-        ),
-        (
-            matching(&|s| s.path() == ident),
-            &format!("path '{ident}' has multiple sessions:"),
-            "Use title or ID to specify.",
-        ),
+    let many = format!("'{ident}' matches multiple sessions:");
+    let many_paths = format!("path '{ident}' has multiple sessions:");
+    let be_specific = "Use full ID or more specific title.";
+    let use_title = "Use title or ID to specify.";
+    let steps: [(&dyn Fn(&SimSession) -> bool, &str, &str); 3] = [
+        (&|s| s.title == *ident, &many, be_specific),
+        (&|s| by_id && s.id.starts_with(&**ident), &many, be_specific),
+        (&|s| s.path() == ident, &many_paths, use_title),
     ];
-    for (found, head, tail) in steps {
+    for (test, head, tail) in steps {
+        let found: Vec<usize> = (0..state.sessions.len())
+            .filter(|i| state.sessions[*i].profile() == c.profile && test(&state.sessions[*i]))
+            .collect();
         match found[..] {
             [] => continue,
             [only] => return Ok(only),
