@@ -116,12 +116,12 @@ pub(crate) fn checks(env: &Env, online: bool) -> Vec<Check> {
     };
     let cli = Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, shutdown.clone());
     let (deck, listed) = install::agent_deck(&cfg, &cli, &shutdown);
-    let critical = fleet::critical_sessions(&cfg, listed.as_ref(), &shutdown);
+    let (critical, claude) = fleet::critical_sessions(&cfg, listed.as_ref(), &shutdown);
     vec![
         deck,
         settings,
-        critical.check.clone(),
-        fleet::hooks_dir(&cfg, &critical),
+        critical,
+        fleet::hooks_dir(&cfg, &claude),
         fleet::stored_status(&cfg),
         host::kernel_notifications(),
         install::service(&shutdown),

@@ -17,8 +17,6 @@ use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::{read_hook, HookStatus};
 
 const POLL: Duration = Duration::from_millis(250);
-/// One line of `restart.log` is far smaller; a longer one is not ours.
-const READ_MAX: u64 = 16 << 20;
 
 /// How the wait ended.
 pub(super) struct Outcome {
@@ -81,11 +79,8 @@ impl Follow {
         let mut hook = None;
         let mut first_seen = false;
         while Instant::now() < deadline {
-            let ours = self.new_records();
-            let ours = ours
-                .into_iter()
-                .filter(|r| r.id == s.id && r.action != RestartAction::Drill);
-            for r in ours {
+            let ours = self.new_records().into_iter();
+            for r in ours.filter(|r| r.id == s.id && r.action != RestartAction::Drill) {
                 if !first_seen {
                     first_seen = true;
                     hook = read_hook(hooks_dir, &s.id)
@@ -138,7 +133,9 @@ fn read_from(path: &Path, offset: u64, into: &mut Vec<u8>) -> u64 {
     if f.seek(SeekFrom::Start(offset)).is_err() {
         return 0;
     }
-    f.take(READ_MAX).read_to_end(into).map_or(0, |n| n as u64)
+    f.take(history::FILE_MAX)
+        .read_to_end(into)
+        .map_or(0, |n| n as u64)
 }
 
 /// The drill's timeline as `history` prints it: every record about `s`

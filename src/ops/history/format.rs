@@ -18,8 +18,8 @@ use super::timeline::{one_per_decision, select, titles, Record, Since};
 use super::{Args, View};
 use crate::error::{Error, Result};
 use crate::records::audit::{
-    EscalationRecord, LivenessRecord, Pane, RestartRecord, ESCALATIONS_LOG, LIVENESS_LOG,
-    RESTART_LOG,
+    EscalationRecord, LivenessRecord, Pane, RestartRecord, StatusRead, ESCALATIONS_LOG,
+    LIVENESS_LOG, RESTART_LOG,
 };
 use crate::text::printable;
 
@@ -70,23 +70,16 @@ fn pane_summary(p: &Pane) -> String {
 }
 
 /// `error` or `error/auth-401`.
-fn status_read(status: &str, substate: Option<&str>) -> String {
-    match substate.filter(|s| !s.is_empty()) {
-        Some(sub) => format!(
-            "{}/{}",
-            printable(status, WORD_MAX),
-            printable(sub, WORD_MAX)
-        ),
-        None => printable(status, WORD_MAX),
+fn status_read(r: &StatusRead) -> String {
+    let status = printable(&r.status, WORD_MAX);
+    match r.substate.as_deref().filter(|s| !s.is_empty()) {
+        Some(sub) => format!("{status}/{}", printable(sub, WORD_MAX)),
+        None => status,
     }
 }
 
 fn liveness_text(r: &LivenessRecord) -> String {
-    let reads: Vec<String> = r
-        .reads
-        .iter()
-        .map(|x| status_read(&x.status, x.substate.as_deref()))
-        .collect();
+    let reads: Vec<String> = r.reads.iter().map(status_read).collect();
     let mut parts = vec![
         if reads.is_empty() {
             "status not read".to_owned()
@@ -232,7 +225,7 @@ fn last_seen(id: &str, all: &[Record], tz: &TimeZone) -> Vec<String> {
             "    read {}   {}  {}",
             i + 1,
             local_time_ms(read.ts, tz),
-            status_read(&read.status, read.substate.as_deref())
+            status_read(read)
         ));
     }
     let yes_no = |b: bool, yes: &str, no: &str| if b { yes } else { no }.to_owned();

@@ -115,17 +115,14 @@ fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     let guarded = live::guard_status(&st.sessions[i], st, at);
     let fresh = live::freshness_skip(&st.sessions[i], st, at);
     let s = &mut st.sessions[i];
-    let ident = json!({"id": s.id, "title": s.title});
     let force = c.on("force") || !c.env.is_empty();
     let mode = s.on_restart.unwrap_or(OnRestart::Ok);
     let skipped = |reason: &str| {
-        let mut data = ident.clone();
-        data["reason"] = json!(reason);
-        data["skipped"] = json!(true);
-        data["success"] = json!(true);
+        let data = json!({"id": s.id, "reason": reason, "skipped": true, "success": true,
+                          "title": s.title});
         o.success(&format!("Skipped restart of {}: {reason}", s.title), data)
     };
-    let alive = ["running", "waiting", "idle", "starting"].contains(&guarded.as_str());
+    let alive = live::HEALTHY.contains(&guarded.as_str());
     if let Some(hold) = s.hold().filter(|_| !force && !alive) {
         let remedy = hold.get("remedy").map_or(String::new(), text);
         return Ok(skipped(&format!(
@@ -154,8 +151,7 @@ fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
         }
         mark_started(s, at, "waiting");
     }
-    let mut data = ident;
-    data["success"] = json!(true);
+    let data = json!({"id": s.id, "success": true, "title": s.title});
     Ok(o.success(&format!("Restarted session: {}", s.title), data))
 }
 

@@ -42,8 +42,8 @@ pub(super) struct Moment {
 /// Statuses printed as themselves; the rest print `unknown` (`starting` too).
 const KNOWN_STATUSES: [&str; 6] = ["running", "waiting", "idle", "error", "stopped", "queued"];
 
-/// Statuses the freshness guard counts as healthy.
-const HEALTHY: [&str; 4] = ["running", "waiting", "idle", "starting"];
+/// Statuses the freshness and auth-hold guards count as healthy.
+pub(super) const HEALTHY: [&str; 4] = ["running", "waiting", "idle", "starting"];
 
 /// A status as the CLI prints it.
 pub(super) fn printed(status: &str) -> &str {
@@ -93,13 +93,13 @@ fn fresh_hook(s: &SimSession, at: &Moment) -> Option<String> {
     if !reads_hooks(s) {
         return None;
     }
-    let hook = hooks::read(at.hooks.as_deref()?, &s.id, at.now)?;
-    let window = if codex_family(s) && hook.status != "waiting" {
+    let (status, ts) = hooks::read(at.hooks.as_deref()?, &s.id, at.now)?;
+    let window = if codex_family(s) && status != "waiting" {
         CODEX_RUNNING_HOOK_WINDOW_S
     } else {
         HOOK_WINDOW_S
     };
-    (at.now - hook.ts < window).then_some(hook.status)
+    (at.now - ts < window).then_some(status)
 }
 
 /// The status the restart guards read: the stored one when nothing but

@@ -317,19 +317,14 @@ impl SimSession {
         if let Some(secs) = self.created_at {
             return secs as i64;
         }
-        let hex = |p: &str| {
-            p.len() == 8
-                && p.bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        };
-        match self.id.split_once('-') {
-            Some((prefix, secs))
-                if hex(prefix) && !secs.is_empty() && secs.bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                secs.parse().unwrap_or(DEFAULT_CREATED)
-            }
-            _ => DEFAULT_CREATED,
-        }
+        let hex =
+            |p: &str| p.len() == 8 && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let secs = self
+            .id
+            .split_once('-')
+            .filter(|(prefix, secs)| hex(prefix) && secs.bytes().all(|b| b.is_ascii_digit()));
+        secs.and_then(|(_, secs)| secs.parse().ok())
+            .unwrap_or(DEFAULT_CREATED)
     }
 
     /// Appends a line to the pane, if there is one.
