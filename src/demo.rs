@@ -191,10 +191,9 @@ pub(crate) fn run() -> Result<()> {
         std::thread::sleep(Duration::from_millis(200));
     }
     shutdown.trigger();
-    let outcome = daemon
+    daemon
         .join()
-        .map_err(|_| err("the daemon thread", "panicked"))?;
-    outcome?;
+        .map_err(|_| err("the daemon thread", "panicked"))??;
     print_timeline(&cfg, started, crashed_at, &calls);
     let (kept, all) = (cfg.watchdog_dir.display(), dir.display());
     println!("\nrecords: {kept}\n(the demo's files, simulated fleet included, are in {all})");

@@ -87,14 +87,11 @@ impl Check {
     /// `✓ name: detail`, or with ` — fix: …` after a warning or failure.
     pub(crate) fn line(&self) -> String {
         let detail = crate::ops::logging::one_line(&self.detail);
-        match &self.fix {
-            Some(fix) => format!(
-                "{} {}: {detail} — fix: {fix}",
-                self.status.mark(),
-                self.check
-            ),
-            None => format!("{} {}: {detail}", self.status.mark(), self.check),
-        }
+        let fix = self
+            .fix
+            .as_ref()
+            .map_or(String::new(), |f| format!(" — fix: {f}"));
+        format!("{} {}: {detail}{fix}", self.status.mark(), self.check)
     }
 }
 

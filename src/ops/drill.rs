@@ -25,7 +25,7 @@ use crate::fleet::cache::Fleet;
 use crate::fleet::deck::Cli;
 use crate::fleet::deck_config;
 use crate::fleet::session::{Session, Status};
-use crate::ops::preflight::{show, status_writer};
+use crate::ops::preflight::{show, status_writer, Shown};
 use crate::records::audit::RestartRecord;
 use crate::records::daemon_status;
 use crate::records::instance_lock::{self, Holder};
@@ -133,8 +133,7 @@ pub(crate) fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
 /// kill.
 struct Plan {
     s: Session,
-    status: String,
-    tmux_session: String,
+    shown: Shown,
     socket: Option<String>,
     /// The kill as a command line, for the prompt and the record.
     target: String,
@@ -162,7 +161,6 @@ fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Pla
         limits.rate_max = st.rate_limit_max;
         limits.rate_window = st.rate_limit_window_s;
     }
-    let now = unix_now();
     let created = shown
         .created_at
         .parse::<jiff::Timestamp>()
@@ -175,7 +173,7 @@ fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Pla
         last_tick: ticked.map(|st| st.last_tick),
         state: &state,
         limits: &limits,
-        now,
+        now: unix_now(),
         status_writer: status_writer(cfg).is_some(),
         last_start: created.into_iter().chain(restarted).reduce(f64::max),
     };
@@ -198,8 +196,7 @@ fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Pla
     );
     Ok(Plan {
         s,
-        status: shown.status,
-        tmux_session: shown.tmux_session,
+        shown,
         socket,
         target,
     })
@@ -222,7 +219,7 @@ pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     let killed_at = unix_now();
     kill(&plan, &shutdown)?;
     let (s, target) = (&plan.s, &plan.target);
-    let why = format!("killed while {}: {target}", plan.status);
+    let why = format!("killed while {}: {target}", plan.shown.status);
     let record = RestartRecord::new(killed_at, s, RestartAction::Drill, Some(why), false);
     Records::from_config(cfg).restart(&record);
     println!("killed {} ({}): {target}", s.title, s.id);
@@ -324,7 +321,7 @@ fn kill(plan: &Plan, shutdown: &Shutdown) -> Result<()> {
     }
     // Only the socket (or TMUX_TMPDIR's default) chooses the server, never
     // the tmux this shell may be running in.
-    let name = format!("={}", plan.tmux_session);
+    let name = format!("={}", plan.shown.tmux_session);
     let job = job.env_remove("TMUX").args(["kill-session", "-t", &name]);
     let out = process::run(&job, Duration::from_secs(10), shutdown)
         .map_err(|e| Error::runtime(format!("drill: tmux {e}")))?;

@@ -313,11 +313,9 @@ fn records_line(r: &RecordFiles) -> String {
         .files
         .iter()
         .map(|f| {
-            let rotated = if f.rotated_bytes > 0 {
-                format!(" (+ {} in .1)", mib(f.rotated_bytes))
-            } else {
-                String::new()
-            };
+            let rotated =
+                (f.rotated_bytes > 0).then(|| format!(" (+ {} in .1)", mib(f.rotated_bytes)));
+            let rotated = rotated.unwrap_or_default();
             format!("{} {}{rotated}", f.name, mib(f.bytes))
         })
         .collect();
@@ -332,10 +330,8 @@ fn mib(bytes: u64) -> String {
 pub(crate) fn run(cfg: &Config, json: bool) -> Result<()> {
     let r = collect(cfg, SystemClock.now());
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).map_err(|e| Error::runtime(e.to_string()))?
-        );
+        let text = serde_json::to_string_pretty(&r).map_err(|e| Error::runtime(e.to_string()))?;
+        println!("{text}");
     } else {
         print!("{}", table(&r));
     }

@@ -200,25 +200,22 @@ pub(super) struct UnitState {
 }
 
 pub(super) fn unit_state(text: &str) -> UnitState {
-    let mut u = UnitState::default();
-    for line in text.lines() {
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        match key {
-            "LoadState" => u.load = value.to_owned(),
-            "UnitFileState" => u.file_state = value.to_owned(),
-            "ActiveState" => u.active = value.to_owned(),
-            "ExecStart" => {
-                u.exec_path = value
-                    .split(" ; ")
-                    .find_map(|f| f.trim_start_matches("{ ").strip_prefix("path="))
-                    .map(str::to_owned);
-            }
-            _ => {}
-        }
+    // The last line of each key counts.
+    let value = |key: &str| {
+        let prefix = format!("{key}=");
+        text.lines().rev().find_map(|l| l.strip_prefix(&prefix))
+    };
+    let field = |key: &str| value(key).unwrap_or_default().to_owned();
+    UnitState {
+        load: field("LoadState"),
+        file_state: field("UnitFileState"),
+        active: field("ActiveState"),
+        exec_path: value("ExecStart").and_then(|v| {
+            v.split(" ; ")
+                .find_map(|f| f.trim_start_matches("{ ").strip_prefix("path="))
+                .map(str::to_owned)
+        }),
     }
-    u
 }
 
 /// `escalate.sh`: present and executable.

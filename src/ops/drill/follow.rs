@@ -77,12 +77,10 @@ impl Follow {
         let mut last: Option<RestartRecord> = None;
         let mut restarted = false;
         let mut hook = None;
-        let mut first_seen = false;
         while Instant::now() < deadline {
             let ours = self.new_records().into_iter();
             for r in ours.filter(|r| r.id == s.id && r.action != RestartAction::Drill) {
-                if !first_seen {
-                    first_seen = true;
+                if last.is_none() {
                     hook = read_hook(hooks_dir, &s.id)
                         .and_then(|h| Some((h.status, h.ts?)))
                         .filter(|(_, ts)| *ts >= killed_at && *ts <= r.ts + 1.0);

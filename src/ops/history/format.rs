@@ -324,14 +324,12 @@ pub(crate) fn render(
     tz: &TimeZone,
 ) -> Result<Rendered> {
     let id = args.id.as_deref();
-    if let Some(id) = id {
-        if !all.iter().any(|e| e.session() == Some(id)) {
-            return Err(Error::runtime(format!(
-                "no record mentions session {:?}: it is in none of {LIVENESS_LOG}, {RESTART_LOG}, \
-                 {ESCALATIONS_LOG} or their .1 files",
-                printable(id, ID_MAX)
-            )));
-        }
+    if let Some(id) = id.filter(|id| !all.iter().any(|e| e.session() == Some(*id))) {
+        return Err(Error::runtime(format!(
+            "no record mentions session {:?}: it is in none of {LIVENESS_LOG}, {RESTART_LOG}, \
+             {ESCALATIONS_LOG} or their .1 files",
+            printable(id, ID_MAX)
+        )));
     }
     let timeline = select(all, id, args.since.cutoff(now));
     let mut out = Rendered::default();

@@ -228,13 +228,11 @@ fn repeats_liveness(timeline: &[&Record], i: usize) -> bool {
 /// The newest title seen for each session id, so an escalation (which has
 /// only a `sid`) can be shown with its session's title.
 pub(crate) fn titles(entries: &[Record]) -> HashMap<&str, &str> {
-    let mut map = HashMap::new();
-    for e in entries {
-        if let (Some(id), Some(title)) = (e.session(), e.title()) {
-            map.insert(id, title);
-        }
-    }
-    map
+    // A later title replaces an earlier one.
+    entries
+        .iter()
+        .filter_map(|e| Some((e.session()?, e.title()?)))
+        .collect()
 }
 #[cfg(test)]
 mod tests {

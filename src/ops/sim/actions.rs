@@ -24,6 +24,9 @@ const PANE_HISTORY_LINES: usize = 2000;
 /// The visible screen below that history: tmux's default 24 rows.
 const PANE_SCREEN_ROWS: usize = 24;
 
+/// The keys `session show --json` leaves out when they are empty.
+const OMIT_EMPTY: [&str; 4] = ["command", "substate", "channels", "tmux_session"];
+
 /// What tmux answers when asked to capture a session that is gone.
 const CAPTURE_FAILED: &str = "failed to capture history: exit status 1";
 
@@ -57,17 +60,11 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
     let status = live::printed(&status);
     let mut data = json!({
         "id": s.id, "title": s.title, "path": s.path(), "group": s.group, "tool": s.tool(),
-        "status": status, "profile": c.profile_arg,
+        "status": status, "profile": c.profile_arg, "command": s.command, "substate": s.substate,
         "parent_session_id": s.parent_session_id, "parent_project_path": s.parent_project_path,
-        "no_transition_notify": false, "title_locked": false,
+        "no_transition_notify": false, "title_locked": false, "tmux_session": s.tmux_session,
         "created_at": rfc3339(s.created_secs()), "wrapper": "", "auto_name": false,
     });
-    if !s.command.is_empty() {
-        data["command"] = json!(s.command);
-    }
-    if !s.substate.is_empty() {
-        data["substate"] = json!(s.substate);
-    }
     if s.tool() == "claude" {
         // A session never started has no Claude session yet.
         let claude_id = if s.was_started() {
@@ -78,15 +75,15 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
         data["claude_session_id"] = json!(claude_id);
         data["can_fork"] = json!(!claude_id.is_empty());
         data["can_restart"] = json!(true);
-        if !s.channels.is_empty() {
-            data["channels"] = json!(s.channels);
-        }
-    }
-    if !s.tmux_session.is_empty() {
-        data["tmux_session"] = json!(s.tmux_session);
+        data["channels"] = json!(s.channels);
     }
     if let Some(hold) = s.hold() {
         data["auth_hold"] = hold.clone();
+    }
+    // Go's `omitempty` on these keys.
+    let empty = |v: &Value| v.as_str() == Some("") || v.as_array().is_some_and(Vec::is_empty);
+    if let Some(map) = data.as_object_mut() {
+        map.retain(|k, v| !(OMIT_EMPTY.contains(&k.as_str()) && empty(v)));
     }
     if c.quiet() {
         return Ok(Reply::out(0, String::new()));

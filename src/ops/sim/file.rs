@@ -61,20 +61,19 @@ fn read(path: &Path) -> io::Result<Option<SimState>> {
     if text.trim().is_empty() {
         return Ok(None);
     }
+    let shown = path.display();
     let bad = |what: String| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("fake state file {what}"),
         )
     };
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| bad(format!("unreadable: {}: {e}", path.display())))?;
+    let unreadable = |e: serde_json::Error| bad(format!("unreadable: {shown}: {e}"));
+    let value: Value = serde_json::from_str(&text).map_err(unreadable)?;
     if !value.is_object() {
-        return Err(bad(format!("is not a JSON object: {}", path.display())));
+        return Err(bad(format!("is not a JSON object: {shown}")));
     }
-    serde_json::from_value(value)
-        .map(Some)
-        .map_err(|e| bad(format!("unreadable: {}: {e}", path.display())))
+    serde_json::from_value(value).map(Some).map_err(unreadable)
 }
 
 fn write(path: &Path, state: &SimState) -> io::Result<()> {
