@@ -125,15 +125,12 @@ impl Follow {
 
 /// Appends what `path` holds from `offset` on (bounded); how much it read.
 fn read_from(path: &Path, offset: u64, into: &mut Vec<u8>) -> u64 {
-    let Ok(mut f) = open_regular(path) else {
-        return 0;
+    let mut read = || -> std::io::Result<usize> {
+        let mut f = open_regular(path).map_err(std::io::Error::other)?;
+        f.seek(SeekFrom::Start(offset))?;
+        f.take(history::FILE_MAX).read_to_end(into)
     };
-    if f.seek(SeekFrom::Start(offset)).is_err() {
-        return 0;
-    }
-    f.take(history::FILE_MAX)
-        .read_to_end(into)
-        .map_or(0, |n| n as u64)
+    read().map_or(0, |n| n as u64)
 }
 
 /// The drill's timeline as `history` prints it: every record about `s`

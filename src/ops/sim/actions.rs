@@ -133,8 +133,7 @@ fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
         return Ok(skipped(&reason));
     }
     if mode == OnRestart::Fail {
-        let msg = "failed to restart session: simulated";
-        return Err(o.error(msg, "INVALID_OPERATION", 1, None));
+        return Err(o.invalid("failed to restart session: simulated"));
     }
     s.restarts += 1;
     if mode != OnRestart::NoEffect {
@@ -177,12 +176,10 @@ fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     });
     match mode {
         OnStart::AlreadyRunning => {
-            let msg = format!("session '{}' is already running", s.title);
-            return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
+            return Err(o.invalid(&format!("session '{}' is already running", s.title)));
         }
         OnStart::Fail => {
-            let msg = "failed to start session: simulated";
-            return Err(o.error(msg, "INVALID_OPERATION", 1, None));
+            return Err(o.invalid("failed to start session: simulated"));
         }
         OnStart::Ok => {}
     }
@@ -227,8 +224,7 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     };
     match mode {
         OnSend::NotRunning => {
-            let msg = format!("session '{}' is not running", s.title);
-            return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
+            return Err(o.invalid(&format!("session '{}' is not running", s.title)));
         }
         OnSend::Fail => {
             let msg = format!("message was not delivered to '{}': simulated", s.title);
@@ -275,10 +271,9 @@ fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let alive = s.tmux_exists();
     let (content, role) = if c.kind != CommandKind::OutputPane {
         if !alive && !s.claude_family() && s.tool() != "gemini" {
-            let msg = format!(
+            return Err(o.invalid(&format!(
                 "failed to get response: failed to capture terminal output: {CAPTURE_FAILED}"
-            );
-            return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
+            )));
         }
         (s.transcript.clone(), "assistant")
     } else if alive && s.pane.is_some() {
@@ -293,8 +288,7 @@ fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
         )
     } else {
         let Some(hold) = s.hold().and_then(Value::as_object) else {
-            let msg = format!("failed to capture pane: {CAPTURE_FAILED}");
-            return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
+            return Err(o.invalid(&format!("failed to capture pane: {CAPTURE_FAILED}")));
         };
         let field = |k: &str| hold.get(k).map_or(String::new(), text);
         let block = format!(
@@ -336,8 +330,7 @@ fn remove(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let profile = c.profile.clone();
     let i = find(c, st, o, &format!(" (profile '{profile}')"))?;
     if st.sessions[i].on_remove == Some(OnRemove::Fail) {
-        let msg = "failed to remove session: simulated";
-        return Err(o.error(msg, "INVALID_OPERATION", 1, None));
+        return Err(o.invalid("failed to remove session: simulated"));
     }
     let s = st.sessions.remove(i);
     let data = json!({"id": s.id, "profile": profile, "removed": true, "success": true,

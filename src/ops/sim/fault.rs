@@ -95,6 +95,7 @@ pub(super) fn apply(
     json: bool,
     flush: impl FnOnce(),
 ) -> Option<Reply> {
+    let out = Out { json, quiet: false };
     sleep(fault.delay);
     match fault.mode {
         FaultMode::Garbage => Some(Reply::out(0, "{\"id\": \"oops\n".into())),
@@ -104,10 +105,7 @@ pub(super) fn apply(
             sleep(fault.hang_s);
             None
         }
-        FaultMode::Exit1 => {
-            let out = Out { json, quiet: false };
-            Some(out.error("simulated failure", "INVALID_OPERATION", 1, None))
-        }
+        FaultMode::Exit1 => Some(out.invalid("simulated failure")),
         FaultMode::Crash => {
             flush();
             // SIGKILL cannot be caught: the process ends here.
@@ -118,19 +116,18 @@ pub(super) fn apply(
             sleep(10.0);
             Some(Reply::out(137, String::new()))
         }
-        FaultMode::LoadError => Some(load_error(kind, json)),
+        FaultMode::LoadError => Some(load_error(kind, out)),
         FaultMode::Other => None,
     }
 }
 
 /// How each command reports storage that cannot be loaded.
-fn load_error(kind: CommandKind, json: bool) -> Reply {
+fn load_error(kind: CommandKind, out: Out) -> Reply {
     const CAUSE: &str = "failed to load sessions: simulated";
-    let out = Out { json, quiet: false };
     match kind {
         CommandKind::ListAll => Reply::out(1, "Error: failed to list profiles: simulated\n".into()),
         CommandKind::List => Reply::out(1, format!("Error: {CAUSE}\n")),
-        CommandKind::Remove => out.error(CAUSE, "INVALID_OPERATION", 1, None),
+        CommandKind::Remove => out.invalid(CAUSE),
         CommandKind::Output | CommandKind::OutputPane => out.error(
             &format!("failed to load sessions: {CAUSE}"),
             "NOT_FOUND",

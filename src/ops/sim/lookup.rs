@@ -17,8 +17,7 @@ pub(super) fn find(
     not_found_suffix: &str,
 ) -> Result<usize, Reply> {
     let Some(ident) = c.pos.first() else {
-        let msg = "session ID or title is required";
-        return Err(out.error(msg, "INVALID_OPERATION", 1, None));
+        return Err(out.invalid("session ID or title is required"));
     };
     if ident.is_empty() {
         let msg = "session identifier is required";

@@ -54,13 +54,10 @@ use live::Moment;
 use reply::Reply;
 pub use state::{SimSession, SimState};
 
-/// The environment variable naming the JSON state file; required.
+// The environment the simulator reads, as the module doc describes it.
 pub const STATE_ENV: &str = "FAKE_AGENT_DECK_STATE";
-/// The environment variable naming the call log; optional.
 pub const LOG_ENV: &str = "FAKE_AGENT_DECK_LOG";
-/// The environment variable giving the profile when no `-p` is given, as in the real CLI.
 pub const PROFILE_ENV: &str = "AGENTDECK_PROFILE";
-/// The environment variable naming the hooks directory (read under `read_hooks: true`).
 pub const HOOKS_ENV: &str = "AGENT_DECK_HOOKS_DIR";
 /// The release `agent-deck version` names unless the state says otherwise.
 pub const VERSION: &str = "1.14.0";
@@ -165,9 +162,7 @@ fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Result<Reply, 
     locked(path, |st| actions::execute(&call, st, &moment(st)))
 }
 
-/// `crash <id>`: the session's tmux session dies, as a `tmux kill-session`
-/// looks to the CLI (`tmux_alive: false`). Exact id, any profile; exit 2
-/// when there is no such session.
+/// `crash <id>` (see the module doc): exact id, any profile.
 fn crash(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
     let path = state_path(env)?;
     let [id] = args else {

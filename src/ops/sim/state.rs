@@ -52,11 +52,8 @@ pub struct SimState {
     pub delay_s: Option<Value>,
     /// True: hook files move the status (see `live.rs`); absent or false,
     /// they are not read at all.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_false"
-    )]
+    #[serde(default, deserialize_with = "nullable")]
+    #[serde(skip_serializing_if = "is_false")]
     pub read_hooks: bool,
     /// False: no TUI or notify-daemon writes agent-deck's stored status, so
     /// the restart guards read what start and restart last wrote
@@ -155,10 +152,8 @@ pub struct SimSession {
     pub tool: Option<String>,
     /// A custom tool's `compatible_with`: `"claude"` (any case) makes it
     /// Claude-family, like the tool `claude` itself.
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub compatible_with: String,
     /// The stored status; None: `idle` (never started). Anything outside the
     /// CLI's vocabulary prints as `unknown`.
