@@ -187,13 +187,10 @@ fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Pla
         )));
     }
     let socket = tmux_socket(cfg)?;
-    let target = format!(
-        "tmux{} kill-session -t ={}",
-        socket
-            .as_deref()
-            .map_or(String::new(), |s| format!(" -L {s}")),
-        shown.tmux_session
-    );
+    let on_socket = socket
+        .as_deref()
+        .map_or(String::new(), |s| format!(" -L {s}"));
+    let target = format!("tmux{on_socket} kill-session -t ={}", shown.tmux_session);
     Ok(Plan {
         s,
         shown,

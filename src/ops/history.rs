@@ -92,11 +92,9 @@ pub(crate) fn load(dir: &Path) -> (Vec<Record>, Vec<String>) {
                 Ok(None) => {}
                 Ok(Some((bytes, clipped))) => {
                     if clipped {
+                        let (shown, mib) = (path.display(), FILE_MAX >> 20);
                         problems.push(format!(
-                            "{} is larger than {} MiB: only its newest {} MiB were read",
-                            path.display(),
-                            FILE_MAX >> 20,
-                            FILE_MAX >> 20
+                            "{shown} is larger than {mib} MiB: only its newest {mib} MiB were read"
                         ));
                     }
                     let (entries, skipped) = parse(log, &bytes);
@@ -126,10 +124,9 @@ pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     // `describe` shows the token only as set or unset; should that ever
     // change, the report still does not carry it. (A token shorter than a
     // real one could match ordinary text, so it is left to `describe`.)
-    if let Some(token) = cfg.telegram_token.as_ref().map(|t| t.expose()) {
-        if token.len() >= 8 {
-            settings = settings.replace(token, "(redacted)");
-        }
+    let token = cfg.telegram_token.as_ref().map(|t| t.expose());
+    if let Some(token) = token.filter(|t| t.len() >= 8) {
+        settings = settings.replace(token, "(redacted)");
     }
     let about = About {
         version: env!("CARGO_PKG_VERSION").to_owned(),

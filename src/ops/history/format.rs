@@ -155,12 +155,9 @@ pub(crate) fn line(e: &Record, titles: &HashMap<&str, &str>, tz: &TimeZone) -> S
         Record::Restart(r) => (restart_text(r), r.dry_run),
         Record::Escalation(r) => (escalation_text(r), r.dry_run),
     };
+    let (when, who) = (local_time(e.ts(), tz), who(e, titles));
     let dry = if dry_run { " [dry-run]" } else { "" };
-    format!(
-        "{}  {}  {what}{dry}",
-        local_time(e.ts(), tz),
-        who(e, titles)
-    )
+    format!("{when}  {who}  {what}{dry}")
 }
 
 /// The `--json` line of one record: `{"log":"restart", …its fields}`.

@@ -39,8 +39,9 @@ use serde_json::{Map, Value};
 /// The whole state file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimState {
-    /// False: `list --all` finds no profile directory at all.
-    #[serde(default = "yes", deserialize_with = "null_is_false")]
+    /// False (or `null`, unlike an absent key): `list --all` finds no
+    /// profile directory at all.
+    #[serde(default = "yes", deserialize_with = "nullable")]
     pub profiles_exist: bool,
     #[serde(default, deserialize_with = "nullable")]
     pub sessions: Vec<SimSession>,
@@ -246,11 +247,6 @@ fn is_zero(n: &u64) -> bool {
 /// `null` reads as the type's default, like an absent key.
 fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
-}
-
-/// `profiles_exist: null` is falsy, unlike an absent key.
-fn null_is_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    Ok(Option::<bool>::deserialize(d)?.unwrap_or(false))
 }
 
 /// `created_at` when neither the state nor the id gives one.
