@@ -256,14 +256,11 @@ fn resolve(fleet: &Fleet, id: &str) -> std::result::Result<Session, String> {
         [] => Err(format!(
             "no restart-critical session has the id or title {id:?}"
         )),
-        many => Err(format!(
-            "{id:?} names {} sessions ({}); give the id",
-            many.len(),
-            many.iter()
-                .map(|s| s.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        many => {
+            let ids: Vec<&str> = many.iter().map(|s| s.id.as_str()).collect();
+            let (n, ids) = (many.len(), ids.join(", "));
+            Err(format!("{id:?} names {n} sessions ({ids}); give the id"))
+        }
     }
 }
 

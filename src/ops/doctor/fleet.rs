@@ -24,10 +24,8 @@ pub(super) fn critical_sessions(
     const NAME: &str = "critical sessions";
     let Some(fleet) = fleet else {
         let unknown = "unknown: agent-deck could not list the fleet";
-        return (
-            Check::warn(NAME, unknown, "fix the agent-deck check first"),
-            Vec::new(),
-        );
+        let check = Check::warn(NAME, unknown, "fix the agent-deck check first");
+        return (check, Vec::new());
     };
     let critical = fleet.critical();
     if critical.is_empty() {

@@ -109,11 +109,8 @@ pub(super) fn agent_deck(cfg: &Config, cli: &Cli, shutdown: &Shutdown) -> (Check
 pub(super) fn service(shutdown: &Shutdown) -> Check {
     const NAME: &str = "service";
     if cfg!(target_os = "macos") {
-        let loaded = probe(
-            &Cmd::new("launchctl").args(["list", LAUNCHD_LABEL]),
-            shutdown,
-        )
-        .is_some_and(|o| o.success());
+        let launchctl = Cmd::new("launchctl").args(["list", LAUNCHD_LABEL]);
+        let loaded = probe(&launchctl, shutdown).is_some_and(|o| o.success());
         return if loaded {
             Check::ok(NAME, format!("launchd agent {LAUNCHD_LABEL} is loaded"))
         } else {
@@ -125,10 +122,8 @@ pub(super) fn service(shutdown: &Shutdown) -> Check {
         };
     }
     let props = "--property=LoadState,UnitFileState,ActiveState,ExecStart";
-    let Some(out) = probe(
-        &Cmd::new("systemctl").args(["--user", "show", UNIT, props]),
-        shutdown,
-    ) else {
+    let systemctl = Cmd::new("systemctl").args(["--user", "show", UNIT, props]);
+    let Some(out) = probe(&systemctl, shutdown) else {
         return Check::warn(
             NAME,
             "systemctl cannot be run: no systemd here",
@@ -144,11 +139,9 @@ pub(super) fn service(shutdown: &Shutdown) -> Check {
     }
     let unit = unit_state(&out.stdout);
     let uid = rustix::process::getuid().as_raw().to_string();
-    let linger = probe(
-        &Cmd::new("loginctl").args(["show-user", &uid, "--property=Linger", "--value"]),
-        shutdown,
-    )
-    .is_some_and(|o| o.success() && o.stdout.trim() == "yes");
+    let loginctl = Cmd::new("loginctl").args(["show-user", &uid, "--property=Linger", "--value"]);
+    let linger =
+        probe(&loginctl, shutdown).is_some_and(|o| o.success() && o.stdout.trim() == "yes");
     let ours = std::env::current_exe().and_then(std::fs::canonicalize).ok();
     let runs_us = unit
         .exec_path

@@ -159,11 +159,8 @@ pub(crate) fn timeline(dir: &Path, s: &Session, killed_at: f64, outcome: &Outcom
             out.push('\n');
         }
     }
-    if let Some(at) = outcome.recovered_at {
-        out.push_str(&format!(
-            "{}  healthy again (session show)\n",
-            local_timestamp(at)
-        ));
+    if let Some(at) = outcome.recovered_at.map(local_timestamp) {
+        out.push_str(&format!("{at}  healthy again (session show)\n"));
     }
     out
 }

@@ -126,10 +126,10 @@ fn restart_text(r: &RestartRecord) -> String {
 }
 
 fn escalation_text(r: &EscalationRecord) -> String {
+    let severity = printable(r.severity.as_str(), WORD_MAX);
     let telegram = if r.telegram { " (telegram)" } else { "" };
     format!(
-        "escalation: {}: {}{telegram}",
-        printable(r.severity.as_str(), WORD_MAX),
+        "escalation: {severity}: {}{telegram}",
         printable(&r.message, TEXT_MAX)
     )
 }

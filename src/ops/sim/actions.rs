@@ -216,11 +216,9 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let i = find(c, st, o, "")?;
     let s = &mut st.sessions[i];
     let message = c.pos[1..].join(" ");
-    let mode = s.on_send.unwrap_or(OnSend::Ok);
-    let mode = if s.tmux_exists() {
-        mode
-    } else {
-        OnSend::NotRunning
+    let mode = match s.on_send {
+        _ if !s.tmux_exists() => OnSend::NotRunning,
+        mode => mode.unwrap_or(OnSend::Ok),
     };
     match mode {
         OnSend::NotRunning => {
@@ -291,13 +289,8 @@ fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
             return Err(o.invalid(&format!("failed to capture pane: {CAPTURE_FAILED}")));
         };
         let field = |k: &str| hold.get(k).map_or(String::new(), text);
-        let block = format!(
-            "[auth hold] {}\n{}\n{}",
-            field("reason"),
-            field("remedy"),
-            field("evidence")
-        );
-        (block, "pane")
+        let block = ["reason", "remedy", "evidence"].map(field).join("\n");
+        (format!("[auth hold] {block}"), "pane")
     };
     if !c.on("json") {
         return Ok(Reply::out(0, content + "\n"));

@@ -8,6 +8,9 @@ use super::args::Call;
 use super::reply::{Out, Reply};
 use super::state::{SimSession, SimState};
 
+/// One step of the resolution: whether a session matches the identifier.
+type Matches<'a> = &'a dyn Fn(&SimSession) -> bool;
+
 /// The index in `state.sessions` of the session the call's first positional
 /// names; `not_found_suffix` ends the NOT_FOUND message.
 pub(super) fn find(
@@ -28,7 +31,7 @@ pub(super) fn find(
     let many_paths = format!("path '{ident}' has multiple sessions:");
     let be_specific = "Use full ID or more specific title.";
     let use_title = "Use title or ID to specify.";
-    let steps: [(&dyn Fn(&SimSession) -> bool, &str, &str); 3] = [
+    let steps: [(Matches, &str, &str); 3] = [
         (&|s| s.title == *ident, &many, be_specific),
         (&|s| by_id && s.id.starts_with(&**ident), &many, be_specific),
         (&|s| s.path() == ident, &many_paths, use_title),
