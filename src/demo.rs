@@ -212,16 +212,14 @@ fn describe(r: &Record) -> Option<String> {
     Some(match r {
         Record::Liveness(r) => {
             let reads: Vec<&str> = r.reads.iter().map(|x| x.status.as_str()).collect();
+            let (title, reads, decision) = (&r.title, reads.join(" → "), &r.decision);
             let pane = match (r.pane.first.is_empty(), r.pane.changed) {
                 (true, _) => "",
                 (false, true) => ", pane moving",
                 (false, false) => ", pane unchanged",
             };
             format!(
-                "{}: liveness check (status {}{pane}) → {} ({})",
-                r.title,
-                reads.join(" → "),
-                r.decision,
+                "{title}: liveness check (status {reads}{pane}) → {decision} ({})",
                 r.reason
             )
         }
