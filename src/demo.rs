@@ -15,15 +15,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::args::RunFlags;
 use crate::config::{Config, Env};
 use crate::daemon;
+use crate::decide::liveness::LivenessReason;
+use crate::decide::outcomes::{RestartAction, Severity};
 use crate::error::{Error, Result};
+use crate::ops::history::{self, timeline::Record};
 use crate::ops::sim::{self, SimSession, SimState};
-use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
-use crate::records::read_back::read_with_rotated;
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
 
@@ -126,22 +127,21 @@ fn write_hook(hooks: &Path, id: &str) -> std::io::Result<()> {
     std::fs::rename(&tmp, hooks.join(format!("{id}.json")))
 }
 
-fn records(cfg: &Config, file: &str) -> Vec<Value> {
-    read_with_rotated(&cfg.watchdog_dir.join(file))
-}
-
 /// The scenario's three outcomes are all on record.
 fn finished(cfg: &Config) -> bool {
-    let revived = records(cfg, RESTART_LOG)
+    let (all, _) = history::load(&cfg.watchdog_dir);
+    let revived = all.iter().any(|r| {
+        matches!(r, Record::Restart(r) if r.id == CRASHER && r.action == RestartAction::Restarted)
+    });
+    let busy_skips = all
         .iter()
-        .any(|r| r["id"] == CRASHER && r["action"] == "restarted");
-    let busy_skips = records(cfg, LIVENESS_LOG)
-        .iter()
-        .filter(|r| r["id"] == BUSY && r["reason"] == "pane_active")
+        .filter(|r| {
+            matches!(r, Record::Liveness(l) if l.id == BUSY && l.reason == LivenessReason::PaneActive)
+        })
         .count();
-    let held = records(cfg, ESCALATIONS_LOG)
+    let held = all
         .iter()
-        .any(|e| e["severity"] == "auth-hold");
+        .any(|r| matches!(r, Record::Escalation(e) if e.severity == Severity::AuthHold));
     revived && busy_skips >= 2 && held
 }
 
@@ -191,10 +191,9 @@ pub(crate) fn run() -> Result<()> {
         std::thread::sleep(Duration::from_millis(200));
     }
     shutdown.trigger();
-    let outcome = daemon
+    daemon
         .join()
-        .map_err(|_| err("the daemon thread", "panicked"))?;
-    outcome?;
+        .map_err(|_| err("the daemon thread", "panicked"))??;
     print_timeline(&cfg, started, crashed_at, &calls);
     let (kept, all) = (cfg.watchdog_dir.display(), dir.display());
     println!("\nrecords: {kept}\n(the demo's files, simulated fleet included, are in {all})");
@@ -207,57 +206,44 @@ pub(crate) fn run() -> Result<()> {
     }
 }
 
-/// One record of `kind` (`liveness`, `restart`, `escalation`) as a line.
-fn describe(r: &Value, kind: &str) -> String {
-    let s = |k: &str| r[k].as_str().unwrap_or("").to_owned();
-    let title = s("title");
-    match kind {
-        "liveness" => {
-            let reads: Vec<String> = r["reads"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|x| x["status"].as_str().unwrap_or("?").to_owned())
-                .collect();
-            let pane = match (r["pane"]["first"].as_str(), r["pane"]["changed"] == true) {
-                (Some(""), _) | (None, _) => "",
-                (_, true) => ", pane moving",
-                (_, false) => ", pane unchanged",
+/// One record as a timeline line; `None` for a `skipped-alive` restart
+/// record, which the liveness line written with it already says.
+fn describe(r: &Record) -> Option<String> {
+    Some(match r {
+        Record::Liveness(r) => {
+            let reads: Vec<&str> = r.reads.iter().map(|x| x.status.as_str()).collect();
+            let (title, reads, decision) = (&r.title, reads.join(" → "), &r.decision);
+            let pane = match (r.pane.first.is_empty(), r.pane.changed) {
+                (true, _) => "",
+                (false, true) => ", pane moving",
+                (false, false) => ", pane unchanged",
             };
             format!(
-                "{title}: liveness check (status {}{pane}) → {} ({})",
-                reads.join(" → "),
-                s("decision"),
-                s("reason")
+                "{title}: liveness check (status {reads}{pane}) → {decision} ({})",
+                r.reason
             )
         }
-        "restart" => match s("action").as_str() {
-            "restart" => format!("{title}: restarting it (session restart --json)"),
-            "restarted" => format!("{title}: back up, status {}", s("final_status")),
-            "skipped-alive" => format!("{title}: left alone — {}", s("reason")),
-            other => format!("{title}: {other} {}", s("reason")),
+        Record::Restart(r) => match &r.action {
+            RestartAction::SkippedAlive => return None,
+            RestartAction::Restart => {
+                format!("{}: restarting it (session restart --json)", r.title)
+            }
+            RestartAction::Restarted => format!(
+                "{}: back up, status {}",
+                r.title,
+                r.final_status.as_deref().unwrap_or("")
+            ),
+            other => format!("{}: {other} {}", r.title, r.reason.as_deref().unwrap_or("")),
         },
-        _ => format!("ESCALATION [{}] {}", s("severity"), s("message")),
-    }
+        Record::Escalation(e) => format!("ESCALATION [{}] {}", e.severity, e.message),
+    })
 }
 
 fn print_timeline(cfg: &Config, started: f64, crashed_at: f64, calls: &Path) {
-    let mut events: Vec<(f64, String)> = vec![(
-        crashed_at,
-        "conductor-ops crashes: status error, hook file renamed into the hooks dir".into(),
-    )];
-    for (file, kind) in [
-        (LIVENESS_LOG, "liveness"),
-        (RESTART_LOG, "restart"),
-        (ESCALATIONS_LOG, "escalation"),
-    ] {
-        for r in records(cfg, file) {
-            if kind == "restart" && r["action"] == "skipped-alive" {
-                continue; // the liveness line already says it
-            }
-            events.push((r["ts"].as_f64().unwrap_or(0.0), describe(&r, kind)));
-        }
-    }
+    let crash = "conductor-ops crashes: status error, hook file renamed into the hooks dir";
+    let (all, _) = history::load(&cfg.watchdog_dir);
+    let mut events = vec![(crashed_at, crash.to_owned())];
+    events.extend(all.iter().filter_map(|r| Some((r.ts(), describe(r)?))));
     events.sort_by(|a, b| a.0.total_cmp(&b.0));
     println!("timeline (seconds since start):");
     for (ts, line) in events {

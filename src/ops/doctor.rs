@@ -87,14 +87,11 @@ impl Check {
     /// `✓ name: detail`, or with ` — fix: …` after a warning or failure.
     pub(crate) fn line(&self) -> String {
         let detail = crate::ops::logging::one_line(&self.detail);
-        match &self.fix {
-            Some(fix) => format!(
-                "{} {}: {detail} — fix: {fix}",
-                self.status.mark(),
-                self.check
-            ),
-            None => format!("{} {}: {detail}", self.status.mark(), self.check),
-        }
+        let fix = self
+            .fix
+            .as_ref()
+            .map_or(String::new(), |f| format!(" — fix: {f}"));
+        format!("{} {}: {detail}{fix}", self.status.mark(), self.check)
     }
 }
 
@@ -116,12 +113,12 @@ pub(crate) fn checks(env: &Env, online: bool) -> Vec<Check> {
     };
     let cli = Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, shutdown.clone());
     let (deck, listed) = install::agent_deck(&cfg, &cli, &shutdown);
-    let critical = fleet::critical_sessions(&cfg, listed.as_ref(), &shutdown);
+    let (critical, claude) = fleet::critical_sessions(&cfg, listed.as_ref(), &shutdown);
     vec![
         deck,
         settings,
-        critical.check.clone(),
-        fleet::hooks_dir(&cfg, &critical),
+        critical,
+        fleet::hooks_dir(&cfg, &claude),
         fleet::stored_status(&cfg),
         host::kernel_notifications(),
         install::service(&shutdown),

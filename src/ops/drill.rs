@@ -25,7 +25,7 @@ use crate::fleet::cache::Fleet;
 use crate::fleet::deck::Cli;
 use crate::fleet::deck_config;
 use crate::fleet::session::{Session, Status};
-use crate::ops::preflight::{show, status_writer};
+use crate::ops::preflight::{show, status_writer, Shown};
 use crate::records::audit::RestartRecord;
 use crate::records::daemon_status;
 use crate::records::instance_lock::{self, Holder};
@@ -76,36 +76,34 @@ pub(crate) fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
             f.status.as_str()
         ));
     }
-    match f.daemon {
-        None => {
-            return Some(
-                "no watchdog daemon runs (as this shell's AGENT_DECK_ROOT sees it): nothing would restart it"
-                    .into(),
-            )
-        }
-        Some(h) if h.once => return Some(format!("pid {} is a --once pass, not a daemon", h.pid)),
-        Some(h) if h.dry_run => {
-            return Some(format!(
-                "the daemon (pid {}) runs in --dry-run: it would restart nothing",
-                h.pid
-            ))
-        }
-        Some(h) => {
-            let quiet = match f.last_tick {
-                None => Some("has not finished a tick yet".to_owned()),
-                Some(t) if f.now - t > STALE_TICK_S => Some(format!(
-                    "has not finished a tick in {:.0} s: it may be stuck",
-                    f.now - t
-                )),
-                Some(_) => None,
-            };
-            if let Some(quiet) = quiet {
-                return Some(format!(
-                    "the daemon (pid {}) {quiet}, and would not notice the kill",
-                    h.pid
-                ));
-            }
-        }
+    let Some(h) = f.daemon else {
+        return Some(
+            "no watchdog daemon runs (as this shell's AGENT_DECK_ROOT sees it): nothing would restart it"
+                .into(),
+        );
+    };
+    if h.once {
+        return Some(format!("pid {} is a --once pass, not a daemon", h.pid));
+    }
+    if h.dry_run {
+        return Some(format!(
+            "the daemon (pid {}) runs in --dry-run: it would restart nothing",
+            h.pid
+        ));
+    }
+    let quiet = match f.last_tick {
+        None => "has not finished a tick yet".to_owned(),
+        Some(t) if f.now - t > STALE_TICK_S => format!(
+            "has not finished a tick in {:.0} s: it may be stuck",
+            f.now - t
+        ),
+        Some(_) => String::new(),
+    };
+    if !quiet.is_empty() {
+        return Some(format!(
+            "the daemon (pid {}) {quiet}, and would not notice the kill",
+            h.pid
+        ));
     }
     let mut state = f.state.clone();
     match gates::gate(&mut state, f.limits, id, f.now) {
@@ -135,8 +133,7 @@ pub(crate) fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
 /// kill.
 struct Plan {
     s: Session,
-    status: String,
-    tmux_session: String,
+    shown: Shown,
     socket: Option<String>,
     /// The kill as a command line, for the prompt and the record.
     target: String,
@@ -164,7 +161,6 @@ fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Pla
         limits.rate_max = st.rate_limit_max;
         limits.rate_window = st.rate_limit_window_s;
     }
-    let now = unix_now();
     let created = shown
         .created_at
         .parse::<jiff::Timestamp>()
@@ -177,7 +173,7 @@ fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Pla
         last_tick: ticked.map(|st| st.last_tick),
         state: &state,
         limits: &limits,
-        now,
+        now: unix_now(),
         status_writer: status_writer(cfg).is_some(),
         last_start: created.into_iter().chain(restarted).reduce(f64::max),
     };
@@ -191,17 +187,13 @@ fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Pla
         )));
     }
     let socket = tmux_socket(cfg)?;
-    let target = format!(
-        "tmux{} kill-session -t ={}",
-        socket
-            .as_deref()
-            .map_or(String::new(), |s| format!(" -L {s}")),
-        shown.tmux_session
-    );
+    let on_socket = socket
+        .as_deref()
+        .map_or(String::new(), |s| format!(" -L {s}"));
+    let target = format!("tmux{on_socket} kill-session -t ={}", shown.tmux_session);
     Ok(Plan {
         s,
-        status: shown.status,
-        tmux_session: shown.tmux_session,
+        shown,
         socket,
         target,
     })
@@ -219,25 +211,19 @@ pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
         // The answer may have come much later: everything is weighed again.
         plan = prepare(cfg, &cli, &args.id, &shutdown)?;
     }
-    let Plan {
-        s,
-        status,
-        tmux_session,
-        socket,
-        target,
-    } = plan;
     let dir = &cfg.watchdog_dir;
     let follow = follow::Follow::start(dir);
     let killed_at = unix_now();
-    kill(&socket, &tmux_session, &target, &shutdown)?;
-    let why = format!("killed while {status}: {target}");
-    let record = RestartRecord::new(killed_at, &s, RestartAction::Drill, Some(why), false);
+    kill(&plan, &shutdown)?;
+    let (s, target) = (&plan.s, &plan.target);
+    let why = format!("killed while {}: {target}", plan.shown.status);
+    let record = RestartRecord::new(killed_at, s, RestartAction::Drill, Some(why), false);
     Records::from_config(cfg).restart(&record);
     println!("killed {} ({}): {target}", s.title, s.id);
-    let healthy = || show(cfg, &s, &shutdown).is_ok_and(|sh| drillable(Status::parse(&sh.status)));
+    let healthy = || show(cfg, s, &shutdown).is_ok_and(|sh| drillable(Status::parse(&sh.status)));
     let timeout = Duration::from_secs_f64(args.timeout_s);
-    let outcome = follow.wait(&s, killed_at, &cfg.hooks_dir, timeout, &shutdown, healthy);
-    print!("{}", follow::timeline(dir, &s, killed_at, &outcome));
+    let outcome = follow.wait(s, killed_at, &cfg.hooks_dir, timeout, &shutdown, healthy);
+    print!("{}", follow::timeline(dir, s, killed_at, &outcome));
     match outcome.recovered_at {
         Some(at) => {
             let took = at - killed_at;
@@ -270,14 +256,11 @@ fn resolve(fleet: &Fleet, id: &str) -> std::result::Result<Session, String> {
         [] => Err(format!(
             "no restart-critical session has the id or title {id:?}"
         )),
-        many => Err(format!(
-            "{id:?} names {} sessions ({}); give the id",
-            many.len(),
-            many.iter()
-                .map(|s| s.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        many => {
+            let ids: Vec<&str> = many.iter().map(|s| s.id.as_str()).collect();
+            let (n, ids) = (many.len(), ids.join(", "));
+            Err(format!("{id:?} names {n} sessions ({ids}); give the id"))
+        }
     }
 }
 
@@ -323,23 +306,23 @@ fn drillable(status: Status) -> bool {
     matches!(status, Status::Running | Status::Waiting | Status::Idle)
 }
 
-/// `tmux [-L socket] kill-session -t =NAME` (`target`, as shown): the exact
-/// name, nothing else.
-fn kill(socket: &Option<String>, name: &str, target: &str, shutdown: &Shutdown) -> Result<()> {
+/// `tmux [-L socket] kill-session -t =NAME` (the plan's `target`): the
+/// exact name, nothing else.
+fn kill(plan: &Plan, shutdown: &Shutdown) -> Result<()> {
     let mut job = Cmd::new(Path::new("tmux"));
-    if let Some(s) = socket {
+    if let Some(s) = &plan.socket {
         job = job.arg("-L").arg(s);
     }
     // Only the socket (or TMUX_TMPDIR's default) chooses the server, never
     // the tmux this shell may be running in.
-    let job = job
-        .env_remove("TMUX")
-        .args(["kill-session", "-t", &format!("={name}")]);
+    let name = format!("={}", plan.shown.tmux_session);
+    let job = job.env_remove("TMUX").args(["kill-session", "-t", &name]);
     let out = process::run(&job, Duration::from_secs(10), shutdown)
         .map_err(|e| Error::runtime(format!("drill: tmux {e}")))?;
     if !out.success() {
         return Err(Error::runtime(format!(
-            "drill: {target} failed, nothing was killed: {}",
+            "drill: {} failed, nothing was killed: {}",
+            plan.target,
             out.stderr.trim()
         )));
     }

@@ -8,10 +8,7 @@
 //! merging, filtering, `--since`) and [`format`] (the readable line, the
 //! `--json` line, the report, with the time zone and `now` passed in).
 //!
-//! `history` only reads: it never writes, locks, or calls agent-deck. It
-//! never prints pane text or a secret: the records have no field for either,
-//! and the settings come from `Config::describe`, which shows the token only
-//! as set or unset.
+//! `history` only reads: it never writes, locks, or calls agent-deck.
 
 pub(crate) mod format;
 pub(crate) mod timeline;
@@ -55,39 +52,30 @@ pub(crate) struct Args {
     pub view: View,
 }
 
-/// The newest part of a record file.
-#[derive(Debug)]
-struct FileBytes {
-    bytes: Vec<u8>,
-    /// The file was larger than the bound: only its end was read.
-    clipped: bool,
-}
-
 /// Reads a record file without blocking on it: `Ok(None)` when missing, an
 /// error saying what is wrong when it is not a regular file or cannot be
-/// read. More than `max` bytes: the newest `max`, from the first whole line.
-fn read_record_file(path: &Path, max: u64) -> std::result::Result<Option<FileBytes>, String> {
+/// read. More than `max` bytes: the newest `max`, from the first whole line,
+/// and `true` for "clipped".
+fn read_record_file(path: &Path, max: u64) -> std::result::Result<Option<(Vec<u8>, bool)>, String> {
     let mut file = match crate::sys::fs::open_regular(path) {
         Ok(f) => f,
         Err(e) if e.is_missing() => return Ok(None),
         Err(e) => return Err(format!("it {}", e.reason())),
     };
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    let clipped = meta.len() > max;
-    if clipped {
-        file.seek(SeekFrom::Start(meta.len() - max))
-            .map_err(|e| e.to_string())?;
-    }
-    let mut bytes = Vec::with_capacity(meta.len().min(max) as usize);
-    file.take(max)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
+    let mut read = || -> io::Result<(Vec<u8>, bool)> {
+        let len = file.metadata()?.len();
+        file.seek(SeekFrom::Start(len.saturating_sub(max)))?;
+        let mut bytes = Vec::with_capacity(len.min(max) as usize);
+        (&mut file).take(max).read_to_end(&mut bytes)?;
+        Ok((bytes, len > max))
+    };
+    let (mut bytes, clipped) = read().map_err(|e| e.to_string())?;
     if clipped {
         // The first line is probably cut: start after it.
         let start = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
         bytes.drain(..start);
     }
-    Ok(Some(FileBytes { bytes, clipped }))
+    Ok(Some((bytes, clipped)))
 }
 
 /// Every record under `dir`, merged, and what went wrong reading them.
@@ -102,16 +90,14 @@ pub(crate) fn load(dir: &Path) -> (Vec<Record>, Vec<String>) {
                 .unwrap_or_default();
             match read_record_file(&path, FILE_MAX) {
                 Ok(None) => {}
-                Ok(Some(read)) => {
-                    if read.clipped {
+                Ok(Some((bytes, clipped))) => {
+                    if clipped {
+                        let (shown, mib) = (path.display(), FILE_MAX >> 20);
                         problems.push(format!(
-                            "{} is larger than {} MiB: only its newest {} MiB were read",
-                            path.display(),
-                            FILE_MAX >> 20,
-                            FILE_MAX >> 20
+                            "{shown} is larger than {mib} MiB: only its newest {mib} MiB were read"
                         ));
                     }
-                    let (entries, skipped) = parse(log, &read.bytes);
+                    let (entries, skipped) = parse(log, &bytes);
                     if skipped > 0 {
                         let s = if skipped == 1 { "" } else { "s" };
                         problems.push(format!("skipped {skipped} unreadable line{s} in {name}"));
@@ -138,10 +124,9 @@ pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     // `describe` shows the token only as set or unset; should that ever
     // change, the report still does not carry it. (A token shorter than a
     // real one could match ordinary text, so it is left to `describe`.)
-    if let Some(token) = cfg.telegram_token.as_ref().map(|t| t.expose()) {
-        if token.len() >= 8 {
-            settings = settings.replace(token, "(redacted)");
-        }
+    let token = cfg.telegram_token.as_ref().map(|t| t.expose());
+    if let Some(token) = token.filter(|t| t.len() >= 8) {
+        settings = settings.replace(token, "(redacted)");
     }
     let about = About {
         version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -210,9 +195,9 @@ mod tests {
             .map(|i| restart(T0 + f64::from(i), OPS, "a", "restart", Value::Null))
             .collect();
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        let read = read_record_file(&path, 1000).unwrap().unwrap();
-        assert!(read.clipped && read.bytes.len() <= 1000);
-        let (e, skipped) = parse(Log::Restart, &read.bytes);
+        let (bytes, clipped) = read_record_file(&path, 1000).unwrap().unwrap();
+        assert!(clipped && bytes.len() <= 1000);
+        let (e, skipped) = parse(Log::Restart, &bytes);
         assert_eq!(skipped, 0, "the cut first line is dropped, not counted");
         assert_eq!(e.last().map(|e| e.ts()), Some(T0 + 99.0));
     }

@@ -17,13 +17,11 @@ use crate::sys::clock::{unix_now, utc_timestamp};
 /// Whether stderr is the stream `JOURNAL_STREAM` (`<dev>:<inode>`) names.
 /// journald is Linux only: elsewhere this is always false.
 pub(crate) fn stderr_is_journal(journal_stream: Option<&str>) -> bool {
-    let Some((dev, ino)) = journal_stream.and_then(|v| v.split_once(':')) else {
-        return false;
-    };
-    let (Ok(dev), Ok(ino)) = (dev.parse::<u64>(), ino.parse::<u64>()) else {
-        return false;
-    };
-    stderr_is(dev, ino)
+    let named = journal_stream.and_then(|v| {
+        let (dev, ino) = v.split_once(':')?;
+        Some((dev.parse().ok()?, ino.parse().ok()?))
+    });
+    named.is_some_and(|(dev, ino)| stderr_is(dev, ino))
 }
 
 #[cfg(target_os = "linux")]

@@ -34,7 +34,7 @@ pub(crate) fn status_writer(cfg: &Config) -> Option<String> {
     let bin = cfg.bin.file_name()?;
     let home = cfg.home.as_os_str().as_bytes();
     process_table::processes(Path::new(PROC_DIR)).find_map(|p| {
-        if p.program_name() != Some(bin) {
+        if p.program_name() != Some(bin) || p.env_value("HOME").as_deref() != Some(home) {
             return None;
         }
         let mut argv = p
@@ -42,9 +42,6 @@ pub(crate) fn status_writer(cfg: &Config) -> Option<String> {
             .split(|b| *b == 0)
             .filter(|a| !a.is_empty())
             .skip(1);
-        if p.env_value("HOME").as_deref() != Some(home) {
-            return None;
-        }
         // The global profile flag may come first: `-p work`, `--profile=work`.
         let command = loop {
             match argv.next() {

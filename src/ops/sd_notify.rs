@@ -30,19 +30,6 @@ fn ping_interval(usec: u64) -> Duration {
     interval.max(MIN_WATCHDOG) / 2
 }
 
-/// A datagram to an abstract-namespace socket (`@name`), which only Linux has.
-#[cfg(target_os = "linux")]
-fn send_abstract(sock: &UnixDatagram, name: &str, msg: &str) -> std::io::Result<usize> {
-    use std::os::linux::net::SocketAddrExt;
-    std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
-        .and_then(|addr| sock.send_to_addr(msg.as_bytes(), &addr))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn send_abstract(_: &UnixDatagram, _: &str, _: &str) -> std::io::Result<usize> {
-    Err(std::io::ErrorKind::Unsupported.into())
-}
-
 pub(crate) struct SdNotify {
     socket: Option<(UnixDatagram, String)>,
     /// Half the systemd watchdog interval, when one is configured.
@@ -81,8 +68,15 @@ impl SdNotify {
             return;
         };
         let result = match path.strip_prefix('@') {
-            Some(name) => send_abstract(sock, name, msg),
-            None => sock.send_to(msg.as_bytes(), path),
+            // The abstract namespace, which only Linux has (and the socket
+            // is only made there).
+            #[cfg(target_os = "linux")]
+            Some(name) => {
+                use std::os::linux::net::SocketAddrExt;
+                std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+                    .and_then(|addr| sock.send_to_addr(msg.as_bytes(), &addr))
+            }
+            _ => sock.send_to(msg.as_bytes(), path),
         };
         if let Err(e) = result {
             if !self.warned {

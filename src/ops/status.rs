@@ -263,26 +263,23 @@ fn table(r: &Report) -> String {
         ));
     }
     let b = &r.breaker;
+    let breaker = if b.open {
+        format!("OPEN, {:.0}s left", b.remaining_s)
+    } else {
+        "closed".into()
+    };
     out.push_str(&format!(
-        "breaker: {} ({} recent 429s)\n",
-        if b.open {
-            format!("OPEN, {:.0}s left", b.remaining_s)
-        } else {
-            "closed".into()
-        },
+        "breaker: {breaker} ({} recent 429s)\n",
         b.recent_429s
     ));
     let c = &r.cascade;
-    out.push_str(&format!(
-        "cascade: {}\n",
-        match c.size.filter(|_| c.active) {
-            Some(size) => format!(
-                "active ({size} in error), settle {:.0}s left",
-                c.settle_remaining_s
-            ),
-            None => "none".into(),
-        }
-    ));
+    let cascade = c.size.filter(|_| c.active).map_or("none".into(), |size| {
+        format!(
+            "active ({size} in error), settle {:.0}s left",
+            c.settle_remaining_s
+        )
+    });
+    out.push_str(&format!("cascade: {cascade}\n"));
     out.push_str(&format!("queue drops: {}\n", r.queue_drops));
     out.push_str(&format!(
         "cli calls: {} ({} failed) as of the last tick\n",
@@ -296,14 +293,12 @@ fn table(r: &Report) -> String {
     ));
     out.push_str(&format!("records: {}\n", records_line(&r.records)));
     let tasks: Vec<String> = r.tasks.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    out.push_str(&format!(
-        "tasks: {}\n",
-        if tasks.is_empty() {
-            "none".to_owned()
-        } else {
-            tasks.join(", ")
-        }
-    ));
+    let tasks = if tasks.is_empty() {
+        "none".to_owned()
+    } else {
+        tasks.join(", ")
+    };
+    out.push_str(&format!("tasks: {tasks}\n"));
     out
 }
 
@@ -313,11 +308,9 @@ fn records_line(r: &RecordFiles) -> String {
         .files
         .iter()
         .map(|f| {
-            let rotated = if f.rotated_bytes > 0 {
-                format!(" (+ {} in .1)", mib(f.rotated_bytes))
-            } else {
-                String::new()
-            };
+            let rotated =
+                (f.rotated_bytes > 0).then(|| format!(" (+ {} in .1)", mib(f.rotated_bytes)));
+            let rotated = rotated.unwrap_or_default();
             format!("{} {}{rotated}", f.name, mib(f.bytes))
         })
         .collect();
@@ -332,10 +325,8 @@ fn mib(bytes: u64) -> String {
 pub(crate) fn run(cfg: &Config, json: bool) -> Result<()> {
     let r = collect(cfg, SystemClock.now());
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).map_err(|e| Error::runtime(e.to_string()))?
-        );
+        let text = serde_json::to_string_pretty(&r).map_err(|e| Error::runtime(e.to_string()))?;
+        println!("{text}");
     } else {
         print!("{}", table(&r));
     }

@@ -13,44 +13,31 @@ use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::hook_file_exists;
 
-/// The critical sessions as `doctor` saw them.
-pub(super) struct Critical {
-    pub check: Check,
-    /// Claude-family critical sessions (they report through hooks).
-    pub claude: Vec<Session>,
-}
-
 /// `critical sessions`: each, why, and whether it is in `error` now (one
-/// `session show` each, the call the daemon makes).
+/// `session show` each, the call the daemon makes); and the Claude-family
+/// ones among them, which report through hooks.
 pub(super) fn critical_sessions(
     cfg: &Config,
     fleet: Option<&Fleet>,
     shutdown: &Shutdown,
-) -> Critical {
+) -> (Check, Vec<Session>) {
     const NAME: &str = "critical sessions";
     let Some(fleet) = fleet else {
-        return Critical {
-            check: Check::warn(
-                NAME,
-                "unknown: agent-deck could not list the fleet",
-                "fix the agent-deck check first",
-            ),
-            claude: Vec::new(),
-        };
+        let unknown = "unknown: agent-deck could not list the fleet";
+        let check = Check::warn(NAME, unknown, "fix the agent-deck check first");
+        return (check, Vec::new());
     };
     let critical = fleet.critical();
     if critical.is_empty() {
-        return Critical {
-            check: Check::warn(
-                NAME,
-                format!("none among {} sessions: the watchdog has nothing to keep alive", fleet.len()),
-                format!(
-                    "name a conductor `conductor-…` or put it in group conductor or watchers, or create {}/<id>",
-                    cfg.autorestart_dir().display()
-                ),
+        let check = Check::warn(
+            NAME,
+            format!("none among {} sessions: the watchdog has nothing to keep alive", fleet.len()),
+            format!(
+                "name a conductor `conductor-…` or put it in group conductor or watchers, or create {}/<id>",
+                cfg.autorestart_dir().display()
             ),
-            claude: Vec::new(),
-        };
+        );
+        return (check, Vec::new());
     }
     let mut claude = Vec::new();
     let shown: Vec<String> = critical
@@ -72,14 +59,12 @@ pub(super) fn critical_sessions(
             format!("{} ({why}; {status})", s.title)
         })
         .collect();
-    Critical {
-        check: Check::ok(NAME, format!("{}: {}", critical.len(), shown.join(", "))),
-        claude,
-    }
+    let check = Check::ok(NAME, format!("{}: {}", critical.len(), shown.join(", ")));
+    (check, claude)
 }
 
 /// `hooks dir`: where agent-deck writes hooks, and whether they come.
-pub(super) fn hooks_dir(cfg: &Config, critical: &Critical) -> Check {
+pub(super) fn hooks_dir(cfg: &Config, claude: &[Session]) -> Check {
     const NAME: &str = "hooks dir";
     let dir = &cfg.hooks_dir;
     if !dir.is_dir() {
@@ -89,8 +74,7 @@ pub(super) fn hooks_dir(cfg: &Config, critical: &Critical) -> Check {
             "install agent-deck's hooks (`agent-deck hooks install`) or set AGENT_DECK_HOOKS_DIR to where they are written",
         );
     }
-    let silent: Vec<&str> = critical
-        .claude
+    let silent: Vec<&str> = claude
         .iter()
         .filter(|s| !hook_file_exists(dir, &s.id))
         .map(|s| s.title.as_str())
@@ -114,24 +98,14 @@ pub(super) fn hooks_dir(cfg: &Config, critical: &Critical) -> Check {
 
 /// Seconds since the newest `*.json` in the hooks dir or its sandboxes.
 fn newest_hook_age(dir: &Path) -> Option<f64> {
-    let json_mtimes = |d: &Path| {
-        std::fs::read_dir(d)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
-            .filter_map(|e| e.metadata().ok()?.modified().ok())
-            .collect::<Vec<_>>()
-    };
-    let mut all = json_mtimes(dir);
-    for sandbox in std::fs::read_dir(dir.join("sandbox"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        all.extend(json_mtimes(&sandbox.path()));
-    }
-    let newest = all.into_iter().max()?;
+    let entries = |d: &Path| std::fs::read_dir(d).into_iter().flatten().flatten();
+    let sandboxes = entries(&dir.join("sandbox")).map(|e| e.path());
+    let newest = std::iter::once(dir.to_path_buf())
+        .chain(sandboxes)
+        .flat_map(|d| entries(&d))
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| e.metadata().ok()?.modified().ok())
+        .max()?;
     Some(newest.elapsed().map_or(0.0, |d| d.as_secs_f64()))
 }
 

@@ -109,11 +109,8 @@ pub(super) fn agent_deck(cfg: &Config, cli: &Cli, shutdown: &Shutdown) -> (Check
 pub(super) fn service(shutdown: &Shutdown) -> Check {
     const NAME: &str = "service";
     if cfg!(target_os = "macos") {
-        let loaded = probe(
-            &Cmd::new("launchctl").args(["list", LAUNCHD_LABEL]),
-            shutdown,
-        )
-        .is_some_and(|o| o.success());
+        let launchctl = Cmd::new("launchctl").args(["list", LAUNCHD_LABEL]);
+        let loaded = probe(&launchctl, shutdown).is_some_and(|o| o.success());
         return if loaded {
             Check::ok(NAME, format!("launchd agent {LAUNCHD_LABEL} is loaded"))
         } else {
@@ -125,10 +122,8 @@ pub(super) fn service(shutdown: &Shutdown) -> Check {
         };
     }
     let props = "--property=LoadState,UnitFileState,ActiveState,ExecStart";
-    let Some(out) = probe(
-        &Cmd::new("systemctl").args(["--user", "show", UNIT, props]),
-        shutdown,
-    ) else {
+    let systemctl = Cmd::new("systemctl").args(["--user", "show", UNIT, props]);
+    let Some(out) = probe(&systemctl, shutdown) else {
         return Check::warn(
             NAME,
             "systemctl cannot be run: no systemd here",
@@ -144,11 +139,9 @@ pub(super) fn service(shutdown: &Shutdown) -> Check {
     }
     let unit = unit_state(&out.stdout);
     let uid = rustix::process::getuid().as_raw().to_string();
-    let linger = probe(
-        &Cmd::new("loginctl").args(["show-user", &uid, "--property=Linger", "--value"]),
-        shutdown,
-    )
-    .is_some_and(|o| o.success() && o.stdout.trim() == "yes");
+    let loginctl = Cmd::new("loginctl").args(["show-user", &uid, "--property=Linger", "--value"]);
+    let linger =
+        probe(&loginctl, shutdown).is_some_and(|o| o.success() && o.stdout.trim() == "yes");
     let ours = std::env::current_exe().and_then(std::fs::canonicalize).ok();
     let runs_us = unit
         .exec_path
@@ -200,25 +193,22 @@ pub(super) struct UnitState {
 }
 
 pub(super) fn unit_state(text: &str) -> UnitState {
-    let mut u = UnitState::default();
-    for line in text.lines() {
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        match key {
-            "LoadState" => u.load = value.to_owned(),
-            "UnitFileState" => u.file_state = value.to_owned(),
-            "ActiveState" => u.active = value.to_owned(),
-            "ExecStart" => {
-                u.exec_path = value
-                    .split(" ; ")
-                    .find_map(|f| f.trim_start_matches("{ ").strip_prefix("path="))
-                    .map(str::to_owned);
-            }
-            _ => {}
-        }
+    // The last line of each key counts.
+    let value = |key: &str| {
+        let prefix = format!("{key}=");
+        text.lines().rev().find_map(|l| l.strip_prefix(&prefix))
+    };
+    let field = |key: &str| value(key).unwrap_or_default().to_owned();
+    UnitState {
+        load: field("LoadState"),
+        file_state: field("UnitFileState"),
+        active: field("ActiveState"),
+        exec_path: value("ExecStart").and_then(|v| {
+            v.split(" ; ")
+                .find_map(|f| f.trim_start_matches("{ ").strip_prefix("path="))
+                .map(str::to_owned)
+        }),
     }
-    u
 }
 
 /// `escalate.sh`: present and executable.

@@ -17,8 +17,6 @@ use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::{read_hook, HookStatus};
 
 const POLL: Duration = Duration::from_millis(250);
-/// One line of `restart.log` is far smaller; a longer one is not ours.
-const READ_MAX: u64 = 16 << 20;
 
 /// How the wait ended.
 pub(super) struct Outcome {
@@ -79,15 +77,10 @@ impl Follow {
         let mut last: Option<RestartRecord> = None;
         let mut restarted = false;
         let mut hook = None;
-        let mut first_seen = false;
         while Instant::now() < deadline {
-            let ours = self.new_records();
-            let ours = ours
-                .into_iter()
-                .filter(|r| r.id == s.id && r.action != RestartAction::Drill);
-            for r in ours {
-                if !first_seen {
-                    first_seen = true;
+            let ours = self.new_records().into_iter();
+            for r in ours.filter(|r| r.id == s.id && r.action != RestartAction::Drill) {
+                if last.is_none() {
                     hook = read_hook(hooks_dir, &s.id)
                         .and_then(|h| Some((h.status, h.ts?)))
                         .filter(|(_, ts)| *ts >= killed_at && *ts <= r.ts + 1.0);
@@ -132,13 +125,12 @@ impl Follow {
 
 /// Appends what `path` holds from `offset` on (bounded); how much it read.
 fn read_from(path: &Path, offset: u64, into: &mut Vec<u8>) -> u64 {
-    let Ok(mut f) = open_regular(path) else {
-        return 0;
+    let mut read = || -> std::io::Result<usize> {
+        let mut f = open_regular(path).map_err(std::io::Error::other)?;
+        f.seek(SeekFrom::Start(offset))?;
+        f.take(history::FILE_MAX).read_to_end(into)
     };
-    if f.seek(SeekFrom::Start(offset)).is_err() {
-        return 0;
-    }
-    f.take(READ_MAX).read_to_end(into).map_or(0, |n| n as u64)
+    read().map_or(0, |n| n as u64)
 }
 
 /// The drill's timeline as `history` prints it: every record about `s`
@@ -167,11 +159,8 @@ pub(crate) fn timeline(dir: &Path, s: &Session, killed_at: f64, outcome: &Outcom
             out.push('\n');
         }
     }
-    if let Some(at) = outcome.recovered_at {
-        out.push_str(&format!(
-            "{}  healthy again (session show)\n",
-            local_timestamp(at)
-        ));
+    if let Some(at) = outcome.recovered_at.map(local_timestamp) {
+        out.push_str(&format!("{at}  healthy again (session show)\n"));
     }
     out
 }

@@ -18,8 +18,8 @@ use super::timeline::{one_per_decision, select, titles, Record, Since};
 use super::{Args, View};
 use crate::error::{Error, Result};
 use crate::records::audit::{
-    EscalationRecord, LivenessRecord, Pane, RestartRecord, ESCALATIONS_LOG, LIVENESS_LOG,
-    RESTART_LOG,
+    EscalationRecord, LivenessRecord, Pane, RestartRecord, StatusRead, ESCALATIONS_LOG,
+    LIVENESS_LOG, RESTART_LOG,
 };
 use crate::text::printable;
 
@@ -70,23 +70,16 @@ fn pane_summary(p: &Pane) -> String {
 }
 
 /// `error` or `error/auth-401`.
-fn status_read(status: &str, substate: Option<&str>) -> String {
-    match substate.filter(|s| !s.is_empty()) {
-        Some(sub) => format!(
-            "{}/{}",
-            printable(status, WORD_MAX),
-            printable(sub, WORD_MAX)
-        ),
-        None => printable(status, WORD_MAX),
+fn status_read(r: &StatusRead) -> String {
+    let status = printable(&r.status, WORD_MAX);
+    match r.substate.as_deref().filter(|s| !s.is_empty()) {
+        Some(sub) => format!("{status}/{}", printable(sub, WORD_MAX)),
+        None => status,
     }
 }
 
 fn liveness_text(r: &LivenessRecord) -> String {
-    let reads: Vec<String> = r
-        .reads
-        .iter()
-        .map(|x| status_read(&x.status, x.substate.as_deref()))
-        .collect();
+    let reads: Vec<String> = r.reads.iter().map(status_read).collect();
     let mut parts = vec![
         if reads.is_empty() {
             "status not read".to_owned()
@@ -133,10 +126,10 @@ fn restart_text(r: &RestartRecord) -> String {
 }
 
 fn escalation_text(r: &EscalationRecord) -> String {
+    let severity = printable(r.severity.as_str(), WORD_MAX);
     let telegram = if r.telegram { " (telegram)" } else { "" };
     format!(
-        "escalation: {}: {}{telegram}",
-        printable(r.severity.as_str(), WORD_MAX),
+        "escalation: {severity}: {}{telegram}",
         printable(&r.message, TEXT_MAX)
     )
 }
@@ -162,12 +155,9 @@ pub(crate) fn line(e: &Record, titles: &HashMap<&str, &str>, tz: &TimeZone) -> S
         Record::Restart(r) => (restart_text(r), r.dry_run),
         Record::Escalation(r) => (escalation_text(r), r.dry_run),
     };
+    let (when, who) = (local_time(e.ts(), tz), who(e, titles));
     let dry = if dry_run { " [dry-run]" } else { "" };
-    format!(
-        "{}  {}  {what}{dry}",
-        local_time(e.ts(), tz),
-        who(e, titles)
-    )
+    format!("{when}  {who}  {what}{dry}")
 }
 
 /// The `--json` line of one record: `{"log":"restart", …its fields}`.
@@ -232,7 +222,7 @@ fn last_seen(id: &str, all: &[Record], tz: &TimeZone) -> Vec<String> {
             "    read {}   {}  {}",
             i + 1,
             local_time_ms(read.ts, tz),
-            status_read(&read.status, read.substate.as_deref())
+            status_read(read)
         ));
     }
     let yes_no = |b: bool, yes: &str, no: &str| if b { yes } else { no }.to_owned();
@@ -331,14 +321,12 @@ pub(crate) fn render(
     tz: &TimeZone,
 ) -> Result<Rendered> {
     let id = args.id.as_deref();
-    if let Some(id) = id {
-        if !all.iter().any(|e| e.session() == Some(id)) {
-            return Err(Error::runtime(format!(
-                "no record mentions session {:?}: it is in none of {LIVENESS_LOG}, {RESTART_LOG}, \
-                 {ESCALATIONS_LOG} or their .1 files",
-                printable(id, ID_MAX)
-            )));
-        }
+    if let Some(id) = id.filter(|id| !all.iter().any(|e| e.session() == Some(*id))) {
+        return Err(Error::runtime(format!(
+            "no record mentions session {:?}: it is in none of {LIVENESS_LOG}, {RESTART_LOG}, \
+             {ESCALATIONS_LOG} or their .1 files",
+            printable(id, ID_MAX)
+        )));
     }
     let timeline = select(all, id, args.since.cutoff(now));
     let mut out = Rendered::default();

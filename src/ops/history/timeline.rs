@@ -210,12 +210,10 @@ pub(crate) fn one_per_decision<'a>(timeline: &[&'a Record]) -> Vec<&'a Record> {
 }
 
 fn repeats_liveness(timeline: &[&Record], i: usize) -> bool {
-    let Record::Restart(r) = timeline[i] else {
-        return false;
+    let r = match timeline[i] {
+        Record::Restart(r) if r.action == RestartAction::SkippedAlive => r,
+        _ => return false,
     };
-    if r.action != RestartAction::SkippedAlive {
-        return false;
-    }
     let near = |j: &usize| (timeline[*j].ts() - r.ts).abs() <= 1.0;
     let before = (0..i).rev().take_while(near);
     let after = (i + 1..timeline.len()).take_while(near);
@@ -228,13 +226,11 @@ fn repeats_liveness(timeline: &[&Record], i: usize) -> bool {
 /// The newest title seen for each session id, so an escalation (which has
 /// only a `sid`) can be shown with its session's title.
 pub(crate) fn titles(entries: &[Record]) -> HashMap<&str, &str> {
-    let mut map = HashMap::new();
-    for e in entries {
-        if let (Some(id), Some(title)) = (e.session(), e.title()) {
-            map.insert(id, title);
-        }
-    }
-    map
+    // A later title replaces an earlier one.
+    entries
+        .iter()
+        .filter_map(|e| Some((e.session()?, e.title()?)))
+        .collect()
 }
 #[cfg(test)]
 mod tests {

@@ -24,6 +24,9 @@ const PANE_HISTORY_LINES: usize = 2000;
 /// The visible screen below that history: tmux's default 24 rows.
 const PANE_SCREEN_ROWS: usize = 24;
 
+/// The keys `session show --json` leaves out when they are empty.
+const OMIT_EMPTY: [&str; 4] = ["command", "substate", "channels", "tmux_session"];
+
 /// What tmux answers when asked to capture a session that is gone.
 const CAPTURE_FAILED: &str = "failed to capture history: exit status 1";
 
@@ -57,17 +60,11 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
     let status = live::printed(&status);
     let mut data = json!({
         "id": s.id, "title": s.title, "path": s.path(), "group": s.group, "tool": s.tool(),
-        "status": status, "profile": c.profile_arg,
+        "status": status, "profile": c.profile_arg, "command": s.command, "substate": s.substate,
         "parent_session_id": s.parent_session_id, "parent_project_path": s.parent_project_path,
-        "no_transition_notify": false, "title_locked": false,
+        "no_transition_notify": false, "title_locked": false, "tmux_session": s.tmux_session,
         "created_at": rfc3339(s.created_secs()), "wrapper": "", "auto_name": false,
     });
-    if !s.command.is_empty() {
-        data["command"] = json!(s.command);
-    }
-    if !s.substate.is_empty() {
-        data["substate"] = json!(s.substate);
-    }
     if s.tool() == "claude" {
         // A session never started has no Claude session yet.
         let claude_id = if s.was_started() {
@@ -78,15 +75,15 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
         data["claude_session_id"] = json!(claude_id);
         data["can_fork"] = json!(!claude_id.is_empty());
         data["can_restart"] = json!(true);
-        if !s.channels.is_empty() {
-            data["channels"] = json!(s.channels);
-        }
-    }
-    if !s.tmux_session.is_empty() {
-        data["tmux_session"] = json!(s.tmux_session);
+        data["channels"] = json!(s.channels);
     }
     if let Some(hold) = s.hold() {
         data["auth_hold"] = hold.clone();
+    }
+    // Go's `omitempty` on these keys.
+    let empty = |v: &Value| v.as_str() == Some("") || v.as_array().is_some_and(Vec::is_empty);
+    if let Some(map) = data.as_object_mut() {
+        map.retain(|k, v| !(OMIT_EMPTY.contains(&k.as_str()) && empty(v)));
     }
     if c.quiet() {
         return Ok(Reply::out(0, String::new()));
@@ -115,17 +112,14 @@ fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     let guarded = live::guard_status(&st.sessions[i], st, at);
     let fresh = live::freshness_skip(&st.sessions[i], st, at);
     let s = &mut st.sessions[i];
-    let ident = json!({"id": s.id, "title": s.title});
     let force = c.on("force") || !c.env.is_empty();
     let mode = s.on_restart.unwrap_or(OnRestart::Ok);
     let skipped = |reason: &str| {
-        let mut data = ident.clone();
-        data["reason"] = json!(reason);
-        data["skipped"] = json!(true);
-        data["success"] = json!(true);
+        let data = json!({"id": s.id, "reason": reason, "skipped": true, "success": true,
+                          "title": s.title});
         o.success(&format!("Skipped restart of {}: {reason}", s.title), data)
     };
-    let alive = ["running", "waiting", "idle", "starting"].contains(&guarded.as_str());
+    let alive = live::HEALTHY.contains(&guarded.as_str());
     if let Some(hold) = s.hold().filter(|_| !force && !alive) {
         let remedy = hold.get("remedy").map_or(String::new(), text);
         return Ok(skipped(&format!(
@@ -139,8 +133,7 @@ fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
         return Ok(skipped(&reason));
     }
     if mode == OnRestart::Fail {
-        let msg = "failed to restart session: simulated";
-        return Err(o.error(msg, "INVALID_OPERATION", 1, None));
+        return Err(o.invalid("failed to restart session: simulated"));
     }
     s.restarts += 1;
     if mode != OnRestart::NoEffect {
@@ -154,8 +147,7 @@ fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
         }
         mark_started(s, at, "waiting");
     }
-    let mut data = ident;
-    data["success"] = json!(true);
+    let data = json!({"id": s.id, "success": true, "title": s.title});
     Ok(o.success(&format!("Restarted session: {}", s.title), data))
 }
 
@@ -184,12 +176,10 @@ fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     });
     match mode {
         OnStart::AlreadyRunning => {
-            let msg = format!("session '{}' is already running", s.title);
-            return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
+            return Err(o.invalid(&format!("session '{}' is already running", s.title)));
         }
         OnStart::Fail => {
-            let msg = "failed to start session: simulated";
-            return Err(o.error(msg, "INVALID_OPERATION", 1, None));
+            return Err(o.invalid("failed to start session: simulated"));
         }
         OnStart::Ok => {}
     }
@@ -226,16 +216,13 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let i = find(c, st, o, "")?;
     let s = &mut st.sessions[i];
     let message = c.pos[1..].join(" ");
-    let mode = s.on_send.unwrap_or(OnSend::Ok);
-    let mode = if s.tmux_exists() {
-        mode
-    } else {
-        OnSend::NotRunning
+    let mode = match s.on_send {
+        _ if !s.tmux_exists() => OnSend::NotRunning,
+        mode => mode.unwrap_or(OnSend::Ok),
     };
     match mode {
         OnSend::NotRunning => {
-            let msg = format!("session '{}' is not running", s.title);
-            return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
+            return Err(o.invalid(&format!("session '{}' is not running", s.title)));
         }
         OnSend::Fail => {
             let msg = format!("message was not delivered to '{}': simulated", s.title);
@@ -282,10 +269,9 @@ fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let alive = s.tmux_exists();
     let (content, role) = if c.kind != CommandKind::OutputPane {
         if !alive && !s.claude_family() && s.tool() != "gemini" {
-            let msg = format!(
+            return Err(o.invalid(&format!(
                 "failed to get response: failed to capture terminal output: {CAPTURE_FAILED}"
-            );
-            return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
+            )));
         }
         (s.transcript.clone(), "assistant")
     } else if alive && s.pane.is_some() {
@@ -300,17 +286,11 @@ fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
         )
     } else {
         let Some(hold) = s.hold().and_then(Value::as_object) else {
-            let msg = format!("failed to capture pane: {CAPTURE_FAILED}");
-            return Err(o.error(&msg, "INVALID_OPERATION", 1, None));
+            return Err(o.invalid(&format!("failed to capture pane: {CAPTURE_FAILED}")));
         };
         let field = |k: &str| hold.get(k).map_or(String::new(), text);
-        let block = format!(
-            "[auth hold] {}\n{}\n{}",
-            field("reason"),
-            field("remedy"),
-            field("evidence")
-        );
-        (block, "pane")
+        let block = ["reason", "remedy", "evidence"].map(field).join("\n");
+        (format!("[auth hold] {block}"), "pane")
     };
     if !c.on("json") {
         return Ok(Reply::out(0, content + "\n"));
@@ -343,8 +323,7 @@ fn remove(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     let profile = c.profile.clone();
     let i = find(c, st, o, &format!(" (profile '{profile}')"))?;
     if st.sessions[i].on_remove == Some(OnRemove::Fail) {
-        let msg = "failed to remove session: simulated";
-        return Err(o.error(msg, "INVALID_OPERATION", 1, None));
+        return Err(o.invalid("failed to remove session: simulated"));
     }
     let s = st.sessions.remove(i);
     let data = json!({"id": s.id, "profile": profile, "removed": true, "success": true,

@@ -66,39 +66,16 @@ impl Call {
     }
 }
 
-/// What a flag takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Takes {
-    /// Nothing, or `=true`/`=false`.
-    Bool,
-    /// A value, and the flag may repeat.
-    Values,
-}
-
-use Takes::{Bool, Values};
-
-/// The flags a subcommand defines.
-fn spec(sub: &str) -> &'static [(&'static str, Takes)] {
+/// The boolean flags a subcommand defines. The one flag that takes a value
+/// is `session restart`'s `--env K=V`, which may repeat.
+fn bool_flags(sub: &str) -> &'static [&'static str] {
     match sub {
-        "list" => &[("json", Bool), ("quiet", Bool), ("q", Bool), ("all", Bool)],
-        "restart" => &[
-            ("json", Bool),
-            ("quiet", Bool),
-            ("q", Bool),
-            ("force", Bool),
-            ("all", Bool),
-            ("env", Values),
-        ],
+        "list" => &["json", "quiet", "q", "all"],
+        "restart" => &["json", "quiet", "q", "force", "all"],
         // `session send` has -q but no --quiet (contract §3).
-        "send" => &[("json", Bool), ("q", Bool), ("no-wait", Bool)],
-        "output" => &[
-            ("json", Bool),
-            ("quiet", Bool),
-            ("q", Bool),
-            ("copy", Bool),
-            ("pane", Bool),
-        ],
-        _ => &[("json", Bool), ("quiet", Bool), ("q", Bool)],
+        "send" => &["json", "q", "no-wait"],
+        "output" => &["json", "quiet", "q", "copy", "pane"],
+        _ => &["json", "quiet", "q"],
     }
 }
 
@@ -119,7 +96,7 @@ pub(super) fn parse(args: &[String], env_profile: &str) -> Result<Call, Reply> {
         }
         _ => return Err(unknown()),
     };
-    let (bools, env, pos) = parse_flags(&name, tail, spec(sub))?;
+    let (bools, env, pos) = parse_flags(&name, sub, tail)?;
     let flag = |n: &str| bools.get(n).copied().unwrap_or(false);
     let kind = match sub {
         "list" if flag("all") => CommandKind::ListAll,
@@ -173,12 +150,9 @@ fn global_profile(args: &[String]) -> Result<(String, &[String]), Reply> {
 
 type Flags = (HashMap<&'static str, bool>, Vec<String>, Vec<String>);
 
-/// Go's flag parsing: boolean flags, repeatable value flags, positionals.
-fn parse_flags(
-    name: &str,
-    args: &[String],
-    spec: &[(&'static str, Takes)],
-) -> Result<Flags, Reply> {
+/// Go's flag parsing of `sub`'s flags: boolean flags, `--env` values,
+/// positionals.
+fn parse_flags(name: &str, sub: &str, args: &[String]) -> Result<Flags, Reply> {
     let usage = format!("Usage: agent-deck {name} [options]\n");
     let bad = |msg: String| Reply::err(2, format!("{msg}\n{usage}"));
     let (mut bools, mut values, mut pos) = (HashMap::new(), Vec::new(), Vec::new());
@@ -203,10 +177,7 @@ fn parse_flags(
         if key == "h" || key == "help" {
             return Err(Reply::err(0, usage.clone()));
         }
-        let Some(&(key, takes)) = spec.iter().find(|(k, _)| *k == key) else {
-            return Err(bad(format!("flag provided but not defined: -{key}")));
-        };
-        if takes == Values {
+        if sub == "restart" && key == "env" {
             let v = value
                 .map(str::to_owned)
                 .or_else(|| it.next().cloned())
@@ -214,6 +185,9 @@ fn parse_flags(
             values.push(v);
             continue;
         }
+        let Some(&key) = bool_flags(sub).iter().find(|k| **k == key) else {
+            return Err(bad(format!("flag provided but not defined: -{key}")));
+        };
         let on = match value.map(str::to_ascii_lowercase).as_deref() {
             None | Some("1" | "t" | "true") => true,
             Some("0" | "f" | "false") => false,

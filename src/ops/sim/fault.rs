@@ -9,14 +9,17 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::args::CommandKind;
 use super::reply::{Out, Reply};
 use super::state::SimState;
 
-/// What a fault does once its `delay` has passed.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What a fault does once its `delay` has passed: its `mode`, which is
+/// `Other` when it is not one of these names.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(super) enum FaultMode {
     /// Exit 0 with truncated JSON on stdout.
     Garbage,
@@ -24,8 +27,8 @@ pub(super) enum FaultMode {
     Null,
     /// Exit 0 with nothing.
     Empty,
-    /// Sleep this many seconds, then answer normally (unless killed first).
-    Hang(f64),
+    /// Sleep `seconds`, then answer normally (unless killed first).
+    Hang,
     /// Exit 1 with `simulated failure`.
     Exit1,
     /// SIGKILL to itself.
@@ -34,6 +37,7 @@ pub(super) enum FaultMode {
     /// `remove`, `INVALID_OPERATION`; for `list`, plain text on stdout).
     LoadError,
     /// An unknown mode: only the delay applies.
+    #[serde(other)]
     Other,
 }
 
@@ -41,6 +45,8 @@ pub(super) enum FaultMode {
 pub(super) struct Fault {
     pub mode: FaultMode,
     pub delay: f64,
+    /// How long a `hang` sleeps: `seconds`, an hour when absent.
+    pub hang_s: f64,
 }
 
 /// Takes the fault for `kind`, using up one of its `count`; a count already
@@ -59,21 +65,17 @@ pub(super) fn take(state: &mut SimState, kind: &str) -> Option<Fault> {
             return None;
         }
     }
-    let mode = match fault.get("mode").and_then(Value::as_str) {
-        Some("garbage") => FaultMode::Garbage,
-        Some("null") => FaultMode::Null,
-        Some("empty") => FaultMode::Empty,
-        Some("hang") => FaultMode::Hang(match fault.get("seconds") {
-            None | Some(Value::Null) => 3600.0,
-            Some(v) => float(v),
-        }),
-        Some("exit1") => FaultMode::Exit1,
-        Some("crash") => FaultMode::Crash,
-        Some("load_error") => FaultMode::LoadError,
-        _ => FaultMode::Other,
+    let mode = fault.get("mode").filter(|m| m.is_string());
+    let mode = mode.and_then(|m| FaultMode::deserialize(m).ok());
+    let hang_s = match fault.get("seconds") {
+        None | Some(Value::Null) => 3600.0,
+        Some(v) => float(v),
     };
-    let delay = fault.get("delay").map_or(0.0, float);
-    Some(Fault { mode, delay })
+    Some(Fault {
+        mode: mode.unwrap_or(FaultMode::Other),
+        delay: fault.get("delay").map_or(0.0, float),
+        hang_s,
+    })
 }
 
 /// Seconds every call of `kind` sleeps before it runs.
@@ -93,19 +95,17 @@ pub(super) fn apply(
     json: bool,
     flush: impl FnOnce(),
 ) -> Option<Reply> {
+    let out = Out { json, quiet: false };
     sleep(fault.delay);
     match fault.mode {
         FaultMode::Garbage => Some(Reply::out(0, "{\"id\": \"oops\n".into())),
         FaultMode::Null => Some(Reply::out(0, "null\n".into())),
         FaultMode::Empty => Some(Reply::out(0, String::new())),
-        FaultMode::Hang(secs) => {
-            sleep(secs);
+        FaultMode::Hang => {
+            sleep(fault.hang_s);
             None
         }
-        FaultMode::Exit1 => {
-            let out = Out { json, quiet: false };
-            Some(out.error("simulated failure", "INVALID_OPERATION", 1, None))
-        }
+        FaultMode::Exit1 => Some(out.invalid("simulated failure")),
         FaultMode::Crash => {
             flush();
             // SIGKILL cannot be caught: the process ends here.
@@ -116,19 +116,18 @@ pub(super) fn apply(
             sleep(10.0);
             Some(Reply::out(137, String::new()))
         }
-        FaultMode::LoadError => Some(load_error(kind, json)),
+        FaultMode::LoadError => Some(load_error(kind, out)),
         FaultMode::Other => None,
     }
 }
 
 /// How each command reports storage that cannot be loaded.
-fn load_error(kind: CommandKind, json: bool) -> Reply {
+fn load_error(kind: CommandKind, out: Out) -> Reply {
     const CAUSE: &str = "failed to load sessions: simulated";
-    let out = Out { json, quiet: false };
     match kind {
         CommandKind::ListAll => Reply::out(1, "Error: failed to list profiles: simulated\n".into()),
         CommandKind::List => Reply::out(1, format!("Error: {CAUSE}\n")),
-        CommandKind::Remove => out.error(CAUSE, "INVALID_OPERATION", 1, None),
+        CommandKind::Remove => out.invalid(CAUSE),
         CommandKind::Output | CommandKind::OutputPane => out.error(
             &format!("failed to load sessions: {CAUSE}"),
             "NOT_FOUND",

@@ -6,7 +6,7 @@
 //! A missing or empty file is an empty fleet; a file that is not a JSON
 //! object of the schema is an error naming it, never a panic.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -14,8 +14,7 @@ use serde_json::Value;
 
 use super::state::SimState;
 
-use crate::sys::flock::{self, LockError, LockMode};
-use crate::sys::fs::{write_atomically, PRIVATE_FILE};
+use crate::sys::fs::{open_lock_file, write_atomically, PRIVATE_FILE};
 
 /// Read-modify-write of the state file under the lock; the file is written
 /// only when `f` changed the state. `f`'s result is returned.
@@ -42,22 +41,11 @@ fn lock(path: &Path) -> io::Result<File> {
     let mut name = path.as_os_str().to_owned();
     name.push(".lock");
     let lock_path = PathBuf::from(name);
-    let named = |e: io::Error| {
+    let file = open_lock_file(&lock_path).and_then(|f| f.lock().map(|()| f));
+    file.map_err(|e| {
         let msg = format!("cannot lock {}: {e}", lock_path.display());
         io::Error::new(e.kind(), msg)
-    };
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&lock_path)
-        .map_err(named)?;
-    match flock::lock(&file, LockMode::Exclusive, None) {
-        Ok(()) => Ok(file),
-        Err(LockError::Io(e)) => Err(named(e)),
-        Err(LockError::Busy) => Err(named(io::ErrorKind::WouldBlock.into())),
-    }
+    })
 }
 
 /// None when the file is missing or holds only white space.
@@ -73,20 +61,19 @@ fn read(path: &Path) -> io::Result<Option<SimState>> {
     if text.trim().is_empty() {
         return Ok(None);
     }
+    let shown = path.display();
     let bad = |what: String| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("fake state file {what}"),
         )
     };
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| bad(format!("unreadable: {}: {e}", path.display())))?;
+    let unreadable = |e: serde_json::Error| bad(format!("unreadable: {shown}: {e}"));
+    let value: Value = serde_json::from_str(&text).map_err(unreadable)?;
     if !value.is_object() {
-        return Err(bad(format!("is not a JSON object: {}", path.display())));
+        return Err(bad(format!("is not a JSON object: {shown}")));
     }
-    serde_json::from_value(value)
-        .map(Some)
-        .map_err(|e| bad(format!("unreadable: {}: {e}", path.display())))
+    serde_json::from_value(value).map(Some).map_err(unreadable)
 }
 
 fn write(path: &Path, state: &SimState) -> io::Result<()> {

@@ -15,23 +15,15 @@ use serde::Deserialize;
 use crate::sys::fs::{read_bounded, HOOK_FILE_MAX};
 
 /// The part of a hook file the status reads.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Hook {
-    pub status: String,
-    /// Unix seconds of the event.
-    pub ts: f64,
-}
-
 #[derive(Deserialize)]
 struct Raw {
-    #[serde(default)]
     status: Option<String>,
-    #[serde(default)]
     ts: Option<i64>,
 }
 
-/// The hook for session `id` under `dir`, read at `now` (unix seconds).
-pub(super) fn read(dir: &Path, id: &str, now: f64) -> Option<Hook> {
+/// The hook for session `id` under `dir`, read at `now` (unix seconds): its
+/// status and the unix seconds of the event.
+pub(super) fn read(dir: &Path, id: &str, now: f64) -> Option<(String, f64)> {
     if id.trim().is_empty() || id.contains('/') {
         return None;
     }
@@ -51,7 +43,7 @@ pub(super) fn read(dir: &Path, id: &str, now: f64) -> Option<Hook> {
         Some(ts) if ts > 0 => ts as f64,
         _ => now,
     };
-    Some(Hook { status, ts })
+    Some((status, ts))
 }
 
 /// A regular file, not a symlink (so never a FIFO that would block).

@@ -88,14 +88,9 @@ pub(super) fn list_all(c: &Call, st: &SimState) -> Reply {
             created_at: rfc3339(s.created_secs()),
         })
         .collect();
-    if c.on("json") {
-        return Reply::out(0, go_json(&entries));
-    }
-    let lines: String = entries
-        .iter()
-        .map(|e| format!("{}  {}  {}\n", e.profile, e.id, e.title))
-        .collect();
-    Reply::out(0, lines)
+    answer(c, &entries, |e| {
+        format!("{}  {}  {}\n", e.profile, e.id, e.title)
+    })
 }
 
 pub(super) fn list_profile(c: &Call, st: &SimState, at: &Moment) -> Reply {
@@ -126,12 +121,15 @@ pub(super) fn list_profile(c: &Call, st: &SimState, at: &Moment) -> Reply {
         let text = format!("No sessions found in profile '{}'.\n", c.profile);
         return Reply::out(0, text);
     }
+    answer(c, &entries, |e| {
+        format!("{}  {}  {}\n", e.id, e.title, e.status)
+    })
+}
+
+/// The entries as JSON under `--json`, else one `line` each.
+fn answer<T: Serialize>(c: &Call, entries: &[T], line: impl Fn(&T) -> String) -> Reply {
     if c.on("json") {
         return Reply::out(0, go_json(&entries));
     }
-    let lines: String = entries
-        .iter()
-        .map(|e| format!("{}  {}  {}\n", e.id, e.title, e.status))
-        .collect();
-    Reply::out(0, lines)
+    Reply::out(0, entries.iter().map(line).collect())
 }

@@ -34,25 +34,16 @@ pub(super) const FRESHNESS_WINDOW_S: f64 = 60.0;
 pub(super) struct Moment {
     /// Unix seconds.
     pub now: f64,
-    /// The hooks directory, when the state asks for hooks to be read.
+    /// The hooks directory, when the state asks for hooks to be read
+    /// (`read_hooks: true`).
     pub hooks: Option<PathBuf>,
-}
-
-impl Moment {
-    /// `now`, with hooks read from `dir` only under `read_hooks: true`.
-    pub(super) fn new(now: f64, dir: Option<PathBuf>, st: &SimState) -> Moment {
-        Moment {
-            now,
-            hooks: dir.filter(|_| st.read_hooks),
-        }
-    }
 }
 
 /// Statuses printed as themselves; the rest print `unknown` (`starting` too).
 const KNOWN_STATUSES: [&str; 6] = ["running", "waiting", "idle", "error", "stopped", "queued"];
 
-/// Statuses the freshness guard counts as healthy.
-const HEALTHY: [&str; 4] = ["running", "waiting", "idle", "starting"];
+/// Statuses the freshness and auth-hold guards count as healthy.
+pub(super) const HEALTHY: [&str; 4] = ["running", "waiting", "idle", "starting"];
 
 /// A status as the CLI prints it.
 pub(super) fn printed(status: &str) -> &str {
@@ -102,13 +93,13 @@ fn fresh_hook(s: &SimSession, at: &Moment) -> Option<String> {
     if !reads_hooks(s) {
         return None;
     }
-    let hook = hooks::read(at.hooks.as_deref()?, &s.id, at.now)?;
-    let window = if codex_family(s) && hook.status != "waiting" {
+    let (status, ts) = hooks::read(at.hooks.as_deref()?, &s.id, at.now)?;
+    let window = if codex_family(s) && status != "waiting" {
         CODEX_RUNNING_HOOK_WINDOW_S
     } else {
         HOOK_WINDOW_S
     };
-    (at.now - hook.ts < window).then_some(hook.status)
+    (at.now - ts < window).then_some(status)
 }
 
 /// The status the restart guards read: the stored one when nothing but

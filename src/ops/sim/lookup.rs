@@ -8,6 +8,9 @@ use super::args::Call;
 use super::reply::{Out, Reply};
 use super::state::{SimSession, SimState};
 
+/// One step of the resolution: whether a session matches the identifier.
+type Matches<'a> = &'a dyn Fn(&SimSession) -> bool;
+
 /// The index in `state.sessions` of the session the call's first positional
 /// names; `not_found_suffix` ends the NOT_FOUND message.
 pub(super) fn find(
@@ -17,42 +20,26 @@ pub(super) fn find(
     not_found_suffix: &str,
 ) -> Result<usize, Reply> {
     let Some(ident) = c.pos.first() else {
-        let msg = "session ID or title is required";
-        return Err(out.error(msg, "INVALID_OPERATION", 1, None));
+        return Err(out.invalid("session ID or title is required"));
     };
     if ident.is_empty() {
         let msg = "session identifier is required";
         return Err(out.error(msg, "NOT_FOUND", 2, None));
     }
-    let mine: Vec<usize> = (0..state.sessions.len())
-        .filter(|i| state.sessions[*i].profile() == c.profile)
-        .collect();
-    let matching = |test: &dyn Fn(&SimSession) -> bool| -> Vec<usize> {
-        mine.iter()
-            .copied()
-            .filter(|i| test(&state.sessions[*i]))
-            .collect()
-    };
     let by_id = ident.chars().count() >= 6;
-    let ambiguous = format!("'{ident}' matches multiple sessions:");
-    let steps = [
-        (
-            matching(&|s| s.title == *ident),
-            &ambiguous,
-            "Use full ID or more specific title.",
-        ),
-        (
-            matching(&|s| by_id && s.id.starts_with(ident.as_str())),
-            &ambiguous,
-            "Use full ID or more specific title.",
-        ),
-        (
-            matching(&|s| s.path() == ident),
-            &format!("path '{ident}' has multiple sessions:"),
-            "Use title or ID to specify.",
-        ),
+    let many = format!("'{ident}' matches multiple sessions:");
+    let many_paths = format!("path '{ident}' has multiple sessions:");
+    let be_specific = "Use full ID or more specific title.";
+    let use_title = "Use title or ID to specify.";
+    let steps: [(Matches, &str, &str); 3] = [
+        (&|s| s.title == *ident, &many, be_specific),
+        (&|s| by_id && s.id.starts_with(&**ident), &many, be_specific),
+        (&|s| s.path() == ident, &many_paths, use_title),
     ];
-    for (found, head, tail) in steps {
+    for (test, head, tail) in steps {
+        let found: Vec<usize> = (0..state.sessions.len())
+            .filter(|i| state.sessions[*i].profile() == c.profile && test(&state.sessions[*i]))
+            .collect();
         match found[..] {
             [] => continue,
             [only] => return Ok(only),

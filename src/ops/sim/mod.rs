@@ -25,13 +25,6 @@
 //! Under `read_hooks: true`, hook files are read from [`HOOKS_ENV`], else
 //! from where agent-deck keeps them (`$XDG_DATA_HOME/agent-deck/hooks` if it
 //! exists, else `~/.agent-deck/hooks`).
-//!
-//! Where the rest lives: the state file's schema in `state.rs` and its
-//! locked read-modify-write in `file.rs`; the command line in `args.rs`;
-//! which session an identifier names in `lookup.rs`; the status a call
-//! reads (never started, tmux gone, hook files) in `live.rs`; the commands
-//! in `list.rs` and `actions.rs`, in the formats of `reply.rs`; injected
-//! faults and delays in `fault.rs`.
 
 mod actions;
 mod args;
@@ -61,13 +54,10 @@ use live::Moment;
 use reply::Reply;
 pub use state::{SimSession, SimState};
 
-/// The environment variable naming the JSON state file; required.
+// The environment the simulator reads, as the module doc describes it.
 pub const STATE_ENV: &str = "FAKE_AGENT_DECK_STATE";
-/// The environment variable naming the call log; optional.
 pub const LOG_ENV: &str = "FAKE_AGENT_DECK_LOG";
-/// The environment variable giving the profile when no `-p` is given, as in the real CLI.
 pub const PROFILE_ENV: &str = "AGENTDECK_PROFILE";
-/// The environment variable naming the hooks directory (read under `read_hooks: true`).
 pub const HOOKS_ENV: &str = "AGENT_DECK_HOOKS_DIR";
 /// The release `agent-deck version` names unless the state says otherwise.
 pub const VERSION: &str = "1.14.0";
@@ -122,125 +112,112 @@ pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl W
     let reply = match args {
         // Not an agent-deck command: not logged as a call.
         [first, rest @ ..] if first == CRASH_COMMAND => crash(rest, env),
-        [first, rest @ ..] if first == TMUX_COMMAND => {
-            if let Some(log) = &env.log {
-                log_call(log, args, err);
-            }
-            tmux(rest, env)
-        }
         _ => {
             if let Some(log) = &env.log {
                 log_call(log, args, err);
             }
-            invoke(args, env, || {
-                let _ = out.flush();
-            })
+            match args {
+                [first, rest @ ..] if first == TMUX_COMMAND => tmux(rest, env),
+                _ => invoke(args, env, || {
+                    let _ = out.flush();
+                }),
+            }
         }
-    };
+    }
+    .unwrap_or_else(|reply| reply);
     let _ = out.write_all(reply.out.as_bytes());
     let _ = err.write_all(reply.err.as_bytes());
     reply.code
 }
 
-/// What the first, locked look at the state decided.
-enum First {
-    Answered(Reply),
-    /// Sleep and misbehave first, then answer from the state as it is then.
-    Later(Option<fault::Fault>, f64),
-}
-
 /// Parses, applies a fault or delay outside the lock, and answers under it.
-fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Reply {
-    let Some(path) = env.state.as_deref() else {
-        return Reply::err(1, format!("Error: {STATE_ENV} not set\n"));
-    };
+fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Result<Reply, Reply> {
+    let path = state_path(env)?;
     if args == ["version"] {
-        let answer = |st: &mut SimState| {
+        return locked(path, |st| {
             let v = st.version.as_deref().unwrap_or(VERSION);
             Reply::out(0, format!("Agent Deck v{v}\n"))
-        };
-        return locked(path, answer).unwrap_or_else(|reply| reply);
+        });
     }
-    let call = match args::parse(args, &env.profile) {
-        Ok(call) => call,
-        Err(reply) => return reply,
-    };
+    let call = args::parse(args, &env.profile)?;
     let kind = call.kind.key();
-    let moment = |st: &SimState| Moment::new(unix_now(), env.hooks.clone(), st);
-    let first = locked(path, |st| {
+    let moment = |st: &SimState| Moment {
+        now: unix_now(),
+        hooks: env.hooks.clone().filter(|_| st.read_hooks),
+    };
+    // Without a fault or a delay the first look answers (`Err`); with one,
+    // the answer comes from the state as it is after the sleep.
+    let (fault, delay) = locked(path, |st| {
         let (fault, delay) = (fault::take(st, kind), fault::delay(st, kind));
         if fault.is_none() && delay <= 0.0 {
-            First::Answered(actions::execute(&call, st, &moment(st)))
+            Err(actions::execute(&call, st, &moment(st)))
         } else {
-            First::Later(fault, delay)
+            Ok((fault, delay))
         }
-    });
-    let (fault, delay) = match first {
-        Ok(First::Answered(reply)) => return reply,
-        Ok(First::Later(fault, delay)) => (fault, delay),
-        Err(reply) => return reply,
-    };
+    })??;
     fault::sleep(delay);
     if let Some(reply) = fault.and_then(|f| fault::apply(&f, call.kind, call.on("json"), flush)) {
-        return reply;
+        return Ok(reply);
     }
-    locked(path, |st| actions::execute(&call, st, &moment(st))).unwrap_or_else(|reply| reply)
+    locked(path, |st| actions::execute(&call, st, &moment(st)))
 }
 
-/// `crash <id>`: the session's tmux session dies, as a `tmux kill-session`
-/// looks to the CLI (`tmux_alive: false`). Exact id, any profile; exit 2
-/// when there is no such session.
-fn crash(args: &[String], env: &SimEnv) -> Reply {
-    let Some(path) = env.state.as_deref() else {
-        return Reply::err(1, format!("Error: {STATE_ENV} not set\n"));
-    };
+/// `crash <id>` (see the module doc): exact id, any profile.
+fn crash(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
+    let path = state_path(env)?;
     let [id] = args else {
-        return Reply::err(2, format!("Usage: {CRASH_COMMAND} <session id>\n"));
+        return Err(Reply::err(
+            2,
+            format!("Usage: {CRASH_COMMAND} <session id>\n"),
+        ));
     };
-    let found = locked(path, |st| {
-        st.sessions
-            .iter_mut()
-            .find(|s| s.id == *id)
-            .map(|s| s.tmux_alive = Some(false))
-            .is_some()
-    });
-    match found {
-        Ok(true) => Reply::out(0, format!("crashed {id}\n")),
-        Ok(false) => Reply::err(2, format!("Error: no session with id '{id}'\n")),
-        Err(reply) => reply,
+    if kill_first(path, |s| s.id == *id)? {
+        Ok(Reply::out(0, format!("crashed {id}\n")))
+    } else {
+        Err(Reply::err(2, format!("Error: no session with id '{id}'\n")))
     }
 }
 
 /// `tmux [-L SOCKET] kill-session -t [=]NAME`, the one tmux command the
 /// drill runs: the session whose `tmux_session` is NAME crashes as in
 /// [`crash`]. Logged as a call, so tests see the socket and the name.
-fn tmux(args: &[String], env: &SimEnv) -> Reply {
-    let Some(path) = env.state.as_deref() else {
-        return Reply::err(1, format!("Error: {STATE_ENV} not set\n"));
-    };
+fn tmux(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
+    let path = state_path(env)?;
     let rest = match args {
         [l, _socket, rest @ ..] if l == "-L" => rest,
         rest => rest,
     };
     let [verb, t, target] = rest else {
-        return Reply::err(1, "usage: tmux [-L socket] kill-session -t name\n".into());
+        return Err(Reply::err(
+            1,
+            "usage: tmux [-L socket] kill-session -t name\n".into(),
+        ));
     };
     if verb != "kill-session" || t != "-t" {
-        return Reply::err(1, format!("unknown command: {verb}\n"));
+        return Err(Reply::err(1, format!("unknown command: {verb}\n")));
     }
     let name = target.strip_prefix('=').unwrap_or(target);
-    let found = locked(path, |st| {
-        st.sessions
-            .iter_mut()
-            .find(|s| s.tmux_session == name && s.tmux_alive != Some(false))
-            .map(|s| s.tmux_alive = Some(false))
-            .is_some()
-    });
-    match found {
-        Ok(true) => Reply::out(0, String::new()),
-        Ok(false) => Reply::err(1, format!("can't find session: {name}\n")),
-        Err(reply) => reply,
+    if kill_first(path, |s| {
+        s.tmux_session == name && s.tmux_alive != Some(false)
+    })? {
+        Ok(Reply::out(0, String::new()))
+    } else {
+        Err(Reply::err(1, format!("can't find session: {name}\n")))
     }
+}
+
+/// Marks the first session `pick` chooses as crashed (`tmux_alive: false`);
+/// false when there is none.
+fn kill_first(path: &Path, pick: impl Fn(&SimSession) -> bool) -> Result<bool, Reply> {
+    locked(path, |st| {
+        let found = st.sessions.iter_mut().find(|s| pick(s));
+        found.map(|s| s.tmux_alive = Some(false)).is_some()
+    })
+}
+
+fn state_path(env: &SimEnv) -> Result<&Path, Reply> {
+    let unset = || Reply::err(1, format!("Error: {STATE_ENV} not set\n"));
+    env.state.as_deref().ok_or_else(unset)
 }
 
 /// A read-modify-write of the state; a state that cannot be read or written

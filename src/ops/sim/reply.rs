@@ -52,6 +52,11 @@ impl Out {
         }
     }
 
+    /// The CLI's usual failure: `INVALID_OPERATION`, exit 1.
+    pub(super) fn invalid(self, message: &str) -> Reply {
+        self.error(message, "INVALID_OPERATION", 1, None)
+    }
+
     /// `extra` keys join `code`, `error` and `success` in the JSON form.
     pub(super) fn error(self, message: &str, code: &str, exit: i32, extra: Option<Value>) -> Reply {
         if !self.json {

@@ -39,8 +39,9 @@ use serde_json::{Map, Value};
 /// The whole state file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimState {
-    /// False: `list --all` finds no profile directory at all.
-    #[serde(default = "yes", deserialize_with = "null_is_false")]
+    /// False (or `null`, unlike an absent key): `list --all` finds no
+    /// profile directory at all.
+    #[serde(default = "yes", deserialize_with = "nullable")]
     pub profiles_exist: bool,
     #[serde(default, deserialize_with = "nullable")]
     pub sessions: Vec<SimSession>,
@@ -52,11 +53,8 @@ pub struct SimState {
     pub delay_s: Option<Value>,
     /// True: hook files move the status (see `live.rs`); absent or false,
     /// they are not read at all.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_false"
-    )]
+    #[serde(default, deserialize_with = "nullable")]
+    #[serde(skip_serializing_if = "is_false")]
     pub read_hooks: bool,
     /// False: no TUI or notify-daemon writes agent-deck's stored status, so
     /// the restart guards read what start and restart last wrote
@@ -155,10 +153,8 @@ pub struct SimSession {
     pub tool: Option<String>,
     /// A custom tool's `compatible_with`: `"claude"` (any case) makes it
     /// Claude-family, like the tool `claude` itself.
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub compatible_with: String,
     /// The stored status; None: `idle` (never started). Anything outside the
     /// CLI's vocabulary prints as `unknown`.
@@ -253,11 +249,6 @@ fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> R
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
-/// `profiles_exist: null` is falsy, unlike an absent key.
-fn null_is_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    Ok(Option::<bool>::deserialize(d)?.unwrap_or(false))
-}
-
 /// `created_at` when neither the state nor the id gives one.
 const DEFAULT_CREATED: i64 = 1_755_891_234;
 
@@ -317,19 +308,14 @@ impl SimSession {
         if let Some(secs) = self.created_at {
             return secs as i64;
         }
-        let hex = |p: &str| {
-            p.len() == 8
-                && p.bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        };
-        match self.id.split_once('-') {
-            Some((prefix, secs))
-                if hex(prefix) && !secs.is_empty() && secs.bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                secs.parse().unwrap_or(DEFAULT_CREATED)
-            }
-            _ => DEFAULT_CREATED,
-        }
+        let hex =
+            |p: &str| p.len() == 8 && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let secs = self
+            .id
+            .split_once('-')
+            .filter(|(prefix, secs)| hex(prefix) && secs.bytes().all(|b| b.is_ascii_digit()));
+        secs.and_then(|(_, secs)| secs.parse().ok())
+            .unwrap_or(DEFAULT_CREATED)
     }
 
     /// Appends a line to the pane, if there is one.

@@ -1057,3 +1057,12 @@ fn with_a_status_writer_the_guard_reads_the_live_status() {
         None
     );
 }
+
+#[test]
+fn profiles_exist_null_reads_false_but_absent_reads_true() {
+    let s = sim(vec![]);
+    fs::write(&s.state, r#"{"profiles_exist": null}"#).expect("write state");
+    assert_eq!(s.call(&["list", "--all"]).1, "No profiles found.\n");
+    fs::write(&s.state, "{}").expect("write state");
+    assert_eq!(s.call(&["list", "--all", "--json"]).1, "null\n");
+}
