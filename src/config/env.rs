@@ -16,20 +16,23 @@ const SECRETS: [&str; 1] = ["TELEGRAM_BOT_TOKEN"];
 #[derive(Debug, Clone, Default)]
 pub struct Env(BTreeMap<String, OsString>);
 
+#[cfg(test)]
 impl Env {
-    pub fn new() -> Env {
+    pub(crate) fn new() -> Env {
         Env::default()
     }
 
-    pub fn insert(&mut self, name: String, value: String) {
+    pub(crate) fn insert(&mut self, name: String, value: String) {
         self.0.insert(name, value.into());
     }
 
     /// A value as the OS gives it, text or not.
-    pub fn insert_os(&mut self, name: String, value: OsString) {
+    pub(crate) fn insert_os(&mut self, name: String, value: OsString) {
         self.0.insert(name, value);
     }
+}
 
+impl Env {
     /// Unsets a variable; whether it was set.
     pub fn remove(&mut self, name: &str) -> bool {
         self.0.remove(name).is_some()

@@ -51,7 +51,7 @@ pub(super) fn read(env: &Env) -> Result<Config> {
         env,
         sources: Vec::new(),
     };
-    let home = r.get("HOME")?.map(PathBuf::from);
+    let home = env.value("HOME")?.map(PathBuf::from);
     let home_or = |what: &str| {
         home.clone().ok_or_else(|| {
             Error::usage(format!(
@@ -129,10 +129,10 @@ pub(super) fn read(env: &Env) -> Result<Config> {
         task_retention_days: r.count("TASK_RETENTION_DAYS", 30, 1..=MAX_RETENTION_DAYS)?,
         watch_backend: r.watch_backend()?,
         watchdog_usec: r.watchdog_usec()?,
-        notify_socket: r.get("NOTIFY_SOCKET")?.map(str::to_owned),
-        journal_stream: r.get("JOURNAL_STREAM")?.map(str::to_owned),
-        xdg_config_home: r
-            .get("XDG_CONFIG_HOME")?
+        notify_socket: env.value("NOTIFY_SOCKET")?.map(str::to_owned),
+        journal_stream: env.value("JOURNAL_STREAM")?.map(str::to_owned),
+        xdg_config_home: env
+            .value("XDG_CONFIG_HOME")?
             .map(PathBuf::from)
             .filter(|p| p.is_absolute()),
         home: home.unwrap_or_else(|| PathBuf::from("/")),
@@ -149,11 +149,6 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    /// The variable's value when it is set and not empty.
-    fn get(&self, name: &str) -> Result<Option<&'a str>> {
-        self.env.value(name)
-    }
-
     fn note(&mut self, name: &'static str, value: impl Into<String>, origin: &'static str) {
         self.sources.push(Source {
             name,
@@ -164,7 +159,7 @@ impl<'a> Reader<'a> {
 
     /// A setting that may be off: its value, or `unset` shown in its place.
     fn optional(&mut self, name: &'static str, unset: &'static str) -> Result<Option<&'a str>> {
-        let value = self.get(name)?;
+        let value = self.env.value(name)?;
         match value {
             Some(v) => self.note(name, v, "environment"),
             None => self.note(name, unset, "default"),
@@ -179,7 +174,7 @@ impl<'a> Reader<'a> {
         origin: &'static str,
         default: impl FnOnce() -> Result<PathBuf>,
     ) -> Result<PathBuf> {
-        let (p, origin) = match self.get(name)? {
+        let (p, origin) = match self.env.value(name)? {
             Some(raw) => (PathBuf::from(raw), "environment"),
             None => (default()?, origin),
         };
@@ -225,7 +220,7 @@ impl<'a> Reader<'a> {
     }
 
     fn telegram_token(&mut self, home: Option<&Path>) -> Result<Option<Secret>> {
-        let (token, origin) = match (self.get("TELEGRAM_BOT_TOKEN")?, home) {
+        let (token, origin) = match (self.env.value("TELEGRAM_BOT_TOKEN")?, home) {
             (Some(t), _) => (Some(Secret(t.to_owned())), "environment"),
             (None, Some(h)) => (
                 read_token_file(&h.join(".claude/channels/telegram/.env")),
@@ -258,21 +253,15 @@ impl<'a> Reader<'a> {
     }
 
     fn watch_backend(&mut self) -> Result<WatchBackend> {
-        let raw = self.get("WATCH_BACKEND")?;
-        let (backend, shown) = match raw.map(str::trim) {
-            None | Some("auto") => (WatchBackend::Auto, "auto"),
-            Some("scan") => (WatchBackend::Scan, "scan"),
-            Some(_) => {
-                let raw = raw.unwrap_or_default();
-                return Err(Error::usage(format!(
+        let (backend, shown, origin) = match self.env.value("WATCH_BACKEND")? {
+            None => (WatchBackend::Auto, "auto", "default"),
+            Some(raw) => match raw.trim() {
+                "auto" => (WatchBackend::Auto, "auto", "environment"),
+                "scan" => (WatchBackend::Scan, "scan", "environment"),
+                _ => return Err(Error::usage(format!(
                     "WATCH_BACKEND={raw:?} is invalid: expected auto (kernel notifications, scanning while they cannot be had) or scan"
-                )));
-            }
-        };
-        let origin = if raw.is_some() {
-            "environment"
-        } else {
-            "default"
+                ))),
+            },
         };
         self.note("WATCH_BACKEND", shown, origin);
         Ok(backend)
@@ -280,7 +269,7 @@ impl<'a> Reader<'a> {
 
     /// `WATCHDOG_USEC`, when systemd meant it for this process (`WATCHDOG_PID`).
     fn watchdog_usec(&self) -> Result<Option<u64>> {
-        let Some(raw) = self.get("WATCHDOG_USEC")? else {
+        let Some(raw) = self.env.value("WATCHDOG_USEC")? else {
             return Ok(None);
         };
         let usec = raw.trim().parse::<u64>().map_err(|_| {
@@ -289,7 +278,8 @@ impl<'a> Reader<'a> {
             ))
         })?;
         let for_us = self
-            .get("WATCHDOG_PID")?
+            .env
+            .value("WATCHDOG_PID")?
             .is_none_or(|p| p.trim() == std::process::id().to_string());
         Ok(for_us.then_some(usec))
     }
