@@ -362,40 +362,28 @@ fn check(cfg: &Config, dry_run: bool) -> Result<()> {
     })?;
     let shutdown = Shutdown::new().map_err(|e| Error::runtime(e.to_string()))?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let escalator = Arc::new(Escalator::standalone(
-        cfg,
-        dry_run,
-        clock.clone(),
-        &shutdown,
-    ));
+    let escalator = Escalator::standalone(cfg, dry_run, clock.clone(), &shutdown);
     let summary = FollowUp::from_config(cfg, dry_run, escalator.clone(), clock, None).pass();
     escalator.drain();
     let summary = summary?;
-    let not_started = if summary.not_started.is_empty() {
-        String::new()
+    let list = |ids: &[String]| ids.join(", ");
+    let mut line = format!("checked {} due task(s); re-dispatched ", summary.checked);
+    line += &if summary.redispatched.is_empty() {
+        "none".to_owned()
     } else {
-        format!(
-            "; could not start {} (each counts as an attempt)",
-            summary.not_started.join(", ")
-        )
+        list(&summary.redispatched)
     };
-    let pruned = if summary.pruned == 0 {
-        String::new()
-    } else {
-        format!(
+    if !summary.not_started.is_empty() {
+        let ids = list(&summary.not_started);
+        line += &format!("; could not start {ids} (each counts as an attempt)");
+    }
+    if summary.pruned > 0 {
+        line += &format!(
             "; pruned {} finished task(s) older than {} days and {} log(s)",
             summary.pruned, cfg.task_retention_days, summary.logs_removed
-        )
-    };
-    println!(
-        "checked {} due task(s); re-dispatched {}{not_started}{pruned}",
-        summary.checked,
-        if summary.redispatched.is_empty() {
-            "none".into()
-        } else {
-            summary.redispatched.join(", ")
-        }
-    );
+        );
+    }
+    println!("{line}");
     Ok(())
 }
 
