@@ -179,43 +179,17 @@ fn parse_history(args: Vec<OsString>) -> Result<Invocation> {
     let since = since
         .as_deref()
         .map_or(Ok(Since::default()), Since::parse)?;
-    let mut id = None;
-    for word in rest.finish() {
-        let Some(text) = word.to_str() else {
-            return Err(Error::usage(format!(
-                "history: the session id {word:?} is not valid UTF-8"
-            )));
-        };
-        if text.starts_with('-') {
-            return Err(Error::usage(format!(
-                "unknown flag '{text}' for history (see --help)"
-            )));
-        }
-        if text.is_empty() {
-            return Err(Error::usage("history: the session id is empty"));
-        }
-        if let Some(first) = &id {
-            return Err(Error::usage(format!(
-                "history takes one session id, got '{first}' and '{text}'"
-            )));
-        }
-        id = Some(text.to_owned());
-    }
+    let id = one_session("history", "session id", rest.finish())?;
     let view = match (json, report) {
-        (true, true) => {
-            return Err(Error::usage(
-                "history: --json and --report cannot be combined",
-            ))
-        }
-        (true, false) => View::Json,
+        (true, true) => Err("history: --json and --report cannot be combined"),
+        (true, false) => Ok(View::Json),
         (false, true) if id.is_none() => {
-            return Err(Error::usage(
-                "history --report needs a session id: history ID --report",
-            ))
+            Err("history --report needs a session id: history ID --report")
         }
-        (false, true) => View::Report,
-        (false, false) => View::Lines,
-    };
+        (false, true) => Ok(View::Report),
+        (false, false) => Ok(View::Lines),
+    }
+    .map_err(Error::usage)?;
     Ok(Invocation::History(Args { id, since, view }))
 }
 
@@ -238,37 +212,41 @@ fn parse_drill(args: Vec<OsString>) -> Result<Invocation> {
         Some(raw) => duration_flag::parse("--timeout", &raw, bounds)?,
         None => crate::ops::drill::DEFAULT_TIMEOUT_S,
     };
-    let mut words = rest.finish().into_iter();
-    let id = match words.next().map(|w| w.into_string()) {
-        None => {
-            return Err(Error::usage(
-                "drill needs a session: drill ID [--yes] [--timeout DUR]",
-            ))
-        }
-        Some(Err(w)) => {
-            return Err(Error::usage(format!(
-                "drill: the session {w:?} is not valid UTF-8"
-            )))
-        }
-        Some(Ok(w)) if w.starts_with('-') => {
-            return Err(Error::usage(format!(
-                "unknown flag '{w}' for drill (see --help)"
-            )))
-        }
-        Some(Ok(w)) if w.is_empty() => return Err(Error::usage("drill: the session is empty")),
-        Some(Ok(w)) => w,
-    };
-    if let Some(extra) = words.next() {
-        return Err(Error::usage(format!(
-            "drill takes one session, got '{id}' and '{}'",
-            extra.to_string_lossy()
-        )));
-    }
+    let id = one_session("drill", "session", rest.finish())?
+        .ok_or_else(|| Error::usage("drill needs a session: drill ID [--yes] [--timeout DUR]"))?;
     Ok(Invocation::Drill(crate::ops::drill::Args {
         id,
         yes,
         timeout_s,
     }))
+}
+
+/// The one session `cmd` takes, from the words pico-args left (`noun`:
+/// what its messages call it): text, not empty, not a flag, at most one.
+fn one_session(cmd: &str, noun: &str, words: Vec<OsString>) -> Result<Option<String>> {
+    let mut id: Option<String> = None;
+    for word in words {
+        let Some(text) = word.to_str() else {
+            return Err(Error::usage(format!(
+                "{cmd}: the {noun} {word:?} is not valid UTF-8"
+            )));
+        };
+        if text.starts_with('-') {
+            return Err(Error::usage(format!(
+                "unknown flag '{text}' for {cmd} (see --help)"
+            )));
+        }
+        if text.is_empty() {
+            return Err(Error::usage(format!("{cmd}: the {noun} is empty")));
+        }
+        if let Some(first) = &id {
+            return Err(Error::usage(format!(
+                "{cmd} takes one {noun}, got '{first}' and '{text}'"
+            )));
+        }
+        id = Some(text.to_owned());
+    }
+    Ok(id)
 }
 
 /// Turns whatever pico-args did not consume into a usage error naming it.
