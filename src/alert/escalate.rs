@@ -146,10 +146,6 @@ impl Escalator {
     }
 }
 
-fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
 fn deliver(
     alert: &EscalationRecord,
     script: &Path,
@@ -158,7 +154,8 @@ fn deliver(
     shutdown: &Shutdown,
 ) {
     let (severity, message, shown) = (&alert.severity, &alert.message, script.display());
-    if is_executable(script) {
+    let meta = std::fs::metadata(script);
+    if meta.is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0) {
         let job = Cmd::new(script).arg(severity.as_str()).arg(message);
         match process::run(&job, timeout, shutdown) {
             Ok(out) if out.success() => log::debug!("{shown} {severity} ran"),

@@ -36,13 +36,10 @@ const MAX_RETENTION_DAYS: u32 = 3650;
 /// The upper bound of `EVENT_QUEUE_MAXSIZE` (SPEC §11).
 const MAX_EVENT_QUEUE: u32 = 1_000_000;
 
-/// Zero (off, or no wait) up to an hour.
+// Zero is off, or no wait; a positive setting is at least MIN_POSITIVE_S.
 const WAIT: RangeInclusive<f64> = 0.0..=MAX_WAIT_S;
-/// More than zero, up to an hour.
 const POSITIVE_WAIT: RangeInclusive<f64> = MIN_POSITIVE_S..=MAX_WAIT_S;
-/// Zero up to a week.
 const WINDOW: RangeInclusive<f64> = 0.0..=MAX_WINDOW_S;
-/// More than zero, up to a week.
 const POSITIVE_WINDOW: RangeInclusive<f64> = MIN_POSITIVE_S..=MAX_WINDOW_S;
 
 /// Every setting, in `--print-config` order.
@@ -228,11 +225,7 @@ impl<'a> Reader<'a> {
             ),
             (None, None) => (None, "default"),
         };
-        let shown = if token.is_some() {
-            "(set, not shown)"
-        } else {
-            "(not set)"
-        };
+        let shown = token.as_ref().map_or("(not set)", |_| "(set, not shown)");
         self.note("TELEGRAM_BOT_TOKEN", shown, origin);
         Ok(token)
     }

@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::duration_flag::{self, Bounds};
 use crate::error::{Error, Result};
 use crate::sys::clock::{local_timestamp, Clock, SystemClock};
+use crate::sys::fs::{create_private_dirs, read_bounded, TASK_FILE_MAX};
 use crate::sys::process_table::{self, PROC_DIR};
 use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
@@ -204,16 +205,12 @@ pub(crate) fn run(cmd: TaskCommand, cfg: &Config, dry_run: bool) -> Result<()> {
             let key_file = cfg.task_partial_hmac_key_file.as_ref().ok_or_else(|| {
                 Error::usage("task sign: TASK_PARTIAL_HMAC_KEY_FILE is not set, so there is no key to sign with")
             })?;
+            let (key_shown, shown) = (key_file.display(), file.display());
             let key = read_key(key_file).map_err(|e| {
-                Error::usage(format!(
-                    "task sign: cannot read key {}: {e}",
-                    key_file.display()
-                ))
+                Error::usage(format!("task sign: cannot read key {key_shown}: {e}"))
             })?;
-            let bytes = crate::sys::fs::read_bounded(&file, crate::sys::fs::TASK_FILE_MAX)
-                .map_err(|e| {
-                    Error::usage(format!("task sign: cannot read {}: {e}", file.display()))
-                })?;
+            let bytes = read_bounded(&file, TASK_FILE_MAX)
+                .map_err(|e| Error::usage(format!("task sign: cannot read {shown}: {e}")))?;
             println!("{}", sign(&key, &bytes));
             Ok(())
         }
@@ -230,7 +227,7 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
     let sha = file_sha256(&task_file)
         .map_err(|e| Error::usage(format!("task add: cannot read task file {e}")))?;
     let dir = task_file.parent().unwrap_or(Path::new("/")).to_owned();
-    let task = Task {
+    let mut task = Task {
         id: new.id.clone(),
         task_sha256: sha,
         done_file: new
@@ -253,25 +250,19 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
         command: new.command,
         events: Vec::new(),
     };
-    registry
-        .update(|reg| {
-            if reg.get(&task.id).is_some() {
-                return Err(Error::usage(format!(
-                    "task add: a task '{}' is already registered",
-                    task.id
-                )));
-            }
-            let mut task = task;
-            task.note(now, "registered", None);
-            let line = format!(
-                "task {} registered: follow-up at {}",
-                task.id,
-                local_timestamp(task.next_check_at)
-            );
-            reg.tasks.push(task);
-            Ok(line)
-        })
-        .map(|line| println!("{line}"))
+    task.note(now, "registered", None);
+    let next = local_timestamp(task.next_check_at);
+    registry.update(|reg| {
+        if reg.get(&new.id).is_some() {
+            let why = format!("task add: a task '{}' is already registered", new.id);
+            return Err(Error::usage(why));
+        }
+        reg.tasks.push(task);
+        Ok(())
+    })?;
+    // Printed after the lock is released: a blocked stdout must not hold it.
+    println!("task {} registered: follow-up at {next}", new.id);
+    Ok(())
 }
 
 fn list(registry: &RegistryFile, json: bool) -> Result<()> {
@@ -337,15 +328,9 @@ fn show(registry: &RegistryFile, id: &str, json: bool) -> Result<()> {
         println!("{:<13}{value}", format!("{label}:"));
     }
     for e in &t.events {
-        println!(
-            "  {}  {}{}",
-            local_timestamp(e.ts),
-            e.event,
-            e.detail
-                .as_deref()
-                .map(|d| format!(": {d}"))
-                .unwrap_or_default()
-        );
+        let detail = e.detail.as_ref().map(|d| format!(": {d}"));
+        let (at, event) = (local_timestamp(e.ts), &e.event);
+        println!("  {at}  {event}{}", detail.unwrap_or_default());
     }
     Ok(())
 }
@@ -357,7 +342,7 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
 }
 
 fn check(cfg: &Config, dry_run: bool) -> Result<()> {
-    crate::sys::fs::create_private_dirs(&cfg.watchdog_dir).map_err(|e| {
+    create_private_dirs(&cfg.watchdog_dir).map_err(|e| {
         Error::runtime(format!("cannot create {}: {e}", cfg.watchdog_dir.display()))
     })?;
     let shutdown = Shutdown::new().map_err(|e| Error::runtime(e.to_string()))?;

@@ -154,11 +154,6 @@ pub struct RegistryFile {
     patience: Option<Duration>,
 }
 
-/// Holds the registry lock until dropped.
-pub(crate) struct Locked {
-    _file: File,
-}
-
 impl RegistryFile {
     pub fn new(path: &Path) -> RegistryFile {
         RegistryFile {
@@ -175,7 +170,8 @@ impl RegistryFile {
         }
     }
 
-    fn lock(&self, mode: LockMode) -> Result<Locked> {
+    /// The registry lock, held until the file is dropped.
+    fn lock(&self, mode: LockMode) -> Result<File> {
         if let Some(dir) = self.path.parent() {
             fs::create_private_dirs(dir)
                 .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
@@ -186,7 +182,7 @@ impl RegistryFile {
         let file = fs::open_lock_file(&name)
             .map_err(|e| Error::runtime(format!("cannot open {}: {e}", name.display())))?;
         match flock::lock(&file, mode, self.patience) {
-            Ok(()) => Ok(Locked { _file: file }),
+            Ok(()) => Ok(file),
             Err(LockError::Busy) => Err(Error::runtime(format!(
                 "task registry {} is locked by another process; trying again next tick",
                 self.path.display()
