@@ -90,11 +90,22 @@ pub(crate) enum Invocation {
 
 /// Parses the arguments after the program name.
 pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
-    if args.first().is_some_and(|a| a == "history") {
-        return parse_history(args.split_off(1));
-    }
-    if args.first().is_some_and(|a| a == "drill") {
-        return parse_drill(args.split_off(1));
+    let first = args.first().and_then(|a| a.to_str()).unwrap_or_default();
+    match first.to_owned().as_str() {
+        "history" => return parse_history(args.split_off(1)),
+        "drill" => return parse_drill(args.split_off(1)),
+        first @ ("status" | "demo" | "doctor") => {
+            let mut rest = pico_args::Arguments::from_vec(args.split_off(1));
+            let json = first != "demo" && rest.contains("--json");
+            let online = first == "doctor" && rest.contains("--online");
+            reject_leftovers(rest.finish())?;
+            return Ok(match first {
+                "status" => Invocation::Status { json },
+                "doctor" => Invocation::Doctor { json, online },
+                _ => Invocation::Demo,
+            });
+        }
+        _ => {}
     }
     // The command is the first word that is not a flag: a later `task` (a
     // session id, a task's argv) is an argument, not the command.
@@ -126,17 +137,6 @@ pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
             flags,
             crate::tasks::commands::parse(words)?,
         ));
-    }
-    if let Some(first @ ("status" | "demo" | "doctor")) = args.first().and_then(|a| a.to_str()) {
-        let mut rest = pico_args::Arguments::from_vec(args[1..].to_vec());
-        let json = first != "demo" && rest.contains("--json");
-        let online = first == "doctor" && rest.contains("--online");
-        reject_leftovers(rest.finish())?;
-        return Ok(match first {
-            "status" => Invocation::Status { json },
-            "doctor" => Invocation::Doctor { json, online },
-            _ => Invocation::Demo,
-        });
     }
     let mut args = pico_args::Arguments::from_vec(args);
     if args.contains(["-h", "--help"]) {
@@ -251,10 +251,9 @@ fn one_session(cmd: &str, noun: &str, words: Vec<OsString>) -> Result<Option<Str
 
 /// Turns whatever pico-args did not consume into a usage error naming it.
 fn reject_leftovers(rest: Vec<OsString>) -> Result<()> {
-    let Some(first) = rest.first() else {
+    let Some(word) = rest.first().map(|w| w.to_string_lossy()) else {
         return Ok(());
     };
-    let word = first.to_string_lossy();
     let what = if word.starts_with('-') {
         "flag"
     } else {

@@ -100,14 +100,8 @@ impl Escalator {
         sid: Option<&str>,
         wants_telegram: bool,
     ) -> bool {
-        let now = self.clock.now();
-        if !dedup::may_escalate(
-            &mut self.state.lock(),
-            &self.limits,
-            sid,
-            severity.as_str(),
-            now,
-        ) {
+        let (now, kind) = (self.clock.now(), severity.as_str());
+        if !dedup::may_escalate(&mut self.state.lock(), &self.limits, sid, kind, now) {
             log::debug!(
                 "escalation {severity} for {} suppressed: already sent within the dedup window",
                 sid.unwrap_or("the fleet")

@@ -132,11 +132,10 @@ fn answer<T>(
 /// shutdown, whichever comes first (`None`: abandoned; the thread ends by
 /// itself within the request timeout). Without a thread to spare the request
 /// runs here, still bounded by its timeout.
-pub(crate) fn unless_shutdown<T, F>(shutdown: &Shutdown, request: F) -> Option<Outcome<T>>
-where
-    T: Send + 'static,
-    F: Fn() -> Outcome<T> + Send + Sync + 'static,
-{
+pub(crate) fn unless_shutdown<T: Send + 'static>(
+    shutdown: &Shutdown,
+    request: impl Fn() -> Outcome<T> + Send + Sync + 'static,
+) -> Option<Outcome<T>> {
     if shutdown.is_set() {
         return None;
     }

@@ -232,14 +232,11 @@ impl<'a> Reader<'a> {
 
     /// Set to nothing, it is off; unlike the other texts, empty is not unset.
     fn continuity_message(&mut self) -> Result<String> {
+        let default = DEFAULT_CONTINUITY_MESSAGE;
         let (message, shown, origin) = match self.env.text("CONTINUITY_MESSAGE")? {
             Some("") => ("", "(empty: disabled)", "environment"),
             Some(m) => (m, m, "environment"),
-            None => (
-                DEFAULT_CONTINUITY_MESSAGE,
-                DEFAULT_CONTINUITY_MESSAGE,
-                "default",
-            ),
+            None => (default, default, "default"),
         };
         self.note("CONTINUITY_MESSAGE", shown, origin);
         Ok(message.to_owned())

@@ -161,18 +161,15 @@ pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
 /// part of file names); otherwise a usage error showing the value.
 fn checked_id(raw: OsString) -> Result<String> {
     let text = raw.to_string_lossy();
-    let problem = match raw.to_str() {
-        Some(id) => id_problem(id),
-        None => Some("is not valid UTF-8".into()),
+    let Some(why) = raw
+        .to_str()
+        .map_or(Some("is not valid UTF-8".into()), id_problem)
+    else {
+        return Ok(text.into_owned());
     };
-    match problem {
-        None => Ok(text.into_owned()),
-        Some(why) => {
-            let head: String = text.chars().take(MAX_ID_CHARS).collect();
-            let more = if head.len() < text.len() { "…" } else { "" };
-            Err(usage(format!("task add: <id> {head:?}{more} {why}")))
-        }
-    }
+    let head: String = text.chars().take(MAX_ID_CHARS).collect();
+    let more = if head.len() < text.len() { "…" } else { "" };
+    Err(usage(format!("task add: <id> {head:?}{more} {why}")))
 }
 
 /// Runs a `task` subcommand.
@@ -275,20 +272,14 @@ fn list(registry: &RegistryFile, json: bool) -> Result<()> {
         "ID", "STATUS", "RETRY", "NEXT CHECK", "PARENT"
     );
     for t in &reg.tasks {
-        let next = if t.status == TaskStatus::Pending {
-            local_timestamp(t.next_check_at)
-        } else {
-            "-".into()
+        let next = match t.status {
+            TaskStatus::Pending => local_timestamp(t.next_check_at),
+            _ => "-".into(),
         };
-        println!(
-            "{:<24} {:<10} {:<6} {:<26} {:<18} {}",
-            t.id,
-            t.status,
-            format!("{}/{}", t.retry_count, t.max_retry),
-            next,
-            t.parent_task.as_deref().unwrap_or("-"),
-            t.task_file.display()
-        );
+        let (id, status, file) = (&t.id, t.status, t.task_file.display());
+        let retry = format!("{}/{}", t.retry_count, t.max_retry);
+        let parent = t.parent_task.as_deref().unwrap_or("-");
+        println!("{id:<24} {status:<10} {retry:<6} {next:<26} {parent:<18} {file}");
     }
     Ok(())
 }

@@ -235,16 +235,13 @@ impl FollowUp {
             return;
         }
         let new_id = next_id(t);
-        let partial = self.usable_partial(t);
+        let partial = self.usable_partial(t).map(|p| p.display().to_string());
         let vars = [
             ("task_id", new_id.clone()),
             ("task_file", t.task_file.display().to_string()),
             ("parent_task", t.root().to_owned()),
             ("retry", (t.retry_count + 1).to_string()),
-            (
-                "partial_file",
-                partial.map(|p| p.display().to_string()).unwrap_or_default(),
-            ),
+            ("partial_file", partial.unwrap_or_default()),
         ];
         let argv = render(&t.command, &vars);
         let log_path = self.logs_dir.join(log_file_name(&new_id));
