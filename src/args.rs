@@ -6,6 +6,8 @@
 use std::ffi::OsString;
 
 use crate::error::{Error, Result};
+use crate::ops::drill;
+use crate::tasks::commands;
 
 pub(crate) const USAGE: &str = "\
 agent-deck-watchdog: keeps critical agent-deck sessions alive
@@ -78,10 +80,10 @@ pub(crate) struct RunFlags {
 pub(crate) enum Invocation {
     Run(RunFlags),
     PrintConfig(RunFlags),
-    Task(RunFlags, crate::tasks::commands::TaskCommand),
+    Task(RunFlags, commands::TaskCommand),
     Status { json: bool },
     Doctor { json: bool, online: bool },
-    Drill(crate::ops::drill::Args),
+    Drill(drill::Args),
     History(crate::ops::history::Args),
     Demo,
     Help,
@@ -133,10 +135,7 @@ pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
                 _ => words.push(word),
             }
         }
-        return Ok(Invocation::Task(
-            flags,
-            crate::tasks::commands::parse(words)?,
-        ));
+        return Ok(Invocation::Task(flags, commands::parse(words)?));
     }
     let mut args = pico_args::Arguments::from_vec(args);
     if args.contains(["-h", "--help"]) {
@@ -210,15 +209,11 @@ fn parse_drill(args: Vec<OsString>) -> Result<Invocation> {
     };
     let timeout_s = match timeout {
         Some(raw) => duration_flag::parse("--timeout", &raw, bounds)?,
-        None => crate::ops::drill::DEFAULT_TIMEOUT_S,
+        None => drill::DEFAULT_TIMEOUT_S,
     };
     let id = one_session("drill", "session", rest.finish())?
         .ok_or_else(|| Error::usage("drill needs a session: drill ID [--yes] [--timeout DUR]"))?;
-    Ok(Invocation::Drill(crate::ops::drill::Args {
-        id,
-        yes,
-        timeout_s,
-    }))
+    Ok(Invocation::Drill(drill::Args { id, yes, timeout_s }))
 }
 
 /// The one session `cmd` takes, from the words pico-args left (`noun`:

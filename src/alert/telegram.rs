@@ -208,13 +208,12 @@ impl Telegram {
             }
             other => other,
         };
+        let chat = &self.chat_id;
         match outcome {
             None => log::warn!(
                 "telegram escalation dropped: shutting down; the alert is in escalations.log"
             ),
-            Some(Outcome::Ok(())) => {
-                log::info!("telegram escalation sent to chat {}", self.chat_id)
-            }
+            Some(Outcome::Ok(())) => log::info!("telegram escalation sent to chat {chat}"),
             Some(Outcome::RetryAfter(_)) => {
                 log::warn!("telegram escalation not delivered: still rate-limited")
             }

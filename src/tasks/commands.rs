@@ -108,8 +108,8 @@ pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
             let match_ = args.opt_value_from_str("--match").map_err(usage)?;
             let id = args
                 .free_from_os_str(|s| Ok::<_, String>(s.to_owned()))
-                .map_err(|_| usage("task add: missing <id>"))?;
-            let id = checked_id(id)?;
+                .map_err(|_| usage("task add: missing <id>"))
+                .and_then(checked_id)?;
             TaskCommand::Add(NewTask {
                 id,
                 file,
@@ -161,10 +161,10 @@ pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
 /// part of file names); otherwise a usage error showing the value.
 fn checked_id(raw: OsString) -> Result<String> {
     let text = raw.to_string_lossy();
-    let Some(why) = raw
+    let why = raw
         .to_str()
-        .map_or(Some("is not valid UTF-8".into()), id_problem)
-    else {
+        .map_or(Some("is not valid UTF-8".into()), id_problem);
+    let Some(why) = why else {
         return Ok(text.into_owned());
     };
     let head: String = text.chars().take(MAX_ID_CHARS).collect();
@@ -292,28 +292,25 @@ fn show(registry: &RegistryFile, id: &str, json: bool) -> Result<()> {
     if json {
         return print_json(t);
     }
-    let alive = t
-        .pid
-        .map(|p| format!("pid {p} runs, or "))
-        .unwrap_or_default();
+    let pid = t.pid.map(|p| format!("pid {p} runs, or "));
+    let alive = format!(
+        "{}command line contains {:?}",
+        pid.unwrap_or_default(),
+        t.match_
+    );
+    let file = format!("{} (sha256 {})", t.task_file.display(), t.task_sha256);
     for (label, value) in [
         ("id", t.id.clone()),
         ("status", t.status.to_string()),
         ("retry", format!("{}/{}", t.retry_count, t.max_retry)),
         ("parent", t.parent_task.clone().unwrap_or("-".into())),
-        (
-            "task file",
-            format!("{} (sha256 {})", t.task_file.display(), t.task_sha256),
-        ),
+        ("task file", file),
         ("done file", t.done_file.display().to_string()),
         ("partial", t.partial_file.display().to_string()),
         ("dispatched", local_timestamp(t.dispatched_at)),
         ("next check", local_timestamp(t.next_check_at)),
         ("follow-up", format!("every {:.0}s", t.followup_s)),
-        (
-            "alive if",
-            format!("{alive}command line contains {:?}", t.match_),
-        ),
+        ("alive if", alive),
         ("command", format!("{:?}", t.command)),
     ] {
         println!("{:<13}{value}", format!("{label}:"));
@@ -342,15 +339,14 @@ fn check(cfg: &Config, dry_run: bool) -> Result<()> {
     let summary = FollowUp::from_config(cfg, dry_run, escalator.clone(), clock, None).pass();
     escalator.drain();
     let summary = summary?;
-    let list = |ids: &[String]| ids.join(", ");
-    let mut line = format!("checked {} due task(s); re-dispatched ", summary.checked);
-    line += &if summary.redispatched.is_empty() {
-        "none".to_owned()
-    } else {
-        list(&summary.redispatched)
-    };
+    let redispatched = Some(summary.redispatched.join(", ")).filter(|ids| !ids.is_empty());
+    let redispatched = redispatched.as_deref().unwrap_or("none");
+    let mut line = format!(
+        "checked {} due task(s); re-dispatched {redispatched}",
+        summary.checked
+    );
     if !summary.not_started.is_empty() {
-        let ids = list(&summary.not_started);
+        let ids = summary.not_started.join(", ");
         line += &format!("; could not start {ids} (each counts as an attempt)");
     }
     if summary.pruned > 0 {

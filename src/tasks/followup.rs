@@ -42,12 +42,11 @@ pub(crate) struct FollowUp {
     pub escalator: Arc<Escalator>,
     pub clock: Arc<dyn Clock>,
     pub dry_run: bool,
-    pub cap: u32,
-    pub logs_dir: PathBuf,
-    pub hmac_key_file: Option<PathBuf>,
+    /// The daily cap, the key, the retention and the watchdog dir.
+    cfg: Config,
+    /// Where re-dispatches write their output.
+    logs_dir: PathBuf,
     pub proc_dir: PathBuf,
-    /// `TASK_RETENTION_DAYS`, in days.
-    pub retention_days: u32,
 }
 
 /// How a pass went, for logs and `task check`.
@@ -83,11 +82,9 @@ impl FollowUp {
             escalator,
             clock,
             dry_run,
-            cap: cfg.task_daily_redispatch_cap,
+            cfg: cfg.clone(),
             logs_dir: cfg.watchdog_dir.join("tasks"),
-            hmac_key_file: cfg.task_partial_hmac_key_file.clone(),
             proc_dir: PROC_DIR.into(),
-            retention_days: cfg.task_retention_days,
         }
     }
 
@@ -123,7 +120,8 @@ impl FollowUp {
         let summary = self.registry.update_then(
             |reg| {
                 let mut summary = self.walk(reg, now);
-                let gone = retention::prune(reg, now, f64::from(self.retention_days) * DAY_S);
+                let kept_s = f64::from(self.cfg.task_retention_days) * DAY_S;
+                let gone = retention::prune(reg, now, kept_s);
                 summary.pruned = gone.len();
                 summary.logs_to_remove = retention::logs_to_remove(&gone, &reg.tasks);
                 Ok(summary)
@@ -137,7 +135,7 @@ impl FollowUp {
             log::info!(
                 "pruned {} task(s) finished more than {} days ago from {}, and {} of their logs",
                 summary.pruned,
-                self.retention_days,
+                self.cfg.task_retention_days,
                 self.registry.path.display(),
                 summary.logs_removed
             );
@@ -148,15 +146,13 @@ impl FollowUp {
     fn walk(&self, reg: &mut Registry, now: f64) -> Summary {
         let mut summary = Summary::default();
         // By position, not by id: a hand-edited registry may hold an id twice.
-        let due: Vec<usize> = (0..reg.tasks.len())
-            .filter(|&i| {
-                let t = &reg.tasks[i];
-                t.status == TaskStatus::Pending && t.next_check_at <= now
-            })
-            .collect();
-        for i in due {
-            summary.checked += 1;
-            self.follow(reg, i, now, &mut summary);
+        // The re-dispatches this pass appends wait for the next one.
+        for i in 0..reg.tasks.len() {
+            let t = &reg.tasks[i];
+            if t.status == TaskStatus::Pending && t.next_check_at <= now {
+                summary.checked += 1;
+                self.follow(reg, i, now, &mut summary);
+            }
         }
         summary
     }
@@ -166,7 +162,8 @@ impl FollowUp {
         let t = reg.tasks[i].clone();
         let (id, file) = (t.id.as_str(), t.task_file.display());
         let facts = self.facts(&t);
-        let step = decide(&t, &facts, reg.redispatched_on(local_day(now)), self.cap);
+        let cap = self.cfg.task_daily_redispatch_cap;
+        let step = decide(&t, &facts, reg.redispatched_on(local_day(now)), cap);
         let task = &mut reg.tasks[i];
         let (severity, msg, sid) = match step {
             Step::Done => {
@@ -211,8 +208,7 @@ impl FollowUp {
                 task.next_check_at = crate::sys::clock::next_local_midnight(now);
                 task.note(now, "capped", None);
                 let msg = format!(
-                    "task {id} died without .done, but {} re-dispatches already ran today (TASK_DAILY_REDISPATCH_CAP); trying again tomorrow",
-                    self.cap
+                    "task {id} died without .done, but {cap} re-dispatches already ran today (TASK_DAILY_REDISPATCH_CAP); trying again tomorrow"
                 );
                 (Severity::RedispatchCap, msg, None)
             }
@@ -317,7 +313,7 @@ impl FollowUp {
                 return None;
             }
         };
-        let Some(key_file) = &self.hmac_key_file else {
+        let Some(key_file) = &self.cfg.task_partial_hmac_key_file else {
             return Some(partial.clone());
         };
         let mut sig_path = partial.as_os_str().to_owned();
