@@ -51,10 +51,9 @@ impl Escalator {
         shutdown: &Shutdown,
     ) -> Arc<Escalator> {
         let records = Arc::new(Records::from_config(cfg));
-        let state = Arc::default();
-        Arc::new(Escalator::new(
-            cfg, records, state, None, clock, dry_run, shutdown,
-        ))
+        let escalator =
+            Escalator::new(cfg, records, Arc::default(), None, clock, dry_run, shutdown);
+        Arc::new(escalator)
     }
 
     pub(crate) fn new(
@@ -71,13 +70,12 @@ impl Escalator {
         let (telegram, shutdown) = (messenger.is_some(), shutdown.clone());
         let worker = Worker::spawn("escalate", move |alert: EscalationRecord| {
             deliver(&alert, &script, timeout, messenger.as_ref(), &shutdown)
-        })
-        .map_err(|e| {
+        });
+        if let Err(e) = &worker {
             log::error!(
                 "could not start the escalation thread ({e}); escalations are recorded only"
-            )
-        })
-        .ok();
+            );
+        }
         Escalator {
             records,
             state,
@@ -86,7 +84,7 @@ impl Escalator {
             clock,
             dry_run,
             telegram,
-            worker: Mutex::new(worker),
+            worker: Mutex::new(worker.ok()),
         }
     }
 

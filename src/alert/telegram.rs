@@ -107,12 +107,8 @@ fn answer<T>(
         Err(e) => return Outcome::Failed(loggable(token, &e.to_string())),
     };
     let status = resp.status().as_u16();
-    let body = resp
-        .body_mut()
-        .with_config()
-        .limit(MAX_BODY)
-        .read_to_string();
-    let body = match body {
+    let limited = resp.body_mut().with_config().limit(MAX_BODY);
+    let body = match limited.read_to_string() {
         Ok(body) => body,
         Err(e) if status == 200 => return Outcome::Failed(loggable(token, &e.to_string())),
         Err(_) => String::new(),
@@ -198,10 +194,8 @@ impl Telegram {
     pub(crate) fn notify(self: &Arc<Self>, text: &str) {
         let outcome = match self.attempt(text) {
             Some(Outcome::RetryAfter(wait)) => {
-                log::warn!(
-                    "telegram rate-limited the escalation; retrying in {:.0}s",
-                    wait.as_secs_f64()
-                );
+                let secs = wait.as_secs_f64();
+                log::warn!("telegram rate-limited the escalation; retrying in {secs:.0}s");
                 // A shutdown during the wait makes the retry an abandoned attempt.
                 self.shutdown.sleep(wait);
                 self.attempt(text)

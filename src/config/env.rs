@@ -9,7 +9,6 @@ use std::ffi::{OsStr, OsString};
 
 use crate::error::{Error, Result};
 
-/// See the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Env(BTreeMap<String, OsString>);
 

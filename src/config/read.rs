@@ -157,10 +157,8 @@ impl<'a> Reader<'a> {
     /// A setting that may be off: its value, or `unset` shown in its place.
     fn optional(&mut self, name: &'static str, unset: &'static str) -> Result<Option<&'a str>> {
         let value = self.env.value(name)?;
-        match value {
-            Some(v) => self.note(name, v, "environment"),
-            None => self.note(name, unset, "default"),
-        }
+        let (shown, origin) = value.map_or((unset, "default"), |v| (v, "environment"));
+        self.note(name, shown, origin);
         Ok(value)
     }
 
@@ -199,15 +197,14 @@ impl<'a> Reader<'a> {
         default: u32,
         span: RangeInclusive<u32>,
     ) -> Result<u32> {
+        let (lo, hi) = (span.start(), span.end());
         let (n, origin) = match self.env.text(name)? {
             None => (default, "default"),
             Some(raw) => match raw.trim().parse::<u32>() {
                 Ok(v) if span.contains(&v) => (v, "environment"),
                 _ => {
                     return Err(Error::usage(format!(
-                        "{name}={raw:?} is invalid: expected a whole number from {} to {}",
-                        span.start(),
-                        span.end()
+                        "{name}={raw:?} is invalid: expected a whole number from {lo} to {hi}"
                     )))
                 }
             },

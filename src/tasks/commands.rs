@@ -90,10 +90,8 @@ pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
             let file: PathBuf = args
                 .value_from_str("--file")
                 .map_err(|_| usage("task add: --file <task-file> is required"))?;
-            let after_s = match args
-                .opt_value_from_str::<_, String>("--after")
-                .map_err(usage)?
-            {
+            let after: Option<String> = args.opt_value_from_str("--after").map_err(usage)?;
+            let after_s = match after {
                 Some(raw) => duration_flag::parse("--after", &raw, AFTER_BOUNDS)?,
                 None => 1200.0,
             };
@@ -224,13 +222,12 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
     let sha = file_sha256(&task_file)
         .map_err(|e| Error::usage(format!("task add: cannot read task file {e}")))?;
     let dir = task_file.parent().unwrap_or(Path::new("/")).to_owned();
+    let id = new.id;
     let mut task = Task {
-        id: new.id.clone(),
+        id: id.clone(),
         task_sha256: sha,
-        done_file: new
-            .done
-            .unwrap_or_else(|| dir.join(format!("{}.done", new.id))),
-        partial_file: dir.join(format!("{}.partial", new.id)),
+        done_file: new.done.unwrap_or_else(|| dir.join(format!("{id}.done"))),
+        partial_file: dir.join(format!("{id}.partial")),
         task_file,
         followup_s: new.after_s,
         dispatched_at: now,
@@ -243,22 +240,22 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
         pid_started: new
             .pid
             .and_then(|p| process_table::start_time(Path::new(PROC_DIR), p)),
-        match_: new.match_.unwrap_or_else(|| new.id.clone()),
+        match_: new.match_.unwrap_or_else(|| id.clone()),
         command: new.command,
         events: Vec::new(),
     };
     task.note(now, "registered", None);
     let next = local_timestamp(task.next_check_at);
     registry.update(|reg| {
-        if reg.get(&new.id).is_some() {
-            let why = format!("task add: a task '{}' is already registered", new.id);
+        if reg.get(&id).is_some() {
+            let why = format!("task add: a task '{id}' is already registered");
             return Err(Error::usage(why));
         }
         reg.tasks.push(task);
         Ok(())
     })?;
     // Printed after the lock is released: a blocked stdout must not hold it.
-    println!("task {} registered: follow-up at {next}", new.id);
+    println!("task {id} registered: follow-up at {next}");
     Ok(())
 }
 

@@ -132,12 +132,10 @@ impl FollowUp {
             },
         )?;
         if summary.pruned > 0 {
+            let (pruned, logs) = (summary.pruned, summary.logs_removed);
+            let (days, path) = (self.cfg.task_retention_days, self.registry.path.display());
             log::info!(
-                "pruned {} task(s) finished more than {} days ago from {}, and {} of their logs",
-                summary.pruned,
-                self.cfg.task_retention_days,
-                self.registry.path.display(),
-                summary.logs_removed
+                "pruned {pruned} task(s) finished more than {days} days ago from {path}, and {logs} of their logs"
             );
         }
         Ok(summary)
@@ -191,13 +189,12 @@ impl FollowUp {
             Step::Tampered => {
                 task.status = TaskStatus::Tampered;
                 task.note(now, "tampered", None);
-                let what = if facts.sha_now.is_some() {
-                    "changed since it was registered".to_owned()
-                } else {
-                    match read_bounded(&t.task_file, TASK_FILE_MAX) {
+                let what = match facts.sha_now {
+                    Some(_) => "changed since it was registered".to_owned(),
+                    None => match read_bounded(&t.task_file, TASK_FILE_MAX) {
                         Err(e) if !e.is_missing() => e.reason(),
                         _ => "is gone".to_owned(),
-                    }
+                    },
                 };
                 let msg = format!(
                     "task {id} died without .done, but its task file {file} {what}; not re-dispatching"
