@@ -6,6 +6,8 @@
 use std::ffi::OsString;
 
 use crate::error::{Error, Result};
+use crate::ops::drill;
+use crate::tasks::commands;
 
 pub(crate) const USAGE: &str = "\
 agent-deck-watchdog: keeps critical agent-deck sessions alive
@@ -78,10 +80,10 @@ pub(crate) struct RunFlags {
 pub(crate) enum Invocation {
     Run(RunFlags),
     PrintConfig(RunFlags),
-    Task(RunFlags, crate::tasks::commands::TaskCommand),
+    Task(RunFlags, commands::TaskCommand),
     Status { json: bool },
     Doctor { json: bool, online: bool },
-    Drill(crate::ops::drill::Args),
+    Drill(drill::Args),
     History(crate::ops::history::Args),
     Demo,
     Help,
@@ -90,11 +92,22 @@ pub(crate) enum Invocation {
 
 /// Parses the arguments after the program name.
 pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
-    if args.first().is_some_and(|a| a == "history") {
-        return parse_history(args.split_off(1));
-    }
-    if args.first().is_some_and(|a| a == "drill") {
-        return parse_drill(args.split_off(1));
+    let first = args.first().and_then(|a| a.to_str()).unwrap_or_default();
+    match first.to_owned().as_str() {
+        "history" => return parse_history(args.split_off(1)),
+        "drill" => return parse_drill(args.split_off(1)),
+        first @ ("status" | "demo" | "doctor") => {
+            let mut rest = pico_args::Arguments::from_vec(args.split_off(1));
+            let json = first != "demo" && rest.contains("--json");
+            let online = first == "doctor" && rest.contains("--online");
+            reject_leftovers(rest.finish())?;
+            return Ok(match first {
+                "status" => Invocation::Status { json },
+                "doctor" => Invocation::Doctor { json, online },
+                _ => Invocation::Demo,
+            });
+        }
+        _ => {}
     }
     // The command is the first word that is not a flag: a later `task` (a
     // session id, a task's argv) is an argument, not the command.
@@ -122,21 +135,7 @@ pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
                 _ => words.push(word),
             }
         }
-        return Ok(Invocation::Task(
-            flags,
-            crate::tasks::commands::parse(words)?,
-        ));
-    }
-    if let Some(first @ ("status" | "demo" | "doctor")) = args.first().and_then(|a| a.to_str()) {
-        let mut rest = pico_args::Arguments::from_vec(args[1..].to_vec());
-        let json = first != "demo" && rest.contains("--json");
-        let online = first == "doctor" && rest.contains("--online");
-        reject_leftovers(rest.finish())?;
-        return Ok(match first {
-            "status" => Invocation::Status { json },
-            "doctor" => Invocation::Doctor { json, online },
-            _ => Invocation::Demo,
-        });
+        return Ok(Invocation::Task(flags, commands::parse(words)?));
     }
     let mut args = pico_args::Arguments::from_vec(args);
     if args.contains(["-h", "--help"]) {
@@ -179,43 +178,17 @@ fn parse_history(args: Vec<OsString>) -> Result<Invocation> {
     let since = since
         .as_deref()
         .map_or(Ok(Since::default()), Since::parse)?;
-    let mut id = None;
-    for word in rest.finish() {
-        let Some(text) = word.to_str() else {
-            return Err(Error::usage(format!(
-                "history: the session id {word:?} is not valid UTF-8"
-            )));
-        };
-        if text.starts_with('-') {
-            return Err(Error::usage(format!(
-                "unknown flag '{text}' for history (see --help)"
-            )));
-        }
-        if text.is_empty() {
-            return Err(Error::usage("history: the session id is empty"));
-        }
-        if let Some(first) = &id {
-            return Err(Error::usage(format!(
-                "history takes one session id, got '{first}' and '{text}'"
-            )));
-        }
-        id = Some(text.to_owned());
-    }
+    let id = one_session("history", "session id", rest.finish())?;
     let view = match (json, report) {
-        (true, true) => {
-            return Err(Error::usage(
-                "history: --json and --report cannot be combined",
-            ))
-        }
-        (true, false) => View::Json,
+        (true, true) => Err("history: --json and --report cannot be combined"),
+        (true, false) => Ok(View::Json),
         (false, true) if id.is_none() => {
-            return Err(Error::usage(
-                "history --report needs a session id: history ID --report",
-            ))
+            Err("history --report needs a session id: history ID --report")
         }
-        (false, true) => View::Report,
-        (false, false) => View::Lines,
-    };
+        (false, true) => Ok(View::Report),
+        (false, false) => Ok(View::Lines),
+    }
+    .map_err(Error::usage)?;
     Ok(Invocation::History(Args { id, since, view }))
 }
 
@@ -236,47 +209,46 @@ fn parse_drill(args: Vec<OsString>) -> Result<Invocation> {
     };
     let timeout_s = match timeout {
         Some(raw) => duration_flag::parse("--timeout", &raw, bounds)?,
-        None => crate::ops::drill::DEFAULT_TIMEOUT_S,
+        None => drill::DEFAULT_TIMEOUT_S,
     };
-    let mut words = rest.finish().into_iter();
-    let id = match words.next().map(|w| w.into_string()) {
-        None => {
-            return Err(Error::usage(
-                "drill needs a session: drill ID [--yes] [--timeout DUR]",
-            ))
-        }
-        Some(Err(w)) => {
+    let id = one_session("drill", "session", rest.finish())?
+        .ok_or_else(|| Error::usage("drill needs a session: drill ID [--yes] [--timeout DUR]"))?;
+    Ok(Invocation::Drill(drill::Args { id, yes, timeout_s }))
+}
+
+/// The one session `cmd` takes, from the words pico-args left (`noun`:
+/// what its messages call it): text, not empty, not a flag, at most one.
+fn one_session(cmd: &str, noun: &str, words: Vec<OsString>) -> Result<Option<String>> {
+    let mut id: Option<String> = None;
+    for word in words {
+        let Some(text) = word.to_str() else {
             return Err(Error::usage(format!(
-                "drill: the session {w:?} is not valid UTF-8"
-            )))
-        }
-        Some(Ok(w)) if w.starts_with('-') => {
+                "{cmd}: the {noun} {word:?} is not valid UTF-8"
+            )));
+        };
+        if text.starts_with('-') {
             return Err(Error::usage(format!(
-                "unknown flag '{w}' for drill (see --help)"
-            )))
+                "unknown flag '{text}' for {cmd} (see --help)"
+            )));
         }
-        Some(Ok(w)) if w.is_empty() => return Err(Error::usage("drill: the session is empty")),
-        Some(Ok(w)) => w,
-    };
-    if let Some(extra) = words.next() {
-        return Err(Error::usage(format!(
-            "drill takes one session, got '{id}' and '{}'",
-            extra.to_string_lossy()
-        )));
+        if text.is_empty() {
+            return Err(Error::usage(format!("{cmd}: the {noun} is empty")));
+        }
+        if let Some(first) = &id {
+            return Err(Error::usage(format!(
+                "{cmd} takes one {noun}, got '{first}' and '{text}'"
+            )));
+        }
+        id = Some(text.to_owned());
     }
-    Ok(Invocation::Drill(crate::ops::drill::Args {
-        id,
-        yes,
-        timeout_s,
-    }))
+    Ok(id)
 }
 
 /// Turns whatever pico-args did not consume into a usage error naming it.
 fn reject_leftovers(rest: Vec<OsString>) -> Result<()> {
-    let Some(first) = rest.first() else {
+    let Some(word) = rest.first().map(|w| w.to_string_lossy()) else {
         return Ok(());
     };
-    let word = first.to_string_lossy();
     let what = if word.starts_with('-') {
         "flag"
     } else {

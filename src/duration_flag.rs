@@ -19,25 +19,17 @@ pub(crate) struct Bounds {
 /// The value in seconds; the error names the flag and the value as given.
 pub(crate) fn parse(flag: &str, raw: &str, bounds: Bounds) -> Result<f64> {
     let t = raw.trim();
-    let (num, unit) = match t.char_indices().last() {
-        Some((i, 's')) => (&t[..i], 1.0),
-        Some((i, 'm')) => (&t[..i], 60.0),
-        Some((i, 'h')) => (&t[..i], 3600.0),
-        Some((i, 'd')) => (&t[..i], 86_400.0),
-        _ => (t, 1.0),
-    };
-    let decimal = !num.is_empty()
-        && !num.starts_with('.')
-        && !num.ends_with('.')
-        && num.chars().all(|c| c.is_ascii_digit() || c == '.')
-        && num.matches('.').count() <= 1;
-    let secs = num
-        .parse::<f64>()
-        .ok()
-        .filter(|_| decimal)
-        .map(|v| v * unit);
-    match secs {
-        Some(s) if s <= bounds.max_s && (s > 0.0 || (bounds.zero_ok && s == 0.0)) => Ok(s),
+    let units = [('s', 1.0), ('m', 60.0), ('h', 3600.0), ('d', 86_400.0)];
+    let (num, unit) = units
+        .iter()
+        .find_map(|&(u, secs)| Some((t.strip_suffix(u)?, secs)))
+        .unwrap_or((t, 1.0));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let decimal = num
+        .split_once('.')
+        .map_or(digits(num), |(i, f)| digits(i) && digits(f));
+    match num.parse::<f64>().map(|v| v * unit) {
+        Ok(s) if decimal && s <= bounds.max_s && (s > 0.0 || (bounds.zero_ok && s == 0.0)) => Ok(s),
         _ => Err(Error::usage(format!(
             "{flag} {raw:?} is invalid: expected a decimal number with an optional unit \
              s, m, h or d, such as 90, 90s, 20m, 1.5h or 2d"

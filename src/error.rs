@@ -1,8 +1,5 @@
-//! The error type every command returns to `main`, and its exit code.
-//!
-//! Usage and configuration mistakes are exit 2, a held instance lock is exit 3,
-//! anything that went wrong while running is exit 1. This module only classifies;
-//! it never prints.
+//! The error type every command returns to `main`, and its exit code. This
+//! module only classifies; it never prints.
 
 use std::fmt;
 

@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::alert::escalate::{Escalator, EscalatorParts};
-use crate::alert::telegram::Telegram;
+use crate::alert::escalate::Escalator;
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::limits::Limits;
@@ -49,18 +48,15 @@ impl Context {
         let store = Arc::new(Store::new(&cfg.watchdog_dir, !dry_run));
         let state = Arc::new(Mutex::new(store.load(&limits, clock.now())));
         let records = Arc::new(Records::from_config(cfg));
-        let escalator = Arc::new(Escalator::new(EscalatorParts {
-            records: records.clone(),
-            state: state.clone(),
-            limits: limits.clone(),
-            clock: clock.clone(),
+        let escalator = Arc::new(Escalator::new(
+            cfg,
+            records.clone(),
+            state.clone(),
+            Some(store.clone()),
+            clock.clone(),
             dry_run,
-            script: cfg.watchdog_dir.join("escalate.sh"),
-            script_timeout: cfg.subprocess_timeout,
-            messenger: Telegram::from_config(cfg, shutdown.clone()),
-            shutdown: shutdown.clone(),
-            store: Some(store.clone()),
-        }));
+            &shutdown,
+        ));
         Context {
             cfg: Arc::new(cfg.clone()),
             deck,

@@ -7,14 +7,13 @@
 //! record is written and nothing is run or sent.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
 use crate::alert::telegram::Telegram;
-use crate::alert::Messenger;
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::dedup;
@@ -29,24 +28,17 @@ use crate::sys::shutdown::Shutdown;
 use crate::sys::worker::Worker;
 
 pub(crate) struct Escalator {
-    p: EscalatorParts,
+    records: Arc<Records>,
+    state: Arc<Mutex<State>>,
+    /// Where the dedup memory is saved, so it survives a crash right after.
+    store: Option<Arc<Store>>,
+    limits: Limits,
+    clock: Arc<dyn Clock>,
+    dry_run: bool,
+    /// Whether Telegram is configured.
+    telegram: bool,
     /// Delivers the record it is handed.
     worker: Mutex<Option<Worker<EscalationRecord>>>,
-}
-
-/// Everything the escalator needs, gathered so construction reads clearly.
-pub(crate) struct EscalatorParts {
-    pub records: Arc<Records>,
-    pub state: Arc<Mutex<State>>,
-    pub limits: Limits,
-    pub clock: Arc<dyn Clock>,
-    pub dry_run: bool,
-    pub script: PathBuf,
-    pub script_timeout: Duration,
-    pub messenger: Option<Arc<dyn Messenger>>,
-    pub shutdown: Shutdown,
-    /// Where the dedup memory is saved, so it survives a crash right after.
-    pub store: Option<Arc<Store>>,
 }
 
 impl Escalator {
@@ -57,36 +49,42 @@ impl Escalator {
         dry_run: bool,
         clock: Arc<dyn Clock>,
         shutdown: &Shutdown,
+    ) -> Arc<Escalator> {
+        let records = Arc::new(Records::from_config(cfg));
+        let escalator =
+            Escalator::new(cfg, records, Arc::default(), None, clock, dry_run, shutdown);
+        Arc::new(escalator)
+    }
+
+    pub(crate) fn new(
+        cfg: &Config,
+        records: Arc<Records>,
+        state: Arc<Mutex<State>>,
+        store: Option<Arc<Store>>,
+        clock: Arc<dyn Clock>,
+        dry_run: bool,
+        shutdown: &Shutdown,
     ) -> Escalator {
-        Escalator::new(EscalatorParts {
-            records: Arc::new(Records::from_config(cfg)),
-            state: Arc::new(Mutex::new(Default::default())),
+        let (script, timeout) = (cfg.watchdog_dir.join("escalate.sh"), cfg.subprocess_timeout);
+        let messenger = Telegram::from_config(cfg, shutdown.clone());
+        let (telegram, shutdown) = (messenger.is_some(), shutdown.clone());
+        let worker = Worker::spawn("escalate", move |alert: EscalationRecord| {
+            deliver(&alert, &script, timeout, messenger.as_ref(), &shutdown)
+        });
+        if let Err(e) = &worker {
+            log::error!(
+                "could not start the escalation thread ({e}); escalations are recorded only"
+            );
+        }
+        Escalator {
+            records,
+            state,
+            store,
             limits: Limits::from_config(cfg),
             clock,
             dry_run,
-            script: cfg.watchdog_dir.join("escalate.sh"),
-            script_timeout: cfg.subprocess_timeout,
-            messenger: Telegram::from_config(cfg, shutdown.clone()),
-            shutdown: shutdown.clone(),
-            store: None,
-        })
-    }
-
-    pub(crate) fn new(p: EscalatorParts) -> Escalator {
-        let (script, timeout) = (p.script.clone(), p.script_timeout);
-        let (messenger, shutdown) = (p.messenger.clone(), p.shutdown.clone());
-        let worker = Worker::spawn("escalate", move |alert: EscalationRecord| {
-            deliver(&alert, &script, timeout, messenger.as_deref(), &shutdown)
-        })
-        .map_err(|e| {
-            log::error!(
-                "could not start the escalation thread ({e}); escalations are recorded only"
-            )
-        })
-        .ok();
-        Escalator {
-            p,
-            worker: Mutex::new(worker),
+            telegram,
+            worker: Mutex::new(worker.ok()),
         }
     }
 
@@ -100,9 +98,8 @@ impl Escalator {
         sid: Option<&str>,
         wants_telegram: bool,
     ) -> bool {
-        let p = &self.p;
-        let now = p.clock.now();
-        if !dedup::may_escalate(&mut p.state.lock(), &p.limits, sid, severity.as_str(), now) {
+        let (now, kind) = (self.clock.now(), severity.as_str());
+        if !dedup::may_escalate(&mut self.state.lock(), &self.limits, sid, kind, now) {
             log::debug!(
                 "escalation {severity} for {} suppressed: already sent within the dedup window",
                 sid.unwrap_or("the fleet")
@@ -110,10 +107,10 @@ impl Escalator {
             return false;
         }
         // Saved before anything goes out: a watchdog killed right after must not alert again.
-        if let Some(store) = &p.store {
-            store.save(&p.state);
+        if let Some(store) = &self.store {
+            store.save(&self.state);
         }
-        let telegram = wants_telegram && p.messenger.is_some() && !p.dry_run;
+        let telegram = wants_telegram && self.telegram && !self.dry_run;
         log::warn!("escalation [{severity}] {message}");
         let alert = EscalationRecord {
             ts: now,
@@ -121,10 +118,10 @@ impl Escalator {
             message: message.to_owned(),
             sid: sid.map(str::to_owned),
             telegram,
-            dry_run: p.dry_run,
+            dry_run: self.dry_run,
         };
-        p.records.escalation(&alert);
-        if p.dry_run {
+        self.records.escalation(&alert);
+        if self.dry_run {
             log::info!(
                 "dry-run: not running escalate.sh and not sending Telegram for [{}]",
                 alert.severity
@@ -137,24 +134,20 @@ impl Escalator {
 
     /// Delivers what is queued, then stops the worker: dropping it finishes it.
     pub(crate) fn drain(&self) {
-        let worker = self.worker.lock().take();
-        drop(worker);
+        drop(self.worker.lock().take());
     }
-}
-
-fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn deliver(
     alert: &EscalationRecord,
     script: &Path,
     timeout: Duration,
-    messenger: Option<&dyn Messenger>,
+    telegram: Option<&Arc<Telegram>>,
     shutdown: &Shutdown,
 ) {
     let (severity, message, shown) = (&alert.severity, &alert.message, script.display());
-    if is_executable(script) {
+    let meta = std::fs::metadata(script);
+    if meta.is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0) {
         let job = Cmd::new(script).arg(severity.as_str()).arg(message);
         match process::run(&job, timeout, shutdown) {
             Ok(out) if out.success() => log::debug!("{shown} {severity} ran"),
@@ -167,7 +160,7 @@ fn deliver(
             }
         }
     }
-    if let Some(n) = messenger.filter(|_| alert.telegram) {
-        n.notify(&format!("[agent-deck watchdog] {severity}: {message}"));
+    if let Some(t) = telegram.filter(|_| alert.telegram) {
+        t.notify(&format!("[agent-deck watchdog] {severity}: {message}"));
     }
 }

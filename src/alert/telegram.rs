@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, select};
+use serde_json::Value;
 
-use crate::alert::Messenger;
 use crate::config::{Config, Secret};
 use crate::sys::shutdown::Shutdown;
 
@@ -62,8 +62,10 @@ impl BotApi {
     /// `sendMessage` of `text` to `chat_id`.
     fn send_message(&self, token: &str, chat_id: &str, text: &str) -> Outcome<()> {
         let form = [("chat_id", chat_id), ("text", text)];
-        let url = self.url(token, "sendMessage");
-        let sent = self.agent.post(&url).send_form(form);
+        let sent = self
+            .agent
+            .post(&self.url(token, "sendMessage"))
+            .send_form(form);
         answer(token, sent, |_| Some(()))
     }
 
@@ -71,68 +73,53 @@ impl BotApi {
     /// for the bot's poller.
     pub(crate) fn pending_updates(&self, token: &str) -> Outcome<u64> {
         let sent = self.agent.get(&self.url(token, "getWebhookInfo")).call();
-        answer(token, sent, |body| {
-            let v: serde_json::Value = serde_json::from_str(body).ok()?;
-            if v["ok"] != true {
-                return None;
-            }
-            v["result"]["pending_update_count"].as_u64()
+        answer(token, sent, |v| {
+            let count = v["result"]["pending_update_count"].as_u64();
+            count.filter(|_| v["ok"] == true)
         })
     }
-}
 
-impl BotApi {
     /// `getMe`: the bot's username, proving the token (for `doctor --online`).
     pub(crate) fn bot_name(&self, token: &str) -> Outcome<String> {
         let sent = self.agent.get(&self.url(token, "getMe")).call();
-        answer(token, sent, |body| {
-            let v: serde_json::Value = serde_json::from_str(body).ok()?;
-            Some(v.pointer("/result/username")?.as_str()?.to_owned())
+        answer(token, sent, |v| {
+            Some(v["result"]["username"].as_str()?.to_owned())
         })
     }
 
     /// `getChat`: whether the bot can see `chat_id` (for `doctor --online`).
     pub(crate) fn chat_reachable(&self, token: &str, chat_id: &str) -> Outcome<()> {
-        let sent = self
-            .agent
-            .get(&self.url(token, "getChat"))
-            .query("chat_id", chat_id)
-            .call();
-        answer(token, sent, |body| {
-            let v: serde_json::Value = serde_json::from_str(body).ok()?;
-            (v.get("ok")? == true).then_some(())
-        })
+        let url = self.url(token, "getChat");
+        let sent = self.agent.get(&url).query("chat_id", chat_id).call();
+        answer(token, sent, |v| (v["ok"] == true).then_some(()))
     }
 }
 
-/// An HTTP answer as an [`Outcome`]: 200 with a body `read` understands is
-/// `Ok`, 429 is `RetryAfter`, anything else `Failed` with the token redacted.
+/// An HTTP answer as an [`Outcome`]: 200 with a JSON body `read` understands
+/// is `Ok`, 429 is `RetryAfter`, anything else `Failed` with the token redacted.
 fn answer<T>(
     token: &str,
     sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-    read: impl FnOnce(&str) -> Option<T>,
+    read: impl FnOnce(&Value) -> Option<T>,
 ) -> Outcome<T> {
     let mut resp = match sent {
         Ok(resp) => resp,
         Err(e) => return Outcome::Failed(loggable(token, &e.to_string())),
     };
     let status = resp.status().as_u16();
-    let body = resp
-        .body_mut()
-        .with_config()
-        .limit(MAX_BODY)
-        .read_to_string();
-    let body = match body {
+    let limited = resp.body_mut().with_config().limit(MAX_BODY);
+    let body = match limited.read_to_string() {
         Ok(body) => body,
         Err(e) if status == 200 => return Outcome::Failed(loggable(token, &e.to_string())),
         Err(_) => String::new(),
     };
+    let json: Value = serde_json::from_str(&body).unwrap_or_default();
     match status {
-        200 => match read(&body) {
+        200 => match read(&json) {
             Some(v) => Outcome::Ok(v),
             None => Outcome::Failed(format!("unexpected answer: {}", loggable(token, &body))),
         },
-        429 => Outcome::RetryAfter(retry_after(&body)),
+        429 => Outcome::RetryAfter(retry_after(&json)),
         _ => Outcome::Failed(format!("HTTP {status}: {}", loggable(token, &body))),
     }
 }
@@ -141,11 +128,10 @@ fn answer<T>(
 /// shutdown, whichever comes first (`None`: abandoned; the thread ends by
 /// itself within the request timeout). Without a thread to spare the request
 /// runs here, still bounded by its timeout.
-pub(crate) fn unless_shutdown<T, F>(shutdown: &Shutdown, request: F) -> Option<Outcome<T>>
-where
-    T: Send + 'static,
-    F: Fn() -> Outcome<T> + Send + Sync + 'static,
-{
+pub(crate) fn unless_shutdown<T: Send + 'static>(
+    shutdown: &Shutdown,
+    request: impl Fn() -> Outcome<T> + Send + Sync + 'static,
+) -> Option<Outcome<T>> {
     if shutdown.is_set() {
         return None;
     }
@@ -172,20 +158,15 @@ where
 
 /// The escalation messenger: `sendMessage` to the configured chat.
 pub(crate) struct Telegram {
-    endpoint: Arc<Endpoint>,
-    shutdown: Shutdown,
-}
-
-/// Where and what to send; shared with the thread that runs a request.
-struct Endpoint {
     api: BotApi,
     token: Secret,
     chat_id: String,
+    shutdown: Shutdown,
 }
 
 impl Telegram {
     /// A messenger when both a chat id and a token are configured.
-    pub(crate) fn from_config(cfg: &Config, shutdown: Shutdown) -> Option<Arc<dyn Messenger>> {
+    pub(crate) fn from_config(cfg: &Config, shutdown: Shutdown) -> Option<Arc<Telegram>> {
         let chat_id = cfg.telegram_chat_id.clone()?;
         let Some(token) = cfg.telegram_token.clone() else {
             log::warn!(
@@ -194,48 +175,39 @@ impl Telegram {
             return None;
         };
         Some(Arc::new(Telegram {
-            endpoint: Arc::new(Endpoint {
-                api: BotApi::new(&cfg.telegram_api_base, TIMEOUT),
-                token,
-                chat_id,
-            }),
+            api: BotApi::new(&cfg.telegram_api_base, TIMEOUT),
+            token,
+            chat_id,
             shutdown,
         }))
     }
 
     /// One attempt, unless shutdown comes first (`None`: abandoned).
-    fn attempt(&self, text: &str) -> Option<Outcome<()>> {
-        let endpoint = self.endpoint.clone();
-        let text = text.to_owned();
+    fn attempt(self: &Arc<Self>, text: &str) -> Option<Outcome<()>> {
+        let (me, text) = (self.clone(), text.to_owned());
         unless_shutdown(&self.shutdown, move || {
-            endpoint
-                .api
-                .send_message(endpoint.token.expose(), &endpoint.chat_id, &text)
+            me.api.send_message(me.token.expose(), &me.chat_id, &text)
         })
     }
-}
 
-impl Messenger for Telegram {
-    fn notify(&self, text: &str) {
+    /// Sends `text`, waiting out one 429; the outcome goes to the log only.
+    pub(crate) fn notify(self: &Arc<Self>, text: &str) {
         let outcome = match self.attempt(text) {
             Some(Outcome::RetryAfter(wait)) => {
-                log::warn!(
-                    "telegram rate-limited the escalation; retrying in {:.0}s",
-                    wait.as_secs_f64()
-                );
+                let secs = wait.as_secs_f64();
+                log::warn!("telegram rate-limited the escalation; retrying in {secs:.0}s");
                 // A shutdown during the wait makes the retry an abandoned attempt.
                 self.shutdown.sleep(wait);
                 self.attempt(text)
             }
             other => other,
         };
+        let chat = &self.chat_id;
         match outcome {
             None => log::warn!(
                 "telegram escalation dropped: shutting down; the alert is in escalations.log"
             ),
-            Some(Outcome::Ok(())) => {
-                log::info!("telegram escalation sent to chat {}", self.endpoint.chat_id)
-            }
+            Some(Outcome::Ok(())) => log::info!("telegram escalation sent to chat {chat}"),
             Some(Outcome::RetryAfter(_)) => {
                 log::warn!("telegram escalation not delivered: still rate-limited")
             }
@@ -250,18 +222,16 @@ impl Messenger for Telegram {
 /// never leave part of it behind), then made printable and clipped to
 /// [`MAX_LOGGED`] characters by [`crate::text::printable`].
 fn loggable(token: &str, text: &str) -> String {
-    let redacted = if token.is_empty() {
-        std::borrow::Cow::Borrowed(text)
+    if token.is_empty() {
+        crate::text::printable(text, MAX_LOGGED)
     } else {
-        std::borrow::Cow::Owned(text.replace(token, "<token>"))
-    };
-    crate::text::printable(&redacted, MAX_LOGGED)
+        crate::text::printable(&text.replace(token, "<token>"), MAX_LOGGED)
+    }
 }
 
 /// `parameters.retry_after` of a Telegram 429 body, bounded; 1s if absent.
-fn retry_after(body: &str) -> Duration {
-    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-    let secs = v["parameters"]["retry_after"]
+fn retry_after(body: &Value) -> Duration {
+    let secs = body["parameters"]["retry_after"]
         .as_f64()
         .filter(|s| s.is_finite() && *s >= 0.0)
         .unwrap_or(1.0);
@@ -306,14 +276,12 @@ mod tests {
             drop(held);
         });
         let shutdown = Shutdown::new().unwrap();
-        let telegram = Telegram {
-            endpoint: Arc::new(Endpoint {
-                api: BotApi::new(&base, TIMEOUT),
-                token: Secret::default(),
-                chat_id: "42".into(),
-            }),
+        let telegram = Arc::new(Telegram {
+            api: BotApi::new(&base, TIMEOUT),
+            token: Secret::default(),
+            chat_id: "42".into(),
             shutdown: shutdown.clone(),
-        };
+        });
         let sender = std::thread::spawn(move || telegram.notify("alert"));
         accepted.recv_timeout(Duration::from_secs(5)).unwrap();
         let asked = std::time::Instant::now();
@@ -328,13 +296,14 @@ mod tests {
 
     #[test]
     fn retry_after_is_read_and_bounded() {
-        let body = r#"{"ok":false,"error_code":429,"description":"Too Many Requests","parameters":{"retry_after":3}}"#;
-        assert_eq!(retry_after(body), Duration::from_secs(3));
+        let body = |text: &str| serde_json::from_str(text).unwrap_or_default();
+        let given = r#"{"ok":false,"error_code":429,"description":"Too Many Requests","parameters":{"retry_after":3}}"#;
+        assert_eq!(retry_after(&body(given)), Duration::from_secs(3));
         assert_eq!(
-            retry_after(r#"{"parameters":{"retry_after":99999}}"#),
+            retry_after(&body(r#"{"parameters":{"retry_after":99999}}"#)),
             MAX_RETRY_AFTER
         );
-        assert_eq!(retry_after("garbage"), Duration::from_secs(1));
+        assert_eq!(retry_after(&body("garbage")), Duration::from_secs(1));
     }
 
     /// A loopback server that answers one request with `status` and

@@ -3,9 +3,8 @@
 //!
 //! This is the only module that looks at the environment. It works on an
 //! [`Env`] snapshot (`env.rs`) so tests can hand it any map; the table of
-//! settings and their bounds is `read.rs`. A bad value is an
-//! [`Error::Usage`](crate::error::Error::Usage) naming the variable and the
-//! value, never silently replaced.
+//! settings and their bounds is `read.rs`. A bad value is a usage error,
+//! never silently replaced.
 
 mod env;
 mod read;

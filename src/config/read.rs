@@ -36,13 +36,10 @@ const MAX_RETENTION_DAYS: u32 = 3650;
 /// The upper bound of `EVENT_QUEUE_MAXSIZE` (SPEC §11).
 const MAX_EVENT_QUEUE: u32 = 1_000_000;
 
-/// Zero (off, or no wait) up to an hour.
+// Zero is off, or no wait; a positive setting is at least MIN_POSITIVE_S.
 const WAIT: RangeInclusive<f64> = 0.0..=MAX_WAIT_S;
-/// More than zero, up to an hour.
 const POSITIVE_WAIT: RangeInclusive<f64> = MIN_POSITIVE_S..=MAX_WAIT_S;
-/// Zero up to a week.
 const WINDOW: RangeInclusive<f64> = 0.0..=MAX_WINDOW_S;
-/// More than zero, up to a week.
 const POSITIVE_WINDOW: RangeInclusive<f64> = MIN_POSITIVE_S..=MAX_WINDOW_S;
 
 /// Every setting, in `--print-config` order.
@@ -51,7 +48,7 @@ pub(super) fn read(env: &Env) -> Result<Config> {
         env,
         sources: Vec::new(),
     };
-    let home = r.get("HOME")?.map(PathBuf::from);
+    let home = env.value("HOME")?.map(PathBuf::from);
     let home_or = |what: &str| {
         home.clone().ok_or_else(|| {
             Error::usage(format!(
@@ -129,10 +126,10 @@ pub(super) fn read(env: &Env) -> Result<Config> {
         task_retention_days: r.count("TASK_RETENTION_DAYS", 30, 1..=MAX_RETENTION_DAYS)?,
         watch_backend: r.watch_backend()?,
         watchdog_usec: r.watchdog_usec()?,
-        notify_socket: r.get("NOTIFY_SOCKET")?.map(str::to_owned),
-        journal_stream: r.get("JOURNAL_STREAM")?.map(str::to_owned),
-        xdg_config_home: r
-            .get("XDG_CONFIG_HOME")?
+        notify_socket: env.value("NOTIFY_SOCKET")?.map(str::to_owned),
+        journal_stream: env.value("JOURNAL_STREAM")?.map(str::to_owned),
+        xdg_config_home: env
+            .value("XDG_CONFIG_HOME")?
             .map(PathBuf::from)
             .filter(|p| p.is_absolute()),
         home: home.unwrap_or_else(|| PathBuf::from("/")),
@@ -149,11 +146,6 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    /// The variable's value when it is set and not empty.
-    fn get(&self, name: &str) -> Result<Option<&'a str>> {
-        self.env.value(name)
-    }
-
     fn note(&mut self, name: &'static str, value: impl Into<String>, origin: &'static str) {
         self.sources.push(Source {
             name,
@@ -164,11 +156,9 @@ impl<'a> Reader<'a> {
 
     /// A setting that may be off: its value, or `unset` shown in its place.
     fn optional(&mut self, name: &'static str, unset: &'static str) -> Result<Option<&'a str>> {
-        let value = self.get(name)?;
-        match value {
-            Some(v) => self.note(name, v, "environment"),
-            None => self.note(name, unset, "default"),
-        }
+        let value = self.env.value(name)?;
+        let (shown, origin) = value.map_or((unset, "default"), |v| (v, "environment"));
+        self.note(name, shown, origin);
         Ok(value)
     }
 
@@ -179,7 +169,7 @@ impl<'a> Reader<'a> {
         origin: &'static str,
         default: impl FnOnce() -> Result<PathBuf>,
     ) -> Result<PathBuf> {
-        let (p, origin) = match self.get(name)? {
+        let (p, origin) = match self.env.value(name)? {
             Some(raw) => (PathBuf::from(raw), "environment"),
             None => (default()?, origin),
         };
@@ -207,15 +197,14 @@ impl<'a> Reader<'a> {
         default: u32,
         span: RangeInclusive<u32>,
     ) -> Result<u32> {
+        let (lo, hi) = (span.start(), span.end());
         let (n, origin) = match self.env.text(name)? {
             None => (default, "default"),
             Some(raw) => match raw.trim().parse::<u32>() {
                 Ok(v) if span.contains(&v) => (v, "environment"),
                 _ => {
                     return Err(Error::usage(format!(
-                        "{name}={raw:?} is invalid: expected a whole number from {} to {}",
-                        span.start(),
-                        span.end()
+                        "{name}={raw:?} is invalid: expected a whole number from {lo} to {hi}"
                     )))
                 }
             },
@@ -225,7 +214,7 @@ impl<'a> Reader<'a> {
     }
 
     fn telegram_token(&mut self, home: Option<&Path>) -> Result<Option<Secret>> {
-        let (token, origin) = match (self.get("TELEGRAM_BOT_TOKEN")?, home) {
+        let (token, origin) = match (self.env.value("TELEGRAM_BOT_TOKEN")?, home) {
             (Some(t), _) => (Some(Secret(t.to_owned())), "environment"),
             (None, Some(h)) => (
                 read_token_file(&h.join(".claude/channels/telegram/.env")),
@@ -233,46 +222,33 @@ impl<'a> Reader<'a> {
             ),
             (None, None) => (None, "default"),
         };
-        let shown = if token.is_some() {
-            "(set, not shown)"
-        } else {
-            "(not set)"
-        };
+        let shown = token.as_ref().map_or("(not set)", |_| "(set, not shown)");
         self.note("TELEGRAM_BOT_TOKEN", shown, origin);
         Ok(token)
     }
 
     /// Set to nothing, it is off; unlike the other texts, empty is not unset.
     fn continuity_message(&mut self) -> Result<String> {
+        let default = DEFAULT_CONTINUITY_MESSAGE;
         let (message, shown, origin) = match self.env.text("CONTINUITY_MESSAGE")? {
             Some("") => ("", "(empty: disabled)", "environment"),
             Some(m) => (m, m, "environment"),
-            None => (
-                DEFAULT_CONTINUITY_MESSAGE,
-                DEFAULT_CONTINUITY_MESSAGE,
-                "default",
-            ),
+            None => (default, default, "default"),
         };
         self.note("CONTINUITY_MESSAGE", shown, origin);
         Ok(message.to_owned())
     }
 
     fn watch_backend(&mut self) -> Result<WatchBackend> {
-        let raw = self.get("WATCH_BACKEND")?;
-        let (backend, shown) = match raw.map(str::trim) {
-            None | Some("auto") => (WatchBackend::Auto, "auto"),
-            Some("scan") => (WatchBackend::Scan, "scan"),
-            Some(_) => {
-                let raw = raw.unwrap_or_default();
-                return Err(Error::usage(format!(
+        let (backend, shown, origin) = match self.env.value("WATCH_BACKEND")? {
+            None => (WatchBackend::Auto, "auto", "default"),
+            Some(raw) => match raw.trim() {
+                "auto" => (WatchBackend::Auto, "auto", "environment"),
+                "scan" => (WatchBackend::Scan, "scan", "environment"),
+                _ => return Err(Error::usage(format!(
                     "WATCH_BACKEND={raw:?} is invalid: expected auto (kernel notifications, scanning while they cannot be had) or scan"
-                )));
-            }
-        };
-        let origin = if raw.is_some() {
-            "environment"
-        } else {
-            "default"
+                ))),
+            },
         };
         self.note("WATCH_BACKEND", shown, origin);
         Ok(backend)
@@ -280,7 +256,7 @@ impl<'a> Reader<'a> {
 
     /// `WATCHDOG_USEC`, when systemd meant it for this process (`WATCHDOG_PID`).
     fn watchdog_usec(&self) -> Result<Option<u64>> {
-        let Some(raw) = self.get("WATCHDOG_USEC")? else {
+        let Some(raw) = self.env.value("WATCHDOG_USEC")? else {
             return Ok(None);
         };
         let usec = raw.trim().parse::<u64>().map_err(|_| {
@@ -289,7 +265,8 @@ impl<'a> Reader<'a> {
             ))
         })?;
         let for_us = self
-            .get("WATCHDOG_PID")?
+            .env
+            .value("WATCHDOG_PID")?
             .is_none_or(|p| p.trim() == std::process::id().to_string());
         Ok(for_us.then_some(usec))
     }

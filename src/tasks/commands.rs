@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::duration_flag::{self, Bounds};
 use crate::error::{Error, Result};
 use crate::sys::clock::{local_timestamp, Clock, SystemClock};
+use crate::sys::fs::{create_private_dirs, read_bounded, TASK_FILE_MAX};
 use crate::sys::process_table::{self, PROC_DIR};
 use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
@@ -89,10 +90,8 @@ pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
             let file: PathBuf = args
                 .value_from_str("--file")
                 .map_err(|_| usage("task add: --file <task-file> is required"))?;
-            let after_s = match args
-                .opt_value_from_str::<_, String>("--after")
-                .map_err(usage)?
-            {
+            let after: Option<String> = args.opt_value_from_str("--after").map_err(usage)?;
+            let after_s = match after {
                 Some(raw) => duration_flag::parse("--after", &raw, AFTER_BOUNDS)?,
                 None => 1200.0,
             };
@@ -107,8 +106,8 @@ pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
             let match_ = args.opt_value_from_str("--match").map_err(usage)?;
             let id = args
                 .free_from_os_str(|s| Ok::<_, String>(s.to_owned()))
-                .map_err(|_| usage("task add: missing <id>"))?;
-            let id = checked_id(id)?;
+                .map_err(|_| usage("task add: missing <id>"))
+                .and_then(checked_id)?;
             TaskCommand::Add(NewTask {
                 id,
                 file,
@@ -160,18 +159,15 @@ pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
 /// part of file names); otherwise a usage error showing the value.
 fn checked_id(raw: OsString) -> Result<String> {
     let text = raw.to_string_lossy();
-    let problem = match raw.to_str() {
-        Some(id) => id_problem(id),
-        None => Some("is not valid UTF-8".into()),
+    let why = raw
+        .to_str()
+        .map_or(Some("is not valid UTF-8".into()), id_problem);
+    let Some(why) = why else {
+        return Ok(text.into_owned());
     };
-    match problem {
-        None => Ok(text.into_owned()),
-        Some(why) => {
-            let head: String = text.chars().take(MAX_ID_CHARS).collect();
-            let more = if head.len() < text.len() { "…" } else { "" };
-            Err(usage(format!("task add: <id> {head:?}{more} {why}")))
-        }
-    }
+    let head: String = text.chars().take(MAX_ID_CHARS).collect();
+    let more = if head.len() < text.len() { "…" } else { "" };
+    Err(usage(format!("task add: <id> {head:?}{more} {why}")))
 }
 
 /// Runs a `task` subcommand.
@@ -204,16 +200,12 @@ pub(crate) fn run(cmd: TaskCommand, cfg: &Config, dry_run: bool) -> Result<()> {
             let key_file = cfg.task_partial_hmac_key_file.as_ref().ok_or_else(|| {
                 Error::usage("task sign: TASK_PARTIAL_HMAC_KEY_FILE is not set, so there is no key to sign with")
             })?;
+            let (key_shown, shown) = (key_file.display(), file.display());
             let key = read_key(key_file).map_err(|e| {
-                Error::usage(format!(
-                    "task sign: cannot read key {}: {e}",
-                    key_file.display()
-                ))
+                Error::usage(format!("task sign: cannot read key {key_shown}: {e}"))
             })?;
-            let bytes = crate::sys::fs::read_bounded(&file, crate::sys::fs::TASK_FILE_MAX)
-                .map_err(|e| {
-                    Error::usage(format!("task sign: cannot read {}: {e}", file.display()))
-                })?;
+            let bytes = read_bounded(&file, TASK_FILE_MAX)
+                .map_err(|e| Error::usage(format!("task sign: cannot read {shown}: {e}")))?;
             println!("{}", sign(&key, &bytes));
             Ok(())
         }
@@ -230,13 +222,12 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
     let sha = file_sha256(&task_file)
         .map_err(|e| Error::usage(format!("task add: cannot read task file {e}")))?;
     let dir = task_file.parent().unwrap_or(Path::new("/")).to_owned();
-    let task = Task {
-        id: new.id.clone(),
+    let id = new.id;
+    let mut task = Task {
+        id: id.clone(),
         task_sha256: sha,
-        done_file: new
-            .done
-            .unwrap_or_else(|| dir.join(format!("{}.done", new.id))),
-        partial_file: dir.join(format!("{}.partial", new.id)),
+        done_file: new.done.unwrap_or_else(|| dir.join(format!("{id}.done"))),
+        partial_file: dir.join(format!("{id}.partial")),
         task_file,
         followup_s: new.after_s,
         dispatched_at: now,
@@ -249,29 +240,23 @@ fn add(registry: &RegistryFile, new: NewTask, now: f64) -> Result<()> {
         pid_started: new
             .pid
             .and_then(|p| process_table::start_time(Path::new(PROC_DIR), p)),
-        match_: new.match_.unwrap_or_else(|| new.id.clone()),
+        match_: new.match_.unwrap_or_else(|| id.clone()),
         command: new.command,
         events: Vec::new(),
     };
-    registry
-        .update(|reg| {
-            if reg.get(&task.id).is_some() {
-                return Err(Error::usage(format!(
-                    "task add: a task '{}' is already registered",
-                    task.id
-                )));
-            }
-            let mut task = task;
-            task.note(now, "registered", None);
-            let line = format!(
-                "task {} registered: follow-up at {}",
-                task.id,
-                local_timestamp(task.next_check_at)
-            );
-            reg.tasks.push(task);
-            Ok(line)
-        })
-        .map(|line| println!("{line}"))
+    task.note(now, "registered", None);
+    let next = local_timestamp(task.next_check_at);
+    registry.update(|reg| {
+        if reg.get(&id).is_some() {
+            let why = format!("task add: a task '{id}' is already registered");
+            return Err(Error::usage(why));
+        }
+        reg.tasks.push(task);
+        Ok(())
+    })?;
+    // Printed after the lock is released: a blocked stdout must not hold it.
+    println!("task {id} registered: follow-up at {next}");
+    Ok(())
 }
 
 fn list(registry: &RegistryFile, json: bool) -> Result<()> {
@@ -284,20 +269,14 @@ fn list(registry: &RegistryFile, json: bool) -> Result<()> {
         "ID", "STATUS", "RETRY", "NEXT CHECK", "PARENT"
     );
     for t in &reg.tasks {
-        let next = if t.status == TaskStatus::Pending {
-            local_timestamp(t.next_check_at)
-        } else {
-            "-".into()
+        let next = match t.status {
+            TaskStatus::Pending => local_timestamp(t.next_check_at),
+            _ => "-".into(),
         };
-        println!(
-            "{:<24} {:<10} {:<6} {:<26} {:<18} {}",
-            t.id,
-            t.status,
-            format!("{}/{}", t.retry_count, t.max_retry),
-            next,
-            t.parent_task.as_deref().unwrap_or("-"),
-            t.task_file.display()
-        );
+        let (id, status, file) = (&t.id, t.status, t.task_file.display());
+        let retry = format!("{}/{}", t.retry_count, t.max_retry);
+        let parent = t.parent_task.as_deref().unwrap_or("-");
+        println!("{id:<24} {status:<10} {retry:<6} {next:<26} {parent:<18} {file}");
     }
     Ok(())
 }
@@ -310,42 +289,33 @@ fn show(registry: &RegistryFile, id: &str, json: bool) -> Result<()> {
     if json {
         return print_json(t);
     }
-    let alive = t
-        .pid
-        .map(|p| format!("pid {p} runs, or "))
-        .unwrap_or_default();
+    let pid = t.pid.map(|p| format!("pid {p} runs, or "));
+    let alive = format!(
+        "{}command line contains {:?}",
+        pid.unwrap_or_default(),
+        t.match_
+    );
+    let file = format!("{} (sha256 {})", t.task_file.display(), t.task_sha256);
     for (label, value) in [
         ("id", t.id.clone()),
         ("status", t.status.to_string()),
         ("retry", format!("{}/{}", t.retry_count, t.max_retry)),
         ("parent", t.parent_task.clone().unwrap_or("-".into())),
-        (
-            "task file",
-            format!("{} (sha256 {})", t.task_file.display(), t.task_sha256),
-        ),
+        ("task file", file),
         ("done file", t.done_file.display().to_string()),
         ("partial", t.partial_file.display().to_string()),
         ("dispatched", local_timestamp(t.dispatched_at)),
         ("next check", local_timestamp(t.next_check_at)),
         ("follow-up", format!("every {:.0}s", t.followup_s)),
-        (
-            "alive if",
-            format!("{alive}command line contains {:?}", t.match_),
-        ),
+        ("alive if", alive),
         ("command", format!("{:?}", t.command)),
     ] {
         println!("{:<13}{value}", format!("{label}:"));
     }
     for e in &t.events {
-        println!(
-            "  {}  {}{}",
-            local_timestamp(e.ts),
-            e.event,
-            e.detail
-                .as_deref()
-                .map(|d| format!(": {d}"))
-                .unwrap_or_default()
-        );
+        let detail = e.detail.as_ref().map(|d| format!(": {d}"));
+        let (at, event) = (local_timestamp(e.ts), &e.event);
+        println!("  {at}  {event}{}", detail.unwrap_or_default());
     }
     Ok(())
 }
@@ -357,45 +327,32 @@ fn print_json(value: &impl serde::Serialize) -> Result<()> {
 }
 
 fn check(cfg: &Config, dry_run: bool) -> Result<()> {
-    crate::sys::fs::create_private_dirs(&cfg.watchdog_dir).map_err(|e| {
+    create_private_dirs(&cfg.watchdog_dir).map_err(|e| {
         Error::runtime(format!("cannot create {}: {e}", cfg.watchdog_dir.display()))
     })?;
     let shutdown = Shutdown::new().map_err(|e| Error::runtime(e.to_string()))?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let escalator = Arc::new(Escalator::standalone(
-        cfg,
-        dry_run,
-        clock.clone(),
-        &shutdown,
-    ));
+    let escalator = Escalator::standalone(cfg, dry_run, clock.clone(), &shutdown);
     let summary = FollowUp::from_config(cfg, dry_run, escalator.clone(), clock, None).pass();
     escalator.drain();
     let summary = summary?;
-    let not_started = if summary.not_started.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; could not start {} (each counts as an attempt)",
-            summary.not_started.join(", ")
-        )
-    };
-    let pruned = if summary.pruned == 0 {
-        String::new()
-    } else {
-        format!(
+    let redispatched = Some(summary.redispatched.join(", ")).filter(|ids| !ids.is_empty());
+    let redispatched = redispatched.as_deref().unwrap_or("none");
+    let mut line = format!(
+        "checked {} due task(s); re-dispatched {redispatched}",
+        summary.checked
+    );
+    if !summary.not_started.is_empty() {
+        let ids = summary.not_started.join(", ");
+        line += &format!("; could not start {ids} (each counts as an attempt)");
+    }
+    if summary.pruned > 0 {
+        line += &format!(
             "; pruned {} finished task(s) older than {} days and {} log(s)",
             summary.pruned, cfg.task_retention_days, summary.logs_removed
-        )
-    };
-    println!(
-        "checked {} due task(s); re-dispatched {}{not_started}{pruned}",
-        summary.checked,
-        if summary.redispatched.is_empty() {
-            "none".into()
-        } else {
-            summary.redispatched.join(", ")
-        }
-    );
+        );
+    }
+    println!("{line}");
     Ok(())
 }
 

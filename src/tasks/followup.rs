@@ -1,24 +1,22 @@
 //! The follow-up pass of SPEC §8: for each task that is due, done → `done`;
 //! alive → look again later; died without `.done` → exhausted, tampered,
-//! capped or re-dispatched, in that order.
+//! capped or re-dispatched, in that order ([`decide`] is the rule).
 //!
-//! [`decide`](crate::tasks::rules::decide) is the pure rule; [`FollowUp::pass`] gathers the facts (done
-//! file, process table, task-file checksum), applies the rule under the
-//! registry lock, checks the done file once more right before spawning, and
-//! re-dispatches through [`crate::sys::process::spawn_detached`]. A
-//! re-dispatch that cannot start counts as an attempt, like one that died, so
-//! a task that can never be spawned still ends `exhausted`. After the due
-//! tasks, the same pass prunes the lineages finished longer ago than
-//! `TASK_RETENTION_DAYS` and, once the registry is written without them,
-//! their re-dispatch logs (the rule: [`crate::tasks::retention`]). In dry-run
-//! it decides and reports but spawns nothing, prunes nothing and writes
-//! nothing.
+//! [`FollowUp::pass`] gathers the facts (done file, process table, task-file
+//! checksum), applies the rule under the registry lock, checks the done file
+//! once more right before spawning, and re-dispatches. A re-dispatch that
+//! cannot start counts as an attempt, like one that died, so a task that can
+//! never be spawned still ends `exhausted`. The same pass then prunes old
+//! finished lineages ([`crate::tasks::retention`]), removing their logs once
+//! the registry is written without them. In dry-run it decides and reports
+//! but spawns, prunes and writes nothing.
 //!
 //! The registry lock is held across the pass, so no step under it may block:
 //! the task file, `.partial`, `.sig` and key are read without blocking and up
 //! to a bound; a FIFO or device there is unreadable (a task file that is
 //! unreadable counts as tampered), never a hang of `task list/add/cancel`.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,12 +42,11 @@ pub(crate) struct FollowUp {
     pub escalator: Arc<Escalator>,
     pub clock: Arc<dyn Clock>,
     pub dry_run: bool,
-    pub cap: u32,
-    pub logs_dir: PathBuf,
-    pub hmac_key_file: Option<PathBuf>,
+    /// The daily cap, the key, the retention and the watchdog dir.
+    cfg: Config,
+    /// Where re-dispatches write their output.
+    logs_dir: PathBuf,
     pub proc_dir: PathBuf,
-    /// `TASK_RETENTION_DAYS`, in days.
-    pub retention_days: u32,
 }
 
 /// How a pass went, for logs and `task check`.
@@ -85,30 +82,24 @@ impl FollowUp {
             escalator,
             clock,
             dry_run,
-            cap: cfg.task_daily_redispatch_cap,
+            cfg: cfg.clone(),
             logs_dir: cfg.watchdog_dir.join("tasks"),
-            hmac_key_file: cfg.task_partial_hmac_key_file.clone(),
             proc_dir: PROC_DIR.into(),
-            retention_days: cfg.task_retention_days,
         }
-    }
-
-    /// Whether `pid` is alive and, when its start time was recorded, still
-    /// the same process (a pid reused by another program is not the task).
-    fn pid_is_the_task(&self, pid: u32, started: Option<u64>) -> bool {
-        pid_alive(&self.proc_dir, pid)
-            && started.is_none_or(|s| process_table::start_time(&self.proc_dir, pid) == Some(s))
     }
 
     /// What the rule needs, gathered in the order it asks: a done task costs
     /// no process scan, a live or exhausted one no checksum of its file.
     fn facts(&self, t: &Task) -> Facts {
+        let proc = &self.proc_dir;
+        // A pid reused by another program (another start time) is not the task.
+        let runs = |p| {
+            pid_alive(proc, p)
+                && t.pid_started
+                    .is_none_or(|s| process_table::start_time(proc, p) == Some(s))
+        };
         let done = t.done_file.exists();
-        let alive = !done
-            && (t
-                .pid
-                .is_some_and(|p| self.pid_is_the_task(p, t.pid_started))
-                || command_line_running(&self.proc_dir, &t.match_));
+        let alive = !done && (t.pid.is_some_and(runs) || command_line_running(proc, &t.match_));
         let checksum_decides = !done && !alive && t.retry_count < t.max_retry;
         Facts {
             done,
@@ -129,7 +120,10 @@ impl FollowUp {
         let summary = self.registry.update_then(
             |reg| {
                 let mut summary = self.walk(reg, now);
-                self.prune(reg, now, &mut summary);
+                let kept_s = f64::from(self.cfg.task_retention_days) * DAY_S;
+                let gone = retention::prune(reg, now, kept_s);
+                summary.pruned = gone.len();
+                summary.logs_to_remove = retention::logs_to_remove(&gone, &reg.tasks);
                 Ok(summary)
             },
             |summary| {
@@ -138,168 +132,130 @@ impl FollowUp {
             },
         )?;
         if summary.pruned > 0 {
+            let (pruned, logs) = (summary.pruned, summary.logs_removed);
+            let (days, path) = (self.cfg.task_retention_days, self.registry.path.display());
             log::info!(
-                "pruned {} task(s) finished more than {} days ago from {}, and {} of their logs",
-                summary.pruned,
-                self.retention_days,
-                self.registry.path.display(),
-                summary.logs_removed
+                "pruned {pruned} task(s) finished more than {days} days ago from {path}, and {logs} of their logs"
             );
         }
         Ok(summary)
     }
 
-    /// Takes the lineages finished longer ago than the retention out of
-    /// `reg`, noting their logs for removal once `reg` is written.
-    fn prune(&self, reg: &mut Registry, now: f64, summary: &mut Summary) {
-        let gone = retention::prune(reg, now, f64::from(self.retention_days) * DAY_S);
-        summary.pruned = gone.len();
-        summary.logs_to_remove = retention::logs_to_remove(&gone, &reg.tasks);
-    }
-
     fn walk(&self, reg: &mut Registry, now: f64) -> Summary {
         let mut summary = Summary::default();
         // By position, not by id: a hand-edited registry may hold an id twice.
-        let due: Vec<usize> = (0..reg.tasks.len())
-            .filter(|&i| {
-                let t = &reg.tasks[i];
-                t.status == TaskStatus::Pending && t.next_check_at <= now
-            })
-            .collect();
-        for i in due {
-            summary.checked += 1;
-            self.follow(reg, i, now, &mut summary);
+        // The re-dispatches this pass appends wait for the next one.
+        for i in 0..reg.tasks.len() {
+            let t = &reg.tasks[i];
+            if t.status == TaskStatus::Pending && t.next_check_at <= now {
+                summary.checked += 1;
+                self.follow(reg, i, now, &mut summary);
+            }
         }
         summary
     }
 
     /// Follows up the task at `i`, noting a re-dispatch in `summary`.
-    fn follow(&self, reg: &mut Registry, i: usize, now: f64, summary: &mut Summary) -> Option<()> {
-        let t = reg.tasks.get(i)?.clone();
-        let id = t.id.as_str();
+    fn follow(&self, reg: &mut Registry, i: usize, now: f64, summary: &mut Summary) {
+        let t = reg.tasks[i].clone();
+        let (id, file) = (t.id.as_str(), t.task_file.display());
         let facts = self.facts(&t);
-        let step = decide(&t, &facts, reg.redispatched_on(local_day(now)), self.cap);
-        let dry = if self.dry_run { " (dry-run)" } else { "" };
-        let task = reg.tasks.get_mut(i)?;
-        match step {
+        let cap = self.cfg.task_daily_redispatch_cap;
+        let step = decide(&t, &facts, reg.redispatched_on(local_day(now)), cap);
+        let task = &mut reg.tasks[i];
+        let (severity, msg, sid) = match step {
             Step::Done => {
+                let dry = if self.dry_run { " (dry-run)" } else { "" };
                 log::info!("task {id} is done{dry}");
                 task.status = TaskStatus::Done;
                 task.note(now, "done", None);
+                return;
             }
             Step::Wait => {
-                log::debug!(
-                    "task {id} is still running; checking again in {:.0}s",
-                    t.followup_s
-                );
-                task.next_check_at = now + t.followup_s;
+                let every = t.followup_s;
+                log::debug!("task {id} is still running; checking again in {every:.0}s");
+                task.next_check_at = now + every;
+                return;
             }
             Step::Exhausted => {
                 task.status = TaskStatus::Exhausted;
                 task.note(now, "exhausted", None);
                 let msg = format!(
-                    "task {id} died without .done and its {} retries are spent — needs a human (task file {})",
-                    t.max_retry,
-                    t.task_file.display()
+                    "task {id} died without .done and its {} retries are spent — needs a human (task file {file})",
+                    t.max_retry
                 );
-                self.escalator
-                    .escalate(Severity::TaskExhausted, &msg, Some(id), false);
+                (Severity::TaskExhausted, msg, Some(id))
             }
             Step::Tampered => {
                 task.status = TaskStatus::Tampered;
                 task.note(now, "tampered", None);
-                let what = if facts.sha_now.is_some() {
-                    "changed since it was registered".to_owned()
-                } else {
-                    match read_bounded(&t.task_file, TASK_FILE_MAX) {
+                let what = match facts.sha_now {
+                    Some(_) => "changed since it was registered".to_owned(),
+                    None => match read_bounded(&t.task_file, TASK_FILE_MAX) {
                         Err(e) if !e.is_missing() => e.reason(),
                         _ => "is gone".to_owned(),
-                    }
+                    },
                 };
                 let msg = format!(
-                    "task {id} died without .done, but its task file {} {what}; not re-dispatching",
-                    t.task_file.display()
+                    "task {id} died without .done, but its task file {file} {what}; not re-dispatching"
                 );
-                self.escalator
-                    .escalate(Severity::TaskTampered, &msg, Some(id), false);
+                (Severity::TaskTampered, msg, Some(id))
             }
             Step::Capped => {
                 task.next_check_at = crate::sys::clock::next_local_midnight(now);
                 task.note(now, "capped", None);
                 let msg = format!(
-                    "task {id} died without .done, but {} re-dispatches already ran today (TASK_DAILY_REDISPATCH_CAP); trying again tomorrow",
-                    self.cap
+                    "task {id} died without .done, but {cap} re-dispatches already ran today (TASK_DAILY_REDISPATCH_CAP); trying again tomorrow"
                 );
-                self.escalator
-                    .escalate(Severity::RedispatchCap, &msg, None, false);
+                (Severity::RedispatchCap, msg, None)
             }
             Step::Redispatch => return self.redispatch(reg, i, &t, now, summary),
-        }
-        None
+        };
+        self.escalator.escalate(severity, &msg, sid, false);
     }
 
     /// Re-dispatches the dead task `t` (at `i`) as its next sub-number. A
     /// re-dispatch that cannot start counts as an attempt all the same: the
     /// new task is registered without a process, so the next look finds it
     /// dead and the rule goes on to the next retry or to `exhausted`.
-    fn redispatch(
-        &self,
-        reg: &mut Registry,
-        i: usize,
-        t: &Task,
-        now: f64,
-        summary: &mut Summary,
-    ) -> Option<()> {
+    fn redispatch(&self, reg: &mut Registry, i: usize, t: &Task, now: f64, summary: &mut Summary) {
+        let id = t.id.as_str();
         // The race the meeting named: `.done` may have landed since the first look.
         if t.done_file.exists() {
-            let task = reg.tasks.get_mut(i)?;
+            let task = &mut reg.tasks[i];
             task.status = TaskStatus::Done;
             task.note(now, "done", Some("found just before re-dispatch".into()));
-            return None;
+            return;
         }
         let new_id = next_id(t);
-        let partial = self.usable_partial(t);
-        // The checkpoint stays one file per lineage; the done file follows the new id.
-        let (done_file, partial_file) = (
-            successor_path(&t.done_file, &t.id, &new_id),
-            t.partial_file.clone(),
-        );
+        let partial = self.usable_partial(t).map(|p| p.display().to_string());
         let vars = [
             ("task_id", new_id.clone()),
             ("task_file", t.task_file.display().to_string()),
             ("parent_task", t.root().to_owned()),
             ("retry", (t.retry_count + 1).to_string()),
-            (
-                "partial_file",
-                partial.map(|p| p.display().to_string()).unwrap_or_default(),
-            ),
+            ("partial_file", partial.unwrap_or_default()),
         ];
         let argv = render(&t.command, &vars);
         let log_path = self.logs_dir.join(log_file_name(&new_id));
         let spawned = if self.dry_run {
-            log::info!(
-                "dry-run: would re-dispatch task {} as {new_id}: {argv:?}",
-                t.id
-            );
+            log::info!("dry-run: would re-dispatch task {id} as {new_id}: {argv:?}");
             Ok(None)
+        } else if let Some((program, args)) = argv.split_first() {
+            process::spawn_detached(&Cmd::new(program).args(args), &log_path)
+                .map(Some)
+                .map_err(|e| e.to_string())
         } else {
-            match argv.split_first() {
-                None => Err("the command is empty".to_owned()),
-                Some((program, args)) => {
-                    process::spawn_detached(&Cmd::new(program).args(args), &log_path)
-                        .map(Some)
-                        .map_err(|e| e.to_string())
-                }
-            }
+            Err("the command is empty".to_owned())
         };
         let attempt = format!("retry {}/{}", t.retry_count + 1, t.max_retry);
         reg.count_redispatch(local_day(now));
-        let old = reg.tasks.get_mut(i)?;
+        let old = &mut reg.tasks[i];
         old.status = TaskStatus::Retried;
         let mut child = Task {
             id: new_id.clone(),
-            done_file,
-            partial_file,
+            // The done file follows the new id; the checkpoint stays one file per lineage.
+            done_file: successor_path(&t.done_file, id, &new_id),
             dispatched_at: now,
             next_check_at: now + t.followup_s,
             retry_count: t.retry_count + 1,
@@ -316,84 +272,65 @@ impl FollowUp {
                 old.note(now, "retried", Some(format!("re-dispatched as {new_id}")));
                 child.pid = pid;
                 child.pid_started = pid.and_then(|p| process_table::start_time(&self.proc_dir, p));
-                let log = log_path.display();
-                let detail = format!("re-dispatch of {}, output in {log}", t.id);
+                let detail = format!("re-dispatch of {id}, output in {}", log_path.display());
                 child.note(now, "dispatched", Some(detail));
                 summary.redispatched.push(new_id.clone());
-                format!(
-                    "task {} died without .done; re-dispatched as {new_id} ({attempt})",
-                    t.id
-                )
+                format!("task {id} died without .done; re-dispatched as {new_id} ({attempt})")
             }
             Err(e) => {
                 log::warn!(
-                    "re-dispatch of task {} as {new_id} failed to start ({e}); it counts as {attempt}",
-                    t.id
+                    "re-dispatch of task {id} as {new_id} failed to start ({e}); it counts as {attempt}"
                 );
-                old.note(
-                    now,
-                    "redispatch-failed",
-                    Some(format!("re-dispatch as {new_id} failed to start: {e}")),
+                let detail = format!("re-dispatch as {new_id} failed to start: {e}");
+                old.note(now, "redispatch-failed", Some(detail));
+                let detail = format!(
+                    "re-dispatch of {id} failed to start ({e}); counted as an attempt that died"
                 );
-                child.note(
-                    now,
-                    "spawn-failed",
-                    Some(format!(
-                        "re-dispatch of {} failed to start ({e}); counted as an attempt that died",
-                        t.id
-                    )),
-                );
+                child.note(now, "spawn-failed", Some(detail));
                 summary.not_started.push(new_id.clone());
                 format!(
-                    "task {} died without .done; its re-dispatch as {new_id} failed to start ({e}) and counts as {attempt}",
-                    t.id
+                    "task {id} died without .done; its re-dispatch as {new_id} failed to start ({e}) and counts as {attempt}"
                 )
             }
         };
         reg.tasks.push(child);
         self.escalator
-            .escalate(Severity::TaskRetry, &msg, Some(&t.id), false);
-        Some(())
+            .escalate(Severity::TaskRetry, &msg, Some(id), false);
     }
 
     /// The `.partial` checkpoint, if present and (with a key configured)
     /// correctly signed; a bad signature escalates and is not used.
     fn usable_partial(&self, t: &Task) -> Option<PathBuf> {
-        let bytes = match read_bounded(&t.partial_file, TASK_FILE_MAX) {
+        let (id, partial) = (t.id.as_str(), &t.partial_file);
+        let bytes = match read_bounded(partial, TASK_FILE_MAX) {
             Ok(bytes) => bytes,
             Err(e) if e.is_missing() => return None,
             Err(e) => {
-                warn_unreadable(&e, &format!("re-dispatching task {} without it", t.id));
+                warn_unreadable(&e, &format!("re-dispatching task {id} without it"));
                 return None;
             }
         };
-        let Some(key_file) = &self.hmac_key_file else {
-            return Some(t.partial_file.clone());
+        let Some(key_file) = &self.cfg.task_partial_hmac_key_file else {
+            return Some(partial.clone());
         };
-        let mut sig_path = t.partial_file.as_os_str().to_owned();
+        let mut sig_path = partial.as_os_str().to_owned();
         sig_path.push(".sig");
         // An unreadable signature is no signature: the partial is not used.
         let sig = read_text(&PathBuf::from(sig_path), SMALL_FILE_MAX).unwrap_or_default();
         match read_key(key_file) {
-            Ok(key) if verify(&key, &bytes, &sig) => Some(t.partial_file.clone()),
+            Ok(key) if verify(&key, &bytes, &sig) => Some(partial.clone()),
             Ok(_) => {
                 let msg = format!(
-                    "task {}: {} has no valid signature; re-dispatching without it",
-                    t.id,
-                    t.partial_file.display()
+                    "task {id}: {} has no valid signature; re-dispatching without it",
+                    partial.display()
                 );
                 self.escalator
-                    .escalate(Severity::PartialTampered, &msg, Some(&t.id), false);
+                    .escalate(Severity::PartialTampered, &msg, Some(id), false);
                 None
             }
             Err(e) => {
-                warn_unreadable(
-                    &e,
-                    &format!(
-                        "the HMAC key is unusable; not using the partial of task {}",
-                        t.id
-                    ),
-                );
+                let next = format!("the HMAC key is unusable; not using the partial of task {id}");
+                warn_unreadable(&e, &next);
                 None
             }
         }
@@ -405,10 +342,8 @@ fn command_line_running(proc_dir: &Path, needle: &str) -> bool {
     !needle.is_empty()
         && process_table::processes(proc_dir).any(|p| {
             let ours = p
-                .cmdline
-                .split(|b| *b == 0)
-                .next()
-                .is_some_and(|a0| a0.ends_with(b"agent-deck-watchdog"));
+                .program_name()
+                .is_some_and(|n| n.as_bytes().ends_with(b"agent-deck-watchdog"));
             !ours && contains_word(&p.command_text(), needle) && pid_alive(proc_dir, p.pid)
         })
 }
@@ -491,12 +426,7 @@ mod tests {
         fn pass_as(&self, dry_run: bool) -> Summary {
             let shutdown = Shutdown::new().unwrap();
             let clock: Arc<dyn Clock> = self.clock.clone();
-            let escalator = Arc::new(Escalator::standalone(
-                &self.cfg,
-                dry_run,
-                clock.clone(),
-                &shutdown,
-            ));
+            let escalator = Escalator::standalone(&self.cfg, dry_run, clock.clone(), &shutdown);
             let mut f = FollowUp::from_config(&self.cfg, dry_run, escalator.clone(), clock, None);
             f.proc_dir = self.tmp.path().join("proc");
             let summary = f.pass().unwrap();

@@ -154,11 +154,6 @@ pub struct RegistryFile {
     patience: Option<Duration>,
 }
 
-/// Holds the registry lock until dropped.
-pub(crate) struct Locked {
-    _file: File,
-}
-
 impl RegistryFile {
     pub fn new(path: &Path) -> RegistryFile {
         RegistryFile {
@@ -175,7 +170,8 @@ impl RegistryFile {
         }
     }
 
-    fn lock(&self, mode: LockMode) -> Result<Locked> {
+    /// The registry lock, held until the file is dropped.
+    fn lock(&self, mode: LockMode) -> Result<File> {
         if let Some(dir) = self.path.parent() {
             fs::create_private_dirs(dir)
                 .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
@@ -185,16 +181,13 @@ impl RegistryFile {
         let name = PathBuf::from(name);
         let file = fs::open_lock_file(&name)
             .map_err(|e| Error::runtime(format!("cannot open {}: {e}", name.display())))?;
+        let shown = self.path.display();
         match flock::lock(&file, mode, self.patience) {
-            Ok(()) => Ok(Locked { _file: file }),
+            Ok(()) => Ok(file),
             Err(LockError::Busy) => Err(Error::runtime(format!(
-                "task registry {} is locked by another process; trying again next tick",
-                self.path.display()
+                "task registry {shown} is locked by another process; trying again next tick"
             ))),
-            Err(LockError::Io(err)) => Err(Error::runtime(format!(
-                "cannot lock {}: {err}",
-                self.path.display()
-            ))),
+            Err(LockError::Io(err)) => Err(Error::runtime(format!("cannot lock {shown}: {err}"))),
         }
     }
 
@@ -204,9 +197,9 @@ impl RegistryFile {
         match fs::read_bounded(&self.path, STATE_FILE_MAX) {
             Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Registry::default()),
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                let shown = self.path.display();
                 Error::usage(format!(
-                    "task registry {} is unreadable ({e}); fix or move it aside, it was left untouched",
-                    self.path.display()
+                    "task registry {shown} is unreadable ({e}); fix or move it aside, it was left untouched"
                 ))
             }),
             Err(ReadError::Missing(_)) => Ok(Registry::default()),
@@ -245,10 +238,8 @@ impl RegistryFile {
                 serde_json::to_vec_pretty(&reg).map_err(|e| Error::runtime(e.to_string()))?;
             bytes.push(b'\n');
             fs::write_atomically(&self.path, &bytes, PRIVATE_FILE).map_err(|e| {
-                Error::runtime(format!(
-                    "cannot write task registry {}: {e}",
-                    self.path.display()
-                ))
+                let shown = self.path.display();
+                Error::runtime(format!("cannot write task registry {shown}: {e}"))
             })?;
         }
         after(&mut out);

@@ -1,34 +1,25 @@
 //! Which finished tasks leave `task-timers.json` (`TASK_RETENTION_DAYS`,
 //! SPEC §3 and §8), and which `watchdog/tasks/*.log` files go with them.
 //!
-//! The rule, exactly:
-//! - Tasks are judged by lineage: a task added with `task add` and every
-//!   re-dispatch numbered from it (`parent_task` = that root id), that is,
-//!   all tasks with the same [`Task::root`].
-//! - A lineage leaves whole or not at all. It leaves when none of its tasks
-//!   is `pending` (all are `done`, `exhausted`, `tampered`, `cancelled` or
-//!   `retried`) and every one of them last changed more than the retention
-//!   before now. So the `retried` ancestors of a task still followed up stay
-//!   with it, and `task show` of any task left never names a parent that is
-//!   gone.
-//! - A task's last change is the newest `ts` of its events, or its
-//!   `dispatched_at` when that is newer or it has none. A time in
-//!   the future (a clock stepped back) counts as recent: such a task waits,
-//!   it is never pruned early.
-//! - The daily re-dispatch count (`redispatches`) is a field of the registry
-//!   of its own; pruning never touches it, so the cap still holds on a day
-//!   whose re-dispatches were pruned.
-//! - Logs: only the watchdog's own. It writes `tasks/<id>.log` (or the hashed
-//!   name of [`log_file_name`]) for each re-dispatch it starts, so for each
-//!   pruned task with a `parent_task` that file is removed, when it is a
-//!   regular file: a symlink there is neither followed nor removed, and a
-//!   missing log is fine. The root's output belongs to the dispatcher that
-//!   started it. A log name still used by a task that stays (a hand-edited
-//!   registry may repeat an id) is kept.
+//! - A lineage (a task added with `task add` and every re-dispatch numbered
+//!   from it: the same [`Task::root`]) leaves whole or not at all: when none
+//!   of its tasks is `pending` and each last changed more than the retention
+//!   ago. So the `retried` ancestors of a task still followed up stay with
+//!   it, and `task show` never names a parent that is gone.
+//! - A task's last change is the newest of its events' `ts` and its
+//!   `dispatched_at`. A time in the future (a clock stepped back) counts as
+//!   recent: such a task waits, it is never pruned early.
+//! - Pruning never touches the daily re-dispatch count (`redispatches`), so
+//!   the cap still holds on a day whose re-dispatches were pruned.
+//! - Logs: only the watchdog's own `tasks/<id>.log` (or the hashed name of
+//!   [`log_file_name`]) of each pruned re-dispatch goes, and only when it is
+//!   a regular file: a symlink there is neither followed nor removed, and a
+//!   missing log is fine. The root's output belongs to its dispatcher. A log
+//!   name still used by a task that stays (a hand-edited registry may repeat
+//!   an id) is kept.
 //!
-//! [`prune`] and [`logs_to_remove`] are pure; [`remove_logs`] is the one
-//! function here that touches files. The follow-up pass runs them under the
-//! registry lock, never in dry-run.
+//! [`prune`] and [`logs_to_remove`] are pure; [`remove_logs`] touches files.
+//! The follow-up pass runs them under the registry lock, never in dry-run.
 
 use std::collections::BTreeSet;
 use std::path::Path;

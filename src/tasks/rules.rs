@@ -17,10 +17,10 @@ pub(crate) const MAX_ID_CHARS: usize = 64;
 /// [`MAX_ID_CHARS`] of letters, digits, `.`, `_` and `-`, starting with a
 /// letter or digit, no `..` (the id becomes part of file names).
 pub(crate) fn id_problem(id: &str) -> Option<String> {
-    if id.chars().count() > MAX_ID_CHARS {
+    let chars = id.chars().count();
+    if chars > MAX_ID_CHARS {
         Some(format!(
-            "is {} characters long; at most {MAX_ID_CHARS} are allowed",
-            id.chars().count()
+            "is {chars} characters long; at most {MAX_ID_CHARS} are allowed"
         ))
     } else if !is_valid_id(id) {
         Some(

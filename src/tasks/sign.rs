@@ -27,10 +27,8 @@ pub(crate) fn sign(key: &[u8], bytes: &[u8]) -> String {
 
 /// Whether `sig_hex` is the HMAC of `bytes` (constant-time compare).
 pub(crate) fn verify(key: &[u8], bytes: &[u8], sig_hex: &str) -> bool {
+    // An odd length or a non-hex digit leaves a pair unparsed: no signature.
     let sig_hex = sig_hex.trim();
-    if !sig_hex.len().is_multiple_of(2) {
-        return false;
-    }
     let sig: Option<Vec<u8>> = (0..sig_hex.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(sig_hex.get(i..i + 2)?, 16).ok())
@@ -50,11 +48,9 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Reads an HMAC key file (trailing whitespace is not part of the key).
 pub(crate) fn read_key(path: &Path) -> Result<Vec<u8>, ReadError> {
-    let mut key = read_bounded(path, SMALL_FILE_MAX)?;
-    while key.last().is_some_and(u8::is_ascii_whitespace) {
-        key.pop();
-    }
-    Ok(key)
+    Ok(read_bounded(path, SMALL_FILE_MAX)?
+        .trim_ascii_end()
+        .to_vec())
 }
 
 #[cfg(test)]
