@@ -10,48 +10,27 @@ use serde::{Deserialize, Serialize};
 use crate::decide::book::State;
 /// The limits the gates read; they live in [`crate::decide::limits`].
 pub(crate) use crate::decide::limits::Limits;
+use crate::decide::outcomes::spelled;
 use crate::decide::prune::prune;
 
-/// Why a gate holds a session in error back from a restart: the `reason` of
-/// a `skipped` record in `restart.log`, spelled as it is written there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Hold {
-    BreakerOpen,
-    #[serde(rename = "backoff_429")]
-    Backoff429,
-    CascadePause,
-    CascadeSettle,
-    Cooldown,
-    InFlight,
-    BudgetSpent,
-    /// Added but never started: nothing to revive (see
-    /// [`crate::decide::first_run`]).
-    NeverStarted,
-    /// Restarted, and still read `error` only because of a `dead` hook from
-    /// before that restart (see [`crate::decide::stale_hook`]).
-    StaleDeadHook,
-}
-
-impl Hold {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Hold::BreakerOpen => "breaker_open",
-            Hold::Backoff429 => "backoff_429",
-            Hold::CascadePause => "cascade_pause",
-            Hold::CascadeSettle => "cascade_settle",
-            Hold::Cooldown => "cooldown",
-            Hold::InFlight => "in_flight",
-            Hold::BudgetSpent => "budget_spent",
-            Hold::NeverStarted => "never_started",
-            Hold::StaleDeadHook => "stale_dead_hook",
-        }
-    }
-}
-
-impl std::fmt::Display for Hold {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+spelled! {
+    /// Why a gate holds a session in error back from a restart: the `reason`
+    /// of a `skipped` record in `restart.log`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub(crate) enum Hold {
+        BreakerOpen = "breaker_open",
+        Backoff429 = "backoff_429",
+        CascadePause = "cascade_pause",
+        CascadeSettle = "cascade_settle",
+        Cooldown = "cooldown",
+        InFlight = "in_flight",
+        BudgetSpent = "budget_spent",
+        /// Added but never started: nothing to revive (see
+        /// [`crate::decide::first_run`]).
+        NeverStarted = "never_started",
+        /// Restarted, and still read `error` only because of a `dead` hook from
+        /// before that restart (see [`crate::decide::stale_hook`]).
+        StaleDeadHook = "stale_dead_hook",
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::decide::outcomes::spelled;
 use crate::fleet::session::{Live, Status};
 
 /// One status read during liveness confirmation.
@@ -44,39 +45,20 @@ pub(crate) trait Probe {
     fn now(&self) -> f64;
 }
 
-/// Why liveness confirmation decided what it did: the `reason` of a
-/// `liveness.log` record, spelled as it is written there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LivenessReason {
-    /// Dead: restart it.
-    ConfirmedDead,
-    StatusUnreadable,
-    RecoveredBeforeRestart,
-    AuthHold,
-    ShuttingDown,
-    /// Exactly one of the two pane captures failed: the samples cannot be compared.
-    PaneUnreadable,
-    PaneActive,
-}
-
-impl LivenessReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LivenessReason::ConfirmedDead => "confirmed_dead",
-            LivenessReason::StatusUnreadable => "status_unreadable",
-            LivenessReason::RecoveredBeforeRestart => "recovered_before_restart",
-            LivenessReason::AuthHold => "auth_hold",
-            LivenessReason::ShuttingDown => "shutting_down",
-            LivenessReason::PaneUnreadable => "pane_unreadable",
-            LivenessReason::PaneActive => "pane_active",
-        }
-    }
-}
-
-impl std::fmt::Display for LivenessReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+spelled! {
+    /// Why liveness confirmation decided what it did: the `reason` of a
+    /// `liveness.log` record.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub enum LivenessReason {
+        /// Dead: restart it.
+        ConfirmedDead = "confirmed_dead",
+        StatusUnreadable = "status_unreadable",
+        RecoveredBeforeRestart = "recovered_before_restart",
+        AuthHold = "auth_hold",
+        ShuttingDown = "shutting_down",
+        /// Exactly one of the two pane captures failed: the samples cannot be compared.
+        PaneUnreadable = "pane_unreadable",
+        PaneActive = "pane_active",
     }
 }
 
