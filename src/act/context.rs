@@ -11,15 +11,18 @@ use crate::alert::escalate::{Escalator, EscalatorParts};
 use crate::alert::telegram::Telegram;
 use crate::config::Config;
 use crate::decide::book::State;
+use crate::decide::first_run::RunProbe;
 use crate::decide::limits::Limits;
-use crate::decide::outcomes::RestartAction;
+use crate::decide::liveness::Probe;
+use crate::decide::outcomes::{RestartAction, Severity};
 use crate::fleet::deck::AgentDeck;
-use crate::fleet::session::{Live, Session};
+use crate::fleet::session::{is_escalation_critical, Live, Session};
 use crate::records::audit::RestartRecord;
 use crate::records::state_file::Store;
 use crate::records::writer::Records;
 use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
+use crate::triggers::hook_file;
 
 #[derive(Clone)]
 pub(crate) struct Context {
@@ -100,6 +103,55 @@ impl Context {
     /// Writes a `restart.log` record about `s` with nothing but its reason.
     pub(crate) fn note(&self, s: &Session, action: RestartAction, reason: Option<String>) {
         self.records.restart(&self.record(s, action, reason));
+    }
+
+    /// Escalates about `s`, to Telegram too when it is escalation-critical;
+    /// false when the dedup dropped it.
+    pub(crate) fn alert(&self, s: &Session, severity: Severity, msg: &str) -> bool {
+        let telegram = is_escalation_critical(s);
+        self.escalator
+            .escalate(severity, msg, Some(&s.id), telegram)
+    }
+}
+
+/// One session's readings through the CLI and the hook spool, for liveness
+/// confirmation and for the evidence that it ever ran.
+pub(crate) struct SessionProbe<'a> {
+    pub ctx: &'a Context,
+    pub session: &'a Session,
+}
+
+impl Probe for SessionProbe<'_> {
+    fn read(&self) -> Option<Live> {
+        self.ctx.read_status(self.session)
+    }
+
+    fn pane(&self) -> Option<String> {
+        match self.ctx.deck.pane(&self.session.profile, &self.session.id) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                log::debug!("pane of {} could not be captured: {e}", self.session.id);
+                None
+            }
+        }
+    }
+
+    fn wait(&self, gap: std::time::Duration) -> bool {
+        self.ctx.shutdown.sleep(gap)
+    }
+
+    fn now(&self) -> f64 {
+        self.ctx.clock.now()
+    }
+}
+
+impl RunProbe for SessionProbe<'_> {
+    fn hook_file(&self) -> bool {
+        hook_file::hook_file_exists(&self.ctx.cfg.hooks_dir, &self.session.id)
+    }
+
+    fn show(&self) -> Option<Live> {
+        self.ctx.read_status(self.session)
     }
 }
 

@@ -12,7 +12,7 @@ use crate::act::context::Context;
 use crate::decide::outcomes::RestartAction;
 use crate::decide::{gates, notes};
 use crate::fleet::deck::Delivery;
-use crate::fleet::session::{is_escalation_critical, Session, Status};
+use crate::fleet::session::{Session, Status};
 use crate::sys::clock::local_timestamp;
 
 /// Why a session is being restarted.
@@ -44,11 +44,6 @@ impl RestartJob {
             slot: None,
             kind,
         }
-    }
-
-    /// Whether its alerts also go to Telegram.
-    pub(crate) fn escalation_critical(&self) -> bool {
-        is_escalation_critical(&self.session)
     }
 }
 

@@ -7,18 +7,16 @@
 //! [`crate::decide`]; this module does the calls and holds the state mutex
 //! only between them.
 
-use std::time::Duration;
-
-use crate::act::context::Context;
+use crate::act::context::{Context, SessionProbe};
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume};
 use crate::decide::cascade;
-use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
+use crate::decide::liveness::{self, LivenessReason, Verdict};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
 use crate::decide::{dedup, gates, notes};
 use crate::fleet::deck::RestartAnswer;
-use crate::fleet::session::{Live, Session, Status};
+use crate::fleet::session::{Session, Status};
 use crate::records::audit::LivenessRecord;
 use crate::sys::worker::Worker;
 use crate::triggers::hook_file;
@@ -70,36 +68,6 @@ pub(crate) fn is_rate_limited(text: &str) -> bool {
     })
 }
 
-/// Liveness readings through the CLI.
-struct CliProbe<'a> {
-    ctx: &'a Context,
-    session: &'a Session,
-}
-
-impl Probe for CliProbe<'_> {
-    fn read(&self) -> Option<Live> {
-        self.ctx.read_status(self.session)
-    }
-
-    fn pane(&self) -> Option<String> {
-        match self.ctx.deck.pane(&self.session.profile, &self.session.id) {
-            Ok(text) => Some(text),
-            Err(e) => {
-                log::debug!("pane of {} could not be captured: {e}", self.session.id);
-                None
-            }
-        }
-    }
-
-    fn wait(&self, gap: Duration) -> bool {
-        self.ctx.shutdown.sleep(gap)
-    }
-
-    fn now(&self) -> f64 {
-        self.ctx.clock.now()
-    }
-}
-
 impl Context {
     fn run(&self, job: &RestartJob) {
         let s = &job.session;
@@ -136,22 +104,16 @@ impl Context {
         }
         log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
         let issued = self.clock.now();
-        match self.deck.restart(&s.profile, &s.id) {
+        let failed = match self.deck.restart(&s.profile, &s.id) {
             Ok(RestartAnswer::Skipped(reason)) => {
                 log::info!("agent-deck declined to restart {}: {reason}; not falling back to session start", s.id);
                 self.give_back(job);
                 let reason = format!("agent-deck refused the restart: {reason}");
-                self.note(s, RestartAction::CliRefused, Some(reason));
+                return self.note(s, RestartAction::CliRefused, Some(reason));
             }
             Ok(RestartAnswer::Restarted) => {
                 notes::note_restarted(&mut self.state.lock(), &s.id, issued);
-                match self.verify(s, self.cfg.restart_verify) {
-                    Some(status) if status != Status::Error => self.succeeded(s, status),
-                    Some(Status::Error) if self.only_a_stale_hook_says_error(s, issued) => {
-                        self.succeeded(s, Status::Error)
-                    }
-                    _ => self.fall_back_to_start(job, "still in error after the restart"),
-                }
+                None
             }
             // SPEC §5.5: any answer but `skipped` is followed by the status
             // poll and, still in error, the start fallback; agent-deck's own
@@ -163,10 +125,18 @@ impl Context {
                     "restart of {} failed: {why}; reading its status before the start fallback",
                     s.id
                 );
-                match self.verify(s, self.cfg.restart_verify) {
-                    Some(status) if status != Status::Error => self.succeeded(s, status),
-                    _ => self.fall_back_to_start(job, &why),
-                }
+                Some(why)
+            }
+        };
+        match self.verify(s, self.cfg.restart_verify) {
+            Some(status) if status != Status::Error => self.succeeded(s, status),
+            // Only a restart agent-deck carried out leaves a stale hook behind.
+            Some(status) if failed.is_none() && self.only_a_stale_hook_says_error(s, issued) => {
+                self.succeeded(s, status)
+            }
+            _ => {
+                let why = failed.as_deref();
+                self.fall_back_to_start(job, why.unwrap_or("still in error after the restart"))
             }
         }
     }
@@ -192,7 +162,7 @@ impl Context {
     /// Liveness confirmation with its records and alerts; true if dead.
     fn confirm_dead(&self, job: &RestartJob) -> bool {
         let s = &job.session;
-        let probe = CliProbe {
+        let probe = SessionProbe {
             ctx: self,
             session: s,
         };
@@ -209,13 +179,7 @@ impl Context {
                         "{} ({}) has reported status=error {n}x while its pane kept producing output — the session is alive and the restart was skipped each time. This is a status-classification problem, not a dead session.",
                         s.title, s.id
                     );
-                    let critical = job.escalation_critical();
-                    self.escalator.escalate(
-                        Severity::LivenessMismatch,
-                        &msg,
-                        Some(&s.id),
-                        critical,
-                    );
+                    self.alert(s, Severity::LivenessMismatch, &msg);
                 }
             }
             if reason == LivenessReason::AuthHold
@@ -227,9 +191,7 @@ impl Context {
                     s.id,
                     ev.auth_hold_reason.as_deref().unwrap_or("unknown")
                 );
-                let critical = job.escalation_critical();
-                self.escalator
-                    .escalate(Severity::AuthHold, &msg, Some(&s.id), critical);
+                self.alert(s, Severity::AuthHold, &msg);
             }
             log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
             self.note(
@@ -352,9 +314,7 @@ impl Context {
                 "{} ({}) failed to restart {n}x consecutively; last err: {err}",
                 s.title, s.id
             );
-            let critical = job.escalation_critical();
-            self.escalator
-                .escalate(Severity::RestartFailed, &msg, Some(&s.id), critical);
+            self.alert(s, Severity::RestartFailed, &msg);
         }
     }
 }
@@ -405,7 +365,7 @@ mod tests {
 
     /// Two `error` reads for the liveness check, then `running` after the
     /// restart.
-    fn dead_then_running() -> std::collections::VecDeque<Option<Live>> {
+    fn dead_then_running() -> std::collections::VecDeque<Option<crate::fleet::session::Live>> {
         [
             live(Status::Error),
             live(Status::Error),

@@ -7,18 +7,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::act::context::Context;
+use crate::act::context::SessionProbe;
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::snapshot::Snapshot;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
-use crate::decide::first_run::{self, Ran, RunProbe};
+use crate::decide::first_run::{self, Ran};
 use crate::decide::gates::{self, Gate, Hold};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
 use crate::decide::{notes, prune};
 use crate::fleet::cache::Fleet;
-use crate::fleet::session::{self, Live, Session, Status};
+use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
 use crate::records::metrics;
 use crate::triggers::hook_file;
@@ -180,7 +180,7 @@ impl Daemon {
                 // The show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
                 self.sd_notify.alive();
             }
-            let probe = EvidenceProbe {
+            let probe = SessionProbe {
                 ctx: &self.ctx,
                 session: s,
             };
@@ -411,12 +411,7 @@ impl Daemon {
                     "Session {} ({}) keeps crashing — needs human attention",
                     s.title, s.id
                 );
-                if self.ctx.escalator.escalate(
-                    Severity::RateLimit,
-                    &msg,
-                    Some(&s.id),
-                    session::is_escalation_critical(s),
-                ) {
+                if self.ctx.alert(s, Severity::RateLimit, &msg) {
                     log::warn!(
                         "{} used its {} restarts in {:.0}s; no more restarts until the window moves",
                         s.id, self.ctx.limits.rate_max, self.ctx.limits.rate_window
@@ -455,23 +450,6 @@ enum Errored {
     Held(Hold),
     /// Whether it ever ran could not be read: looked at again next tick.
     Undecided,
-}
-
-/// The evidence of a run that the restart book does not hold: the hook
-/// spool (a `stat`) and `session show`.
-struct EvidenceProbe<'a> {
-    ctx: &'a Context,
-    session: &'a Session,
-}
-
-impl RunProbe for EvidenceProbe<'_> {
-    fn hook_file(&self) -> bool {
-        hook_file::hook_file_exists(&self.ctx.cfg.hooks_dir, &self.session.id)
-    }
-
-    fn show(&self) -> Option<Live> {
-        self.ctx.read_status(self.session)
-    }
 }
 
 #[cfg(test)]
