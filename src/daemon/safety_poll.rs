@@ -54,17 +54,14 @@ impl Daemon {
         let critical = self.fleet.critical();
         let mut profiles = Fleet::profiles(&critical);
         profiles.extend(self.fleet.child_profiles().cloned());
-        let LiveView {
-            live,
-            unreadable,
-            children,
-        } = self.read_live(profiles);
-        let in_error: Vec<&Session> = critical
+        let view = self.read_live(profiles);
+        let (live, unreadable, children) = (&view.live, &view.unreadable, &view.children);
+        let verdicts: BTreeMap<&str, Errored> = critical
             .iter()
             .filter(|s| live.get(&s.id).is_some_and(|l| l.status() == Status::Error))
+            .map(|s| (s.id.as_str(), self.judge_errored(s)))
             .collect();
-        let errored = in_error.len();
-        let verdicts = self.judge_errored(&in_error);
+        let errored = verdicts.len();
         // A session that never ran, or that a stale hook colours, did not
         // die: it is no part of a cascade.
         let died = verdicts.values().filter(|v| **v == Errored::Died).count();
@@ -76,7 +73,7 @@ impl Daemon {
             let Some(l) = live.get(&s.id) else {
                 continue;
             };
-            match verdicts.get(&s.id) {
+            match verdicts.get(s.id.as_str()) {
                 Some(Errored::Held(why)) => self.hold(s, *why),
                 Some(Errored::Undecided) => {
                     let now = self.ctx.clock.now();
@@ -90,12 +87,12 @@ impl Daemon {
         }
         let now = self.ctx.clock.now();
         prune::prune_state(&mut self.ctx.state.lock(), &self.ctx.limits, now);
-        let held = self.children_held(&unreadable);
+        let held = self.children_held(unreadable);
         let snap = Snapshot {
-            sessions: self.fleet.all().chain(&children).chain(&held).collect(),
+            sessions: self.fleet.all().chain(children).chain(&held).collect(),
             critical: &critical,
-            live: &live,
-            unreadable: &unreadable,
+            live,
+            unreadable,
         };
         self.patrols
             .run(&snap, &self.restarter, &mut || self.sd_notify.alive());
@@ -165,50 +162,45 @@ impl Daemon {
             .collect()
     }
 
-    /// What each critical session in error is: died, or held because it
-    /// never ran (see [`crate::decide::first_run`]) or because only a stale
-    /// `dead` hook from before its restart says `error` (see
+    /// What a critical session in error is: died, or held because it never
+    /// ran (see [`crate::decide::first_run`]) or because only a stale `dead`
+    /// hook from before its restart says `error` (see
     /// [`crate::decide::stale_hook`]). Costs no CLI call for a session the
     /// book knows ran or that has a hook file, and at most one `session
     /// show` per error episode for the others.
-    fn judge_errored(&mut self, in_error: &[&Session]) -> BTreeMap<String, Errored> {
-        let mut verdicts = BTreeMap::new();
-        for s in in_error {
-            let known = self.ctx.state.lock().ran.contains(&s.id);
-            let judged_never = self.never_started.contains(&s.id);
-            if !known && !judged_never {
-                // The show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
-                self.sd_notify.alive();
+    fn judge_errored(&mut self, s: &Session) -> Errored {
+        let known = self.ctx.state.lock().ran.contains(&s.id);
+        let judged_never = self.never_started.contains(&s.id);
+        if !known && !judged_never {
+            // The show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
+            self.sd_notify.alive();
+        }
+        let probe = SessionProbe {
+            ctx: &self.ctx,
+            session: s,
+        };
+        match first_run::has_run(known, judged_never, &probe) {
+            Ran::Yes => {
+                notes::note_ran(&mut self.ctx.state.lock(), &s.id);
+                self.never_started.remove(&s.id);
+                if self.stale_hook_says_error(s) {
+                    Errored::Held(Hold::StaleDeadHook)
+                } else {
+                    Errored::Died
+                }
             }
-            let probe = SessionProbe {
-                ctx: &self.ctx,
-                session: s,
-            };
-            let ran = first_run::has_run(known, judged_never, &probe);
-            match ran {
-                Ran::Yes => {
-                    if !known {
-                        notes::note_ran(&mut self.ctx.state.lock(), &s.id);
-                    }
-                    self.never_started.remove(&s.id);
-                }
-                Ran::Never => {
-                    self.never_started.insert(s.id.clone());
-                }
-                Ran::Unknown => log::info!(
+            Ran::Never => {
+                self.never_started.insert(s.id.clone());
+                Errored::Held(Hold::NeverStarted)
+            }
+            Ran::Unknown => {
+                log::info!(
                     "{} is in error; whether it ever ran is decided on the next tick",
                     s.id
-                ),
+                );
+                Errored::Undecided
             }
-            let verdict = match ran {
-                Ran::Yes if self.stale_hook_says_error(s) => Errored::Held(Hold::StaleDeadHook),
-                Ran::Yes => Errored::Died,
-                Ran::Never => Errored::Held(Hold::NeverStarted),
-                Ran::Unknown => Errored::Undecided,
-            };
-            verdicts.insert(s.id.clone(), verdict);
         }
-        verdicts
     }
 
     /// Whether the `error` of a session the watchdog restarted comes only
@@ -351,24 +343,18 @@ impl Daemon {
         let now = ctx.clock.now();
         let news = cascade::observe_cascade(&mut ctx.state.lock(), &ctx.limits, errored, now);
         let wait = ctx.limits.cascade_wait;
-        match news {
-            CascadeNews::Detected => {
-                let msg = format!(
-                    "{errored} critical sessions in error simultaneously — waiting {wait:.0}s to stabilize, then reviving them one at a time"
-                );
-                ctx.escalator
-                    .escalate(Severity::CascadeDetected, &msg, None, true);
-            }
-            CascadeNews::Reminder => {
-                let msg = format!("{errored} critical sessions are still in error after the cascade; they need a human");
-                ctx.escalator
-                    .escalate(Severity::CascadeDetected, &msg, None, true);
-            }
+        let msg = match news {
+            CascadeNews::Detected => format!(
+                "{errored} critical sessions in error simultaneously — waiting {wait:.0}s to stabilize, then reviving them one at a time"
+            ),
+            CascadeNews::Reminder => format!("{errored} critical sessions are still in error after the cascade; they need a human"),
             CascadeNews::Cleared => {
-                log::info!("cascade over: {errored} critical sessions in error")
+                return log::info!("cascade over: {errored} critical sessions in error");
             }
-            CascadeNews::Quiet => {}
-        }
+            CascadeNews::Quiet => return,
+        };
+        ctx.escalator
+            .escalate(Severity::CascadeDetected, &msg, None, true);
     }
 
     /// Acts on a status seen for a critical session.
@@ -387,25 +373,25 @@ impl Daemon {
     /// queues its restart.
     fn consider(&mut self, s: &Session) {
         let now = self.ctx.clock.now();
-        let verdict = {
+        let (gate, slot) = {
             let mut st = self.ctx.state.lock();
             let g = gates::gate(&mut st, &self.ctx.limits, &s.id, now);
             let slot =
                 (g == Gate::Go).then(|| gates::reserve(&mut st, &self.ctx.limits, &s.id, now));
             (g, slot)
         };
-        match verdict {
-            (Gate::Go, Some(slot)) => {
+        match gate {
+            Gate::Go => {
                 // Saved before the restart can run, so a crash right after still counts it.
                 self.ctx.store.save(&self.ctx.state);
                 log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
                 self.restarter.submit(RestartJob {
                     session: s.clone(),
-                    slot: Some(slot),
+                    slot,
                     kind: RestartKind::Revive,
                 });
             }
-            (Gate::BudgetSpent, _) => {
+            Gate::BudgetSpent => {
                 self.record_gate_skip(s, Hold::BudgetSpent);
                 let msg = format!(
                     "Session {} ({}) keeps crashing — needs human attention",
@@ -418,11 +404,10 @@ impl Daemon {
                     );
                 }
             }
-            (Gate::Skip(why), _) => {
+            Gate::Skip(why) => {
                 log::debug!("{} is in error but not restarted now: {why}", s.id);
                 self.record_gate_skip(s, why);
             }
-            (Gate::Go, None) => {}
         }
     }
 
