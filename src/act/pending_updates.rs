@@ -151,21 +151,14 @@ impl Asker {
             Outcome::Failed(why) => self.unknown(c, &why),
         };
         let now = self.ctx.clock.now();
-        let streak = {
-            let mut state = self.ctx.state.lock();
-            patrol_rules::observe_webhook(
-                &mut state,
-                &c.id,
-                answer,
-                now,
-                self.checks,
-                self.max_gap,
-            );
-            state
-                .pending_updates
-                .get(&c.id)
-                .map_or(0, |p| p.counts.len())
-        };
+        let streak = patrol_rules::observe_webhook(
+            &mut self.ctx.state.lock(),
+            &c.id,
+            answer,
+            now,
+            self.checks,
+            self.max_gap,
+        );
         if let WebhookAnswer::Pending(n) = answer {
             log::debug!(
                 "{} ({}): {n} Telegram update(s) unread, {streak} of {} checks in a row",

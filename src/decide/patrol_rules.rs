@@ -79,7 +79,8 @@ pub(crate) enum WebhookAnswer {
 /// streak; more than 0 extends it (the last `checks` counts are kept); an
 /// unknown answer changes nothing but the time of the last check. A streak
 /// whose last check lies more than `max_gap` back was not consecutive (the
-/// watchdog was down, the poller was gone): it starts over.
+/// watchdog was down, the poller was gone): it starts over. Returns the
+/// streak's length.
 pub(crate) fn observe_webhook(
     state: &mut State,
     id: &str,
@@ -87,7 +88,7 @@ pub(crate) fn observe_webhook(
     now: f64,
     checks: u32,
     max_gap: f64,
-) {
+) -> usize {
     let streaks = &mut state.pending_updates;
     if streaks
         .get(id)
@@ -112,6 +113,7 @@ pub(crate) fn observe_webhook(
             }
         }
     }
+    streaks.get(id).map_or(0, |p| p.counts.len())
 }
 
 /// Whether a streak is `checks` long and its last check recent: the
