@@ -45,35 +45,16 @@ pub(crate) enum Gate {
     BudgetSpent,
 }
 
-/// Why every restart is held right now, if one is: the breaker, the burst
-/// pause, the cascade settle.
-fn fleet_hold(state: &State, now: f64) -> Option<Hold> {
-    if state.breaker_open_until > now {
-        Some(Hold::BreakerOpen)
-    } else if state.cascade_pause_until > now {
-        Some(Hold::CascadePause)
-    } else if state.cascade.as_ref().is_some_and(|c| c.settle_until > now) {
-        Some(Hold::CascadeSettle)
-    } else {
-        None
-    }
-}
-
 /// The gates, in order: circuit breaker, 429 backoff, cascade pause or
 /// settle, cooldown, a restart already in flight, the rate budget.
 pub(crate) fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
+    if let Some(why) = recheck(state, id, now) {
+        return Gate::Skip(why);
+    }
     let in_flight = state.in_flight.contains(id);
-    let breaker = state.breaker_open_until > now;
-    let hold = fleet_hold(state, now);
     let book = state.book(id);
     prune(&mut book.restarts, now, lim.rate_window);
-    if breaker {
-        Gate::Skip(Hold::BreakerOpen)
-    } else if book.backoff_until > now {
-        Gate::Skip(Hold::Backoff429)
-    } else if let Some(why) = hold {
-        Gate::Skip(why)
-    } else if book.cooldown_until > now {
+    if book.cooldown_until > now {
         Gate::Skip(Hold::Cooldown)
     } else if in_flight {
         Gate::Skip(Hold::InFlight)
@@ -84,15 +65,19 @@ pub(crate) fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate 
     }
 }
 
-/// The checks repeated after the serialization wait: the breaker, a backoff
-/// or a pause may have started meanwhile.
+/// The first gates, repeated after the serialization wait: the breaker, a
+/// backoff, the burst pause or the cascade settle may have started meanwhile.
 pub(crate) fn recheck(state: &mut State, id: &str, now: f64) -> Option<Hold> {
     if state.breaker_open_until > now {
         Some(Hold::BreakerOpen)
     } else if state.book(id).backoff_until > now {
         Some(Hold::Backoff429)
+    } else if state.cascade_pause_until > now {
+        Some(Hold::CascadePause)
+    } else if state.cascade.as_ref().is_some_and(|c| c.settle_until > now) {
+        Some(Hold::CascadeSettle)
     } else {
-        fleet_hold(state, now)
+        None
     }
 }
 

@@ -43,9 +43,7 @@ pub(crate) fn note_status(state: &mut State, s: &Session, status: Status, now: f
         note_ran(state, &s.id);
     }
     let book = state.book(&s.id);
-    if book.title != s.title {
-        book.title = s.title.clone();
-    }
+    book.title.clone_from(&s.title);
     if book.last_status.as_deref() != Some(status.as_str()) {
         book.last_status = Some(status.as_str().to_owned());
         book.status_since = now;
@@ -62,9 +60,7 @@ pub(crate) fn note_status(state: &mut State, s: &Session, status: Status, now: f
 /// The session has run: it was found with evidence of it, or the watchdog
 /// restarted or started it.
 pub(crate) fn note_ran(state: &mut State, id: &str) {
-    if !state.ran.contains(id) {
-        state.ran.insert(id.to_owned());
-    }
+    state.ran.insert(id.to_owned());
 }
 
 /// agent-deck carried out a `session restart` issued at `issued`.

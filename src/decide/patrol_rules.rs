@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::decide::book::{PendingStreak, SessionBook, State, WaitWatch};
+use crate::decide::book::{SessionBook, State, WaitWatch};
 use crate::fleet::session::Session;
 
 /// The nudge sent to a child that has waited too long.
@@ -36,14 +36,11 @@ pub(crate) fn observe_waiting(
         w.since = now;
         return false;
     }
-    let frozen = now - w.since >= threshold;
-    let quiet = w.nudged_at.is_none_or(|t| now - t >= dedup);
-    if frozen && quiet {
+    let due = now - w.since >= threshold && w.nudged_at.is_none_or(|t| now - t >= dedup);
+    if due {
         w.nudged_at = Some(now);
-        true
-    } else {
-        false
     }
+    due
 }
 
 /// Children no longer in `waiting` are forgotten.
@@ -116,13 +113,8 @@ pub(crate) fn observe_webhook(
     streaks.get(id).map_or(0, |p| p.counts.len())
 }
 
-/// Whether a streak is `checks` long and its last check recent: the
-/// poller is deaf.
-fn is_deaf(p: &PendingStreak, now: f64, checks: u32, max_gap: f64) -> bool {
-    checks > 0 && p.counts.len() >= checks as usize && now - p.last_check <= max_gap
-}
-
-/// The conductors whose pollers are deaf now, with the counts seen.
+/// The conductors whose pollers are deaf now (a streak `checks` long whose
+/// last check is recent), with the counts seen.
 pub(crate) fn deaf_pollers(
     state: &State,
     now: f64,
@@ -132,7 +124,9 @@ pub(crate) fn deaf_pollers(
     state
         .pending_updates
         .iter()
-        .filter(|(_, p)| is_deaf(p, now, checks, max_gap))
+        .filter(|(_, p)| {
+            checks > 0 && p.counts.len() >= checks as usize && now - p.last_check <= max_gap
+        })
         .map(|(id, p)| (id.clone(), p.counts.clone()))
         .collect()
 }
