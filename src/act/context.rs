@@ -11,7 +11,6 @@ use crate::alert::escalate::{Escalator, EscalatorParts};
 use crate::alert::telegram::Telegram;
 use crate::config::Config;
 use crate::decide::book::State;
-use crate::decide::first_run::RunProbe;
 use crate::decide::limits::Limits;
 use crate::decide::liveness::Probe;
 use crate::decide::outcomes::{RestartAction, Severity};
@@ -126,6 +125,10 @@ impl Probe for SessionProbe<'_> {
         self.ctx.read_status(self.session)
     }
 
+    fn hook_file(&self) -> bool {
+        hook_file::hook_file_exists(&self.ctx.cfg.hooks_dir, &self.session.id)
+    }
+
     fn pane(&self) -> Option<String> {
         match self.ctx.deck.pane(&self.session.profile, &self.session.id) {
             Ok(text) => Some(text),
@@ -142,16 +145,6 @@ impl Probe for SessionProbe<'_> {
 
     fn now(&self) -> f64 {
         self.ctx.clock.now()
-    }
-}
-
-impl RunProbe for SessionProbe<'_> {
-    fn hook_file(&self) -> bool {
-        hook_file::hook_file_exists(&self.ctx.cfg.hooks_dir, &self.session.id)
-    }
-
-    fn show(&self) -> Option<Live> {
-        self.ctx.read_status(self.session)
     }
 }
 

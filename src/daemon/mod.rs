@@ -56,12 +56,9 @@ pub(crate) fn run_with(
     shutdown: Shutdown,
     reload: &AtomicBool,
 ) -> Result<()> {
-    crate::sys::fs::create_private_dirs(&cfg.autorestart_dir()).map_err(|e| {
-        Error::runtime(format!(
-            "cannot create {}: {e}",
-            cfg.autorestart_dir().display()
-        ))
-    })?;
+    let dir = cfg.autorestart_dir();
+    crate::sys::fs::create_private_dirs(&dir)
+        .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
     let me = instance_lock::Holder {
         pid: std::process::id(),
         dry_run: flags.dry_run,
@@ -70,7 +67,7 @@ pub(crate) fn run_with(
     };
     let _lock = instance_lock::acquire(&cfg.watchdog_dir, &me)?;
     remove_stale_temps(cfg);
-    let cli: Arc<dyn AgentDeck> = Arc::new(Cli::new(
+    let cli = Arc::new(Cli::new(
         cfg.bin.clone(),
         cfg.subprocess_timeout,
         shutdown.clone(),

@@ -34,10 +34,13 @@ pub struct Pane {
     pub empty: bool,
 }
 
-/// Where the readings come from.
+/// Where the readings of one session come from, for this confirmation and
+/// for the evidence that it ever ran ([`crate::decide::first_run`]).
 pub(crate) trait Probe {
     /// `session show`; `None` when unreadable.
     fn read(&self) -> Option<Live>;
+    /// Whether a hook file exists for the session (a `stat`, no CLI call).
+    fn hook_file(&self) -> bool;
     /// `session output --pane -q`; `None` when it could not be captured.
     fn pane(&self) -> Option<String>;
     /// Waits the gap; false if shutdown came first.
@@ -178,6 +181,9 @@ mod tests {
     impl Probe for Script {
         fn read(&self) -> Option<Live> {
             self.reads.borrow_mut().pop_front().flatten()
+        }
+        fn hook_file(&self) -> bool {
+            unreachable!("liveness confirmation reads no hook file")
         }
         fn pane(&self) -> Option<String> {
             self.panes.borrow_mut().pop_front().flatten()
