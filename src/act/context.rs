@@ -14,6 +14,7 @@ use crate::decide::book::State;
 use crate::decide::limits::Limits;
 use crate::decide::liveness::Probe;
 use crate::decide::outcomes::{RestartAction, Severity};
+use crate::decide::stale_hook::is_stale_dead_hook;
 use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{is_escalation_critical, Live, Session};
 use crate::records::audit::RestartRecord;
@@ -21,7 +22,7 @@ use crate::records::state_file::Store;
 use crate::records::writer::Records;
 use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
-use crate::triggers::hook_file;
+use crate::triggers::hook_file::{self, Hook};
 
 #[derive(Clone)]
 pub(crate) struct Context {
@@ -102,6 +103,13 @@ impl Context {
     /// Writes a `restart.log` record about `s` with nothing but its reason.
     pub(crate) fn note(&self, s: &Session, action: RestartAction, reason: Option<String>) {
         self.records.restart(&self.record(s, action, reason));
+    }
+
+    /// The `dead` hook of `s` from before a restart at `restarted_at` that
+    /// agent-deck still honours, if that is what makes `s` read `error`.
+    pub(crate) fn stale_dead_hook(&self, s: &Session, restarted_at: f64) -> Option<Hook> {
+        let hook = hook_file::read_hook(&self.cfg.hooks_dir, &s.id)?;
+        is_stale_dead_hook(&hook, restarted_at, self.clock.now()).then_some(hook)
     }
 
     /// Escalates about `s`, to Telegram too when it is escalation-critical;

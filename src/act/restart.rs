@@ -19,7 +19,6 @@ use crate::fleet::deck::RestartAnswer;
 use crate::fleet::session::{Session, Status};
 use crate::records::audit::LivenessRecord;
 use crate::sys::worker::Worker;
-use crate::triggers::hook_file;
 
 /// The restart worker: one restart at a time, in the order they were cleared.
 pub(crate) type Restarter = Worker<RestartJob>;
@@ -224,12 +223,9 @@ impl Context {
     /// only from a `dead` hook written before it, which agent-deck honours
     /// for two minutes of its age and `session restart` does not remove.
     fn only_a_stale_hook_says_error(&self, s: &Session, issued: f64) -> bool {
-        let Some(hook) = hook_file::read_hook(&self.cfg.hooks_dir, &s.id) else {
+        let Some(hook) = self.stale_dead_hook(s, issued) else {
             return false;
         };
-        if !stale_hook::is_stale_dead_hook(&hook, issued, self.clock.now()) {
-            return false;
-        }
         log::info!(
             "{} still reads error after its restart only because its dead hook from before the restart (ts {:.0}) colours the status for {:.0}s of its age; not falling back to session start",
             s.id,

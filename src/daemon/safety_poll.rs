@@ -21,7 +21,6 @@ use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
 use crate::records::metrics;
-use crate::triggers::hook_file;
 
 /// What the live lists of one tick said.
 #[derive(Default)]
@@ -207,19 +206,11 @@ impl Daemon {
     /// from a `dead` hook written before that restart (one bounded read of
     /// the hook file, only for a session restarted in the last two minutes).
     fn stale_hook_says_error(&self, s: &Session) -> bool {
-        let ctx = &self.ctx;
-        let restarted_at = ctx
-            .state
-            .lock()
-            .sessions
-            .get(&s.id)
-            .and_then(|b| b.restarted_at);
-        let Some(restarted_at) = restarted_at else {
-            return false;
+        let restarted_at = {
+            let st = self.ctx.state.lock();
+            st.sessions.get(&s.id).and_then(|b| b.restarted_at)
         };
-        let now = ctx.clock.now();
-        hook_file::read_hook(&ctx.cfg.hooks_dir, &s.id)
-            .is_some_and(|h| stale_hook::is_stale_dead_hook(&h, restarted_at, now))
+        restarted_at.is_some_and(|t| self.ctx.stale_dead_hook(s, t).is_some())
     }
 
     /// A critical session in error that is not to be restarted for `why`:
