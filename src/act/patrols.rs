@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::act::context::Context;
 use crate::act::errands::{self, Errand};
 use crate::act::job::{RestartJob, RestartKind};
-use crate::act::pending_updates::{Conductor, WebhookWorker};
+use crate::act::pending_updates::WebhookWorker;
 use crate::act::restart::Restarter;
 use crate::act::snapshot::Snapshot;
 use crate::act::telegram_pollers;
@@ -123,27 +123,21 @@ impl Patrols {
             patrol_rules::forget_stale_streaks(&mut self.ctx.state.lock(), now, w.max_gap);
         }
         for seen in telegram_pollers::telegram_pollers(snap, &self.ctx.cfg, &self.proc_dir) {
-            let s = seen.session;
-            if seen.running {
-                if let Some(w) = &self.webhook {
-                    if !self.ctx.state.lock().in_flight.contains(&s.id) {
-                        let (id, title) = (s.id.clone(), s.title.clone());
-                        let state_dir = seen.state_dir;
-                        w.submit(Conductor {
-                            id,
-                            title,
-                            state_dir,
-                        });
-                    }
+            let s = &seen.session;
+            if !seen.running {
+                if self.claim_poller_restart(&s.id, now) {
+                    log::warn!(
+                        "{} ({}) is deaf: no Telegram poller for {}; queueing a restart",
+                        s.id,
+                        s.title,
+                        seen.state_dir.display()
+                    );
+                    restarter.submit(RestartJob::poller(s, RestartKind::PollerMissing));
                 }
-            } else if self.claim_poller_restart(&s.id, now) {
-                log::warn!(
-                    "{} ({}) is deaf: no Telegram poller for {}; queueing a restart",
-                    s.id,
-                    s.title,
-                    seen.state_dir.display()
-                );
-                restarter.submit(RestartJob::poller(s, RestartKind::PollerMissing));
+            } else if let Some(w) = &self.webhook {
+                if !self.ctx.state.lock().in_flight.contains(&s.id) {
+                    w.submit(seen);
+                }
             }
         }
     }

@@ -13,33 +13,26 @@
 //! the patrol decides the restart from the streak on the main thread.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
 use crate::act::context::Context;
+use crate::act::telegram_pollers::PollerSeen;
 use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
 use crate::decide::patrol_rules::{self, WebhookAnswer};
 use crate::fleet::env_file::{env_value, read_small};
+use crate::fleet::session::Session;
 use crate::sys::worker::Worker;
 
 /// How long one `getWebhookInfo` call may take.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A conductor to check.
-#[derive(Debug, Clone)]
-pub(crate) struct Conductor {
-    pub id: String,
-    pub title: String,
-    /// Its `TELEGRAM_STATE_DIR`, which holds the bot's `.env`.
-    pub state_dir: PathBuf,
-}
-
 /// The check worker, and which conductors it has queued or running.
 pub(crate) struct WebhookWorker {
-    worker: Worker<Conductor>,
+    worker: Worker<PollerSeen>,
     busy: Arc<Mutex<BTreeSet<String>>>,
     /// `POLLER_DEAF_CHECKS`.
     pub checks: u32,
@@ -66,15 +59,15 @@ impl WebhookWorker {
         };
         let busy = Arc::new(Mutex::new(BTreeSet::new()));
         let done = busy.clone();
-        let worker = Worker::spawn("webhook-checks", move |c: Conductor| {
+        let worker = Worker::spawn("webhook-checks", move |seen: PollerSeen| {
             let outcome =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| asker.check(&c)));
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| asker.check(&seen)));
             // Even after a bug, the conductor must be checked again.
-            done.lock().remove(&c.id);
+            let id = &seen.session.id;
+            done.lock().remove(id);
             if outcome.is_err() {
                 log::error!(
-                    "the webhook check of {} panicked (a bug); checking it again at the next check",
-                    c.id
+                    "the webhook check of {id} panicked (a bug); checking it again at the next check"
                 );
             }
         })?;
@@ -86,10 +79,11 @@ impl WebhookWorker {
         }))
     }
 
-    /// Queues a check unless one for the same conductor is queued or running.
-    pub(crate) fn submit(&self, c: Conductor) {
-        if self.busy.lock().insert(c.id.clone()) {
-            self.worker.submit(c);
+    /// Queues a check of a conductor whose poller runs, unless one for the
+    /// same conductor is queued or running.
+    pub(crate) fn submit(&self, seen: PollerSeen) {
+        if self.busy.lock().insert(seen.session.id.clone()) {
+            self.worker.submit(seen);
         }
     }
 
@@ -119,11 +113,12 @@ struct Quiet {
 }
 
 impl Asker {
-    fn check(&mut self, c: &Conductor) {
+    fn check(&mut self, seen: &PollerSeen) {
         if self.ctx.shutdown.is_set() {
             return;
         }
-        let env_file = c.state_dir.join(".env");
+        let c = &seen.session;
+        let env_file = seen.state_dir.join(".env");
         let Some(token) = bot_token(&env_file) else {
             if self.quiet.no_token.insert(c.id.clone()) {
                 log::warn!(
@@ -169,7 +164,7 @@ impl Asker {
         }
     }
 
-    fn unknown(&mut self, c: &Conductor, why: &str) -> WebhookAnswer {
+    fn unknown(&mut self, c: &Session, why: &str) -> WebhookAnswer {
         let next = "the streak stays as it was; asking again at the next check";
         if self.quiet.unknown.insert(c.id.clone()) {
             log::warn!(

@@ -119,8 +119,8 @@ pub(crate) fn served_state_dirs(proc_dir: &Path) -> BTreeSet<PathBuf> {
 }
 
 /// A live conductor with a Telegram channel, as one poller check found it.
-pub(crate) struct PollerSeen<'a> {
-    pub session: &'a Session,
+pub(crate) struct PollerSeen {
+    pub session: Session,
     /// Its `TELEGRAM_STATE_DIR`.
     pub state_dir: PathBuf,
     /// Whether a `bun … telegram` process serves that directory.
@@ -131,11 +131,7 @@ pub(crate) struct PollerSeen<'a> {
 /// `TELEGRAM_STATE_DIR` (agent-deck's files found from `cfg`), and whether
 /// a poller process in `proc_dir` serves it. The channel is checked first:
 /// a conductor without one costs no file or process read.
-pub(crate) fn telegram_pollers<'a>(
-    snap: &Snapshot<'a>,
-    cfg: &Config,
-    proc_dir: &Path,
-) -> Vec<PollerSeen<'a>> {
+pub(crate) fn telegram_pollers(snap: &Snapshot, cfg: &Config, proc_dir: &Path) -> Vec<PollerSeen> {
     let mut seen = Vec::new();
     let mut served: Option<BTreeSet<PathBuf>> = None;
     let conductors = snap
@@ -153,7 +149,7 @@ pub(crate) fn telegram_pollers<'a>(
         };
         let served = served.get_or_insert_with(|| served_state_dirs(proc_dir));
         seen.push(PollerSeen {
-            session: s,
+            session: s.clone(),
             running: served.contains(&dir),
             state_dir: dir,
         });
