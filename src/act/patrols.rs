@@ -94,12 +94,9 @@ impl Patrols {
                 }
             };
             let now = self.ctx.clock.now();
-            let nudge = {
-                let mut st = self.ctx.state.lock();
-                let due =
-                    patrol_rules::observe_waiting(&mut st, &s.id, &pane, now, threshold, dedup);
-                due.then(|| now - st.waiting.get(&s.id).map_or(now, |w| w.since))
-            };
+            let mut st = self.ctx.state.lock();
+            let nudge = patrol_rules::observe_waiting(&mut st, &s.id, &pane, now, threshold, dedup);
+            drop(st);
             if let Some(waited_s) = nudge {
                 let session = s.clone();
                 self.errands.submit(Errand::Nudge { session, waited_s });
@@ -200,10 +197,8 @@ impl Patrols {
             {
                 continue;
             }
-            let stuck = {
-                let mut state = self.ctx.state.lock();
-                patrol_rules::stuck_for(state.book(&s.id), now, stale_after)
-            };
+            let stuck =
+                patrol_rules::stuck_for(self.ctx.state.lock().book(&s.id), now, stale_after);
             if let Some(stuck_for_s) = stuck {
                 self.removals.insert(s.id.clone(), now);
                 let session = s.clone();

@@ -12,9 +12,9 @@ use crate::fleet::session::Session;
 /// The nudge sent to a child that has waited too long.
 pub(crate) const NUDGE_TEXT: &str = "report status?";
 
-/// A waiting child's pane digest was sampled. Returns true when it has not
-/// changed for `threshold` seconds and was not nudged within `dedup`: nudge
-/// it now (the nudge is recorded here).
+/// A waiting child's pane digest was sampled. When it has not changed for
+/// `threshold` seconds and was not nudged within `dedup`, returns how long
+/// it has waited: nudge it now (the nudge is recorded here).
 pub(crate) fn observe_waiting(
     state: &mut State,
     id: &str,
@@ -22,7 +22,7 @@ pub(crate) fn observe_waiting(
     now: f64,
     threshold: f64,
     dedup: f64,
-) -> bool {
+) -> Option<f64> {
     let w = state
         .waiting
         .entry(id.to_owned())
@@ -34,13 +34,13 @@ pub(crate) fn observe_waiting(
     if w.digest != digest {
         w.digest = digest.to_owned();
         w.since = now;
-        return false;
+        return None;
     }
     let due = now - w.since >= threshold && w.nudged_at.is_none_or(|t| now - t >= dedup);
     if due {
         w.nudged_at = Some(now);
     }
-    due
+    due.then_some(now - w.since)
 }
 
 /// Children no longer in `waiting` are forgotten.
@@ -179,7 +179,7 @@ mod tests {
         let (c, mut s) = (FakeClock::at(1000.0), State::default());
         let mut nudges = 0;
         for _ in 0..100 {
-            if observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0) {
+            if observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0).is_some() {
                 nudges += 1;
             }
             c.advance(30.0);
@@ -188,23 +188,27 @@ mod tests {
         assert_eq!(nudges, 1);
         // The nudge went out at 1600; the next may go an hour later.
         c.advance(1199.0);
-        assert!(!observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0));
+        assert_eq!(
+            observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0),
+            None
+        );
         c.advance(1.0);
-        assert!(observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0));
+        assert_eq!(
+            observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0),
+            Some(4200.0),
+            "it has waited since the first sample"
+        );
     }
 
     #[test]
     fn changing_pane_resets_the_timer() {
         let (c, mut s) = (FakeClock::at(1000.0), State::default());
         for i in 0..100 {
-            assert!(!observe_waiting(
-                &mut s,
-                KID,
-                &format!("d{i}"),
-                c.now(),
-                600.0,
-                3600.0
-            ));
+            let digest = format!("d{i}");
+            assert_eq!(
+                observe_waiting(&mut s, KID, &digest, c.now(), 600.0, 3600.0),
+                None
+            );
             c.advance(30.0);
         }
     }
@@ -217,7 +221,7 @@ mod tests {
         assert!(s.waiting.is_empty());
         c.advance(700.0);
         assert!(
-            !observe_waiting(&mut s, KID, "d", c.now(), 600.0, 3600.0),
+            observe_waiting(&mut s, KID, "d", c.now(), 600.0, 3600.0).is_none(),
             "the timer restarted"
         );
     }

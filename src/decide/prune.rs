@@ -234,14 +234,7 @@ mod tests {
         let (l, c, mut s) = (lim(), FakeClock::at(200_000.0), State::default());
         note_poller_restarted(&mut s, ID, c.now());
         observe_waiting(&mut s, "kid-1", "d", c.now() - 700.0, 600.0, 3600.0);
-        assert!(observe_waiting(
-            &mut s,
-            "kid-1",
-            "d",
-            c.now(),
-            600.0,
-            3600.0
-        ));
+        assert!(observe_waiting(&mut s, "kid-1", "d", c.now(), 600.0, 3600.0).is_some());
         assert_eq!(
             observe_cascade(&mut s, &l, 9, c.now()),
             CascadeNews::Detected
@@ -252,14 +245,7 @@ mod tests {
         back.advance(3600.0);
         prune_state(&mut s, &l, back.now());
         assert!(poller_restart_allowed(&s, ID, back.now(), 3600.0));
-        assert!(observe_waiting(
-            &mut s,
-            "kid-1",
-            "d",
-            back.now(),
-            600.0,
-            3600.0
-        ));
+        assert!(observe_waiting(&mut s, "kid-1", "d", back.now(), 600.0, 3600.0).is_some());
         assert_eq!(
             observe_cascade(&mut s, &l, 9, back.now()),
             CascadeNews::Reminder
