@@ -52,16 +52,14 @@ pub(crate) fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf
 fn env_file_from_config(p: &Config, name: &str) -> Option<String> {
     let path = crate::fleet::deck_config::find(&p.home, p.xdg_config_home.as_deref(), &p.root)?;
     let text = read_small(&path)?;
-    let table: toml::Table = match toml::from_str(&text) {
-        Ok(t) => t,
-        Err(e) => {
+    let table: toml::Table = toml::from_str(&text)
+        .inspect_err(|e| {
             log::warn!(
                 "cannot parse {} ({e}); looking for the env file in meta.json instead",
                 path.display()
-            );
-            return None;
-        }
-    };
+            )
+        })
+        .ok()?;
     table
         .get("conductors")?
         .get(name)?
