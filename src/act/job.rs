@@ -1,10 +1,7 @@
 //! A restart job, and the steps every kind of restart shares: giving a
 //! budget slot back, waiting for the session to leave `error`, and noting a
-//! success.
-//!
-//! The kinds themselves live in [`crate::act::restart`] (a revival),
-//! [`crate::act::poller_restart`] and [`crate::act::prompt_resume`]; they all
-//! build on this file and this file on none of them.
+//! success. The kinds (a revival, a poller restart, prompt-resume) build on
+//! this file, and this file on none of them.
 
 use std::time::Duration;
 

@@ -23,7 +23,6 @@ use crate::sys::worker::Worker;
 /// The restart worker: one restart at a time, in the order they were cleared.
 pub(crate) type Restarter = Worker<RestartJob>;
 
-/// Starts the restart worker thread.
 pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
     Worker::spawn("restart", move |job: RestartJob| {
         // Whatever happens in run (even a bug), the session must not stay in flight.
@@ -193,11 +192,7 @@ impl Context {
                 self.alert(s, Severity::AuthHold, &msg);
             }
             log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
-            self.note(
-                s,
-                RestartAction::SkippedAlive,
-                Some(reason.as_str().to_owned()),
-            );
+            self.note(s, RestartAction::SkippedAlive, Some(reason.to_string()));
         } else {
             log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
         }

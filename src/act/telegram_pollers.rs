@@ -2,14 +2,11 @@
 //! Telegram channel, which `TELEGRAM_STATE_DIR` each serves, and whether a
 //! poller process runs for it.
 //!
-//! Finds the conductor's `env_file` the way agent-deck does (`config.toml`
-//! table `[conductors.<name>.claude]`, else the conductor's `meta.json`),
-//! reads `TELEGRAM_STATE_DIR` from it with agent-deck's parsing rules, and
-//! looks in `/proc` for a `bun … telegram` process carrying that directory in
-//! its environment. Unreadable files and processes are skipped, never fatal;
-//! agent-deck's files are read without blocking and up to 1 MiB, so a FIFO
-//! or a device there costs a rate-limited warning, not a hang. It only
-//! looks: the patrol decides, [`crate::act::poller_restart`] restarts.
+//! The conductor's `env_file` is found the way agent-deck finds it
+//! (`config.toml` table `[conductors.<name>.claude]`, else its `meta.json`).
+//! Unreadable files and processes are skipped, never fatal; a FIFO or a
+//! device among agent-deck's files costs a rate-limited warning, not a hang.
+//! It only looks: the patrol decides, [`crate::act::poller_restart`] restarts.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;

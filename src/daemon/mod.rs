@@ -4,9 +4,7 @@
 //! safety-poll ticker) feed one bounded [`EventQueue`]; the main thread
 //! consumes it under the state mutex, reads the fleet, runs the gates and
 //! hands cleared restarts to the [`Restarter`] thread. `--once` is one tick
-//! of the same code followed by waiting for the work it started. The
-//! safety-poll pass is `safety_poll.rs`, the pacing of hook checks
-//! `hook_pacing.rs`, signals `signals.rs`.
+//! of the same code followed by waiting for the work it started.
 
 mod hook_pacing;
 mod safety_poll;

@@ -412,7 +412,7 @@ impl Daemon {
             return false;
         }
         self.ctx
-            .note(s, RestartAction::Skipped, Some(why.as_str().to_owned()));
+            .note(s, RestartAction::Skipped, Some(why.to_string()));
         true
     }
 }
