@@ -55,7 +55,8 @@ impl WebhookWorker {
             ctx,
             checks,
             max_gap,
-            quiet: Quiet::default(),
+            no_token: BTreeSet::new(),
+            unanswered: BTreeSet::new(),
         };
         let busy = Arc::new(Mutex::new(BTreeSet::new()));
         let done = busy.clone();
@@ -93,23 +94,17 @@ impl WebhookWorker {
     }
 }
 
-/// What the checks need.
+/// What the checks need, and what they already warned about, so a lasting
+/// problem is one warning, not one a minute.
 struct Asker {
     api: Arc<BotApi>,
     ctx: Context,
     checks: u32,
     max_gap: f64,
-    quiet: Quiet,
-}
-
-/// What was already logged at warning level, so a lasting problem is one
-/// warning, not one a minute.
-#[derive(Default)]
-struct Quiet {
     /// Conductors whose bot token could not be found.
     no_token: BTreeSet<String>,
     /// Conductors whose last answer was unknown.
-    unknown: BTreeSet<String>,
+    unanswered: BTreeSet<String>,
 }
 
 impl Asker {
@@ -120,7 +115,7 @@ impl Asker {
         let c = &seen.session;
         let env_file = seen.state_dir.join(".env");
         let Some(token) = bot_token(&env_file) else {
-            if self.quiet.no_token.insert(c.id.clone()) {
+            if self.no_token.insert(c.id.clone()) {
                 log::warn!(
                     "{} ({}): no usable TELEGRAM_BOT_TOKEN in {}; its pending Telegram updates are not checked",
                     c.id,
@@ -130,7 +125,7 @@ impl Asker {
             }
             return;
         };
-        self.quiet.no_token.remove(&c.id);
+        self.no_token.remove(&c.id);
         let ask = self.api.clone();
         let Some(outcome) =
             unless_shutdown(&self.ctx.shutdown, move || ask.pending_updates(&token))
@@ -139,7 +134,7 @@ impl Asker {
         };
         let answer = match outcome {
             Outcome::Ok(n) => {
-                self.quiet.unknown.remove(&c.id);
+                self.unanswered.remove(&c.id);
                 WebhookAnswer::Pending(n)
             }
             Outcome::RetryAfter(_) => self.unknown(c, "rate-limited (HTTP 429)"),
@@ -166,7 +161,7 @@ impl Asker {
 
     fn unknown(&mut self, c: &Session, why: &str) -> WebhookAnswer {
         let next = "the streak stays as it was; asking again at the next check";
-        if self.quiet.unknown.insert(c.id.clone()) {
+        if self.unanswered.insert(c.id.clone()) {
             log::warn!(
                 "getWebhookInfo for {} ({}) failed: {why}; {next}",
                 c.id,
