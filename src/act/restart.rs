@@ -11,7 +11,7 @@ use crate::act::context::{Context, SessionProbe};
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume};
 use crate::decide::cascade;
-use crate::decide::liveness::{self, LivenessReason, Verdict};
+use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
 use crate::decide::{dedup, gates, notes};
@@ -165,8 +165,11 @@ impl Context {
             session: s,
         };
         let ev = liveness::confirm(&probe, self.cfg.liveness_confirm_gap);
+        let (reason, dead) = (ev.reason, ev.reason == LivenessReason::ConfirmedDead);
         let mut consecutive = None;
-        if let Verdict::Skip(reason) = ev.verdict {
+        if dead {
+            log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
+        } else {
             self.give_back(job);
             if reason == LivenessReason::PaneActive {
                 let (n, alert) =
@@ -193,10 +196,7 @@ impl Context {
             }
             log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
             self.note(s, RestartAction::SkippedAlive, Some(reason.to_string()));
-        } else {
-            log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
         }
-        let dead = ev.verdict == Verdict::Dead;
         self.records.liveness(&LivenessRecord {
             ts: self.clock.now(),
             id: s.id.clone(),
@@ -207,7 +207,7 @@ impl Context {
             pane: ev.pane,
             auth_hold_reason: ev.auth_hold_reason,
             decision: if dead { "restart" } else { "skip" }.into(),
-            reason: ev.verdict.reason(),
+            reason,
             consecutive_skips: consecutive,
             dry_run: self.dry_run,
         });

@@ -65,31 +65,14 @@ spelled! {
     }
 }
 
-/// The outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// `confirmed_dead`: restart it.
-    Dead,
-    /// Leave it alone, for this reason.
-    Skip(LivenessReason),
-}
-
-impl Verdict {
-    pub(crate) fn reason(self) -> LivenessReason {
-        match self {
-            Verdict::Dead => LivenessReason::ConfirmedDead,
-            Verdict::Skip(r) => r,
-        }
-    }
-}
-
-/// What was seen, for the record.
+/// What was seen, for the record, and the outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Evidence {
     pub reads: Vec<StatusRead>,
     pub pane: Pane,
     pub auth_hold_reason: Option<String>,
-    pub verdict: Verdict,
+    /// `confirmed_dead`: restart it; any other: leave it alone, for that reason.
+    pub reason: LivenessReason,
 }
 
 /// The first 16 hex characters of the SHA-256 of `text`.
@@ -104,10 +87,10 @@ pub(crate) fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
         reads: Vec::new(),
         pane: Pane::default(),
         auth_hold_reason: None,
-        verdict: Verdict::Dead,
+        reason: LivenessReason::ConfirmedDead,
     };
     if let Some(skip) = read_status(probe, &mut ev, true) {
-        ev.verdict = Verdict::Skip(skip);
+        ev.reason = skip;
         return ev;
     }
     let first = probe.pane();
@@ -122,14 +105,14 @@ pub(crate) fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
             && second.as_deref().is_none_or(|t| t.trim().is_empty()),
     };
     if !completed {
-        ev.verdict = Verdict::Skip(LivenessReason::ShuttingDown);
+        ev.reason = LivenessReason::ShuttingDown;
     } else if first.is_some() != second.is_some() {
         // One capture failed: the samples cannot be compared, so the pane may be live.
-        ev.verdict = Verdict::Skip(LivenessReason::PaneUnreadable);
+        ev.reason = LivenessReason::PaneUnreadable;
     } else if ev.pane.changed {
-        ev.verdict = Verdict::Skip(LivenessReason::PaneActive);
+        ev.reason = LivenessReason::PaneActive;
     } else if let Some(skip) = read_status(probe, &mut ev, false) {
-        ev.verdict = Verdict::Skip(skip);
+        ev.reason = skip;
     }
     ev
 }
@@ -221,7 +204,7 @@ mod tests {
             vec![Some("x"), Some("x")],
         );
         let ev = confirm(&s, GAP);
-        assert_eq!(ev.verdict, Verdict::Dead);
+        assert_eq!(ev.reason, LivenessReason::ConfirmedDead);
         assert_eq!(ev.reads.len(), 2);
         assert!(ev.pane.sampled && !ev.pane.changed && !ev.pane.empty);
         assert_eq!(ev.pane.first, digest("x"));
@@ -232,14 +215,14 @@ mod tests {
     fn moving_pane_is_active() {
         let s = script(vec![live(Status::Error)], vec![Some("a"), Some("b")]);
         let ev = confirm(&s, GAP);
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::PaneActive));
+        assert_eq!(ev.reason, LivenessReason::PaneActive);
         assert!(ev.pane.changed);
     }
 
     #[test]
     fn unreadable_first_read() {
         let ev = confirm(&script(vec![None], vec![]), GAP);
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::StatusUnreadable));
+        assert_eq!(ev.reason, LivenessReason::StatusUnreadable);
         assert_eq!(ev.reads[0].status, "unreadable");
     }
 
@@ -249,16 +232,13 @@ mod tests {
             &script(vec![live(Status::Error), None], vec![Some("a"), Some("a")]),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::StatusUnreadable));
+        assert_eq!(ev.reason, LivenessReason::StatusUnreadable);
     }
 
     #[test]
     fn recovered_before_or_after_sampling() {
         let ev = confirm(&script(vec![live(Status::Running)], vec![]), GAP);
-        assert_eq!(
-            ev.verdict,
-            Verdict::Skip(LivenessReason::RecoveredBeforeRestart)
-        );
+        assert_eq!(ev.reason, LivenessReason::RecoveredBeforeRestart);
         let ev = confirm(
             &script(
                 vec![live(Status::Error), live(Status::Waiting)],
@@ -266,10 +246,7 @@ mod tests {
             ),
             GAP,
         );
-        assert_eq!(
-            ev.verdict,
-            Verdict::Skip(LivenessReason::RecoveredBeforeRestart)
-        );
+        assert_eq!(ev.reason, LivenessReason::RecoveredBeforeRestart);
     }
 
     #[test]
@@ -280,7 +257,7 @@ mod tests {
             ..Live::default()
         });
         let ev = confirm(&script(vec![held], vec![]), GAP);
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::AuthHold));
+        assert_eq!(ev.reason, LivenessReason::AuthHold);
         assert_eq!(ev.auth_hold_reason.as_deref(), Some("auth_death"));
     }
 
@@ -289,7 +266,7 @@ mod tests {
         let mut s = script(vec![live(Status::Error)], vec![Some("a"), Some("a")]);
         s.shutdown_in_gap = true;
         let ev = confirm(&s, GAP);
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::ShuttingDown));
+        assert_eq!(ev.reason, LivenessReason::ShuttingDown);
         assert!(!ev.pane.sampled);
     }
 
@@ -302,7 +279,7 @@ mod tests {
             ),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::PaneUnreadable));
+        assert_eq!(ev.reason, LivenessReason::PaneUnreadable);
         let ev = confirm(
             &script(
                 vec![live(Status::Error), live(Status::Error)],
@@ -310,7 +287,7 @@ mod tests {
             ),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::PaneUnreadable));
+        assert_eq!(ev.reason, LivenessReason::PaneUnreadable);
     }
 
     #[test]
@@ -322,7 +299,7 @@ mod tests {
             ),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Dead);
+        assert_eq!(ev.reason, LivenessReason::ConfirmedDead);
         assert!(!ev.pane.sampled && ev.pane.empty);
     }
 
