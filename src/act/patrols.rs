@@ -153,8 +153,7 @@ impl Patrols {
             let Some(s) = snap.sessions.iter().copied().find(|s| s.id == id) else {
                 continue;
             };
-            if !patrol_rules::is_conductor(s)
-                || !telegram_pollers::has_live_telegram_channel(snap, s)
+            if !telegram_pollers::is_live_telegram_conductor(snap, s)
                 || !self.claim_poller_restart(&s.id, now)
             {
                 continue;

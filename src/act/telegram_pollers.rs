@@ -69,12 +69,9 @@ fn env_file_from_config(p: &Config, name: &str) -> Option<String> {
 /// The conductor's `env_file` in its `meta.json`, and the directory it is
 /// relative to.
 fn env_file_from_meta(p: &Config, name: &str, session_path: &str) -> Option<(String, PathBuf)> {
-    let mut dirs = Vec::new();
-    if !session_path.is_empty() {
-        dirs.push(PathBuf::from(session_path));
-    }
-    dirs.push(p.root.join("conductor").join(name));
-    dirs.into_iter().find_map(|dir| {
+    let own = (!session_path.is_empty()).then(|| PathBuf::from(session_path));
+    let mut dirs = own.into_iter().chain([p.root.join("conductor").join(name)]);
+    dirs.find_map(|dir| {
         let text = read_small(&dir.join("meta.json"))?;
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
         let file = v.get("env_file")?.as_str()?.to_owned();
@@ -129,12 +126,8 @@ pub(crate) struct PollerSeen {
 pub(crate) fn telegram_pollers(snap: &Snapshot, cfg: &Config, proc_dir: &Path) -> Vec<PollerSeen> {
     let mut seen = Vec::new();
     let mut served: Option<BTreeSet<PathBuf>> = None;
-    let conductors = snap
-        .sessions
-        .iter()
-        .copied()
-        .filter(|s| patrol_rules::is_conductor(s));
-    for s in conductors.filter(|s| has_live_telegram_channel(snap, s)) {
+    let sessions = snap.sessions.iter().copied();
+    for s in sessions.filter(|s| is_live_telegram_conductor(snap, s)) {
         let Some(dir) = conductor_state_dir(cfg, &s.title, &s.path) else {
             log::debug!(
                 "{} has a Telegram channel but no TELEGRAM_STATE_DIR in its env file; not checked",
@@ -152,11 +145,12 @@ pub(crate) fn telegram_pollers(snap: &Snapshot, cfg: &Config, proc_dir: &Path) -
     seen
 }
 
-/// Whether this tick saw the session healthy with a Telegram channel.
-pub(crate) fn has_live_telegram_channel(snap: &Snapshot, s: &Session) -> bool {
-    snap.live
-        .get(&s.id)
-        .is_some_and(|live| live.status().is_healthy() && has_telegram_channel(&live.channels))
+/// Whether the session is a conductor this tick saw healthy with a Telegram
+/// channel.
+pub(crate) fn is_live_telegram_conductor(snap: &Snapshot, s: &Session) -> bool {
+    let live = snap.live.get(&s.id);
+    patrol_rules::is_conductor(s)
+        && live.is_some_and(|l| l.status().is_healthy() && has_telegram_channel(&l.channels))
 }
 
 #[cfg(test)]
