@@ -143,9 +143,6 @@ impl Daemon {
     /// waiting". The cache keeps only their id and profile (and that they
     /// have a parent), which is all the patrol looks at for them.
     fn children_held(&self, unreadable: &BTreeSet<String>) -> Vec<Session> {
-        if unreadable.is_empty() {
-            return Vec::new();
-        }
         let st = self.ctx.state.lock();
         st.waiting
             .keys()

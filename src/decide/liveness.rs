@@ -119,21 +119,18 @@ pub(crate) fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
 
 /// One status read; a reason to skip, if it gives one.
 fn read_status(probe: &dyn Probe, ev: &mut Evidence, check_auth: bool) -> Option<LivenessReason> {
-    let live: Option<Live> = probe.read();
-    let ts = probe.now();
-    let Some(live) = live.filter(|l| l.status.is_some()) else {
-        ev.reads.push(StatusRead {
-            ts,
-            status: "unreadable".into(),
-            substate: None,
-        });
+    let live = probe.read().filter(|l| l.status.is_some());
+    ev.reads.push(StatusRead {
+        ts: probe.now(),
+        status: live
+            .as_ref()
+            .map_or("unreadable", |l| l.status().as_str())
+            .into(),
+        substate: live.as_ref().and_then(|l| l.substate.clone()),
+    });
+    let Some(live) = live else {
         return Some(LivenessReason::StatusUnreadable);
     };
-    ev.reads.push(StatusRead {
-        ts,
-        status: live.status().as_str().into(),
-        substate: live.substate.clone(),
-    });
     if live.status() != Status::Error {
         return Some(LivenessReason::RecoveredBeforeRestart);
     }

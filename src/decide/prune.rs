@@ -86,18 +86,12 @@ pub(crate) fn prune_state(state: &mut State, lim: &Limits, now: f64) {
 /// session live is the evidence that it ran. Run once, on load; from then
 /// on `note_status` keeps the set.
 pub(crate) fn backfill_ran(state: &mut State) {
-    let seen: Vec<String> = state
-        .sessions
-        .iter()
-        .filter(|(id, b)| {
-            !state.ran.contains(*id)
-                && b.last_status
-                    .as_deref()
-                    .is_some_and(|st| proves_it_ran(Status::parse(st)))
-        })
-        .map(|(id, _)| id.clone())
-        .collect();
-    state.ran.extend(seen);
+    let State { sessions, ran, .. } = state;
+    let seen = sessions.iter().filter(|(_, b)| {
+        let last = b.last_status.as_deref();
+        last.is_some_and(|st| proves_it_ran(Status::parse(st)))
+    });
+    ran.extend(seen.map(|(id, _)| id.clone()));
 }
 
 #[cfg(test)]
