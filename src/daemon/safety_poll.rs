@@ -40,16 +40,13 @@ impl Daemon {
         self.hook_pacing.ticked(self.ctx.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();
-        let fleet_readable = match self.fleet.refresh(self.ctx.deck.as_ref()) {
-            Ok(()) => true,
-            Err(e) => {
-                log::warn!(
-                    "session list is unreadable ({e}); using the last known fleet of {} sessions",
-                    self.fleet.len()
-                );
-                false
-            }
-        };
+        let refreshed = self.fleet.refresh(self.ctx.deck.as_ref());
+        if let Err(e) = &refreshed {
+            log::warn!(
+                "session list is unreadable ({e}); using the last known fleet of {} sessions",
+                self.fleet.len()
+            );
+        }
         let critical = self.fleet.critical();
         let mut profiles = Fleet::profiles(&critical);
         profiles.extend(self.fleet.child_profiles().cloned());
@@ -81,7 +78,7 @@ impl Daemon {
                 Some(Errored::Died) | None => self.observe(s, l.status()),
             }
         }
-        if fleet_readable {
+        if refreshed.is_ok() {
             self.forget_gone();
         }
         let now = self.ctx.clock.now();
@@ -289,13 +286,10 @@ impl Daemon {
             }
             Err(_) => {}
         }
-        let breaker = if breaker_open {
-            "; circuit breaker OPEN"
-        } else {
-            ""
-        };
+        let breaker = breaker_open.then_some("; circuit breaker OPEN");
         self.sd_notify.status(&format!(
-            "{critical} critical sessions, {errored} in error; {in_window} restarts in the window{breaker}"
+            "{critical} critical sessions, {errored} in error; {in_window} restarts in the window{}",
+            breaker.unwrap_or_default()
         ));
     }
 
