@@ -73,11 +73,9 @@ impl HookPacing {
         self.rescan_owed |= rescan;
         let rescan_due =
             self.rescan_owed && self.last_tick.is_none_or(|t| now - t >= MIN_RESCAN_GAP);
-        if tick || rescan_due {
-            self.rescan_owed = false;
-            return true;
-        }
-        false
+        let due = tick || rescan_due;
+        self.rescan_owed &= !due;
+        due
     }
 
     /// A tick started at `now`.
