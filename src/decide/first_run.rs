@@ -10,9 +10,8 @@
 //! gets one when it boots). `unknown` is no evidence: a fresh session reads
 //! that before it reads `error`.
 //!
-//! [`has_run`] orders the look-ups from cheapest to dearest over a
-//! [`Probe`] and is pure; the probe does the I/O. It never spawns, sleeps
-//! or writes.
+//! [`has_run`] orders the look-ups from cheapest to dearest; the [`Probe`]
+//! does the I/O.
 
 use crate::decide::liveness::Probe;
 use crate::fleet::session::Status;

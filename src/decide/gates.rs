@@ -1,9 +1,6 @@
 //! The gates of SPEC §5.2 as pure functions: given the [`State`], the limits
 //! and `now`, say whether a restart may go, and take or return its budget
-//! slot.
-//!
-//! Nothing here spawns, sleeps, logs or writes a file; the caller holds the
-//! state mutex only for the duration of one of these calls.
+//! slot. The caller holds the state mutex only for one of these calls.
 
 use serde::{Deserialize, Serialize};
 
