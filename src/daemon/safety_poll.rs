@@ -29,7 +29,8 @@ struct LiveView {
     live: BTreeMap<String, Live>,
     /// Profiles whose list could not be read.
     unreadable: BTreeSet<String>,
-    /// The waiting children the cache does not keep whole.
+    /// The waiting children the cache does not keep whole, from their row
+    /// or, in an unreadable profile, as the waiting patrol is timing them.
     children: Vec<Session>,
 }
 
@@ -83,9 +84,8 @@ impl Daemon {
         }
         let now = self.ctx.clock.now();
         prune::prune_state(&mut self.ctx.state.lock(), &self.ctx.limits, now);
-        let held = self.children_held(unreadable);
         let snap = Snapshot {
-            sessions: self.fleet.all().chain(children).chain(&held).collect(),
+            sessions: self.fleet.all().chain(children).collect(),
             critical: &critical,
             live,
             unreadable,
@@ -128,6 +128,7 @@ impl Daemon {
                 }
                 Err(e) => {
                     log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick");
+                    view.children.extend(self.children_held(&profile));
                     view.unreadable.insert(profile);
                 }
             }
@@ -135,22 +136,19 @@ impl Daemon {
         view
     }
 
-    /// The children the waiting patrol is timing in profiles whose list was
-    /// unreadable this tick, so that they count as unknown, not as "no longer
-    /// waiting". The cache keeps only their id and profile (and that they
-    /// have a parent), which is all the patrol looks at for them.
-    fn children_held(&self, unreadable: &BTreeSet<String>) -> Vec<Session> {
+    /// The children the waiting patrol is timing in `profile`, whose list
+    /// was unreadable this tick, so that they count as unknown, not as "no
+    /// longer waiting". The cache keeps only their id and profile (and that
+    /// they have a parent), which is all the patrol looks at for them.
+    fn children_held(&self, profile: &str) -> Vec<Session> {
         let st = self.ctx.state.lock();
-        st.waiting
-            .keys()
-            .filter_map(|id| {
-                let profile = self.fleet.child_profile(id)?;
-                unreadable.contains(profile).then(|| Session {
-                    id: id.clone(),
-                    profile: profile.to_owned(),
-                    parent_session_id: Some(String::new()),
-                    ..Session::default()
-                })
+        let held = st.waiting.keys();
+        held.filter(|id| self.fleet.child_profile(id) == Some(profile))
+            .map(|id| Session {
+                id: id.clone(),
+                profile: profile.to_owned(),
+                parent_session_id: Some(String::new()),
+                ..Session::default()
             })
             .collect()
     }
