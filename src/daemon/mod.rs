@@ -270,14 +270,12 @@ impl Daemon {
             return false;
         }
         // The agent itself just reported it is running or waiting: alive, no call needed.
-        if let Some(live @ (HookStatus::Running | HookStatus::Waiting)) =
-            hook_file::read_hook(&self.ctx.cfg.hooks_dir, id).map(|h| h.status)
-        {
-            let live = if live == HookStatus::Running {
-                "running"
-            } else {
-                "waiting"
-            };
+        let live = match hook_file::read_hook(&self.ctx.cfg.hooks_dir, id).map(|h| h.status) {
+            Some(HookStatus::Running) => Some("running"),
+            Some(HookStatus::Waiting) => Some("waiting"),
+            _ => None,
+        };
+        if let Some(live) = live {
             log::debug!("hook for {id}: the agent reports {live}; no status check");
             return false;
         }
