@@ -73,15 +73,11 @@ impl Context {
     }
 
     pub(super) fn succeeded(&self, s: &Session, status: Status) {
-        log::info!(
-            "restart of {} ({}) worked: status {}",
-            s.id,
-            s.title,
-            status.as_str()
-        );
+        let status = status.as_str();
+        log::info!("restart of {} ({}) worked: status {status}", s.id, s.title);
         notes::note_success(&mut self.state.lock(), &s.id);
         let mut rec = self.record(s, RestartAction::Restarted, None);
-        rec.final_status = Some(status.as_str().into());
+        rec.final_status = Some(status.into());
         self.records.restart(&rec);
         let template = &self.cfg.continuity_message;
         if !template.is_empty() {

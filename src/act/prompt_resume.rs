@@ -61,11 +61,10 @@ pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool
         log::warn!("session start after prompt-resume of {} failed: {e}", s.id);
         return false;
     }
-    match ctx.verify(s, ctx.cfg.start_verify) {
-        Some(status) if status != Status::Error => {
-            ctx.succeeded(s, status);
-            true
-        }
-        _ => false,
-    }
+    let verified = ctx.verify(s, ctx.cfg.start_verify);
+    let Some(status) = verified.filter(|st| *st != Status::Error) else {
+        return false;
+    };
+    ctx.succeeded(s, status);
+    true
 }

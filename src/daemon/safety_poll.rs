@@ -20,7 +20,7 @@ use crate::decide::{notes, prune};
 use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
-use crate::records::metrics;
+use crate::records::metrics::{self, METRICS_FILE};
 
 /// What the live lists of one tick said.
 #[derive(Default)]
@@ -276,10 +276,7 @@ impl Daemon {
         match metrics::write(&self.ctx.cfg.watchdog_dir, &sample) {
             Ok(()) => self.metrics_warned = false,
             Err(e) if !self.metrics_warned => {
-                log::warn!(
-                    "cannot write {} ({e}); metrics are stale until it works",
-                    metrics::METRICS_FILE
-                );
+                log::warn!("cannot write {METRICS_FILE} ({e}); metrics are stale until it works");
                 self.metrics_warned = true;
             }
             Err(_) => {}
@@ -425,7 +422,6 @@ mod tests {
     use crate::act::context::tests::{actions, config, NOW};
     use crate::args::RunFlags;
     use crate::fleet::fake::{live, FakeDeck, Script};
-    use crate::records::metrics::METRICS_FILE;
     use crate::sys::clock::FakeClock;
     use crate::sys::shutdown::Shutdown;
 
