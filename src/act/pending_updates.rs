@@ -160,10 +160,9 @@ impl Asker {
     }
 
     fn unknown(&mut self, c: &Session, why: &str) -> WebhookAnswer {
-        let next = "the streak stays as it was; asking again at the next check";
         if self.unanswered.insert(c.id.clone()) {
             log::warn!(
-                "getWebhookInfo for {} ({}) failed: {why}; {next}",
+                "getWebhookInfo for {} ({}) failed: {why}; the streak stays as it was; asking again at the next check",
                 c.id,
                 c.title
             );
