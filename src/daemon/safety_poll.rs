@@ -162,10 +162,8 @@ impl Daemon {
     fn judge_errored(&mut self, s: &Session) -> Errored {
         let known = self.ctx.state.lock().ran.contains(&s.id);
         let judged_never = self.never_started.contains(&s.id);
-        if !known && !judged_never {
-            // The show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
-            self.sd_notify.alive();
-        }
+        // A show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
+        self.sd_notify.alive();
         let probe = SessionProbe {
             ctx: &self.ctx,
             session: s,
