@@ -44,23 +44,22 @@ pub(crate) fn is_rate_limited(text: &str) -> bool {
     text.lines().any(|line| {
         let l = line.to_lowercase();
         let glued = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
-        // `needle` not glued to the word before it (nor, if `whole`, after it).
-        let word = |needle: &str, whole: bool| {
-            l.match_indices(needle).any(|(i, m)| {
-                let (before, after) = (l[..i].chars().next_back(), l[i + m.len()..].chars().next());
-                !(glued(before) || whole && glued(after))
+        // One of `needles` not glued to the word before it (nor, if `whole`, after it).
+        let word = |needles: [&str; 3], whole: bool| {
+            needles.iter().any(|needle| {
+                l.match_indices(needle).any(|(i, m)| {
+                    let (before, after) =
+                        (l[..i].chars().next_back(), l[i + m.len()..].chars().next());
+                    !(glued(before) || whole && glued(after))
+                })
             })
         };
         let exceeded = l
             .find("exceed")
             .and_then(|i| l[i..].find("rate").map(|j| i + j))
             .is_some_and(|k| l[k..].contains("limit"));
-        ["rate limit", "rate-limit", "ratelimit"]
-            .iter()
-            .any(|n| word(n, false))
-            || ["http 429", "http/429", "http429"]
-                .iter()
-                .any(|n| word(n, true))
+        word(["rate limit", "rate-limit", "ratelimit"], false)
+            || word(["http 429", "http/429", "http429"], true)
             || line.contains("(429)")
             || exceeded
     })

@@ -348,13 +348,11 @@ impl Daemon {
     /// queues its restart.
     fn consider(&mut self, s: &Session) {
         let now = self.ctx.clock.now();
-        let (gate, slot) = {
-            let mut st = self.ctx.state.lock();
-            let g = gates::gate(&mut st, &self.ctx.limits, &s.id, now);
-            let slot =
-                (g == Gate::Go).then(|| gates::reserve(&mut st, &self.ctx.limits, &s.id, now));
-            (g, slot)
-        };
+        let mut st = self.ctx.state.lock();
+        let gate = gates::gate(&mut st, &self.ctx.limits, &s.id, now);
+        let slot =
+            (gate == Gate::Go).then(|| gates::reserve(&mut st, &self.ctx.limits, &s.id, now));
+        drop(st);
         match gate {
             Gate::Go => {
                 // Saved before the restart can run, so a crash right after still counts it.
