@@ -21,12 +21,8 @@ pub(crate) const RESUME_TEXT: &str =
 /// retry `session start`. True if the session came back.
 pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
     let s = &job.session;
-    let Some((_, config_dir)) = ctx
-        .cfg
-        .prompt_resume_profiles
-        .iter()
-        .find(|(p, _)| *p == s.profile)
-    else {
+    let profiles = &ctx.cfg.prompt_resume_profiles;
+    let Some((_, config_dir)) = profiles.iter().find(|(p, _)| *p == s.profile) else {
         return false;
     };
     if !transcript.to_lowercase().contains("deferred tool marker") {

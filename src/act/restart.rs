@@ -242,14 +242,12 @@ impl Context {
         }
         notes::note_ran(&mut self.state.lock(), &s.id);
         let within = self.cfg.start_verify;
+        let secs = within.as_secs_f64();
         match self.verify(s, within) {
             Some(status) if status != Status::Error => self.succeeded(s, status),
             _ => self.failed(
                 job,
-                format!(
-                    "fallback start returned success but status still error after {:.0}s",
-                    within.as_secs_f64()
-                ),
+                format!("fallback start returned success but status still error after {secs:.0}s"),
             ),
         }
     }

@@ -86,10 +86,8 @@ pub(crate) fn conductor_state_dir(p: &Config, title: &str, session_path: &str) -
         Some(f) => (f, p.home.clone()),
         None => env_file_from_meta(p, name, session_path)?,
     };
-    let mut file = expand(&p.home, raw.trim());
-    if file.is_relative() {
-        file = base.join(file);
-    }
+    // Relative to `base`; joining an absolute path yields that path.
+    let file = base.join(expand(&p.home, raw.trim()));
     let text = read_small(&file)?;
     state_dir_from_env_file(&text, &p.home)
 }
