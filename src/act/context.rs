@@ -80,13 +80,9 @@ impl Context {
 
     /// `session show`; `None`, with a warning, when it is unreadable.
     pub(crate) fn read_status(&self, s: &Session) -> Option<Live> {
-        match self.deck.show(&s.profile, &s.id) {
-            Ok(live) => Some(live),
-            Err(e) => {
-                log::warn!("status of {} is unreadable: {e}", s.id);
-                None
-            }
-        }
+        let live = self.deck.show(&s.profile, &s.id);
+        live.inspect_err(|e| log::warn!("status of {} is unreadable: {e}", s.id))
+            .ok()
     }
 
     /// A `restart.log` record about `s`, stamped now; the optional fields
@@ -138,13 +134,10 @@ impl Probe for SessionProbe<'_> {
     }
 
     fn pane(&self) -> Option<String> {
-        match self.ctx.deck.pane(&self.session.profile, &self.session.id) {
-            Ok(text) => Some(text),
-            Err(e) => {
-                log::debug!("pane of {} could not be captured: {e}", self.session.id);
-                None
-            }
-        }
+        let s = self.session;
+        let text = self.ctx.deck.pane(&s.profile, &s.id);
+        text.inspect_err(|e| log::debug!("pane of {} could not be captured: {e}", s.id))
+            .ok()
     }
 
     fn wait(&self, gap: std::time::Duration) -> bool {

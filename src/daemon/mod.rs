@@ -190,10 +190,8 @@ impl Daemon {
             self.queue.clone(),
             self.ctx.shutdown.clone(),
         )?);
-        log::info!(
-            "armed: watching hooks and polling every {:.1}s",
-            cfg.safety_poll_interval.as_secs_f64()
-        );
+        let every = cfg.safety_poll_interval.as_secs_f64();
+        log::info!("armed: watching hooks and polling every {every:.1}s");
         self.sd_notify.ready();
         loop {
             let idle = self.hook_pacing.next_wakeup(self.ctx.clock.now());

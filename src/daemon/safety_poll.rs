@@ -295,10 +295,8 @@ impl Daemon {
             Ok(summary) => {
                 self.followup_error = None;
                 if !summary.redispatched.is_empty() {
-                    log::info!(
-                        "task follow-up re-dispatched {}",
-                        summary.redispatched.join(", ")
-                    );
+                    let ids = summary.redispatched.join(", ");
+                    log::info!("task follow-up re-dispatched {ids}");
                 }
             }
             Err(e) => {
