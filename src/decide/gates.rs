@@ -103,10 +103,8 @@ pub(crate) fn finish(state: &mut State, id: &str) {
 
 /// Seconds to wait before the next restart call may run.
 pub(crate) fn serialization_wait(state: &State, lim: &Limits, now: f64) -> f64 {
-    match state.last_restart_at {
-        Some(last) => (last + lim.min_interval - now).clamp(0.0, lim.min_interval),
-        None => 0.0,
-    }
+    let wait = |last: f64| (last + lim.min_interval - now).clamp(0.0, lim.min_interval);
+    state.last_restart_at.map_or(0.0, wait)
 }
 
 #[cfg(test)]

@@ -15,13 +15,13 @@ pub(crate) fn note_rate_limited(state: &mut State, lim: &Limits, id: &str, now: 
     state.book(id).backoff_until = now + lim.backoff_429;
     state.breaker_hits.push(now);
     prune(&mut state.breaker_hits, now, lim.breaker_window);
-    if state.breaker_hits.len() >= lim.breaker_threshold && state.breaker_open_until <= now {
+    let opens =
+        state.breaker_hits.len() >= lim.breaker_threshold && state.breaker_open_until <= now;
+    if opens {
         state.breaker_open_until = now + lim.breaker_pause;
         state.breaker_hits.clear();
-        true
-    } else {
-        false
     }
+    opens
 }
 
 /// A `pane_active` skip; returns the count in a row and whether it just
