@@ -11,14 +11,17 @@ use crate::alert::escalate::Escalator;
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::limits::Limits;
-use crate::decide::outcomes::RestartAction;
+use crate::decide::liveness::Probe;
+use crate::decide::outcomes::{RestartAction, Severity};
+use crate::decide::stale_hook::is_stale_dead_hook;
 use crate::fleet::deck::AgentDeck;
-use crate::fleet::session::{Live, Session};
+use crate::fleet::session::{is_escalation_critical, Live, Session};
 use crate::records::audit::RestartRecord;
 use crate::records::state_file::Store;
 use crate::records::writer::Records;
 use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
+use crate::triggers::hook_file::{self, Hook};
 
 #[derive(Clone)]
 pub(crate) struct Context {
@@ -73,13 +76,9 @@ impl Context {
 
     /// `session show`; `None`, with a warning, when it is unreadable.
     pub(crate) fn read_status(&self, s: &Session) -> Option<Live> {
-        match self.deck.show(&s.profile, &s.id) {
-            Ok(live) => Some(live),
-            Err(e) => {
-                log::warn!("status of {} is unreadable: {e}", s.id);
-                None
-            }
-        }
+        let live = self.deck.show(&s.profile, &s.id);
+        live.inspect_err(|e| log::warn!("status of {} is unreadable: {e}", s.id))
+            .ok()
     }
 
     /// A `restart.log` record about `s`, stamped now; the optional fields
@@ -96,6 +95,53 @@ impl Context {
     /// Writes a `restart.log` record about `s` with nothing but its reason.
     pub(crate) fn note(&self, s: &Session, action: RestartAction, reason: Option<String>) {
         self.records.restart(&self.record(s, action, reason));
+    }
+
+    /// The `dead` hook of `s` from before a restart at `restarted_at` that
+    /// agent-deck still honours, if that is what makes `s` read `error`.
+    pub(crate) fn stale_dead_hook(&self, s: &Session, restarted_at: f64) -> Option<Hook> {
+        let hook = hook_file::read_hook(&self.cfg.hooks_dir, &s.id)?;
+        is_stale_dead_hook(&hook, restarted_at, self.clock.now()).then_some(hook)
+    }
+
+    /// Escalates about `s`, to Telegram too when it is escalation-critical;
+    /// false when the dedup dropped it.
+    pub(crate) fn alert(&self, s: &Session, severity: Severity, msg: &str) -> bool {
+        let telegram = is_escalation_critical(s);
+        self.escalator
+            .escalate(severity, msg, Some(&s.id), telegram)
+    }
+}
+
+/// One session's readings through the CLI and the hook spool, for liveness
+/// confirmation and for the evidence that it ever ran.
+pub(crate) struct SessionProbe<'a> {
+    pub ctx: &'a Context,
+    pub session: &'a Session,
+}
+
+impl Probe for SessionProbe<'_> {
+    fn read(&self) -> Option<Live> {
+        self.ctx.read_status(self.session)
+    }
+
+    fn hook_file(&self) -> bool {
+        hook_file::hook_file_exists(&self.ctx.cfg.hooks_dir, &self.session.id)
+    }
+
+    fn pane(&self) -> Option<String> {
+        let s = self.session;
+        let text = self.ctx.deck.pane(&s.profile, &s.id);
+        text.inspect_err(|e| log::debug!("pane of {} could not be captured: {e}", s.id))
+            .ok()
+    }
+
+    fn wait(&self, gap: std::time::Duration) -> bool {
+        self.ctx.shutdown.sleep(gap)
+    }
+
+    fn now(&self) -> f64 {
+        self.ctx.clock.now()
     }
 }
 

@@ -33,8 +33,7 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Worker<Errand>> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Outcome {
     Done,
-    /// `session send` failed, but its text reached the pane
-    /// (`"delivery":"typed"`): not a failure, and not sent again.
+    /// The text reached the pane but was not acted on.
     Typed,
     Failed,
 }
@@ -74,20 +73,17 @@ fn act(
 
 fn run(ctx: &Context, errand: Errand) {
     match errand {
-        Errand::Nudge {
-            session: s,
-            waited_s,
-        } => {
+        Errand::Nudge { session, waited_s } => {
+            let s = &session;
             let reason = format!("waiting {waited_s:.0}s with an unchanged pane");
             let send = || ctx.deck.send(&s.profile, &s.id, NUDGE_TEXT);
             let retry = "the next one waits for the dedup window";
-            match act(ctx, &s, "nudge", &reason, retry, send) {
-                Outcome::Done => ctx.note(&s, RestartAction::Nudge, Some(reason)),
-                Outcome::Typed => {
-                    ctx.note(&s, RestartAction::Nudge, Some(Delivery::Typed.to_string()))
-                }
-                Outcome::Failed => ctx.note(&s, RestartAction::NudgeFailed, Some(reason)),
-            }
+            let (action, reason) = match act(ctx, s, "nudge", &reason, retry, send) {
+                Outcome::Done => (RestartAction::Nudge, reason),
+                Outcome::Typed => (RestartAction::Nudge, Delivery::Typed.to_string()),
+                Outcome::Failed => (RestartAction::NudgeFailed, reason),
+            };
+            ctx.note(s, action, Some(reason));
         }
         Errand::Remove {
             session: s,

@@ -1,10 +1,7 @@
 //! A restart job, and the steps every kind of restart shares: giving a
 //! budget slot back, waiting for the session to leave `error`, and noting a
-//! success.
-//!
-//! The kinds themselves live in [`crate::act::restart`] (a revival),
-//! [`crate::act::poller_restart`] and [`crate::act::prompt_resume`]; they all
-//! build on this file and this file on none of them.
+//! success. The kinds (a revival, a poller restart, prompt-resume) build on
+//! this file, and this file on none of them.
 
 use std::time::Duration;
 
@@ -12,7 +9,7 @@ use crate::act::context::Context;
 use crate::decide::outcomes::RestartAction;
 use crate::decide::{gates, notes};
 use crate::fleet::deck::Delivery;
-use crate::fleet::session::{is_escalation_critical, Session, Status};
+use crate::fleet::session::{Session, Status};
 use crate::sys::clock::local_timestamp;
 
 /// Why a session is being restarted.
@@ -45,11 +42,6 @@ impl RestartJob {
             kind,
         }
     }
-
-    /// Whether its alerts also go to Telegram.
-    pub(crate) fn escalation_critical(&self) -> bool {
-        is_escalation_critical(&self.session)
-    }
 }
 
 impl Context {
@@ -81,15 +73,11 @@ impl Context {
     }
 
     pub(super) fn succeeded(&self, s: &Session, status: Status) {
-        log::info!(
-            "restart of {} ({}) worked: status {}",
-            s.id,
-            s.title,
-            status.as_str()
-        );
+        let status = status.as_str();
+        log::info!("restart of {} ({}) worked: status {status}", s.id, s.title);
         notes::note_success(&mut self.state.lock(), &s.id);
         let mut rec = self.record(s, RestartAction::Restarted, None);
-        rec.final_status = Some(status.as_str().into());
+        rec.final_status = Some(status.into());
         self.records.restart(&rec);
         let template = &self.cfg.continuity_message;
         if !template.is_empty() {

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::act::context::Context;
 use crate::act::errands::{self, Errand};
 use crate::act::job::{RestartJob, RestartKind};
-use crate::act::pending_updates::{Conductor, WebhookWorker};
+use crate::act::pending_updates::WebhookWorker;
 use crate::act::restart::Restarter;
 use crate::act::snapshot::Snapshot;
 use crate::act::telegram_pollers;
@@ -94,12 +94,9 @@ impl Patrols {
                 }
             };
             let now = self.ctx.clock.now();
-            let nudge = {
-                let mut st = self.ctx.state.lock();
-                let due =
-                    patrol_rules::observe_waiting(&mut st, &s.id, &pane, now, threshold, dedup);
-                due.then(|| now - st.waiting.get(&s.id).map_or(now, |w| w.since))
-            };
+            let mut st = self.ctx.state.lock();
+            let nudge = patrol_rules::observe_waiting(&mut st, &s.id, &pane, now, threshold, dedup);
+            drop(st);
             if let Some(waited_s) = nudge {
                 let session = s.clone();
                 self.errands.submit(Errand::Nudge { session, waited_s });
@@ -123,27 +120,21 @@ impl Patrols {
             patrol_rules::forget_stale_streaks(&mut self.ctx.state.lock(), now, w.max_gap);
         }
         for seen in telegram_pollers::telegram_pollers(snap, &self.ctx.cfg, &self.proc_dir) {
-            let s = seen.session;
-            if seen.running {
-                if let Some(w) = &self.webhook {
-                    if !self.ctx.state.lock().in_flight.contains(&s.id) {
-                        let (id, title) = (s.id.clone(), s.title.clone());
-                        let state_dir = seen.state_dir;
-                        w.submit(Conductor {
-                            id,
-                            title,
-                            state_dir,
-                        });
-                    }
+            let s = &seen.session;
+            if !seen.running {
+                if self.claim_poller_restart(&s.id, now) {
+                    log::warn!(
+                        "{} ({}) is deaf: no Telegram poller for {}; queueing a restart",
+                        s.id,
+                        s.title,
+                        seen.state_dir.display()
+                    );
+                    restarter.submit(RestartJob::poller(s, RestartKind::PollerMissing));
                 }
-            } else if self.claim_poller_restart(&s.id, now) {
-                log::warn!(
-                    "{} ({}) is deaf: no Telegram poller for {}; queueing a restart",
-                    s.id,
-                    s.title,
-                    seen.state_dir.display()
-                );
-                restarter.submit(RestartJob::poller(s, RestartKind::PollerMissing));
+            } else if let Some(w) = &self.webhook {
+                if !self.ctx.state.lock().in_flight.contains(&s.id) {
+                    w.submit(seen);
+                }
             }
         }
     }
@@ -162,8 +153,7 @@ impl Patrols {
             let Some(s) = snap.sessions.iter().copied().find(|s| s.id == id) else {
                 continue;
             };
-            if !patrol_rules::is_conductor(s)
-                || !telegram_pollers::has_live_telegram_channel(snap, s)
+            if !telegram_pollers::is_live_telegram_conductor(snap, s)
                 || !self.claim_poller_restart(&s.id, now)
             {
                 continue;
@@ -206,10 +196,8 @@ impl Patrols {
             {
                 continue;
             }
-            let stuck = {
-                let mut state = self.ctx.state.lock();
-                patrol_rules::stuck_for(state.book(&s.id), now, stale_after)
-            };
+            let stuck =
+                patrol_rules::stuck_for(self.ctx.state.lock().book(&s.id), now, stale_after);
             if let Some(stuck_for_s) = stuck {
                 self.removals.insert(s.id.clone(), now);
                 let session = s.clone();

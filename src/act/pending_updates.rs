@@ -13,33 +13,26 @@
 //! the patrol decides the restart from the streak on the main thread.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
 use crate::act::context::Context;
+use crate::act::telegram_pollers::PollerSeen;
 use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
 use crate::decide::patrol_rules::{self, WebhookAnswer};
 use crate::fleet::env_file::{env_value, read_small};
+use crate::fleet::session::Session;
 use crate::sys::worker::Worker;
 
 /// How long one `getWebhookInfo` call may take.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A conductor to check.
-#[derive(Debug, Clone)]
-pub(crate) struct Conductor {
-    pub id: String,
-    pub title: String,
-    /// Its `TELEGRAM_STATE_DIR`, which holds the bot's `.env`.
-    pub state_dir: PathBuf,
-}
-
 /// The check worker, and which conductors it has queued or running.
 pub(crate) struct WebhookWorker {
-    worker: Worker<Conductor>,
+    worker: Worker<PollerSeen>,
     busy: Arc<Mutex<BTreeSet<String>>>,
     /// `POLLER_DEAF_CHECKS`.
     pub checks: u32,
@@ -62,19 +55,20 @@ impl WebhookWorker {
             ctx,
             checks,
             max_gap,
-            quiet: Quiet::default(),
+            no_token: BTreeSet::new(),
+            unanswered: BTreeSet::new(),
         };
         let busy = Arc::new(Mutex::new(BTreeSet::new()));
         let done = busy.clone();
-        let worker = Worker::spawn("webhook-checks", move |c: Conductor| {
+        let worker = Worker::spawn("webhook-checks", move |seen: PollerSeen| {
             let outcome =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| asker.check(&c)));
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| asker.check(&seen)));
             // Even after a bug, the conductor must be checked again.
-            done.lock().remove(&c.id);
+            let id = &seen.session.id;
+            done.lock().remove(id);
             if outcome.is_err() {
                 log::error!(
-                    "the webhook check of {} panicked (a bug); checking it again at the next check",
-                    c.id
+                    "the webhook check of {id} panicked (a bug); checking it again at the next check"
                 );
             }
         })?;
@@ -86,10 +80,11 @@ impl WebhookWorker {
         }))
     }
 
-    /// Queues a check unless one for the same conductor is queued or running.
-    pub(crate) fn submit(&self, c: Conductor) {
-        if self.busy.lock().insert(c.id.clone()) {
-            self.worker.submit(c);
+    /// Queues a check of a conductor whose poller runs, unless one for the
+    /// same conductor is queued or running.
+    pub(crate) fn submit(&self, seen: PollerSeen) {
+        if self.busy.lock().insert(seen.session.id.clone()) {
+            self.worker.submit(seen);
         }
     }
 
@@ -99,33 +94,28 @@ impl WebhookWorker {
     }
 }
 
-/// What the checks need.
+/// What the checks need, and what they already warned about, so a lasting
+/// problem is one warning, not one a minute.
 struct Asker {
     api: Arc<BotApi>,
     ctx: Context,
     checks: u32,
     max_gap: f64,
-    quiet: Quiet,
-}
-
-/// What was already logged at warning level, so a lasting problem is one
-/// warning, not one a minute.
-#[derive(Default)]
-struct Quiet {
     /// Conductors whose bot token could not be found.
     no_token: BTreeSet<String>,
     /// Conductors whose last answer was unknown.
-    unknown: BTreeSet<String>,
+    unanswered: BTreeSet<String>,
 }
 
 impl Asker {
-    fn check(&mut self, c: &Conductor) {
+    fn check(&mut self, seen: &PollerSeen) {
         if self.ctx.shutdown.is_set() {
             return;
         }
-        let env_file = c.state_dir.join(".env");
+        let c = &seen.session;
+        let env_file = seen.state_dir.join(".env");
         let Some(token) = bot_token(&env_file) else {
-            if self.quiet.no_token.insert(c.id.clone()) {
+            if self.no_token.insert(c.id.clone()) {
                 log::warn!(
                     "{} ({}): no usable TELEGRAM_BOT_TOKEN in {}; its pending Telegram updates are not checked",
                     c.id,
@@ -135,7 +125,7 @@ impl Asker {
             }
             return;
         };
-        self.quiet.no_token.remove(&c.id);
+        self.no_token.remove(&c.id);
         let ask = self.api.clone();
         let Some(outcome) =
             unless_shutdown(&self.ctx.shutdown, move || ask.pending_updates(&token))
@@ -144,28 +134,21 @@ impl Asker {
         };
         let answer = match outcome {
             Outcome::Ok(n) => {
-                self.quiet.unknown.remove(&c.id);
+                self.unanswered.remove(&c.id);
                 WebhookAnswer::Pending(n)
             }
             Outcome::RetryAfter(_) => self.unknown(c, "rate-limited (HTTP 429)"),
             Outcome::Failed(why) => self.unknown(c, &why),
         };
         let now = self.ctx.clock.now();
-        let streak = {
-            let mut state = self.ctx.state.lock();
-            patrol_rules::observe_webhook(
-                &mut state,
-                &c.id,
-                answer,
-                now,
-                self.checks,
-                self.max_gap,
-            );
-            state
-                .pending_updates
-                .get(&c.id)
-                .map_or(0, |p| p.counts.len())
-        };
+        let streak = patrol_rules::observe_webhook(
+            &mut self.ctx.state.lock(),
+            &c.id,
+            answer,
+            now,
+            self.checks,
+            self.max_gap,
+        );
         if let WebhookAnswer::Pending(n) = answer {
             log::debug!(
                 "{} ({}): {n} Telegram update(s) unread, {streak} of {} checks in a row",
@@ -176,11 +159,10 @@ impl Asker {
         }
     }
 
-    fn unknown(&mut self, c: &Conductor, why: &str) -> WebhookAnswer {
-        let next = "the streak stays as it was; asking again at the next check";
-        if self.quiet.unknown.insert(c.id.clone()) {
+    fn unknown(&mut self, c: &Session, why: &str) -> WebhookAnswer {
+        if self.unanswered.insert(c.id.clone()) {
             log::warn!(
-                "getWebhookInfo for {} ({}) failed: {why}; {next}",
+                "getWebhookInfo for {} ({}) failed: {why}; the streak stays as it was; asking again at the next check",
                 c.id,
                 c.title
             );

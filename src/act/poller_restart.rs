@@ -31,38 +31,33 @@ pub(crate) fn restart(ctx: &Context, job: &RestartJob) {
             String::new(),
         ),
     };
-    if ctx.dry_run {
+    let (action, reason) = if ctx.dry_run {
         log::info!("dry-run: would restart {} ({}): {why}", s.id, s.title);
-        patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, now);
-        return ctx.note(s, done, Some(why));
-    }
-    cascade::note_restart_call(&mut ctx.state.lock(), &ctx.limits, &s.id, now);
-    let (action, reason) = match ctx.deck.restart(&s.profile, &s.id) {
-        Ok(RestartAnswer::Restarted) => {
-            patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
-            log::info!("restarted {} ({}): {why}", s.id, s.title);
-            (done, why)
-        }
-        Ok(RestartAnswer::Skipped(refusal)) => {
-            log::info!("agent-deck declined the poller restart of {}: {refusal}; will try again at a later check", s.id);
-            (
-                RestartAction::PollerRefused,
-                format!("agent-deck refused the restart: {refusal}{which}"),
-            )
-        }
-        Err(e) => {
+        (done, why)
+    } else {
+        cascade::note_restart_call(&mut ctx.state.lock(), &ctx.limits, &s.id, now);
+        match ctx.deck.restart(&s.profile, &s.id) {
+            Ok(RestartAnswer::Restarted) => {
+                log::info!("restarted {} ({}): {why}", s.id, s.title);
+                (done, why)
+            }
+            Ok(RestartAnswer::Skipped(refusal)) => {
+                log::info!("agent-deck declined the poller restart of {}: {refusal}; will try again at a later check", s.id);
+                let reason = format!("agent-deck refused the restart: {refusal}{which}");
+                return ctx.note(s, RestartAction::PollerRefused, Some(reason));
+            }
             // It may have torn the pane down already: no retry before the dedup window.
-            patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
-            log::warn!(
-                "poller restart of {} failed: {e}; not retried within POLLER_RESTART_DEDUP_S",
-                s.id
-            );
-            (
-                RestartAction::PollerRestartFailed,
-                format!("restart {e}{which}"),
-            )
+            Err(e) => {
+                log::warn!(
+                    "poller restart of {} failed: {e}; not retried within POLLER_RESTART_DEDUP_S",
+                    s.id
+                );
+                let reason = format!("restart {e}{which}");
+                (RestartAction::PollerRestartFailed, reason)
+            }
         }
     };
+    patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
     ctx.note(s, action, Some(reason));
 }
 

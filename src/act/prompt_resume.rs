@@ -21,12 +21,8 @@ pub(crate) const RESUME_TEXT: &str =
 /// retry `session start`. True if the session came back.
 pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
     let s = &job.session;
-    let Some((_, config_dir)) = ctx
-        .cfg
-        .prompt_resume_profiles
-        .iter()
-        .find(|(p, _)| *p == s.profile)
-    else {
+    let profiles = &ctx.cfg.prompt_resume_profiles;
+    let Some((_, config_dir)) = profiles.iter().find(|(p, _)| *p == s.profile) else {
         return false;
     };
     if !transcript.to_lowercase().contains("deferred tool marker") {
@@ -61,11 +57,10 @@ pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool
         log::warn!("session start after prompt-resume of {} failed: {e}", s.id);
         return false;
     }
-    match ctx.verify(s, ctx.cfg.start_verify) {
-        Some(status) if status != Status::Error => {
-            ctx.succeeded(s, status);
-            true
-        }
-        _ => false,
-    }
+    let verified = ctx.verify(s, ctx.cfg.start_verify);
+    let Some(status) = verified.filter(|st| *st != Status::Error) else {
+        return false;
+    };
+    ctx.succeeded(s, status);
+    true
 }

@@ -7,26 +7,22 @@
 //! [`crate::decide`]; this module does the calls and holds the state mutex
 //! only between them.
 
-use std::time::Duration;
-
-use crate::act::context::Context;
+use crate::act::context::{Context, SessionProbe};
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume};
 use crate::decide::cascade;
-use crate::decide::liveness::{self, LivenessReason, Probe, Verdict};
+use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
 use crate::decide::{dedup, gates, notes};
 use crate::fleet::deck::RestartAnswer;
-use crate::fleet::session::{Live, Session, Status};
+use crate::fleet::session::{Session, Status};
 use crate::records::audit::LivenessRecord;
 use crate::sys::worker::Worker;
-use crate::triggers::hook_file;
 
 /// The restart worker: one restart at a time, in the order they were cleared.
 pub(crate) type Restarter = Worker<RestartJob>;
 
-/// Starts the restart worker thread.
 pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
     Worker::spawn("restart", move |job: RestartJob| {
         // Whatever happens in run (even a bug), the session must not stay in flight.
@@ -48,56 +44,25 @@ pub(crate) fn is_rate_limited(text: &str) -> bool {
     text.lines().any(|line| {
         let l = line.to_lowercase();
         let glued = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
-        // `needle` not glued to the word before it (nor, if `whole`, after it).
-        let word = |needle: &str, whole: bool| {
-            l.match_indices(needle).any(|(i, m)| {
-                let (before, after) = (l[..i].chars().next_back(), l[i + m.len()..].chars().next());
-                !(glued(before) || whole && glued(after))
+        // One of `needles` not glued to the word before it (nor, if `whole`, after it).
+        let word = |needles: [&str; 3], whole: bool| {
+            needles.iter().any(|needle| {
+                l.match_indices(needle).any(|(i, m)| {
+                    let (before, after) =
+                        (l[..i].chars().next_back(), l[i + m.len()..].chars().next());
+                    !(glued(before) || whole && glued(after))
+                })
             })
         };
         let exceeded = l
             .find("exceed")
             .and_then(|i| l[i..].find("rate").map(|j| i + j))
             .is_some_and(|k| l[k..].contains("limit"));
-        ["rate limit", "rate-limit", "ratelimit"]
-            .iter()
-            .any(|n| word(n, false))
-            || ["http 429", "http/429", "http429"]
-                .iter()
-                .any(|n| word(n, true))
+        word(["rate limit", "rate-limit", "ratelimit"], false)
+            || word(["http 429", "http/429", "http429"], true)
             || line.contains("(429)")
             || exceeded
     })
-}
-
-/// Liveness readings through the CLI.
-struct CliProbe<'a> {
-    ctx: &'a Context,
-    session: &'a Session,
-}
-
-impl Probe for CliProbe<'_> {
-    fn read(&self) -> Option<Live> {
-        self.ctx.read_status(self.session)
-    }
-
-    fn pane(&self) -> Option<String> {
-        match self.ctx.deck.pane(&self.session.profile, &self.session.id) {
-            Ok(text) => Some(text),
-            Err(e) => {
-                log::debug!("pane of {} could not be captured: {e}", self.session.id);
-                None
-            }
-        }
-    }
-
-    fn wait(&self, gap: Duration) -> bool {
-        self.ctx.shutdown.sleep(gap)
-    }
-
-    fn now(&self) -> f64 {
-        self.ctx.clock.now()
-    }
 }
 
 impl Context {
@@ -136,22 +101,16 @@ impl Context {
         }
         log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
         let issued = self.clock.now();
-        match self.deck.restart(&s.profile, &s.id) {
+        let failed = match self.deck.restart(&s.profile, &s.id) {
             Ok(RestartAnswer::Skipped(reason)) => {
                 log::info!("agent-deck declined to restart {}: {reason}; not falling back to session start", s.id);
                 self.give_back(job);
                 let reason = format!("agent-deck refused the restart: {reason}");
-                self.note(s, RestartAction::CliRefused, Some(reason));
+                return self.note(s, RestartAction::CliRefused, Some(reason));
             }
             Ok(RestartAnswer::Restarted) => {
                 notes::note_restarted(&mut self.state.lock(), &s.id, issued);
-                match self.verify(s, self.cfg.restart_verify) {
-                    Some(status) if status != Status::Error => self.succeeded(s, status),
-                    Some(Status::Error) if self.only_a_stale_hook_says_error(s, issued) => {
-                        self.succeeded(s, Status::Error)
-                    }
-                    _ => self.fall_back_to_start(job, "still in error after the restart"),
-                }
+                None
             }
             // SPEC §5.5: any answer but `skipped` is followed by the status
             // poll and, still in error, the start fallback; agent-deck's own
@@ -163,10 +122,18 @@ impl Context {
                     "restart of {} failed: {why}; reading its status before the start fallback",
                     s.id
                 );
-                match self.verify(s, self.cfg.restart_verify) {
-                    Some(status) if status != Status::Error => self.succeeded(s, status),
-                    _ => self.fall_back_to_start(job, &why),
-                }
+                Some(why)
+            }
+        };
+        match self.verify(s, self.cfg.restart_verify) {
+            Some(status) if status != Status::Error => self.succeeded(s, status),
+            // Only a restart agent-deck carried out leaves a stale hook behind.
+            Some(status) if failed.is_none() && self.only_a_stale_hook_says_error(s, issued) => {
+                self.succeeded(s, status)
+            }
+            _ => {
+                let why = failed.as_deref();
+                self.fall_back_to_start(job, why.unwrap_or("still in error after the restart"))
             }
         }
     }
@@ -192,13 +159,16 @@ impl Context {
     /// Liveness confirmation with its records and alerts; true if dead.
     fn confirm_dead(&self, job: &RestartJob) -> bool {
         let s = &job.session;
-        let probe = CliProbe {
+        let probe = SessionProbe {
             ctx: self,
             session: s,
         };
         let ev = liveness::confirm(&probe, self.cfg.liveness_confirm_gap);
+        let (reason, dead) = (ev.reason, ev.reason == LivenessReason::ConfirmedDead);
         let mut consecutive = None;
-        if let Verdict::Skip(reason) = ev.verdict {
+        if dead {
+            log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
+        } else {
             self.give_back(job);
             if reason == LivenessReason::PaneActive {
                 let (n, alert) =
@@ -209,13 +179,7 @@ impl Context {
                         "{} ({}) has reported status=error {n}x while its pane kept producing output — the session is alive and the restart was skipped each time. This is a status-classification problem, not a dead session.",
                         s.title, s.id
                     );
-                    let critical = job.escalation_critical();
-                    self.escalator.escalate(
-                        Severity::LivenessMismatch,
-                        &msg,
-                        Some(&s.id),
-                        critical,
-                    );
+                    self.alert(s, Severity::LivenessMismatch, &msg);
                 }
             }
             if reason == LivenessReason::AuthHold
@@ -227,20 +191,11 @@ impl Context {
                     s.id,
                     ev.auth_hold_reason.as_deref().unwrap_or("unknown")
                 );
-                let critical = job.escalation_critical();
-                self.escalator
-                    .escalate(Severity::AuthHold, &msg, Some(&s.id), critical);
+                self.alert(s, Severity::AuthHold, &msg);
             }
             log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
-            self.note(
-                s,
-                RestartAction::SkippedAlive,
-                Some(reason.as_str().to_owned()),
-            );
-        } else {
-            log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
+            self.note(s, RestartAction::SkippedAlive, Some(reason.to_string()));
         }
-        let dead = ev.verdict == Verdict::Dead;
         self.records.liveness(&LivenessRecord {
             ts: self.clock.now(),
             id: s.id.clone(),
@@ -251,7 +206,7 @@ impl Context {
             pane: ev.pane,
             auth_hold_reason: ev.auth_hold_reason,
             decision: if dead { "restart" } else { "skip" }.into(),
-            reason: ev.verdict.reason(),
+            reason,
             consecutive_skips: consecutive,
             dry_run: self.dry_run,
         });
@@ -262,12 +217,9 @@ impl Context {
     /// only from a `dead` hook written before it, which agent-deck honours
     /// for two minutes of its age and `session restart` does not remove.
     fn only_a_stale_hook_says_error(&self, s: &Session, issued: f64) -> bool {
-        let Some(hook) = hook_file::read_hook(&self.cfg.hooks_dir, &s.id) else {
+        let Some(hook) = self.stale_dead_hook(s, issued) else {
             return false;
         };
-        if !stale_hook::is_stale_dead_hook(&hook, issued, self.clock.now()) {
-            return false;
-        }
         log::info!(
             "{} still reads error after its restart only because its dead hook from before the restart (ts {:.0}) colours the status for {:.0}s of its age; not falling back to session start",
             s.id,
@@ -290,14 +242,12 @@ impl Context {
         }
         notes::note_ran(&mut self.state.lock(), &s.id);
         let within = self.cfg.start_verify;
+        let secs = within.as_secs_f64();
         match self.verify(s, within) {
             Some(status) if status != Status::Error => self.succeeded(s, status),
             _ => self.failed(
                 job,
-                format!(
-                    "fallback start returned success but status still error after {:.0}s",
-                    within.as_secs_f64()
-                ),
+                format!("fallback start returned success but status still error after {secs:.0}s"),
             ),
         }
     }
@@ -352,9 +302,7 @@ impl Context {
                 "{} ({}) failed to restart {n}x consecutively; last err: {err}",
                 s.title, s.id
             );
-            let critical = job.escalation_critical();
-            self.escalator
-                .escalate(Severity::RestartFailed, &msg, Some(&s.id), critical);
+            self.alert(s, Severity::RestartFailed, &msg);
         }
     }
 }
@@ -405,7 +353,7 @@ mod tests {
 
     /// Two `error` reads for the liveness check, then `running` after the
     /// restart.
-    fn dead_then_running() -> std::collections::VecDeque<Option<Live>> {
+    fn dead_then_running() -> std::collections::VecDeque<Option<crate::fleet::session::Live>> {
         [
             live(Status::Error),
             live(Status::Error),

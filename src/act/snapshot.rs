@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::fleet::session::{Live, Session, Status};
 
-/// What one tick saw.
 pub(crate) struct Snapshot<'a> {
     pub sessions: Vec<&'a Session>,
     pub critical: &'a [Session],

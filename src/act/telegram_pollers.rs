@@ -2,14 +2,11 @@
 //! Telegram channel, which `TELEGRAM_STATE_DIR` each serves, and whether a
 //! poller process runs for it.
 //!
-//! Finds the conductor's `env_file` the way agent-deck does (`config.toml`
-//! table `[conductors.<name>.claude]`, else the conductor's `meta.json`),
-//! reads `TELEGRAM_STATE_DIR` from it with agent-deck's parsing rules, and
-//! looks in `/proc` for a `bun … telegram` process carrying that directory in
-//! its environment. Unreadable files and processes are skipped, never fatal;
-//! agent-deck's files are read without blocking and up to 1 MiB, so a FIFO
-//! or a device there costs a rate-limited warning, not a hang. It only
-//! looks: the patrol decides, [`crate::act::poller_restart`] restarts.
+//! The conductor's `env_file` is found the way agent-deck finds it
+//! (`config.toml` table `[conductors.<name>.claude]`, else its `meta.json`).
+//! Unreadable files and processes are skipped, never fatal; a FIFO or a
+//! device among agent-deck's files costs a rate-limited warning, not a hang.
+//! It only looks: the patrol decides, [`crate::act::poller_restart`] restarts.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -52,16 +49,14 @@ pub(crate) fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf
 fn env_file_from_config(p: &Config, name: &str) -> Option<String> {
     let path = crate::fleet::deck_config::find(&p.home, p.xdg_config_home.as_deref(), &p.root)?;
     let text = read_small(&path)?;
-    let table: toml::Table = match toml::from_str(&text) {
-        Ok(t) => t,
-        Err(e) => {
+    let table: toml::Table = toml::from_str(&text)
+        .inspect_err(|e| {
             log::warn!(
                 "cannot parse {} ({e}); looking for the env file in meta.json instead",
                 path.display()
-            );
-            return None;
-        }
-    };
+            )
+        })
+        .ok()?;
     table
         .get("conductors")?
         .get(name)?
@@ -74,12 +69,9 @@ fn env_file_from_config(p: &Config, name: &str) -> Option<String> {
 /// The conductor's `env_file` in its `meta.json`, and the directory it is
 /// relative to.
 fn env_file_from_meta(p: &Config, name: &str, session_path: &str) -> Option<(String, PathBuf)> {
-    let mut dirs = Vec::new();
-    if !session_path.is_empty() {
-        dirs.push(PathBuf::from(session_path));
-    }
-    dirs.push(p.root.join("conductor").join(name));
-    dirs.into_iter().find_map(|dir| {
+    let own = (!session_path.is_empty()).then(|| PathBuf::from(session_path));
+    let mut dirs = own.into_iter().chain([p.root.join("conductor").join(name)]);
+    dirs.find_map(|dir| {
         let text = read_small(&dir.join("meta.json"))?;
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
         let file = v.get("env_file")?.as_str()?.to_owned();
@@ -94,10 +86,8 @@ pub(crate) fn conductor_state_dir(p: &Config, title: &str, session_path: &str) -
         Some(f) => (f, p.home.clone()),
         None => env_file_from_meta(p, name, session_path)?,
     };
-    let mut file = expand(&p.home, raw.trim());
-    if file.is_relative() {
-        file = base.join(file);
-    }
+    // Relative to `base`; joining an absolute path yields that path.
+    let file = base.join(expand(&p.home, raw.trim()));
     let text = read_small(&file)?;
     state_dir_from_env_file(&text, &p.home)
 }
@@ -119,8 +109,8 @@ pub(crate) fn served_state_dirs(proc_dir: &Path) -> BTreeSet<PathBuf> {
 }
 
 /// A live conductor with a Telegram channel, as one poller check found it.
-pub(crate) struct PollerSeen<'a> {
-    pub session: &'a Session,
+pub(crate) struct PollerSeen {
+    pub session: Session,
     /// Its `TELEGRAM_STATE_DIR`.
     pub state_dir: PathBuf,
     /// Whether a `bun … telegram` process serves that directory.
@@ -131,19 +121,11 @@ pub(crate) struct PollerSeen<'a> {
 /// `TELEGRAM_STATE_DIR` (agent-deck's files found from `cfg`), and whether
 /// a poller process in `proc_dir` serves it. The channel is checked first:
 /// a conductor without one costs no file or process read.
-pub(crate) fn telegram_pollers<'a>(
-    snap: &Snapshot<'a>,
-    cfg: &Config,
-    proc_dir: &Path,
-) -> Vec<PollerSeen<'a>> {
+pub(crate) fn telegram_pollers(snap: &Snapshot, cfg: &Config, proc_dir: &Path) -> Vec<PollerSeen> {
     let mut seen = Vec::new();
     let mut served: Option<BTreeSet<PathBuf>> = None;
-    let conductors = snap
-        .sessions
-        .iter()
-        .copied()
-        .filter(|s| patrol_rules::is_conductor(s));
-    for s in conductors.filter(|s| has_live_telegram_channel(snap, s)) {
+    let sessions = snap.sessions.iter().copied();
+    for s in sessions.filter(|s| is_live_telegram_conductor(snap, s)) {
         let Some(dir) = conductor_state_dir(cfg, &s.title, &s.path) else {
             log::debug!(
                 "{} has a Telegram channel but no TELEGRAM_STATE_DIR in its env file; not checked",
@@ -153,7 +135,7 @@ pub(crate) fn telegram_pollers<'a>(
         };
         let served = served.get_or_insert_with(|| served_state_dirs(proc_dir));
         seen.push(PollerSeen {
-            session: s,
+            session: s.clone(),
             running: served.contains(&dir),
             state_dir: dir,
         });
@@ -161,11 +143,12 @@ pub(crate) fn telegram_pollers<'a>(
     seen
 }
 
-/// Whether this tick saw the session healthy with a Telegram channel.
-pub(crate) fn has_live_telegram_channel(snap: &Snapshot, s: &Session) -> bool {
-    snap.live
-        .get(&s.id)
-        .is_some_and(|live| live.status().is_healthy() && has_telegram_channel(&live.channels))
+/// Whether the session is a conductor this tick saw healthy with a Telegram
+/// channel.
+pub(crate) fn is_live_telegram_conductor(snap: &Snapshot, s: &Session) -> bool {
+    let live = snap.live.get(&s.id);
+    patrol_rules::is_conductor(s)
+        && live.is_some_and(|l| l.status().is_healthy() && has_telegram_channel(&l.channels))
 }
 
 #[cfg(test)]

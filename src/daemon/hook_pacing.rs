@@ -59,16 +59,11 @@ impl HookPacing {
     /// The deferred checks whose gap has passed, taken off the list.
     pub(super) fn due(&mut self, now: f64) -> Vec<String> {
         let checked = &self.checked;
-        let due: Vec<String> = self
-            .deferred
-            .iter()
-            .filter(|id| checked.get(*id).is_none_or(|t| now - t >= HOOK_CHECK_GAP))
-            .cloned()
-            .collect();
-        for id in &due {
-            self.deferred.remove(id);
-        }
-        due
+        let (due, later): (BTreeSet<String>, _) = std::mem::take(&mut self.deferred)
+            .into_iter()
+            .partition(|id| checked.get(id).is_none_or(|t| now - t >= HOOK_CHECK_GAP));
+        self.deferred = later;
+        due.into_iter().collect()
     }
 
     /// Whether a full tick should run now: the ticker asked (`tick`), or a
@@ -78,11 +73,9 @@ impl HookPacing {
         self.rescan_owed |= rescan;
         let rescan_due =
             self.rescan_owed && self.last_tick.is_none_or(|t| now - t >= MIN_RESCAN_GAP);
-        if tick || rescan_due {
-            self.rescan_owed = false;
-            return true;
-        }
-        false
+        let due = tick || rescan_due;
+        self.rescan_owed &= !due;
+        due
     }
 
     /// A tick started at `now`.

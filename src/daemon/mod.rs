@@ -4,9 +4,7 @@
 //! safety-poll ticker) feed one bounded [`EventQueue`]; the main thread
 //! consumes it under the state mutex, reads the fleet, runs the gates and
 //! hands cleared restarts to the [`Restarter`] thread. `--once` is one tick
-//! of the same code followed by waiting for the work it started. The
-//! safety-poll pass is `safety_poll.rs`, the pacing of hook checks
-//! `hook_pacing.rs`, signals `signals.rs`.
+//! of the same code followed by waiting for the work it started.
 
 mod hook_pacing;
 mod safety_poll;
@@ -56,12 +54,9 @@ pub(crate) fn run_with(
     shutdown: Shutdown,
     reload: &AtomicBool,
 ) -> Result<()> {
-    crate::sys::fs::create_private_dirs(&cfg.autorestart_dir()).map_err(|e| {
-        Error::runtime(format!(
-            "cannot create {}: {e}",
-            cfg.autorestart_dir().display()
-        ))
-    })?;
+    let dir = cfg.autorestart_dir();
+    crate::sys::fs::create_private_dirs(&dir)
+        .map_err(|e| Error::runtime(format!("cannot create {}: {e}", dir.display())))?;
     let me = instance_lock::Holder {
         pid: std::process::id(),
         dry_run: flags.dry_run,
@@ -70,7 +65,7 @@ pub(crate) fn run_with(
     };
     let _lock = instance_lock::acquire(&cfg.watchdog_dir, &me)?;
     remove_stale_temps(cfg);
-    let cli: Arc<dyn AgentDeck> = Arc::new(Cli::new(
+    let cli = Arc::new(Cli::new(
         cfg.bin.clone(),
         cfg.subprocess_timeout,
         shutdown.clone(),
@@ -195,10 +190,8 @@ impl Daemon {
             self.queue.clone(),
             self.ctx.shutdown.clone(),
         )?);
-        log::info!(
-            "armed: watching hooks and polling every {:.1}s",
-            cfg.safety_poll_interval.as_secs_f64()
-        );
+        let every = cfg.safety_poll_interval.as_secs_f64();
+        log::info!("armed: watching hooks and polling every {every:.1}s");
         self.sd_notify.ready();
         loop {
             let idle = self.hook_pacing.next_wakeup(self.ctx.clock.now());
@@ -275,14 +268,12 @@ impl Daemon {
             return false;
         }
         // The agent itself just reported it is running or waiting: alive, no call needed.
-        if let Some(live @ (HookStatus::Running | HookStatus::Waiting)) =
-            hook_file::read_hook(&self.ctx.cfg.hooks_dir, id).map(|h| h.status)
-        {
-            let live = if live == HookStatus::Running {
-                "running"
-            } else {
-                "waiting"
-            };
+        let live = match hook_file::read_hook(&self.ctx.cfg.hooks_dir, id).map(|h| h.status) {
+            Some(HookStatus::Running) => Some("running"),
+            Some(HookStatus::Waiting) => Some("waiting"),
+            _ => None,
+        };
+        if let Some(live) = live {
             log::debug!("hook for {id}: the agent reports {live}; no status check");
             return false;
         }

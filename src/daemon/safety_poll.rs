@@ -7,21 +7,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::act::context::Context;
+use crate::act::context::SessionProbe;
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::snapshot::Snapshot;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
-use crate::decide::first_run::{self, Ran, RunProbe};
+use crate::decide::first_run::{self, Ran};
 use crate::decide::gates::{self, Gate, Hold};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
 use crate::decide::{notes, prune};
 use crate::fleet::cache::Fleet;
-use crate::fleet::session::{self, Live, Session, Status};
+use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
-use crate::records::metrics;
-use crate::triggers::hook_file;
+use crate::records::metrics::{self, METRICS_FILE};
 
 /// What the live lists of one tick said.
 #[derive(Default)]
@@ -30,7 +29,8 @@ struct LiveView {
     live: BTreeMap<String, Live>,
     /// Profiles whose list could not be read.
     unreadable: BTreeSet<String>,
-    /// The waiting children the cache does not keep whole.
+    /// The waiting children the cache does not keep whole, from their row
+    /// or, in an unreadable profile, as the waiting patrol is timing them.
     children: Vec<Session>,
 }
 
@@ -41,30 +41,24 @@ impl Daemon {
         self.hook_pacing.ticked(self.ctx.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();
-        let fleet_readable = match self.fleet.refresh(self.ctx.deck.as_ref()) {
-            Ok(()) => true,
-            Err(e) => {
-                log::warn!(
-                    "session list is unreadable ({e}); using the last known fleet of {} sessions",
-                    self.fleet.len()
-                );
-                false
-            }
-        };
+        let refreshed = self.fleet.refresh(self.ctx.deck.as_ref());
+        if let Err(e) = &refreshed {
+            log::warn!(
+                "session list is unreadable ({e}); using the last known fleet of {} sessions",
+                self.fleet.len()
+            );
+        }
         let critical = self.fleet.critical();
         let mut profiles = Fleet::profiles(&critical);
         profiles.extend(self.fleet.child_profiles().cloned());
-        let LiveView {
-            live,
-            unreadable,
-            children,
-        } = self.read_live(profiles);
-        let in_error: Vec<&Session> = critical
+        let view = self.read_live(profiles);
+        let (live, unreadable, children) = (&view.live, &view.unreadable, &view.children);
+        let verdicts: BTreeMap<&str, Errored> = critical
             .iter()
             .filter(|s| live.get(&s.id).is_some_and(|l| l.status() == Status::Error))
+            .map(|s| (s.id.as_str(), self.judge_errored(s)))
             .collect();
-        let errored = in_error.len();
-        let verdicts = self.judge_errored(&in_error);
+        let errored = verdicts.len();
         // A session that never ran, or that a stale hook colours, did not
         // die: it is no part of a cascade.
         let died = verdicts.values().filter(|v| **v == Errored::Died).count();
@@ -76,7 +70,7 @@ impl Daemon {
             let Some(l) = live.get(&s.id) else {
                 continue;
             };
-            match verdicts.get(&s.id) {
+            match verdicts.get(s.id.as_str()) {
                 Some(Errored::Held(why)) => self.hold(s, *why),
                 Some(Errored::Undecided) => {
                     let now = self.ctx.clock.now();
@@ -85,17 +79,16 @@ impl Daemon {
                 Some(Errored::Died) | None => self.observe(s, l.status()),
             }
         }
-        if fleet_readable {
+        if refreshed.is_ok() {
             self.forget_gone();
         }
         let now = self.ctx.clock.now();
         prune::prune_state(&mut self.ctx.state.lock(), &self.ctx.limits, now);
-        let held = self.children_held(&unreadable);
         let snap = Snapshot {
-            sessions: self.fleet.all().chain(&children).chain(&held).collect(),
+            sessions: self.fleet.all().chain(children).collect(),
             critical: &critical,
-            live: &live,
-            unreadable: &unreadable,
+            live,
+            unreadable,
         };
         self.patrols
             .run(&snap, &self.restarter, &mut || self.sd_notify.alive());
@@ -135,6 +128,7 @@ impl Daemon {
                 }
                 Err(e) => {
                     log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick");
+                    view.children.extend(self.children_held(&profile));
                     view.unreadable.insert(profile);
                 }
             }
@@ -142,92 +136,71 @@ impl Daemon {
         view
     }
 
-    /// The children the waiting patrol is timing in profiles whose list was
-    /// unreadable this tick, so that they count as unknown, not as "no longer
-    /// waiting". The cache keeps only their id and profile (and that they
-    /// have a parent), which is all the patrol looks at for them.
-    fn children_held(&self, unreadable: &BTreeSet<String>) -> Vec<Session> {
-        if unreadable.is_empty() {
-            return Vec::new();
-        }
+    /// The children the waiting patrol is timing in `profile`, whose list
+    /// was unreadable this tick, so that they count as unknown, not as "no
+    /// longer waiting". The cache keeps only their id and profile (and that
+    /// they have a parent), which is all the patrol looks at for them.
+    fn children_held(&self, profile: &str) -> Vec<Session> {
         let st = self.ctx.state.lock();
-        st.waiting
-            .keys()
-            .filter_map(|id| {
-                let profile = self.fleet.child_profile(id)?;
-                unreadable.contains(profile).then(|| Session {
-                    id: id.clone(),
-                    profile: profile.to_owned(),
-                    parent_session_id: Some(String::new()),
-                    ..Session::default()
-                })
+        let held = st.waiting.keys();
+        held.filter(|id| self.fleet.child_profile(id) == Some(profile))
+            .map(|id| Session {
+                id: id.clone(),
+                profile: profile.to_owned(),
+                parent_session_id: Some(String::new()),
+                ..Session::default()
             })
             .collect()
     }
 
-    /// What each critical session in error is: died, or held because it
-    /// never ran (see [`crate::decide::first_run`]) or because only a stale
-    /// `dead` hook from before its restart says `error` (see
+    /// What a critical session in error is: died, or held because it never
+    /// ran (see [`crate::decide::first_run`]) or because only a stale `dead`
+    /// hook from before its restart says `error` (see
     /// [`crate::decide::stale_hook`]). Costs no CLI call for a session the
     /// book knows ran or that has a hook file, and at most one `session
     /// show` per error episode for the others.
-    fn judge_errored(&mut self, in_error: &[&Session]) -> BTreeMap<String, Errored> {
-        let mut verdicts = BTreeMap::new();
-        for s in in_error {
-            let known = self.ctx.state.lock().ran.contains(&s.id);
-            let judged_never = self.never_started.contains(&s.id);
-            if !known && !judged_never {
-                // The show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
-                self.sd_notify.alive();
+    fn judge_errored(&mut self, s: &Session) -> Errored {
+        let known = self.ctx.state.lock().ran.contains(&s.id);
+        let judged_never = self.never_started.contains(&s.id);
+        // A show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
+        self.sd_notify.alive();
+        let probe = SessionProbe {
+            ctx: &self.ctx,
+            session: s,
+        };
+        match first_run::has_run(known, judged_never, &probe) {
+            Ran::Yes => {
+                notes::note_ran(&mut self.ctx.state.lock(), &s.id);
+                self.never_started.remove(&s.id);
+                if self.stale_hook_says_error(s) {
+                    Errored::Held(Hold::StaleDeadHook)
+                } else {
+                    Errored::Died
+                }
             }
-            let probe = EvidenceProbe {
-                ctx: &self.ctx,
-                session: s,
-            };
-            let ran = first_run::has_run(known, judged_never, &probe);
-            match ran {
-                Ran::Yes => {
-                    if !known {
-                        notes::note_ran(&mut self.ctx.state.lock(), &s.id);
-                    }
-                    self.never_started.remove(&s.id);
-                }
-                Ran::Never => {
-                    self.never_started.insert(s.id.clone());
-                }
-                Ran::Unknown => log::info!(
+            Ran::Never => {
+                self.never_started.insert(s.id.clone());
+                Errored::Held(Hold::NeverStarted)
+            }
+            Ran::Unknown => {
+                log::info!(
                     "{} is in error; whether it ever ran is decided on the next tick",
                     s.id
-                ),
+                );
+                Errored::Undecided
             }
-            let verdict = match ran {
-                Ran::Yes if self.stale_hook_says_error(s) => Errored::Held(Hold::StaleDeadHook),
-                Ran::Yes => Errored::Died,
-                Ran::Never => Errored::Held(Hold::NeverStarted),
-                Ran::Unknown => Errored::Undecided,
-            };
-            verdicts.insert(s.id.clone(), verdict);
         }
-        verdicts
     }
 
     /// Whether the `error` of a session the watchdog restarted comes only
     /// from a `dead` hook written before that restart (one bounded read of
     /// the hook file, only for a session restarted in the last two minutes).
     fn stale_hook_says_error(&self, s: &Session) -> bool {
-        let ctx = &self.ctx;
-        let restarted_at = ctx
-            .state
-            .lock()
-            .sessions
-            .get(&s.id)
-            .and_then(|b| b.restarted_at);
-        let Some(restarted_at) = restarted_at else {
-            return false;
+        let restarted_at = {
+            let st = self.ctx.state.lock();
+            st.sessions.get(&s.id).and_then(|b| b.restarted_at)
         };
-        let now = ctx.clock.now();
-        hook_file::read_hook(&ctx.cfg.hooks_dir, &s.id)
-            .is_some_and(|h| stale_hook::is_stale_dead_hook(&h, restarted_at, now))
+        restarted_at.is_some_and(|t| self.ctx.stale_dead_hook(s, t).is_some())
     }
 
     /// A critical session in error that is not to be restarted for `why`:
@@ -301,21 +274,15 @@ impl Daemon {
         match metrics::write(&self.ctx.cfg.watchdog_dir, &sample) {
             Ok(()) => self.metrics_warned = false,
             Err(e) if !self.metrics_warned => {
-                log::warn!(
-                    "cannot write {} ({e}); metrics are stale until it works",
-                    metrics::METRICS_FILE
-                );
+                log::warn!("cannot write {METRICS_FILE} ({e}); metrics are stale until it works");
                 self.metrics_warned = true;
             }
             Err(_) => {}
         }
-        let breaker = if breaker_open {
-            "; circuit breaker OPEN"
-        } else {
-            ""
-        };
+        let breaker = breaker_open.then_some("; circuit breaker OPEN");
         self.sd_notify.status(&format!(
-            "{critical} critical sessions, {errored} in error; {in_window} restarts in the window{breaker}"
+            "{critical} critical sessions, {errored} in error; {in_window} restarts in the window{}",
+            breaker.unwrap_or_default()
         ));
     }
 
@@ -328,10 +295,8 @@ impl Daemon {
             Ok(summary) => {
                 self.followup_error = None;
                 if !summary.redispatched.is_empty() {
-                    log::info!(
-                        "task follow-up re-dispatched {}",
-                        summary.redispatched.join(", ")
-                    );
+                    let ids = summary.redispatched.join(", ");
+                    log::info!("task follow-up re-dispatched {ids}");
                 }
             }
             Err(e) => {
@@ -351,24 +316,18 @@ impl Daemon {
         let now = ctx.clock.now();
         let news = cascade::observe_cascade(&mut ctx.state.lock(), &ctx.limits, errored, now);
         let wait = ctx.limits.cascade_wait;
-        match news {
-            CascadeNews::Detected => {
-                let msg = format!(
-                    "{errored} critical sessions in error simultaneously — waiting {wait:.0}s to stabilize, then reviving them one at a time"
-                );
-                ctx.escalator
-                    .escalate(Severity::CascadeDetected, &msg, None, true);
-            }
-            CascadeNews::Reminder => {
-                let msg = format!("{errored} critical sessions are still in error after the cascade; they need a human");
-                ctx.escalator
-                    .escalate(Severity::CascadeDetected, &msg, None, true);
-            }
+        let msg = match news {
+            CascadeNews::Detected => format!(
+                "{errored} critical sessions in error simultaneously — waiting {wait:.0}s to stabilize, then reviving them one at a time"
+            ),
+            CascadeNews::Reminder => format!("{errored} critical sessions are still in error after the cascade; they need a human"),
             CascadeNews::Cleared => {
-                log::info!("cascade over: {errored} critical sessions in error")
+                return log::info!("cascade over: {errored} critical sessions in error");
             }
-            CascadeNews::Quiet => {}
-        }
+            CascadeNews::Quiet => return,
+        };
+        ctx.escalator
+            .escalate(Severity::CascadeDetected, &msg, None, true);
     }
 
     /// Acts on a status seen for a critical session.
@@ -387,47 +346,39 @@ impl Daemon {
     /// queues its restart.
     fn consider(&mut self, s: &Session) {
         let now = self.ctx.clock.now();
-        let verdict = {
-            let mut st = self.ctx.state.lock();
-            let g = gates::gate(&mut st, &self.ctx.limits, &s.id, now);
-            let slot =
-                (g == Gate::Go).then(|| gates::reserve(&mut st, &self.ctx.limits, &s.id, now));
-            (g, slot)
-        };
-        match verdict {
-            (Gate::Go, Some(slot)) => {
+        let mut st = self.ctx.state.lock();
+        let gate = gates::gate(&mut st, &self.ctx.limits, &s.id, now);
+        let slot =
+            (gate == Gate::Go).then(|| gates::reserve(&mut st, &self.ctx.limits, &s.id, now));
+        drop(st);
+        match gate {
+            Gate::Go => {
                 // Saved before the restart can run, so a crash right after still counts it.
                 self.ctx.store.save(&self.ctx.state);
                 log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
                 self.restarter.submit(RestartJob {
                     session: s.clone(),
-                    slot: Some(slot),
+                    slot,
                     kind: RestartKind::Revive,
                 });
             }
-            (Gate::BudgetSpent, _) => {
+            Gate::BudgetSpent => {
                 self.record_gate_skip(s, Hold::BudgetSpent);
                 let msg = format!(
                     "Session {} ({}) keeps crashing — needs human attention",
                     s.title, s.id
                 );
-                if self.ctx.escalator.escalate(
-                    Severity::RateLimit,
-                    &msg,
-                    Some(&s.id),
-                    session::is_escalation_critical(s),
-                ) {
+                if self.ctx.alert(s, Severity::RateLimit, &msg) {
                     log::warn!(
                         "{} used its {} restarts in {:.0}s; no more restarts until the window moves",
                         s.id, self.ctx.limits.rate_max, self.ctx.limits.rate_window
                     );
                 }
             }
-            (Gate::Skip(why), _) => {
+            Gate::Skip(why) => {
                 log::debug!("{} is in error but not restarted now: {why}", s.id);
                 self.record_gate_skip(s, why);
             }
-            (Gate::Go, None) => {}
         }
     }
 
@@ -441,7 +392,7 @@ impl Daemon {
             return false;
         }
         self.ctx
-            .note(s, RestartAction::Skipped, Some(why.as_str().to_owned()));
+            .note(s, RestartAction::Skipped, Some(why.to_string()));
         true
     }
 }
@@ -457,23 +408,6 @@ enum Errored {
     Undecided,
 }
 
-/// The evidence of a run that the restart book does not hold: the hook
-/// spool (a `stat`) and `session show`.
-struct EvidenceProbe<'a> {
-    ctx: &'a Context,
-    session: &'a Session,
-}
-
-impl RunProbe for EvidenceProbe<'_> {
-    fn hook_file(&self) -> bool {
-        hook_file::hook_file_exists(&self.ctx.cfg.hooks_dir, &self.session.id)
-    }
-
-    fn show(&self) -> Option<Live> {
-        self.ctx.read_status(self.session)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -482,7 +416,6 @@ mod tests {
     use crate::act::context::tests::{actions, config, NOW};
     use crate::args::RunFlags;
     use crate::fleet::fake::{live, FakeDeck, Script};
-    use crate::records::metrics::METRICS_FILE;
     use crate::sys::clock::FakeClock;
     use crate::sys::shutdown::Shutdown;
 

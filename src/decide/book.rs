@@ -100,10 +100,8 @@ pub(crate) struct State {
     pub waiting: BTreeMap<String, WaitWatch>,
     /// `<sid or _global>|<severity>` → when it last escalated.
     pub escalated: BTreeMap<String, f64>,
-    /// Critical sessions known to have run at least once (seen live or
-    /// `stopped`, a hook file, a `claude_session_id`, or restarted by the
-    /// watchdog): only these are revived from `error`. Ids that leave the
-    /// fleet are dropped.
+    /// Critical sessions known to have run at least once (see
+    /// [`crate::decide::first_run`]): only these are revived from `error`.
     pub ran: BTreeSet<String>,
     /// Sessions with a restart queued or running (not saved).
     #[serde(skip)]

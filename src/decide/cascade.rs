@@ -16,13 +16,12 @@ pub(crate) fn note_restart_call(state: &mut State, lim: &Limits, id: &str, now: 
     state.last_restart_at = Some(now);
     state.recent_restarts.push(now);
     prune(&mut state.recent_restarts, now, lim.cascade_window);
-    if state.recent_restarts.len() >= lim.cascade_threshold {
+    let burst = state.recent_restarts.len() >= lim.cascade_threshold;
+    if burst {
         state.cascade_pause_until = now + lim.cascade_pause;
         state.recent_restarts.clear();
-        true
-    } else {
-        false
     }
+    burst
 }
 
 /// What a tick's count of critical sessions in error means for the cascade

@@ -10,19 +10,11 @@
 //! gets one when it boots). `unknown` is no evidence: a fresh session reads
 //! that before it reads `error`.
 //!
-//! [`has_run`] orders the look-ups from cheapest to dearest over a
-//! [`RunProbe`] and is pure; the probe does the I/O. It never spawns, sleeps
-//! or writes.
+//! [`has_run`] orders the look-ups from cheapest to dearest; the [`Probe`]
+//! does the I/O.
 
-use crate::fleet::session::{Live, Status};
-
-/// Where the evidence that is not in the restart book comes from.
-pub(crate) trait RunProbe {
-    /// Whether a hook file exists for the session (a `stat`, no CLI call).
-    fn hook_file(&self) -> bool;
-    /// `session show`; `None` when unreadable.
-    fn show(&self) -> Option<Live>;
-}
+use crate::decide::liveness::Probe;
+use crate::fleet::session::Status;
 
 /// What the evidence says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,14 +41,14 @@ pub(crate) fn proves_it_ran(status: Status) -> bool {
 /// set. `judged_never`: this error episode already found no evidence, so
 /// the show (the only CLI call here) is not repeated; the hook file, which
 /// costs no call, is looked at every time.
-pub(crate) fn has_run(known: bool, judged_never: bool, probe: &dyn RunProbe) -> Ran {
+pub(crate) fn has_run(known: bool, judged_never: bool, probe: &dyn Probe) -> Ran {
     if known || probe.hook_file() {
         return Ran::Yes;
     }
     if judged_never {
         return Ran::Never;
     }
-    match probe.show() {
+    match probe.read() {
         None => Ran::Unknown,
         Some(l) if l.claude_session_id.is_some() || proves_it_ran(l.status()) => Ran::Yes,
         Some(_) => Ran::Never,
@@ -66,7 +58,9 @@ pub(crate) fn has_run(known: bool, judged_never: bool, probe: &dyn RunProbe) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::session::Live;
     use std::cell::Cell;
+    use std::time::Duration;
 
     #[derive(Default)]
     struct Seen {
@@ -75,13 +69,22 @@ mod tests {
         shows: Cell<u32>,
     }
 
-    impl RunProbe for Seen {
+    impl Probe for Seen {
         fn hook_file(&self) -> bool {
             self.hook
         }
-        fn show(&self) -> Option<Live> {
+        fn read(&self) -> Option<Live> {
             self.shows.set(self.shows.get() + 1);
             self.show.clone()
+        }
+        fn pane(&self) -> Option<String> {
+            unreachable!("the first-run evidence captures no pane")
+        }
+        fn wait(&self, _: Duration) -> bool {
+            unreachable!("the first-run evidence does not wait")
+        }
+        fn now(&self) -> f64 {
+            unreachable!("the first-run evidence reads no clock")
         }
     }
 

@@ -1,57 +1,33 @@
 //! The gates of SPEC §5.2 as pure functions: given the [`State`], the limits
 //! and `now`, say whether a restart may go, and take or return its budget
-//! slot.
-//!
-//! Nothing here spawns, sleeps, logs or writes a file; the caller holds the
-//! state mutex only for the duration of one of these calls.
+//! slot. The caller holds the state mutex only for one of these calls.
 
 use serde::{Deserialize, Serialize};
 
 use crate::decide::book::State;
 /// The limits the gates read; they live in [`crate::decide::limits`].
 pub(crate) use crate::decide::limits::Limits;
+use crate::decide::outcomes::spelled;
 use crate::decide::prune::prune;
 
-/// Why a gate holds a session in error back from a restart: the `reason` of
-/// a `skipped` record in `restart.log`, spelled as it is written there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Hold {
-    BreakerOpen,
-    #[serde(rename = "backoff_429")]
-    Backoff429,
-    CascadePause,
-    CascadeSettle,
-    Cooldown,
-    InFlight,
-    BudgetSpent,
-    /// Added but never started: nothing to revive (see
-    /// [`crate::decide::first_run`]).
-    NeverStarted,
-    /// Restarted, and still read `error` only because of a `dead` hook from
-    /// before that restart (see [`crate::decide::stale_hook`]).
-    StaleDeadHook,
-}
-
-impl Hold {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Hold::BreakerOpen => "breaker_open",
-            Hold::Backoff429 => "backoff_429",
-            Hold::CascadePause => "cascade_pause",
-            Hold::CascadeSettle => "cascade_settle",
-            Hold::Cooldown => "cooldown",
-            Hold::InFlight => "in_flight",
-            Hold::BudgetSpent => "budget_spent",
-            Hold::NeverStarted => "never_started",
-            Hold::StaleDeadHook => "stale_dead_hook",
-        }
-    }
-}
-
-impl std::fmt::Display for Hold {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+spelled! {
+    /// Why a gate holds a session in error back from a restart: the `reason`
+    /// of a `skipped` record in `restart.log`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub(crate) enum Hold {
+        BreakerOpen = "breaker_open",
+        Backoff429 = "backoff_429",
+        CascadePause = "cascade_pause",
+        CascadeSettle = "cascade_settle",
+        Cooldown = "cooldown",
+        InFlight = "in_flight",
+        BudgetSpent = "budget_spent",
+        /// Added but never started: nothing to revive (see
+        /// [`crate::decide::first_run`]).
+        NeverStarted = "never_started",
+        /// Restarted, and still read `error` only because of a `dead` hook from
+        /// before that restart (see [`crate::decide::stale_hook`]).
+        StaleDeadHook = "stale_dead_hook",
     }
 }
 
@@ -66,35 +42,16 @@ pub(crate) enum Gate {
     BudgetSpent,
 }
 
-/// Why every restart is held right now, if one is: the breaker, the burst
-/// pause, the cascade settle.
-fn fleet_hold(state: &State, now: f64) -> Option<Hold> {
-    if state.breaker_open_until > now {
-        Some(Hold::BreakerOpen)
-    } else if state.cascade_pause_until > now {
-        Some(Hold::CascadePause)
-    } else if state.cascade.as_ref().is_some_and(|c| c.settle_until > now) {
-        Some(Hold::CascadeSettle)
-    } else {
-        None
-    }
-}
-
 /// The gates, in order: circuit breaker, 429 backoff, cascade pause or
 /// settle, cooldown, a restart already in flight, the rate budget.
 pub(crate) fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
+    if let Some(why) = recheck(state, id, now) {
+        return Gate::Skip(why);
+    }
     let in_flight = state.in_flight.contains(id);
-    let breaker = state.breaker_open_until > now;
-    let hold = fleet_hold(state, now);
     let book = state.book(id);
     prune(&mut book.restarts, now, lim.rate_window);
-    if breaker {
-        Gate::Skip(Hold::BreakerOpen)
-    } else if book.backoff_until > now {
-        Gate::Skip(Hold::Backoff429)
-    } else if let Some(why) = hold {
-        Gate::Skip(why)
-    } else if book.cooldown_until > now {
+    if book.cooldown_until > now {
         Gate::Skip(Hold::Cooldown)
     } else if in_flight {
         Gate::Skip(Hold::InFlight)
@@ -105,15 +62,19 @@ pub(crate) fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate 
     }
 }
 
-/// The checks repeated after the serialization wait: the breaker, a backoff
-/// or a pause may have started meanwhile.
+/// The first gates, repeated after the serialization wait: the breaker, a
+/// backoff, the burst pause or the cascade settle may have started meanwhile.
 pub(crate) fn recheck(state: &mut State, id: &str, now: f64) -> Option<Hold> {
     if state.breaker_open_until > now {
         Some(Hold::BreakerOpen)
     } else if state.book(id).backoff_until > now {
         Some(Hold::Backoff429)
+    } else if state.cascade_pause_until > now {
+        Some(Hold::CascadePause)
+    } else if state.cascade.as_ref().is_some_and(|c| c.settle_until > now) {
+        Some(Hold::CascadeSettle)
     } else {
-        fleet_hold(state, now)
+        None
     }
 }
 
@@ -142,10 +103,8 @@ pub(crate) fn finish(state: &mut State, id: &str) {
 
 /// Seconds to wait before the next restart call may run.
 pub(crate) fn serialization_wait(state: &State, lim: &Limits, now: f64) -> f64 {
-    match state.last_restart_at {
-        Some(last) => (last + lim.min_interval - now).clamp(0.0, lim.min_interval),
-        None => 0.0,
-    }
+    let wait = |last: f64| (last + lim.min_interval - now).clamp(0.0, lim.min_interval);
+    state.last_restart_at.map_or(0.0, wait)
 }
 
 #[cfg(test)]

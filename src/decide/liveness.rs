@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::decide::outcomes::spelled;
 use crate::fleet::session::{Live, Status};
 
 /// One status read during liveness confirmation.
@@ -33,10 +34,13 @@ pub struct Pane {
     pub empty: bool,
 }
 
-/// Where the readings come from.
+/// Where the readings of one session come from, for this confirmation and
+/// for the evidence that it ever ran ([`crate::decide::first_run`]).
 pub(crate) trait Probe {
     /// `session show`; `None` when unreadable.
     fn read(&self) -> Option<Live>;
+    /// Whether a hook file exists for the session (a `stat`, no CLI call).
+    fn hook_file(&self) -> bool;
     /// `session output --pane -q`; `None` when it could not be captured.
     fn pane(&self) -> Option<String>;
     /// Waits the gap; false if shutdown came first.
@@ -44,67 +48,31 @@ pub(crate) trait Probe {
     fn now(&self) -> f64;
 }
 
-/// Why liveness confirmation decided what it did: the `reason` of a
-/// `liveness.log` record, spelled as it is written there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LivenessReason {
-    /// Dead: restart it.
-    ConfirmedDead,
-    StatusUnreadable,
-    RecoveredBeforeRestart,
-    AuthHold,
-    ShuttingDown,
-    /// Exactly one of the two pane captures failed: the samples cannot be compared.
-    PaneUnreadable,
-    PaneActive,
-}
-
-impl LivenessReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LivenessReason::ConfirmedDead => "confirmed_dead",
-            LivenessReason::StatusUnreadable => "status_unreadable",
-            LivenessReason::RecoveredBeforeRestart => "recovered_before_restart",
-            LivenessReason::AuthHold => "auth_hold",
-            LivenessReason::ShuttingDown => "shutting_down",
-            LivenessReason::PaneUnreadable => "pane_unreadable",
-            LivenessReason::PaneActive => "pane_active",
-        }
+spelled! {
+    /// Why liveness confirmation decided what it did: the `reason` of a
+    /// `liveness.log` record.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub enum LivenessReason {
+        /// Dead: restart it.
+        ConfirmedDead = "confirmed_dead",
+        StatusUnreadable = "status_unreadable",
+        RecoveredBeforeRestart = "recovered_before_restart",
+        AuthHold = "auth_hold",
+        ShuttingDown = "shutting_down",
+        /// Exactly one of the two pane captures failed: the samples cannot be compared.
+        PaneUnreadable = "pane_unreadable",
+        PaneActive = "pane_active",
     }
 }
 
-impl std::fmt::Display for LivenessReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// `confirmed_dead`: restart it.
-    Dead,
-    /// Leave it alone, for this reason.
-    Skip(LivenessReason),
-}
-
-impl Verdict {
-    pub(crate) fn reason(self) -> LivenessReason {
-        match self {
-            Verdict::Dead => LivenessReason::ConfirmedDead,
-            Verdict::Skip(r) => r,
-        }
-    }
-}
-
-/// What was seen, for the record.
+/// What was seen, for the record, and the outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Evidence {
     pub reads: Vec<StatusRead>,
     pub pane: Pane,
     pub auth_hold_reason: Option<String>,
-    pub verdict: Verdict,
+    /// `confirmed_dead`: restart it; any other: leave it alone, for that reason.
+    pub reason: LivenessReason,
 }
 
 /// The first 16 hex characters of the SHA-256 of `text`.
@@ -119,10 +87,10 @@ pub(crate) fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
         reads: Vec::new(),
         pane: Pane::default(),
         auth_hold_reason: None,
-        verdict: Verdict::Dead,
+        reason: LivenessReason::ConfirmedDead,
     };
     if let Some(skip) = read_status(probe, &mut ev, true) {
-        ev.verdict = Verdict::Skip(skip);
+        ev.reason = skip;
         return ev;
     }
     let first = probe.pane();
@@ -137,35 +105,32 @@ pub(crate) fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
             && second.as_deref().is_none_or(|t| t.trim().is_empty()),
     };
     if !completed {
-        ev.verdict = Verdict::Skip(LivenessReason::ShuttingDown);
+        ev.reason = LivenessReason::ShuttingDown;
     } else if first.is_some() != second.is_some() {
         // One capture failed: the samples cannot be compared, so the pane may be live.
-        ev.verdict = Verdict::Skip(LivenessReason::PaneUnreadable);
+        ev.reason = LivenessReason::PaneUnreadable;
     } else if ev.pane.changed {
-        ev.verdict = Verdict::Skip(LivenessReason::PaneActive);
+        ev.reason = LivenessReason::PaneActive;
     } else if let Some(skip) = read_status(probe, &mut ev, false) {
-        ev.verdict = Verdict::Skip(skip);
+        ev.reason = skip;
     }
     ev
 }
 
 /// One status read; a reason to skip, if it gives one.
 fn read_status(probe: &dyn Probe, ev: &mut Evidence, check_auth: bool) -> Option<LivenessReason> {
-    let live: Option<Live> = probe.read();
-    let ts = probe.now();
-    let Some(live) = live.filter(|l| l.status.is_some()) else {
-        ev.reads.push(StatusRead {
-            ts,
-            status: "unreadable".into(),
-            substate: None,
-        });
+    let live = probe.read().filter(|l| l.status.is_some());
+    ev.reads.push(StatusRead {
+        ts: probe.now(),
+        status: live
+            .as_ref()
+            .map_or("unreadable", |l| l.status().as_str())
+            .into(),
+        substate: live.as_ref().and_then(|l| l.substate.clone()),
+    });
+    let Some(live) = live else {
         return Some(LivenessReason::StatusUnreadable);
     };
-    ev.reads.push(StatusRead {
-        ts,
-        status: live.status().as_str().into(),
-        substate: live.substate.clone(),
-    });
     if live.status() != Status::Error {
         return Some(LivenessReason::RecoveredBeforeRestart);
     }
@@ -196,6 +161,9 @@ mod tests {
     impl Probe for Script {
         fn read(&self) -> Option<Live> {
             self.reads.borrow_mut().pop_front().flatten()
+        }
+        fn hook_file(&self) -> bool {
+            unreachable!("liveness confirmation reads no hook file")
         }
         fn pane(&self) -> Option<String> {
             self.panes.borrow_mut().pop_front().flatten()
@@ -233,7 +201,7 @@ mod tests {
             vec![Some("x"), Some("x")],
         );
         let ev = confirm(&s, GAP);
-        assert_eq!(ev.verdict, Verdict::Dead);
+        assert_eq!(ev.reason, LivenessReason::ConfirmedDead);
         assert_eq!(ev.reads.len(), 2);
         assert!(ev.pane.sampled && !ev.pane.changed && !ev.pane.empty);
         assert_eq!(ev.pane.first, digest("x"));
@@ -244,14 +212,14 @@ mod tests {
     fn moving_pane_is_active() {
         let s = script(vec![live(Status::Error)], vec![Some("a"), Some("b")]);
         let ev = confirm(&s, GAP);
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::PaneActive));
+        assert_eq!(ev.reason, LivenessReason::PaneActive);
         assert!(ev.pane.changed);
     }
 
     #[test]
     fn unreadable_first_read() {
         let ev = confirm(&script(vec![None], vec![]), GAP);
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::StatusUnreadable));
+        assert_eq!(ev.reason, LivenessReason::StatusUnreadable);
         assert_eq!(ev.reads[0].status, "unreadable");
     }
 
@@ -261,16 +229,13 @@ mod tests {
             &script(vec![live(Status::Error), None], vec![Some("a"), Some("a")]),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::StatusUnreadable));
+        assert_eq!(ev.reason, LivenessReason::StatusUnreadable);
     }
 
     #[test]
     fn recovered_before_or_after_sampling() {
         let ev = confirm(&script(vec![live(Status::Running)], vec![]), GAP);
-        assert_eq!(
-            ev.verdict,
-            Verdict::Skip(LivenessReason::RecoveredBeforeRestart)
-        );
+        assert_eq!(ev.reason, LivenessReason::RecoveredBeforeRestart);
         let ev = confirm(
             &script(
                 vec![live(Status::Error), live(Status::Waiting)],
@@ -278,10 +243,7 @@ mod tests {
             ),
             GAP,
         );
-        assert_eq!(
-            ev.verdict,
-            Verdict::Skip(LivenessReason::RecoveredBeforeRestart)
-        );
+        assert_eq!(ev.reason, LivenessReason::RecoveredBeforeRestart);
     }
 
     #[test]
@@ -292,7 +254,7 @@ mod tests {
             ..Live::default()
         });
         let ev = confirm(&script(vec![held], vec![]), GAP);
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::AuthHold));
+        assert_eq!(ev.reason, LivenessReason::AuthHold);
         assert_eq!(ev.auth_hold_reason.as_deref(), Some("auth_death"));
     }
 
@@ -301,7 +263,7 @@ mod tests {
         let mut s = script(vec![live(Status::Error)], vec![Some("a"), Some("a")]);
         s.shutdown_in_gap = true;
         let ev = confirm(&s, GAP);
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::ShuttingDown));
+        assert_eq!(ev.reason, LivenessReason::ShuttingDown);
         assert!(!ev.pane.sampled);
     }
 
@@ -314,7 +276,7 @@ mod tests {
             ),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::PaneUnreadable));
+        assert_eq!(ev.reason, LivenessReason::PaneUnreadable);
         let ev = confirm(
             &script(
                 vec![live(Status::Error), live(Status::Error)],
@@ -322,7 +284,7 @@ mod tests {
             ),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Skip(LivenessReason::PaneUnreadable));
+        assert_eq!(ev.reason, LivenessReason::PaneUnreadable);
     }
 
     #[test]
@@ -334,7 +296,7 @@ mod tests {
             ),
             GAP,
         );
-        assert_eq!(ev.verdict, Verdict::Dead);
+        assert_eq!(ev.reason, LivenessReason::ConfirmedDead);
         assert!(!ev.pane.sampled && ev.pane.empty);
     }
 

@@ -15,13 +15,13 @@ pub(crate) fn note_rate_limited(state: &mut State, lim: &Limits, id: &str, now: 
     state.book(id).backoff_until = now + lim.backoff_429;
     state.breaker_hits.push(now);
     prune(&mut state.breaker_hits, now, lim.breaker_window);
-    if state.breaker_hits.len() >= lim.breaker_threshold && state.breaker_open_until <= now {
+    let opens =
+        state.breaker_hits.len() >= lim.breaker_threshold && state.breaker_open_until <= now;
+    if opens {
         state.breaker_open_until = now + lim.breaker_pause;
         state.breaker_hits.clear();
-        true
-    } else {
-        false
     }
+    opens
 }
 
 /// A `pane_active` skip; returns the count in a row and whether it just
@@ -43,9 +43,7 @@ pub(crate) fn note_status(state: &mut State, s: &Session, status: Status, now: f
         note_ran(state, &s.id);
     }
     let book = state.book(&s.id);
-    if book.title != s.title {
-        book.title = s.title.clone();
-    }
+    book.title.clone_from(&s.title);
     if book.last_status.as_deref() != Some(status.as_str()) {
         book.last_status = Some(status.as_str().to_owned());
         book.status_since = now;
@@ -62,9 +60,7 @@ pub(crate) fn note_status(state: &mut State, s: &Session, status: Status, now: f
 /// The session has run: it was found with evidence of it, or the watchdog
 /// restarted or started it.
 pub(crate) fn note_ran(state: &mut State, id: &str) {
-    if !state.ran.contains(id) {
-        state.ran.insert(id.to_owned());
-    }
+    state.ran.insert(id.to_owned());
 }
 
 /// agent-deck carried out a `session restart` issued at `issued`.

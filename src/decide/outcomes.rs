@@ -7,26 +7,33 @@
 
 use serde::{Deserialize, Serialize};
 
-/// An enum whose variants are spelled `Variant = "record text"`, plus an
-/// untagged `Other(String)` for read-back, with `as_str`, `Display` and
-/// comparison with the record text.
+/// An enum whose variants are spelled `Variant = "record text"`, with
+/// `as_str`, `Display` and comparison with that text. The caller writes the derives;
+/// `unknown => Other` adds an untagged `Other(String)` that reads back a
+/// value this version does not write, verbatim.
 macro_rules! spelled {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal,)* }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        pub enum $name {
-            $($(#[$vdoc])* #[serde(rename = $text)] $variant,)*
-            /// Read back: a value this version does not write, kept verbatim.
-            #[serde(untagged)]
-            Other(String),
+    (
+        $(#[$attr:meta])* $vis:vis enum $name:ident {
+            $($(#[$vattr:meta])* $variant:ident = $text:literal,)*
+        }
+        $(unknown => $other:ident)?
+    ) => {
+        $(#[$attr])*
+        $vis enum $name {
+            $($(#[$vattr])* #[serde(rename = $text)] $variant,)*
+            $(
+                /// Read back: a value this version does not write, kept verbatim.
+                #[serde(untagged)]
+                $other(String),
+            )?
         }
 
         impl $name {
             /// The text written in the records.
-            pub fn as_str(&self) -> &str {
+            $vis fn as_str(&self) -> &str {
                 match self {
                     $($name::$variant => $text,)*
-                    $name::Other(text) => text,
+                    $($name::$other(text) => text,)?
                 }
             }
         }
@@ -44,10 +51,12 @@ macro_rules! spelled {
         }
     };
 }
+pub(crate) use spelled;
 
 spelled! {
     /// The `action` of a `restart.log` record.
-    RestartAction {
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    pub enum RestartAction {
         /// About to run `session restart` (or, in dry-run, would).
         Restart = "restart",
         Restarted = "restarted",
@@ -73,11 +82,13 @@ spelled! {
         /// `agent-deck-watchdog drill` killed the session on purpose.
         Drill = "drill",
     }
+    unknown => Other
 }
 
 spelled! {
     /// The `severity` of an escalation.
-    Severity {
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    pub enum Severity {
         RateLimit = "rate-limit",
         LivenessMismatch = "liveness-mismatch",
         AuthHold = "auth-hold",
@@ -93,6 +104,7 @@ spelled! {
         PartialTampered = "partial-tampered",
         RedispatchCap = "redispatch-cap",
     }
+    unknown => Other
 }
 
 #[cfg(test)]

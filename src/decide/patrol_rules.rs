@@ -6,15 +6,15 @@
 
 use std::collections::BTreeSet;
 
-use crate::decide::book::{PendingStreak, SessionBook, State, WaitWatch};
+use crate::decide::book::{SessionBook, State, WaitWatch};
 use crate::fleet::session::Session;
 
 /// The nudge sent to a child that has waited too long.
 pub(crate) const NUDGE_TEXT: &str = "report status?";
 
-/// A waiting child's pane digest was sampled. Returns true when it has not
-/// changed for `threshold` seconds and was not nudged within `dedup`: nudge
-/// it now (the nudge is recorded here).
+/// A waiting child's pane digest was sampled. When it has not changed for
+/// `threshold` seconds and was not nudged within `dedup`, returns how long
+/// it has waited: nudge it now (the nudge is recorded here).
 pub(crate) fn observe_waiting(
     state: &mut State,
     id: &str,
@@ -22,7 +22,7 @@ pub(crate) fn observe_waiting(
     now: f64,
     threshold: f64,
     dedup: f64,
-) -> bool {
+) -> Option<f64> {
     let w = state
         .waiting
         .entry(id.to_owned())
@@ -34,16 +34,13 @@ pub(crate) fn observe_waiting(
     if w.digest != digest {
         w.digest = digest.to_owned();
         w.since = now;
-        return false;
+        return None;
     }
-    let frozen = now - w.since >= threshold;
-    let quiet = w.nudged_at.is_none_or(|t| now - t >= dedup);
-    if frozen && quiet {
+    let due = now - w.since >= threshold && w.nudged_at.is_none_or(|t| now - t >= dedup);
+    if due {
         w.nudged_at = Some(now);
-        true
-    } else {
-        false
     }
+    due.then_some(now - w.since)
 }
 
 /// Children no longer in `waiting` are forgotten.
@@ -79,7 +76,8 @@ pub(crate) enum WebhookAnswer {
 /// streak; more than 0 extends it (the last `checks` counts are kept); an
 /// unknown answer changes nothing but the time of the last check. A streak
 /// whose last check lies more than `max_gap` back was not consecutive (the
-/// watchdog was down, the poller was gone): it starts over.
+/// watchdog was down, the poller was gone): it starts over. Returns the
+/// streak's length.
 pub(crate) fn observe_webhook(
     state: &mut State,
     id: &str,
@@ -87,7 +85,7 @@ pub(crate) fn observe_webhook(
     now: f64,
     checks: u32,
     max_gap: f64,
-) {
+) -> usize {
     let streaks = &mut state.pending_updates;
     if streaks
         .get(id)
@@ -112,15 +110,11 @@ pub(crate) fn observe_webhook(
             }
         }
     }
+    streaks.get(id).map_or(0, |p| p.counts.len())
 }
 
-/// Whether a streak is `checks` long and its last check recent: the
-/// poller is deaf.
-fn is_deaf(p: &PendingStreak, now: f64, checks: u32, max_gap: f64) -> bool {
-    checks > 0 && p.counts.len() >= checks as usize && now - p.last_check <= max_gap
-}
-
-/// The conductors whose pollers are deaf now, with the counts seen.
+/// The conductors whose pollers are deaf now (a streak `checks` long whose
+/// last check is recent), with the counts seen.
 pub(crate) fn deaf_pollers(
     state: &State,
     now: f64,
@@ -130,7 +124,9 @@ pub(crate) fn deaf_pollers(
     state
         .pending_updates
         .iter()
-        .filter(|(_, p)| is_deaf(p, now, checks, max_gap))
+        .filter(|(_, p)| {
+            checks > 0 && p.counts.len() >= checks as usize && now - p.last_check <= max_gap
+        })
         .map(|(id, p)| (id.clone(), p.counts.clone()))
         .collect()
 }
@@ -183,7 +179,7 @@ mod tests {
         let (c, mut s) = (FakeClock::at(1000.0), State::default());
         let mut nudges = 0;
         for _ in 0..100 {
-            if observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0) {
+            if observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0).is_some() {
                 nudges += 1;
             }
             c.advance(30.0);
@@ -192,23 +188,27 @@ mod tests {
         assert_eq!(nudges, 1);
         // The nudge went out at 1600; the next may go an hour later.
         c.advance(1199.0);
-        assert!(!observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0));
+        assert_eq!(
+            observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0),
+            None
+        );
         c.advance(1.0);
-        assert!(observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0));
+        assert_eq!(
+            observe_waiting(&mut s, KID, "d1", c.now(), 600.0, 3600.0),
+            Some(4200.0),
+            "it has waited since the first sample"
+        );
     }
 
     #[test]
     fn changing_pane_resets_the_timer() {
         let (c, mut s) = (FakeClock::at(1000.0), State::default());
         for i in 0..100 {
-            assert!(!observe_waiting(
-                &mut s,
-                KID,
-                &format!("d{i}"),
-                c.now(),
-                600.0,
-                3600.0
-            ));
+            let digest = format!("d{i}");
+            assert_eq!(
+                observe_waiting(&mut s, KID, &digest, c.now(), 600.0, 3600.0),
+                None
+            );
             c.advance(30.0);
         }
     }
@@ -221,7 +221,7 @@ mod tests {
         assert!(s.waiting.is_empty());
         c.advance(700.0);
         assert!(
-            !observe_waiting(&mut s, KID, "d", c.now(), 600.0, 3600.0),
+            observe_waiting(&mut s, KID, "d", c.now(), 600.0, 3600.0).is_none(),
             "the timer restarted"
         );
     }

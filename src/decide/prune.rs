@@ -86,18 +86,12 @@ pub(crate) fn prune_state(state: &mut State, lim: &Limits, now: f64) {
 /// session live is the evidence that it ran. Run once, on load; from then
 /// on `note_status` keeps the set.
 pub(crate) fn backfill_ran(state: &mut State) {
-    let seen: Vec<String> = state
-        .sessions
-        .iter()
-        .filter(|(id, b)| {
-            !state.ran.contains(*id)
-                && b.last_status
-                    .as_deref()
-                    .is_some_and(|st| proves_it_ran(Status::parse(st)))
-        })
-        .map(|(id, _)| id.clone())
-        .collect();
-    state.ran.extend(seen);
+    let State { sessions, ran, .. } = state;
+    let seen = sessions.iter().filter(|(_, b)| {
+        let last = b.last_status.as_deref();
+        last.is_some_and(|st| proves_it_ran(Status::parse(st)))
+    });
+    ran.extend(seen.map(|(id, _)| id.clone()));
 }
 
 #[cfg(test)]
@@ -234,14 +228,7 @@ mod tests {
         let (l, c, mut s) = (lim(), FakeClock::at(200_000.0), State::default());
         note_poller_restarted(&mut s, ID, c.now());
         observe_waiting(&mut s, "kid-1", "d", c.now() - 700.0, 600.0, 3600.0);
-        assert!(observe_waiting(
-            &mut s,
-            "kid-1",
-            "d",
-            c.now(),
-            600.0,
-            3600.0
-        ));
+        assert!(observe_waiting(&mut s, "kid-1", "d", c.now(), 600.0, 3600.0).is_some());
         assert_eq!(
             observe_cascade(&mut s, &l, 9, c.now()),
             CascadeNews::Detected
@@ -252,14 +239,7 @@ mod tests {
         back.advance(3600.0);
         prune_state(&mut s, &l, back.now());
         assert!(poller_restart_allowed(&s, ID, back.now(), 3600.0));
-        assert!(observe_waiting(
-            &mut s,
-            "kid-1",
-            "d",
-            back.now(),
-            600.0,
-            3600.0
-        ));
+        assert!(observe_waiting(&mut s, "kid-1", "d", back.now(), 600.0, 3600.0).is_some());
         assert_eq!(
             observe_cascade(&mut s, &l, 9, back.now()),
             CascadeNews::Reminder
