@@ -41,29 +41,20 @@ fn push_shown(out: &mut String, s: &str) {
     }
 }
 
+/// The first of `chars` past `room` characters as shown, counted from
+/// where `chars` starts.
+fn overflow(mut chars: impl Iterator<Item = (usize, char)>, room: usize) -> Option<(usize, char)> {
+    let mut used = 0;
+    chars.find(|&(_, c)| {
+        used += width(c);
+        used > room
+    })
+}
+
 /// Where the longest start of `s` that takes at most `room` characters
 /// once shown ends.
 fn head_end(s: &str, room: usize) -> usize {
-    let mut used = 0;
-    s.char_indices()
-        .find(|&(_, c)| {
-            used += width(c);
-            used > room
-        })
-        .map_or(s.len(), |(i, _)| i)
-}
-
-/// Where the longest end of `s` that takes at most `room` characters once
-/// shown starts.
-fn tail_start(s: &str, room: usize) -> usize {
-    let mut used = 0;
-    s.char_indices()
-        .rev()
-        .find(|&(_, c)| {
-            used += width(c);
-            used > room
-        })
-        .map_or(0, |(i, c)| i + c.len_utf8())
+    overflow(s.char_indices(), room).map_or(s.len(), |(i, _)| i)
 }
 
 /// `s` printable on one line and clipped to `max` characters as shown,
@@ -87,7 +78,8 @@ pub(crate) fn printable_ends(s: &str, max: usize, head: usize) -> String {
     }
     let mut out = printable(&s[..head_end(s, head)], head);
     out.push('…');
-    push_shown(&mut out, &s[tail_start(s, max - head - 1)..]);
+    let tail = overflow(s.char_indices().rev(), max - head - 1);
+    push_shown(&mut out, &s[tail.map_or(0, |(i, c)| i + c.len_utf8())..]);
     out
 }
 

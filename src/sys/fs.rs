@@ -1,20 +1,9 @@
 //! File access the daemon can trust (SPEC §11). Anything in the spool, the
 //! task dir or the watchdog dir may be a FIFO, a device, a symlink or huge;
 //! nothing here blocks on one, writes through one or reads more than a bound.
-//!
-//! - [`read_bounded`] is the one way files are read: opened `O_NONBLOCK`,
-//!   checked to be a regular file after open, read up to a limit, never
-//!   allocating more than the file holds.
-//! - [`open_append`] and [`open_lock_file`] open files for writing
-//!   `O_NOFOLLOW`, `O_NONBLOCK`, checked to be regular; [`write_atomically`]
-//!   renames a new temp file (unpredictable name, `O_EXCL`) into place.
-//!   Every file they create gets an explicit mode, whatever the umask.
-//! - [`create_private_dirs`] makes directories `0700`; [`move_aside`] keeps a
-//!   corrupt file without overwriting an earlier copy; [`remove_stale_temps`]
-//!   clears the temp files a killed run left.
-//!
-//! Callers decide what a failure means; [`warn_unreadable`] rate-limits the
-//! warning so a FIFO left in the spool costs a line every few minutes.
+//! What is opened is checked to be a regular file on the descriptor, after
+//! the open; every file and directory created gets an explicit mode,
+//! whatever the umask. Callers decide what a failure means.
 
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};
@@ -267,12 +256,11 @@ fn temp_prefix(target: &Path) -> String {
 }
 
 /// A new temp file beside `target`, named `.<name>.tmp-<random>`, of
-/// exactly `mode` (the umask only removes bits; this sets them all).
+/// exactly `mode` (set after the `0600` create, so the umask plays no part).
 fn temp_file(target: &Path, mode: u32) -> io::Result<tempfile::NamedTempFile> {
     let tmp = tempfile::Builder::new()
         .prefix(&temp_prefix(target))
         .rand_bytes(16)
-        .permissions(Permissions::from_mode(mode))
         .tempfile_in(dir_of(target))?;
     tmp.as_file()
         .set_permissions(Permissions::from_mode(mode))?;

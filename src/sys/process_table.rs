@@ -189,41 +189,26 @@ mod macos {
         (n == size).then_some(info)
     }
 
+    /// `sysctl` on `mib` into `buf`, or without one only the size it needs:
+    /// how many bytes it wrote or needs.
+    fn sysctl(mib: &mut [libc::c_int; 3], buf: Option<&mut [u8]>) -> Option<usize> {
+        let (ptr, mut len) = match buf {
+            Some(b) => (b.as_mut_ptr().cast(), b.len()),
+            None => (std::ptr::null_mut(), 0),
+        };
+        // SAFETY: `ptr` is null (a size query) or writable for `len` bytes;
+        // the kernel sets `len` to what it wrote or needs.
+        let rc =
+            unsafe { libc::sysctl(mib.as_mut_ptr(), 3, ptr, &mut len, std::ptr::null_mut(), 0) };
+        (rc == 0).then_some(len)
+    }
+
     /// The raw `KERN_PROCARGS2` buffer of `pid` (same-user processes only).
     fn procargs2(pid: libc::pid_t) -> Option<Vec<u8>> {
         let mut mib = [libc::CTL_KERN, libc::KERN_PROCARGS2, pid];
-        let mut len: libc::size_t = 0;
-        // SAFETY: a size query: no output buffer, `len` receives the size.
-        let rc = unsafe {
-            libc::sysctl(
-                mib.as_mut_ptr(),
-                3,
-                std::ptr::null_mut(),
-                &mut len,
-                std::ptr::null_mut(),
-                0,
-            )
-        };
-        if rc != 0 || len == 0 {
-            return None;
-        }
-        let mut buf = vec![0u8; len];
-        // SAFETY: `buf` is writable for `len` bytes; the kernel updates `len`
-        // to what it wrote.
-        let rc = unsafe {
-            libc::sysctl(
-                mib.as_mut_ptr(),
-                3,
-                buf.as_mut_ptr().cast(),
-                &mut len,
-                std::ptr::null_mut(),
-                0,
-            )
-        };
-        if rc != 0 {
-            return None;
-        }
-        buf.truncate(len);
+        let mut buf = vec![0u8; sysctl(&mut mib, None).filter(|n| *n > 0)?];
+        let written = sysctl(&mut mib, Some(&mut buf))?;
+        buf.truncate(written);
         Some(buf)
     }
 

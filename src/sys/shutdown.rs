@@ -14,6 +14,10 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+
+/// The longest nap after a failed `poll`.
+const POLL_NAP: Duration = Duration::from_millis(25);
 
 /// Cheap to clone; every clone sees the same trigger.
 #[derive(Clone)]
@@ -78,9 +82,34 @@ impl Shutdown {
         &self.inner.rx
     }
 
-    /// Turns readable when shutdown is triggered; for `poll()`.
+    /// Turns readable when shutdown is triggered; for `poll()` and kqueue.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.inner.wake_rx.as_fd()
+    }
+
+    /// Waits up to `wait` (no bound: `None`) for any open `fds` or shutdown
+    /// to turn readable (or hang up). False when none did or `poll` failed;
+    /// a failed poll naps instead, so the caller's loop never spins.
+    pub(crate) fn wait_readable(
+        &self,
+        fds: &[Option<BorrowedFd<'_>>],
+        wait: Option<Duration>,
+    ) -> bool {
+        let fds: Vec<BorrowedFd<'_>> = fds.iter().flatten().copied().chain([self.fd()]).collect();
+        let mut polled: Vec<PollFd<'_>> = fds
+            .iter()
+            .map(|fd| PollFd::new(fd, PollFlags::IN))
+            .collect();
+        let timeout = wait.and_then(|w| Timespec::try_from(w).ok());
+        match poll(&mut polled, timeout.as_ref()) {
+            Ok(n) => n > 0,
+            Err(e) => {
+                if e != rustix::io::Errno::INTR {
+                    std::thread::sleep(wait.unwrap_or(POLL_NAP).min(POLL_NAP));
+                }
+                false
+            }
+        }
     }
 }
 
@@ -111,7 +140,6 @@ mod tests {
     #[test]
     fn trigger_makes_the_wake_fd_readable_for_poll() {
         let s = Shutdown::new().unwrap();
-        use rustix::event::{poll, PollFd, PollFlags, Timespec};
         let readable = |s: &Shutdown| {
             let fd = s.fd();
             let mut fds = [PollFd::new(&fd, PollFlags::IN)];

@@ -24,10 +24,7 @@ use rustix::event::kqueue::{self, Event, EventFilter, EventFlags, VnodeEvents};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::dir_scan::HookDirs;
 use crate::triggers::event_queue::EventQueue;
-use crate::triggers::WatchEnd;
-
-/// How often a missing hooks directory is looked for again.
-const MISSING_RECHECK: Duration = Duration::from_secs(1);
+use crate::triggers::{WatchEnd, MISSING_RECHECK};
 
 pub(crate) struct Watcher {
     kq: OwnedFd,
