@@ -23,7 +23,7 @@ use crate::sys::process_table::{self, PROC_DIR};
 pub(crate) const LOCK_FILE: &str = "watchdog.lock";
 
 /// Who holds the lock, as its file says.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Holder {
     pub pid: u32,
     #[serde(default)]
@@ -43,9 +43,7 @@ impl Holder {
         serde_json::from_str(text).ok().or_else(|| {
             Some(Holder {
                 pid: text.parse().ok()?,
-                dry_run: false,
-                once: false,
-                started_at: None,
+                ..Holder::default()
             })
         })
     }

@@ -106,13 +106,11 @@ pub(crate) fn render(s: &DaemonStatus) -> String {
         "How long the last safety-poll tick took.",
         s.tick_seconds,
     );
-    let sessions: BTreeMap<&str, u64> = [
+    let sessions = BTreeMap::from([
         ("seen", s.sessions_seen as u64),
         ("critical", s.sessions_critical as u64),
         ("errored", s.sessions_errored as u64),
-    ]
-    .into_iter()
-    .collect();
+    ]);
     family(
         &mut out,
         "sessions",

@@ -88,22 +88,18 @@ pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended>
             file.write_all(line)?;
             return Ok(rotated.map_or(Appended::Plain, Appended::Rotated));
         }
-        if !locked {
-            file.write_all(line)?;
-            return Ok(Appended::Unrotated(
-                "another process holds its lock".to_owned(),
-            ));
-        }
         let target = rotated_path(path);
-        if let Err(e) = std::fs::rename(path, &target) {
-            file.write_all(line)?;
-            return Ok(Appended::Unrotated(format!(
-                "cannot rename it to {}: {e}",
-                target.display()
-            )));
-        }
-        // The lock goes with `file`; the next round opens the fresh file.
-        rotated = Some(size);
+        let why = if !locked {
+            "another process holds its lock".to_owned()
+        } else if let Err(e) = std::fs::rename(path, &target) {
+            format!("cannot rename it to {}: {e}", target.display())
+        } else {
+            // The lock goes with `file`; the next round opens the fresh file.
+            rotated = Some(size);
+            continue;
+        };
+        file.write_all(line)?;
+        return Ok(Appended::Unrotated(why));
     }
     // Unreachable: the last round always writes.
     Ok(Appended::Plain)

@@ -68,14 +68,10 @@ impl Clock for FakeClock {
     }
 }
 
-/// `secs` as a jiff timestamp; out-of-range or NaN input reads as the epoch.
+/// `secs` as a jiff timestamp; out-of-range or NaN input reads as the epoch
+/// (the cast saturates, and NaN casts to 0).
 fn timestamp(secs: f64) -> Timestamp {
-    let ms = if secs.is_finite() {
-        (secs * 1000.0) as i64
-    } else {
-        0
-    };
-    Timestamp::from_millisecond(ms).unwrap_or(Timestamp::UNIX_EPOCH)
+    Timestamp::from_millisecond((secs * 1000.0) as i64).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 /// `secs` as local time (the system's zone, or `TZ`), `YYYY-MM-DD HH:MM:SS

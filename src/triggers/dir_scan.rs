@@ -95,7 +95,7 @@ impl Seen {
 
 /// The hooks directory, `sandbox/` and every `sandbox/<id>/`, looked at
 /// together.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct HookDirs {
     root: PathBuf,
     hooks: Option<Seen>,
@@ -110,10 +110,7 @@ impl HookDirs {
     pub(crate) fn new(root: PathBuf) -> HookDirs {
         HookDirs {
             root,
-            hooks: None,
-            sandbox: None,
-            sessions: BTreeMap::new(),
-            primed: false,
+            ..HookDirs::default()
         }
     }
 

@@ -12,17 +12,11 @@ use crate::fleet::session::is_valid_id;
 use crate::sys::fs::{read_bounded, warn_unreadable, HOOK_FILE_MAX};
 
 /// The session id a hook file name stands for, if it is a status file:
-/// `<id>.json`, not a dot-file, not `<id>.generation.json`, and an id that
-/// passes agent-deck's rule.
+/// `<id>.json`, not `<id>.generation.json`, and an id that passes
+/// agent-deck's rule (which refuses a dot-file's leading dot).
 pub(crate) fn hook_id(name: &str) -> Option<&str> {
-    if name.starts_with('.') {
-        return None;
-    }
     let id = name.strip_suffix(".json")?;
-    if id.ends_with(".generation") || !is_valid_id(id) {
-        return None;
-    }
-    Some(id)
+    (!id.ends_with(".generation") && is_valid_id(id)).then_some(id)
 }
 
 /// What a hook file's `status` says, spelled as agent-deck writes it.

@@ -86,13 +86,10 @@ impl Watcher {
                 self.try_arm();
             }
             let timeout = (!self.armed()).then_some(MISSING_RECHECK);
-            if !shutdown.wait_readable(&[Some(self.inotify.as_fd())], timeout) {
-                continue;
+            let readable = shutdown.wait_readable(&[Some(self.inotify.as_fd())], timeout);
+            if readable && !shutdown.is_set() {
+                self.read_all(&mut buffer);
             }
-            if shutdown.is_set() {
-                break;
-            }
-            self.read_all(&mut buffer);
         }
         log::debug!("inotify watcher stopped");
         WatchEnd::Shutdown
@@ -127,12 +124,11 @@ impl Watcher {
             }
             Err(e) if limit_reached(&e) => self.exhausted = true,
             Err(e) => {
-                if !self.warned_missing {
+                if !std::mem::replace(&mut self.warned_missing, true) {
                     log::warn!(
                         "hooks directory {} is not watchable ({e}); waiting for it to appear, the safety poll covers the gap",
                         self.dir.display()
                     );
-                    self.warned_missing = true;
                 }
                 if !self.kinds.values().any(|k| *k == Watched::Parent) {
                     if let Some(parent) = self.dir.parent() {
