@@ -11,9 +11,7 @@
 //! [`clip_chars`] only clip: they are for data (record fields, CLI error
 //! messages), which is escaped where it is shown.
 
-/// Whether `c` is shown as its escape: a control character, or one of the
-/// bidi marks U+061C, U+200E, U+200F, the separators U+2028, U+2029, the
-/// embeddings and overrides U+202A–U+202E, the isolates U+2066–U+2069.
+/// Whether `c` is shown as its escape, by the policy above.
 fn hostile(c: char) -> bool {
     let bidi_or_break = matches!(
         c,

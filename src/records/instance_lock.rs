@@ -10,7 +10,7 @@
 //! never truncated or waited on.
 
 use std::fs::File;
-use std::io::{Read, Seek, Write};
+use std::io::{Seek, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -71,8 +71,7 @@ pub(crate) fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
     match flock::try_lock(&file, LockMode::Exclusive) {
         Ok(()) => {}
         Err(LockError::Busy) => {
-            let mut text = String::new();
-            let _ = (&file).take(4096).read_to_string(&mut text);
+            let text = read_text(&path, SMALL_FILE_MAX).unwrap_or_default();
             let who = Holder::parse(&text).map_or_else(
                 || "another process".to_owned(),
                 |h| format!("pid {}", h.pid),

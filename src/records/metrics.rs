@@ -4,9 +4,8 @@
 //! Rendering is a pure function of a [`DaemonStatus`], which is written beside
 //! it as `daemon-status.json` for `status` and `doctor`, so this file is
 //! never parsed back. The record counts come from
-//! [`crate::records::tally::Tally`], so each counter matches the lines its log
-//! file received since start. They are counted in memory, never read back
-//! from the files, so rotating a file to `<name>.1` does not reset them.
+//! [`crate::records::tally::Tally`]: the lines each log received since start,
+//! which a rotation does not reset.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

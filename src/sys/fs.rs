@@ -225,17 +225,14 @@ fn open_or_create(path: &Path, opts: &OpenOptions, mode: u32) -> io::Result<File
 /// Opens `path` for appending, creating it `0600`: records, a re-dispatched
 /// task's output.
 pub(crate) fn open_append(path: &Path) -> io::Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.append(true);
-    open_or_create(path, &opts, PRIVATE_FILE)
+    open_or_create(path, OpenOptions::new().append(true), PRIVATE_FILE)
 }
 
 /// Opens (creating `0600`) a file that is only ever `flock`ed and rewritten
 /// in place: the instance lock, the registry lock. Never truncated here.
 pub(crate) fn open_lock_file(path: &Path) -> io::Result<File> {
     let mut opts = OpenOptions::new();
-    opts.read(true).write(true);
-    open_or_create(path, &opts, PRIVATE_FILE)
+    open_or_create(path, opts.read(true).write(true), PRIVATE_FILE)
 }
 
 /// The directory `target` lives in.
@@ -248,11 +245,8 @@ fn dir_of(target: &Path) -> &Path {
 
 /// The prefix of every temp file written for `target`: `.<name>.tmp-`.
 fn temp_prefix(target: &Path) -> String {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    format!(".{name}.tmp-")
+    let name = target.file_name().unwrap_or_default();
+    format!(".{}.tmp-", name.to_string_lossy())
 }
 
 /// A new temp file beside `target`, named `.<name>.tmp-<random>`, of

@@ -127,23 +127,22 @@ mod linux {
         })
     }
 
-    /// The fields of `/proc/<pid>/stat` after the command name.
-    fn stat_fields(proc_dir: &Path, pid: u32) -> Option<Vec<String>> {
+    /// Field `n` of `/proc/<pid>/stat`, counted from the state (field 3),
+    /// the first after the command name.
+    fn stat_field(proc_dir: &Path, pid: u32, n: usize) -> Option<String> {
         let stat = std::fs::read_to_string(proc_dir.join(pid.to_string()).join("stat")).ok()?;
-        let (_, rest) = stat.rsplit_once(") ")?;
-        Some(rest.split_whitespace().map(str::to_owned).collect())
+        let (_, fields) = stat.rsplit_once(") ")?;
+        fields.split_whitespace().nth(n).map(str::to_owned)
     }
 
     /// Whether `pid` is a live (non-zombie) process.
     pub(crate) fn pid_alive(proc_dir: &Path, pid: u32) -> bool {
-        stat_fields(proc_dir, pid)
-            .and_then(|f| f.first().cloned())
-            .is_some_and(|state| state != "Z" && state != "X")
+        stat_field(proc_dir, pid, 0).is_some_and(|state| state != "Z" && state != "X")
     }
 
     /// When `pid` started, in clock ticks since boot (field 22 of `stat`).
     pub(crate) fn start_time(proc_dir: &Path, pid: u32) -> Option<u64> {
-        stat_fields(proc_dir, pid)?.get(19)?.parse().ok()
+        stat_field(proc_dir, pid, 19)?.parse().ok()
     }
 }
 
