@@ -115,35 +115,18 @@ impl Cmd {
     }
 }
 
-/// What a child that ran to the end produced.
+/// What a child that ran to the end produced, each stream lossily decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Output {
     /// The exit code, or `None` when a signal ended it.
     pub code: Option<i32>,
     pub signal: Option<i32>,
+    /// Empty after [`run_streaming`]: its sink had all of it.
     pub stdout: String,
     pub stderr: String,
 }
 
 impl Output {
-    pub(crate) fn success(&self) -> bool {
-        self.code == Some(0)
-    }
-}
-
-/// What a child whose stdout was streamed left besides that stdout.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Streamed {
-    /// The exit code, or `None` when a signal ended it.
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-    /// The first [`STREAM_STDERR`] bytes of stderr, lossily decoded.
-    pub stderr: String,
-    /// How many bytes of stdout were read (all of them went to the sink).
-    pub stdout_bytes: u64,
-}
-
-impl Streamed {
     pub(crate) fn success(&self) -> bool {
         self.code == Some(0)
     }
@@ -198,13 +181,9 @@ pub(crate) fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<O
         keep(&mut stdout, MAX_CAPTURE, piece);
         Flow::More
     };
-    let ended = supervised(job, timeout, shutdown, (u64::MAX, MAX_CAPTURE), &mut kept)?;
-    Ok(Output {
-        code: ended.code,
-        signal: ended.signal,
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: ended.stderr,
-    })
+    let mut ended = supervised(job, timeout, shutdown, (u64::MAX, MAX_CAPTURE), &mut kept)?;
+    ended.stdout = String::from_utf8_lossy(&stdout).into_owned();
+    Ok(ended)
 }
 
 /// Runs `job` like [`run`], but hands its stdout to `sink` piece by piece as
@@ -216,7 +195,7 @@ pub(crate) fn run_streaming(
     timeout: Duration,
     shutdown: &Shutdown,
     sink: &mut dyn FnMut(&[u8]) -> Flow,
-) -> Result<Streamed, RunError> {
+) -> Result<Output, RunError> {
     supervised(
         job,
         timeout,
@@ -234,7 +213,7 @@ fn supervised(
     shutdown: &Shutdown,
     (ceiling, stderr_kept): (u64, usize),
     sink: &mut dyn FnMut(&[u8]) -> Flow,
-) -> Result<Streamed, RunError> {
+) -> Result<Output, RunError> {
     if shutdown.is_set() {
         return Err(RunError::Interrupted);
     }
@@ -270,11 +249,11 @@ fn supervised(
         .checked_add(timeout)
         .unwrap_or(started + Duration::from_secs(365 * 24 * 3600));
     match supervise(&mut child, &mut io, (deadline, timeout), shutdown) {
-        Ok(status) => Ok(Streamed {
+        Ok(status) => Ok(Output {
             code: status.code(),
             signal: status.signal(),
+            stdout: String::new(),
             stderr: String::from_utf8_lossy(&io.stderr).into_owned(),
-            stdout_bytes: io.stdout_bytes,
         }),
         Err((e, reaped)) => {
             // A child reaped already is not killed: its pid may name another
@@ -688,7 +667,7 @@ mod tests {
     }
 
     /// Streams `job`'s stdout in pieces; the pieces joined, and the outcome.
-    fn streamed(job: &Cmd, timeout: Duration) -> (Vec<u8>, usize, Result<Streamed, RunError>) {
+    fn streamed(job: &Cmd, timeout: Duration) -> (Vec<u8>, usize, Result<Output, RunError>) {
         let mut got = Vec::new();
         let mut pieces = 0;
         let result = run_streaming(job, timeout, &quiet(), &mut |piece| {
@@ -708,7 +687,7 @@ mod tests {
         let done = result.unwrap();
         assert_eq!(done.code, Some(4));
         assert_eq!(done.stderr, "err\n");
-        assert_eq!(done.stdout_bytes, 1_000_000);
+        assert_eq!(done.stdout, "", "the sink had it all");
         assert_eq!(got.len(), 1_000_000);
         assert!(got.iter().all(|b| *b == b'x'));
         assert!(pieces >= 1_000_000 / PIECE, "{pieces} pieces");
@@ -718,7 +697,7 @@ mod tests {
     fn a_sink_that_has_enough_still_lets_the_child_finish() {
         let mut calls = 0;
         let done = run_streaming(
-            &sh("head -c 3000000 /dev/zero; exit 2"),
+            &sh("head -c 3000000 /dev/zero; echo all-written >&2; exit 2"),
             Duration::from_secs(20),
             &quiet(),
             &mut |_| {
@@ -728,8 +707,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(calls, 1);
-        assert_eq!(done.code, Some(2));
-        assert_eq!(done.stdout_bytes, 3_000_000);
+        // All 3 MB went through the pipe (64 KiB) before the child went on.
+        assert_eq!(
+            (done.code, done.stderr.as_str()),
+            (Some(2), "all-written\n")
+        );
     }
 
     #[test]
@@ -750,13 +732,13 @@ mod tests {
 
     #[test]
     fn streamed_stderr_is_bounded() {
-        let (_, _, result) = streamed(
+        let (got, _, result) = streamed(
             &sh("head -c 1000000 /dev/zero >&2; echo out"),
             Duration::from_secs(20),
         );
         let done = result.unwrap();
         assert_eq!(done.stderr.len(), STREAM_STDERR);
-        assert_eq!(done.stdout_bytes, 4);
+        assert_eq!(got, b"out\n");
     }
 
     #[test]

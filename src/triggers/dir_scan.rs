@@ -54,13 +54,10 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
 /// Lists `dir` without following symlinks in it; entries that vanish while
 /// being listed are left out.
 pub(crate) fn list(dir: &Path) -> std::io::Result<Entries> {
-    let mut out = Entries::new();
-    for entry in std::fs::read_dir(dir)?.flatten() {
-        if let Ok(meta) = entry.metadata() {
-            out.insert(entry.file_name(), stamp(&meta));
-        }
-    }
-    Ok(out)
+    let entries = std::fs::read_dir(dir)?.flatten();
+    Ok(entries
+        .filter_map(|e| Some((e.file_name(), stamp(&e.metadata().ok()?))))
+        .collect())
 }
 
 /// One watched directory: its own stamp when last listed, and the listing.
@@ -139,33 +136,29 @@ impl HookDirs {
     /// changed `<id>.json`, a rescan when the hooks directory comes or goes.
     pub(crate) fn look(&mut self, queue: &EventQueue) {
         let primed = std::mem::replace(&mut self.primed, true);
+        let was_present = self.hooks.is_some();
         let mut hooks = self.hooks.take().unwrap_or_default();
-        let was_present = hooks.dir_stamp.is_some();
-        match hooks.look(&self.root) {
-            Some(names) => {
-                if primed && !was_present {
-                    log::info!(
-                        "hooks directory {} appeared; rescanning",
-                        self.root.display()
-                    );
-                    queue.send(Trigger::Rescan);
-                } else if primed {
-                    names.iter().for_each(|n| queue.send_hook(n));
-                }
-                self.hooks = Some(hooks);
+        let Some(names) = hooks.look(&self.root) else {
+            if was_present {
+                log::warn!(
+                    "hooks directory {} went away; waiting for it to come back",
+                    self.root.display()
+                );
+                queue.send(Trigger::Rescan);
             }
-            None => {
-                if was_present {
-                    log::warn!(
-                        "hooks directory {} went away; waiting for it to come back",
-                        self.root.display()
-                    );
-                    queue.send(Trigger::Rescan);
-                }
-                self.sandbox = None;
-                self.sessions.clear();
-                return;
-            }
+            self.sandbox = None;
+            self.sessions.clear();
+            return;
+        };
+        self.hooks = Some(hooks);
+        if primed && !was_present {
+            log::info!(
+                "hooks directory {} appeared; rescanning",
+                self.root.display()
+            );
+            queue.send(Trigger::Rescan);
+        } else if primed {
+            names.iter().for_each(|n| queue.send_hook(n));
         }
         self.look_sandbox(queue, primed);
     }

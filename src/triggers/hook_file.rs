@@ -53,17 +53,16 @@ fn hook_paths(dir: &Path, id: &str) -> Option<[PathBuf; 2]> {
 /// A session's hook file with its status and time. `None` when there is no
 /// readable file or it has no `status`.
 pub(crate) fn read_hook(dir: &Path, id: &str) -> Option<Hook> {
-    hook_paths(dir, id)?.iter().find_map(|p| {
-        let bytes = match read_bounded(p, HOOK_FILE_MAX) {
-            Ok(bytes) => bytes,
-            Err(e) if e.is_missing() => return None,
+    hook_paths(dir, id)?
+        .iter()
+        .find_map(|p| match read_bounded(p, HOOK_FILE_MAX) {
+            Ok(bytes) => serde_json::from_slice(&bytes).ok(),
+            Err(e) if e.is_missing() => None,
             Err(e) => {
                 warn_unreadable(&e, "ignoring it; the status check decides");
-                return None;
+                None
             }
-        };
-        serde_json::from_slice(&bytes).ok()
-    })
+        })
 }
 
 /// Whether a session's hook file exists as a regular file: one or two
