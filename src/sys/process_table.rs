@@ -9,6 +9,7 @@
 //! arguments and environment with `sysctl` `KERN_PROCARGS2`, parsed by the
 //! pure [`parse_procargs2`]. Callers decide what a match means.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 /// Where Linux keeps the process table; the other platforms ignore it.
@@ -48,13 +49,9 @@ impl Process {
 
     /// The value of `key` in the process's environment, if it is there.
     pub(crate) fn env_value(&self, key: &str) -> Option<Vec<u8>> {
-        let read;
         let environ = match &self.environ {
-            Environ::At(path) => {
-                read = std::fs::read(path).ok()?;
-                &read
-            }
-            Environ::Loaded(bytes) => bytes,
+            Environ::At(path) => Cow::Owned(std::fs::read(path).ok()?),
+            Environ::Loaded(bytes) => Cow::Borrowed(bytes),
         };
         environ.split(|b| *b == 0).find_map(|kv| {
             kv.strip_prefix(key.as_bytes())?

@@ -95,10 +95,9 @@ impl Shutdown {
         fds: &[Option<BorrowedFd<'_>>],
         wait: Option<Duration>,
     ) -> bool {
-        let fds: Vec<BorrowedFd<'_>> = fds.iter().flatten().copied().chain([self.fd()]).collect();
-        let mut polled: Vec<PollFd<'_>> = fds
-            .iter()
-            .map(|fd| PollFd::new(fd, PollFlags::IN))
+        let fds = fds.iter().flatten().copied().chain([self.fd()]);
+        let mut polled: Vec<_> = fds
+            .map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN))
             .collect();
         let timeout = wait.and_then(|w| Timespec::try_from(w).ok());
         match poll(&mut polled, timeout.as_ref()) {

@@ -85,20 +85,16 @@ impl EventQueue {
         let _sending = self.sending.lock();
         // Only the consumer takes messages meanwhile, which makes room.
         while self.tx.len() >= self.capacity {
-            match self.rx.try_recv() {
-                Ok(old) => self.note_drop(&old),
-                Err(_) => break,
+            let Ok(old) = self.rx.try_recv() else {
+                break;
+            };
+            let total = self.drops.fetch_add(1, Ordering::Relaxed) + 1;
+            self.rescan_owed.store(true, Ordering::SeqCst);
+            if self.drop_warnings.allows(&()) {
+                log::warn!("event queue full: dropped the oldest event ({old:?}), {total} dropped so far; a full rescan follows");
             }
         }
         let _ = self.tx.send(e);
-    }
-
-    fn note_drop(&self, old: &Trigger) {
-        let total = self.drops.fetch_add(1, Ordering::Relaxed) + 1;
-        self.rescan_owed.store(true, Ordering::SeqCst);
-        if self.drop_warnings.allows(&()) {
-            log::warn!("event queue full: dropped the oldest event ({old:?}), {total} dropped so far; a full rescan follows");
-        }
     }
 
     /// Queues the hook of the session whose status file is named `name`, if

@@ -62,9 +62,12 @@ impl Watcher {
         }
         while !shutdown.is_set() {
             let timeout = (!self.dirs.present()).then_some(MISSING_RECHECK);
-            if let Err(e) = self.wait(timeout) {
-                log::warn!("kqueue wait failed ({e}); scanning instead");
-                return WatchEnd::LimitReached;
+            match self.kevent(&[], 16, timeout) {
+                Err(e) if e.kind() != io::ErrorKind::Interrupted => {
+                    log::warn!("kqueue wait failed ({e}); scanning instead");
+                    return WatchEnd::LimitReached;
+                }
+                _ => {}
             }
             if shutdown.is_set() {
                 break;
@@ -114,33 +117,20 @@ impl Watcher {
         Ok(())
     }
 
+    /// Adds `event` to the kqueue, taking none of the pending events.
     fn change(&self, event: &Event) -> io::Result<()> {
-        self.kevent(
-            std::slice::from_ref(event),
-            &mut Vec::new(),
-            Some(Duration::ZERO),
-        )
+        self.kevent(std::slice::from_ref(event), 0, Some(Duration::ZERO))
     }
 
-    /// Blocks until something happened or `timeout` passed.
-    fn wait(&self, timeout: Option<Duration>) -> io::Result<()> {
-        match self.kevent(&[], &mut Vec::with_capacity(16), timeout) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-            other => other,
-        }
-    }
-
-    fn kevent(
-        &self,
-        changes: &[Event],
-        events: &mut Vec<Event>,
-        timeout: Option<Duration>,
-    ) -> io::Result<()> {
+    /// Applies `changes`, then waits up to `timeout` for up to `room` events
+    /// and drops them: a wake-up only means "look again".
+    fn kevent(&self, changes: &[Event], room: usize, timeout: Option<Duration>) -> io::Result<()> {
+        let mut events: Vec<Event> = Vec::with_capacity(room);
         // SAFETY: every fd named by an event is the shutdown pipe (alive as
         // long as the daemon) or a watched directory kept open in `watched`;
         // closing one removes its knote, and any event that still names a
         // reused fd only causes one more look, which is harmless.
-        unsafe { kqueue::kevent(self.kq.as_fd(), changes, events, timeout) }?;
+        unsafe { kqueue::kevent(self.kq.as_fd(), changes, &mut events, timeout) }?;
         Ok(())
     }
 }
