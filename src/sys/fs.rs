@@ -39,7 +39,7 @@ const NEVER_BLOCK: libc::c_int = libc::O_NONBLOCK | libc::O_NOCTTY;
 pub(crate) enum ReadError {
     /// Nothing there: usually normal, so callers tell it apart.
     Missing(PathBuf),
-    /// A FIFO, device, directory or socket.
+    /// A FIFO, device or directory.
     NotRegular {
         path: PathBuf,
         kind: &'static str,
@@ -92,7 +92,7 @@ impl std::fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-/// What a file type is, in words, when it is not a regular file.
+/// What an open file's type is, in words, when it is not a regular file.
 fn irregular_kind(t: std::fs::FileType) -> Option<&'static str> {
     if t.is_file() {
         None
@@ -100,13 +100,10 @@ fn irregular_kind(t: std::fs::FileType) -> Option<&'static str> {
         Some("directory")
     } else if t.is_fifo() {
         Some("FIFO")
-    } else if t.is_socket() {
-        Some("socket")
     } else if t.is_char_device() || t.is_block_device() {
         Some("device")
-    } else if t.is_symlink() {
-        Some("symbolic link")
     } else {
+        // No socket can be opened, and an open file is never a symlink.
         Some("special file")
     }
 }
@@ -235,7 +232,6 @@ pub(crate) fn open_lock_file(path: &Path) -> io::Result<File> {
     open_or_create(path, opts.read(true).write(true), PRIVATE_FILE)
 }
 
-/// The directory `target` lives in.
 fn dir_of(target: &Path) -> &Path {
     match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,

@@ -348,9 +348,7 @@ impl Streams<'_> {
             }
         });
         let (stderr, cap) = (&mut self.stderr, self.stderr_kept);
-        let from_err = read_available(&mut self.err, &mut self.buf, &mut |piece| {
-            keep(stderr, cap, piece)
-        });
+        let from_err = read_available(&mut self.err, &mut self.buf, &mut |p| keep(stderr, cap, p));
         from_out | from_err
     }
 }

@@ -31,7 +31,6 @@ pub(crate) struct Stamp {
     pub is_dir: bool,
 }
 
-/// A directory's entries, by name.
 pub(crate) type Entries = BTreeMap<OsString, Stamp>;
 
 /// The names that are new in `now` or whose stamp changed since `before`.
@@ -109,12 +108,6 @@ impl HookDirs {
             root,
             ..HookDirs::default()
         }
-    }
-
-    /// Whether the hooks directory existed at the last look.
-    #[cfg_attr(not(target_os = "macos"), allow(dead_code, reason = "kqueue only"))]
-    pub(crate) fn present(&self) -> bool {
-        self.hooks.is_some()
     }
 
     /// The directories that existed at the last look (for kqueue to watch).
@@ -267,7 +260,7 @@ mod tests {
         let q = EventQueue::new(100);
         let mut dirs = HookDirs::new(root.clone());
         dirs.look(&q);
-        assert!(!dirs.present());
+        assert!(dirs.dirs().is_empty());
         std::fs::create_dir_all(root.join("sandbox/s-1")).unwrap();
         rename_hook(&root.join("sandbox/s-1"), "s-1", "{}");
         dirs.look(&q);

@@ -241,8 +241,7 @@ impl Watcher {
             }
             Watched::Sandbox if is_dir && created => {
                 if let Some(n) = name {
-                    let path = self.dir.join("sandbox").join(n);
-                    self.watch_sandbox_session(&path);
+                    self.watch_sandbox_session(&self.dir.join("sandbox").join(n));
                 }
             }
             Watched::Root | Watched::SandboxSession if !is_dir && file_written => {

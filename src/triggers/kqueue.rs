@@ -61,7 +61,8 @@ impl Watcher {
             return WatchEnd::LimitReached;
         }
         while !shutdown.is_set() {
-            let timeout = (!self.dirs.present()).then_some(MISSING_RECHECK);
+            // Nothing watched (no hooks directory yet): look again soon.
+            let timeout = self.watched.is_empty().then_some(MISSING_RECHECK);
             match self.kevent(&[], 16, timeout) {
                 Err(e) if e.kind() != io::ErrorKind::Interrupted => {
                     log::warn!("kqueue wait failed ({e}); scanning instead");

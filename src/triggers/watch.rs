@@ -100,13 +100,9 @@ impl HookWatch {
         if self.backend == Backend::Scan {
             return None;
         }
-        match Kernel::start(self.dir.clone(), self.queue.clone()) {
-            Ok(k) => Some(k),
-            Err(e) => {
-                self.announce_fallback(&e.to_string());
-                None
-            }
-        }
+        Kernel::start(self.dir.clone(), self.queue.clone())
+            .inspect_err(|e| self.announce_fallback(&e.to_string()))
+            .ok()
     }
 
     /// Says once, until the kernel is back, that scanning stands in for it.
