@@ -11,10 +11,8 @@
 //! between whole lines. A lock nobody releases costs a moment and a
 //! rotation, never a record (the line is appended unlocked); a `<name>.1`
 //! that cannot be replaced leaves the file growing, and the caller warns.
-//! Disk use is bounded by about twice the limit per record file.
-//!
-//! Reading never loads a file whole: lines are streamed, and a line longer
-//! than [`MAX_LINE_BYTES`] (no record is) is skipped.
+//! Disk use is bounded by about twice the limit per record file. Reading
+//! streams lines, never a whole file.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};

@@ -29,15 +29,13 @@ pub struct Records {
     tally: Mutex<Tally>,
 }
 
-const WARN_EVERY: Duration = Duration::from_secs(60);
-
 impl Records {
     /// Records in `dir`, rotated at the default 16 MiB.
     pub fn new(dir: &Path) -> Records {
         Records {
             dir: dir.to_owned(),
             max_bytes: DEFAULT_MAX_BYTES,
-            warnings: Throttle::new(WARN_EVERY),
+            warnings: Throttle::new(Duration::from_secs(60)),
             tally: Mutex::new(Tally::default()),
         }
     }

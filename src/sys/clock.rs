@@ -35,10 +35,8 @@ pub(crate) fn clamped(secs: f64) -> std::time::Duration {
 }
 
 pub(crate) fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+    let since = SystemTime::now().duration_since(UNIX_EPOCH);
+    since.map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// A clock that moves only when told to.

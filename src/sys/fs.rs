@@ -276,9 +276,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Resu
 /// target's) or anything else.
 pub(crate) fn stale_temps(target: &Path) -> Vec<PathBuf> {
     let prefix = temp_prefix(target);
-    let Ok(entries) = std::fs::read_dir(dir_of(target)) else {
-        return Vec::new();
-    };
+    let entries = std::fs::read_dir(dir_of(target)).into_iter().flatten();
     entries
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))

@@ -77,9 +77,8 @@ impl Cmd {
         }
     }
 
-    pub(crate) fn arg(mut self, a: impl Into<OsString>) -> Cmd {
-        self.args.push(a.into());
-        self
+    pub(crate) fn arg(self, a: impl Into<OsString>) -> Cmd {
+        self.args([a])
     }
 
     pub(crate) fn args(mut self, args: impl IntoIterator<Item = impl Into<OsString>>) -> Cmd {
@@ -440,10 +439,7 @@ pub(crate) fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Resul
     // SAFETY: the hook runs in the forked child before exec; setsid is
     // async-signal-safe and touches no memory of the parent.
     unsafe {
-        c.pre_exec(|| {
-            rustix::process::setsid()?;
-            Ok(())
-        });
+        c.pre_exec(|| rustix::process::setsid().map(drop).map_err(Into::into));
     }
     let child = c.spawn()?;
     let pid = child.id();

@@ -52,8 +52,6 @@ impl Batch {
     }
 }
 
-const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
-
 pub(crate) struct EventQueue {
     tx: Sender<Trigger>,
     rx: Receiver<Trigger>,
@@ -76,7 +74,7 @@ impl EventQueue {
             sending: Mutex::new(()),
             drops: AtomicU64::new(0),
             rescan_owed: AtomicBool::new(false),
-            drop_warnings: Throttle::new(DROP_LOG_EVERY),
+            drop_warnings: Throttle::new(Duration::from_secs(10)),
         }
     }
 
@@ -125,9 +123,7 @@ impl EventQueue {
         while let Ok(e) = self.rx.try_recv() {
             batch.add(e);
         }
-        if self.rescan_owed.swap(false, Ordering::SeqCst) {
-            batch.rescan = true;
-        }
+        batch.rescan |= self.rescan_owed.swap(false, Ordering::SeqCst);
         Some(batch)
     }
 }

@@ -154,12 +154,9 @@ impl Watcher {
             }
         };
         self.kinds.insert(wd, Watched::Sandbox);
-        if let Ok(entries) = std::fs::read_dir(&sandbox) {
-            for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    self.watch_sandbox_session(&entry.path());
-                }
-            }
+        let entries = std::fs::read_dir(&sandbox).into_iter().flatten().flatten();
+        for entry in entries.filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+            self.watch_sandbox_session(&entry.path());
         }
     }
 
