@@ -22,7 +22,11 @@ fn hostile(c: char) -> bool {
 
 /// How many characters `c` takes once shown.
 fn width(c: char) -> usize {
-    hostile(c).then(|| c.escape_default().len()).unwrap_or(1)
+    if hostile(c) {
+        c.escape_default().len()
+    } else {
+        1
+    }
 }
 
 fn push_shown(out: &mut String, s: &str) {

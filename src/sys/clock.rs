@@ -28,10 +28,8 @@ impl Clock for SystemClock {
 /// `secs` as a `Duration`, clamped to [0, one day]: NaN, negative and huge
 /// values (from a stepped clock or a bad file) never panic.
 pub(crate) fn clamped(secs: f64) -> std::time::Duration {
-    if secs.is_nan() {
-        return std::time::Duration::ZERO;
-    }
-    std::time::Duration::from_secs_f64(secs.clamp(0.0, 86_400.0))
+    // NaN passes the clamp and fails the conversion: zero.
+    std::time::Duration::try_from_secs_f64(secs.clamp(0.0, 86_400.0)).unwrap_or_default()
 }
 
 pub(crate) fn unix_now() -> f64 {

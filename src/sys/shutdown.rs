@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
@@ -71,10 +71,8 @@ impl Shutdown {
         if self.is_set() {
             return false;
         }
-        match self.inner.rx.recv_timeout(d) {
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => !self.is_set(),
-            _ => false,
-        }
+        let slept = self.inner.rx.recv_timeout(d) == Err(RecvTimeoutError::Timeout);
+        slept && !self.is_set()
     }
 
     /// Disconnects (so `recv` returns at once) when shutdown is triggered.
