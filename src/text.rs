@@ -11,9 +11,7 @@
 //! [`clip_chars`] only clip: they are for data (record fields, CLI error
 //! messages), which is escaped where it is shown.
 
-/// Whether `c` is shown as its escape: a control character, or one of the
-/// bidi marks U+061C, U+200E, U+200F, the separators U+2028, U+2029, the
-/// embeddings and overrides U+202A–U+202E, the isolates U+2066–U+2069.
+/// Whether `c` is shown as its escape, by the policy above.
 fn hostile(c: char) -> bool {
     let bidi_or_break = matches!(
         c,
@@ -41,29 +39,20 @@ fn push_shown(out: &mut String, s: &str) {
     }
 }
 
+/// The first of `chars` past `room` characters as shown, counted from
+/// where `chars` starts.
+fn overflow(mut chars: impl Iterator<Item = (usize, char)>, room: usize) -> Option<(usize, char)> {
+    let mut used = 0;
+    chars.find(|&(_, c)| {
+        used += width(c);
+        used > room
+    })
+}
+
 /// Where the longest start of `s` that takes at most `room` characters
 /// once shown ends.
 fn head_end(s: &str, room: usize) -> usize {
-    let mut used = 0;
-    s.char_indices()
-        .find(|&(_, c)| {
-            used += width(c);
-            used > room
-        })
-        .map_or(s.len(), |(i, _)| i)
-}
-
-/// Where the longest end of `s` that takes at most `room` characters once
-/// shown starts.
-fn tail_start(s: &str, room: usize) -> usize {
-    let mut used = 0;
-    s.char_indices()
-        .rev()
-        .find(|&(_, c)| {
-            used += width(c);
-            used > room
-        })
-        .map_or(0, |(i, c)| i + c.len_utf8())
+    overflow(s.char_indices(), room).map_or(s.len(), |(i, _)| i)
 }
 
 /// `s` printable on one line and clipped to `max` characters as shown,
@@ -87,7 +76,8 @@ pub(crate) fn printable_ends(s: &str, max: usize, head: usize) -> String {
     }
     let mut out = printable(&s[..head_end(s, head)], head);
     out.push('…');
-    push_shown(&mut out, &s[tail_start(s, max - head - 1)..]);
+    let tail = overflow(s.char_indices().rev(), max - head - 1);
+    push_shown(&mut out, &s[tail.map_or(0, |(i, c)| i + c.len_utf8())..]);
     out
 }
 

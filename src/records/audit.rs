@@ -25,8 +25,11 @@ pub(crate) fn clip(s: &str) -> String {
     crate::text::clip_bytes(s, MAX_FIELD_BYTES)
 }
 
-fn clip_opt(s: &Option<String>) -> Option<String> {
-    s.as_deref().map(clip)
+/// Clips each of `fields` that is longer than [`MAX_FIELD_BYTES`].
+fn clip_each<'a>(fields: impl IntoIterator<Item = &'a mut String>) {
+    for f in fields.into_iter().filter(|f| f.len() > MAX_FIELD_BYTES) {
+        *f = clip(f);
+    }
 }
 
 /// One line of `restart.log`.
@@ -73,15 +76,10 @@ impl RestartRecord {
 
     /// The record with every text field clipped.
     pub fn clipped(&self) -> RestartRecord {
-        RestartRecord {
-            id: clip(&self.id),
-            title: clip(&self.title),
-            profile: clip(&self.profile),
-            action: self.action.clone(),
-            reason: clip_opt(&self.reason),
-            final_status: clip_opt(&self.final_status),
-            ..*self
-        }
+        let mut r = self.clone();
+        clip_each([&mut r.id, &mut r.title, &mut r.profile]);
+        clip_each(r.reason.iter_mut().chain(&mut r.final_status));
+        r
     }
 }
 
@@ -107,28 +105,14 @@ pub struct LivenessRecord {
 impl LivenessRecord {
     /// The record with every text field clipped.
     pub fn clipped(&self) -> LivenessRecord {
-        LivenessRecord {
-            id: clip(&self.id),
-            title: clip(&self.title),
-            profile: clip(&self.profile),
-            reads: self
-                .reads
-                .iter()
-                .map(|r| StatusRead {
-                    ts: r.ts,
-                    status: clip(&r.status),
-                    substate: clip_opt(&r.substate),
-                })
-                .collect(),
-            pane: Pane {
-                first: clip(&self.pane.first),
-                second: clip(&self.pane.second),
-                ..self.pane
-            },
-            auth_hold_reason: clip_opt(&self.auth_hold_reason),
-            decision: clip(&self.decision),
-            ..*self
+        let mut r = self.clone();
+        clip_each([&mut r.id, &mut r.title, &mut r.profile, &mut r.decision]);
+        clip_each([&mut r.pane.first, &mut r.pane.second]);
+        clip_each(&mut r.auth_hold_reason);
+        for read in &mut r.reads {
+            clip_each(std::iter::once(&mut read.status).chain(&mut read.substate));
         }
+        r
     }
 }
 
@@ -147,12 +131,9 @@ pub struct EscalationRecord {
 impl EscalationRecord {
     /// The record with every text field clipped.
     pub fn clipped(&self) -> EscalationRecord {
-        EscalationRecord {
-            severity: self.severity.clone(),
-            message: clip(&self.message),
-            sid: clip_opt(&self.sid),
-            ..*self
-        }
+        let mut r = self.clone();
+        clip_each(std::iter::once(&mut r.message).chain(&mut r.sid));
+        r
     }
 }
 

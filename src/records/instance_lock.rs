@@ -10,7 +10,7 @@
 //! never truncated or waited on.
 
 use std::fs::File;
-use std::io::{Read, Seek, Write};
+use std::io::{Seek, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -23,7 +23,7 @@ use crate::sys::process_table::{self, PROC_DIR};
 pub(crate) const LOCK_FILE: &str = "watchdog.lock";
 
 /// Who holds the lock, as its file says.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Holder {
     pub pid: u32,
     #[serde(default)]
@@ -43,9 +43,7 @@ impl Holder {
         serde_json::from_str(text).ok().or_else(|| {
             Some(Holder {
                 pid: text.parse().ok()?,
-                dry_run: false,
-                once: false,
-                started_at: None,
+                ..Holder::default()
             })
         })
     }
@@ -73,8 +71,7 @@ pub(crate) fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
     match flock::try_lock(&file, LockMode::Exclusive) {
         Ok(()) => {}
         Err(LockError::Busy) => {
-            let mut text = String::new();
-            let _ = (&file).take(4096).read_to_string(&mut text);
+            let text = read_text(&path, SMALL_FILE_MAX).unwrap_or_default();
             let who = Holder::parse(&text).map_or_else(
                 || "another process".to_owned(),
                 |h| format!("pid {}", h.pid),

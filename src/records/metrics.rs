@@ -4,9 +4,8 @@
 //! Rendering is a pure function of a [`DaemonStatus`], which is written beside
 //! it as `daemon-status.json` for `status` and `doctor`, so this file is
 //! never parsed back. The record counts come from
-//! [`crate::records::tally::Tally`], so each counter matches the lines its log
-//! file received since start. They are counted in memory, never read back
-//! from the files, so rotating a file to `<name>.1` does not reset them.
+//! [`crate::records::tally::Tally`]: the lines each log received since start,
+//! which a rotation does not reset.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -24,117 +23,81 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn family<K: AsRef<str>>(
-    out: &mut String,
-    name: &str,
-    kind: &str,
-    help: &str,
-    label: &str,
-    values: &BTreeMap<K, u64>,
-) {
-    let _ = writeln!(out, "# HELP {PREFIX}_{name} {help}");
-    let _ = writeln!(out, "# TYPE {PREFIX}_{name} {kind}");
-    for (k, v) in values {
-        let _ = writeln!(
-            out,
-            "{PREFIX}_{name}{{{label}=\"{}\"}} {v}",
-            escape(k.as_ref())
-        );
-    }
+/// One family of the file, written as its HELP and TYPE lines, then its
+/// samples.
+struct Family<'a> {
+    out: &'a mut String,
+    kind: &'static str,
+    name: &'static str,
 }
 
-fn single(out: &mut String, name: &str, kind: &str, help: &str, value: f64) {
-    let _ = writeln!(out, "# HELP {PREFIX}_{name} {help}");
-    let _ = writeln!(out, "# TYPE {PREFIX}_{name} {kind}");
-    let _ = writeln!(out, "{PREFIX}_{name} {value}");
+impl<'a> Family<'a> {
+    fn new(out: &'a mut String, kind: &'static str, name: &'static str) -> Family<'a> {
+        Family { out, kind, name }
+    }
+
+    /// Writes the HELP and TYPE lines.
+    fn help(self, help: &str) -> Family<'a> {
+        let (kind, name) = (self.kind, self.name);
+        let _ = writeln!(self.out, "# HELP {PREFIX}_{name} {help}");
+        let _ = writeln!(self.out, "# TYPE {PREFIX}_{name} {kind}");
+        self
+    }
+
+    /// One sample per entry of `values`, labelled `label="<key>"`.
+    fn by<K: AsRef<str>>(self, label: &str, values: &BTreeMap<K, u64>) {
+        let name = self.name;
+        for (k, v) in values {
+            let k = escape(k.as_ref());
+            let _ = writeln!(self.out, "{PREFIX}_{name}{{{label}=\"{k}\"}} {v}");
+        }
+    }
+
+    /// The family's one, unlabelled sample.
+    fn value(self, v: f64) {
+        let _ = writeln!(self.out, "{PREFIX}_{} {v}", self.name);
+    }
 }
 
 /// The whole file.
 pub(crate) fn render(s: &DaemonStatus) -> String {
-    let mut out = String::new();
-    family(
-        &mut out,
-        "restarts_total",
-        "counter",
-        "restart.log records since start, by action.",
-        "result",
-        &s.tally.restart_actions,
-    );
-    family(
-        &mut out,
-        "liveness_decisions_total",
-        "counter",
-        "Liveness decisions since start, by reason.",
-        "reason",
-        &s.tally.liveness_reasons,
-    );
-    family(
-        &mut out,
-        "escalations_total",
-        "counter",
-        "Escalations since start, by severity.",
-        "severity",
-        &s.tally.escalations,
-    );
-    family(
-        &mut out,
-        "cli_calls_total",
-        "counter",
-        "agent-deck CLI calls since start, by command.",
-        "command",
-        &s.cli.calls,
-    );
-    family(
-        &mut out,
-        "cli_failures_total",
-        "counter",
-        "Failed agent-deck CLI calls since start, by command.",
-        "command",
-        &s.cli.failures,
-    );
-    single(
-        &mut out,
-        "queue_drops_total",
-        "counter",
-        "Events dropped from the full event queue.",
-        s.queue_drops as f64,
-    );
-    single(
-        &mut out,
-        "tick_duration_seconds",
-        "gauge",
-        "How long the last safety-poll tick took.",
-        s.tick_seconds,
-    );
-    let sessions: BTreeMap<&str, u64> = [
+    let (t, cli) = (&s.tally, &s.cli);
+    let sessions = BTreeMap::from([
         ("seen", s.sessions_seen as u64),
         ("critical", s.sessions_critical as u64),
         ("errored", s.sessions_errored as u64),
-    ]
-    .into_iter()
-    .collect();
-    family(
-        &mut out,
-        "sessions",
-        "gauge",
-        "Sessions at the last tick: seen, restart-critical, critical in error.",
-        "kind",
-        &sessions,
-    );
-    single(
-        &mut out,
-        "breaker_open",
-        "gauge",
-        "1 while the 429 circuit breaker holds every restart.",
-        f64::from(u8::from(s.breaker_open)),
-    );
-    single(
-        &mut out,
-        "last_tick_timestamp_seconds",
-        "gauge",
-        "Unix time of the last safety-poll tick.",
-        s.last_tick,
-    );
+    ]);
+    let mut out = String::new();
+    Family::new(&mut out, "counter", "restarts_total")
+        .help("restart.log records since start, by action.")
+        .by("result", &t.restart_actions);
+    Family::new(&mut out, "counter", "liveness_decisions_total")
+        .help("Liveness decisions since start, by reason.")
+        .by("reason", &t.liveness_reasons);
+    Family::new(&mut out, "counter", "escalations_total")
+        .help("Escalations since start, by severity.")
+        .by("severity", &t.escalations);
+    Family::new(&mut out, "counter", "cli_calls_total")
+        .help("agent-deck CLI calls since start, by command.")
+        .by("command", &cli.calls);
+    Family::new(&mut out, "counter", "cli_failures_total")
+        .help("Failed agent-deck CLI calls since start, by command.")
+        .by("command", &cli.failures);
+    Family::new(&mut out, "counter", "queue_drops_total")
+        .help("Events dropped from the full event queue.")
+        .value(s.queue_drops as f64);
+    Family::new(&mut out, "gauge", "tick_duration_seconds")
+        .help("How long the last safety-poll tick took.")
+        .value(s.tick_seconds);
+    Family::new(&mut out, "gauge", "sessions")
+        .help("Sessions at the last tick: seen, restart-critical, critical in error.")
+        .by("kind", &sessions);
+    Family::new(&mut out, "gauge", "breaker_open")
+        .help("1 while the 429 circuit breaker holds every restart.")
+        .value(f64::from(u8::from(s.breaker_open)));
+    Family::new(&mut out, "gauge", "last_tick_timestamp_seconds")
+        .help("Unix time of the last safety-poll tick.")
+        .value(s.last_tick);
     out
 }
 

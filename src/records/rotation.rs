@@ -11,10 +11,8 @@
 //! between whole lines. A lock nobody releases costs a moment and a
 //! rotation, never a record (the line is appended unlocked); a `<name>.1`
 //! that cannot be replaced leaves the file growing, and the caller warns.
-//! Disk use is bounded by about twice the limit per record file.
-//!
-//! Reading never loads a file whole: lines are streamed, and a line longer
-//! than [`MAX_LINE_BYTES`] (no record is) is skipped.
+//! Disk use is bounded by about twice the limit per record file. Reading
+//! streams lines, never a whole file.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -88,22 +86,18 @@ pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended>
             file.write_all(line)?;
             return Ok(rotated.map_or(Appended::Plain, Appended::Rotated));
         }
-        if !locked {
-            file.write_all(line)?;
-            return Ok(Appended::Unrotated(
-                "another process holds its lock".to_owned(),
-            ));
-        }
         let target = rotated_path(path);
-        if let Err(e) = std::fs::rename(path, &target) {
-            file.write_all(line)?;
-            return Ok(Appended::Unrotated(format!(
-                "cannot rename it to {}: {e}",
-                target.display()
-            )));
-        }
-        // The lock goes with `file`; the next round opens the fresh file.
-        rotated = Some(size);
+        let why = if !locked {
+            "another process holds its lock".to_owned()
+        } else if let Err(e) = std::fs::rename(path, &target) {
+            format!("cannot rename it to {}: {e}", target.display())
+        } else {
+            // The lock goes with `file`; the next round opens the fresh file.
+            rotated = Some(size);
+            continue;
+        };
+        file.write_all(line)?;
+        return Ok(Appended::Unrotated(why));
     }
     // Unreachable: the last round always writes.
     Ok(Appended::Plain)

@@ -29,27 +29,23 @@ pub struct Records {
     tally: Mutex<Tally>,
 }
 
-const WARN_EVERY: Duration = Duration::from_secs(60);
-
 impl Records {
     /// Records in `dir`, rotated at the default 16 MiB.
     pub fn new(dir: &Path) -> Records {
         Records {
             dir: dir.to_owned(),
             max_bytes: DEFAULT_MAX_BYTES,
-            warnings: Throttle::new(WARN_EVERY),
+            warnings: Throttle::new(Duration::from_secs(60)),
             tally: Mutex::new(Tally::default()),
         }
     }
 
     /// Records in the watchdog directory, rotated at `RECORD_MAX_BYTES`.
     pub fn from_config(cfg: &crate::config::Config) -> Records {
-        Records::new(&cfg.watchdog_dir).with_max_bytes(cfg.record_max_bytes)
-    }
-
-    /// The same records, rotated at `max_bytes` instead.
-    pub fn with_max_bytes(self, max_bytes: u64) -> Records {
-        Records { max_bytes, ..self }
+        Records {
+            max_bytes: cfg.record_max_bytes,
+            ..Records::new(&cfg.watchdog_dir)
+        }
     }
 
     pub fn restart(&self, r: &RestartRecord) {
@@ -156,7 +152,10 @@ mod tests {
     fn records_rotate_at_the_limit_and_the_counters_keep_counting() {
         let tmp = tempfile::tempdir().unwrap();
         let max = 64 << 10;
-        let r = Records::new(tmp.path()).with_max_bytes(max);
+        let r = Records {
+            max_bytes: max,
+            ..Records::new(tmp.path())
+        };
         let log = tmp.path().join(RESTART_LOG);
         std::fs::write(rotation::rotated_path(&log), b"{\"dropped\":true}\n").unwrap();
         let mut last_total = 0;

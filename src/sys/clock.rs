@@ -28,17 +28,13 @@ impl Clock for SystemClock {
 /// `secs` as a `Duration`, clamped to [0, one day]: NaN, negative and huge
 /// values (from a stepped clock or a bad file) never panic.
 pub(crate) fn clamped(secs: f64) -> std::time::Duration {
-    if secs.is_nan() {
-        return std::time::Duration::ZERO;
-    }
-    std::time::Duration::from_secs_f64(secs.clamp(0.0, 86_400.0))
+    // NaN passes the clamp and fails the conversion: zero.
+    std::time::Duration::try_from_secs_f64(secs.clamp(0.0, 86_400.0)).unwrap_or_default()
 }
 
 pub(crate) fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+    let since = SystemTime::now().duration_since(UNIX_EPOCH);
+    since.map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// A clock that moves only when told to.
@@ -68,14 +64,10 @@ impl Clock for FakeClock {
     }
 }
 
-/// `secs` as a jiff timestamp; out-of-range or NaN input reads as the epoch.
+/// `secs` as a jiff timestamp; out-of-range or NaN input reads as the epoch
+/// (the cast saturates, and NaN casts to 0).
 fn timestamp(secs: f64) -> Timestamp {
-    let ms = if secs.is_finite() {
-        (secs * 1000.0) as i64
-    } else {
-        0
-    };
-    Timestamp::from_millisecond(ms).unwrap_or(Timestamp::UNIX_EPOCH)
+    Timestamp::from_millisecond((secs * 1000.0) as i64).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 /// `secs` as local time (the system's zone, or `TZ`), `YYYY-MM-DD HH:MM:SS

@@ -30,11 +30,10 @@ pub(crate) fn try_lock(file: &File, mode: LockMode) -> Result<(), LockError> {
         LockMode::Shared => file.try_lock_shared(),
         LockMode::Exclusive => file.try_lock(),
     };
-    match taken {
-        Ok(()) => Ok(()),
-        Err(TryLockError::WouldBlock) => Err(LockError::Busy),
-        Err(TryLockError::Error(e)) => Err(LockError::Io(e)),
-    }
+    taken.map_err(|e| match e {
+        TryLockError::WouldBlock => LockError::Busy,
+        TryLockError::Error(e) => LockError::Io(e),
+    })
 }
 
 /// Takes the lock, waiting at most `patience`, or as long as it takes when

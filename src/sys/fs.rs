@@ -1,20 +1,9 @@
 //! File access the daemon can trust (SPEC §11). Anything in the spool, the
 //! task dir or the watchdog dir may be a FIFO, a device, a symlink or huge;
 //! nothing here blocks on one, writes through one or reads more than a bound.
-//!
-//! - [`read_bounded`] is the one way files are read: opened `O_NONBLOCK`,
-//!   checked to be a regular file after open, read up to a limit, never
-//!   allocating more than the file holds.
-//! - [`open_append`] and [`open_lock_file`] open files for writing
-//!   `O_NOFOLLOW`, `O_NONBLOCK`, checked to be regular; [`write_atomically`]
-//!   renames a new temp file (unpredictable name, `O_EXCL`) into place.
-//!   Every file they create gets an explicit mode, whatever the umask.
-//! - [`create_private_dirs`] makes directories `0700`; [`move_aside`] keeps a
-//!   corrupt file without overwriting an earlier copy; [`remove_stale_temps`]
-//!   clears the temp files a killed run left.
-//!
-//! Callers decide what a failure means; [`warn_unreadable`] rate-limits the
-//! warning so a FIFO left in the spool costs a line every few minutes.
+//! What is opened is checked to be a regular file on the descriptor, after
+//! the open; every file and directory created gets an explicit mode,
+//! whatever the umask. Callers decide what a failure means.
 
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};
@@ -50,7 +39,7 @@ const NEVER_BLOCK: libc::c_int = libc::O_NONBLOCK | libc::O_NOCTTY;
 pub(crate) enum ReadError {
     /// Nothing there: usually normal, so callers tell it apart.
     Missing(PathBuf),
-    /// A FIFO, device, directory or socket.
+    /// A FIFO, device or directory.
     NotRegular {
         path: PathBuf,
         kind: &'static str,
@@ -103,7 +92,7 @@ impl std::fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-/// What a file type is, in words, when it is not a regular file.
+/// What an open file's type is, in words, when it is not a regular file.
 fn irregular_kind(t: std::fs::FileType) -> Option<&'static str> {
     if t.is_file() {
         None
@@ -111,13 +100,10 @@ fn irregular_kind(t: std::fs::FileType) -> Option<&'static str> {
         Some("directory")
     } else if t.is_fifo() {
         Some("FIFO")
-    } else if t.is_socket() {
-        Some("socket")
     } else if t.is_char_device() || t.is_block_device() {
         Some("device")
-    } else if t.is_symlink() {
-        Some("symbolic link")
     } else {
+        // No socket can be opened, and an open file is never a symlink.
         Some("special file")
     }
 }
@@ -236,20 +222,16 @@ fn open_or_create(path: &Path, opts: &OpenOptions, mode: u32) -> io::Result<File
 /// Opens `path` for appending, creating it `0600`: records, a re-dispatched
 /// task's output.
 pub(crate) fn open_append(path: &Path) -> io::Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.append(true);
-    open_or_create(path, &opts, PRIVATE_FILE)
+    open_or_create(path, OpenOptions::new().append(true), PRIVATE_FILE)
 }
 
 /// Opens (creating `0600`) a file that is only ever `flock`ed and rewritten
 /// in place: the instance lock, the registry lock. Never truncated here.
 pub(crate) fn open_lock_file(path: &Path) -> io::Result<File> {
     let mut opts = OpenOptions::new();
-    opts.read(true).write(true);
-    open_or_create(path, &opts, PRIVATE_FILE)
+    open_or_create(path, opts.read(true).write(true), PRIVATE_FILE)
 }
 
-/// The directory `target` lives in.
 fn dir_of(target: &Path) -> &Path {
     match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -259,20 +241,16 @@ fn dir_of(target: &Path) -> &Path {
 
 /// The prefix of every temp file written for `target`: `.<name>.tmp-`.
 fn temp_prefix(target: &Path) -> String {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    format!(".{name}.tmp-")
+    let name = target.file_name().unwrap_or_default();
+    format!(".{}.tmp-", name.to_string_lossy())
 }
 
 /// A new temp file beside `target`, named `.<name>.tmp-<random>`, of
-/// exactly `mode` (the umask only removes bits; this sets them all).
+/// exactly `mode` (set after the `0600` create, so the umask plays no part).
 fn temp_file(target: &Path, mode: u32) -> io::Result<tempfile::NamedTempFile> {
     let tmp = tempfile::Builder::new()
         .prefix(&temp_prefix(target))
         .rand_bytes(16)
-        .permissions(Permissions::from_mode(mode))
         .tempfile_in(dir_of(target))?;
     tmp.as_file()
         .set_permissions(Permissions::from_mode(mode))?;
@@ -298,9 +276,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Resu
 /// target's) or anything else.
 pub(crate) fn stale_temps(target: &Path) -> Vec<PathBuf> {
     let prefix = temp_prefix(target);
-    let Ok(entries) = std::fs::read_dir(dir_of(target)) else {
-        return Vec::new();
-    };
+    let entries = std::fs::read_dir(dir_of(target)).into_iter().flatten();
     entries
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))

@@ -15,14 +15,14 @@
 
 use std::ffi::OsString;
 use std::fmt;
+use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
 use rustix::process::{kill_process_group, Pid, Signal};
 
@@ -77,9 +77,8 @@ impl Cmd {
         }
     }
 
-    pub(crate) fn arg(mut self, a: impl Into<OsString>) -> Cmd {
-        self.args.push(a.into());
-        self
+    pub(crate) fn arg(self, a: impl Into<OsString>) -> Cmd {
+        self.args([a])
     }
 
     pub(crate) fn args(mut self, args: impl IntoIterator<Item = impl Into<OsString>>) -> Cmd {
@@ -115,35 +114,18 @@ impl Cmd {
     }
 }
 
-/// What a child that ran to the end produced.
+/// What a child that ran to the end produced, each stream lossily decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Output {
     /// The exit code, or `None` when a signal ended it.
     pub code: Option<i32>,
     pub signal: Option<i32>,
+    /// Empty after [`run_streaming`]: its sink had all of it.
     pub stdout: String,
     pub stderr: String,
 }
 
 impl Output {
-    pub(crate) fn success(&self) -> bool {
-        self.code == Some(0)
-    }
-}
-
-/// What a child whose stdout was streamed left besides that stdout.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Streamed {
-    /// The exit code, or `None` when a signal ended it.
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-    /// The first [`STREAM_STDERR`] bytes of stderr, lossily decoded.
-    pub stderr: String,
-    /// How many bytes of stdout were read (all of them went to the sink).
-    pub stdout_bytes: u64,
-}
-
-impl Streamed {
     pub(crate) fn success(&self) -> bool {
         self.code == Some(0)
     }
@@ -193,18 +175,14 @@ impl fmt::Display for RunError {
 /// Runs `job` to completion, within `timeout`, or until `shutdown`, and
 /// keeps the first [`MAX_CAPTURE`] bytes of each stream.
 pub(crate) fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, RunError> {
-    let mut stdout = Capture::new(MAX_CAPTURE);
-    let mut keep = |piece: &[u8]| {
-        stdout.take(piece);
+    let mut stdout = Vec::new();
+    let mut kept = |piece: &[u8]| {
+        keep(&mut stdout, MAX_CAPTURE, piece);
         Flow::More
     };
-    let ended = supervised(job, timeout, shutdown, (u64::MAX, MAX_CAPTURE), &mut keep)?;
-    Ok(Output {
-        code: ended.code,
-        signal: ended.signal,
-        stdout: stdout.text(),
-        stderr: ended.stderr,
-    })
+    let mut ended = supervised(job, timeout, shutdown, (u64::MAX, MAX_CAPTURE), &mut kept)?;
+    ended.stdout = String::from_utf8_lossy(&stdout).into_owned();
+    Ok(ended)
 }
 
 /// Runs `job` like [`run`], but hands its stdout to `sink` piece by piece as
@@ -216,9 +194,14 @@ pub(crate) fn run_streaming(
     timeout: Duration,
     shutdown: &Shutdown,
     sink: &mut dyn FnMut(&[u8]) -> Flow,
-) -> Result<Streamed, RunError> {
-    let limits = (STREAM_CEILING, STREAM_STDERR);
-    supervised(job, timeout, shutdown, limits, sink)
+) -> Result<Output, RunError> {
+    supervised(
+        job,
+        timeout,
+        shutdown,
+        (STREAM_CEILING, STREAM_STDERR),
+        sink,
+    )
 }
 
 /// Runs `job`, killing it past `ceiling` bytes of stdout and keeping
@@ -229,7 +212,7 @@ fn supervised(
     shutdown: &Shutdown,
     (ceiling, stderr_kept): (u64, usize),
     sink: &mut dyn FnMut(&[u8]) -> Flow,
-) -> Result<Streamed, RunError> {
+) -> Result<Output, RunError> {
     if shutdown.is_set() {
         return Err(RunError::Interrupted);
     }
@@ -241,8 +224,8 @@ fn supervised(
     let mut child = c.spawn().map_err(RunError::Spawn)?;
     // Both pipes close when this call returns, whoever else holds their
     // other ends: nothing of ours is left waiting on a grandchild.
-    let pipes =
-        Pipe::new(child.stdout.take()).and_then(|out| Ok((out, Pipe::new(child.stderr.take())?)));
+    let pipes = nonblocking(child.stdout.take())
+        .and_then(|out| Ok((out, nonblocking(child.stderr.take())?)));
     let (out, err) = match pipes {
         Ok(p) => p,
         Err(e) => {
@@ -257,18 +240,19 @@ fn supervised(
         wants_more: true,
         ceiling,
         stdout_bytes: 0,
-        stderr: Capture::new(stderr_kept),
+        stderr: Vec::new(),
+        stderr_kept,
         buf: vec![0u8; PIECE],
     };
     let deadline = started
         .checked_add(timeout)
         .unwrap_or(started + Duration::from_secs(365 * 24 * 3600));
     match supervise(&mut child, &mut io, (deadline, timeout), shutdown) {
-        Ok(status) => Ok(Streamed {
+        Ok(status) => Ok(Output {
             code: status.code(),
             signal: status.signal(),
-            stderr: io.stderr.text(),
-            stdout_bytes: io.stdout_bytes,
+            stdout: String::new(),
+            stderr: String::from_utf8_lossy(&io.stderr).into_owned(),
         }),
         Err((e, reaped)) => {
             // A child reaped already is not killed: its pid may name another
@@ -310,7 +294,7 @@ fn supervise(
         let until = match exited {
             // The answer is complete; a shutdown need not wait for stragglers.
             Some((status, grace_end)) => {
-                let open = io.out.pipe.is_some() || io.err.pipe.is_some();
+                let open = io.out.is_some() || io.err.is_some();
                 if !open || now >= grace_end || shutdown.is_set() {
                     return Ok(status);
                 }
@@ -322,7 +306,11 @@ fn supervise(
             // do not tell when the child exits: look again soon.
             None => deadline.min(now + nap),
         };
-        let woke = wait_readable(&[io.out.fd(), io.err.fd()], shutdown.fd(), until - now);
+        let pipes = [
+            io.out.as_ref().map(AsFd::as_fd),
+            io.err.as_ref().map(AsFd::as_fd),
+        ];
+        let woke = shutdown.wait_readable(&pipes, Some(until - now));
         nap = if woke && io.read_available() {
             Duration::from_millis(1)
         } else {
@@ -331,17 +319,19 @@ fn supervise(
     }
 }
 
-/// Both pipes of one child and where their bytes go.
+/// Both pipes of one child, non-blocking (`None` once at EOF), and where
+/// their bytes go.
 struct Streams<'a> {
-    out: Pipe<ChildStdout>,
-    err: Pipe<ChildStderr>,
+    out: Option<File>,
+    err: Option<File>,
     sink: &'a mut dyn FnMut(&[u8]) -> Flow,
     /// False once the sink said [`Flow::Enough`].
     wants_more: bool,
     /// Stdout past this many bytes goes nowhere and ends the call.
     ceiling: u64,
     stdout_bytes: u64,
-    stderr: Capture,
+    stderr: Vec<u8>,
+    stderr_kept: usize,
     /// One read buffer for both pipes, reused for the whole call.
     buf: Vec<u8>,
 }
@@ -350,108 +340,56 @@ impl Streams<'_> {
     /// Reads what both pipes have without blocking; true when anything
     /// happened (bytes or EOF).
     fn read_available(&mut self) -> bool {
-        let from_out = self.out.read_available(&mut self.buf, &mut |piece| {
+        let from_out = read_available(&mut self.out, &mut self.buf, &mut |piece| {
             self.stdout_bytes += piece.len() as u64;
             if self.wants_more && self.stdout_bytes <= self.ceiling {
                 self.wants_more = (self.sink)(piece) == Flow::More;
             }
         });
-        let stderr = &mut self.stderr;
-        let from_err = self
-            .err
-            .read_available(&mut self.buf, &mut |piece| stderr.take(piece));
+        let (stderr, cap) = (&mut self.stderr, self.stderr_kept);
+        let from_err = read_available(&mut self.err, &mut self.buf, &mut |p| keep(stderr, cap, p));
         from_out | from_err
     }
 }
 
-/// The first `cap` bytes of a stream; the rest is dropped.
-struct Capture {
-    kept: Vec<u8>,
-    cap: usize,
+/// Appends what of `piece` fits in `cap` bytes of `kept`; the rest is dropped.
+fn keep(kept: &mut Vec<u8>, cap: usize, piece: &[u8]) {
+    let room = cap.saturating_sub(kept.len());
+    kept.extend_from_slice(&piece[..piece.len().min(room)]);
 }
 
-impl Capture {
-    fn new(cap: usize) -> Capture {
-        Capture {
-            kept: Vec::new(),
-            cap,
-        }
-    }
-
-    fn take(&mut self, piece: &[u8]) {
-        let room = self.cap.saturating_sub(self.kept.len());
-        self.kept.extend_from_slice(&piece[..piece.len().min(room)]);
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.kept).into_owned()
-    }
+/// A child's pipe end, made non-blocking.
+fn nonblocking(pipe: Option<impl Into<OwnedFd>>) -> std::io::Result<Option<File>> {
+    let Some(fd) = pipe.map(Into::into) else {
+        return Ok(None);
+    };
+    fcntl_setfl(&fd, fcntl_getfl(&fd)? | OFlags::NONBLOCK)?;
+    Ok(Some(File::from(fd)))
 }
 
-/// One pipe from the child, non-blocking; `None` once it reached EOF (or
-/// was never there).
-struct Pipe<R> {
-    pipe: Option<R>,
-}
-
-impl<R: Read + AsFd> Pipe<R> {
-    fn new(pipe: Option<R>) -> std::io::Result<Pipe<R>> {
-        if let Some(p) = &pipe {
-            let flags = fcntl_getfl(p.as_fd())?;
-            fcntl_setfl(p.as_fd(), flags | OFlags::NONBLOCK)?;
-        }
-        Ok(Pipe { pipe })
-    }
-
-    fn fd(&self) -> Option<BorrowedFd<'_>> {
-        self.pipe.as_ref().map(AsFd::as_fd)
-    }
-
-    /// Reads what is there without blocking, handing each piece to `take`;
-    /// true when anything happened (bytes or EOF).
-    fn read_available(&mut self, buf: &mut [u8], take: &mut dyn FnMut(&[u8])) -> bool {
-        let Some(pipe) = self.pipe.as_mut() else {
-            return false;
-        };
-        let mut read_any = false;
-        for _ in 0..READS_PER_WAKE {
-            match pipe.read(buf) {
-                Ok(n) if n > 0 => {
-                    read_any = true;
-                    take(&buf[..n]);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return read_any,
-                // EOF, or a pipe that cannot be read: closed either way.
-                _ => {
-                    self.pipe = None;
-                    return true;
-                }
+/// Reads what `pipe` has without blocking, handing each piece to `take`;
+/// true when anything happened (bytes or EOF, which closes it).
+fn read_available(pipe: &mut Option<File>, buf: &mut [u8], take: &mut dyn FnMut(&[u8])) -> bool {
+    let Some(file) = pipe.as_mut() else {
+        return false;
+    };
+    let mut read_any = false;
+    for _ in 0..READS_PER_WAKE {
+        match file.read(buf) {
+            Ok(n) if n > 0 => {
+                read_any = true;
+                take(&buf[..n]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return read_any,
+            // EOF, or a pipe that cannot be read: closed either way.
+            _ => {
+                *pipe = None;
+                return true;
             }
         }
-        true
     }
-}
-
-/// Waits up to `wait` for any open pipe or `wake` to turn readable (or hang
-/// up). False when nothing turned readable, or `poll` failed; a failed poll
-/// naps instead, so the caller's loop never spins.
-fn wait_readable(pipes: &[Option<BorrowedFd<'_>>], wake: BorrowedFd<'_>, wait: Duration) -> bool {
-    let fds: Vec<BorrowedFd<'_>> = pipes.iter().flatten().copied().chain([wake]).collect();
-    let mut polled: Vec<PollFd<'_>> = fds
-        .iter()
-        .map(|fd| PollFd::new(fd, PollFlags::IN))
-        .collect();
-    let timeout = Timespec::try_from(wait).ok();
-    match poll(&mut polled, timeout.as_ref()) {
-        Ok(n) => n > 0,
-        Err(e) => {
-            if e != rustix::io::Errno::INTR {
-                std::thread::sleep(wait.min(MAX_NAP));
-            }
-            false
-        }
-    }
+    true
 }
 
 /// Kills the child's whole group and reaps the child. A child that SIGKILL
@@ -501,10 +439,7 @@ pub(crate) fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Resul
     // SAFETY: the hook runs in the forked child before exec; setsid is
     // async-signal-safe and touches no memory of the parent.
     unsafe {
-        c.pre_exec(|| {
-            rustix::process::setsid()?;
-            Ok(())
-        });
+        c.pre_exec(|| rustix::process::setsid().map(drop).map_err(Into::into));
     }
     let child = c.spawn()?;
     let pid = child.id();
@@ -726,7 +661,7 @@ mod tests {
     }
 
     /// Streams `job`'s stdout in pieces; the pieces joined, and the outcome.
-    fn streamed(job: &Cmd, timeout: Duration) -> (Vec<u8>, usize, Result<Streamed, RunError>) {
+    fn streamed(job: &Cmd, timeout: Duration) -> (Vec<u8>, usize, Result<Output, RunError>) {
         let mut got = Vec::new();
         let mut pieces = 0;
         let result = run_streaming(job, timeout, &quiet(), &mut |piece| {
@@ -746,7 +681,7 @@ mod tests {
         let done = result.unwrap();
         assert_eq!(done.code, Some(4));
         assert_eq!(done.stderr, "err\n");
-        assert_eq!(done.stdout_bytes, 1_000_000);
+        assert_eq!(done.stdout, "", "the sink had it all");
         assert_eq!(got.len(), 1_000_000);
         assert!(got.iter().all(|b| *b == b'x'));
         assert!(pieces >= 1_000_000 / PIECE, "{pieces} pieces");
@@ -756,7 +691,7 @@ mod tests {
     fn a_sink_that_has_enough_still_lets_the_child_finish() {
         let mut calls = 0;
         let done = run_streaming(
-            &sh("head -c 3000000 /dev/zero; exit 2"),
+            &sh("head -c 3000000 /dev/zero; echo all-written >&2; exit 2"),
             Duration::from_secs(20),
             &quiet(),
             &mut |_| {
@@ -766,8 +701,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(calls, 1);
-        assert_eq!(done.code, Some(2));
-        assert_eq!(done.stdout_bytes, 3_000_000);
+        // All 3 MB went through the pipe (64 KiB) before the child went on.
+        assert_eq!(
+            (done.code, done.stderr.as_str()),
+            (Some(2), "all-written\n")
+        );
     }
 
     #[test]
@@ -788,13 +726,13 @@ mod tests {
 
     #[test]
     fn streamed_stderr_is_bounded() {
-        let (_, _, result) = streamed(
+        let (got, _, result) = streamed(
             &sh("head -c 1000000 /dev/zero >&2; echo out"),
             Duration::from_secs(20),
         );
         let done = result.unwrap();
         assert_eq!(done.stderr.len(), STREAM_STDERR);
-        assert_eq!(done.stdout_bytes, 4);
+        assert_eq!(got, b"out\n");
     }
 
     #[test]

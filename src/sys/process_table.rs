@@ -9,6 +9,7 @@
 //! arguments and environment with `sysctl` `KERN_PROCARGS2`, parsed by the
 //! pure [`parse_procargs2`]. Callers decide what a match means.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 /// Where Linux keeps the process table; the other platforms ignore it.
@@ -48,13 +49,9 @@ impl Process {
 
     /// The value of `key` in the process's environment, if it is there.
     pub(crate) fn env_value(&self, key: &str) -> Option<Vec<u8>> {
-        let read;
         let environ = match &self.environ {
-            Environ::At(path) => {
-                read = std::fs::read(path).ok()?;
-                &read
-            }
-            Environ::Loaded(bytes) => bytes,
+            Environ::At(path) => Cow::Owned(std::fs::read(path).ok()?),
+            Environ::Loaded(bytes) => Cow::Borrowed(bytes),
         };
         environ.split(|b| *b == 0).find_map(|kv| {
             kv.strip_prefix(key.as_bytes())?
@@ -127,23 +124,22 @@ mod linux {
         })
     }
 
-    /// The fields of `/proc/<pid>/stat` after the command name.
-    fn stat_fields(proc_dir: &Path, pid: u32) -> Option<Vec<String>> {
+    /// Field `n` of `/proc/<pid>/stat`, counted from the state (field 3),
+    /// the first after the command name.
+    fn stat_field(proc_dir: &Path, pid: u32, n: usize) -> Option<String> {
         let stat = std::fs::read_to_string(proc_dir.join(pid.to_string()).join("stat")).ok()?;
-        let (_, rest) = stat.rsplit_once(") ")?;
-        Some(rest.split_whitespace().map(str::to_owned).collect())
+        let (_, fields) = stat.rsplit_once(") ")?;
+        fields.split_whitespace().nth(n).map(str::to_owned)
     }
 
     /// Whether `pid` is a live (non-zombie) process.
     pub(crate) fn pid_alive(proc_dir: &Path, pid: u32) -> bool {
-        stat_fields(proc_dir, pid)
-            .and_then(|f| f.first().cloned())
-            .is_some_and(|state| state != "Z" && state != "X")
+        stat_field(proc_dir, pid, 0).is_some_and(|state| state != "Z" && state != "X")
     }
 
     /// When `pid` started, in clock ticks since boot (field 22 of `stat`).
     pub(crate) fn start_time(proc_dir: &Path, pid: u32) -> Option<u64> {
-        stat_fields(proc_dir, pid)?.get(19)?.parse().ok()
+        stat_field(proc_dir, pid, 19)?.parse().ok()
     }
 }
 
@@ -189,41 +185,26 @@ mod macos {
         (n == size).then_some(info)
     }
 
+    /// `sysctl` on `mib` into `buf`, or without one only the size it needs:
+    /// how many bytes it wrote or needs.
+    fn sysctl(mib: &mut [libc::c_int; 3], buf: Option<&mut [u8]>) -> Option<usize> {
+        let (ptr, mut len) = match buf {
+            Some(b) => (b.as_mut_ptr().cast(), b.len()),
+            None => (std::ptr::null_mut(), 0),
+        };
+        // SAFETY: `ptr` is null (a size query) or writable for `len` bytes;
+        // the kernel sets `len` to what it wrote or needs.
+        let rc =
+            unsafe { libc::sysctl(mib.as_mut_ptr(), 3, ptr, &mut len, std::ptr::null_mut(), 0) };
+        (rc == 0).then_some(len)
+    }
+
     /// The raw `KERN_PROCARGS2` buffer of `pid` (same-user processes only).
     fn procargs2(pid: libc::pid_t) -> Option<Vec<u8>> {
         let mut mib = [libc::CTL_KERN, libc::KERN_PROCARGS2, pid];
-        let mut len: libc::size_t = 0;
-        // SAFETY: a size query: no output buffer, `len` receives the size.
-        let rc = unsafe {
-            libc::sysctl(
-                mib.as_mut_ptr(),
-                3,
-                std::ptr::null_mut(),
-                &mut len,
-                std::ptr::null_mut(),
-                0,
-            )
-        };
-        if rc != 0 || len == 0 {
-            return None;
-        }
-        let mut buf = vec![0u8; len];
-        // SAFETY: `buf` is writable for `len` bytes; the kernel updates `len`
-        // to what it wrote.
-        let rc = unsafe {
-            libc::sysctl(
-                mib.as_mut_ptr(),
-                3,
-                buf.as_mut_ptr().cast(),
-                &mut len,
-                std::ptr::null_mut(),
-                0,
-            )
-        };
-        if rc != 0 {
-            return None;
-        }
-        buf.truncate(len);
+        let mut buf = vec![0u8; sysctl(&mut mib, None).filter(|n| *n > 0)?];
+        let written = sysctl(&mut mib, Some(&mut buf))?;
+        buf.truncate(written);
         Some(buf)
     }
 
@@ -234,10 +215,8 @@ mod macos {
         let uid = rustix::process::getuid().as_raw();
         all_pids().into_iter().filter_map(move |pid| {
             let pid_u = u32::try_from(pid).ok().filter(|p| *p != 0 && *p != me)?;
-            if bsd_info(pid)?.pbi_uid != uid {
-                return None;
-            }
-            process(Path::new(""), pid_u) // no proc dir on macOS
+            // No proc dir on macOS.
+            (bsd_info(pid)?.pbi_uid == uid).then(|| process(Path::new(""), pid_u))?
         })
     }
 

@@ -12,8 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+
+/// The longest nap after a failed `poll`.
+const POLL_NAP: Duration = Duration::from_millis(25);
 
 /// Cheap to clone; every clone sees the same trigger.
 #[derive(Clone)]
@@ -67,10 +71,8 @@ impl Shutdown {
         if self.is_set() {
             return false;
         }
-        match self.inner.rx.recv_timeout(d) {
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => !self.is_set(),
-            _ => false,
-        }
+        let slept = self.inner.rx.recv_timeout(d) == Err(RecvTimeoutError::Timeout);
+        slept && !self.is_set()
     }
 
     /// Disconnects (so `recv` returns at once) when shutdown is triggered.
@@ -78,9 +80,33 @@ impl Shutdown {
         &self.inner.rx
     }
 
-    /// Turns readable when shutdown is triggered; for `poll()`.
+    /// Turns readable when shutdown is triggered; for `poll()` and kqueue.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.inner.wake_rx.as_fd()
+    }
+
+    /// Waits up to `wait` (no bound: `None`) for any open `fds` or shutdown
+    /// to turn readable (or hang up). False when none did or `poll` failed;
+    /// a failed poll naps instead, so the caller's loop never spins.
+    pub(crate) fn wait_readable(
+        &self,
+        fds: &[Option<BorrowedFd<'_>>],
+        wait: Option<Duration>,
+    ) -> bool {
+        let fds = fds.iter().flatten().copied().chain([self.fd()]);
+        let mut polled: Vec<_> = fds
+            .map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN))
+            .collect();
+        let timeout = wait.and_then(|w| Timespec::try_from(w).ok());
+        match poll(&mut polled, timeout.as_ref()) {
+            Ok(n) => n > 0,
+            Err(e) => {
+                if e != rustix::io::Errno::INTR {
+                    std::thread::sleep(wait.unwrap_or(POLL_NAP).min(POLL_NAP));
+                }
+                false
+            }
+        }
     }
 }
 
@@ -111,16 +137,7 @@ mod tests {
     #[test]
     fn trigger_makes_the_wake_fd_readable_for_poll() {
         let s = Shutdown::new().unwrap();
-        use rustix::event::{poll, PollFd, PollFlags, Timespec};
-        let readable = |s: &Shutdown| {
-            let fd = s.fd();
-            let mut fds = [PollFd::new(&fd, PollFlags::IN)];
-            let now = Timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            poll(&mut fds, Some(&now)).unwrap() == 1
-        };
+        let readable = |s: &Shutdown| s.wait_readable(&[], Some(Duration::ZERO));
         assert!(!readable(&s));
         s.trigger();
         s.trigger();

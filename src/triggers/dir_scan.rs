@@ -31,7 +31,6 @@ pub(crate) struct Stamp {
     pub is_dir: bool,
 }
 
-/// A directory's entries, by name.
 pub(crate) type Entries = BTreeMap<OsString, Stamp>;
 
 /// The names that are new in `now` or whose stamp changed since `before`.
@@ -54,13 +53,10 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
 /// Lists `dir` without following symlinks in it; entries that vanish while
 /// being listed are left out.
 pub(crate) fn list(dir: &Path) -> std::io::Result<Entries> {
-    let mut out = Entries::new();
-    for entry in std::fs::read_dir(dir)?.flatten() {
-        if let Ok(meta) = entry.metadata() {
-            out.insert(entry.file_name(), stamp(&meta));
-        }
-    }
-    Ok(out)
+    let entries = std::fs::read_dir(dir)?.flatten();
+    Ok(entries
+        .filter_map(|e| Some((e.file_name(), stamp(&e.metadata().ok()?))))
+        .collect())
 }
 
 /// One watched directory: its own stamp when last listed, and the listing.
@@ -95,7 +91,7 @@ impl Seen {
 
 /// The hooks directory, `sandbox/` and every `sandbox/<id>/`, looked at
 /// together.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct HookDirs {
     root: PathBuf,
     hooks: Option<Seen>,
@@ -110,17 +106,8 @@ impl HookDirs {
     pub(crate) fn new(root: PathBuf) -> HookDirs {
         HookDirs {
             root,
-            hooks: None,
-            sandbox: None,
-            sessions: BTreeMap::new(),
-            primed: false,
+            ..HookDirs::default()
         }
-    }
-
-    /// Whether the hooks directory existed at the last look.
-    #[cfg_attr(not(target_os = "macos"), allow(dead_code, reason = "kqueue only"))]
-    pub(crate) fn present(&self) -> bool {
-        self.hooks.is_some()
     }
 
     /// The directories that existed at the last look (for kqueue to watch).
@@ -142,33 +129,29 @@ impl HookDirs {
     /// changed `<id>.json`, a rescan when the hooks directory comes or goes.
     pub(crate) fn look(&mut self, queue: &EventQueue) {
         let primed = std::mem::replace(&mut self.primed, true);
+        let was_present = self.hooks.is_some();
         let mut hooks = self.hooks.take().unwrap_or_default();
-        let was_present = hooks.dir_stamp.is_some();
-        match hooks.look(&self.root) {
-            Some(names) => {
-                if primed && !was_present {
-                    log::info!(
-                        "hooks directory {} appeared; rescanning",
-                        self.root.display()
-                    );
-                    queue.send(Trigger::Rescan);
-                } else if primed {
-                    names.iter().for_each(|n| queue.send_hook(n));
-                }
-                self.hooks = Some(hooks);
+        let Some(names) = hooks.look(&self.root) else {
+            if was_present {
+                log::warn!(
+                    "hooks directory {} went away; waiting for it to come back",
+                    self.root.display()
+                );
+                queue.send(Trigger::Rescan);
             }
-            None => {
-                if was_present {
-                    log::warn!(
-                        "hooks directory {} went away; waiting for it to come back",
-                        self.root.display()
-                    );
-                    queue.send(Trigger::Rescan);
-                }
-                self.sandbox = None;
-                self.sessions.clear();
-                return;
-            }
+            self.sandbox = None;
+            self.sessions.clear();
+            return;
+        };
+        self.hooks = Some(hooks);
+        if primed && !was_present {
+            log::info!(
+                "hooks directory {} appeared; rescanning",
+                self.root.display()
+            );
+            queue.send(Trigger::Rescan);
+        } else if primed {
+            names.iter().for_each(|n| queue.send_hook(n));
         }
         self.look_sandbox(queue, primed);
     }
@@ -277,7 +260,7 @@ mod tests {
         let q = EventQueue::new(100);
         let mut dirs = HookDirs::new(root.clone());
         dirs.look(&q);
-        assert!(!dirs.present());
+        assert!(dirs.dirs().is_empty());
         std::fs::create_dir_all(root.join("sandbox/s-1")).unwrap();
         rename_hook(&root.join("sandbox/s-1"), "s-1", "{}");
         dirs.look(&q);

@@ -52,8 +52,6 @@ impl Batch {
     }
 }
 
-const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
-
 pub(crate) struct EventQueue {
     tx: Sender<Trigger>,
     rx: Receiver<Trigger>,
@@ -76,7 +74,7 @@ impl EventQueue {
             sending: Mutex::new(()),
             drops: AtomicU64::new(0),
             rescan_owed: AtomicBool::new(false),
-            drop_warnings: Throttle::new(DROP_LOG_EVERY),
+            drop_warnings: Throttle::new(Duration::from_secs(10)),
         }
     }
 
@@ -85,20 +83,16 @@ impl EventQueue {
         let _sending = self.sending.lock();
         // Only the consumer takes messages meanwhile, which makes room.
         while self.tx.len() >= self.capacity {
-            match self.rx.try_recv() {
-                Ok(old) => self.note_drop(&old),
-                Err(_) => break,
+            let Ok(old) = self.rx.try_recv() else {
+                break;
+            };
+            let total = self.drops.fetch_add(1, Ordering::Relaxed) + 1;
+            self.rescan_owed.store(true, Ordering::SeqCst);
+            if self.drop_warnings.allows(&()) {
+                log::warn!("event queue full: dropped the oldest event ({old:?}), {total} dropped so far; a full rescan follows");
             }
         }
         let _ = self.tx.send(e);
-    }
-
-    fn note_drop(&self, old: &Trigger) {
-        let total = self.drops.fetch_add(1, Ordering::Relaxed) + 1;
-        self.rescan_owed.store(true, Ordering::SeqCst);
-        if self.drop_warnings.allows(&()) {
-            log::warn!("event queue full: dropped the oldest event ({old:?}), {total} dropped so far; a full rescan follows");
-        }
     }
 
     /// Queues the hook of the session whose status file is named `name`, if
@@ -129,9 +123,7 @@ impl EventQueue {
         while let Ok(e) = self.rx.try_recv() {
             batch.add(e);
         }
-        if self.rescan_owed.swap(false, Ordering::SeqCst) {
-            batch.rescan = true;
-        }
+        batch.rescan |= self.rescan_owed.swap(false, Ordering::SeqCst);
         Some(batch)
     }
 }

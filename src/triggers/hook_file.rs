@@ -12,17 +12,11 @@ use crate::fleet::session::is_valid_id;
 use crate::sys::fs::{read_bounded, warn_unreadable, HOOK_FILE_MAX};
 
 /// The session id a hook file name stands for, if it is a status file:
-/// `<id>.json`, not a dot-file, not `<id>.generation.json`, and an id that
-/// passes agent-deck's rule.
+/// `<id>.json`, not `<id>.generation.json`, and an id that passes
+/// agent-deck's rule (which refuses a dot-file's leading dot).
 pub(crate) fn hook_id(name: &str) -> Option<&str> {
-    if name.starts_with('.') {
-        return None;
-    }
     let id = name.strip_suffix(".json")?;
-    if id.ends_with(".generation") || !is_valid_id(id) {
-        return None;
-    }
-    Some(id)
+    (!id.ends_with(".generation") && is_valid_id(id)).then_some(id)
 }
 
 /// What a hook file's `status` says, spelled as agent-deck writes it.
@@ -59,17 +53,16 @@ fn hook_paths(dir: &Path, id: &str) -> Option<[PathBuf; 2]> {
 /// A session's hook file with its status and time. `None` when there is no
 /// readable file or it has no `status`.
 pub(crate) fn read_hook(dir: &Path, id: &str) -> Option<Hook> {
-    hook_paths(dir, id)?.iter().find_map(|p| {
-        let bytes = match read_bounded(p, HOOK_FILE_MAX) {
-            Ok(bytes) => bytes,
-            Err(e) if e.is_missing() => return None,
+    hook_paths(dir, id)?
+        .iter()
+        .find_map(|p| match read_bounded(p, HOOK_FILE_MAX) {
+            Ok(bytes) => serde_json::from_slice(&bytes).ok(),
+            Err(e) if e.is_missing() => None,
             Err(e) => {
                 warn_unreadable(&e, "ignoring it; the status check decides");
-                return None;
+                None
             }
-        };
-        serde_json::from_slice(&bytes).ok()
-    })
+        })
 }
 
 /// Whether a session's hook file exists as a regular file: one or two

@@ -14,42 +14,15 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::event_queue::{EventQueue, Trigger};
-use crate::triggers::WatchEnd;
-
-/// How often a missing hooks directory is looked for again, in ms, on top of
-/// the watch on its parent.
-const MISSING_RECHECK: Duration = Duration::from_secs(1);
-
-impl Watcher {
-    /// An inotify instance armed on `dir` (or on its parent while `dir` does
-    /// not exist). Fails when no inotify instance can be had.
-    pub(crate) fn start(dir: PathBuf, queue: Arc<EventQueue>) -> io::Result<Watcher> {
-        let mut w = Watcher {
-            inotify: Inotify::init()?,
-            dir,
-            queue,
-            kinds: HashMap::new(),
-            warned_missing: false,
-            tried_before: false,
-            exhausted: false,
-        };
-        w.try_arm();
-        if w.exhausted {
-            return Err(io::Error::other("the inotify watch limit is reached"));
-        }
-        Ok(w)
-    }
-}
+use crate::triggers::{WatchEnd, MISSING_RECHECK};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Watched {
@@ -82,6 +55,25 @@ fn limit_reached(e: &io::Error) -> bool {
 }
 
 impl Watcher {
+    /// An inotify instance armed on `dir` (or on its parent while `dir` does
+    /// not exist). Fails when no inotify instance can be had.
+    pub(crate) fn start(dir: PathBuf, queue: Arc<EventQueue>) -> io::Result<Watcher> {
+        let mut w = Watcher {
+            inotify: Inotify::init()?,
+            dir,
+            queue,
+            kinds: HashMap::new(),
+            warned_missing: false,
+            tried_before: false,
+            exhausted: false,
+        };
+        w.try_arm();
+        if w.exhausted {
+            return Err(io::Error::other("the inotify watch limit is reached"));
+        }
+        Ok(w)
+    }
+
     /// Reports hook files until shutdown ([`WatchEnd::Shutdown`]) or until the
     /// watch limit keeps it from watching every directory.
     pub(crate) fn run(&mut self, shutdown: &Shutdown) -> WatchEnd {
@@ -94,13 +86,10 @@ impl Watcher {
                 self.try_arm();
             }
             let timeout = (!self.armed()).then_some(MISSING_RECHECK);
-            if !wait_readable(self.inotify.as_fd(), shutdown.fd(), timeout) {
-                continue;
+            let readable = shutdown.wait_readable(&[Some(self.inotify.as_fd())], timeout);
+            if readable && !shutdown.is_set() {
+                self.read_all(&mut buffer);
             }
-            if shutdown.is_set() {
-                break;
-            }
-            self.read_all(&mut buffer);
         }
         log::debug!("inotify watcher stopped");
         WatchEnd::Shutdown
@@ -135,12 +124,11 @@ impl Watcher {
             }
             Err(e) if limit_reached(&e) => self.exhausted = true,
             Err(e) => {
-                if !self.warned_missing {
+                if !std::mem::replace(&mut self.warned_missing, true) {
                     log::warn!(
                         "hooks directory {} is not watchable ({e}); waiting for it to appear, the safety poll covers the gap",
                         self.dir.display()
                     );
-                    self.warned_missing = true;
                 }
                 if !self.kinds.values().any(|k| *k == Watched::Parent) {
                     if let Some(parent) = self.dir.parent() {
@@ -166,12 +154,9 @@ impl Watcher {
             }
         };
         self.kinds.insert(wd, Watched::Sandbox);
-        if let Ok(entries) = std::fs::read_dir(&sandbox) {
-            for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    self.watch_sandbox_session(&entry.path());
-                }
-            }
+        let entries = std::fs::read_dir(&sandbox).into_iter().flatten().flatten();
+        for entry in entries.filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+            self.watch_sandbox_session(&entry.path());
         }
     }
 
@@ -215,24 +200,15 @@ impl Watcher {
 
     fn read_all(&mut self, buffer: &mut [u8]) {
         loop {
-            let events: Vec<(WatchDescriptor, EventMask, Option<std::ffi::OsString>)> =
-                match self.inotify.read_events(buffer) {
-                    Ok(events) => events
-                        .map(|e| (e.wd, e.mask, e.name.map(OsStr::to_os_string)))
-                        .collect(),
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        log::warn!("reading inotify events failed ({e}); rescanning and re-arming");
-                        self.disarm();
-                        return;
-                    }
-                };
-            if events.is_empty() {
-                return;
-            }
-            for (wd, mask, name) in events {
-                self.handle(wd, mask, name.as_deref());
+            match self.inotify.read_events(buffer) {
+                Ok(events) => events.for_each(|e| self.handle(e.wd, e.mask, e.name)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    log::warn!("reading inotify events failed ({e}); rescanning and re-arming");
+                    self.disarm();
+                    return;
+                }
             }
         }
     }
@@ -262,8 +238,7 @@ impl Watcher {
             }
             Watched::Sandbox if is_dir && created => {
                 if let Some(n) = name {
-                    let path = self.dir.join("sandbox").join(n);
-                    self.watch_sandbox_session(&path);
+                    self.watch_sandbox_session(&self.dir.join("sandbox").join(n));
                 }
             }
             Watched::Root | Watched::SandboxSession if !is_dir && file_written => {
@@ -272,17 +247,4 @@ impl Watcher {
             _ => {}
         }
     }
-}
-
-/// Blocks until `fd` is readable (true), or `stop` is readable or the
-/// timeout passes (false).
-fn wait_readable(fd: BorrowedFd<'_>, stop: BorrowedFd<'_>, timeout: Option<Duration>) -> bool {
-    let mut fds = [
-        PollFd::new(&fd, PollFlags::IN),
-        PollFd::new(&stop, PollFlags::IN),
-    ];
-    let timeout = timeout.and_then(|t| Timespec::try_from(t).ok());
-    matches!(poll(&mut fds, timeout.as_ref()), Ok(n) if n > 0)
-        && fds[0].revents().contains(PollFlags::IN)
-        && fds[1].revents().is_empty()
 }

@@ -24,10 +24,7 @@ use rustix::event::kqueue::{self, Event, EventFilter, EventFlags, VnodeEvents};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::dir_scan::HookDirs;
 use crate::triggers::event_queue::EventQueue;
-use crate::triggers::WatchEnd;
-
-/// How often a missing hooks directory is looked for again.
-const MISSING_RECHECK: Duration = Duration::from_secs(1);
+use crate::triggers::{WatchEnd, MISSING_RECHECK};
 
 pub(crate) struct Watcher {
     kq: OwnedFd,
@@ -64,10 +61,14 @@ impl Watcher {
             return WatchEnd::LimitReached;
         }
         while !shutdown.is_set() {
-            let timeout = (!self.dirs.present()).then_some(MISSING_RECHECK);
-            if let Err(e) = self.wait(timeout) {
-                log::warn!("kqueue wait failed ({e}); scanning instead");
-                return WatchEnd::LimitReached;
+            // Nothing watched (no hooks directory yet): look again soon.
+            let timeout = self.watched.is_empty().then_some(MISSING_RECHECK);
+            match self.kevent(&[], 16, timeout) {
+                Err(e) if e.kind() != io::ErrorKind::Interrupted => {
+                    log::warn!("kqueue wait failed ({e}); scanning instead");
+                    return WatchEnd::LimitReached;
+                }
+                _ => {}
             }
             if shutdown.is_set() {
                 break;
@@ -117,33 +118,20 @@ impl Watcher {
         Ok(())
     }
 
+    /// Adds `event` to the kqueue, taking none of the pending events.
     fn change(&self, event: &Event) -> io::Result<()> {
-        self.kevent(
-            std::slice::from_ref(event),
-            &mut Vec::new(),
-            Some(Duration::ZERO),
-        )
+        self.kevent(std::slice::from_ref(event), 0, Some(Duration::ZERO))
     }
 
-    /// Blocks until something happened or `timeout` passed.
-    fn wait(&self, timeout: Option<Duration>) -> io::Result<()> {
-        match self.kevent(&[], &mut Vec::with_capacity(16), timeout) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-            other => other,
-        }
-    }
-
-    fn kevent(
-        &self,
-        changes: &[Event],
-        events: &mut Vec<Event>,
-        timeout: Option<Duration>,
-    ) -> io::Result<()> {
+    /// Applies `changes`, then waits up to `timeout` for up to `room` events
+    /// and drops them: a wake-up only means "look again".
+    fn kevent(&self, changes: &[Event], room: usize, timeout: Option<Duration>) -> io::Result<()> {
+        let mut events: Vec<Event> = Vec::with_capacity(room);
         // SAFETY: every fd named by an event is the shutdown pipe (alive as
         // long as the daemon) or a watched directory kept open in `watched`;
         // closing one removes its knote, and any event that still names a
         // reused fd only causes one more look, which is harmless.
-        unsafe { kqueue::kevent(self.kq.as_fd(), changes, events, timeout) }?;
+        unsafe { kqueue::kevent(self.kq.as_fd(), changes, &mut events, timeout) }?;
         Ok(())
     }
 }

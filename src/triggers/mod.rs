@@ -13,6 +13,10 @@ pub(crate) mod kqueue;
 pub(crate) mod ticker;
 pub(crate) mod watch;
 
+/// How often a kernel watcher looks again for a missing hooks directory
+/// (inotify also watches its parent).
+pub(crate) const MISSING_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Why a kernel watcher (inotify or kqueue) stopped; [`watch`] acts on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WatchEnd {

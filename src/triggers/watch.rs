@@ -100,23 +100,14 @@ impl HookWatch {
         if self.backend == Backend::Scan {
             return None;
         }
-        match Kernel::start(self.dir.clone(), self.queue.clone()) {
-            Ok(k) => Some(k),
-            Err(e) => {
-                self.announce_fallback(&e.to_string());
-                None
-            }
-        }
+        Kernel::start(self.dir.clone(), self.queue.clone())
+            .inspect_err(|e| self.announce_fallback(&e.to_string()))
+            .ok()
     }
 
+    /// Says once, until the kernel is back, that scanning stands in for it.
     fn announce_fallback(&mut self, why: &str) {
-        if self.backend == Backend::Scan {
-            log::info!(
-                "WATCH_BACKEND=scan: scanning {} every {}ms",
-                self.dir.display(),
-                SCAN_EVERY.as_millis()
-            );
-        } else if !std::mem::replace(&mut self.warned, true) {
+        if !std::mem::replace(&mut self.warned, true) {
             log::warn!(
                 "cannot watch {} with kernel notifications ({why}); scanning it every {}ms instead and trying again every {}s",
                 self.dir.display(),
@@ -126,9 +117,14 @@ impl HookWatch {
         }
     }
 
+    /// The hook directories, looked at once.
     fn primed_scan(&mut self) -> HookDirs {
         if self.backend == Backend::Scan {
-            self.announce_fallback("");
+            log::info!(
+                "WATCH_BACKEND=scan: scanning {} every {}ms",
+                self.dir.display(),
+                SCAN_EVERY.as_millis()
+            );
         }
         let mut dirs = HookDirs::new(self.dir.clone());
         dirs.look(&self.queue);
