@@ -141,12 +141,12 @@ impl<'f> ListReader<'f> {
         match self.at {
             At::Done => Ok(self.tally),
             At::Start | At::Text => none_or_garbage(self.shape, &self.text, self.text_overflow),
-            At::Cut => broken(format!(
+            At::Cut | At::Comma => broken(format!(
                 "the answer ends inside row {} after {} bytes",
-                self.tally.rows + self.tally.skipped + 1,
+                self.tally.rows + self.tally.skipped + usize::from(self.at == At::Cut),
                 self.offset
             )),
-            At::First | At::Row | At::Comma => broken(format!(
+            At::First | At::Row => broken(format!(
                 "the answer ends inside the list after {} bytes",
                 self.offset
             )),
@@ -227,6 +227,10 @@ impl<'f> ListReader<'f> {
             }
         }
         // Not a session: skipped if it is valid JSON, then the answer is not.
+        // A number or literal that reaches the end of `bytes` may go on in
+        // the next piece; serde_json ends one at the bytes `ElementEnd`
+        // ends it at (its `peek_end_of_value`), which keeps the outcome the
+        // same whatever the pieces.
         match wire::read_first_value::<IgnoredAny>(bytes) {
             Some(Ok((_, len))) if whole || len < bytes.len() || is_delimited(bytes[0]) => {
                 let element = &bytes[..len];

@@ -361,3 +361,34 @@ fn a_row_cut_by_pieces_is_held_once_and_the_long_one_not_at_all() {
     }
     assert_eq!(reader.finish().unwrap().rows, 1);
 }
+
+#[test]
+fn framing_follows_strings_escapes_and_scalars_in_every_piece_size() {
+    let answer =
+        r#"[ "a,\"]b" , -12.5e+3,true,null, [1,[]], {"id":"a-1","path":"\\","e":"\\\"]"} ]"#;
+    let (rows, tally) = same_in_every_piece_size(Shape::All, answer).unwrap();
+    assert_eq!(rows[0].0.path, "\\");
+    assert_eq!(tally.rows, 1);
+    assert_eq!(tally.skipped, 5);
+    assert_eq!(tally.reasons[1], "row 2: not an object but a number");
+    for broken in ["[1,,2]", "[1 2]", "[-1e]", r#"["a\"]"#, "[}]"] {
+        assert_eq!(
+            same_in_every_piece_size(Shape::All, broken),
+            Err(()),
+            "{broken}"
+        );
+    }
+}
+
+#[test]
+fn an_answer_cut_short_says_where() {
+    let why = |answer: &str| {
+        let mut ignore = |_: &Row<'_>| {};
+        let mut reader = ListReader::new(Shape::All, &mut ignore);
+        reader.feed(answer.as_bytes());
+        reader.finish().unwrap_err().0
+    };
+    assert!(why(r#"[{"id":"a-1"},{"id":"#).contains("ends inside row 2 after 20 bytes"));
+    assert!(why(r#"[{"id":"a-1"}"#).contains("ends inside row 1"));
+    assert!(why(r#"[{"id":"a-1"}, "#).contains("ends inside the list"));
+}
