@@ -18,6 +18,7 @@ pub(crate) mod error;
 pub(crate) mod fleet;
 pub(crate) mod ops;
 pub(crate) mod records;
+pub(crate) mod spelled;
 pub(crate) mod sys;
 pub(crate) mod tasks;
 #[cfg(test)]

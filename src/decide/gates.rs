@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::decide::book::State;
 /// The limits the gates read; they live in [`crate::decide::limits`].
 pub(crate) use crate::decide::limits::Limits;
-use crate::decide::outcomes::spelled;
 use crate::decide::prune::prune;
+use crate::spelled::spelled;
 
 spelled! {
     /// Why a gate holds a session in error back from a restart: the `reason`

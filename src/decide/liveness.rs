@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::decide::outcomes::spelled;
 use crate::fleet::session::{Live, Status};
+use crate::spelled::spelled;
 
 /// One status read during liveness confirmation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

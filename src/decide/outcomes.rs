@@ -3,55 +3,11 @@
 //! Each value is spelled once, here, as its serde name, so the record bytes
 //! are the strings the files have always held. A value this version does not
 //! know (a later version wrote it) reads back as `Other`, verbatim, so
-//! `history` still shows it. A leaf: it imports nothing of the crate.
+//! `history` still shows it. A leaf: it imports only [`crate::spelled`].
 
 use serde::{Deserialize, Serialize};
 
-/// An enum whose variants are spelled `Variant = "record text"`, with
-/// `as_str`, `Display` and comparison with that text. The caller writes the derives;
-/// `unknown => Other` adds an untagged `Other(String)` that reads back a
-/// value this version does not write, verbatim.
-macro_rules! spelled {
-    (
-        $(#[$attr:meta])* $vis:vis enum $name:ident {
-            $($(#[$vattr:meta])* $variant:ident = $text:literal,)*
-        }
-        $(unknown => $other:ident)?
-    ) => {
-        $(#[$attr])*
-        $vis enum $name {
-            $($(#[$vattr])* #[serde(rename = $text)] $variant,)*
-            $(
-                /// Read back: a value this version does not write, kept verbatim.
-                #[serde(untagged)]
-                $other(String),
-            )?
-        }
-
-        impl $name {
-            /// The text written in the records.
-            $vis fn as_str(&self) -> &str {
-                match self {
-                    $($name::$variant => $text,)*
-                    $($name::$other(text) => text,)?
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl PartialEq<&str> for $name {
-            fn eq(&self, text: &&str) -> bool {
-                self.as_str() == *text
-            }
-        }
-    };
-}
-pub(crate) use spelled;
+use crate::spelled::spelled;
 
 spelled! {
     /// The `action` of a `restart.log` record.

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::fleet::session::Live;
 use crate::fleet::wire::LiveWire;
+use crate::spelled::spelled;
 
 /// Output that does not have the expected shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,48 +61,30 @@ pub(crate) fn restart(stdout: &str) -> Result<RestartAnswer, Garbage> {
     )))
 }
 
-/// How far a `session send` got, as the `delivery` key of its answer says
-/// (spelled as agent-deck prints it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Delivery {
-    Submitted,
-    Unverified,
-    /// The text reached the pane, but agent-deck saw no sign it was acted
-    /// on (a non-Claude tool and a message of 12+ characters).
-    Typed,
-    LineTooLong,
-    TypedNotSubmitted,
-    NoEvidence,
-    SendFailed,
-    /// A value this release does not know.
-    #[serde(other)]
-    Other,
+spelled! {
+    /// How far a `session send` got, as the `delivery` key of its answer says
+    /// (spelled as agent-deck prints it).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    pub(crate) enum Delivery {
+        Submitted = "submitted",
+        Unverified = "unverified",
+        /// The text reached the pane, but agent-deck saw no sign it was acted
+        /// on (a non-Claude tool and a message of 12+ characters).
+        Typed = "typed",
+        LineTooLong = "line_too_long",
+        TypedNotSubmitted = "typed_not_submitted",
+        NoEvidence = "no_evidence",
+        SendFailed = "send_failed",
+        /// A value this release does not know.
+        #[serde(other)]
+        Other = "other",
+    }
 }
 
 impl Delivery {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Delivery::Submitted => "submitted",
-            Delivery::Unverified => "unverified",
-            Delivery::Typed => "typed",
-            Delivery::LineTooLong => "line_too_long",
-            Delivery::TypedNotSubmitted => "typed_not_submitted",
-            Delivery::NoEvidence => "no_evidence",
-            Delivery::SendFailed => "send_failed",
-            Delivery::Other => "other",
-        }
-    }
-
     /// The message is in the pane although the send answered a failure.
     pub(crate) fn arrived(self) -> bool {
         self == Delivery::Typed
-    }
-}
-
-impl std::fmt::Display for Delivery {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -43,7 +43,7 @@ pub(crate) struct Report {
     pub sessions: Vec<SessionView>,
     pub state_file: StateFileView,
     /// Registered tasks by status.
-    pub tasks: BTreeMap<&'static str, usize>,
+    pub tasks: BTreeMap<String, usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -200,7 +200,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
     let mut tasks = BTreeMap::new();
     if let Ok(reg) = RegistryFile::new(&cfg.task_timers_file).peek() {
         for t in &reg.tasks {
-            *tasks.entry(t.status.as_str()).or_default() += 1;
+            *tasks.entry(t.status.to_string()).or_default() += 1;
         }
     }
     let cascade = state.cascade.as_ref();

@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::spelled::spelled;
 use crate::sys::flock::{self, LockError, LockMode};
 use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
@@ -26,36 +27,18 @@ pub struct TaskEvent {
     pub detail: Option<String>,
 }
 
-/// Where a task stands, spelled as `task-timers.json` and `task list` write it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    /// Followed up: checked again at `next_check_at`.
-    Pending,
-    Done,
-    /// Re-dispatched under a new id; this entry is history.
-    Retried,
-    Exhausted,
-    Tampered,
-    Cancelled,
-}
-
-impl TaskStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Pending => "pending",
-            TaskStatus::Done => "done",
-            TaskStatus::Retried => "retried",
-            TaskStatus::Exhausted => "exhausted",
-            TaskStatus::Tampered => "tampered",
-            TaskStatus::Cancelled => "cancelled",
-        }
-    }
-}
-
-impl std::fmt::Display for TaskStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
+spelled! {
+    /// Where a task stands, spelled as `task-timers.json` and `task list` write it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub enum TaskStatus {
+        /// Followed up: checked again at `next_check_at`.
+        Pending = "pending",
+        Done = "done",
+        /// Re-dispatched under a new id; this entry is history.
+        Retried = "retried",
+        Exhausted = "exhausted",
+        Tampered = "tampered",
+        Cancelled = "cancelled",
     }
 }
 
