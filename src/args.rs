@@ -92,8 +92,9 @@ pub(crate) enum Invocation {
 
 /// Parses the arguments after the program name.
 pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
-    let first = args.first().and_then(|a| a.to_str()).unwrap_or_default();
-    match first.to_owned().as_str() {
+    // Owned, so that `args` can be split below.
+    let first = args.first().and_then(|a| a.to_str()).map(str::to_owned);
+    match first.as_deref().unwrap_or_default() {
         "history" => return parse_history(args.split_off(1)),
         "drill" => return parse_drill(args.split_off(1)),
         first @ ("status" | "demo" | "doctor") => {

@@ -1,5 +1,7 @@
-//! The error type every command returns to `main`, and its exit code. This
-//! module only classifies; it never prints.
+//! The error type every command returns to `main`, and its exit code: 2 for
+//! a usage or configuration mistake, 3 for a held instance lock, 1 for
+//! anything that went wrong while running. This module only classifies; it
+//! never prints.
 
 use std::fmt;
 

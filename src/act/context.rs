@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::alert::escalate::Escalator;
+use crate::alert::escalate::{Escalator, Shared};
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::limits::Limits;
@@ -51,13 +51,16 @@ impl Context {
         let store = Arc::new(Store::new(&cfg.watchdog_dir, !dry_run));
         let state = Arc::new(Mutex::new(store.load(&limits, clock.now())));
         let records = Arc::new(Records::from_config(cfg));
+        let shared = Shared {
+            records: records.clone(),
+            state: state.clone(),
+            store: Some(store.clone()),
+        };
         let escalator = Arc::new(Escalator::new(
             cfg,
-            records.clone(),
-            state.clone(),
-            Some(store.clone()),
-            clock.clone(),
+            shared,
             dry_run,
+            clock.clone(),
             &shutdown,
         ));
         Context {

@@ -33,7 +33,8 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Worker<Errand>> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Outcome {
     Done,
-    /// The text reached the pane but was not acted on.
+    /// `session send` failed, but its text reached the pane
+    /// (`"delivery":"typed"`): not a failure, and not sent again.
     Typed,
     Failed,
 }

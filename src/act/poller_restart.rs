@@ -44,7 +44,8 @@ pub(crate) fn restart(ctx: &Context, job: &RestartJob) {
             Ok(RestartAnswer::Skipped(refusal)) => {
                 log::info!("agent-deck declined the poller restart of {}: {refusal}; will try again at a later check", s.id);
                 let reason = format!("agent-deck refused the restart: {refusal}{which}");
-                return ctx.note(s, RestartAction::PollerRefused, Some(reason));
+                ctx.note(s, RestartAction::PollerRefused, Some(reason));
+                return;
             }
             // It may have torn the pane down already: no retry before the dedup window.
             Err(e) => {

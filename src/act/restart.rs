@@ -106,7 +106,8 @@ impl Context {
                 log::info!("agent-deck declined to restart {}: {reason}; not falling back to session start", s.id);
                 self.give_back(job);
                 let reason = format!("agent-deck refused the restart: {reason}");
-                return self.note(s, RestartAction::CliRefused, Some(reason));
+                self.note(s, RestartAction::CliRefused, Some(reason));
+                return;
             }
             Ok(RestartAnswer::Restarted) => {
                 notes::note_restarted(&mut self.state.lock(), &s.id, issued);

@@ -27,11 +27,17 @@ use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
 use crate::sys::worker::Worker;
 
-pub(crate) struct Escalator {
-    records: Arc<Records>,
-    state: Arc<Mutex<State>>,
+/// What an escalator shares with its owner: the records (and their tally),
+/// and the restart book that holds the dedup memory.
+pub(crate) struct Shared {
+    pub records: Arc<Records>,
+    pub state: Arc<Mutex<State>>,
     /// Where the dedup memory is saved, so it survives a crash right after.
-    store: Option<Arc<Store>>,
+    pub store: Option<Arc<Store>>,
+}
+
+pub(crate) struct Escalator {
+    shared: Shared,
     limits: Limits,
     clock: Arc<dyn Clock>,
     dry_run: bool,
@@ -50,19 +56,19 @@ impl Escalator {
         clock: Arc<dyn Clock>,
         shutdown: &Shutdown,
     ) -> Arc<Escalator> {
-        let records = Arc::new(Records::from_config(cfg));
-        let escalator =
-            Escalator::new(cfg, records, Arc::default(), None, clock, dry_run, shutdown);
-        Arc::new(escalator)
+        let shared = Shared {
+            records: Arc::new(Records::from_config(cfg)),
+            state: Arc::default(),
+            store: None,
+        };
+        Arc::new(Escalator::new(cfg, shared, dry_run, clock, shutdown))
     }
 
     pub(crate) fn new(
         cfg: &Config,
-        records: Arc<Records>,
-        state: Arc<Mutex<State>>,
-        store: Option<Arc<Store>>,
-        clock: Arc<dyn Clock>,
+        shared: Shared,
         dry_run: bool,
+        clock: Arc<dyn Clock>,
         shutdown: &Shutdown,
     ) -> Escalator {
         let (script, timeout) = (cfg.watchdog_dir.join("escalate.sh"), cfg.subprocess_timeout);
@@ -77,9 +83,7 @@ impl Escalator {
             );
         }
         Escalator {
-            records,
-            state,
-            store,
+            shared,
             limits: Limits::from_config(cfg),
             clock,
             dry_run,
@@ -99,7 +103,7 @@ impl Escalator {
         wants_telegram: bool,
     ) -> bool {
         let (now, kind) = (self.clock.now(), severity.as_str());
-        if !dedup::may_escalate(&mut self.state.lock(), &self.limits, sid, kind, now) {
+        if !dedup::may_escalate(&mut self.shared.state.lock(), &self.limits, sid, kind, now) {
             log::debug!(
                 "escalation {severity} for {} suppressed: already sent within the dedup window",
                 sid.unwrap_or("the fleet")
@@ -107,8 +111,8 @@ impl Escalator {
             return false;
         }
         // Saved before anything goes out: a watchdog killed right after must not alert again.
-        if let Some(store) = &self.store {
-            store.save(&self.state);
+        if let Some(store) = &self.shared.store {
+            store.save(&self.shared.state);
         }
         let telegram = wants_telegram && self.telegram && !self.dry_run;
         log::warn!("escalation [{severity}] {message}");
@@ -120,7 +124,7 @@ impl Escalator {
             telegram,
             dry_run: self.dry_run,
         };
-        self.records.escalation(&alert);
+        self.shared.records.escalation(&alert);
         if self.dry_run {
             log::info!(
                 "dry-run: not running escalate.sh and not sending Telegram for [{}]",

@@ -322,7 +322,8 @@ impl Daemon {
             ),
             CascadeNews::Reminder => format!("{errored} critical sessions are still in error after the cascade; they need a human"),
             CascadeNews::Cleared => {
-                return log::info!("cascade over: {errored} critical sessions in error");
+                log::info!("cascade over: {errored} critical sessions in error");
+                return;
             }
             CascadeNews::Quiet => return,
         };

@@ -102,6 +102,7 @@ pub(crate) struct State {
     pub escalated: BTreeMap<String, f64>,
     /// Critical sessions known to have run at least once (see
     /// [`crate::decide::first_run`]): only these are revived from `error`.
+    /// Ids that leave the fleet are dropped.
     pub ran: BTreeSet<String>,
     /// Sessions with a restart queued or running (not saved).
     #[serde(skip)]

@@ -92,14 +92,14 @@ pub(crate) fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
         ));
     }
     let quiet = match f.last_tick {
-        None => "has not finished a tick yet".to_owned(),
-        Some(t) if f.now - t > STALE_TICK_S => format!(
+        None => Some("has not finished a tick yet".to_owned()),
+        Some(t) if f.now - t > STALE_TICK_S => Some(format!(
             "has not finished a tick in {:.0} s: it may be stuck",
             f.now - t
-        ),
-        Some(_) => String::new(),
+        )),
+        Some(_) => None,
     };
-    if !quiet.is_empty() {
+    if let Some(quiet) = quiet {
         return Some(format!(
             "the daemon (pid {}) {quiet}, and would not notice the kill",
             h.pid

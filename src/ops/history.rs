@@ -8,7 +8,10 @@
 //! merging, filtering, `--since`) and [`format`] (the readable line, the
 //! `--json` line, the report, with the time zone and `now` passed in).
 //!
-//! `history` only reads: it never writes, locks, or calls agent-deck.
+//! `history` only reads: it never writes, locks, or calls agent-deck. It
+//! never prints pane text or a secret: the records have no field for either,
+//! and the settings come from `Config::describe`, which shows the token only
+//! as set or unset.
 
 pub(crate) mod format;
 pub(crate) mod timeline;

@@ -76,7 +76,9 @@ impl SdNotify {
                 std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
                     .and_then(|addr| sock.send_to_addr(msg.as_bytes(), &addr))
             }
-            _ => sock.send_to(msg.as_bytes(), path),
+            #[cfg(not(target_os = "linux"))]
+            Some(_) => Err(std::io::ErrorKind::Unsupported.into()),
+            None => sock.send_to(msg.as_bytes(), path),
         };
         if let Err(e) = result {
             if !self.warned {

@@ -1,6 +1,6 @@
 //! The JSON-lines audit records: `restart.log`, `liveness.log`,
 //! `escalations.log`, as typed structs. [`crate::records::writer`] appends
-//! them, [`crate::records::read_back`] reads them back.
+//! them; `history` and `drill` read them back.
 //!
 //! Pane text, auth-hold evidence and secrets have no field here, so they
 //! cannot be written. Text from outside (titles, CLI answers, reasons) is

@@ -10,7 +10,7 @@
 //! never truncated or waited on.
 
 use std::fs::File;
-use std::io::{Seek, Write};
+use std::io::{Read, Seek, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -71,7 +71,9 @@ pub(crate) fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
     match flock::try_lock(&file, LockMode::Exclusive) {
         Ok(()) => {}
         Err(LockError::Busy) => {
-            let text = read_text(&path, SMALL_FILE_MAX).unwrap_or_default();
+            // The file found locked, not the path again: it may name another by now.
+            let mut text = String::new();
+            let _ = (&file).take(4096).read_to_string(&mut text);
             let who = Holder::parse(&text).map_or_else(
                 || "another process".to_owned(),
                 |h| format!("pid {}", h.pid),
@@ -153,6 +155,20 @@ mod tests {
         drop(first);
         assert_eq!(holder(tmp.path()), None, "a released lock names nobody");
         acquire(tmp.path(), &me(false)).unwrap();
+    }
+
+    #[test]
+    fn a_lock_file_padded_past_its_bound_still_names_the_holder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let _first = acquire(tmp.path(), &me(false)).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(tmp.path().join(LOCK_FILE))
+            .unwrap();
+        f.write_all(&vec![b' '; 2 << 20]).unwrap();
+        let err = acquire(tmp.path(), &me(false)).unwrap_err();
+        let pid = format!("pid {}", std::process::id());
+        assert!(err.to_string().contains(&pid), "{err}");
     }
 
     #[test]

@@ -87,17 +87,19 @@ pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended>
             return Ok(rotated.map_or(Appended::Plain, Appended::Rotated));
         }
         let target = rotated_path(path);
-        let why = if !locked {
-            "another process holds its lock".to_owned()
+        let failed = if !locked {
+            Some("another process holds its lock".to_owned())
         } else if let Err(e) = std::fs::rename(path, &target) {
-            format!("cannot rename it to {}: {e}", target.display())
+            Some(format!("cannot rename it to {}: {e}", target.display()))
         } else {
-            // The lock goes with `file`; the next round opens the fresh file.
-            rotated = Some(size);
-            continue;
+            None
         };
-        file.write_all(line)?;
-        return Ok(Appended::Unrotated(why));
+        if let Some(why) = failed {
+            file.write_all(line)?;
+            return Ok(Appended::Unrotated(why));
+        }
+        // The lock goes with `file`; the next round opens the fresh file.
+        rotated = Some(size);
     }
     // Unreachable: the last round always writes.
     Ok(Appended::Plain)

@@ -1,9 +1,19 @@
 //! File access the daemon can trust (SPEC §11). Anything in the spool, the
 //! task dir or the watchdog dir may be a FIFO, a device, a symlink or huge;
 //! nothing here blocks on one, writes through one or reads more than a bound.
-//! What is opened is checked to be a regular file on the descriptor, after
-//! the open; every file and directory created gets an explicit mode,
-//! whatever the umask. Callers decide what a failure means.
+//!
+//! - Reads open `O_NONBLOCK` and check the descriptor is a regular file after
+//!   the open ([`open_regular`]); [`read_bounded`] reads up to a limit, never
+//!   allocating more than the file holds.
+//! - [`open_append`] and [`open_lock_file`] open for writing `O_NOFOLLOW`,
+//!   `O_NONBLOCK`, checked to be regular; [`write_atomically`] renames a new
+//!   temp file (unpredictable name, `O_EXCL`) into place. Every file and
+//!   directory created gets an explicit mode, whatever the umask.
+//! - [`move_aside`] keeps a corrupt file without overwriting an earlier copy;
+//!   [`remove_stale_temps`] clears the temp files a killed run left.
+//!
+//! Callers decide what a failure means; [`warn_unreadable`] rate-limits the
+//! warning so a FIFO left in the spool costs a line every few minutes.
 
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};

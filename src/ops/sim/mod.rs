@@ -40,6 +40,7 @@ mod state;
 mod tests;
 
 use std::io::{self, Write};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -145,16 +146,20 @@ fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Result<Reply, 
         now: unix_now(),
         hooks: env.hooks.clone().filter(|_| st.read_hooks),
     };
-    // Without a fault or a delay the first look answers (`Err`); with one,
-    // the answer comes from the state as it is after the sleep.
-    let (fault, delay) = locked(path, |st| {
+    // Without a fault or a delay the first look answers; with one, the
+    // answer comes from the state as it is after the sleep.
+    let first = locked(path, |st| {
         let (fault, delay) = (fault::take(st, kind), fault::delay(st, kind));
         if fault.is_none() && delay <= 0.0 {
-            Err(actions::execute(&call, st, &moment(st)))
+            ControlFlow::Break(actions::execute(&call, st, &moment(st)))
         } else {
-            Ok((fault, delay))
+            ControlFlow::Continue((fault, delay))
         }
-    })??;
+    })?;
+    let (fault, delay) = match first {
+        ControlFlow::Break(reply) => return Ok(reply),
+        ControlFlow::Continue(later) => later,
+    };
     fault::sleep(delay);
     if let Some(reply) = fault.and_then(|f| fault::apply(&f, call.kind, call.on("json"), flush)) {
         return Ok(reply);
