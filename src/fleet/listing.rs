@@ -4,8 +4,8 @@
 //!
 //! [`ListReader`] is fed the answer in pieces of any size. Each element of
 //! the top-level array is read by serde where it lies in the piece
-//! ([`wire::read_first`]); only an element cut by the end of a piece is
-//! copied, up to its end, which [`ElementEnd`] finds by following brackets
+//! (`wire::read_first`); only an element cut by the end of a piece is
+//! copied, up to its end, which `ElementEnd` finds by following brackets
 //! and strings, and then read. No `serde_json::Value` is built and the
 //! answer is never held whole: memory is one piece and one row, bounded by
 //! [`MAX_ROW_BYTES`], plus what the caller keeps of each row.
@@ -17,10 +17,10 @@
 //!   [`MAX_ROW_BYTES`], unread;
 //! - an array that is not valid JSON (bad syntax inside a row, brackets that
 //!   do not match, a missing comma, anything after the closing `]`, an answer
-//!   that ends inside the array) is [`Garbage`]: unknown, never "no sessions";
+//!   that ends inside the array) is `Garbage`: unknown, never "no sessions";
 //! - an answer that is not an array is kept up to [`MAX_TEXT_BYTES`] and read
 //!   as a whole: `null` and the CLI's "none" sentences are an empty list,
-//!   anything else (a JSON error object, text, longer text) is [`Garbage`].
+//!   anything else (a JSON error object, text, longer text) is `Garbage`.
 //!
 //! Rows reach the caller before the end of the answer is known: a caller
 //! keeps them only once [`ListReader::finish`] said the answer was readable.
@@ -54,7 +54,7 @@ pub struct RowTally {
     pub rows: usize,
     pub skipped: usize,
     /// One short reason per skipped row (`row 3: no id`), the first
-    /// [`MAX_REASONS`] of them, in list order.
+    /// `MAX_REASONS` (32) of them, in list order.
     pub reasons: Vec<String>,
 }
 
