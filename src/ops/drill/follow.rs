@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use crate::decide::outcomes::RestartAction;
 use crate::fleet::session::Session;
-use crate::ops::history::{self, format, timeline::Record};
+use crate::ops::history::timeline::{select, Record};
+use crate::ops::history::{self, format};
 use crate::records::audit::{RestartRecord, RESTART_LOG};
 use crate::records::rotation::rotated_path;
 use crate::sys::clock::{local_timestamp, unix_now};
@@ -141,10 +142,8 @@ pub(crate) fn timeline(dir: &Path, s: &Session, killed_at: f64, outcome: &Outcom
     let tz = jiff::tz::TimeZone::system();
     let titles = std::collections::HashMap::new();
     let mut out = String::new();
-    let ours = all
-        .iter()
-        .filter(|r| r.session() == Some(s.id.as_str()) && r.ts() >= killed_at - 0.001);
-    for (i, r) in ours.enumerate() {
+    let ours = select(&all, Some(&s.id), Some(killed_at - 0.001));
+    for (i, r) in ours.into_iter().enumerate() {
         out.push_str(&format::line(r, &titles, &tz));
         out.push('\n');
         if i == 0 && matches!(r, Record::Restart(_)) {

@@ -11,7 +11,7 @@ use super::args::{Call, CommandKind};
 use super::list::{list_all, list_profile};
 use super::live::{self, Moment};
 use super::lookup::find;
-use super::reply::{go_json, rfc3339, sorted, Out, Reply};
+use super::reply::{go_json, rfc3339, Out, Reply};
 use super::state::{OnRemove, OnRestart, OnSend, OnStart, SimSession, SimState};
 
 /// The reason the freshness guard (#30) gives.
@@ -42,9 +42,7 @@ pub(super) fn execute(c: &Call, st: &mut SimState, at: &Moment) -> Reply {
         CommandKind::Output | CommandKind::OutputPane => output(c, st),
         CommandKind::Remove => remove(c, st),
     };
-    match result {
-        Ok(reply) | Err(reply) => reply,
-    }
+    result.unwrap_or_else(|reply| reply)
 }
 
 fn out(c: &Call) -> Out {
@@ -85,11 +83,9 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
     if let Some(map) = data.as_object_mut() {
         map.retain(|k, v| !(OMIT_EMPTY.contains(&k.as_str()) && empty(v)));
     }
-    if c.quiet() {
-        return Ok(Reply::out(0, String::new()));
-    }
-    if c.on("json") {
-        return Ok(Reply::out(0, go_json(&sorted(data))));
+    if c.quiet() || c.on("json") {
+        // Quiet prints nothing and `--json` the data, as any success does.
+        return Ok(out(c).success("", data));
     }
     let text = format!(
         "Session: {}\nID:      {}\nStatus:  {}\nPath:    {}\nGroup:   {}\nTool:    {}\n",
@@ -297,7 +293,7 @@ fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
     }
     let data = json!({"content": content, "role": role, "session_id": s.id,
                       "session_title": s.title, "success": true, "tool": s.tool()});
-    Ok(Reply::out(0, go_json(&sorted(data))))
+    Ok(Reply::out(0, go_json(&data)))
 }
 
 /// The last `n` lines of `text` (a trailing newline ends the last line).

@@ -46,7 +46,7 @@ impl Out {
         if self.quiet {
             Reply::out(0, String::new())
         } else if self.json {
-            Reply::out(0, go_json(&sorted(data)))
+            Reply::out(0, go_json(&data))
         } else {
             Reply::out(0, format!("\u{2713} {message}\n"))
         }
@@ -66,18 +66,14 @@ impl Out {
         data["success"] = json!(false);
         data["error"] = json!(message);
         data["code"] = json!(code);
-        Reply::out(exit, go_json(&sorted(data)))
+        Reply::out(exit, go_json(&data))
     }
-}
-
-/// Keys sorted at every level, as Go prints a `map[string]interface{}`.
-pub(super) fn sorted(mut v: Value) -> Value {
-    v.sort_all_objects();
-    v
 }
 
 /// `json.MarshalIndent(v, "", "  ")` plus a newline, with Go's escaping of
 /// `<`, `>`, `&`, U+2028 and U+2029 (they only occur inside strings here).
+/// A `Value`'s keys come out sorted at every level (serde_json keeps its
+/// maps sorted without `preserve_order`), as Go prints a `map[string]interface{}`.
 pub(super) fn go_json(v: &impl Serialize) -> String {
     let text = serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".into());
     let escapes = [
