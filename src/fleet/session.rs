@@ -87,7 +87,7 @@ const CRITICAL_TITLES: [&str; 3] = ["meeting-watcher", "gmail-watcher", "agent-d
 
 /// Restart-critical by name alone (the marker file is the caller's part).
 pub(crate) fn is_critical_by_name(s: &Session) -> bool {
-    critical_by_name(&s.title, &s.group, s.is_conductor)
+    critical_rule(&s.title, &s.group, s.is_conductor).is_some()
 }
 
 /// Which naming rule makes a session restart-critical.
@@ -116,12 +116,6 @@ pub(crate) fn critical_rule(title: &str, group: &str, is_conductor: bool) -> Opt
     } else {
         None
     }
-}
-
-/// [`is_critical_by_name`] over the fields it looks at, for a row that is
-/// not a [`Session`] yet.
-pub(crate) fn critical_by_name(title: &str, group: &str, is_conductor: bool) -> bool {
-    critical_rule(title, group, is_conductor).is_some()
 }
 
 /// May alert a human on Telegram.

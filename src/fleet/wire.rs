@@ -15,7 +15,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Result as JsonResult;
 
-use crate::fleet::session::{critical_by_name, Live, Session, Status};
+use crate::fleet::session::{critical_rule, Live, Session, Status};
 
 /// A string of the answer: borrowed unless it holds an escape.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -164,7 +164,7 @@ impl Row<'_> {
 
     /// Restart-critical by name alone (see [`crate::fleet::session`]).
     pub fn is_critical_by_name(&self) -> bool {
-        critical_by_name(&self.title, &self.group, self.is_conductor)
+        critical_rule(&self.title, &self.group, self.is_conductor).is_some()
     }
 }
 

@@ -12,7 +12,7 @@
 //! - Pruning never touches the daily re-dispatch count (`redispatches`), so
 //!   the cap still holds on a day whose re-dispatches were pruned.
 //! - Logs: only the watchdog's own `tasks/<id>.log` (or the hashed name of
-//!   [`log_file_name`]) of each pruned re-dispatch goes, and only when it is
+//!   `log_file_name`) of each pruned re-dispatch goes, and only when it is
 //!   a regular file: a symlink there is neither followed nor removed, and a
 //!   missing log is fine. The root's output belongs to its dispatcher. A log
 //!   name still used by a task that stays (a hand-edited registry may repeat

@@ -19,10 +19,10 @@
 //! read-only, they write and delete auth-hold sidecars; here they never
 //! write the state.
 //!
-//! Environment: [`STATE_ENV`] names the state file (required), [`LOG_ENV`]
+//! Environment: `STATE_ENV` names the state file (required), `LOG_ENV`
 //! the call log (optional; lines `{"ts":<unix secs>,"argv":[…],"pid":N}`),
-//! and [`PROFILE_ENV`] is the profile when no `-p` is given (else "default").
-//! Under `read_hooks: true`, hook files are read from [`HOOKS_ENV`], else
+//! and `PROFILE_ENV` is the profile when no `-p` is given (else "default").
+//! Under `read_hooks: true`, hook files are read from `HOOKS_ENV`, else
 //! from where agent-deck keeps them (`$XDG_DATA_HOME/agent-deck/hooks` if it
 //! exists, else `~/.agent-deck/hooks`).
 
@@ -62,7 +62,7 @@ pub const PROFILE_ENV: &str = "AGENTDECK_PROFILE";
 pub const HOOKS_ENV: &str = "AGENT_DECK_HOOKS_DIR";
 /// The release `agent-deck version` names unless the state says otherwise.
 pub const VERSION: &str = "1.14.0";
-/// The simulator as tmux, for the drill's kill ([`tmux`]).
+/// The simulator as tmux, for the drill's kill (`tmux`).
 pub const TMUX_COMMAND: &str = "tmux";
 /// The simulator's own subcommand that kills a session's tmux session.
 pub const CRASH_COMMAND: &str = "crash";
