@@ -209,11 +209,10 @@ impl Patrols {
         }
     }
 
-    /// Runs the queued errands and webhook checks, then stops their workers.
+    /// Runs the queued errands and webhook checks, then stops their workers
+    /// (dropping one finishes it).
     pub(crate) fn finish(&mut self) {
-        if let Some(w) = &mut self.webhook {
-            w.finish();
-        }
+        drop(self.webhook.take());
         self.errands.finish();
     }
 }

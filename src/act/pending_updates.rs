@@ -87,11 +87,6 @@ impl WebhookWorker {
             self.worker.submit(seen);
         }
     }
-
-    /// Runs what is queued (abandoned at once after a shutdown), then stops.
-    pub(crate) fn finish(&mut self) {
-        self.worker.finish();
-    }
 }
 
 /// What the checks need, and what they already warned about, so a lasting

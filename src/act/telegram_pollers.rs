@@ -16,14 +16,12 @@ use std::path::{Path, PathBuf};
 use crate::act::snapshot::Snapshot;
 use crate::config::Config;
 use crate::decide::patrol_rules;
-use crate::fleet::env_file::{self, env_value};
+use crate::fleet::env_file::{env_value, read_small};
 use crate::fleet::session::Session;
 use crate::sys::process_table;
 
-/// One of agent-deck's small files ([`env_file::read_small`]).
-fn read_small(path: &Path) -> Option<String> {
-    env_file::read_small(path, "skipping it in the Telegram poller check")
-}
+/// What happens instead when one of agent-deck's files is unreadable.
+const SKIPPED: &str = "skipping it in the Telegram poller check";
 
 /// Whether the session subscribes to a Telegram channel plugin.
 pub(crate) fn has_telegram_channel(channels: &[String]) -> bool {
@@ -48,7 +46,7 @@ pub(crate) fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf
 /// then the legacy locations).
 fn env_file_from_config(p: &Config, name: &str) -> Option<String> {
     let path = crate::fleet::deck_config::find(&p.home, p.xdg_config_home.as_deref(), &p.root)?;
-    let text = read_small(&path)?;
+    let text = read_small(&path, SKIPPED)?;
     let table: toml::Table = toml::from_str(&text)
         .inspect_err(|e| {
             log::warn!(
@@ -72,7 +70,7 @@ fn env_file_from_meta(p: &Config, name: &str, session_path: &str) -> Option<(Str
     let own = (!session_path.is_empty()).then(|| PathBuf::from(session_path));
     let mut dirs = own.into_iter().chain([p.root.join("conductor").join(name)]);
     dirs.find_map(|dir| {
-        let text = read_small(&dir.join("meta.json"))?;
+        let text = read_small(&dir.join("meta.json"), SKIPPED)?;
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
         let file = v.get("env_file")?.as_str()?.to_owned();
         Some((file, dir))
@@ -88,7 +86,7 @@ pub(crate) fn conductor_state_dir(p: &Config, title: &str, session_path: &str) -
     };
     // Relative to `base`; joining an absolute path yields that path.
     let file = base.join(expand(&p.home, raw.trim()));
-    let text = read_small(&file)?;
+    let text = read_small(&file, SKIPPED)?;
     state_dir_from_env_file(&text, &p.home)
 }
 

@@ -215,7 +215,6 @@ mod macos {
         let uid = rustix::process::getuid().as_raw();
         all_pids().into_iter().filter_map(move |pid| {
             let pid_u = u32::try_from(pid).ok().filter(|p| *p != 0 && *p != me)?;
-            // No proc dir on macOS.
             (bsd_info(pid)?.pbi_uid == uid).then(|| process(Path::new(""), pid_u))?
         })
     }

@@ -59,8 +59,6 @@ pub(crate) struct Summary {
     /// Finished tasks pruned from the registry, and their logs removed.
     pub pruned: usize,
     pub logs_removed: usize,
-    /// The log names of the pruned tasks, removed once the registry is written.
-    logs_to_remove: Vec<String>,
 }
 
 impl FollowUp {
@@ -117,19 +115,15 @@ impl FollowUp {
             let mut reg = self.registry.load()?;
             return Ok(self.walk(&mut reg, now));
         }
-        let summary = self.registry.update_then(
+        let (summary, _) = self.registry.update_then(
             |reg| {
                 let mut summary = self.walk(reg, now);
                 let kept_s = f64::from(self.cfg.task_retention_days) * DAY_S;
                 let gone = retention::prune(reg, now, kept_s);
                 summary.pruned = gone.len();
-                summary.logs_to_remove = retention::logs_to_remove(&gone, &reg.tasks);
-                Ok(summary)
+                Ok((summary, retention::logs_to_remove(&gone, &reg.tasks)))
             },
-            |summary| {
-                summary.logs_removed =
-                    retention::remove_logs(&self.logs_dir, &summary.logs_to_remove);
-            },
+            |(summary, logs)| summary.logs_removed = retention::remove_logs(&self.logs_dir, logs),
         )?;
         if summary.pruned > 0 {
             let (pruned, logs) = (summary.pruned, summary.logs_removed);
@@ -214,10 +208,9 @@ impl FollowUp {
         self.escalator.escalate(severity, &msg, sid, false);
     }
 
-    /// Re-dispatches the dead task `t` (at `i`) as its next sub-number. A
-    /// re-dispatch that cannot start counts as an attempt all the same: the
-    /// new task is registered without a process, so the next look finds it
-    /// dead and the rule goes on to the next retry or to `exhausted`.
+    /// Re-dispatches the dead task `t` (at `i`) as its next sub-number. One
+    /// that cannot start is registered without a process: the next look
+    /// finds it dead, like any attempt that died.
     fn redispatch(&self, reg: &mut Registry, i: usize, t: &Task, now: f64, summary: &mut Summary) {
         let id = t.id.as_str();
         // The race the meeting named: `.done` may have landed since the first look.

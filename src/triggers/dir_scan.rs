@@ -50,15 +50,6 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
     }
 }
 
-/// Lists `dir` without following symlinks in it; entries that vanish while
-/// being listed are left out.
-pub(crate) fn list(dir: &Path) -> std::io::Result<Entries> {
-    let entries = std::fs::read_dir(dir)?.flatten();
-    Ok(entries
-        .filter_map(|e| Some((e.file_name(), stamp(&e.metadata().ok()?))))
-        .collect())
-}
-
 /// One watched directory: its own stamp when last listed, and the listing.
 #[derive(Debug, Default)]
 struct Seen {
@@ -80,7 +71,13 @@ impl Seen {
         if self.dir_stamp == Some(now_stamp) && !recent {
             return Some(Vec::new());
         }
-        let listing = list(dir).ok()?;
+        // Symlinks in `dir` are not followed; an entry that vanishes while
+        // being listed is left out.
+        let listing: Entries = std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .filter_map(|e| Some((e.file_name(), stamp(&e.metadata().ok()?))))
+            .collect();
         let names = changed(&self.listing, &listing);
         self.dir_stamp = Some(now_stamp);
         self.listed_at = Some(SystemTime::now());

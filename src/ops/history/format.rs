@@ -45,11 +45,6 @@ pub(crate) fn local_time(ts: f64, tz: &TimeZone) -> String {
     local(ts, tz, "%Y-%m-%d %H:%M:%S %Z")
 }
 
-/// `2026-11-30 03:12:04.250 CET`, for status reads a gap apart.
-fn local_time_ms(ts: f64, tz: &TimeZone) -> String {
-    local(ts, tz, "%Y-%m-%d %H:%M:%S%.3f %Z")
-}
-
 /// A pane digest clipped to `max` characters, `-` when there is none.
 fn digest(d: &str, max: usize) -> String {
     if d.is_empty() {
@@ -221,7 +216,7 @@ fn last_seen(id: &str, all: &[Record], tz: &TimeZone) -> Vec<String> {
         out.push(format!(
             "    read {}   {}  {}",
             i + 1,
-            local_time_ms(read.ts, tz),
+            local(read.ts, tz, "%Y-%m-%d %H:%M:%S%.3f %Z"),
             status_read(read)
         ));
     }

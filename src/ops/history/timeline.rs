@@ -18,8 +18,11 @@ use crate::records::audit::{
 
 /// The window when `--since` is not given.
 const DEFAULT_SINCE_S: f64 = 86_400.0;
-/// The longest `--since` accepted: 100 years.
-const SINCE_MAX_S: f64 = 100.0 * 365.0 * 86_400.0;
+/// `--since`: more than zero, up to 100 years.
+const SINCE_BOUNDS: Bounds = Bounds {
+    zero_ok: false,
+    max_s: 100.0 * 365.0 * 86_400.0,
+};
 
 /// How far back to look.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,11 +53,7 @@ impl Since {
         if t == "all" {
             return Ok(Since::All);
         }
-        let bounds = Bounds {
-            zero_ok: false,
-            max_s: SINCE_MAX_S,
-        };
-        let secs = duration_flag::parse("--since", raw, bounds).map_err(|_| {
+        let secs = duration_flag::parse("--since", raw, SINCE_BOUNDS).map_err(|_| {
             Error::usage(format!(
                 "--since {raw:?} is invalid: expected a duration such as 30s, 90m, 6h, 2d, \
                  plain seconds, or all"
