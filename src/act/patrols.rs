@@ -28,7 +28,6 @@ const REMOVAL_RETRY_S: f64 = 60.0;
 
 pub(crate) struct Patrols {
     ctx: Context,
-    /// Where the process table is.
     proc_dir: std::path::PathBuf,
     errands: Worker<Errand>,
     /// The deaf-poller check (SPEC §6.5); `None`: off.

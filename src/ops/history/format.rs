@@ -347,17 +347,13 @@ pub(crate) fn render(
         }
         (View::Report, None) => return Err(Error::usage("history --report needs a session id")),
         (View::Json, _) => {
-            for e in &timeline {
-                out.stdout.push_str(&json_line(e)?);
-                out.stdout.push('\n');
-            }
+            let lines = timeline.iter().map(|e| Ok(json_line(e)? + "\n"));
+            out.stdout = lines.collect::<Result<String>>()?;
         }
         (View::Lines, _) => {
             let titles = titles(all);
-            for e in one_per_decision(&timeline) {
-                out.stdout.push_str(&line(e, &titles, tz));
-                out.stdout.push('\n');
-            }
+            let lines = one_per_decision(&timeline).into_iter();
+            out.stdout = lines.map(|e| line(e, &titles, tz) + "\n").collect();
         }
     }
     Ok(out)
