@@ -7,7 +7,7 @@
 //! record is written and nothing is run or sent.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,7 +71,7 @@ impl Escalator {
         clock: Arc<dyn Clock>,
         shutdown: &Shutdown,
     ) -> Escalator {
-        let (script, timeout) = (cfg.watchdog_dir.join("escalate.sh"), cfg.subprocess_timeout);
+        let (script, timeout) = (script_path(cfg), cfg.subprocess_timeout);
         let messenger = Telegram::from_config(cfg, shutdown.clone());
         let (telegram, shutdown) = (messenger.is_some(), shutdown.clone());
         let worker = Worker::spawn("escalate", move |alert: EscalationRecord| {
@@ -142,6 +142,16 @@ impl Escalator {
     }
 }
 
+/// `escalate.sh` in the watchdog dir.
+pub(crate) fn script_path(cfg: &Config) -> PathBuf {
+    cfg.watchdog_dir.join("escalate.sh")
+}
+
+/// Whether the script is run: a regular file with an execute bit.
+pub(crate) fn is_runnable(script: &Path) -> bool {
+    std::fs::metadata(script).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 fn deliver(
     alert: &EscalationRecord,
     script: &Path,
@@ -150,8 +160,7 @@ fn deliver(
     shutdown: &Shutdown,
 ) {
     let (severity, message, shown) = (&alert.severity, &alert.message, script.display());
-    let meta = std::fs::metadata(script);
-    if meta.is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0) {
+    if is_runnable(script) {
         let job = Cmd::new(script).arg(severity.as_str()).arg(message);
         match process::run(&job, timeout, shutdown) {
             Ok(out) if out.success() => log::debug!("{shown} {severity} ran"),

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{usable_config, Check, VERIFIED_AGENT_DECK};
+use crate::alert::escalate;
 use crate::config::{Config, Env};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::Cli;
@@ -214,7 +215,7 @@ pub(super) fn unit_state(text: &str) -> UnitState {
 /// `escalate.sh`: present and executable.
 pub(super) fn escalate_script(cfg: &Config) -> Check {
     const NAME: &str = "escalate.sh";
-    let path = cfg.watchdog_dir.join("escalate.sh");
+    let path = escalate::script_path(cfg);
     match std::fs::metadata(&path) {
         Err(_) => Check::warn(
             NAME,
@@ -224,7 +225,7 @@ pub(super) fn escalate_script(cfg: &Config) -> Check {
             ),
             format!("install -m 0700 contrib/escalate.sh {}", path.display()),
         ),
-        Ok(m) if !m.is_file() || m.permissions().mode() & 0o100 == 0 => Check::warn(
+        Ok(_) if !escalate::is_runnable(&path) => Check::warn(
             NAME,
             format!("{} is not an executable file", path.display()),
             format!("chmod u+x {}", path.display()),
