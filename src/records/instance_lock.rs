@@ -118,13 +118,7 @@ fn is_watchdog(pid: u32) -> bool {
     if !process_table::pid_alive(Path::new(PROC_DIR), pid) {
         return false;
     }
-    let ours = std::env::current_exe().ok();
-    let ours = ours.as_deref().and_then(Path::file_name);
-    // The program itself, not any command that mentions it (say
-    // `journalctl -u agent-deck-watchdog` on a reused pid).
-    process_table::process(Path::new(PROC_DIR), pid)
-        .and_then(|p| p.program_name().map(ToOwned::to_owned))
-        .is_some_and(|name| Some(name.as_os_str()) == ours || name == "agent-deck-watchdog")
+    process_table::process(Path::new(PROC_DIR), pid).is_some_and(|p| p.is_watchdog())
 }
 
 #[cfg(test)]

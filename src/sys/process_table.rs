@@ -42,6 +42,19 @@ impl Process {
         Path::new(std::ffi::OsStr::from_bytes(argv0)).file_name()
     }
 
+    /// Whether the program is an agent-deck-watchdog: this binary, or one
+    /// named so. The program itself, not any command that mentions it (say
+    /// `journalctl -u agent-deck-watchdog` on a reused pid).
+    pub(crate) fn is_watchdog(&self) -> bool {
+        static OURS: std::sync::OnceLock<Option<std::ffi::OsString>> = std::sync::OnceLock::new();
+        let ours = OURS.get_or_init(|| {
+            let exe = std::env::current_exe().ok()?;
+            exe.file_name().map(ToOwned::to_owned)
+        });
+        self.program_name()
+            .is_some_and(|n| Some(n) == ours.as_deref() || n == "agent-deck-watchdog")
+    }
+
     /// The command line with NULs as spaces, for text matching.
     pub(crate) fn command_text(&self) -> String {
         String::from_utf8_lossy(&self.cmdline).replace('\0', " ")

@@ -16,7 +16,6 @@
 //! to a bound; a FIFO or device there is unreadable (a task file that is
 //! unreadable counts as tampered), never a hang of `task list/add/cancel`.
 
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -334,10 +333,9 @@ impl FollowUp {
 fn command_line_running(proc_dir: &Path, needle: &str) -> bool {
     !needle.is_empty()
         && process_table::processes(proc_dir).any(|p| {
-            let ours = p
-                .program_name()
-                .is_some_and(|n| n.as_bytes().ends_with(b"agent-deck-watchdog"));
-            !ours && contains_word(&p.command_text(), needle) && pid_alive(proc_dir, p.pid)
+            !p.is_watchdog()
+                && contains_word(&p.command_text(), needle)
+                && pid_alive(proc_dir, p.pid)
         })
 }
 
