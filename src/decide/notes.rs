@@ -60,7 +60,11 @@ pub(crate) fn note_status(state: &mut State, s: &Session, status: Status, now: f
 /// The session has run: it was found with evidence of it, or the watchdog
 /// restarted or started it.
 pub(crate) fn note_ran(state: &mut State, id: &str) {
-    state.ran.insert(id.to_owned());
+    // Called for every healthy critical session each tick: no allocation
+    // once the id is known.
+    if !state.ran.contains(id) {
+        state.ran.insert(id.to_owned());
+    }
 }
 
 /// agent-deck carried out a `session restart` issued at `issued`.
