@@ -157,9 +157,14 @@ impl Cli {
     }
 
     /// Warns about the rows a list had to leave out, rate-limited.
-    fn warn_skipped(&self, name: &'static str, what: &str, tally: &RowTally) {
+    fn warn_skipped(&self, name: &'static str, profile: &str, args: &[&str], tally: &RowTally) {
         let Some(first) = tally.reasons.first() else {
             return;
+        };
+        let what = if profile.is_empty() {
+            args.join(" ")
+        } else {
+            format!("-p {profile:?} {}", args.join(" "))
         };
         let mut skips = self.skips.lock();
         let unreported = skips.entry(name).or_default();
@@ -243,12 +248,7 @@ impl Cli {
                 )),
             }
         })?;
-        let what = if profile.is_empty() {
-            args.join(" ")
-        } else {
-            format!("-p {profile:?} {}", args.join(" "))
-        };
-        self.warn_skipped(name, &what, &tally);
+        self.warn_skipped(name, profile, args, &tally);
         Ok(())
     }
 
@@ -476,10 +476,10 @@ mod tests {
             skipped: 1,
             reasons: vec!["row 3: no id".to_owned()],
         };
-        cli.warn_skipped("list-all", "list --all --json", &tally);
+        cli.warn_skipped("list-all", "", &["list", "--all", "--json"], &tally);
         assert_eq!(cli.skips.lock()["list-all"], 0, "not warned");
         assert!(!cli.skip_warnings.allows(&"list-all"));
-        cli.warn_skipped("list-all", "list --all --json", &tally);
+        cli.warn_skipped("list-all", "", &["list", "--all", "--json"], &tally);
         assert_eq!(cli.skips.lock()["list-all"], 1, "warned twice");
     }
 }
