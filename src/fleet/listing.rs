@@ -30,6 +30,7 @@ use serde::de::IgnoredAny;
 use crate::fleet::parse::{self, clip_reason, Garbage};
 use crate::fleet::wire;
 pub use crate::fleet::wire::Row;
+use crate::sys::process;
 
 /// A row longer than this is skipped unread, and never held.
 pub const MAX_ROW_BYTES: usize = 1024 * 1024;
@@ -160,7 +161,8 @@ impl<'f> ListReader<'f> {
         loop {
             match self.at {
                 At::Text => {
-                    self.keep_text(&piece[i..]);
+                    self.text_overflow |=
+                        process::keep(&mut self.text, MAX_TEXT_BYTES, &piece[i..]);
                     return Ok(());
                 }
                 At::Cut => {
@@ -280,14 +282,6 @@ impl<'f> ListReader<'f> {
         } else {
             self.cut.extend_from_slice(part);
         }
-    }
-
-    fn keep_text(&mut self, bytes: &[u8]) {
-        let room = MAX_TEXT_BYTES.saturating_sub(self.text.len());
-        if bytes.len() > room {
-            self.text_overflow = true;
-        }
-        self.text.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
     fn skip(&mut self, id: Option<&str>, why: String) {

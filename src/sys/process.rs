@@ -347,15 +347,19 @@ impl Streams<'_> {
             }
         });
         let (stderr, cap) = (&mut self.stderr, self.stderr_kept);
-        let from_err = read_available(&mut self.err, &mut self.buf, &mut |p| keep(stderr, cap, p));
+        let from_err = read_available(&mut self.err, &mut self.buf, &mut |p| {
+            keep(stderr, cap, p);
+        });
         from_out | from_err
     }
 }
 
-/// Appends what of `piece` fits in `cap` bytes of `kept`; the rest is dropped.
-fn keep(kept: &mut Vec<u8>, cap: usize, piece: &[u8]) {
+/// Appends what of `piece` fits in `cap` bytes of `kept`; the rest is
+/// dropped. True when some was.
+pub(crate) fn keep(kept: &mut Vec<u8>, cap: usize, piece: &[u8]) -> bool {
     let room = cap.saturating_sub(kept.len());
     kept.extend_from_slice(&piece[..piece.len().min(room)]);
+    piece.len() > room
 }
 
 /// A child's pipe end, made non-blocking.
