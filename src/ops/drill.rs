@@ -6,8 +6,8 @@
 //! Everything that could make the drill prove nothing, or do harm, is checked
 //! first ([`refusal`], pure), and a refusal touches nothing. The kill is the
 //! whole tmux session on agent-deck's socket, never `session stop` (which the
-//! watchdog rightly leaves alone), and it is recorded in `restart.log` as
-//! `"action": "drill"` before it happens.
+//! watchdog rightly leaves alone), and once it succeeded it is recorded in
+//! `restart.log` as `"action": "drill"`.
 
 mod follow;
 
