@@ -418,6 +418,23 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_restart_call_is_no_restart_a_stale_hook_could_excuse() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Error)].into(),
+            restart: None,
+            start_ok: false,
+            ..Script::default()
+        }));
+        let ctx = context(tmp.path(), deck.clone());
+        dead_hook(&ctx, (NOW - 30.0).floor());
+        revive(&ctx);
+        assert_eq!(deck.count("start"), 1, "falls back to session start");
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(acts, ["restart", "restart-failed"]);
+    }
+
+    #[test]
     fn a_dead_hook_agent_deck_no_longer_honours_is_no_excuse() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = still_error_after_restart(SendAnswer::Delivered);
