@@ -12,7 +12,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::records::daemon_status::{DaemonStatus, DAEMON_STATUS_FILE};
-use crate::sys::fs::{write_atomically, PRIVATE_FILE, PUBLIC_FILE};
+use crate::sys::fs::{replace_unsynced, PRIVATE_FILE, PUBLIC_FILE};
 
 pub(crate) const METRICS_FILE: &str = "metrics.prom";
 const PREFIX: &str = "agent_deck_watchdog";
@@ -102,11 +102,12 @@ pub(crate) fn render(s: &DaemonStatus) -> String {
 }
 
 /// Writes `metrics.prom` (mode `0644`: node_exporter may run as another
-/// user) and `daemon-status.json` (`0600`), each atomically.
+/// user) and `daemon-status.json` (`0600`), each atomically; neither is
+/// flushed to disk, since the next tick rewrites both.
 pub(crate) fn write(dir: &Path, s: &DaemonStatus) -> std::io::Result<()> {
-    write_atomically(&dir.join(METRICS_FILE), render(s).as_bytes(), PUBLIC_FILE)?;
+    replace_unsynced(&dir.join(METRICS_FILE), render(s).as_bytes(), PUBLIC_FILE)?;
     let json = serde_json::to_vec(s).map_err(std::io::Error::other)?;
-    write_atomically(&dir.join(DAEMON_STATUS_FILE), &json, PRIVATE_FILE)
+    replace_unsynced(&dir.join(DAEMON_STATUS_FILE), &json, PRIVATE_FILE)
 }
 
 /// Reads counters back from a rendered file: `name{label="v"}` → value.

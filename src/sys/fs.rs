@@ -272,9 +272,22 @@ fn temp_file(target: &Path, mode: u32) -> io::Result<tempfile::NamedTempFile> {
 /// A symlink or FIFO at `path` is replaced, never written through; on any
 /// failure the temp file is removed.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    replace(path, bytes, mode, true)
+}
+
+/// [`write_atomically`] without the `fsync`, for a file rewritten after
+/// every tick: a crash may lose its last version, never tear it, and it
+/// costs no disk flush every few seconds.
+pub(crate) fn replace_unsynced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    replace(path, bytes, mode, false)
+}
+
+fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<()> {
     let mut tmp = temp_file(path, mode)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if sync {
+        tmp.as_file().sync_all()?;
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
