@@ -411,6 +411,16 @@ mod tests {
     }
 
     #[test]
+    fn a_socket_is_unreadable_not_missing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("x.json");
+        let _socket = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let err = read_bounded(&path, HOOK_FILE_MAX).unwrap_err();
+        assert!(!err.is_missing(), "{err}");
+        assert!(err.to_string().contains("x.json"), "{err}");
+    }
+
+    #[test]
     fn a_symlink_to_dev_zero_costs_nothing() {
         let tmp = tempfile::tempdir().unwrap();
         let link = tmp.path().join("zero.json");
