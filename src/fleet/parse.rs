@@ -132,21 +132,27 @@ fn clip(s: &str) -> String {
     crate::text::clip_chars(s, 300)
 }
 
-/// A short, single-line look at unexpected output for a log line.
+/// A short, single-line look at unexpected output for a log line, quoted,
+/// escaped by the one policy of [`crate::text`].
 pub(crate) fn preview(s: &str) -> String {
-    let flat: String = s
-        .trim()
-        .chars()
-        .take(60)
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    format!("{flat:?}")
+    format!("\"{}\"", crate::text::printable(s.trim(), 60))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fleet::session::Status;
+
+    #[test]
+    fn a_preview_is_one_line_escaped_like_every_shown_text() {
+        let p = preview("  boom\nline two \u{202e}evil\u{2028}x  ");
+        assert!(
+            !p.contains('\n') && !p.contains('\u{202e}') && !p.contains('\u{2028}'),
+            "{p}"
+        );
+        assert!(p.starts_with("\"boom") && p.ends_with("x\""), "{p}");
+        assert!(preview(&"y".repeat(500)).chars().count() <= 63);
+    }
 
     #[test]
     fn show_reads_auth_hold_and_substate() {
