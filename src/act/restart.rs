@@ -363,6 +363,17 @@ mod tests {
         .into()
     }
 
+    /// A conductor in error whose `session restart` and `session start` both
+    /// fail.
+    fn restart_and_start_fail() -> Arc<FakeDeck> {
+        Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Error)].into(),
+            restart: None,
+            start_ok: false,
+            ..Script::default()
+        }))
+    }
+
     fn dead_hook(ctx: &Context, ts: f64) {
         std::fs::write(
             ctx.cfg.hooks_dir.join(format!("{ID}.json")),
@@ -420,12 +431,7 @@ mod tests {
     #[test]
     fn a_failed_restart_call_is_no_restart_a_stale_hook_could_excuse() {
         let tmp = tempfile::tempdir().unwrap();
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [live(Status::Error)].into(),
-            restart: None,
-            start_ok: false,
-            ..Script::default()
-        }));
+        let deck = restart_and_start_fail();
         let ctx = context(tmp.path(), deck.clone());
         dead_hook(&ctx, (NOW - 30.0).floor());
         revive(&ctx);
@@ -538,12 +544,7 @@ mod tests {
     #[test]
     fn a_failed_restart_falls_back_to_start_and_the_second_failure_escalates() {
         let tmp = tempfile::tempdir().unwrap();
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [live(Status::Error)].into(),
-            restart: None,
-            start_ok: false,
-            ..Script::default()
-        }));
+        let deck = restart_and_start_fail();
         let ctx = context(tmp.path(), deck.clone());
         ctx.run(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
