@@ -20,6 +20,7 @@ pub(crate) use crate::fleet::parse::Delivery;
 pub(crate) use crate::fleet::parse::RestartAnswer;
 use crate::fleet::parse::{self, Garbage};
 use crate::fleet::session::Live;
+use crate::fleet::version::Version;
 use crate::sys::process::{self, Cmd, Flow, Output, RunError};
 use crate::sys::shutdown::Shutdown;
 use crate::sys::throttle::Throttle;
@@ -117,6 +118,11 @@ pub(crate) trait AgentDeck: Send + Sync {
     fn transcript(&self, profile: &str, id: &str) -> CliResult<String>;
     /// `-p P remove <id>`.
     fn remove(&self, profile: &str, id: &str) -> CliResult<()>;
+    /// agent-deck's release as read last; `None` before the first read or
+    /// when it was unreadable (gate with [`Version::or_oldest`]).
+    fn version(&self) -> Option<Version> {
+        None
+    }
     /// Calls and failures so far, by command name.
     fn stats(&self) -> CallStats {
         CallStats::default()

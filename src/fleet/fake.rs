@@ -13,6 +13,7 @@ use crate::fleet::deck::{AgentDeck, CliError, CliResult, RestartAnswer};
 use crate::fleet::listing::{self, Row, Shape};
 use crate::fleet::parse::Delivery;
 use crate::fleet::session::{Live, Status};
+use crate::fleet::version::Version;
 
 /// How the fake's `session send` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,8 @@ pub(crate) struct Script {
     /// The answer of `-p P list --json`, by profile; a missing one is
     /// unreadable.
     pub lists: BTreeMap<String, String>,
+    /// What [`AgentDeck::version`] answers.
+    pub version: Option<Version>,
 }
 
 impl Default for Script {
@@ -56,6 +59,7 @@ impl Default for Script {
             remove_ok: true,
             list_all: None,
             lists: BTreeMap::new(),
+            version: None,
         }
     }
 }
@@ -175,5 +179,8 @@ impl AgentDeck for FakeDeck {
         } else {
             Err(exit1("failed to remove session"))
         }
+    }
+    fn version(&self) -> Option<Version> {
+        self.script.lock().version
     }
 }

@@ -12,4 +12,5 @@ pub(crate) mod id_set;
 pub mod listing;
 pub(crate) mod parse;
 pub(crate) mod session;
+pub(crate) mod version;
 pub(crate) mod wire;

@@ -62,6 +62,9 @@ pub const PROFILE_ENV: &str = "AGENTDECK_PROFILE";
 pub const HOOKS_ENV: &str = "AGENT_DECK_HOOKS_DIR";
 /// The release `agent-deck version` names unless the state says otherwise.
 pub const VERSION: &str = "1.14.0";
+/// The newest release whose answers the simulator knows (the CHANGELOG at
+/// upstream commit 20e4f588 and the newer source the drift sheet names).
+pub const NEWEST: &str = "1.16.26";
 /// The simulator as tmux, for the drill's kill (`tmux`).
 pub const TMUX_COMMAND: &str = "tmux";
 /// The simulator's own subcommand that kills a session's tmux session.

@@ -36,6 +36,8 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+use crate::fleet::version::Version;
+
 /// The whole state file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimState {
@@ -81,6 +83,16 @@ impl Default for SimState {
             version: None,
             other: Map::new(),
         }
+    }
+}
+
+impl SimState {
+    /// The release the simulator answers as: its `version`, else the one the
+    /// live suite verified. Behaviour that differs between releases asks
+    /// this, as the daemon asks the version it read.
+    pub fn release(&self) -> Version {
+        let named = self.version.as_deref().unwrap_or(super::VERSION);
+        Version::or_oldest(Version::parse(named))
     }
 }
 

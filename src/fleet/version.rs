@@ -1,0 +1,112 @@
+//! agent-deck's release, as `agent-deck version` names it, and the releases
+//! that changed an answer the watchdog reads (`agent-deck-drift.md`).
+//!
+//! Behaviour gated on a release asks [`Version::at_least`] of the version
+//! read last; a version that could not be read counts as the oldest known
+//! ([`Version::OLDEST`]), so an unreadable answer never turns on a flag an
+//! older CLI would reject. Reading the version is the CLI's job
+//! ([`crate::fleet::deck`]); this file only parses and compares.
+
+use std::fmt;
+
+/// A release number, `major.minor.patch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+impl Version {
+    pub const fn new(major: u32, minor: u32, patch: u32) -> Version {
+        Version {
+            major,
+            minor,
+            patch,
+        }
+    }
+
+    /// The oldest release the watchdog knows, and what an unreadable
+    /// version counts as.
+    pub const OLDEST: Version = Version::new(1, 14, 0);
+    /// A failed `session start`/`restart` exits 1 with `reason` (and
+    /// sometimes `spawn_failure`) in its JSON (CHANGELOG 1.16.10, #2265).
+    pub const SPAWN_VERIFIED: Version = Version::new(1, 16, 10);
+    /// `session output --pane --primary` samples the session's first window
+    /// (CHANGELOG 1.16.11, #2257); older releases exit 2 on the flag.
+    pub const PRIMARY_PANE: Version = Version::new(1, 16, 11);
+    /// A deliberate `session stop` no longer flips to `error` half a second
+    /// later under notify-daemon (CHANGELOG 1.16.23, #2453).
+    pub const STOP_STAYS_STOPPED: Version = Version::new(1, 16, 23);
+
+    /// The first `X.Y.Z` in `agent-deck version`'s answer
+    /// (`Agent Deck v1.16.26`, maybe followed by
+    /// ` (update available: v1.16.27)`); `None` when there is none.
+    pub fn parse(text: &str) -> Option<Version> {
+        text.split_whitespace().find_map(|word| {
+            let word = word.strip_prefix('v').unwrap_or(word);
+            let mut parts = word.splitn(3, '.');
+            let mut number = || -> Option<u32> {
+                let digits: String = parts
+                    .next()?
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                digits.parse().ok()
+            };
+            Some(Version::new(number()?, number()?, number()?))
+        })
+    }
+
+    /// Whether this release has what `since` brought.
+    pub fn at_least(self, since: Version) -> bool {
+        self >= since
+    }
+
+    /// What gated behaviour follows: `read`, or the oldest known release
+    /// when the version could not be read.
+    pub fn or_oldest(read: Option<Version>) -> Version {
+        read.unwrap_or(Version::OLDEST)
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_line_of_every_known_shape_parses() {
+        let v = |s| Version::parse(s);
+        assert_eq!(v("Agent Deck v1.14.0\n"), Some(Version::new(1, 14, 0)));
+        assert_eq!(
+            v("Agent Deck v1.16.26 (update available: v1.16.27)"),
+            Some(Version::new(1, 16, 26))
+        );
+        assert_eq!(v("1.16.3-rc1"), Some(Version::new(1, 16, 3)));
+        assert_eq!(v("Agent Deck dev"), None);
+        assert_eq!(v("Agent Deck v1.16"), None);
+        assert_eq!(v(""), None);
+    }
+
+    #[test]
+    fn an_unreadable_version_gates_like_the_oldest_known() {
+        let gated = Version::or_oldest(None);
+        assert_eq!(gated, Version::OLDEST);
+        assert!(!gated.at_least(Version::PRIMARY_PANE));
+        assert!(!gated.at_least(Version::STOP_STAYS_STOPPED));
+    }
+
+    #[test]
+    fn releases_compare_by_number_not_by_text() {
+        assert!(Version::new(1, 16, 10).at_least(Version::new(1, 16, 9)));
+        assert!(!Version::new(1, 16, 9).at_least(Version::SPAWN_VERIFIED));
+        assert!(Version::new(2, 0, 0).at_least(Version::STOP_STAYS_STOPPED));
+        assert_eq!(Version::new(1, 16, 26).to_string(), "1.16.26");
+    }
+}
