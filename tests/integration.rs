@@ -4,6 +4,8 @@
 
 mod support;
 
+#[path = "integration/child_env.rs"]
+mod child_env;
 #[path = "integration/cli.rs"]
 mod cli;
 #[path = "integration/contrib.rs"]

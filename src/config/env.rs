@@ -58,6 +58,11 @@ impl Env {
         Ok(self.text(name)?.filter(|v| !v.is_empty()))
     }
 
+    /// The names of every variable set, in order.
+    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+
     /// The variable's raw value, text or not (for `PATH`, which is only
     /// searched and never rewritten).
     pub(super) fn os(&self, name: &str) -> Option<&OsStr> {

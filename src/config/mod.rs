@@ -101,6 +101,14 @@ pub struct Config {
     pub watchdog_usec: Option<u64>,
     /// stderr is the journal (`JOURNAL_STREAM`), decided by the logger.
     pub journal_stream: Option<String>,
+    /// The variables of a tmux client or an agent-deck pane that are set
+    /// here and that no child is handed (`sys::process::is_pane_env`), in
+    /// name order.
+    pub pane_env: Vec<String>,
+    /// `CLAUDE_CONFIG_DIR` is set beside `AGENTDECK_INSTANCE_ID`: it looks
+    /// inherited from an agent-deck pane. It is still handed on, since it
+    /// picks the Claude account of every session a restart spawns.
+    pub claude_config_dir_from_pane: bool,
     /// Each setting with its effective value and origin, in table order.
     pub sources: Vec<Source>,
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::{Config, Env, Secret, Source, WatchBackend};
 use crate::error::{Error, Result};
+use crate::sys::process::is_pane_env;
 
 const DEFAULT_CONTINUITY_MESSAGE: &str = "[agent-deck-watchdog] This session was restarted \
 automatically at {timestamp} after it was found in error. If you were in the middle of a task, \
@@ -128,6 +129,13 @@ pub(super) fn read(env: &Env) -> Result<Config> {
         watchdog_usec: r.watchdog_usec()?,
         notify_socket: env.value("NOTIFY_SOCKET")?.map(str::to_owned),
         journal_stream: env.value("JOURNAL_STREAM")?.map(str::to_owned),
+        pane_env: env
+            .names()
+            .filter(|n| is_pane_env(n))
+            .map(str::to_owned)
+            .collect(),
+        claude_config_dir_from_pane: env.os("CLAUDE_CONFIG_DIR").is_some()
+            && env.os("AGENTDECK_INSTANCE_ID").is_some(),
         xdg_config_home: env
             .value("XDG_CONFIG_HOME")?
             .map(PathBuf::from)

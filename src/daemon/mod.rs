@@ -83,6 +83,7 @@ pub(crate) fn run_with(
         cfg.bin.display(),
         cfg.hooks_dir.display()
     );
+    log_pane_env(cfg);
     let mut daemon = Daemon::new(cfg, flags, deck, Arc::new(SystemClock), shutdown)?;
     if flags.once {
         daemon.tick();
@@ -92,6 +93,22 @@ pub(crate) fn run_with(
     }
     log::info!("agent-deck-watchdog stopped");
     Ok(())
+}
+
+/// Says once which variables of a tmux client or an agent-deck pane were
+/// set and are not handed to agent-deck, tmux or any other child.
+fn log_pane_env(cfg: &Config) {
+    if !cfg.pane_env.is_empty() {
+        log::info!(
+            "not handing {} to agent-deck or any other child: they belong to the tmux client or agent-deck pane this daemon was started from",
+            cfg.pane_env.join(", ")
+        );
+    }
+    if cfg.claude_config_dir_from_pane {
+        log::warn!(
+            "CLAUDE_CONFIG_DIR looks inherited from an agent-deck pane (AGENTDECK_INSTANCE_ID is set too); it is kept, so every session a restart spawns uses that Claude account: start the watchdog outside agent-deck if that is not meant"
+        );
+    }
 }
 
 /// Removes the temp files a killed run left behind (the instance lock is

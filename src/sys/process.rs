@@ -60,6 +60,36 @@ const PRIVATE_ENV: [&str; 4] = [
     "TELEGRAM_BOT_TOKEN",
 ];
 
+/// What no child inherits either: the variables of a tmux client, and those
+/// agent-deck sets inside its own panes (`internal/session/instance.go` at
+/// 47bb2103: the spawn prefixes export `AGENTDECK_INSTANCE_ID`,
+/// `AGENTDECK_TITLE`, `AGENTDECK_TOOL` and `AGENTDECK_RESOLVED_*`,
+/// `hermes.go` exports `AGENTDECK_HOOK_GENERATION`, and the tmux
+/// environment carries `AGENTDECK_TOOL_SESSION_ID`). They only make sense
+/// there: handed to agent-deck, `TMUX` makes it ask another tmux server,
+/// which reads every session `unknown` (1.14.0, measured) or `error`
+/// (1.16.0–1.16.16, `internal/tmux/foreign_server.go` at 7b8e657c), and
+/// from 1.16.25 `AGENTDECK_INSTANCE_ID` tags a `session send` as coming from
+/// that pane (CHANGELOG 1.16.25). `TMUX_TMPDIR`, `AGENTDECK_PROFILE` and
+/// `CLAUDE_CONFIG_DIR` are kept: they say where, not from inside what.
+const PANE_ENV: [&str; 7] = [
+    "TMUX",
+    "TMUX_PANE",
+    "AGENTDECK_INSTANCE_ID",
+    "AGENTDECK_TITLE",
+    "AGENTDECK_TOOL",
+    "AGENTDECK_HOOK_GENERATION",
+    "AGENTDECK_TOOL_SESSION_ID",
+];
+/// Names that begin so are [`PANE_ENV`] too.
+const PANE_ENV_PREFIX: &str = "AGENTDECK_RESOLVED_";
+
+/// Whether `name` belongs to a tmux client or an agent-deck pane, so that
+/// no child of ours is handed it.
+pub(crate) fn is_pane_env(name: &str) -> bool {
+    PANE_ENV.contains(&name) || name.starts_with(PANE_ENV_PREFIX)
+}
+
 /// A command to run: program, arguments, and changes to the inherited
 /// environment (a value to set, or `None` to remove it), in order.
 #[derive(Debug, Clone, Default)]
@@ -97,12 +127,20 @@ impl Cmd {
     }
 
     /// The program with its arguments, a null stdin and the environment:
-    /// the private variables scrubbed, then this command's own changes.
+    /// the private and pane variables scrubbed, then this command's own
+    /// changes.
     fn base(&self) -> Command {
         let mut c = Command::new(&self.program);
         c.args(&self.args).stdin(Stdio::null());
         for k in PRIVATE_ENV {
             c.env_remove(k);
+        }
+        // The names are read where they are dropped: `Command` inherits the
+        // whole environment, so only it knows which prefixed names exist.
+        for (k, _) in std::env::vars_os() {
+            if k.to_str().is_some_and(is_pane_env) {
+                c.env_remove(k);
+            }
         }
         for (k, v) in &self.env {
             match v {
@@ -474,6 +512,34 @@ mod tests {
         assert_eq!(out.code, Some(3));
         assert_eq!(out.stdout, "out\n");
         assert_eq!(out.stderr, "err\n");
+    }
+
+    #[test]
+    fn the_variables_of_a_tmux_client_and_an_agent_deck_pane_are_told_apart() {
+        for name in [
+            "TMUX",
+            "TMUX_PANE",
+            "AGENTDECK_INSTANCE_ID",
+            "AGENTDECK_TITLE",
+            "AGENTDECK_TOOL",
+            "AGENTDECK_HOOK_GENERATION",
+            "AGENTDECK_RESOLVED_CONFIG_DIR",
+            "AGENTDECK_RESOLVED_GROUP",
+            "AGENTDECK_RESOLVED_SOURCE",
+            "AGENTDECK_TOOL_SESSION_ID",
+        ] {
+            assert!(is_pane_env(name), "{name}");
+        }
+        for name in [
+            "TMUX_TMPDIR",
+            "AGENTDECK_PROFILE",
+            "CLAUDE_CONFIG_DIR",
+            "AGENTDECK_TOOLS",
+            "TMUXP",
+            "HOME",
+        ] {
+            assert!(!is_pane_env(name), "{name}");
+        }
     }
 
     #[test]

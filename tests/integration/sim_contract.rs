@@ -622,6 +622,24 @@ fn a_never_started_session_reads_error_like_a_killed_one() {
 }
 
 #[test]
+fn a_caller_inside_another_tmux_server_reads_every_session_unknown() {
+    let sim = dead_fleet();
+    let foreign = |args: &[&str]| {
+        let mut c = Command::new(&sim.bin);
+        c.args(args)
+            .envs(sim.envs())
+            .env_remove("AGENTDECK_PROFILE")
+            .env("TMUX", "/tmp/tmux-1000/other,4242,0")
+            .env("TMUX_PANE", "%0");
+        c.output().expect("run the simulated agent-deck")
+    };
+    check_a_caller_inside_another_tmux_server_reads_unknown(&foreign, ID_C, ID_B);
+    // Without `TMUX` the same sessions read as they are.
+    assert_eq!(show_json(&|a| sim.run(a), ID_C)["status"], "running");
+    assert_eq!(show_json(&|a| sim.run(a), ID_B)["status"], "error");
+}
+
+#[test]
 fn a_gone_tmux_session_reads_error_with_no_exit_code() {
     let sim = dead_fleet();
     check_gone_tmux_reads_error(&|a| sim.run(a), ID_B);

@@ -65,3 +65,24 @@ fn without_a_status_writer_the_real_guard_skips_a_fresh_restart_of_a_dead_pane()
     );
     check_fresh_restart_is_skipped_even_when_dead(&run, &a.id);
 }
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn the_real_cli_inside_another_tmux_server_reads_unknown_like_the_simulator() {
+    let sb = Sandbox::on_default_socket();
+    let other = sb.other_tmux_server();
+    let alive = sb.launch("worker-alive", "srv", Tool::Custom, None);
+    let killed = sb.launch("worker-killed", "srv", Tool::Custom, None);
+    sb.kill_tmux_session(&killed);
+    assert!(
+        wait_until(SETTLE, || sb.status(&killed) == "error"),
+        "{}",
+        sb.show(&killed)
+    );
+    let foreign = |args: &[&str]| {
+        let mut c = sb.command(&sb.real);
+        c.args(args).envs(other.client_env());
+        crate::support::output_within(c, Duration::from_secs(60))
+    };
+    check_a_caller_inside_another_tmux_server_reads_unknown(&foreign, &alive.id, &killed.id);
+}

@@ -63,6 +63,15 @@ pub(crate) enum StatusWriter {
     None,
 }
 
+/// Which tmux socket the sandbox fleet is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Socket {
+    /// A socket of its own (`[tmux] socket_name`).
+    Own,
+    /// The default socket under the sandbox's `TMUX_TMPDIR`.
+    Default,
+}
+
 /// Which agent a session runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Tool {
@@ -114,7 +123,9 @@ impl Agent {
 pub(crate) struct Sandbox {
     pub dir: tempfile::TempDir,
     pub home: PathBuf,
-    /// agent-deck's `[tmux] socket_name`.
+    /// agent-deck's `[tmux] socket_name`; `default` (no `socket_name` in its
+    /// config) for a fleet on the default socket, which is the sandbox's
+    /// own since `TMUX_TMPDIR` is.
     pub socket: String,
     /// The real CLI.
     pub real: PathBuf,
@@ -131,6 +142,16 @@ impl Sandbox {
     }
 
     pub(crate) fn with(writer: StatusWriter) -> Sandbox {
+        Sandbox::build(writer, Socket::Own)
+    }
+
+    /// A sandbox whose fleet is on the default tmux socket (no
+    /// `[tmux] socket_name`), under the sandbox's own `TMUX_TMPDIR`.
+    pub(crate) fn on_default_socket() -> Sandbox {
+        Sandbox::build(StatusWriter::NotifyDaemon, Socket::Default)
+    }
+
+    fn build(writer: StatusWriter, socket: Socket) -> Sandbox {
         let real = agent_deck_bin();
         let dir = tempfile::Builder::new()
             .prefix("adwd-live")
@@ -147,11 +168,19 @@ impl Sandbox {
             fs::create_dir_all(home.join(sub)).expect("sandbox home");
         }
         fs::create_dir_all(root.join("tmux")).expect("sandbox tmux dir");
-        let socket = format!("adwd-{}", &unique()[..10]);
+        let (socket, socket_line) = match socket {
+            Socket::Own => {
+                let name = format!("adwd-{}", &unique()[..10]);
+                let line = format!("socket_name = \"{name}\"\n");
+                (name, line)
+            }
+            // `tmux -L default` is the default socket.
+            Socket::Default => ("default".to_owned(), String::new()),
+        };
         let fake = root.join("bin/fake-agent");
         fake_agent::install(&fake, &real);
         let config = format!(
-            "[tmux]\nsocket_name = \"{socket}\"\nlaunch_as = \"direct\"\n\
+            "[tmux]\n{socket_line}launch_as = \"direct\"\n\
              inject_status_line = false\n\n\
              [updates]\ncheck_enabled = false\nnotify_in_cli = false\n\n\
              [claude]\ncommand = \"{fake}\"\n\n\
@@ -566,6 +595,68 @@ impl Sandbox {
     /// The watchdog's calls of `session <verb>` for this session.
     pub(crate) fn session_calls(&self, a: &Agent, verb: &str) -> Vec<String> {
         self.watchdog_calls_with(&["session", verb, &a.id])
+    }
+}
+
+/// A second tmux server in the sandbox, with one session, as the server of
+/// the shell a watchdog is started from. Killed when dropped.
+pub(crate) struct OtherServer {
+    socket: PathBuf,
+    pid: String,
+    env: Vec<(String, String)>,
+}
+
+impl OtherServer {
+    /// `TMUX` and `TMUX_PANE` as a shell in its pane has them.
+    pub(crate) fn client_env(&self) -> [(&'static str, String); 2] {
+        let tmux = format!("{},{},0", self.socket.display(), self.pid);
+        [("TMUX", tmux), ("TMUX_PANE", "%0".to_owned())]
+    }
+
+    pub(crate) fn tmux(&self, args: &[&str]) -> Output {
+        let mut c = Command::new("tmux");
+        c.env_clear()
+            .envs(self.env.iter().cloned())
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .stdin(Stdio::null());
+        output_within(c, CALL_LIMIT)
+    }
+
+    /// The names of its sessions, sorted.
+    pub(crate) fn sessions(&self) -> Vec<String> {
+        let out = self.tmux(&["list-sessions", "-F", "#{session_name}"]);
+        let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for OtherServer {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+impl Sandbox {
+    /// Starts a second tmux server on a socket in the sandbox dir, holding
+    /// one session `bystander`.
+    pub(crate) fn other_tmux_server(&self) -> OtherServer {
+        let mut other = OtherServer {
+            socket: self.dir.path().join("other-tmux.sock"),
+            pid: String::new(),
+            env: self.env(),
+        };
+        let made = other.tmux(&["new-session", "-d", "-s", "bystander", "sleep", "3600"]);
+        assert!(made.status.success(), "{made:?}");
+        let pid = other.tmux(&["display-message", "-p", "-t", "bystander", "#{pid}"]);
+        other.pid = String::from_utf8_lossy(&pid.stdout).trim().to_owned();
+        assert!(!other.pid.is_empty(), "{pid:?}");
+        other
     }
 }
 

@@ -51,6 +51,34 @@ fn a_killed_conductor_without_a_hook_is_restarted_once_with_a_new_tmux_session()
 
 #[test]
 #[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_watchdog_started_inside_another_tmux_server_revives_a_killed_conductor_and_leaves_that_server_alone(
+) {
+    let sb = Sandbox::on_default_socket();
+    let other = sb.other_tmux_server();
+    let a = sb.launch("conductor-ops", "conductor", Tool::Custom, None);
+    let client = other.client_env();
+    let settings: Vec<(&str, &str)> = client.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let d = sb.spawn_watchdog(&settings);
+    sb.age_past_freshness(&a);
+    sb.kill_tmux_session(&a);
+    let back = wait_until(RECOVERY, || !sb.restarts_of(&a, "restarted").is_empty());
+    assert!(back, "never restarted; stderr:\n{}", d.stderr());
+    assert!(is_healthy(&sb.status(&a)), "{}", sb.show(&a));
+    assert_eq!(
+        other.sessions(),
+        ["bystander"],
+        "the other server is untouched"
+    );
+    assert!(
+        d.stderr()
+            .contains("not handing TMUX, TMUX_PANE to agent-deck"),
+        "{}",
+        d.stderr()
+    );
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
 fn a_claude_conductors_session_end_hook_restarts_it_inside_one_poll_keeping_its_names() {
     let sb = Sandbox::new();
     let a = sb.launch("conductor-claude", "conductor", Tool::Claude, None);

@@ -103,6 +103,21 @@ pub(crate) fn check_never_started_reads_error_like_a_killed_one(
 /// `id` is a session whose tmux session is gone (and which holds no auth
 /// hold): it reads `error`, a send is "not running", the pane cannot be
 /// captured, and `session start` brings it back.
+/// `run` is a caller whose `TMUX` names another tmux server than the one
+/// the fleet is on (the default socket, no `socket_name`): on 1.14.0 it
+/// reads a live session and a dead one alike as `unknown`, in `show` and
+/// in `list`.
+pub(crate) fn check_a_caller_inside_another_tmux_server_reads_unknown(
+    run: Run,
+    alive: &str,
+    dead: &str,
+) {
+    for id in [alive, dead] {
+        assert_eq!(show_json(run, id)["status"], "unknown", "{id}");
+        assert_eq!(listed_status(run, id), "unknown", "{id}");
+    }
+}
+
 pub(crate) fn check_gone_tmux_reads_error(run: Run, id: &str) {
     let title = show_json(run, id)["title"]
         .as_str()

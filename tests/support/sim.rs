@@ -131,6 +131,8 @@ impl Sim {
             .args(args)
             .envs(self.envs())
             .env_remove("AGENTDECK_PROFILE")
+            // A test run from inside tmux must not read the fleet through it.
+            .env_remove("TMUX")
             .output()
             .expect("run the simulated agent-deck")
     }

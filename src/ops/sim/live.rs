@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use super::hooks;
 use super::state::{SimSession, SimState};
+use crate::fleet::version::Version;
 
 /// Seconds after creation (or start) during which a missing tmux session
 /// reads as starting up rather than as a fault.
@@ -37,6 +38,33 @@ pub(super) struct Moment {
     /// The hooks directory, when the state asks for hooks to be read
     /// (`read_hooks: true`).
     pub hooks: Option<PathBuf>,
+    /// The caller's `TMUX` names another tmux server than the fleet's: what
+    /// the release then reads for every session.
+    pub foreign: Option<ForeignRead>,
+}
+
+/// What a CLI whose `TMUX` names another tmux server reads for a session on
+/// the default socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ForeignRead {
+    /// 1.14.0, measured: every session, live or dead, reads `unknown`.
+    Unknown,
+    /// 1.16.0–1.16.16: every session reads `error` (CHANGELOG 1.16.17,
+    /// `internal/tmux/foreign_server.go` at 7b8e657c).
+    Error,
+    /// 1.16.17 on: "its last known status is kept" (CHANGELOG 1.16.17).
+    LastKnown,
+}
+
+/// How `release` reads sessions through another tmux server.
+pub(super) fn foreign_read(release: Version) -> ForeignRead {
+    if release.at_least(Version::new(1, 16, 17)) {
+        ForeignRead::LastKnown
+    } else if release.at_least(Version::new(1, 16, 0)) {
+        ForeignRead::Error
+    } else {
+        ForeignRead::Unknown
+    }
 }
 
 /// Statuses printed as themselves; the rest print `unknown` (`starting` too).
@@ -72,6 +100,12 @@ pub(super) fn status(s: &SimSession, at: &Moment) -> String {
     }
     if s.raw_status() == "stopped" {
         return "stopped".into();
+    }
+    match at.foreign {
+        Some(ForeignRead::Unknown) => return "unknown".into(),
+        Some(ForeignRead::Error) => return "error".into(),
+        Some(ForeignRead::LastKnown) => return s.raw_status().into(),
+        None => {}
     }
     if !s.tmux_exists() {
         // Within the grace after a start, a gone tmux is still `starting`.

@@ -79,6 +79,9 @@ pub struct SimEnv {
     pub profile: String,
     /// Where hook files are, resolved like agent-deck (see `hooks.rs`).
     pub hooks: Option<PathBuf>,
+    /// `TMUX` is set: the caller is a client of some tmux server, which for
+    /// the simulated fleet (on the default socket) is another one.
+    pub tmux_client: bool,
 }
 
 impl SimEnv {
@@ -98,6 +101,7 @@ impl SimEnv {
                 let legacy_root = home.join(".agent-deck");
                 Some(resolve_hooks_dir(&home, xdg.as_deref(), &legacy_root))
             }),
+            tmux_client: var("TMUX").is_some(),
         }
     }
 }
@@ -148,6 +152,7 @@ fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Result<Reply, 
     let moment = |st: &SimState| Moment {
         now: unix_now(),
         hooks: env.hooks.clone().filter(|_| st.read_hooks),
+        foreign: env.tmux_client.then(|| live::foreign_read(st.release())),
     };
     // Without a fault or a delay the first look answers; with one, the
     // answer comes from the state as it is after the sleep.

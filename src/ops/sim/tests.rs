@@ -46,6 +46,7 @@ impl Sim {
             log: Some(self.log.clone()),
             profile: String::new(),
             hooks: None,
+            tmux_client: false,
         }
     }
 
