@@ -104,9 +104,9 @@ fn outside_any_pane_nothing_is_said_about_dropped_variables() {
 }
 
 /// A dead conductor and a live one, read by a watchdog whose `TMUX` names
-/// another server than the fleet's: on 1.14.0 a leaked `TMUX` reads both
-/// `unknown` (the dead one is never revived); on 1.16.0–1.16.16 both
-/// `error` (the live one is torn down too).
+/// another server than the fleet's: up to 1.16.16 a leaked `TMUX` reads
+/// both `error`, so the live one would be torn down too; from 1.16.17 the
+/// last known status is kept.
 #[test]
 fn a_watchdog_started_inside_another_tmux_server_revives_the_dead_conductor_only() {
     for version in ["1.14.0", "1.16.5", "1.16.26"] {

@@ -622,7 +622,7 @@ fn a_never_started_session_reads_error_like_a_killed_one() {
 }
 
 #[test]
-fn a_caller_inside_another_tmux_server_reads_every_session_unknown() {
+fn a_caller_inside_another_tmux_server_reads_every_session_error() {
     let sim = dead_fleet();
     let foreign = |args: &[&str]| {
         let mut c = Command::new(&sim.bin);
@@ -633,7 +633,7 @@ fn a_caller_inside_another_tmux_server_reads_every_session_unknown() {
             .env("TMUX_PANE", "%0");
         c.output().expect("run the simulated agent-deck")
     };
-    check_a_caller_inside_another_tmux_server_reads_unknown(&foreign, ID_C, ID_B);
+    check_a_caller_inside_another_tmux_server_reads_error(&foreign, ID_C, ID_B);
     // Without `TMUX` the same sessions read as they are.
     assert_eq!(show_json(&|a| sim.run(a), ID_C)["status"], "running");
     assert_eq!(show_json(&|a| sim.run(a), ID_B)["status"], "error");

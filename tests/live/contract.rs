@@ -68,7 +68,7 @@ fn without_a_status_writer_the_real_guard_skips_a_fresh_restart_of_a_dead_pane()
 
 #[test]
 #[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
-fn the_real_cli_inside_another_tmux_server_reads_unknown_like_the_simulator() {
+fn the_real_cli_inside_another_tmux_server_reads_error_like_the_simulator() {
     let sb = Sandbox::on_default_socket();
     let other = sb.other_tmux_server();
     let alive = sb.launch("worker-alive", "srv", Tool::Custom, None);
@@ -84,5 +84,5 @@ fn the_real_cli_inside_another_tmux_server_reads_unknown_like_the_simulator() {
         c.args(args).envs(other.client_env());
         crate::support::output_within(c, Duration::from_secs(60))
     };
-    check_a_caller_inside_another_tmux_server_reads_unknown(&foreign, &alive.id, &killed.id);
+    check_a_caller_inside_another_tmux_server_reads_error(&foreign, &alive.id, &killed.id);
 }

@@ -105,17 +105,21 @@ pub(crate) fn check_never_started_reads_error_like_a_killed_one(
 /// captured, and `session start` brings it back.
 /// `run` is a caller whose `TMUX` names another tmux server than the one
 /// the fleet is on (the default socket, no `socket_name`): on 1.14.0 it
-/// reads a live session and a dead one alike as `unknown`, in `show` and
-/// in `list`.
-pub(crate) fn check_a_caller_inside_another_tmux_server_reads_unknown(
+/// reads a live session and a dead one alike as `error`, in `show` and in
+/// `list`.
+pub(crate) fn check_a_caller_inside_another_tmux_server_reads_error(
     run: Run,
     alive: &str,
     dead: &str,
 ) {
-    for id in [alive, dead] {
-        assert_eq!(show_json(run, id)["status"], "unknown", "{id}");
-        assert_eq!(listed_status(run, id), "unknown", "{id}");
-    }
+    let read = |id: &str| (show_json(run, id)["status"].clone(), listed_status(run, id));
+    let (alive, dead) = (read(alive), read(dead));
+    let error = (json!("error"), json!("error"));
+    assert_eq!(
+        (&alive, &dead),
+        (&error, &error),
+        "(show, list) of the live one, then the dead one"
+    );
 }
 
 pub(crate) fn check_gone_tmux_reads_error(run: Run, id: &str) {

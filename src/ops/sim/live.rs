@@ -47,10 +47,10 @@ pub(super) struct Moment {
 /// the default socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ForeignRead {
-    /// 1.14.0, measured: every session, live or dead, reads `unknown`.
-    Unknown,
-    /// 1.16.0–1.16.16: every session reads `error` (CHANGELOG 1.16.17,
-    /// `internal/tmux/foreign_server.go` at 7b8e657c).
+    /// Up to 1.16.16 every session, live or dead, reads `error`: measured on
+    /// 1.14.0 by the live contract suite (with notify-daemon, `TMUX` naming
+    /// a live other server or a gone one), and what CHANGELOG 1.16.17 and
+    /// `internal/tmux/foreign_server.go` at 7b8e657c say of 1.16.0–1.16.16.
     Error,
     /// 1.16.17 on: "its last known status is kept" (CHANGELOG 1.16.17).
     LastKnown,
@@ -60,10 +60,8 @@ pub(super) enum ForeignRead {
 pub(super) fn foreign_read(release: Version) -> ForeignRead {
     if release.at_least(Version::new(1, 16, 17)) {
         ForeignRead::LastKnown
-    } else if release.at_least(Version::new(1, 16, 0)) {
-        ForeignRead::Error
     } else {
-        ForeignRead::Unknown
+        ForeignRead::Error
     }
 }
 
@@ -102,7 +100,6 @@ pub(super) fn status(s: &SimSession, at: &Moment) -> String {
         return "stopped".into();
     }
     match at.foreign {
-        Some(ForeignRead::Unknown) => return "unknown".into(),
         Some(ForeignRead::Error) => return "error".into(),
         Some(ForeignRead::LastKnown) => return s.raw_status().into(),
         None => {}
