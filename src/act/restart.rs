@@ -154,16 +154,23 @@ impl Context {
                 Some((why, e.spawn().cloned()))
             }
         };
+        // An unverified spawn is polled as a success is: it may be up.
+        let unverified = failed.as_ref().and_then(|(_, spawn)| spawn.as_ref());
+        let unverified = unverified.is_some_and(|f| f.reason == SpawnReason::Unverified);
+        let carried_out = failed.is_none() || unverified;
         match self.verify(s, self.cfg.restart_verify) {
             Some(status) if status != Status::Error => {
                 if failed.is_some() {
-                    // An unverified (or failed) answer, and yet it came up.
+                    // A failed or unverified answer, and yet it came up.
                     notes::note_restarted(&mut self.state.lock(), &s.id, issued);
                 }
                 self.succeeded(s, status)
             }
             // Only a restart agent-deck carried out leaves a stale hook behind.
-            Some(status) if failed.is_none() && self.only_a_stale_hook_says_error(s, issued) => {
+            Some(status) if carried_out && self.only_a_stale_hook_says_error(s, issued) => {
+                if unverified {
+                    notes::note_restarted(&mut self.state.lock(), &s.id, issued);
+                }
                 self.succeeded(s, status)
             }
             _ => match failed {
@@ -834,6 +841,21 @@ mod tests {
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "restarted"]);
+    }
+
+    #[test]
+    fn an_unverified_spawn_that_only_a_stale_dead_hook_colours_is_a_success_with_no_start() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = restart_fails_with(SpawnReason::Unverified, &[Status::Error]);
+        let ctx = context(tmp.path(), deck.clone());
+        dead_hook(&ctx, (NOW - 30.0).floor());
+        ctx.run(&reserved(&ctx));
+        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(acts, ["restart", "restarted"]);
+        let st = ctx.state.lock();
+        assert_eq!(st.sessions[ID].restarted_at, Some(NOW), "the hold sees it");
+        assert_eq!(st.sessions[ID].consecutive_failures, 0);
     }
 
     #[test]
