@@ -78,6 +78,9 @@ fn restart(i: u64) -> RestartRecord {
         backoff_s: None,
         final_status: (!skipped).then(|| "running".into()),
         stuck_for_s: None,
+        spawn_reason: None,
+        dying_output_digest: None,
+        elapsed_ms: None,
     }
 }
 

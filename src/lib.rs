@@ -13,6 +13,7 @@ pub(crate) mod config;
 pub(crate) mod daemon;
 pub(crate) mod decide;
 pub(crate) mod demo;
+pub(crate) mod digest;
 pub(crate) mod duration_flag;
 pub(crate) mod error;
 pub(crate) mod fleet;

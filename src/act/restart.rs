@@ -1,6 +1,9 @@
 //! One restart, carried out: the serialization wait, the last gate re-check,
 //! liveness confirmation, `session restart`, verification, the `session
 //! start` fallback, the 429 check, the records, the continuity message.
+//! From agent-deck 1.16.10 (#2265) a failed restart or start says why its
+//! spawn failed (`reason`); SPEC §5.5 says what each reason leads to, and
+//! [`Context::spawn_failed`] is where that is told apart.
 //!
 //! [`Restarter`] runs these jobs one at a time on its own thread, so the main
 //! loop never blocks on them and restarts never overlap. Decisions come from
@@ -15,9 +18,9 @@ use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
 use crate::decide::{dedup, gates, notes};
-use crate::fleet::deck::RestartAnswer;
+use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure, SpawnReason};
 use crate::fleet::session::{Session, Status};
-use crate::records::audit::LivenessRecord;
+use crate::records::audit::{LivenessRecord, RestartRecord};
 use crate::sys::worker::Worker;
 
 /// The restart worker: one restart at a time, in the order they were cleared.
@@ -37,6 +40,27 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
         gates::finish(&mut ctx.state.lock(), &job.session.id);
         ctx.store.save(&ctx.state);
     })
+}
+
+/// What a failed restart or start call is, by agent-deck's `reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spawn {
+    /// `spawn_died_fast`: recorded, escalated and held; nothing more to do.
+    DiedFast,
+    /// `spawn_unverified`: the session may be up; poll as after a success.
+    Unverified,
+    /// Any other failure: a failed call.
+    Failed,
+}
+
+/// Adds what agent-deck said of a failed spawn to a record: its reason, the
+/// digest of the dying output (never the text) and `elapsed_ms`.
+fn with_spawn(rec: &mut RestartRecord, spawn: Option<&SpawnFailure>) {
+    if let Some(f) = spawn {
+        rec.spawn_reason = Some(f.reason.to_string());
+        rec.dying_output_digest.clone_from(&f.dying_output_digest);
+        rec.elapsed_ms = f.elapsed_ms;
+    }
 }
 
 /// Whether a transcript shows an API rate limit (HTTP 429).
@@ -113,30 +137,103 @@ impl Context {
                 notes::note_restarted(&mut self.state.lock(), &s.id, issued);
                 None
             }
-            // SPEC §5.5: any answer but `skipped` is followed by the status
-            // poll and, still in error, the start fallback; agent-deck's own
-            // guards (a missing project dir, a live tmux session) refuse a
-            // start that could not be right.
+            // SPEC §5.5: any answer but `skipped` (or a spawn that died at
+            // once) is followed by the status poll and, still in error, the
+            // start fallback; agent-deck's own guards (a missing project
+            // dir, a live tmux session) refuse a start that could not be right.
             Err(e) => {
                 let why = format!("restart {e}");
-                log::warn!(
-                    "restart of {} failed: {why}; reading its status before the start fallback",
-                    s.id
-                );
-                Some(why)
+                match self.spawn_failed(job, &why, &e) {
+                    Spawn::DiedFast => return,
+                    Spawn::Unverified => {}
+                    Spawn::Failed => log::warn!(
+                        "restart of {} failed: {why}; reading its status before the start fallback",
+                        s.id
+                    ),
+                }
+                Some((why, e.spawn().cloned()))
             }
         };
+        // An unverified spawn is polled as a success is: it may be up.
+        let unverified = failed.as_ref().and_then(|(_, spawn)| spawn.as_ref());
+        let unverified = unverified.is_some_and(|f| f.reason == SpawnReason::Unverified);
+        let carried_out = failed.is_none() || unverified;
         match self.verify(s, self.cfg.restart_verify) {
-            Some(status) if status != Status::Error => self.succeeded(s, status),
-            // Only a restart agent-deck carried out leaves a stale hook behind.
-            Some(status) if failed.is_none() && self.only_a_stale_hook_says_error(s, issued) => {
+            Some(status) if status != Status::Error => {
+                if failed.is_some() {
+                    // A failed or unverified answer, and yet it came up.
+                    notes::note_restarted(&mut self.state.lock(), &s.id, issued);
+                }
                 self.succeeded(s, status)
             }
-            _ => {
-                let why = failed.as_deref();
-                self.fall_back_to_start(job, why.unwrap_or("still in error after the restart"))
+            // Only a restart agent-deck carried out leaves a stale hook behind.
+            Some(status) if carried_out && self.only_a_stale_hook_says_error(s, issued) => {
+                if unverified {
+                    notes::note_restarted(&mut self.state.lock(), &s.id, issued);
+                }
+                self.succeeded(s, status)
             }
+            _ => match failed {
+                Some((why, spawn)) => self.fall_back_to_start(job, &why, spawn.as_ref()),
+                None => self.fall_back_to_start(job, "still in error after the restart", None),
+            },
         }
+    }
+
+    /// What a failed restart or start call `e` leads to, by the reason
+    /// agent-deck gave (SPEC §5.5): a spawn that died at once is a final
+    /// failure, recorded, escalated and held here; an unverified one is
+    /// polled like a success (the session may be up); every other answer
+    /// (`tmux_session_missing`, a reason this release does not know, no
+    /// reason at all) is a failed call. `why` is the failure as recorded.
+    fn spawn_failed(&self, job: &RestartJob, why: &str, e: &CliError) -> Spawn {
+        match e.spawn() {
+            Some(f) if f.reason == SpawnReason::DiedFast => {
+                self.died_fast(job, why, f);
+                Spawn::DiedFast
+            }
+            Some(f) if f.reason == SpawnReason::Unverified => {
+                log::warn!(
+                    "{}: {why}; agent-deck could not tell whether it came up, so its status is polled as after a success",
+                    job.session.id
+                );
+                Spawn::Unverified
+            }
+            _ => Spawn::Failed,
+        }
+    }
+
+    /// A spawn agent-deck saw die at once (`spawn_died_fast`): no start
+    /// fallback, `restart-failed` escalated now (naming the reason and how
+    /// fast it died), and the session held from restarts until it is seen
+    /// healthy, instead of spending the rest of its budget on a death a
+    /// restart cannot fix (#2099).
+    fn died_fast(&self, job: &RestartJob, why: &str, f: &SpawnFailure) {
+        let s = &job.session;
+        let n = {
+            let mut st = self.state.lock();
+            notes::note_spawn_died_fast(&mut st, &s.id, self.clock.now());
+            notes::note_failure(&mut st, &s.id)
+        };
+        let after = f
+            .elapsed_ms
+            .map_or_else(|| "an unknown time".to_owned(), |ms| format!("{ms} ms"));
+        log::warn!(
+            "restart of {} ({}) failed ({n} in a row): {why}; its new process died after {after}, which a start cannot fix: escalating now, and no more restarts of it until it is seen healthy",
+            s.id,
+            s.title
+        );
+        let mut rec = self.record(s, RestartAction::RestartFailed, Some(why.to_owned()));
+        with_spawn(&mut rec, Some(f));
+        self.records.restart(&rec);
+        let msg = format!(
+            "{} ({}) cannot be restarted: agent-deck reports {} (elapsed_ms {}) — its new process exits at once, which a restart or start cannot fix. It is held from restarts until it is seen healthy; last err: {why}",
+            s.title,
+            s.id,
+            f.reason,
+            f.elapsed_ms.map_or_else(|| "unknown".to_owned(), |ms| ms.to_string()),
+        );
+        self.alert(s, Severity::RestartFailed, &msg);
     }
 
     /// Waits for the global serialization; false on shutdown.
@@ -231,31 +328,50 @@ impl Context {
     }
 
     /// `session start` after a restart that did not bring the session back;
-    /// `why` says what the restart did, and leads a failure's reason.
-    fn fall_back_to_start(&self, job: &RestartJob, why: &str) {
+    /// `why` says what the restart did, and leads a failure's reason;
+    /// `spawn` is why agent-deck said the restart's spawn failed, if it did.
+    fn fall_back_to_start(&self, job: &RestartJob, why: &str, spawn: Option<&SpawnFailure>) {
         let s = &job.session;
         if self.shutdown.is_set() {
-            return self.failed(job, "shutdown during verification".into());
+            return self.failed(job, "shutdown during verification".into(), spawn);
         }
         log::warn!("{}: {why}; falling back to session start", s.id);
-        if let Err(e) = self.deck.start(&s.profile, &s.id) {
-            return self.failed(job, format!("{why}; fallback start {e}"));
-        }
-        notes::note_ran(&mut self.state.lock(), &s.id);
         let within = self.cfg.start_verify;
         let secs = within.as_secs_f64();
+        if let Err(e) = self.deck.start(&s.profile, &s.id) {
+            let why = format!("{why}; fallback start {e}");
+            let spawn = e.spawn().or(spawn);
+            return match self.spawn_failed(job, &why, &e) {
+                Spawn::DiedFast => {}
+                Spawn::Failed => self.failed(job, why, spawn),
+                // An unverified start may have brought it up.
+                Spawn::Unverified => match self.verify(s, within) {
+                    Some(status) if status != Status::Error => {
+                        notes::note_ran(&mut self.state.lock(), &s.id);
+                        self.succeeded(s, status)
+                    }
+                    _ => {
+                        let why = format!("{why}; status still error after {secs:.0}s");
+                        self.failed(job, why, spawn)
+                    }
+                },
+            };
+        }
+        notes::note_ran(&mut self.state.lock(), &s.id);
         match self.verify(s, within) {
             Some(status) if status != Status::Error => self.succeeded(s, status),
             _ => self.failed(
                 job,
                 format!("fallback start returned success but status still error after {secs:.0}s"),
+                spawn,
             ),
         }
     }
 
     /// A failed restart: a 429 backs off and gives the slot back; anything
-    /// else counts as a crash and escalates on the second in a row.
-    fn failed(&self, job: &RestartJob, err: String) {
+    /// else counts as a crash and escalates on the second in a row. `spawn`
+    /// (why agent-deck said a spawn failed) joins the failure's record.
+    fn failed(&self, job: &RestartJob, err: String, spawn: Option<&SpawnFailure>) {
         let (s, lim) = (&job.session, &self.limits);
         if self.shutdown.is_set() {
             // Cut short by our own shutdown: not the session's failure.
@@ -297,7 +413,9 @@ impl Context {
             s.id,
             s.title
         );
-        self.note(s, RestartAction::RestartFailed, Some(err.clone()));
+        let mut rec = self.record(s, RestartAction::RestartFailed, Some(err.clone()));
+        with_spawn(&mut rec, spawn);
+        self.records.restart(&rec);
         if n >= 2 {
             let msg = format!(
                 "{} ({}) failed to restart {n}x consecutively; last err: {err}",
@@ -314,6 +432,7 @@ mod tests {
 
     use super::*;
     use crate::act::context::tests::{config, restart_records, severities, NOW};
+    use crate::decide::outcomes::RestartAction;
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
     use crate::records::audit::LIVENESS_LOG;
     use crate::records::read_back::read_lines;
@@ -599,6 +718,225 @@ mod tests {
         // A fourth restart waits for the breaker.
         ctx.run(&reserved(&ctx));
         assert_eq!(deck.count("restart"), 3);
+    }
+
+    /// What agent-deck 1.16.10+ says of a spawn that failed for `reason`:
+    /// the digest of a dying output, and how fast it died.
+    fn spawn(reason: SpawnReason) -> SpawnFailure {
+        SpawnFailure {
+            reason,
+            dying_output_digest: Some(crate::digest::digest("No conversation found to continue")),
+            elapsed_ms: Some(980),
+        }
+    }
+
+    /// A conductor in error whose restart fails saying `reason`, with the
+    /// statuses `shows` (the liveness check reads the first two).
+    fn restart_fails_with(reason: SpawnReason, shows: &[Status]) -> Arc<FakeDeck> {
+        Arc::new(FakeDeck::new(Script {
+            shows: shows.iter().map(|st| live(*st)).collect(),
+            restart: None,
+            restart_spawn: Some(spawn(reason)),
+            ..Script::default()
+        }))
+    }
+
+    #[test]
+    fn a_spawn_that_died_fast_escalates_at_once_with_no_start_and_holds_the_session() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = restart_fails_with(SpawnReason::DiedFast, &[Status::Error]);
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
+        assert_eq!(severities(tmp.path()), ["restart-failed"], "at once");
+        let recs = restart_records(tmp.path());
+        let failed = &recs[1];
+        assert_eq!(failed.action, RestartAction::RestartFailed);
+        assert_eq!(failed.spawn_reason.as_deref(), Some("spawn_died_fast"));
+        assert_eq!(failed.elapsed_ms, Some(980));
+        let digest = crate::digest::digest("No conversation found to continue");
+        assert_eq!(failed.dying_output_digest.as_deref(), Some(digest.as_str()));
+        let dir = config(tmp.path()).watchdog_dir;
+        let esc: Vec<crate::records::audit::EscalationRecord> =
+            read_lines(&dir.join(crate::records::audit::ESCALATIONS_LOG));
+        assert!(
+            esc[0].message.contains("spawn_died_fast") && esc[0].message.contains("980"),
+            "{}",
+            esc[0].message
+        );
+        assert_eq!(slots_used(&ctx), 1, "a real failure spends its slot");
+        // Held: no more restarts, however much budget is left, until healthy.
+        let later = NOW + 3600.0;
+        let mut st = ctx.state.lock();
+        assert_eq!(
+            gates::gate(&mut st, &ctx.limits, ID, later),
+            gates::Gate::Skip(gates::Hold::SpawnDiedFast)
+        );
+        let s = crate::decide::notes::tests::sess(ID);
+        notes::note_status(&mut st, &s, Status::Error, later);
+        assert_eq!(
+            gates::recheck(&mut st, ID, later),
+            Some(gates::Hold::SpawnDiedFast)
+        );
+        notes::note_status(&mut st, &s, Status::Running, later);
+        assert_eq!(gates::recheck(&mut st, ID, later), None);
+    }
+
+    #[test]
+    fn a_start_whose_spawn_died_fast_escalates_at_once_and_holds_the_session() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Error)].into(),
+            restart: None,
+            start_ok: false,
+            start_spawn: Some(spawn(SpawnReason::DiedFast)),
+            ..Script::default()
+        }));
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
+        assert_eq!(severities(tmp.path()), ["restart-failed"]);
+        let recs = restart_records(tmp.path());
+        assert_eq!(recs.len(), 2, "{recs:?}");
+        assert_eq!(recs[1].spawn_reason.as_deref(), Some("spawn_died_fast"));
+        let mut st = ctx.state.lock();
+        assert_eq!(
+            gates::recheck(&mut st, ID, NOW),
+            Some(gates::Hold::SpawnDiedFast)
+        );
+    }
+
+    #[test]
+    fn an_unverified_spawn_that_came_up_is_a_success_with_no_start() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = restart_fails_with(
+            SpawnReason::Unverified,
+            &[Status::Error, Status::Error, Status::Running],
+        );
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
+        assert_eq!(
+            actions(tmp.path()),
+            [
+                ("restart".to_owned(), None),
+                ("restarted".to_owned(), Some("running".to_owned()))
+            ]
+        );
+        let st = ctx.state.lock();
+        assert_eq!(st.sessions[ID].consecutive_failures, 0);
+        assert_eq!(st.sessions[ID].restarted_at, Some(NOW));
+        assert_eq!(st.sessions[ID].spawn_died_fast_at, None);
+        drop(st);
+        assert!(severities(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn an_unverified_spawn_still_in_error_goes_on_to_the_start_fallback() {
+        let tmp = tempfile::tempdir().unwrap();
+        use Status::{Error, Running};
+        let deck = restart_fails_with(SpawnReason::Unverified, &[Error, Error, Error, Running]);
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(acts, ["restart", "restarted"]);
+    }
+
+    #[test]
+    fn an_unverified_spawn_that_only_a_stale_dead_hook_colours_is_a_success_with_no_start() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = restart_fails_with(SpawnReason::Unverified, &[Status::Error]);
+        let ctx = context(tmp.path(), deck.clone());
+        dead_hook(&ctx, (NOW - 30.0).floor());
+        ctx.run(&reserved(&ctx));
+        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(acts, ["restart", "restarted"]);
+        let st = ctx.state.lock();
+        assert_eq!(st.sessions[ID].restarted_at, Some(NOW), "the hold sees it");
+        assert_eq!(st.sessions[ID].consecutive_failures, 0);
+    }
+
+    #[test]
+    fn an_unverified_start_that_came_up_is_a_success() {
+        let tmp = tempfile::tempdir().unwrap();
+        use Status::{Error, Running};
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [Error, Error, Error, Running].map(live).into(),
+            restart: None,
+            start_ok: false,
+            start_spawn: Some(spawn(SpawnReason::Unverified)),
+            ..Script::default()
+        }));
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(acts, ["restart", "restarted"]);
+        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
+    }
+
+    #[test]
+    fn a_missing_tmux_session_falls_back_to_start() {
+        let tmp = tempfile::tempdir().unwrap();
+        use Status::{Error, Running};
+        let deck = restart_fails_with(
+            SpawnReason::TmuxSessionMissing,
+            &[Error, Error, Error, Running],
+        );
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(acts, ["restart", "restarted"]);
+        assert!(severities(tmp.path()).is_empty());
+        assert_eq!(ctx.state.lock().sessions[ID].spawn_died_fast_at, None);
+    }
+
+    #[test]
+    fn a_reason_this_release_does_not_know_is_a_failed_call_and_recorded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reason = SpawnReason::Other("tmux_start_failed".into());
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Error)].into(),
+            restart: None,
+            restart_spawn: Some(SpawnFailure {
+                elapsed_ms: Some(0),
+                dying_output_digest: None,
+                reason,
+            }),
+            start_ok: false,
+            ..Script::default()
+        }));
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
+        let recs = restart_records(tmp.path());
+        assert_eq!(recs[1].action, RestartAction::RestartFailed);
+        assert_eq!(recs[1].spawn_reason.as_deref(), Some("tmux_start_failed"));
+        assert_eq!(recs[1].dying_output_digest, None);
+        assert!(severities(tmp.path()).is_empty(), "one failure is no alert");
+        let st = ctx.state.lock();
+        assert_eq!(st.sessions[ID].consecutive_failures, 1);
+        assert_eq!(st.sessions[ID].spawn_died_fast_at, None, "no hold");
+    }
+
+    #[test]
+    fn a_failure_without_a_reason_carries_no_spawn_keys() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = context(tmp.path(), restart_and_start_fail());
+        ctx.run(&reserved(&ctx));
+        let recs = restart_records(tmp.path());
+        let failed = &recs[1];
+        assert_eq!(failed.action, RestartAction::RestartFailed);
+        assert_eq!(
+            (
+                &failed.spawn_reason,
+                &failed.dying_output_digest,
+                failed.elapsed_ms
+            ),
+            (&None, &None, None)
+        );
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub(crate) struct SessionBook {
     /// When the watchdog last issued a `session restart` that agent-deck
     /// carried out: a `dead` hook older than this is about the old pane.
     pub restarted_at: Option<f64>,
+    /// When agent-deck said a restart or start of it died at once
+    /// (`spawn_died_fast`, 1.16.10+): no more restarts until it is seen
+    /// healthy, which clears it.
+    pub spawn_died_fast_at: Option<f64>,
 }
 
 /// A cascade episode: many critical sessions in error at once.
@@ -120,6 +124,7 @@ impl SessionBook {
             && self.alerted.is_empty()
             && self.last_status.is_none()
             && self.restarted_at.is_none()
+            && self.spawn_died_fast_at.is_none()
     }
 }
 

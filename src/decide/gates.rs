@@ -28,6 +28,10 @@ spelled! {
         /// Restarted, and still read `error` only because of a `dead` hook from
         /// before that restart (see [`crate::decide::stale_hook`]).
         StaleDeadHook = "stale_dead_hook",
+        /// agent-deck said its last restart or start died at once (see
+        /// [`crate::decide::notes::note_spawn_died_fast`]): held until it is
+        /// seen healthy.
+        SpawnDiedFast = "spawn_died_fast",
     }
 }
 
@@ -62,10 +66,16 @@ pub(crate) fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate 
     }
 }
 
-/// The first gates, repeated after the serialization wait: the breaker, a
-/// backoff, the burst pause or the cascade settle may have started meanwhile.
+/// The first gates, repeated after the serialization wait: a spawn that
+/// died at once, the breaker, a backoff, the burst pause or the cascade
+/// settle may have started meanwhile. The spawn hold comes first: it lasts
+/// until the session is seen healthy, so it is the one a held session is
+/// recorded with.
 pub(crate) fn recheck(state: &mut State, id: &str, now: f64) -> Option<Hold> {
-    if state.breaker_open_until > now {
+    let died_fast = state.sessions.get(id).and_then(|b| b.spawn_died_fast_at);
+    if died_fast.is_some() {
+        Some(Hold::SpawnDiedFast)
+    } else if state.breaker_open_until > now {
         Some(Hold::BreakerOpen)
     } else if state.book(id).backoff_until > now {
         Some(Hold::Backoff429)
@@ -172,6 +182,28 @@ mod tests {
     }
 
     #[test]
+    fn a_spawn_that_died_fast_holds_until_seen_healthy_before_any_budget_or_fleet_hold() {
+        use crate::decide::notes::{note_spawn_died_fast, note_status, tests::sess};
+        use crate::fleet::session::Status;
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        note_spawn_died_fast(&mut s, ID, c.now());
+        s.breaker_open_until = c.now() + 10.0;
+        assert_eq!(
+            gate(&mut s, &l, ID, c.now()),
+            Gate::Skip(Hold::SpawnDiedFast)
+        );
+        c.advance(86400.0);
+        note_status(&mut s, &sess(ID), Status::Error, c.now());
+        assert_eq!(
+            gate(&mut s, &l, ID, c.now()),
+            Gate::Skip(Hold::SpawnDiedFast)
+        );
+        assert_eq!(gate(&mut s, &l, "other-1", c.now()), Gate::Go);
+        note_status(&mut s, &sess(ID), Status::Waiting, c.now());
+        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Go);
+    }
+
+    #[test]
     fn serialization_spaces_restarts() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         assert_eq!(serialization_wait(&s, &l, c.now()), 0.0);
@@ -194,6 +226,7 @@ mod tests {
             (Hold::BudgetSpent, "budget_spent"),
             (Hold::NeverStarted, "never_started"),
             (Hold::StaleDeadHook, "stale_dead_hook"),
+            (Hold::SpawnDiedFast, "spawn_died_fast"),
         ] {
             assert_eq!(h.as_str(), text);
             assert_eq!(serde_json::to_string(&h).unwrap(), format!("\"{text}\""));

@@ -10,7 +10,6 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::fleet::session::{Live, Status};
 use crate::spelled::spelled;
@@ -76,10 +75,7 @@ pub(crate) struct Evidence {
 }
 
 /// The first 16 hex characters of the SHA-256 of `text`.
-pub(crate) fn digest(text: &str) -> String {
-    let hash = Sha256::digest(text.as_bytes());
-    hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
-}
+pub(crate) use crate::digest::digest;
 
 /// Runs the confirmation sequence of SPEC §5.3.
 pub(crate) fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {

@@ -52,6 +52,7 @@ pub(crate) fn note_status(state: &mut State, s: &Session, status: Status, now: f
         book.liveness_skips = 0;
         book.alerted.clear();
         book.error_since = None;
+        book.spawn_died_fast_at = None;
     } else if status == Status::Error && book.error_since.is_none() {
         book.error_since = Some(now);
     }
@@ -78,6 +79,12 @@ pub(crate) fn note_success(state: &mut State, id: &str) {
     let book = state.book(id);
     book.consecutive_failures = 0;
     book.liveness_skips = 0;
+}
+
+/// agent-deck said the spawn died at once (`spawn_died_fast`): the session
+/// is held from restarts until it is next seen healthy.
+pub(crate) fn note_spawn_died_fast(state: &mut State, id: &str, now: f64) {
+    state.book(id).spawn_died_fast_at = Some(now);
 }
 
 /// A real failure; returns how many in a row.

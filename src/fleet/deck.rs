@@ -19,6 +19,7 @@ use crate::fleet::listing::{ListReader, Row, RowTally, Shape};
 pub(crate) use crate::fleet::parse::Delivery;
 pub(crate) use crate::fleet::parse::RestartAnswer;
 use crate::fleet::parse::{self, Garbage};
+pub(crate) use crate::fleet::parse::{SpawnFailure, SpawnReason};
 use crate::fleet::session::Live;
 use crate::fleet::version::Version;
 use crate::sys::process::{self, Cmd, Flow, Output, RunError};
@@ -39,6 +40,14 @@ pub(crate) enum CliError {
         delivery: Delivery,
         message: String,
     },
+    /// A `session restart` or `session start` exited non-zero saying why
+    /// the spawn failed (agent-deck 1.16.10+, #2265): the `reason` of its
+    /// JSON error, and the message with any pane text left out.
+    Spawn {
+        code: Option<i32>,
+        failure: SpawnFailure,
+        message: String,
+    },
     /// Exited 0 but printed something we do not understand.
     Garbage(String),
 }
@@ -49,6 +58,28 @@ impl CliError {
         match self {
             CliError::Undelivered { delivery, .. } => Some(*delivery),
             _ => None,
+        }
+    }
+
+    /// Why a failed `session restart|start` says its spawn failed, when it
+    /// says so.
+    pub(crate) fn spawn(&self) -> Option<&SpawnFailure> {
+        match self {
+            CliError::Spawn { failure, .. } => Some(failure),
+            _ => None,
+        }
+    }
+
+    /// A non-zero exit of `session restart|start`: [`CliError::Spawn`] when
+    /// its JSON error names a `reason`, else as [`CliError::exited`].
+    fn spawn_exited(code: Option<i32>, stdout: &str, stderr: &str) -> CliError {
+        match parse::spawn_failure(stdout) {
+            Some(failure) => CliError::Spawn {
+                code,
+                message: parse::spawn_error_message(stdout, stderr, &failure),
+                failure,
+            },
+            None => CliError::exited(code, stdout, stderr),
         }
     }
 
@@ -72,13 +103,16 @@ impl fmt::Display for CliError {
         let (code, message) = match self {
             CliError::Run(e) => return write!(f, "{e}"),
             CliError::Garbage(g) => return write!(f, "unreadable output: {g}"),
-            CliError::Exit { code, message } | CliError::Undelivered { code, message, .. } => {
-                (code, message)
-            }
+            CliError::Exit { code, message }
+            | CliError::Undelivered { code, message, .. }
+            | CliError::Spawn { code, message, .. } => (code, message),
         };
         match code {
             Some(c) => write!(f, "exited {c}: {message}")?,
             None => write!(f, "killed by a signal: {message}")?,
+        }
+        if let Some(spawn) = self.spawn() {
+            write!(f, " (reason: {})", spawn.reason)?;
         }
         match self.delivery() {
             Some(delivery) => write!(f, " (delivery: {delivery})"),
@@ -108,7 +142,8 @@ pub(crate) trait AgentDeck: Send + Sync {
     fn show(&self, profile: &str, id: &str) -> CliResult<Live>;
     /// `-p P session restart <id> --json`.
     fn restart(&self, profile: &str, id: &str) -> CliResult<RestartAnswer>;
-    /// `-p P session start <id>`.
+    /// `-p P session start <id> --json`: `--json`, so that a failure says
+    /// why, as a failed restart does.
     fn start(&self, profile: &str, id: &str) -> CliResult<()>;
     /// `-p P session send <id> <message> --no-wait --json`.
     fn send(&self, profile: &str, id: &str, message: &str) -> CliResult<()>;
@@ -218,10 +253,20 @@ impl Cli {
     /// Runs one command; a non-zero exit becomes [`CliError::Exit`] (or
     /// [`CliError::Undelivered`]).
     fn run(&self, profile: &str, args: &[&str]) -> CliResult<Output> {
+        self.run_as(profile, args, CliError::exited)
+    }
+
+    /// Runs one command; `exited` reads a non-zero exit.
+    fn run_as(
+        &self,
+        profile: &str,
+        args: &[&str],
+        exited: fn(Option<i32>, &str, &str) -> CliError,
+    ) -> CliResult<Output> {
         match process::run(&self.job(profile, args), self.timeout, &self.shutdown) {
             Err(e) => Err(CliError::Run(e)),
             Ok(out) if out.success() => Ok(out),
-            Ok(out) => Err(CliError::exited(out.code, &out.stdout, &out.stderr)),
+            Ok(out) => Err(exited(out.code, &out.stdout, &out.stderr)),
         }
     }
 
@@ -289,12 +334,20 @@ impl AgentDeck for Cli {
 
     fn restart(&self, profile: &str, id: &str) -> CliResult<RestartAnswer> {
         let args = ["session", "restart", id, "--json"];
-        self.parsed("restart", profile, &args, parse::restart)
+        self.counted("restart", || {
+            let out = self.run_as(profile, &args, CliError::spawn_exited)?;
+            Ok(parse::restart(&out.stdout)?)
+        })
     }
 
     fn start(&self, profile: &str, id: &str) -> CliResult<()> {
-        self.call("start", profile, &["session", "start", id])
-            .map(drop)
+        // Exit 0 is the success whatever JSON it prints (started, or queued
+        // behind a group cap): only a failure's answer is read.
+        let args = ["session", "start", id, "--json"];
+        self.counted("start", || {
+            self.run_as(profile, &args, CliError::spawn_exited)
+        })
+        .map(drop)
     }
 
     fn send(&self, profile: &str, id: &str, message: &str) -> CliResult<()> {
@@ -471,6 +524,40 @@ mod tests {
             message: "session 'w' is not running".into(),
         };
         assert_eq!(plain.delivery(), None);
+    }
+
+    #[test]
+    fn a_failed_spawn_keeps_its_reason_and_no_pane_text_and_start_asks_for_json() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("agent-deck");
+        // Like agent-deck 1.16.10+: the failure JSON only under `--json`.
+        std::fs::write(
+            &bin,
+            "#!/bin/sh
+case \" $* \" in *\" --json \"*) echo '{\"code\":\"INVALID_OPERATION\",\"error\":\"failed to start session: tmux session \\\"agentdeck_t_a\\\" is gone: spawn_died_fast (exited after 980ms): secret pane\",\"id\":\"a-1\",\"reason\":\"spawn_died_fast\",\"spawn_failure\":{\"dying_output\":\"secret pane\",\"elapsed_ms\":980,\"reason\":\"spawn_died_fast\"},\"success\":false,\"title\":\"t\",\"tmux\":\"agentdeck_t_a\"}' ;;\n*) echo 'Error: failed to start session: secret pane' >&2 ;;\nesac\nexit 1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
+        for err in [
+            cli.start("default", "a-1").unwrap_err(),
+            cli.restart("default", "a-1").unwrap_err(),
+        ] {
+            let spawn = err.spawn().expect("a spawn failure");
+            assert_eq!(spawn.reason, SpawnReason::DiedFast);
+            assert_eq!(spawn.elapsed_ms, Some(980));
+            let shown = err.to_string();
+            assert!(!shown.contains("secret"), "{shown}");
+            assert!(
+                shown.starts_with("exited 1: failed to start session: tmux session")
+                    && shown.ends_with("(reason: spawn_died_fast)"),
+                "{shown}"
+            );
+        }
+        assert_eq!(cli.stats().failures.get("start"), Some(&1));
+        // Every other call reads a reason as nothing special.
+        let other = cli.send("default", "a-1", "hi").unwrap_err();
+        assert!(other.spawn().is_none(), "{other}");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use parking_lot::Mutex;
 
-use crate::fleet::deck::{AgentDeck, CliError, CliResult, RestartAnswer};
+use crate::fleet::deck::{AgentDeck, CliError, CliResult, RestartAnswer, SpawnFailure};
 use crate::fleet::listing::{self, Row, Shape};
 use crate::fleet::parse::Delivery;
 use crate::fleet::session::{Live, Status};
@@ -31,8 +31,14 @@ pub(crate) struct Script {
     pub shows: VecDeque<Option<Live>>,
     /// None: `session restart` exits 1.
     pub restart: Option<RestartAnswer>,
+    /// A failing `session restart` says why its spawn failed (1.16.10+);
+    /// None: it says nothing, as 1.14.0 does.
+    pub restart_spawn: Option<SpawnFailure>,
     /// `session start` exits 0 (else 1, "already running").
     pub start_ok: bool,
+    /// A failing `session start` says why its spawn failed, like
+    /// `restart_spawn`.
+    pub start_spawn: Option<SpawnFailure>,
     pub send: SendAnswer,
     pub pane: String,
     pub transcript: String,
@@ -52,7 +58,9 @@ impl Default for Script {
         Script {
             shows: VecDeque::new(),
             restart: Some(RestartAnswer::Restarted),
+            restart_spawn: None,
             start_ok: true,
+            start_spawn: None,
             send: SendAnswer::Delivered,
             pane: "frozen pane".into(),
             transcript: String::new(),
@@ -83,6 +91,18 @@ fn exit1(message: &str) -> CliError {
     CliError::Exit {
         code: Some(1),
         message: message.into(),
+    }
+}
+
+/// Exit 1 with `message`, saying why the spawn failed when `spawn` does.
+fn spawn_exit1(message: &str, spawn: Option<SpawnFailure>) -> CliError {
+    match spawn {
+        Some(failure) => CliError::Spawn {
+            code: Some(1),
+            failure,
+            message: message.into(),
+        },
+        None => exit1(message),
     }
 }
 
@@ -139,18 +159,17 @@ impl AgentDeck for FakeDeck {
     }
     fn restart(&self, _: &str, id: &str) -> CliResult<RestartAnswer> {
         self.note("restart", id);
-        self.script
-            .lock()
-            .restart
-            .clone()
-            .ok_or_else(|| exit1("failed to restart session"))
+        let script = self.script.lock();
+        let spawn = script.restart_spawn.clone();
+        (script.restart.clone()).ok_or_else(|| spawn_exit1("failed to restart session", spawn))
     }
     fn start(&self, _: &str, id: &str) -> CliResult<()> {
         self.note("start", id);
-        if self.script.lock().start_ok {
-            Ok(())
-        } else {
-            Err(exit1("session is already running"))
+        let script = self.script.lock();
+        match script.start_spawn.clone() {
+            _ if script.start_ok => Ok(()),
+            None => Err(exit1("session is already running")),
+            spawn => Err(spawn_exit1("failed to start session", spawn)),
         }
     }
     fn send(&self, _: &str, id: &str, _: &str) -> CliResult<()> {

@@ -62,6 +62,88 @@ pub(crate) fn restart(stdout: &str) -> Result<RestartAnswer, Garbage> {
 }
 
 spelled! {
+    /// Why agent-deck (1.16.10+, #2265) says a `session restart` or `session
+    /// start` did not leave a live tmux session: the `reason` of its failure
+    /// JSON, spelled as agent-deck prints it.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    pub(crate) enum SpawnReason {
+        /// The existence probe never settled: the session may be up.
+        Unverified = "spawn_unverified",
+        /// The new process exited at once (for example a resume of a
+        /// conversation that no longer exists, #2099): a start cannot fix it.
+        DiedFast = "spawn_died_fast",
+        /// The tmux session was gone and nothing recorded why.
+        TmuxSessionMissing = "tmux_session_missing",
+    }
+    unknown => Other
+}
+
+/// What a failed spawn's JSON said, pane text already reduced to a digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SpawnFailure {
+    pub reason: SpawnReason,
+    /// The digest of `spawn_failure.dying_output` (the last pane snapshot),
+    /// when it is a non-empty string.
+    pub dying_output_digest: Option<String>,
+    /// `spawn_failure.elapsed_ms`: from the spawn to the death agent-deck saw.
+    pub elapsed_ms: Option<u64>,
+}
+
+/// A reason this release does not know is kept, but bounded and on one line.
+const REASON_MAX_CHARS: usize = 60;
+
+/// The spawn failure in a failed `session restart|start --json` answer: a
+/// JSON object with `success: false` and a string `reason` (agent-deck
+/// 1.16.10+, #2265). None for every other answer, 1.14.0's included.
+pub(crate) fn spawn_failure(stdout: &str) -> Option<SpawnFailure> {
+    let v: Value = serde_json::from_str(stdout.trim()).ok()?;
+    if v.get("success") != Some(&Value::Bool(false)) {
+        return None;
+    }
+    let reason = v.get("reason")?.as_str()?;
+    let reason = match SpawnReason::deserialize(Value::from(reason)) {
+        Ok(SpawnReason::Other(text)) => {
+            SpawnReason::Other(crate::text::printable(&text, REASON_MAX_CHARS))
+        }
+        Ok(known) => known,
+        Err(_) => return None,
+    };
+    let record = v.get("spawn_failure");
+    let field = |key: &str| record.and_then(|r| r.get(key));
+    let dying = field("dying_output").and_then(Value::as_str);
+    Some(SpawnFailure {
+        reason,
+        dying_output_digest: dying
+            .filter(|d| !d.trim().is_empty())
+            .map(crate::digest::digest),
+        elapsed_ms: field("elapsed_ms").and_then(Value::as_u64),
+    })
+}
+
+/// The message of a failed spawn with its pane text left out: agent-deck
+/// ends its `error` with `: <dying output>`, and pane text never reaches a
+/// log or a record. When the dying output cannot be found and cut, only the
+/// reason is said.
+pub(crate) fn spawn_error_message(stdout: &str, stderr: &str, f: &SpawnFailure) -> String {
+    let Some(digest) = &f.dying_output_digest else {
+        return error_message(stdout, stderr);
+    };
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    let error = str_field(&v, "error").unwrap_or_default();
+    let dying = v
+        .get("spawn_failure")
+        .and_then(|r| r.get("dying_output"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim();
+    let head = match error.find(dying) {
+        Some(at) => error[..at].trim_end_matches([' ', ':']).to_owned(),
+        None => format!("the spawn failed: {}", f.reason),
+    };
+    clip(&format!("{head} (dying output withheld, digest {digest})"))
+}
+
+spelled! {
     /// How far a `session send` got, as the `delivery` key of its answer says
     /// (spelled as agent-deck prints it).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -183,6 +265,80 @@ mod tests {
         assert!(restart("garbage").is_err());
     }
 
+    /// A failed restart as agent-deck 1.16.10+ prints it (#2265,
+    /// `spawnFailureOutput` in `cmd/agent-deck/session_cmd.go`).
+    const DIED_FAST: &str = r#"{"code":"INVALID_OPERATION","error":"failed to restart session: tmux session \"agentdeck_conductor-ops_3f9c2a1b\" is gone: spawn_died_fast (exited after 980ms): No conversation found to continue","id":"3f9c2a1b-1755891234","reason":"spawn_died_fast","spawn_failure":{"command":"claude -c","dying_output":"No conversation found to continue\n","elapsed_ms":980,"reason":"spawn_died_fast","ts":1755891300},"success":false,"title":"conductor-ops","tmux":"agentdeck_conductor-ops_3f9c2a1b"}"#;
+
+    #[test]
+    fn a_failed_spawn_says_its_reason_and_keeps_only_a_digest_of_the_pane() {
+        let f = spawn_failure(DIED_FAST).unwrap();
+        assert_eq!(f.reason, SpawnReason::DiedFast);
+        assert_eq!(f.elapsed_ms, Some(980));
+        let digest = crate::digest::digest("No conversation found to continue\n");
+        assert_eq!(f.dying_output_digest.as_deref(), Some(digest.as_str()));
+        let msg = spawn_error_message(DIED_FAST, "", &f);
+        assert!(!msg.contains("No conversation"), "{msg}");
+        assert!(
+            msg.starts_with("failed to restart session: tmux session")
+                && msg.contains("spawn_died_fast (exited after 980ms)")
+                && msg.ends_with(&format!("(dying output withheld, digest {digest})")),
+            "{msg}"
+        );
+        // The dying output not where it is expected: only the reason is said.
+        let moved = DIED_FAST.replace(
+            ": No conversation found to continue\"",
+            ": No  conversation\"",
+        );
+        let msg = spawn_error_message(&moved, "", &spawn_failure(&moved).unwrap());
+        assert!(!msg.contains("conversation"), "{msg}");
+        assert!(
+            msg.starts_with("the spawn failed: spawn_died_fast"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn every_spawn_reason_is_read_and_other_answers_are_no_spawn_failure() {
+        let unverified = r#"{"code":"INVALID_OPERATION","error":"failed to start session: probe timed out","id":"x","reason":"spawn_unverified","success":false,"title":"t"}"#;
+        let f = spawn_failure(unverified).unwrap();
+        assert_eq!(
+            (f.reason, f.dying_output_digest, f.elapsed_ms),
+            (SpawnReason::Unverified, None, None)
+        );
+        assert_eq!(
+            spawn_error_message(unverified, "", &spawn_failure(unverified).unwrap()),
+            "failed to start session: probe timed out"
+        );
+        let missing = r#"{"code":"INVALID_OPERATION","error":"e","reason":"tmux_session_missing","success":false,"tmux":"agentdeck_t_x"}"#;
+        assert_eq!(
+            spawn_failure(missing).unwrap().reason,
+            SpawnReason::TmuxSessionMissing
+        );
+        let other = format!(
+            r#"{{"error":"e","reason":"tmux_start_failed\n{}","spawn_failure":{{"elapsed_ms":0,"dying_output":"  "}},"success":false}}"#,
+            "x".repeat(500)
+        );
+        let f = spawn_failure(&other).unwrap();
+        let SpawnReason::Other(text) = &f.reason else {
+            panic!("{f:?}")
+        };
+        assert!(
+            text.starts_with("tmux_start_failed\\n") && text.chars().count() <= 61,
+            "{text}"
+        );
+        assert_eq!((f.dying_output_digest, f.elapsed_ms), (None, Some(0)));
+        for no in [
+            // 1.14.0's failure, and its exit-0 answers.
+            r#"{"code":"INVALID_OPERATION","error":"failed to restart session: x","success":false}"#,
+            r#"{"id":"x","reason":"started 12s ago","skipped":true,"success":true,"title":"t"}"#,
+            r#"{"reason":7,"success":false}"#,
+            "Error: session 't' is already running",
+            "null",
+        ] {
+            assert_eq!(spawn_failure(no), None, "{no}");
+        }
+    }
+
     #[test]
     fn error_message_prefers_json_on_stdout() {
         let out = r#"{"code":"NOT_FOUND","error":"session 'x' not found","success":false}"#;
@@ -271,6 +427,30 @@ mod props {
                 Ok(RestartAnswer::Skipped(reason)) => prop_assert!(reason.len() <= out.len()),
                 Ok(RestartAnswer::Restarted) => {}
                 Err(g) => prop_assert!(garbage_within(&g)),
+            }
+        }
+
+        #[test]
+        fn spawn_failures_never_panic_and_never_keep_the_dying_output(
+            bytes in input(),
+            reason in json(),
+            dying in text(),
+            elapsed in json(),
+        ) {
+            let dying = format!("PANE-{dying}");
+            let answer = serde_json::json!({
+                "error": format!("failed to restart session: gone: {dying}"),
+                "reason": reason, "success": false,
+                "spawn_failure": {"dying_output": dying, "elapsed_ms": elapsed},
+            })
+            .to_string();
+            for out in [lossy(&bytes), answer] {
+                if let Some(f) = spawn_failure(&out) {
+                    prop_assert!(f.reason.as_str().chars().count() <= 61);
+                    let msg = spawn_error_message(&out, "", &f);
+                    prop_assert!(msg.chars().count() <= 301);
+                    prop_assert!(f.dying_output_digest.is_none() || !msg.contains("PANE-"), "{}", msg);
+                }
             }
         }
 

@@ -49,6 +49,17 @@ pub struct RestartRecord {
     pub final_status: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stuck_for_s: Option<f64>,
+    /// Why agent-deck (1.16.10+, #2265) says the spawn of a failed restart or
+    /// start did not live: `spawn_died_fast`, `spawn_unverified`,
+    /// `tmux_session_missing` or another reason it records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawn_reason: Option<String>,
+    /// The digest of the dying process's last pane snapshot (never the text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dying_output_digest: Option<String>,
+    /// Milliseconds from that spawn to the death agent-deck saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
 }
 
 impl RestartRecord {
@@ -71,6 +82,9 @@ impl RestartRecord {
             backoff_s: None,
             final_status: None,
             stuck_for_s: None,
+            spawn_reason: None,
+            dying_output_digest: None,
+            elapsed_ms: None,
         }
     }
 
@@ -79,6 +93,7 @@ impl RestartRecord {
         let mut r = self.clone();
         clip_each([&mut r.id, &mut r.title, &mut r.profile]);
         clip_each(r.reason.iter_mut().chain(&mut r.final_status));
+        clip_each(r.spawn_reason.iter_mut().chain(&mut r.dying_output_digest));
         r
     }
 }

@@ -171,6 +171,20 @@ mod tests {
     }
 
     #[test]
+    fn a_spawn_hold_outlives_every_window_and_the_watchdog_restart() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = Mutex::new(State::default());
+        crate::decide::notes::note_spawn_died_fast(&mut state.lock(), "a-1", 1000.0);
+        Store::new(tmp.path(), true).save(&state);
+        let mut back = Store::new(tmp.path(), true).load(&lim(), 1000.0 + 30.0 * 86400.0);
+        assert_eq!(back.sessions["a-1"].spawn_died_fast_at, Some(1000.0));
+        assert_eq!(
+            gates::recheck(&mut back, "a-1", 1000.0 + 30.0 * 86400.0),
+            Some(gates::Hold::SpawnDiedFast)
+        );
+    }
+
+    #[test]
     fn corrupt_file_is_moved_aside() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join(STATE_FILE), b"{\"sessions\": {\"a\": [tru").unwrap();

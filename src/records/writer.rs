@@ -120,6 +120,9 @@ mod tests {
             backoff_s: None,
             final_status: None,
             stuck_for_s: None,
+            spawn_reason: None,
+            dying_output_digest: None,
+            elapsed_ms: None,
         };
         r.restart(&rec);
         r.restart(&rec);
@@ -145,6 +148,9 @@ mod tests {
             backoff_s: None,
             final_status: None,
             stuck_for_s: None,
+            spawn_reason: None,
+            dying_output_digest: None,
+            elapsed_ms: None,
         }
     }
 
@@ -266,6 +272,9 @@ mod tests {
             backoff_s: None,
             final_status: None,
             stuck_for_s: Some(2.0),
+            spawn_reason: None,
+            dying_output_digest: None,
+            elapsed_ms: None,
         };
         r.restart(&rec);
         r.escalation(&EscalationRecord {

@@ -820,3 +820,201 @@ fn the_cli_json_error_message_reaches_the_record() {
     // SPEC §5.5: a failed restart call is followed by the start fallback.
     assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);
 }
+
+/// The pane text a spawn that died at once leaves in agent-deck's answer
+/// (#2099): it must never reach a log, a record or an escalation.
+const DYING: &str = "No conversation found to continue";
+
+/// A conductor in error whose `session restart` fails; from 1.16.10 its
+/// answer says the spawn failed for `reason` (`came_up`: an unverified
+/// spawn that is up all the same).
+fn spawn_failing(reason: &str, came_up: bool) -> serde_json::Value {
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["on_restart"] = json!("fail");
+    c["spawn_failure"] = json!({"reason": reason, "dying_output": format!("{DYING}\n"),
+                                "elapsed_ms": 980, "came_up": came_up});
+    c
+}
+
+/// The simulator answers as the newest agent-deck (1.16.26).
+fn at_newest(wd: &Wd) {
+    let newest = agent_deck_watchdog::harness::sim::NEWEST;
+    wd.sim.update_state(|s| s["version"] = json!(newest));
+}
+
+/// Nothing under the watchdog's directory, nor its stderr, holds pane text.
+fn no_pane_text_anywhere(wd: &Wd, stderr: &str) {
+    assert!(!stderr.contains(DYING), "pane text in the log:\n{stderr}");
+    for entry in fs::read_dir(wd.watchdog_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        let text = fs::read(&path).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&text).contains(DYING),
+            "pane text in {}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_spawn_that_died_fast_escalates_once_at_once_and_is_held_until_seen_healthy() {
+    let wd = Wd::new();
+    let mut c = spawn_failing("spawn_died_fast", false);
+    c["on_start"] = json!("ok");
+    wd.sessions(vec![c]);
+    at_newest(&wd);
+    let d = wd.spawn(&[]);
+    wd.wait_for_escalations(&d, "restart-failed", 1);
+    wd.wait_for_more_ticks(5);
+    assert_eq!(wd.restart_calls(), 1, "held: {:?}", wd.restarts());
+    assert!(
+        wd.sim.calls_with(&["session", "start"]).is_empty(),
+        "no start fallback"
+    );
+    assert_eq!(wd.escalations_of("restart-failed"), 1);
+    let e = &wd.escalations_with("restart-failed")[0];
+    assert!(
+        e.message.contains("spawn_died_fast") && e.message.contains("980"),
+        "{}",
+        e.message
+    );
+    let failed = wd.restarts_with("restart-failed");
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].spawn_reason.as_deref(), Some("spawn_died_fast"));
+    assert_eq!(failed[0].elapsed_ms, Some(980));
+    let digest = failed[0].dying_output_digest.clone().unwrap_or_default();
+    assert!(
+        digest.len() == 16 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{digest}"
+    );
+    let held = wd.restarts_with("skipped");
+    assert_eq!(held.len(), 1, "one record per episode: {held:?}");
+    assert_eq!(held[0].reason.as_deref(), Some("spawn_died_fast"));
+    no_pane_text_anywhere(&wd, &d.stderr());
+    // The hold survives the watchdog's own restart.
+    drop(d);
+    let polls = || wd.sim.calls_with(&["list", "--all"]).len();
+    let before = polls();
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(20), || polls() >= before + 5),
+        "the restarted watchdog does not poll; stderr:\n{}",
+        d.stderr()
+    );
+    assert_eq!(wd.restart_calls(), 1, "stderr:\n{}", d.stderr());
+    assert_eq!(wd.escalations_of("restart-failed"), 1);
+    // A human brings it back: seen healthy, the hold is over.
+    wd.sim.update_state(|s| {
+        s["sessions"][0]["status"] = json!("running");
+        s["sessions"][0]["tmux_alive"] = json!(true);
+        s["sessions"][0]["on_restart"] = json!("ok");
+    });
+    wd.wait_for_more_ticks(3);
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    assert!(
+        wait_until(SECS_10, || wd.restart_calls() == 2),
+        "not revived after it was seen healthy; stderr:\n{}",
+        d.stderr()
+    );
+    no_pane_text_anywhere(&wd, &d.stderr());
+}
+
+#[test]
+fn an_unverified_spawn_that_came_up_counts_no_failure() {
+    let wd = Wd::new();
+    wd.sessions(vec![spawn_failing("spawn_unverified", true)]);
+    at_newest(&wd);
+    assert_ok(&wd.run(&["--once"]));
+    assert_eq!(wd.restart_calls(), 1);
+    assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
+    let back = wd.restarts_with("restarted");
+    assert_eq!(back.len(), 1, "{:?}", wd.restarts());
+    assert_eq!(back[0].final_status.as_deref(), Some("running"));
+    assert!(wd.restarts_with("restart-failed").is_empty());
+    assert!(wd.escalations().is_empty());
+}
+
+#[test]
+fn an_unverified_spawn_still_in_error_falls_back_to_session_start_with_json() {
+    let wd = Wd::new();
+    let mut c = spawn_failing("spawn_unverified", false);
+    c["tmux_alive"] = json!(false);
+    wd.sessions(vec![c]);
+    at_newest(&wd);
+    assert_ok(&wd.run(&["--once"]));
+    let starts = wd.sim.calls_with(&["session", "start"]);
+    assert_eq!(
+        starts,
+        [["-p", "default", "session", "start", CONDUCTOR, "--json"]]
+    );
+    let back = wd.restarts_with("restarted");
+    assert_eq!(back.len(), 1, "{:?}", wd.restarts());
+    assert!(wd.restarts_with("restart-failed").is_empty());
+}
+
+#[test]
+fn a_missing_tmux_session_falls_back_to_session_start() {
+    let wd = Wd::new();
+    wd.sessions(vec![spawn_failing("tmux_session_missing", false)]);
+    at_newest(&wd);
+    assert_ok(&wd.run(&["--once"]));
+    assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);
+    let back = wd.restarts_with("restarted");
+    assert_eq!(back.len(), 1, "{:?}", wd.restarts());
+    assert_eq!(back[0].final_status.as_deref(), Some("running"));
+    assert!(wd.escalations().is_empty());
+}
+
+#[test]
+fn a_spawn_reason_this_release_does_not_know_is_a_failed_call_and_recorded() {
+    let wd = Wd::new();
+    let mut c = spawn_failing("tmux_start_failed", false);
+    c["on_start"] = json!("fail");
+    wd.sessions(vec![c]);
+    at_newest(&wd);
+    assert_ok(&wd.run(&["--once"]));
+    assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);
+    let failed = wd.restarts_with("restart-failed");
+    assert_eq!(failed.len(), 1, "{:?}", wd.restarts());
+    assert_eq!(failed[0].spawn_reason.as_deref(), Some("tmux_start_failed"));
+    assert!(failed[0].dying_output_digest.is_some());
+    assert!(wd.escalations().is_empty(), "one failure is no alert");
+    assert!(wd.restarts_with("skipped").is_empty(), "no hold");
+    // A second failure in a row escalates, as any failed call does.
+    assert_ok(&wd.run(&["--once"]));
+    assert_eq!(wd.restart_calls(), 2);
+    assert_eq!(wd.escalations_of("restart-failed"), 1);
+    let out = wd.run(&["--once"]);
+    assert_ok(&out);
+    no_pane_text_anywhere(&wd, &String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn at_1_14_0_a_failed_restart_falls_back_and_escalates_on_the_second_failure_as_before() {
+    let wd = Wd::new();
+    let mut c = spawn_failing("spawn_died_fast", false);
+    c["on_start"] = json!("fail");
+    wd.sessions(vec![c]);
+    assert_ok(&wd.run(&["--once"]));
+    assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);
+    let failed = wd.restarts_with("restart-failed");
+    assert_eq!(failed.len(), 1, "{:?}", wd.restarts());
+    let reason = failed[0].reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("exited 1: failed to restart session: simulated"),
+        "{reason}"
+    );
+    assert_eq!(
+        (
+            &failed[0].spawn_reason,
+            &failed[0].dying_output_digest,
+            failed[0].elapsed_ms
+        ),
+        (&None, &None, None)
+    );
+    assert!(wd.escalations().is_empty());
+    assert_ok(&wd.run(&["--once"]));
+    assert_eq!(wd.restart_calls(), 2, "not held");
+    assert_eq!(wd.escalations_of("restart-failed"), 1);
+}

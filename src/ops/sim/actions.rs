@@ -3,7 +3,9 @@
 //!
 //! Each takes the call and the state, may change the state (the caller
 //! writes it back), and returns the reply. How a mutating command turns out
-//! is the session's `on_restart`/`on_start`/`on_send`/`on_remove` mode.
+//! is the session's `on_restart`/`on_start`/`on_send`/`on_remove` mode;
+//! from 1.16.10 a failing restart or start also says why its spawn failed
+//! (`spawn_failure`).
 
 use serde_json::{json, Value};
 
@@ -12,7 +14,8 @@ use super::list::{list_all, list_profile};
 use super::live::{self, Moment};
 use super::lookup::find;
 use super::reply::{go_json, rfc3339, Out, Reply};
-use super::state::{OnRemove, OnRestart, OnSend, OnStart, SimSession, SimState};
+use super::state::{OnRemove, OnRestart, OnSend, OnStart, SimSession, SimState, SpawnFailure};
+use crate::fleet::version::Version;
 
 /// The reason the freshness guard (#30) gives.
 const FRESHNESS_REASON: &str = "session is running and was started 12s ago (within 1m0s \
@@ -105,6 +108,7 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
 fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
+    let verified = st.release().at_least(Version::SPAWN_VERIFIED);
     let guarded = live::guard_status(&st.sessions[i], st, at);
     let fresh = live::freshness_skip(&st.sessions[i], st, at);
     let s = &mut st.sessions[i];
@@ -129,6 +133,11 @@ fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
         return Ok(skipped(&reason));
     }
     if mode == OnRestart::Fail {
+        if let Some(f) = s.spawn_failure.clone().filter(|_| verified) {
+            // The restart itself ran; what it spawned did not live.
+            s.restarts += 1;
+            return Err(spawn_failed("restart", s, &f, at, o));
+        }
         return Err(o.invalid("failed to restart session: simulated"));
     }
     s.restarts += 1;
@@ -162,6 +171,7 @@ fn mark_started(s: &mut SimSession, at: &Moment, stored: &str) {
 fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
+    let verified = st.release().at_least(Version::SPAWN_VERIFIED);
     let s = &mut st.sessions[i];
     // The real CLI refuses whenever the tmux session exists, whatever the
     // status says; `on_start: ok` forces a success.
@@ -175,6 +185,12 @@ fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
             return Err(o.invalid(&format!("session '{}' is already running", s.title)));
         }
         OnStart::Fail => {
+            if let Some(f) = s.spawn_failure.clone().filter(|_| verified) {
+                if f.reason == UNVERIFIED && f.came_up {
+                    s.starts += 1;
+                }
+                return Err(spawn_failed("start", s, &f, at, o));
+            }
             return Err(o.invalid("failed to start session: simulated"));
         }
         OnStart::Ok => {}
@@ -190,6 +206,70 @@ fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
         data["claude_session_id"] = json!(s.claude_session_id);
     }
     Ok(o.success(&format!("Started session: {}", s.title), data))
+}
+
+/// The reason of a spawn whose existence probe never settled.
+const UNVERIFIED: &str = "spawn_unverified";
+
+/// The reason of a tmux session that was gone with nothing recorded.
+const TMUX_MISSING: &str = "tmux_session_missing";
+
+/// A restart or start whose spawn did not live, as agent-deck 1.16.10+
+/// answers it (CHANGELOG 1.16.10, #2265; `spawnFailureOutput` and
+/// `spawnFailureJSON` in the newer stored `cmd/agent-deck/session_cmd.go`,
+/// `exitCoreError` in `cmd/agent-deck/core_cli.go`@056a97ee): exit 1,
+/// `INVALID_OPERATION`, the error JSON with `id`, `title` and `reason`, plus
+/// `tmux` when the tmux session was found gone and `spawn_failure` (`reason`,
+/// `command`, `dying_output`, `elapsed_ms`, `ts`) when a death was recorded;
+/// the `error` text ends with the dying output, as agent-deck's does.
+/// agent-deck saves the session as `error`: a dead spawn leaves no tmux
+/// session; an unverified one is left as it was, or up when `came_up`.
+fn spawn_failed(verb: &str, s: &mut SimSession, f: &SpawnFailure, at: &Moment, o: Out) -> Reply {
+    let mut data = json!({"id": s.id, "title": s.title, "reason": f.reason});
+    let cause = if f.reason == UNVERIFIED {
+        if f.came_up {
+            mark_started(
+                s,
+                at,
+                if verb == "start" {
+                    "starting"
+                } else {
+                    "waiting"
+                },
+            );
+        }
+        "could not confirm the tmux session exists: probe timed out".to_owned()
+    } else {
+        // A start reuses the session's tmux name, as a restart of a known
+        // Claude session does; any other restart makes a new one.
+        let renamed = verb == "restart" && !live::restart_keeps_tmux(s);
+        if s.tmux_session.is_empty() || renamed {
+            s.tmux_session = live::new_tmux_name(&s.title, at);
+        }
+        s.status = Some("error".into());
+        s.stored_status = Some("error".into());
+        s.tmux_alive = Some(false);
+        let tmux = s.tmux_session.clone();
+        data["tmux"] = json!(tmux);
+        if f.reason == TMUX_MISSING {
+            format!("tmux session {tmux:?} does not exist after spawn")
+        } else {
+            let elapsed = f.elapsed_ms.unwrap_or(0);
+            data["spawn_failure"] = json!({"reason": f.reason, "command": s.command,
+                "dying_output": f.dying_output, "elapsed_ms": elapsed, "ts": at.now as i64});
+            let mut cause = format!("tmux session {tmux:?} is gone: {}", f.reason);
+            if f.reason == "spawn_died_fast" && elapsed > 0 {
+                cause.push_str(&format!(" (exited after {elapsed}ms)"));
+            }
+            let dying = f.dying_output.trim();
+            if !dying.is_empty() {
+                cause.push_str(&format!(": {dying}"));
+            }
+            cause
+        }
+    };
+    let message = format!("failed to {verb} session: {cause}");
+    o.error(&message, "INVALID_OPERATION", 1, Some(data))
 }
 
 /// Claude-family tools get Claude's submit check, which the simulator takes

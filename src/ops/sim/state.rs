@@ -18,7 +18,9 @@
 //!                "on_restart": "ok|skipped|no_effect|fail",
 //!                "on_start": "ok|already_running|fail",
 //!                "on_send": "ok|fail|not_running|typed",
-//!                "on_remove": "ok|fail"}],
+//!                "on_remove": "ok|fail",
+//!                "spawn_failure": {"reason": "spawn_died_fast", "dying_output": "",
+//!                                  "elapsed_ms": 980, "came_up": false}}],
 //!  "faults": {"<kind>": {"mode": "garbage|null|empty|hang|exit1|crash",
 //!                        "seconds": 3600, "count": 1, "delay": 0.5}},
 //!  (mode also "load_error": storage cannot be loaded, NOT_FOUND with exit 1)
@@ -28,6 +30,14 @@
 //!
 //! Kinds (of `faults` and `delay_s`): `list_all list show restart start send
 //! output_pane output remove`.
+//!
+//! `spawn_failure` is how a `fail` of `on_restart` or `on_start` turns out
+//! when the simulator answers as agent-deck 1.16.10 or newer (`version`;
+//! CHANGELOG 1.16.10, #2265): its `reason` (`spawn_died_fast`,
+//! `spawn_unverified`, `tmux_session_missing` or any other text) is printed
+//! in the failure JSON, and for `spawn_unverified` `came_up` says whether the
+//! session did come up all the same. Absent, or at an older `version`, a
+//! `fail` answers as 1.14.0 does.
 //!
 //! A missing or `null` key reads as the default; keys this schema does not
 //! know are kept as they are, so a rewrite never loses them. Reading and
@@ -134,6 +144,28 @@ pub enum OnSend {
     Typed,
 }
 
+/// What a failing `session restart` or `session start` says of its spawn
+/// from agent-deck 1.16.10 (#2265): the fields of agent-deck's spawn-failure
+/// record, and whether an unverified spawn came up all the same.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SpawnFailure {
+    /// `spawn_died_fast`, `spawn_unverified`, `tmux_session_missing`, or any
+    /// other reason agent-deck records (`tmux_start_failed`).
+    #[serde(deserialize_with = "nullable")]
+    pub reason: String,
+    /// The last pane snapshot of the process that died.
+    #[serde(deserialize_with = "nullable")]
+    pub dying_output: String,
+    /// Milliseconds from the spawn to the death; None: 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
+    /// `spawn_unverified` only: the session is up although the answer is a
+    /// failure.
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_false")]
+    pub came_up: bool,
+}
+
 /// How `remove` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -228,6 +260,9 @@ pub struct SimSession {
     pub on_send: Option<OnSend>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_remove: Option<OnRemove>,
+    /// Why a failing restart or start says its spawn failed, from 1.16.10.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spawn_failure: Option<SpawnFailure>,
     /// Written back: `session restart` calls that got past the guards.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "is_zero")]
     pub restarts: u64,

@@ -1067,3 +1067,104 @@ fn profiles_exist_null_reads_false_but_absent_reads_true() {
     fs::write(&s.state, "{}").expect("write state");
     assert_eq!(s.call(&["list", "--all", "--json"]).1, "null\n");
 }
+
+/// A session in error whose restarts and starts fail saying `reason`, in a
+/// simulator answering as `version` (None: 1.14.0).
+fn spawn_failing(reason: &str, came_up: bool, version: Option<&str>) -> Sim {
+    let mut s0 = session(ID, "conductor-ops", "error");
+    s0.on_restart = Some(OnRestart::Fail);
+    s0.on_start = Some(OnStart::Fail);
+    s0.spawn_failure = Some(super::state::SpawnFailure {
+        reason: reason.into(),
+        dying_output: "No conversation found to continue\n".into(),
+        elapsed_ms: Some(980),
+        came_up,
+    });
+    let s = sim(vec![s0]);
+    transact(&s.state, |st| st.version = version.map(str::to_owned)).expect("write state");
+    s
+}
+
+#[test]
+fn from_1_16_10_a_spawn_that_died_fast_answers_its_reason_and_dying_output() {
+    for verb in ["restart", "start"] {
+        let s = spawn_failing("spawn_died_fast", false, Some(NEWEST));
+        let (code, out, err) = s.call(&["session", verb, ID, "--json"]);
+        assert_eq!((code, err.as_str()), (1, ""), "{out}");
+        let v: Value = serde_json::from_str(&out).expect("stdout is JSON");
+        assert_eq!(v["success"], false);
+        assert_eq!(v["code"], "INVALID_OPERATION");
+        assert_eq!(
+            (v["id"].as_str(), v["title"].as_str()),
+            (Some(ID), Some("conductor-ops"))
+        );
+        assert_eq!(v["reason"], "spawn_died_fast");
+        assert_eq!(v["spawn_failure"]["elapsed_ms"], 980);
+        assert_eq!(v["spawn_failure"]["reason"], "spawn_died_fast");
+        assert_eq!(
+            v["spawn_failure"]["dying_output"],
+            "No conversation found to continue\n"
+        );
+        let tmux = v["tmux"].as_str().expect("tmux");
+        let error = v["error"].as_str().expect("error");
+        assert_eq!(
+            error,
+            format!("failed to {verb} session: tmux session \"{tmux}\" is gone: spawn_died_fast (exited after 980ms): No conversation found to continue")
+        );
+        assert_eq!(status_of(&s, ID), "error", "{verb}");
+        assert_eq!(s.session(ID).tmux_alive, Some(false));
+        // Human mode: the error line on stderr.
+        let (code, out, err) = s.call(&["session", verb, ID]);
+        assert_eq!((code, out.as_str()), (1, ""));
+        assert!(
+            err.starts_with(&format!("Error: failed to {verb} session: tmux session")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn from_1_16_10_each_spawn_reason_has_its_own_keys() {
+    let s = spawn_failing("tmux_session_missing", false, Some(NEWEST));
+    let v: Value = serde_json::from_str(&s.call(&["session", "restart", ID, "--json"]).1).unwrap();
+    assert_eq!(v["reason"], "tmux_session_missing");
+    assert!(
+        v["tmux"].is_string() && v.get("spawn_failure").is_none(),
+        "{v}"
+    );
+    let s = spawn_failing("tmux_start_failed", false, Some(NEWEST));
+    let v: Value = serde_json::from_str(&s.call(&["session", "start", ID, "--json"]).1).unwrap();
+    assert_eq!(v["reason"], "tmux_start_failed");
+    assert_eq!(v["spawn_failure"]["reason"], "tmux_start_failed");
+    for came_up in [false, true] {
+        let s = spawn_failing("spawn_unverified", came_up, Some(NEWEST));
+        let (code, out, _) = s.call(&["session", "restart", ID, "--json"]);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!((code, v["reason"].as_str()), (1, Some("spawn_unverified")));
+        assert!(
+            v.get("tmux").is_none() && v.get("spawn_failure").is_none(),
+            "{v}"
+        );
+        let status = if came_up { "running" } else { "error" };
+        assert_eq!(status_of(&s, ID), status, "came_up {came_up}");
+    }
+}
+
+#[test]
+fn before_1_16_10_a_failed_spawn_answers_as_1_14_0_does() {
+    for version in [None, Some("1.16.9")] {
+        let s = spawn_failing("spawn_died_fast", false, version);
+        for verb in ["restart", "start"] {
+            let (code, out, err) = s.call(&["session", verb, ID, "--json"]);
+            assert_eq!((code, err.as_str()), (1, ""));
+            let v: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(
+                v,
+                json!({"code": "INVALID_OPERATION", "success": false,
+                       "error": format!("failed to {verb} session: simulated")}),
+                "{version:?}"
+            );
+        }
+        assert_eq!(s.session(ID).tmux_alive, None, "nothing changed");
+    }
+}
