@@ -7,12 +7,21 @@
 //! answer is parsed as it streams from the pipe and handed over row by row,
 //! so its size costs no memory here; list rows the parser had to leave out
 //! are warned about here, at most once a minute per command.
+//!
+//! It also keeps agent-deck's version as read last (`agent-deck version`,
+//! read by [`Cli::read_version`] when the daemon starts and whenever
+//! [`Cli::version_due`] says so), gates `--primary` on it, and notes a
+//! failure that a replaced binary explains so the re-read comes sooner
+//! (`version_watch.rs` decides). An exit 0 with text on stderr (the
+//! 1.16.14 store WARNING) is a success; its first line is logged once a
+//! day per distinct line.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::fleet::listing::{ListReader, Row, RowTally, Shape};
@@ -21,6 +30,7 @@ pub(crate) use crate::fleet::parse::RestartAnswer;
 use crate::fleet::parse::{self, Garbage};
 use crate::fleet::session::Live;
 use crate::fleet::version::Version;
+use crate::fleet::version_watch::{suggests_new_binary, VersionWatch};
 use crate::sys::process::{self, Cmd, Flow, Output, RunError};
 use crate::sys::shutdown::Shutdown;
 use crate::sys::throttle::Throttle;
@@ -138,6 +148,17 @@ pub(crate) struct CallStats {
 
 /// Unreadable list rows are warned about at most this often per command.
 const SKIP_WARN_EVERY: Duration = Duration::from_secs(60);
+/// The same stderr line of a successful call is logged at most this often.
+const STDERR_NOTE_EVERY: Duration = Duration::from_secs(24 * 3600);
+/// How much of a stderr line a log line shows.
+const STDERR_SHOWN: usize = 200;
+
+/// The version as read last, and when to read it again.
+#[derive(Debug, Default)]
+struct VersionRead {
+    read: Option<Version>,
+    watch: VersionWatch,
+}
 
 /// The real CLI.
 pub(crate) struct Cli {
@@ -148,6 +169,11 @@ pub(crate) struct Cli {
     /// Unreadable list rows of each command since its last warning.
     skips: Mutex<BTreeMap<&'static str, u64>>,
     skip_warnings: Throttle<&'static str>,
+    /// Lines a successful call printed on stderr, by their shape.
+    stderr_notes: Throttle<String>,
+    version: Mutex<VersionRead>,
+    /// Holds a message while a suspect failure waits for a re-read.
+    nudge: (Sender<()>, Receiver<()>),
 }
 
 impl Cli {
@@ -159,6 +185,77 @@ impl Cli {
             stats: Mutex::new(CallStats::default()),
             skips: Mutex::new(BTreeMap::new()),
             skip_warnings: Throttle::new(SKIP_WARN_EVERY),
+            stderr_notes: Throttle::new(STDERR_NOTE_EVERY),
+            version: Mutex::new(VersionRead::default()),
+            nudge: crossbeam_channel::bounded(1),
+        }
+    }
+
+    /// Runs `agent-deck version` (counted as `version`) and keeps what it
+    /// names; an unreadable answer keeps `None`, which gates as the oldest
+    /// release. Logs the first read and every change.
+    pub(crate) fn read_version(&self, now: f64) -> Option<Version> {
+        let (read, why) = match self.call("version", "", &["version"]) {
+            Ok(out) => match Version::parse(&out.stdout) {
+                Some(v) => (Some(v), String::new()),
+                None => (
+                    None,
+                    format!("no release in {}", parse::preview(&out.stdout)),
+                ),
+            },
+            Err(e) => (None, e.to_string()),
+        };
+        let before = {
+            let mut v = self.version.lock();
+            let before = v.watch.was_read().then_some(v.read);
+            v.watch.read(now);
+            v.read = read;
+            before
+        };
+        let shown = |v: Option<Version>| v.map_or("unreadable".to_owned(), |v| v.to_string());
+        match (before, read) {
+            (None, Some(v)) => log::info!("agent-deck {v} (from `agent-deck version`); version-gated calls follow it"),
+            (None, None) => log::warn!(
+                "agent-deck version is unreadable ({why}); version-gated calls follow the oldest known release, {}; read again within the hour",
+                Version::OLDEST
+            ),
+            (Some(old), new) if old != new => log::info!(
+                "agent-deck version changed from {} to {}; version-gated calls follow the new one",
+                shown(old),
+                shown(new)
+            ),
+            _ => {}
+        }
+        read
+    }
+
+    /// Whether the version should be read again at `now`.
+    pub(crate) fn version_due(&self, now: f64) -> bool {
+        self.version.lock().watch.due(now)
+    }
+
+    /// Receives a message when a failed call asks for the version to be
+    /// read again soon.
+    pub(crate) fn nudged(&self) -> &Receiver<()> {
+        &self.nudge.1
+    }
+
+    /// Logs the first line a successful call printed on stderr, once a day
+    /// per line (its digits aside, so counts that change make no new line).
+    fn note_stderr(&self, args: &[&str], stderr: &str) {
+        let Some(first) = stderr.lines().map(str::trim).find(|l| !l.is_empty()) else {
+            return;
+        };
+        let shape: String = crate::text::clip_chars(first, STDERR_SHOWN)
+            .chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect();
+        if self.stderr_notes.allows(shape.as_str()) {
+            log::warn!(
+                "`{}` succeeded but printed on stderr: \"{}\"; its answer is used (logged once a day)",
+                args.first().copied().unwrap_or_default(),
+                crate::text::printable(first, STDERR_SHOWN)
+            );
         }
     }
 
@@ -204,8 +301,12 @@ impl Cli {
     fn counted<T>(&self, name: &'static str, call: impl FnOnce() -> CliResult<T>) -> CliResult<T> {
         *self.stats.lock().calls.entry(name).or_default() += 1;
         let result = call();
-        if result.is_err() {
+        if let Err(e) = &result {
             *self.stats.lock().failures.entry(name).or_default() += 1;
+            if name != "version" && suggests_new_binary(name, e) {
+                self.version.lock().watch.suspect();
+                let _ = self.nudge.0.try_send(());
+            }
         }
         result
     }
@@ -220,7 +321,10 @@ impl Cli {
     fn run(&self, profile: &str, args: &[&str]) -> CliResult<Output> {
         match process::run(&self.job(profile, args), self.timeout, &self.shutdown) {
             Err(e) => Err(CliError::Run(e)),
-            Ok(out) if out.success() => Ok(out),
+            Ok(out) if out.success() => {
+                self.note_stderr(args, &out.stderr);
+                Ok(out)
+            }
             Ok(out) => Err(CliError::exited(out.code, &out.stdout, &out.stderr)),
         }
     }
@@ -246,7 +350,10 @@ impl Cli {
             });
             match ran {
                 Err(e) => Err(CliError::Run(e)),
-                Ok(done) if done.success() => Ok(reader.finish()?),
+                Ok(done) if done.success() => {
+                    self.note_stderr(args, &done.stderr);
+                    Ok(reader.finish()?)
+                }
                 Ok(done) => Err(CliError::exited(
                     done.code,
                     &String::from_utf8_lossy(reader.text()),
@@ -315,12 +422,15 @@ impl AgentDeck for Cli {
     }
 
     fn pane(&self, profile: &str, id: &str) -> CliResult<String> {
-        self.call(
-            "output-pane",
-            profile,
-            &["session", "output", id, "--pane", "-q"],
-        )
-        .map(|o| o.stdout)
+        // `--primary`: the session's first window, not whichever one a
+        // human opened last; an older binary exits 2 on the flag.
+        let primary = Version::or_oldest(self.version()).at_least(Version::PRIMARY_PANE);
+        let args: &[&str] = if primary {
+            &["session", "output", id, "--pane", "--primary", "-q"]
+        } else {
+            &["session", "output", id, "--pane", "-q"]
+        };
+        self.call("output-pane", profile, args).map(|o| o.stdout)
     }
 
     fn transcript(&self, profile: &str, id: &str) -> CliResult<String> {
@@ -330,6 +440,10 @@ impl AgentDeck for Cli {
 
     fn remove(&self, profile: &str, id: &str) -> CliResult<()> {
         self.call("remove", profile, &["remove", id]).map(drop)
+    }
+
+    fn version(&self) -> Option<Version> {
+        self.version.lock().read
     }
 
     fn stats(&self) -> CallStats {
@@ -379,6 +493,9 @@ impl AgentDeck for ReadOnly {
     }
     fn remove(&self, _: &str, id: &str) -> CliResult<()> {
         Self::refuse("remove", id)
+    }
+    fn version(&self) -> Option<Version> {
+        self.0.version()
     }
     fn stats(&self) -> CallStats {
         self.0.stats()
