@@ -212,11 +212,11 @@ impl Cli {
             v.read = read;
             before
         };
-        let shown = |v: Option<Version>| v.map_or("unreadable".to_owned(), |v| v.to_string());
+        let shown = |v: Option<Version>| v.map_or("not known".to_owned(), |v| v.to_string());
         match (before, read) {
             (None, Some(v)) => log::info!("agent-deck {v} (from `agent-deck version`); version-gated calls follow it"),
             (None, None) => log::warn!(
-                "agent-deck version is unreadable ({why}); version-gated calls follow the oldest known release, {}; read again within the hour",
+                "agent-deck's release is not known ({why}); version-gated calls follow the oldest known release, {}; asking again within the hour",
                 Version::OLDEST
             ),
             (Some(old), new) if old != new => log::info!(
@@ -588,6 +588,111 @@ mod tests {
             message: "session 'w' is not running".into(),
         };
         assert_eq!(plain.delivery(), None);
+    }
+
+    /// A CLI that logs its arguments to `args.log` and answers `version`
+    /// with `version`, `list` with `[]` and a WARNING on stderr, and fails
+    /// `-p bad list`.
+    fn cli_of_release(dir: &std::path::Path, version: &str) -> Cli {
+        let bin = dir.join("agent-deck");
+        let log = dir.join("args.log");
+        std::fs::write(
+            &bin,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\nversion) echo 'Agent Deck v{version}' ;;\n\
+                 '-p bad list --json') echo 'Error: boom' >&2; exit 1 ;;\n\
+                 *list*) echo 'WARNING: profile stores exist under both /a (3 sessions) and /b (0 sessions)' >&2; echo '[]' ;;\n\
+                 *) echo pane ;;\nesac\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap())
+    }
+
+    fn logged(dir: &std::path::Path) -> String {
+        std::fs::read_to_string(dir.join("args.log")).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_pane_sample_passes_primary_only_from_the_release_that_has_it() {
+        for (release, primary) in [
+            ("1.16.26", true),
+            ("1.16.11", true),
+            ("1.16.10", false),
+            ("1.14.0", false),
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let cli = cli_of_release(tmp.path(), release);
+            assert_eq!(cli.version(), None, "nothing read yet");
+            cli.pane("default", "a-1").unwrap();
+            assert_eq!(
+                cli.read_version(0.0).map(|v| v.to_string()).as_deref(),
+                Some(release)
+            );
+            assert_eq!(cli.version(), Version::parse(release));
+            cli.pane("default", "a-1").unwrap();
+            let log = logged(tmp.path());
+            let lines: Vec<&str> = log.lines().collect();
+            assert_eq!(
+                lines[0], "-p default session output a-1 --pane -q",
+                "{release}: unread gates as the oldest"
+            );
+            assert_eq!(lines[1], "version");
+            let want = if primary {
+                "-p default session output a-1 --pane --primary -q"
+            } else {
+                "-p default session output a-1 --pane -q"
+            };
+            assert_eq!(lines[2], want, "{release}");
+            assert_eq!(cli.stats().calls.get("version"), Some(&1));
+        }
+    }
+
+    #[test]
+    fn an_unreadable_version_is_none_and_gates_as_the_oldest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = cli_printing(tmp.path(), "Agent Deck dev");
+        assert_eq!(cli.read_version(0.0), None);
+        assert_eq!(cli.version(), None);
+        assert!(!cli.version_due(1.0), "read, though not understood");
+    }
+
+    #[test]
+    fn a_warning_on_stderr_of_a_success_is_no_failure_and_noted_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = cli_of_release(tmp.path(), "1.16.26");
+        let mut rows = 0;
+        cli.list_all(&mut |_| rows += 1).unwrap();
+        cli.list_profile("work", &mut |_| rows += 1).unwrap();
+        assert_eq!(rows, 0);
+        assert!(cli.stats().failures.is_empty(), "{:?}", cli.stats());
+        // Noted under its shape, digits aside: a changed count is the same line.
+        let shape = "WARNING: profile stores exist under both /a ( sessions) and /b ( sessions)";
+        assert!(!cli.stderr_notes.allows(shape), "the line was not noted");
+    }
+
+    #[test]
+    fn a_failed_list_asks_for_the_version_again_and_a_pane_failure_does_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = cli_of_release(tmp.path(), "1.16.26");
+        cli.read_version(0.0);
+        assert!(!cli.version_due(10.0));
+        assert!(cli.nudged().try_recv().is_err());
+        let bin = tmp.path().join("agent-deck");
+        let dead = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
+        dead.read_version(0.0);
+        let _ = dead.call("output-pane", "", &["-p", "bad", "list", "--json"]);
+        assert!(
+            !dead.version_due(10.0),
+            "a pane sample's failure is no sign"
+        );
+        assert!(cli.list_profile("bad", &mut |_| {}).is_err());
+        assert!(cli.version_due(10.0));
+        assert!(cli.nudged().try_recv().is_ok(), "the watcher is woken");
+        cli.read_version(10.0);
+        assert!(!cli.version_due(11.0));
     }
 
     #[test]
