@@ -596,19 +596,36 @@ mod tests {
     fn cli_of_release(dir: &std::path::Path, version: &str) -> Cli {
         let bin = dir.join("agent-deck");
         let log = dir.join("args.log");
-        std::fs::write(
+        write_script(
             &bin,
-            format!(
+            &format!(
                 "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\nversion) echo 'Agent Deck v{version}' ;;\n\
                  '-p bad list --json') echo 'Error: boom' >&2; exit 1 ;;\n\
                  *list*) echo 'WARNING: profile stores exist under both /a (3 sessions) and /b (0 sessions)' >&2; echo '[]' ;;\n\
                  *) echo pane ;;\nesac\n",
                 log.display()
             ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap())
+    }
+
+    /// Writes an executable script through a child shell, never through a
+    /// descriptor of this process: a writable descriptor inherited by a
+    /// child another test thread forks meanwhile makes its exec fail with
+    /// ETXTBSY.
+    fn write_script(path: &std::path::Path, text: &str) {
+        let ok = std::process::Command::new("/bin/sh")
+            .args([
+                "-c",
+                "printf '%s' \"$2\" > \"$1\" && chmod 755 \"$1\"",
+                "sh",
+            ])
+            .arg(path)
+            .arg(text)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "could not write {}", path.display());
     }
 
     fn logged(dir: &std::path::Path) -> String {
