@@ -253,7 +253,7 @@ impl Cli {
         if self.stderr_notes.allows(shape.as_str()) {
             log::warn!(
                 "`{}` succeeded but printed on stderr: \"{}\"; its answer is used (logged once a day)",
-                args.first().copied().unwrap_or_default(),
+                crate::text::printable(&args.join(" "), STDERR_SHOWN),
                 crate::text::printable(first, STDERR_SHOWN)
             );
         }

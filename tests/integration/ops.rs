@@ -336,6 +336,9 @@ fn the_version_read_at_start_is_in_daemon_status_and_status() {
         at_release(&wd, version);
         assert_ok(&wd.run(&["--once"]));
         assert_eq!(daemon_status(&wd)["agent_deck_version"], shown);
+        let prom = fs::read_to_string(wd.watchdog_dir().join("metrics.prom")).unwrap();
+        let info = format!("agent_deck_watchdog_agent_deck_info{{version=\"{shown}\"}} 1\n");
+        assert!(prom.contains(&info), "{prom}");
         let out = wd.run(&["status", "--json"]);
         assert_ok(&out);
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
