@@ -5,13 +5,13 @@
 //! consumes it under the state mutex, reads the fleet, runs the gates and
 //! hands cleared restarts to the [`Restarter`] thread. agent-deck's
 //! version is read once before the first tick, and again by its own thread
-//! (`version_watch.rs`) when due. `--once` is one tick of the same code
+//! (`version_reread.rs`) when due. `--once` is one tick of the same code
 //! followed by waiting for the work it started.
 
 mod hook_pacing;
 mod safety_poll;
 mod signals;
-mod version_watch;
+mod version_reread;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,7 +93,7 @@ pub(crate) fn run_with(
     if !flags.once {
         daemon
             .threads
-            .push(version_watch::spawn(cli, clock, shutdown)?);
+            .push(version_reread::spawn(cli, clock, shutdown)?);
     }
     if flags.once {
         daemon.tick();
