@@ -15,6 +15,12 @@
 //! `tmux kill-session` looks to the CLI (sets `tmux_alive: false`); exit 2
 //! when no session has that exact id.
 //!
+//! The state's `version` is what `agent-deck version` names and the
+//! release the answers follow: without it every answer is 1.14.0's; from
+//! the releases that changed them come `[]` for an empty list and the newer
+//! row keys (`list.rs`, `newer_keys.rs`), `--primary` (`args.rs`) and the
+//! store WARNING on stderr (`store_roots.rs`).
+//!
 //! Not modelled: in the real CLI `show` and `-p P list --json` are not
 //! read-only, they write and delete auth-hold sidecars; here they never
 //! write the state.
