@@ -3,12 +3,15 @@
 //! Thread A (the hooks watch: inotify, kqueue or a scan) and thread B (the
 //! safety-poll ticker) feed one bounded [`EventQueue`]; the main thread
 //! consumes it under the state mutex, reads the fleet, runs the gates and
-//! hands cleared restarts to the [`Restarter`] thread. `--once` is one tick
-//! of the same code followed by waiting for the work it started.
+//! hands cleared restarts to the [`Restarter`] thread. agent-deck's
+//! version is read once before the first tick, and again by its own thread
+//! (`version_reread.rs`) when due. `--once` is one tick of the same code
+//! followed by waiting for the work it started.
 
 mod hook_pacing;
 mod safety_poll;
 mod signals;
+mod version_reread;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,10 +73,11 @@ pub(crate) fn run_with(
         cfg.subprocess_timeout,
         shutdown.clone(),
     ));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let deck: Arc<dyn AgentDeck> = if flags.dry_run {
-        Arc::new(ReadOnly(cli))
+        Arc::new(ReadOnly(cli.clone()))
     } else {
-        cli
+        cli.clone()
     };
     log::info!(
         "agent-deck-watchdog {} starting: dry_run={} once={} cli={} hooks={}",
@@ -84,7 +88,14 @@ pub(crate) fn run_with(
         cfg.hooks_dir.display()
     );
     log_pane_env(cfg);
-    let mut daemon = Daemon::new(cfg, flags, deck, Arc::new(SystemClock), shutdown)?;
+    // Before the first tick: the pane sample's flags follow it.
+    cli.read_version(clock.now());
+    let mut daemon = Daemon::new(cfg, flags, deck, clock.clone(), shutdown.clone())?;
+    if !flags.once {
+        daemon
+            .threads
+            .push(version_reread::spawn(cli, clock, shutdown)?);
+    }
     if flags.once {
         daemon.tick();
         daemon.finish();

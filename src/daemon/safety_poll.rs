@@ -270,6 +270,7 @@ impl Daemon {
             breaker_open,
             rate_limit_max: self.ctx.limits.rate_max,
             rate_limit_window_s: self.ctx.limits.rate_window,
+            agent_deck_version: self.ctx.deck.version().map(|v| v.to_string()),
         };
         match metrics::write(&self.ctx.cfg.watchdog_dir, &sample) {
             Ok(()) => self.metrics_warned = false,

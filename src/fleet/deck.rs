@@ -7,12 +7,21 @@
 //! answer is parsed as it streams from the pipe and handed over row by row,
 //! so its size costs no memory here; list rows the parser had to leave out
 //! are warned about here, at most once a minute per command.
+//!
+//! It also keeps agent-deck's version as read last (`agent-deck version`,
+//! read by [`Cli::read_version`] when the daemon starts and whenever
+//! [`Cli::version_due`] says so), gates `--primary` on it, and notes a
+//! failure that a replaced binary explains so the re-read comes sooner
+//! (`version_watch.rs` decides). An exit 0 with text on stderr (the
+//! 1.16.14 store WARNING) is a success; its first line is logged once a
+//! day per distinct line.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::fleet::listing::{ListReader, Row, RowTally, Shape};
@@ -22,6 +31,7 @@ use crate::fleet::parse::{self, Garbage};
 pub(crate) use crate::fleet::parse::{SpawnFailure, SpawnReason};
 use crate::fleet::session::Live;
 use crate::fleet::version::Version;
+use crate::fleet::version_watch::{suggests_new_binary, VersionWatch};
 use crate::sys::process::{self, Cmd, Flow, Output, RunError};
 use crate::sys::shutdown::Shutdown;
 use crate::sys::throttle::Throttle;
@@ -173,6 +183,17 @@ pub(crate) struct CallStats {
 
 /// Unreadable list rows are warned about at most this often per command.
 const SKIP_WARN_EVERY: Duration = Duration::from_secs(60);
+/// The same stderr line of a successful call is logged at most this often.
+const STDERR_NOTE_EVERY: Duration = Duration::from_secs(24 * 3600);
+/// How much of a stderr line a log line shows.
+const STDERR_SHOWN: usize = 200;
+
+/// The version as read last, and when to read it again.
+#[derive(Debug, Default)]
+struct VersionRead {
+    read: Option<Version>,
+    watch: VersionWatch,
+}
 
 /// The real CLI.
 pub(crate) struct Cli {
@@ -183,6 +204,11 @@ pub(crate) struct Cli {
     /// Unreadable list rows of each command since its last warning.
     skips: Mutex<BTreeMap<&'static str, u64>>,
     skip_warnings: Throttle<&'static str>,
+    /// Lines a successful call printed on stderr, by their shape.
+    stderr_notes: Throttle<String>,
+    version: Mutex<VersionRead>,
+    /// Holds a message while a suspect failure waits for a re-read.
+    nudge: (Sender<()>, Receiver<()>),
 }
 
 impl Cli {
@@ -194,6 +220,77 @@ impl Cli {
             stats: Mutex::new(CallStats::default()),
             skips: Mutex::new(BTreeMap::new()),
             skip_warnings: Throttle::new(SKIP_WARN_EVERY),
+            stderr_notes: Throttle::new(STDERR_NOTE_EVERY),
+            version: Mutex::new(VersionRead::default()),
+            nudge: crossbeam_channel::bounded(1),
+        }
+    }
+
+    /// Runs `agent-deck version` (counted as `version`) and keeps what it
+    /// names; an unreadable answer keeps `None`, which gates as the oldest
+    /// release. Logs the first read and every change.
+    pub(crate) fn read_version(&self, now: f64) -> Option<Version> {
+        let (read, why) = match self.call("version", "", &["version"]) {
+            Ok(out) => match Version::parse(&out.stdout) {
+                Some(v) => (Some(v), String::new()),
+                None => (
+                    None,
+                    format!("no release in {}", parse::preview(&out.stdout)),
+                ),
+            },
+            Err(e) => (None, e.to_string()),
+        };
+        let before = {
+            let mut v = self.version.lock();
+            let before = v.watch.was_read().then_some(v.read);
+            v.watch.read(now);
+            v.read = read;
+            before
+        };
+        let shown = |v: Option<Version>| v.map_or("not known".to_owned(), |v| v.to_string());
+        match (before, read) {
+            (None, Some(v)) => log::info!("agent-deck {v} (from `agent-deck version`); version-gated calls follow it"),
+            (None, None) => log::warn!(
+                "agent-deck's release is not known ({why}); version-gated calls follow the oldest known release, {}; asking again within the hour",
+                Version::OLDEST
+            ),
+            (Some(old), new) if old != new => log::info!(
+                "agent-deck version changed from {} to {}; version-gated calls follow the new one",
+                shown(old),
+                shown(new)
+            ),
+            _ => {}
+        }
+        read
+    }
+
+    /// Whether the version should be read again at `now`.
+    pub(crate) fn version_due(&self, now: f64) -> bool {
+        self.version.lock().watch.due(now)
+    }
+
+    /// Receives a message when a failed call asks for the version to be
+    /// read again soon.
+    pub(crate) fn nudged(&self) -> &Receiver<()> {
+        &self.nudge.1
+    }
+
+    /// Logs the first line a successful call printed on stderr, once a day
+    /// per line (its digits aside, so counts that change make no new line).
+    fn note_stderr(&self, args: &[&str], stderr: &str) {
+        let Some(first) = stderr.lines().map(str::trim).find(|l| !l.is_empty()) else {
+            return;
+        };
+        let shape: String = crate::text::clip_chars(first, STDERR_SHOWN)
+            .chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect();
+        if self.stderr_notes.allows(shape.as_str()) {
+            log::warn!(
+                "`{}` succeeded but printed on stderr: \"{}\"; its answer is used (logged once a day)",
+                crate::text::printable(&args.join(" "), STDERR_SHOWN),
+                crate::text::printable(first, STDERR_SHOWN)
+            );
         }
     }
 
@@ -239,8 +336,12 @@ impl Cli {
     fn counted<T>(&self, name: &'static str, call: impl FnOnce() -> CliResult<T>) -> CliResult<T> {
         *self.stats.lock().calls.entry(name).or_default() += 1;
         let result = call();
-        if result.is_err() {
+        if let Err(e) = &result {
             *self.stats.lock().failures.entry(name).or_default() += 1;
+            if name != "version" && suggests_new_binary(name, e) {
+                self.version.lock().watch.suspect();
+                let _ = self.nudge.0.try_send(());
+            }
         }
         result
     }
@@ -265,7 +366,10 @@ impl Cli {
     ) -> CliResult<Output> {
         match process::run(&self.job(profile, args), self.timeout, &self.shutdown) {
             Err(e) => Err(CliError::Run(e)),
-            Ok(out) if out.success() => Ok(out),
+            Ok(out) if out.success() => {
+                self.note_stderr(args, &out.stderr);
+                Ok(out)
+            }
             Ok(out) => Err(exited(out.code, &out.stdout, &out.stderr)),
         }
     }
@@ -291,7 +395,10 @@ impl Cli {
             });
             match ran {
                 Err(e) => Err(CliError::Run(e)),
-                Ok(done) if done.success() => Ok(reader.finish()?),
+                Ok(done) if done.success() => {
+                    self.note_stderr(args, &done.stderr);
+                    Ok(reader.finish()?)
+                }
                 Ok(done) => Err(CliError::exited(
                     done.code,
                     &String::from_utf8_lossy(reader.text()),
@@ -368,12 +475,15 @@ impl AgentDeck for Cli {
     }
 
     fn pane(&self, profile: &str, id: &str) -> CliResult<String> {
-        self.call(
-            "output-pane",
-            profile,
-            &["session", "output", id, "--pane", "-q"],
-        )
-        .map(|o| o.stdout)
+        // `--primary`: the session's first window, not whichever one a
+        // human opened last; an older binary exits 2 on the flag.
+        let primary = Version::or_oldest(self.version()).at_least(Version::PRIMARY_PANE);
+        let args: &[&str] = if primary {
+            &["session", "output", id, "--pane", "--primary", "-q"]
+        } else {
+            &["session", "output", id, "--pane", "-q"]
+        };
+        self.call("output-pane", profile, args).map(|o| o.stdout)
     }
 
     fn transcript(&self, profile: &str, id: &str) -> CliResult<String> {
@@ -383,6 +493,10 @@ impl AgentDeck for Cli {
 
     fn remove(&self, profile: &str, id: &str) -> CliResult<()> {
         self.call("remove", profile, &["remove", id]).map(drop)
+    }
+
+    fn version(&self) -> Option<Version> {
+        self.version.lock().read
     }
 
     fn stats(&self) -> CallStats {
@@ -432,6 +546,9 @@ impl AgentDeck for ReadOnly {
     }
     fn remove(&self, _: &str, id: &str) -> CliResult<()> {
         Self::refuse("remove", id)
+    }
+    fn version(&self) -> Option<Version> {
+        self.0.version()
     }
     fn stats(&self) -> CallStats {
         self.0.stats()
@@ -524,6 +641,128 @@ mod tests {
             message: "session 'w' is not running".into(),
         };
         assert_eq!(plain.delivery(), None);
+    }
+
+    /// A CLI that logs its arguments to `args.log` and answers `version`
+    /// with `version`, `list` with `[]` and a WARNING on stderr, and fails
+    /// `-p bad list`.
+    fn cli_of_release(dir: &std::path::Path, version: &str) -> Cli {
+        let bin = dir.join("agent-deck");
+        let log = dir.join("args.log");
+        write_script(
+            &bin,
+            &format!(
+                "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\nversion) echo 'Agent Deck v{version}' ;;\n\
+                 '-p bad list --json') echo 'Error: boom' >&2; exit 1 ;;\n\
+                 *list*) echo 'WARNING: profile stores exist under both /a (3 sessions) and /b (0 sessions)' >&2; echo '[]' ;;\n\
+                 *) echo pane ;;\nesac\n",
+                log.display()
+            ),
+        );
+        Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap())
+    }
+
+    /// Writes an executable script through a child shell, never through a
+    /// descriptor of this process: a writable descriptor inherited by a
+    /// child another test thread forks meanwhile makes its exec fail with
+    /// ETXTBSY.
+    fn write_script(path: &std::path::Path, text: &str) {
+        let ok = std::process::Command::new("/bin/sh")
+            .args([
+                "-c",
+                "printf '%s' \"$2\" > \"$1\" && chmod 755 \"$1\"",
+                "sh",
+            ])
+            .arg(path)
+            .arg(text)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "could not write {}", path.display());
+    }
+
+    fn logged(dir: &std::path::Path) -> String {
+        std::fs::read_to_string(dir.join("args.log")).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_pane_sample_passes_primary_only_from_the_release_that_has_it() {
+        for (release, primary) in [
+            ("1.16.26", true),
+            ("1.16.11", true),
+            ("1.16.10", false),
+            ("1.14.0", false),
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let cli = cli_of_release(tmp.path(), release);
+            assert_eq!(cli.version(), None, "nothing read yet");
+            cli.pane("default", "a-1").unwrap();
+            assert_eq!(
+                cli.read_version(0.0).map(|v| v.to_string()).as_deref(),
+                Some(release)
+            );
+            assert_eq!(cli.version(), Version::parse(release));
+            cli.pane("default", "a-1").unwrap();
+            let log = logged(tmp.path());
+            let lines: Vec<&str> = log.lines().collect();
+            assert_eq!(
+                lines[0], "-p default session output a-1 --pane -q",
+                "{release}: unread gates as the oldest"
+            );
+            assert_eq!(lines[1], "version");
+            let want = if primary {
+                "-p default session output a-1 --pane --primary -q"
+            } else {
+                "-p default session output a-1 --pane -q"
+            };
+            assert_eq!(lines[2], want, "{release}");
+            assert_eq!(cli.stats().calls.get("version"), Some(&1));
+        }
+    }
+
+    #[test]
+    fn an_unreadable_version_is_none_and_gates_as_the_oldest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = cli_printing(tmp.path(), "Agent Deck dev");
+        assert_eq!(cli.read_version(0.0), None);
+        assert_eq!(cli.version(), None);
+        assert!(!cli.version_due(1.0), "read, though not understood");
+    }
+
+    #[test]
+    fn a_warning_on_stderr_of_a_success_is_no_failure_and_noted_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = cli_of_release(tmp.path(), "1.16.26");
+        let mut rows = 0;
+        cli.list_all(&mut |_| rows += 1).unwrap();
+        cli.list_profile("work", &mut |_| rows += 1).unwrap();
+        assert_eq!(rows, 0);
+        assert!(cli.stats().failures.is_empty(), "{:?}", cli.stats());
+        // Noted under its shape, digits aside: a changed count is the same line.
+        let shape = "WARNING: profile stores exist under both /a ( sessions) and /b ( sessions)";
+        assert!(!cli.stderr_notes.allows(shape), "the line was not noted");
+    }
+
+    #[test]
+    fn a_failed_list_asks_for_the_version_again_and_a_pane_failure_does_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cli = cli_of_release(tmp.path(), "1.16.26");
+        cli.read_version(0.0);
+        assert!(!cli.version_due(10.0));
+        assert!(cli.nudged().try_recv().is_err());
+        let bin = tmp.path().join("agent-deck");
+        let dead = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
+        dead.read_version(0.0);
+        let _ = dead.call("output-pane", "", &["-p", "bad", "list", "--json"]);
+        assert!(
+            !dead.version_due(10.0),
+            "a pane sample's failure is no sign"
+        );
+        assert!(cli.list_profile("bad", &mut |_| {}).is_err());
+        assert!(cli.version_due(10.0));
+        assert!(cli.nudged().try_recv().is_ok(), "the watcher is woken");
+        cli.read_version(10.0);
+        assert!(!cli.version_due(11.0));
     }
 
     #[test]

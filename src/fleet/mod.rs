@@ -13,4 +13,5 @@ pub mod listing;
 pub(crate) mod parse;
 pub(crate) mod session;
 pub(crate) mod version;
+pub(crate) mod version_watch;
 pub(crate) mod wire;

@@ -252,6 +252,21 @@ mod tests {
     }
 
     #[test]
+    fn show_of_the_newer_shape_is_read() {
+        // `session show --json` from 1.16.11 on: every added key, some null.
+        let out = r#"{"id":"x","status":"waiting","substate":"interactive-menu","profile":"work",
+            "account":"personal","order":2,"pin":true,"hook_status":"waiting","hook_status_fresh":false,
+            "wrapper":null,"substate_detail":null,"viewers":[{"name":"/dev/pts/1","width":80,"height":24}],
+            "codex_session_id":"019a","resolved_codex_home":"/h/.codex","transcript_path":"/t.jsonl",
+            "transcript_ids":["a"],"codex_hooks":{"installed":true},"background_work":{"active":false},
+            "status_source":"hook","can_fork":true,"effort":null,"claude_session_id":"c1"}"#;
+        let l = show(out).unwrap();
+        assert_eq!(l.status, Some(Status::Waiting));
+        assert_eq!(l.substate.as_deref(), Some("interactive-menu"));
+        assert_eq!(l.claude_session_id.as_deref(), Some("c1"));
+    }
+
+    #[test]
     fn restart_answers() {
         assert_eq!(
             restart(r#"{"id":"x","success":true,"title":"t"}"#).unwrap(),

@@ -10,6 +10,7 @@
 mod fleet;
 mod host;
 mod install;
+mod notes;
 
 use serde::Serialize;
 
@@ -112,10 +113,11 @@ pub(crate) fn checks(env: &Env, online: bool) -> Vec<Check> {
         return vec![deck, settings];
     };
     let cli = Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, shutdown.clone());
-    let (deck, listed) = install::agent_deck(&cfg, &cli, &shutdown);
+    let (deck, listed, found) = install::agent_deck(&cfg, &cli, &shutdown);
     let (critical, claude) = fleet::critical_sessions(&cfg, listed.as_ref(), &shutdown);
-    vec![
-        deck,
+    let mut checks = vec![deck];
+    checks.extend(notes::for_version(found));
+    checks.extend([
         settings,
         critical,
         fleet::hooks_dir(&cfg, &claude),
@@ -126,7 +128,8 @@ pub(crate) fn checks(env: &Env, online: bool) -> Vec<Check> {
         install::escalate_script(&cfg),
         host::telegram(&cfg, online),
         install::watchdog_dir(&cfg),
-    ]
+    ]);
+    checks
 }
 
 /// Prints the report; exit 1 when a check failed.

@@ -32,6 +32,9 @@ use crate::tasks::registry::RegistryFile;
 /// order the keys have always had.
 #[derive(Debug, Serialize)]
 pub(crate) struct Report {
+    /// agent-deck's release as the daemon read it last (`null`: unreadable,
+    /// or no daemon has written its status yet).
+    pub agent_deck_version: Option<String>,
     pub breaker: Breaker,
     pub cascade: CascadeView,
     pub cli: CliCounts,
@@ -205,6 +208,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
     }
     let cascade = state.cascade.as_ref();
     Report {
+        agent_deck_version: counters.agent_deck_version.clone(),
         breaker: Breaker {
             open: state.breaker_open_until > now,
             recent_429s: state.breaker_hits.len(),
@@ -245,6 +249,10 @@ fn table(r: &Report) -> String {
         Some(pid) => format!("daemon: running (pid {pid})\n"),
         None => "daemon: not running\n".to_owned(),
     };
+    let version = r.agent_deck_version.as_deref().unwrap_or("unknown");
+    out.push_str(&format!(
+        "agent-deck: {version} (as the daemon read it last)\n"
+    ));
     out.push_str(&format!(
         "{:<22} {:<20} {:<9} {:>8} {:>6} {:>9} {:>9} {:>6}\n",
         "SESSION", "TITLE", "STATUS", "RESTARTS", "LEFT", "COOLDOWN", "BACKOFF", "SKIPS"
@@ -383,6 +391,7 @@ mod tests {
         std::fs::create_dir_all(dir).unwrap();
         let mut st = daemon_status::DaemonStatus {
             queue_drops: 4,
+            agent_deck_version: Some("1.16.26".into()),
             ..Default::default()
         };
         st.cli.calls.insert("list-all".into(), 9);
@@ -402,6 +411,7 @@ mod tests {
         assert_eq!(
             keys(&v),
             [
+                "agent_deck_version",
                 "breaker",
                 "cascade",
                 "cli",
@@ -426,10 +436,15 @@ mod tests {
             ]
         );
         assert_eq!(v["queue_drops"], 4);
+        assert_eq!(v["agent_deck_version"], "1.16.26");
         assert_eq!(v["cli"]["calls"]["list-all"], 9);
         assert_eq!(v["daemon"]["running"], false);
         let text = table(&r);
         assert!(text.contains("queue drops: 4\n"), "{text}");
+        assert!(
+            text.contains("agent-deck: 1.16.26 (as the daemon read it last)\n"),
+            "{text}"
+        );
         assert!(
             text.contains("cli calls: 9 (2 failed) as of the last tick"),
             "{text}"

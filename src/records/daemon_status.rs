@@ -35,6 +35,9 @@ pub(crate) struct DaemonStatus {
     /// shell running `drill` may not share (the unit's environment file).
     pub rate_limit_max: usize,
     pub rate_limit_window_s: f64,
+    /// agent-deck's release as the daemon read it last (`agent-deck
+    /// version`); `null` when it was unreadable.
+    pub agent_deck_version: Option<String>,
 }
 
 /// agent-deck calls and failed calls since start, by command.

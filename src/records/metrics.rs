@@ -98,6 +98,16 @@ pub(crate) fn render(s: &DaemonStatus) -> String {
     Family::new(&mut out, "gauge", "last_tick_timestamp_seconds")
         .help("Unix time of the last safety-poll tick.")
         .value(s.last_tick);
+    // Prometheus' info convention: the value is 1, the release is the label;
+    // no sample while the release is not known.
+    let release: BTreeMap<&str, u64> = s
+        .agent_deck_version
+        .iter()
+        .map(|v| (v.as_str(), 1))
+        .collect();
+    Family::new(&mut out, "gauge", "agent_deck_info")
+        .help("agent-deck's release as the daemon read it last (`agent-deck version`).")
+        .by("version", &release);
     out
 }
 
@@ -146,6 +156,16 @@ mod tests {
         );
         assert_eq!(m["agent_deck_watchdog_sessions{kind=\"critical\"}"], 3.0);
         assert_eq!(m["agent_deck_watchdog_breaker_open"], 0.0);
+        assert!(
+            !text.contains("agent_deck_info{"),
+            "no release read: no sample"
+        );
+        s.agent_deck_version = Some("1.16.26".into());
+        let m = parse(&render(&s));
+        assert_eq!(
+            m["agent_deck_watchdog_agent_deck_info{version=\"1.16.26\"}"],
+            1.0
+        );
     }
 
     #[test]

@@ -178,4 +178,26 @@ mod tests {
         assert_eq!(hook_id(".json"), None);
         assert_eq!(hook_id("-x.json"), None);
     }
+
+    #[test]
+    fn agent_decks_other_files_in_the_hooks_dir_are_no_hooks() {
+        const ID: &str = "3f9c2a1b-1755891234";
+        for name in [
+            // 1.16.11: the append-only hook event history.
+            format!("{ID}.events.jsonl"),
+            ".generation.json".to_owned(),
+            format!("{ID}.generation.json"),
+            format!("{ID}.sid"),
+            format!("{ID}.lock"),
+            format!("{ID}.json.lock"),
+            format!(".{ID}.json"),
+            format!(".{ID}.json.tmp"),
+            format!(".{ID}.events.jsonl.tmp-42"),
+            format!("{ID}.json.tmp"),
+            ".codex-consumed".to_owned(),
+        ] {
+            assert_eq!(hook_id(&name), None, "{name}");
+        }
+        assert_eq!(hook_id(&format!("{ID}.json")), Some(ID));
+    }
 }

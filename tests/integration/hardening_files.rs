@@ -326,3 +326,76 @@ fn a_fifo_in_place_of_a_redispatch_log_does_not_hang_the_follow_up() {
     assert!(t.dispatched().is_empty());
     assert_ok(&t.task(&["list"]));
 }
+
+/// agent-deck's own files in the hooks dir (1.16.11's event history by
+/// appends, generation and sid files, locks, dot temp files, and its
+/// pruning's deletes, #2283/#2287) never wake a status check; a real hook
+/// of another conductor, written after them, does.
+#[test]
+fn agent_decks_other_hooks_dir_files_wake_no_status_check() {
+    for backend in ["auto", "scan"] {
+        other_hooks_dir_files_wake_nothing(backend);
+    }
+}
+
+/// The test above with `WATCH_BACKEND=backend`.
+fn other_hooks_dir_files_wake_nothing(backend: &str) {
+    use std::io::Write;
+    const OTHER: &str = "a0b1c2d3-1755899999";
+    let wd = Wd::new()
+        .env("SAFETY_POLL_INTERVAL_S", "30")
+        .env("WATCH_BACKEND", backend);
+    wd.sessions(vec![
+        conductor(CONDUCTOR, "conductor-ops", "running"),
+        conductor(OTHER, "conductor-b", "running"),
+    ]);
+    let pruned = wd.hooks.join(format!("{CONDUCTOR}.json"));
+    fs::write(&pruned, r#"{"status":"idle","ts":1}"#).unwrap();
+    let mut d = wd.spawn(&[]);
+    wd.wait_until_quiet();
+    let shows = |id: &str| wd.sim.calls_with(&["session", "show", id]).len();
+    assert_eq!(shows(CONDUCTOR), 0);
+    let events = wd.hooks.join(format!("{CONDUCTOR}.events.jsonl"));
+    for i in 0..5 {
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&events)
+            .unwrap();
+        writeln!(f, r#"{{"ts":{i},"event":"Stop","status":"idle"}}"#).unwrap();
+    }
+    for name in [
+        ".generation.json".to_owned(),
+        format!("{CONDUCTOR}.generation.json"),
+        format!("{CONDUCTOR}.sid"),
+        format!("{CONDUCTOR}.lock"),
+        format!("{CONDUCTOR}.json.lock"),
+    ] {
+        fs::write(wd.hooks.join(name), "{}").unwrap();
+    }
+    let tmp = wd.hooks.join(format!(".{CONDUCTOR}.json.tmp-7"));
+    fs::write(&tmp, r#"{"status":"idle"}"#).unwrap();
+    fs::remove_file(&tmp).unwrap();
+    fs::remove_file(&pruned).unwrap();
+    // The control: a real hook, after the rest.
+    fs::write(
+        wd.hooks.join(format!("{OTHER}.json")),
+        r#"{"status":"idle","ts":2}"#,
+    )
+    .unwrap();
+    assert!(
+        wait_until(SECS_10, || shows(OTHER) == 1),
+        "{backend}: the real hook woke nothing; stderr:\n{}",
+        d.stderr()
+    );
+    // A batch's hooks are checked one after another: once the daemon is
+    // quiet, every file above has been handled.
+    wd.wait_until_quiet();
+    assert_eq!(
+        shows(CONDUCTOR),
+        0,
+        "{backend}: a file that is no hook woke a status check: {:?}",
+        wd.sim.calls()
+    );
+    stops_promptly(&mut d);
+}

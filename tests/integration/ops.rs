@@ -286,3 +286,163 @@ fn demo_runs_on_a_fresh_machine_and_tells_the_story() {
         .expect("names its records dir");
     assert!(std::path::Path::new(dir).join("restart.log").exists());
 }
+
+/// The simulated release of `wd`'s agent-deck (`None`: no `version` key,
+/// the simulator answers as 1.14.0).
+fn at_release(wd: &Wd, version: Option<&str>) {
+    if let Some(v) = version {
+        wd.sim.update_state(|s| s["version"] = serde_json::json!(v));
+    }
+}
+
+fn daemon_status(wd: &Wd) -> Value {
+    let path = wd.watchdog_dir().join("daemon-status.json");
+    fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+#[test]
+fn the_pane_sample_passes_primary_on_1_16_26_and_never_on_1_14_0() {
+    for (version, primary) in [(Some("1.16.26"), true), (None, false)] {
+        let wd = Wd::new();
+        wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
+        at_release(&wd, version);
+        let out = wd.run(&["--once"]);
+        assert_ok(&out);
+        let calls = wd.sim.calls();
+        assert_eq!(calls[0], ["version"], "{calls:?}");
+        assert_eq!(wd.sim.calls_with(&["version"]).len(), 1, "{calls:?}");
+        let samples = wd.sim.calls_with(&["output", CONDUCTOR, "--pane"]);
+        assert!(
+            !samples.is_empty(),
+            "{version:?}: no pane sample: {calls:?}"
+        );
+        for argv in &samples {
+            let has = argv.iter().any(|a| a == "--primary");
+            assert_eq!(has, primary, "{version:?}: {argv:?}");
+        }
+        // No sample was refused as an unknown flag: the restart went ahead.
+        assert_eq!(wd.restart_calls(), 1, "{version:?}: {calls:?}");
+    }
+}
+
+#[test]
+fn the_version_read_at_start_is_in_daemon_status_and_status() {
+    for (version, shown) in [(Some("1.16.26"), "1.16.26"), (None, "1.14.0")] {
+        let wd = Wd::new();
+        wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+        at_release(&wd, version);
+        assert_ok(&wd.run(&["--once"]));
+        assert_eq!(daemon_status(&wd)["agent_deck_version"], shown);
+        let prom = fs::read_to_string(wd.watchdog_dir().join("metrics.prom")).unwrap();
+        let info = format!("agent_deck_watchdog_agent_deck_info{{version=\"{shown}\"}} 1\n");
+        assert!(prom.contains(&info), "{prom}");
+        let out = wd.run(&["status", "--json"]);
+        assert_ok(&out);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["agent_deck_version"], shown);
+        let text = wd.run(&["status"]);
+        let text = String::from_utf8_lossy(&text.stdout);
+        assert!(
+            text.contains(&format!("agent-deck: {shown} (as the daemon read it last)")),
+            "{text}"
+        );
+    }
+    // Unreadable: null in the record, `unknown` in the table.
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    at_release(&wd, Some("dev"));
+    assert_ok(&wd.run(&["--once"]));
+    assert!(daemon_status(&wd)["agent_deck_version"].is_null());
+    let text = wd.run(&["status"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("agent-deck: unknown"));
+}
+
+/// The re-read is triggered the way the daemon would meet an update: a call
+/// that should not fail fails (a `-p P list` exits 1 once) just after the
+/// binary changed. No setting shortens the hourly re-read.
+#[test]
+fn a_version_change_is_picked_up_after_a_call_that_should_not_fail() {
+    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "1");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
+    wd.sim.update_state(|s| {
+        s["sessions"][0]["status"] = serde_json::json!("running");
+    });
+    let d = wd.spawn(&[]);
+    wd.wait_for_first_tick();
+    assert!(
+        wait_until(Duration::from_secs(10), || daemon_status(&wd)
+            ["agent_deck_version"]
+            == "1.14.0"),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    wd.sim.update_state(|s| {
+        s["version"] = serde_json::json!("1.16.26");
+        s["faults"] = serde_json::json!({"list": {"mode": "exit1", "count": 1}});
+    });
+    assert!(
+        wait_until(Duration::from_secs(15), || daemon_status(&wd)
+            ["agent_deck_version"]
+            == "1.16.26"),
+        "the new version was never read; stderr:\n{}",
+        d.stderr()
+    );
+    assert_eq!(wd.sim.calls_with(&["version"]).len(), 2);
+    assert!(
+        d.stderr()
+            .contains("agent-deck version changed from 1.14.0 to 1.16.26"),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    // Gated calls follow it: the next pane sample carries `--primary`.
+    wd.sim.update_state(|s| {
+        s["sessions"][0]["status"] = serde_json::json!("error");
+    });
+    assert!(
+        wait_until(Duration::from_secs(15), || !wd
+            .sim
+            .calls_with(&["output", CONDUCTOR, "--pane", "--primary"])
+            .is_empty()),
+        "no --primary sample; calls: {:?}",
+        wd.sim.calls()
+    );
+}
+
+#[test]
+fn the_store_warning_on_stderr_is_no_failure_and_logged_once() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    wd.sim.update_state(|s| {
+        s["version"] = serde_json::json!("1.16.26");
+        s["both_store_roots"] = serde_json::json!(true);
+    });
+    let out = wd.run(&["--once"]);
+    assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("succeeded but printed on stderr: \"WARNING: profile stores exist under both")
+            .count(),
+        1,
+        "{err}"
+    );
+    let st = daemon_status(&wd);
+    assert_eq!(st["cli"]["failures"], serde_json::json!({}), "{st}");
+    assert!(st["cli"]["calls"]["list"].as_u64() >= Some(1), "{st}");
+}
+
+#[test]
+fn an_empty_fleet_of_1_16_26_is_no_failure() {
+    // `list --all --json` with profiles and no sessions is `[]` from 1.16.11.
+    let wd = Wd::new();
+    at_release(&wd, Some("1.16.26"));
+    let out = wd.run(&["--once"]);
+    assert_ok(&out);
+    assert_eq!(wd.sim.run(&["list", "--all", "--json"]).stdout, b"[]\n");
+    let st = daemon_status(&wd);
+    assert_eq!(st["cli"]["failures"], serde_json::json!({}), "{st}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("unreadable"), "{err}");
+}

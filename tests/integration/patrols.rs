@@ -248,8 +248,10 @@ fn tick_with_patrols_costs_one_plus_p_plus_one_sample_per_waiting_child() {
     let out = wd.run(&["--once"]);
     assert_eq!(out.status.code(), Some(0));
     let calls = wd.sim.calls();
-    // list --all, -p default list, -p work list, one pane sample of the waiting child.
-    assert_eq!(calls.len(), 4, "{calls:#?}");
+    // `version` once at start (not part of the tick), then list --all,
+    // -p default list, -p work list, one pane sample of the waiting child.
+    assert_eq!(calls[0], ["version"], "{calls:#?}");
+    assert_eq!(calls.len(), 5, "{calls:#?}");
     assert_eq!(wd.sim.calls_with(&["output", KID, "--pane"]).len(), 1);
 }
 

@@ -687,6 +687,9 @@ fn healthy_tick_costs_one_call_plus_one_per_profile() {
     let out = wd.run(&["--once"]);
     assert_eq!(out.status.code(), Some(0));
     let calls = wd.sim.calls();
+    // `version` is read once at start, before the tick; the tick is the rest.
+    assert_eq!(calls[0], ["version"], "{calls:?}");
+    let calls = &calls[1..];
     assert_eq!(calls.len(), 3, "{calls:?}");
     assert_eq!(calls[0], ["list", "--all", "--json"]);
     assert!(calls[1..]

@@ -396,3 +396,31 @@ fn a_drill_that_does_not_recover_says_what_the_daemon_did() {
     assert!(err.contains("not recovered within 10 s"), "{err}");
     assert!(err.contains("the daemon's last record"), "{err}");
 }
+
+#[test]
+fn doctor_notes_the_stop_hook_read_on_1_16_26_and_nothing_on_1_14_0() {
+    const NOTE: &str =
+        "a pane lost right after a Stop hook reads `stopped` (#2091): the watchdog will not revive it";
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let (_, checks) = doctor_json(&wd);
+    assert!(
+        checks.iter().all(|c| c["check"] != "agent-deck notes"),
+        "{checks:#?}"
+    );
+    wd.sim
+        .update_state(|s| s["version"] = serde_json::json!("1.16.26"));
+    let (_, checks) = doctor_json(&wd);
+    let note = check(&checks, "agent-deck notes");
+    assert_eq!(note["status"], "warn", "{note}");
+    assert!(note["detail"].as_str().unwrap().contains(NOTE), "{note}");
+    assert!(note["fix"].is_string(), "{note}");
+    // Still a release nobody verified: the agent-deck line says so.
+    assert_eq!(check(&checks, "agent-deck")["status"], "warn");
+    let out = wd.run(&["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().any(|l| l.starts_with('!') && l.contains(NOTE)),
+        "{text}"
+    );
+}

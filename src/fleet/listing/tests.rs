@@ -392,3 +392,94 @@ fn an_answer_cut_short_says_where() {
     assert!(why(r#"[{"id":"a-1"}"#).contains("ends inside row 1"));
     assert!(why(r#"[{"id":"a-1"}, "#).contains("ends inside the list"));
 }
+
+#[test]
+fn an_empty_array_from_a_profile_list_means_no_sessions_like_null() {
+    // 1.16.11 (#2277): `-p P list --json` with no sessions prints `[]`.
+    let empty = Ok((Vec::new(), RowTally::default()));
+    for answer in ["[]\n", "[ ]", "\n[\n]\n"] {
+        assert_eq!(
+            same_in_every_piece_size(Shape::Profile, answer),
+            empty,
+            "{answer:?}"
+        );
+        assert_eq!(
+            same_in_every_piece_size(Shape::All, answer),
+            empty,
+            "{answer:?}"
+        );
+    }
+}
+
+/// A `-p P list --json` row as 1.16.11 to 1.16.25 print it: every key the
+/// newer releases added, with objects, arrays and nulls where a strict
+/// reader could stumble.
+const PROFILE_NEWER: &str = r#"[
+  {
+    "id": "3f9c2a1b-1755891234",
+    "title": "conductor-ops",
+    "path": "/srv/ops",
+    "group": "conductor",
+    "tool": "codex",
+    "status": "error",
+    "substate": "usage-limit",
+    "substate_detail": "try again at 4:05 PM",
+    "channels": ["plugin:telegram@claude-plugins-official"],
+    "profile": "work",
+    "account": "personal",
+    "archived": false,
+    "archived_at": "0001-01-01T00:00:00Z",
+    "created_at": "2026-09-20T10:00:00Z",
+    "last_activity_at": "2026-09-21T10:00:00Z",
+    "viewers": [{"activity": "2026-09-21T10:00:00Z", "height": 60, "name": "/dev/pts/3",
+                 "tty": "/dev/pts/3", "user": "ashesh", "width": 200}],
+    "status_source": "hook",
+    "background_work": {"active": true, "tasks": [{"kind": "bash", "since": 1.5e9}]},
+    "superseded_by": "",
+    "supersedes": "a0b1c2d3-1755899999",
+    "codex_session_id": "019a1b2c",
+    "resolved_codex_home": "/home/u/.codex",
+    "hook_status": "waiting",
+    "hook_status_fresh": true,
+    "order": 3,
+    "pin": false,
+    "wrapper": null,
+    "transcript_path": null,
+    "transcript_ids": ["a", "b"],
+    "codex_hooks": {"installed": true, "events": ["Stop"], "extra": null},
+    "model_id": null,
+    "extra_args": []
+  },
+  {
+    "id": "a0b1c2d3-1755899999",
+    "title": "worker",
+    "path": "/srv/app",
+    "group": "srv",
+    "tool": "claude",
+    "status": "running",
+    "profile": "work",
+    "account": "",
+    "viewers": null,
+    "background_work": null,
+    "status_source": null,
+    "substate_detail": null,
+    "superseded_by": "3f9c2a1b-1755891234"
+  }
+]
+"#;
+
+#[test]
+fn rows_of_the_newer_shape_read_in_every_piece_size() {
+    let (rows, tally) = same_in_every_piece_size(Shape::Profile, PROFILE_NEWER).unwrap();
+    assert_eq!((tally.rows, tally.skipped), (2, 0), "{:?}", tally.reasons);
+    assert_eq!(rows[0].0.id, "3f9c2a1b-1755891234");
+    assert_eq!(rows[0].0.group, "conductor");
+    assert_eq!(rows[0].1.status, Some(Status::Error));
+    assert_eq!(rows[0].1.substate.as_deref(), Some("usage-limit"));
+    assert_eq!(rows[0].1.channels.len(), 1);
+    assert_eq!(rows[1].1.status, Some(Status::Running));
+    // The same rows as `list --all --json` prints them (no status there).
+    let (rows, tally) = same_in_every_piece_size(Shape::All, PROFILE_NEWER).unwrap();
+    assert_eq!((tally.rows, tally.skipped), (2, 0), "{:?}", tally.reasons);
+    assert_eq!(rows[1].0.profile, "work");
+}

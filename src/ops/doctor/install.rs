@@ -10,6 +10,7 @@ use crate::alert::escalate;
 use crate::config::{Config, Env};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::Cli;
+use crate::fleet::version::Version;
 use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
 
@@ -46,16 +47,14 @@ pub(super) fn settings(env: &Env) -> (Check, Option<Config>) {
     (check, cfg)
 }
 
-/// The version in `agent-deck version`'s answer (`Agent Deck v1.14.0`).
-pub(super) fn version_in(text: &str) -> Option<&str> {
-    text.split_whitespace()
-        .map(|w| w.strip_prefix('v').unwrap_or(w))
-        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()) && w.contains('.'))
-}
-
-/// `agent-deck`: runnable, its version, and a readable `list --all --json`
-/// (the fleet it lists, for the checks that follow).
-pub(super) fn agent_deck(cfg: &Config, cli: &Cli, shutdown: &Shutdown) -> (Check, Option<Fleet>) {
+/// `agent-deck`: runnable, its version (read by [`Version::parse`], as
+/// the daemon reads it), and a readable `list --all --json` (the fleet it
+/// lists, for the checks that follow).
+pub(super) fn agent_deck(
+    cfg: &Config,
+    cli: &Cli,
+    shutdown: &Shutdown,
+) -> (Check, Option<Fleet>, Option<Version>) {
     const NAME: &str = "agent-deck";
     let bin = cfg.bin.display();
     let fix_bin = "install agent-deck, or point AGENT_DECK_BIN at it";
@@ -63,13 +62,14 @@ pub(super) fn agent_deck(cfg: &Config, cli: &Cli, shutdown: &Shutdown) -> (Check
         return (
             Check::fail(NAME, format!("{bin} cannot be run"), fix_bin),
             None,
+            None,
         );
     };
     let answer = format!("{}{}", out.stdout, out.stderr);
     // An unreadable version is a version nobody verified: a warning below,
     // and the list still decides whether agent-deck works.
-    let found = version_in(&answer).filter(|_| out.success());
-    let verified = found.is_some_and(|v| VERIFIED_AGENT_DECK.contains(&v));
+    let found = Version::parse(&answer).filter(|_| out.success());
+    let verified = found.is_some_and(|v| VERIFIED_AGENT_DECK.contains(&v.to_string().as_str()));
     let version = found.map_or_else(
         || format!("of unknown version ({:?})", answer.trim()),
         |v| format!("v{v}"),
@@ -100,10 +100,11 @@ pub(super) fn agent_deck(cfg: &Config, cli: &Cli, shutdown: &Shutdown) -> (Check
                     "run `agent-deck list --all --json` yourself and fix what it reports",
                 ),
                 None,
+                found,
             )
         }
     };
-    (check, Some(fleet))
+    (check, Some(fleet), found)
 }
 
 /// `service`: the systemd user unit (Linux) or launchd agent (macOS).
@@ -297,9 +298,10 @@ mod tests {
 
     #[test]
     fn the_version_is_found_in_agent_decks_answer() {
-        assert_eq!(version_in("Agent Deck v1.14.0\n"), Some("1.14.0"));
-        assert_eq!(version_in("agent-deck 1.7.63"), Some("1.7.63"));
-        assert_eq!(version_in("usage: agent-deck …"), None);
+        let v = |s| Version::parse(s).map(|v| v.to_string());
+        assert_eq!(v("Agent Deck v1.14.0\n").as_deref(), Some("1.14.0"));
+        assert_eq!(v("agent-deck 1.7.63").as_deref(), Some("1.7.63"));
+        assert_eq!(v("usage: agent-deck …"), None);
     }
 
     #[test]

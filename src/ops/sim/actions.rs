@@ -81,6 +81,7 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
     if let Some(hold) = s.hold() {
         data["auth_hold"] = hold.clone();
     }
+    super::newer_keys::show(&mut data, s, status, st.release());
     // Go's `omitempty` on these keys.
     let empty = |v: &Value| v.as_str() == Some("") || v.as_array().is_some_and(Vec::is_empty);
     if let Some(map) = data.as_object_mut() {

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use super::reply::Reply;
+use crate::fleet::version::Version;
 
 /// The commands the simulator answers; also the keys of `faults` and `delay_s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +75,7 @@ fn bool_flags(sub: &str) -> &'static [&'static str] {
         "restart" => &["json", "quiet", "q", "force", "all"],
         // `session send` has -q but no --quiet (contract §3).
         "send" => &["json", "q", "no-wait"],
-        "output" => &["json", "quiet", "q", "copy", "pane"],
+        "output" => &["json", "quiet", "q", "copy", "pane", "primary"],
         _ => &["json", "quiet", "q"],
     }
 }
@@ -146,6 +147,31 @@ fn global_profile(args: &[String]) -> Result<(String, &[String]), Reply> {
             [] => return Ok((profile, rest)),
         }
     }
+}
+
+/// The flags a release before the one that brought them does not define:
+/// Go's flag package exits 2 on them, as on any unknown flag. `--primary`
+/// came with `session output --pane --primary` (CHANGELOG 1.16.11, #2257).
+const NEWER_FLAGS: [(&str, Version); 1] = [("primary", Version::PRIMARY_PANE)];
+
+/// The call as `release` parses it: a flag given that the release does not
+/// define yet is the usage error [`parse_flags`] gives any unknown flag.
+pub(super) fn defined_in(c: &Call, release: Version, args: &[String]) -> Result<(), Reply> {
+    let Some((flag, _)) = NEWER_FLAGS
+        .iter()
+        .find(|(flag, since)| c.bools.contains_key(flag) && !release.at_least(*since))
+    else {
+        return Ok(());
+    };
+    let name = match args.iter().position(|a| a == "session") {
+        Some(i) => format!("session {}", args.get(i + 1).map_or("", String::as_str)),
+        None => String::new(),
+    };
+    let usage = format!("Usage: agent-deck {name} [options]\n");
+    Err(Reply::err(
+        2,
+        format!("flag provided but not defined: -{flag}\n{usage}"),
+    ))
 }
 
 type Flags = (HashMap<&'static str, bool>, Vec<String>, Vec<String>);

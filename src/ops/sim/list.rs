@@ -3,13 +3,25 @@
 //! `--all` ignores `-p`, walks the profiles in sorted order and carries no
 //! status at all; the single-profile list carries status, substate and
 //! channels. Both print their keys in the Go struct's order, not sorted.
+//! The keys later releases added come last (`newer_keys.rs`), and from
+//! 1.16.11 an empty list is `[]` (see [`EMPTY_ARRAY`]).
 
 use serde::Serialize;
 
+use crate::fleet::version::Version;
+
 use super::args::Call;
 use super::live::{self, Moment};
+use super::newer_keys;
 use super::reply::{go_json, rfc3339, Reply};
 use super::state::{SimSession, SimState};
+
+/// From 1.16.11 a list with no sessions is `[]` under `--json`: the
+/// single-profile list instead of its "No sessions found" sentence, and
+/// `--all` with profiles instead of `null` (CHANGELOG 1.16.11, #2277;
+/// `renderListAllProfiles` in `cmd/agent-deck/core_cli_list.go`@056a97ee).
+/// "No profiles found." stays text.
+const EMPTY_ARRAY: Version = Version::new(1, 16, 11);
 
 fn is_empty(s: &&str) -> bool {
     s.is_empty()
@@ -31,6 +43,8 @@ struct AllEntry<'a> {
     command: &'a str,
     profile: &'a str,
     created_at: String,
+    #[serde(flatten)]
+    newer: newer_keys::AllKeys,
 }
 
 /// An element of `-p P list --json`.
@@ -58,12 +72,16 @@ struct ProfileEntry<'a> {
     archived: bool,
     archived_at: &'static str,
     created_at: String,
+    #[serde(flatten)]
+    newer: newer_keys::ProfileKeys,
 }
 
 pub(super) fn list_all(c: &Call, st: &SimState) -> Reply {
     if st.sessions.is_empty() {
         let text = if !st.profiles_exist {
             "No profiles found.\n"
+        } else if c.on("json") && st.release().at_least(EMPTY_ARRAY) {
+            "[]\n"
         } else if c.on("json") {
             "null\n"
         } else {
@@ -86,6 +104,7 @@ pub(super) fn list_all(c: &Call, st: &SimState) -> Reply {
             command: &s.command,
             profile: s.profile(),
             created_at: rfc3339(s.created_secs()),
+            newer: newer_keys::all_row(s, st.release()),
         })
         .collect();
     answer(c, &entries, |e| {
@@ -115,8 +134,12 @@ pub(super) fn list_profile(c: &Call, st: &SimState, at: &Moment) -> Reply {
             archived: false,
             archived_at: "0001-01-01T00:00:00Z",
             created_at: rfc3339(s.created_secs()),
+            newer: newer_keys::profile_row(s, st.release()),
         })
         .collect();
+    if entries.is_empty() && c.on("json") && st.release().at_least(EMPTY_ARRAY) {
+        return Reply::out(0, "[]\n".into());
+    }
     if entries.is_empty() {
         let text = format!("No sessions found in profile '{}'.\n", c.profile);
         return Reply::out(0, text);

@@ -15,6 +15,12 @@
 //! `tmux kill-session` looks to the CLI (sets `tmux_alive: false`); exit 2
 //! when no session has that exact id.
 //!
+//! The state's `version` is what `agent-deck version` names and the
+//! release the answers follow: without it every answer is 1.14.0's; from
+//! the releases that changed them come `[]` for an empty list and the newer
+//! row keys (`list.rs`, `newer_keys.rs`), `--primary` (`args.rs`) and the
+//! store WARNING on stderr (`store_roots.rs`).
+//!
 //! Not modelled: in the real CLI `show` and `-p P list --json` are not
 //! read-only, they write and delete auth-hold sidecars; here they never
 //! write the state.
@@ -34,8 +40,10 @@ mod hooks;
 mod list;
 mod live;
 mod lookup;
+mod newer_keys;
 mod reply;
 mod state;
+mod store_roots;
 #[cfg(test)]
 mod tests;
 
@@ -138,11 +146,34 @@ pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl W
     reply.code
 }
 
-/// Parses, applies a fault or delay outside the lock, and answers under it.
+/// [`answer`], with the store WARNING first on stderr when the state asks
+/// for it (`store_roots.rs`), whatever the answer.
 fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Result<Reply, Reply> {
+    let mut warning = None;
+    let prefix = |mut reply: Reply, warning: Option<String>| {
+        if let Some(w) = warning {
+            reply.err.insert_str(0, &w);
+        }
+        reply
+    };
+    match answer(args, env, flush, &mut warning) {
+        Ok(reply) => Ok(prefix(reply, warning)),
+        Err(reply) => Err(prefix(reply, warning)),
+    }
+}
+
+/// Parses, applies a fault or delay outside the lock, and answers under it;
+/// `warning` is set to the stderr line the state's store layout prints.
+fn answer(
+    args: &[String],
+    env: &SimEnv,
+    flush: impl FnOnce(),
+    warning: &mut Option<String>,
+) -> Result<Reply, Reply> {
     let path = state_path(env)?;
     if args == ["version"] {
         return locked(path, |st| {
+            *warning = store_roots::warning(st);
             let v = st.version.as_deref().unwrap_or(VERSION);
             Reply::out(0, format!("Agent Deck v{v}\n"))
         });
@@ -157,13 +188,15 @@ fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Result<Reply, 
     // Without a fault or a delay the first look answers; with one, the
     // answer comes from the state as it is after the sleep.
     let first = locked(path, |st| {
+        *warning = store_roots::warning(st);
+        args::defined_in(&call, st.release(), args)?;
         let (fault, delay) = (fault::take(st, kind), fault::delay(st, kind));
-        if fault.is_none() && delay <= 0.0 {
+        Ok(if fault.is_none() && delay <= 0.0 {
             ControlFlow::Break(actions::execute(&call, st, &moment(st)))
         } else {
             ControlFlow::Continue((fault, delay))
-        }
-    })?;
+        })
+    })??;
     let (fault, delay) = match first {
         ControlFlow::Break(reply) => return Ok(reply),
         ControlFlow::Continue(later) => later,

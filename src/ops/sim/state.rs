@@ -25,7 +25,8 @@
 //!                        "seconds": 3600, "count": 1, "delay": 0.5}},
 //!  (mode also "load_error": storage cannot be loaded, NOT_FOUND with exit 1)
 //!  "delay_s": {"<kind>": 0.5},
-//!  "read_hooks": false, "status_writer": true}
+//!  "read_hooks": false, "status_writer": true,
+//!  "version": "1.16.26", "both_store_roots": false}
 //! ```
 //!
 //! Kinds (of `faults` and `delay_s`): `list_all list show restart start send
@@ -38,6 +39,12 @@
 //! in the failure JSON, and for `spawn_unverified` `came_up` says whether the
 //! session did come up all the same. Absent, or at an older `version`, a
 //! `fail` answers as 1.14.0 does.
+//!
+//! `version` is what `agent-deck version` names (absent: 1.14.0, and every
+//! answer is 1.14.0's); answers that changed later follow it (see
+//! `list.rs`, `newer_keys.rs`, `args.rs`). `both_store_roots` makes every
+//! call of 1.16.14 or later print the store WARNING on stderr, exit as
+//! usual (`store_roots.rs`).
 //!
 //! A missing or `null` key reads as the default; keys this schema does not
 //! know are kept as they are, so a rewrite never loses them. Reading and
@@ -77,6 +84,11 @@ pub struct SimState {
     /// verified ([`crate::ops::sim::VERSION`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// True: both profile-store roots hold profiles, so from 1.16.14 every
+    /// call prints the store WARNING on stderr first (`store_roots.rs`).
+    #[serde(default, deserialize_with = "nullable")]
+    #[serde(skip_serializing_if = "is_false")]
+    pub both_store_roots: bool,
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
@@ -91,6 +103,7 @@ impl Default for SimState {
             read_hooks: false,
             status_writer: None,
             version: None,
+            both_store_roots: false,
             other: Map::new(),
         }
     }

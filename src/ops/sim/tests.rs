@@ -1168,3 +1168,115 @@ fn before_1_16_10_a_failed_spawn_answers_as_1_14_0_does() {
         assert_eq!(s.session(ID).tmux_alive, None, "nothing changed");
     }
 }
+
+/// The simulator at `version` (state key `version`).
+fn at(s: &Sim, version: &str) {
+    transact(&s.state, |st| st.version = Some(version.into())).expect("write state");
+}
+
+#[test]
+fn primary_is_an_unknown_flag_before_1_16_11_and_a_pane_sample_after() {
+    let s = sim(vec![session(ID, "conductor-ops", "running")]);
+    transact(&s.state, |st| st.sessions[0].pane = Some("❯ ".into())).expect("write state");
+    let args = ["session", "output", ID, "--pane", "--primary", "-q"];
+    let (code, out, err) = s.call(&args);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.starts_with("flag provided but not defined: -primary\n"),
+        "{err}"
+    );
+    at(&s, "1.16.10");
+    assert_eq!(s.call(&args).0, 2);
+    at(&s, "1.16.11");
+    let (code, out, err) = s.call(&args);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    assert!(out.starts_with("❯"), "{out}");
+}
+
+#[test]
+fn empty_lists_are_an_empty_array_from_1_16_11() {
+    let s = sim(vec![session(ID, "conductor-ops", "running")]);
+    assert!(s
+        .call(&["-p", "work", "list", "--json"])
+        .1
+        .starts_with("No sessions found in profile 'work'"));
+    at(&s, "1.16.11");
+    assert_eq!(s.call(&["-p", "work", "list", "--json"]).1, "[]\n");
+    transact(&s.state, |st| st.sessions.clear()).expect("write state");
+    assert_eq!(s.call(&["list", "--all", "--json"]).1, "[]\n");
+    at(&s, "1.16.10");
+    assert_eq!(s.call(&["list", "--all", "--json"]).1, "null\n");
+    transact(&s.state, |st| st.profiles_exist = false).expect("write state");
+    at(&s, "1.16.26");
+    assert_eq!(
+        s.call(&["list", "--all", "--json"]).1,
+        "No profiles found.\n"
+    );
+}
+
+#[test]
+fn rows_carry_the_keys_of_the_release_that_added_them() {
+    let mut codex = session("a0b1c2d3-1755899999", "worker", "running");
+    codex.tool = Some("codex".into());
+    let s = sim(vec![session(ID, "conductor-ops", "running"), codex]);
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    let old = s.json(&["list", "--json"]);
+    assert!(!keys(&old[0]).contains(&"account".to_owned()));
+    let show_old = s.json(&["session", "show", ID, "--json"]);
+    assert!(show_old.get("hook_status").is_none());
+    at(&s, "1.16.11");
+    let row = &s.json(&["list", "--json"])[0];
+    for k in ["account", "last_activity_at", "viewers"] {
+        assert!(row.get(k).is_some(), "{k}: {row}");
+    }
+    assert!(row.get("status_source").is_none() && row.get("background_work").is_none());
+    let all = s.json(&["list", "--all", "--json"]);
+    assert!(all[0].get("account").is_some(), "{all}");
+    assert!(all[1].get("codex_session_id").is_some(), "{all}");
+    let show = s.json(&["session", "show", ID, "--json"]);
+    for k in [
+        "account",
+        "order",
+        "pin",
+        "hook_status",
+        "hook_status_fresh",
+        "wrapper",
+    ] {
+        assert!(show.get(k).is_some(), "{k}: {show}");
+    }
+    at(&s, "1.16.26");
+    let row = &s.json(&["list", "--json"])[0];
+    assert!(
+        row["background_work"].is_object() && row["status_source"].is_string(),
+        "{row}"
+    );
+    assert!(s
+        .json(&["session", "show", ID, "--json"])
+        .get("background_work")
+        .is_some());
+}
+
+#[test]
+fn both_store_roots_print_the_warning_on_every_call_from_1_16_14() {
+    let s = sim(vec![session(ID, "conductor-ops", "running")]);
+    transact(&s.state, |st| st.both_store_roots = true).expect("write state");
+    assert_eq!(
+        s.call(&["list", "--all", "--json"]).2,
+        "",
+        "1.14.0 has no such rule"
+    );
+    at(&s, "1.16.14");
+    for args in [
+        &["list", "--all", "--json"][..],
+        &["version"],
+        &["session", "show", ID, "--json"],
+    ] {
+        let (code, _, err) = s.call(args);
+        assert_eq!(code, 0, "{args:?}");
+        assert!(
+            err.starts_with("WARNING: profile stores exist under both "),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}

@@ -1,0 +1,32 @@
+//! The profile-store WARNING of agent-deck 1.16.14 and later (#2323): when
+//! both the legacy `~/.agent-deck` and the XDG data root hold profiles and
+//! no `profiles/.active-root` marker pins one, every CLI process prints one
+//! `WARNING: …` line on stderr before it answers, and answers as usual with
+//! exit 0 (CHANGELOG 1.16.14; `WarnStoreRootDivergence` and the
+//! `no_marker_legacy` case of `StoreRootSelection.Warning` in upstream's
+//! `internal/session` store-root selection). The simulator prints it on
+//! every logged call when the state says `"both_store_roots": true` and
+//! its release is at least 1.16.14; the session counts are made up from the
+//! state, the paths are the defaults, shown under `~` (the real CLI
+//! prints them absolute).
+
+use super::state::SimState;
+use crate::fleet::version::Version;
+
+/// The release that brought the stable store-root rule and its WARNING.
+const STORE_ROOT_RULE: Version = Version::new(1, 16, 14);
+
+/// The stderr line a call prints first, if any.
+pub(super) fn warning(st: &SimState) -> Option<String> {
+    if !st.both_store_roots || !st.release().at_least(STORE_ROOT_RULE) {
+        return None;
+    }
+    let (legacy, xdg) = ("~/.agent-deck", "~/.local/share/agent-deck");
+    let n = st.sessions.len();
+    Some(format!(
+        "WARNING: profile stores exist under both {legacy} ({n} sessions, active: no migration \
+marker, legacy is the pre-migration default) and {xdg} (0 sessions, ignored); to stay on \
+legacy move {xdg}/profiles aside; if the XDG copy is the one you want, run \
+'agent-deck migrate-paths --force'\n"
+    ))
+}
