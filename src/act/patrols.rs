@@ -18,7 +18,7 @@ use crate::act::restart::Restarter;
 use crate::act::snapshot::Snapshot;
 use crate::act::telegram_pollers;
 use crate::decide::liveness::digest;
-use crate::decide::patrol_rules;
+use crate::decide::{patrol_rules, stop};
 use crate::error::{Error, Result};
 use crate::fleet::session::{Live, Session, Status};
 use crate::sys::worker::Worker;
@@ -198,9 +198,13 @@ impl Patrols {
             now - *at < REMOVAL_RETRY_S && snap.critical.iter().any(|s| s.id == *id)
         });
         for s in snap.critical {
+            // A session a human stopped that then read `error` (#2453) is theirs.
+            let release = self.ctx.deck.version();
+            let stopped = stop::held_by_stop(&self.ctx.state.lock(), &s.id, release);
             if snap.status(s) != Some(Status::Error)
                 || !patrol_rules::stale_candidate(s, true)
                 || self.removals.contains_key(&s.id)
+                || stopped
             {
                 continue;
             }

@@ -16,7 +16,7 @@ use crate::decide::first_run::{self, Ran};
 use crate::decide::gates::{self, Gate, Hold};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
-use crate::decide::{notes, prune};
+use crate::decide::{notes, prune, stop};
 use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
@@ -160,6 +160,10 @@ impl Daemon {
     /// book knows ran or that has a hook file, and at most one `session
     /// show` per error episode for the others.
     fn judge_errored(&mut self, s: &Session) -> Errored {
+        let release = self.ctx.deck.version();
+        if stop::held_by_stop(&self.ctx.state.lock(), &s.id, release) {
+            return Errored::Held(Hold::StoppedBefore);
+        }
         let known = self.ctx.state.lock().ran.contains(&s.id);
         let judged_never = self.never_started.contains(&s.id);
         // A show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
@@ -223,6 +227,11 @@ impl Daemon {
                 s.title,
                 stale_hook::HOOK_FRESH_S
             ),
+            Hold::StoppedBefore => log::info!(
+                "{} ({}) reads error after it was seen stopped, which agent-deck before 1.16.23 can report for a deliberate stop (#2453); not restarting it until it is seen running again",
+                s.id,
+                s.title
+            ),
             _ => {}
         }
     }
@@ -238,6 +247,7 @@ impl Daemon {
             st.waiting.retain(|id, _| keep(id));
             st.poller_restarted.retain(|id, _| keep(id));
             st.ran.retain(|id| keep(id));
+            st.stopped.retain(|id| keep(id));
         }
         self.hook_pacing.retain(|id| fleet.knows(id));
         self.gate_skips.retain(|id, _| fleet.knows(id));
@@ -512,5 +522,55 @@ mod tests {
         );
         assert!(saved.ran.contains(COND));
         assert!(!saved.sessions.contains_key(WORKER),);
+    }
+
+    /// Ticks over a conductor seen `stopped`, then `error` twice, at the
+    /// release `version`; the restart records.
+    fn stop_then_error(
+        version: Option<crate::fleet::version::Version>,
+    ) -> Vec<(String, Option<String>)> {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut script = fleet("stopped");
+        script.version = version;
+        script.shows = [
+            live(Status::Error),
+            live(Status::Error),
+            live(Status::Running),
+        ]
+        .into();
+        let deck = Arc::new(FakeDeck::new(script));
+        let mut d = daemon(tmp.path(), deck.clone());
+        d.tick();
+        let error = fleet("error").lists;
+        deck.script.lock().lists = error;
+        d.tick();
+        d.tick();
+        d.finish();
+        crate::act::context::tests::restart_records(tmp.path())
+            .into_iter()
+            .map(|r| (r.action.to_string(), r.reason))
+            .collect()
+    }
+
+    #[test]
+    fn a_stopped_conductor_that_flips_to_error_before_1_16_23_is_held_once() {
+        let held = [("skipped".to_owned(), Some("stopped_before".to_owned()))];
+        assert_eq!(
+            stop_then_error(None),
+            held,
+            "an unread version is the oldest"
+        );
+        let old = crate::fleet::version::Version::new(1, 16, 22);
+        assert_eq!(stop_then_error(Some(old)), held);
+    }
+
+    #[test]
+    fn from_1_16_23_a_stop_that_reads_error_is_a_death() {
+        let new = crate::fleet::version::Version::new(1, 16, 26);
+        let acts: Vec<String> = stop_then_error(Some(new))
+            .into_iter()
+            .map(|(a, _)| a)
+            .collect();
+        assert_eq!(acts, ["restart", "restarted"]);
     }
 }

@@ -28,6 +28,9 @@ spelled! {
         /// Restarted, and still read `error` only because of a `dead` hook from
         /// before that restart (see [`crate::decide::stale_hook`]).
         StaleDeadHook = "stale_dead_hook",
+        /// Seen `stopped`, and not started since: before 1.16.23 a stop could
+        /// flip to `error` (see [`crate::decide::stop`]).
+        StoppedBefore = "stopped_before",
     }
 }
 
@@ -194,6 +197,7 @@ mod tests {
             (Hold::BudgetSpent, "budget_spent"),
             (Hold::NeverStarted, "never_started"),
             (Hold::StaleDeadHook, "stale_dead_hook"),
+            (Hold::StoppedBefore, "stopped_before"),
         ] {
             assert_eq!(h.as_str(), text);
             assert_eq!(serde_json::to_string(&h).unwrap(), format!("\"{text}\""));

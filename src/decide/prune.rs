@@ -53,7 +53,11 @@ pub(crate) fn prune_state(state: &mut State, lim: &Limits, now: f64) {
     }
     for book in state.sessions.values_mut() {
         deadline(&mut book.cooldown_until, lim.cooldown);
-        deadline(&mut book.backoff_until, lim.backoff_429);
+        // A usage limit's backoff is as long as its retry time said.
+        deadline(&mut book.backoff_until, book.backoff_s.max(lim.backoff_429));
+        if book.backoff_until == 0.0 {
+            book.backoff_s = 0.0;
+        }
         prune(&mut book.restarts, now, lim.rate_window);
         past(&mut book.status_since);
         book.error_since.iter_mut().for_each(past);
