@@ -17,3 +17,4 @@ pub(crate) mod patrol_rules;
 pub(crate) mod prune;
 pub(crate) mod stale_hook;
 pub(crate) mod stop;
+pub(crate) mod usage_limit;

@@ -253,6 +253,25 @@ mod tests {
     }
 
     #[test]
+    fn a_usage_limit_backoff_lasts_its_retry_time_and_no_more() {
+        use crate::decide::notes::note_rate_limited_for;
+        let (l, c, mut s) = (lim(), FakeClock::at(200_000.0), State::default());
+        note_rate_limited_for(&mut s, &l, ID, c.now(), 7_200.0);
+        c.advance(5.0);
+        prune_state(&mut s, &l, c.now());
+        assert_eq!(
+            s.sessions[ID].backoff_until, 207_200.0,
+            "not cut to API_429_BACKOFF_S"
+        );
+        let back = a_day_back(&c);
+        prune_state(&mut s, &l, back.now());
+        assert_eq!(s.sessions[ID].backoff_until, back.now() + 7_200.0);
+        back.advance(7_201.0);
+        prune_state(&mut s, &l, back.now());
+        assert!(!s.sessions.contains_key(ID), "over, and nothing left to keep");
+    }
+
+    #[test]
     fn times_a_few_seconds_ahead_are_kept() {
         let (l, c, mut s) = (lim(), FakeClock::at(200_000.0), State::default());
         reserve(&mut s, &l, ID, c.now() + 2.0);
