@@ -18,3 +18,4 @@ pub(crate) mod prune;
 pub(crate) mod stale_hook;
 pub(crate) mod stop;
 pub(crate) mod usage_limit;
+pub(crate) mod vanish;

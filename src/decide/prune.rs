@@ -268,7 +268,10 @@ mod tests {
         assert_eq!(s.sessions[ID].backoff_until, back.now() + 7_200.0);
         back.advance(7_201.0);
         prune_state(&mut s, &l, back.now());
-        assert!(!s.sessions.contains_key(ID), "over, and nothing left to keep");
+        assert!(
+            !s.sessions.contains_key(ID),
+            "over, and nothing left to keep"
+        );
     }
 
     #[test]
