@@ -818,7 +818,11 @@ mod tests {
                 d.tick();
             }
             assert_eq!(severities(tmp.path()), ["fleet-vanished"], "{empty}");
-            assert_eq!(d.ctx.state.lock().sessions[COND].consecutive_failures, 1, "{empty}");
+            assert_eq!(
+                d.ctx.state.lock().sessions[COND].consecutive_failures,
+                1,
+                "{empty}"
+            );
             // A restarted watchdog finds the episode and keeps the state too.
             d.finish();
             let (mut d, clock) = daemon_and_clock(tmp.path(), deck.clone());
@@ -828,7 +832,11 @@ mod tests {
             list(&deck, &[COND, COND2], empty);
             d.tick();
             assert!(d.ctx.state.lock().vanished.is_none(), "{empty}: back");
-            assert_eq!(d.ctx.state.lock().sessions[COND].consecutive_failures, 1, "{empty}");
+            assert_eq!(
+                d.ctx.state.lock().sessions[COND].consecutive_failures,
+                1,
+                "{empty}"
+            );
             d.finish();
             assert_eq!(severities(tmp.path()), ["fleet-vanished"], "{empty}");
         }
