@@ -375,25 +375,41 @@ fn a_fleet_that_vanishes_alerts_once_keeps_its_history_and_the_budget_holds_when
         });
         wd.wait_for_escalations(&d, "fleet-vanished", 1);
         wd.wait_for_more_ticks(8);
-        assert_eq!(wd.escalations_of("fleet-vanished"), 1, "{empty}: once per episode");
+        assert_eq!(
+            wd.escalations_of("fleet-vanished"),
+            1,
+            "{empty}: once per episode"
+        );
         let alert = &wd.escalations_with("fleet-vanished")[0];
-        assert!(alert.sid.is_none() && alert.telegram, "{empty}: fleet-wide, to Telegram");
+        assert!(
+            alert.sid.is_none() && alert.telegram,
+            "{empty}: fleet-wide, to Telegram"
+        );
         assert!(alert.message.contains("conductor-ops"), "{}", alert.message);
         assert!(wait_until(Duration::from_secs(10), || stub
             .requests()
             .iter()
             .any(|r| r.contains("fleet-vanished"))));
         let state = saved_state(&wd);
-        let kept = state["sessions"][CONDUCTOR]["restarts"].as_array().map(Vec::len);
-        assert_eq!(kept, Some(2), "{empty}: the rate-limit history is kept: {state}");
-        assert!(state["vanished"]["ids"].as_array().is_some_and(|a| a.len() == 2));
+        let kept = state["sessions"][CONDUCTOR]["restarts"]
+            .as_array()
+            .map(Vec::len);
+        assert_eq!(
+            kept,
+            Some(2),
+            "{empty}: the rate-limit history is kept: {state}"
+        );
+        assert!(state["vanished"]["ids"]
+            .as_array()
+            .is_some_and(|a| a.len() == 2));
         // The store is back: the crash-looping conductor is still out of budget.
         wd.sim.update_state(|s| {
             s["sessions"] = json!(fleet);
             s["profiles_exist"] = json!(true);
         });
         assert!(
-            wait_until(Duration::from_secs(10), || saved_state(&wd)["vanished"].is_null()),
+            wait_until(Duration::from_secs(10), || saved_state(&wd)["vanished"]
+                .is_null()),
             "{empty}: stderr:\n{}",
             d.stderr()
         );
@@ -413,7 +429,9 @@ fn removing_the_only_conductor_raises_no_alarm() {
     wd.wait_for_more_ticks(6);
     assert!(wd.escalations().is_empty(), "stderr:\n{}", d.stderr());
     assert!(
-        saved_state(&wd)["sessions"].as_object().is_none_or(|m| m.is_empty()),
+        saved_state(&wd)["sessions"]
+            .as_object()
+            .is_none_or(|m| m.is_empty()),
         "a removed conductor's state goes"
     );
 }

@@ -170,7 +170,10 @@ fn a_child_at_an_open_menu_is_never_nudged_while_a_plain_waiting_one_is() {
             wd.sim.calls_with(&["send", menu]).is_empty(),
             "{version:?}: typed into an open menu"
         );
-        assert!(wd.sim.calls_with(&["output", menu]).is_empty(), "{version:?}");
+        assert!(
+            wd.sim.calls_with(&["output", menu]).is_empty(),
+            "{version:?}"
+        );
         assert_eq!(wd.restarts_with("nudge").len(), 1, "{version:?}");
     }
 }
