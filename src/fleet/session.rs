@@ -150,9 +150,24 @@ spelled! {
 }
 
 impl Substate {
+    /// The values this watchdog knows.
+    const KNOWN: [Substate; 8] = [
+        Substate::Running,
+        Substate::IdleAtEmptyPrompt,
+        Substate::ModelUnavailable,
+        Substate::Auth401,
+        Substate::UsageLimit,
+        Substate::InteractiveMenu,
+        Substate::HookLag,
+        Substate::BackgroundWork,
+    ];
+
+    /// The substate `text` names; an unknown one is kept as `Other`.
     pub fn parse(text: &str) -> Substate {
-        let known = serde_json::from_value::<Substate>(serde_json::Value::String(text.into()));
-        known.unwrap_or_else(|_| Substate::Other(text.into()))
+        let known = Substate::KNOWN.iter().find(|k| k.as_str() == text);
+        known
+            .cloned()
+            .unwrap_or_else(|| Substate::Other(text.into()))
     }
 }
 
@@ -275,6 +290,11 @@ mod tests {
         );
         assert_eq!(Substate::parse("auth-401"), Substate::Auth401);
         assert_eq!(Substate::parse("unknown-exit").as_str(), "unknown-exit");
+        for known in Substate::KNOWN {
+            assert_eq!(Substate::parse(known.as_str()), known);
+            let json = serde_json::to_string(&known).unwrap();
+            assert_eq!(json, format!("\"{}\"", known.as_str()));
+        }
         let live = |status, substate: &str, tool: &str| Live {
             status: Some(status),
             substate: Some(substate.into()),
