@@ -6,6 +6,7 @@
 //! hands cleared restarts to the [`Restarter`] thread. `--once` is one tick
 //! of the same code followed by waiting for the work it started.
 
+mod fleet_list;
 mod hook_pacing;
 mod safety_poll;
 mod signals;

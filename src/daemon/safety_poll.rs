@@ -1,9 +1,9 @@
 //! The safety-poll pass: one `list --all`, one `list` per profile that holds a
 //! critical session, whether each critical session in error ever ran (and
-//! whether a stale hook from before its restart is all that says `error`),
-//! the cascade check, the gates for each that died, the patrols, the task
-//! follow-up, then metrics and the systemd status line. 1 + P CLI calls when
-//! the fleet is healthy.
+//! whether a stale hook from before its restart, a stop seen before it, or
+//! its plan's usage limit is all that says `error`), the cascade check, the
+//! gates for each that died, the patrols, the task follow-up, then metrics
+//! and the systemd status line. 1 + P CLI calls when the fleet is healthy.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,10 +16,9 @@ use crate::decide::first_run::{self, Ran};
 use crate::decide::gates::{self, Gate, Hold};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
-use crate::decide::vanish::{self, VanishNews};
+use crate::decide::vanish;
 use crate::decide::{notes, prune, stop, usage_limit};
 use crate::fleet::cache::Fleet;
-use crate::fleet::deck::CliError;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
 use crate::records::metrics::{self, METRICS_FILE};
@@ -102,77 +101,6 @@ impl Daemon {
             .run(&snap, &self.restarter, &mut || self.sd_notify.alive());
         self.follow_up_tasks();
         self.report(critical.len(), errored, started.elapsed().as_secs_f64());
-    }
-
-    /// `list --all`, read into the cache, and what a readable one means for
-    /// a vanished fleet; the last known fleet stays when it is unreadable.
-    pub(super) fn refresh_fleet(&mut self) -> Result<(), CliError> {
-        let held = self.held_critical();
-        self.fleet.refresh(self.ctx.deck.as_ref())?;
-        self.watch_vanish(&held);
-        Ok(())
-    }
-
-    /// [`Self::refresh_fleet`], unless the last try was less than a second
-    /// ago (false: the caller comes back).
-    pub(super) fn refresh_fleet_if_stale(&mut self) -> bool {
-        if !self.fleet.may_refresh() {
-            return false;
-        }
-        if let Err(e) = self.refresh_fleet() {
-            log::warn!("session list is unreadable ({e}); keeping the last known fleet");
-        }
-        true
-    }
-
-    /// The critical sessions the last readable list held, by id, with their
-    /// titles; before this run read one, the ones whose state was saved.
-    fn held_critical(&self) -> BTreeMap<String, String> {
-        if self.fleet.listed_once() {
-            let critical = self.fleet.critical().into_iter();
-            return critical.map(|s| (s.id, s.title)).collect();
-        }
-        let st = self.ctx.state.lock();
-        let seen = st.sessions.iter().filter(|(_, b)| b.last_status.is_some());
-        seen.map(|(id, b)| (id.clone(), b.title.clone())).collect()
-    }
-
-    /// A readable list that holds none of the two or more critical sessions
-    /// the one before held: told once, like a cascade, and their state is
-    /// kept until they are back or the hold is over (see
-    /// [`crate::decide::vanish`]).
-    fn watch_vanish(&self, held: &BTreeMap<String, String>) {
-        let ids: BTreeSet<String> = held.keys().cloned().collect();
-        let (fleet, now) = (&self.fleet, self.ctx.clock.now());
-        let listed = |id: &str| fleet.knows(id);
-        let news = vanish::observe_list(&mut self.ctx.state.lock(), &ids, &listed, now);
-        let hold_min = vanish::VANISH_HOLD_S / 60.0;
-        match news {
-            VanishNews::Vanished(gone) => {
-                let titles: Vec<&str> = gone
-                    .iter()
-                    .filter_map(|id| held.get(id).map(String::as_str))
-                    .take(5)
-                    .collect();
-                let more = gone.len().saturating_sub(titles.len());
-                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-                let msg = format!(
-                    "agent-deck's session list suddenly holds none of the {} restart-critical sessions it held ({}{more}): nothing is protected until they are listed again. agent-deck up to 1.16.13 could read an empty profile store beside the full one (#2323); check `agent-deck list --all` and the profiles under ~/.agent-deck and ~/.local/share/agent-deck. Their restart history is kept for {hold_min:.0} minutes.",
-                    gone.len(),
-                    titles.join(", ")
-                );
-                self.ctx
-                    .escalator
-                    .escalate(Severity::FleetVanished, &msg, None, true);
-            }
-            VanishNews::Back => log::info!(
-                "the vanished critical sessions are listed again; their restart history was kept"
-            ),
-            VanishNews::Expired => log::warn!(
-                "the vanished critical sessions were not listed again within {hold_min:.0} minutes; their restart history is forgotten"
-            ),
-            VanishNews::Quiet => {}
-        }
     }
 
     /// One `-p P list` per profile: the live state of the sessions the cache
@@ -555,7 +483,7 @@ enum Errored {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::sync::Arc;
 
     use super::*;
@@ -594,12 +522,15 @@ mod tests {
     }
 
     /// A daemon over `deck` under `home`, every restart wait zero.
-    fn daemon(home: &std::path::Path, deck: Arc<FakeDeck>) -> Daemon {
+    pub(in crate::daemon) fn daemon(home: &std::path::Path, deck: Arc<FakeDeck>) -> Daemon {
         daemon_and_clock(home, deck).0
     }
 
     /// A daemon as [`daemon`], and its clock.
-    fn daemon_and_clock(home: &std::path::Path, deck: Arc<FakeDeck>) -> (Daemon, Arc<FakeClock>) {
+    pub(in crate::daemon) fn daemon_and_clock(
+        home: &std::path::Path,
+        deck: Arc<FakeDeck>,
+    ) -> (Daemon, Arc<FakeClock>) {
         let cfg = config(home);
         let flags = RunFlags {
             dry_run: false,
@@ -764,116 +695,5 @@ mod tests {
         d.finish();
         assert_eq!(deck.count("restart"), 1);
         assert!(severities(tmp.path()).is_empty(), "one limit is no breaker");
-    }
-
-    const COND2: &str = "4f9c2a1b-1755891235";
-
-    /// `list --all` and the profile list of conductors `ids`, all waiting.
-    fn conductors(ids: &[&str]) -> (String, String) {
-        let rows = |status: &str| {
-            let rows: Vec<String> = ids
-                .iter()
-                .map(|id| {
-                    format!(
-                        r#"{{"id":"{id}","title":"conductor-{id}","profile":"default"{status}}}"#
-                    )
-                })
-                .collect();
-            format!("[{}]", rows.join(","))
-        };
-        (rows(""), rows(r#","status":"waiting""#))
-    }
-
-    fn list(deck: &FakeDeck, ids: &[&str], empty: &str) {
-        let (all, listed) = conductors(ids);
-        let mut script = deck.script.lock();
-        script.list_all = Some(if ids.is_empty() {
-            empty.to_owned()
-        } else {
-            all
-        });
-        script.lists = [(
-            "default".to_owned(),
-            if ids.is_empty() {
-                "[]".to_owned()
-            } else {
-                listed
-            },
-        )]
-        .into();
-    }
-
-    #[test]
-    fn a_list_that_suddenly_holds_none_of_two_conductors_alerts_once_and_keeps_their_state() {
-        for empty in ["[]", "null", "No profiles found."] {
-            let tmp = tempfile::tempdir().unwrap();
-            let deck = Arc::new(FakeDeck::new(Script::default()));
-            let (mut d, clock) = daemon_and_clock(tmp.path(), deck.clone());
-            list(&deck, &[COND, COND2], empty);
-            d.tick();
-            d.ctx.state.lock().book(COND).consecutive_failures = 1;
-            list(&deck, &[], empty);
-            for _ in 0..5 {
-                clock.advance(60.0);
-                d.tick();
-            }
-            assert_eq!(severities(tmp.path()), ["fleet-vanished"], "{empty}");
-            assert_eq!(
-                d.ctx.state.lock().sessions[COND].consecutive_failures,
-                1,
-                "{empty}"
-            );
-            // A restarted watchdog finds the episode and keeps the state too.
-            d.finish();
-            let (mut d, clock) = daemon_and_clock(tmp.path(), deck.clone());
-            clock.advance(600.0);
-            d.tick();
-            assert!(d.ctx.state.lock().sessions.contains_key(COND), "{empty}");
-            list(&deck, &[COND, COND2], empty);
-            d.tick();
-            assert!(d.ctx.state.lock().vanished.is_none(), "{empty}: back");
-            assert_eq!(
-                d.ctx.state.lock().sessions[COND].consecutive_failures,
-                1,
-                "{empty}"
-            );
-            d.finish();
-            assert_eq!(severities(tmp.path()), ["fleet-vanished"], "{empty}");
-        }
-    }
-
-    #[test]
-    fn a_vanished_fleet_that_stays_away_an_hour_is_forgotten() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = Arc::new(FakeDeck::new(Script::default()));
-        let (mut d, clock) = daemon_and_clock(tmp.path(), deck.clone());
-        list(&deck, &[COND, COND2], "[]");
-        d.tick();
-        list(&deck, &[], "[]");
-        d.tick();
-        clock.advance(crate::decide::vanish::VANISH_HOLD_S);
-        d.tick();
-        d.finish();
-        assert!(d.ctx.state.lock().sessions.is_empty());
-        assert_eq!(severities(tmp.path()), ["fleet-vanished"]);
-    }
-
-    #[test]
-    fn removing_the_only_conductor_or_one_of_two_raises_no_alarm() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = Arc::new(FakeDeck::new(Script::default()));
-        let mut d = daemon(tmp.path(), deck.clone());
-        list(&deck, &[COND, COND2], "[]");
-        d.tick();
-        list(&deck, &[COND2], "[]");
-        d.tick();
-        list(&deck, &[], "null");
-        d.tick();
-        d.finish();
-        assert!(severities(tmp.path()).is_empty());
-        assert!(
-            d.ctx.state.lock().sessions.is_empty(),
-            "removed is forgotten"
-        );
     }
 }
