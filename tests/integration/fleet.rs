@@ -435,3 +435,19 @@ fn removing_the_only_conductor_raises_no_alarm() {
         "a removed conductor's state goes"
     );
 }
+
+#[test]
+fn an_unknown_substate_is_accepted_and_logged_once() {
+    let wd = Wd::new();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "running");
+    c["substate"] = json!("teleporting");
+    let mut other = conductor(SECOND, "conductor-two", "waiting");
+    other["substate"] = json!("teleporting");
+    wd.sessions(vec![c, other]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(8);
+    let said = d.stderr().matches("substate 'teleporting'").count();
+    assert_eq!(said, 1, "stderr:\n{}", d.stderr());
+    assert_eq!(wd.restart_calls(), 0);
+    assert!(wd.escalations().is_empty());
+}

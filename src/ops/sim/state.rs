@@ -173,6 +173,11 @@ pub struct SimSession {
     /// CLI's vocabulary prints as `unknown`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// Printed as given, whatever the release: a test sets what that
+    /// release would print. From 1.16.11 on that includes `interactive-menu`
+    /// (an open menu or dialog, #2185), and a Codex session reads
+    /// `error`/`usage-limit` at its usage-limit banner and `error`/`auth-401`
+    /// at its login banner (CHANGELOG 1.16.11).
     #[serde(deserialize_with = "nullable")]
     pub substate: String,
     /// Free text beside the substate, printed (when not empty) by `list
