@@ -24,6 +24,8 @@ mod hardening_settings;
 mod hardening_tasks;
 #[path = "integration/history.rs"]
 mod history;
+#[path = "integration/holds.rs"]
+mod holds;
 #[path = "integration/ops.rs"]
 mod ops;
 #[path = "integration/patrols.rs"]

@@ -14,6 +14,7 @@ use crate::decide::limits::Limits;
 use crate::decide::liveness::Probe;
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook::is_stale_dead_hook;
+use crate::decide::stop;
 use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{is_escalation_critical, Live, Session};
 use crate::records::audit::RestartRecord;
@@ -77,11 +78,15 @@ impl Context {
         }
     }
 
-    /// `session show`; `None`, with a warning, when it is unreadable.
+    /// `session show`; `None`, with a warning, when it is unreadable. A
+    /// stop it sees (or a start) is noted, whoever asked.
     pub(crate) fn read_status(&self, s: &Session) -> Option<Live> {
         let live = self.deck.show(&s.profile, &s.id);
-        live.inspect_err(|e| log::warn!("status of {} is unreadable: {e}", s.id))
-            .ok()
+        let live = live
+            .inspect_err(|e| log::warn!("status of {} is unreadable: {e}", s.id))
+            .ok()?;
+        stop::note_seen(&mut self.state.lock(), &s.id, live.status());
+        Some(live)
     }
 
     /// A `restart.log` record about `s`, stamped now; the optional fields

@@ -18,9 +18,9 @@ use crate::act::restart::Restarter;
 use crate::act::snapshot::Snapshot;
 use crate::act::telegram_pollers;
 use crate::decide::liveness::digest;
-use crate::decide::patrol_rules;
+use crate::decide::{patrol_rules, stop};
 use crate::error::{Error, Result};
-use crate::fleet::session::{Session, Status};
+use crate::fleet::session::{Live, Session, Status};
 use crate::sys::worker::Worker;
 
 /// A removal that did not take is tried again after this long.
@@ -62,13 +62,22 @@ impl Patrols {
         self.clean_stale(snap);
     }
 
-    /// §6.2: one pane sample per waiting child.
+    /// §6.2: one pane sample per waiting child. A child at an open menu or
+    /// dialog (substate `interactive-menu`, 1.16.11+) is not waiting for a
+    /// nudge but for a human's choice, which "report status?" and Enter
+    /// could make: it is never typed into, and its timer starts over once
+    /// the menu is gone.
     fn nudge_waiting(&mut self, snap: &Snapshot, alive: &mut dyn FnMut()) {
+        let in_menu = |s: &Session| snap.live.get(&s.id).is_some_and(Live::in_menu);
         let waiting: Vec<&Session> = snap
             .sessions
             .iter()
             .copied()
-            .filter(|s| s.parent_session_id.is_some() && snap.status(s) == Some(Status::Waiting))
+            .filter(|s| {
+                s.parent_session_id.is_some()
+                    && snap.status(s) == Some(Status::Waiting)
+                    && !in_menu(s)
+            })
             .collect();
         // Children of an unreadable profile are unknown this tick, not "not waiting".
         let unknown = snap
@@ -189,9 +198,13 @@ impl Patrols {
             now - *at < REMOVAL_RETRY_S && snap.critical.iter().any(|s| s.id == *id)
         });
         for s in snap.critical {
+            // A session a human stopped that then read `error` (#2453) is theirs.
+            let release = self.ctx.deck.version();
+            let stopped = stop::held_by_stop(&self.ctx.state.lock(), &s.id, release);
             if snap.status(s) != Some(Status::Error)
                 || !patrol_rules::stale_candidate(s, true)
                 || self.removals.contains_key(&s.id)
+                || stopped
             {
                 continue;
             }
@@ -229,7 +242,6 @@ mod tests {
     use crate::decide::book::PendingStreak;
     use crate::fleet::fake::{FakeDeck, Script, SendAnswer};
     use crate::fleet::parse::Delivery;
-    use crate::fleet::session::Live;
     use crate::sys::clock::{Clock, FakeClock};
 
     const COND: &str = "3f9c2a1b-1755891234";
@@ -330,6 +342,46 @@ mod tests {
         }
         assert_eq!(sends, [0, 1, 1, 2], "frozen for 600 s, then once an hour");
         assert_eq!(actions(tmp.path()), ["nudge-failed"; 2]);
+    }
+
+    #[test]
+    fn a_child_at_an_open_menu_is_never_typed_into_and_its_wait_starts_over() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script::default()));
+        let mut cfg = config(tmp.path());
+        cfg.waiting_patrol_threshold = Duration::from_secs(600);
+        let (mut p, clock) = patrols(&cfg, deck.clone());
+        let child = [Session {
+            id: KID.into(),
+            title: "worker-1".into(),
+            profile: "default".into(),
+            parent_session_id: Some(COND.into()),
+            ..Session::default()
+        }];
+        let none = BTreeSet::new();
+        let with = |substate: &str| -> BTreeMap<String, Live> {
+            let l = Live {
+                substate: Some(substate.into()),
+                ..live(Status::Waiting, &[])
+            };
+            [(KID.to_owned(), l)].into()
+        };
+        let (menu, plain) = (with("interactive-menu"), with("idle-at-empty-prompt"));
+        let mut pass = |seen: &BTreeMap<String, Live>, step: f64| {
+            clock.advance(step);
+            p.nudge_waiting(&snapshot(&child, seen, &none), &mut || ());
+            run_errands(&mut p);
+            (deck.count("output-pane"), deck.count("send"))
+        };
+        assert_eq!(pass(&plain, 0.0), (1, 0));
+        // The menu opens: an hour frozen at it is no reason to type.
+        assert_eq!(pass(&menu, 300.0), (1, 0), "not even sampled");
+        assert_eq!(pass(&menu, 3600.0), (1, 0));
+        // Closed again: its wait is counted from now, not from the first sample.
+        assert_eq!(pass(&plain, 1.0), (2, 0));
+        assert_eq!(pass(&plain, 599.0), (3, 0));
+        assert_eq!(pass(&plain, 1.0), (4, 1));
+        assert_eq!(actions(tmp.path()), ["nudge"]);
     }
 
     /// A conductor with a Telegram channel whose env file names

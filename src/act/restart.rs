@@ -17,7 +17,7 @@ use crate::decide::cascade;
 use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
-use crate::decide::{dedup, gates, notes};
+use crate::decide::{dedup, gates, notes, stop};
 use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure, SpawnReason};
 use crate::fleet::session::{Session, Status};
 use crate::records::audit::{LivenessRecord, RestartRecord};
@@ -106,6 +106,13 @@ impl Context {
         }
         if job.kind != RestartKind::Revive {
             return poller_restart::restart(self, job);
+        }
+        // Seen stopped since the tick queued it (a hook's or a liveness read).
+        let release = self.deck.version();
+        if stop::held_by_stop(&self.state.lock(), &s.id, release) {
+            log::info!("restart of {} dropped: it was seen stopped", s.id);
+            self.give_back(job);
+            return;
         }
         if !self.confirm_dead(job) {
             return;

@@ -8,6 +8,7 @@
 //! (`version_reread.rs`) when due. `--once` is one tick of the same code
 //! followed by waiting for the work it started.
 
+mod fleet_list;
 mod hook_pacing;
 mod safety_poll;
 mod signals;
@@ -278,10 +279,7 @@ impl Daemon {
     /// the per-session gap defers it. True when it is in error: the fleet
     /// then needs a full look.
     fn hook_finds_error(&mut self, id: &str, retry: bool) -> bool {
-        if self.fleet.needs_refresh_for(id)
-            && !self.fleet.refresh_if_stale(self.ctx.deck.as_ref())
-            && !retry
-        {
+        if self.fleet.needs_refresh_for(id) && !self.refresh_fleet_if_stale() && !retry {
             // The list was read less than a second ago, maybe before the
             // session existed: come back once it may be read again. A retry
             // goes on: whatever read the list since then came after its hook.

@@ -1,9 +1,9 @@
 //! The safety-poll pass: one `list --all`, one `list` per profile that holds a
 //! critical session, whether each critical session in error ever ran (and
-//! whether a stale hook from before its restart is all that says `error`),
-//! the cascade check, the gates for each that died, the patrols, the task
-//! follow-up, then metrics and the systemd status line. 1 + P CLI calls when
-//! the fleet is healthy.
+//! whether a stale hook from before its restart, a stop seen before it, or
+//! its plan's usage limit is all that says `error`), the cascade check, the
+//! gates for each that died, the patrols, the task follow-up, then metrics
+//! and the systemd status line. 1 + P CLI calls when the fleet is healthy.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,7 +16,8 @@ use crate::decide::first_run::{self, Ran};
 use crate::decide::gates::{self, Gate, Hold};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
-use crate::decide::{notes, prune};
+use crate::decide::vanish;
+use crate::decide::{notes, prune, stop, usage_limit};
 use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
@@ -41,7 +42,7 @@ impl Daemon {
         self.hook_pacing.ticked(self.ctx.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();
-        let refreshed = self.fleet.refresh(self.ctx.deck.as_ref());
+        let refreshed = self.refresh_fleet();
         if let Err(e) = &refreshed {
             log::warn!(
                 "session list is unreadable ({e}); using the last known fleet of {} sessions",
@@ -55,12 +56,14 @@ impl Daemon {
         let (live, unreadable, children) = (&view.live, &view.unreadable, &view.children);
         let verdicts: BTreeMap<&str, Errored> = critical
             .iter()
-            .filter(|s| live.get(&s.id).is_some_and(|l| l.status() == Status::Error))
-            .map(|s| (s.id.as_str(), self.judge_errored(s)))
+            .filter_map(|s| {
+                let l = live.get(&s.id).filter(|l| l.status() == Status::Error)?;
+                Some((s.id.as_str(), self.judge_errored(s, l)))
+            })
             .collect();
         let errored = verdicts.len();
-        // A session that never ran, or that a stale hook colours, did not
-        // die: it is no part of a cascade.
+        // A session that never ran, that a stale hook colours, or that sits
+        // at its usage limit did not die: it is no part of a cascade.
         let died = verdicts.values().filter(|v| **v == Errored::Died).count();
         // A partial view would undercount: cascade episodes are judged on full ticks only.
         if unreadable.is_empty() {
@@ -75,6 +78,10 @@ impl Daemon {
                 Some(Errored::Undecided) => {
                     let now = self.ctx.clock.now();
                     notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
+                }
+                Some(Errored::UsageLimited) => {
+                    self.back_off_usage_limit(s, l);
+                    self.observe(s, l.status());
                 }
                 Some(Errored::Died) | None => self.observe(s, l.status()),
             }
@@ -159,7 +166,14 @@ impl Daemon {
     /// [`crate::decide::stale_hook`]). Costs no CLI call for a session the
     /// book knows ran or that has a hook file, and at most one `session
     /// show` per error episode for the others.
-    fn judge_errored(&mut self, s: &Session) -> Errored {
+    fn judge_errored(&mut self, s: &Session, l: &Live) -> Errored {
+        let release = self.ctx.deck.version();
+        if stop::held_by_stop(&self.ctx.state.lock(), &s.id, release) {
+            return Errored::Held(Hold::StoppedBefore);
+        }
+        if l.usage_limited() {
+            return Errored::UsageLimited;
+        }
         let known = self.ctx.state.lock().ran.contains(&s.id);
         let judged_never = self.never_started.contains(&s.id);
         // A show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
@@ -223,8 +237,61 @@ impl Daemon {
                 s.title,
                 stale_hook::HOOK_FRESH_S
             ),
+            Hold::StoppedBefore => log::info!(
+                "{} ({}) reads error after it was seen stopped, which agent-deck before 1.16.23 can report for a deliberate stop (#2453); not restarting it until it is seen running again",
+                s.id,
+                s.title
+            ),
             _ => {}
         }
+    }
+
+    /// A critical session in `error` at its usage limit: the 429 path, once
+    /// per limit in the episode. It is recorded `rate-limited`, backed off
+    /// until the retry time its `substate_detail` gives (else
+    /// `API_429_BACKOFF_S`), and counts toward the circuit breaker; the
+    /// gates then hold it (`backoff_429`) until the backoff is over.
+    fn back_off_usage_limit(&mut self, s: &Session, l: &Live) {
+        let detail = l.substate_detail.as_deref().unwrap_or_default();
+        let (now, lim) = (self.ctx.clock.now(), &self.ctx.limits);
+        if !usage_limit::first_sight(&mut self.ctx.state.lock(), &s.id, detail) {
+            return;
+        }
+        let tz = jiff::tz::TimeZone::system();
+        let backoff = usage_limit::backoff(detail, now, &tz, lim.backoff_429);
+        let tripped =
+            notes::note_rate_limited_for(&mut self.ctx.state.lock(), lim, &s.id, now, backoff);
+        if tripped {
+            let msg = format!(
+                "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
+                lim.breaker_threshold, lim.breaker_window, lim.breaker_pause
+            );
+            self.ctx
+                .escalator
+                .escalate(Severity::CircuitBreaker, &msg, None, true);
+        }
+        let shown = if detail.is_empty() {
+            "no retry time given".to_owned()
+        } else {
+            crate::text::printable(detail, 80)
+        };
+        log::warn!(
+            "{} ({}) is at its usage limit ({shown}); backing off {backoff:.0}s, no restart before then",
+            s.id,
+            s.title
+        );
+        let reason = format!(
+            "usage-limit: {}",
+            if detail.is_empty() {
+                "no retry time given"
+            } else {
+                detail
+            }
+        );
+        let mut rec = self.ctx.record(s, RestartAction::RateLimited, Some(reason));
+        rec.backoff_s = Some(backoff);
+        self.ctx.records.restart(&rec);
+        self.ctx.store.save(&self.ctx.state);
     }
 
     /// Sessions agent-deck no longer lists leave the state and the caches.
@@ -233,15 +300,19 @@ impl Daemon {
         {
             let mut st = self.ctx.state.lock();
             let in_flight = st.in_flight.clone();
-            let keep = |id: &String| fleet.knows(id) || in_flight.contains(id);
+            let vanished = st.vanished.clone();
+            let kept = |id: &String| vanished.as_ref().is_some_and(|v| v.ids.contains(id));
+            let keep = |id: &String| fleet.knows(id) || in_flight.contains(id) || kept(id);
             st.sessions.retain(|id, _| keep(id));
             st.waiting.retain(|id, _| keep(id));
             st.poller_restarted.retain(|id, _| keep(id));
             st.ran.retain(|id| keep(id));
+            st.stopped.retain(|id| keep(id));
         }
-        self.hook_pacing.retain(|id| fleet.knows(id));
-        self.gate_skips.retain(|id, _| fleet.knows(id));
-        self.never_started.retain(|id| fleet.knows(id));
+        let kept = |id: &str| fleet.knows(id) || vanish::kept(&self.ctx.state.lock(), id);
+        self.hook_pacing.retain(|id| kept(id));
+        self.gate_skips.retain(|id, _| kept(id));
+        self.never_started.retain(|id| kept(id));
     }
 
     /// `metrics.prom`, `daemon-status.json` and the systemd status line,
@@ -408,14 +479,16 @@ enum Errored {
     Held(Hold),
     /// Whether it ever ran could not be read: looked at again next tick.
     Undecided,
+    /// At its plan's usage limit: backed off, no restart before it resets.
+    UsageLimited,
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::act::context::tests::{actions, config, NOW};
+    use crate::act::context::tests::{actions, config, severities, NOW};
     use crate::args::RunFlags;
     use crate::fleet::fake::{live, FakeDeck, Script};
     use crate::sys::clock::FakeClock;
@@ -450,7 +523,15 @@ mod tests {
     }
 
     /// A daemon over `deck` under `home`, every restart wait zero.
-    fn daemon(home: &std::path::Path, deck: Arc<FakeDeck>) -> Daemon {
+    pub(in crate::daemon) fn daemon(home: &std::path::Path, deck: Arc<FakeDeck>) -> Daemon {
+        daemon_and_clock(home, deck).0
+    }
+
+    /// A daemon as [`daemon`], and its clock.
+    pub(in crate::daemon) fn daemon_and_clock(
+        home: &std::path::Path,
+        deck: Arc<FakeDeck>,
+    ) -> (Daemon, Arc<FakeClock>) {
         let cfg = config(home);
         let flags = RunFlags {
             dry_run: false,
@@ -458,7 +539,8 @@ mod tests {
             verbose: false,
         };
         let clock = Arc::new(FakeClock::at(NOW));
-        Daemon::new(&cfg, flags, deck, clock, Shutdown::new().unwrap()).unwrap()
+        let d = Daemon::new(&cfg, flags, deck, clock.clone(), Shutdown::new().unwrap()).unwrap();
+        (d, clock)
     }
 
     fn metrics(home: &std::path::Path) -> String {
@@ -513,5 +595,106 @@ mod tests {
         );
         assert!(saved.ran.contains(COND));
         assert!(!saved.sessions.contains_key(WORKER),);
+    }
+
+    /// Ticks over a conductor seen `stopped`, then `error` twice, at the
+    /// release `version`; the restart records.
+    fn stop_then_error(
+        version: Option<crate::fleet::version::Version>,
+    ) -> Vec<(String, Option<String>)> {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut script = fleet("stopped");
+        script.version = version;
+        script.shows = [
+            live(Status::Error),
+            live(Status::Error),
+            live(Status::Running),
+        ]
+        .into();
+        let deck = Arc::new(FakeDeck::new(script));
+        let mut d = daemon(tmp.path(), deck.clone());
+        d.tick();
+        let error = fleet("error").lists;
+        deck.script.lock().lists = error;
+        d.tick();
+        d.tick();
+        d.finish();
+        crate::act::context::tests::restart_records(tmp.path())
+            .into_iter()
+            .map(|r| (r.action.to_string(), r.reason))
+            .collect()
+    }
+
+    #[test]
+    fn a_stopped_conductor_that_flips_to_error_before_1_16_23_is_held_once() {
+        let held = [("skipped".to_owned(), Some("stopped_before".to_owned()))];
+        assert_eq!(
+            stop_then_error(None),
+            held,
+            "an unread version is the oldest"
+        );
+        let old = crate::fleet::version::Version::new(1, 16, 22);
+        assert_eq!(stop_then_error(Some(old)), held);
+    }
+
+    #[test]
+    fn from_1_16_23_a_stop_that_reads_error_is_a_death() {
+        let new = crate::fleet::version::Version::new(1, 16, 26);
+        let acts: Vec<String> = stop_then_error(Some(new))
+            .into_iter()
+            .map(|(a, _)| a)
+            .collect();
+        assert_eq!(acts, ["restart", "restarted"]);
+    }
+
+    #[test]
+    fn a_conductor_at_its_usage_limit_is_backed_off_once_and_restarted_only_after() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut script = fleet("error");
+        let row = format!(
+            r#"[{{"id":"{COND}","title":"conductor-ops","profile":"default","status":"error","substate":"usage-limit","substate_detail":"later, maybe"}}]"#
+        );
+        script.lists = [("default".to_owned(), row)].into();
+        script.shows = [
+            live(Status::Error),
+            live(Status::Error),
+            live(Status::Running),
+        ]
+        .into();
+        let deck = Arc::new(FakeDeck::new(script));
+        let (mut d, clock) = daemon_and_clock(tmp.path(), deck.clone());
+        d.ctx.state.lock().ran.insert(COND.into());
+        for _ in 0..3 {
+            d.tick();
+            clock.advance(60.0);
+        }
+        assert_eq!(deck.count("restart"), 0, "{:?}", deck.calls.lock());
+        let recs = crate::act::context::tests::restart_records(tmp.path());
+        let seen: Vec<(String, Option<String>)> = recs
+            .iter()
+            .map(|r| (r.action.to_string(), r.reason.clone()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    "rate-limited".to_owned(),
+                    Some("usage-limit: later, maybe".to_owned())
+                ),
+                ("skipped".to_owned(), Some("backoff_429".to_owned())),
+            ]
+        );
+        assert_eq!(recs[0].backoff_s, Some(d.ctx.limits.backoff_429));
+        assert_eq!(
+            d.ctx.state.lock().breaker_hits,
+            [NOW],
+            "it counts toward the breaker"
+        );
+        // The retry time could not be read: API_429_BACKOFF_S, then the 429 path restarts it.
+        clock.advance(d.ctx.limits.backoff_429);
+        d.tick();
+        d.finish();
+        assert_eq!(deck.count("restart"), 1);
+        assert!(severities(tmp.path()).is_empty(), "one limit is no breaker");
     }
 }

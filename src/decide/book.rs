@@ -39,6 +39,24 @@ pub(crate) struct SessionBook {
     /// (`spawn_died_fast`, 1.16.10+): no more restarts until it is seen
     /// healthy, which clears it.
     pub spawn_died_fast_at: Option<f64>,
+    /// How long the backoff in force was set for, when not
+    /// `API_429_BACKOFF_S` (a usage limit's retry time); 0 otherwise.
+    pub backoff_s: f64,
+    /// The `substate_detail` of the usage limit this error episode was
+    /// backed off for (`""` when it had none): each limit is noted once.
+    pub usage_limit: Option<String>,
+}
+
+/// A fleet that vanished (see [`crate::decide::vanish`]): the critical
+/// sessions a `list --all` held a tick before and suddenly did not.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Vanished {
+    /// When the list first held none of them.
+    pub since: f64,
+    /// Their ids: their state is kept until one is listed again or the
+    /// hold is over.
+    pub ids: BTreeSet<String>,
 }
 
 /// A cascade episode: many critical sessions in error at once.
@@ -108,6 +126,11 @@ pub(crate) struct State {
     /// [`crate::decide::first_run`]): only these are revived from `error`.
     /// Ids that leave the fleet are dropped.
     pub ran: BTreeSet<String>,
+    /// Critical sessions seen `stopped` and not seen healthy since: a human
+    /// stopped them (see [`crate::decide::stop`]).
+    pub stopped: BTreeSet<String>,
+    /// The vanished fleet whose state is being kept, if any.
+    pub vanished: Option<Vanished>,
     /// Sessions with a restart queued or running (not saved).
     #[serde(skip)]
     pub in_flight: BTreeSet<String>,
@@ -125,6 +148,7 @@ impl SessionBook {
             && self.last_status.is_none()
             && self.restarted_at.is_none()
             && self.spawn_died_fast_at.is_none()
+            && self.usage_limit.is_none()
     }
 }
 

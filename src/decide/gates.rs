@@ -32,6 +32,9 @@ spelled! {
         /// [`crate::decide::notes::note_spawn_died_fast`]): held until it is
         /// seen healthy.
         SpawnDiedFast = "spawn_died_fast",
+        /// Seen `stopped`, and not started since: before 1.16.23 a stop could
+        /// flip to `error` (see [`crate::decide::stop`]).
+        StoppedBefore = "stopped_before",
     }
 }
 
@@ -227,6 +230,7 @@ mod tests {
             (Hold::NeverStarted, "never_started"),
             (Hold::StaleDeadHook, "stale_dead_hook"),
             (Hold::SpawnDiedFast, "spawn_died_fast"),
+            (Hold::StoppedBefore, "stopped_before"),
         ] {
             assert_eq!(h.as_str(), text);
             assert_eq!(serde_json::to_string(&h).unwrap(), format!("\"{text}\""));

@@ -135,6 +135,12 @@ fn read_status(probe: &dyn Probe, ev: &mut Evidence, check_auth: bool) -> Option
             ev.auth_hold_reason = Some(reason);
             return Some(LivenessReason::AuthHold);
         }
+        // Codex at its login-required banner (1.16.11): held like an auth
+        // hold, with no sidecar to name a reason; the substate is the reason.
+        if live.codex_auth_failed() {
+            ev.auth_hold_reason = live.substate.clone();
+            return Some(LivenessReason::AuthHold);
+        }
     }
     None
 }
@@ -252,6 +258,29 @@ mod tests {
         let ev = confirm(&script(vec![held], vec![]), GAP);
         assert_eq!(ev.reason, LivenessReason::AuthHold);
         assert_eq!(ev.auth_hold_reason.as_deref(), Some("auth_death"));
+    }
+
+    #[test]
+    fn codex_at_its_login_banner_is_an_auth_hold_and_claude_without_a_hold_is_not() {
+        let banner = |tool: &str| {
+            Some(Live {
+                status: Some(Status::Error),
+                substate: Some("auth-401".into()),
+                tool: Some(tool.into()),
+                ..Live::default()
+            })
+        };
+        let ev = confirm(&script(vec![banner("codex")], vec![]), GAP);
+        assert_eq!(ev.reason, LivenessReason::AuthHold);
+        assert_eq!(ev.auth_hold_reason.as_deref(), Some("auth-401"));
+        let ev = confirm(
+            &script(
+                vec![banner("claude"), banner("claude")],
+                vec![Some("a"), Some("a")],
+            ),
+            GAP,
+        );
+        assert_eq!(ev.reason, LivenessReason::ConfirmedDead);
     }
 
     #[test]

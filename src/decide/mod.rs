@@ -16,3 +16,6 @@ pub(crate) mod outcomes;
 pub(crate) mod patrol_rules;
 pub(crate) mod prune;
 pub(crate) mod stale_hook;
+pub(crate) mod stop;
+pub(crate) mod usage_limit;
+pub(crate) mod vanish;

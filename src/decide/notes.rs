@@ -7,12 +7,31 @@ use crate::decide::first_run::proves_it_ran;
 use crate::decide::limits::Limits;
 use crate::decide::outcomes::Severity;
 use crate::decide::prune::prune;
+use crate::decide::stop;
 use crate::fleet::session::{Session, Status};
 
 /// A rate-limited boot: backs the session off and counts toward the circuit
 /// breaker. Returns true when this opens the breaker (escalate once).
 pub(crate) fn note_rate_limited(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
-    state.book(id).backoff_until = now + lim.backoff_429;
+    note_rate_limited_for(state, lim, id, now, lim.backoff_429)
+}
+
+/// A rate-limited session backed off for `backoff` seconds (a usage limit
+/// names its own retry time); otherwise as [`note_rate_limited`].
+pub(crate) fn note_rate_limited_for(
+    state: &mut State,
+    lim: &Limits,
+    id: &str,
+    now: f64,
+    backoff: f64,
+) -> bool {
+    let book = state.book(id);
+    book.backoff_until = now + backoff;
+    book.backoff_s = if backoff == lim.backoff_429 {
+        0.0
+    } else {
+        backoff
+    };
     state.breaker_hits.push(now);
     prune(&mut state.breaker_hits, now, lim.breaker_window);
     let opens =
@@ -42,6 +61,7 @@ pub(crate) fn note_status(state: &mut State, s: &Session, status: Status, now: f
     if proves_it_ran(status) {
         note_ran(state, &s.id);
     }
+    stop::note_seen(state, &s.id, status);
     let book = state.book(&s.id);
     book.title.clone_from(&s.title);
     if book.last_status.as_deref() != Some(status.as_str()) {
@@ -53,6 +73,7 @@ pub(crate) fn note_status(state: &mut State, s: &Session, status: Status, now: f
         book.alerted.clear();
         book.error_since = None;
         book.spawn_died_fast_at = None;
+        book.usage_limit = None;
     } else if status == Status::Error && book.error_since.is_none() {
         book.error_since = Some(now);
     }

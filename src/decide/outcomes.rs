@@ -54,6 +54,9 @@ spelled! {
         Cascade = "cascade",
         /// Many critical sessions in error at once: settle, then revive.
         CascadeDetected = "cascade-detected",
+        /// A `list --all` suddenly holds none of the critical sessions it
+        /// held (see [`crate::decide::vanish`]).
+        FleetVanished = "fleet-vanished",
         TaskRetry = "task-retry",
         TaskExhausted = "task-exhausted",
         TaskTampered = "task-tampered",
@@ -101,6 +104,7 @@ mod tests {
             (S::CircuitBreaker, "circuit-breaker"),
             (S::Cascade, "cascade"),
             (S::CascadeDetected, "cascade-detected"),
+            (S::FleetVanished, "fleet-vanished"),
             (S::TaskRetry, "task-retry"),
             (S::TaskExhausted, "task-exhausted"),
             (S::TaskTampered, "task-tampered"),

@@ -53,7 +53,11 @@ pub(crate) fn prune_state(state: &mut State, lim: &Limits, now: f64) {
     }
     for book in state.sessions.values_mut() {
         deadline(&mut book.cooldown_until, lim.cooldown);
-        deadline(&mut book.backoff_until, lim.backoff_429);
+        // A usage limit's backoff is as long as its retry time said.
+        deadline(&mut book.backoff_until, book.backoff_s.max(lim.backoff_429));
+        if book.backoff_until == 0.0 {
+            book.backoff_s = 0.0;
+        }
         prune(&mut book.restarts, now, lim.rate_window);
         past(&mut book.status_since);
         book.error_since.iter_mut().for_each(past);
@@ -246,6 +250,28 @@ mod tests {
         );
         assert_eq!(s.sessions[ID].error_since, Some(back.now() - 3600.0));
         assert_eq!(s.sessions[ID].status_since, back.now() - 3600.0);
+    }
+
+    #[test]
+    fn a_usage_limit_backoff_lasts_its_retry_time_and_no_more() {
+        use crate::decide::notes::note_rate_limited_for;
+        let (l, c, mut s) = (lim(), FakeClock::at(200_000.0), State::default());
+        note_rate_limited_for(&mut s, &l, ID, c.now(), 7_200.0);
+        c.advance(5.0);
+        prune_state(&mut s, &l, c.now());
+        assert_eq!(
+            s.sessions[ID].backoff_until, 207_200.0,
+            "not cut to API_429_BACKOFF_S"
+        );
+        let back = a_day_back(&c);
+        prune_state(&mut s, &l, back.now());
+        assert_eq!(s.sessions[ID].backoff_until, back.now() + 7_200.0);
+        back.advance(7_201.0);
+        prune_state(&mut s, &l, back.now());
+        assert!(
+            !s.sessions.contains_key(ID),
+            "over, and nothing left to keep"
+        );
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //! acts on from the tick's live lists ([`Fleet::child_profile`] tells which
 //! ids are children). A session that gains a marker after the list was read
 //! is kept whole from the next read on; [`Fleet::needs_refresh_for`] says
-//! when a hook should cause one.
+//! when a hook should cause one. A readable list that suddenly holds none
+//! of the critical sessions is read like any other: what that means (a
+//! vanished fleet, #2323) is decided by [`crate::decide::vanish`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -41,6 +43,7 @@ pub(crate) struct Fleet {
     markers: BTreeSet<String>,
     autorestart_dir: PathBuf,
     last_refresh: Option<Instant>,
+    listed_once: bool,
 }
 
 impl Fleet {
@@ -52,6 +55,7 @@ impl Fleet {
             markers: BTreeSet::new(),
             autorestart_dir,
             last_refresh: None,
+            listed_once: false,
         }
     }
 
@@ -84,22 +88,20 @@ impl Fleet {
         self.sessions = sessions;
         self.others = others.build();
         self.child_profiles = by_tag.into_iter().map(|(_, p)| p).collect();
+        self.listed_once = true;
         Ok(())
     }
 
-    /// Refreshes unless that happened less than a second ago; false when it
-    /// was too soon, so the caller can come back.
-    pub(crate) fn refresh_if_stale(&mut self, deck: &dyn AgentDeck) -> bool {
-        if self
-            .last_refresh
-            .is_some_and(|t| t.elapsed() < MIN_REFRESH_GAP)
-        {
-            return false;
-        }
-        if let Err(e) = self.refresh(deck) {
-            log::warn!("session list is unreadable ({e}); keeping the last known fleet");
-        }
-        true
+    /// Whether a refresh may run now: the last one (readable or not) was at
+    /// least a second ago. For hooks naming an id the cache lacks.
+    pub(crate) fn may_refresh(&self) -> bool {
+        self.last_refresh
+            .is_none_or(|t| t.elapsed() >= MIN_REFRESH_GAP)
+    }
+
+    /// Whether a readable list was ever read into the cache.
+    pub(crate) fn listed_once(&self) -> bool {
+        self.listed_once
     }
 
     /// Re-reads the opt-in marker directory.

@@ -4,6 +4,13 @@
 //! Pure data and pure predicates: no CLI calls here. The marker-file opt-in is
 //! decided by the caller, which passes whether the marker exists.
 
+use std::collections::BTreeSet;
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::spelled::spelled;
+
 /// A session status as the CLI prints it. Anything outside the known words
 /// (including the internal `starting`) is `Unknown`, exactly like agent-deck's
 /// `StatusString`.
@@ -71,6 +78,12 @@ pub struct Session {
 pub struct Live {
     pub status: Option<Status>,
     pub substate: Option<String>,
+    /// Free text beside the substate (1.16.11+): for Codex's usage limit, the
+    /// retry time its banner prints ("try again at Oct 10th, 2026 8:03 AM",
+    /// `SubstateDetail` in agent-deck's `internal/tmux/substate.go`).
+    pub substate_detail: Option<String>,
+    /// The tool the session runs (`claude`, `codex`, a custom name).
+    pub tool: Option<String>,
     pub channels: Vec<String>,
     /// `auth_hold.reason` when an auth hold is present (`session show` only).
     pub auth_hold: Option<String>,
@@ -81,6 +94,100 @@ impl Live {
     pub fn status(&self) -> Status {
         self.status.unwrap_or(Status::Unknown)
     }
+
+    /// The substate, read; `None` when there is none.
+    pub fn substate(&self) -> Option<Substate> {
+        self.substate.as_deref().map(Substate::parse)
+    }
+
+    /// An open menu or dialog is waiting for a human's choice (1.16.11+):
+    /// typing into the pane could answer it.
+    pub fn in_menu(&self) -> bool {
+        self.substate() == Some(Substate::InteractiveMenu)
+    }
+
+    /// In `error` because the plan's usage window is spent (Codex's
+    /// `error`/`usage-limit`, 1.16.11+): a restart cannot help before the
+    /// window resets.
+    pub fn usage_limited(&self) -> bool {
+        self.status() == Status::Error && self.substate() == Some(Substate::UsageLimit)
+    }
+
+    /// A Codex session in `error` at its login-required banner
+    /// (`error`/`auth-401`, 1.16.11+): a restart cannot fix a credential.
+    /// Claude's `auth-401` is left to agent-deck's own auth hold, whose
+    /// `auth_hold` object says when to stop; without one, a Claude banner
+    /// may be a dropped connection that a restart does fix.
+    pub fn codex_auth_failed(&self) -> bool {
+        self.status() == Status::Error
+            && self.substate() == Some(Substate::Auth401)
+            && self.tool.as_deref() == Some("codex")
+    }
+}
+
+spelled! {
+    /// A substate as agent-deck prints it: a refinement of the status
+    /// (`internal/tmux/substate.go`). A value this watchdog does not know is
+    /// accepted as `Other`, and changes nothing.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    pub enum Substate {
+        Running = "running",
+        IdleAtEmptyPrompt = "idle-at-empty-prompt",
+        ModelUnavailable = "model-unavailable",
+        Auth401 = "auth-401",
+        UsageLimit = "usage-limit",
+        /// An AskUserQuestion picker, a permission, trust-folder or feedback
+        /// dialog, the Codex model picker (CHANGELOG 1.16.11, #2185).
+        InteractiveMenu = "interactive-menu",
+        /// The hook still says running, the pane shows a finished turn
+        /// (CHANGELOG 1.16.11).
+        HookLag = "hook-lag",
+        /// Work the session started is still in flight (CHANGELOG 1.16.17,
+        /// 1.16.25, #2473).
+        BackgroundWork = "background-work",
+    }
+    unknown => Other
+}
+
+impl Substate {
+    /// The values this watchdog knows.
+    const KNOWN: [Substate; 8] = [
+        Substate::Running,
+        Substate::IdleAtEmptyPrompt,
+        Substate::ModelUnavailable,
+        Substate::Auth401,
+        Substate::UsageLimit,
+        Substate::InteractiveMenu,
+        Substate::HookLag,
+        Substate::BackgroundWork,
+    ];
+
+    /// The substate `text` names; an unknown one is kept as `Other`.
+    pub fn parse(text: &str) -> Substate {
+        let known = Substate::KNOWN.iter().find(|k| k.as_str() == text);
+        known
+            .cloned()
+            .unwrap_or_else(|| Substate::Other(text.into()))
+    }
+}
+
+/// The unknown substates already reported in this run of the watchdog.
+static UNKNOWN_SUBSTATES: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// Reports a substate this watchdog does not know, once per value in a
+/// run: it is accepted and acted on as no substate.
+pub(crate) fn report_unknown_substate(id: &str, substate: &str) {
+    if first_sight(&mut UNKNOWN_SUBSTATES.lock(), substate) {
+        log::info!(
+            "{id} reports substate '{}', which this watchdog does not know; accepted, its status alone decides (said once per substate)",
+            crate::text::printable(substate, 64)
+        );
+    }
+}
+
+/// Whether `value` is new to `seen` (it is added).
+fn first_sight(seen: &mut BTreeSet<String>, value: &str) -> bool {
+    !seen.contains(value) && seen.insert(value.to_owned())
 }
 
 const CRITICAL_TITLES: [&str; 3] = ["meeting-watcher", "gmail-watcher", "agent-deck"];
@@ -173,6 +280,42 @@ mod tests {
         assert_eq!(Status::parse("starting"), Status::Unknown);
         assert!(!Status::Unknown.is_healthy());
         assert_ne!(Status::parse("starting"), Status::Error);
+    }
+
+    #[test]
+    fn substates_known_new_and_unknown() {
+        assert_eq!(
+            Substate::parse("interactive-menu"),
+            Substate::InteractiveMenu
+        );
+        assert_eq!(Substate::parse("auth-401"), Substate::Auth401);
+        assert_eq!(Substate::parse("unknown-exit").as_str(), "unknown-exit");
+        for known in Substate::KNOWN {
+            assert_eq!(Substate::parse(known.as_str()), known);
+            let json = serde_json::to_string(&known).unwrap();
+            assert_eq!(json, format!("\"{}\"", known.as_str()));
+        }
+        let live = |status, substate: &str, tool: &str| Live {
+            status: Some(status),
+            substate: Some(substate.into()),
+            tool: Some(tool.into()),
+            ..Live::default()
+        };
+        assert!(live(Status::Waiting, "interactive-menu", "claude").in_menu());
+        assert!(!live(Status::Waiting, "idle-at-empty-prompt", "claude").in_menu());
+        assert!(live(Status::Error, "usage-limit", "claude").usage_limited());
+        assert!(!live(Status::Waiting, "usage-limit", "claude").usage_limited());
+        assert!(live(Status::Error, "auth-401", "codex").codex_auth_failed());
+        assert!(!live(Status::Error, "auth-401", "claude").codex_auth_failed());
+        assert!(!live(Status::Idle, "auth-401", "codex").codex_auth_failed());
+    }
+
+    #[test]
+    fn an_unknown_substate_is_reported_once_per_value() {
+        let mut seen = BTreeSet::new();
+        assert!(first_sight(&mut seen, "hook-lag-2"));
+        assert!(!first_sight(&mut seen, "hook-lag-2"));
+        assert!(first_sight(&mut seen, "unknown-exit"));
     }
 
     #[test]

@@ -35,6 +35,11 @@ impl Version {
     /// `session output --pane --primary` samples the session's first window
     /// (CHANGELOG 1.16.11, #2257); older releases exit 2 on the flag.
     pub const PRIMARY_PANE: Version = Version::new(1, 16, 11);
+    /// `list --json` and `session show --json` print `substate_detail`
+    /// beside `substate` when it is not empty, and Codex's usage-limit and
+    /// login banners read `error`/`usage-limit` and `error`/`auth-401`
+    /// (CHANGELOG 1.16.11).
+    pub const SUBSTATE_DETAIL: Version = Version::new(1, 16, 11);
     /// A deliberate `session stop` no longer flips to `error` half a second
     /// later under notify-daemon (CHANGELOG 1.16.23, #2453).
     pub const STOP_STAYS_STOPPED: Version = Version::new(1, 16, 23);

@@ -7,7 +7,11 @@
 //! absent. A row of `list --all`, which has no live keys, skips them too,
 //! whatever their type. A row without an `id`, with a used key of the wrong
 //! type, or with a used string that is not UTF-8 is no session, and
-//! [`read_first`] gives serde's complaint. Pure decoding: no I/O, no decision.
+//! [`read_first`] gives serde's complaint; the keys newer releases added
+//! that the daemon reads (`tool`, `substate_detail`: CHANGELOG 1.16.11) are
+//! [`Loose`] instead, so a value of the wrong type reads as absent and never
+//! costs the row. Pure decoding: no I/O, no decision, but one line the first
+//! time a substate this watchdog does not know is read.
 
 use std::borrow::Cow;
 
@@ -15,12 +19,74 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Result as JsonResult;
 
-use crate::fleet::session::{critical_rule, Live, Session, Status};
+use crate::fleet::session::{self, critical_rule, Live, Session, Status, Substate};
 
 /// A string of the answer: borrowed unless it holds an escape.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
 pub(crate) struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// A string where a newer release added one: any other value (a number, an
+/// object, `null`) reads as absent instead of making the row unreadable.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Loose<'a>(Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Loose<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Loose<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Loose(Some(Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Loose(Some(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Loose(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Loose(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Loose(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Loose(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Loose(None))
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(Loose(None))
+            }
+            fn visit_some<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(V)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Self::Value, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Loose(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Self::Value, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Loose(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
 
 /// `auth_hold`: only its `reason` is read.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -30,9 +96,11 @@ pub(crate) struct Hold<'a> {
 }
 
 /// The keys of a session object the daemon reads; the live ones are of
-/// types `T` (a string), `M` (the channels) and `H` (the auth hold).
+/// types `T` (a string), `M` (the channels), `H` (the auth hold), `L` (a
+/// string a newer release added) and `K` (the tool, read from `session
+/// show` only: a list row whose tool is not UTF-8 stays readable).
 #[derive(Deserialize)]
-pub(crate) struct Wire<'a, T, M, H> {
+pub(crate) struct Wire<'a, T, M, H, L, K> {
     #[serde(borrow)]
     id: Option<Str<'a>>,
     #[serde(borrow)]
@@ -55,12 +123,33 @@ pub(crate) struct Wire<'a, T, M, H> {
     channels: Option<M>,
     auth_hold: Option<H>,
     claude_session_id: Option<T>,
+    substate_detail: Option<L>,
+    tool: Option<K>,
 }
 
 /// A row of `list --all`: its live keys, if any, are skipped unread.
-type AllWire<'a> = Wire<'a, IgnoredAny, IgnoredAny, IgnoredAny>;
-/// A row of `-p P list`, or a `session show`: with the live keys.
-pub(crate) type LiveWire<'a> = Wire<'a, Str<'a>, Vec<Str<'a>>, Hold<'a>>;
+type AllWire<'a> = Wire<'a, IgnoredAny, IgnoredAny, IgnoredAny, IgnoredAny, IgnoredAny>;
+/// A row of `-p P list`: with the live keys but the tool.
+type RowWire<'a> = Wire<'a, Str<'a>, Vec<Str<'a>>, Hold<'a>, Loose<'a>, IgnoredAny>;
+/// A `session show`: with the live keys.
+pub(crate) type LiveWire<'a> = Wire<'a, Str<'a>, Vec<Str<'a>>, Hold<'a>, Loose<'a>, Loose<'a>>;
+
+/// A key that is read ([`Loose`]) or skipped unread.
+pub(crate) trait Kept<'a> {
+    fn kept(self) -> Loose<'a>;
+}
+
+impl<'a> Kept<'a> for Loose<'a> {
+    fn kept(self) -> Loose<'a> {
+        self
+    }
+}
+
+impl<'a> Kept<'a> for IgnoredAny {
+    fn kept(self) -> Loose<'a> {
+        Loose(None)
+    }
+}
 
 /// The live keys but the status, as read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,6 +158,8 @@ pub(crate) struct LiveKeys<'a> {
     channels: Option<Vec<Str<'a>>>,
     auth_hold: Option<Hold<'a>>,
     claude_session_id: Option<Str<'a>>,
+    substate_detail: Option<Loose<'a>>,
+    tool: Option<Loose<'a>>,
 }
 
 impl LiveKeys<'_> {
@@ -88,11 +179,19 @@ impl LiveKeys<'_> {
                 .as_ref()
                 .map(|h| nonempty(&h.reason).unwrap_or_else(|| "unknown".into())),
             claude_session_id: nonempty(&self.claude_session_id),
+            substate_detail: loose(&self.substate_detail),
+            tool: loose(&self.tool),
         }
     }
 }
 
-impl<'a> LiveWire<'a> {
+/// Absent, of another type, or `""`: none.
+fn loose(s: &Option<Loose<'_>>) -> Option<String> {
+    let text = s.as_ref().and_then(|l| l.0.as_deref());
+    text.filter(|t| !t.is_empty()).map(str::to_owned)
+}
+
+impl<'a, K: Kept<'a>> Wire<'a, Str<'a>, Vec<Str<'a>>, Hold<'a>, Loose<'a>, K> {
     /// Takes the live keys out: the status and the rest.
     pub(crate) fn take_live(&mut self) -> (Option<Status>, LiveKeys<'a>) {
         let status = self.status.take().map(|s| Status::parse(&s.0));
@@ -101,12 +200,20 @@ impl<'a> LiveWire<'a> {
             channels: self.channels.take(),
             auth_hold: self.auth_hold.take(),
             claude_session_id: self.claude_session_id.take(),
+            substate_detail: self.substate_detail.take(),
+            tool: self.tool.take().map(Kept::kept),
         };
+        if let Some(sub) = keys.substate.as_ref().filter(|s| !s.0.is_empty()) {
+            if let Substate::Other(text) = Substate::parse(&sub.0) {
+                let id = self.id.as_ref().map_or("a session", |id| id.0.as_ref());
+                session::report_unknown_substate(id, &text);
+            }
+        }
         (status, keys)
     }
 }
 
-impl<'a, T, M, H> Wire<'a, T, M, H> {
+impl<'a, T, M, H, L, K> Wire<'a, T, M, H, L, K> {
     /// The row, with the live keys given; `None` without an id.
     fn row(self, status: Option<Status>, live: LiveKeys<'a>) -> Option<Row<'a>> {
         let text = |s: Option<Str<'a>>| s.map_or(Cow::Borrowed(""), |s| s.0);
@@ -173,7 +280,7 @@ impl Row<'_> {
 /// its length; `None` when `bytes` hold only white space.
 pub(crate) fn read_first(bytes: &[u8], live: bool) -> Option<JsonResult<(Option<Row<'_>>, usize)>> {
     if live {
-        read_first_value::<LiveWire>(bytes).map(|read| {
+        read_first_value::<RowWire>(bytes).map(|read| {
             read.map(|(mut w, len)| {
                 let (status, keys) = w.take_live();
                 (w.row(status, keys), len)
@@ -297,6 +404,39 @@ mod tests {
             profile_row(r#"{"title":"t"}"#).err().as_deref(),
             Some("no id")
         );
+    }
+
+    #[test]
+    fn a_row_of_the_newer_shape_is_read_and_its_new_keys_never_cost_it() {
+        let newer = r#"{"id":"c-1","title":"conductor-x","tool":"codex","account":"work",
+            "status":"error","substate":"usage-limit",
+            "substate_detail":"try again at Oct 10th, 2026 8:03 AM","viewers":[{"who":"a"}],
+            "status_source":"live","background_work":{"shells":2},"hook_status":"running",
+            "hook_status_fresh":true,"superseded_by":"","last_activity_at":"2026-10-01T00:00:00Z"}"#;
+        let l = profile_row(newer).unwrap().live();
+        assert_eq!(l.tool, None, "the tool is read from `session show` only");
+        assert_eq!(
+            l.substate_detail.as_deref(),
+            Some("try again at Oct 10th, 2026 8:03 AM")
+        );
+        assert!(l.usage_limited());
+        for odd in [
+            r#"{"id":"c-1","substate_detail":7,"tool":{"name":"codex"}}"#,
+            r#"{"id":"c-1","substate_detail":["x"],"tool":true}"#,
+            r#"{"id":"c-1","substate_detail":null,"tool":null}"#,
+            r#"{"id":"c-1","substate_detail":"","tool":""}"#,
+        ] {
+            let l = profile_row(odd).unwrap().live();
+            assert_eq!(l.substate_detail, None, "{odd}");
+            let mut w: LiveWire = serde_json::from_str(odd).unwrap();
+            let (_, keys) = w.take_live();
+            assert_eq!(keys.live(None).tool, None, "{odd}");
+        }
+        let mut shown: LiveWire = serde_json::from_str(newer).unwrap();
+        let (status, keys) = shown.take_live();
+        assert_eq!(keys.live(status).tool.as_deref(), Some("codex"));
+        let escaped = profile_row(r#"{"id":"c-1","substate_detail":"at \u0038:03"}"#).unwrap();
+        assert_eq!(escaped.live().substate_detail.as_deref(), Some("at 8:03"));
     }
 
     #[test]

@@ -339,3 +339,115 @@ fn sigkill_keeps_backoff_breaker_and_cooldown() {
         .iter()
         .all(|s| s["backoff_remaining_s"].as_f64().unwrap() > 0.0));
 }
+
+/// The state the daemon saved, parsed.
+fn saved_state(wd: &Wd) -> Value {
+    let text = fs::read_to_string(wd.watchdog_dir().join("state.json")).unwrap_or_default();
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+const SECOND: &str = "4f9c2a1b-1755891235";
+
+#[test]
+fn a_fleet_that_vanishes_alerts_once_keeps_its_history_and_the_budget_holds_when_it_is_back() {
+    // agent-deck up to 1.16.13 could read an empty store beside the full one
+    // (#2323): `list --all` then answers `null` (or "No profiles found.").
+    for (version, empty) in [(None, "null"), (Some("1.16.13"), "no profiles")] {
+        let stub = TelegramStub::start();
+        let wd = Wd::new()
+            .telegram(&stub.base)
+            .env("RATE_LIMIT_MAX", "2")
+            .env("RATE_LIMIT_WINDOW_S", "300");
+        let fleet = vec![
+            crash_looping(CONDUCTOR, "conductor-ops"),
+            conductor(SECOND, "conductor-two", "running"),
+        ];
+        wd.sessions(fleet.clone());
+        if let Some(v) = version {
+            wd.sim.update_state(|s| s["version"] = json!(v));
+        }
+        let d = wd.spawn(&[]);
+        wd.wait_for_escalations(&d, "rate-limit", 1);
+        assert_eq!(wd.restart_calls(), 2);
+        wd.sim.update_state(|s| {
+            s["sessions"] = json!([]);
+            s["profiles_exist"] = json!(empty == "null");
+        });
+        wd.wait_for_escalations(&d, "fleet-vanished", 1);
+        wd.wait_for_more_ticks(8);
+        assert_eq!(
+            wd.escalations_of("fleet-vanished"),
+            1,
+            "{empty}: once per episode"
+        );
+        let alert = &wd.escalations_with("fleet-vanished")[0];
+        assert!(
+            alert.sid.is_none() && alert.telegram,
+            "{empty}: fleet-wide, to Telegram"
+        );
+        assert!(alert.message.contains("conductor-ops"), "{}", alert.message);
+        assert!(wait_until(Duration::from_secs(10), || stub
+            .requests()
+            .iter()
+            .any(|r| r.contains("fleet-vanished"))));
+        let state = saved_state(&wd);
+        let kept = state["sessions"][CONDUCTOR]["restarts"]
+            .as_array()
+            .map(Vec::len);
+        assert_eq!(
+            kept,
+            Some(2),
+            "{empty}: the rate-limit history is kept: {state}"
+        );
+        assert!(state["vanished"]["ids"]
+            .as_array()
+            .is_some_and(|a| a.len() == 2));
+        // The store is back: the crash-looping conductor is still out of budget.
+        wd.sim.update_state(|s| {
+            s["sessions"] = json!(fleet);
+            s["profiles_exist"] = json!(true);
+        });
+        assert!(
+            wait_until(Duration::from_secs(10), || saved_state(&wd)["vanished"]
+                .is_null()),
+            "{empty}: stderr:\n{}",
+            d.stderr()
+        );
+        wd.wait_for_more_ticks(8);
+        assert_eq!(wd.restart_calls(), 2, "{empty}: the old budget still holds");
+        assert_eq!(wd.escalations_of("fleet-vanished"), 1);
+    }
+}
+
+#[test]
+fn removing_the_only_conductor_raises_no_alarm() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(3);
+    wd.sim.update_state(|s| s["sessions"] = json!([]));
+    wd.wait_for_more_ticks(6);
+    assert!(wd.escalations().is_empty(), "stderr:\n{}", d.stderr());
+    assert!(
+        saved_state(&wd)["sessions"]
+            .as_object()
+            .is_none_or(|m| m.is_empty()),
+        "a removed conductor's state goes"
+    );
+}
+
+#[test]
+fn an_unknown_substate_is_accepted_and_logged_once() {
+    let wd = Wd::new();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "running");
+    c["substate"] = json!("teleporting");
+    let mut other = conductor(SECOND, "conductor-two", "waiting");
+    other["substate"] = json!("teleporting");
+    wd.sessions(vec![c, other]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(8);
+    let said = d.stderr().matches("substate 'teleporting'").count();
+    assert_eq!(said, 1, "stderr:\n{}", d.stderr());
+    assert_eq!(wd.restart_calls(), 0);
+    assert!(wd.escalations().is_empty());
+}

@@ -140,6 +140,44 @@ fn frozen_waiting_child_is_nudged_once_and_others_never() {
     assert_eq!(wd.restarts_with("nudge").len(), 1);
 }
 
+#[test]
+fn a_child_at_an_open_menu_is_never_nudged_while_a_plain_waiting_one_is() {
+    for version in [None, Some("1.16.26")] {
+        let wd = patrol_env(Wd::new());
+        let menu = "d0b1c2d3-1755899999";
+        let mut at_menu = child(menu, Some(CONDUCTOR), false);
+        at_menu["substate"] = json!("interactive-menu");
+        at_menu["pane"] = json!("Do you want to proceed?\n❯ 1. Yes\n  2. No\nEsc to cancel");
+        wd.sessions(vec![
+            conductor(CONDUCTOR, "conductor-ops", "running"),
+            child(KID, Some(CONDUCTOR), false),
+            at_menu,
+        ]);
+        if let Some(v) = version {
+            wd.sim.update_state(|s| s["version"] = json!(v));
+        }
+        let d = wd.spawn(&[]);
+        assert!(
+            wait_until(Duration::from_secs(10), || !wd
+                .sim
+                .calls_with(&["send", KID])
+                .is_empty()),
+            "{version:?}: stderr:\n{}",
+            d.stderr()
+        );
+        wd.wait_for_more_ticks(10);
+        assert!(
+            wd.sim.calls_with(&["send", menu]).is_empty(),
+            "{version:?}: typed into an open menu"
+        );
+        assert!(
+            wd.sim.calls_with(&["output", menu]).is_empty(),
+            "{version:?}"
+        );
+        assert_eq!(wd.restarts_with("nudge").len(), 1, "{version:?}");
+    }
+}
+
 /// Needs the simulator's `"on_send": "typed"` (exit 1, `DELIVERY_FAILED`
 /// with `"delivery":"typed"`, the message recorded in `sent`).
 #[test]

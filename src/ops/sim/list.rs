@@ -60,6 +60,10 @@ struct ProfileEntry<'a> {
     status: String,
     #[serde(skip_serializing_if = "is_empty")]
     substate: &'a str,
+    /// 1.16.11+, beside `substate` (the field order of `internal/core`'s
+    /// list row: CHANGELOG 1.16.11).
+    #[serde(skip_serializing_if = "is_empty")]
+    substate_detail: &'a str,
     #[serde(skip_serializing_if = "is_empty")]
     parent_session_id: &'a str,
     #[serde(skip_serializing_if = "is_empty")]
@@ -126,6 +130,7 @@ pub(super) fn list_profile(c: &Call, st: &SimState, at: &Moment) -> Reply {
             command: &s.command,
             status: live::printed(&live::status(s, at)).to_owned(),
             substate: &s.substate,
+            substate_detail: s.shown_detail(st.release()),
             parent_session_id: &s.parent_session_id,
             parent_project_path: &s.parent_project_path,
             tmux_session: &s.tmux_session,

@@ -9,7 +9,8 @@
 //!  "sessions": [{"id": "3f9c2a1b-1755891234", "title": "t", "profile": "default",
 //!                "group": "", "path": "/tmp", "tool": "claude", "compatible_with": "",
 //!                "status": "idle",
-//!                "substate": "", "parent_session_id": "", "parent_project_path": "",
+//!                "substate": "", "substate_detail": "",
+//!                "parent_session_id": "", "parent_project_path": "",
 //!                "command": "", "channels": [], "claude_session_id": "",
 //!                "auth_hold": null, "tmux_session": "", "created_at": 1755891234,
 //!                "pane": "", "pane_moving": false, "transcript": "",
@@ -217,8 +218,24 @@ pub struct SimSession {
     /// CLI's vocabulary prints as `unknown`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// Printed as given, whatever the release: a test sets what that
+    /// release would print. From 1.16.11 on that includes `interactive-menu`
+    /// (an open menu or dialog, #2185), and a Codex session reads
+    /// `error`/`usage-limit` at its usage-limit banner and `error`/`auth-401`
+    /// at its login banner (CHANGELOG 1.16.11).
     #[serde(deserialize_with = "nullable")]
     pub substate: String,
+    /// Free text beside the substate, printed (when not empty) by `list
+    /// --json` and `session show --json` from 1.16.11 on: the Codex
+    /// usage-limit banner's retry time, e.g. `try again at Oct 10th, 2026
+    /// 8:03 AM` (CHANGELOG 1.16.11; `SubstateDetail` in agent-deck's
+    /// `internal/tmux/substate.go`; the show emitter in
+    /// `cmd/agent-deck/session_cmd.go`@74a54935). Older releases never print it.
+    #[serde(
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub substate_detail: String,
     #[serde(deserialize_with = "nullable")]
     pub parent_session_id: String,
     #[serde(deserialize_with = "nullable")]
@@ -376,6 +393,15 @@ impl SimSession {
             .filter(|(prefix, secs)| hex(prefix) && secs.bytes().all(|b| b.is_ascii_digit()));
         secs.and_then(|(_, secs)| secs.parse().ok())
             .unwrap_or(DEFAULT_CREATED)
+    }
+
+    /// `substate_detail` as the release prints it: from 1.16.11 on, else none.
+    pub fn shown_detail(&self, release: Version) -> &str {
+        if release.at_least(Version::SUBSTATE_DETAIL) {
+            &self.substate_detail
+        } else {
+            ""
+        }
     }
 
     /// Appends a line to the pane, if there is one.

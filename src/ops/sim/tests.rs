@@ -1280,3 +1280,53 @@ fn both_store_roots_print_the_warning_on_every_call_from_1_16_14() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// A Codex session at its usage-limit banner, as 1.16.11+ reads it.
+fn codex_at_limit() -> SimSession {
+    SimSession {
+        tool: Some("codex".into()),
+        substate: "usage-limit".into(),
+        substate_detail: "try again at Oct 10th, 2026 8:03 AM".into(),
+        ..session(ID, "conductor-codex", "error")
+    }
+}
+
+#[test]
+fn substate_detail_is_printed_from_1_16_11_on_and_never_before() {
+    let s = sim(vec![codex_at_limit()]);
+    let list = s.json(&["list", "--json"]);
+    assert_eq!(list[0]["substate"], "usage-limit");
+    assert!(
+        list[0].get("substate_detail").is_none(),
+        "1.14.0 has no such key"
+    );
+    let show = s.json(&["session", "show", ID, "--json"]);
+    assert!(show.get("substate_detail").is_none());
+    assert_eq!(
+        (show["tool"].as_str(), show["status"].as_str()),
+        (Some("codex"), Some("error"))
+    );
+    transact(&s.state, |st| st.version = Some(NEWEST.into())).expect("write state");
+    let list = s.json(&["list", "--json"]);
+    assert_eq!(
+        list[0]["substate_detail"],
+        "try again at Oct 10th, 2026 8:03 AM"
+    );
+    let keys: Vec<&String> = list[0].as_object().unwrap().keys().collect();
+    let at = |k: &str| keys.iter().position(|x| *x == k).unwrap();
+    assert_eq!(at("substate_detail"), at("substate") + 1, "beside substate");
+    let show = s.json(&["session", "show", ID, "--json"]);
+    assert_eq!(
+        show["substate_detail"],
+        "try again at Oct 10th, 2026 8:03 AM"
+    );
+    // Empty: omitted, as Go's omitempty does.
+    transact(&s.state, |st| st.sessions[0].substate_detail.clear()).expect("write state");
+    assert!(s.json(&["list", "--json"])[0]
+        .get("substate_detail")
+        .is_none());
+    assert!(s
+        .json(&["session", "show", ID, "--json"])
+        .get("substate_detail")
+        .is_none());
+}

@@ -1,0 +1,226 @@
+//! A session in `error` at its plan's usage limit (substate `usage-limit`:
+//! Codex's "You've hit your usage limit" banner, CHANGELOG 1.16.11), pure: it
+//! goes the 429 path, backed off until the retry time agent-deck gives in
+//! `substate_detail`, once per limit in an error episode.
+//!
+//! The detail is free text. agent-deck's only writer is the Codex banner
+//! scan, and its own test pins the text as `try again at Oct 10th, 2026 8:03
+//! AM` (`SubstateDetail` in `internal/tmux/substate.go`, and the status-light
+//! audit test beside it, 1.16.11): the banner's local wall-clock time, with
+//! no zone. Read here: that shape, `[try again at] <Month> <day>[st|nd|rd|th],
+//! <year> <h>:<mm> [AM|PM]`, or the time alone (`8:03 AM`: its next
+//! occurrence). Anything else, a time already past, or one more than
+//! [`MAX_RETRY_S`] ahead is "cannot be read": `API_429_BACKOFF_S`.
+
+use jiff::civil::{date, Date};
+use jiff::tz::TimeZone;
+use jiff::Timestamp;
+
+use crate::decide::book::State;
+
+/// A retry time further ahead than this is not believed (Codex's longest
+/// window is a week).
+pub(crate) const MAX_RETRY_S: f64 = 8.0 * 86_400.0;
+
+/// When the limit named by `detail` resets, as Unix seconds in `tz`, if it
+/// can be read and lies ahead of `now` by at most [`MAX_RETRY_S`].
+pub(crate) fn retry_at(detail: &str, now: f64, tz: &TimeZone) -> Option<f64> {
+    let text = detail.trim().trim_end_matches('.').to_ascii_lowercase();
+    let text = text.strip_prefix("try again at").unwrap_or(&text).trim();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let (day, clock) = match words.as_slice() {
+        [month, day, year, rest @ ..] => (Some(civil_date(month, day, year)?), rest),
+        rest => (None, rest),
+    };
+    let (hour, minute) = clock_time(clock)?;
+    let at = |d: Date| {
+        let zoned = d
+            .at(hour, minute, 0, 0)
+            .to_zoned_datetime(tz.clone())
+            .ok()?;
+        Some(zoned.timestamp().as_second() as f64)
+    };
+    let retry = match day {
+        Some(d) => at(d)?,
+        None => {
+            let today = Timestamp::from_second(now as i64)
+                .ok()?
+                .to_zoned_datetime(tz.clone())
+                .date();
+            let first = at(today)?;
+            if first > now {
+                first
+            } else {
+                at(today.tomorrow().ok()?)?
+            }
+        }
+    };
+    (retry > now && retry - now <= MAX_RETRY_S).then_some(retry)
+}
+
+/// `oct`, `10th,`, `2026` as a date.
+fn civil_date(month: &str, day: &str, year: &str) -> Option<Date> {
+    const MONTHS: [&str; 12] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let month = month.trim_end_matches('.');
+    let m = MONTHS
+        .iter()
+        .position(|name| month.len() >= 3 && name.starts_with(month))?;
+    let day = day.trim_end_matches(',');
+    let digits = day.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &day[digits.len()..];
+    if !["", "st", "nd", "rd", "th"].contains(&suffix) {
+        return None;
+    }
+    let (d, y): (i8, i16) = (digits.parse().ok()?, year.parse().ok()?);
+    date(y, m as i8 + 1, 1).with().day(d).build().ok()
+}
+
+/// `8:03 am`, `8:03am`, `20:03`: hour and minute.
+fn clock_time(words: &[&str]) -> Option<(i8, i8)> {
+    let joined = words.concat();
+    let (hm, half) = match joined.strip_suffix("am") {
+        Some(hm) => (hm, Some(false)),
+        None => match joined.strip_suffix("pm") {
+            Some(hm) => (hm, Some(true)),
+            None => (joined.as_str(), None),
+        },
+    };
+    let (h, m) = hm.split_once(':')?;
+    let (h, m): (i8, i8) = (h.parse().ok()?, m.parse().ok()?);
+    if !(0..=59).contains(&m) {
+        return None;
+    }
+    let hour = match half {
+        Some(pm) if (1..=12).contains(&h) => h % 12 + if pm { 12 } else { 0 },
+        None if (0..=23).contains(&h) => h,
+        _ => return None,
+    };
+    Some((hour, m))
+}
+
+/// Whether the usage limit `detail` is new in this error episode of `id`
+/// (it is noted): one limit is backed off for, and recorded, once.
+pub(crate) fn first_sight(state: &mut State, id: &str, detail: &str) -> bool {
+    let book = state.book(id);
+    if book.usage_limit.as_deref() == Some(detail) {
+        return false;
+    }
+    book.usage_limit = Some(detail.to_owned());
+    true
+}
+
+/// How long to back off for `detail` at `now`: until its retry time, else
+/// `fallback` (`API_429_BACKOFF_S`).
+pub(crate) fn backoff(detail: &str, now: f64, tz: &TimeZone, fallback: f64) -> f64 {
+    retry_at(detail, now, tz).map_or(fallback, |t| t - now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::notes::note_status;
+    use crate::decide::notes::tests::sess;
+    use crate::fleet::session::Status;
+    use crate::sys::clock::{Clock, FakeClock};
+
+    /// 2026-10-10 06:00:00 UTC.
+    const MORNING: f64 = 1_791_612_000.0;
+
+    #[test]
+    fn the_banner_time_agent_deck_gives_is_read_in_the_local_zone() {
+        let utc = TimeZone::UTC;
+        let detail = "try again at Oct 10th, 2026 8:03 AM";
+        assert_eq!(retry_at(detail, MORNING, &utc), Some(MORNING + 7_380.0));
+        let berlin = TimeZone::get("Europe/Berlin").unwrap();
+        // 8:03 in Berlin (UTC+2 in October) is 6:03 UTC.
+        assert_eq!(retry_at(detail, MORNING, &berlin), Some(MORNING + 180.0));
+        for same in [
+            "Oct 10, 2026 8:03 am",
+            "try again at October 10th, 2026 8:03AM.",
+            "Try again at Oct 10th 2026 08:03 AM",
+            "oct 10th, 2026 8:03",
+        ] {
+            assert_eq!(
+                retry_at(same, MORNING, &utc),
+                Some(MORNING + 7_380.0),
+                "{same}"
+            );
+        }
+        let pm = retry_at("try again at Oct 10th, 2026 12:30 PM", MORNING, &utc);
+        assert_eq!(pm, Some(MORNING + 6.5 * 3600.0));
+    }
+
+    #[test]
+    fn a_time_alone_is_its_next_occurrence() {
+        let utc = TimeZone::UTC;
+        assert_eq!(
+            retry_at("try again at 8:03 AM", MORNING, &utc),
+            Some(MORNING + 7_380.0)
+        );
+        assert_eq!(
+            retry_at("try again at 5:00 AM", MORNING, &utc),
+            Some(MORNING + 23.0 * 3600.0),
+            "already past today: tomorrow"
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_read_backs_off_the_default() {
+        let utc = TimeZone::UTC;
+        for unread in [
+            "",
+            "soon",
+            "try again later",
+            "in 5 minutes",
+            "workflow comms 3/5 · 18m32s",
+            "try again at Oct 32nd, 2026 8:03 AM",
+            "try again at Foo 10th, 2026 8:03 AM",
+            "try again at Oct 10xx, 2026 8:03 AM",
+            "try again at Oct 10th, 2026 13:03 PM",
+            "try again at Oct 10th, 2026 8:60 AM",
+            "try again at Oct 9th, 2026 8:03 AM",
+            "try again at Oct 10th, 2027 8:03 AM",
+            "1791619380",
+            "try again at Öct 10th, 2026 8:03 AM",
+            "try again at Oct 1０th, 2026 8:03 AM",
+            "try again at Oct 10th, 2026 ８:03 AM",
+        ] {
+            assert_eq!(retry_at(unread, MORNING, &utc), None, "{unread}");
+            assert_eq!(backoff(unread, MORNING, &utc, 180.0), 180.0, "{unread}");
+        }
+        let at = backoff("try again at Oct 10th, 2026 8:03 AM", MORNING, &utc, 180.0);
+        assert_eq!(at, 7_380.0);
+    }
+
+    #[test]
+    fn each_limit_is_noted_once_per_error_episode() {
+        let (c, mut s) = (FakeClock::at(MORNING), State::default());
+        let id = "c0dex000-1";
+        note_status(&mut s, &sess(id), Status::Error, c.now());
+        assert!(first_sight(&mut s, id, "try again at 8:03 AM"));
+        assert!(!first_sight(&mut s, id, "try again at 8:03 AM"));
+        assert!(
+            first_sight(&mut s, id, "try again at 9:15 AM"),
+            "a new limit"
+        );
+        c.advance(60.0);
+        note_status(&mut s, &sess(id), Status::Running, c.now());
+        assert!(
+            first_sight(&mut s, id, "try again at 9:15 AM"),
+            "a new episode"
+        );
+    }
+}

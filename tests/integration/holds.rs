@@ -1,0 +1,194 @@
+//! Black-box tests of the critical sessions in `error` that a restart
+//! cannot help, against the simulated agent-deck: a plan's usage limit and
+//! Codex's login banner (substates of 1.16.11), and a stop that reads
+//! `error` on agent-deck before 1.16.23 (#2453).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::fixtures::{conductor, CONDUCTOR};
+use crate::support::wait_until;
+use crate::support::watchdog::Wd;
+
+/// A Codex conductor in `error` with `substate` (and `substate_detail`).
+fn codex(substate: &str, detail: &str) -> Value {
+    let mut c = conductor(CONDUCTOR, "conductor-codex", "error");
+    c["tool"] = json!("codex");
+    c["substate"] = json!(substate);
+    c["substate_detail"] = json!(detail);
+    c
+}
+
+/// The simulator answers as `version` (None: no key, 1.14.0).
+fn at(wd: &Wd, version: Option<&str>) {
+    if let Some(v) = version {
+        wd.sim.update_state(|s| s["version"] = json!(v));
+    }
+}
+
+#[test]
+fn codex_at_its_login_banner_is_an_auth_hold_told_once_and_never_restarted() {
+    for version in [None, Some("1.16.26")] {
+        let wd = Wd::new().env("POST_RESTART_COOLDOWN_S", "0.1");
+        let mut c = codex("", "");
+        c["status"] = json!("running");
+        wd.sessions(vec![c]);
+        at(&wd, version);
+        let d = wd.spawn(&[]);
+        wd.wait_for_more_ticks(2);
+        wd.sim.update_state(|s| {
+            s["sessions"][0]["status"] = json!("error");
+            s["sessions"][0]["substate"] = json!("auth-401");
+        });
+        assert!(
+            wait_until(Duration::from_secs(20), || wd
+                .liveness_with("auth_hold")
+                .len()
+                >= 3),
+            "{version:?}: stderr:\n{}",
+            d.stderr()
+        );
+        assert_eq!(wd.restart_calls(), 0, "{version:?}");
+        assert_eq!(
+            wd.escalations_of("auth-hold"),
+            1,
+            "{version:?}: once per episode"
+        );
+        let rec = &wd.liveness_with("auth_hold")[0];
+        assert_eq!(rec.auth_hold_reason.as_deref(), Some("auth-401"));
+    }
+}
+
+/// `at` (Unix seconds) as the Codex banner prints it in the local zone.
+fn banner_time(at: f64) -> String {
+    let zoned = jiff::Timestamp::from_second(at as i64)
+        .unwrap()
+        .to_zoned_datetime(jiff::tz::TimeZone::system());
+    zoned
+        .strftime("try again at %b %-dth, %Y %-I:%M %p")
+        .to_string()
+}
+
+#[test]
+fn a_usage_limit_is_rate_limited_and_backed_off_until_its_retry_time() {
+    let later = crate::support::now() + 7200.0;
+    let wd = Wd::new().env("API_429_BACKOFF_S", "1");
+    wd.sessions(vec![codex("usage-limit", &banner_time(later))]);
+    at(&wd, Some("1.16.26"));
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || !wd
+            .restarts_with("rate-limited")
+            .is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    wd.wait_for_more_ticks(15);
+    let limited = wd.restarts_with("rate-limited");
+    assert_eq!(limited.len(), 1, "one record per limit");
+    let backoff = limited[0].backoff_s.unwrap();
+    assert!(
+        (7080.0..=7200.0).contains(&backoff),
+        "backed off {backoff}s, not API_429_BACKOFF_S"
+    );
+    assert!(limited[0]
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("try again at"));
+    assert_eq!(wd.restart_calls(), 0, "no restart before the retry time");
+    assert_eq!(wd.restarts_with("skipped").len(), 1);
+}
+
+#[test]
+fn a_usage_limit_without_a_retry_time_backs_off_api_429_backoff_s_then_is_restarted() {
+    // 1.14.0 prints no `substate_detail`, whatever the session holds.
+    let wd = Wd::new().env("API_429_BACKOFF_S", "1.5");
+    wd.sessions(vec![codex(
+        "usage-limit",
+        "try again at Oct 10th, 2026 8:03 AM",
+    )]);
+    let d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(10), || !wd
+            .restarts_with("rate-limited")
+            .is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    let limited = &wd.restarts_with("rate-limited")[0];
+    assert_eq!(limited.backoff_s, Some(1.5));
+    assert_eq!(wd.restart_calls(), 0);
+    assert!(
+        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
+        "the 429 path restarts it after the backoff; stderr:\n{}",
+        d.stderr()
+    );
+    let first = wd
+        .sim
+        .call_log()
+        .into_iter()
+        .find(|c| c.argv.iter().any(|a| a == "restart"));
+    assert!(first.unwrap().ts >= limited.ts + 1.5);
+    assert_eq!(wd.restarts_with("rate-limited").len(), 1);
+}
+
+#[test]
+fn a_stop_that_flips_to_error_below_1_16_23_stays_a_stop_until_started_by_hand() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "stopped")]);
+    at(&wd, Some("1.14.0"));
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(3);
+    // notify-daemon's flip, half a second after the stop (#2453).
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    assert!(
+        wait_until(Duration::from_secs(10), || !wd
+            .restarts_with("skipped")
+            .is_empty()),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    wd.wait_for_more_ticks(10);
+    let held = wd.restarts_with("skipped");
+    assert_eq!(held.len(), 1, "once per episode");
+    assert_eq!(held[0].reason.as_deref(), Some("stopped_before"));
+    assert_eq!(wd.restart_calls(), 0);
+    // A human starts it; then it crashes: that is a death.
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("running"));
+    wd.wait_for_more_ticks(3);
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    assert!(
+        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert_eq!(wd.restarts_with("skipped").len(), 1);
+}
+
+#[test]
+fn the_stop_flag_survives_a_watchdog_restart() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "stopped")]);
+    let mut d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(3);
+    d.signal_and_wait(libc::SIGTERM, Duration::from_secs(5));
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    let out = wd.run(&["--once"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(wd.restart_calls(), 0);
+    assert_eq!(
+        wd.restarts_with("skipped")[0].reason.as_deref(),
+        Some("stopped_before")
+    );
+}
