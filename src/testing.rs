@@ -6,7 +6,8 @@
 //! the rest.
 //!
 //! Each property asks two things of its parser: it never panics, and what
-//! it returns is bounded by what it was given. Test code only.
+//! it returns is bounded by what it was given. Also the one way unit tests
+//! write a fake executable ([`write_script`]). Test code only.
 
 use proptest::prelude::*;
 use serde_json::{Map, Number, Value};
@@ -259,4 +260,22 @@ pub(crate) fn live_within(l: &crate::fleet::session::Live, n: usize) -> bool {
         && [&l.substate, &l.auth_hold, &l.claude_session_id]
             .iter()
             .all(|f| f.as_ref().is_none_or(|s| s.len() <= n))
+}
+
+/// Writes an executable script through a child shell, never through a
+/// descriptor of this process: a writable descriptor inherited by a child
+/// another test thread forks meanwhile makes its exec fail with ETXTBSY.
+pub(crate) fn write_script(path: &std::path::Path, text: &str) {
+    let ok = std::process::Command::new("/bin/sh")
+        .args([
+            "-c",
+            "printf '%s' \"$2\" > \"$1\" && chmod 755 \"$1\"",
+            "sh",
+        ])
+        .arg(path)
+        .arg(text)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "could not write {}", path.display());
 }

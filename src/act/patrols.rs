@@ -312,6 +312,17 @@ mod tests {
         assert_eq!(actions(tmp.path()), ["stale-remove-failed"; 2]);
     }
 
+    /// The conductor's child `worker-1`, as the waiting patrol sees it.
+    fn waiting_child() -> Session {
+        Session {
+            id: KID.into(),
+            title: "worker-1".into(),
+            profile: "default".into(),
+            parent_session_id: Some(COND.into()),
+            ..Session::default()
+        }
+    }
+
     #[test]
     fn a_failed_nudge_is_not_sent_again_before_the_dedup_window() {
         let tmp = tempfile::tempdir().unwrap();
@@ -323,13 +334,7 @@ mod tests {
         cfg.waiting_patrol_threshold = Duration::from_secs(600);
         cfg.waiting_patrol_nudge_dedup = Duration::from_secs(3600);
         let (mut p, clock) = patrols(&cfg, deck.clone());
-        let child = [Session {
-            id: KID.into(),
-            title: "worker-1".into(),
-            profile: "default".into(),
-            parent_session_id: Some(COND.into()),
-            ..Session::default()
-        }];
+        let child = [waiting_child()];
         let seen = [(KID.to_owned(), live(Status::Waiting, &[]))].into();
         let none = BTreeSet::new();
         let snap = snapshot(&child, &seen, &none);
@@ -351,13 +356,7 @@ mod tests {
         let mut cfg = config(tmp.path());
         cfg.waiting_patrol_threshold = Duration::from_secs(600);
         let (mut p, clock) = patrols(&cfg, deck.clone());
-        let child = [Session {
-            id: KID.into(),
-            title: "worker-1".into(),
-            profile: "default".into(),
-            parent_session_id: Some(COND.into()),
-            ..Session::default()
-        }];
+        let child = [waiting_child()];
         let none = BTreeSet::new();
         let with = |substate: &str| -> BTreeMap<String, Live> {
             let l = Live {

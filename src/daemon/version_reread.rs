@@ -70,18 +70,7 @@ mod tests {
             "#!/bin/sh\ncase \"$*\" in version) cat '{}' ;; *) exit 1 ;; esac\n",
             dir.join("release").display()
         );
-        let ok = std::process::Command::new("/bin/sh")
-            .args([
-                "-c",
-                "printf '%s' \"$2\" > \"$1\" && chmod 755 \"$1\"",
-                "sh",
-            ])
-            .arg(&bin)
-            .arg(body)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok);
+        crate::testing::write_script(&bin, &body);
         let shutdown = Shutdown::new().unwrap();
         Arc::new(Cli::new(bin, Duration::from_secs(10), shutdown))
     }
@@ -97,7 +86,7 @@ mod tests {
             if done() {
                 return true;
             }
-            std::thread::yield_now();
+            std::thread::sleep(Duration::from_millis(5));
         }
         done()
     }

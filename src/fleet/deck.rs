@@ -558,12 +558,12 @@ impl AgentDeck for ReadOnly {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::write_script;
     use std::os::unix::fs::PermissionsExt;
 
     fn cli_printing(dir: &std::path::Path, stdout: &str) -> Cli {
         let bin = dir.join("agent-deck");
-        std::fs::write(&bin, format!("#!/bin/sh\ncat <<'EOF'\n{stdout}\nEOF\n")).unwrap();
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_script(&bin, &format!("#!/bin/sh\ncat <<'EOF'\n{stdout}\nEOF\n"));
         Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap())
     }
 
@@ -660,25 +660,6 @@ mod tests {
             ),
         );
         Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap())
-    }
-
-    /// Writes an executable script through a child shell, never through a
-    /// descriptor of this process: a writable descriptor inherited by a
-    /// child another test thread forks meanwhile makes its exec fail with
-    /// ETXTBSY.
-    fn write_script(path: &std::path::Path, text: &str) {
-        let ok = std::process::Command::new("/bin/sh")
-            .args([
-                "-c",
-                "printf '%s' \"$2\" > \"$1\" && chmod 755 \"$1\"",
-                "sh",
-            ])
-            .arg(path)
-            .arg(text)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "could not write {}", path.display());
     }
 
     fn logged(dir: &std::path::Path) -> String {

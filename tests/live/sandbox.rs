@@ -399,13 +399,7 @@ impl Sandbox {
 
     /// The tmux session names alive on the sandbox's server, sorted.
     pub(crate) fn tmux_sessions(&self) -> Vec<String> {
-        let out = self.tmux(&["list-sessions", "-F", "#{session_name}"]);
-        let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect();
-        names.sort();
-        names
+        session_names(&self.tmux(&["list-sessions", "-F", "#{session_name}"]))
     }
 
     /// Kills the session's whole tmux session, the way a crash looks.
@@ -598,6 +592,16 @@ impl Sandbox {
     }
 }
 
+/// The names `list-sessions -F '#{session_name}'` printed, sorted.
+fn session_names(out: &Output) -> Vec<String> {
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names
+}
+
 /// A second tmux server in the sandbox, with one session, as the server of
 /// the shell a watchdog is started from. Killed when dropped.
 pub(crate) struct OtherServer {
@@ -626,13 +630,7 @@ impl OtherServer {
 
     /// The names of its sessions, sorted.
     pub(crate) fn sessions(&self) -> Vec<String> {
-        let out = self.tmux(&["list-sessions", "-F", "#{session_name}"]);
-        let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect();
-        names.sort();
-        names
+        session_names(&self.tmux(&["list-sessions", "-F", "#{session_name}"]))
     }
 }
 
