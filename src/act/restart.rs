@@ -3,7 +3,9 @@
 //! start` fallback, the 429 check, the records, the continuity message.
 //! From agent-deck 1.16.10 (#2265) a failed restart or start says why its
 //! spawn failed (`reason`); SPEC §5.5 says what each reason leads to, and
-//! [`Context::spawn_failed`] is where that is told apart.
+//! [`Context::spawn_failed`] is where that is told apart. A restart
+//! agent-deck's freshness guard declined keeps nothing of the attempt and is
+//! tried again later ([`crate::decide::refusal`] says when).
 //!
 //! [`Restarter`] runs these jobs one at a time on its own thread, so the main
 //! loop never blocks on them and restarts never overlap. Decisions come from
@@ -17,7 +19,7 @@ use crate::decide::cascade;
 use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
-use crate::decide::{dedup, gates, notes, stop};
+use crate::decide::{dedup, gates, notes, refusal, stop};
 use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure, SpawnReason};
 use crate::fleet::session::{Session, Status};
 use crate::records::audit::{LivenessRecord, RestartRecord};
@@ -118,7 +120,9 @@ impl Context {
             return;
         }
         let lim = &self.limits;
-        if cascade::note_restart_call(&mut self.state.lock(), lim, &s.id, self.clock.now()) {
+        let (burst, call) =
+            cascade::note_call(&mut self.state.lock(), lim, &s.id, self.clock.now());
+        if burst {
             let msg = format!(
                 "{} restarts within {:.0}s — pausing every restart for {:.0}s",
                 lim.cascade_threshold, lim.cascade_window, lim.cascade_pause
@@ -133,15 +137,11 @@ impl Context {
         log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
         let issued = self.clock.now();
         let failed = match self.deck.restart(&s.profile, &s.id) {
-            Ok(RestartAnswer::Skipped(reason)) => {
-                log::info!("agent-deck declined to restart {}: {reason}; not falling back to session start", s.id);
-                self.give_back(job);
-                let reason = format!("agent-deck refused the restart: {reason}");
-                self.note(s, RestartAction::CliRefused, Some(reason));
-                return;
-            }
+            Ok(RestartAnswer::Skipped(reason)) => return self.refused(job, &call, &reason),
             Ok(RestartAnswer::Restarted) => {
-                notes::note_restarted(&mut self.state.lock(), &s.id, issued);
+                let mut st = self.state.lock();
+                refusal::note_answered(&mut st, &s.id);
+                notes::note_restarted(&mut st, &s.id, issued);
                 None
             }
             // SPEC §5.5: any answer but `skipped` (or a spawn that died at
@@ -149,6 +149,7 @@ impl Context {
             // start fallback; agent-deck's own guards (a missing project
             // dir, a live tmux session) refuse a start that could not be right.
             Err(e) => {
+                refusal::note_answered(&mut self.state.lock(), &s.id);
                 let why = format!("restart {e}");
                 match self.spawn_failed(job, &why, &e) {
                     Spawn::DiedFast => return,
@@ -184,6 +185,48 @@ impl Context {
                 Some((why, spawn)) => self.fall_back_to_start(job, &why, spawn.as_ref()),
                 None => self.fall_back_to_start(job, "still in error after the restart", None),
             },
+        }
+    }
+
+    /// agent-deck declined the restart on purpose (`skipped`): no start
+    /// fallback and no failure. A refusal from its freshness guard gives
+    /// back everything the attempt took and is tried again (SPEC §5.5,
+    /// [`refusal`]), recorded once per run; any other (an auth hold) gives
+    /// back its budget slot and is recorded.
+    fn refused(&self, job: &RestartJob, call: &cascade::Call, reason: &str) {
+        let s = &job.session;
+        let record = format!("agent-deck refused the restart: {reason}");
+        let Some(fresh) = refusal::freshness(reason) else {
+            log::info!(
+                "agent-deck declined to restart {}: {reason}; not falling back to session start",
+                s.id
+            );
+            self.give_back(job);
+            return self.note(s, RestartAction::CliRefused, Some(record));
+        };
+        let now = self.clock.now();
+        let verdict = refusal::note_refused(
+            &mut self.state.lock(),
+            &self.limits,
+            &s.id,
+            job.slot,
+            call,
+            fresh,
+            now,
+        );
+        match verdict.retry_at {
+            Some(at) => log::info!(
+                "agent-deck's freshness guard declined to restart {} ({reason}); nothing of the attempt is kept, and it is looked at again in {:.1}s",
+                s.id,
+                at - now
+            ),
+            None => log::warn!(
+                "agent-deck's freshness guard declined to restart {} again ({reason}); its retries are spent, so it waits for its cooldown and the next look",
+                s.id
+            ),
+        }
+        if verdict.first {
+            self.note(s, RestartAction::CliRefused, Some(record));
         }
     }
 
@@ -665,6 +708,97 @@ mod tests {
         assert_eq!(slots_used(&ctx), 0);
         assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
         assert!(severities(tmp.path()).is_empty());
+    }
+
+    /// A conductor in error whose every restart agent-deck declines, saying `why`.
+    fn always_refused(why: &str) -> Arc<FakeDeck> {
+        Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Error)].into(),
+            restart: Some(RestartAnswer::Skipped(why.into())),
+            ..Script::default()
+        }))
+    }
+
+    #[test]
+    fn a_freshness_refusal_keeps_nothing_of_the_attempt_is_retried_and_recorded_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fresh = "session is running and was started 8s ago (within 1m0s freshness window); use --force to restart anyway";
+        let deck = always_refused(fresh);
+        let mut ctx = context(tmp.path(), deck.clone());
+        ctx.limits.min_interval = 60.0;
+        ctx.run(&reserved(&ctx));
+        gates::finish(&mut ctx.state.lock(), ID);
+        {
+            let st = ctx.state.lock();
+            let book = &st.sessions[ID];
+            assert!(book.restarts.is_empty(), "the slot is given back");
+            assert!(book.cooldown_until <= NOW, "no cooldown left");
+            assert_eq!(st.last_restart_at, None, "no serialization turn taken");
+            assert!(st.recent_restarts.is_empty(), "no burst entry left");
+            let run = book.refusal.as_ref().unwrap();
+            assert_eq!(run.retry_at, Some(NOW + refusal::FIRST_RETRY_S));
+            assert_eq!(
+                gates::serialization_wait(&st, &ctx.limits, NOW),
+                0.0,
+                "the next restart of another session does not wait for it"
+            );
+        }
+        // The retry, refused again: tried once more when the window ends.
+        ctx.run(&reserved(&ctx));
+        gates::finish(&mut ctx.state.lock(), ID);
+        let retry_at = ctx.state.lock().sessions[ID]
+            .refusal
+            .as_ref()
+            .unwrap()
+            .retry_at;
+        assert_eq!(retry_at, Some(NOW + 52.0 + refusal::MARGIN_S));
+        assert_eq!((deck.count("restart"), deck.count("start")), (2, 0));
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(
+            acts,
+            ["restart", "cli-refused", "restart"],
+            "one record per run"
+        );
+        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
+        assert!(severities(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn a_refusal_by_another_guard_keeps_its_cooldown_and_turn_and_is_not_retried() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = always_refused("claude login expired (use --force to restart anyway)");
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        ctx.run(&reserved(&ctx));
+        let st = ctx.state.lock();
+        let book = &st.sessions[ID];
+        assert!(book.restarts.is_empty(), "the slot is given back");
+        assert_eq!(book.cooldown_until, NOW + ctx.limits.cooldown);
+        assert_eq!(book.refusal, None, "no retry");
+        assert_eq!(st.last_restart_at, Some(NOW));
+        drop(st);
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(acts, ["restart", "cli-refused", "restart", "cli-refused"]);
+    }
+
+    #[test]
+    fn an_answered_call_ends_the_run_of_refusals() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fresh = "session is idle and was started 1s ago (within 1m0s freshness window)";
+        let deck = always_refused(fresh);
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        gates::finish(&mut ctx.state.lock(), ID);
+        assert!(ctx.state.lock().sessions[ID].refusal.is_some());
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: dead_then_running(),
+            ..Script::default()
+        }));
+        let (mut again, _) = crate::act::context::tests::context(tmp.path(), deck);
+        again.limits.min_interval = 0.0;
+        again.state = ctx.state.clone();
+        again.run(&reserved(&again));
+        assert_eq!(again.state.lock().sessions[ID].refusal, None);
     }
 
     #[test]

@@ -26,6 +26,7 @@ use crate::act::restart::{self, Restarter};
 use crate::args::RunFlags;
 use crate::config::Config;
 use crate::decide::gates::Hold;
+use crate::decide::refusal;
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::{AgentDeck, Cli, ReadOnly};
@@ -223,7 +224,10 @@ impl Daemon {
         log::info!("armed: watching hooks and polling every {every:.1}s");
         self.sd_notify.ready();
         loop {
-            let idle = self.hook_pacing.next_wakeup(self.ctx.clock.now());
+            let now = self.ctx.clock.now();
+            let retry = refusal::next_retry(&self.ctx.state.lock(), now);
+            let idle = self.hook_pacing.next_wakeup(now);
+            let idle = retry.map_or(idle, |s| idle.min(crate::sys::clock::clamped(s)));
             let wait = self.sd_notify.max_sleep(idle);
             let Some(batch) = self.queue.next_batch(&self.ctx.shutdown, wait) else {
                 break;
@@ -255,13 +259,16 @@ impl Daemon {
     fn handle(&mut self, batch: Batch) -> bool {
         let now = self.ctx.clock.now();
         let due = self.hook_pacing.due(now);
+        // A retry after a freshness refusal is looked at as a hook is.
+        let retries = refusal::take_due(&mut self.ctx.state.lock(), now);
         if self.hook_pacing.tick_due(batch.tick, batch.rescan, now) {
             self.tick();
             return true;
         }
-        let worked = !batch.hooks.is_empty() || !due.is_empty();
+        let worked = !batch.hooks.is_empty() || !due.is_empty() || !retries.is_empty();
         let hooks = batch.hooks.iter().map(|id| (id, false));
-        for (id, retry) in hooks.chain(due.iter().map(|id| (id, true))) {
+        let later = due.iter().chain(&retries).map(|id| (id, true));
+        for (id, retry) in hooks.chain(later) {
             if self.hook_finds_error(id, retry) {
                 // A dead pane may be one of many (a tmux server died): look
                 // at the whole fleet now, so a cascade is seen before any

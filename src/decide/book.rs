@@ -45,6 +45,22 @@ pub(crate) struct SessionBook {
     /// The `substate_detail` of the usage limit this error episode was
     /// backed off for (`""` when it had none): each limit is noted once.
     pub usage_limit: Option<String>,
+    /// The run of freshness-guard refusals in progress, if any (see
+    /// [`crate::decide::refusal`]); saved, so a scheduled retry outlives
+    /// the watchdog's own restart.
+    pub refusal: Option<Refusal>,
+}
+
+/// A run of calls agent-deck's freshness guard refused.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Refusal {
+    /// When the first call of the run was refused.
+    pub first_at: f64,
+    /// How many calls of the run were refused.
+    pub refused: u32,
+    /// When the session is tried again, while a retry is scheduled.
+    pub retry_at: Option<f64>,
 }
 
 /// A fleet that vanished (see [`crate::decide::vanish`]): the critical
@@ -149,6 +165,7 @@ impl SessionBook {
             && self.restarted_at.is_none()
             && self.spawn_died_fast_at.is_none()
             && self.usage_limit.is_none()
+            && self.refusal.is_none()
     }
 }
 

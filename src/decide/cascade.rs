@@ -12,6 +12,27 @@ use crate::decide::prune::prune;
 /// true when this makes a burst (≥ threshold restarts within the cascade
 /// window): every restart is then paused and the caller escalates `cascade`.
 pub(crate) fn note_restart_call(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
+    note_call(state, lim, id, now).0
+}
+
+/// What [`note_restart_call`] changed for one call, so that a call agent-deck
+/// refused can give it back (see [`crate::decide::refusal`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Call {
+    /// When the call was noted: its serialization turn and burst entry.
+    pub at: f64,
+    cooldown_before: f64,
+    last_before: Option<f64>,
+}
+
+/// [`note_restart_call`], also saying what it took.
+pub(crate) fn note_call(state: &mut State, lim: &Limits, id: &str, now: f64) -> (bool, Call) {
+    let book = state.book(id);
+    let call = Call {
+        at: now,
+        cooldown_before: book.cooldown_until,
+        last_before: state.last_restart_at,
+    };
     state.book(id).cooldown_until = now + lim.cooldown;
     state.last_restart_at = Some(now);
     state.recent_restarts.push(now);
@@ -21,7 +42,21 @@ pub(crate) fn note_restart_call(state: &mut State, lim: &Limits, id: &str, now: 
         state.cascade_pause_until = now + lim.cascade_pause;
         state.recent_restarts.clear();
     }
-    burst
+    (burst, call)
+}
+
+/// Gives back what `call` for `id` took: the cooldown it started, its
+/// serialization turn (the next call waits for the one before it) and its
+/// burst entry. A burst this call completed has paused and escalated
+/// already, for the calls before it; that stands.
+pub(crate) fn give_back_call(state: &mut State, id: &str, call: &Call) {
+    state.book(id).cooldown_until = call.cooldown_before;
+    if state.last_restart_at == Some(call.at) {
+        state.last_restart_at = call.last_before;
+    }
+    if let Some(i) = state.recent_restarts.iter().position(|t| *t == call.at) {
+        state.recent_restarts.remove(i);
+    }
 }
 
 /// What a tick's count of critical sessions in error means for the cascade

@@ -8,6 +8,7 @@ use crate::decide::book::State;
 /// The limits the gates read; they live in [`crate::decide::limits`].
 pub(crate) use crate::decide::limits::Limits;
 use crate::decide::prune::prune;
+use crate::decide::refusal;
 use crate::spelled::spelled;
 
 spelled! {
@@ -50,13 +51,16 @@ pub(crate) enum Gate {
 }
 
 /// The gates, in order: circuit breaker, 429 backoff, cascade pause or
-/// settle, cooldown, a restart already in flight, the rate budget.
+/// settle, cooldown, a restart already in flight (or a retry after a
+/// freshness refusal scheduled, see [`crate::decide::refusal`]), the rate
+/// budget.
 pub(crate) fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
     if let Some(why) = recheck(state, id, now) {
         return Gate::Skip(why);
     }
     let in_flight = state.in_flight.contains(id);
     let book = state.book(id);
+    let in_flight = in_flight || refusal::retry_pending(book, now);
     prune(&mut book.restarts, now, lim.rate_window);
     if book.cooldown_until > now {
         Gate::Skip(Hold::Cooldown)
@@ -107,6 +111,13 @@ pub(crate) fn give_back(state: &mut State, id: &str, slot: f64) {
     if let Some(i) = book.restarts.iter().position(|t| *t == slot) {
         book.restarts.remove(i);
     }
+}
+
+/// Returns the cooldown a reservation at `slot` started: the gate found
+/// none in force then, so none is left.
+pub(crate) fn give_back_cooldown(state: &mut State, id: &str, slot: f64) {
+    let book = state.book(id);
+    book.cooldown_until = book.cooldown_until.min(slot);
 }
 
 /// The restart job for `id` is over, whatever its outcome.

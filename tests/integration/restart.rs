@@ -389,6 +389,118 @@ fn cli_refusal_is_recorded_and_never_falls_back_to_start() {
     assert!(refused[0].reason.as_deref().unwrap().contains("freshness"));
 }
 
+/// The simulator's freshness window in these tests, short so its end is
+/// seen in seconds; agent-deck's is 60 s.
+const WINDOW_S: f64 = 5.0;
+
+/// A daemon whose safety poll is far off (so every retry comes from its
+/// schedule) and whose burst guard trips on the third restart call within a
+/// minute, over conductors `ids` that died just after a start: agent-deck's
+/// stored status still says `running` (no notify-daemon has written it), so
+/// its freshness guard refuses their restarts for [`WINDOW_S`].
+fn freshly_dead(ids: &[&str]) -> Wd {
+    let wd = Wd::new()
+        .env("SAFETY_POLL_INTERVAL_S", "30")
+        .env("CASCADE_THRESHOLD", "3")
+        .env("CASCADE_WINDOW_S", "60");
+    let now = crate::support::now();
+    wd.sessions(
+        ids.iter()
+            .map(|id| {
+                let mut c = conductor(id, &format!("conductor-{id}"), "error");
+                c["stored_status"] = json!("running");
+                c["last_started"] = json!(now);
+                c
+            })
+            .collect(),
+    );
+    wd.sim.update_state(|s| {
+        s["status_writer"] = json!(false);
+        s["freshness_window_s"] = json!(WINDOW_S);
+    });
+    wd
+}
+
+#[test]
+fn conductors_refused_by_the_freshness_guard_are_restarted_once_its_window_passed_with_no_cascade()
+{
+    let ids = [CONDUCTOR, "a0b1c2d3-1755899999"];
+    let wd = freshly_dead(&ids);
+    let started = Instant::now();
+    let mut d = wd.spawn(&[]);
+    assert!(
+        wait_until(Duration::from_secs(20), || wd
+            .restarts_with("restarted")
+            .len()
+            == 2),
+        "not restarted: {:?}\nstderr:\n{}",
+        wd.restarts(),
+        d.stderr()
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs_f64(WINDOW_S - 0.5),
+        "restarted before the window ended"
+    );
+    for id in ids {
+        let calls = wd.sim.calls_with(&["session", "restart", id]);
+        assert_eq!(
+            calls.len(),
+            3,
+            "{id}: refused, retried 3 s later, then at the window's end"
+        );
+        let refused: Vec<_> = wd
+            .restarts_with("cli-refused")
+            .into_iter()
+            .filter(|r| r.id == id)
+            .collect();
+        assert_eq!(refused.len(), 1, "{id}: one cli-refused record per run");
+        assert!(refused[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("freshness window"));
+        assert_eq!(wd.sim.session_state(id).unwrap()["restarts"], 1);
+    }
+    assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
+    assert_eq!(
+        wd.escalations_of("cascade"),
+        0,
+        "six refused or real calls, no burst"
+    );
+    assert_eq!(wd.escalations_of("cascade-detected"), 0);
+    assert!(wd.restarts_with("restart-failed").is_empty());
+    assert!(d.alive());
+}
+
+#[test]
+fn a_conductor_that_recovered_before_its_retry_is_not_restarted() {
+    let wd = freshly_dead(&[CONDUCTOR]);
+    let started = Instant::now();
+    let mut d = wd.spawn(&[]);
+    assert!(
+        wait_until(SECS_10, || wd.restarts_with("cli-refused").len() == 1),
+        "never refused; stderr:\n{}",
+        d.stderr()
+    );
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("running"));
+    let shows = wd.sim.calls_with(&["session", "show"]).len();
+    assert!(
+        wait_until(SECS_10, || wd.sim.calls_with(&["session", "show"]).len()
+            > shows),
+        "the retry never looked at it; stderr:\n{}",
+        d.stderr()
+    );
+    // Past the window's end too: no retry is left.
+    let end = Duration::from_secs_f64(WINDOW_S + 2.0);
+    std::thread::sleep(end.saturating_sub(started.elapsed()));
+    wd.wait_until_quiet();
+    assert_eq!(wd.restart_calls(), 1, "{:?}", wd.restarts());
+    let restarts = wd.sim.session_state(CONDUCTOR).unwrap()["restarts"].as_u64();
+    assert_eq!(restarts.unwrap_or(0), 0);
+    assert!(d.alive());
+}
+
 #[test]
 fn successful_restart_is_recorded_and_sends_the_continuity_message() {
     let wd = Wd::new();

@@ -145,18 +145,32 @@ pub(super) fn guard_status(s: &SimSession, st: &SimState, at: &Moment) -> String
     }
 }
 
-/// The freshness guard's reason when it skips a restart now, else None.
+/// The freshness guard's reason when it skips a restart now, else None:
+/// the age rounded to the second and the window, both as Go prints a
+/// duration (`internal/session/restart_guard.go`, 1.14.0 and 056a97ee).
 pub(super) fn freshness_skip(s: &SimSession, st: &SimState, at: &Moment) -> Option<String> {
     let age = at.now - s.last_started?;
+    let window = st.freshness_window_s.unwrap_or(FRESHNESS_WINDOW_S);
     let status = guard_status(s, st, at);
-    if !(0.0..FRESHNESS_WINDOW_S).contains(&age) || !HEALTHY.contains(&status.as_str()) {
+    if !(0.0..window).contains(&age) || !HEALTHY.contains(&status.as_str()) {
         return None;
     }
     Some(format!(
-        "session is {status} and was started {}s ago (within 1m0s freshness window); \
+        "session is {status} and was started {} ago (within {} freshness window); \
          use --force to restart anyway",
-        age.round() as i64
+        go_seconds(age),
+        go_seconds(window)
     ))
+}
+
+/// Whole seconds as Go prints a duration: `8s`, `1m0s`, `1h0m5s`.
+fn go_seconds(secs: f64) -> String {
+    let n = secs.round().max(0.0) as u64;
+    match (n / 3600, n % 3600 / 60, n % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, m, s) => format!("{h}h{m}m{s}s"),
+    }
 }
 
 /// Whether a restart keeps the tmux session (and its scrollback): only a

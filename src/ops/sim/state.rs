@@ -26,7 +26,7 @@
 //!                        "seconds": 3600, "count": 1, "delay": 0.5}},
 //!  (mode also "load_error": storage cannot be loaded, NOT_FOUND with exit 1)
 //!  "delay_s": {"<kind>": 0.5},
-//!  "read_hooks": false, "status_writer": true,
+//!  "read_hooks": false, "status_writer": true, "freshness_window_s": 60,
 //!  "version": "1.16.26", "both_store_roots": false}
 //! ```
 //!
@@ -81,6 +81,12 @@ pub struct SimState {
     /// (`stored_status`); absent or true, they read the live status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_writer: Option<bool>,
+    /// The freshness guard's window in seconds; absent, agent-deck's 60 s
+    /// (`live::FRESHNESS_WINDOW_S`). The simulator's own knob, so a test
+    /// can see a window end without waiting a minute: the reason names
+    /// the window in force, as agent-deck names its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freshness_window_s: Option<f64>,
     /// What `agent-deck version` names; absent, the release the live suite
     /// verified ([`crate::ops::sim::VERSION`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,6 +109,7 @@ impl Default for SimState {
             delay_s: None,
             read_hooks: false,
             status_writer: None,
+            freshness_window_s: None,
             version: None,
             both_store_roots: false,
             other: Map::new(),

@@ -1032,6 +1032,41 @@ fn without_a_status_writer_a_fresh_restart_is_skipped_even_when_dead() {
 }
 
 #[test]
+fn the_freshness_reason_prints_go_durations_and_the_window_in_force() {
+    let reason = |s: &Sim| {
+        let v = s.json(&["session", "restart", ID, "--json"]);
+        v["reason"].as_str().unwrap_or_default().to_owned()
+    };
+    let s = sim(vec![session(ID, "worker-1", "running")]);
+    transact(&s.state, |st| {
+        st.sessions[0].last_started = Some(now() - 59.6)
+    })
+    .expect("age");
+    assert!(
+        reason(&s).contains("was started 1m0s ago (within 1m0s freshness window)"),
+        "{}",
+        reason(&s)
+    );
+    transact(&s.state, |st| {
+        st.freshness_window_s = Some(5.0);
+        st.sessions[0].last_started = Some(now() - 2.2);
+    })
+    .expect("window");
+    assert!(
+        reason(&s).contains("was started 2s ago (within 5s freshness window)"),
+        "{}",
+        reason(&s)
+    );
+    started_seconds_ago(&s, 3.0);
+    let v = s.json(&["session", "restart", ID, "--json"]);
+    assert_eq!(
+        v.get("skipped"),
+        None,
+        "past the window in force: restarted"
+    );
+}
+
+#[test]
 fn with_a_status_writer_the_guard_reads_the_live_status() {
     let s = sim(vec![dead_session(ID, "worker-1")]);
     assert_eq!(s.call(&["session", "start", ID]).0, 0);

@@ -27,6 +27,14 @@ fn state_doc() -> BoxedStrategy<Value> {
             ("last_status", string()),
             ("status_since", time()),
             ("error_since", time()),
+            (
+                "refusal",
+                shaped(vec![
+                    ("first_at", time()),
+                    ("refused", count()),
+                    ("retry_at", time()),
+                ]),
+            ),
         ],
     );
     shaped_with(
