@@ -273,6 +273,34 @@ fn a_terminated_host_ends_every_child() {
     assert_eq!(ppid(pid), None);
 }
 
+/// `pid` runs (it is neither gone nor a zombie).
+fn running(pid: i32) -> bool {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rfind(')')
+        .and_then(|at| stat[at + 1..].split_whitespace().next())
+        .is_some_and(|state| state != "Z" && state != "X")
+}
+
+#[test]
+fn a_host_killed_outright_is_a_dead_server_and_leaves_no_pane_running() {
+    let sim = fleet(vec![
+        claude(ID_A, "conductor-a", NAME_A),
+        custom(ID_B, "tool-b", NAME_B),
+    ]);
+    let host = sim.pane_host();
+    let panes = sim.wait_for_panes(&[NAME_A, NAME_B]);
+    kill(host.pid, libc::SIGKILL);
+    for pid in panes.values() {
+        let ended = wait_until(PANE_HOST_DEADLINE, || !running(*pid));
+        assert!(ended, "{pid} outlived its host");
+    }
+    let script = tmux_bin(&sim);
+    let out = tmux(&sim, &script, &["list-panes", "-a", "-F", FORMAT]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).starts_with("no server running on "));
+    assert!(!host.close().success(), "it was killed");
+}
+
 #[test]
 fn the_host_ends_when_its_state_file_is_gone() {
     let sim = fleet(vec![claude(ID_A, "conductor-a", NAME_A)]);

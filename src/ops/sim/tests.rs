@@ -1350,10 +1350,19 @@ fn live(id: &str, tmux: &str, started: f64) -> SimSession {
     s
 }
 
+/// This process plays the pane host: a pid that is alive.
+fn host_pid() -> u32 {
+    std::process::id()
+}
+
 fn hosted(s: &Sim, panes: &[(&str, u32)]) {
+    hosted_by(s, host_pid(), panes);
+}
+
+fn hosted_by(s: &Sim, pid: u32, panes: &[(&str, u32)]) {
     transact(&s.state, |st| {
         st.pane_host = Some(PaneHost {
-            pid: 4242,
+            pid,
             panes: panes.iter().map(|(n, p)| (n.to_string(), *p)).collect(),
             orphans: BTreeMap::new(),
         })
@@ -1394,16 +1403,17 @@ fn list_panes_prints_a_line_per_hosted_pane_with_the_server_pid() {
         PANES_FORMAT,
     ]);
     assert_eq!((code, err.as_str()), (0, ""));
+    let h = host_pid();
     assert_eq!(
         out,
-        "agentdeck_a_1\t0\t0\t500\t0\t4242\nagentdeck_b_2\t0\t0\t501\t0\t4242\n"
+        format!("agentdeck_a_1\t0\t0\t500\t0\t{h}\nagentdeck_b_2\t0\t0\t501\t0\t{h}\n")
     );
     // Flags in either order; an unknown variable is empty.
     let (code, out, _) = s.call(&["tmux", "list-panes", "-F", "#{pane_pid}:#{x}", "-a"]);
     assert_eq!((code, out.as_str()), (0, "500:\n501:\n"));
     assert_eq!(
         s.call(&["tmux", "display", "-p", "#{pid}"]),
-        (0, "4242\n".into(), String::new())
+        (0, format!("{h}\n"), String::new())
     );
     let (_, out, _) = s.call(&[
         "tmux",
@@ -1413,7 +1423,7 @@ fn list_panes_prints_a_line_per_hosted_pane_with_the_server_pid() {
         "-p",
         "[#{pid}]#{session_name}",
     ]);
-    assert_eq!(out, "[4242]\n");
+    assert_eq!(out, format!("[{h}]\n"));
     // Logged as calls, as the drill's kill is.
     let logged = fs::read_to_string(&s.log).unwrap_or_default();
     assert_eq!(logged.lines().count(), 4, "{logged}");
@@ -1447,6 +1457,22 @@ fn without_a_pane_host_or_with_the_server_down_tmux_finds_no_server() {
     assert_eq!(code, 1);
     assert!(err.starts_with("no server running on "), "{err}");
     assert_eq!(s.session(ID).tmux_alive, None);
+}
+
+#[test]
+fn a_recorded_pane_host_that_is_gone_is_no_server() {
+    let s = sim(vec![live(ID, "agentdeck_a_1", 1.0)]);
+    // Pid 0 is no process: the record of a host that was killed outright.
+    hosted_by(&s, 0, &[("agentdeck_a_1", 500)]);
+    let (code, out, err) = s.call(&["tmux", "list-panes", "-a", "-F", "#{pane_pid}"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.starts_with("no server running on "), "{err}");
+    assert_eq!(s.call(&["tmux", "display", "-p", "#{pid}"]).0, 1);
+    assert_eq!(
+        s.call(&["tmux", "kill-session", "-t", "agentdeck_a_1"]).0,
+        1
+    );
+    assert_eq!(s.session(ID).tmux_alive, None, "nothing killed");
 }
 
 #[test]

@@ -9,8 +9,9 @@
 //! - `display -p FMT` (or `display-message`): FMT expanded with the
 //!   server's `#{pid}`.
 //!
-//! With `tmux_server: "down"`, and for `list-panes` and `display` also with
-//! no `pane_host`, there is no server: exit 1 and tmux's `no server running
+//! With `tmux_server: "down"`, or a `pane_host` whose pid is no live
+//! process (a host killed outright), and for `list-panes` and `display`
+//! also with no `pane_host`, there is no server: exit 1 and tmux's `no server running
 //! on <socket path>`, the path being `$TMUX_TMPDIR` (else `/tmp`),
 //! `tmux-<uid>`, then the `-L` name or `default`.
 
@@ -19,6 +20,7 @@ use std::path::Path;
 use super::reply::Reply;
 use super::state::{SimSession, SimState};
 use super::{kill_first, locked, state_path, SimEnv};
+use crate::sys::process_table::{pid_alive, PROC_DIR};
 
 /// The one window and the one pane each simulated session has.
 const FIRST_INDEX: &str = "0";
@@ -70,7 +72,7 @@ pub(super) fn tmux(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
             let name = target.strip_prefix('=').unwrap_or(target);
             let killed = locked(path, |st| {
                 let alive = |s: &SimSession| s.tmux_session == name && s.tmux_alive != Some(false);
-                (!st.server_down()).then(|| kill_first(st, alive))
+                (!no_server_to_kill(st)).then(|| kill_first(st, alive))
             })?;
             match killed {
                 None => Err(no_server()),
@@ -110,12 +112,16 @@ fn flags<'a>(args: &'a [String], required: &[&str], value_flag: &str) -> Option<
     required.iter().all(|r| seen.contains(r)).then_some(value?)
 }
 
-/// The server's pid, when it runs.
+/// The server's pid: the pane host's, while it runs and the server is up.
 fn server(st: &SimState) -> Option<u32> {
-    st.pane_host
-        .as_ref()
-        .filter(|_| !st.server_down())
-        .map(|h| h.pid)
+    let host = st.pane_host.as_ref().filter(|_| !st.server_down())?;
+    pid_alive(Path::new(PROC_DIR), host.pid).then_some(host.pid)
+}
+
+/// Whether `kill-session` finds no server: it is down, or a pane host was
+/// recorded and has died (killed outright, it could not say so).
+fn no_server_to_kill(st: &SimState) -> bool {
+    st.server_down() || (st.pane_host.is_some() && server(st).is_none())
 }
 
 /// `list-panes -a -F FORMAT`: a line per pane, by name; None without a server.
