@@ -2,13 +2,16 @@
 //! black-box contract tests (tests/integration/sim_contract.rs) run it as a
 //! program, faults and signals included.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use super::state::{OnRestart, OnSend, OnStart};
+use super::reconcile::{reconcile, Held, Plan};
+use super::state::{OnRestart, OnSend, OnStart, PaneHost};
+use super::tmux::expand;
 use super::*;
 
 struct Sim {
@@ -1333,12 +1336,6 @@ fn substate_detail_is_printed_from_1_16_11_on_and_never_before() {
 }
 
 // The simulator as tmux, and the pane host's decisions.
-
-use std::collections::{BTreeMap, BTreeSet};
-
-use super::reconcile::{reconcile, Held, Plan};
-use super::state::PaneHost;
-use super::tmux::expand;
 
 const PANES_FORMAT: &str =
     "#{session_name}\t#{window_index}\t#{pane_index}\t#{pane_pid}\t#{pane_dead}\t#{pid}";
