@@ -28,6 +28,8 @@ mod history;
 mod holds;
 #[path = "integration/ops.rs"]
 mod ops;
+#[path = "integration/pane_host.rs"]
+mod pane_host;
 #[path = "integration/patrols.rs"]
 mod patrols;
 #[path = "integration/restart.rs"]

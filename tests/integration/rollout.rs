@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::files::{all_files_text, write_hook, write_script};
+use crate::support::files::{all_files_text, write_hook};
 use crate::support::fixtures::{conductor, session, CONDUCTOR};
 use crate::support::output_within;
-use crate::support::sim::shell_command;
+use crate::support::sim::write_tmux_script;
 use crate::support::telegram::TelegramStub;
 use crate::support::watchdog::{assert_ok, Wd};
 
@@ -69,10 +69,7 @@ fn live_conductor(id: &str, title: &str) -> Value {
 /// naming socket `wd-drill`.
 fn with_tmux(wd: Wd) -> Wd {
     let bin = wd.home.path().join("bin");
-    write_script(
-        &bin.join("tmux"),
-        &format!("#!/bin/sh\nexec {} tmux \"$@\"\n", shell_command()),
-    );
+    write_tmux_script(&bin);
     let cfg = wd.home.path().join(".config/agent-deck/config.toml");
     fs::create_dir_all(cfg.parent().unwrap()).unwrap();
     fs::write(&cfg, "[tmux]\nsocket_name = \"wd-drill\"\n").unwrap();

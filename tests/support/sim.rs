@@ -1,21 +1,29 @@
 //! A handle on one simulated agent-deck: its state file, its call log, and
 //! the `agent-deck` wrapper script that runs the binary under test as the
-//! simulator.
+//! simulator; the simulator's pane host ([`Sim::pane_host`]), whose children
+//! are the simulated panes' processes; and a `tmux` script that is the
+//! simulator as tmux ([`write_tmux_script`]).
 //!
 //! The state file is changed the way the simulator changes it: under an
 //! exclusive `flock` on `<state>.lock`, written to a temp file and renamed
 //! into place, so a test's edit and a concurrent simulated call never lose
 //! each other's changes.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::files::{read_lines, unique, write_script};
-use super::BIN;
+use super::{kill, wait_until, BIN};
+
+/// How long the pane host may take to record itself, to follow the state,
+/// and to exit once its stdin closes.
+pub(crate) const PANE_HOST_DEADLINE: Duration = Duration::from_secs(5);
 
 /// The argument that makes the binary the simulated agent-deck.
 pub(crate) const SIM_ENTRY: &str = "sim";
@@ -31,6 +39,71 @@ pub(crate) const LOG_ENV: &str = "FAKE_AGENT_DECK_LOG";
 pub(crate) fn shell_command() -> String {
     assert!(!BIN.contains('\''), "binary path with a quote: {BIN}");
     format!("'{BIN}' {SIM_ENTRY}")
+}
+
+/// Writes `<dir>/tmux`, the simulator as tmux (`sim tmux "$@"`), for a
+/// test to put `dir` first on `PATH`; returns its path.
+pub(crate) fn write_tmux_script(dir: &Path) -> PathBuf {
+    let path = dir.join("tmux");
+    write_script(
+        &path,
+        &format!("#!/bin/sh\nexec {} tmux \"$@\"\n", shell_command()),
+    );
+    path
+}
+
+/// A running `sim pane-host`: on drop, its stdin is closed and it is waited
+/// for (killed, and the test failed, when it outlives the deadline).
+pub(crate) struct PaneHost {
+    child: Option<Child>,
+    /// Its pid: the simulated tmux server's, the parent of every pane.
+    pub pid: i32,
+}
+
+impl PaneHost {
+    /// Closes its stdin and waits for it to exit; its exit status.
+    pub(crate) fn close(mut self) -> ExitStatus {
+        let child = self.child.take().expect("pane host not yet closed");
+        finish(child)
+    }
+}
+
+impl Drop for PaneHost {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take() {
+            if std::thread::panicking() {
+                let _ = close_within(child, PANE_HOST_DEADLINE);
+            } else {
+                finish(child);
+            }
+        }
+    }
+}
+
+/// [`close_within`] the deadline, failing the test when it is missed.
+fn finish(child: Child) -> ExitStatus {
+    let pid = child.id();
+    close_within(child, PANE_HOST_DEADLINE).unwrap_or_else(|| {
+        panic!("pane host {pid} still ran {PANE_HOST_DEADLINE:?} after its stdin closed")
+    })
+}
+
+/// Closes the child's stdin and waits for it until `limit`; None (and
+/// the child killed) when it is still running then.
+fn close_within(mut child: Child, limit: Duration) -> Option<ExitStatus> {
+    drop(child.stdin.take());
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            kill(child.id() as i32, libc::SIGKILL);
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// One line of the call log.
@@ -135,6 +208,68 @@ impl Sim {
             .env_remove("TMUX")
             .output()
             .expect("run the simulated agent-deck")
+    }
+
+    /// Starts `sim pane-host` on this state (stdin a pipe the handle holds,
+    /// `TMUX` removed) and waits until it has recorded itself. Start it
+    /// after the state's sessions are set: a test that replaces the whole
+    /// state drops the record until the host's next look.
+    pub(crate) fn pane_host(&self) -> PaneHost {
+        let child = Command::new(BIN)
+            .args([SIM_ENTRY, "pane-host"])
+            .envs(self.envs())
+            .env_remove("TMUX")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the pane host");
+        let pid = child.id() as i32;
+        let host = PaneHost {
+            child: Some(child),
+            pid,
+        };
+        let recorded = wait_until(PANE_HOST_DEADLINE, || {
+            self.state()["pane_host"]["pid"].as_i64() == Some(i64::from(pid))
+        });
+        assert!(
+            recorded,
+            "pane host {pid} never recorded itself: {}",
+            self.state()
+        );
+        host
+    }
+
+    /// The pane host's `panes` (tmux name → pid); empty without a host.
+    pub(crate) fn panes(&self) -> BTreeMap<String, i32> {
+        self.pane_map("panes")
+    }
+
+    /// The pane host's `orphans` (tmux name → pid).
+    pub(crate) fn orphans(&self) -> BTreeMap<String, i32> {
+        self.pane_map("orphans")
+    }
+
+    fn pane_map(&self, key: &str) -> BTreeMap<String, i32> {
+        let state = self.state();
+        let Some(map) = state["pane_host"][key].as_object() else {
+            return BTreeMap::new();
+        };
+        map.iter()
+            .filter_map(|(name, pid)| Some((name.clone(), i32::try_from(pid.as_i64()?).ok()?)))
+            .collect()
+    }
+
+    /// Waits until the pane host's `panes` names exactly `names`; returns them.
+    pub(crate) fn wait_for_panes(&self, names: &[&str]) -> BTreeMap<String, i32> {
+        let mut wanted: Vec<&str> = names.to_vec();
+        wanted.sort_unstable();
+        let mut panes = BTreeMap::new();
+        let reached = wait_until(PANE_HOST_DEADLINE, || {
+            panes = self.panes();
+            panes.keys().map(String::as_str).eq(wanted.iter().copied())
+        });
+        assert!(reached, "panes never became {wanted:?}: {}", self.state());
+        panes
     }
 
     /// Pids of live simulator processes working on this state file.

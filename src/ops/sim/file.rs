@@ -20,6 +20,27 @@ use crate::sys::fs::{open_lock_file, write_atomically, PRIVATE_FILE};
 /// only when `f` changed the state. `f`'s result is returned.
 pub fn transact<T>(path: &Path, f: impl FnOnce(&mut SimState) -> T) -> io::Result<T> {
     let _lock = lock(path)?;
+    modify(path, f)
+}
+
+/// [`transact`] on a state file that exists: None, with nothing written or
+/// created but the lock file, when the file is gone.
+pub(super) fn transact_existing<T>(
+    path: &Path,
+    f: impl FnOnce(&mut SimState) -> T,
+) -> io::Result<Option<T>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let _lock = lock(path)?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    modify(path, f).map(Some)
+}
+
+/// The read, `f`, and the write when `f` changed the state; under the lock.
+fn modify<T>(path: &Path, f: impl FnOnce(&mut SimState) -> T) -> io::Result<T> {
     let mut state = read(path)?.unwrap_or_default();
     let before = state.clone();
     let result = f(&mut state);

@@ -15,6 +15,13 @@
 //! `tmux kill-session` looks to the CLI (sets `tmux_alive: false`); exit 2
 //! when no session has that exact id.
 //!
+//! `sim tmux …` is the simulator as tmux (`tmux.rs`): the drill's
+//! `kill-session`, and `list-panes`/`display` for the pane watch, answered
+//! from the pane host's record. `sim pane-host` (`pane_host.rs`), not
+//! logged either, is the long-lived parent of one real process per live
+//! session's pane, which it reconciles from the state (`reconcile.rs`);
+//! `sim pane` is such a process.
+//!
 //! The state's `version` is what `agent-deck version` names and the
 //! release the answers follow: without it every answer is 1.14.0's; from
 //! the releases that changed them come `[]` for an empty list and the newer
@@ -41,11 +48,14 @@ mod list;
 mod live;
 mod lookup;
 mod newer_keys;
+mod pane_host;
+mod reconcile;
 mod reply;
 mod state;
 mod store_roots;
 #[cfg(test)]
 mod tests;
+mod tmux;
 
 use std::io::{self, Write};
 use std::ops::ControlFlow;
@@ -77,6 +87,12 @@ pub const NEWEST: &str = "1.16.26";
 pub const TMUX_COMMAND: &str = "tmux";
 /// The simulator's own subcommand that kills a session's tmux session.
 pub const CRASH_COMMAND: &str = "crash";
+/// The simulator's own subcommand that owns the panes' processes.
+pub const PANE_HOST_COMMAND: &str = "pane-host";
+/// A pane's process, as the pane host starts it.
+pub const PANE_COMMAND: &str = "pane";
+/// The first argument that makes the binary the simulator.
+pub const ENTRY: &str = "sim";
 
 /// What the simulator reads from its environment.
 #[derive(Debug, Clone, Default)]
@@ -90,6 +106,8 @@ pub struct SimEnv {
     /// `TMUX` is set: the caller is a client of some tmux server, which for
     /// the simulated fleet (on the default socket) is another one.
     pub tmux_client: bool,
+    /// `TMUX_TMPDIR`: where tmux keeps its sockets (None: `/tmp`).
+    pub tmux_tmpdir: Option<PathBuf>,
 }
 
 impl SimEnv {
@@ -110,6 +128,7 @@ impl SimEnv {
                 Some(resolve_hooks_dir(&home, xdg.as_deref(), &legacy_root))
             }),
             tmux_client: var("TMUX").is_some(),
+            tmux_tmpdir: var("TMUX_TMPDIR").map(PathBuf::from),
         }
     }
 }
@@ -128,12 +147,14 @@ pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl W
     let reply = match args {
         // Not an agent-deck command: not logged as a call.
         [first, rest @ ..] if first == CRASH_COMMAND => crash(rest, env),
+        [first, rest @ ..] if first == PANE_HOST_COMMAND => pane_host::run(rest, env),
+        [first, rest @ ..] if first == PANE_COMMAND => pane_host::pane(rest),
         _ => {
             if let Some(log) = &env.log {
                 log_call(log, args, err);
             }
             match args {
-                [first, rest @ ..] if first == TMUX_COMMAND => tmux(rest, env),
+                [first, rest @ ..] if first == TMUX_COMMAND => tmux::tmux(rest, env),
                 _ => invoke(args, env, || {
                     let _ = out.flush();
                 }),
@@ -217,48 +238,18 @@ fn crash(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
             format!("Usage: {CRASH_COMMAND} <session id>\n"),
         ));
     };
-    if kill_first(path, |s| s.id == *id)? {
+    if locked(path, |st| kill_first(st, |s| s.id == *id))? {
         Ok(Reply::out(0, format!("crashed {id}\n")))
     } else {
         Err(Reply::err(2, format!("Error: no session with id '{id}'\n")))
     }
 }
 
-/// `tmux [-L SOCKET] kill-session -t [=]NAME`, the one tmux command the
-/// drill runs: the session whose `tmux_session` is NAME crashes as in
-/// [`crash`]. Logged as a call, so tests see the socket and the name.
-fn tmux(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
-    let path = state_path(env)?;
-    let rest = match args {
-        [l, _socket, rest @ ..] if l == "-L" => rest,
-        rest => rest,
-    };
-    let [verb, t, target] = rest else {
-        return Err(Reply::err(
-            1,
-            "usage: tmux [-L socket] kill-session -t name\n".into(),
-        ));
-    };
-    if verb != "kill-session" || t != "-t" {
-        return Err(Reply::err(1, format!("unknown command: {verb}\n")));
-    }
-    let name = target.strip_prefix('=').unwrap_or(target);
-    if kill_first(path, |s| {
-        s.tmux_session == name && s.tmux_alive != Some(false)
-    })? {
-        Ok(Reply::out(0, String::new()))
-    } else {
-        Err(Reply::err(1, format!("can't find session: {name}\n")))
-    }
-}
-
 /// Marks the first session `pick` chooses as crashed (`tmux_alive: false`);
 /// false when there is none.
-fn kill_first(path: &Path, pick: impl Fn(&SimSession) -> bool) -> Result<bool, Reply> {
-    locked(path, |st| {
-        let found = st.sessions.iter_mut().find(|s| pick(s));
-        found.map(|s| s.tmux_alive = Some(false)).is_some()
-    })
+fn kill_first(st: &mut SimState, pick: impl Fn(&SimSession) -> bool) -> bool {
+    let found = st.sessions.iter_mut().find(|s| pick(s));
+    found.map(|s| s.tmux_alive = Some(false)).is_some()
 }
 
 fn state_path(env: &SimEnv) -> Result<&Path, Reply> {

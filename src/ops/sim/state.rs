@@ -21,13 +21,17 @@
 //!                "on_send": "ok|fail|not_running|typed",
 //!                "on_remove": "ok|fail",
 //!                "spawn_failure": {"reason": "spawn_died_fast", "dying_output": "",
-//!                                  "elapsed_ms": 980, "came_up": false}}],
+//!                                  "elapsed_ms": 980, "came_up": false},
+//!                "ignores_sighup": false}],
 //!  "faults": {"<kind>": {"mode": "garbage|null|empty|hang|exit1|crash",
 //!                        "seconds": 3600, "count": 1, "delay": 0.5}},
 //!  (mode also "load_error": storage cannot be loaded, NOT_FOUND with exit 1)
 //!  "delay_s": {"<kind>": 0.5},
 //!  "read_hooks": false, "status_writer": true, "freshness_window_s": 60,
-//!  "version": "1.16.26", "both_store_roots": false}
+//!  "version": "1.16.26", "both_store_roots": false,
+//!  "tmux_server": "down",
+//!  "pane_host": {"pid": 4242, "panes": {"agentdeck_t_0badf00d": 4243},
+//!                "orphans": {"agentdeck_u_12345678": 4244}}}
 //! ```
 //!
 //! Kinds (of `faults` and `delay_s`): `list_all list show restart start send
@@ -47,9 +51,22 @@
 //! call of 1.16.14 or later print the store WARNING on stderr, exit as
 //! usual (`store_roots.rs`).
 //!
+//! `pane_host` is written by `sim pane-host` alone (`pane_host.rs`): its
+//! pid, which plays the tmux server's, and the pid of the sleeping child it
+//! keeps for each live session's tmux name (`panes`), plus the children of
+//! `ignores_sighup` sessions that outlived a kill of their tmux session
+//! (`orphans`). `tmux_server: "down"` is a killed tmux server: the host
+//! kills every child and `sim tmux` answers `no server running`. A session's
+//! `ignores_sighup: true` is an agent that ignores SIGHUP, so its process
+//! outlives `kill-session` (pane-death.md §2). `sim tmux list-panes` and
+//! `display` answer from these keys (`tmux.rs`); without `pane_host` no
+//! answer but theirs changes.
+//!
 //! A missing or `null` key reads as the default; keys this schema does not
 //! know are kept as they are, so a rewrite never loses them. Reading and
 //! writing the file is `file.rs`'s job.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -96,6 +113,13 @@ pub struct SimState {
     #[serde(default, deserialize_with = "nullable")]
     #[serde(skip_serializing_if = "is_false")]
     pub both_store_roots: bool,
+    /// `"down"`: the tmux server is gone (`kill-server`); anything else, or
+    /// absent, it runs whenever a pane host does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_server: Option<String>,
+    /// What the running `sim pane-host` holds; absent, no host runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane_host: Option<PaneHost>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
@@ -112,6 +136,8 @@ impl Default for SimState {
             freshness_window_s: None,
             version: None,
             both_store_roots: false,
+            tmux_server: None,
+            pane_host: None,
             other: Map::new(),
         }
     }
@@ -125,6 +151,30 @@ impl SimState {
         let named = self.version.as_deref().unwrap_or(super::VERSION);
         Version::or_oldest(Version::parse(named))
     }
+
+    /// `tmux_server: "down"`: every pane is gone and tmux finds no server.
+    pub fn server_down(&self) -> bool {
+        self.tmux_server.as_deref() == Some(TMUX_DOWN)
+    }
+}
+
+/// The `tmux_server` value of a killed server.
+pub(super) const TMUX_DOWN: &str = "down";
+
+/// The running pane host's record: its pid (the simulated tmux server's)
+/// and its children's, by tmux session name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PaneHost {
+    #[serde(deserialize_with = "nullable")]
+    pub pid: u32,
+    /// One child per live session: the pane's process.
+    #[serde(deserialize_with = "nullable")]
+    pub panes: BTreeMap<String, u32>,
+    /// Children of `ignores_sighup` sessions whose tmux session was killed:
+    /// alive, but in no pane.
+    #[serde(deserialize_with = "nullable")]
+    pub orphans: BTreeMap<String, u32>,
 }
 
 /// How `session restart` answers.
@@ -312,6 +362,10 @@ pub struct SimSession {
     /// Written back: every message delivered by `session send`.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub sent: Vec<String>,
+    /// The agent ignores SIGHUP: a kill of its tmux session (`sim crash`,
+    /// `kill-session`) leaves its pane host child alive as an orphan.
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_false")]
+    pub ignores_sighup: bool,
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }

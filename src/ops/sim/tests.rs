@@ -2,13 +2,16 @@
 //! black-box contract tests (tests/integration/sim_contract.rs) run it as a
 //! program, faults and signals included.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use super::state::{OnRestart, OnSend, OnStart};
+use super::reconcile::{reconcile, Held, Plan};
+use super::state::{OnRestart, OnSend, OnStart, PaneHost};
+use super::tmux::expand;
 use super::*;
 
 struct Sim {
@@ -47,6 +50,7 @@ impl Sim {
             profile: String::new(),
             hooks: None,
             tmux_client: false,
+            tmux_tmpdir: None,
         }
     }
 
@@ -1364,4 +1368,372 @@ fn substate_detail_is_printed_from_1_16_11_on_and_never_before() {
         .json(&["session", "show", ID, "--json"])
         .get("substate_detail")
         .is_none());
+}
+
+// The simulator as tmux, and the pane host's decisions.
+
+const PANES_FORMAT: &str =
+    "#{session_name}\t#{window_index}\t#{pane_index}\t#{pane_pid}\t#{pane_dead}\t#{pid}";
+
+fn live(id: &str, tmux: &str, started: f64) -> SimSession {
+    let mut s = session(id, id, "running");
+    s.tmux_session = tmux.into();
+    s.last_started = Some(started);
+    s
+}
+
+/// This process plays the pane host: a pid that is alive.
+fn host_pid() -> u32 {
+    std::process::id()
+}
+
+fn hosted(s: &Sim, panes: &[(&str, u32)]) {
+    hosted_by(s, host_pid(), panes);
+}
+
+fn hosted_by(s: &Sim, pid: u32, panes: &[(&str, u32)]) {
+    transact(&s.state, |st| {
+        st.pane_host = Some(PaneHost {
+            pid,
+            panes: panes.iter().map(|(n, p)| (n.to_string(), *p)).collect(),
+            orphans: BTreeMap::new(),
+        })
+    })
+    .expect("write state");
+}
+
+fn uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+
+#[test]
+fn expand_fills_known_variables_and_empties_the_rest() {
+    let var = |v: &str| match v {
+        "a" => Some("1"),
+        "bb" => Some("two"),
+        _ => None,
+    };
+    assert_eq!(expand("#{a}|#{bb}#{a}", var), "1|two1");
+    assert_eq!(expand("x#{nope}y", var), "xy", "unknown: empty");
+    assert_eq!(expand("no vars", var), "no vars");
+    assert_eq!(expand("#{a} #{open", var), "1 #{open", "unclosed kept");
+    assert_eq!(expand("# {a} #a", var), "# {a} #a");
+}
+
+#[test]
+fn list_panes_prints_a_line_per_hosted_pane_with_the_server_pid() {
+    let s = sim(vec![live(ID, "agentdeck_b_2", 1.0)]);
+    hosted(&s, &[("agentdeck_b_2", 501), ("agentdeck_a_1", 500)]);
+    let (code, out, err) = s.call(&[
+        "tmux",
+        "-u",
+        "-L",
+        "S",
+        "list-panes",
+        "-a",
+        "-F",
+        PANES_FORMAT,
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let h = host_pid();
+    assert_eq!(
+        out,
+        format!("agentdeck_a_1\t0\t0\t500\t0\t{h}\nagentdeck_b_2\t0\t0\t501\t0\t{h}\n")
+    );
+    // Flags in either order; an unknown variable is empty.
+    let (code, out, _) = s.call(&["tmux", "list-panes", "-F", "#{pane_pid}:#{x}", "-a"]);
+    assert_eq!((code, out.as_str()), (0, "500:\n501:\n"));
+    assert_eq!(
+        s.call(&["tmux", "display", "-p", "#{pid}"]),
+        (0, format!("{h}\n"), String::new())
+    );
+    let (_, out, _) = s.call(&[
+        "tmux",
+        "-L",
+        "S",
+        "display-message",
+        "-p",
+        "[#{pid}]#{session_name}",
+    ]);
+    assert_eq!(out, format!("[{h}]\n"));
+    // Logged as calls, as the drill's kill is.
+    let logged = fs::read_to_string(&s.log).unwrap_or_default();
+    assert_eq!(logged.lines().count(), 4, "{logged}");
+}
+
+#[test]
+fn without_a_pane_host_or_with_the_server_down_tmux_finds_no_server() {
+    let s = sim(vec![live(ID, "agentdeck_a_1", 1.0)]);
+    let list = ["tmux", "-u", "list-panes", "-a", "-F", "#{pid}"];
+    let nothing = format!("no server running on /tmp/tmux-{}/default\n", uid());
+    assert_eq!(s.call(&list), (1, String::new(), nothing.clone()));
+    assert_eq!(
+        s.call(&["tmux", "display", "-p", "#{pid}"]),
+        (1, String::new(), nothing)
+    );
+    let env = SimEnv {
+        tmux_tmpdir: Some(PathBuf::from("/run/t")),
+        ..s.env()
+    };
+    let socketed = ["tmux", "-L", "wd", "list-panes", "-a", "-F", "#{pid}"];
+    let expected = format!("no server running on /run/t/tmux-{}/wd\n", uid());
+    assert_eq!(s.call_in(&env, &socketed), (1, String::new(), expected));
+    hosted(&s, &[("agentdeck_a_1", 500)]);
+    assert_eq!(s.call(&list).0, 0);
+    transact(&s.state, |st| st.tmux_server = Some("down".into())).expect("write state");
+    let (code, out, err) = s.call(&list);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.starts_with("no server running on "), "{err}");
+    // kill-session too finds no server, and changes nothing.
+    let (code, _, err) = s.call(&["tmux", "kill-session", "-t", "=agentdeck_a_1"]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with("no server running on "), "{err}");
+    assert_eq!(s.session(ID).tmux_alive, None);
+}
+
+#[test]
+fn a_recorded_pane_host_that_is_gone_is_no_server() {
+    let s = sim(vec![live(ID, "agentdeck_a_1", 1.0)]);
+    // Pid 0 is no process: the record of a host that was killed outright.
+    hosted_by(&s, 0, &[("agentdeck_a_1", 500)]);
+    let (code, out, err) = s.call(&["tmux", "list-panes", "-a", "-F", "#{pane_pid}"]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.starts_with("no server running on "), "{err}");
+    assert_eq!(s.call(&["tmux", "display", "-p", "#{pid}"]).0, 1);
+    assert_eq!(
+        s.call(&["tmux", "kill-session", "-t", "agentdeck_a_1"]).0,
+        1
+    );
+    assert_eq!(s.session(ID).tmux_alive, None, "nothing killed");
+}
+
+#[test]
+fn tmux_usage_errors_keep_their_words() {
+    let s = sim(vec![live(ID, "agentdeck_a_1", 1.0)]);
+    let usage = "usage: tmux [-L socket] kill-session -t name\n";
+    assert_eq!(
+        s.call(&["tmux", "kill-session"]),
+        (1, String::new(), usage.into())
+    );
+    assert_eq!(
+        s.call(&["tmux", "-L", "x", "rename", "-t", "y"]),
+        (1, String::new(), "unknown command: rename\n".into())
+    );
+    let (code, _, err) = s.call(&["tmux", "list-panes", "-F"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "usage: tmux [-L socket] list-panes -a -F format\n")
+    );
+    assert_eq!(s.call(&["tmux", "display", "#{pid}"]).0, 1);
+    // `-u` is taken before the command, as tmux takes it.
+    assert_eq!(
+        s.call(&[
+            "tmux",
+            "-u",
+            "-L",
+            "x",
+            "kill-session",
+            "-t",
+            "=agentdeck_a_1"
+        ])
+        .0,
+        0
+    );
+    assert_eq!(s.session(ID).tmux_alive, Some(false));
+}
+
+#[test]
+fn new_keys_are_not_written_into_a_state_that_has_none() {
+    let s = sim(vec![live(ID, "agentdeck_a_1", 1.0)]);
+    transact(&s.state, |st| st.sessions[0].restarts = 1).expect("write state");
+    let text = fs::read_to_string(&s.state).expect("read state");
+    for key in ["pane_host", "tmux_server", "ignores_sighup", "orphans"] {
+        assert!(!text.contains(key), "{key} written: {text}");
+    }
+}
+
+fn child(started: f64) -> Held {
+    Held {
+        started: Some(started),
+        exited: false,
+    }
+}
+
+fn names(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+fn state_of(sessions: Vec<SimSession>) -> SimState {
+    SimState {
+        sessions,
+        ..SimState::default()
+    }
+}
+
+#[test]
+fn reconcile_spawns_a_child_per_live_named_session_only() {
+    let mut never = live("n", "agentdeck_n_1", 1.0);
+    never.started = Some(false);
+    let mut crashed = live("c", "agentdeck_c_1", 1.0);
+    crashed.tmux_alive = Some(false);
+    let mut stopped = live("s", "agentdeck_s_1", 1.0);
+    stopped.status = Some("stopped".into());
+    let unnamed = live("u", "", 1.0);
+    let twin = live("t", "agentdeck_a_1", 9.0);
+    let st = state_of(vec![
+        live("a", "agentdeck_a_1", 1.0),
+        never,
+        crashed,
+        stopped,
+        unnamed,
+        twin,
+    ]);
+    let plan = reconcile(&st, &BTreeMap::new(), &BTreeSet::new());
+    assert_eq!(
+        plan,
+        Plan {
+            spawn: vec![("agentdeck_a_1".into(), Some(1.0))],
+            ..Plan::default()
+        },
+        "the first session of a name owns it"
+    );
+}
+
+#[test]
+fn reconcile_keeps_a_child_until_its_session_restarts_or_dies() {
+    let panes = BTreeMap::from([("agentdeck_a_1".to_string(), child(1.0))]);
+    let st = state_of(vec![live("a", "agentdeck_a_1", 1.0)]);
+    assert_eq!(
+        reconcile(&st, &panes, &BTreeSet::new()),
+        Plan::default(),
+        "nothing to do"
+    );
+    // A restart that keeps the name: the old child goes, a new one comes.
+    let st = state_of(vec![live("a", "agentdeck_a_1", 2.0)]);
+    assert_eq!(
+        reconcile(&st, &panes, &BTreeSet::new()),
+        Plan {
+            kill: names(&["agentdeck_a_1"]),
+            spawn: vec![("agentdeck_a_1".into(), Some(2.0))],
+            ..Plan::default()
+        }
+    );
+    // One that renames: the old name's child goes, the new name gets one.
+    let st = state_of(vec![live("a", "agentdeck_a_2", 2.0)]);
+    assert_eq!(
+        reconcile(&st, &panes, &BTreeSet::new()),
+        Plan {
+            kill: names(&["agentdeck_a_1"]),
+            spawn: vec![("agentdeck_a_2".into(), Some(2.0))],
+            ..Plan::default()
+        }
+    );
+    // Crashed, stopped, removed: killed.
+    let mut crashed = live("a", "agentdeck_a_1", 1.0);
+    crashed.tmux_alive = Some(false);
+    let mut stopped = live("a", "agentdeck_a_1", 1.0);
+    stopped.status = Some("stopped".into());
+    for st in [
+        state_of(vec![crashed]),
+        state_of(vec![stopped]),
+        state_of(vec![]),
+    ] {
+        let plan = reconcile(&st, &panes, &BTreeSet::new());
+        assert_eq!(
+            plan,
+            Plan {
+                kill: names(&["agentdeck_a_1"]),
+                ..Plan::default()
+            }
+        );
+    }
+}
+
+#[test]
+fn reconcile_orphans_a_sighup_ignoring_agent_whose_tmux_session_was_killed() {
+    let panes = BTreeMap::from([("agentdeck_a_1".to_string(), child(1.0))]);
+    let mut killed = live("a", "agentdeck_a_1", 1.0);
+    killed.ignores_sighup = true;
+    killed.tmux_alive = Some(false);
+    let st = state_of(vec![killed.clone()]);
+    let orphaned = Plan {
+        orphan: names(&["agentdeck_a_1"]),
+        ..Plan::default()
+    };
+    assert_eq!(reconcile(&st, &panes, &BTreeSet::new()), orphaned);
+    // An older orphan of that name gives way.
+    let older = BTreeSet::from(["agentdeck_a_1".to_string()]);
+    assert_eq!(
+        reconcile(&st, &panes, &older),
+        Plan {
+            kill_orphans: names(&["agentdeck_a_1"]),
+            ..orphaned
+        }
+    );
+    // A stop ends it all the same.
+    let mut stopped = killed.clone();
+    stopped.status = Some("stopped".into());
+    let plan = reconcile(&state_of(vec![stopped]), &panes, &BTreeSet::new());
+    assert_eq!(plan.kill, names(&["agentdeck_a_1"]));
+    // An orphan outlives its session's start under the same name.
+    let st = state_of(vec![live("a", "agentdeck_a_1", 2.0)]);
+    let plan = reconcile(&st, &BTreeMap::new(), &older);
+    assert!(plan.kill_orphans.is_empty(), "{plan:?}");
+}
+
+#[test]
+fn reconcile_kills_everything_when_the_server_is_down() {
+    let panes = BTreeMap::from([
+        ("agentdeck_a_1".to_string(), child(1.0)),
+        ("agentdeck_b_1".to_string(), child(1.0)),
+    ]);
+    let mut killed = live("b", "agentdeck_b_1", 1.0);
+    killed.ignores_sighup = true;
+    killed.tmux_alive = Some(false);
+    let mut st = state_of(vec![live("a", "agentdeck_a_1", 1.0), killed]);
+    st.tmux_server = Some("down".into());
+    let orphans = BTreeSet::from(["agentdeck_o_1".to_string()]);
+    assert_eq!(
+        reconcile(&st, &panes, &orphans),
+        Plan {
+            kill_orphans: names(&["agentdeck_o_1"]),
+            kill: names(&["agentdeck_a_1", "agentdeck_b_1"]),
+            ..Plan::default()
+        }
+    );
+    st.tmux_server = Some("up".into());
+    assert_eq!(reconcile(&st, &panes, &orphans).kill, Vec::<String>::new());
+}
+
+#[test]
+fn reconcile_takes_a_child_that_exited_as_its_tmux_session_gone() {
+    let exited = Held {
+        started: Some(1.0),
+        exited: true,
+    };
+    let panes = BTreeMap::from([("agentdeck_a_1".to_string(), exited)]);
+    let st = state_of(vec![live("a", "agentdeck_a_1", 1.0)]);
+    assert_eq!(
+        reconcile(&st, &panes, &BTreeSet::new()),
+        Plan {
+            kill: names(&["agentdeck_a_1"]),
+            gone: names(&["agentdeck_a_1"]),
+            ..Plan::default()
+        },
+        "not respawned: the agent died"
+    );
+    // Restarted meanwhile: a new child, no death.
+    let st = state_of(vec![live("a", "agentdeck_a_1", 2.0)]);
+    let plan = reconcile(&st, &panes, &BTreeSet::new());
+    assert_eq!(plan.gone, Vec::<String>::new());
+    assert_eq!(plan.spawn, vec![("agentdeck_a_1".into(), Some(2.0))]);
+    // An exited child of a SIGHUP-ignoring agent is no orphan.
+    let mut killed = live("a", "agentdeck_a_1", 1.0);
+    killed.ignores_sighup = true;
+    killed.tmux_alive = Some(false);
+    let plan = reconcile(&state_of(vec![killed]), &panes, &BTreeSet::new());
+    assert_eq!(
+        (plan.kill, plan.orphan),
+        (names(&["agentdeck_a_1"]), vec![])
+    );
 }

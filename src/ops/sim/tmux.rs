@@ -1,0 +1,170 @@
+//! The simulator as tmux (`sim tmux [-u] [-L SOCKET] <command>`), for the
+//! drill's kill and the pane watch's listing; every call is logged.
+//!
+//! - `kill-session -t [=]NAME`: the session whose `tmux_session` is NAME
+//!   crashes as `sim crash` makes it (`tmux_alive: false`), so the pane host
+//!   kills its child (unless it ignores SIGHUP).
+//! - `list-panes -a -F FMT`: one line per pane the pane host holds
+//!   (`pane_host.panes`, by name), FMT expanded (see [`expand`]).
+//! - `display -p FMT` (or `display-message`): FMT expanded with the
+//!   server's `#{pid}`.
+//!
+//! With `tmux_server: "down"`, or a `pane_host` whose pid is no live
+//! process (a host killed outright), and for `list-panes` and `display`
+//! also with no `pane_host`, there is no server: exit 1 and tmux's `no server running
+//! on <socket path>`, the path being `$TMUX_TMPDIR` (else `/tmp`),
+//! `tmux-<uid>`, then the `-L` name or `default`.
+
+use std::path::Path;
+
+use super::reply::Reply;
+use super::state::{SimSession, SimState};
+use super::{kill_first, locked, state_path, SimEnv};
+use crate::sys::process_table::{pid_alive, PROC_DIR};
+
+/// The one window and the one pane each simulated session has.
+const FIRST_INDEX: &str = "0";
+
+/// What the server says of a pane's process: alive (remain-on-exit is off,
+/// so a dead pane is never kept).
+const PANE_ALIVE: &str = "0";
+
+/// Where tmux keeps its sockets when `TMUX_TMPDIR` is unset.
+const DEFAULT_TMPDIR: &str = "/tmp";
+
+/// `tmux [-u] [-L SOCKET] <command> <args…>`.
+pub(super) fn tmux(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
+    let path = state_path(env)?;
+    let mut socket = None;
+    let mut rest = args;
+    loop {
+        match rest {
+            [u, more @ ..] if u == "-u" => rest = more,
+            [l, name, more @ ..] if l == "-L" => {
+                socket = Some(name.as_str());
+                rest = more;
+            }
+            _ => break,
+        }
+    }
+    let no_server = || {
+        let dir = env
+            .tmux_tmpdir
+            .as_deref()
+            .unwrap_or(Path::new(DEFAULT_TMPDIR));
+        let uid = rustix::process::getuid().as_raw();
+        let shown = dir
+            .join(format!("tmux-{uid}"))
+            .join(socket.unwrap_or("default"));
+        Reply::err(1, format!("no server running on {}\n", shown.display()))
+    };
+    match rest {
+        [verb, more @ ..] if verb == "list-panes" => {
+            let format =
+                flags(more, &["-a"], "-F").ok_or_else(|| usage("list-panes -a -F format"))?;
+            locked(path, |st| list_panes(st, format).ok_or_else(no_server))?
+        }
+        [verb, more @ ..] if verb == "display" || verb == "display-message" => {
+            let format = flags(more, &[], "-p").ok_or_else(|| usage("display -p format"))?;
+            locked(path, |st| display(st, format).ok_or_else(no_server))?
+        }
+        [verb, t, target] if verb == "kill-session" && t == "-t" => {
+            let name = target.strip_prefix('=').unwrap_or(target);
+            let killed = locked(path, |st| {
+                let alive = |s: &SimSession| s.tmux_session == name && s.tmux_alive != Some(false);
+                (!no_server_to_kill(st)).then(|| kill_first(st, alive))
+            })?;
+            match killed {
+                None => Err(no_server()),
+                Some(true) => Ok(Reply::out(0, String::new())),
+                Some(false) => Err(Reply::err(1, format!("can't find session: {name}\n"))),
+            }
+        }
+        [verb, _, _] => Err(Reply::err(1, format!("unknown command: {verb}\n"))),
+        _ => Err(usage("kill-session -t name")),
+    }
+}
+
+/// `usage: tmux [-L socket] <command>`, exit 1.
+fn usage(command: &str) -> Reply {
+    Reply::err(1, format!("usage: tmux [-L socket] {command}\n"))
+}
+
+/// The value of `value_flag` when `args` are exactly that flag with its
+/// value and every one of `required`, in any order.
+fn flags<'a>(args: &'a [String], required: &[&str], value_flag: &str) -> Option<&'a str> {
+    let (mut value, mut seen) = (None, Vec::new());
+    let mut rest = args;
+    while let [first, more @ ..] = rest {
+        rest = more;
+        if first == value_flag {
+            let [v, after @ ..] = rest else {
+                return None;
+            };
+            value = Some(v.as_str());
+            rest = after;
+        } else if required.contains(&first.as_str()) {
+            seen.push(first.as_str());
+        } else {
+            return None;
+        }
+    }
+    required.iter().all(|r| seen.contains(r)).then_some(value?)
+}
+
+/// The server's pid: the pane host's, while it runs and the server is up.
+fn server(st: &SimState) -> Option<u32> {
+    let host = st.pane_host.as_ref().filter(|_| !st.server_down())?;
+    pid_alive(Path::new(PROC_DIR), host.pid).then_some(host.pid)
+}
+
+/// Whether `kill-session` finds no server: it is down, or a pane host was
+/// recorded and has died (killed outright, it could not say so).
+fn no_server_to_kill(st: &SimState) -> bool {
+    st.server_down() || (st.pane_host.is_some() && server(st).is_none())
+}
+
+/// `list-panes -a -F FORMAT`: a line per pane, by name; None without a server.
+pub(super) fn list_panes(st: &SimState, format: &str) -> Option<Reply> {
+    let pid = server(st)?.to_string();
+    let host = st.pane_host.as_ref()?;
+    let mut text = String::new();
+    for (name, pane_pid) in &host.panes {
+        let pane_pid = pane_pid.to_string();
+        text.push_str(&expand(format, |var| match var {
+            "session_name" => Some(name.as_str()),
+            "window_index" | "pane_index" => Some(FIRST_INDEX),
+            "pane_pid" => Some(&pane_pid),
+            "pane_dead" => Some(PANE_ALIVE),
+            "pid" => Some(&pid),
+            _ => None,
+        }));
+        text.push('\n');
+    }
+    Some(Reply::out(0, text))
+}
+
+/// `display -p FORMAT`: the format with the server's pid; None without a server.
+pub(super) fn display(st: &SimState, format: &str) -> Option<Reply> {
+    let pid = server(st)?.to_string();
+    let line = expand(format, |var| (var == "pid").then_some(pid.as_str()));
+    Some(Reply::out(0, line + "\n"))
+}
+
+/// `format` with each `#{name}` replaced by `var(name)`, empty when that is
+/// None, as tmux expands a variable it does not know; an unclosed `#{` is
+/// kept as it is.
+pub(super) fn expand<'a>(format: &str, var: impl Fn(&str) -> Option<&'a str>) -> String {
+    let mut out = String::new();
+    let mut rest = format;
+    while let Some(at) = rest.find("#{") {
+        let Some(len) = rest[at + 2..].find('}') else {
+            break;
+        };
+        out.push_str(&rest[..at]);
+        out.push_str(var(&rest[at + 2..at + 2 + len]).unwrap_or_default());
+        rest = &rest[at + 3 + len..];
+    }
+    out.push_str(rest);
+    out
+}
