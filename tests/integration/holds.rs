@@ -171,6 +171,25 @@ fn a_stop_that_flips_to_error_below_1_16_23_stays_a_stop_until_started_by_hand()
 }
 
 #[test]
+fn from_1_16_23_an_error_after_a_stop_is_a_death() {
+    // 1.16.23 fixed the flip (#2453): an `error` after `stopped` is the
+    // session dying after a human started it between two reads.
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "stopped")]);
+    at(&wd, Some("1.16.26"));
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(3);
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    assert!(
+        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
+        "stderr:\n{}",
+        d.stderr()
+    );
+    assert!(wd.restarts_with("skipped").is_empty());
+}
+
+#[test]
 fn the_stop_flag_survives_a_watchdog_restart() {
     let wd = Wd::new();
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "stopped")]);
