@@ -415,3 +415,39 @@ fn a_conductor_that_was_added_but_never_started_is_not_revived() {
     assert_eq!(held[0].action, "skipped");
     assert_eq!(a.boots(), 0);
 }
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn the_version_read_at_start_gates_the_pane_sample_and_is_in_daemon_status() {
+    let sb = Sandbox::new();
+    let a = sb.launch("conductor-ops", "conductor", Tool::Custom, None);
+    // Seen running once, so its death is no never-started session.
+    let seen = sb.run_watchdog(&["--once"], &[]);
+    assert_eq!(seen.status.code(), Some(0), "{seen:?}");
+    sb.kill_tmux_session(&a);
+    assert!(
+        wait_until(RECOVERY, || sb.status(&a) == "error"),
+        "{}",
+        sb.show(&a)
+    );
+    let out = sb.run_watchdog(&["--once", "--dry-run"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = fs::read_to_string(sb.watchdog_dir().join("daemon-status.json"))
+        .expect("daemon-status.json");
+    let status: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let real = sb.cli(&["version"]);
+    let named = String::from_utf8_lossy(&real.stdout);
+    let version = status["agent_deck_version"].as_str().expect("a version");
+    assert!(
+        named.contains(&format!("v{version}")),
+        "{named} / {version}"
+    );
+    assert_eq!(sb.watchdog_calls_with(&["version"]).len(), 2, "one a run");
+    let samples = sb.watchdog_calls_with(&["output", "--pane"]);
+    assert!(!samples.is_empty(), "the dry run sampled the dead pane");
+    // 1.14.0 has no --primary: it would exit 2 like NOT_FOUND.
+    assert!(
+        samples.iter().all(|c| !c.contains("--primary")),
+        "{samples:?}"
+    );
+}
