@@ -22,6 +22,7 @@ use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
 use crate::records::metrics::{self, METRICS_FILE};
+use crate::triggers::panes_watch::PaneMap;
 
 /// What the live lists of one tick said.
 #[derive(Default)]
@@ -33,6 +34,8 @@ struct LiveView {
     /// The waiting children the cache does not keep whole, from their row
     /// or, in an unreadable profile, as the waiting patrol is timing them.
     children: Vec<Session>,
+    /// Every tmux session name a row carried, for the pane watch.
+    tmux_names: BTreeSet<String>,
 }
 
 impl Daemon {
@@ -53,6 +56,7 @@ impl Daemon {
         let mut profiles = Fleet::profiles(&critical);
         profiles.extend(self.fleet.child_profiles().cloned());
         let view = self.read_live(profiles);
+        self.hand_over_panes(&critical, &view);
         let (live, unreadable, children) = (&view.live, &view.unreadable, &view.children);
         let verdicts: BTreeMap<&str, Errored> = critical
             .iter()
@@ -115,7 +119,11 @@ impl Daemon {
             let fleet = &self.fleet;
             let mut live = BTreeMap::new();
             let mut children = Vec::new();
+            let names = &mut view.tmux_names;
             let read = self.ctx.deck.list_profile(&profile, &mut |row| {
+                if let Some(name) = row.tmux_session() {
+                    names.insert(name.to_owned());
+                }
                 if fleet.get(&row.id).is_some() {
                     live.insert(row.id.to_string(), row.live());
                 } else if row.status == Some(Status::Waiting)
@@ -141,6 +149,29 @@ impl Daemon {
             }
         }
         view
+    }
+
+    /// Hands the pane watch each critical session's tmux name, as its row
+    /// gave it; a session of a profile whose list was unreadable keeps the
+    /// name handed over before.
+    fn hand_over_panes(&mut self, critical: &[Session], view: &LiveView) {
+        let before = std::mem::take(&mut self.tmux_names);
+        for s in critical {
+            let name = match view.live.get(&s.id) {
+                Some(l) => l.tmux_session.clone(),
+                None if view.unreadable.contains(&s.profile) => before.get(&s.id).cloned(),
+                None => None,
+            };
+            if let Some(name) = name {
+                self.tmux_names.insert(s.id.clone(), name);
+            }
+        }
+        let mut known = view.tmux_names.clone();
+        known.extend(self.tmux_names.values().cloned());
+        self.panes.hand_over(PaneMap {
+            critical: self.tmux_names.clone(),
+            known,
+        });
     }
 
     /// The children the waiting patrol is timing in `profile`, whose list
@@ -342,6 +373,7 @@ impl Daemon {
             rate_limit_max: self.ctx.limits.rate_max,
             rate_limit_window_s: self.ctx.limits.rate_window,
             agent_deck_version: self.ctx.deck.version().map(|v| v.to_string()),
+            pane_watch: self.panes.status().into(),
         };
         match metrics::write(&self.ctx.cfg.watchdog_dir, &sample) {
             Ok(()) => self.metrics_warned = false,
