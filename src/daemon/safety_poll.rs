@@ -153,11 +153,20 @@ impl Daemon {
 
     /// Hands the pane watch each critical session's tmux name, as its row
     /// gave it; a session of a profile whose list was unreadable keeps the
-    /// name handed over before.
+    /// name handed over before. A stopped session has no pane to watch: it
+    /// is left out, and its name is not "known", so that the watch asks
+    /// for a look once its pane is back.
     fn hand_over_panes(&mut self, critical: &[Session], view: &LiveView) {
         let before = std::mem::take(&mut self.tmux_names);
+        let mut known = view.tmux_names.clone();
         for s in critical {
             let name = match view.live.get(&s.id) {
+                Some(l) if l.status() == Status::Stopped => {
+                    if let Some(n) = &l.tmux_session {
+                        known.remove(n);
+                    }
+                    None
+                }
                 Some(l) => l.tmux_session.clone(),
                 None if view.unreadable.contains(&s.profile) => before.get(&s.id).cloned(),
                 None => None,
@@ -166,7 +175,6 @@ impl Daemon {
                 self.tmux_names.insert(s.id.clone(), name);
             }
         }
-        let mut known = view.tmux_names.clone();
         known.extend(self.tmux_names.values().cloned());
         self.panes.hand_over(PaneMap {
             critical: self.tmux_names.clone(),
@@ -573,6 +581,79 @@ pub(super) mod tests {
         let clock = Arc::new(FakeClock::at(NOW));
         let d = Daemon::new(&cfg, flags, deck, clock.clone(), Shutdown::new().unwrap()).unwrap();
         (d, clock)
+    }
+
+    #[test]
+    fn the_tick_hands_the_pane_watch_each_running_critical_session_s_tmux_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut script = fleet("running");
+        let with_names = |status: &str| {
+            format!(
+                r#"[{{"id":"{COND}","title":"conductor-ops","profile":"default","status":"{status}","tmux_session":"agentdeck_conductor-ops_3f9c2a1b"}},
+                   {{"id":"{WORKER}","title":"worker-1","profile":"default","status":"running","tmux_session":"agentdeck_worker-1_a0b1c2d3"}}]"#
+            )
+        };
+        script.lists.insert("default".into(), with_names("running"));
+        let deck = Arc::new(FakeDeck::new(script));
+        let mut d = daemon(tmp.path(), deck.clone());
+        d.tick();
+        let map = d.panes.map().unwrap();
+        let want = [(
+            COND.to_owned(),
+            "agentdeck_conductor-ops_3f9c2a1b".to_owned(),
+        )];
+        assert_eq!(map.critical, want.into());
+        assert!(map.known.contains("agentdeck_worker-1_a0b1c2d3"));
+        // Stopped: nothing to watch, and its name is no longer known.
+        deck.script
+            .lock()
+            .lists
+            .insert("default".into(), with_names("stopped"));
+        d.tick();
+        let map = d.panes.map().unwrap();
+        assert!(map.critical.is_empty());
+        assert!(!map.known.contains("agentdeck_conductor-ops_3f9c2a1b"));
+        // An unreadable profile keeps the name handed over before.
+        deck.script
+            .lock()
+            .lists
+            .insert("default".into(), with_names("running"));
+        d.tick();
+        deck.script.lock().lists.clear();
+        d.tick();
+        assert_eq!(d.panes.map().unwrap().critical.len(), 1);
+    }
+
+    #[test]
+    fn one_dead_pane_takes_the_hook_s_check_and_several_go_straight_to_a_tick() {
+        use crate::triggers::event_queue::Batch;
+        use crate::triggers::panes_watch::Proof;
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(fleet("running")));
+        let mut d = daemon(tmp.path(), deck.clone());
+        d.tick();
+        deck.calls.lock().clear();
+        let one = Batch {
+            panes: [(COND.to_owned(), Proof::ProcessExited)].into(),
+            ..Batch::default()
+        };
+        assert!(d.handle(one));
+        assert_eq!((deck.count("show"), deck.count("list-all")), (1, 0));
+        deck.calls.lock().clear();
+        let many = Batch {
+            panes: [
+                (COND.to_owned(), Proof::ProcessExited),
+                (WORKER.to_owned(), Proof::GoneFromListing),
+            ]
+            .into(),
+            ..Batch::default()
+        };
+        assert!(d.handle(many));
+        assert_eq!(
+            (deck.count("show"), deck.count("list-all")),
+            (0, 1),
+            "a tick, not N shows"
+        );
     }
 
     fn metrics(home: &std::path::Path) -> String {

@@ -136,7 +136,8 @@ impl PaneShare {
         self.inner.lock().0 = Some(map);
     }
 
-    fn map(&self) -> Option<PaneMap> {
+    /// The map last handed over; `None` before the first tick.
+    pub(crate) fn map(&self) -> Option<PaneMap> {
         self.inner.lock().0.clone()
     }
 
@@ -457,6 +458,9 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
     /// Whether `listing` holds an agent-deck name that no list row carried
     /// and that was not asked about before.
     fn unknown_names(&mut self, map: &PaneMap, listing: &Listing) -> bool {
+        // A name that left the server is asked about again when it is back
+        // (a stopped critical session started again).
+        self.asked.retain(|n| listing.panes.contains_key(n));
         let mut unknown = false;
         for name in listing.panes.keys() {
             if name.starts_with(DECK_PREFIX)
