@@ -158,6 +158,17 @@ impl PaneShare {
         }
     }
 
+    /// Sets what the watch covers, as a round would.
+    #[cfg(test)]
+    pub(crate) fn set_armed(&self, armed: bool) {
+        let covered = usize::from(armed);
+        self.publish(WatchStatus {
+            armed,
+            covered,
+            why_not: None,
+        });
+    }
+
     /// Turns ready when `armed` may have changed; for the ticker.
     pub(crate) fn armed_changes(&self) -> &Receiver<()> {
         &self.armed_rx

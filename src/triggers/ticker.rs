@@ -92,4 +92,35 @@ mod tests {
         assert_eq!(poll_interval(true, every), Duration::from_secs(30));
         assert_eq!(poll_interval(false, every), Duration::from_secs(5));
     }
+
+    #[test]
+    fn the_ticker_follows_the_watch_both_ways_at_once() {
+        let every = Intervals {
+            safety: Duration::from_millis(20),
+            armed: Duration::from_secs(3600),
+        };
+        let share = Arc::new(PaneShare::new("starting"));
+        let queue = Arc::new(EventQueue::new(100));
+        let shutdown = Shutdown::new().unwrap();
+        let t = spawn(every, share.clone(), queue.clone(), shutdown.clone()).unwrap();
+        let tick = |within: Duration| {
+            let b = queue.next_batch(&shutdown, within);
+            b.is_some_and(|b| b.tick)
+        };
+        assert!(tick(Duration::from_secs(5)), "a tick at once");
+        assert!(tick(Duration::from_secs(5)), "unarmed: every 20 ms");
+        share.set_armed(true);
+        // Drain what was sent before the switch was seen.
+        while tick(Duration::from_millis(100)) {}
+        assert!(!tick(Duration::from_millis(200)), "armed: the hour holds");
+        share.set_armed(false);
+        let started = std::time::Instant::now();
+        assert!(
+            tick(Duration::from_secs(5)),
+            "unarmed again: a tick is due at once"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
+        shutdown.trigger();
+        t.join().unwrap();
+    }
 }

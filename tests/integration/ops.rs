@@ -538,6 +538,19 @@ fn with_no_tmux_on_path_the_daemon_says_once_why_and_polls_at_the_safety_interva
 
 #[test]
 fn a_pane_process_that_dies_is_seen_by_the_pane_watch_and_its_session_restarted() {
+    pane_death_is_seen(&[]);
+}
+
+#[test]
+fn in_dry_run_the_pane_watch_runs_and_its_restart_is_only_recorded() {
+    pane_death_is_seen(&["--dry-run"]);
+}
+
+/// A pane process dies (a child of this test, which plays the tmux
+/// server): the watch sees it, and the session is restarted (or, in
+/// `--dry-run`, the restart recorded and not made).
+fn pane_death_is_seen(args: &[&str]) {
+    let dry_run = args.contains(&"--dry-run");
     let (wd, listing, log) = fake_tmux(
         Wd::new()
             .env("ARMED_POLL_INTERVAL_S", "3600")
@@ -555,7 +568,7 @@ fn a_pane_process_that_dies_is_seen_by_the_pane_watch_and_its_session_restarted(
     );
     fs::write(&listing, row).unwrap();
     wd.sessions(vec![conductor_in_tmux()]);
-    let d = wd.spawn(&[]);
+    let d = wd.spawn(args);
     let armed = "the pane watch covers every critical session: polling agent-deck every 3600.0s";
     let ok = wait_until(Duration::from_secs(10), || d.stderr().contains(armed));
     if !ok && d.stderr().contains("pane watch off") {
@@ -577,11 +590,23 @@ fn a_pane_process_that_dies_is_seen_by_the_pane_watch_and_its_session_restarted(
     fs::remove_file(&listing).unwrap();
     pane.kill().unwrap();
     let _ = pane.wait();
+    let decided = || {
+        let made = wd.restart_calls() == 1;
+        let recorded = wd.restarts().iter().any(|r| r.dry_run);
+        if dry_run {
+            recorded
+        } else {
+            made
+        }
+    };
     assert!(
-        wait_until(Duration::from_secs(10), || wd.restart_calls() == 1),
+        wait_until(Duration::from_secs(10), decided),
         "not restarted: {}",
         d.stderr()
     );
+    if dry_run {
+        assert_eq!(wd.restart_calls(), 0, "--dry-run restarted");
+    }
     let err = d.stderr();
     assert!(
         err.contains(&format!("pane watch: {CONDUCTOR} (process_exited) dead")),
