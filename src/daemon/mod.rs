@@ -337,10 +337,12 @@ impl Daemon {
 
     /// The pane watch saw the pane of `id` die (`proof`: how): the hook's
     /// check, but a hook file's "running" (written before the death) is no
-    /// answer. True when agent-deck says `error`.
+    /// answer, and it is neither deferred nor paced (the watch tells each
+    /// death once, so it never comes back as a hook check). True when
+    /// agent-deck says `error`.
     fn pane_finds_error(&mut self, id: &str, proof: Proof) -> bool {
         log::debug!("pane of {id} died ({proof}); checking its status");
-        self.check_finds_error(id, false, false)
+        self.check_finds_error(id, true, false)
     }
 
     /// A hook file for `id` was written (`retry`: a deferred check coming
@@ -351,9 +353,10 @@ impl Daemon {
         self.check_finds_error(id, retry, true)
     }
 
-    /// The status check of [`Self::hook_finds_error`]; `read_hook`: a
-    /// hook file that says the agent is alive ends it without a call.
-    fn check_finds_error(&mut self, id: &str, retry: bool, read_hook: bool) -> bool {
+    /// The status check of [`Self::hook_finds_error`]; `from_hook`: a hook
+    /// file that says the agent is alive ends it without a call, and the
+    /// per-session gap paces it.
+    fn check_finds_error(&mut self, id: &str, retry: bool, from_hook: bool) -> bool {
         if self.fleet.needs_refresh_for(id) && !self.refresh_fleet_if_stale() && !retry {
             // The list was read less than a second ago, maybe before the
             // session existed: come back once it may be read again. A retry
@@ -369,7 +372,7 @@ impl Daemon {
             return false;
         }
         // The agent itself just reported it is running or waiting: alive, no call needed.
-        let hook = read_hook.then(|| hook_file::read_hook(&self.ctx.cfg.hooks_dir, id));
+        let hook = from_hook.then(|| hook_file::read_hook(&self.ctx.cfg.hooks_dir, id));
         let live = match hook.flatten().map(|h| h.status) {
             Some(HookStatus::Running) => Some("running"),
             Some(HookStatus::Waiting) => Some("waiting"),
@@ -379,7 +382,7 @@ impl Daemon {
             log::debug!("hook for {id}: the agent reports {live}; no status check");
             return false;
         }
-        if !self.hook_pacing.may_check(id, self.ctx.clock.now()) {
+        if from_hook && !self.hook_pacing.may_check(id, self.ctx.clock.now()) {
             return false;
         }
         self.sd_notify.alive();

@@ -639,6 +639,16 @@ pub(super) mod tests {
         };
         assert!(d.handle(one));
         assert_eq!((deck.count("show"), deck.count("list-all")), (1, 0));
+        // A hook file written before the death says running: no answer for
+        // a dead pane, and a second death at once is not paced away.
+        let hook = config(tmp.path()).hooks_dir.join(format!("{COND}.json"));
+        std::fs::write(hook, r#"{"status":"running"}"#).unwrap();
+        let again = Batch {
+            panes: [(COND.to_owned(), Proof::ProcessExited)].into(),
+            ..Batch::default()
+        };
+        assert!(d.handle(again));
+        assert_eq!(deck.count("show"), 2);
         deck.calls.lock().clear();
         let many = Batch {
             panes: [
