@@ -281,8 +281,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
         }
     }
 
-    /// Waits for an exit, a new map, shutdown or `timeout`; false on
-    /// shutdown. After an exit it waits a moment for more (one kill-server,
+    /// Waits for an exit, shutdown or `timeout`; false on shutdown. After an exit it waits a moment for more (one kill-server,
     /// one round).
     fn wait(&mut self, timeout: Duration) -> bool {
         match self.kernel.wait(timeout) {
