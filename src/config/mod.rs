@@ -17,6 +17,7 @@ pub(crate) use env::{process_env, Env};
 pub(crate) use read::resolve_hooks_dir;
 
 use crate::error::Result;
+use crate::triggers::panes_watch::Mode as PaneWatch;
 use crate::triggers::watch::Backend as WatchBackend;
 
 /// A value that must never reach a log line.
@@ -95,6 +96,13 @@ pub struct Config {
     pub task_retention_days: u32,
     /// How thread A learns about hook files (`WATCH_BACKEND`).
     pub watch_backend: WatchBackend,
+    /// Whether the pane watch (thread C) runs (`PANE_WATCH`).
+    pub pane_watch: PaneWatch,
+    /// The pane watch's backstop listing (`PANE_LIST_INTERVAL_S`).
+    pub pane_list_interval: Duration,
+    /// The CLI poll while the pane watch covers every critical session
+    /// (`ARMED_POLL_INTERVAL_S`).
+    pub armed_poll_interval: Duration,
     /// systemd's notify socket, when started by systemd with `Type=notify`.
     pub notify_socket: Option<String>,
     /// systemd's watchdog interval in µs, when it is meant for this process.

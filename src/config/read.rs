@@ -10,7 +10,7 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{Config, Env, Secret, Source, WatchBackend};
+use super::{Config, Env, PaneWatch, Secret, Source, WatchBackend};
 use crate::error::{Error, Result};
 use crate::sys::process::is_pane_env;
 
@@ -126,6 +126,9 @@ pub(super) fn read(env: &Env) -> Result<Config> {
         )?),
         task_retention_days: r.count("TASK_RETENTION_DAYS", 30, 1..=MAX_RETENTION_DAYS)?,
         watch_backend: r.watch_backend()?,
+        pane_watch: r.pane_watch()?,
+        pane_list_interval: r.seconds("PANE_LIST_INTERVAL_S", 5.0, POSITIVE_WAIT)?,
+        armed_poll_interval: r.armed_poll_interval()?,
         watchdog_usec: r.watchdog_usec()?,
         notify_socket: env.value("NOTIFY_SOCKET")?.map(str::to_owned),
         journal_stream: env.value("JOURNAL_STREAM")?.map(str::to_owned),
@@ -262,6 +265,40 @@ impl<'a> Reader<'a> {
         Ok(backend)
     }
 
+    fn pane_watch(&mut self) -> Result<PaneWatch> {
+        let (mode, shown, origin) = match self.env.value("PANE_WATCH")? {
+            None => (PaneWatch::Auto, "auto", "default"),
+            Some(raw) => match raw.trim() {
+                "auto" => (PaneWatch::Auto, "auto", "environment"),
+                "off" => (PaneWatch::Off, "off", "environment"),
+                _ => return Err(Error::usage(format!(
+                    "PANE_WATCH={raw:?} is invalid: expected auto (watch agent-deck's tmux panes where it can) or off"
+                ))),
+            },
+        };
+        self.note("PANE_WATCH", shown, origin);
+        Ok(mode)
+    }
+
+    /// `ARMED_POLL_INTERVAL_S`: as set; else, when the operator set
+    /// `SAFETY_POLL_INTERVAL_S`, that interval (theirs is kept); else 30 s.
+    fn armed_poll_interval(&mut self) -> Result<Duration> {
+        const NAME: &str = "ARMED_POLL_INTERVAL_S";
+        let (secs, origin) = match (
+            self.env.text(NAME)?,
+            self.env.text("SAFETY_POLL_INTERVAL_S")?,
+        ) {
+            (Some(raw), _) => (parse_seconds(NAME, raw, POSITIVE_WAIT)?, "environment"),
+            (None, Some(safety)) => (
+                parse_seconds("SAFETY_POLL_INTERVAL_S", safety, POSITIVE_WAIT)?,
+                "SAFETY_POLL_INTERVAL_S",
+            ),
+            (None, None) => (30.0, "default"),
+        };
+        self.note(NAME, format!("{secs}s"), origin);
+        Ok(Duration::from_secs_f64(secs))
+    }
+
     /// `WATCHDOG_USEC`, when systemd meant it for this process (`WATCHDOG_PID`).
     fn watchdog_usec(&self) -> Result<Option<u64>> {
         let Some(raw) = self.env.value("WATCHDOG_USEC")? else {
@@ -376,7 +413,9 @@ mod tests {
     }
 
     /// Every duration setting, and whether it must be more than 0.
-    const DURATIONS: [(&str, bool); 20] = [
+    const DURATIONS: [(&str, bool); 22] = [
+        ("PANE_LIST_INTERVAL_S", true),
+        ("ARMED_POLL_INTERVAL_S", true),
         ("RATE_LIMIT_WINDOW_S", true),
         ("POST_RESTART_COOLDOWN_S", false),
         ("MIN_GLOBAL_RESTART_INTERVAL_S", false),
@@ -411,6 +450,48 @@ mod tests {
         ("CIRCUIT_BREAKER_429_THRESHOLD", 1, MAX_COUNT),
         ("TASK_DAILY_REDISPATCH_CAP", 0, MAX_COUNT),
     ];
+
+    #[test]
+    fn the_pane_watch_is_auto_by_default_or_off() {
+        let c = Config::from_env(&env(&[])).unwrap();
+        assert_eq!(c.pane_watch, PaneWatch::Auto);
+        assert_eq!(c.pane_list_interval, Duration::from_secs(5));
+        let c = Config::from_env(&env(&[("PANE_WATCH", "off")])).unwrap();
+        assert_eq!(c.pane_watch, PaneWatch::Off);
+        let e = refusal("PANE_WATCH", "on");
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("PANE_WATCH=\"on\""), "{e}");
+        assert!(c.describe().contains("PANE_WATCH"));
+    }
+
+    #[test]
+    fn the_armed_poll_defaults_to_30s_only_when_the_safety_poll_is_not_set() {
+        let interval = |pairs: &[(&str, &str)]| {
+            let c = Config::from_env(&env(pairs)).unwrap();
+            let line = c
+                .describe()
+                .lines()
+                .find(|l| l.starts_with("ARMED_POLL_INTERVAL_S"))
+                .unwrap()
+                .to_owned();
+            (c.armed_poll_interval, line)
+        };
+        let (d, line) = interval(&[]);
+        assert_eq!(d, Duration::from_secs(30));
+        assert!(line.ends_with("(default)"), "{line}");
+        let (d, line) = interval(&[("SAFETY_POLL_INTERVAL_S", "2")]);
+        assert_eq!(d, Duration::from_secs(2), "the operator's interval is kept");
+        assert!(line.ends_with("(SAFETY_POLL_INTERVAL_S)"), "{line}");
+        let (d, line) = interval(&[
+            ("SAFETY_POLL_INTERVAL_S", "2"),
+            ("ARMED_POLL_INTERVAL_S", "45"),
+        ]);
+        assert_eq!(d, Duration::from_secs(45));
+        assert!(line.ends_with("(environment)"), "{line}");
+        let e = refusal("ARMED_POLL_INTERVAL_S", "soon");
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("ARMED_POLL_INTERVAL_S"), "{e}");
+    }
 
     #[test]
     fn watch_backend_is_auto_or_scan() {

@@ -1,7 +1,9 @@
 //! The daemon: starts the threads and runs the main loop.
 //!
-//! Thread A (the hooks watch: inotify, kqueue or a scan) and thread B (the
-//! safety-poll ticker) feed one bounded [`EventQueue`]; the main thread
+//! Thread A (the hooks watch: inotify, kqueue or a scan), thread B (the
+//! safety-poll ticker) and thread C (the pane watch, which the tick hands
+//! the critical sessions' tmux names through a [`PaneShare`]) feed one
+//! bounded [`EventQueue`]; the main thread
 //! consumes it under the state mutex, reads the fleet, runs the gates and
 //! hands cleared restarts to the [`Restarter`] thread. agent-deck's
 //! version is read once before the first tick, and again by its own thread
@@ -30,6 +32,7 @@ use crate::decide::refusal;
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::{AgentDeck, Cli, ReadOnly};
+use crate::fleet::panes::Tmux;
 use crate::fleet::session::Status;
 use crate::ops::sd_notify::SdNotify;
 use crate::records::instance_lock;
@@ -38,6 +41,7 @@ use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
 use crate::triggers::event_queue::{Batch, EventQueue};
 use crate::triggers::hook_file::{self, HookStatus};
+use crate::triggers::panes_watch::{self, Mode as PaneWatchMode, PaneShare, Proof};
 use crate::triggers::{ticker, watch};
 use hook_pacing::HookPacing;
 
@@ -159,6 +163,10 @@ pub(crate) struct Daemon {
     followup_error: Option<String>,
     /// When hooks may be checked and a rescan is owed.
     hook_pacing: HookPacing,
+    /// What the tick hands the pane watch, and what the watch covers.
+    panes: Arc<PaneShare>,
+    /// Each critical session's tmux name, as the last readable rows gave it.
+    tmux_names: BTreeMap<String, String>,
     /// The gate that last held each session, so a hold is recorded once.
     gate_skips: BTreeMap<String, Hold>,
     /// Critical sessions found in error with no evidence that they ever
@@ -188,6 +196,11 @@ impl Daemon {
         let followup = FollowUp::from_config(cfg, flags.dry_run, escalator, clock, patience);
         let mut fleet = Fleet::new(cfg.autorestart_dir());
         fleet.reload_markers();
+        let not_yet = match cfg.pane_watch {
+            PaneWatchMode::Off => "PANE_WATCH=off",
+            PaneWatchMode::Auto if flags.once => "not started for --once",
+            PaneWatchMode::Auto => "starting",
+        };
         Ok(Daemon {
             ctx,
             restarter,
@@ -199,6 +212,8 @@ impl Daemon {
             followup,
             followup_error: None,
             hook_pacing: HookPacing::default(),
+            panes: Arc::new(PaneShare::new(not_yet)),
+            tmux_names: BTreeMap::new(),
             gate_skips: BTreeMap::new(),
             never_started: BTreeSet::new(),
             threads: Vec::new(),
@@ -215,8 +230,14 @@ impl Daemon {
         )
         .map_err(|e| Error::runtime(format!("cannot start the hooks-watch thread: {e}")))?;
         self.threads.push(watcher);
+        self.spawn_pane_watch(cfg)?;
+        let every = ticker::Intervals {
+            safety: cfg.safety_poll_interval,
+            armed: cfg.armed_poll_interval,
+        };
         self.threads.push(ticker::spawn(
-            cfg.safety_poll_interval,
+            every,
+            self.panes.clone(),
             self.queue.clone(),
             self.ctx.shutdown.clone(),
         )?);
@@ -252,10 +273,33 @@ impl Daemon {
         Ok(())
     }
 
+    /// Thread C, unless `PANE_WATCH=off` (then the daemon polls as without
+    /// it, and says so once).
+    fn spawn_pane_watch(&mut self, cfg: &Config) -> Result<()> {
+        if cfg.pane_watch == PaneWatchMode::Off {
+            log::info!("PANE_WATCH=off: deaths are seen by hooks and the safety poll only");
+            return Ok(());
+        }
+        let tmux = Tmux::for_config(cfg, self.ctx.shutdown.clone());
+        let thread = panes_watch::spawn(
+            tmux,
+            cfg.pane_list_interval,
+            self.panes.clone(),
+            self.queue.clone(),
+            self.ctx.shutdown.clone(),
+        )
+        .map_err(|e| Error::runtime(format!("cannot start the panes-watch thread: {e}")))?;
+        self.threads.extend(thread);
+        Ok(())
+    }
+
     /// One batch of triggers; false when there was nothing to do. At most one
     /// full tick runs per batch: a tick reads every status, so the hooks of
     /// a batch that ticked need no checks of their own, and the first hook
-    /// that finds its session in error ends the batch with a tick.
+    /// that finds its session in error ends the batch with a tick. Several
+    /// panes dead at once (a tmux server died) go straight to a tick, which
+    /// sees the cascade before any restart starts; one dead pane takes the
+    /// hook's path.
     fn handle(&mut self, batch: Batch) -> bool {
         let now = self.ctx.clock.now();
         let due = self.hook_pacing.due(now);
@@ -265,7 +309,27 @@ impl Daemon {
             self.tick();
             return true;
         }
-        let worked = !batch.hooks.is_empty() || !due.is_empty() || !retries.is_empty();
+        if batch.panes.len() > 1 {
+            let ids: Vec<&str> = batch.panes.keys().map(String::as_str).collect();
+            log::info!(
+                "pane watch: {} panes died at once ({}); polling the fleet now",
+                ids.len(),
+                ids.join(", ")
+            );
+            self.tick();
+            return true;
+        }
+        for (id, proof) in &batch.panes {
+            if self.pane_finds_error(id, *proof) {
+                log::info!("pane of {id} died: in error; polling the fleet now");
+                self.tick();
+                return true;
+            }
+        }
+        let worked = !batch.hooks.is_empty()
+            || !due.is_empty()
+            || !retries.is_empty()
+            || !batch.panes.is_empty();
         let hooks = batch.hooks.iter().map(|id| (id, false));
         let later = due.iter().chain(&retries).map(|id| (id, true));
         for (id, retry) in hooks.chain(later) {
@@ -281,11 +345,28 @@ impl Daemon {
         worked
     }
 
+    /// The pane watch saw the pane of `id` die (`proof`: how): the hook's
+    /// check, but a hook file's "running" (written before the death) is no
+    /// answer, and it is neither deferred nor paced (the watch tells each
+    /// death once, so it never comes back as a hook check). True when
+    /// agent-deck says `error`.
+    fn pane_finds_error(&mut self, id: &str, proof: Proof) -> bool {
+        log::debug!("pane of {id} died ({proof}); checking its status");
+        self.check_finds_error(id, true, false)
+    }
+
     /// A hook file for `id` was written (`retry`: a deferred check coming
     /// back): checks the session unless the agent reported itself alive or
     /// the per-session gap defers it. True when it is in error: the fleet
     /// then needs a full look.
     fn hook_finds_error(&mut self, id: &str, retry: bool) -> bool {
+        self.check_finds_error(id, retry, true)
+    }
+
+    /// The status check of [`Self::hook_finds_error`]; `from_hook`: a hook
+    /// file that says the agent is alive ends it without a call, and the
+    /// per-session gap paces it.
+    fn check_finds_error(&mut self, id: &str, retry: bool, from_hook: bool) -> bool {
         if self.fleet.needs_refresh_for(id) && !self.refresh_fleet_if_stale() && !retry {
             // The list was read less than a second ago, maybe before the
             // session existed: come back once it may be read again. A retry
@@ -301,7 +382,8 @@ impl Daemon {
             return false;
         }
         // The agent itself just reported it is running or waiting: alive, no call needed.
-        let live = match hook_file::read_hook(&self.ctx.cfg.hooks_dir, id).map(|h| h.status) {
+        let hook = from_hook.then(|| hook_file::read_hook(&self.ctx.cfg.hooks_dir, id));
+        let live = match hook.flatten().map(|h| h.status) {
             Some(HookStatus::Running) => Some("running"),
             Some(HookStatus::Waiting) => Some("waiting"),
             _ => None,
@@ -310,7 +392,7 @@ impl Daemon {
             log::debug!("hook for {id}: the agent reports {live}; no status check");
             return false;
         }
-        if !self.hook_pacing.may_check(id, self.ctx.clock.now()) {
+        if from_hook && !self.hook_pacing.may_check(id, self.ctx.clock.now()) {
             return false;
         }
         self.sd_notify.alive();

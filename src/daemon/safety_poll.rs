@@ -22,6 +22,7 @@ use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
 use crate::records::metrics::{self, METRICS_FILE};
+use crate::triggers::panes_watch::PaneMap;
 
 /// What the live lists of one tick said.
 #[derive(Default)]
@@ -33,6 +34,8 @@ struct LiveView {
     /// The waiting children the cache does not keep whole, from their row
     /// or, in an unreadable profile, as the waiting patrol is timing them.
     children: Vec<Session>,
+    /// Every tmux session name a row carried, for the pane watch.
+    tmux_names: BTreeSet<String>,
 }
 
 impl Daemon {
@@ -53,6 +56,7 @@ impl Daemon {
         let mut profiles = Fleet::profiles(&critical);
         profiles.extend(self.fleet.child_profiles().cloned());
         let view = self.read_live(profiles);
+        self.hand_over_panes(&critical, &view);
         let (live, unreadable, children) = (&view.live, &view.unreadable, &view.children);
         let verdicts: BTreeMap<&str, Errored> = critical
             .iter()
@@ -115,7 +119,11 @@ impl Daemon {
             let fleet = &self.fleet;
             let mut live = BTreeMap::new();
             let mut children = Vec::new();
+            let names = &mut view.tmux_names;
             let read = self.ctx.deck.list_profile(&profile, &mut |row| {
+                if let Some(name) = row.tmux_session() {
+                    names.insert(name.to_owned());
+                }
                 if fleet.get(&row.id).is_some() {
                     live.insert(row.id.to_string(), row.live());
                 } else if row.status == Some(Status::Waiting)
@@ -141,6 +149,37 @@ impl Daemon {
             }
         }
         view
+    }
+
+    /// Hands the pane watch each critical session's tmux name, as its row
+    /// gave it; a session of a profile whose list was unreadable keeps the
+    /// name handed over before. A stopped session has no pane to watch: it
+    /// is left out, and its name is not "known", so that the watch asks
+    /// for a look once its pane is back.
+    fn hand_over_panes(&mut self, critical: &[Session], view: &LiveView) {
+        let before = std::mem::take(&mut self.tmux_names);
+        let mut known = view.tmux_names.clone();
+        for s in critical {
+            let name = match view.live.get(&s.id) {
+                Some(l) if l.status() == Status::Stopped => {
+                    if let Some(n) = &l.tmux_session {
+                        known.remove(n);
+                    }
+                    None
+                }
+                Some(l) => l.tmux_session.clone(),
+                None if view.unreadable.contains(&s.profile) => before.get(&s.id).cloned(),
+                None => None,
+            };
+            if let Some(name) = name {
+                self.tmux_names.insert(s.id.clone(), name);
+            }
+        }
+        known.extend(self.tmux_names.values().cloned());
+        self.panes.hand_over(PaneMap {
+            critical: self.tmux_names.clone(),
+            known,
+        });
     }
 
     /// The children the waiting patrol is timing in `profile`, whose list
@@ -342,6 +381,7 @@ impl Daemon {
             rate_limit_max: self.ctx.limits.rate_max,
             rate_limit_window_s: self.ctx.limits.rate_window,
             agent_deck_version: self.ctx.deck.version().map(|v| v.to_string()),
+            pane_watch: self.panes.status().into(),
         };
         match metrics::write(&self.ctx.cfg.watchdog_dir, &sample) {
             Ok(()) => self.metrics_warned = false,
@@ -541,6 +581,89 @@ pub(super) mod tests {
         let clock = Arc::new(FakeClock::at(NOW));
         let d = Daemon::new(&cfg, flags, deck, clock.clone(), Shutdown::new().unwrap()).unwrap();
         (d, clock)
+    }
+
+    #[test]
+    fn the_tick_hands_the_pane_watch_each_running_critical_session_s_tmux_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut script = fleet("running");
+        let with_names = |status: &str| {
+            format!(
+                r#"[{{"id":"{COND}","title":"conductor-ops","profile":"default","status":"{status}","tmux_session":"agentdeck_conductor-ops_3f9c2a1b"}},
+                   {{"id":"{WORKER}","title":"worker-1","profile":"default","status":"running","tmux_session":"agentdeck_worker-1_a0b1c2d3"}}]"#
+            )
+        };
+        script.lists.insert("default".into(), with_names("running"));
+        let deck = Arc::new(FakeDeck::new(script));
+        let mut d = daemon(tmp.path(), deck.clone());
+        d.tick();
+        let map = d.panes.map().unwrap();
+        let want = [(
+            COND.to_owned(),
+            "agentdeck_conductor-ops_3f9c2a1b".to_owned(),
+        )];
+        assert_eq!(map.critical, want.into());
+        assert!(map.known.contains("agentdeck_worker-1_a0b1c2d3"));
+        // Stopped: nothing to watch, and its name is no longer known.
+        deck.script
+            .lock()
+            .lists
+            .insert("default".into(), with_names("stopped"));
+        d.tick();
+        let map = d.panes.map().unwrap();
+        assert!(map.critical.is_empty());
+        assert!(!map.known.contains("agentdeck_conductor-ops_3f9c2a1b"));
+        // An unreadable profile keeps the name handed over before.
+        deck.script
+            .lock()
+            .lists
+            .insert("default".into(), with_names("running"));
+        d.tick();
+        deck.script.lock().lists.clear();
+        d.tick();
+        assert_eq!(d.panes.map().unwrap().critical.len(), 1);
+    }
+
+    #[test]
+    fn one_dead_pane_takes_the_hook_s_check_and_several_go_straight_to_a_tick() {
+        use crate::triggers::event_queue::Batch;
+        use crate::triggers::panes_watch::Proof;
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(fleet("running")));
+        let mut d = daemon(tmp.path(), deck.clone());
+        d.tick();
+        deck.calls.lock().clear();
+        let one = Batch {
+            panes: [(COND.to_owned(), Proof::ProcessExited)].into(),
+            ..Batch::default()
+        };
+        assert!(d.handle(one));
+        assert_eq!((deck.count("show"), deck.count("list-all")), (1, 0));
+        // A hook file written before the death says running: no answer for
+        // a dead pane, and a second death at once is not paced away.
+        let hook = config(tmp.path()).hooks_dir.join(format!("{COND}.json"));
+        std::fs::write(hook, r#"{"status":"running"}"#).unwrap();
+        let again = Batch {
+            panes: [(COND.to_owned(), Proof::ProcessExited)].into(),
+            ..Batch::default()
+        };
+        assert!(d.handle(again));
+        assert_eq!(deck.count("show"), 2);
+        deck.calls.lock().clear();
+        let many = Batch {
+            panes: [
+                (COND.to_owned(), Proof::ProcessExited),
+                (WORKER.to_owned(), Proof::GoneFromListing),
+            ]
+            .into(),
+            ..Batch::default()
+        };
+        assert!(d.handle(many));
+        assert_eq!(
+            (deck.count("show"), deck.count("list-all")),
+            (0, 1),
+            "a tick, not N shows"
+        );
     }
 
     fn metrics(home: &std::path::Path) -> String {

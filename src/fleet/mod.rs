@@ -10,6 +10,7 @@ pub(crate) mod env_file;
 pub(crate) mod fake;
 pub(crate) mod id_set;
 pub mod listing;
+pub(crate) mod panes;
 pub(crate) mod parse;
 pub(crate) mod session;
 pub(crate) mod version;

@@ -88,6 +88,9 @@ pub struct Live {
     /// `auth_hold.reason` when an auth hold is present (`session show` only).
     pub auth_hold: Option<String>,
     pub claude_session_id: Option<String>,
+    /// The tmux session the pane lives in (`agentdeck_<title>_<8hex>`):
+    /// what the pane watch finds it by. A custom tool's restart changes it.
+    pub tmux_session: Option<String>,
 }
 
 impl Live {

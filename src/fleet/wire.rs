@@ -8,8 +8,9 @@
 //! whatever their type. A row without an `id`, with a used key of the wrong
 //! type, or with a used string that is not UTF-8 is no session, and
 //! [`read_first`] gives serde's complaint; the keys newer releases added
-//! that the daemon reads (`tool`, `substate_detail`: CHANGELOG 1.16.11) are
-//! [`Loose`] instead, so a value of the wrong type reads as absent and never
+//! that the daemon reads (`tool`, `substate_detail`: CHANGELOG 1.16.11), and
+//! `tmux_session` (the pane watch's key, which only the live answers carry),
+//! are [`Loose`] instead, so a value of the wrong type reads as absent and never
 //! costs the row. Pure decoding: no I/O, no decision, but one line the first
 //! time a substate this watchdog does not know is read.
 
@@ -125,6 +126,7 @@ pub(crate) struct Wire<'a, T, M, H, L, K> {
     claude_session_id: Option<T>,
     substate_detail: Option<L>,
     tool: Option<K>,
+    tmux_session: Option<L>,
 }
 
 /// A row of `list --all`: its live keys, if any, are skipped unread.
@@ -160,6 +162,7 @@ pub(crate) struct LiveKeys<'a> {
     claude_session_id: Option<Str<'a>>,
     substate_detail: Option<Loose<'a>>,
     tool: Option<Loose<'a>>,
+    tmux_session: Option<Loose<'a>>,
 }
 
 impl LiveKeys<'_> {
@@ -181,6 +184,7 @@ impl LiveKeys<'_> {
             claude_session_id: nonempty(&self.claude_session_id),
             substate_detail: loose(&self.substate_detail),
             tool: loose(&self.tool),
+            tmux_session: loose(&self.tmux_session),
         }
     }
 }
@@ -202,6 +206,7 @@ impl<'a, K: Kept<'a>> Wire<'a, Str<'a>, Vec<Str<'a>>, Hold<'a>, Loose<'a>, K> {
             claude_session_id: self.claude_session_id.take(),
             substate_detail: self.substate_detail.take(),
             tool: self.tool.take().map(Kept::kept),
+            tmux_session: self.tmux_session.take(),
         };
         if let Some(sub) = keys.substate.as_ref().filter(|s| !s.0.is_empty()) {
             if let Substate::Other(text) = Substate::parse(&sub.0) {
@@ -267,6 +272,12 @@ impl Row<'_> {
 
     pub fn live(&self) -> Live {
         self.live.live(self.status)
+    }
+
+    /// The tmux session name the row carries, if any (not in `list --all`).
+    pub fn tmux_session(&self) -> Option<&str> {
+        let name = self.live.tmux_session.as_ref().and_then(|l| l.0.as_deref());
+        name.filter(|n| !n.is_empty())
     }
 
     /// Restart-critical by name alone (see [`crate::fleet::session`]).
@@ -437,6 +448,30 @@ mod tests {
         assert_eq!(keys.live(status).tool.as_deref(), Some("codex"));
         let escaped = profile_row(r#"{"id":"c-1","substate_detail":"at \u0038:03"}"#).unwrap();
         assert_eq!(escaped.live().substate_detail.as_deref(), Some("at 8:03"));
+    }
+
+    #[test]
+    fn the_tmux_session_of_a_row_is_read_loosely_and_never_costs_it() {
+        let row = profile_row(r#"{"id":"c-1","tmux_session":"agentdeck_conductor-x_1a2b3c4d"}"#);
+        let l = row.unwrap().live();
+        assert_eq!(
+            l.tmux_session.as_deref(),
+            Some("agentdeck_conductor-x_1a2b3c4d")
+        );
+        for odd in [
+            r#"{"id":"c-1","tmux_session":7}"#,
+            r#"{"id":"c-1","tmux_session":{"name":"x"}}"#,
+            r#"{"id":"c-1","tmux_session":null}"#,
+            r#"{"id":"c-1","tmux_session":""}"#,
+        ] {
+            assert_eq!(profile_row(odd).unwrap().live().tmux_session, None, "{odd}");
+        }
+        let all = read(br#"{"id":"c-1","tmux_session":"agentdeck_x"}"#, false).unwrap();
+        assert_eq!(
+            all.live().tmux_session,
+            None,
+            "list --all keeps no live keys"
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::decide::book::State;
 use crate::decide::limits::Limits;
 use crate::error::{Error, Result};
 use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
-use crate::records::daemon_status::{self, CliCounts};
+use crate::records::daemon_status::{self, CliCounts, PaneWatchState};
 use crate::records::instance_lock;
 use crate::records::rotation::{each_line_with_rotated, rotated_path};
 use crate::records::state_file::{self, STATE_FILE};
@@ -40,6 +40,8 @@ pub(crate) struct Report {
     pub cli: CliCounts,
     pub daemon: DaemonView,
     pub limits: LimitsView,
+    /// The pane watch at the daemon's last tick.
+    pub pane_watch: PaneWatchState,
     pub patrols: Patrols,
     pub queue_drops: u64,
     pub records: RecordFiles,
@@ -229,6 +231,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
             rate_limit_max: lim.rate_max,
             rate_limit_window_s: lim.rate_window,
         },
+        pane_watch: counters.pane_watch.clone(),
         patrols: Patrols {
             poller_restarts: state.poller_restarted,
             waiting_children_watched: state.waiting.len(),
@@ -289,6 +292,13 @@ fn table(r: &Report) -> String {
     });
     out.push_str(&format!("cascade: {cascade}\n"));
     out.push_str(&format!("queue drops: {}\n", r.queue_drops));
+    let w = &r.pane_watch;
+    let watch = match (&w.why_not, w.armed) {
+        (_, true) => format!("armed, {} critical sessions covered", w.covered),
+        (Some(why), false) => format!("not armed ({why})"),
+        (None, false) => "not armed".to_owned(),
+    };
+    out.push_str(&format!("pane watch: {watch}\n"));
     out.push_str(&format!(
         "cli calls: {} ({} failed) as of the last tick\n",
         r.cli.calls.values().sum::<u64>(),
@@ -392,6 +402,11 @@ mod tests {
         let mut st = daemon_status::DaemonStatus {
             queue_drops: 4,
             agent_deck_version: Some("1.16.26".into()),
+            pane_watch: PaneWatchState {
+                armed: false,
+                covered: 0,
+                why_not: Some("PANE_WATCH=off".into()),
+            },
             ..Default::default()
         };
         st.cli.calls.insert("list-all".into(), 9);
@@ -417,6 +432,7 @@ mod tests {
                 "cli",
                 "daemon",
                 "limits",
+                "pane_watch",
                 "patrols",
                 "queue_drops",
                 "records",
@@ -437,6 +453,9 @@ mod tests {
         );
         assert_eq!(v["queue_drops"], 4);
         assert_eq!(v["agent_deck_version"], "1.16.26");
+        assert_eq!(keys(&v["pane_watch"]), ["armed", "covered", "why_not"]);
+        assert_eq!(v["pane_watch"]["why_not"], "PANE_WATCH=off");
+        assert!(table(&r).contains("pane watch: not armed (PANE_WATCH=off)\n"));
         assert_eq!(v["cli"]["calls"]["list-all"], 9);
         assert_eq!(v["daemon"]["running"], false);
         let text = table(&r);

@@ -38,6 +38,21 @@ pub(crate) struct DaemonStatus {
     /// agent-deck's release as the daemon read it last (`agent-deck
     /// version`); `null` when it was unreadable.
     pub agent_deck_version: Option<String>,
+    /// What the pane watch covered at the tick.
+    pub pane_watch: PaneWatchState,
+}
+
+/// The pane watch as the tick saw it (`pane_watch` in the record).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct PaneWatchState {
+    /// It covers every restart-critical session: the CLI poll runs at
+    /// `ARMED_POLL_INTERVAL_S`.
+    pub armed: bool,
+    /// Critical sessions whose pane process it watches.
+    pub covered: usize,
+    /// Why it is not armed, when it is not.
+    pub why_not: Option<String>,
 }
 
 /// agent-deck calls and failed calls since start, by command.
@@ -86,6 +101,11 @@ mod tests {
             last_tick: 1_700_000_000.5,
             queue_drops: 3,
             cli: stats.into(),
+            pane_watch: PaneWatchState {
+                armed: false,
+                covered: 1,
+                why_not: Some("1 of 2 critical sessions covered".into()),
+            },
             ..DaemonStatus::default()
         };
         s.tally.restart_actions.insert("restarted".into(), 2);

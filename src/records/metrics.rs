@@ -108,6 +108,12 @@ pub(crate) fn render(s: &DaemonStatus) -> String {
     Family::new(&mut out, "gauge", "agent_deck_info")
         .help("agent-deck's release as the daemon read it last (`agent-deck version`).")
         .by("version", &release);
+    Family::new(&mut out, "gauge", "pane_watch_armed")
+        .help("1 while the pane watch covers every restart-critical session (the CLI poll then runs at ARMED_POLL_INTERVAL_S).")
+        .value(f64::from(u8::from(s.pane_watch.armed)));
+    Family::new(&mut out, "gauge", "pane_watch_covered_sessions")
+        .help("Restart-critical sessions whose pane process the pane watch watches.")
+        .value(s.pane_watch.covered as f64);
     out
 }
 
@@ -156,6 +162,15 @@ mod tests {
         );
         assert_eq!(m["agent_deck_watchdog_sessions{kind=\"critical\"}"], 3.0);
         assert_eq!(m["agent_deck_watchdog_breaker_open"], 0.0);
+        assert_eq!(m["agent_deck_watchdog_pane_watch_armed"], 0.0);
+        s.pane_watch.armed = true;
+        s.pane_watch.covered = 3;
+        let armed = parse(&render(&s));
+        assert_eq!(armed["agent_deck_watchdog_pane_watch_armed"], 1.0);
+        assert_eq!(
+            armed["agent_deck_watchdog_pane_watch_covered_sessions"],
+            3.0
+        );
         assert!(
             !text.contains("agent_deck_info{"),
             "no release read: no sample"

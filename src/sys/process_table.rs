@@ -1,6 +1,6 @@
 //! The process table: one scan that yields each other process's pid and
 //! command line (and its environment on request), whether a pid is alive,
-//! and when a process started, so a reused pid is not mistaken for the one
+//! its parent, and when a process started, so a reused pid is not mistaken for the one
 //! that was registered.
 //!
 //! On Linux it reads `/proc` (the root is a parameter, so tests lay out a
@@ -104,9 +104,9 @@ pub(crate) fn parse_procargs2(buf: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
 }
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{pid_alive, process, processes, start_time};
+pub(crate) use linux::{parent_pid, pid_alive, process, processes, start_time};
 #[cfg(target_os = "macos")]
-pub(crate) use macos::{pid_alive, process, processes, start_time};
+pub(crate) use macos::{parent_pid, pid_alive, process, processes, start_time};
 
 #[cfg(target_os = "linux")]
 mod linux {
@@ -148,6 +148,11 @@ mod linux {
     /// Whether `pid` is a live (non-zombie) process.
     pub(crate) fn pid_alive(proc_dir: &Path, pid: u32) -> bool {
         stat_field(proc_dir, pid, 0).is_some_and(|state| state != "Z" && state != "X")
+    }
+
+    /// The parent of `pid` (field 4 of `stat`).
+    pub(crate) fn parent_pid(proc_dir: &Path, pid: u32) -> Option<u32> {
+        stat_field(proc_dir, pid, 1)?.parse().ok()
     }
 
     /// When `pid` started, in clock ticks since boot (field 22 of `stat`).
@@ -258,6 +263,12 @@ mod macos {
         exists && bsd_info(id.as_raw_nonzero().get()).is_none_or(|i| i.pbi_status != libc::SZOMB)
     }
 
+    /// The parent of `pid`, from the kernel's process table
+    /// (`proc_pidinfo`, as `sysctl` `KERN_PROC_PID` gives it).
+    pub(crate) fn parent_pid(_proc_dir: &Path, pid: u32) -> Option<u32> {
+        Some(bsd_info(libc::pid_t::try_from(pid).ok()?)?.pbi_ppid)
+    }
+
     /// When `pid` started, in microseconds since the epoch.
     pub(crate) fn start_time(_proc_dir: &Path, pid: u32) -> Option<u64> {
         let info = bsd_info(libc::pid_t::try_from(pid).ok()?)?;
@@ -328,6 +339,8 @@ mod tests {
         assert!(!pid_alive(tmp.path(), 11), "a zombie is not alive");
         assert!(!pid_alive(tmp.path(), 12));
         assert_eq!(start_time(tmp.path(), 10), Some(4242));
+        assert_eq!(parent_pid(tmp.path(), 10), Some(1));
+        assert_eq!(parent_pid(tmp.path(), 12), None);
         fake_process(
             tmp.path(),
             13,
@@ -345,5 +358,17 @@ mod tests {
         let root = Path::new("/proc");
         assert!(pid_alive(root, std::process::id()));
         assert!(start_time(root, std::process::id()).is_some());
+    }
+
+    #[test]
+    fn a_child_s_parent_is_this_process() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let parent = parent_pid(Path::new(PROC_DIR), child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(parent, Some(std::process::id()));
     }
 }

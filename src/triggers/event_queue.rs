@@ -1,4 +1,5 @@
-//! The bounded event channel between the trigger threads and the main loop.
+//! The bounded event channel between the trigger threads (hooks, ticker,
+//! pane watch) and the main loop.
 //!
 //! On overflow the OLDEST message is dropped (never the newest), the drop is
 //! counted and logged at a bounded rate, and a full rescan is flagged so that
@@ -9,7 +10,7 @@
 //! by `crossbeam_channel::bounded`, which allocates every slot up front: the
 //! memory held follows the messages queued, never the configured maximum.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -20,6 +21,7 @@ use parking_lot::Mutex;
 use crate::sys::shutdown::Shutdown;
 use crate::sys::throttle::Throttle;
 use crate::triggers::hook_file::hook_id;
+use crate::triggers::panes_watch::Proof;
 
 /// What a trigger thread reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +30,9 @@ pub(crate) enum Trigger {
     Hook(String),
     /// Time for a safety poll.
     Tick,
+    /// The pane watch saw these critical sessions' panes die, all in one
+    /// listing (a kill-server is one message), each with its proof.
+    PanesDied(BTreeMap<String, Proof>),
     /// Something may have been missed: look at everything.
     Rescan,
 }
@@ -38,6 +43,8 @@ pub(crate) struct Batch {
     pub tick: bool,
     pub rescan: bool,
     pub hooks: BTreeSet<String>,
+    /// Pane deaths by session id; of two proofs for one, the kernel's wins.
+    pub panes: BTreeMap<String, Proof>,
 }
 
 impl Batch {
@@ -47,6 +54,14 @@ impl Batch {
                 self.hooks.insert(id);
             }
             Trigger::Tick => self.tick = true,
+            Trigger::PanesDied(dead) => {
+                for (id, proof) in dead {
+                    let kept = self.panes.entry(id).or_insert(proof);
+                    if proof == Proof::ProcessExited {
+                        *kept = proof;
+                    }
+                }
+            }
             Trigger::Rescan => self.rescan = true,
         }
     }
@@ -101,6 +116,12 @@ impl EventQueue {
         if let Some(id) = name.to_str().and_then(hook_id) {
             self.send(Trigger::Hook(id.to_owned()));
         }
+    }
+
+    /// Messages waiting.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.tx.len()
     }
 
     /// Messages dropped since start.
@@ -159,6 +180,30 @@ mod tests {
         let b = q.next_batch(&s, Duration::from_millis(1)).unwrap();
         assert!(b.tick && !b.rescan);
         assert_eq!(b.hooks.len(), 1);
+    }
+
+    #[test]
+    fn pane_deaths_fold_into_one_set_and_the_kernel_s_proof_wins() {
+        let q = EventQueue::new(100);
+        let dead = |pairs: &[(&str, Proof)]| {
+            Trigger::PanesDied(pairs.iter().map(|(i, p)| (i.to_string(), *p)).collect())
+        };
+        q.send(dead(&[
+            ("a", Proof::GoneFromListing),
+            ("b", Proof::ProcessExited),
+        ]));
+        q.send(dead(&[
+            ("a", Proof::ProcessExited),
+            ("b", Proof::GoneFromListing),
+        ]));
+        let s = Shutdown::new().unwrap();
+        let b = q.next_batch(&s, Duration::from_millis(1)).unwrap();
+        let want = [
+            ("a".to_string(), Proof::ProcessExited),
+            ("b".to_string(), Proof::ProcessExited),
+        ];
+        assert_eq!(b.panes, want.into());
+        assert!(!b.tick && b.hooks.is_empty());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Triggers: what wakes the main loop. Thread A reports hook files as they
 //! are written (inotify on Linux, kqueue on macOS, a directory scan when
-//! neither can be had), thread B ticks the safety poll, and both feed one
-//! bounded queue. Nothing here decides or acts.
+//! neither can be had), thread B ticks the safety poll, thread C (the pane
+//! watch) reports panes that died, and all three feed one bounded queue.
+//! Nothing here decides or acts.
 
 pub(crate) mod dir_scan;
 pub(crate) mod event_queue;
@@ -10,6 +11,7 @@ pub(crate) mod hook_file;
 pub(crate) mod inotify;
 #[cfg(target_os = "macos")]
 pub(crate) mod kqueue;
+pub(crate) mod panes_watch;
 pub(crate) mod ticker;
 pub(crate) mod watch;
 

@@ -72,6 +72,35 @@ fn print_config_shows_values_and_sources_but_not_the_token() {
 }
 
 #[test]
+fn the_pane_watch_settings_are_printed_with_their_sources_and_bad_values_exit_2() {
+    // Wd sets SAFETY_POLL_INTERVAL_S (0.2): the armed poll keeps it.
+    let out = Wd::new().env("PANE_WATCH", "off").run(&["--print-config"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |name: &str| {
+        let l = text.lines().find(|l| l.starts_with(name));
+        l.unwrap_or_else(|| panic!("no {name}: {text}")).to_owned()
+    };
+    assert!(line("PANE_WATCH ").contains("off  (environment)"), "{text}");
+    assert!(
+        line("PANE_LIST_INTERVAL_S").contains("5s  (default)"),
+        "{text}"
+    );
+    let armed = line("ARMED_POLL_INTERVAL_S");
+    assert!(armed.contains("0.2s  (SAFETY_POLL_INTERVAL_S)"), "{armed}");
+    for (name, raw) in [
+        ("PANE_WATCH", "yes"),
+        ("PANE_LIST_INTERVAL_S", "0"),
+        ("ARMED_POLL_INTERVAL_S", "-3"),
+    ] {
+        let out = Wd::new().env(name, raw).run(&["--print-config"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}={raw}: {err}");
+        assert!(err.contains(&format!("{name}=\"{raw}\"")), "{err}");
+    }
+}
+
+#[test]
 fn second_instance_exits_3_naming_the_pid() {
     let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
     wd.sessions(vec![]);

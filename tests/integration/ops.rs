@@ -446,3 +446,181 @@ fn an_empty_fleet_of_1_16_26_is_no_failure() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("unreadable"), "{err}");
 }
+
+/// A `tmux` first on `PATH` that logs each call to `tmux.log` and prints
+/// the file `listing` when it exists (else says no server runs, as tmux
+/// does); the paths of both files.
+fn fake_tmux(wd: Wd) -> (Wd, std::path::PathBuf, std::path::PathBuf) {
+    let bin = wd.home.path().join("bin");
+    let (listing, log) = (
+        wd.home.path().join("listing"),
+        wd.home.path().join("tmux.log"),
+    );
+    crate::support::files::write_script(
+        &bin.join("tmux"),
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nif [ -f '{}' ]; then cat '{}'; exit 0; fi\necho 'no server running on /tmp/tmux-0/default' >&2\nexit 1\n",
+            log.display(),
+            listing.display(),
+            listing.display()
+        ),
+    );
+    let path = format!("{}:{}", bin.display(), wd.env_value("PATH").unwrap());
+    (wd.env("PATH", &path), listing, log)
+}
+
+/// A running conductor in the tmux session `agentdeck_conductor-ops_ab12cd34`.
+fn conductor_in_tmux() -> Value {
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "running");
+    c["tmux_session"] = "agentdeck_conductor-ops_ab12cd34".into();
+    c
+}
+
+#[test]
+fn with_pane_watch_off_the_cli_calls_are_todays_and_tmux_is_never_run() {
+    let (wd, _listing, log) = fake_tmux(Wd::new().env("PANE_WATCH", "off"));
+    wd.sessions(vec![conductor_in_tmux()]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_first_tick();
+    wd.wait_for_more_ticks(3);
+    drop(d);
+    let calls = wd.sim.calls();
+    assert_eq!(calls[0], ["version"], "{calls:?}");
+    let ticks = wd.sim.calls_with(&["list", "--all"]).len();
+    let profile_lists = calls.iter().filter(|c| c[0] == "-p").count();
+    // A healthy tick is `list --all` and one `-p P list`; the daemon may
+    // have been stopped between the two.
+    assert!(
+        calls[1..]
+            .iter()
+            .all(|c| c[..2] == ["list", "--all"] || c[0] == "-p"),
+        "{calls:?}"
+    );
+    assert!(
+        profile_lists == ticks || profile_lists + 1 == ticks,
+        "{calls:?}"
+    );
+    assert!(!log.exists(), "PANE_WATCH=off ran tmux");
+    assert_eq!(
+        daemon_status(&wd)["pane_watch"]["why_not"],
+        "PANE_WATCH=off"
+    );
+    let status = wd.run(&["status"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("pane watch: not armed (PANE_WATCH=off)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn with_no_tmux_on_path_the_daemon_says_once_why_and_polls_at_the_safety_interval() {
+    let wd = Wd::new()
+        .env("PATH", "/nonexistent-bin")
+        .env("ARMED_POLL_INTERVAL_S", "3600")
+        .env("PANE_LIST_INTERVAL_S", "0.05");
+    wd.sessions(vec![conductor_in_tmux()]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_first_tick();
+    // At 0.2 s, not the armed hour.
+    wd.wait_for_more_ticks(5);
+    let err = d.stderr();
+    let said = err
+        .matches("pane watch not armed: tmux cannot be run")
+        .count();
+    assert_eq!(said, 1, "{err}");
+    let st = daemon_status(&wd);
+    assert_eq!(st["pane_watch"]["armed"], false, "{st}");
+    let why = st["pane_watch"]["why_not"].as_str().unwrap_or_default();
+    assert!(why.contains("tmux cannot be run"), "{st}");
+    assert_eq!(wd.restart_calls(), 0);
+}
+
+#[test]
+fn a_pane_process_that_dies_is_seen_by_the_pane_watch_and_its_session_restarted() {
+    pane_death_is_seen(&[]);
+}
+
+#[test]
+fn in_dry_run_the_pane_watch_runs_and_its_restart_is_only_recorded() {
+    pane_death_is_seen(&["--dry-run"]);
+}
+
+/// A pane process dies (a child of this test, which plays the tmux
+/// server): the watch sees it, and the session is restarted (or, in
+/// `--dry-run`, the restart recorded and not made).
+fn pane_death_is_seen(args: &[&str]) {
+    let dry_run = args.contains(&"--dry-run");
+    let (wd, listing, log) = fake_tmux(
+        Wd::new()
+            .env("ARMED_POLL_INTERVAL_S", "3600")
+            .env("PANE_LIST_INTERVAL_S", "3600"),
+    );
+    // The pane process: a child of this test, which plays the tmux server.
+    let mut pane = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let row = format!(
+        "0:0:{}:0:{}:agentdeck_conductor-ops_ab12cd34\n",
+        pane.id(),
+        std::process::id()
+    );
+    fs::write(&listing, row).unwrap();
+    wd.sessions(vec![conductor_in_tmux()]);
+    let d = wd.spawn(args);
+    let armed = "the pane watch covers every critical session: polling agent-deck every 3600.0s";
+    let ok = wait_until(Duration::from_secs(10), || d.stderr().contains(armed));
+    if !ok && d.stderr().contains("pane watch off") {
+        // A sandbox without pidfd: it said why, and polls as without it.
+        let _ = pane.kill();
+        let _ = pane.wait();
+        return;
+    }
+    assert!(ok, "never armed: {}", d.stderr());
+    // Armed: the CLI poll waits for its hour.
+    let ticks = wd.sim.calls_with(&["list", "--all"]).len();
+    assert!(!wait_until(Duration::from_millis(800), || {
+        wd.sim.calls_with(&["list", "--all"]).len() > ticks
+    }));
+    // The agent dies as a crash would: agent-deck reads error, tmux shows
+    // the session gone.
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = "error".into());
+    fs::remove_file(&listing).unwrap();
+    pane.kill().unwrap();
+    let _ = pane.wait();
+    let decided = || {
+        let made = wd.restart_calls() == 1;
+        let recorded = wd.restarts().iter().any(|r| r.dry_run);
+        if dry_run {
+            recorded
+        } else {
+            made
+        }
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), decided),
+        "not restarted: {}",
+        d.stderr()
+    );
+    if dry_run {
+        assert_eq!(wd.restart_calls(), 0, "--dry-run restarted");
+    }
+    let err = d.stderr();
+    assert!(
+        err.contains(&format!("pane watch: {CONDUCTOR} (process_exited) dead")),
+        "{err}"
+    );
+    let calls = fs::read_to_string(&log).unwrap();
+    assert!(
+        calls
+            .lines()
+            .all(|l| l == format!("-u list-panes -a -F {}", PANE_FORMAT)),
+        "only list-panes, on the default socket: {calls}"
+    );
+}
+
+/// The fields the pane watch asks tmux for.
+const PANE_FORMAT: &str =
+    "#{window_index}:#{pane_index}:#{pane_pid}:#{pane_dead}:#{pid}:#{session_name}";

@@ -53,6 +53,9 @@ impl Wd {
         env.push(("AGENT_DECK_ROOT".into(), root.display().to_string()));
         env.push(("AGENT_DECK_BIN".into(), sim.bin.display().to_string()));
         env.push(("AGENT_DECK_HOOKS_DIR".into(), hooks.display().to_string()));
+        // A real tmux on PATH finds no server of the machine's: the pane
+        // watch sees only the tmux a test puts first on PATH.
+        env.push(("TMUX_TMPDIR".into(), home.path().display().to_string()));
         Wd {
             sim,
             home,

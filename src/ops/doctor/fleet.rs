@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Session, Status};
 use crate::ops::preflight::{critical_reason, show, status_writer};
+use crate::records::daemon_status::PaneWatchState;
 use crate::records::{daemon_status, instance_lock};
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
@@ -109,6 +110,22 @@ fn newest_hook_age(dir: &Path) -> Option<f64> {
     Some(newest.elapsed().map_or(0.0, |d| d.as_secs_f64()))
 }
 
+/// What the pane watch covered, in words.
+fn pane_watch(w: &PaneWatchState) -> String {
+    match (w.armed, &w.why_not) {
+        (true, _) => format!(
+            "pane watch armed on {} critical sessions (the CLI poll runs at ARMED_POLL_INTERVAL_S)",
+            w.covered
+        ),
+        (false, Some(why)) => {
+            format!("pane watch not armed ({why}): the CLI poll runs at SAFETY_POLL_INTERVAL_S")
+        }
+        (false, None) => {
+            "pane watch not armed: the CLI poll runs at SAFETY_POLL_INTERVAL_S".to_owned()
+        }
+    }
+}
+
 /// `agent-deck's stored status`: a TUI or `notify-daemon` keeps it current.
 pub(super) fn stored_status(cfg: &Config) -> Check {
     const NAME: &str = "agent-deck's stored status";
@@ -123,7 +140,7 @@ pub(super) fn stored_status(cfg: &Config) -> Check {
 }
 
 /// `watchdog daemon`: which pid holds the lock, whether it is a dry run,
-/// and how old its last tick is.
+/// how old its last tick is, and what its pane watch covered then.
 pub(super) fn daemon(cfg: &Config) -> Check {
     const NAME: &str = "watchdog daemon";
     let Some(h) = instance_lock::holder(&cfg.watchdog_dir) else {
@@ -136,9 +153,10 @@ pub(super) fn daemon(cfg: &Config) -> Check {
             "systemctl --user enable --now agent-deck-watchdog.service; if it runs already, give doctor the unit's environment (AGENT_DECK_ROOT)",
         );
     };
-    let tick = daemon_status::read_of(&cfg.watchdog_dir, &h)
-        .map_or("no tick yet".to_owned(), |s| {
-            format!("last tick {:.0} s ago", (unix_now() - s.last_tick).max(0.0))
+    let tick =
+        daemon_status::read_of(&cfg.watchdog_dir, &h).map_or("no tick yet".to_owned(), |s| {
+            let age = (unix_now() - s.last_tick).max(0.0);
+            format!("last tick {age:.0} s ago; {}", pane_watch(&s.pane_watch))
         });
     let detail = format!("pid {}, {tick}", h.pid);
     if h.once {
@@ -156,4 +174,24 @@ pub(super) fn daemon(cfg: &Config) -> Check {
         );
     }
     Check::ok(NAME, detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_daemon_check_says_what_the_pane_watch_covers_and_why_not() {
+        let armed = PaneWatchState {
+            armed: true,
+            covered: 3,
+            why_not: None,
+        };
+        assert!(pane_watch(&armed).starts_with("pane watch armed on 3 critical sessions"));
+        let off = PaneWatchState {
+            why_not: Some("PANE_WATCH=off".into()),
+            ..PaneWatchState::default()
+        };
+        assert!(pane_watch(&off).starts_with("pane watch not armed (PANE_WATCH=off)"));
+    }
 }

@@ -1,0 +1,573 @@
+//! Thread C, the pane watch (`panes-watch`): learns of a restart-critical
+//! session's death the moment its pane process exits.
+//!
+//! It lists agent-deck's tmux server ([`crate::fleet::panes`]), holds a
+//! kernel handle ([`crate::sys::pid_watch`]) on each covered critical
+//! pane's process and on the server, and on any wake-up, and every
+//! `PANE_LIST_INTERVAL_S` (the backstop: an agent that ignores SIGHUP
+//! outlives its session; new sessions; pids replaced by others' restarts),
+//! lists again. A previously covered session whose name is gone from the
+//! listing or whose pane is dead is sent into the queue; all that one
+//! listing finds dead go in one message (a kill-server is one event). The
+//! same name with a new live pid is a respawn: re-armed, never an event.
+//!
+//! Against pid reuse a pid is kept armed only if a second listing, taken
+//! after the handle was opened, still shows the same live pid under the same
+//! name and the pid's parent is the tmux server. The critical sessions and
+//! their tmux names come from the safety tick ([`PaneMap`]). It only
+//! reports; it never calls agent-deck, never writes to tmux and never
+//! signals. Where it cannot work it says why once (and in [`WatchStatus`])
+//! and the daemon polls as without it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::fleet::panes::{ListError, Listing, PaneSource};
+use crate::records::daemon_status::PaneWatchState;
+use crate::spelled::spelled;
+use crate::sys::pid_watch::{ArmError, PidWatch, Woken};
+use crate::sys::shutdown::Shutdown;
+use crate::triggers::event_queue::{EventQueue, Trigger};
+
+spelled! {
+    /// Whether the pane watch runs (`PANE_WATCH`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum Mode {
+        /// Where it can (tmux, a server, pidfd or kqueue).
+        Auto = "auto",
+        Off = "off",
+    }
+}
+
+spelled! {
+    /// How a death was seen: the proof the consumer may lean on.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+    pub(crate) enum Proof {
+        /// The kernel said the pane's process exited, and tmux shows the
+        /// session gone or its pane dead.
+        ProcessExited = "process_exited",
+        /// Only a listing saw it: the name is gone or the pane dead, and no
+        /// handle fired (an agent that outlived its session).
+        GoneFromListing = "gone_from_listing",
+    }
+}
+
+/// The prefix agent-deck gives every tmux session it creates.
+const DECK_PREFIX: &str = "agentdeck_";
+/// How long after a first exit more exits are waited for, so that one
+/// kill-server is one listing and one message.
+const SETTLE: Duration = Duration::from_millis(15);
+/// At most this many settle waits in a row.
+const MAX_SETTLE: u32 = 8;
+/// How soon tmux is asked again when the kernel saw a pid exit that tmux
+/// still shows alive (it has not reaped it yet), and how many times.
+const REAP_RETRY: Duration = Duration::from_millis(25);
+const MAX_REAP_RETRIES: u32 = 40;
+/// How often the server is looked for while none runs.
+const NO_SERVER_RETRY: Duration = Duration::from_secs(1);
+/// How often the first map is looked for (the first tick runs at start).
+const NO_MAP_RETRY: Duration = Duration::from_millis(100);
+
+/// What the safety tick last learned: each critical session's tmux name,
+/// and every tmux name a list row carried (so a name that is no session of
+/// a listed profile can be told apart).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PaneMap {
+    /// By critical session id.
+    pub critical: BTreeMap<String, String>,
+    pub known: BTreeSet<String>,
+}
+
+/// What the watch covers now, for the ticker, `status` and the metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct WatchStatus {
+    /// Every critical session is covered (and there is at least one).
+    pub armed: bool,
+    /// Critical sessions whose pane process is watched.
+    pub covered: usize,
+    /// Why it is not armed, when it is not.
+    pub why_not: Option<String>,
+}
+
+impl From<WatchStatus> for PaneWatchState {
+    fn from(s: WatchStatus) -> PaneWatchState {
+        PaneWatchState {
+            armed: s.armed,
+            covered: s.covered,
+            why_not: s.why_not,
+        }
+    }
+}
+
+/// Shared between the safety tick (which hands over the map), the watch
+/// thread (which publishes its status) and the ticker (which follows it).
+/// Never held across a call. A new map is taken at the watch's next round
+/// (at most `PANE_LIST_INTERVAL_S` later): names change only by restarts,
+/// which the listing sees as well.
+pub(crate) struct PaneShare {
+    inner: Mutex<(Option<PaneMap>, WatchStatus)>,
+    /// One wake-up of the ticker when `armed` changed.
+    armed_tx: Sender<()>,
+    armed_rx: Receiver<()>,
+}
+
+impl PaneShare {
+    pub(crate) fn new(why_not: &str) -> PaneShare {
+        let (armed_tx, armed_rx) = crossbeam_channel::bounded(1);
+        let status = WatchStatus {
+            why_not: Some(why_not.to_owned()),
+            ..WatchStatus::default()
+        };
+        PaneShare {
+            inner: Mutex::new((None, status)),
+            armed_tx,
+            armed_rx,
+        }
+    }
+
+    /// The safety tick's map.
+    pub(crate) fn hand_over(&self, map: PaneMap) {
+        self.inner.lock().0 = Some(map);
+    }
+
+    /// The map last handed over; `None` before the first tick.
+    pub(crate) fn map(&self) -> Option<PaneMap> {
+        self.inner.lock().0.clone()
+    }
+
+    pub(crate) fn status(&self) -> WatchStatus {
+        self.inner.lock().1.clone()
+    }
+
+    pub(crate) fn armed(&self) -> bool {
+        self.inner.lock().1.armed
+    }
+
+    fn publish(&self, status: WatchStatus) {
+        let mut inner = self.inner.lock();
+        let flipped = inner.1.armed != status.armed;
+        inner.1 = status;
+        if flipped {
+            let _ = self.armed_tx.try_send(());
+        }
+    }
+
+    /// Sets what the watch covers, as a round would.
+    #[cfg(test)]
+    pub(crate) fn set_armed(&self, armed: bool) {
+        let covered = usize::from(armed);
+        self.publish(WatchStatus {
+            armed,
+            covered,
+            why_not: None,
+        });
+    }
+
+    /// Turns ready when `armed` may have changed; for the ticker.
+    pub(crate) fn armed_changes(&self) -> &Receiver<()> {
+        &self.armed_rx
+    }
+}
+
+/// The kernel side of the watch: a handle per pid that fires on exit.
+pub(crate) trait Kernel {
+    fn arm(&mut self, pid: u32) -> Result<(), ArmError>;
+    fn disarm(&mut self, pid: u32);
+    fn wait(&mut self, timeout: Duration) -> Woken;
+}
+
+impl Kernel for PidWatch {
+    fn arm(&mut self, pid: u32) -> Result<(), ArmError> {
+        PidWatch::arm(self, pid)
+    }
+    fn disarm(&mut self, pid: u32) {
+        PidWatch::disarm(self, pid);
+    }
+    fn wait(&mut self, timeout: Duration) -> Woken {
+        PidWatch::wait(self, timeout)
+    }
+}
+
+/// A covered critical session: the name and pid it is armed on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Covered {
+    name: String,
+    pid: u32,
+}
+
+/// What a listing round found.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Round {
+    dead: BTreeMap<String, Proof>,
+    /// An `agentdeck_*` name no list row carried: the fleet needs a look.
+    unknown: bool,
+    /// The kernel saw a covered pid exit that tmux still shows alive.
+    unreaped: bool,
+    /// No safety tick has named the critical sessions yet.
+    no_map: bool,
+}
+
+/// Why a round could not be had: the thread stops watching.
+#[derive(Debug)]
+struct Fatal(String);
+
+/// The watch's state between wake-ups.
+pub(crate) struct PaneWatch<S, K> {
+    source: S,
+    kernel: K,
+    /// The parent of a pid (the reuse guard), `None` when unreadable.
+    parent: fn(u32) -> Option<u32>,
+    share: Arc<PaneShare>,
+    queue: Arc<EventQueue>,
+    covered: BTreeMap<String, Covered>,
+    server: Option<u32>,
+    /// Pids the kernel said exited since the last round.
+    exited: BTreeSet<u32>,
+    /// `agentdeck_*` names already asked about.
+    asked: BTreeSet<String>,
+    /// The reason last said, so each is said once.
+    said: Option<String>,
+}
+
+impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
+    pub(crate) fn new(
+        source: S,
+        kernel: K,
+        parent: fn(u32) -> Option<u32>,
+        share: Arc<PaneShare>,
+        queue: Arc<EventQueue>,
+    ) -> PaneWatch<S, K> {
+        PaneWatch {
+            source,
+            kernel,
+            parent,
+            share,
+            queue,
+            covered: BTreeMap::new(),
+            server: None,
+            exited: BTreeSet::new(),
+            asked: BTreeSet::new(),
+            said: None,
+        }
+    }
+
+    /// Watches until shutdown; `every` is the backstop listing.
+    fn run(&mut self, every: Duration, shutdown: &Shutdown) {
+        let mut retries = 0;
+        while !shutdown.is_set() {
+            let round = match self.round() {
+                Ok(r) => r,
+                Err(Fatal(why)) => return self.stop_watching(&why),
+            };
+            retries = if round.unreaped { retries + 1 } else { 0 };
+            let wait = if round.unreaped && retries <= MAX_REAP_RETRIES {
+                REAP_RETRY
+            } else if round.no_map {
+                NO_MAP_RETRY
+            } else if self.server.is_none() {
+                every.min(NO_SERVER_RETRY)
+            } else {
+                every
+            };
+            if !self.wait(wait) {
+                return;
+            }
+        }
+    }
+
+    /// Waits for an exit, shutdown or `timeout`; false on shutdown. After an exit it waits a moment for more (one kill-server,
+    /// one round).
+    fn wait(&mut self, timeout: Duration) -> bool {
+        match self.kernel.wait(timeout) {
+            Woken::Shutdown => return false,
+            Woken::TimedOut => return true,
+            Woken::Exited(pids) => self.exited.extend(pids),
+        }
+        for _ in 0..MAX_SETTLE {
+            match self.kernel.wait(SETTLE) {
+                Woken::Shutdown => return false,
+                Woken::TimedOut => break,
+                Woken::Exited(pids) => self.exited.extend(pids),
+            }
+        }
+        true
+    }
+
+    /// One listing round: deaths sent, arms renewed, status published.
+    fn round(&mut self) -> Result<Round, Fatal> {
+        let Some(map) = self.share.map() else {
+            self.publish("waiting for the first safety poll to name the critical sessions");
+            return Ok(Round {
+                no_map: true,
+                ..Round::default()
+            });
+        };
+        let mut round = Round::default();
+        match self.source.list() {
+            Ok(listing) => {
+                self.diff(&map, &listing, &mut round);
+                self.arm_new(&map, &listing)?;
+                round.unknown = self.unknown_names(&map, &listing);
+            }
+            Err(ListError::NoServer) => {
+                self.all_gone(&mut round);
+                self.publish("no tmux server runs on agent-deck's socket yet");
+            }
+            Err(e @ ListError::NoTmux(_)) => {
+                self.all_gone(&mut round);
+                self.publish(&e.to_string());
+            }
+            Err(e @ ListError::Failed(_)) => self.publish(&e.to_string()),
+        }
+        // An exit tmux has not caught up with keeps its proof for the next round.
+        let kept: BTreeSet<u32> = self.covered.values().map(|c| c.pid).collect();
+        self.exited.retain(|p| kept.contains(p));
+        if !round.dead.is_empty() {
+            let dead: Vec<String> = round
+                .dead
+                .iter()
+                .map(|(id, proof)| format!("{id} ({})", proof.as_str()))
+                .collect();
+            log::info!(
+                "pane watch: {} dead; checking with agent-deck",
+                dead.join(", ")
+            );
+            self.queue.send(Trigger::PanesDied(round.dead.clone()));
+        }
+        if round.unknown {
+            self.queue.send(Trigger::Rescan);
+        }
+        Ok(round)
+    }
+
+    /// Sorts the covered sessions by what `listing` shows: kept, re-mapped
+    /// or respawned (dropped, to be armed again), or dead.
+    fn diff(&mut self, map: &PaneMap, listing: &Listing, round: &mut Round) {
+        for (id, c) in std::mem::take(&mut self.covered) {
+            if map.critical.get(&id) != Some(&c.name) {
+                self.kernel.disarm(c.pid);
+                continue;
+            }
+            match listing.panes.get(&c.name) {
+                Some(p) if !p.dead && p.pid == c.pid => {
+                    round.unreaped |= self.exited.contains(&c.pid);
+                    self.covered.insert(id, c);
+                }
+                // Same name, new live pid: a respawn, armed again below.
+                Some(p) if !p.dead => self.kernel.disarm(c.pid),
+                _ => {
+                    self.kernel.disarm(c.pid);
+                    let proof = if self.exited.contains(&c.pid) {
+                        Proof::ProcessExited
+                    } else {
+                        Proof::GoneFromListing
+                    };
+                    round.dead.insert(id, proof);
+                }
+            }
+        }
+        if listing.server != self.server {
+            if let Some(old) = self.server.take() {
+                self.kernel.disarm(old);
+            }
+        }
+    }
+
+    /// Every covered session is dead: the server is gone (or tmux is).
+    fn all_gone(&mut self, round: &mut Round) {
+        for (id, c) in std::mem::take(&mut self.covered) {
+            self.kernel.disarm(c.pid);
+            let proof = if self.exited.contains(&c.pid) {
+                Proof::ProcessExited
+            } else {
+                Proof::GoneFromListing
+            };
+            round.dead.insert(id, proof);
+        }
+        if let Some(old) = self.server.take() {
+            self.kernel.disarm(old);
+        }
+    }
+
+    /// Arms the critical panes `listing` shows live that are not covered,
+    /// and the server, then keeps each only if a second listing passes the
+    /// reuse guard.
+    fn arm_new(&mut self, map: &PaneMap, listing: &Listing) -> Result<(), Fatal> {
+        let Some(server) = listing.server else {
+            self.publish_covered(
+                map,
+                "no critical session's pane is on the watched tmux server",
+            );
+            return Ok(());
+        };
+        let mut fresh: Vec<(String, Covered)> = Vec::new();
+        if self.server.is_none() && self.arm_one(server)? {
+            self.server = Some(server);
+        }
+        for (id, name) in &map.critical {
+            if self.covered.contains_key(id) {
+                continue;
+            }
+            let Some(p) = listing.panes.get(name).filter(|p| !p.dead) else {
+                continue;
+            };
+            if self.exited.contains(&p.pid) || !self.arm_one(p.pid)? {
+                continue;
+            }
+            let c = Covered {
+                name: name.clone(),
+                pid: p.pid,
+            };
+            fresh.push((id.clone(), c));
+        }
+        if !fresh.is_empty() {
+            let again = self.source.list().unwrap_or_default();
+            for (id, c) in fresh {
+                if self.guard_holds(&again, &c, server) {
+                    self.covered.insert(id, c);
+                } else {
+                    log::debug!("pane watch: pid {} of {id} did not pass the reuse guard; looked at again next round", c.pid);
+                    self.kernel.disarm(c.pid);
+                }
+            }
+        }
+        self.publish_covered(map, "");
+        Ok(())
+    }
+
+    /// The reuse guard: the second listing shows the same live pid under
+    /// the same name on the same server, and the pid's parent is it.
+    fn guard_holds(&self, again: &Listing, c: &Covered, server: u32) -> bool {
+        let same = again
+            .panes
+            .get(&c.name)
+            .is_some_and(|p| !p.dead && p.pid == c.pid);
+        same && again.server == Some(server) && (self.parent)(c.pid) == Some(server)
+    }
+
+    /// Arms `pid`: true when armed, false when it is gone or this one pid
+    /// failed; an unsupported kernel ends the watch.
+    fn arm_one(&mut self, pid: u32) -> Result<bool, Fatal> {
+        match self.kernel.arm(pid) {
+            Ok(()) => Ok(true),
+            Err(ArmError::Gone) => Ok(false),
+            Err(ArmError::Unsupported(e)) => Err(Fatal(e)),
+            Err(ArmError::Failed(e)) => {
+                log::debug!("pane watch: cannot watch pid {pid} ({e}); the listing looks again");
+                Ok(false)
+            }
+        }
+    }
+
+    /// Whether `listing` holds an agent-deck name that no list row carried
+    /// and that was not asked about before.
+    fn unknown_names(&mut self, map: &PaneMap, listing: &Listing) -> bool {
+        // A name that left the server is asked about again when it is back
+        // (a stopped critical session started again).
+        self.asked.retain(|n| listing.panes.contains_key(n));
+        let mut unknown = false;
+        for name in listing.panes.keys() {
+            if name.starts_with(DECK_PREFIX)
+                && !map.known.contains(name)
+                && self.asked.insert(name.clone())
+            {
+                log::debug!("pane watch: tmux session {name} is no session the last poll read; asking for a fleet look");
+                unknown = true;
+            }
+        }
+        unknown
+    }
+
+    /// Publishes how many critical sessions are covered; `none` is why
+    /// when there is no critical session to cover.
+    fn publish_covered(&mut self, map: &PaneMap, none: &str) {
+        let (n, of) = (self.covered.len(), map.critical.len());
+        let why_not = if of == 0 {
+            Some("no restart-critical session to watch".to_owned())
+        } else if n < of {
+            let why = if none.is_empty() {
+                "not on the watched tmux server or not running"
+            } else {
+                none
+            };
+            Some(format!("{n} of {of} critical sessions covered ({why})"))
+        } else {
+            None
+        };
+        self.said = None;
+        self.share.publish(WatchStatus {
+            armed: of > 0 && n == of,
+            covered: n,
+            why_not,
+        });
+    }
+
+    /// Not armed for `why`: said once until it changes, and published.
+    fn publish(&mut self, why: &str) {
+        if self.said.as_deref() != Some(why) {
+            log::info!("pane watch not armed: {why}; the safety poll runs at its own interval");
+            self.said = Some(why.to_owned());
+        }
+        self.share.publish(WatchStatus {
+            armed: false,
+            covered: 0,
+            why_not: Some(why.to_owned()),
+        });
+    }
+
+    /// The watch cannot work here at all: said once, and published; the
+    /// thread then ends.
+    fn stop_watching(&mut self, why: &str) {
+        for c in std::mem::take(&mut self.covered).into_values() {
+            self.kernel.disarm(c.pid);
+        }
+        log::warn!(
+            "pane watch off: {why}; deaths are seen by hooks and the safety poll as without it"
+        );
+        self.share.publish(WatchStatus {
+            armed: false,
+            covered: 0,
+            why_not: Some(why.to_owned()),
+        });
+    }
+}
+
+/// Starts thread C, or says why it cannot run (`share` then tells it).
+pub(crate) fn spawn(
+    source: impl PaneSource + 'static,
+    every: Duration,
+    share: Arc<PaneShare>,
+    queue: Arc<EventQueue>,
+    shutdown: Shutdown,
+) -> std::io::Result<Option<JoinHandle<()>>> {
+    let kernel = match PidWatch::new(shutdown.clone()) {
+        Ok(k) => k,
+        Err(e) => {
+            log::warn!(
+                "pane watch off: {e}; deaths are seen by hooks and the safety poll as without it"
+            );
+            share.publish(WatchStatus {
+                why_not: Some(e.to_string()),
+                ..WatchStatus::default()
+            });
+            return Ok(None);
+        }
+    };
+    let parent = |pid| {
+        crate::sys::process_table::parent_pid(crate::sys::process_table::PROC_DIR.as_ref(), pid)
+    };
+    let mut watch = PaneWatch::new(source, kernel, parent, share, queue);
+    std::thread::Builder::new()
+        .name("panes-watch".into())
+        .spawn(move || watch.run(every, &shutdown))
+        .map(Some)
+}
+
+#[cfg(test)]
+mod tests;
