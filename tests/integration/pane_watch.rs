@@ -424,3 +424,33 @@ fn armed_the_status_says_so_with_the_count_and_the_poll_slows_to_the_armed_inter
     let polls = wd.sim.calls_with(&["list", "--all"]).len() - before;
     assert!(polls <= 2, "{polls} polls in 3 s");
 }
+
+#[test]
+fn after_our_restart_renames_the_tmux_session_the_next_death_is_still_seen() {
+    let wd = watched(vec![live(0)]);
+    let _host = wd.sim.pane_host();
+    let (id, name) = ids(0);
+    wd.sim.wait_for_panes(&[&name]);
+    let d = wd.spawn(&[]);
+    if !armed(&wd, &d) {
+        return;
+    }
+    kill_session(&wd, &name);
+    restarted_soon(&wd, &d, 1, Instant::now());
+    let renamed = wd.sim.session_state(&id).unwrap()["tmux_session"].clone();
+    let renamed = renamed.as_str().unwrap().to_owned();
+    assert_ne!(renamed, name);
+    let pid = wd.sim.wait_for_panes(&[&renamed])[&renamed];
+    // Past the start grace, so the next death reads `error`.
+    let early = wait_until(Duration::from_secs(2), || wd.restart_calls() > 1);
+    assert!(!early, "{}", d.stderr());
+    let killed = Instant::now();
+    kill(pid, libc::SIGKILL);
+    restarted_soon(&wd, &d, 2, killed);
+    assert_eq!(
+        d.stderr().matches(&seen(&id, "process_exited")).count(),
+        2,
+        "{}",
+        d.stderr()
+    );
+}
