@@ -83,8 +83,8 @@ fn armed(wd: &Wd, d: &Daemon) -> bool {
 }
 
 /// Waits until `n` `session restart` calls were made, within `SEEN_WITHIN`
-/// of `since`.
-fn restarted_soon(wd: &Wd, d: &Daemon, n: usize, since: Instant) {
+/// of `since`, and `ours` of them made and verified by the daemon.
+fn restarted_soon(wd: &Wd, d: &Daemon, n: usize, ours: usize, since: Instant) {
     assert!(
         wait_until(SEEN_WITHIN, || wd.restart_calls() >= n),
         "not restarted within {SEEN_WITHIN:?}; calls {:?}\nstderr:\n{}",
@@ -92,6 +92,9 @@ fn restarted_soon(wd: &Wd, d: &Daemon, n: usize, since: Instant) {
         d.stderr()
     );
     assert!(since.elapsed() < SEEN_WITHIN);
+    // The call is logged as it starts: wait for it to be verified.
+    let verified = wait_until(SEEN_WITHIN, || wd.restarts_with("restarted").len() >= ours);
+    assert!(verified, "{:?}\nstderr:\n{}", wd.restarts(), d.stderr());
 }
 
 /// The watch's line for a single death of `id` with `proof`.
@@ -132,7 +135,7 @@ fn a_killed_tmux_session_is_restarted_well_before_the_poll() {
     }
     let killed = Instant::now();
     kill_session(&wd, &name);
-    restarted_soon(&wd, &d, 1, killed);
+    restarted_soon(&wd, &d, 1, 1, killed);
     assert!(
         d.stderr().contains(&seen(&id, "process_exited")),
         "{}",
@@ -157,7 +160,7 @@ fn an_agent_that_exits_is_restarted_well_before_the_poll() {
     }
     let killed = Instant::now();
     kill(pid, libc::SIGKILL);
-    restarted_soon(&wd, &d, 1, killed);
+    restarted_soon(&wd, &d, 1, 1, killed);
     assert!(
         d.stderr().contains(&seen(&id, "process_exited")),
         "{}",
@@ -232,7 +235,7 @@ fn an_agent_that_ignores_sighup_outlives_its_session_and_the_backstop_sees_it_go
     }
     let killed = Instant::now();
     kill_session(&wd, &name);
-    restarted_soon(&wd, &d, 1, killed);
+    restarted_soon(&wd, &d, 1, 1, killed);
     assert!(
         d.stderr().contains(&seen(&id, "gone_from_listing")),
         "{}",
@@ -304,7 +307,7 @@ fn a_claude_restart_re_arms_on_the_new_pid_and_a_later_death_is_still_seen() {
     assert!(!ours, "the respawn was taken for a death: {}", d.stderr());
     let killed = Instant::now();
     kill(second, libc::SIGKILL);
-    restarted_soon(&wd, &d, 2, killed);
+    restarted_soon(&wd, &d, 2, 1, killed);
     // The kernel handle on the new pid fired: the watch re-armed on it.
     assert!(
         d.stderr().contains(&seen(&id, "process_exited")),
@@ -436,7 +439,7 @@ fn after_our_restart_renames_the_tmux_session_the_next_death_is_still_seen() {
         return;
     }
     kill_session(&wd, &name);
-    restarted_soon(&wd, &d, 1, Instant::now());
+    restarted_soon(&wd, &d, 1, 1, Instant::now());
     let renamed = wd.sim.session_state(&id).unwrap()["tmux_session"].clone();
     let renamed = renamed.as_str().unwrap().to_owned();
     assert_ne!(renamed, name);
@@ -446,7 +449,7 @@ fn after_our_restart_renames_the_tmux_session_the_next_death_is_still_seen() {
     assert!(!early, "{}", d.stderr());
     let killed = Instant::now();
     kill(pid, libc::SIGKILL);
-    restarted_soon(&wd, &d, 2, killed);
+    restarted_soon(&wd, &d, 2, 2, killed);
     assert_eq!(
         d.stderr().matches(&seen(&id, "process_exited")).count(),
         2,
