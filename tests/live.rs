@@ -14,6 +14,8 @@ mod support;
 mod contract;
 #[path = "live/fake_agent.rs"]
 mod fake_agent;
+#[path = "live/pane_watch.rs"]
+mod pane_watch;
 #[path = "live/rollout.rs"]
 mod rollout;
 #[path = "live/sandbox.rs"]

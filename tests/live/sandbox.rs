@@ -402,6 +402,18 @@ impl Sandbox {
         session_names(&self.tmux(&["list-sessions", "-F", "#{session_name}"]))
     }
 
+    /// The pid of the session's pane process (`=NAME:` is the session's
+    /// current window; a bare `=NAME` resolves no pane for `display`).
+    pub(crate) fn pane_pid(&self, a: &Agent) -> i32 {
+        let name = self.tmux_session(a);
+        let target = format!("={name}:");
+        let out = self.tmux(&["display", "-p", "-t", &target, "#{pane_pid}"]);
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("pane_pid of {name}: {e}: {out:?}"))
+    }
+
     /// Kills the session's whole tmux session, the way a crash looks.
     pub(crate) fn kill_tmux_session(&self, a: &Agent) {
         let name = self.tmux_session(a);
