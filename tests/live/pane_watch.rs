@@ -50,6 +50,7 @@ fn restarted_by_the_watch(sb: &Sandbox, a: &Agent, d: &Daemon, died: f64) {
     assert!(back, "never restarted; stderr:\n{}", d.stderr());
     let call = &sb.restarts_of(a, "restart")[0];
     let took = call.ts - died;
+    eprintln!("{}: restart call {took:.3}s after the death", a.title);
     assert!(
         took < SEEN_WITHIN_S,
         "the restart came {took:.2}s after the death; stderr:\n{}",
