@@ -116,6 +116,7 @@ fn liveness(i: u64) -> LivenessRecord {
         reason: agent_deck_watchdog::harness::LivenessReason::PaneActive,
         consecutive_skips: Some(1),
         dry_run: false,
+        proof: None,
     }
 }
 

@@ -30,6 +30,8 @@ mod holds;
 mod ops;
 #[path = "integration/pane_host.rs"]
 mod pane_host;
+#[path = "integration/pane_short_path.rs"]
+mod pane_short_path;
 #[path = "integration/pane_watch.rs"]
 mod pane_watch;
 #[path = "integration/patrols.rs"]

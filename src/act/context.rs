@@ -23,6 +23,7 @@ use crate::records::writer::Records;
 use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::{self, Hook};
+use crate::triggers::panes_watch::PaneShare;
 
 #[derive(Clone)]
 pub(crate) struct Context {
@@ -36,6 +37,9 @@ pub(crate) struct Context {
     pub clock: Arc<dyn Clock>,
     pub shutdown: Shutdown,
     pub dry_run: bool,
+    /// Where a restart hands the pane watch its session's new tmux name;
+    /// `None` until the daemon shares it.
+    pub panes: Option<Arc<PaneShare>>,
 }
 
 impl Context {
@@ -75,6 +79,22 @@ impl Context {
             clock,
             shutdown,
             dry_run,
+            panes: None,
+        }
+    }
+
+    /// Hands the pane watch the tmux name a `session show` of `s` gave after
+    /// a restart, so a new name (a custom tool's restart) is watched at the
+    /// watch's next round, not only after the next tick.
+    pub(crate) fn remap(&self, s: &Session, live: &Live) {
+        let (Some(panes), Some(name)) = (&self.panes, &live.tmux_session) else {
+            return;
+        };
+        if panes.rename(&s.id, name) {
+            log::info!(
+                "{} now runs in tmux session {name}; the pane watch follows it",
+                s.id
+            );
         }
     }
 
@@ -150,6 +170,37 @@ impl Probe for SessionProbe<'_> {
 
     fn now(&self) -> f64 {
         self.ctx.clock.now()
+    }
+}
+
+/// A [`SessionProbe`] whose first status read is one already made (the
+/// `session show` that found a kernel-proven death in error), so it is not
+/// made twice; every later read asks the CLI.
+pub(crate) struct PrimedProbe<'a> {
+    pub probe: SessionProbe<'a>,
+    pub first: std::cell::RefCell<Option<Live>>,
+}
+
+impl Probe for PrimedProbe<'_> {
+    fn read(&self) -> Option<Live> {
+        let first = self.first.borrow_mut().take();
+        first.or_else(|| self.probe.read())
+    }
+
+    fn hook_file(&self) -> bool {
+        self.probe.hook_file()
+    }
+
+    fn pane(&self) -> Option<String> {
+        self.probe.pane()
+    }
+
+    fn wait(&self, gap: std::time::Duration) -> bool {
+        self.probe.wait(gap)
+    }
+
+    fn now(&self) -> f64 {
+        self.probe.now()
     }
 }
 

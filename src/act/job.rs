@@ -9,8 +9,9 @@ use crate::act::context::Context;
 use crate::decide::outcomes::RestartAction;
 use crate::decide::{gates, notes};
 use crate::fleet::deck::Delivery;
-use crate::fleet::session::{Session, Status};
+use crate::fleet::session::{Live, Session, Status};
 use crate::sys::clock::local_timestamp;
+use crate::triggers::panes_watch::Proof;
 
 /// Why a session is being restarted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +25,15 @@ pub(crate) enum RestartKind {
     PollerDeaf { pending: Vec<u64> },
 }
 
+/// A death the pane watch proved, and the `session show` that found the
+/// session in error: the liveness check leans on both (one read, no pane
+/// samples), unless the job had to wait its turn, when it reads again.
+#[derive(Debug, Clone)]
+pub(crate) struct Proven {
+    pub proof: Proof,
+    pub shown: Live,
+}
+
 /// A session cleared for restart, with the budget slot it reserved
 /// (revivals only).
 #[derive(Debug, Clone)]
@@ -31,6 +41,8 @@ pub(crate) struct RestartJob {
     pub session: Session,
     pub slot: Option<f64>,
     pub kind: RestartKind,
+    /// Set for a death the pane watch proved; `None` for every other.
+    pub proven: Option<Proven>,
 }
 
 impl RestartJob {
@@ -40,6 +52,7 @@ impl RestartJob {
             session: s.clone(),
             slot: None,
             kind,
+            proven: None,
         }
     }
 }
@@ -52,6 +65,8 @@ impl Context {
     }
 
     /// Polls the status for up to `within`; the last status read, if any.
+    /// The read that finds it out of `error` hands its tmux name to the pane
+    /// watch (a custom tool's restart changes it).
     pub(super) fn verify(&self, s: &Session, within: Duration) -> Option<Status> {
         let step = (within / 4).min(Duration::from_secs(1));
         let deadline = self.clock.now() + within.as_secs_f64();
@@ -63,6 +78,7 @@ impl Context {
             if let Some(live) = self.read_status(s) {
                 last = live.status;
                 if live.status() != Status::Error {
+                    self.remap(s, &live);
                     return last;
                 }
             }

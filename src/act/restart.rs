@@ -12,7 +12,7 @@
 //! [`crate::decide`]; this module does the calls and holds the state mutex
 //! only between them.
 
-use crate::act::context::{Context, SessionProbe};
+use crate::act::context::{Context, PrimedProbe, SessionProbe};
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume};
 use crate::decide::cascade;
@@ -94,11 +94,11 @@ pub(crate) fn is_rate_limited(text: &str) -> bool {
 impl Context {
     fn run(&self, job: &RestartJob) {
         let s = &job.session;
-        if !self.wait_turn(s) {
+        let Some(waited) = self.wait_turn(s) else {
             log::info!("restart of {} abandoned: shutting down", s.id);
             self.give_back(job);
             return;
-        }
+        };
         // Bound first: an `if let` would hold the state lock through its body.
         let held = gates::recheck(&mut self.state.lock(), &s.id, self.clock.now());
         if let Some(why) = held {
@@ -116,7 +116,7 @@ impl Context {
             self.give_back(job);
             return;
         }
-        if !self.confirm_dead(job) {
+        if !self.confirm_dead(job, waited) {
             return;
         }
         let lim = &self.limits;
@@ -286,32 +286,49 @@ impl Context {
         self.alert(s, Severity::RestartFailed, &msg);
     }
 
-    /// Waits for the global serialization; false on shutdown.
-    fn wait_turn(&self, s: &Session) -> bool {
+    /// Waits for the global serialization: whether it had to wait, `None`
+    /// on shutdown.
+    fn wait_turn(&self, s: &Session) -> Option<bool> {
+        let mut waited = false;
         loop {
             let wait =
                 gates::serialization_wait(&self.state.lock(), &self.limits, self.clock.now());
             if wait <= 0.0 {
-                return true;
+                return Some(waited);
             }
+            waited = true;
             log::info!(
                 "restart of {} waits {wait:.1}s: restarts are serialized",
                 s.id
             );
             if !self.shutdown.sleep(crate::sys::clock::clamped(wait)) {
-                return false;
+                return None;
             }
         }
     }
 
-    /// Liveness confirmation with its records and alerts; true if dead.
-    fn confirm_dead(&self, job: &RestartJob) -> bool {
+    /// Liveness confirmation with its records and alerts; true if dead. A
+    /// death the pane watch proved is decided by the `session show` that
+    /// found it in error, or by a fresh one if the job `waited` its turn
+    /// (the status may have moved on since).
+    fn confirm_dead(&self, job: &RestartJob, waited: bool) -> bool {
         let s = &job.session;
-        let probe = SessionProbe {
-            ctx: self,
-            session: s,
+        let shown = job.proven.as_ref().filter(|_| !waited);
+        let probe = PrimedProbe {
+            probe: SessionProbe {
+                ctx: self,
+                session: s,
+            },
+            first: shown.map(|p| p.shown.clone()).into(),
         };
-        let ev = liveness::confirm(&probe, self.cfg.liveness_confirm_gap);
+        let proof = job.proven.as_ref().map(|p| p.proof);
+        let ev = liveness::confirm(&probe, self.cfg.liveness_confirm_gap, proof);
+        // SPEC §5.3: a kernel-proven death waited no gap.
+        let gap_s = if ev.proof.is_some() {
+            0.0
+        } else {
+            self.cfg.liveness_confirm_gap.as_secs_f64()
+        };
         let (reason, dead) = (ev.reason, ev.reason == LivenessReason::ConfirmedDead);
         let mut consecutive = None;
         if dead {
@@ -349,7 +366,7 @@ impl Context {
             id: s.id.clone(),
             title: s.title.clone(),
             profile: s.profile.clone(),
-            gap_s: self.cfg.liveness_confirm_gap.as_secs_f64(),
+            gap_s,
             reads: ev.reads,
             pane: ev.pane,
             auth_hold_reason: ev.auth_hold_reason,
@@ -357,6 +374,7 @@ impl Context {
             reason,
             consecutive_skips: consecutive,
             dry_run: self.dry_run,
+            proof: ev.proof,
         });
         dead
     }
@@ -507,6 +525,7 @@ mod tests {
             },
             slot: None,
             kind: RestartKind::Revive,
+            proven: None,
         });
     }
 
@@ -656,6 +675,7 @@ mod tests {
             },
             slot: Some(slot),
             kind: RestartKind::Revive,
+            proven: None,
         }
     }
 
@@ -690,6 +710,109 @@ mod tests {
         let liveness = read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG));
         assert_eq!(liveness.len(), 1);
         assert_eq!(liveness[0].reason, LivenessReason::ConfirmedDead);
+    }
+
+    /// A job for the conductor whose death the pane watch proved, carrying
+    /// the `session show` that found it in error.
+    fn proven(ctx: &Context) -> RestartJob {
+        RestartJob {
+            proven: Some(crate::act::job::Proven {
+                proof: crate::triggers::panes_watch::Proof::ProcessExited,
+                shown: live(Status::Error).unwrap(),
+            }),
+            ..reserved(ctx)
+        }
+    }
+
+    fn liveness_records(home: &std::path::Path) -> Vec<LivenessRecord> {
+        read_lines::<LivenessRecord>(&config(home).watchdog_dir.join(LIVENESS_LOG))
+    }
+
+    #[test]
+    fn a_kernel_proven_death_goes_from_its_one_show_to_the_restart_call_unsampled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Running)].into(),
+            ..Script::default()
+        }));
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&proven(&ctx));
+        let calls = deck.calls.lock().clone();
+        assert_eq!(
+            calls[..2],
+            [format!("restart {ID}"), format!("show {ID}")],
+            "the show that found it in error is the only one before the restart call; then the verification"
+        );
+        let recs = liveness_records(tmp.path());
+        assert_eq!(recs.len(), 1);
+        let rec = &recs[0];
+        assert_eq!(
+            (rec.reason, rec.decision.as_str(), rec.gap_s),
+            (LivenessReason::ConfirmedDead, "restart", 0.0)
+        );
+        assert_eq!(rec.reads.len(), 1);
+        assert!(!rec.pane.sampled);
+        assert_eq!(deck.count("output-pane"), 0, "no pane sample");
+        let line = std::fs::read_to_string(config(tmp.path()).watchdog_dir.join(LIVENESS_LOG));
+        assert!(line.unwrap().contains(r#""proof":"process_exited""#));
+        assert_eq!(
+            actions(tmp.path()),
+            [
+                ("restart".to_owned(), None),
+                ("restarted".to_owned(), Some("running".to_owned()))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_kernel_proven_death_that_waited_its_turn_is_read_once_more_and_still_unsampled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [live(Status::Error), live(Status::Running)].into(),
+            ..Script::default()
+        }));
+        let (mut ctx, clock) = crate::act::context::tests::context(tmp.path(), deck.clone());
+        ctx.limits.min_interval = 0.02;
+        // A restart a moment ago: this one waits for the serialization.
+        ctx.state.lock().last_restart_at = Some(NOW);
+        std::thread::spawn({
+            let clock = clock.clone();
+            move || {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                clock.advance(1.0);
+            }
+        });
+        ctx.run(&proven(&ctx));
+        let calls = deck.calls.lock().clone();
+        assert_eq!(
+            calls[..3],
+            [
+                format!("show {ID}"),
+                format!("restart {ID}"),
+                format!("show {ID}")
+            ],
+            "the status may have moved on while it waited: one fresh show, no pane sample"
+        );
+        let recs = liveness_records(tmp.path());
+        assert_eq!((recs[0].gap_s, recs[0].pane.sampled), (0.0, false));
+        assert!(recs[0].proof.is_some());
+        assert_eq!(deck.count("output-pane"), 0);
+    }
+
+    #[test]
+    fn a_death_without_proof_keeps_the_two_samples_and_writes_no_proof_key() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: dead_then_running(),
+            ..Script::default()
+        }));
+        let ctx = context(tmp.path(), deck.clone());
+        ctx.run(&reserved(&ctx));
+        assert_eq!((deck.count("show"), deck.count("output-pane")), (3, 2));
+        let line = std::fs::read_to_string(config(tmp.path()).watchdog_dir.join(LIVENESS_LOG));
+        assert!(!line.unwrap().contains("proof"));
+        let rec = &liveness_records(tmp.path())[0];
+        assert_eq!((rec.reads.len(), rec.proof), (2, None));
     }
 
     #[test]

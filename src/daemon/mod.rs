@@ -23,6 +23,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::act::context::Context;
+use crate::act::job::Proven;
 use crate::act::patrols::Patrols;
 use crate::act::restart::{self, Restarter};
 use crate::args::RunFlags;
@@ -33,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::{AgentDeck, Cli, ReadOnly};
 use crate::fleet::panes::Tmux;
-use crate::fleet::session::Status;
+use crate::fleet::session::{Live, Status};
 use crate::ops::sd_notify::SdNotify;
 use crate::records::instance_lock;
 use crate::sys::clock::{Clock, SystemClock};
@@ -172,6 +173,9 @@ pub(crate) struct Daemon {
     /// Critical sessions found in error with no evidence that they ever
     /// ran, in this error episode: their `session show` is not repeated.
     never_started: BTreeSet<String>,
+    /// Critical sessions that had died at the last full tick: the cascade
+    /// count a kernel-proven death adds itself to.
+    last_died: usize,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -186,7 +190,14 @@ impl Daemon {
         clock: Arc<dyn Clock>,
         shutdown: Shutdown,
     ) -> Result<Daemon> {
-        let ctx = Context::from_config(cfg, flags.dry_run, deck, clock, shutdown);
+        let not_yet = match cfg.pane_watch {
+            PaneWatchMode::Off => "PANE_WATCH=off",
+            PaneWatchMode::Auto if flags.once => "not started for --once",
+            PaneWatchMode::Auto => "starting",
+        };
+        let panes = Arc::new(PaneShare::new(not_yet));
+        let mut ctx = Context::from_config(cfg, flags.dry_run, deck, clock, shutdown);
+        ctx.panes = Some(panes.clone());
         let restarter = restart::spawn(ctx.clone())
             .map_err(|e| Error::runtime(format!("cannot start the restart thread: {e}")))?;
         let patrols = Patrols::spawn(ctx.clone())?;
@@ -196,11 +207,6 @@ impl Daemon {
         let followup = FollowUp::from_config(cfg, flags.dry_run, escalator, clock, patience);
         let mut fleet = Fleet::new(cfg.autorestart_dir());
         fleet.reload_markers();
-        let not_yet = match cfg.pane_watch {
-            PaneWatchMode::Off => "PANE_WATCH=off",
-            PaneWatchMode::Auto if flags.once => "not started for --once",
-            PaneWatchMode::Auto => "starting",
-        };
         Ok(Daemon {
             ctx,
             restarter,
@@ -212,10 +218,11 @@ impl Daemon {
             followup,
             followup_error: None,
             hook_pacing: HookPacing::default(),
-            panes: Arc::new(PaneShare::new(not_yet)),
+            panes,
             tmux_names: BTreeMap::new(),
             gate_skips: BTreeMap::new(),
             never_started: BTreeSet::new(),
+            last_died: 0,
             threads: Vec::new(),
         })
     }
@@ -298,8 +305,9 @@ impl Daemon {
     /// a batch that ticked need no checks of their own, and the first hook
     /// that finds its session in error ends the batch with a tick. Several
     /// panes dead at once (a tmux server died) go straight to a tick, which
-    /// sees the cascade before any restart starts; one dead pane takes the
-    /// hook's path.
+    /// sees the cascade before any restart starts. One dead pane takes the
+    /// hook's check; in error, a death the kernel proved takes the short
+    /// path ([`Self::short_path`]), any other a tick.
     fn handle(&mut self, batch: Batch) -> bool {
         let now = self.ctx.clock.now();
         let due = self.hook_pacing.due(now);
@@ -320,11 +328,15 @@ impl Daemon {
             return true;
         }
         for (id, proof) in &batch.panes {
-            if self.pane_finds_error(id, *proof) {
-                log::info!("pane of {id} died: in error; polling the fleet now");
-                self.tick();
+            let Some(shown) = self.pane_finds_error(id, *proof) else {
+                continue;
+            };
+            if *proof == Proof::ProcessExited && self.short_path(id, shown) {
                 return true;
             }
+            log::info!("pane of {id} died: in error; polling the fleet now");
+            self.tick();
+            return true;
         }
         let worked = !batch.hooks.is_empty()
             || !due.is_empty()
@@ -348,11 +360,43 @@ impl Daemon {
     /// The pane watch saw the pane of `id` die (`proof`: how): the hook's
     /// check, but a hook file's "running" (written before the death) is no
     /// answer, and it is neither deferred nor paced (the watch tells each
-    /// death once, so it never comes back as a hook check). True when
+    /// death once, so it never comes back as a hook check). The show, when
     /// agent-deck says `error`.
-    fn pane_finds_error(&mut self, id: &str, proof: Proof) -> bool {
+    fn pane_finds_error(&mut self, id: &str, proof: Proof) -> Option<Live> {
         log::debug!("pane of {id} died ({proof}); checking its status");
         self.check_finds_error(id, true, false)
+    }
+
+    /// SPEC §5.3's short path for a death the kernel proved, which `shown`
+    /// (the one `session show`) found in error: the holds and gates run on
+    /// the daemon's own state, with no full tick, no list and no further
+    /// call, and the restart job carries the proof and the show. The
+    /// cascade count is the last full tick's dead plus this one: if that
+    /// reaches the threshold, or an episode is under way, false, and the
+    /// caller ticks (the cascade path reads every status). True when it
+    /// decided.
+    fn short_path(&mut self, id: &str, shown: Live) -> bool {
+        let Some(s) = self.fleet.get(id).cloned() else {
+            return false;
+        };
+        let threshold = self.ctx.limits.cascade_threshold;
+        if self.ctx.state.lock().cascade.is_some() || self.last_died + 1 >= threshold {
+            log::info!(
+                "pane of {id} died with {} other critical session(s) dead at the last poll: polling the fleet for the cascade check",
+                self.last_died
+            );
+            return false;
+        }
+        log::info!(
+            "pane of {id} died (its process exited) and agent-deck says error; deciding on its restart without a poll"
+        );
+        let verdict = self.judge_errored(&s, &shown, true);
+        let proven = Proven {
+            proof: Proof::ProcessExited,
+            shown: shown.clone(),
+        };
+        self.act_on(&s, &shown, Some(verdict), Some(proven));
+        true
     }
 
     /// A hook file for `id` was written (`retry`: a deferred check coming
@@ -360,26 +404,26 @@ impl Daemon {
     /// the per-session gap defers it. True when it is in error: the fleet
     /// then needs a full look.
     fn hook_finds_error(&mut self, id: &str, retry: bool) -> bool {
-        self.check_finds_error(id, retry, true)
+        self.check_finds_error(id, retry, true).is_some()
     }
 
     /// The status check of [`Self::hook_finds_error`]; `from_hook`: a hook
     /// file that says the agent is alive ends it without a call, and the
-    /// per-session gap paces it.
-    fn check_finds_error(&mut self, id: &str, retry: bool, from_hook: bool) -> bool {
+    /// per-session gap paces it. The show, when it says `error`.
+    fn check_finds_error(&mut self, id: &str, retry: bool, from_hook: bool) -> Option<Live> {
         if self.fleet.needs_refresh_for(id) && !self.refresh_fleet_if_stale() && !retry {
             // The list was read less than a second ago, maybe before the
             // session existed: come back once it may be read again. A retry
             // goes on: whatever read the list since then came after its hook.
             self.hook_pacing.defer(id, self.ctx.clock.now());
-            return false;
+            return None;
         }
         let Some(s) = self.fleet.get(id).cloned() else {
             log::debug!("hook for {id}, not a critical session of any profile; ignored");
-            return false;
+            return None;
         };
         if !self.fleet.is_critical(&s) || self.ctx.state.lock().in_flight.contains(id) {
-            return false;
+            return None;
         }
         // The agent itself just reported it is running or waiting: alive, no call needed.
         let hook = from_hook.then(|| hook_file::read_hook(&self.ctx.cfg.hooks_dir, id));
@@ -390,20 +434,20 @@ impl Daemon {
         };
         if let Some(live) = live {
             log::debug!("hook for {id}: the agent reports {live}; no status check");
-            return false;
+            return None;
         }
         if from_hook && !self.hook_pacing.may_check(id, self.ctx.clock.now()) {
-            return false;
+            return None;
         }
         self.sd_notify.alive();
         match self.ctx.deck.show(&s.profile, &s.id) {
-            Ok(live) if live.status() == Status::Error => return true,
+            Ok(live) if live.status() == Status::Error => return Some(live),
             Ok(live) => self.observe(&s, live.status()),
             Err(e) => log::warn!(
                 "hook for {id}: status unreadable ({e}); the safety poll will look again"
             ),
         }
-        false
+        None
     }
 
     /// Waits for started work, then stops every thread.
@@ -433,5 +477,161 @@ impl Drop for Daemon {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::safety_poll::tests::daemon;
+    use super::*;
+    use crate::act::context::tests::{actions, config};
+    use crate::fleet::fake::{live, FakeDeck, Script};
+    use crate::records::audit::{LivenessRecord, LIVENESS_LOG};
+    use crate::records::read_back::read_lines;
+    use crate::triggers::event_queue::Batch;
+
+    const COND: &str = "3f9c2a1b-1755891234";
+    const OLD: &str = "agentdeck_conductor-ops_3f9c2a1b";
+
+    /// One conductor in profile `default`, listed running under tmux `OLD`.
+    fn fleet() -> Script {
+        let row = format!(
+            r#"[{{"id":"{COND}","title":"conductor-ops","profile":"default","path":"/srv","status":"running","tmux_session":"{OLD}"}}]"#
+        );
+        Script {
+            list_all: Some(row.clone()),
+            lists: [("default".to_owned(), row)].into(),
+            ..Script::default()
+        }
+    }
+
+    fn died(proof: Proof) -> Batch {
+        Batch {
+            panes: [(COND.to_owned(), proof)].into(),
+            ..Batch::default()
+        }
+    }
+
+    /// A daemon that has ticked once over [`fleet`] (the conductor ran),
+    /// its calls forgotten, the next shows `shows`.
+    fn ticked(home: &std::path::Path, shows: &[Option<Live>]) -> (Daemon, Arc<FakeDeck>) {
+        let deck = Arc::new(FakeDeck::new(fleet()));
+        let mut d = daemon(home, deck.clone());
+        d.tick();
+        deck.calls.lock().clear();
+        deck.script.lock().shows = shows.iter().cloned().collect();
+        (d, deck)
+    }
+
+    #[test]
+    fn a_kernel_proven_death_is_restarted_from_one_show_with_no_poll_and_no_sample() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut d, deck) = ticked(tmp.path(), &[live(Status::Error), live(Status::Running)]);
+        assert!(d.handle(died(Proof::ProcessExited)));
+        d.finish();
+        let calls = deck.calls.lock().clone();
+        let restart = calls
+            .iter()
+            .position(|c| c.starts_with("restart "))
+            .unwrap();
+        assert_eq!(
+            calls[..restart],
+            [format!("show {COND}")],
+            "one show between the death and the restart call"
+        );
+        assert_eq!(deck.count("output-pane"), 0);
+        assert_eq!(actions(tmp.path()), ["restart", "restarted"]);
+        let dir = config(tmp.path()).watchdog_dir;
+        let rec = &read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG))[0];
+        assert_eq!(
+            (rec.proof, rec.gap_s, rec.pane.sampled),
+            (Some(Proof::ProcessExited), 0.0, false)
+        );
+    }
+
+    #[test]
+    fn a_death_only_a_listing_saw_keeps_the_poll_and_the_two_samples() {
+        let tmp = tempfile::tempdir().unwrap();
+        let shows = [
+            live(Status::Error),
+            live(Status::Error),
+            live(Status::Error),
+            live(Status::Running),
+        ];
+        let (mut d, deck) = ticked(tmp.path(), &shows);
+        deck.script.lock().lists.insert(
+            "default".into(),
+            format!(r#"[{{"id":"{COND}","title":"conductor-ops","profile":"default","status":"error"}}]"#),
+        );
+        assert!(d.handle(died(Proof::GoneFromListing)));
+        d.finish();
+        assert_eq!(deck.count("list-all"), 1, "a tick");
+        assert_eq!(deck.count("output-pane"), 2, "{:?}", deck.calls.lock());
+        let dir = config(tmp.path()).watchdog_dir;
+        let rec = &read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG))[0];
+        assert_eq!(rec.proof, None);
+    }
+
+    #[test]
+    fn a_kernel_proven_death_agent_deck_calls_stopped_is_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut d, deck) = ticked(tmp.path(), &[live(Status::Stopped)]);
+        d.handle(died(Proof::ProcessExited));
+        d.finish();
+        assert_eq!(*deck.calls.lock(), [format!("show {COND}")]);
+        assert!(actions(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn the_gates_of_a_kernel_proven_death_run_on_the_daemon_s_state_with_no_call() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut d, deck) = ticked(tmp.path(), &[live(Status::Error)]);
+        // Its restart budget is spent.
+        let now = d.ctx.clock.now();
+        d.ctx.state.lock().book(COND).restarts = vec![now; d.ctx.limits.rate_max];
+        d.handle(died(Proof::ProcessExited));
+        d.finish();
+        assert_eq!(*deck.calls.lock(), [format!("show {COND}")]);
+        assert_eq!(deck.count("restart"), 0);
+        // Never seen to run, no hook, no claude_session_id: never started.
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut d, deck) = ticked(tmp.path(), &[live(Status::Error)]);
+        d.ctx.state.lock().ran.clear();
+        d.handle(died(Proof::ProcessExited));
+        d.finish();
+        assert_eq!(
+            *deck.calls.lock(),
+            [format!("show {COND}")],
+            "its show is not repeated"
+        );
+        let recs = crate::act::context::tests::restart_records(tmp.path());
+        assert_eq!(recs[0].reason.as_deref(), Some("never_started"));
+    }
+
+    #[test]
+    fn a_kernel_proven_death_that_would_make_a_cascade_is_polled_for() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut d, deck) = ticked(tmp.path(), &[live(Status::Error)]);
+        d.last_died = d.ctx.limits.cascade_threshold - 1;
+        assert!(d.handle(died(Proof::ProcessExited)));
+        assert_eq!(deck.count("list-all"), 1, "{:?}", deck.calls.lock());
+    }
+
+    #[test]
+    fn the_show_after_a_restart_hands_the_pane_watch_the_new_tmux_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let renamed = Live {
+            tmux_session: Some("agentdeck_conductor-ops_9e8d7c6b".into()),
+            ..live(Status::Running).unwrap()
+        };
+        let (mut d, _deck) = ticked(tmp.path(), &[live(Status::Error), Some(renamed)]);
+        assert_eq!(d.panes.map().unwrap().critical[COND], OLD);
+        d.handle(died(Proof::ProcessExited));
+        d.finish();
+        let map = d.panes.map().unwrap();
+        assert_eq!(map.critical[COND], "agentdeck_conductor-ops_9e8d7c6b");
+        assert!(map.known.contains("agentdeck_conductor-ops_9e8d7c6b"));
     }
 }

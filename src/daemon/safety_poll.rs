@@ -7,8 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::act::context::SessionProbe;
-use crate::act::job::{RestartJob, RestartKind};
+use crate::act::context::{PrimedProbe, SessionProbe};
+use crate::act::job::{Proven, RestartJob, RestartKind};
 use crate::act::snapshot::Snapshot;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
@@ -62,7 +62,7 @@ impl Daemon {
             .iter()
             .filter_map(|s| {
                 let l = live.get(&s.id).filter(|l| l.status() == Status::Error)?;
-                Some((s.id.as_str(), self.judge_errored(s, l)))
+                Some((s.id.as_str(), self.judge_errored(s, l, false)))
             })
             .collect();
         let errored = verdicts.len();
@@ -72,23 +72,13 @@ impl Daemon {
         // A partial view would undercount: cascade episodes are judged on full ticks only.
         if unreadable.is_empty() {
             self.watch_cascade(died);
+            self.last_died = died;
         }
         for s in &critical {
             let Some(l) = live.get(&s.id) else {
                 continue;
             };
-            match verdicts.get(s.id.as_str()) {
-                Some(Errored::Held(why)) => self.hold(s, *why),
-                Some(Errored::Undecided) => {
-                    let now = self.ctx.clock.now();
-                    notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
-                }
-                Some(Errored::UsageLimited) => {
-                    self.back_off_usage_limit(s, l);
-                    self.observe(s, l.status());
-                }
-                Some(Errored::Died) | None => self.observe(s, l.status()),
-            }
+            self.act_on(s, l, verdicts.get(s.id.as_str()).copied(), None);
         }
         if refreshed.is_ok() {
             self.forget_gone();
@@ -204,8 +194,9 @@ impl Daemon {
     /// hook from before its restart says `error` (see
     /// [`crate::decide::stale_hook`]). Costs no CLI call for a session the
     /// book knows ran or that has a hook file, and at most one `session
-    /// show` per error episode for the others.
-    fn judge_errored(&mut self, s: &Session, l: &Live) -> Errored {
+    /// show` per error episode for the others; none when `l` is itself a
+    /// show (`shown`).
+    pub(super) fn judge_errored(&mut self, s: &Session, l: &Live, shown: bool) -> Errored {
         let release = self.ctx.deck.version();
         if stop::held_by_stop(&self.ctx.state.lock(), &s.id, release) {
             return Errored::Held(Hold::StoppedBefore);
@@ -217,9 +208,12 @@ impl Daemon {
         let judged_never = self.never_started.contains(&s.id);
         // A show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
         self.sd_notify.alive();
-        let probe = SessionProbe {
-            ctx: &self.ctx,
-            session: s,
+        let probe = PrimedProbe {
+            probe: SessionProbe {
+                ctx: &self.ctx,
+                session: s,
+            },
+            first: shown.then(|| l.clone()).into(),
         };
         match first_run::has_run(known, judged_never, &probe) {
             Ran::Yes => {
@@ -331,6 +325,35 @@ impl Daemon {
         rec.backoff_s = Some(backoff);
         self.ctx.records.restart(&rec);
         self.ctx.store.save(&self.ctx.state);
+    }
+
+    /// Acts on what a critical session reads (`l`) and, in error, what it
+    /// is (`verdict`); `proven`: the pane watch proved its death, which its
+    /// restart job carries.
+    pub(super) fn act_on(
+        &mut self,
+        s: &Session,
+        l: &Live,
+        verdict: Option<Errored>,
+        proven: Option<Proven>,
+    ) {
+        match verdict {
+            Some(Errored::Held(why)) => self.hold(s, why),
+            Some(Errored::Undecided) => {
+                let now = self.ctx.clock.now();
+                notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
+            }
+            Some(Errored::UsageLimited) => {
+                self.back_off_usage_limit(s, l);
+                self.observe(s, l.status());
+            }
+            Some(Errored::Died) if proven.is_some() => {
+                let now = self.ctx.clock.now();
+                notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
+                self.consider(s, proven);
+            }
+            Some(Errored::Died) | None => self.observe(s, l.status()),
+        }
     }
 
     /// Sessions agent-deck no longer lists leave the state and the caches.
@@ -448,7 +471,7 @@ impl Daemon {
         let now = self.ctx.clock.now();
         notes::note_status(&mut self.ctx.state.lock(), s, status, now);
         if status == Status::Error {
-            self.consider(s);
+            self.consider(s, None);
         } else {
             self.gate_skips.remove(&s.id);
             self.never_started.remove(&s.id);
@@ -456,8 +479,8 @@ impl Daemon {
     }
 
     /// Runs the gates for an errored critical session and, if they pass,
-    /// queues its restart.
-    fn consider(&mut self, s: &Session) {
+    /// queues its restart (`proven`: with the pane watch's proof).
+    fn consider(&mut self, s: &Session, proven: Option<Proven>) {
         let now = self.ctx.clock.now();
         let mut st = self.ctx.state.lock();
         let gate = gates::gate(&mut st, &self.ctx.limits, &s.id, now);
@@ -473,6 +496,7 @@ impl Daemon {
                     session: s.clone(),
                     slot,
                     kind: RestartKind::Revive,
+                    proven,
                 });
             }
             Gate::BudgetSpent => {
@@ -512,7 +536,7 @@ impl Daemon {
 
 /// What a critical session in error is, this tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Errored {
+pub(super) enum Errored {
     /// It ran and is in error: the gates decide on its restart.
     Died,
     /// Not restarted, for this reason (recorded once per episode).

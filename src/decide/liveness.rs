@@ -1,7 +1,9 @@
 //! Liveness confirmation: the last look before a pane is torn down.
 //!
 //! The status is re-read, the pane sampled twice a gap apart, the status read
-//! again; any sign of life is a skip with its reason. The sequence runs over
+//! again; any sign of life is a skip with its reason. A death the kernel
+//! proved (the pane watch's [`Proof::ProcessExited`]) has no pane left to
+//! sample: one status read decides it (SPEC §5.3's last paragraph). The sequence runs over
 //! a [`Probe`], so the reads, the gap and the clock are all injectable; the
 //! result is the evidence that goes to `liveness.log`, digests only; its
 //! types ([`StatusRead`], [`Pane`]) are defined here and written by
@@ -13,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fleet::session::{Live, Status};
 use crate::spelled::spelled;
+use crate::triggers::panes_watch::Proof;
 
 /// One status read during liveness confirmation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,21 +75,40 @@ pub(crate) struct Evidence {
     pub auth_hold_reason: Option<String>,
     /// `confirmed_dead`: restart it; any other: leave it alone, for that reason.
     pub reason: LivenessReason,
+    /// The kernel's proof the short path leaned on; `None` when the pane
+    /// was sampled as usual.
+    pub proof: Option<Proof>,
+}
+
+/// Whether `proof` lets the pane samples and their gap be skipped: only a
+/// process the kernel saw exit, whose session tmux shows gone or dead. A
+/// name that is merely gone from a listing may belong to an agent that
+/// outlived its session, so it is sampled as any other `error`.
+pub(crate) fn skips_the_gap(proof: Option<Proof>) -> bool {
+    proof == Some(Proof::ProcessExited)
 }
 
 /// The first 16 hex characters of the SHA-256 of `text`.
 pub(crate) use crate::digest::digest;
 
-/// Runs the confirmation sequence of SPEC §5.3.
-pub(crate) fn confirm(probe: &dyn Probe, gap: Duration) -> Evidence {
+/// Runs the confirmation sequence of SPEC §5.3; `proof`: how the death was
+/// seen, when the pane watch saw it. A kernel-proven death (see
+/// [`skips_the_gap`]) is decided by the first status read alone (its
+/// status and auth hold): no pane sample, no gap, no second read.
+pub(crate) fn confirm(probe: &dyn Probe, gap: Duration, proof: Option<Proof>) -> Evidence {
     let mut ev = Evidence {
         reads: Vec::new(),
         pane: Pane::default(),
         auth_hold_reason: None,
         reason: LivenessReason::ConfirmedDead,
+        proof: None,
     };
     if let Some(skip) = read_status(probe, &mut ev, true) {
         ev.reason = skip;
+        return ev;
+    }
+    if skips_the_gap(proof) {
+        ev.proof = proof;
         return ev;
     }
     let first = probe.pane();
@@ -202,7 +224,7 @@ mod tests {
             vec![live(Status::Error), live(Status::Error)],
             vec![Some("x"), Some("x")],
         );
-        let ev = confirm(&s, GAP);
+        let ev = confirm(&s, GAP, None);
         assert_eq!(ev.reason, LivenessReason::ConfirmedDead);
         assert_eq!(ev.reads.len(), 2);
         assert!(ev.pane.sampled && !ev.pane.changed && !ev.pane.empty);
@@ -213,14 +235,14 @@ mod tests {
     #[test]
     fn moving_pane_is_active() {
         let s = script(vec![live(Status::Error)], vec![Some("a"), Some("b")]);
-        let ev = confirm(&s, GAP);
+        let ev = confirm(&s, GAP, None);
         assert_eq!(ev.reason, LivenessReason::PaneActive);
         assert!(ev.pane.changed);
     }
 
     #[test]
     fn unreadable_first_read() {
-        let ev = confirm(&script(vec![None], vec![]), GAP);
+        let ev = confirm(&script(vec![None], vec![]), GAP, None);
         assert_eq!(ev.reason, LivenessReason::StatusUnreadable);
         assert_eq!(ev.reads[0].status, "unreadable");
     }
@@ -230,13 +252,14 @@ mod tests {
         let ev = confirm(
             &script(vec![live(Status::Error), None], vec![Some("a"), Some("a")]),
             GAP,
+            None,
         );
         assert_eq!(ev.reason, LivenessReason::StatusUnreadable);
     }
 
     #[test]
     fn recovered_before_or_after_sampling() {
-        let ev = confirm(&script(vec![live(Status::Running)], vec![]), GAP);
+        let ev = confirm(&script(vec![live(Status::Running)], vec![]), GAP, None);
         assert_eq!(ev.reason, LivenessReason::RecoveredBeforeRestart);
         let ev = confirm(
             &script(
@@ -244,6 +267,7 @@ mod tests {
                 vec![Some("a"), Some("a")],
             ),
             GAP,
+            None,
         );
         assert_eq!(ev.reason, LivenessReason::RecoveredBeforeRestart);
     }
@@ -255,7 +279,7 @@ mod tests {
             auth_hold: Some("auth_death".into()),
             ..Live::default()
         });
-        let ev = confirm(&script(vec![held], vec![]), GAP);
+        let ev = confirm(&script(vec![held], vec![]), GAP, None);
         assert_eq!(ev.reason, LivenessReason::AuthHold);
         assert_eq!(ev.auth_hold_reason.as_deref(), Some("auth_death"));
     }
@@ -270,7 +294,7 @@ mod tests {
                 ..Live::default()
             })
         };
-        let ev = confirm(&script(vec![banner("codex")], vec![]), GAP);
+        let ev = confirm(&script(vec![banner("codex")], vec![]), GAP, None);
         assert_eq!(ev.reason, LivenessReason::AuthHold);
         assert_eq!(ev.auth_hold_reason.as_deref(), Some("auth-401"));
         let ev = confirm(
@@ -279,6 +303,7 @@ mod tests {
                 vec![Some("a"), Some("a")],
             ),
             GAP,
+            None,
         );
         assert_eq!(ev.reason, LivenessReason::ConfirmedDead);
     }
@@ -287,7 +312,7 @@ mod tests {
     fn shutdown_during_the_gap() {
         let mut s = script(vec![live(Status::Error)], vec![Some("a"), Some("a")]);
         s.shutdown_in_gap = true;
-        let ev = confirm(&s, GAP);
+        let ev = confirm(&s, GAP, None);
         assert_eq!(ev.reason, LivenessReason::ShuttingDown);
         assert!(!ev.pane.sampled);
     }
@@ -300,6 +325,7 @@ mod tests {
                 vec![None, Some("busy")],
             ),
             GAP,
+            None,
         );
         assert_eq!(ev.reason, LivenessReason::PaneUnreadable);
         let ev = confirm(
@@ -308,6 +334,7 @@ mod tests {
                 vec![Some("busy"), None],
             ),
             GAP,
+            None,
         );
         assert_eq!(ev.reason, LivenessReason::PaneUnreadable);
     }
@@ -320,9 +347,54 @@ mod tests {
                 vec![None, None],
             ),
             GAP,
+            None,
         );
         assert_eq!(ev.reason, LivenessReason::ConfirmedDead);
         assert!(!ev.pane.sampled && ev.pane.empty);
+    }
+
+    #[test]
+    fn only_a_kernel_proven_death_skips_the_samples_and_the_gap() {
+        let s = script(vec![live(Status::Error)], vec![Some("a"), Some("b")]);
+        let ev = confirm(&s, GAP, Some(Proof::ProcessExited));
+        assert_eq!(ev.reason, LivenessReason::ConfirmedDead);
+        assert_eq!(ev.proof, Some(Proof::ProcessExited));
+        assert_eq!(ev.reads.len(), 1, "one status read, no second");
+        assert!(!ev.pane.sampled);
+        assert!(s.waited.borrow().is_empty(), "no gap");
+        assert_eq!(s.panes.borrow().len(), 2, "no pane captured");
+        // A name gone from a listing, or no proof at all: the two samples.
+        for proof in [Some(Proof::GoneFromListing), None] {
+            let s = script(
+                vec![live(Status::Error), live(Status::Error)],
+                vec![Some("x"), Some("x")],
+            );
+            let ev = confirm(&s, GAP, proof);
+            assert_eq!(ev.reason, LivenessReason::ConfirmedDead);
+            assert_eq!((ev.proof, ev.reads.len()), (None, 2), "{proof:?}");
+            assert!(ev.pane.sampled);
+            assert_eq!(*s.waited.borrow(), vec![GAP]);
+        }
+        assert!(skips_the_gap(Some(Proof::ProcessExited)));
+        assert!(!skips_the_gap(Some(Proof::GoneFromListing)) && !skips_the_gap(None));
+    }
+
+    #[test]
+    fn a_kernel_proven_death_the_cli_calls_stopped_or_held_is_left_alone() {
+        let proven = Some(Proof::ProcessExited);
+        let s = script(vec![live(Status::Stopped)], vec![]);
+        let ev = confirm(&s, GAP, proven);
+        assert_eq!(ev.reason, LivenessReason::RecoveredBeforeRestart);
+        assert_eq!(ev.proof, None);
+        let held = Some(Live {
+            status: Some(Status::Error),
+            auth_hold: Some("auth_death".into()),
+            ..Live::default()
+        });
+        let ev = confirm(&script(vec![held], vec![]), GAP, proven);
+        assert_eq!(ev.reason, LivenessReason::AuthHold);
+        let ev = confirm(&script(vec![None], vec![]), GAP, proven);
+        assert_eq!(ev.reason, LivenessReason::StatusUnreadable);
     }
 
     #[test]

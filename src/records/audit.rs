@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::decide::liveness::{LivenessReason, Pane, StatusRead};
 pub use crate::decide::outcomes::{RestartAction, Severity};
+use crate::triggers::panes_watch::Proof;
 
 pub const RESTART_LOG: &str = "restart.log";
 pub const LIVENESS_LOG: &str = "liveness.log";
@@ -115,6 +116,10 @@ pub struct LivenessRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consecutive_skips: Option<u32>,
     pub dry_run: bool,
+    /// `process_exited` when the kernel proved the death and the pane was
+    /// not sampled (SPEC §5.3's last paragraph); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<Proof>,
 }
 
 impl LivenessRecord {

@@ -324,6 +324,7 @@ mod tests {
             reason: LivenessReason::PaneActive,
             consecutive_skips: Some(1),
             dry_run: false,
+            proof: None,
         };
         let tmp = tempfile::tempdir().unwrap();
         Records::new(tmp.path()).liveness(&rec);

@@ -48,7 +48,7 @@ spelled! {
 spelled! {
     /// How a death was seen: the proof the consumer may lean on.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-    pub(crate) enum Proof {
+    pub enum Proof {
         /// The kernel said the pane's process exited, and tmux shows the
         /// session gone or its pane dead.
         ProcessExited = "process_exited",
@@ -134,6 +134,24 @@ impl PaneShare {
     /// The safety tick's map.
     pub(crate) fn hand_over(&self, map: PaneMap) {
         self.inner.lock().0 = Some(map);
+    }
+
+    /// The tmux name of critical session `id` is now `name` (read after a
+    /// restart); true when that changed the map. Nothing before the first
+    /// tick, nor for a session the map does not hold.
+    pub(crate) fn rename(&self, id: &str, name: &str) -> bool {
+        let mut inner = self.inner.lock();
+        let Some(map) = inner.0.as_mut() else {
+            return false;
+        };
+        match map.critical.get_mut(id) {
+            Some(old) if old != name => {
+                *old = name.to_owned();
+                map.known.insert(name.to_owned());
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The map last handed over; `None` before the first tick.

@@ -1,0 +1,180 @@
+//! SPEC §5.3's short path, black-box: a conductor whose pane process the
+//! kernel saw exit is restarted with one `session show` between the death
+//! and the `session restart` call, and a liveness record that says so
+//! (`proof: "process_exited"`, `gap_s: 0`, the pane not sampled); a stopped
+//! one is left alone; with `PANE_WATCH=off` the two samples stay. The
+//! simulator's pane host plays the tmux server, a `tmux` script first on
+//! `PATH` answers the watch's listing, and the safety poll is slow (30 s),
+//! so only the watch can see the death in time.
+
+use std::fs;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::fixtures::conductor;
+use crate::support::sim::{write_tmux_script, PaneHost};
+use crate::support::watchdog::{Daemon, Wd};
+use crate::support::{kill, wait_until};
+
+const ID: &str = "c0ffee00-1755891234";
+const NAME: &str = "agentdeck_conductor-ops_c0ffee00";
+
+/// A watchdog with the simulator as tmux first on `PATH`, the pane listing
+/// fast and the safety poll slow; one running Claude conductor in tmux
+/// session [`NAME`].
+fn installed(watch: &str) -> Wd {
+    let wd = Wd::new()
+        .env("PANE_WATCH", watch)
+        .env("PANE_LIST_INTERVAL_S", "0.2")
+        .env("SAFETY_POLL_INTERVAL_S", "30")
+        .env("ARMED_POLL_INTERVAL_S", "30");
+    let bin = wd.home.path().join("bin");
+    write_tmux_script(&bin);
+    let path = format!("{}:{}", bin.display(), wd.env_value("PATH").unwrap());
+    let wd = wd.env("PATH", &path);
+    let mut c = conductor(ID, "conductor-ops", "running");
+    c["tmux_session"] = json!(NAME);
+    wd.sessions(vec![c]);
+    wd
+}
+
+/// The pane host, the conductor's pane pid, and the daemon after its
+/// first poll.
+fn started(wd: &Wd) -> (PaneHost, i32, Daemon) {
+    let host = wd.sim.pane_host();
+    let pid = wd.sim.wait_for_panes(&[NAME])[NAME];
+    let d = wd.spawn(&[]);
+    wd.wait_for_first_tick();
+    (host, pid, d)
+}
+
+/// How many pidfds the daemon holds (Linux: `anon_inode:[pidfd]`).
+fn pidfds(d: &Daemon) -> usize {
+    let Ok(fds) = fs::read_dir(format!("/proc/{}/fd", d.pid())) else {
+        return 0;
+    };
+    fds.filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+        .filter(|t| t.to_string_lossy().contains("pidfd"))
+        .count()
+}
+
+/// Waits until the watch holds a pidfd on the pane and on the server;
+/// false when the kernel refused them (ENOSYS, EPERM in a sandbox), which
+/// the daemon must then say.
+fn armed(d: &Daemon) -> bool {
+    let said = |d: &Daemon| d.stderr().contains("pane watch off");
+    let settled = wait_until(Duration::from_secs(10), || pidfds(d) >= 2 || said(d));
+    assert!(
+        settled,
+        "the watch never armed nor said why; stderr:\n{}",
+        d.stderr()
+    );
+    if pidfds(d) >= 2 {
+        return true;
+    }
+    assert!(d.stderr().contains("safety poll"), "{}", d.stderr());
+    false
+}
+
+/// The agent-deck calls (not tmux's) logged from `from` on.
+fn deck_calls(wd: &Wd, from: usize) -> Vec<Vec<String>> {
+    let calls = wd.sim.calls().into_iter().skip(from);
+    calls.filter(|c| !c.iter().any(|a| a == "tmux")).collect()
+}
+
+#[test]
+fn a_killed_pane_is_restarted_from_one_show_with_the_kernel_s_proof_recorded() {
+    let wd = installed("auto");
+    let (_host, pid, d) = started(&wd);
+    if !armed(&d) {
+        return;
+    }
+    let from = wd.sim.calls().len();
+    kill(pid, 9);
+    assert!(
+        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
+        "never restarted; stderr:\n{}",
+        d.stderr()
+    );
+    let calls = deck_calls(&wd, from);
+    let restart = calls
+        .iter()
+        .position(|c| c.iter().any(|a| a == "restart"))
+        .unwrap();
+    let before = &calls[..restart];
+    assert_eq!(before.len(), 1, "one call before the restart: {before:?}");
+    assert!(before[0].iter().any(|a| a == "show"), "{before:?}");
+    assert!(
+        wait_until(Duration::from_secs(10), || !wd.liveness().is_empty()),
+        "no liveness record"
+    );
+    let rec = &wd.liveness()[0];
+    assert_eq!(
+        (rec.reason.as_str(), rec.decision.as_str(), rec.gap_s),
+        ("confirmed_dead", "restart", 0.0)
+    );
+    assert!(!rec.pane.sampled);
+    let line = fs::read_to_string(wd.watchdog_dir().join("liveness.log")).unwrap();
+    assert!(line.contains(r#""proof":"process_exited""#), "{line}");
+    assert!(
+        !deck_calls(&wd, from)
+            .iter()
+            .any(|c| c.iter().any(|a| a == "--pane")),
+        "no pane sample"
+    );
+}
+
+#[test]
+fn a_stopped_session_whose_pane_went_is_never_restarted() {
+    let wd = installed("auto");
+    let (_host, _pid, d) = started(&wd);
+    if !armed(&d) {
+        return;
+    }
+    let from = wd.sim.calls().len();
+    // As `session stop` leaves it: stopped, its tmux session gone (the host
+    // then kills the pane's process).
+    wd.sim.update_state(|st| {
+        let s = &mut st["sessions"][0];
+        s["status"] = json!("stopped");
+        s["tmux_alive"] = json!(false);
+    });
+    let looked = wait_until(Duration::from_secs(10), || {
+        deck_calls(&wd, from)
+            .iter()
+            .any(|c| c.iter().any(|a| a == "show"))
+    });
+    assert!(
+        looked,
+        "the death was never looked at; stderr:\n{}",
+        d.stderr()
+    );
+    // Give a wrong restart time to happen: the watch, the consumer and the
+    // restart worker all run within milliseconds of the show.
+    assert!(!wait_until(Duration::from_secs(1), || wd.restart_calls() > 0));
+    assert!(wd.restarts().is_empty(), "{:?}", wd.restarts());
+    assert!(wd.liveness().is_empty());
+}
+
+#[test]
+fn with_pane_watch_off_a_killed_pane_keeps_the_two_samples() {
+    let wd = installed("off").env("SAFETY_POLL_INTERVAL_S", "0.2");
+    let (_host, pid, d) = started(&wd);
+    kill(pid, 9);
+    assert!(
+        wait_until(Duration::from_secs(10), || !wd.liveness().is_empty()),
+        "never confirmed; stderr:\n{}",
+        d.stderr()
+    );
+    let rec = &wd.liveness()[0];
+    assert_eq!(rec.reads.len(), 2, "{rec:?}");
+    assert!(rec.gap_s > 0.0);
+    let line = fs::read_to_string(wd.watchdog_dir().join("liveness.log")).unwrap();
+    assert!(!line.contains("proof"), "{line}");
+    assert!(!wd
+        .sim
+        .calls()
+        .iter()
+        .any(|c| c.iter().any(|a| a == "list-panes")));
+}
