@@ -371,7 +371,8 @@ impl Daemon {
     /// (the one `session show`) found in error: the holds and gates run on
     /// the daemon's own state, with no full tick, no list and no further
     /// call, and the restart job carries the proof and the show. The
-    /// cascade count is the last full tick's dead plus this one: if that
+    /// cascade count is the dead already known (the last full tick's, or
+    /// the restarts queued since, whichever is more) plus this one: if that
     /// reaches the threshold, or an episode is under way, false, and the
     /// caller ticks (the cascade path reads every status). True when it
     /// decided.
@@ -380,10 +381,14 @@ impl Daemon {
             return false;
         };
         let threshold = self.ctx.limits.cascade_threshold;
-        if self.ctx.state.lock().cascade.is_some() || self.last_died + 1 >= threshold {
+        let (episode, queued) = {
+            let st = self.ctx.state.lock();
+            (st.cascade.is_some(), st.in_flight.len())
+        };
+        let dead = self.last_died.max(queued);
+        if episode || dead + 1 >= threshold {
             log::info!(
-                "pane of {id} died with {} other critical session(s) dead at the last poll: polling the fleet for the cascade check",
-                self.last_died
+                "pane of {id} died with {dead} other critical session(s) known dead: polling the fleet for the cascade check"
             );
             return false;
         }
@@ -615,6 +620,13 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (mut d, deck) = ticked(tmp.path(), &[live(Status::Error)]);
         d.last_died = d.ctx.limits.cascade_threshold - 1;
+        assert!(d.handle(died(Proof::ProcessExited)));
+        assert_eq!(deck.count("list-all"), 1, "{:?}", deck.calls.lock());
+        // Deaths the pane watch already sent on their way count too.
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut d, deck) = ticked(tmp.path(), &[live(Status::Error)]);
+        let others = (1..d.ctx.limits.cascade_threshold).map(|i| format!("other-{i}"));
+        d.ctx.state.lock().in_flight.extend(others);
         assert!(d.handle(died(Proof::ProcessExited)));
         assert_eq!(deck.count("list-all"), 1, "{:?}", deck.calls.lock());
     }
