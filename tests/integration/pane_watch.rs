@@ -104,6 +104,12 @@ fn seen(id: &str, proof: &str) -> String {
 
 /// The simulator as tmux, run by the test (the way an operator's
 /// `tmux kill-session` reaches the fleet's server).
+/// The daemon's log says the pane watch saw `id` die with `proof`.
+fn assert_seen(d: &Daemon, id: &str, proof: &str) {
+    let log = d.stderr();
+    assert!(log.contains(&seen(id, proof)), "{log}");
+}
+
 fn kill_session(wd: &Wd, name: &str) {
     let out = wd.sim.run(&[
         "tmux",
@@ -136,11 +142,7 @@ fn a_killed_tmux_session_is_restarted_well_before_the_poll() {
     let killed = Instant::now();
     kill_session(&wd, &name);
     restarted_soon(&wd, &d, 1, 1, killed);
-    assert!(
-        d.stderr().contains(&seen(&id, "process_exited")),
-        "{}",
-        d.stderr()
-    );
+    assert_seen(&d, &id, "process_exited");
     // The restarted session gets a new pane (a restart after a death may
     // name its tmux session anew).
     let renamed = wd.sim.session_state(&id).unwrap()["tmux_session"].clone();
@@ -161,11 +163,7 @@ fn an_agent_that_exits_is_restarted_well_before_the_poll() {
     let killed = Instant::now();
     kill(pid, libc::SIGKILL);
     restarted_soon(&wd, &d, 1, 1, killed);
-    assert!(
-        d.stderr().contains(&seen(&id, "process_exited")),
-        "{}",
-        d.stderr()
-    );
+    assert_seen(&d, &id, "process_exited");
 }
 
 #[test]
@@ -236,11 +234,7 @@ fn an_agent_that_ignores_sighup_outlives_its_session_and_the_backstop_sees_it_go
     let killed = Instant::now();
     kill_session(&wd, &name);
     restarted_soon(&wd, &d, 1, 1, killed);
-    assert!(
-        d.stderr().contains(&seen(&id, "gone_from_listing")),
-        "{}",
-        d.stderr()
-    );
+    assert_seen(&d, &id, "gone_from_listing");
     // The agent lives on: no kernel handle fired, and the watch signals nothing.
     assert_eq!(wd.sim.orphans().get(&name), Some(&pid));
     assert!(pid_alive(pid));
@@ -309,11 +303,7 @@ fn a_claude_restart_re_arms_on_the_new_pid_and_a_later_death_is_still_seen() {
     kill(second, libc::SIGKILL);
     restarted_soon(&wd, &d, 2, 1, killed);
     // The kernel handle on the new pid fired: the watch re-armed on it.
-    assert!(
-        d.stderr().contains(&seen(&id, "process_exited")),
-        "{}",
-        d.stderr()
-    );
+    assert_seen(&d, &id, "process_exited");
 }
 
 #[test]
@@ -332,11 +322,7 @@ fn in_dry_run_a_death_is_only_recorded_and_tmux_only_listed() {
         "no dry-run record: {}",
         d.stderr()
     );
-    assert!(
-        d.stderr().contains(&seen(&id, "process_exited")),
-        "{}",
-        d.stderr()
-    );
+    assert_seen(&d, &id, "process_exited");
     for verb in ["restart", "start", "send", "stop"] {
         assert!(
             wd.sim.calls_with(&["session", verb]).is_empty(),
