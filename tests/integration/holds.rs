@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::support::fixtures::{conductor, CONDUCTOR};
 use crate::support::wait_until;
-use crate::support::watchdog::Wd;
+use crate::support::watchdog::{Daemon, Wd};
 
 /// A Codex conductor in `error` with `substate` (and `substate_detail`).
 fn codex(substate: &str, detail: &str) -> Value {
@@ -134,16 +134,23 @@ fn a_usage_limit_without_a_retry_time_backs_off_api_429_backoff_s_then_is_restar
     assert_eq!(wd.restarts_with("rate-limited").len(), 1);
 }
 
-#[test]
-fn a_stop_that_flips_to_error_below_1_16_23_stays_a_stop_until_started_by_hand() {
+/// A daemon that saw the conductor `stopped` at agent-deck `version`, and
+/// the conductor now reading `error`.
+fn stopped_then_error(version: &str) -> (Wd, Daemon) {
     let wd = Wd::new();
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "stopped")]);
-    at(&wd, Some("1.14.0"));
+    at(&wd, Some(version));
     let d = wd.spawn(&[]);
     wd.wait_for_more_ticks(3);
-    // notify-daemon's flip, half a second after the stop (#2453).
     wd.sim
         .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    (wd, d)
+}
+
+#[test]
+fn a_stop_that_flips_to_error_below_1_16_23_stays_a_stop_until_started_by_hand() {
+    // notify-daemon's flip, half a second after the stop (#2453).
+    let (wd, d) = stopped_then_error("1.14.0");
     assert!(
         wait_until(Duration::from_secs(10), || !wd
             .restarts_with("skipped")
@@ -174,13 +181,7 @@ fn a_stop_that_flips_to_error_below_1_16_23_stays_a_stop_until_started_by_hand()
 fn from_1_16_23_an_error_after_a_stop_is_a_death() {
     // 1.16.23 fixed the flip (#2453): an `error` after `stopped` is the
     // session dying after a human started it between two reads.
-    let wd = Wd::new();
-    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "stopped")]);
-    at(&wd, Some("1.16.26"));
-    let d = wd.spawn(&[]);
-    wd.wait_for_more_ticks(3);
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    let (wd, d) = stopped_then_error("1.16.26");
     assert!(
         wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
         "stderr:\n{}",
