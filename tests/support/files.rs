@@ -71,11 +71,14 @@ pub(crate) fn write_script(path: &Path, text: &str) {
     assert!(ok, "could not write {}", path.display());
 }
 
-/// Every line of a JSON-lines file as a `T`; a missing file is no lines, a
-/// line that does not parse fails the test.
+/// Every whole line of a JSON-lines file as a `T`; a missing file is no
+/// lines, a line that does not parse fails the test. A last line without
+/// its newline is an append still under way (a writer in another process),
+/// not yet a line.
 pub(crate) fn read_lines<T: DeserializeOwned>(path: &Path) -> Vec<T> {
-    fs::read_to_string(path)
-        .unwrap_or_default()
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+    whole
         .lines()
         .map(|l| {
             serde_json::from_str(l)
