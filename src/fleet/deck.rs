@@ -559,7 +559,6 @@ impl AgentDeck for ReadOnly {
 mod tests {
     use super::*;
     use crate::testing::write_script;
-    use std::os::unix::fs::PermissionsExt;
 
     fn cli_printing(dir: &std::path::Path, stdout: &str) -> Cli {
         let bin = dir.join("agent-deck");
@@ -604,12 +603,10 @@ mod tests {
     fn a_failed_list_reports_the_json_error_on_stdout() {
         let tmp = tempfile::tempdir().unwrap();
         let bin = tmp.path().join("agent-deck");
-        std::fs::write(
+        write_script(
             &bin,
             "#!/bin/sh\necho '{\"code\":\"INVALID_OPERATION\",\"error\":\"boom\",\"success\":false}'\nexit 1\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
         match cli.list_profile("work", &mut |_| {}) {
             Err(CliError::Exit { code, message }) => {
@@ -624,13 +621,11 @@ mod tests {
     fn a_typed_but_unconfirmed_send_is_told_apart_from_a_failed_one() {
         let tmp = tempfile::tempdir().unwrap();
         let bin = tmp.path().join("agent-deck");
-        std::fs::write(
+        write_script(
             &bin,
             // Like agent-deck: the JSON error (with `delivery`) only under `--json`.
             "#!/bin/sh\ncase \" $* \" in *\" --json \"*) echo '{\"code\":\"DELIVERY_FAILED\",\"delivery\":\"typed\",\"error\":\"not acted on\",\"session_id\":\"a-1\",\"session_title\":\"w\",\"submitted\":false,\"success\":false}' ;;\n*) echo 'Error: not acted on' >&2 ;;\nesac\nexit 1\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
         let err = cli.send("default", "a-1", "report status?").unwrap_err();
         assert_eq!(err.delivery(), Some(Delivery::Typed), "{err}");
@@ -751,13 +746,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let bin = tmp.path().join("agent-deck");
         // Like agent-deck 1.16.10+: the failure JSON only under `--json`.
-        std::fs::write(
+        write_script(
             &bin,
             "#!/bin/sh
 case \" $* \" in *\" --json \"*) echo '{\"code\":\"INVALID_OPERATION\",\"error\":\"failed to start session: tmux session \\\"agentdeck_t_a\\\" is gone: spawn_died_fast (exited after 980ms): secret pane\",\"id\":\"a-1\",\"reason\":\"spawn_died_fast\",\"spawn_failure\":{\"dying_output\":\"secret pane\",\"elapsed_ms\":980,\"reason\":\"spawn_died_fast\"},\"success\":false,\"title\":\"t\",\"tmux\":\"agentdeck_t_a\"}' ;;\n*) echo 'Error: failed to start session: secret pane' >&2 ;;\nesac\nexit 1\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
         for err in [
             cli.start("default", "a-1").unwrap_err(),
