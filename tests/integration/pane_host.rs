@@ -184,6 +184,30 @@ fn a_killed_server_kills_every_pane_and_lists_no_server() {
         err.starts_with("no server running on /tmp/tmux-") && err.ends_with("/wd\n"),
         "{err}"
     );
+    // agent-deck reads every session as crashed; a restart brings a server
+    // up again, with that session's pane alone.
+    for id in [ID_A, ID_B] {
+        assert_eq!(show_status(&sim, id), "error", "{id}");
+    }
+    let out = sim.run(&["session", "restart", ID_B, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(sim.state().get("tmux_server"), None);
+    assert_eq!(
+        (show_status(&sim, ID_A), show_status(&sim, ID_B)),
+        ("error".into(), "running".into())
+    );
+    let name_b = sim.session_state(ID_B).unwrap()["tmux_session"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(sim.wait_for_panes(&[&name_b]).len(), 1);
+}
+
+/// The status `session show` prints for `id`.
+fn show_status(sim: &Sim, id: &str) -> String {
+    let out = sim.run(&["session", "show", id, "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("show JSON");
+    v["status"].as_str().unwrap_or_default().to_owned()
 }
 
 #[test]

@@ -160,7 +160,11 @@ fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
         mark_started(s, at, "waiting");
     }
     let data = json!({"id": s.id, "success": true, "title": s.title});
-    Ok(o.success(&format!("Restarted session: {}", s.title), data))
+    let reply = o.success(&format!("Restarted session: {}", s.title), data);
+    if mode != OnRestart::NoEffect {
+        st.tmux_server = None;
+    }
+    Ok(reply)
 }
 
 /// What a successful start or restart leaves: a live tmux session, status
@@ -212,7 +216,9 @@ fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     if s.tool() == "claude" && !s.claude_session_id.is_empty() {
         data["claude_session_id"] = json!(s.claude_session_id);
     }
-    Ok(o.success(&format!("Started session: {}", s.title), data))
+    let reply = o.success(&format!("Started session: {}", s.title), data);
+    st.tmux_server = None;
+    Ok(reply)
 }
 
 /// The reason of a spawn whose existence probe never settled.

@@ -94,7 +94,9 @@ fn read(path: &Path) -> io::Result<Option<SimState>> {
     if !value.is_object() {
         return Err(bad(format!("is not a JSON object: {shown}")));
     }
-    serde_json::from_value(value).map(Some).map_err(unreadable)
+    let mut state: SimState = serde_json::from_value(value).map_err(unreadable)?;
+    state.server_down_kills_every_session();
+    Ok(Some(state))
 }
 
 fn write(path: &Path, state: &SimState) -> io::Result<()> {

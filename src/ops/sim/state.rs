@@ -55,8 +55,10 @@
 //! pid, which plays the tmux server's, and the pid of the sleeping child it
 //! keeps for each live session's tmux name (`panes`), plus the children of
 //! `ignores_sighup` sessions that outlived a kill of their tmux session
-//! (`orphans`). `tmux_server: "down"` is a killed tmux server: the host
-//! kills every child and `sim tmux` answers `no server running`. A session's
+//! (`orphans`). `tmux_server: "down"` is a killed tmux server: every
+//! session reads as crashed (`tmux_alive: false`) until a start or restart
+//! brings a server up again (which drops the key), the host kills every
+//! child and `sim tmux` answers `no server running`. A session's
 //! `ignores_sighup: true` is an agent that ignores SIGHUP, so its process
 //! outlives `kill-session` (pane-death.md §2). `sim tmux list-panes` and
 //! `display` answer from these keys (`tmux.rs`); without `pane_host` no
@@ -155,6 +157,16 @@ impl SimState {
     /// `tmux_server: "down"`: every pane is gone and tmux finds no server.
     pub fn server_down(&self) -> bool {
         self.tmux_server.as_deref() == Some(TMUX_DOWN)
+    }
+
+    /// A killed tmux server took every session's tmux session with it: each
+    /// reads as crashed until a start or restart brings a server up again.
+    pub(super) fn server_down_kills_every_session(&mut self) {
+        if self.server_down() {
+            for s in &mut self.sessions {
+                s.tmux_alive = Some(false);
+            }
+        }
     }
 }
 

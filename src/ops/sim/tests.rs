@@ -1485,10 +1485,16 @@ fn without_a_pane_host_or_with_the_server_down_tmux_finds_no_server() {
     assert_eq!((code, out.as_str()), (1, ""));
     assert!(err.starts_with("no server running on "), "{err}");
     // kill-session too finds no server, and changes nothing.
+    let before = std::fs::read_to_string(&s.state).expect("state");
     let (code, _, err) = s.call(&["tmux", "kill-session", "-t", "=agentdeck_a_1"]);
     assert_eq!(code, 1);
     assert!(err.starts_with("no server running on "), "{err}");
-    assert_eq!(s.session(ID).tmux_alive, None);
+    assert_eq!(std::fs::read_to_string(&s.state).expect("state"), before);
+    // The server took the session with it: agent-deck reads a crash.
+    assert_eq!(s.session(ID).tmux_alive, Some(false));
+    let (code, out, _) = s.call(&["session", "show", ID, "--json"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("\"status\": \"error\""), "{out}");
 }
 
 #[test]
