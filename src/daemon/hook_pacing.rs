@@ -83,6 +83,11 @@ impl HookPacing {
         self.last_tick = Some(now);
     }
 
+    /// When the last full tick ran.
+    pub(super) fn last_tick(&self) -> Option<f64> {
+        self.last_tick
+    }
+
     /// How long the main loop may wait before something of its own is due: a
     /// deferred check, an owed rescan.
     pub(super) fn next_wakeup(&self, now: f64) -> Duration {

@@ -28,6 +28,7 @@ use crate::act::patrols::Patrols;
 use crate::act::restart::{self, Restarter};
 use crate::args::RunFlags;
 use crate::config::Config;
+use crate::decide::cascade;
 use crate::decide::gates::Hold;
 use crate::decide::refusal;
 use crate::error::{Error, Result};
@@ -253,9 +254,16 @@ impl Daemon {
         self.sd_notify.ready();
         loop {
             let now = self.ctx.clock.now();
-            let retry = refusal::next_retry(&self.ctx.state.lock(), now);
+            let (retry, revive) = {
+                let st = self.ctx.state.lock();
+                let revive = cascade::revive_tick_in(&st, self.hook_pacing.last_tick(), now);
+                (refusal::next_retry(&st, now), revive)
+            };
             let idle = self.hook_pacing.next_wakeup(now);
-            let idle = retry.map_or(idle, |s| idle.min(crate::sys::clock::clamped(s)));
+            let idle = [retry, revive]
+                .into_iter()
+                .flatten()
+                .fold(idle, |d, s| d.min(crate::sys::clock::clamped(s)));
             let wait = self.sd_notify.max_sleep(idle);
             let Some(batch) = self.queue.next_batch(&self.ctx.shutdown, wait) else {
                 break;
@@ -313,7 +321,9 @@ impl Daemon {
         let due = self.hook_pacing.due(now);
         // A retry after a freshness refusal is looked at as a hook is.
         let retries = refusal::take_due(&mut self.ctx.state.lock(), now);
-        if self.hook_pacing.tick_due(batch.tick, batch.rescan, now) {
+        let revive =
+            cascade::revive_tick_in(&self.ctx.state.lock(), self.hook_pacing.last_tick(), now);
+        if self.hook_pacing.tick_due(batch.tick, batch.rescan, now) || revive == Some(0.0) {
             self.tick();
             return true;
         }

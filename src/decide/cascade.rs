@@ -104,6 +104,17 @@ pub(crate) fn observe_cascade(
     }
 }
 
+/// Seconds from `now` until a tick is owed for the revive of a cascade
+/// episode: its settle ends then, and no tick has looked at the fleet since
+/// (`last_tick`). The revive starts at the settle's end, not at whichever
+/// poll comes after it. `None` when no such tick is owed.
+pub(crate) fn revive_tick_in(state: &State, last_tick: Option<f64>, now: f64) -> Option<f64> {
+    let end = state.cascade.as_ref()?.settle_until;
+    last_tick
+        .is_none_or(|t| t < end)
+        .then(|| (end - now).max(0.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +185,34 @@ mod tests {
         assert_eq!(
             observe_cascade(&mut s, &l, 5, c.now()),
             CascadeNews::Detected
+        );
+    }
+
+    #[test]
+    fn the_settles_end_owes_one_tick() {
+        let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        assert_eq!(revive_tick_in(&s, Some(999.0), c.now()), None);
+        observe_cascade(&mut s, &l, 6, c.now());
+        let end = c.now() + l.cascade_wait;
+        assert_eq!(
+            revive_tick_in(&s, Some(c.now()), c.now()),
+            Some(l.cascade_wait)
+        );
+        c.advance(l.cascade_wait + 0.5);
+        assert_eq!(
+            revive_tick_in(&s, Some(1000.0), c.now()),
+            Some(0.0),
+            "due, and past due"
+        );
+        assert_eq!(
+            revive_tick_in(&s, Some(end), c.now()),
+            None,
+            "the tick at the end"
+        );
+        assert_eq!(
+            revive_tick_in(&s, Some(c.now()), c.now()),
+            None,
+            "a later tick"
         );
     }
 }
