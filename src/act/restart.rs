@@ -135,6 +135,7 @@ impl Context {
             return;
         }
         log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
+        let _renaming = self.panes.as_ref().map(|p| p.restarting());
         let issued = self.clock.now();
         let failed = match self.deck.restart(&s.profile, &s.id) {
             Ok(RestartAnswer::Skipped(reason)) => return self.refused(job, &call, &reason),

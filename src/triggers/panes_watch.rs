@@ -20,6 +20,7 @@
 //! and the daemon polls as without it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -112,6 +113,9 @@ impl From<WatchStatus> for PaneWatchState {
 /// which the listing sees as well.
 pub(crate) struct PaneShare {
     inner: Mutex<(Option<PaneMap>, WatchStatus)>,
+    /// Restarts of ours under way, whose new tmux name the verifying
+    /// `session show` is about to hand over ([`Self::rename`]).
+    restarting: AtomicUsize,
     /// One wake-up of the ticker when `armed` changed.
     armed_tx: Sender<()>,
     armed_rx: Receiver<()>,
@@ -126,6 +130,7 @@ impl PaneShare {
         };
         PaneShare {
             inner: Mutex::new((None, status)),
+            restarting: AtomicUsize::new(0),
             armed_tx,
             armed_rx,
         }
@@ -152,6 +157,19 @@ impl PaneShare {
             }
             _ => false,
         }
+    }
+
+    /// Marks a restart of ours under way until the guard drops: a new
+    /// `agentdeck_*` name seen meanwhile is most likely the one it gives,
+    /// which its verifying show hands over, so the watch asks the fleet
+    /// about it only if it is still unknown after that.
+    pub(crate) fn restarting(&self) -> Restarting<'_> {
+        self.restarting.fetch_add(1, Ordering::SeqCst);
+        Restarting(self)
+    }
+
+    fn restart_under_way(&self) -> bool {
+        self.restarting.load(Ordering::SeqCst) > 0
     }
 
     /// The map last handed over; `None` before the first tick.
@@ -190,6 +208,15 @@ impl PaneShare {
     /// Turns ready when `armed` may have changed; for the ticker.
     pub(crate) fn armed_changes(&self) -> &Receiver<()> {
         &self.armed_rx
+    }
+}
+
+/// A restart of ours under way; see [`PaneShare::restarting`].
+pub(crate) struct Restarting<'a>(&'a PaneShare);
+
+impl Drop for Restarting<'_> {
+    fn drop(&mut self) {
+        self.0.restarting.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -484,11 +511,15 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
     }
 
     /// Whether `listing` holds an agent-deck name that no list row carried
-    /// and that was not asked about before.
+    /// and that was not asked about before. Not while a restart of ours is
+    /// under way: the name it gives comes with its verifying show.
     fn unknown_names(&mut self, map: &PaneMap, listing: &Listing) -> bool {
         // A name that left the server is asked about again when it is back
         // (a stopped critical session started again).
         self.asked.retain(|n| listing.panes.contains_key(n));
+        if self.share.restart_under_way() {
+            return false;
+        }
         let mut unknown = false;
         for name in listing.panes.keys() {
             if name.starts_with(DECK_PREFIX)

@@ -409,6 +409,10 @@ fn armed_the_status_says_so_with_the_count_and_the_poll_slows_to_the_armed_inter
 #[test]
 fn after_our_restart_renames_the_tmux_session_the_next_death_is_still_seen() {
     let wd = watched(vec![live(0)]);
+    // A slow show: the watch lists the new name before the verifying show
+    // hands it over, as on the real CLI, whose restart returns after the
+    // new tmux session is up.
+    wd.sim.update_state(|s| s["delay_s"] = json!({"show": 0.6}));
     let _host = wd.sim.pane_host();
     let (id, name) = ids(0);
     wd.sim.wait_for_panes(&[&name]);
@@ -425,6 +429,17 @@ fn after_our_restart_renames_the_tmux_session_the_next_death_is_still_seen() {
     // Past the start grace, so the next death reads `error`.
     let early = wait_until(Duration::from_secs(2), || wd.restart_calls() > 1);
     assert!(!early, "{}", d.stderr());
+    // The new name came with the restart's own verifying show: the watch
+    // asked for no fleet look about it.
+    let calls = wd.sim.call_log();
+    let restart = calls
+        .iter()
+        .position(|c| c.argv.iter().any(|a| a == "restart"));
+    let lists: Vec<_> = calls[restart.unwrap()..]
+        .iter()
+        .filter(|c| c.argv.iter().any(|a| a == "list"))
+        .collect();
+    assert!(lists.is_empty(), "{lists:?}\n{}", d.stderr());
     let killed = Instant::now();
     kill(pid, libc::SIGKILL);
     restarted_soon(&wd, &d, 2, 2, killed);

@@ -300,6 +300,36 @@ fn an_agent_deck_name_no_row_carried_asks_for_one_fleet_look() {
 }
 
 #[test]
+fn a_new_name_during_our_restart_waits_for_its_show_before_a_fleet_look() {
+    let mut f = fixture();
+    let renamed = || {
+        Ok(listing(&[
+            ("agentdeck_a_9", 11, false),
+            ("agentdeck_b_2", 20, false),
+        ]))
+    };
+    let share = f.share.clone();
+    let restart = share.restarting();
+    f.script.push(renamed());
+    f.round();
+    assert!(!f.batch().rescan, "the restart's show names it");
+    assert!(f.share.rename("a", "agentdeck_a_9"));
+    drop(restart);
+    f.script.push(renamed());
+    f.round();
+    assert!(!f.batch().rescan, "handed over: known");
+    let other = share.restarting();
+    f.script
+        .push(Ok(listing(&[("agentdeck_new_3", 40, false)])));
+    f.round();
+    drop(other);
+    f.script
+        .push(Ok(listing(&[("agentdeck_new_3", 40, false)])));
+    f.round();
+    assert!(f.batch().rescan, "still unknown once the restart is over");
+}
+
+#[test]
 fn no_map_yet_is_waited_for() {
     let share = Arc::new(PaneShare::new("starting"));
     let queue = Arc::new(EventQueue::new(10));
