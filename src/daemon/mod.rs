@@ -324,6 +324,16 @@ impl Daemon {
         let revive =
             cascade::revive_tick_in(&self.ctx.state.lock(), self.hook_pacing.last_tick(), now);
         if self.hook_pacing.tick_due(batch.tick, batch.rescan, now) || revive == Some(0.0) {
+            // A single death the kernel proved keeps its short path when a
+            // tick is due with it (the watch losing that session makes the
+            // ticker's next tick due at once): first the death, then the tick.
+            if let Some((id, &Proof::ProcessExited)) = batch.panes.iter().next() {
+                if batch.panes.len() == 1 {
+                    if let Some(shown) = self.pane_finds_error(id, Proof::ProcessExited) {
+                        self.short_path(id, shown);
+                    }
+                }
+            }
             self.tick();
             return true;
         }
@@ -564,6 +574,29 @@ mod tests {
             (rec.proof, rec.gap_s, rec.pane.sampled),
             (Some(Proof::ProcessExited), 0.0, false)
         );
+    }
+
+    #[test]
+    fn a_kernel_proven_death_that_comes_with_a_tick_still_takes_the_short_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut d, deck) = ticked(tmp.path(), &[live(Status::Error), live(Status::Running)]);
+        let batch = Batch {
+            tick: true,
+            ..died(Proof::ProcessExited)
+        };
+        assert!(d.handle(batch));
+        d.finish();
+        assert_eq!(
+            deck.calls.lock()[0],
+            format!("show {COND}"),
+            "the death first"
+        );
+        assert_eq!(deck.count("list-all"), 1, "and the tick after it");
+        assert_eq!(deck.count("output-pane"), 0);
+        let dir = config(tmp.path()).watchdog_dir;
+        let rec = &read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG))[0];
+        assert_eq!(rec.proof, Some(Proof::ProcessExited));
+        assert_eq!(actions(tmp.path()), ["restart", "restarted"]);
     }
 
     #[test]
