@@ -9,13 +9,18 @@
 //! 2. wall and CPU time of one real call of each kind the daemons make;
 //! 3. CPU seconds per hour of each daemon and of the CLI children it
 //!    reaped, at C = 10 and 30 (both daemons run at once, one window);
-//! 4. kill → healthy-again and SessionEnd hook → `session restart`
-//!    latency, both daemons' rounds at the same moments.
+//! 4. death → `session restart` call and death → healthy again, both
+//!    daemons' rounds at the same moments, for six kinds: a custom-tool
+//!    agent that exits, is `kill -9`ed, or loses its tmux session; a Claude
+//!    conductor's tmux session killed; a Claude `SessionEnd` hook; and an
+//!    agent that ignores SIGHUP losing its tmux session (the backstop's);
+//! 5. `tmux kill-server` of a fleet of five (a cascade at defaults): the
+//!    first restart call, the first and the last session healthy again.
 //!
 //! Needs `AGENT_DECK_BIN` (the real CLI; without it one line is printed and
 //! the bench exits 0) and, for the Python column, `BENCH_PY_WATCHDOG` (the
 //! path of upstream's `scripts/watchdog/watchdog.py`, run in place with
-//! `python3`). `BENCH_ROUNDS` (5) rounds per latency kind; `BENCH_QUICK=1`
+//! `python3`). `BENCH_ROUNDS` (3) rounds per latency kind (2 at most of the SIGHUP kind); `BENCH_QUICK=1`
 //! shortens the CPU windows to 60 s, for trying the bench, not for figures.
 
 #[path = "live/measure.rs"]
@@ -41,7 +46,7 @@ use std::time::{Duration, Instant};
 use measure::{median, worst, Cpu, Ticks};
 use sandbox::{is_healthy, Agent, Sandbox, Tool};
 use support::watchdog::Daemon;
-use support::{now, BIN};
+use support::{kill, now, BIN};
 
 /// Silence that separates two ticks' bursts of calls, in seconds.
 const TICK_GAP: f64 = 1.0;
@@ -210,10 +215,77 @@ fn steady(runs: &mut [Run], settle: Duration, window: Duration) -> Vec<Steady> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
-    /// `tmux kill-session` of a custom-tool conductor: no hook.
-    Kill,
+    /// A custom-tool conductor's agent exits on its own (the fake quits
+    /// with code 0 on SIGUSR1): no hook.
+    Exit,
+    /// `kill -9` of a custom-tool conductor's agent (its pane process).
+    Kill9,
+    /// `tmux kill-session` of a custom-tool conductor.
+    KillSession,
+    /// `tmux kill-session` of a Claude-family conductor (agent-deck's own
+    /// post-start sync follows its restart).
+    ClaudeKill,
     /// `agent-deck hook-handler` with `SessionEnd` for a Claude conductor.
     Hook,
+    /// `tmux kill-session` of a custom-tool agent that ignores SIGHUP: its
+    /// process lives on, so no kernel handle fires (the backstop's case).
+    Sighup,
+}
+
+/// Every kind, in the order the rounds take them.
+const FAULTS: [Fault; 6] = [
+    Fault::Exit,
+    Fault::Kill9,
+    Fault::KillSession,
+    Fault::ClaudeKill,
+    Fault::Hook,
+    Fault::Sighup,
+];
+
+/// The kinds of a single death without a hook the goals speak of.
+const DEATHS: [Fault; 4] = [
+    Fault::Exit,
+    Fault::Kill9,
+    Fault::KillSession,
+    Fault::ClaudeKill,
+];
+
+impl Fault {
+    fn label(self) -> &'static str {
+        match self {
+            Fault::Exit => "the agent exits",
+            Fault::Kill9 => "`kill -9` of the agent",
+            Fault::KillSession => "`kill-session`",
+            Fault::ClaudeKill => "`kill-session`, Claude conductor",
+            Fault::Hook => "SessionEnd hook",
+            Fault::Sighup => "`kill-session`, agent ignoring SIGHUP",
+        }
+    }
+
+    /// Rounds of this kind: fewer of the backstop's, which has no goal.
+    fn rounds(self, rounds: usize) -> usize {
+        if self == Fault::Sighup {
+            rounds.min(2)
+        } else {
+            rounds
+        }
+    }
+
+    /// The fault, on `a`; the pid of a process it leaves behind, if any.
+    fn inject(self, sb: &Sandbox, a: &Agent) -> Option<i32> {
+        match self {
+            Fault::Exit => kill(sb.pane_pid(a), libc::SIGUSR1),
+            Fault::Kill9 => kill(sb.pane_pid(a), libc::SIGKILL),
+            Fault::KillSession | Fault::ClaudeKill => sb.kill_tmux_session(a),
+            Fault::Hook => sb.hook(a, "SessionEnd"),
+            Fault::Sighup => {
+                let pid = sb.pane_pid(a);
+                sb.kill_tmux_session(a);
+                return Some(pid);
+            }
+        }
+        None
+    }
 }
 
 /// One daemon's rounds of one fault.
@@ -227,6 +299,14 @@ struct Rounds {
     misses: usize,
 }
 
+impl Rounds {
+    fn add(&mut self, other: &Rounds) {
+        self.restart.extend(&other.restart);
+        self.healthy.extend(&other.healthy);
+        self.misses += other.misses;
+    }
+}
+
 struct Pending<'a> {
     sb: &'a Sandbox,
     a: &'a Agent,
@@ -235,17 +315,26 @@ struct Pending<'a> {
     done: bool,
 }
 
-/// One round: the fault injected on every fleet at once, then each
-/// recovery timed. Returns (restart, healthy) per fleet, `None` for a miss.
-fn round(fault: Fault, targets: &[(&Sandbox, &Agent)]) -> Vec<Option<(f64, f64)>> {
-    let mut pend: Vec<Pending> = targets
+/// When `a`'s first `session restart` (or `start`) call at or after `t0`
+/// was made, from the call log.
+fn restart_call(sb: &Sandbox, a: &Agent, t0: f64) -> Option<f64> {
+    measure::calls(&sb.calls_log)
+        .iter()
+        .find(|c| c.ts >= t0 && (c.is_session("restart", &a.id) || c.is_session("start", &a.id)))
+        .map(|c| c.ts)
+}
+
+/// The fleets' targets waited past the freshness window, then the fault
+/// injected on each at once; the pending recoveries and what to clean up.
+fn inject<'a>(fault: Fault, targets: &[(&'a Sandbox, &'a Agent)]) -> (Vec<Pending<'a>>, Vec<i32>) {
+    for (sb, a) in targets {
+        sb.age_past_freshness(a);
+    }
+    let mut left = Vec::new();
+    let pend = targets
         .iter()
         .map(|&(sb, a)| {
-            sb.age_past_freshness(a);
-            match fault {
-                Fault::Kill => sb.kill_tmux_session(a),
-                Fault::Hook => sb.hook(a, "SessionEnd"),
-            }
+            left.extend(fault.inject(sb, a));
             Pending {
                 sb,
                 a,
@@ -255,48 +344,83 @@ fn round(fault: Fault, targets: &[(&Sandbox, &Agent)]) -> Vec<Option<(f64, f64)>
             }
         })
         .collect();
+    (pend, left)
+}
+
+/// Waits for every pending recovery; (restart, healthy) per fleet, `None`
+/// for a miss. The call log is read every 20 ms; once the restart call is
+/// in, `session show` runs back to back and the healthy time is when the
+/// first show that reads healthy returned (so it is late by at most one
+/// show, some 50–100 ms).
+fn recover(pend: &mut [Pending], limit: Duration) -> Vec<Option<(f64, f64)>> {
     let mut out = vec![None; pend.len()];
     let started = Instant::now();
-    while pend.iter().any(|p| !p.done) && started.elapsed() < ROUND_LIMIT {
+    while pend.iter().any(|p| !p.done) && started.elapsed() < limit {
         interrupted();
         for (i, p) in pend.iter_mut().enumerate().filter(|(_, p)| !p.done) {
             if p.restart.is_none() {
-                p.restart = measure::calls(&p.sb.calls_log)
-                    .iter()
-                    .find(|c| {
-                        c.ts >= p.t0
-                            && (c.is_session("restart", &p.a.id) || c.is_session("start", &p.a.id))
-                    })
-                    .map(|c| c.ts - p.t0);
+                p.restart = restart_call(p.sb, p.a, p.t0).map(|t| t - p.t0);
             }
             if let Some(restart) = p.restart {
                 if is_healthy(&p.sb.status(p.a)) {
                     out[i] = Some((restart, now() - p.t0));
+                    p.a.started_now();
                     p.done = true;
                 }
             }
         }
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(20));
     }
     out
 }
 
-/// `rounds` rounds of each fault, alternating, every daemon's fleet hit at
-/// the same moment; the daemons are running.
-fn latency(runs: &[Run], claude: &[Vec<Agent>], rounds: usize) -> Vec<[Rounds; 2]> {
-    let mut res = vec![[Rounds::default(), Rounds::default()]; runs.len()];
+/// One round: the fault injected on every fleet at once, then each
+/// recovery timed. Returns (restart, healthy) per fleet, `None` for a miss.
+fn round(fault: Fault, targets: &[(&Sandbox, &Agent)]) -> Vec<Option<(f64, f64)>> {
+    let (mut pend, left) = inject(fault, targets);
+    let out = recover(&mut pend, ROUND_LIMIT);
+    // An agent that outlived its session is ours to end.
+    for pid in left {
+        kill(pid, libc::SIGKILL);
+    }
+    out
+}
+
+/// The sessions of each fleet that one fault's rounds take turns on.
+struct Targets {
+    claude: Vec<Agent>,
+    nohup: Vec<Agent>,
+}
+
+/// `rounds` rounds of each fault in turn, every daemon's fleet hit at the
+/// same moment; the daemons are running. Rounds of a kind move from one
+/// session to the next, so each death is of a session that ran a while.
+fn latency(runs: &[Run], extra: &[Targets], rounds: usize) -> Vec<Vec<Rounds>> {
+    let mut res = vec![vec![Rounds::default(); FAULTS.len()]; runs.len()];
     let mut next = Instant::now();
+    let mut turn = 0;
     for i in 0..rounds {
-        for (k, fault) in [Fault::Kill, Fault::Hook].into_iter().enumerate() {
+        for (k, fault) in FAULTS.into_iter().enumerate() {
+            if i >= fault.rounds(rounds) {
+                continue;
+            }
             nap(next.saturating_duration_since(Instant::now()));
             let targets: Vec<(&Sandbox, &Agent)> = runs
                 .iter()
-                .zip(claude)
-                .map(|(r, cl)| match fault {
-                    Fault::Kill => (&r.sb, &r.agents[i % r.agents.len()]),
-                    Fault::Hook => (&r.sb, &cl[i % cl.len()]),
+                .zip(extra)
+                .map(|(r, t)| {
+                    let pick = |v: &'_ [Agent]| turn % v.len();
+                    let a = match fault {
+                        Fault::Exit | Fault::Kill9 | Fault::KillSession => {
+                            &r.agents[pick(&r.agents)]
+                        }
+                        Fault::ClaudeKill | Fault::Hook => &t.claude[pick(&t.claude)],
+                        Fault::Sighup => &t.nohup[pick(&t.nohup)],
+                    };
+                    (&r.sb, a)
                 })
                 .collect();
+            turn += 1;
             let got = round(fault, &targets);
             let mut line = format!("live: {fault:?} round {}:", i + 1);
             for (j, g) in got.into_iter().enumerate() {
@@ -306,8 +430,9 @@ fn latency(runs: &[Run], claude: &[Vec<Agent>], rounds: usize) -> Vec<[Rounds; 2
                         r.restart.push(restart);
                         r.healthy.push(healthy);
                         line += &format!(
-                            " {} restart {restart:.1} s healthy {healthy:.1} s;",
-                            runs[j].which_name()
+                            " {} restart {:.0} ms healthy {healthy:.2} s;",
+                            runs[j].which_name(),
+                            restart * 1e3
                         );
                     }
                     None => {
@@ -321,6 +446,72 @@ fn latency(runs: &[Run], claude: &[Vec<Agent>], rounds: usize) -> Vec<[Rounds; 2
         }
     }
     res
+}
+
+/// A killed tmux server: the first `session restart` call, the first
+/// session healthy again and the last, from the kill.
+#[derive(Debug, Clone, Default)]
+struct ServerKill {
+    first_restart: Option<f64>,
+    first_healthy: Option<f64>,
+    all_healthy: Option<f64>,
+    sessions: usize,
+}
+
+/// How long a kill-server round may take: the cascade's settle (30 s)
+/// plus the serial revives, 60 s apart, of [`SERVER_FLEET`] sessions.
+const SERVER_LIMIT: Duration = Duration::from_secs(420);
+/// The fleet a kill-server round takes down: as many as the cascade
+/// threshold (5 at defaults), so it is a cascade.
+const SERVER_FLEET: usize = 5;
+
+/// `tmux kill-server` on every fleet at once, with the daemons running.
+fn kill_server(runs: &[Run]) -> Vec<ServerKill> {
+    for r in runs {
+        for a in &r.agents {
+            r.sb.age_past_freshness(a);
+        }
+    }
+    let t0 = now();
+    for r in runs {
+        let out = r.sb.tmux(&["kill-server"]);
+        assert!(out.status.success(), "kill-server: {out:?}");
+    }
+    let mut pend: Vec<Vec<Pending>> = runs
+        .iter()
+        .map(|r| {
+            r.agents
+                .iter()
+                .map(|a| Pending {
+                    sb: &r.sb,
+                    a,
+                    t0,
+                    restart: None,
+                    done: false,
+                })
+                .collect()
+        })
+        .collect();
+    let mut flat: Vec<Pending> = pend.iter_mut().flat_map(std::mem::take).collect();
+    let got = recover(&mut flat, SERVER_LIMIT);
+    let mut at = 0;
+    runs.iter()
+        .map(|r| {
+            let mine = &got[at..at + r.agents.len()];
+            let firsts = &flat[at..at + r.agents.len()];
+            at += r.agents.len();
+            let healthy: Vec<f64> = mine.iter().flatten().map(|g| g.1).collect();
+            ServerKill {
+                first_restart: firsts
+                    .iter()
+                    .filter_map(|p| p.restart)
+                    .min_by(f64::total_cmp),
+                first_healthy: healthy.iter().copied().min_by(f64::total_cmp),
+                all_healthy: (healthy.len() == mine.len()).then(|| worst(&healthy)),
+                sessions: mine.len(),
+            }
+        })
+        .collect()
 }
 
 impl Run {
@@ -401,7 +592,7 @@ fn settings() -> Settings {
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|&n: &usize| n > 0)
-        .unwrap_or(5);
+        .unwrap_or(3);
     let quick = std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
     let mut daemons = vec![Which::Rust];
     let py = std::env::var_os("BENCH_PY_WATCHDOG").filter(|p| !p.is_empty());
@@ -428,7 +619,8 @@ fn settings() -> Settings {
 struct Figures {
     ticks: Vec<(usize, Vec<Ticks>)>,
     steady: Vec<(usize, Vec<Steady>)>,
-    latency: Vec<[Rounds; 2]>,
+    latency: Vec<Vec<Rounds>>,
+    server: Vec<ServerKill>,
     calls: Vec<(String, f64, f64, usize)>,
     hooks_dir: Vec<String>,
 }
@@ -450,6 +642,7 @@ fn main() {
         ticks: Vec::new(),
         steady: Vec::new(),
         latency: Vec::new(),
+        server: Vec::new(),
         calls: Vec::new(),
         hooks_dir: Vec::new(),
     };
@@ -477,10 +670,10 @@ fn main() {
         f.ticks
             .push((10, st.iter().map(|x| x.ticks.clone()).collect()));
         f.steady.push((10, st));
-        let claude: Vec<Vec<Agent>> = runs
+        let extra: Vec<Targets> = runs
             .iter()
-            .map(|r| {
-                (0..s.rounds)
+            .map(|r| Targets {
+                claude: (0..s.rounds)
                     .map(|i| {
                         let a = r.sb.launch(
                             &format!("conductor-claude-{i}"),
@@ -493,10 +686,23 @@ fn main() {
                         assert!(came, "the fake's SessionStart hook never arrived");
                         a
                     })
-                    .collect()
+                    .collect(),
+                nohup: (0..2)
+                    .map(|i| {
+                        let a = r.sb.add(
+                            &format!("conductor-nohup-{i}"),
+                            "conductor",
+                            Tool::Custom,
+                            None,
+                        );
+                        a.set_mode("nohup");
+                        r.sb.start(&a);
+                        a
+                    })
+                    .collect(),
             })
             .collect();
-        f.latency = latency(&runs, &claude, s.rounds);
+        f.latency = latency(&runs, &extra, s.rounds);
         for r in runs.iter_mut() {
             r.check_alive();
         }
@@ -512,6 +718,18 @@ fn main() {
             r.daemon = None;
         }
         f.calls = call_costs(&runs[0].sb, &runs[0].agents);
+    }
+    // A kill-server of a fleet as big as the cascade threshold.
+    {
+        let mut runs = fleets(SERVER_FLEET, &s.daemons);
+        for r in runs.iter_mut() {
+            r.daemon = Some(r.which.spawn(&r.sb));
+        }
+        nap(settle);
+        f.server = kill_server(&runs);
+        for r in runs.iter_mut() {
+            r.check_alive();
+        }
     }
     print_table(&s, &f, started.elapsed());
 }
@@ -534,9 +752,26 @@ fn secs_stat(v: &[f64], misses: usize) -> String {
         String::new()
     };
     format!(
-        "median {:.1} s, worst {:.1} s ({} rounds{miss})",
+        "median {:.2} s, worst {:.2} s ({} rounds{miss})",
         median(v),
         worst(v),
+        v.len() + misses
+    )
+}
+
+fn ms_stat(v: &[f64], misses: usize) -> String {
+    if v.is_empty() {
+        return format!("no recovery ({misses} misses)");
+    }
+    let miss = if misses > 0 {
+        format!(", {misses} MISSED")
+    } else {
+        String::new()
+    };
+    format!(
+        "median {:.0} ms, worst {:.0} ms ({} rounds{miss})",
+        median(v) * 1e3,
+        worst(v) * 1e3,
         v.len() + misses
     )
 }
@@ -626,27 +861,69 @@ fn print_table(s: &Settings, f: &Figures, took: Duration) {
             )
         );
     }
-    let lat = |k: usize, healthy: bool| {
+    let stat = |pick: &dyn Fn(&[Rounds]) -> Rounds, healthy: bool| {
         cell(
             f.latency
                 .iter()
                 .map(|r| {
-                    let r = &r[k];
-                    secs_stat(if healthy { &r.healthy } else { &r.restart }, r.misses)
+                    let r = pick(r);
+                    if healthy {
+                        secs_stat(&r.healthy, r.misses)
+                    } else {
+                        ms_stat(&r.restart, r.misses)
+                    }
                 })
                 .collect(),
         )
     };
-    println!("| kill (no hook) → healthy again | {} |", lat(0, true));
+    let kind = |fault: Fault| {
+        let k = FAULTS.iter().position(|x| *x == fault).expect("a kind");
+        move |r: &[Rounds]| r[k].clone()
+    };
+    let all = |kinds: &'static [Fault]| {
+        move |r: &[Rounds]| {
+            let mut sum = Rounds::default();
+            for (k, fault) in FAULTS.iter().enumerate() {
+                if kinds.contains(fault) {
+                    sum.add(&r[k]);
+                }
+            }
+            sum
+        }
+    };
+    for (what, healthy) in [("`session restart` call", false), ("healthy again", true)] {
+        for fault in FAULTS {
+            println!(
+                "| {} → {what} | {} |",
+                fault.label(),
+                stat(&kind(fault), healthy)
+            );
+        }
+        println!(
+            "| a single death, no hook, all four kinds → {what} | {} |",
+            stat(&all(&DEATHS), healthy)
+        );
+    }
     println!(
-        "| kill (no hook) → `session restart` call | {} |",
-        lat(0, false)
+        "| a custom-tool conductor's death (three kinds) → healthy again | {} |",
+        stat(&all(&DEATHS[..3]), true)
     );
+    let ms = |v: Option<f64>| v.map_or_else(|| "none".to_owned(), |t| format!("{t:.1} s"));
     println!(
-        "| SessionEnd hook → `session restart` call | {} |",
-        lat(1, false)
+        "| `kill-server`, C = {SERVER_FLEET} (a cascade) → first restart call, first and last healthy | {} |",
+        cell(
+            f.server
+                .iter()
+                .map(|k| format!(
+                    "{}, {}, all {}: {}",
+                    ms(k.first_restart),
+                    ms(k.first_healthy),
+                    k.sessions,
+                    ms(k.all_healthy)
+                ))
+                .collect()
+        )
     );
-    println!("| SessionEnd hook → healthy again | {} |", lat(1, true));
     println!(
         "| hooks dir it watches (its log) | {} |",
         cell(f.hooks_dir.clone())

@@ -8,7 +8,8 @@
 //!
 //! | mode | the pane |
 //! |---|---|
-//! | `quiet` (or no file) | one ready line, then nothing |
+//! | `quiet` (or no file) | one ready line, then nothing; exits 0 on SIGUSR1 (an agent quitting) |
+//! | `nohup` | as `quiet`, but ignores SIGHUP, so it outlives `kill-session` |
 //! | `spinner` | a braille spinner, redrawn every 100 ms |
 //! | `clock` | a new time line every 200 ms |
 //! | `banner` | Claude's 401 login banner, then nothing |
@@ -79,7 +80,10 @@ case "$mode" in
         seq -f 'line %g' 1 "${{code:-1}}"
         while :; do sleep 3600; done ;;
     *)
-        while :; do sleep 3600; done ;;
+        # An agent quitting on its own: SIGUSR1 ends it with code 0.
+        trap 'kill $! 2>/dev/null; exit 0' USR1
+        [ "$mode" = nohup ] && trap '' HUP
+        while :; do sleep 3600 & wait $!; done ;;
 esac
 "#,
         agent_deck = agent_deck.display(),
