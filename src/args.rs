@@ -13,7 +13,7 @@ pub(crate) const USAGE: &str = "\
 agent-deck-watchdog: keeps critical agent-deck sessions alive
 
 usage:
-  agent-deck-watchdog [--dry-run] [--once] [--verbose]   run the daemon, or one pass with --once
+  agent-deck-watchdog [--dry-run] [--once [--json]] [--verbose]   run the daemon, or one pass with --once
   agent-deck-watchdog --print-config                       effective settings and their sources
   agent-deck-watchdog status [--json]                      what the daemon knows and will do next
   agent-deck-watchdog history [ID] [--since DUR] [--json|--report]   the decision timeline
@@ -27,7 +27,9 @@ flags:
   --dry-run       decide and log everything, but restart, start, send, remove nothing,
                   run no escalate.sh and send no Telegram message (the read-only
                   getWebhookInfo check of POLLER_DEAF_CHECKS still runs)
-  --once          one safety-poll pass, wait for the work it started, exit 0
+  --once          one safety-poll pass, wait for the work it started, print what
+                  it saw and did (one line per restart-critical session), exit 0
+  --json          with --once: that summary as one JSON object
   --verbose       debug logging
   --print-config  print every setting, its value and where it came from
 
@@ -37,7 +39,8 @@ first, one line per decision in local time.
   --since DUR     how far back: a decimal number with an optional unit s, m, h or d
                   (30s, 90m, 6h, 2d, plain seconds), or all (default 24h)
   --json          every record as one JSON line, with \"log\": liveness|restart|escalations
-  --report        with ID: a block to paste into a bug report (no pane text, no secret)
+  --report        a block to paste into a bug report (no pane text, no secret): with ID
+                  for that session, without for every session with records, worst first
   exit 1 when no record mentions ID; an empty window is exit 0 with a note on stderr
 
 doctor: one line per check (✓ ok, ! warning, ✗ failure, with the fix); writes
@@ -73,6 +76,8 @@ pub(crate) struct RunFlags {
     pub dry_run: bool,
     pub once: bool,
     pub verbose: bool,
+    /// `--once --json`: the pass summary as one JSON object.
+    pub json: bool,
 }
 
 /// What the user asked for.
@@ -125,6 +130,7 @@ pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
             dry_run: global.contains("--dry-run"),
             once: false,
             verbose: global.contains(["-v", "--verbose"]),
+            json: false,
         };
         reject_leftovers(global.finish())?;
         let end = rest.iter().position(|a| a == "--").unwrap_or(rest.len());
@@ -149,7 +155,13 @@ pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
         dry_run: args.contains("--dry-run"),
         once: args.contains("--once"),
         verbose: args.contains(["-v", "--verbose"]),
+        json: args.contains("--json"),
     };
+    if flags.json && !flags.once {
+        return Err(Error::usage(
+            "--json needs --once: it prints that pass's summary as JSON",
+        ));
+    }
     let print_config = args.contains("--print-config");
     reject_leftovers(args.finish())?;
     Ok(if print_config {
@@ -183,9 +195,6 @@ fn parse_history(args: Vec<OsString>) -> Result<Invocation> {
     let view = match (json, report) {
         (true, true) => Err("history: --json and --report cannot be combined"),
         (true, false) => Ok(View::Json),
-        (false, true) if id.is_none() => {
-            Err("history --report needs a session id: history ID --report")
-        }
         (false, true) => Ok(View::Report),
         (false, false) => Ok(View::Lines),
     }
@@ -310,6 +319,7 @@ mod tests {
             dry_run: true,
             once: true,
             verbose: true,
+            json: false,
         };
         assert_eq!(
             p(&["--once", "--dry-run", "--verbose"]).unwrap(),
@@ -385,7 +395,6 @@ mod tests {
         for (words, want) in [
             (&["history", "--since", "soon"][..], "--since \"soon\""),
             (&["history", "--since"], "--since needs a value"),
-            (&["history", "--report"], "needs a session id"),
             (
                 &["history", "a-1", "--json", "--report"],
                 "cannot be combined",

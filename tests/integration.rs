@@ -12,6 +12,8 @@ mod cli;
 mod contrib;
 #[path = "integration/deaf_poller.rs"]
 mod deaf_poller;
+#[path = "integration/first_pass.rs"]
+mod first_pass;
 #[path = "integration/fleet.rs"]
 mod fleet;
 #[path = "integration/hardening_files.rs"]

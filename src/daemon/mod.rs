@@ -12,9 +12,11 @@
 
 mod fleet_list;
 mod hook_pacing;
+mod pass_summary;
 mod safety_poll;
 mod signals;
 mod version_reread;
+mod watching;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +30,7 @@ use crate::act::patrols::Patrols;
 use crate::act::restart::{self, Restarter};
 use crate::args::RunFlags;
 use crate::config::Config;
+use crate::daemon::pass_summary::{Did, Pass, PassNotes};
 use crate::decide::cascade;
 use crate::decide::gates::Hold;
 use crate::decide::refusal;
@@ -106,7 +109,10 @@ pub(crate) fn run_with(
     }
     if flags.once {
         daemon.tick();
+        // Read while the CLI may still be called: finish() shuts it down.
+        let others = flags.verbose.then(|| daemon.other_sessions());
         daemon.finish();
+        daemon.print_pass_summary(flags.json, others)?;
     } else {
         daemon.serve(cfg, reload)?;
     }
@@ -177,6 +183,11 @@ pub(crate) struct Daemon {
     /// Critical sessions that had died at the last full tick: the cascade
     /// count a kernel-proven death adds itself to.
     last_died: usize,
+    /// The restart-critical sessions last named (id → title), `None`
+    /// before the fleet was first listed ([`watching`]).
+    watching: Option<BTreeMap<String, String>>,
+    /// What a `--once` pass did, for its summary; `None` for the daemon.
+    pass: Option<PassNotes>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -199,6 +210,9 @@ impl Daemon {
         let panes = Arc::new(PaneShare::new(not_yet));
         let mut ctx = Context::from_config(cfg, flags.dry_run, deck, clock, shutdown);
         ctx.panes = Some(panes.clone());
+        if flags.once {
+            ctx.records.keep_last();
+        }
         let restarter = restart::spawn(ctx.clone())
             .map_err(|e| Error::runtime(format!("cannot start the restart thread: {e}")))?;
         let patrols = Patrols::spawn(ctx.clone())?;
@@ -224,6 +238,8 @@ impl Daemon {
             gate_skips: BTreeMap::new(),
             never_started: BTreeSet::new(),
             last_died: 0,
+            watching: None,
+            pass: flags.once.then(PassNotes::default),
             threads: Vec::new(),
         })
     }
@@ -475,6 +491,95 @@ impl Daemon {
         None
     }
 
+    /// `--once`: prints what the pass saw and did (see [`pass_summary`]).
+    fn print_pass_summary(
+        &mut self,
+        json: bool,
+        others: Option<Vec<pass_summary::Other>>,
+    ) -> Result<()> {
+        let Some(notes) = self.pass.take() else {
+            return Ok(());
+        };
+        let records = self.ctx.records.last_restart_records();
+        let critical = notes
+            .critical
+            .into_iter()
+            .map(|(s, status)| {
+                let noted = notes.did.get(&s.id).cloned();
+                let did = match noted {
+                    Some(Did::Queued) | None => records.get(&s.id).map_or_else(
+                        || {
+                            noted.unwrap_or_else(|| {
+                                Did::Unknown("its profile's list could not be read".into())
+                            })
+                        },
+                        |r| Did::of_record(&r.action, r.reason.as_deref(), r.dry_run),
+                    ),
+                    Some(did) => did,
+                };
+                pass_summary::Critical {
+                    because: self.fleet.critical_reason(&s).unwrap_or_default(),
+                    title: s.title,
+                    id: s.id,
+                    profile: s.profile,
+                    status,
+                    did,
+                }
+            })
+            .collect();
+        let pass = Pass {
+            dry_run: self.ctx.dry_run,
+            listed: notes.listed,
+            critical,
+            others,
+        };
+        let out = if json {
+            pass_summary::json(&pass)
+        } else {
+            pass_summary::text(&pass)
+        };
+        crate::sys::fs::print_stdout(&out)
+            .map_err(|e| Error::runtime(format!("cannot write the pass summary to stdout: {e}")))
+    }
+
+    /// `--once --verbose`: every listed session that is not
+    /// restart-critical, with its status: one more `list --all` and one
+    /// `-p P list` per profile holding one (`list --all` prints no status).
+    fn other_sessions(&self) -> Vec<pass_summary::Other> {
+        let mut others: Vec<pass_summary::Other> = Vec::new();
+        let fleet = &self.fleet;
+        let listed = self.ctx.deck.list_all(&mut |row| {
+            let s = row.session();
+            if fleet.critical_reason(&s).is_none() {
+                others.push(pass_summary::Other {
+                    title: s.title,
+                    id: s.id,
+                    profile: s.profile,
+                    status: None,
+                });
+            }
+        });
+        if let Err(e) = listed {
+            log::warn!(
+                "cannot list the other sessions ({e}); the summary names only the critical ones"
+            );
+        }
+        let profiles: BTreeSet<String> = others.iter().map(|o| o.profile.clone()).collect();
+        for profile in profiles {
+            let mut status = BTreeMap::new();
+            let read = self.ctx.deck.list_profile(&profile, &mut |row| {
+                status.insert(row.id.to_string(), row.status);
+            });
+            if let Err(e) = read {
+                log::warn!("statuses of profile '{profile}' are unreadable ({e}); its other sessions show as unread");
+            }
+            for o in others.iter_mut().filter(|o| o.profile == profile) {
+                o.status = status.get(&o.id).copied().flatten();
+            }
+        }
+        others
+    }
+
     /// Waits for started work, then stops every thread.
     pub(crate) fn finish(&mut self) {
         self.patrols.finish();
@@ -493,6 +598,10 @@ impl Daemon {
             self.queue.drops(),
             if self.ctx.dry_run { " (dry-run)" } else { "" }
         );
+        let by_design: u64 = stats.by_design.values().sum();
+        if by_design > 0 {
+            log::info!("{by_design} more agent-deck calls failed by design, as a death brings (a pane sample of a gone tmux session, a restart answered tmux_session_missing), not counted as failed");
+        }
     }
 }
 

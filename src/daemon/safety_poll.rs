@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::act::context::{PrimedProbe, SessionProbe};
 use crate::act::job::{Proven, RestartJob, RestartKind};
 use crate::act::snapshot::Snapshot;
+use crate::daemon::pass_summary::Did;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
 use crate::decide::first_run::{self, Ran};
@@ -53,6 +54,9 @@ impl Daemon {
             );
         }
         let critical = self.fleet.critical();
+        if refreshed.is_ok() || self.fleet.listed_once() {
+            self.name_the_watched(&critical);
+        }
         let mut profiles = Fleet::profiles(&critical);
         profiles.extend(self.fleet.child_profiles().cloned());
         let view = self.read_live(profiles);
@@ -95,6 +99,36 @@ impl Daemon {
             .run(&snap, &self.restarter, &mut || self.sd_notify.alive());
         self.follow_up_tasks();
         self.report(critical.len(), errored, started.elapsed().as_secs_f64());
+        if let Some(p) = &mut self.pass {
+            p.listed = self.fleet.len();
+            p.critical = critical
+                .into_iter()
+                .map(|s| {
+                    let status = live.get(&s.id).map(Live::status);
+                    (s, status)
+                })
+                .collect();
+        }
+    }
+
+    /// Notes what a `--once` pass did with session `id`, for its summary.
+    fn note_pass(&mut self, id: &str, did: Did) {
+        if let Some(p) = &mut self.pass {
+            p.did.insert(id.to_owned(), did);
+        }
+    }
+
+    /// Logs which sessions are restart-critical, when the fleet is first
+    /// listed and whenever that set changes.
+    fn name_the_watched(&mut self, critical: &[Session]) {
+        let now: BTreeMap<String, String> = critical
+            .iter()
+            .map(|s| (s.id.clone(), s.title.clone()))
+            .collect();
+        if let Some(line) = super::watching::change_line(self.watching.as_ref(), &now) {
+            log::info!("{line}");
+        }
+        self.watching = Some(now);
     }
 
     /// One `-p P list` per profile: the live state of the sessions the cache
@@ -253,6 +287,7 @@ impl Daemon {
     /// A critical session in error that is not to be restarted for `why`:
     /// its status is noted and the hold recorded once.
     fn hold(&mut self, s: &Session, why: Hold) {
+        self.note_pass(&s.id, Did::Held(why.to_string()));
         let now = self.ctx.clock.now();
         notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
         if !self.record_gate_skip(s, why) {
@@ -340,10 +375,13 @@ impl Daemon {
         match verdict {
             Some(Errored::Held(why)) => self.hold(s, why),
             Some(Errored::Undecided) => {
+                let why = "in error, and whether it ever ran could not be read";
+                self.note_pass(&s.id, Did::Unknown(why.into()));
                 let now = self.ctx.clock.now();
                 notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
             }
             Some(Errored::UsageLimited) => {
+                self.note_pass(&s.id, Did::Held("backoff_429 (at its usage limit)".into()));
                 self.back_off_usage_limit(s, l);
                 self.observe(s, l.status());
             }
@@ -473,6 +511,12 @@ impl Daemon {
         if status == Status::Error {
             self.consider(s, None);
         } else {
+            let did = match status {
+                Status::Stopped => Did::Stopped,
+                s if s.is_healthy() => Did::Healthy(None),
+                _ => Did::Unknown(format!("status {}", status.as_str())),
+            };
+            self.note_pass(&s.id, did);
             self.gate_skips.remove(&s.id);
             self.never_started.remove(&s.id);
         }
@@ -492,6 +536,7 @@ impl Daemon {
                 // Saved before the restart can run, so a crash right after still counts it.
                 self.ctx.store.save(&self.ctx.state);
                 log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
+                self.note_pass(&s.id, Did::Queued);
                 self.restarter.submit(RestartJob {
                     session: s.clone(),
                     slot,
@@ -500,6 +545,7 @@ impl Daemon {
                 });
             }
             Gate::BudgetSpent => {
+                self.note_pass(&s.id, Did::Held(Hold::BudgetSpent.to_string()));
                 self.record_gate_skip(s, Hold::BudgetSpent);
                 let msg = format!(
                     "Session {} ({}) keeps crashing — needs human attention",
@@ -514,6 +560,7 @@ impl Daemon {
             }
             Gate::Skip(why) => {
                 log::debug!("{} is in error but not restarted now: {why}", s.id);
+                self.note_pass(&s.id, Did::Held(why.to_string()));
                 self.record_gate_skip(s, why);
             }
         }
@@ -601,6 +648,7 @@ pub(super) mod tests {
             dry_run: false,
             once: true,
             verbose: false,
+            json: false,
         };
         let clock = Arc::new(FakeClock::at(NOW));
         let d = Daemon::new(&cfg, flags, deck, clock.clone(), Shutdown::new().unwrap()).unwrap();

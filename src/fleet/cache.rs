@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use crate::fleet::deck::{AgentDeck, CliError};
 use crate::fleet::id_set::{IdSet, IdSetBuilder};
 use crate::fleet::listing::Row;
-use crate::fleet::session::{self, Session};
+use crate::fleet::session::{self, NameRule, Session};
 
 /// An unknown hook id refreshes the cache at most this often.
 const MIN_REFRESH_GAP: Duration = Duration::from_secs(1);
@@ -153,6 +153,17 @@ impl Fleet {
             || (session::is_valid_id(&s.id) && self.markers.contains(&s.id))
     }
 
+    /// Why `s` is restart-critical, or `None` when it is not.
+    pub(crate) fn critical_reason(&self, s: &Session) -> Option<String> {
+        match session::critical_rule(&s.title, &s.group, s.is_conductor) {
+            Some(NameRule::ConductorTitle) => Some("title conductor-*".into()),
+            Some(NameRule::Group) => Some(format!("group {}", s.group)),
+            Some(NameRule::IsConductor) => Some("is_conductor".into()),
+            Some(NameRule::KnownTitle) => Some(format!("title {}", s.title)),
+            None => self.is_critical(s).then(|| "autorestart marker".into()),
+        }
+    }
+
     /// The restart-critical sessions, in id order.
     pub(crate) fn critical(&self) -> Vec<Session> {
         self.sessions
@@ -225,6 +236,36 @@ mod tests {
         format!(
             r#"{{"id":"{id}","title":"{title}","group":"{group}","profile":"p","parent_session_id":"{parent}"}}"#
         )
+    }
+
+    #[test]
+    fn each_reason_names_the_rule_that_made_it_critical() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("a0b1c2d3-1755899999"), "").unwrap();
+        let mut fleet = Fleet::new(tmp.path().to_path_buf());
+        fleet.reload_markers();
+        let s = |title: &str, group: &str| Session {
+            id: "a0b1c2d3-1755899999".into(),
+            title: title.into(),
+            group: group.into(),
+            ..Session::default()
+        };
+        let why = |s: &Session| fleet.critical_reason(s);
+        assert_eq!(
+            why(&s("conductor-ops", "")).as_deref(),
+            Some("title conductor-*")
+        );
+        assert_eq!(why(&s("x", "watchers")).as_deref(), Some("group watchers"));
+        assert_eq!(
+            why(&s("gmail-watcher", "")).as_deref(),
+            Some("title gmail-watcher")
+        );
+        assert_eq!(why(&s("worker", "")).as_deref(), Some("autorestart marker"));
+        let other = Session {
+            id: "ffffffff-1755899999".into(),
+            ..s("worker", "")
+        };
+        assert_eq!(why(&other), None);
     }
 
     #[test]

@@ -178,7 +178,31 @@ pub(crate) trait AgentDeck: Send + Sync {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct CallStats {
     pub calls: BTreeMap<&'static str, u64>,
+    /// Failures that mean trouble: every failure not [`by_design`].
     pub failures: BTreeMap<&'static str, u64>,
+    /// Failures that are the normal course of a death ([`by_design`]).
+    pub by_design: BTreeMap<&'static str, u64>,
+}
+
+/// Whether a failed call of `name` is one a death brings by design, not
+/// trouble: the pane sample of a session whose tmux session is gone
+/// (`output --pane` exits 1 with "failed to capture pane"), and a restart
+/// agent-deck (1.16.10+) answers `tmux_session_missing`, the start
+/// fallback's cue.
+pub(crate) fn by_design(name: &str, e: &CliError) -> bool {
+    match (name, e) {
+        (
+            "output-pane",
+            CliError::Exit {
+                code: Some(1),
+                message,
+            },
+        ) => message.contains("failed to capture pane"),
+        ("restart", _) => e
+            .spawn()
+            .is_some_and(|f| f.reason == parse::SpawnReason::TmuxSessionMissing),
+        _ => false,
+    }
 }
 
 /// Unreadable list rows are warned about at most this often per command.
@@ -337,7 +361,14 @@ impl Cli {
         *self.stats.lock().calls.entry(name).or_default() += 1;
         let result = call();
         if let Err(e) = &result {
-            *self.stats.lock().failures.entry(name).or_default() += 1;
+            let mut stats = self.stats.lock();
+            let counter = if by_design(name, e) {
+                &mut stats.by_design
+            } else {
+                &mut stats.failures
+            };
+            *counter.entry(name).or_default() += 1;
+            drop(stats);
             if name != "version" && suggests_new_binary(name, e) {
                 self.version.lock().watch.suspect();
                 let _ = self.nudge.0.try_send(());
@@ -615,6 +646,34 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_gone_pane_and_a_missing_tmux_session_fail_by_design_and_nothing_else_does() {
+        let exit = |code, m: &str| CliError::Exit {
+            code: Some(code),
+            message: m.into(),
+        };
+        let gone = exit(1, "failed to capture pane: exit status 1");
+        assert!(by_design("output-pane", &gone));
+        assert!(!by_design("output-pane", &exit(2, "session not found")));
+        assert!(
+            !by_design("output", &gone),
+            "the transcript is another call"
+        );
+        assert!(!by_design("restart", &exit(1, "boom")));
+        let missing = CliError::spawn_exited(
+            Some(1),
+            r#"{"code":"INVALID_OPERATION","error":"e","reason":"tmux_session_missing","success":false}"#,
+            "",
+        );
+        assert!(by_design("restart", &missing), "{missing:?}");
+        let died = CliError::spawn_exited(
+            Some(1),
+            r#"{"code":"INVALID_OPERATION","error":"e","reason":"spawn_died_fast","success":false}"#,
+            "",
+        );
+        assert!(!by_design("restart", &died));
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub(crate) mod timeline;
 #[cfg(test)]
 mod fixtures;
 
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use jiff::tz::TimeZone;
@@ -140,16 +140,8 @@ pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     for note in &out.notes {
         eprintln!("agent-deck-watchdog: {note}");
     }
-    let mut stdout = io::stdout().lock();
-    match stdout
-        .write_all(out.stdout.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(Error::runtime(format!(
-            "history: cannot write to stdout: {e}"
-        ))),
-        _ => Ok(()),
-    }
+    crate::sys::fs::print_stdout(&out.stdout)
+        .map_err(|e| Error::runtime(format!("history: cannot write to stdout: {e}")))
 }
 
 #[cfg(test)]

@@ -9,22 +9,10 @@ use serde::Deserialize;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::fleet::cache::Fleet;
-use crate::fleet::session::{self, NameRule, Session};
+use crate::fleet::session::Session;
 use crate::sys::process::{self, Cmd};
 use crate::sys::process_table::{self, PROC_DIR};
 use crate::sys::shutdown::Shutdown;
-
-/// Why `s` is restart-critical, or `None` when it is not.
-pub(crate) fn critical_reason(fleet: &Fleet, s: &Session) -> Option<String> {
-    match session::critical_rule(&s.title, &s.group, s.is_conductor) {
-        Some(NameRule::ConductorTitle) => Some("title conductor-*".into()),
-        Some(NameRule::Group) => Some(format!("group {}", s.group)),
-        Some(NameRule::IsConductor) => Some("is_conductor".into()),
-        Some(NameRule::KnownTitle) => Some(format!("title {}", s.title)),
-        None => fleet.is_critical(s).then(|| "autorestart marker".into()),
-    }
-}
 
 /// The agent-deck process that keeps the stored status current for this
 /// `HOME`: its TUI or `notify-daemon`, as `"notify-daemon (pid N)"`. Without
@@ -88,39 +76,4 @@ pub(crate) fn show(cfg: &Config, s: &Session, shutdown: &Shutdown) -> Result<Sho
         return Err(fail(format!("exit {:?}: {}", out.code, out.stderr.trim())));
     }
     serde_json::from_str(&out.stdout).map_err(|e| fail(e.to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_reason_names_the_rule_that_made_it_critical() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join("a0b1c2d3-1755899999"), "").unwrap();
-        let mut fleet = Fleet::new(tmp.path().to_path_buf());
-        fleet.reload_markers();
-        let s = |title: &str, group: &str| Session {
-            id: "a0b1c2d3-1755899999".into(),
-            title: title.into(),
-            group: group.into(),
-            ..Session::default()
-        };
-        let why = |s: &Session| critical_reason(&fleet, s);
-        assert_eq!(
-            why(&s("conductor-ops", "")).as_deref(),
-            Some("title conductor-*")
-        );
-        assert_eq!(why(&s("x", "watchers")).as_deref(), Some("group watchers"));
-        assert_eq!(
-            why(&s("gmail-watcher", "")).as_deref(),
-            Some("title gmail-watcher")
-        );
-        assert_eq!(why(&s("worker", "")).as_deref(), Some("autorestart marker"));
-        let other = Session {
-            id: "ffffffff-1755899999".into(),
-            ..s("worker", "")
-        };
-        assert_eq!(why(&other), None);
-    }
 }

@@ -305,6 +305,10 @@ fn table(r: &Report) -> String {
         r.cli.failures.values().sum::<u64>()
     ));
     out.push_str(&format!(
+        "cli failures by design: {} (a pane sample of a gone tmux session, a restart answered tmux_session_missing; not counted as failed)\n",
+        r.cli.failures_by_design.values().sum::<u64>()
+    ));
+    out.push_str(&format!(
         "patrols: {} waiting children watched, {} poller restarts remembered\n",
         r.patrols.waiting_children_watched,
         r.patrols.poller_restarts.len()

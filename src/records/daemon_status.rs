@@ -61,6 +61,8 @@ pub(crate) struct PaneWatchState {
 pub(crate) struct CliCounts {
     pub calls: BTreeMap<String, u64>,
     pub failures: BTreeMap<String, u64>,
+    /// Failed calls a death brings by design (not in `failures`).
+    pub failures_by_design: BTreeMap<String, u64>,
 }
 
 impl From<CallStats> for CliCounts {
@@ -69,6 +71,7 @@ impl From<CallStats> for CliCounts {
         CliCounts {
             calls: own(s.calls),
             failures: own(s.failures),
+            failures_by_design: own(s.by_design),
         }
     }
 }

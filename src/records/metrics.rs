@@ -83,6 +83,9 @@ pub(crate) fn render(s: &DaemonStatus) -> String {
     Family::new(&mut out, "counter", "cli_failures_total")
         .help("Failed agent-deck CLI calls since start, by command.")
         .by("command", &cli.failures);
+    Family::new(&mut out, "counter", "cli_failures_by_design_total")
+        .help("agent-deck CLI calls since start that failed by design (a pane sample of a gone tmux session, a restart answered tmux_session_missing), by command; not in cli_failures_total.")
+        .by("command", &cli.failures_by_design);
     Family::new(&mut out, "counter", "queue_drops_total")
         .help("Events dropped from the full event queue.")
         .value(s.queue_drops as f64);

@@ -6,6 +6,7 @@
 //! or an unwritable file is logged (at a bounded rate) and survived; it never
 //! stops the daemon.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -27,6 +28,9 @@ pub struct Records {
     /// Warnings by kind (`append`, `rotate`), at most one a minute each.
     warnings: Throttle<&'static str>,
     tally: Mutex<Tally>,
+    /// The last restart record of each session, once [`Records::keep_last`]
+    /// asked for them (a `--once` pass, for its summary).
+    last: Mutex<Option<BTreeMap<String, RestartRecord>>>,
 }
 
 impl Records {
@@ -37,6 +41,7 @@ impl Records {
             max_bytes: DEFAULT_MAX_BYTES,
             warnings: Throttle::new(Duration::from_secs(60)),
             tally: Mutex::new(Tally::default()),
+            last: Mutex::new(None),
         }
     }
 
@@ -48,7 +53,20 @@ impl Records {
         }
     }
 
+    /// Keeps each session's last restart record from now on.
+    pub(crate) fn keep_last(&self) {
+        self.last.lock().get_or_insert_with(BTreeMap::new);
+    }
+
+    /// The last restart record of each session since [`Records::keep_last`].
+    pub(crate) fn last_restart_records(&self) -> BTreeMap<String, RestartRecord> {
+        self.last.lock().clone().unwrap_or_default()
+    }
+
     pub fn restart(&self, r: &RestartRecord) {
+        if let Some(last) = self.last.lock().as_mut() {
+            last.insert(r.id.clone(), r.clone());
+        }
         count(&mut self.tally.lock().restart_actions, r.action.as_str());
         self.append(RESTART_LOG, &r.clipped());
     }

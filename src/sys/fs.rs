@@ -23,6 +23,16 @@ use std::time::Duration;
 
 use crate::sys::throttle::Throttle;
 
+/// Writes `text` to stdout and flushes it; a reader that went away (`| head`)
+/// is no failure.
+pub(crate) fn print_stdout(text: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
 /// Bound on a hook status file (agent-deck writes well under 1 KiB).
 pub(crate) const HOOK_FILE_MAX: u64 = 64 << 10;
 /// Bound on a task file and its `.partial` checkpoint.

@@ -223,11 +223,58 @@ fn report_shows_secrets_only_as_set_or_unset_and_never_pane_text() {
 }
 
 #[test]
-fn report_without_an_id_is_exit_2() {
-    let wd = Wd::new();
+fn report_without_an_id_covers_every_session_with_records_worst_first() {
+    let wd = Wd::new().env("TELEGRAM_BOT_TOKEN", TOKEN);
+    let t = crate::support::now() - 600.0;
+    let old = t - 3.0 * 86400.0;
+    write(
+        &wd,
+        "restart.log",
+        &[
+            restart(old, "0ld0ld00-1755890000", "conductor-old", "restart"),
+            restart(t, AUTH_HELD, "conductor-auth", "skipped"),
+            restart(t + 1.0, CONDUCTOR, "conductor-ops", "restart"),
+            restart(t + 2.0, CONDUCTOR, "conductor-ops", "restarted"),
+            restart(t + 60.0, CONDUCTOR, "conductor-ops", "restart"),
+        ],
+    );
+    write(
+        &wd,
+        "escalations.log",
+        &[
+            escalation(t + 90.0, "restart-failed", Some(CONDUCTOR)),
+            escalation(t + 95.0, "cascade-detected", None),
+        ],
+    );
     let out = wd.run(&["history", "--report"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("--report needs a session id"));
+    assert_ok(&out);
+    let report = stdout(&out);
+    let ops = report
+        .find("session conductor-ops (3f9c2a1b-1755891234): 2 restarts, 0 holds, 1 escalation");
+    let auth = report
+        .find("session conductor-auth (9a8b7c6d-1755891400): 0 restarts, 1 hold, 0 escalations");
+    assert!(ops.is_some() && auth.is_some(), "{report}");
+    assert!(ops < auth, "worst first:\n{report}");
+    assert!(
+        !report.contains("conductor-old"),
+        "outside the window:\n{report}"
+    );
+    for want in [
+        "agent-deck-watchdog fleet report",
+        "sessions   2 with records, the last 24h",
+        "  last seen by the watchdog",
+        "  timeline, the last 24h (4 entries, oldest first)",
+        "about no one session (cascades, the breaker): 0 restarts, 0 holds, 1 escalation",
+        "totals: 2 sessions, 2 restarts, 1 hold, 2 escalations, the last 24h",
+        "(set, not shown)",
+    ] {
+        assert!(report.contains(want), "{want:?} missing from\n{report}");
+    }
+    assert!(!report.contains(TOKEN));
+    assert!(report.trim_end().ends_with("```"), "{report}");
+    // The old sessions come back with a longer window.
+    let all = stdout(&wd.run(&["history", "--report", "--since", "all"]));
+    assert!(all.contains("totals: 3 sessions, 3 restarts"), "{all}");
 }
 
 #[test]

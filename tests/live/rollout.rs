@@ -156,3 +156,64 @@ fn drill_kills_a_conductor_and_times_its_recovery_five_times() {
         sorted[2], sorted[4]
     );
 }
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_dry_run_pass_names_the_conductors_with_their_real_statuses() {
+    let sb = Sandbox::new();
+    let up = sb.launch("conductor-up", "conductor", Tool::Custom, None);
+    let down = sb.launch("conductor-down", "conductor", Tool::Custom, None);
+    sb.launch("worker-1", "workers", Tool::Custom, None);
+    sb.kill_tmux_session(&down);
+    assert!(
+        wait_until(Duration::from_secs(20), || sb.status(&down) == "error"),
+        "{}",
+        sb.show(&down)
+    );
+    let out = sb.run_watchdog(&["--once", "--dry-run", "--json"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    println!("{v:#}");
+    assert_eq!(
+        (
+            v["sessions_listed"].as_u64(),
+            v["sessions_critical"].as_u64()
+        ),
+        (Some(3), Some(2))
+    );
+    let of = |title: &str| {
+        let all = v["critical"].as_array().unwrap();
+        all.iter()
+            .find(|c| c["title"] == title)
+            .cloned()
+            .unwrap_or_else(|| panic!("{title}: {v}"))
+    };
+    let (u, d) = (of("conductor-up"), of("conductor-down"));
+    assert_eq!(u["id"], up.id.as_str());
+    assert!(is_healthy(u["status"].as_str().unwrap()), "{u}");
+    assert_eq!(u["action"], "healthy");
+    assert_eq!(
+        (d["status"].as_str(), d["action"].as_str()),
+        (Some("error"), Some("would-restart")),
+        "{d}"
+    );
+    assert_eq!(d["critical_because"], "title conductor-*");
+    let plain = sb.run_watchdog(&["--once", "--dry-run"], &[]);
+    let text = String::from_utf8_lossy(&plain.stdout);
+    println!("{text}");
+    assert!(
+        text.starts_with("pass summary (dry-run): 3 sessions listed, 2 restart-critical\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 other session not restart-critical"),
+        "{text}"
+    );
+    assert_eq!(sb.status(&down), "error", "dry-run touched nothing");
+}

@@ -7,7 +7,7 @@ use super::Check;
 use crate::config::Config;
 use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Session, Status};
-use crate::ops::preflight::{critical_reason, show, status_writer};
+use crate::ops::preflight::{show, status_writer};
 use crate::records::daemon_status::PaneWatchState;
 use crate::records::{daemon_status, instance_lock};
 use crate::sys::clock::unix_now;
@@ -44,7 +44,7 @@ pub(super) fn critical_sessions(
     let shown: Vec<String> = critical
         .iter()
         .map(|s| {
-            let why = critical_reason(fleet, s).unwrap_or_default();
+            let why = fleet.critical_reason(s).unwrap_or_default();
             let status = match show(cfg, s, shutdown) {
                 Ok(shown) => {
                     if shown.claude_session_id.is_some() {

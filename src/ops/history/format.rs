@@ -18,8 +18,8 @@ use super::timeline::{one_per_decision, select, titles, Record, Since};
 use super::{Args, View};
 use crate::error::{Error, Result};
 use crate::records::audit::{
-    EscalationRecord, LivenessRecord, Pane, RestartRecord, StatusRead, ESCALATIONS_LOG,
-    LIVENESS_LOG, RESTART_LOG,
+    EscalationRecord, LivenessRecord, Pane, RestartAction, RestartRecord, StatusRead,
+    ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
 };
 use crate::text::printable;
 
@@ -260,11 +260,28 @@ pub(crate) fn report(
     timeline: &[&Record],
     tz: &TimeZone,
 ) -> String {
+    let session = format!("session    {}", printable(id, ID_MAX));
+    let mut body = header(
+        "agent-deck-watchdog history report",
+        session,
+        about,
+        all,
+        tz,
+    );
+    body.extend(last_seen(id, all, tz));
+    body.push(String::new());
+    body.extend(timeline_block(since, all, timeline, tz, ""));
+    fenced(&body)
+}
+
+/// The head of a report: its title, the version, platform, `what` it is
+/// about, the time zone and the settings.
+fn header(title: &str, what: String, about: &About, all: &[Record], tz: &TimeZone) -> Vec<String> {
     let mut body = vec![
-        "agent-deck-watchdog history report".to_owned(),
+        title.to_owned(),
         format!("version    {}", printable(&about.version, TEXT_MAX)),
         format!("platform   {}", printable(&about.platform, TEXT_MAX)),
-        format!("session    {}", printable(id, ID_MAX)),
+        what,
         format!("times      local ({})", zone_name(all, tz)),
         String::new(),
         "settings (as --print-config shows them in this environment; secrets only as set/unset)"
@@ -277,25 +294,160 @@ pub(crate) fn report(
             .map(|l| format!("  {}", printable(l, TEXT_MAX + 200))),
     );
     body.push(String::new());
-    body.extend(last_seen(id, all, tz));
-    body.push(String::new());
+    body
+}
+
+/// A session's readable timeline in the window, each line indented after `indent`.
+fn timeline_block(
+    since: &Since,
+    all: &[Record],
+    timeline: &[&Record],
+    tz: &TimeZone,
+    indent: &str,
+) -> Vec<String> {
     let titles = titles(all);
-    body.push(format!(
-        "timeline, {} ({} entries, oldest first)",
+    let mut out = vec![format!(
+        "{indent}timeline, {} ({} entries, oldest first)",
         since.describe(),
         timeline.len()
-    ));
+    )];
     if timeline.is_empty() {
-        body.push("  (none in this window; try --since all)".into());
+        out.push(format!("{indent}  (none in this window; try --since all)"));
     }
-    body.extend(
+    out.extend(
         timeline
             .iter()
-            .map(|e| format!("  {}", line(e, &titles, tz))),
+            .map(|e| format!("{indent}  {}", line(e, &titles, tz))),
     );
+    out
+}
+
+/// The lines in a fence that nothing inside can close.
+fn fenced(body: &[String]) -> String {
     let body = body.join("\n");
     let fence = fence(&body);
     format!("{fence}text\n{body}\n{fence}\n")
+}
+
+/// What one session's records in the window add up to.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Tally {
+    restarts: usize,
+    holds: usize,
+    escalations: usize,
+}
+
+impl Tally {
+    fn of(timeline: &[&Record]) -> Tally {
+        let mut t = Tally::default();
+        for e in timeline {
+            match e {
+                Record::Restart(r) => match r.action {
+                    RestartAction::Restart => t.restarts += 1,
+                    RestartAction::Skipped
+                    | RestartAction::CliRefused
+                    | RestartAction::RateLimited => t.holds += 1,
+                    _ => {}
+                },
+                Record::Escalation(_) => t.escalations += 1,
+                Record::Liveness(_) => {}
+            }
+        }
+        t
+    }
+
+    fn add(&mut self, o: Tally) {
+        self.restarts += o.restarts;
+        self.holds += o.holds;
+        self.escalations += o.escalations;
+    }
+
+    fn shown(self) -> String {
+        let n =
+            |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+        format!(
+            "{}, {}, {}",
+            n(self.restarts, "restart", "restarts"),
+            n(self.holds, "hold", "holds"),
+            n(self.escalations, "escalation", "escalations")
+        )
+    }
+}
+
+/// The paste-ready block of `history --report` without an id: every
+/// session with records in the window, worst first (most restarts, then
+/// holds, then escalations), each with what `history ID --report` shows of
+/// it, the alerts about no one session, then one line of totals.
+pub(crate) fn fleet_report(
+    since: &Since,
+    about: &About,
+    all: &[Record],
+    window: &[&Record],
+    tz: &TimeZone,
+) -> String {
+    let mut ids: Vec<&str> = window.iter().filter_map(|e| e.session()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut sessions: Vec<(Tally, &str, Vec<&Record>)> = ids
+        .into_iter()
+        .map(|id| {
+            let mine: Vec<&Record> = window
+                .iter()
+                .copied()
+                .filter(|e| e.session() == Some(id))
+                .collect();
+            let mine = one_per_decision(&mine);
+            (Tally::of(&mine), id, mine)
+        })
+        .collect();
+    sessions.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let what = format!(
+        "sessions   {} with records, {}",
+        sessions.len(),
+        since.describe()
+    );
+    let mut body = header("agent-deck-watchdog fleet report", what, about, all, tz);
+    let titles = titles(all);
+    let mut total = Tally::default();
+    for (tally, id, mine) in &sessions {
+        total.add(*tally);
+        let name = titles
+            .get(id)
+            .map_or_else(String::new, |t| format!("{} ", printable(t, TITLE_MAX)));
+        body.push(format!(
+            "session {name}({}): {}",
+            printable(id, ID_MAX),
+            tally.shown()
+        ));
+        body.extend(last_seen(id, all, tz).into_iter().map(|l| format!("  {l}")));
+        body.extend(timeline_block(since, all, mine, tz, "  "));
+        body.push(String::new());
+    }
+    let fleet: Vec<&Record> = window
+        .iter()
+        .copied()
+        .filter(|e| e.session().is_none())
+        .collect();
+    if !fleet.is_empty() {
+        let tally = Tally::of(&fleet);
+        total.add(tally);
+        body.push(format!(
+            "about no one session (cascades, the breaker): {}",
+            tally.shown()
+        ));
+        body.extend(fleet.iter().map(|e| format!("  {}", line(e, &titles, tz))));
+        body.push(String::new());
+    }
+    if sessions.is_empty() && fleet.is_empty() {
+        body.push("(no records in this window; try --since all)".into());
+    }
+    body.push(format!(
+        "totals: {} sessions, {}, {}",
+        sessions.len(),
+        total.shown(),
+        since.describe()
+    ));
+    fenced(&body)
 }
 
 /// What a `history` run prints: stdout, and notes for stderr.
@@ -345,7 +497,9 @@ pub(crate) fn render(
             let readable = one_per_decision(&timeline);
             out.stdout = report(id, &args.since, about, all, &readable, tz);
         }
-        (View::Report, None) => return Err(Error::usage("history --report needs a session id")),
+        (View::Report, None) => {
+            out.stdout = fleet_report(&args.since, about, all, &timeline, tz);
+        }
         (View::Json, _) => {
             let lines = timeline.iter().map(|e| Ok(json_line(e)? + "\n"));
             out.stdout = lines.collect::<Result<String>>()?;

@@ -1,0 +1,371 @@
+//! What a `--once` pass saw and did, as the block it prints on stdout (or
+//! one JSON object with `--json`): how many sessions agent-deck listed, and
+//! for each restart-critical one its title, id, profile, status, why it is
+//! critical and what the pass did with it; `--verbose` adds the other
+//! sessions. Pure: the daemon gathers the [`Pass`], this file renders it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::decide::outcomes::RestartAction;
+use crate::fleet::session::{Session, Status};
+use crate::text::printable;
+
+/// Columns of the readable block are clipped to this many characters.
+const COLUMN_MAX: usize = 40;
+
+/// What the pass did with one restart-critical session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Did {
+    /// Healthy, or found alive by the liveness check (`reason` then says so).
+    Healthy(Option<String>),
+    /// Queued for a restart; what came of it is in the restart records.
+    Queued,
+    Restarted,
+    /// `--dry-run`: it would have been restarted.
+    WouldRestart,
+    RestartFailed(Option<String>),
+    /// Not restarted, for this reason (a gate's, agent-deck's, an auth hold).
+    Held(String),
+    /// Left alone: stopped on purpose.
+    Stopped,
+    /// Its status could not be read, or whether it ever ran.
+    Unknown(String),
+}
+
+impl Did {
+    /// What a queued session's last restart record says came of it.
+    pub(crate) fn of_record(action: &RestartAction, reason: Option<&str>, dry_run: bool) -> Did {
+        let reason = reason.map(str::to_owned);
+        match action {
+            RestartAction::Restarted => Did::Restarted,
+            RestartAction::Restart if dry_run => Did::WouldRestart,
+            RestartAction::RestartFailed => Did::RestartFailed(reason),
+            RestartAction::CliRefused => Did::Held(format!(
+                "agent-deck refused: {}",
+                reason.as_deref().unwrap_or("no reason given")
+            )),
+            RestartAction::SkippedAlive if reason.as_deref() == Some("auth_hold") => {
+                Did::Held("auth_hold".into())
+            }
+            RestartAction::SkippedAlive => Did::Healthy(Some(format!(
+                "in error, but the liveness check found it alive ({})",
+                reason.as_deref().unwrap_or("alive")
+            ))),
+            RestartAction::Skipped => Did::Held(reason.unwrap_or_else(|| "held".into())),
+            RestartAction::RateLimited => Did::Held("backoff_429".into()),
+            RestartAction::RestartInterrupted => Did::Unknown("the restart was cut short".into()),
+            _ => Did::Queued,
+        }
+    }
+
+    /// The `action` word of the JSON form.
+    fn word(&self) -> &'static str {
+        match self {
+            Did::Healthy(_) => "healthy",
+            Did::Queued => "queued",
+            Did::Restarted => "restarted",
+            Did::WouldRestart => "would-restart",
+            Did::RestartFailed(_) => "restart-failed",
+            Did::Held(_) => "held",
+            Did::Stopped => "stopped",
+            Did::Unknown(_) => "unknown",
+        }
+    }
+
+    fn reason(&self) -> Option<&str> {
+        match self {
+            Did::Healthy(r) | Did::RestartFailed(r) => r.as_deref(),
+            Did::Held(r) | Did::Unknown(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The readable form: the word, then the reason.
+    fn shown(&self) -> String {
+        let word = match self {
+            Did::WouldRestart => "would restart",
+            Did::RestartFailed(_) => "restart failed",
+            Did::Stopped => "left alone: stopped",
+            other => other.word(),
+        };
+        match self.reason() {
+            Some(r) => format!("{word}: {}", printable(r, 2 * COLUMN_MAX)),
+            None => word.to_owned(),
+        }
+    }
+}
+
+/// What the daemon notes during a `--once` pass, for its summary.
+#[derive(Debug, Default)]
+pub(crate) struct PassNotes {
+    /// By session id, what the tick decided.
+    pub did: BTreeMap<String, Did>,
+    /// The critical sessions of the tick, and the status it read of each.
+    pub critical: Vec<(Session, Option<Status>)>,
+    /// Sessions `list --all` listed.
+    pub listed: usize,
+}
+
+/// One restart-critical session of the pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Critical {
+    pub title: String,
+    pub id: String,
+    pub profile: String,
+    /// `None`: its profile's list could not be read.
+    pub status: Option<Status>,
+    pub because: String,
+    pub did: Did,
+}
+
+/// Another listed session (`--verbose`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Other {
+    pub title: String,
+    pub id: String,
+    pub profile: String,
+    pub status: Option<Status>,
+}
+
+/// Everything the summary says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Pass {
+    pub dry_run: bool,
+    /// Sessions `list --all` listed.
+    pub listed: usize,
+    pub critical: Vec<Critical>,
+    /// `Some` with `--verbose`.
+    pub others: Option<Vec<Other>>,
+}
+
+#[derive(Serialize)]
+struct CriticalJson<'a> {
+    title: &'a str,
+    id: &'a str,
+    profile: &'a str,
+    status: &'a str,
+    critical_because: &'a str,
+    action: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct OtherJson<'a> {
+    title: &'a str,
+    id: &'a str,
+    profile: &'a str,
+    status: &'a str,
+}
+
+#[derive(Serialize)]
+struct PassJson<'a> {
+    dry_run: bool,
+    sessions_listed: usize,
+    sessions_critical: usize,
+    critical: Vec<CriticalJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    others: Option<Vec<OtherJson<'a>>>,
+}
+
+fn status_word(s: Option<Status>) -> &'static str {
+    s.map_or("unread", Status::as_str)
+}
+
+/// The summary as one JSON object and a newline.
+pub(crate) fn json(p: &Pass) -> String {
+    let critical = p.critical.iter().map(|c| CriticalJson {
+        title: &c.title,
+        id: &c.id,
+        profile: &c.profile,
+        status: status_word(c.status),
+        critical_because: &c.because,
+        action: c.did.word(),
+        reason: c.did.reason(),
+    });
+    let others = p.others.as_ref().map(|o| {
+        o.iter()
+            .map(|o| OtherJson {
+                title: &o.title,
+                id: &o.id,
+                profile: &o.profile,
+                status: status_word(o.status),
+            })
+            .collect()
+    });
+    let out = PassJson {
+        dry_run: p.dry_run,
+        sessions_listed: p.listed,
+        sessions_critical: p.critical.len(),
+        critical: critical.collect(),
+        others,
+    };
+    serde_json::to_string(&out).unwrap_or_else(|_| "{}".into()) + "\n"
+}
+
+/// The readable block: a head line, one aligned line per critical session,
+/// then the other sessions, one line each with `--verbose`, else a count.
+pub(crate) fn text(p: &Pass) -> String {
+    let others = p.listed.saturating_sub(p.critical.len());
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut out = format!(
+        "pass summary{}: {} listed, {} restart-critical\n",
+        if p.dry_run { " (dry-run)" } else { "" },
+        plural(p.listed, "session", "sessions"),
+        p.critical.len()
+    );
+    let rows: Vec<[String; 6]> = p
+        .critical
+        .iter()
+        .map(|c| {
+            [
+                printable(&c.title, COLUMN_MAX),
+                printable(&c.id, COLUMN_MAX),
+                printable(&c.profile, COLUMN_MAX),
+                status_word(c.status).to_owned(),
+                printable(&c.because, COLUMN_MAX),
+                c.did.shown(),
+            ]
+        })
+        .collect();
+    let width = |k: usize| rows.iter().map(|r| r[k].chars().count()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..5).map(width).collect();
+    for r in &rows {
+        let cells = r.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}"));
+        let line = cells.chain([r[5].clone()]).collect::<Vec<_>>().join("  ");
+        out += &format!("  {line}\n");
+    }
+    match &p.others {
+        Some(list) => {
+            for o in list {
+                out += &format!(
+                    "  other: {}  {}  {}  {}\n",
+                    printable(&o.title, COLUMN_MAX),
+                    printable(&o.id, COLUMN_MAX),
+                    printable(&o.profile, COLUMN_MAX),
+                    status_word(o.status)
+                );
+            }
+        }
+        None if others > 0 => {
+            out += &format!(
+                "  {} not restart-critical (--verbose lists them)\n",
+                plural(others, "other session", "other sessions")
+            );
+        }
+        None => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn critical(title: &str, status: Status, did: Did) -> Critical {
+        Critical {
+            title: title.into(),
+            id: format!("{:0>8}-1755890000", title.len()),
+            profile: "default".into(),
+            status: Some(status),
+            because: "group conductor".into(),
+            did,
+        }
+    }
+
+    fn pass() -> Pass {
+        Pass {
+            dry_run: true,
+            listed: 5,
+            critical: vec![
+                critical("conductor-ops", Status::Error, Did::WouldRestart),
+                critical("conductor-two", Status::Running, Did::Healthy(None)),
+                critical(
+                    "conductor-new",
+                    Status::Error,
+                    Did::Held("never_started".into()),
+                ),
+                critical("conductor-off", Status::Stopped, Did::Stopped),
+            ],
+            others: None,
+        }
+    }
+
+    #[test]
+    fn the_block_is_one_aligned_line_per_critical_session_and_a_count() {
+        let text = text(&pass());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "pass summary (dry-run): 5 sessions listed, 4 restart-critical"
+        );
+        assert_eq!(
+            lines[1],
+            "  conductor-ops  00000013-1755890000  default  error    group conductor  would restart"
+        );
+        assert!(
+            lines[2].ends_with("running  group conductor  healthy"),
+            "{}",
+            lines[2]
+        );
+        assert!(lines[3].ends_with("held: never_started"), "{}", lines[3]);
+        assert!(lines[4].ends_with("left alone: stopped"), "{}", lines[4]);
+        assert_eq!(
+            lines[5],
+            "  1 other session not restart-critical (--verbose lists them)"
+        );
+        assert_eq!(lines.len(), 6);
+    }
+
+    #[test]
+    fn verbose_lists_the_others_and_json_is_one_object_with_every_key() {
+        let mut p = pass();
+        p.others = Some(vec![Other {
+            title: "worker\x1b[2J".into(),
+            id: "77777777-1755890000".into(),
+            profile: "default".into(),
+            status: None,
+        }]);
+        let text = text(&p);
+        assert!(
+            text.ends_with("  other: worker\\x1b[2J  77777777-1755890000  default  unread\n"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json(&p)).unwrap();
+        assert_eq!(v["sessions_listed"], 5);
+        assert_eq!(v["sessions_critical"], 4);
+        assert_eq!(v["dry_run"], true);
+        assert_eq!(v["critical"][0]["action"], "would-restart");
+        assert_eq!(v["critical"][0]["critical_because"], "group conductor");
+        assert_eq!(v["critical"][2]["reason"], "never_started");
+        assert!(v["critical"][1].get("reason").is_none());
+        assert_eq!(v["others"][0]["status"], "unread");
+        assert!(json(&pass()).contains("\"critical\":[") && !json(&pass()).contains("others"));
+    }
+
+    #[test]
+    fn a_queued_restart_reads_what_its_records_say() {
+        let did = |a: RestartAction, r: Option<&str>, dry: bool| Did::of_record(&a, r, dry);
+        assert_eq!(did(RestartAction::Restarted, None, false), Did::Restarted);
+        assert_eq!(did(RestartAction::Restart, None, true), Did::WouldRestart);
+        assert_eq!(
+            did(RestartAction::SkippedAlive, Some("auth_hold"), false),
+            Did::Held("auth_hold".into())
+        );
+        assert!(matches!(
+            did(RestartAction::SkippedAlive, Some("pane_changed"), false),
+            Did::Healthy(Some(_))
+        ));
+        assert_eq!(
+            did(RestartAction::Skipped, Some("cooldown"), false),
+            Did::Held("cooldown".into())
+        );
+        assert_eq!(
+            did(RestartAction::RestartFailed, Some("restart exit 1"), false),
+            Did::RestartFailed(Some("restart exit 1".into()))
+        );
+    }
+}
