@@ -742,7 +742,8 @@ fn kinds_line(t: &Ticks) -> String {
         .join(", ")
 }
 
-fn secs_stat(v: &[f64], misses: usize) -> String {
+/// Median and worst of `v` (seconds), in seconds or, with `ms`, milliseconds.
+fn stat(v: &[f64], misses: usize, ms: bool) -> String {
     if v.is_empty() {
         return format!("no recovery ({misses} misses)");
     }
@@ -751,27 +752,17 @@ fn secs_stat(v: &[f64], misses: usize) -> String {
     } else {
         String::new()
     };
-    format!(
-        "median {:.2} s, worst {:.2} s ({} rounds{miss})",
-        median(v),
-        worst(v),
-        v.len() + misses
-    )
-}
-
-fn ms_stat(v: &[f64], misses: usize) -> String {
-    if v.is_empty() {
-        return format!("no recovery ({misses} misses)");
-    }
-    let miss = if misses > 0 {
-        format!(", {misses} MISSED")
-    } else {
-        String::new()
+    let shown = |t: f64| {
+        if ms {
+            format!("{:.0} ms", t * 1e3)
+        } else {
+            format!("{t:.2} s")
+        }
     };
     format!(
-        "median {:.0} ms, worst {:.0} ms ({} rounds{miss})",
-        median(v) * 1e3,
-        worst(v) * 1e3,
+        "median {}, worst {} ({} rounds{miss})",
+        shown(median(v)),
+        shown(worst(v)),
         v.len() + misses
     )
 }
@@ -868,9 +859,9 @@ fn print_table(s: &Settings, f: &Figures, took: Duration) {
                 .map(|r| {
                     let r = pick(r);
                     if healthy {
-                        secs_stat(&r.healthy, r.misses)
+                        stat(&r.healthy, r.misses, false)
                     } else {
-                        ms_stat(&r.restart, r.misses)
+                        stat(&r.restart, r.misses, true)
                     }
                 })
                 .collect(),

@@ -3,7 +3,7 @@
 //! above the daemon and the command line it drives, so nothing below imports
 //! it.
 //!
-//! The fleet is [`crate::ops::sim`], reached through a two-line wrapper script in a
+//! The fleet is [`crate::sim`], reached through a two-line wrapper script in a
 //! fresh temp directory. The scenario: a conductor crashes and is revived
 //! through the inotify fast path; a busy conductor shows an error banner
 //! while its pane keeps moving and is left alone; an auth-held conductor is
@@ -24,7 +24,7 @@ use crate::decide::liveness::LivenessReason;
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::error::{Error, Result};
 use crate::ops::history::{self, timeline::Record};
-use crate::ops::sim::{self, SimSession, SimState};
+use crate::sim::{self, SimSession, SimState};
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
 

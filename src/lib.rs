@@ -19,6 +19,9 @@ pub(crate) mod error;
 pub(crate) mod fleet;
 pub(crate) mod ops;
 pub(crate) mod records;
+/// Public so the benchmark can lay out its fleet; the program it implements is
+/// `agent-deck-watchdog sim`.
+pub mod sim;
 pub(crate) mod spelled;
 pub(crate) mod sys;
 pub(crate) mod tasks;
@@ -33,13 +36,13 @@ pub(crate) mod triggers;
 #[doc(hidden)]
 pub mod harness {
     pub use crate::fleet::listing;
-    pub use crate::ops::sim;
     pub use crate::records::audit::{
         EscalationRecord, LivenessReason, LivenessRecord, Pane, RestartAction, RestartRecord,
         Severity, StatusRead, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
     };
     pub use crate::records::rotation::{rotated_path, DEFAULT_MAX_BYTES};
     pub use crate::records::writer::Records;
+    pub use crate::sim;
     pub use crate::tasks::registry::{Registry, RegistryFile, Task, TaskEvent, TaskStatus};
     pub use crate::tasks::retention::{self, DAY_S};
 }
@@ -59,7 +62,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        return ops::sim::main(&rest);
+        return sim::main(&rest);
     }
     match dispatch(args) {
         Ok(()) => 0,
@@ -83,12 +86,12 @@ fn dispatch(argv: Vec<OsString>) -> Result<()> {
         Invocation::History(history) => ops::history::run(&Config::from_env(&env)?, &history)?,
         Invocation::Task(flags, cmd) => {
             let cfg = Config::from_env(&env)?;
-            ops::logging::init(flags.verbose, cfg.journal_stream.as_deref());
+            daemon::logging::init(flags.verbose, cfg.journal_stream.as_deref());
             tasks::commands::run(cmd, &cfg, flags.dry_run)?;
         }
         Invocation::Run(flags) => {
             let cfg = Config::from_env(&env)?;
-            ops::logging::init(flags.verbose, cfg.journal_stream.as_deref());
+            daemon::logging::init(flags.verbose, cfg.journal_stream.as_deref());
             daemon::run(cfg, flags)?;
         }
     }

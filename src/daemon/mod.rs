@@ -8,12 +8,16 @@
 //! hands cleared restarts to the [`Restarter`] thread. agent-deck's
 //! version is read once before the first tick, and again by its own thread
 //! (`version_reread.rs`) when due. `--once` is one tick of the same code
-//! followed by waiting for the work it started.
+//! followed by waiting for the work it started and printing what it did
+//! (`pass_summary.rs`). The daemon's own plumbing lives here too: its log
+//! output (`logging.rs`) and systemd's notify protocol (`sd_notify.rs`).
 
 mod fleet_list;
 mod hook_pacing;
+pub(crate) mod logging;
 mod pass_summary;
 mod safety_poll;
+mod sd_notify;
 mod signals;
 mod version_reread;
 mod watching;
@@ -31,6 +35,7 @@ use crate::act::restart::{self, Restarter};
 use crate::args::RunFlags;
 use crate::config::Config;
 use crate::daemon::pass_summary::{Did, Pass, PassNotes};
+use crate::daemon::sd_notify::SdNotify;
 use crate::decide::cascade;
 use crate::decide::gates::Hold;
 use crate::decide::refusal;
@@ -39,7 +44,6 @@ use crate::fleet::cache::Fleet;
 use crate::fleet::deck::{AgentDeck, Cli, ReadOnly};
 use crate::fleet::panes::Tmux;
 use crate::fleet::session::{Live, Status};
-use crate::ops::sd_notify::SdNotify;
 use crate::records::instance_lock;
 use crate::sys::clock::{Clock, SystemClock};
 use crate::sys::shutdown::Shutdown;

@@ -87,7 +87,7 @@ impl Check {
 
     /// `✓ name: detail`, or with ` — fix: …` after a warning or failure.
     pub(crate) fn line(&self) -> String {
-        let detail = crate::ops::logging::one_line(&self.detail);
+        let detail = crate::daemon::logging::one_line(&self.detail);
         let fix = self
             .fix
             .as_ref()

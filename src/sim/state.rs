@@ -107,7 +107,7 @@ pub struct SimState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freshness_window_s: Option<f64>,
     /// What `agent-deck version` names; absent, the release the live suite
-    /// verified ([`crate::ops::sim::VERSION`]).
+    /// verified ([`crate::sim::VERSION`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// True: both profile-store roots hold profiles, so from 1.16.14 every
