@@ -22,8 +22,8 @@ use parking_lot::Mutex;
 use crate::act::context::Context;
 use crate::act::telegram_pollers::PollerSeen;
 use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
+use crate::config::deck_files::{env_value, read_small};
 use crate::decide::patrol_rules::{self, WebhookAnswer};
-use crate::fleet::env_file::{env_value, read_small};
 use crate::fleet::session::Session;
 use crate::sys::worker::Worker;
 

@@ -14,9 +14,9 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use crate::act::snapshot::Snapshot;
+use crate::config::deck_files::{env_value, read_small};
 use crate::config::Config;
 use crate::decide::patrol_rules;
-use crate::fleet::env_file::{env_value, read_small};
 use crate::fleet::session::Session;
 use crate::sys::process_table;
 
@@ -45,7 +45,7 @@ pub(crate) fn state_dir_from_env_file(text: &str, home: &Path) -> Option<PathBuf
 /// The conductor's `env_file` in agent-deck's `config.toml` (XDG first,
 /// then the legacy locations).
 fn env_file_from_config(p: &Config, name: &str) -> Option<String> {
-    let path = crate::fleet::deck_config::find(&p.home, p.xdg_config_home.as_deref(), &p.root)?;
+    let path = crate::config::deck_files::find(&p.home, p.xdg_config_home.as_deref(), &p.root)?;
     let text = read_small(&path, SKIPPED)?;
     let table: toml::Table = toml::from_str(&text)
         .inspect_err(|e| {

@@ -6,6 +6,7 @@
 //! settings and their bounds is `read.rs`. A bad value is a usage error,
 //! never silently replaced.
 
+pub(crate) mod deck_files;
 mod env;
 mod read;
 
@@ -13,12 +14,33 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub(crate) use deck_files::resolve_hooks_dir;
 pub(crate) use env::{process_env, Env};
-pub(crate) use read::resolve_hooks_dir;
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::triggers::panes_watch::Mode as PaneWatch;
-use crate::triggers::watch::Backend as WatchBackend;
+use crate::spelled::spelled;
+
+/// Which way thread A (`hooks-watch`) learns about hook files
+/// (`WATCH_BACKEND`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchBackend {
+    /// The kernel's notifications, or scanning while they cannot be had.
+    Auto,
+    /// Scanning only.
+    Scan,
+}
+
+spelled! {
+    /// Whether the pane watch (thread C, `panes-watch`) runs (`PANE_WATCH`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum PaneWatch {
+        /// Where it can (tmux, a server, pidfd or kqueue).
+        Auto = "auto",
+        Off = "off",
+    }
+}
 
 /// A value that must never reach a log line.
 #[derive(Clone, Default, PartialEq, Eq)]

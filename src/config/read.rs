@@ -67,7 +67,11 @@ pub(super) fn read(env: &Env) -> Result<Config> {
         })?,
         hooks_dir: r.path("AGENT_DECK_HOOKS_DIR", "resolved like agent-deck", || {
             let home = home_or("AGENT_DECK_HOOKS_DIR")?;
-            Ok(resolve_hooks_dir(&home, env.value("XDG_DATA_HOME")?, &root))
+            Ok(super::deck_files::resolve_hooks_dir(
+                &home,
+                env.value("XDG_DATA_HOME")?,
+                &root,
+            ))
         })?,
         telegram_chat_id: r
             .optional("TELEGRAM_ESCALATION_CHAT_ID", "(empty: Telegram off)")?
@@ -352,27 +356,11 @@ fn default_bin(path: Option<&OsStr>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/local/bin/agent-deck"))
 }
 
-/// The hooks directory as agent-deck resolves it: XDG if it exists, else the
-/// legacy directory under the root if it exists, else XDG.
-pub(crate) fn resolve_hooks_dir(home: &Path, xdg_data_home: Option<&str>, root: &Path) -> PathBuf {
-    let data = match xdg_data_home {
-        Some(x) if Path::new(x).is_absolute() => PathBuf::from(x),
-        _ => home.join(".local/share"),
-    };
-    let xdg = data.join("agent-deck/hooks");
-    let legacy = root.join("hooks");
-    if !xdg.is_dir() && legacy.is_dir() {
-        legacy
-    } else {
-        xdg
-    }
-}
-
 /// The `TELEGRAM_BOT_TOKEN=` of an env file, parsed as agent-deck parses
 /// it (the last such line wins), if any.
 fn read_token_file(path: &Path) -> Option<Secret> {
     let text = crate::sys::fs::read_text(path, crate::sys::fs::SMALL_FILE_MAX).ok()?;
-    crate::fleet::env_file::env_value(&text, "TELEGRAM_BOT_TOKEN").map(Secret)
+    super::deck_files::env_value(&text, "TELEGRAM_BOT_TOKEN").map(Secret)
 }
 
 /// Parses `profile=CLAUDE_CONFIG_DIR,…`.
@@ -559,30 +547,6 @@ mod tests {
             let msg = err.to_string();
             assert!(msg.contains(k) && msg.contains(v), "{msg}");
         }
-    }
-
-    #[test]
-    fn hooks_dir_prefers_existing_xdg_then_legacy() {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path();
-        let root = home.join(".agent-deck");
-        assert_eq!(
-            resolve_hooks_dir(home, None, &root),
-            home.join(".local/share/agent-deck/hooks")
-        );
-        std::fs::create_dir_all(root.join("hooks")).unwrap();
-        assert_eq!(resolve_hooks_dir(home, None, &root), root.join("hooks"));
-        std::fs::create_dir_all(home.join(".local/share/agent-deck/hooks")).unwrap();
-        assert_eq!(
-            resolve_hooks_dir(home, None, &root),
-            home.join(".local/share/agent-deck/hooks")
-        );
-        let xdg = home.join("xdg");
-        std::fs::create_dir_all(xdg.join("agent-deck/hooks")).unwrap();
-        assert_eq!(
-            resolve_hooks_dir(home, xdg.to_str(), &root),
-            xdg.join("agent-deck/hooks")
-        );
     }
 
     #[test]

@@ -34,6 +34,7 @@ use crate::act::patrols::Patrols;
 use crate::act::restart::{self, Restarter};
 use crate::args::RunFlags;
 use crate::config::Config;
+use crate::config::PaneWatch as PaneWatchMode;
 use crate::daemon::pass_summary::{Did, Pass, PassNotes};
 use crate::daemon::sd_notify::SdNotify;
 use crate::decide::cascade;
@@ -50,7 +51,7 @@ use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
 use crate::triggers::event_queue::{Batch, EventQueue};
 use crate::triggers::hook_file::{self, HookStatus};
-use crate::triggers::panes_watch::{self, Mode as PaneWatchMode, PaneShare, Proof};
+use crate::triggers::panes_watch::{self, PaneShare, Proof};
 use crate::triggers::{ticker, watch};
 use hook_pacing::HookPacing;
 

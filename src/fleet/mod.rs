@@ -4,8 +4,6 @@
 
 pub(crate) mod cache;
 pub(crate) mod deck;
-pub(crate) mod deck_config;
-pub(crate) mod env_file;
 #[cfg(test)]
 pub(crate) mod fake;
 pub(crate) mod id_set;

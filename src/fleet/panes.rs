@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::config::deck_files;
 use crate::config::Config;
-use crate::fleet::deck_config;
 use crate::sys::fs::{read_text, SMALL_FILE_MAX};
 use crate::sys::process::{self, Cmd, RunError};
 use crate::sys::shutdown::Shutdown;
@@ -129,7 +129,7 @@ impl Tmux {
     /// The server agent-deck uses, as its `config.toml` names it. An
     /// unreadable or unparsable file is said, and the default socket used.
     pub(crate) fn for_config(cfg: &Config, shutdown: Shutdown) -> Tmux {
-        let find = deck_config::find(&cfg.home, cfg.xdg_config_home.as_deref(), &cfg.root);
+        let find = deck_files::find(&cfg.home, cfg.xdg_config_home.as_deref(), &cfg.root);
         Tmux {
             socket: find.and_then(|p| socket_name(&p)),
             shutdown,
@@ -141,7 +141,7 @@ impl Tmux {
 /// unreadable, said once here.
 fn socket_name(path: &Path) -> Option<String> {
     let read = read_text(path, SMALL_FILE_MAX).map_err(|e| e.reason());
-    match read.and_then(|t| deck_config::tmux_socket_name(&t)) {
+    match read.and_then(|t| deck_files::tmux_socket_name(&t)) {
         Ok(name) => name,
         Err(e) => {
             log::warn!(

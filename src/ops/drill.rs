@@ -15,6 +15,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 
+use crate::config::deck_files;
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::gates::{self, Gate};
@@ -23,7 +24,6 @@ use crate::decide::outcomes::RestartAction;
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::Cli;
-use crate::fleet::deck_config;
 use crate::fleet::session::{Session, Status};
 use crate::ops::preflight::{show, status_writer, Shown};
 use crate::records::audit::RestartRecord;
@@ -266,7 +266,7 @@ fn resolve(fleet: &Fleet, id: &str) -> std::result::Result<Session, String> {
 
 /// agent-deck's `[tmux] socket_name`, `None` for the default socket.
 fn tmux_socket(cfg: &Config) -> Result<Option<String>> {
-    let Some(path) = deck_config::find(&cfg.home, cfg.xdg_config_home.as_deref(), &cfg.root) else {
+    let Some(path) = deck_files::find(&cfg.home, cfg.xdg_config_home.as_deref(), &cfg.root) else {
         return Ok(None);
     };
     let text = read_text(&path, SMALL_FILE_MAX).map_err(|e| {
@@ -276,7 +276,7 @@ fn tmux_socket(cfg: &Config) -> Result<Option<String>> {
             e.reason()
         ))
     })?;
-    deck_config::tmux_socket_name(&text)
+    deck_files::tmux_socket_name(&text)
         .map_err(|e| Error::runtime(format!("drill: cannot parse {}: {e}", path.display())))
 }
 

@@ -37,16 +37,6 @@ use crate::sys::shutdown::Shutdown;
 use crate::triggers::event_queue::{EventQueue, Trigger};
 
 spelled! {
-    /// Whether the pane watch runs (`PANE_WATCH`).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-    pub enum Mode {
-        /// Where it can (tmux, a server, pidfd or kqueue).
-        Auto = "auto",
-        Off = "off",
-    }
-}
-
-spelled! {
     /// How a death was seen: the proof the consumer may lean on.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
     pub enum Proof {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::config::WatchBackend;
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::dir_scan::HookDirs;
 use crate::triggers::event_queue::{EventQueue, Trigger};
@@ -28,22 +29,13 @@ pub(crate) const SCAN_EVERY: Duration = Duration::from_millis(250);
 /// How often the fallback tries to arm the kernel's notifications again.
 const RETRY_KERNEL: Duration = Duration::from_secs(60);
 
-/// Which way thread A learns about hook files (`WATCH_BACKEND`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// The kernel's notifications, or scanning while they cannot be had.
-    Auto,
-    /// Scanning only.
-    Scan,
-}
-
 /// Starts thread A. The hooks directory is watched (or its absence noted)
 /// before this returns.
 pub(crate) fn spawn(
     dir: PathBuf,
     queue: Arc<EventQueue>,
     shutdown: Shutdown,
-    backend: Backend,
+    backend: WatchBackend,
 ) -> std::io::Result<JoinHandle<()>> {
     let mut watch = HookWatch {
         dir,
@@ -62,7 +54,7 @@ pub(crate) fn spawn(
 struct HookWatch {
     dir: PathBuf,
     queue: Arc<EventQueue>,
-    backend: Backend,
+    backend: WatchBackend,
     /// The fallback was announced.
     warned: bool,
 }
@@ -97,7 +89,7 @@ impl HookWatch {
 
     /// The kernel watcher, unless scanning was asked for or it cannot be had.
     fn arm_kernel(&mut self) -> Option<Kernel> {
-        if self.backend == Backend::Scan {
+        if self.backend == WatchBackend::Scan {
             return None;
         }
         Kernel::start(self.dir.clone(), self.queue.clone())
@@ -119,7 +111,7 @@ impl HookWatch {
 
     /// The hook directories, looked at once.
     fn primed_scan(&mut self) -> HookDirs {
-        if self.backend == Backend::Scan {
+        if self.backend == WatchBackend::Scan {
             log::info!(
                 "WATCH_BACKEND=scan: scanning {} every {}ms",
                 self.dir.display(),
@@ -135,7 +127,7 @@ impl HookWatch {
     /// (false).
     fn scan(&self, dirs: &mut HookDirs, shutdown: &Shutdown) -> bool {
         let until = Instant::now() + RETRY_KERNEL;
-        while self.backend == Backend::Scan || Instant::now() < until {
+        while self.backend == WatchBackend::Scan || Instant::now() < until {
             if !shutdown.sleep(SCAN_EVERY) {
                 return false;
             }

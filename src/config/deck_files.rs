@@ -1,0 +1,132 @@
+//! agent-deck's own files and where it keeps them: the hooks directory,
+//! `config.toml` (and the tmux socket it names), and its small files (a
+//! conductor's `env_file`, `meta.json`, the Telegram plugin's `.env`), read
+//! without blocking and up to 1 MiB, env-file text parsed the way agent-deck
+//! parses it. A leaf: it knows agent-deck's layout and nothing of ours.
+
+use std::path::{Path, PathBuf};
+
+use crate::sys::fs::{read_text, warn_unreadable, SMALL_FILE_MAX};
+
+/// The hooks directory as agent-deck resolves it: XDG if it exists, else the
+/// legacy directory under the root if it exists, else XDG.
+pub(crate) fn resolve_hooks_dir(home: &Path, xdg_data_home: Option<&str>, root: &Path) -> PathBuf {
+    let data = match xdg_data_home {
+        Some(x) if Path::new(x).is_absolute() => PathBuf::from(x),
+        _ => home.join(".local/share"),
+    };
+    let xdg = data.join("agent-deck/hooks");
+    let legacy = root.join("hooks");
+    if !xdg.is_dir() && legacy.is_dir() {
+        legacy
+    } else {
+        xdg
+    }
+}
+
+/// Where agent-deck looks for `config.toml`, in its order: XDG first
+/// (`$XDG_CONFIG_HOME/agent-deck/`, default `~/.config/agent-deck/`), then
+/// the legacy locations under the root and `~/.agent-deck/`.
+pub(crate) fn candidates(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Vec<PathBuf> {
+    let xdg = xdg_config_home.map_or_else(|| home.join(".config"), Path::to_path_buf);
+    vec![
+        xdg.join("agent-deck/config.toml"),
+        root.join("config.toml"),
+        home.join(".agent-deck/config.toml"),
+    ]
+}
+
+/// The first of the [`candidates`] that is a file.
+pub(crate) fn find(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Option<PathBuf> {
+    candidates(home, xdg_config_home, root)
+        .into_iter()
+        .find(|c| c.is_file())
+}
+
+/// `[tmux] socket_name`, trimmed as agent-deck trims it; `None` when unset
+/// or blank (the default tmux socket).
+pub(crate) fn tmux_socket_name(text: &str) -> Result<Option<String>, String> {
+    let table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+    let name = table
+        .get("tmux")
+        .and_then(|t| t.get("socket_name"))
+        .and_then(toml::Value::as_str)
+        .map(str::trim)
+        .filter(|n| !n.is_empty());
+    Ok(name.map(str::to_owned))
+}
+
+/// The text of one of agent-deck's small files; a missing one is silent, an
+/// unreadable one (a FIFO, a device, too big) warned about, rate-limited,
+/// with `next` saying what happens instead.
+pub(crate) fn read_small(path: &Path, next: &str) -> Option<String> {
+    match read_text(path, SMALL_FILE_MAX) {
+        Ok(text) => Some(text),
+        Err(e) if e.is_missing() => None,
+        Err(e) => {
+            warn_unreadable(&e, next);
+            None
+        }
+    }
+}
+
+/// The value of `key` in env-file text, parsed like agent-deck does: each
+/// line trimmed, an optional `export ` dropped, quotes stripped. The last
+/// one wins; an empty value is none.
+pub(crate) fn env_value(text: &str, key: &str) -> Option<String> {
+    text.lines().rev().find_map(|line| {
+        let line = line.trim();
+        let line = line
+            .strip_prefix("export ")
+            .map(str::trim_start)
+            .unwrap_or(line);
+        let value = line.strip_prefix(key)?.strip_prefix('=')?;
+        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+        (!value.is_empty()).then(|| value.to_owned())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_socket_name_is_trimmed_and_blank_is_the_default() {
+        let read = |t: &str| tmux_socket_name(t).unwrap();
+        assert_eq!(read("[tmux]\nsocket_name = \" ad \"\n"), Some("ad".into()));
+        assert_eq!(read("[tmux]\nsocket_name = \"  \"\n"), None);
+        assert_eq!(read("[claude]\ncommand = \"x\"\n"), None);
+        assert!(tmux_socket_name("[tmux\n").is_err());
+    }
+
+    #[test]
+    fn xdg_comes_before_the_legacy_places() {
+        let c = candidates(Path::new("/h"), None, Path::new("/h/.agent-deck"));
+        assert_eq!(c[0], Path::new("/h/.config/agent-deck/config.toml"));
+        assert_eq!(c[1], Path::new("/h/.agent-deck/config.toml"));
+    }
+
+    #[test]
+    fn hooks_dir_prefers_existing_xdg_then_legacy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path();
+        let root = home.join(".agent-deck");
+        assert_eq!(
+            resolve_hooks_dir(home, None, &root),
+            home.join(".local/share/agent-deck/hooks")
+        );
+        std::fs::create_dir_all(root.join("hooks")).unwrap();
+        assert_eq!(resolve_hooks_dir(home, None, &root), root.join("hooks"));
+        std::fs::create_dir_all(home.join(".local/share/agent-deck/hooks")).unwrap();
+        assert_eq!(
+            resolve_hooks_dir(home, None, &root),
+            home.join(".local/share/agent-deck/hooks")
+        );
+        let xdg = home.join("xdg");
+        std::fs::create_dir_all(xdg.join("agent-deck/hooks")).unwrap();
+        assert_eq!(
+            resolve_hooks_dir(home, xdg.to_str(), &root),
+            xdg.join("agent-deck/hooks")
+        );
+    }
+}
