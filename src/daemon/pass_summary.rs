@@ -331,7 +331,7 @@ mod tests {
         }]);
         let text = text(&p);
         assert!(
-            text.ends_with("  other: worker\\x1b[2J  77777777-1755890000  default  unread\n"),
+            text.ends_with("  other: worker\\u{1b}[2J  77777777-1755890000  default  unread\n"),
             "{text}"
         );
         let v: serde_json::Value = serde_json::from_str(&json(&p)).unwrap();
