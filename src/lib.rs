@@ -14,7 +14,6 @@ pub(crate) mod daemon;
 pub(crate) mod decide;
 pub(crate) mod demo;
 pub(crate) mod digest;
-pub(crate) mod duration_flag;
 pub(crate) mod error;
 pub(crate) mod fleet;
 pub(crate) mod ops;

@@ -9,8 +9,6 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::duration_flag::{self, Bounds};
-use crate::error::{Error, Result};
 use crate::records::audit::{
     EscalationRecord, LivenessRecord, RestartAction, RestartRecord, ESCALATIONS_LOG, LIVENESS_LOG,
     RESTART_LOG,
@@ -18,12 +16,6 @@ use crate::records::audit::{
 
 /// The window when `--since` is not given.
 const DEFAULT_SINCE_S: f64 = 86_400.0;
-/// `--since`: more than zero, up to 100 years.
-const SINCE_BOUNDS: Bounds = Bounds {
-    zero_ok: false,
-    max_s: 100.0 * 365.0 * 86_400.0,
-};
-
 /// How far back to look.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Since {
@@ -45,25 +37,6 @@ impl Default for Since {
 }
 
 impl Since {
-    /// `--since`: `all`, or a duration in the grammar of `duration_flag`
-    /// (`5400`, `30s`, `90m`, `6h`, `1.5d`), greater than zero and at most
-    /// 100 years.
-    pub(crate) fn parse(raw: &str) -> Result<Since> {
-        let t = raw.trim();
-        if t == "all" {
-            return Ok(Since::All);
-        }
-        let secs = duration_flag::parse("--since", raw, SINCE_BOUNDS).map_err(|_| {
-            Error::usage(format!(
-                "--since {raw:?} is invalid: expected a duration such as 30s, 90m, 6h, 2d, \
-                 plain seconds, or all"
-            ))
-        })?;
-        let plain = t.chars().all(|c| c.is_ascii_digit() || c == '.');
-        let label = if plain { format!("{t}s") } else { t.to_owned() };
-        Ok(Since::Last { secs, label })
-    }
-
     /// The oldest timestamp shown, if any bound.
     pub(crate) fn cutoff(&self, now: f64) -> Option<f64> {
         match self {
@@ -238,51 +211,6 @@ mod tests {
     use serde_json::Value;
 
     #[test]
-    fn since_accepts_units_plain_seconds_and_all() {
-        let secs = |raw: &str| match Since::parse(raw).unwrap() {
-            Since::Last { secs, .. } => secs,
-            Since::All => f64::INFINITY,
-        };
-        assert_eq!(secs("30s"), 30.0);
-        assert_eq!(secs("90m"), 5400.0);
-        assert_eq!(secs("6h"), 21_600.0);
-        assert_eq!(secs("2d"), 172_800.0);
-        assert_eq!(secs("1.5d"), 129_600.0);
-        assert_eq!(secs("5400"), 5400.0);
-        assert_eq!(secs(" 7d "), 604_800.0);
-        assert_eq!(secs("all"), f64::INFINITY);
-        assert_eq!(Since::parse("5400").unwrap().describe(), "the last 5400s");
-        assert_eq!(Since::default().describe(), "the last 24h");
-    }
-
-    #[test]
-    fn since_rejects_bad_values_naming_the_flag_and_value() {
-        for bad in [
-            "",
-            "h",
-            "0",
-            "0h",
-            "-5m",
-            "+5m",
-            "6x",
-            "1e3",
-            "nan",
-            "inf",
-            "6hh",
-            "36501000d",
-            "ALL",
-        ] {
-            let err = Since::parse(bad).unwrap_err();
-            assert_eq!(err.exit_code(), 2, "{bad:?}");
-            let msg = err.to_string();
-            assert!(
-                msg.contains("--since") && msg.contains(&format!("{bad:?}")),
-                "{msg}"
-            );
-        }
-    }
-
-    #[test]
     fn merge_is_oldest_first_across_three_files_and_their_rotations() {
         let rotated = entries(
             Log::Restart,
@@ -331,7 +259,11 @@ mod tests {
     #[test]
     fn since_keeps_only_the_window() {
         let all = night();
-        let cutoff = Since::parse("45s").unwrap().cutoff(T0 + 90.0);
+        let cutoff = Since::Last {
+            secs: 45.0,
+            label: "45s".into(),
+        }
+        .cutoff(T0 + 90.0);
         let kept: Vec<f64> = select(&all, None, cutoff)
             .iter()
             .map(|e| e.ts() - T0)

@@ -9,6 +9,10 @@ use crate::error::{Error, Result};
 use crate::ops::drill;
 use crate::tasks::commands;
 
+mod duration;
+mod history;
+mod task;
+
 pub(crate) const USAGE: &str = "\
 agent-deck-watchdog: keeps critical agent-deck sessions alive
 
@@ -142,7 +146,7 @@ pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
                 _ => words.push(word),
             }
         }
-        return Ok(Invocation::Task(flags, commands::parse(words)?));
+        return Ok(Invocation::Task(flags, task::parse(words)?));
     }
     let mut args = pico_args::Arguments::from_vec(args);
     if args.contains(["-h", "--help"]) {
@@ -190,7 +194,7 @@ fn parse_history(args: Vec<OsString>) -> Result<Invocation> {
     })?;
     let since = since
         .as_deref()
-        .map_or(Ok(Since::default()), Since::parse)?;
+        .map_or(Ok(Since::default()), history::since)?;
     let id = one_session("history", "session id", rest.finish())?;
     let view = match (json, report) {
         (true, true) => Err("history: --json and --report cannot be combined"),
@@ -204,7 +208,7 @@ fn parse_history(args: Vec<OsString>) -> Result<Invocation> {
 
 /// `drill ID [--yes] [--timeout DUR]`.
 fn parse_drill(args: Vec<OsString>) -> Result<Invocation> {
-    use crate::duration_flag::{self, Bounds};
+    use duration::Bounds;
     let mut rest = pico_args::Arguments::from_vec(args);
     if rest.contains(["-h", "--help"]) {
         return Ok(Invocation::Help);
@@ -218,7 +222,7 @@ fn parse_drill(args: Vec<OsString>) -> Result<Invocation> {
         max_s: 3600.0,
     };
     let timeout_s = match timeout {
-        Some(raw) => duration_flag::parse("--timeout", &raw, bounds)?,
+        Some(raw) => duration::parse("--timeout", &raw, bounds)?,
         None => drill::DEFAULT_TIMEOUT_S,
     };
     let id = one_session("drill", "session", rest.finish())?
@@ -364,7 +368,7 @@ mod tests {
         );
         let want = Args {
             id: Some("3f9c2a1b-1755891234".into()),
-            since: Since::parse("6h").unwrap(),
+            since: history::since("6h").unwrap(),
             view: View::Report,
         };
         assert_eq!(
