@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::args::RunFlags;
 use crate::config::{Config, Env};
 use crate::daemon;
+use crate::daemon::RunFlags;
 use crate::decide::liveness::LivenessReason;
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::error::{Error, Result};

@@ -5,6 +5,39 @@
 //! the command and maps its result to an exit code (0 ok, 1 runtime failure,
 //! 2 usage or configuration, 3 lock held). Every error prints as one line
 //! prefixed `agent-deck-watchdog:`.
+//!
+//! # Where things live
+//!
+//! Each folder is a room for one kind of code, and a room imports only the
+//! rooms listed after it:
+//!
+//! - `args/`: our own command line, parsed into an invocation (and nothing
+//!   else parses it).
+//! - `ops/`: the operator's commands: `doctor`, `drill`, `status`,
+//!   `history`, and what `doctor` and `drill` both ask first.
+//! - `daemon/`: the main loop, the safety-poll pass, the `--once` summary,
+//!   and the daemon's own plumbing (log output, systemd notify, signals).
+//! - `tasks/`: task follow-up: its registry, rules and subcommands.
+//! - `act/`: what the daemon does to the fleet: restarts, patrols, errands.
+//! - `alert/`: telling a human: `escalate.sh` and Telegram.
+//! - `records/`: what the daemon writes down: audit logs, state, metrics.
+//! - `decide/`: the decision core, pure: gates, cascades, liveness, dedup.
+//! - `triggers/`: what wakes the main loop, one thread each. SPEC's thread A
+//!   is `hooks-watch` (hook files, by inotify, kqueue or a scan), thread B is
+//!   `ticker` (the safety poll); the pane watch is `panes-watch`.
+//! - `sim/`: the simulated agent-deck that the demo, the tests and the
+//!   benchmarks run against; a program of its own (`agent-deck-watchdog
+//!   sim`).
+//! - `fleet/`: agent-deck's CLI behind one trait, its answers parsed, the
+//!   session cache, agent-deck's tmux server as the pane watch lists it.
+//! - `config/`: every setting, read once from the environment, and
+//!   agent-deck's own files and where it keeps them (`deck_files.rs`).
+//! - `sys/`: the platform: the one place that spawns processes, file access
+//!   that trusts nothing, pidfd and kqueue, clocks.
+//!
+//! Single files at the root are leaves every room may use: `error.rs`,
+//! `text.rs` (printable text), `digest.rs`, `spelled.rs`; `demo.rs` is the
+//! `demo` command.
 
 pub(crate) mod act;
 pub(crate) mod alert;
@@ -18,8 +51,9 @@ pub(crate) mod error;
 pub(crate) mod fleet;
 pub(crate) mod ops;
 pub(crate) mod records;
-/// Public so the benchmark can lay out its fleet; the program it implements is
-/// `agent-deck-watchdog sim`.
+/// Public only through [`harness`], for the tests and the benchmarks; the
+/// program it implements is `agent-deck-watchdog sim`.
+#[doc(hidden)]
 pub mod sim;
 pub(crate) mod spelled;
 pub(crate) mod sys;
@@ -31,7 +65,8 @@ pub(crate) mod triggers;
 
 /// What the black-box tests and the benches reach inside the crate, and
 /// nothing else is public: the record types and files they read back, the
-/// simulated agent-deck, the list parser, the task registry. Not an API.
+/// record writer, the simulated agent-deck, the list parser, the task
+/// registry. Not an API.
 #[doc(hidden)]
 pub mod harness {
     pub use crate::fleet::listing;

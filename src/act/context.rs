@@ -121,7 +121,7 @@ impl Context {
     }
 
     /// Writes a `restart.log` record about `s` with nothing but its reason.
-    pub(crate) fn note(&self, s: &Session, action: RestartAction, reason: Option<String>) {
+    pub(crate) fn record_action(&self, s: &Session, action: RestartAction, reason: Option<String>) {
         self.records.restart(&self.record(s, action, reason));
     }
 

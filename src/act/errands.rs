@@ -31,7 +31,7 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Worker<Errand>> {
 
 /// How an errand's call went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
+enum ErrandEnd {
     Done,
     /// `session send` failed, but its text reached the pane
     /// (`"delivery":"typed"`): not a failure, and not sent again.
@@ -47,15 +47,15 @@ fn act(
     reason: &str,
     retry: &str,
     call: impl FnOnce() -> CliResult<()>,
-) -> Outcome {
+) -> ErrandEnd {
     if ctx.dry_run {
         log::info!("dry-run: would {what} {} ({}): {reason}", s.id, s.title);
-        return Outcome::Done;
+        return ErrandEnd::Done;
     }
     match call() {
         Ok(()) => {
             log::info!("{what} {} ({}): done, {reason}", s.id, s.title);
-            Outcome::Done
+            ErrandEnd::Done
         }
         Err(e) if e.delivery().is_some_and(Delivery::arrived) => {
             log::info!(
@@ -63,11 +63,11 @@ fn act(
                 s.id,
                 s.title
             );
-            Outcome::Typed
+            ErrandEnd::Typed
         }
         Err(e) => {
             log::warn!("{what} {} failed: {e}; {retry}", s.id);
-            Outcome::Failed
+            ErrandEnd::Failed
         }
     }
 }
@@ -80,11 +80,11 @@ fn run(ctx: &Context, errand: Errand) {
             let send = || ctx.deck.send(&s.profile, &s.id, NUDGE_TEXT);
             let retry = "the next one waits for the dedup window";
             let (action, reason) = match act(ctx, s, "nudge", &reason, retry, send) {
-                Outcome::Done => (RestartAction::Nudge, reason),
-                Outcome::Typed => (RestartAction::Nudge, Delivery::Typed.to_string()),
-                Outcome::Failed => (RestartAction::NudgeFailed, reason),
+                ErrandEnd::Done => (RestartAction::Nudge, reason),
+                ErrandEnd::Typed => (RestartAction::Nudge, Delivery::Typed.to_string()),
+                ErrandEnd::Failed => (RestartAction::NudgeFailed, reason),
             };
-            ctx.note(s, action, Some(reason));
+            ctx.record_action(s, action, Some(reason));
         }
         Errand::Remove {
             session: s,
@@ -94,8 +94,8 @@ fn run(ctx: &Context, errand: Errand) {
             let remove = || ctx.deck.remove(&s.profile, &s.id);
             let retry = "trying again in a minute";
             let action = match act(ctx, &s, "remove", &reason, retry, remove) {
-                Outcome::Done => RestartAction::StaleRemoved,
-                Outcome::Typed | Outcome::Failed => RestartAction::StaleRemoveFailed,
+                ErrandEnd::Done => RestartAction::StaleRemoved,
+                ErrandEnd::Typed | ErrandEnd::Failed => RestartAction::StaleRemoveFailed,
             };
             let mut rec = ctx.record(&s, action, Some(reason));
             rec.stuck_for_s = Some(stuck_for_s);

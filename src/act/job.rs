@@ -9,9 +9,9 @@ use crate::act::context::Context;
 use crate::decide::outcomes::RestartAction;
 use crate::decide::{gates, notes};
 use crate::fleet::deck::Delivery;
+use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
 use crate::sys::clock::local_timestamp;
-use crate::triggers::panes_watch::Proof;
 
 /// Why a session is being restarted.
 #[derive(Debug, Clone, PartialEq, Eq)]

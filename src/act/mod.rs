@@ -3,10 +3,10 @@
 //! the main thread on a named worker, all over one shared context.
 
 pub(crate) mod context;
+pub(crate) mod deaf_poller_check;
 pub(crate) mod errands;
 pub(crate) mod job;
 pub(crate) mod patrols;
-pub(crate) mod pending_updates;
 pub(crate) mod poller_restart;
 pub(crate) mod prompt_resume;
 pub(crate) mod restart;

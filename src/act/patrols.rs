@@ -11,9 +11,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::act::context::Context;
+use crate::act::deaf_poller_check::WebhookWorker;
 use crate::act::errands::{self, Errand};
 use crate::act::job::{RestartJob, RestartKind};
-use crate::act::pending_updates::WebhookWorker;
 use crate::act::restart::Restarter;
 use crate::act::snapshot::Snapshot;
 use crate::act::telegram_pollers;

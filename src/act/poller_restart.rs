@@ -44,7 +44,7 @@ pub(crate) fn restart(ctx: &Context, job: &RestartJob) {
             Ok(RestartAnswer::Skipped(refusal)) => {
                 log::info!("agent-deck declined the poller restart of {}: {refusal}; will try again at a later check", s.id);
                 let reason = format!("agent-deck refused the restart: {refusal}{which}");
-                ctx.note(s, RestartAction::PollerRefused, Some(reason));
+                ctx.record_action(s, RestartAction::PollerRefused, Some(reason));
                 return;
             }
             // It may have torn the pane down already: no retry before the dedup window.
@@ -59,7 +59,7 @@ pub(crate) fn restart(ctx: &Context, job: &RestartJob) {
         }
     };
     patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
-    ctx.note(s, action, Some(reason));
+    ctx.record_action(s, action, Some(reason));
 }
 
 #[cfg(test)]

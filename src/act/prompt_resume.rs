@@ -32,7 +32,7 @@ pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool
         log::warn!("prompt-resume of {} skipped: no claude_session_id", s.id);
         return false;
     };
-    ctx.note(s, RestartAction::PromptResumeAttempt, None);
+    ctx.record_action(s, RestartAction::PromptResumeAttempt, None);
     let cmd = Cmd::new("claude")
         .args(["--resume", claude_id.as_str(), "-p", RESUME_TEXT])
         .env("CLAUDE_CONFIG_DIR", config_dir)

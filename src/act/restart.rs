@@ -129,7 +129,7 @@ impl Context {
             );
             self.escalator.escalate(Severity::Cascade, &msg, None, true);
         }
-        self.note(s, RestartAction::Restart, None);
+        self.record_action(s, RestartAction::Restart, None);
         if self.dry_run {
             log::info!("dry-run: would restart {} ({}) now", s.id, s.title);
             return;
@@ -203,7 +203,7 @@ impl Context {
                 s.id
             );
             self.give_back(job);
-            return self.note(s, RestartAction::CliRefused, Some(record));
+            return self.record_action(s, RestartAction::CliRefused, Some(record));
         };
         let now = self.clock.now();
         let verdict = refusal::note_refused(
@@ -227,7 +227,7 @@ impl Context {
             ),
         }
         if verdict.first {
-            self.note(s, RestartAction::CliRefused, Some(record));
+            self.record_action(s, RestartAction::CliRefused, Some(record));
         }
     }
 
@@ -360,7 +360,7 @@ impl Context {
                 self.alert(s, Severity::AuthHold, &msg);
             }
             log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
-            self.note(s, RestartAction::SkippedAlive, Some(reason.to_string()));
+            self.record_action(s, RestartAction::SkippedAlive, Some(reason.to_string()));
         }
         self.records.liveness(&LivenessRecord {
             ts: self.clock.now(),
@@ -449,7 +449,7 @@ impl Context {
                 "restart of {} interrupted by shutdown; not counted as a failure",
                 s.id
             );
-            return self.note(s, RestartAction::RestartInterrupted, Some(err));
+            return self.record_action(s, RestartAction::RestartInterrupted, Some(err));
         }
         let transcript = self.deck.transcript(&s.profile, &s.id).unwrap_or_default();
         if is_rate_limited(&transcript) {
@@ -718,7 +718,7 @@ mod tests {
     fn proven(ctx: &Context) -> RestartJob {
         RestartJob {
             proven: Some(crate::act::job::Proven {
-                proof: crate::triggers::panes_watch::Proof::ProcessExited,
+                proof: crate::fleet::panes::Proof::ProcessExited,
                 shown: live(Status::Error).unwrap(),
             }),
             ..reserved(ctx)

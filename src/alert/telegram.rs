@@ -34,7 +34,7 @@ pub(crate) struct BotApi {
 
 /// What one request came to.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Outcome<T> {
+pub(crate) enum ApiAnswer<T> {
     Ok(T),
     /// HTTP 429, with the `retry_after` it asked for (bounded).
     RetryAfter(Duration),
@@ -60,7 +60,7 @@ impl BotApi {
     }
 
     /// `sendMessage` of `text` to `chat_id`.
-    fn send_message(&self, token: &str, chat_id: &str, text: &str) -> Outcome<()> {
+    fn send_message(&self, token: &str, chat_id: &str, text: &str) -> ApiAnswer<()> {
         let form = [("chat_id", chat_id), ("text", text)];
         let sent = self
             .agent
@@ -71,7 +71,7 @@ impl BotApi {
 
     /// `getWebhookInfo`'s `pending_update_count`: how many updates wait
     /// for the bot's poller.
-    pub(crate) fn pending_updates(&self, token: &str) -> Outcome<u64> {
+    pub(crate) fn pending_updates(&self, token: &str) -> ApiAnswer<u64> {
         let sent = self.agent.get(&self.url(token, "getWebhookInfo")).call();
         answer(token, sent, |v| {
             let count = v["result"]["pending_update_count"].as_u64();
@@ -80,7 +80,7 @@ impl BotApi {
     }
 
     /// `getMe`: the bot's username, proving the token (for `doctor --online`).
-    pub(crate) fn bot_name(&self, token: &str) -> Outcome<String> {
+    pub(crate) fn bot_name(&self, token: &str) -> ApiAnswer<String> {
         let sent = self.agent.get(&self.url(token, "getMe")).call();
         answer(token, sent, |v| {
             Some(v["result"]["username"].as_str()?.to_owned())
@@ -88,39 +88,39 @@ impl BotApi {
     }
 
     /// `getChat`: whether the bot can see `chat_id` (for `doctor --online`).
-    pub(crate) fn chat_reachable(&self, token: &str, chat_id: &str) -> Outcome<()> {
+    pub(crate) fn chat_reachable(&self, token: &str, chat_id: &str) -> ApiAnswer<()> {
         let url = self.url(token, "getChat");
         let sent = self.agent.get(&url).query("chat_id", chat_id).call();
         answer(token, sent, |v| (v["ok"] == true).then_some(()))
     }
 }
 
-/// An HTTP answer as an [`Outcome`]: 200 with a JSON body `read` understands
+/// An HTTP answer as an [`ApiAnswer`]: 200 with a JSON body `read` understands
 /// is `Ok`, 429 is `RetryAfter`, anything else `Failed` with the token redacted.
 fn answer<T>(
     token: &str,
     sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     read: impl FnOnce(&Value) -> Option<T>,
-) -> Outcome<T> {
+) -> ApiAnswer<T> {
     let mut resp = match sent {
         Ok(resp) => resp,
-        Err(e) => return Outcome::Failed(loggable(token, &e.to_string())),
+        Err(e) => return ApiAnswer::Failed(loggable(token, &e.to_string())),
     };
     let status = resp.status().as_u16();
     let limited = resp.body_mut().with_config().limit(MAX_BODY);
     let body = match limited.read_to_string() {
         Ok(body) => body,
-        Err(e) if status == 200 => return Outcome::Failed(loggable(token, &e.to_string())),
+        Err(e) if status == 200 => return ApiAnswer::Failed(loggable(token, &e.to_string())),
         Err(_) => String::new(),
     };
     let json: Value = serde_json::from_str(&body).unwrap_or_default();
     match status {
         200 => match read(&json) {
-            Some(v) => Outcome::Ok(v),
-            None => Outcome::Failed(format!("unexpected answer: {}", loggable(token, &body))),
+            Some(v) => ApiAnswer::Ok(v),
+            None => ApiAnswer::Failed(format!("unexpected answer: {}", loggable(token, &body))),
         },
-        429 => Outcome::RetryAfter(retry_after(&json)),
-        _ => Outcome::Failed(format!("HTTP {status}: {}", loggable(token, &body))),
+        429 => ApiAnswer::RetryAfter(retry_after(&json)),
+        _ => ApiAnswer::Failed(format!("HTTP {status}: {}", loggable(token, &body))),
     }
 }
 
@@ -130,8 +130,8 @@ fn answer<T>(
 /// runs here, still bounded by its timeout.
 pub(crate) fn unless_shutdown<T: Send + 'static>(
     shutdown: &Shutdown,
-    request: impl Fn() -> Outcome<T> + Send + Sync + 'static,
-) -> Option<Outcome<T>> {
+    request: impl Fn() -> ApiAnswer<T> + Send + Sync + 'static,
+) -> Option<ApiAnswer<T>> {
     if shutdown.is_set() {
         return None;
     }
@@ -150,7 +150,7 @@ pub(crate) fn unless_shutdown<T: Send + 'static>(
     select! {
         recv(rx) -> outcome => {
             let _ = handle.join();
-            Some(outcome.unwrap_or_else(|_| Outcome::Failed("the request thread panicked".into())))
+            Some(outcome.unwrap_or_else(|_| ApiAnswer::Failed("the request thread panicked".into())))
         }
         recv(shutdown.receiver()) -> _ => None,
     }
@@ -183,7 +183,7 @@ impl Telegram {
     }
 
     /// One attempt, unless shutdown comes first (`None`: abandoned).
-    fn attempt(self: &Arc<Self>, text: &str) -> Option<Outcome<()>> {
+    fn attempt(self: &Arc<Self>, text: &str) -> Option<ApiAnswer<()>> {
         let (me, text) = (self.clone(), text.to_owned());
         unless_shutdown(&self.shutdown, move || {
             me.api.send_message(me.token.expose(), &me.chat_id, &text)
@@ -193,7 +193,7 @@ impl Telegram {
     /// Sends `text`, waiting out one 429; the outcome goes to the log only.
     pub(crate) fn notify(self: &Arc<Self>, text: &str) {
         let outcome = match self.attempt(text) {
-            Some(Outcome::RetryAfter(wait)) => {
+            Some(ApiAnswer::RetryAfter(wait)) => {
                 let secs = wait.as_secs_f64();
                 log::warn!("telegram rate-limited the escalation; retrying in {secs:.0}s");
                 // A shutdown during the wait makes the retry an abandoned attempt.
@@ -207,11 +207,11 @@ impl Telegram {
             None => log::warn!(
                 "telegram escalation dropped: shutting down; the alert is in escalations.log"
             ),
-            Some(Outcome::Ok(())) => log::info!("telegram escalation sent to chat {chat}"),
-            Some(Outcome::RetryAfter(_)) => {
+            Some(ApiAnswer::Ok(())) => log::info!("telegram escalation sent to chat {chat}"),
+            Some(ApiAnswer::RetryAfter(_)) => {
                 log::warn!("telegram escalation not delivered: still rate-limited")
             }
-            Some(Outcome::Failed(why)) => {
+            Some(ApiAnswer::Failed(why)) => {
                 log::warn!("telegram escalation not delivered ({why}); it is in escalations.log")
             }
         }
@@ -346,7 +346,7 @@ mod tests {
             r#"{"ok":true,"result":{"url":"","has_custom_certificate":false,"pending_update_count":7}}"#,
         );
         let api = BotApi::new(&base, Duration::from_secs(5));
-        assert_eq!(api.pending_updates(TOKEN), Outcome::Ok(7));
+        assert_eq!(api.pending_updates(TOKEN), ApiAnswer::Ok(7));
         let line = request.recv_timeout(Duration::from_secs(5)).unwrap();
         assert!(
             line.starts_with(&format!("GET /bot{TOKEN}/getWebhookInfo ")),
@@ -358,13 +358,13 @@ mod tests {
     fn odd_webhook_answers_are_failures_with_the_token_redacted() {
         let (base, _) = serve_once("200 OK", r#"{"ok":false}"#);
         let api = BotApi::new(&base, Duration::from_secs(5));
-        assert!(matches!(api.pending_updates(TOKEN), Outcome::Failed(_)));
+        assert!(matches!(api.pending_updates(TOKEN), ApiAnswer::Failed(_)));
         let (base, _) = serve_once(
             "401 Unauthorized",
             r#"{"ok":false,"description":"Unauthorized: 7777777:SECRET-BOT-TOKEN-abc"}"#,
         );
         let api = BotApi::new(&base, Duration::from_secs(5));
-        let Outcome::Failed(why) = api.pending_updates(TOKEN) else {
+        let ApiAnswer::Failed(why) = api.pending_updates(TOKEN) else {
             panic!("a 401 is a failure");
         };
         assert!(why.starts_with("HTTP 401"), "{why}");
@@ -376,7 +376,7 @@ mod tests {
         let api = BotApi::new(&base, Duration::from_secs(5));
         assert_eq!(
             api.pending_updates(TOKEN),
-            Outcome::RetryAfter(Duration::from_secs(2))
+            ApiAnswer::RetryAfter(Duration::from_secs(2))
         );
     }
 
@@ -386,7 +386,7 @@ mod tests {
         let base = format!("http://{}", listener.local_addr().unwrap());
         drop(listener);
         let api = BotApi::new(&base, Duration::from_secs(5));
-        let Outcome::Failed(why) = api.pending_updates(TOKEN) else {
+        let ApiAnswer::Failed(why) = api.pending_updates(TOKEN) else {
             panic!("nobody listens");
         };
         assert!(!why.contains("SECRET"), "{why}");

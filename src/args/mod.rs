@@ -5,6 +5,7 @@
 
 use std::ffi::OsString;
 
+pub(crate) use crate::daemon::RunFlags;
 use crate::error::{Error, Result};
 use crate::ops::drill;
 use crate::tasks::commands;
@@ -73,16 +74,6 @@ testing:
 settings come from the environment only; see README.md for the list.
 exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
             3 another watchdog holds the instance lock";
-
-/// Flags shared by the daemon and `--once`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct RunFlags {
-    pub dry_run: bool,
-    pub once: bool,
-    pub verbose: bool,
-    /// `--once --json`: the pass summary as one JSON object.
-    pub json: bool,
-}
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,7 @@ use std::ffi::{OsStr, OsString};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Default)]
-pub struct Env(BTreeMap<String, OsString>);
+pub(crate) struct Env(BTreeMap<String, OsString>);
 
 #[cfg(test)]
 impl Env {
@@ -30,7 +30,7 @@ impl Env {
 
 impl Env {
     /// Unsets a variable; whether it was set.
-    pub fn remove(&mut self, name: &str) -> bool {
+    pub(crate) fn remove(&mut self, name: &str) -> bool {
         self.0.remove(name).is_some()
     }
 

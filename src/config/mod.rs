@@ -25,7 +25,7 @@ use crate::spelled::spelled;
 /// Which way thread A (`hooks-watch`) learns about hook files
 /// (`WATCH_BACKEND`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchBackend {
+pub(crate) enum WatchBackend {
     /// The kernel's notifications, or scanning while they cannot be had.
     Auto,
     /// Scanning only.
@@ -35,7 +35,7 @@ pub enum WatchBackend {
 spelled! {
     /// Whether the pane watch (thread C, `panes-watch`) runs (`PANE_WATCH`).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-    pub enum PaneWatch {
+    pub(crate) enum PaneWatch {
         /// Where it can (tmux, a server, pidfd or kqueue).
         Auto = "auto",
         Off = "off",
@@ -44,10 +44,10 @@ spelled! {
 
 /// A value that must never reach a log line.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct Secret(String);
+pub(crate) struct Secret(String);
 
 impl Secret {
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -60,7 +60,7 @@ impl fmt::Debug for Secret {
 
 /// Where a setting's value came from, for `--print-config`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
+pub(crate) struct Source {
     pub name: &'static str,
     pub value: String,
     pub origin: &'static str,
@@ -68,7 +68,7 @@ pub struct Source {
 
 /// Every setting, validated.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub(crate) struct Config {
     pub home: PathBuf,
     /// `XDG_CONFIG_HOME` when set to an absolute path (agent-deck's config.toml).
     pub xdg_config_home: Option<PathBuf>,
@@ -145,16 +145,16 @@ pub struct Config {
 
 impl Config {
     /// Reads and validates every setting from `env`.
-    pub fn from_env(env: &Env) -> Result<Config> {
+    pub(crate) fn from_env(env: &Env) -> Result<Config> {
         read::read(env)
     }
 
-    pub fn autorestart_dir(&self) -> PathBuf {
+    pub(crate) fn autorestart_dir(&self) -> PathBuf {
         self.watchdog_dir.join("autorestart")
     }
 
     /// The table printed by `--print-config`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let width = self.sources.iter().map(|s| s.name.len()).max().unwrap_or(0);
         self.sources
             .iter()

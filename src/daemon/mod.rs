@@ -32,7 +32,6 @@ use crate::act::context::Context;
 use crate::act::job::Proven;
 use crate::act::patrols::Patrols;
 use crate::act::restart::{self, Restarter};
-use crate::args::RunFlags;
 use crate::config::Config;
 use crate::config::PaneWatch as PaneWatchMode;
 use crate::daemon::pass_summary::{Did, Pass, PassNotes};
@@ -43,6 +42,7 @@ use crate::decide::refusal;
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::{AgentDeck, Cli, ReadOnly};
+use crate::fleet::panes::Proof;
 use crate::fleet::panes::Tmux;
 use crate::fleet::session::{Live, Status};
 use crate::records::instance_lock;
@@ -51,9 +51,19 @@ use crate::sys::shutdown::Shutdown;
 use crate::tasks::followup::FollowUp;
 use crate::triggers::event_queue::{Batch, EventQueue};
 use crate::triggers::hook_file::{self, HookStatus};
-use crate::triggers::panes_watch::{self, PaneShare, Proof};
+use crate::triggers::panes_watch::{self, PaneShare};
 use crate::triggers::{ticker, watch};
 use hook_pacing::HookPacing;
+
+/// Flags shared by the daemon and `--once`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RunFlags {
+    pub dry_run: bool,
+    pub once: bool,
+    pub verbose: bool,
+    /// `--once --json`: the pass summary as one JSON object.
+    pub json: bool,
+}
 
 /// Runs the daemon (or one pass with `--once`) until done or signalled.
 pub(crate) fn run(cfg: Config, flags: RunFlags) -> Result<()> {

@@ -576,7 +576,7 @@ impl Daemon {
             return false;
         }
         self.ctx
-            .note(s, RestartAction::Skipped, Some(why.to_string()));
+            .record_action(s, RestartAction::Skipped, Some(why.to_string()));
         true
     }
 }
@@ -600,7 +600,7 @@ pub(super) mod tests {
 
     use super::*;
     use crate::act::context::tests::{actions, config, severities, NOW};
-    use crate::args::RunFlags;
+    use crate::daemon::RunFlags;
     use crate::fleet::fake::{live, FakeDeck, Script};
     use crate::sys::clock::FakeClock;
     use crate::sys::shutdown::Shutdown;
@@ -698,8 +698,8 @@ pub(super) mod tests {
 
     #[test]
     fn one_dead_pane_takes_the_hook_s_check_and_several_go_straight_to_a_tick() {
+        use crate::fleet::panes::Proof;
         use crate::triggers::event_queue::Batch;
-        use crate::triggers::panes_watch::Proof;
         let tmp = tempfile::tempdir().unwrap();
         let deck = Arc::new(FakeDeck::new(fleet("running")));
         let mut d = daemon(tmp.path(), deck.clone());

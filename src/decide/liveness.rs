@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Status};
 use crate::spelled::spelled;
-use crate::triggers::panes_watch::Proof;
 
 /// One status read during liveness confirmation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -12,11 +12,27 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::config::deck_files;
 use crate::config::Config;
+use crate::spelled::spelled;
 use crate::sys::fs::{read_text, SMALL_FILE_MAX};
 use crate::sys::process::{self, Cmd, RunError};
 use crate::sys::shutdown::Shutdown;
+
+spelled! {
+    /// How a death was seen: the proof the consumer may lean on.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+    pub enum Proof {
+        /// The kernel said the pane's process exited, and tmux shows the
+        /// session gone or its pane dead.
+        ProcessExited = "process_exited",
+        /// Only a listing saw it: the name is gone or the pane dead, and no
+        /// handle fired (an agent that outlived its session).
+        GoneFromListing = "gone_from_listing",
+    }
+}
 
 /// The fields asked for, one pane a line. The separator is `:`, which tmux
 /// never lets into a session name (`new-session` and `rename-session`

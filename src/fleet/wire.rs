@@ -91,7 +91,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Loose<'a> {
 
 /// `auth_hold`: only its `reason` is read.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub(crate) struct Hold<'a> {
+pub(crate) struct WireAuthHold<'a> {
     #[serde(borrow)]
     reason: Option<Str<'a>>,
 }
@@ -132,9 +132,10 @@ pub(crate) struct Wire<'a, T, M, H, L, K> {
 /// A row of `list --all`: its live keys, if any, are skipped unread.
 type AllWire<'a> = Wire<'a, IgnoredAny, IgnoredAny, IgnoredAny, IgnoredAny, IgnoredAny>;
 /// A row of `-p P list`: with the live keys but the tool.
-type RowWire<'a> = Wire<'a, Str<'a>, Vec<Str<'a>>, Hold<'a>, Loose<'a>, IgnoredAny>;
+type RowWire<'a> = Wire<'a, Str<'a>, Vec<Str<'a>>, WireAuthHold<'a>, Loose<'a>, IgnoredAny>;
 /// A `session show`: with the live keys.
-pub(crate) type LiveWire<'a> = Wire<'a, Str<'a>, Vec<Str<'a>>, Hold<'a>, Loose<'a>, Loose<'a>>;
+pub(crate) type LiveWire<'a> =
+    Wire<'a, Str<'a>, Vec<Str<'a>>, WireAuthHold<'a>, Loose<'a>, Loose<'a>>;
 
 /// A key that is read ([`Loose`]) or skipped unread.
 pub(crate) trait Kept<'a> {
@@ -158,7 +159,7 @@ impl<'a> Kept<'a> for IgnoredAny {
 pub(crate) struct LiveKeys<'a> {
     substate: Option<Str<'a>>,
     channels: Option<Vec<Str<'a>>>,
-    auth_hold: Option<Hold<'a>>,
+    auth_hold: Option<WireAuthHold<'a>>,
     claude_session_id: Option<Str<'a>>,
     substate_detail: Option<Loose<'a>>,
     tool: Option<Loose<'a>>,
@@ -195,7 +196,7 @@ fn loose(s: &Option<Loose<'_>>) -> Option<String> {
     text.filter(|t| !t.is_empty()).map(str::to_owned)
 }
 
-impl<'a, K: Kept<'a>> Wire<'a, Str<'a>, Vec<Str<'a>>, Hold<'a>, Loose<'a>, K> {
+impl<'a, K: Kept<'a>> Wire<'a, Str<'a>, Vec<Str<'a>>, WireAuthHold<'a>, Loose<'a>, K> {
     /// Takes the live keys out: the status and the rest.
     pub(crate) fn take_live(&mut self) -> (Option<Status>, LiveKeys<'a>) {
         let status = self.status.take().map(|s| Status::parse(&s.0));

@@ -26,18 +26,18 @@ pub(crate) const VERIFIED_AGENT_DECK: &[&str] = &["1.14.0"];
 /// How one check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Outcome {
+pub(crate) enum CheckStatus {
     Ok,
     Warn,
     Fail,
 }
 
-impl Outcome {
+impl CheckStatus {
     fn mark(self) -> char {
         match self {
-            Outcome::Ok => '✓',
-            Outcome::Warn => '!',
-            Outcome::Fail => '✗',
+            CheckStatus::Ok => '✓',
+            CheckStatus::Warn => '!',
+            CheckStatus::Fail => '✗',
         }
     }
 }
@@ -46,7 +46,7 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Check {
     pub check: &'static str,
-    pub status: Outcome,
+    pub status: CheckStatus,
     pub detail: String,
     /// What to do, in one sentence; on every warning and failure.
     pub fix: Option<String>,
@@ -56,7 +56,7 @@ impl Check {
     pub(crate) fn ok(check: &'static str, detail: impl Into<String>) -> Check {
         Check {
             check,
-            status: Outcome::Ok,
+            status: CheckStatus::Ok,
             detail: detail.into(),
             fix: None,
         }
@@ -68,7 +68,7 @@ impl Check {
         fix: impl Into<String>,
     ) -> Check {
         Check {
-            status: Outcome::Warn,
+            status: CheckStatus::Warn,
             fix: Some(fix.into()),
             ..Check::ok(check, detail)
         }
@@ -80,7 +80,7 @@ impl Check {
         fix: impl Into<String>,
     ) -> Check {
         Check {
-            status: Outcome::Fail,
+            status: CheckStatus::Fail,
             ..Check::warn(check, detail, fix)
         }
     }
@@ -144,7 +144,11 @@ pub(crate) fn run(env: &Env, json: bool, online: bool) -> Result<()> {
             println!("{}", c.line());
         }
     }
-    match checks.iter().filter(|c| c.status == Outcome::Fail).count() {
+    match checks
+        .iter()
+        .filter(|c| c.status == CheckStatus::Fail)
+        .count()
+    {
         0 => Ok(()),
         n => Err(Error::runtime(format!("doctor: {n} check(s) failed"))),
     }

@@ -54,7 +54,7 @@ pub(crate) struct Args {
 
 /// What [`refusal`] weighs.
 #[derive(Debug, Clone)]
-pub(crate) struct Facts<'a> {
+pub(crate) struct DrillFacts<'a> {
     pub status: Status,
     pub daemon: Option<&'a Holder>,
     /// The daemon's last tick, from `daemon-status.json`.
@@ -69,7 +69,7 @@ pub(crate) struct Facts<'a> {
 }
 
 /// Why the drill must not run now, or `None` when it may.
-pub(crate) fn refusal(id: &str, f: &Facts<'_>) -> Option<String> {
+pub(crate) fn refusal(id: &str, f: &DrillFacts<'_>) -> Option<String> {
     if !drillable(f.status) {
         return Some(format!(
             "{id} is {} now: a drill needs a healthy session (running, waiting or idle)",
@@ -167,7 +167,7 @@ fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Pla
         .ok()
         .map(|t| t.as_millisecond() as f64 / 1000.0);
     let restarted = state.sessions.get(&s.id).and_then(|b| b.restarted_at);
-    let facts = Facts {
+    let facts = DrillFacts {
         status: Status::parse(&shown.status),
         daemon: holder.as_ref(),
         last_tick: ticked.map(|st| st.last_tick),
@@ -349,8 +349,8 @@ mod tests {
         }
     }
 
-    fn facts<'a>(state: &'a State, lim: &'a Limits, holder: Option<&'a Holder>) -> Facts<'a> {
-        Facts {
+    fn facts<'a>(state: &'a State, lim: &'a Limits, holder: Option<&'a Holder>) -> DrillFacts<'a> {
+        DrillFacts {
             status: Status::Running,
             daemon: holder,
             last_tick: Some(995.0),
@@ -366,7 +366,7 @@ mod tests {
     fn a_healthy_critical_session_under_a_live_daemon_may_be_drilled() {
         let (state, lim, d) = (State::default(), limits(), daemon());
         for status in [Status::Running, Status::Waiting, Status::Idle] {
-            let f = Facts {
+            let f = DrillFacts {
                 status,
                 ..facts(&state, &lim, Some(&d))
             };
@@ -378,7 +378,7 @@ mod tests {
     fn each_reason_to_refuse_is_named() {
         let (lim, d) = (limits(), daemon());
         let clear = State::default();
-        let refused = |f: Facts<'_>, says: &str| {
+        let refused = |f: DrillFacts<'_>, says: &str| {
             let why = refusal(ID, &f).unwrap_or_default();
             assert!(why.contains(says), "{why:?} should say {says:?}");
         };
@@ -389,7 +389,7 @@ mod tests {
             Status::Queued,
         ] {
             refused(
-                Facts {
+                DrillFacts {
                     status,
                     ..facts(&clear, &lim, Some(&d))
                 },
@@ -437,18 +437,18 @@ mod tests {
             ..SessionBook::default()
         });
         refused(facts(&spent, &lim, Some(&d)), "no restart left");
-        let fresh = Facts {
+        let fresh = DrillFacts {
             last_start: Some(970.0),
             status_writer: false,
             ..facts(&clear, &lim, Some(&d))
         };
         refused(fresh, "freshness guard");
-        let stuck = Facts {
+        let stuck = DrillFacts {
             last_tick: Some(800.0),
             ..facts(&clear, &lim, Some(&d))
         };
         refused(stuck, "has not finished a tick in 200 s");
-        let never = Facts {
+        let never = DrillFacts {
             last_tick: None,
             ..facts(&clear, &lim, Some(&d))
         };
@@ -458,7 +458,7 @@ mod tests {
     #[test]
     fn a_fresh_start_is_fine_when_the_stored_status_is_kept_current() {
         let (state, lim, d) = (State::default(), limits(), daemon());
-        let f = Facts {
+        let f = DrillFacts {
             last_start: Some(970.0),
             ..facts(&state, &lim, Some(&d))
         };

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::decide::liveness::{LivenessReason, Pane, StatusRead};
 pub use crate::decide::outcomes::{RestartAction, Severity};
-use crate::triggers::panes_watch::Proof;
+use crate::fleet::panes::Proof;
 
 pub const RESTART_LOG: &str = "restart.log";
 pub const LIVENESS_LOG: &str = "liveness.log";

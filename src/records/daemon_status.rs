@@ -12,6 +12,7 @@ use crate::fleet::deck::CallStats;
 use crate::records::instance_lock::Holder;
 use crate::records::tally::Tally;
 use crate::sys::fs::{read_bounded, SMALL_FILE_MAX};
+use crate::triggers::panes_watch::WatchStatus;
 
 pub(crate) const DAEMON_STATUS_FILE: &str = "daemon-status.json";
 
@@ -72,6 +73,16 @@ impl From<CallStats> for CliCounts {
             calls: own(s.calls),
             failures: own(s.failures),
             failures_by_design: own(s.by_design),
+        }
+    }
+}
+
+impl From<WatchStatus> for PaneWatchState {
+    fn from(s: WatchStatus) -> PaneWatchState {
+        PaneWatchState {
+            armed: s.armed,
+            covered: s.covered,
+            why_not: s.why_not,
         }
     }
 }

@@ -46,7 +46,7 @@ impl Records {
     }
 
     /// Records in the watchdog directory, rotated at `RECORD_MAX_BYTES`.
-    pub fn from_config(cfg: &crate::config::Config) -> Records {
+    pub(crate) fn from_config(cfg: &crate::config::Config) -> Records {
         Records {
             max_bytes: cfg.record_max_bytes,
             ..Records::new(&cfg.watchdog_dir)

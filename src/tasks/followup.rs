@@ -31,7 +31,7 @@ use crate::sys::process_table::{self, pid_alive, PROC_DIR};
 use crate::tasks::registry::{Registry, RegistryFile, Task, TaskStatus};
 use crate::tasks::retention::{self, DAY_S};
 use crate::tasks::rules::{
-    contains_word, decide, log_file_name, next_id, render, successor_path, Facts, Step,
+    contains_word, decide, log_file_name, next_id, render, successor_path, Step, TaskFacts,
 };
 use crate::tasks::sign::{file_sha256, read_key, verify};
 
@@ -87,7 +87,7 @@ impl FollowUp {
 
     /// What the rule needs, gathered in the order it asks: a done task costs
     /// no process scan, a live or exhausted one no checksum of its file.
-    fn facts(&self, t: &Task) -> Facts {
+    fn facts(&self, t: &Task) -> TaskFacts {
         let proc = &self.proc_dir;
         // A pid reused by another program (another start time) is not the task.
         let runs = |p| {
@@ -98,7 +98,7 @@ impl FollowUp {
         let done = t.done_file.exists();
         let alive = !done && (t.pid.is_some_and(runs) || command_line_running(proc, &t.match_));
         let checksum_decides = !done && !alive && t.retry_count < t.max_retry;
-        Facts {
+        TaskFacts {
             done,
             alive,
             sha_now: checksum_decides

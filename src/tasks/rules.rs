@@ -46,7 +46,7 @@ pub(crate) fn log_file_name(id: &str) -> String {
 
 /// What the pass observed about one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Facts {
+pub(crate) struct TaskFacts {
     pub done: bool,
     pub alive: bool,
     /// SHA-256 of the task file now; `None` when it is gone.
@@ -65,7 +65,7 @@ pub(crate) enum Step {
 }
 
 /// The rule, in the order the meeting agreed on.
-pub(crate) fn decide(t: &Task, f: &Facts, redispatched_today: u32, cap: u32) -> Step {
+pub(crate) fn decide(t: &Task, f: &TaskFacts, redispatched_today: u32, cap: u32) -> Step {
     if f.done {
         Step::Done
     } else if f.alive {
@@ -158,8 +158,8 @@ mod tests {
         }
     }
 
-    fn facts(done: bool, alive: bool, sha: Option<&str>) -> Facts {
-        Facts {
+    fn facts(done: bool, alive: bool, sha: Option<&str>) -> TaskFacts {
+        TaskFacts {
             done,
             alive,
             sha_now: sha.map(str::to_owned),

@@ -18,10 +18,10 @@ use std::time::Duration;
 use crossbeam_channel::{select, Receiver, Sender};
 use parking_lot::Mutex;
 
+use crate::fleet::panes::Proof;
 use crate::sys::shutdown::Shutdown;
 use crate::sys::throttle::Throttle;
 use crate::triggers::hook_file::hook_id;
-use crate::triggers::panes_watch::Proof;
 
 /// What a trigger thread reports.
 #[derive(Debug, Clone, PartialEq, Eq)]

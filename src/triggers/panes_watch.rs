@@ -27,27 +27,12 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
 
+use crate::fleet::panes::Proof;
 use crate::fleet::panes::{ListError, Listing, PaneSource};
-use crate::records::daemon_status::PaneWatchState;
-use crate::spelled::spelled;
 use crate::sys::pid_watch::{ArmError, PidWatch, Woken};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::event_queue::{EventQueue, Trigger};
-
-spelled! {
-    /// How a death was seen: the proof the consumer may lean on.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-    pub enum Proof {
-        /// The kernel said the pane's process exited, and tmux shows the
-        /// session gone or its pane dead.
-        ProcessExited = "process_exited",
-        /// Only a listing saw it: the name is gone or the pane dead, and no
-        /// handle fired (an agent that outlived its session).
-        GoneFromListing = "gone_from_listing",
-    }
-}
 
 /// The prefix agent-deck gives every tmux session it creates.
 const DECK_PREFIX: &str = "agentdeck_";
@@ -84,16 +69,6 @@ pub(crate) struct WatchStatus {
     pub covered: usize,
     /// Why it is not armed, when it is not.
     pub why_not: Option<String>,
-}
-
-impl From<WatchStatus> for PaneWatchState {
-    fn from(s: WatchStatus) -> PaneWatchState {
-        PaneWatchState {
-            armed: s.armed,
-            covered: s.covered,
-            why_not: s.why_not,
-        }
-    }
 }
 
 /// Shared between the safety tick (which hands over the map), the watch

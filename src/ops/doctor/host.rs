@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::Check;
-use crate::alert::telegram::{BotApi, Outcome};
+use crate::alert::telegram::{ApiAnswer, BotApi};
 use crate::config::Config;
 
 /// `kernel notifications`: room for the hook watch (inotify on Linux).
@@ -131,9 +131,9 @@ pub(super) fn telegram(cfg: &Config, online: bool) -> Check {
         )
     };
     let bot = match api.bot_name(token) {
-        Outcome::Ok(name) => name,
-        Outcome::RetryAfter(d) => return later(d),
-        Outcome::Failed(why) => {
+        ApiAnswer::Ok(name) => name,
+        ApiAnswer::RetryAfter(d) => return later(d),
+        ApiAnswer::Failed(why) => {
             return Check::fail(
                 NAME,
                 format!("getMe failed: {why}"),
@@ -142,13 +142,13 @@ pub(super) fn telegram(cfg: &Config, online: bool) -> Check {
         }
     };
     match api.chat_reachable(token, chat) {
-        Outcome::RetryAfter(d) => later(d),
-        Outcome::Failed(why) => Check::fail(
+        ApiAnswer::RetryAfter(d) => later(d),
+        ApiAnswer::Failed(why) => Check::fail(
             NAME,
             format!("bot @{bot} cannot see chat {chat}: {why}"),
             "add the bot to that chat (or send it /start), and check TELEGRAM_ESCALATION_CHAT_ID",
         ),
-        Outcome::Ok(()) => Check::ok(NAME, format!("bot @{bot} answers and sees chat {chat}")),
+        ApiAnswer::Ok(()) => Check::ok(NAME, format!("bot @{bot} answers and sees chat {chat}")),
     }
 }
 

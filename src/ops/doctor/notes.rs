@@ -44,13 +44,13 @@ pub(super) fn for_version(found: Option<Version>) -> Vec<Check> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::doctor::Outcome;
+    use crate::ops::doctor::CheckStatus;
 
     #[test]
     fn a_newer_release_gets_the_stop_hook_note_and_the_verified_one_none() {
         let newer = for_version(Some(Version::new(1, 16, 26)));
         assert_eq!(newer.len(), 1);
-        assert_eq!(newer[0].status, Outcome::Warn);
+        assert_eq!(newer[0].status, CheckStatus::Warn);
         assert!(
             newer[0].detail.contains("a pane lost right after a Stop hook reads `stopped` (#2091): the watchdog will not revive it"),
             "{:?}",

@@ -20,7 +20,7 @@ use crate::triggers::hook_file::{read_hook, HookStatus};
 const POLL: Duration = Duration::from_millis(250);
 
 /// How the wait ended.
-pub(super) struct Outcome {
+pub(super) struct Recovery {
     /// When `session show` first read the session healthy after the
     /// daemon's `restarted` record.
     pub recovered_at: Option<f64>,
@@ -73,7 +73,7 @@ impl Follow {
         timeout: Duration,
         shutdown: &Shutdown,
         mut healthy: impl FnMut() -> bool,
-    ) -> Outcome {
+    ) -> Recovery {
         let deadline = Instant::now() + timeout;
         let mut last: Option<RestartRecord> = None;
         let mut restarted = false;
@@ -94,7 +94,7 @@ impl Follow {
                 last = Some(r);
             }
             if restarted && healthy() {
-                return Outcome {
+                return Recovery {
                     recovered_at: Some(unix_now()),
                     instead: String::new(),
                     hook,
@@ -116,7 +116,7 @@ impl Follow {
                 s.id
             ),
         };
-        Outcome {
+        Recovery {
             recovered_at: None,
             instead,
             hook,
@@ -137,7 +137,7 @@ fn read_from(path: &Path, offset: u64, into: &mut Vec<u8>) -> u64 {
 /// The drill's timeline as `history` prints it: every record about `s`
 /// since the kill, with what woke the daemon after the first, and the
 /// moment it read healthy again.
-pub(crate) fn timeline(dir: &Path, s: &Session, killed_at: f64, outcome: &Outcome) -> String {
+pub(crate) fn timeline(dir: &Path, s: &Session, killed_at: f64, outcome: &Recovery) -> String {
     let (all, _) = history::load(dir);
     let tz = jiff::tz::TimeZone::system();
     let titles = std::collections::HashMap::new();

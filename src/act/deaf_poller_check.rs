@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 
 use crate::act::context::Context;
 use crate::act::telegram_pollers::PollerSeen;
-use crate::alert::telegram::{unless_shutdown, BotApi, Outcome};
+use crate::alert::telegram::{unless_shutdown, ApiAnswer, BotApi};
 use crate::config::deck_files::{env_value, read_small};
 use crate::decide::patrol_rules::{self, WebhookAnswer};
 use crate::fleet::session::Session;
@@ -128,12 +128,12 @@ impl Asker {
             return;
         };
         let answer = match outcome {
-            Outcome::Ok(n) => {
+            ApiAnswer::Ok(n) => {
                 self.unanswered.remove(&c.id);
                 WebhookAnswer::Pending(n)
             }
-            Outcome::RetryAfter(_) => self.unknown(c, "rate-limited (HTTP 429)"),
-            Outcome::Failed(why) => self.unknown(c, &why),
+            ApiAnswer::RetryAfter(_) => self.unknown(c, "rate-limited (HTTP 429)"),
+            ApiAnswer::Failed(why) => self.unknown(c, &why),
         };
         let now = self.ctx.clock.now();
         let streak = patrol_rules::observe_webhook(
