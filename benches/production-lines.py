@@ -5,7 +5,7 @@ minus the items marked #[cfg(test)] and the files of modules declared only
 under #[cfg(test)]. Braces are counted as text, so a test item whose strings
 hold unbalanced braces may be measured a little off.
 
-Usage: python3 bench/production-lines.py src [-f]   (-f: per file too)"""
+Usage: python3 benches/production-lines.py src [-f]   (-f: per file too)"""
 import os, re, sys, collections
 root = sys.argv[1]
 files = {}
