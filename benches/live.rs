@@ -609,7 +609,8 @@ fn settings() -> Settings {
     Settings {
         rounds,
         window: Duration::from_secs(if quick { 60 } else { 300 }),
-        tick_window: Duration::from_secs(if quick { 25 } else { 45 }),
+        // Four ticks at the armed poll (30 s) once the pane watch covers the fleet.
+        tick_window: Duration::from_secs(if quick { 65 } else { 125 }),
         daemons,
         py_missing,
     }
