@@ -157,6 +157,24 @@ fn drill_kills_a_conductor_and_times_its_recovery_five_times() {
     );
 }
 
+/// `--once --dry-run --json` in `sb`: the summary.
+fn dry_pass(sb: &Sandbox) -> Value {
+    let out = sb.run_watchdog(&["--once", "--dry-run", "--json"], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    println!("{v:#}");
+    v
+}
+
+/// The summary's line of the critical session titled `title`.
+fn line_of(v: &Value, title: &str) -> Value {
+    let all = v["critical"].as_array().expect("critical sessions");
+    let line = all.iter().find(|c| c["title"] == title).cloned();
+    line.unwrap_or_else(|| panic!("{title}: {v}"))
+}
+
 #[test]
 #[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
 fn a_dry_run_pass_names_the_conductors_with_their_real_statuses() {
@@ -164,56 +182,59 @@ fn a_dry_run_pass_names_the_conductors_with_their_real_statuses() {
     let up = sb.launch("conductor-up", "conductor", Tool::Custom, None);
     let down = sb.launch("conductor-down", "conductor", Tool::Custom, None);
     sb.launch("worker-1", "workers", Tool::Custom, None);
+    // A daemon sees both run, so its state remembers they did.
+    let d = sb.spawn_watchdog(&[]);
+    let state = sb.watchdog_dir().join("state.json");
+    let saved = || fs::read_to_string(&state).is_ok_and(|t| t.contains(&down.id));
+    assert!(wait_until(Duration::from_secs(30), saved), "{}", d.stderr());
+    drop(d);
     sb.kill_tmux_session(&down);
-    assert!(
-        wait_until(Duration::from_secs(20), || sb.status(&down) == "error"),
-        "{}",
-        sb.show(&down)
+    let dead = wait_until(Duration::from_secs(20), || sb.status(&down) == "error");
+    assert!(dead, "{}", sb.show(&down));
+    let v = dry_pass(&sb);
+    let counts = (
+        v["sessions_listed"].as_u64(),
+        v["sessions_critical"].as_u64(),
     );
-    let out = sb.run_watchdog(&["--once", "--dry-run", "--json"], &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-    println!("{v:#}");
-    assert_eq!(
-        (
-            v["sessions_listed"].as_u64(),
-            v["sessions_critical"].as_u64()
-        ),
-        (Some(3), Some(2))
-    );
-    let of = |title: &str| {
-        let all = v["critical"].as_array().unwrap();
-        all.iter()
-            .find(|c| c["title"] == title)
-            .cloned()
-            .unwrap_or_else(|| panic!("{title}: {v}"))
-    };
-    let (u, d) = (of("conductor-up"), of("conductor-down"));
+    assert_eq!(counts, (Some(3), Some(2)));
+    let (u, d) = (line_of(&v, "conductor-up"), line_of(&v, "conductor-down"));
     assert_eq!(u["id"], up.id.as_str());
     assert!(is_healthy(u["status"].as_str().unwrap()), "{u}");
     assert_eq!(u["action"], "healthy");
-    assert_eq!(
-        (d["status"].as_str(), d["action"].as_str()),
-        (Some("error"), Some("would-restart")),
-        "{d}"
-    );
+    let down_did = (d["status"].as_str(), d["action"].as_str());
+    assert_eq!(down_did, (Some("error"), Some("would-restart")), "{d}");
     assert_eq!(d["critical_because"], "title conductor-*");
     let plain = sb.run_watchdog(&["--once", "--dry-run"], &[]);
     let text = String::from_utf8_lossy(&plain.stdout);
     println!("{text}");
-    assert!(
-        text.starts_with("pass summary (dry-run): 3 sessions listed, 2 restart-critical\n"),
-        "{text}"
-    );
+    let head = "pass summary (dry-run): 3 sessions listed, 2 restart-critical\n";
+    assert!(text.starts_with(head), "{text}");
     assert!(
         text.contains("1 other session not restart-critical"),
         "{text}"
     );
     assert_eq!(sb.status(&down), "error", "dry-run touched nothing");
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_first_pass_cannot_tell_a_custom_conductor_that_died_unseen_from_one_never_started() {
+    // agent-deck prints both alike; with no record that it ran, the pass
+    // holds it and says why.
+    let sb = Sandbox::new();
+    let down = sb.launch("conductor-down", "conductor", Tool::Custom, None);
+    sb.kill_tmux_session(&down);
+    let dead = wait_until(Duration::from_secs(20), || sb.status(&down) == "error");
+    assert!(dead, "{}", sb.show(&down));
+    let d = line_of(&dry_pass(&sb), "conductor-down");
+    let did = (
+        d["status"].as_str(),
+        d["action"].as_str(),
+        d["reason"].as_str(),
+    );
+    assert_eq!(
+        did,
+        (Some("error"), Some("held"), Some("never_started")),
+        "{d}"
+    );
 }
