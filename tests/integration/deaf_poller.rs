@@ -12,12 +12,11 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::files::all_files_text;
-use crate::support::fixtures::{conductor, Poller, CONDUCTOR};
+use crate::support::fixtures::{telegram_conductor, Poller, CONDUCTOR};
 use crate::support::telegram::TelegramStub;
 use crate::support::wait_until;
 use crate::support::watchdog::{assert_ok, Daemon, Wd};
 
-const TELEGRAM: &str = "plugin:telegram@claude-plugins-official";
 /// The conductor's bot token, in the shape of a real one.
 const TOKEN: &str = "5551234:AAF-deafPollerSecret_xyz";
 
@@ -91,27 +90,13 @@ fn alive_but_deaf(api: &str, checks: Option<&str>) -> (Wd, Poller) {
         wd = wd.env("POLLER_DEAF_CHECKS", n);
     }
     let home = wd.home.path();
-    let state_dir = home.join("tg-ops");
+    let state_dir = telegram_conductor(&wd);
     fs::create_dir_all(&state_dir).unwrap();
     fs::write(
         state_dir.join(".env"),
         format!("TELEGRAM_BOT_TOKEN={TOKEN}\n"),
     )
     .unwrap();
-    fs::write(
-        home.join("ops.env"),
-        format!("export TELEGRAM_STATE_DIR=\"{}\"\n", state_dir.display()),
-    )
-    .unwrap();
-    fs::create_dir_all(home.join(".config/agent-deck")).unwrap();
-    fs::write(
-        home.join(".config/agent-deck/config.toml"),
-        "[conductors.ops.claude]\nenv_file = \"~/ops.env\"\n",
-    )
-    .unwrap();
-    let mut c = conductor(CONDUCTOR, "conductor-ops", "running");
-    c["channels"] = json!([TELEGRAM]);
-    wd.sessions(vec![c]);
     let poller = Poller::start(&home.join("bin"), &state_dir);
     (wd, poller)
 }

@@ -1,40 +1,16 @@
 //! Black-box tests of the patrols (SPEC §6) against the simulated agent-deck.
 
 use std::fs;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::support::files::write_script;
-use crate::support::fixtures::{conductor, Poller, CONDUCTOR};
+use crate::support::fixtures::{conductor, telegram_conductor, Poller, CONDUCTOR};
 use crate::support::wait_until;
 use crate::support::watchdog::{assert_ok, Wd};
 
-const TELEGRAM: &str = "plugin:telegram@claude-plugins-official";
 const KID: &str = "a0b1c2d3-1755899999";
-
-/// A conductor with the Telegram channel whose env file (found through
-/// agent-deck's config.toml) declares a TELEGRAM_STATE_DIR.
-fn deaf_setup(wd: &Wd) -> PathBuf {
-    let home = wd.home.path();
-    let state_dir = home.join("tg-ops");
-    fs::write(
-        home.join("ops.env"),
-        format!("export TELEGRAM_STATE_DIR=\"{}\"\n", state_dir.display()),
-    )
-    .unwrap();
-    fs::create_dir_all(home.join(".config/agent-deck")).unwrap();
-    fs::write(
-        home.join(".config/agent-deck/config.toml"),
-        "[conductors.ops.claude]\nenv_file = \"~/ops.env\"\n",
-    )
-    .unwrap();
-    let mut c = conductor(CONDUCTOR, "conductor-ops", "running");
-    c["channels"] = json!([TELEGRAM]);
-    wd.sessions(vec![c]);
-    state_dir
-}
 
 fn patrol_env(wd: Wd) -> Wd {
     wd.env("POLLER_CHECK_INTERVAL_S", "0.2")
@@ -44,7 +20,7 @@ fn patrol_env(wd: Wd) -> Wd {
 #[test]
 fn deaf_conductor_is_restarted_once_within_the_dedup_window() {
     let wd = patrol_env(Wd::new());
-    deaf_setup(&wd);
+    telegram_conductor(&wd);
     let d = wd.spawn(&[]);
     assert!(
         wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
@@ -62,7 +38,7 @@ fn deaf_conductor_is_restarted_once_within_the_dedup_window() {
 #[test]
 fn live_poller_means_no_restart() {
     let wd = patrol_env(Wd::new());
-    let state_dir = deaf_setup(&wd);
+    let state_dir = telegram_conductor(&wd);
     let _poller = Poller::start(&wd.home.path().join("bin"), &state_dir);
     let d = wd.spawn(&[]);
     wd.wait_for_more_ticks(8);
@@ -72,7 +48,7 @@ fn live_poller_means_no_restart() {
 #[test]
 fn refused_poller_restart_is_not_a_success() {
     let wd = patrol_env(Wd::new());
-    deaf_setup(&wd);
+    telegram_conductor(&wd);
     wd.sim
         .update_state(|s| s["sessions"][0]["on_restart"] = json!("skipped"));
     let d = wd.spawn(&[]);
@@ -340,7 +316,7 @@ fn prompt_resume_runs_claude_once_then_starts_again() {
 #[test]
 fn dry_run_patrols_decide_and_record_but_send_and_restart_nothing() {
     let wd = patrol_env(Wd::new());
-    deaf_setup(&wd);
+    telegram_conductor(&wd);
     wd.sim.update_state(|s| {
         s["sessions"]
             .as_array_mut()

@@ -1,12 +1,14 @@
 //! Sessions for the simulator's state file, in the shapes the tests need,
 //! and a stand-in Telegram poller process.
 
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
 use serde_json::{json, Value};
 
 use crate::support::files::write_script;
+use crate::support::watchdog::Wd;
 
 /// A conductor id in the real shape `<8 hex>-<unix secs>`.
 pub(crate) const CONDUCTOR: &str = "3f9c2a1b-1755891234";
@@ -50,6 +52,31 @@ pub(crate) fn auth_held(id: &str, title: &str) -> Value {
     c["auth_hold"] = json!({"reason": "auth_death", "remedy": "log in again",
                              "evidence": "API Error: 401", "boot_attempts": 1, "ts": 1755891300});
     c
+}
+
+/// The channel of agent-deck's Telegram plugin.
+pub(crate) const TELEGRAM: &str = "plugin:telegram@claude-plugins-official";
+
+/// A conductor with the Telegram channel whose env file (found through
+/// agent-deck's config.toml) declares a TELEGRAM_STATE_DIR; that dir.
+pub(crate) fn telegram_conductor(wd: &Wd) -> PathBuf {
+    let home = wd.home.path();
+    let state_dir = home.join("tg-ops");
+    fs::write(
+        home.join("ops.env"),
+        format!("export TELEGRAM_STATE_DIR=\"{}\"\n", state_dir.display()),
+    )
+    .unwrap();
+    fs::create_dir_all(home.join(".config/agent-deck")).unwrap();
+    fs::write(
+        home.join(".config/agent-deck/config.toml"),
+        "[conductors.ops.claude]\nenv_file = \"~/ops.env\"\n",
+    )
+    .unwrap();
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "running");
+    c["channels"] = json!([TELEGRAM]);
+    wd.sessions(vec![c]);
+    state_dir
 }
 
 /// A process whose command line reads `… bun telegram start`, carrying
