@@ -92,7 +92,7 @@ fn doctor_on_a_healthy_install_fails_nothing() {
     write_hook(&wd.hooks, CONDUCTOR, "running");
     wd.escalate_script("");
     let d = wd.spawn(&[]);
-    wd.wait_for_first_tick();
+    wd.wait_for_finished_tick();
     let (code, checks) = doctor_json(&wd);
     let names: Vec<&str> = checks
         .iter()
@@ -286,7 +286,7 @@ fn drill_kills_the_tmux_session_and_follows_it_back() {
     let wd = with_tmux(Wd::new()).env("RATE_LIMIT_MAX", "1");
     wd.sessions(vec![live_conductor(CONDUCTOR, "conductor-ops")]);
     let _d = wd.spawn(&[]);
-    wd.wait_for_first_tick();
+    wd.wait_for_finished_tick();
     let tmux = wd.sim.session_state(CONDUCTOR).unwrap()["tmux_session"]
         .as_str()
         .unwrap()
@@ -350,7 +350,7 @@ fn drill_refuses_with_exit_2_and_touches_nothing() {
     };
     refused(&wd, &["drill", CONDUCTOR, "--yes"], "no watchdog daemon");
     let mut dry = wd.spawn(&["--dry-run"]);
-    wd.wait_for_first_tick();
+    wd.wait_for_finished_tick();
     refused(&wd, &["drill", CONDUCTOR, "--yes"], "--dry-run");
     dry.signal_and_wait(libc::SIGTERM, Duration::from_secs(10));
     let _d = wd.spawn(&[]);
@@ -394,7 +394,7 @@ fn a_drill_that_does_not_recover_says_what_the_daemon_did() {
     c["on_start"] = "already_running".into();
     wd.sessions(vec![c]);
     let _d = wd.spawn(&[]);
-    wd.wait_for_first_tick();
+    wd.wait_for_finished_tick();
     let out = wd.run(&["drill", CONDUCTOR, "--yes", "--timeout", "10"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");

@@ -192,6 +192,18 @@ impl Wd {
         );
     }
 
+    /// Waits until the daemon has finished its first safety poll: the poll
+    /// has begun and its `daemon-status.json`, written at its end, is there
+    /// (what `drill` and `status` read).
+    pub(crate) fn wait_for_finished_tick(&self) {
+        self.wait_for_first_tick();
+        let status = self.watchdog_dir().join("daemon-status.json");
+        assert!(
+            wait_until(Duration::from_secs(10), || status.exists()),
+            "the first poll never finished"
+        );
+    }
+
     /// Waits until the daemon has run `n` more safety polls than so far.
     pub(crate) fn wait_for_more_ticks(&self, n: usize) {
         let polls = || self.sim.calls_with(&["list", "--all"]).len();
