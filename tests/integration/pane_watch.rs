@@ -129,16 +129,48 @@ fn pid_alive(pid: i32) -> bool {
             .contains(") Z ")
 }
 
+/// A watched conductor 0: its daemon, pane host, names and pane pid.
+struct Watched {
+    // Field order is drop order: the daemon goes before the pane host.
+    d: Daemon,
+    _host: crate::support::sim::PaneHost,
+    wd: Wd,
+    id: String,
+    name: String,
+    pid: i32,
+}
+
+/// Conductor 0 (`session`) watched by a daemon started with `args`, its
+/// pane up: `None` (after the daemon said why) when the watch cannot arm.
+fn watched_one(session: Value, args: &[&str]) -> Option<Watched> {
+    let wd = watched(vec![session]);
+    let host = wd.sim.pane_host();
+    let (id, name) = ids(0);
+    let pid = wd.sim.wait_for_panes(&[&name])[&name];
+    let d = wd.spawn(args);
+    armed(&wd, &d).then_some(Watched {
+        d,
+        _host: host,
+        wd,
+        id,
+        name,
+        pid,
+    })
+}
+
 #[test]
 fn a_killed_tmux_session_is_restarted_well_before_the_poll() {
-    let wd = watched(vec![live(0)]);
-    let _host = wd.sim.pane_host();
-    let (id, name) = ids(0);
-    wd.sim.wait_for_panes(&[&name]);
-    let d = wd.spawn(&[]);
-    if !armed(&wd, &d) {
+    let Some(Watched {
+        d,
+        wd,
+        id,
+        name,
+        pid: _,
+        _host,
+    }) = watched_one(live(0), &[])
+    else {
         return;
-    }
+    };
     let killed = Instant::now();
     kill_session(&wd, &name);
     restarted_soon(&wd, &d, 1, 1, killed);
@@ -152,14 +184,17 @@ fn a_killed_tmux_session_is_restarted_well_before_the_poll() {
 
 #[test]
 fn an_agent_that_exits_is_restarted_well_before_the_poll() {
-    let wd = watched(vec![live(0)]);
-    let _host = wd.sim.pane_host();
-    let (id, name) = ids(0);
-    let pid = wd.sim.wait_for_panes(&[&name])[&name];
-    let d = wd.spawn(&[]);
-    if !armed(&wd, &d) {
+    let Some(Watched {
+        d,
+        wd,
+        id,
+        name: _,
+        pid,
+        _host,
+    }) = watched_one(live(0), &[])
+    else {
         return;
-    }
+    };
     let killed = Instant::now();
     kill(pid, libc::SIGKILL);
     restarted_soon(&wd, &d, 1, 1, killed);
@@ -215,14 +250,17 @@ fn a_killed_tmux_server_is_one_cascade_then_serial_revives() {
 fn an_agent_that_ignores_sighup_outlives_its_session_and_the_backstop_sees_it_gone() {
     let mut stubborn = live(0);
     stubborn["ignores_sighup"] = json!(true);
-    let wd = watched(vec![stubborn]);
-    let _host = wd.sim.pane_host();
-    let (id, name) = ids(0);
-    let pid = wd.sim.wait_for_panes(&[&name])[&name];
-    let d = wd.spawn(&[]);
-    if !armed(&wd, &d) {
+    let Some(Watched {
+        d,
+        wd,
+        id,
+        name,
+        pid,
+        _host,
+    }) = watched_one(stubborn, &[])
+    else {
         return;
-    }
+    };
     let killed = Instant::now();
     kill_session(&wd, &name);
     restarted_soon(&wd, &d, 1, 1, killed);
@@ -234,14 +272,17 @@ fn an_agent_that_ignores_sighup_outlives_its_session_and_the_backstop_sees_it_go
 
 #[test]
 fn a_stopped_session_whose_pane_goes_is_never_restarted() {
-    let wd = watched(vec![live(0)]);
-    let _host = wd.sim.pane_host();
-    let (id, name) = ids(0);
-    wd.sim.wait_for_panes(&[&name]);
-    let d = wd.spawn(&[]);
-    if !armed(&wd, &d) {
+    let Some(Watched {
+        d,
+        wd,
+        id,
+        name: _,
+        pid: _,
+        _host,
+    }) = watched_one(live(0), &[])
+    else {
         return;
-    }
+    };
     // `session stop` kills the pane too.
     wd.sim.update_state(|s| {
         s["sessions"][0]["status"] = json!("stopped");
@@ -270,14 +311,17 @@ fn a_stopped_session_whose_pane_goes_is_never_restarted() {
 
 #[test]
 fn a_claude_restart_re_arms_on_the_new_pid_and_a_later_death_is_still_seen() {
-    let wd = watched(vec![live(0)]);
-    let _host = wd.sim.pane_host();
-    let (id, name) = ids(0);
-    let first = wd.sim.wait_for_panes(&[&name])[&name];
-    let d = wd.spawn(&[]);
-    if !armed(&wd, &d) {
+    let Some(Watched {
+        d,
+        wd,
+        id,
+        name,
+        pid: first,
+        _host,
+    }) = watched_one(live(0), &[])
+    else {
         return;
-    }
+    };
     // Someone else restarts it: `respawn-pane -k`, same name, new pid.
     assert!(wd.sim.run(&["session", "restart", &id]).status.success());
     let reached = wait_until(Duration::from_secs(5), || {
@@ -300,14 +344,17 @@ fn a_claude_restart_re_arms_on_the_new_pid_and_a_later_death_is_still_seen() {
 
 #[test]
 fn in_dry_run_a_death_is_only_recorded_and_tmux_only_listed() {
-    let wd = watched(vec![live(0)]);
-    let _host = wd.sim.pane_host();
-    let (id, name) = ids(0);
-    let pid = wd.sim.wait_for_panes(&[&name])[&name];
-    let d = wd.spawn(&["--dry-run"]);
-    if !armed(&wd, &d) {
+    let Some(Watched {
+        d,
+        wd,
+        id,
+        name: _,
+        pid,
+        _host,
+    }) = watched_one(live(0), &["--dry-run"])
+    else {
         return;
-    }
+    };
     kill(pid, libc::SIGKILL);
     assert!(
         wait_until(SEEN_WITHIN, || wd.restarts().iter().any(|r| r.dry_run)),
