@@ -81,6 +81,12 @@ pub(crate) fn printable_ends(s: &str, max: usize, head: usize) -> String {
     out
 }
 
+/// A decoder's complaint, which may quote the row, made short and
+/// single-line.
+pub(crate) fn clip_reason(s: &str) -> String {
+    printable(s, 120)
+}
+
 /// `s` cut on a character boundary to at most `max` bytes, the `…` that
 /// marks the cut included.
 pub(crate) fn clip_bytes(s: &str, max: usize) -> String {

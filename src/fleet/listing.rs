@@ -4,9 +4,9 @@
 //!
 //! [`ListReader`] is fed the answer in pieces of any size. Each element of
 //! the top-level array is read by serde where it lies in the piece
-//! (`wire::read_first`); only an element cut by the end of a piece is
-//! copied, up to its end, which `ElementEnd` finds by following brackets
-//! and strings, and then read. No `serde_json::Value` is built and the
+//! (`wire::element`, which also says why a row is no session); only an
+//! element cut by the end of a piece is copied, up to its end, which
+//! `ElementEnd` finds by following brackets and strings, and then read. No `serde_json::Value` is built and the
 //! answer is never held whole: memory is one piece and one row, bounded by
 //! [`MAX_ROW_BYTES`], plus what the caller keeps of each row.
 //!
@@ -27,10 +27,11 @@
 
 use serde::de::IgnoredAny;
 
-use crate::fleet::parse::{self, clip_reason, Garbage};
-use crate::fleet::wire;
+use crate::fleet::parse::{self, Garbage};
 pub use crate::fleet::wire::Row;
+use crate::fleet::wire::{self, is_delimited, Element};
 use crate::sys::process;
+use crate::text;
 
 /// A row longer than this is skipped unread, and never held.
 pub const MAX_ROW_BYTES: usize = 1024 * 1024;
@@ -205,50 +206,25 @@ impl<'f> ListReader<'f> {
         }
     }
 
-    /// Reads the element at the start of `bytes`: its length once it was
-    /// used or skipped, or `None` while the bytes that follow may still
-    /// change that (unless `whole` says `bytes` are all of it: then an
-    /// element that is not valid JSON is the reason the answer is garbage).
+    /// Reads the element at the start of `bytes` ([`wire::element`]): its
+    /// length once it was used or skipped, `None` while it is open.
     fn row_at(&mut self, bytes: &[u8], whole: bool) -> Result<Option<usize>, String> {
         let bytes = &bytes[..bytes.len().min(MAX_ROW_BYTES)];
-        let mut failed = None;
-        if bytes.first() == Some(&b'{') {
-            match wire::read_first(bytes, self.shape == Shape::Profile) {
-                Some(Ok((Some(row), len))) => {
+        Ok(
+            match wire::element(bytes, self.shape == Shape::Profile, whole) {
+                Element::Row(row, len) => {
                     self.tally.rows += 1;
                     (self.each)(&row);
-                    return Ok(Some(len));
+                    Some(len)
                 }
-                Some(Ok((None, len))) => {
-                    self.skip(None, "no id".into());
-                    return Ok(Some(len));
+                Element::Skip(id, why, len) => {
+                    self.skip(id.as_deref(), why);
+                    Some(len)
                 }
-                Some(Err(e)) if !e.is_eof() => failed = Some(e),
-                _ if !whole => return Ok(None),
-                _ => {}
-            }
-        }
-        // Not a session: skipped if it is valid JSON, then the answer is not.
-        // A number or literal that reaches the end of `bytes` may go on in
-        // the next piece; serde_json ends one at the bytes `ElementEnd`
-        // ends it at (its `peek_end_of_value`), which keeps the outcome the
-        // same whatever the pieces.
-        match wire::read_first_value::<IgnoredAny>(bytes) {
-            Some(Ok((_, len))) if whole || len < bytes.len() || is_delimited(bytes[0]) => {
-                let element = &bytes[..len];
-                match failed {
-                    Some(_) if std::str::from_utf8(element).is_err() => {
-                        self.skip(wire::id_of(element).as_deref(), "not UTF-8".into())
-                    }
-                    Some(e) => self.skip(wire::id_of(element).as_deref(), wire::position_free(&e)),
-                    None => self.skip(None, format!("not an object but {}", kind(element))),
-                }
-                Ok(Some(len))
-            }
-            Some(Err(e)) if whole => Err(wire::position_free(&e)),
-            None if whole => Err("a row is missing".into()),
-            _ => Ok(None),
-        }
+                Element::Open => None,
+                Element::Broken(why) => return Err(why),
+            },
+        )
     }
 
     /// Reads the cut row once its end arrived (skipped unread when it is too
@@ -291,12 +267,12 @@ impl<'f> ListReader<'f> {
         }
         let n = self.tally.rows + self.tally.skipped;
         let named = match id {
-            Some(id) => format!(" (id {})", clip_reason(&format!("{id:?}"))),
+            Some(id) => format!(" (id {})", text::clip_reason(&format!("{id:?}"))),
             None => String::new(),
         };
         self.tally
             .reasons
-            .push(format!("row {n}{named}: {}", clip_reason(&why)));
+            .push(format!("row {n}{named}: {}", text::clip_reason(&why)));
     }
 }
 
@@ -361,12 +337,6 @@ fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
 }
 
-/// Whether an element starting with `b` shows its own end (an object, an
-/// array or a string), unlike a number or a literal.
-fn is_delimited(b: u8) -> bool {
-    matches!(b, b'{' | b'[' | b'"')
-}
-
 /// A non-array answer: one of the "no sessions" forms, or garbage.
 fn none_or_garbage(shape: Shape, bytes: &[u8], overflow: bool) -> Result<RowTally, Garbage> {
     if overflow {
@@ -415,17 +385,6 @@ pub fn read(
         }
     }
     reader.finish()
-}
-
-/// What a row is, from its first byte, for a skip reason.
-fn kind(bytes: &[u8]) -> &'static str {
-    match bytes.first() {
-        Some(b'[') => "an array",
-        Some(b'"') => "a string",
-        Some(b't' | b'f') => "a boolean",
-        Some(b'n') => "null",
-        _ => "a number",
-    }
 }
 
 /// A short, single-line look at unexpected output for a log line.

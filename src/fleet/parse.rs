@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::fleet::session::Live;
 use crate::fleet::wire::LiveWire;
 use crate::spelled::spelled;
+use crate::text::clip_reason;
 
 /// Output that does not have the expected shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,12 +199,6 @@ pub(crate) fn error_message(stdout: &str, stderr: &str) -> String {
 fn json(stdout: &str) -> Result<Value, Garbage> {
     serde_json::from_str(stdout.trim())
         .map_err(|_| Garbage(format!("not JSON: {}", preview(stdout))))
-}
-
-/// A decoder's complaint, which may quote the row, made short and
-/// single-line.
-pub(crate) fn clip_reason(s: &str) -> String {
-    crate::text::printable(s, 120)
 }
 
 fn str_field(v: &Value, key: &str) -> Option<String> {

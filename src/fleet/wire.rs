@@ -7,7 +7,7 @@
 //! absent. A row of `list --all`, which has no live keys, skips them too,
 //! whatever their type. A row without an `id`, with a used key of the wrong
 //! type, or with a used string that is not UTF-8 is no session, and
-//! [`read_first`] gives serde's complaint; the keys newer releases added
+//! [`element`] says why, with serde's complaint; the keys newer releases added
 //! that the daemon reads (`tool`, `substate_detail`: CHANGELOG 1.16.11), and
 //! `tmux_session` (the pane watch's key, which only the live answers carry),
 //! are [`Loose`] instead, so a value of the wrong type reads as absent and never
@@ -287,34 +287,94 @@ impl Row<'_> {
     }
 }
 
-/// Reads the row object at the start of `bytes`, with its live keys or
-/// without, and leaves what follows it: the row (`None` without an id) and
-/// its length; `None` when `bytes` hold only white space.
-pub(crate) fn read_first(bytes: &[u8], live: bool) -> Option<JsonResult<(Option<Row<'_>>, usize)>> {
-    if live {
-        read_first_value::<RowWire>(bytes).map(|read| {
-            read.map(|(mut w, len)| {
-                let (status, keys) = w.take_live();
-                (w.row(status, keys), len)
+/// What the element of a list at the start of some bytes is. It is handed
+/// back once per row and never kept, so the row is not boxed.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Element<'a> {
+    /// A session, and the element's length.
+    Row(Row<'a>, usize),
+    /// Valid JSON but no session: the id it names, if any, why, and its
+    /// length.
+    Skip(Option<String>, String, usize),
+    /// The bytes that follow may still change what it is.
+    Open,
+    /// Not valid JSON: why the answer is not either.
+    Broken(String),
+}
+
+/// Reads the element at the start of `bytes`, with the live keys or
+/// without, as far as these bytes tell (all of it when `whole` says they
+/// are all of it: then it is never [`Element::Open`]).
+pub(crate) fn element(bytes: &[u8], live: bool, whole: bool) -> Element<'_> {
+    let mut failed = None;
+    if bytes.first() == Some(&b'{') {
+        let read = if live {
+            read_first_value::<RowWire>(bytes).map(|read| {
+                read.map(|(mut w, len)| {
+                    let (status, keys) = w.take_live();
+                    (w.row(status, keys), len)
+                })
             })
-        })
-    } else {
-        read_first_value::<AllWire>(bytes)
-            .map(|read| read.map(|(w, len)| (w.row(None, LiveKeys::default()), len)))
+        } else {
+            read_first_value::<AllWire>(bytes)
+                .map(|read| read.map(|(w, len)| (w.row(None, LiveKeys::default()), len)))
+        };
+        match read {
+            Some(Ok((Some(row), len))) => return Element::Row(row, len),
+            Some(Ok((None, len))) => return Element::Skip(None, "no id".into(), len),
+            Some(Err(e)) if !e.is_eof() => failed = Some(e),
+            _ if !whole => return Element::Open,
+            _ => {}
+        }
+    }
+    // Not a session: skipped if it is valid JSON, then the answer is not.
+    // A number or literal that reaches the end of `bytes` may go on in the
+    // next piece; serde_json ends one at the bytes the list reader's
+    // `ElementEnd` ends it at (its `peek_end_of_value`), which keeps the
+    // outcome the same whatever the pieces.
+    match read_first_value::<IgnoredAny>(bytes) {
+        Some(Ok((_, len))) if whole || len < bytes.len() || is_delimited(bytes[0]) => {
+            let element = &bytes[..len];
+            match failed {
+                Some(_) if std::str::from_utf8(element).is_err() => {
+                    Element::Skip(id_of(element), "not UTF-8".into(), len)
+                }
+                Some(e) => Element::Skip(id_of(element), position_free(&e), len),
+                None => Element::Skip(None, format!("not an object but {}", kind(element)), len),
+            }
+        }
+        Some(Err(e)) if whole => Element::Broken(position_free(&e)),
+        None if whole => Element::Broken("a row is missing".into()),
+        _ => Element::Open,
+    }
+}
+
+/// Whether an element starting with `b` shows its own end (an object, an
+/// array or a string), unlike a number or a literal.
+pub(crate) fn is_delimited(b: u8) -> bool {
+    matches!(b, b'{' | b'[' | b'"')
+}
+
+/// What an element is, from its first byte, for a skip reason.
+fn kind(bytes: &[u8]) -> &'static str {
+    match bytes.first() {
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
     }
 }
 
 /// The JSON value at the start of `bytes` and its length.
-pub(crate) fn read_first_value<'a, T: Deserialize<'a>>(
-    bytes: &'a [u8],
-) -> Option<JsonResult<(T, usize)>> {
+fn read_first_value<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<JsonResult<(T, usize)>> {
     let mut values = serde_json::Deserializer::from_slice(bytes).into_iter::<T>();
     let value = values.next()?;
     Some(value.map(|v| (v, values.byte_offset())))
 }
 
 /// The id of a row that is no session, to name it in the skip reason.
-pub(crate) fn id_of(bytes: &[u8]) -> Option<String> {
+fn id_of(bytes: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct IdOnly<'a> {
         #[serde(borrow)]
@@ -326,7 +386,7 @@ pub(crate) fn id_of(bytes: &[u8]) -> Option<String> {
 
 /// A decoder's complaint without its position (which depends on where the
 /// row started, not on what is wrong with it).
-pub(crate) fn position_free(e: &serde_json::Error) -> String {
+fn position_free(e: &serde_json::Error) -> String {
     let text = e.to_string();
     match text.rfind(" at line ") {
         Some(i) => text[..i].to_owned(),
@@ -347,10 +407,9 @@ mod tests {
 
     /// The row that is all of `bytes`, or serde's complaint.
     fn read(bytes: &[u8], live: bool) -> Result<Row<'_>, String> {
-        match read_first(bytes, live) {
-            Some(Ok((Some(row), len))) if len == bytes.len() => Ok(row),
-            Some(Ok((None, _))) => Err("no id".into()),
-            Some(Err(e)) => Err(position_free(&e)),
+        match element(bytes, live, true) {
+            Element::Row(row, len) if len == bytes.len() => Ok(row),
+            Element::Skip(_, why, _) | Element::Broken(why) => Err(why),
             _ => Err("not one object".into()),
         }
     }
