@@ -10,6 +10,8 @@ pub(crate) mod id_set;
 pub mod listing;
 pub(crate) mod panes;
 pub(crate) mod parse;
+#[cfg(test)]
+pub(crate) mod props;
 pub(crate) mod session;
 pub(crate) mod version;
 pub(crate) mod version_watch;

@@ -399,7 +399,8 @@ mod props {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::testing::{garbage_within, input, json, live_within, lossy, text, CASES};
+    use crate::fleet::props::{garbage_within, live_within};
+    use crate::testing::{input, json, lossy, text, CASES};
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(CASES))]

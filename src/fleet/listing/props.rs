@@ -6,11 +6,9 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 use super::*;
+use crate::fleet::props::{garbage_within, live_within, session_within, MAX_REASON_CHARS};
 use crate::fleet::session::{Live, Session};
-use crate::testing::{
-    garbage_within, input, json, live_within, lossy, session_row, session_within, CASES,
-    MAX_REASON_CHARS,
-};
+use crate::testing::{input, json, lossy, session_row, CASES};
 
 /// Every row of an answer, and its tally.
 type Read = Result<(Vec<(Session, Live)>, RowTally), Garbage>;
