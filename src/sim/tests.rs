@@ -204,45 +204,6 @@ fn show_keys_are_sorted_and_profile_echoes_the_p_argument() {
 }
 
 #[test]
-fn show_unknown_id_exits_2_with_json_error_on_stdout() {
-    let s = sim(vec![session(ID, "conductor-ops", "idle")]);
-    let (code, out, err) = s.call(&["session", "show", "nosuch", "--json"]);
-    assert_eq!((code, err.as_str()), (2, ""));
-    let v: Value = serde_json::from_str(&out).expect("JSON error");
-    assert_eq!(
-        v,
-        json!({"code": "NOT_FOUND", "error": "session 'nosuch' not found", "success": false})
-    );
-    let (code, out, err) = s.call(&["-p", "work", "session", "show", ID]);
-    assert_eq!(
-        (code, out.as_str(), err.as_str()),
-        (2, "", &*format!("Error: session '{ID}' not found\n"))
-    );
-}
-
-#[test]
-fn id_prefix_of_six_resolves_and_title_wins() {
-    let s = sim(vec![
-        session(ID, "first", "idle"),
-        session("aaaaaa11-1", "3f9c2a", "idle"),
-    ]);
-    assert_eq!(
-        s.json(&["session", "show", "3f9c2a", "--json"])["title"],
-        "3f9c2a",
-        "title beats id prefix"
-    );
-    assert_eq!(
-        s.json(&["session", "show", "3f9c2a1", "--json"])["title"],
-        "first"
-    );
-    assert_eq!(
-        s.call(&["session", "show", "3f9c2", "--json"]).0,
-        2,
-        "prefix shorter than 6"
-    );
-}
-
-#[test]
 fn ambiguous_id_lists_the_candidates_and_exits_1() {
     let s = sim(vec![
         session(ID, "a", "idle"),
@@ -458,22 +419,6 @@ fn a_claude_compatible_tool_is_checked_like_claude() {
         (v["delivery"].clone(), v["submitted"].clone()),
         (json!("submitted"), json!(true))
     );
-}
-
-#[test]
-fn on_send_typed_answers_typed_for_any_session() {
-    let mut s0 = session(ID, "conductor-ops", "waiting");
-    s0.on_send = Some(OnSend::Typed);
-    let s = sim(vec![s0]);
-    let (code, out, _) = s.call(&["session", "send", ID, "hi", "--no-wait", "--json"]);
-    assert_eq!(code, 1);
-    let v: Value = serde_json::from_str(&out).expect("JSON");
-    assert_eq!(v["code"], "DELIVERY_FAILED");
-    assert_eq!(v["delivery"], "typed");
-    assert_eq!(v["submitted"], false);
-    assert_eq!(v["session_id"], ID);
-    assert_eq!(v["session_title"], "conductor-ops");
-    assert_eq!(s.session(ID).sent, vec!["hi".to_string()]);
 }
 
 #[test]
