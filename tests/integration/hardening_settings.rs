@@ -8,7 +8,6 @@ use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::net::UnixDatagram;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -131,13 +130,9 @@ fn a_non_utf8_path_setting_is_exit_2_naming_the_variable() {
 #[test]
 fn a_sub_second_watchdog_usec_does_not_spin_the_main_loop() {
     let wd = Wd::new();
-    let sock_path = wd.home.path().join("notify.sock");
-    let sock = UnixDatagram::bind(&sock_path).unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(100)))
-        .unwrap();
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let (wd, sock) = wd.notify_socket(Duration::from_millis(100));
     let wd = wd
-        .env("NOTIFY_SOCKET", &sock_path.display().to_string())
         .env("SAFETY_POLL_INTERVAL_S", "30")
         .env("WATCHDOG_USEC", "1");
     let d = wd.spawn(&[]);

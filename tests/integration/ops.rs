@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::net::UnixDatagram;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -17,14 +16,9 @@ use crate::support::{wait_until, BIN};
 #[test]
 fn systemd_gets_ready_watchdog_pings_and_stopping() {
     let wd = Wd::new();
-    let sock_path = wd.home.path().join("notify.sock");
-    let sock = UnixDatagram::bind(&sock_path).unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
-    let wd = wd
-        .env("NOTIFY_SOCKET", &sock_path.display().to_string())
-        .env("WATCHDOG_USEC", "400000");
+    let (wd, sock) = wd.notify_socket(Duration::from_millis(200));
+    let wd = wd.env("WATCHDOG_USEC", "400000");
     let mut d = wd.spawn(&[]);
     let mut got: Vec<String> = Vec::new();
     let mut buf = [0u8; 4096];

@@ -4,6 +4,7 @@
 //! its records read back as typed values.
 
 use std::fs;
+use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -70,6 +71,18 @@ impl Wd {
         self.env("TELEGRAM_ESCALATION_CHAT_ID", "42")
             .env("TELEGRAM_BOT_TOKEN", "1:tok")
             .env("TELEGRAM_API_BASE", base)
+    }
+
+    /// A stand-in for systemd's notify socket: binds `notify.sock` in the
+    /// temp home, with reads that give up after `read_timeout`, and names
+    /// it to the watchdog as `NOTIFY_SOCKET`.
+    pub(crate) fn notify_socket(self, read_timeout: Duration) -> (Wd, UnixDatagram) {
+        let path = self.home.path().join("notify.sock");
+        let sock = UnixDatagram::bind(&path).expect("bind the notify socket");
+        sock.set_read_timeout(Some(read_timeout))
+            .expect("notify socket read timeout");
+        let wd = self.env("NOTIFY_SOCKET", &path.display().to_string());
+        (wd, sock)
     }
 
     /// Sets (or replaces) an environment variable for the watchdog.
