@@ -282,14 +282,8 @@ fn stale_cleanup_removes_a_one_off_in_group_conductor() {
     let wd = Wd::new().env("STALE_ERROR_CLEANUP_S", "0.3");
     wd.sessions(fleet());
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(15), || !wd
-            .sim
-            .calls_with(&["remove", one_off])
-            .is_empty()),
-        "test-visual was never removed; stderr:\n{}",
-        d.stderr()
-    );
+    let what = "test-visual was never removed";
+    wd.wait_for_call(&d, &["remove", one_off], Duration::from_secs(15), what);
     wd.wait_for_more_ticks(5);
     assert!(
         wd.sim.calls_with(&["remove", CONDUCTOR]).is_empty(),

@@ -85,14 +85,8 @@ fn frozen_waiting_child_is_nudged_once_and_others_never() {
         child(orphan, None, false),
     ]);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || !wd
-            .sim
-            .calls_with(&["send", KID])
-            .is_empty()),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    let what = "the frozen child was never nudged";
+    wd.wait_for_call(&d, &["send", KID], Duration::from_secs(10), what);
     wd.wait_for_more_ticks(15);
     let sends = wd.sim.calls_with(&["session", "send"]);
     assert_eq!(sends.len(), 1, "{sends:?}");
@@ -133,14 +127,8 @@ fn a_child_at_an_open_menu_is_never_nudged_while_a_plain_waiting_one_is() {
             wd.sim.update_state(|s| s["version"] = json!(v));
         }
         let d = wd.spawn(&[]);
-        assert!(
-            wait_until(Duration::from_secs(10), || !wd
-                .sim
-                .calls_with(&["send", KID])
-                .is_empty()),
-            "{version:?}: stderr:\n{}",
-            d.stderr()
-        );
+        let what = format!("{version:?}: the plain waiting child was never nudged");
+        wd.wait_for_call(&d, &["send", KID], Duration::from_secs(10), &what);
         wd.wait_for_more_ticks(10);
         assert!(
             wd.sim.calls_with(&["send", menu]).is_empty(),

@@ -188,6 +188,16 @@ impl Wd {
         );
     }
 
+    /// Waits up to `limit` until the simulator has logged a call with
+    /// `words`, failing with `what` and the daemon's stderr if none comes.
+    pub(crate) fn wait_for_call(&self, d: &Daemon, words: &[&str], limit: Duration, what: &str) {
+        assert!(
+            wait_until(limit, || !self.sim.calls_with(words).is_empty()),
+            "{what}: no call with {words:?} within {limit:?}; stderr:\n{}",
+            d.stderr()
+        );
+    }
+
     /// `session restart` calls logged by the simulator so far.
     pub(crate) fn restart_calls(&self) -> usize {
         self.sim.calls_with(&["session", "restart"]).len()
