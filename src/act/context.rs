@@ -139,18 +139,31 @@ impl Context {
         self.escalator
             .escalate(severity, msg, Some(&s.id), telegram)
     }
+
+    /// The probe of `s`, whose first read is `first` when one was made.
+    pub(crate) fn probe<'a>(&'a self, s: &'a Session, first: Option<Live>) -> SessionProbe<'a> {
+        SessionProbe {
+            ctx: self,
+            session: s,
+            first: first.into(),
+        }
+    }
 }
 
 /// One session's readings through the CLI and the hook spool, for liveness
-/// confirmation and for the evidence that it ever ran.
+/// confirmation and for the evidence that it ever ran. Its first status read
+/// may be one already made (the `session show` that found a kernel-proven
+/// death in error), so it is not made twice; every later read asks the CLI.
 pub(crate) struct SessionProbe<'a> {
-    pub ctx: &'a Context,
-    pub session: &'a Session,
+    ctx: &'a Context,
+    session: &'a Session,
+    first: std::cell::RefCell<Option<Live>>,
 }
 
 impl Probe for SessionProbe<'_> {
     fn read(&self) -> Option<Live> {
-        self.ctx.read_status(self.session)
+        let first = self.first.borrow_mut().take();
+        first.or_else(|| self.ctx.read_status(self.session))
     }
 
     fn hook_file(&self) -> bool {
@@ -170,37 +183,6 @@ impl Probe for SessionProbe<'_> {
 
     fn now(&self) -> f64 {
         self.ctx.clock.now()
-    }
-}
-
-/// A [`SessionProbe`] whose first status read is one already made (the
-/// `session show` that found a kernel-proven death in error), so it is not
-/// made twice; every later read asks the CLI.
-pub(crate) struct PrimedProbe<'a> {
-    pub probe: SessionProbe<'a>,
-    pub first: std::cell::RefCell<Option<Live>>,
-}
-
-impl Probe for PrimedProbe<'_> {
-    fn read(&self) -> Option<Live> {
-        let first = self.first.borrow_mut().take();
-        first.or_else(|| self.probe.read())
-    }
-
-    fn hook_file(&self) -> bool {
-        self.probe.hook_file()
-    }
-
-    fn pane(&self) -> Option<String> {
-        self.probe.pane()
-    }
-
-    fn wait(&self, gap: std::time::Duration) -> bool {
-        self.probe.wait(gap)
-    }
-
-    fn now(&self) -> f64 {
-        self.probe.now()
     }
 }
 

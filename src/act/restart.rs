@@ -12,7 +12,7 @@
 //! [`crate::decide`]; this module does the calls and holds the state mutex
 //! only between them.
 
-use crate::act::context::{Context, PrimedProbe, SessionProbe};
+use crate::act::context::Context;
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume};
 use crate::decide::cascade;
@@ -315,13 +315,7 @@ impl Context {
     fn confirm_dead(&self, job: &RestartJob, waited: bool) -> bool {
         let s = &job.session;
         let shown = job.proven.as_ref().filter(|_| !waited);
-        let probe = PrimedProbe {
-            probe: SessionProbe {
-                ctx: self,
-                session: s,
-            },
-            first: shown.map(|p| p.shown.clone()).into(),
-        };
+        let probe = self.probe(s, shown.map(|p| p.shown.clone()));
         let proof = job.proven.as_ref().map(|p| p.proof);
         let ev = liveness::confirm(&probe, self.cfg.liveness_confirm_gap, proof);
         // SPEC §5.3: a kernel-proven death waited no gap.

@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::act::context::{PrimedProbe, SessionProbe};
 use crate::act::job::{Proven, RestartJob, RestartKind};
 use crate::act::snapshot::Snapshot;
 use crate::daemon::pass_summary::Did;
@@ -242,13 +241,7 @@ impl Daemon {
         let judged_never = self.never_started.contains(&s.id);
         // A show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
         self.sd_notify.alive();
-        let probe = PrimedProbe {
-            probe: SessionProbe {
-                ctx: &self.ctx,
-                session: s,
-            },
-            first: shown.then(|| l.clone()).into(),
-        };
+        let probe = self.ctx.probe(s, shown.then(|| l.clone()));
         match first_run::has_run(known, judged_never, &probe) {
             Ran::Yes => {
                 notes::note_ran(&mut self.ctx.state.lock(), &s.id);
