@@ -14,7 +14,7 @@ use crate::decide::limits::Limits;
 use crate::decide::liveness::Probe;
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook::is_stale_dead_hook;
-use crate::decide::stop;
+use crate::decide::{notes, stop};
 use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{is_escalation_critical, Live, Session};
 use crate::records::audit::RestartRecord;
@@ -138,6 +138,22 @@ impl Context {
         let telegram = is_escalation_critical(s);
         self.escalator
             .escalate(severity, msg, Some(&s.id), telegram)
+    }
+
+    /// Backs `id` off `backoff` seconds from `now` after a rate-limited boot
+    /// and counts it toward the circuit breaker, escalating once when that
+    /// opens the breaker.
+    pub(crate) fn back_off_rate_limited(&self, id: &str, now: f64, backoff: f64) {
+        let lim = &self.limits;
+        let tripped = notes::note_rate_limited(&mut self.state.lock(), lim, id, now, backoff);
+        if tripped {
+            let msg = format!(
+                "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
+                lim.breaker_threshold, lim.breaker_window, lim.breaker_pause
+            );
+            self.escalator
+                .escalate(Severity::CircuitBreaker, &msg, None, true);
+        }
     }
 
     /// The probe of `s`, whose first read is `first` when one was made.

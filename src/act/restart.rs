@@ -447,17 +447,8 @@ impl Context {
         }
         let transcript = self.deck.transcript(&s.profile, &s.id).unwrap_or_default();
         if is_rate_limited(&transcript) {
-            let now = self.clock.now();
-            let tripped = notes::note_rate_limited(&mut self.state.lock(), lim, &s.id, now);
             self.give_back(job);
-            if tripped {
-                let msg = format!(
-                    "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
-                    lim.breaker_threshold, lim.breaker_window, lim.breaker_pause
-                );
-                self.escalator
-                    .escalate(Severity::CircuitBreaker, &msg, None, true);
-            }
+            self.back_off_rate_limited(&s.id, self.clock.now(), lim.backoff_429);
             log::warn!(
                 "restart of {} hit an API rate limit; backing off {:.0}s, not counted as a crash",
                 s.id,

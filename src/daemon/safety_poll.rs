@@ -320,17 +320,7 @@ impl Daemon {
         }
         let tz = jiff::tz::TimeZone::system();
         let backoff = usage_limit::backoff(detail, now, &tz, lim.backoff_429);
-        let tripped =
-            notes::note_rate_limited_for(&mut self.ctx.state.lock(), lim, &s.id, now, backoff);
-        if tripped {
-            let msg = format!(
-                "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
-                lim.breaker_threshold, lim.breaker_window, lim.breaker_pause
-            );
-            self.ctx
-                .escalator
-                .escalate(Severity::CircuitBreaker, &msg, None, true);
-        }
+        self.ctx.back_off_rate_limited(&s.id, now, backoff);
         let shown = if detail.is_empty() {
             "no retry time given".to_owned()
         } else {

@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn backoff_comes_before_the_fleet_holds() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
-        note_rate_limited(&mut s, &l, ID, c.now());
+        note_rate_limited(&mut s, &l, ID, c.now(), l.backoff_429);
         s.cascade_pause_until = c.now() + 10.0;
         assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Skip(Hold::Backoff429));
         assert_eq!(recheck(&mut s, ID, c.now() + 179.0), Some(Hold::Backoff429));

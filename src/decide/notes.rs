@@ -10,15 +10,10 @@ use crate::decide::prune::prune;
 use crate::decide::stop;
 use crate::fleet::session::{Session, Status};
 
-/// A rate-limited boot: backs the session off and counts toward the circuit
-/// breaker. Returns true when this opens the breaker (escalate once).
-pub(crate) fn note_rate_limited(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
-    note_rate_limited_for(state, lim, id, now, lim.backoff_429)
-}
-
-/// A rate-limited session backed off for `backoff` seconds (a usage limit
-/// names its own retry time); otherwise as [`note_rate_limited`].
-pub(crate) fn note_rate_limited_for(
+/// A rate-limited boot: backs the session off for `backoff` seconds (a usage
+/// limit names its own retry time) and counts toward the circuit breaker.
+/// Returns true when this opens the breaker (escalate once).
+pub(crate) fn note_rate_limited(
     state: &mut State,
     lim: &Limits,
     id: &str,
@@ -151,11 +146,23 @@ pub(crate) mod tests {
     #[test]
     fn breaker_opens_on_the_third_429_and_closes_after_the_pause() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
-        assert!(!note_rate_limited(&mut s, &l, "a-1", c.now()));
+        assert!(!note_rate_limited(
+            &mut s,
+            &l,
+            "a-1",
+            c.now(),
+            l.backoff_429
+        ));
         c.advance(100.0);
-        assert!(!note_rate_limited(&mut s, &l, "b-1", c.now()));
+        assert!(!note_rate_limited(
+            &mut s,
+            &l,
+            "b-1",
+            c.now(),
+            l.backoff_429
+        ));
         c.advance(100.0);
-        assert!(note_rate_limited(&mut s, &l, "c-1", c.now()));
+        assert!(note_rate_limited(&mut s, &l, "c-1", c.now(), l.backoff_429));
         assert_eq!(
             gate(&mut s, &l, "d-1", c.now() + 1.0),
             Gate::Skip(Hold::BreakerOpen)
@@ -171,7 +178,13 @@ pub(crate) mod tests {
     fn slow_429s_do_not_trip_the_breaker() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         for i in 0..10 {
-            assert!(!note_rate_limited(&mut s, &l, &format!("s-{i}"), c.now()));
+            assert!(!note_rate_limited(
+                &mut s,
+                &l,
+                &format!("s-{i}"),
+                c.now(),
+                l.backoff_429
+            ));
             c.advance(301.0);
         }
     }

@@ -116,7 +116,7 @@ mod tests {
         let (l, c, mut s) = (lim(), FakeClock::at(10_000.0), State::default());
         reserve(&mut s, &l, "old-1", c.now() - 400.0);
         reserve(&mut s, &l, "new-1", c.now() - 10.0);
-        note_rate_limited(&mut s, &l, "new-1", c.now());
+        note_rate_limited(&mut s, &l, "new-1", c.now(), l.backoff_429);
         may_escalate(&mut s, &l, Some("old-1"), "rate-limit", c.now() - 4000.0);
         may_escalate(&mut s, &l, Some("new-1"), "rate-limit", c.now() - 10.0);
         prune_state(&mut s, &l, c.now());
@@ -254,9 +254,9 @@ mod tests {
 
     #[test]
     fn a_usage_limit_backoff_lasts_its_retry_time_and_no_more() {
-        use crate::decide::notes::note_rate_limited_for;
+        use crate::decide::notes::note_rate_limited;
         let (l, c, mut s) = (lim(), FakeClock::at(200_000.0), State::default());
-        note_rate_limited_for(&mut s, &l, ID, c.now(), 7_200.0);
+        note_rate_limited(&mut s, &l, ID, c.now(), 7_200.0);
         c.advance(5.0);
         prune_state(&mut s, &l, c.now());
         assert_eq!(
