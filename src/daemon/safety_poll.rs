@@ -321,24 +321,18 @@ impl Daemon {
         let tz = jiff::tz::TimeZone::system();
         let backoff = usage_limit::backoff(detail, now, &tz, lim.backoff_429);
         self.ctx.back_off_rate_limited(&s.id, now, backoff);
-        let shown = if detail.is_empty() {
-            "no retry time given".to_owned()
+        let retry = if detail.is_empty() {
+            "no retry time given"
         } else {
-            crate::text::printable(detail, 80)
+            detail
         };
         log::warn!(
-            "{} ({}) is at its usage limit ({shown}); backing off {backoff:.0}s, no restart before then",
+            "{} ({}) is at its usage limit ({}); backing off {backoff:.0}s, no restart before then",
             s.id,
-            s.title
+            s.title,
+            crate::text::printable(retry, 80)
         );
-        let reason = format!(
-            "usage-limit: {}",
-            if detail.is_empty() {
-                "no retry time given"
-            } else {
-                detail
-            }
-        );
+        let reason = format!("usage-limit: {retry}");
         let mut rec = self.ctx.record(s, RestartAction::RateLimited, Some(reason));
         rec.backoff_s = Some(backoff);
         self.ctx.records.restart(&rec);
