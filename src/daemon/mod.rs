@@ -117,11 +117,6 @@ pub(crate) fn run_with(
     // Before the first tick: the pane sample's flags follow it.
     cli.read_version(clock.now());
     let mut daemon = Daemon::new(cfg, flags, deck, clock.clone(), shutdown.clone())?;
-    if !flags.once {
-        daemon
-            .threads
-            .push(version_reread::spawn(cli, clock, shutdown)?);
-    }
     if flags.once {
         daemon.tick();
         // Read while the CLI may still be called: finish() shuts it down.
@@ -129,6 +124,8 @@ pub(crate) fn run_with(
         daemon.finish();
         daemon.print_pass_summary(flags.json, others)?;
     } else {
+        let reread = version_reread::spawn(cli, clock, shutdown)?;
+        daemon.threads.push(reread);
         daemon.serve(cfg, reload)?;
     }
     log::info!("agent-deck-watchdog stopped");
