@@ -291,20 +291,17 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
         }
     }
 
-    /// Waits for an exit, shutdown or `timeout`; false on shutdown. After an exit it waits a moment for more (one kill-server,
-    /// one round).
+    /// Waits for an exit, shutdown or `timeout`; false on shutdown. After an
+    /// exit it waits a moment for more (one kill-server, one round).
     fn wait(&mut self, timeout: Duration) -> bool {
-        match self.kernel.wait(timeout) {
-            Woken::Shutdown => return false,
-            Woken::TimedOut => return true,
-            Woken::Exited(pids) => self.exited.extend(pids),
-        }
-        for _ in 0..MAX_SETTLE {
-            match self.kernel.wait(SETTLE) {
+        let mut wait = timeout;
+        for _ in 0..=MAX_SETTLE {
+            match self.kernel.wait(wait) {
                 Woken::Shutdown => return false,
-                Woken::TimedOut => break,
+                Woken::TimedOut => return true,
                 Woken::Exited(pids) => self.exited.extend(pids),
             }
+            wait = SETTLE;
         }
         true
     }
