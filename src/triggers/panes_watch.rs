@@ -71,6 +71,15 @@ pub(crate) struct WatchStatus {
     pub why_not: Option<String>,
 }
 
+impl WatchStatus {
+    fn not_armed(why: &str) -> WatchStatus {
+        WatchStatus {
+            why_not: Some(why.to_owned()),
+            ..WatchStatus::default()
+        }
+    }
+}
+
 /// Shared between the safety tick (which hands over the map), the watch
 /// thread (which publishes its status) and the ticker (which follows it).
 /// Never held across a call. A new map is taken at the watch's next round
@@ -89,12 +98,8 @@ pub(crate) struct PaneShare {
 impl PaneShare {
     pub(crate) fn new(why_not: &str) -> PaneShare {
         let (armed_tx, armed_rx) = crossbeam_channel::bounded(1);
-        let status = WatchStatus {
-            why_not: Some(why_not.to_owned()),
-            ..WatchStatus::default()
-        };
         PaneShare {
-            inner: Mutex::new((None, status)),
+            inner: Mutex::new((None, WatchStatus::not_armed(why_not))),
             restarting: AtomicUsize::new(0),
             armed_tx,
             armed_rx,
@@ -525,11 +530,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
             log::info!("pane watch not armed: {why}; the safety poll runs at its own interval");
             self.said = Some(why.to_owned());
         }
-        self.share.publish(WatchStatus {
-            armed: false,
-            covered: 0,
-            why_not: Some(why.to_owned()),
-        });
+        self.share.publish(WatchStatus::not_armed(why));
     }
 
     /// The watch cannot work here at all: said once, and published; the
@@ -541,11 +542,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
         log::warn!(
             "pane watch off: {why}; deaths are seen by hooks and the safety poll as without it"
         );
-        self.share.publish(WatchStatus {
-            armed: false,
-            covered: 0,
-            why_not: Some(why.to_owned()),
-        });
+        self.share.publish(WatchStatus::not_armed(why));
     }
 }
 
@@ -563,10 +560,7 @@ pub(crate) fn spawn(
             log::warn!(
                 "pane watch off: {e}; deaths are seen by hooks and the safety poll as without it"
             );
-            share.publish(WatchStatus {
-                why_not: Some(e.to_string()),
-                ..WatchStatus::default()
-            });
+            share.publish(WatchStatus::not_armed(&e.to_string()));
             return Ok(None);
         }
     };
