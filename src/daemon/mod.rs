@@ -393,7 +393,7 @@ impl Daemon {
         let hooks = batch.hooks.iter().map(|id| (id, false));
         let later = due.iter().chain(&retries).map(|id| (id, true));
         for (id, retry) in hooks.chain(later) {
-            if self.hook_finds_error(id, retry) {
+            if self.check_finds_error(id, retry, true).is_some() {
                 // A dead pane may be one of many (a tmux server died): look
                 // at the whole fleet now, so a cascade is seen before any
                 // restart starts.
@@ -452,17 +452,11 @@ impl Daemon {
         true
     }
 
-    /// A hook file for `id` was written (`retry`: a deferred check coming
-    /// back): checks the session unless the agent reported itself alive or
-    /// the per-session gap defers it. True when it is in error: the fleet
-    /// then needs a full look.
-    fn hook_finds_error(&mut self, id: &str, retry: bool) -> bool {
-        self.check_finds_error(id, retry, true).is_some()
-    }
-
-    /// The status check of [`Self::hook_finds_error`]; `from_hook`: a hook
-    /// file that says the agent is alive ends it without a call, and the
-    /// per-session gap paces it. The show, when it says `error`.
+    /// The status check of `id` (`retry`: a deferred check coming back).
+    /// `from_hook`: a hook file for it was written, and one that says the
+    /// agent is alive ends the check without a call, and the per-session gap
+    /// paces it. The show, when it says `error`: the fleet then needs a
+    /// full look.
     fn check_finds_error(&mut self, id: &str, retry: bool, from_hook: bool) -> Option<Live> {
         if self.fleet.needs_refresh_for(id) && !self.refresh_fleet_if_stale() && !retry {
             // The list was read less than a second ago, maybe before the
