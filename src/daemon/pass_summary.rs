@@ -120,12 +120,13 @@ pub(crate) struct Critical {
     pub did: Did,
 }
 
-/// Another listed session (`--verbose`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Another listed session (`--verbose`), serialized as its JSON form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Other {
     pub title: String,
     pub id: String,
     pub profile: String,
+    #[serde(serialize_with = "status_json")]
     pub status: Option<Status>,
 }
 
@@ -153,25 +154,21 @@ struct CriticalJson<'a> {
 }
 
 #[derive(Serialize)]
-struct OtherJson<'a> {
-    title: &'a str,
-    id: &'a str,
-    profile: &'a str,
-    status: &'a str,
-}
-
-#[derive(Serialize)]
 struct PassJson<'a> {
     dry_run: bool,
     sessions_listed: usize,
     sessions_critical: usize,
     critical: Vec<CriticalJson<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    others: Option<Vec<OtherJson<'a>>>,
+    others: Option<&'a [Other]>,
 }
 
 fn status_word(s: Option<Status>) -> &'static str {
     s.map_or("unread", Status::as_str)
+}
+
+fn status_json<S: serde::Serializer>(s: &Option<Status>, to: S) -> Result<S::Ok, S::Error> {
+    to.serialize_str(status_word(*s))
 }
 
 /// The summary as one JSON object and a newline.
@@ -185,22 +182,12 @@ pub(crate) fn json(p: &Pass) -> String {
         action: c.did.word(),
         reason: c.did.reason(),
     });
-    let others = p.others.as_ref().map(|o| {
-        o.iter()
-            .map(|o| OtherJson {
-                title: &o.title,
-                id: &o.id,
-                profile: &o.profile,
-                status: status_word(o.status),
-            })
-            .collect()
-    });
     let out = PassJson {
         dry_run: p.dry_run,
         sessions_listed: p.listed,
         sessions_critical: p.critical.len(),
         critical: critical.collect(),
-        others,
+        others: p.others.as_deref(),
     };
     serde_json::to_string(&out).unwrap_or_else(|_| "{}".into()) + "\n"
 }
