@@ -49,34 +49,6 @@ fn started(wd: &Wd) -> (PaneHost, i32, Daemon) {
     (host, pid, d)
 }
 
-/// How many pidfds the daemon holds (Linux: `anon_inode:[pidfd]`).
-fn pidfds(d: &Daemon) -> usize {
-    let Ok(fds) = fs::read_dir(format!("/proc/{}/fd", d.pid())) else {
-        return 0;
-    };
-    fds.filter_map(|e| fs::read_link(e.ok()?.path()).ok())
-        .filter(|t| t.to_string_lossy().contains("pidfd"))
-        .count()
-}
-
-/// Waits until the watch holds a pidfd on the pane and on the server;
-/// false when the kernel refused them (ENOSYS, EPERM in a sandbox), which
-/// the daemon must then say.
-fn armed(d: &Daemon) -> bool {
-    let said = |d: &Daemon| d.stderr().contains("pane watch off");
-    let settled = wait_until(Duration::from_secs(10), || pidfds(d) >= 2 || said(d));
-    assert!(
-        settled,
-        "the watch never armed nor said why; stderr:\n{}",
-        d.stderr()
-    );
-    if pidfds(d) >= 2 {
-        return true;
-    }
-    assert!(d.stderr().contains("safety poll"), "{}", d.stderr());
-    false
-}
-
 /// The agent-deck calls (not tmux's) logged from `from` on.
 fn deck_calls(wd: &Wd, from: usize) -> Vec<Vec<String>> {
     let calls = wd.sim.calls().into_iter().skip(from);
@@ -87,7 +59,7 @@ fn deck_calls(wd: &Wd, from: usize) -> Vec<Vec<String>> {
 fn a_killed_pane_is_restarted_from_one_show_with_the_kernel_s_proof_recorded() {
     let wd = installed("auto");
     let (_host, pid, d) = started(&wd);
-    if !armed(&d) {
+    if !wd.pane_watch_armed(&d) {
         return;
     }
     let from = wd.sim.calls().len();
@@ -129,7 +101,7 @@ fn a_killed_pane_is_restarted_from_one_show_with_the_kernel_s_proof_recorded() {
 fn a_stopped_session_whose_pane_went_is_never_restarted() {
     let wd = installed("auto");
     let (_host, _pid, d) = started(&wd);
-    if !armed(&d) {
+    if !wd.pane_watch_armed(&d) {
         return;
     }
     let from = wd.sim.calls().len();

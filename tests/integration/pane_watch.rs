@@ -20,13 +20,6 @@ const SLOW_POLL_S: &str = "30";
 /// How soon a death the watch saw must have been restarted: well before
 /// the 30 s poll.
 const SEEN_WITHIN: Duration = Duration::from_secs(8);
-/// How long the watch may take to cover the fleet after the first tick.
-const ARM_WITHIN: Duration = Duration::from_secs(10);
-/// What the ticker says when the watch covers every critical session.
-const ARMED_LINE: &str = "the pane watch covers every critical session";
-/// What the watch says when the kernel gives it no handle.
-const OFF_LINE: &str = "pane watch off:";
-
 /// Conductor `i`: its id, and its tmux name as agent-deck gives it.
 fn ids(i: usize) -> (String, String) {
     (
@@ -60,28 +53,6 @@ fn watched(sessions: Vec<Value>) -> Wd {
     wd
 }
 
-/// Waits until the watch covers every critical session (true), or, when
-/// the kernel gave no pidfd, checks that the daemon said why and did not
-/// claim to be armed (false).
-fn armed(wd: &Wd, d: &Daemon) -> bool {
-    let said = wait_until(ARM_WITHIN, || {
-        let err = d.stderr();
-        err.contains(ARMED_LINE) || err.contains(OFF_LINE)
-    });
-    let err = d.stderr();
-    assert!(said, "the watch never armed nor said why: {err}");
-    if err.contains(OFF_LINE) {
-        assert!(!err.contains(ARMED_LINE), "{err}");
-        assert!(
-            err.contains("deaths are seen by hooks and the safety poll"),
-            "{err}"
-        );
-        return false;
-    }
-    wd.wait_for_first_tick();
-    true
-}
-
 /// Waits until `n` `session restart` calls were made, within `SEEN_WITHIN`
 /// of `since`, and `ours` of them made and verified by the daemon.
 fn restarted_soon(wd: &Wd, d: &Daemon, n: usize, ours: usize, since: Instant) {
@@ -102,14 +73,14 @@ fn seen(id: &str, proof: &str) -> String {
     format!("pane watch: {id} ({proof}) dead")
 }
 
-/// The simulator as tmux, run by the test (the way an operator's
-/// `tmux kill-session` reaches the fleet's server).
 /// The daemon's log says the pane watch saw `id` die with `proof`.
 fn assert_seen(d: &Daemon, id: &str, proof: &str) {
     let log = d.stderr();
     assert!(log.contains(&seen(id, proof)), "{log}");
 }
 
+/// The simulator as tmux, run by the test (the way an operator's
+/// `tmux kill-session` reaches the fleet's server).
 fn kill_session(wd: &Wd, name: &str) {
     let out = wd.sim.run(&[
         "tmux",
@@ -148,7 +119,7 @@ fn watched_one(session: Value, args: &[&str]) -> Option<Watched> {
     let (id, name) = ids(0);
     let pid = wd.sim.wait_for_panes(&[&name])[&name];
     let d = wd.spawn(args);
-    armed(&wd, &d).then_some(Watched {
+    wd.pane_watch_armed(&d).then_some(Watched {
         d,
         _host: host,
         wd,
@@ -215,7 +186,7 @@ fn a_killed_tmux_server_is_one_cascade_then_serial_revives() {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     wd.sim.wait_for_panes(&names);
     let d = wd.spawn(&[]);
-    if !armed(&wd, &d) {
+    if !wd.pane_watch_armed(&d) {
         return;
     }
     let killed = Instant::now();
@@ -424,7 +395,7 @@ fn armed_the_status_says_so_with_the_count_and_the_poll_slows_to_the_armed_inter
     let _host = wd.sim.pane_host();
     wd.sim.wait_for_panes(&[&ids(0).1, &ids(1).1]);
     let d = wd.spawn(&[]);
-    if !armed(&wd, &d) {
+    if !wd.pane_watch_armed(&d) {
         return;
     }
     let file = || -> Value {
@@ -464,7 +435,7 @@ fn after_our_restart_renames_the_tmux_session_the_next_death_is_still_seen() {
     let (id, name) = ids(0);
     wd.sim.wait_for_panes(&[&name]);
     let d = wd.spawn(&[]);
-    if !armed(&wd, &d) {
+    if !wd.pane_watch_armed(&d) {
         return;
     }
     kill_session(&wd, &name);
@@ -487,13 +458,13 @@ fn after_our_restart_renames_the_tmux_session_the_next_death_is_still_seen() {
         .filter(|c| c.argv.iter().any(|a| a == "list"))
         .collect();
     assert!(lists.is_empty(), "{lists:?}\n{}", d.stderr());
+    // The renamed pane's death is the kernel's to see. (The first, a
+    // kill-session, may be seen either way: tmux drops the name before the
+    // agent exits of its SIGHUP.)
+    let before = d.stderr().len();
     let killed = Instant::now();
     kill(pid, libc::SIGKILL);
     restarted_soon(&wd, &d, 2, 2, killed);
-    assert_eq!(
-        d.stderr().matches(&seen(&id, "process_exited")).count(),
-        2,
-        "{}",
-        d.stderr()
-    );
+    let after = d.stderr()[before..].to_owned();
+    assert!(after.contains(&seen(&id, "process_exited")), "{after}");
 }

@@ -215,6 +215,32 @@ impl Wd {
         );
     }
 
+    /// Waits until the pane watch covers every critical session, as the
+    /// ticker says once the reuse guard kept each pid (true), or, when the
+    /// kernel gave no pidfd (ENOSYS, EPERM in a sandbox), checks that the
+    /// daemon said why and did not claim to be armed (false). An open
+    /// pidfd alone is no proof: the guard's second listing comes after it.
+    pub(crate) fn pane_watch_armed(&self, d: &Daemon) -> bool {
+        const ARMED: &str = "the pane watch covers every critical session";
+        const OFF: &str = "pane watch off:";
+        let said = wait_until(Duration::from_secs(10), || {
+            let err = d.stderr();
+            err.contains(ARMED) || err.contains(OFF)
+        });
+        let err = d.stderr();
+        assert!(said, "the watch never armed nor said why: {err}");
+        if err.contains(OFF) {
+            assert!(!err.contains(ARMED), "{err}");
+            assert!(
+                err.contains("deaths are seen by hooks and the safety poll"),
+                "{err}"
+            );
+            return false;
+        }
+        self.wait_for_first_tick();
+        true
+    }
+
     /// Waits until the daemon has finished its first safety poll: the poll
     /// has begun and its `daemon-status.json`, written at its end, is there
     /// (what `drill` and `status` read).
