@@ -15,11 +15,9 @@
 use crate::act::context::Context;
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume};
-use crate::decide::cascade;
 use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
-use crate::decide::stale_hook;
-use crate::decide::{dedup, gates, notes, refusal, stop};
+use crate::decide::{cascade, dedup, gates, notes, refusal, stale_hook, stop};
 use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure, SpawnReason};
 use crate::fleet::session::{Session, Status};
 use crate::records::audit::{LivenessRecord, RestartRecord};

@@ -25,10 +25,8 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::fleet::listing::{ListReader, Row, RowTally, Shape};
-pub(crate) use crate::fleet::parse::Delivery;
-pub(crate) use crate::fleet::parse::RestartAnswer;
 use crate::fleet::parse::{self, Garbage};
-pub(crate) use crate::fleet::parse::{SpawnFailure, SpawnReason};
+pub(crate) use crate::fleet::parse::{Delivery, RestartAnswer, SpawnFailure, SpawnReason};
 use crate::fleet::session::Live;
 use crate::fleet::version::Version;
 use crate::fleet::version_watch::{suggests_new_binary, VersionWatch};

@@ -14,8 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::deck_files;
-use crate::config::Config;
+use crate::config::{deck_files, Config};
 use crate::spelled::spelled;
 use crate::sys::fs::{read_text, SMALL_FILE_MAX};
 use crate::sys::process::{self, Cmd, RunError};

@@ -15,8 +15,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::config::deck_files;
-use crate::config::Config;
+use crate::config::{deck_files, Config};
 use crate::decide::book::State;
 use crate::decide::gates::{self, Gate};
 use crate::decide::limits::Limits;

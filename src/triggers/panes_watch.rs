@@ -28,8 +28,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
-use crate::fleet::panes::Proof;
-use crate::fleet::panes::{ListError, Listing, PaneSource};
+use crate::fleet::panes::{ListError, Listing, PaneSource, Proof};
 use crate::sys::pid_watch::{ArmError, PidWatch, Woken};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::event_queue::{EventQueue, Trigger};
