@@ -55,7 +55,7 @@ spelled! {
         /// Many critical sessions in error at once: settle, then revive.
         CascadeDetected = "cascade-detected",
         /// A `list --all` suddenly holds none of the critical sessions it
-        /// held (see [`crate::decide::vanish`]).
+        /// held (see `decide::vanish`).
         FleetVanished = "fleet-vanished",
         TaskRetry = "task-retry",
         TaskExhausted = "task-exhausted",
