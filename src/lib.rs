@@ -37,7 +37,8 @@
 //!
 //! Single files at the root are leaves every room may use: `error.rs`,
 //! `text.rs` (printable text), `digest.rs`, `spelled.rs`; `demo.rs` is the
-//! `demo` command.
+//! `demo` command, and `testing.rs` (test code only) the input generators
+//! the property tests share.
 
 pub(crate) mod act;
 pub(crate) mod alert;
