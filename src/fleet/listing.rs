@@ -210,21 +210,20 @@ impl<'f> ListReader<'f> {
     /// length once it was used or skipped, `None` while it is open.
     fn row_at(&mut self, bytes: &[u8], whole: bool) -> Result<Option<usize>, String> {
         let bytes = &bytes[..bytes.len().min(MAX_ROW_BYTES)];
-        Ok(
-            match wire::element(bytes, self.shape == Shape::Profile, whole) {
-                Element::Row(row, len) => {
-                    self.tally.rows += 1;
-                    (self.each)(&row);
-                    Some(len)
-                }
-                Element::Skip(id, why, len) => {
-                    self.skip(id.as_deref(), why);
-                    Some(len)
-                }
-                Element::Open => None,
-                Element::Broken(why) => return Err(why),
-            },
-        )
+        let len = match wire::element(bytes, self.shape == Shape::Profile, whole) {
+            Element::Row(row, len) => {
+                self.tally.rows += 1;
+                (self.each)(&row);
+                len
+            }
+            Element::Skip(id, why, len) => {
+                self.skip(id.as_deref(), why);
+                len
+            }
+            Element::Open => return Ok(None),
+            Element::Broken(why) => return Err(why),
+        };
+        Ok(Some(len))
     }
 
     /// Reads the cut row once its end arrived (skipped unread when it is too
