@@ -818,6 +818,27 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn a_usage_limit_that_is_the_breakers_third_hit_opens_it_with_one_alert() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut script = fleet("error");
+        let row = format!(
+            r#"[{{"id":"{COND}","title":"conductor-ops","profile":"default","status":"error","substate":"usage-limit"}}]"#
+        );
+        script.lists = [("default".to_owned(), row)].into();
+        script.shows = [live(Status::Error)].into();
+        let deck = Arc::new(FakeDeck::new(script));
+        let (mut d, _clock) = daemon_and_clock(tmp.path(), deck.clone());
+        d.ctx.state.lock().ran.insert(COND.into());
+        d.ctx.state.lock().breaker_hits = vec![NOW - 20.0, NOW - 10.0];
+        d.tick();
+        d.tick();
+        d.finish();
+        assert!(d.ctx.state.lock().breaker_open_until > NOW);
+        assert_eq!(severities(tmp.path()), ["circuit-breaker"]);
+        assert_eq!(deck.count("restart"), 0);
+    }
+
+    #[test]
     fn a_conductor_at_its_usage_limit_is_backed_off_once_and_restarted_only_after() {
         let tmp = tempfile::tempdir().unwrap();
         let mut script = fleet("error");
