@@ -163,6 +163,15 @@ impl PaneShare {
         }
     }
 
+    /// The watch cannot work here at all (no pidfd, no kqueue): said, and
+    /// published for the ticker and `status`.
+    fn turn_off(&self, why: &str) {
+        log::warn!(
+            "pane watch off: {why}; deaths are seen by hooks and the safety poll as without it"
+        );
+        self.publish(WatchStatus::not_armed(why));
+    }
+
     /// Sets what the watch covers, as a round would.
     #[cfg(test)]
     pub(crate) fn set_armed(&self, armed: bool) {
@@ -538,10 +547,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
         for c in std::mem::take(&mut self.covered).into_values() {
             self.kernel.disarm(c.pid);
         }
-        log::warn!(
-            "pane watch off: {why}; deaths are seen by hooks and the safety poll as without it"
-        );
-        self.share.publish(WatchStatus::not_armed(why));
+        self.share.turn_off(why);
     }
 }
 
@@ -556,10 +562,7 @@ pub(crate) fn spawn(
     let kernel = match PidWatch::new(shutdown.clone()) {
         Ok(k) => k,
         Err(e) => {
-            log::warn!(
-                "pane watch off: {e}; deaths are seen by hooks and the safety poll as without it"
-            );
-            share.publish(WatchStatus::not_armed(&e.to_string()));
+            share.turn_off(&e.to_string());
             return Ok(None);
         }
     };
