@@ -143,26 +143,19 @@ pub(crate) mod tests {
         assert!(first_in_episode(&mut s, ID, Severity::AuthHold));
     }
 
+    /// A 429 boot of `id`, backed off `API_429_BACKOFF_S`.
+    fn boot_429(s: &mut State, l: &Limits, id: &str, now: f64) -> bool {
+        note_rate_limited(s, l, id, now, l.backoff_429)
+    }
+
     #[test]
     fn breaker_opens_on_the_third_429_and_closes_after_the_pause() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
-        assert!(!note_rate_limited(
-            &mut s,
-            &l,
-            "a-1",
-            c.now(),
-            l.backoff_429
-        ));
+        assert!(!boot_429(&mut s, &l, "a-1", c.now()));
         c.advance(100.0);
-        assert!(!note_rate_limited(
-            &mut s,
-            &l,
-            "b-1",
-            c.now(),
-            l.backoff_429
-        ));
+        assert!(!boot_429(&mut s, &l, "b-1", c.now()));
         c.advance(100.0);
-        assert!(note_rate_limited(&mut s, &l, "c-1", c.now(), l.backoff_429));
+        assert!(boot_429(&mut s, &l, "c-1", c.now()));
         assert_eq!(
             gate(&mut s, &l, "d-1", c.now() + 1.0),
             Gate::Skip(Hold::BreakerOpen)
@@ -178,13 +171,7 @@ pub(crate) mod tests {
     fn slow_429s_do_not_trip_the_breaker() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         for i in 0..10 {
-            assert!(!note_rate_limited(
-                &mut s,
-                &l,
-                &format!("s-{i}"),
-                c.now(),
-                l.backoff_429
-            ));
+            assert!(!boot_429(&mut s, &l, &format!("s-{i}"), c.now()));
             c.advance(301.0);
         }
     }
