@@ -6,9 +6,10 @@
 //! the top-level array is read by serde where it lies in the piece
 //! (`wire::element`, which also says why a row is no session); only an
 //! element cut by the end of a piece is copied, up to its end, which
-//! `ElementEnd` finds by following brackets and strings, and then read. No `serde_json::Value` is built and the
-//! answer is never held whole: memory is one piece and one row, bounded by
-//! [`MAX_ROW_BYTES`], plus what the caller keeps of each row.
+//! `ElementEnd` finds by following brackets and strings, and then read. No
+//! `serde_json::Value` is built and the answer is never held whole: memory
+//! is one piece and one row, bounded by [`MAX_ROW_BYTES`], plus what the
+//! caller keeps of each row.
 //!
 //! What counts as what, whatever the pieces:
 //! - a row that is valid JSON but not a usable session (not an object, no

@@ -7,11 +7,11 @@
 //! absent. A row of `list --all`, which has no live keys, skips them too,
 //! whatever their type. A row without an `id`, with a used key of the wrong
 //! type, or with a used string that is not UTF-8 is no session, and
-//! [`element`] says why, with serde's complaint; the keys newer releases added
-//! that the daemon reads (`tool`, `substate_detail`: CHANGELOG 1.16.11), and
-//! `tmux_session` (the pane watch's key, which only the live answers carry),
-//! are [`Loose`] instead, so a value of the wrong type reads as absent and never
-//! costs the row. Pure decoding: no I/O, no decision, but one line the first
+//! [`element`] says why, with serde's complaint; the keys newer releases
+//! added that the daemon reads (`tool`, `substate_detail`: CHANGELOG
+//! 1.16.11), and `tmux_session` (the pane watch's key, which only the live
+//! answers carry), are [`Loose`] instead, so a value of the wrong type reads
+//! as absent and never costs the row. Pure decoding: no I/O, no decision, but one line the first
 //! time a substate this watchdog does not know is read.
 
 use std::borrow::Cow;
