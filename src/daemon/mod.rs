@@ -37,6 +37,7 @@ use crate::config::PaneWatch as PaneWatchMode;
 use crate::daemon::pass_summary::{Did, Pass, PassNotes};
 use crate::daemon::sd_notify::SdNotify;
 use crate::decide::gates::Hold;
+use crate::decide::route::{route, Death, DeathPath, Deaths, Route};
 use crate::decide::{cascade, refusal};
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
@@ -334,110 +335,89 @@ impl Daemon {
         Ok(())
     }
 
-    /// One batch of triggers; false when there was nothing to do. At most one
-    /// full tick runs per batch: a tick reads every status, so the hooks of
-    /// a batch that ticked need no checks of their own, and the first hook
-    /// that finds its session in error ends the batch with a tick. Several
-    /// panes dead at once (a tmux server died) go straight to a tick, which
-    /// sees the cascade before any restart starts. One dead pane takes the
-    /// hook's check; in error, a death the kernel proved takes the short
-    /// path ([`Self::short_path`]), any other a tick.
+    /// One batch of triggers, where [`route`] sends it; false when there was
+    /// nothing to do.
     fn handle(&mut self, batch: Batch) -> bool {
         let now = self.ctx.clock.now();
         let due = self.hook_pacing.due(now);
         // A retry after a freshness refusal is looked at as a hook is.
         let retries = refusal::take_due(&mut self.ctx.state.lock(), now);
-        let revive =
-            cascade::revive_tick_in(&self.ctx.state.lock(), self.hook_pacing.last_tick(), now);
-        if self.hook_pacing.tick_due(batch.tick, batch.rescan, now) || revive == Some(0.0) {
-            // A single death the kernel proved keeps its short path when a
-            // tick is due with it (the watch losing that session makes the
-            // ticker's next tick due at once): first the death, then the tick.
-            if let Some((id, &Proof::ProcessExited)) = batch.panes.iter().next() {
-                if batch.panes.len() == 1 {
-                    if let Some(shown) = self.pane_finds_error(id, Proof::ProcessExited) {
-                        self.short_path(id, shown);
-                    }
+        let (revive, deaths) = {
+            let st = self.ctx.state.lock();
+            let deaths = Deaths {
+                episode: st.cascade.is_some(),
+                last_died: self.last_died,
+                in_flight: st.in_flight.len(),
+                threshold: self.ctx.limits.cascade_threshold,
+            };
+            (
+                cascade::revive_tick_in(&st, self.hook_pacing.last_tick(), now),
+                deaths,
+            )
+        };
+        let tick = self.hook_pacing.tick_due(batch.tick, batch.rescan, now) || revive == Some(0.0);
+        match route(&batch, tick, &due, &retries, deaths) {
+            Route::Idle => return false,
+            Route::Tick { first } => {
+                if let Some(death) = first {
+                    self.pane_died(&death);
                 }
             }
-            self.tick();
-            return true;
-        }
-        if batch.panes.len() > 1 {
-            let ids: Vec<&str> = batch.panes.keys().map(String::as_str).collect();
-            log::info!(
+            Route::PanesDied(ids) => log::info!(
                 "pane watch: {} panes died at once ({}); polling the fleet now",
                 ids.len(),
                 ids.join(", ")
-            );
-            self.tick();
-            return true;
+            ),
+            Route::Check { death, checks } => match death.and_then(|d| self.pane_died(&d)) {
+                Some(false) => return true,
+                Some(true) => {}
+                None => {
+                    let Some(id) = checks
+                        .iter()
+                        .find(|(id, retry)| self.check_finds_error(id, *retry, true).is_some())
+                        .map(|(id, _)| id)
+                    else {
+                        return true;
+                    };
+                    log::info!("hook for {id}: in error; polling the fleet now");
+                }
+            },
         }
-        for (id, proof) in &batch.panes {
-            let Some(shown) = self.pane_finds_error(id, *proof) else {
-                continue;
-            };
-            if *proof == Proof::ProcessExited && self.short_path(id, shown) {
-                return true;
-            }
-            log::info!("pane of {id} died: in error; polling the fleet now");
-            self.tick();
-            return true;
-        }
-        let worked = !batch.hooks.is_empty()
-            || !due.is_empty()
-            || !retries.is_empty()
-            || !batch.panes.is_empty();
-        let hooks = batch.hooks.iter().map(|id| (id, false));
-        let later = due.iter().chain(&retries).map(|id| (id, true));
-        for (id, retry) in hooks.chain(later) {
-            if self.check_finds_error(id, retry, true).is_some() {
-                // A dead pane may be one of many (a tmux server died): look
-                // at the whole fleet now, so a cascade is seen before any
-                // restart starts.
-                log::info!("hook for {id}: in error; polling the fleet now");
-                self.tick();
-                break;
-            }
-        }
-        worked
+        self.tick();
+        true
     }
 
-    /// The pane watch saw the pane of `id` die (`proof`: how): the hook's
-    /// check, but a hook file's "running" (written before the death) is no
-    /// answer, and it is neither deferred nor paced (the watch tells each
-    /// death once, so it never comes back as a hook check). The show, when
-    /// agent-deck says `error`.
-    fn pane_finds_error(&mut self, id: &str, proof: Proof) -> Option<Live> {
-        log::debug!("pane of {id} died ({proof}); checking its status");
-        self.check_finds_error(id, true, false)
+    /// The pane watch saw the pane of `death.id` die: the hook's check, but
+    /// a hook file's "running" (written before the death) is no answer, and
+    /// it is neither deferred nor paced (the watch tells each death once, so
+    /// it never comes back as a hook check). `None` when it is not in
+    /// `error`; else whether its [`DeathPath`] polls the fleet now.
+    fn pane_died(&mut self, death: &Death) -> Option<bool> {
+        let id = &death.id;
+        log::debug!("pane of {id} died ({}); checking its status", death.proof);
+        let shown = self.check_finds_error(id, true, false)?;
+        match death.path {
+            DeathPath::Short => {
+                self.short_path(id, shown);
+                return Some(false);
+            }
+            DeathPath::CascadeCheck { dead } => log::info!(
+                "pane of {id} died with {dead} other critical session(s) known dead: polling the fleet for the cascade check"
+            ),
+            DeathPath::Poll => {}
+        }
+        log::info!("pane of {id} died: in error; polling the fleet now");
+        Some(true)
     }
 
     /// SPEC §5.3's short path for a death the kernel proved, which `shown`
     /// (the one `session show`) found in error: the holds and gates run on
     /// the daemon's own state, with no full tick, no list and no further
-    /// call, and the restart job carries the proof and the show. The
-    /// cascade count is the dead already known (the last full tick's, or
-    /// the restarts queued since, whichever is more) plus this one: if that
-    /// reaches the threshold, or an episode is under way, false, and the
-    /// caller ticks (the cascade path reads every status). True when it
-    /// decided.
-    fn short_path(&mut self, id: &str, shown: Live) -> bool {
+    /// call, and the restart job carries the proof and the show.
+    fn short_path(&mut self, id: &str, shown: Live) {
         let Some(s) = self.fleet.get(id).cloned() else {
-            return false;
+            return;
         };
-        let threshold = self.ctx.limits.cascade_threshold;
-        let (episode, queued) = {
-            let st = self.ctx.state.lock();
-            (st.cascade.is_some(), st.in_flight.len())
-        };
-        let dead = self.last_died.max(queued);
-        if episode || dead + 1 >= threshold {
-            log::info!(
-                "pane of {id} died with {dead} other critical session(s) known dead: polling the fleet for the cascade check"
-            );
-            return false;
-        }
         log::info!(
             "pane of {id} died (its process exited) and agent-deck says error; deciding on its restart without a poll"
         );
@@ -447,7 +427,6 @@ impl Daemon {
             shown: shown.clone(),
         };
         self.act_on(&s, &shown, Some(verdict), Some(proven));
-        true
     }
 
     /// The status check of `id` (`retry`: a deferred check coming back).
