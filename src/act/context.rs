@@ -145,15 +145,20 @@ impl Context {
     /// opens the breaker.
     pub(crate) fn back_off_rate_limited(&self, id: &str, now: f64, backoff: f64) {
         let lim = &self.limits;
-        let tripped = notes::note_rate_limited(&mut self.state.lock(), lim, id, now, backoff);
-        if tripped {
-            let msg = format!(
-                "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
-                lim.breaker_threshold, lim.breaker_window, lim.breaker_pause
-            );
-            self.escalator
-                .escalate(Severity::CircuitBreaker, &msg, None, true);
+        if notes::note_rate_limited(&mut self.state.lock(), lim, id, now, backoff) {
+            self.breaker_opened();
         }
+    }
+
+    /// The one alert of a circuit breaker that a rate-limited boot opened.
+    pub(crate) fn breaker_opened(&self) {
+        let lim = &self.limits;
+        let msg = format!(
+            "circuit breaker open: {} API rate-limited boots within {:.0}s — pausing every restart for {:.0}s",
+            lim.breaker_threshold, lim.breaker_window, lim.breaker_pause
+        );
+        self.escalator
+            .escalate(Severity::CircuitBreaker, &msg, None, true);
     }
 
     /// The probe of `s`, whose first read is `first` when one was made.

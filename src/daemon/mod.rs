@@ -12,6 +12,7 @@
 //! (`pass_summary.rs`). The daemon's own plumbing lives here too: its log
 //! output (`logging.rs`) and systemd's notify protocol (`sd_notify.rs`).
 
+mod executor;
 mod fleet_list;
 mod hook_pacing;
 pub(crate) mod logging;
@@ -36,8 +37,8 @@ use crate::config::Config;
 use crate::config::PaneWatch as PaneWatchMode;
 use crate::daemon::pass_summary::{Did, Pass, PassNotes};
 use crate::daemon::sd_notify::SdNotify;
-use crate::decide::gates::Hold;
 use crate::decide::route::{route, Death, DeathPath, Deaths, Route};
+use crate::decide::verdict::{Episodes, Errored};
 use crate::decide::{cascade, refusal};
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
@@ -186,11 +187,9 @@ pub(crate) struct Daemon {
     panes: Arc<PaneShare>,
     /// Each critical session's tmux name, as the last readable rows gave it.
     tmux_names: BTreeMap<String, String>,
-    /// The gate that last held each session, so a hold is recorded once.
-    gate_skips: BTreeMap<String, Hold>,
-    /// Critical sessions found in error with no evidence that they ever
-    /// ran, in this error episode: their `session show` is not repeated.
-    never_started: BTreeSet<String>,
+    /// Each session's error episode: its hold, recorded once, and whether
+    /// it showed no evidence that it ever ran.
+    episodes: Episodes,
     /// Critical sessions that had died at the last full tick: the cascade
     /// count a kernel-proven death adds itself to.
     last_died: usize,
@@ -246,8 +245,7 @@ impl Daemon {
             hook_pacing: HookPacing::default(),
             panes,
             tmux_names: BTreeMap::new(),
-            gate_skips: BTreeMap::new(),
-            never_started: BTreeSet::new(),
+            episodes: Episodes::default(),
             last_died: 0,
             watching: None,
             pass: flags.once.then(PassNotes::default),
@@ -421,12 +419,13 @@ impl Daemon {
         log::info!(
             "pane of {id} died (its process exited) and agent-deck says error; deciding on its restart without a poll"
         );
-        let verdict = self.judge_errored(&s, &shown, true);
-        let proven = Proven {
+        let errored = self.judge_errored(&s, &shown, true);
+        let decided = self.decide(&s, Some(&shown), Some(errored));
+        let proven = (errored == Errored::Died).then_some(Proven {
             proof: Proof::ProcessExited,
-            shown: shown.clone(),
-        };
-        self.act_on(&s, &shown, Some(verdict), Some(proven));
+            shown,
+        });
+        self.carry_out(&s, &decided, proven);
     }
 
     /// The status check of `id` (`retry`: a deferred check coming back).
@@ -466,7 +465,10 @@ impl Daemon {
         self.sd_notify.alive();
         match self.ctx.deck.show(&s.profile, &s.id) {
             Ok(live) if live.status() == Status::Error => return Some(live),
-            Ok(live) => self.observe(&s, live.status()),
+            Ok(live) => {
+                let decided = self.decide(&s, Some(&live), None);
+                self.carry_out(&s, &decided, None);
+            }
             Err(e) => log::warn!(
                 "hook for {id}: status unreadable ({e}); the safety poll will look again"
             ),
@@ -487,19 +489,10 @@ impl Daemon {
         let critical = notes
             .critical
             .into_iter()
-            .map(|(s, status)| {
-                let noted = notes.did.get(&s.id).cloned();
-                let did = match noted {
-                    Some(Did::Queued) | None => records.get(&s.id).map_or_else(
-                        || {
-                            noted.unwrap_or_else(|| {
-                                Did::Unknown("its profile's list could not be read".into())
-                            })
-                        },
-                        |r| Did::of_record(&r.action, r.reason.as_deref(), r.dry_run),
-                    ),
-                    Some(did) => did,
-                };
+            .map(|(s, status, verdict)| {
+                let record = records.get(&s.id);
+                let record = record.map(|r| (&r.action, r.reason.as_deref(), r.dry_run));
+                let did = Did::of_verdict(&verdict, record);
                 pass_summary::Critical {
                     because: self.fleet.critical_reason(&s).unwrap_or_default(),
                     title: s.title,

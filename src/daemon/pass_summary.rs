@@ -4,11 +4,11 @@
 //! critical and what the pass did with it; `--verbose` adds the other
 //! sessions. Pure: the daemon gathers the [`Pass`], this file renders it.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
+use crate::decide::gates::Hold;
 use crate::decide::outcomes::RestartAction;
+use crate::decide::verdict::Verdict;
 use crate::fleet::session::{Session, Status};
 use crate::text::printable;
 
@@ -35,8 +35,34 @@ pub(crate) enum Did {
 }
 
 impl Did {
+    /// What the pass did with a session it gave `verdict`; a restart, or a
+    /// session it could not read, is what its last restart record says
+    /// (`record`: its action, reason and dry-run flag), if it has one.
+    pub(crate) fn of_verdict(
+        verdict: &Verdict,
+        record: Option<(&RestartAction, Option<&str>, bool)>,
+    ) -> Did {
+        match verdict {
+            Verdict::Healthy => Did::Healthy(None),
+            Verdict::Stopped => Did::Stopped,
+            Verdict::Other(status) => Did::Unknown(format!("status {}", status.as_str())),
+            Verdict::Undecided => {
+                Did::Unknown("in error, and whether it ever ran could not be read".into())
+            }
+            Verdict::Held { why, .. } => Did::Held(why.to_string()),
+            Verdict::BudgetSpent { .. } => Did::Held(Hold::BudgetSpent.to_string()),
+            Verdict::Restart { .. } => {
+                record.map_or(Did::Queued, |(a, r, d)| Did::of_record(a, r, d))
+            }
+            Verdict::Unread => record.map_or_else(
+                || Did::Unknown("its profile's list could not be read".into()),
+                |(a, r, d)| Did::of_record(a, r, d),
+            ),
+        }
+    }
+
     /// What a queued session's last restart record says came of it.
-    pub(crate) fn of_record(action: &RestartAction, reason: Option<&str>, dry_run: bool) -> Did {
+    fn of_record(action: &RestartAction, reason: Option<&str>, dry_run: bool) -> Did {
         let reason = reason.map(str::to_owned);
         match action {
             RestartAction::Restarted => Did::Restarted,
@@ -100,10 +126,9 @@ impl Did {
 /// What the daemon notes during a `--once` pass, for its summary.
 #[derive(Debug, Default)]
 pub(crate) struct PassNotes {
-    /// By session id, what the tick decided.
-    pub did: BTreeMap<String, Did>,
-    /// The critical sessions of the tick, and the status it read of each.
-    pub critical: Vec<(Session, Option<Status>)>,
+    /// The critical sessions of the tick, the status it read of each and
+    /// its verdict.
+    pub critical: Vec<(Session, Option<Status>, Verdict)>,
     /// Sessions `list --all` listed.
     pub listed: usize,
 }

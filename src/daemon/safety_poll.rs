@@ -7,15 +7,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::act::job::{Proven, RestartJob, RestartKind};
 use crate::act::snapshot::Snapshot;
-use crate::daemon::pass_summary::Did;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
-use crate::decide::first_run::{self, Ran};
-use crate::decide::gates::{self, Gate, Hold};
-use crate::decide::outcomes::{RestartAction, Severity};
-use crate::decide::{notes, prune, stale_hook, stop, usage_limit, vanish};
+use crate::decide::outcomes::Severity;
+use crate::decide::verdict::{Decided, Errored};
+use crate::decide::{prune, vanish};
 use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
@@ -59,27 +56,27 @@ impl Daemon {
         let view = self.read_live(profiles);
         self.hand_over_panes(&critical, &view);
         let (live, unreadable, children) = (&view.live, &view.unreadable, &view.children);
-        let verdicts: BTreeMap<&str, Errored> = critical
+        let errored: BTreeMap<&str, Errored> = critical
             .iter()
             .filter_map(|s| {
                 let l = live.get(&s.id).filter(|l| l.status() == Status::Error)?;
                 Some((s.id.as_str(), self.judge_errored(s, l, false)))
             })
             .collect();
-        let errored = verdicts.len();
         // A session that never ran, that a stale hook colours, or that sits
         // at its usage limit did not die: it is no part of a cascade.
-        let died = verdicts.values().filter(|v| **v == Errored::Died).count();
+        let died = errored.values().filter(|v| **v == Errored::Died).count();
         // A partial view would undercount: cascade episodes are judged on full ticks only.
         if unreadable.is_empty() {
             self.watch_cascade(died);
             self.last_died = died;
         }
-        for s in &critical {
-            let Some(l) = live.get(&s.id) else {
-                continue;
-            };
-            self.act_on(s, l, verdicts.get(s.id.as_str()).copied(), None);
+        let verdicts: Vec<Decided> = critical
+            .iter()
+            .map(|s| self.decide(s, live.get(&s.id), errored.get(s.id.as_str()).copied()))
+            .collect();
+        for (s, d) in critical.iter().zip(&verdicts) {
+            self.carry_out(s, d, None);
         }
         if refreshed.is_ok() {
             self.forget_gone();
@@ -95,23 +92,18 @@ impl Daemon {
         self.patrols
             .run(&snap, &self.restarter, &mut || self.sd_notify.alive());
         self.follow_up_tasks();
-        self.report(critical.len(), errored, started.elapsed().as_secs_f64());
+        let in_error = verdicts.iter().filter(|d| d.verdict.in_error()).count();
+        self.report(critical.len(), in_error, started.elapsed().as_secs_f64());
         if let Some(p) = &mut self.pass {
             p.listed = self.fleet.len();
             p.critical = critical
                 .into_iter()
-                .map(|s| {
+                .zip(verdicts)
+                .map(|(s, d)| {
                     let status = live.get(&s.id).map(Live::status);
-                    (s, status)
+                    (s, status, d.verdict)
                 })
                 .collect();
-        }
-    }
-
-    /// Notes what a `--once` pass did with session `id`, for its summary.
-    fn note_pass(&mut self, id: &str, did: Did) {
-        if let Some(p) = &mut self.pass {
-            p.did.insert(id.to_owned(), did);
         }
     }
 
@@ -220,155 +212,6 @@ impl Daemon {
             .collect()
     }
 
-    /// What a critical session in error is: died, or held because it never
-    /// ran (see [`crate::decide::first_run`]) or because only a stale `dead`
-    /// hook from before its restart says `error` (see
-    /// [`crate::decide::stale_hook`]). Costs no CLI call for a session the
-    /// book knows ran or that has a hook file, and at most one `session
-    /// show` per error episode for the others; none when `l` is itself a
-    /// show (`shown`).
-    pub(super) fn judge_errored(&mut self, s: &Session, l: &Live, shown: bool) -> Errored {
-        let release = self.ctx.deck.version();
-        if stop::held_by_stop(&self.ctx.state.lock(), &s.id, release) {
-            return Errored::Held(Hold::StoppedBefore);
-        }
-        if l.usage_limited() {
-            return Errored::UsageLimited;
-        }
-        let known = self.ctx.state.lock().ran.contains(&s.id);
-        let judged_never = self.never_started.contains(&s.id);
-        // A show may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed.
-        self.sd_notify.alive();
-        let probe = self.ctx.probe(s, shown.then(|| l.clone()));
-        match first_run::has_run(known, judged_never, &probe) {
-            Ran::Yes => {
-                notes::note_ran(&mut self.ctx.state.lock(), &s.id);
-                self.never_started.remove(&s.id);
-                if self.stale_hook_says_error(s) {
-                    Errored::Held(Hold::StaleDeadHook)
-                } else {
-                    Errored::Died
-                }
-            }
-            Ran::Never => {
-                self.never_started.insert(s.id.clone());
-                Errored::Held(Hold::NeverStarted)
-            }
-            Ran::Unknown => {
-                log::info!(
-                    "{} is in error; whether it ever ran is decided on the next tick",
-                    s.id
-                );
-                Errored::Undecided
-            }
-        }
-    }
-
-    /// Whether the `error` of a session the watchdog restarted comes only
-    /// from a `dead` hook written before that restart (one bounded read of
-    /// the hook file, only for a session restarted in the last two minutes).
-    fn stale_hook_says_error(&self, s: &Session) -> bool {
-        let restarted_at = {
-            let st = self.ctx.state.lock();
-            st.sessions.get(&s.id).and_then(|b| b.restarted_at)
-        };
-        restarted_at.is_some_and(|t| self.ctx.stale_dead_hook(s, t).is_some())
-    }
-
-    /// A critical session in error that is not to be restarted for `why`:
-    /// its status is noted and the hold recorded once.
-    fn hold(&mut self, s: &Session, why: Hold) {
-        self.note_pass(&s.id, Did::Held(why.to_string()));
-        let now = self.ctx.clock.now();
-        notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
-        if !self.record_gate_skip(s, why) {
-            return;
-        }
-        match why {
-            Hold::NeverStarted => log::info!(
-                "{} ({}) is in error but shows no sign it was ever started; not restarting it (it is watched like any other once it runs)",
-                s.id,
-                s.title
-            ),
-            Hold::StaleDeadHook => log::info!(
-                "{} ({}) reads error only because of its dead hook from before the restart; not restarting it again for that hook (a newer hook, or one over {:.0}s old, is looked at as usual)",
-                s.id,
-                s.title,
-                stale_hook::HOOK_FRESH_S
-            ),
-            Hold::StoppedBefore => log::info!(
-                "{} ({}) reads error after it was seen stopped, which agent-deck before 1.16.23 can report for a deliberate stop (#2453); not restarting it until it is seen running again",
-                s.id,
-                s.title
-            ),
-            _ => {}
-        }
-    }
-
-    /// A critical session in `error` at its usage limit: the 429 path, once
-    /// per limit in the episode. It is recorded `rate-limited`, backed off
-    /// until the retry time its `substate_detail` gives (else
-    /// `API_429_BACKOFF_S`), and counts toward the circuit breaker; the
-    /// gates then hold it (`backoff_429`) until the backoff is over.
-    fn back_off_usage_limit(&mut self, s: &Session, l: &Live) {
-        let detail = l.substate_detail.as_deref().unwrap_or_default();
-        let (now, lim) = (self.ctx.clock.now(), &self.ctx.limits);
-        if !usage_limit::first_sight(&mut self.ctx.state.lock(), &s.id, detail) {
-            return;
-        }
-        let tz = jiff::tz::TimeZone::system();
-        let backoff = usage_limit::backoff(detail, now, &tz, lim.backoff_429);
-        self.ctx.back_off_rate_limited(&s.id, now, backoff);
-        let retry = if detail.is_empty() {
-            "no retry time given"
-        } else {
-            detail
-        };
-        log::warn!(
-            "{} ({}) is at its usage limit ({}); backing off {backoff:.0}s, no restart before then",
-            s.id,
-            s.title,
-            crate::text::printable(retry, 80)
-        );
-        let reason = format!("usage-limit: {retry}");
-        let mut rec = self.ctx.record(s, RestartAction::RateLimited, Some(reason));
-        rec.backoff_s = Some(backoff);
-        self.ctx.records.restart(&rec);
-        self.ctx.store.save(&self.ctx.state);
-    }
-
-    /// Acts on what a critical session reads (`l`) and, in error, what it
-    /// is (`verdict`); `proven`: the pane watch proved its death, which its
-    /// restart job carries.
-    pub(super) fn act_on(
-        &mut self,
-        s: &Session,
-        l: &Live,
-        verdict: Option<Errored>,
-        proven: Option<Proven>,
-    ) {
-        match verdict {
-            Some(Errored::Held(why)) => self.hold(s, why),
-            Some(Errored::Undecided) => {
-                let why = "in error, and whether it ever ran could not be read";
-                self.note_pass(&s.id, Did::Unknown(why.into()));
-                let now = self.ctx.clock.now();
-                notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
-            }
-            Some(Errored::UsageLimited) => {
-                self.note_pass(&s.id, Did::Held("backoff_429 (at its usage limit)".into()));
-                self.back_off_usage_limit(s, l);
-                self.observe(s, l.status());
-            }
-            Some(Errored::Died) if proven.is_some() => {
-                let now = self.ctx.clock.now();
-                notes::note_status(&mut self.ctx.state.lock(), s, Status::Error, now);
-                self.consider(s, proven);
-            }
-            Some(Errored::Died) | None => self.observe(s, l.status()),
-        }
-    }
-
     /// Sessions agent-deck no longer lists leave the state and the caches.
     fn forget_gone(&mut self) {
         let fleet = &self.fleet;
@@ -386,8 +229,7 @@ impl Daemon {
         }
         let kept = |id: &str| fleet.knows(id) || vanish::kept(&self.ctx.state.lock(), id);
         self.hook_pacing.retain(|id| kept(id));
-        self.gate_skips.retain(|id, _| kept(id));
-        self.never_started.retain(|id| kept(id));
+        self.episodes.retain(kept);
     }
 
     /// `metrics.prom`, `daemon-status.json` and the systemd status line,
@@ -478,95 +320,6 @@ impl Daemon {
         ctx.escalator
             .escalate(Severity::CascadeDetected, &msg, None, true);
     }
-
-    /// Acts on a status seen for a critical session.
-    pub(super) fn observe(&mut self, s: &Session, status: Status) {
-        let now = self.ctx.clock.now();
-        notes::note_status(&mut self.ctx.state.lock(), s, status, now);
-        if status == Status::Error {
-            self.consider(s, None);
-        } else {
-            let did = match status {
-                Status::Stopped => Did::Stopped,
-                s if s.is_healthy() => Did::Healthy(None),
-                _ => Did::Unknown(format!("status {}", status.as_str())),
-            };
-            self.note_pass(&s.id, did);
-            self.gate_skips.remove(&s.id);
-            self.never_started.remove(&s.id);
-        }
-    }
-
-    /// Runs the gates for an errored critical session and, if they pass,
-    /// queues its restart (`proven`: with the pane watch's proof).
-    fn consider(&mut self, s: &Session, proven: Option<Proven>) {
-        let now = self.ctx.clock.now();
-        let mut st = self.ctx.state.lock();
-        let gate = gates::gate(&mut st, &self.ctx.limits, &s.id, now);
-        let slot =
-            (gate == Gate::Go).then(|| gates::reserve(&mut st, &self.ctx.limits, &s.id, now));
-        drop(st);
-        match gate {
-            Gate::Go => {
-                // Saved before the restart can run, so a crash right after still counts it.
-                self.ctx.store.save(&self.ctx.state);
-                log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
-                self.note_pass(&s.id, Did::Queued);
-                self.restarter.submit(RestartJob {
-                    session: s.clone(),
-                    slot,
-                    kind: RestartKind::Revive,
-                    proven,
-                });
-            }
-            Gate::BudgetSpent => {
-                self.note_pass(&s.id, Did::Held(Hold::BudgetSpent.to_string()));
-                self.record_gate_skip(s, Hold::BudgetSpent);
-                let msg = format!(
-                    "Session {} ({}) keeps crashing — needs human attention",
-                    s.title, s.id
-                );
-                if self.ctx.alert(s, Severity::RateLimit, &msg) {
-                    log::warn!(
-                        "{} used its {} restarts in {:.0}s; no more restarts until the window moves",
-                        s.id, self.ctx.limits.rate_max, self.ctx.limits.rate_window
-                    );
-                }
-            }
-            Gate::Skip(why) => {
-                log::debug!("{} is in error but not restarted now: {why}", s.id);
-                self.note_pass(&s.id, Did::Held(why.to_string()));
-                self.record_gate_skip(s, why);
-            }
-        }
-    }
-
-    /// One `restart.log` line when a session starts being held by a gate (not
-    /// one per tick while it stays held); true if it wrote one.
-    fn record_gate_skip(&mut self, s: &Session, why: Hold) -> bool {
-        // A queued restart or its own quiet time is the normal course, not a hold.
-        if matches!(why, Hold::InFlight | Hold::Cooldown)
-            || self.gate_skips.insert(s.id.clone(), why) == Some(why)
-        {
-            return false;
-        }
-        self.ctx
-            .record_action(s, RestartAction::Skipped, Some(why.to_string()));
-        true
-    }
-}
-
-/// What a critical session in error is, this tick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Errored {
-    /// It ran and is in error: the gates decide on its restart.
-    Died,
-    /// Not restarted, for this reason (recorded once per episode).
-    Held(Hold),
-    /// Whether it ever ran could not be read: looked at again next tick.
-    Undecided,
-    /// At its plan's usage limit: backed off, no restart before it resets.
-    UsageLimited,
 }
 
 #[cfg(test)]

@@ -21,3 +21,4 @@ pub(crate) mod stale_hook;
 pub(crate) mod stop;
 pub(crate) mod usage_limit;
 pub(crate) mod vanish;
+pub(crate) mod verdict;

@@ -143,7 +143,13 @@ mod tests {
     }
 
     /// A batch, whether a tick is due, the due checks, the retries, and the route.
-    type Row = (Batch, bool, &'static [&'static str], &'static [&'static str], Route);
+    type Row = (
+        Batch,
+        bool,
+        &'static [&'static str],
+        &'static [&'static str],
+        Route,
+    );
 
     #[test]
     fn each_batch_goes_one_way() {
