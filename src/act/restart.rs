@@ -17,9 +17,10 @@ use crate::act::job::{RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume};
 use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
+use crate::decide::restart_step::{self, after_verify, Answer, Call, Next, Step};
 use crate::decide::{cascade, dedup, gates, notes, refusal, stale_hook, stop};
-use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure, SpawnReason};
-use crate::fleet::session::{Session, Status};
+use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure};
+use crate::fleet::session::Session;
 use crate::records::audit::{LivenessRecord, RestartRecord};
 use crate::sys::worker::Worker;
 
@@ -29,7 +30,7 @@ pub(crate) type Restarter = Worker<RestartJob>;
 pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
     Worker::spawn("restart", move |job: RestartJob| {
         // Whatever happens in run (even a bug), the session must not stay in flight.
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.run(&job)));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.restart(&job)));
         if outcome.is_err() {
             log::error!(
                 "the restart of {} panicked (a bug); its budget slot is given back",
@@ -40,17 +41,6 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
         gates::finish(&mut ctx.state.lock(), &job.session.id);
         ctx.store.save(&ctx.state);
     })
-}
-
-/// What a failed restart or start call is, by agent-deck's `reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Spawn {
-    /// `spawn_died_fast`: recorded, escalated and held; nothing more to do.
-    DiedFast,
-    /// `spawn_unverified`: the session may be up; poll as after a success.
-    Unverified,
-    /// Any other failure: a failed call.
-    Failed,
 }
 
 /// Adds what agent-deck said of a failed spawn to a record: its reason, the
@@ -90,7 +80,9 @@ pub(crate) fn is_rate_limited(text: &str) -> bool {
 }
 
 impl Context {
-    fn run(&self, job: &RestartJob) {
+    /// Carries out one restart job, from its turn in the serialization to
+    /// its last record.
+    fn restart(&self, job: &RestartJob) {
         let s = &job.session;
         let Some(waited) = self.wait_turn(s) else {
             log::info!("restart of {} abandoned: shutting down", s.id);
@@ -143,45 +135,31 @@ impl Context {
                 notes::note_restarted(&mut st, &s.id, issued);
                 None
             }
-            // SPEC §5.5: any answer but `skipped` (or a spawn that died at
-            // once) is followed by the status poll and, still in error, the
-            // start fallback; agent-deck's own guards (a missing project
-            // dir, a live tmux session) refuse a start that could not be right.
             Err(e) => {
                 refusal::note_answered(&mut self.state.lock(), &s.id);
                 let why = format!("restart {e}");
-                match self.spawn_failed(job, &why, &e) {
-                    Spawn::DiedFast => return,
-                    Spawn::Unverified => {}
-                    Spawn::Failed => log::warn!(
-                        "restart of {} failed: {why}; reading its status before the start fallback",
-                        s.id
-                    ),
-                }
-                Some((why, e.spawn().cloned()))
+                Some((e, why))
             }
         };
-        // An unverified spawn is polled as a success is: it may be up.
-        let unverified = failed.as_ref().and_then(|(_, spawn)| spawn.as_ref());
-        let unverified = unverified.is_some_and(|f| f.reason == SpawnReason::Unverified);
-        let carried_out = failed.is_none() || unverified;
-        match self.verify(s, self.cfg.restart_verify) {
-            Some(status) if status != Status::Error => {
+        let failure = failed.as_ref().map(|(e, why)| (e, why.as_str()));
+        let Step::Verify { carried_out } = self.answered(job, Call::Restart, failure) else {
+            return;
+        };
+        let status = self.verify(s, self.cfg.restart_verify);
+        let stale = || self.only_a_stale_hook_says_error(s, issued);
+        match (
+            after_verify(Call::Restart, carried_out, status, stale),
+            status,
+        ) {
+            (Next::Succeeded, Some(status)) => {
                 if failed.is_some() {
                     // A failed or unverified answer, and yet it came up.
                     notes::note_restarted(&mut self.state.lock(), &s.id, issued);
                 }
                 self.succeeded(s, status)
             }
-            // Only a restart agent-deck carried out leaves a stale hook behind.
-            Some(status) if carried_out && self.only_a_stale_hook_says_error(s, issued) => {
-                if unverified {
-                    notes::note_restarted(&mut self.state.lock(), &s.id, issued);
-                }
-                self.succeeded(s, status)
-            }
-            _ => match failed {
-                Some((why, spawn)) => self.fall_back_to_start(job, &why, spawn.as_ref()),
+            _ => match &failed {
+                Some((e, why)) => self.fall_back_to_start(job, why, e.spawn()),
                 None => self.fall_back_to_start(job, "still in error after the restart", None),
             },
         }
@@ -229,27 +207,34 @@ impl Context {
         }
     }
 
-    /// What a failed restart or start call `e` leads to, by the reason
-    /// agent-deck gave (SPEC §5.5): a spawn that died at once is a final
-    /// failure, recorded, escalated and held here; an unverified one is
-    /// polled like a success (the session may be up); every other answer
-    /// (`tmux_session_missing`, a reason this release does not know, no
-    /// reason at all) is a failed call. `why` is the failure as recorded.
-    fn spawn_failed(&self, job: &RestartJob, why: &str, e: &CliError) -> Spawn {
-        match e.spawn() {
-            Some(f) if f.reason == SpawnReason::DiedFast => {
-                self.died_fast(job, why, f);
-                Spawn::DiedFast
+    /// The step after agent-deck's answer to `call`: done, or `failure`
+    /// (its error, and the failure as recorded). A spawn that died at once
+    /// is recorded, escalated and held here; an unverified one, and a failed
+    /// restart, are said before their status poll.
+    fn answered(&self, job: &RestartJob, call: Call, failure: Option<(&CliError, &str)>) -> Step {
+        let answer = match failure {
+            Some((e, _)) => Answer::Failed(e.spawn().map(|f| &f.reason)),
+            None => Answer::Done,
+        };
+        let step = restart_step::after_answer(call, answer);
+        let (Some((e, why)), id) = (failure, &job.session.id) else {
+            return step;
+        };
+        match step {
+            Step::Held => {
+                if let Some(f) = e.spawn() {
+                    self.died_fast(job, why, f);
+                }
             }
-            Some(f) if f.reason == SpawnReason::Unverified => {
-                log::warn!(
-                    "{}: {why}; agent-deck could not tell whether it came up, so its status is polled as after a success",
-                    job.session.id
-                );
-                Spawn::Unverified
-            }
-            _ => Spawn::Failed,
+            Step::Verify { carried_out: true } => log::warn!(
+                "{id}: {why}; agent-deck could not tell whether it came up, so its status is polled as after a success"
+            ),
+            Step::Verify { carried_out: false } => log::warn!(
+                "restart of {id} failed: {why}; reading its status before the start fallback"
+            ),
+            Step::Failed => {}
         }
+        step
     }
 
     /// A spawn agent-deck saw die at once (`spawn_died_fast`): no start
@@ -399,33 +384,43 @@ impl Context {
         log::warn!("{}: {why}; falling back to session start", s.id);
         let within = self.cfg.start_verify;
         let secs = within.as_secs_f64();
-        if let Err(e) = self.deck.start(&s.profile, &s.id) {
+        let failed = self.deck.start(&s.profile, &s.id).err().map(|e| {
             let why = format!("{why}; fallback start {e}");
-            let spawn = e.spawn().or(spawn);
-            return match self.spawn_failed(job, &why, &e) {
-                Spawn::DiedFast => {}
-                Spawn::Failed => self.failed(job, why, spawn),
-                // An unverified start may have brought it up.
-                Spawn::Unverified => match self.verify(s, within) {
-                    Some(status) if status != Status::Error => {
-                        notes::note_ran(&mut self.state.lock(), &s.id);
-                        self.succeeded(s, status)
-                    }
-                    _ => {
-                        let why = format!("{why}; status still error after {secs:.0}s");
-                        self.failed(job, why, spawn)
-                    }
-                },
-            };
+            (e, why)
+        });
+        let failure = failed.as_ref().map(|(e, why)| (e, why.as_str()));
+        let spawn = failed.as_ref().and_then(|(e, _)| e.spawn()).or(spawn);
+        let carried_out = match self.answered(job, Call::Start, failure) {
+            Step::Held => return,
+            Step::Failed => {
+                return self.failed(job, failure.map(|f| f.1).unwrap_or(why).into(), spawn)
+            }
+            Step::Verify { carried_out } => carried_out,
+        };
+        if failed.is_none() {
+            notes::note_ran(&mut self.state.lock(), &s.id);
         }
-        notes::note_ran(&mut self.state.lock(), &s.id);
-        match self.verify(s, within) {
-            Some(status) if status != Status::Error => self.succeeded(s, status),
-            _ => self.failed(
-                job,
-                format!("fallback start returned success but status still error after {secs:.0}s"),
-                spawn,
-            ),
+        let status = self.verify(s, within);
+        match (
+            after_verify(Call::Start, carried_out, status, || false),
+            status,
+        ) {
+            (Next::Succeeded, Some(status)) => {
+                if failed.is_some() {
+                    // An unverified start brought it up.
+                    notes::note_ran(&mut self.state.lock(), &s.id);
+                }
+                self.succeeded(s, status)
+            }
+            _ => {
+                let why = match failure {
+                    Some((_, why)) => format!("{why}; status still error after {secs:.0}s"),
+                    None => format!(
+                        "fallback start returned success but status still error after {secs:.0}s"
+                    ),
+                };
+                self.failed(job, why, spawn)
+            }
         }
     }
 
@@ -485,7 +480,9 @@ mod tests {
     use super::*;
     use crate::act::context::tests::{config, restart_records, severities, NOW};
     use crate::decide::outcomes::RestartAction;
+    use crate::fleet::deck::SpawnReason;
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
+    use crate::fleet::session::Status;
     use crate::records::audit::LIVENESS_LOG;
     use crate::records::read_back::read_lines;
 
@@ -500,7 +497,7 @@ mod tests {
     }
 
     fn revive(ctx: &Context) {
-        ctx.run(&RestartJob {
+        ctx.restart(&RestartJob {
             session: Session {
                 id: ID.into(),
                 title: "conductor-ops".into(),
@@ -679,7 +676,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!(deck.count("output-pane"), 2, "{:?}", deck.calls.lock());
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         assert_eq!(
@@ -720,7 +717,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&proven(&ctx));
+        ctx.restart(&proven(&ctx));
         let calls = deck.calls.lock().clone();
         assert_eq!(
             calls[..2],
@@ -766,7 +763,7 @@ mod tests {
                 clock.advance(1.0);
             }
         });
-        ctx.run(&proven(&ctx));
+        ctx.restart(&proven(&ctx));
         let calls = deck.calls.lock().clone();
         assert_eq!(
             calls[..3],
@@ -791,7 +788,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!((deck.count("show"), deck.count("output-pane")), (3, 2));
         let line = std::fs::read_to_string(config(tmp.path()).watchdog_dir.join(LIVENESS_LOG));
         assert!(!line.unwrap().contains("proof"));
@@ -808,7 +805,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "cli-refused"]);
@@ -833,7 +830,7 @@ mod tests {
         let deck = always_refused(fresh);
         let mut ctx = context(tmp.path(), deck.clone());
         ctx.limits.min_interval = 60.0;
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         gates::finish(&mut ctx.state.lock(), ID);
         {
             let st = ctx.state.lock();
@@ -851,7 +848,7 @@ mod tests {
             );
         }
         // The retry, refused again: tried once more when the window ends.
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         gates::finish(&mut ctx.state.lock(), ID);
         let retry_at = ctx.state.lock().sessions[ID]
             .refusal
@@ -875,8 +872,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let deck = always_refused("claude login expired (use --force to restart anyway)");
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         let st = ctx.state.lock();
         let book = &st.sessions[ID];
         assert!(book.restarts.is_empty(), "the slot is given back");
@@ -894,7 +891,7 @@ mod tests {
         let fresh = "session is idle and was started 1s ago (within 1m0s freshness window)";
         let deck = always_refused(fresh);
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         gates::finish(&mut ctx.state.lock(), ID);
         assert!(ctx.state.lock().sessions[ID].refusal.is_some());
         let deck = Arc::new(FakeDeck::new(Script {
@@ -904,7 +901,7 @@ mod tests {
         let (mut again, _) = crate::act::context::tests::context(tmp.path(), deck);
         again.limits.min_interval = 0.0;
         again.state = ctx.state.clone();
-        again.run(&reserved(&again));
+        again.restart(&reserved(&again));
         assert_eq!(again.state.lock().sessions[ID].refusal, None);
     }
 
@@ -913,10 +910,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let deck = restart_and_start_fail();
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         assert!(severities(tmp.path()).is_empty(), "one failure is no alert");
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!(deck.count("start"), 2);
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(
@@ -942,7 +939,7 @@ mod tests {
         let ids = [ID, "a0b1c2d3-1755899999", "b0b1c2d3-1755899998"];
         assert_eq!(ctx.limits.breaker_threshold, ids.len());
         for id in ids {
-            ctx.run(&reserved_for(&ctx, id));
+            ctx.restart(&reserved_for(&ctx, id));
         }
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(
@@ -964,7 +961,7 @@ mod tests {
         drop(st);
         assert_eq!(severities(tmp.path()), ["circuit-breaker"]);
         // A fourth restart waits for the breaker.
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!(deck.count("restart"), 3);
     }
 
@@ -994,7 +991,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let deck = restart_fails_with(SpawnReason::DiedFast, &[Status::Error]);
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         assert_eq!(severities(tmp.path()), ["restart-failed"], "at once");
         let recs = restart_records(tmp.path());
@@ -1041,7 +1038,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         assert_eq!(severities(tmp.path()), ["restart-failed"]);
         let recs = restart_records(tmp.path());
@@ -1062,7 +1059,7 @@ mod tests {
             &[Status::Error, Status::Error, Status::Running],
         );
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         assert_eq!(
             actions(tmp.path()),
@@ -1085,7 +1082,7 @@ mod tests {
         use Status::{Error, Running};
         let deck = restart_fails_with(SpawnReason::Unverified, &[Error, Error, Error, Running]);
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "restarted"]);
@@ -1097,7 +1094,7 @@ mod tests {
         let deck = restart_fails_with(SpawnReason::Unverified, &[Status::Error]);
         let ctx = context(tmp.path(), deck.clone());
         dead_hook(&ctx, (NOW - 30.0).floor());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "restarted"]);
@@ -1118,7 +1115,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "restarted"]);
         assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
@@ -1133,7 +1130,7 @@ mod tests {
             &[Error, Error, Error, Running],
         );
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "restarted"]);
@@ -1157,7 +1154,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         let recs = restart_records(tmp.path());
         assert_eq!(recs[1].action, RestartAction::RestartFailed);
@@ -1173,7 +1170,7 @@ mod tests {
     fn a_failure_without_a_reason_carries_no_spawn_keys() {
         let tmp = tempfile::tempdir().unwrap();
         let ctx = context(tmp.path(), restart_and_start_fail());
-        ctx.run(&reserved(&ctx));
+        ctx.restart(&reserved(&ctx));
         let recs = restart_records(tmp.path());
         let failed = &recs[1];
         assert_eq!(failed.action, RestartAction::RestartFailed);

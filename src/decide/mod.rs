@@ -16,6 +16,7 @@ pub(crate) mod outcomes;
 pub(crate) mod patrol_rules;
 pub(crate) mod prune;
 pub(crate) mod refusal;
+pub(crate) mod restart_step;
 pub(crate) mod route;
 pub(crate) mod stale_hook;
 pub(crate) mod stop;
