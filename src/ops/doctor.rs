@@ -20,7 +20,7 @@ use crate::fleet::deck::Cli;
 use crate::sys::shutdown::Shutdown;
 
 /// The agent-deck releases this release was verified against by the live
-/// suite (`tests/live.rs`).
+/// suite (`tests/live/`).
 pub(crate) const VERIFIED_AGENT_DECK: &[&str] = &["1.14.0"];
 
 /// How one check came out.

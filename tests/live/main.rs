@@ -8,17 +8,12 @@
 //! the CLI and running our fake agent (`fake_agent.rs`).
 
 #[allow(dead_code)]
+#[path = "../support/mod.rs"]
 mod support;
 
-#[path = "live/contract.rs"]
 mod contract;
-#[path = "live/fake_agent.rs"]
 mod fake_agent;
-#[path = "live/pane_watch.rs"]
 mod pane_watch;
-#[path = "live/rollout.rs"]
 mod rollout;
-#[path = "live/sandbox.rs"]
 mod sandbox;
-#[path = "live/scenarios.rs"]
 mod scenarios;
