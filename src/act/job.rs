@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use crate::act::context::Context;
+use crate::decide::notes;
 use crate::decide::outcomes::RestartAction;
-use crate::decide::{gates, notes};
 use crate::fleet::deck::Delivery;
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
@@ -60,7 +60,7 @@ impl RestartJob {
 impl Context {
     pub(super) fn give_back(&self, job: &RestartJob) {
         if let Some(slot) = job.slot {
-            gates::give_back(&mut self.state.lock(), &job.session.id, slot);
+            self.state.lock().give_back_slot(&job.session.id, slot);
         }
     }
 

@@ -170,6 +170,22 @@ impl SessionBook {
 }
 
 impl State {
+    /// Returns a reserved slot: a restart that never happened is not an
+    /// attempt.
+    pub(crate) fn give_back_slot(&mut self, id: &str, slot: f64) {
+        let book = self.book(id);
+        if let Some(i) = book.restarts.iter().position(|t| *t == slot) {
+            book.restarts.remove(i);
+        }
+    }
+
+    /// Returns the cooldown a reservation at `slot` started: the gate found
+    /// none in force then, so none is left.
+    pub(crate) fn give_back_cooldown(&mut self, id: &str, slot: f64) {
+        let book = self.book(id);
+        book.cooldown_until = book.cooldown_until.min(slot);
+    }
+
     pub(crate) fn book(&mut self, id: &str) -> &mut SessionBook {
         self.sessions.entry(id.to_owned()).or_default()
     }

@@ -1,6 +1,7 @@
 //! The gates of SPEC §5.2 as pure functions: given the [`State`], the limits
-//! and `now`, say whether a restart may go, and take or return its budget
-//! slot. The caller holds the state mutex only for one of these calls.
+//! and `now`, say whether a restart may go, and take its budget slot (the
+//! [`State`] gives one back). The caller holds the state mutex only for one
+//! of these calls.
 
 use serde::{Deserialize, Serialize};
 
@@ -105,21 +106,6 @@ pub(crate) fn reserve(state: &mut State, lim: &Limits, id: &str, now: f64) -> f6
     now
 }
 
-/// Returns a reserved slot: a restart that never happened is not an attempt.
-pub(crate) fn give_back(state: &mut State, id: &str, slot: f64) {
-    let book = state.book(id);
-    if let Some(i) = book.restarts.iter().position(|t| *t == slot) {
-        book.restarts.remove(i);
-    }
-}
-
-/// Returns the cooldown a reservation at `slot` started: the gate found
-/// none in force then, so none is left.
-pub(crate) fn give_back_cooldown(state: &mut State, id: &str, slot: f64) {
-    let book = state.book(id);
-    book.cooldown_until = book.cooldown_until.min(slot);
-}
-
 /// The restart job for `id` is over, whatever its outcome.
 pub(crate) fn finish(state: &mut State, id: &str) {
     state.in_flight.remove(id);
@@ -178,7 +164,7 @@ mod tests {
         for _ in 0..10 {
             assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Go);
             let slot = reserve(&mut s, &l, ID, c.now());
-            give_back(&mut s, ID, slot);
+            s.give_back_slot(ID, slot);
             finish(&mut s, ID);
             c.advance(1.0);
         }

@@ -23,7 +23,6 @@
 
 use crate::decide::book::{Refusal, SessionBook, State};
 use crate::decide::cascade::{self, Call};
-use crate::decide::gates;
 use crate::decide::limits::Limits;
 
 /// The first retry comes this long after the first refusal: notify-daemon
@@ -121,8 +120,8 @@ pub(crate) fn note_refused(
 ) -> Verdict {
     cascade::give_back_call(state, id, call);
     if let Some(slot) = slot {
-        gates::give_back(state, id, slot);
-        gates::give_back_cooldown(state, id, slot);
+        state.give_back_slot(id, slot);
+        state.give_back_cooldown(id, slot);
     }
     let book = state.book(id);
     let run = book.refusal.get_or_insert(Refusal {

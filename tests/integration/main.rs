@@ -27,4 +27,5 @@ mod retention;
 mod rollout;
 mod scale;
 mod sim_contract;
+mod source_tree;
 mod tasks;
