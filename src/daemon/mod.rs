@@ -46,8 +46,10 @@ use crate::fleet::deck::{AgentDeck, Cli, ReadOnly};
 use crate::fleet::panes::{Proof, Tmux};
 use crate::fleet::session::{Live, Status};
 use crate::records::instance_lock;
+use crate::records::metrics::MetricsFiles;
 use crate::sys::clock::{Clock, SystemClock};
 use crate::sys::shutdown::Shutdown;
+use crate::tasks::each_tick::TickFollowUp;
 use crate::tasks::followup::FollowUp;
 use crate::triggers::event_queue::{Batch, EventQueue};
 use crate::triggers::hook_file::{self, HookStatus};
@@ -176,11 +178,10 @@ pub(crate) struct Daemon {
     queue: Arc<EventQueue>,
     fleet: Fleet,
     sd_notify: SdNotify,
-    metrics_warned: bool,
+    metrics: MetricsFiles,
     patrols: Patrols,
-    followup: FollowUp,
-    /// The last task follow-up error, logged once until it changes.
-    followup_error: Option<String>,
+    /// The task follow-up, after each tick.
+    tasks: TickFollowUp,
     /// When hooks may be checked and a rescan is owed.
     hook_pacing: HookPacing,
     /// What the tick hands the pane watch, and what the watch covers.
@@ -238,10 +239,9 @@ impl Daemon {
             queue: Arc::new(EventQueue::new(cfg.event_queue_maxsize)),
             fleet,
             sd_notify: SdNotify::from_config(cfg),
-            metrics_warned: false,
+            metrics: MetricsFiles::default(),
             patrols,
-            followup,
-            followup_error: None,
+            tasks: TickFollowUp::new(followup),
             hook_pacing: HookPacing::default(),
             panes,
             tmux_names: BTreeMap::new(),

@@ -16,7 +16,6 @@ use crate::decide::{prune, vanish};
 use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
-use crate::records::metrics::{self, METRICS_FILE};
 use crate::triggers::panes_watch::PaneMap;
 
 /// What the live lists of one tick said.
@@ -91,7 +90,7 @@ impl Daemon {
         };
         self.patrols
             .run(&snap, &self.restarter, &mut || self.sd_notify.alive());
-        self.follow_up_tasks();
+        self.tasks.run();
         let in_error = verdicts.iter().filter(|d| d.verdict.in_error()).count();
         self.report(critical.len(), in_error, started.elapsed().as_secs_f64());
         if let Some(p) = &mut self.pass {
@@ -239,12 +238,7 @@ impl Daemon {
         let (breaker_open, in_window) = {
             let st = self.ctx.state.lock();
             let window = self.ctx.limits.rate_window;
-            let restarts = st
-                .sessions
-                .values()
-                .map(|b| b.restarts.iter().filter(|t| now - **t < window).count())
-                .sum::<usize>();
-            (st.breaker_open_until > now, restarts)
+            (st.breaker_open_until > now, st.restarts_within(window, now))
         };
         let sample = DaemonStatus {
             last_tick: now,
@@ -261,42 +255,12 @@ impl Daemon {
             agent_deck_version: self.ctx.deck.version().map(|v| v.to_string()),
             pane_watch: self.panes.status().into(),
         };
-        match metrics::write(&self.ctx.cfg.watchdog_dir, &sample) {
-            Ok(()) => self.metrics_warned = false,
-            Err(e) if !self.metrics_warned => {
-                log::warn!("cannot write {METRICS_FILE} ({e}); metrics are stale until it works");
-                self.metrics_warned = true;
-            }
-            Err(_) => {}
-        }
+        self.metrics.write(&self.ctx.cfg.watchdog_dir, &sample);
         let breaker = breaker_open.then_some("; circuit breaker OPEN");
         self.sd_notify.status(&format!(
             "{critical} critical sessions, {errored} in error; {in_window} restarts in the window{}",
             breaker.unwrap_or_default()
         ));
-    }
-
-    /// SPEC §8: the task follow-up pass, when a registry exists.
-    fn follow_up_tasks(&mut self) {
-        if !self.followup.registry.path.exists() {
-            return;
-        }
-        match self.followup.pass() {
-            Ok(summary) => {
-                self.followup_error = None;
-                if !summary.redispatched.is_empty() {
-                    let ids = summary.redispatched.join(", ");
-                    log::info!("task follow-up re-dispatched {ids}");
-                }
-            }
-            Err(e) => {
-                let msg = e.to_string();
-                if self.followup_error.as_deref() != Some(msg.as_str()) {
-                    log::warn!("task follow-up skipped: {msg}");
-                    self.followup_error = Some(msg);
-                }
-            }
-        }
     }
 
     /// Settle-and-revive: many critical sessions in error at once hold every
@@ -467,7 +431,8 @@ pub(super) mod tests {
     }
 
     fn metrics(home: &std::path::Path) -> String {
-        std::fs::read_to_string(config(home).watchdog_dir.join(METRICS_FILE)).unwrap()
+        let file = crate::records::metrics::METRICS_FILE;
+        std::fs::read_to_string(config(home).watchdog_dir.join(file)).unwrap()
     }
 
     #[test]

@@ -170,6 +170,12 @@ impl SessionBook {
 }
 
 impl State {
+    /// Restarts of every session within the last `window` seconds.
+    pub(crate) fn restarts_within(&self, window: f64, now: f64) -> usize {
+        let recent = |b: &SessionBook| b.restarts.iter().filter(|t| now - **t < window).count();
+        self.sessions.values().map(recent).sum()
+    }
+
     /// Returns a reserved slot: a restart that never happened is not an
     /// attempt.
     pub(crate) fn give_back_slot(&mut self, id: &str, slot: f64) {

@@ -129,6 +129,26 @@ pub(crate) fn write(dir: &Path, s: &DaemonStatus) -> std::io::Result<()> {
     replace_unsynced(&dir.join(DAEMON_STATUS_FILE), &json, PRIVATE_FILE)
 }
 
+/// The daemon's metrics files, written after each tick; a failure is said
+/// once until a write works again.
+#[derive(Debug, Default)]
+pub(crate) struct MetricsFiles {
+    warned: bool,
+}
+
+impl MetricsFiles {
+    pub(crate) fn write(&mut self, dir: &Path, s: &DaemonStatus) {
+        match write(dir, s) {
+            Ok(()) => self.warned = false,
+            Err(e) if !self.warned => {
+                log::warn!("cannot write {METRICS_FILE} ({e}); metrics are stale until it works");
+                self.warned = true;
+            }
+            Err(_) => {}
+        }
+    }
+}
+
 /// Reads counters back from a rendered file: `name{label="v"}` → value.
 /// Tests only: the daemon's own readers use `daemon-status.json`.
 #[cfg(test)]
