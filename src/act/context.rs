@@ -23,7 +23,7 @@ use crate::records::writer::Records;
 use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::{self, Hook};
-use crate::triggers::panes_watch::PaneShare;
+use crate::triggers::pane_share::PaneShare;
 
 #[derive(Clone)]
 pub(crate) struct Context {

@@ -53,7 +53,8 @@ use crate::tasks::each_tick::TickFollowUp;
 use crate::tasks::followup::FollowUp;
 use crate::triggers::event_queue::{Batch, EventQueue};
 use crate::triggers::hook_file::{self, HookStatus};
-use crate::triggers::panes_watch::{self, PaneShare};
+use crate::triggers::pane_share::PaneShare;
+use crate::triggers::panes_watch;
 use crate::triggers::{ticker, watch};
 use hook_pacing::HookPacing;
 

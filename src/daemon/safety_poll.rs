@@ -16,7 +16,7 @@ use crate::decide::{prune, vanish};
 use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
-use crate::triggers::panes_watch::PaneMap;
+use crate::triggers::pane_share::PaneMap;
 
 /// What the live lists of one tick said.
 #[derive(Default)]

@@ -12,7 +12,7 @@ use crate::fleet::deck::CallStats;
 use crate::records::instance_lock::Holder;
 use crate::records::tally::Tally;
 use crate::sys::fs::{read_bounded, SMALL_FILE_MAX};
-use crate::triggers::panes_watch::WatchStatus;
+use crate::triggers::pane_share::WatchStatus;
 
 pub(crate) const DAEMON_STATUS_FILE: &str = "daemon-status.json";
 

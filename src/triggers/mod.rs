@@ -11,6 +11,7 @@ pub(crate) mod hook_file;
 pub(crate) mod inotify;
 #[cfg(target_os = "macos")]
 pub(crate) mod kqueue;
+pub(crate) mod pane_share;
 pub(crate) mod panes_watch;
 pub(crate) mod ticker;
 pub(crate) mod watch;

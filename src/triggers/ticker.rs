@@ -15,7 +15,7 @@ use crossbeam_channel::select;
 use crate::error::{Error, Result};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::event_queue::{EventQueue, Trigger};
-use crate::triggers::panes_watch::PaneShare;
+use crate::triggers::pane_share::PaneShare;
 
 /// The two poll intervals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,6 +3,8 @@
 
 use std::collections::VecDeque;
 
+use parking_lot::Mutex;
+
 use super::*;
 use crate::fleet::panes::Pane;
 use crate::triggers::event_queue::Batch;
