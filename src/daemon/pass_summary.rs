@@ -2,9 +2,15 @@
 //! one JSON object with `--json`): how many sessions agent-deck listed, and
 //! for each restart-critical one its title, id, profile, status, why it is
 //! critical and what the pass did with it; `--verbose` adds the other
-//! sessions. Pure: the daemon gathers the [`Pass`], this file renders it.
+//! sessions. The daemon gathers the [`Pass`] from the tick's verdicts and
+//! the restarts' records; rendering it is pure.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
+
+use crate::daemon::Daemon;
+use crate::error::{self, Error};
 
 use crate::decide::gates::Hold;
 use crate::decide::outcomes::RestartAction;
@@ -271,6 +277,84 @@ pub(crate) fn text(p: &Pass) -> String {
         None => {}
     }
     out
+}
+
+impl Daemon {
+    /// `--once`: prints what the pass saw and did (see [`pass_summary`]).
+    pub(super) fn print_pass_summary(
+        &mut self,
+        json: bool,
+        others: Option<Vec<Other>>,
+    ) -> error::Result<()> {
+        let Some(notes) = self.pass.take() else {
+            return Ok(());
+        };
+        let records = self.ctx.records.last_restart_records();
+        let critical = notes
+            .critical
+            .into_iter()
+            .map(|(s, status, verdict)| {
+                let record = records.get(&s.id);
+                let record = record.map(|r| (&r.action, r.reason.as_deref(), r.dry_run));
+                let did = Did::of_verdict(&verdict, record);
+                Critical {
+                    because: self.fleet.critical_reason(&s).unwrap_or_default(),
+                    title: s.title,
+                    id: s.id,
+                    profile: s.profile,
+                    status,
+                    did,
+                }
+            })
+            .collect();
+        let pass = Pass {
+            dry_run: self.ctx.dry_run,
+            listed: notes.listed,
+            critical,
+            others,
+        };
+        let out = if json { self::json(&pass) } else { text(&pass) };
+        crate::sys::fs::print_stdout(&out)
+            .map_err(|e| Error::runtime(format!("cannot write the pass summary to stdout: {e}")))
+    }
+
+    /// `--once --verbose`: every listed session that is not
+    /// restart-critical, with its status: one more `list --all` and one
+    /// `-p P list` per profile holding one (`list --all` prints no status).
+    pub(super) fn other_sessions(&self) -> Vec<Other> {
+        let mut others: Vec<Other> = Vec::new();
+        let fleet = &self.fleet;
+        let listed = self.ctx.deck.list_all(&mut |row| {
+            let s = row.session();
+            if fleet.critical_reason(&s).is_none() {
+                others.push(Other {
+                    title: s.title,
+                    id: s.id,
+                    profile: s.profile,
+                    status: None,
+                });
+            }
+        });
+        if let Err(e) = listed {
+            log::warn!(
+                "cannot list the other sessions ({e}); the summary names only the critical ones"
+            );
+        }
+        let profiles: BTreeSet<String> = others.iter().map(|o| o.profile.clone()).collect();
+        for profile in profiles {
+            let mut status = BTreeMap::new();
+            let read = self.ctx.deck.list_profile(&profile, &mut |row| {
+                status.insert(row.id.to_string(), row.status);
+            });
+            if let Err(e) = read {
+                log::warn!("statuses of profile '{profile}' are unreadable ({e}); its other sessions show as unread");
+            }
+            for o in others.iter_mut().filter(|o| o.profile == profile) {
+                o.status = status.get(&o.id).copied().flatten();
+            }
+        }
+        others
+    }
 }
 
 #[cfg(test)]
