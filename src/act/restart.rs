@@ -2,8 +2,8 @@
 //! liveness confirmation, `session restart`, verification, the `session
 //! start` fallback, the 429 check, the records, the continuity message.
 //! From agent-deck 1.16.10 (#2265) a failed restart or start says why its
-//! spawn failed (`reason`); SPEC §5.5 says what each reason leads to, and
-//! [`Context::spawn_failed`] is where that is told apart. A restart
+//! spawn failed (`reason`); SPEC §5.5 says what each reason leads to, which
+//! [`crate::decide::restart_step`] decides. A restart
 //! agent-deck's freshness guard declined keeps nothing of the attempt and is
 //! tried again later ([`crate::decide::refusal`] says when).
 //!

@@ -280,7 +280,7 @@ pub(crate) fn text(p: &Pass) -> String {
 }
 
 impl Daemon {
-    /// `--once`: prints what the pass saw and did (see [`pass_summary`]).
+    /// `--once`: prints what the pass saw and did.
     pub(super) fn print_pass_summary(
         &mut self,
         json: bool,

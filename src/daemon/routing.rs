@@ -167,9 +167,9 @@ impl Daemon {
 mod tests {
     use std::sync::Arc;
 
-    use crate::daemon::safety_poll::tests::daemon;
     use super::*;
     use crate::act::context::tests::{actions, config};
+    use crate::daemon::safety_poll::tests::daemon;
     use crate::fleet::fake::{live, FakeDeck, Script};
     use crate::records::audit::{LivenessRecord, LIVENESS_LOG};
     use crate::records::read_back::read_lines;
