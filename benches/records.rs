@@ -26,8 +26,8 @@ use agent_deck_watchdog::harness::TaskStatus;
 use agent_deck_watchdog::harness::{retention, DAY_S};
 use agent_deck_watchdog::harness::{rotated_path, DEFAULT_MAX_BYTES};
 use agent_deck_watchdog::harness::{
-    EscalationRecord, LivenessRecord, Pane, RestartAction, RestartRecord, Severity, StatusRead,
-    ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
+    EscalationRecord, LivenessRecord, PaneSamples, RestartAction, RestartRecord, Severity,
+    StatusRead, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
 };
 use agent_deck_watchdog::harness::{Registry, RegistryFile, Task, TaskEvent};
 
@@ -104,7 +104,7 @@ fn liveness(i: u64) -> LivenessRecord {
                 substate: None,
             },
         ],
-        pane: Pane {
+        pane: PaneSamples {
             first: "0123456789abcdef".into(),
             second: "fedcba9876543210".into(),
             sampled: true,

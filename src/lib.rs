@@ -72,8 +72,8 @@ pub(crate) mod triggers;
 pub mod harness {
     pub use crate::fleet::listing;
     pub use crate::records::audit::{
-        EscalationRecord, LivenessReason, LivenessRecord, Pane, RestartAction, RestartRecord,
-        Severity, StatusRead, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
+        EscalationRecord, LivenessReason, LivenessRecord, PaneSamples, RestartAction,
+        RestartRecord, Severity, StatusRead, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
     };
     pub use crate::records::rotation::{rotated_path, DEFAULT_MAX_BYTES};
     pub use crate::records::writer::Records;

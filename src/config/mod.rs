@@ -35,7 +35,7 @@ pub(crate) enum WatchBackend {
 spelled! {
     /// Whether the pane watch (thread C, `panes-watch`) runs (`PANE_WATCH`).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-    pub(crate) enum PaneWatch {
+    pub(crate) enum PaneWatchMode {
         /// Where it can (tmux, a server, pidfd or kqueue).
         Auto = "auto",
         Off = "off",
@@ -119,7 +119,7 @@ pub(crate) struct Config {
     /// How thread A learns about hook files (`WATCH_BACKEND`).
     pub watch_backend: WatchBackend,
     /// Whether the pane watch (thread C) runs (`PANE_WATCH`).
-    pub pane_watch: PaneWatch,
+    pub pane_watch: PaneWatchMode,
     /// The pane watch's backstop listing (`PANE_LIST_INTERVAL_S`).
     pub pane_list_interval: Duration,
     /// The CLI poll while the pane watch covers every critical session

@@ -10,7 +10,7 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{Config, Env, PaneWatch, Secret, Source, WatchBackend};
+use super::{Config, Env, PaneWatchMode, Secret, Source, WatchBackend};
 use crate::error::{Error, Result};
 use crate::sys::process::is_pane_env;
 
@@ -269,12 +269,12 @@ impl<'a> Reader<'a> {
         Ok(backend)
     }
 
-    fn pane_watch(&mut self) -> Result<PaneWatch> {
+    fn pane_watch(&mut self) -> Result<PaneWatchMode> {
         let (mode, shown, origin) = match self.env.value("PANE_WATCH")? {
-            None => (PaneWatch::Auto, "auto", "default"),
+            None => (PaneWatchMode::Auto, "auto", "default"),
             Some(raw) => match raw.trim() {
-                "auto" => (PaneWatch::Auto, "auto", "environment"),
-                "off" => (PaneWatch::Off, "off", "environment"),
+                "auto" => (PaneWatchMode::Auto, "auto", "environment"),
+                "off" => (PaneWatchMode::Off, "off", "environment"),
                 _ => return Err(Error::usage(format!(
                     "PANE_WATCH={raw:?} is invalid: expected auto (watch agent-deck's tmux panes where it can) or off"
                 ))),
@@ -442,10 +442,10 @@ mod tests {
     #[test]
     fn the_pane_watch_is_auto_by_default_or_off() {
         let c = Config::from_env(&env(&[])).unwrap();
-        assert_eq!(c.pane_watch, PaneWatch::Auto);
+        assert_eq!(c.pane_watch, PaneWatchMode::Auto);
         assert_eq!(c.pane_list_interval, Duration::from_secs(5));
         let c = Config::from_env(&env(&[("PANE_WATCH", "off")])).unwrap();
-        assert_eq!(c.pane_watch, PaneWatch::Off);
+        assert_eq!(c.pane_watch, PaneWatchMode::Off);
         let e = refusal("PANE_WATCH", "on");
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("PANE_WATCH=\"on\""), "{e}");

@@ -43,7 +43,7 @@ use crate::act::context::Context;
 use crate::act::patrols::Patrols;
 use crate::act::restart::{self, Restarter};
 use crate::config::Config;
-use crate::config::PaneWatch as PaneWatchMode;
+use crate::config::PaneWatchMode;
 use crate::daemon::pass_summary::PassNotes;
 use crate::daemon::sd_notify::SdNotify;
 use crate::decide::verdict::Episodes;

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::Config;
-use crate::config::PaneWatch as PaneWatchMode;
+use crate::config::PaneWatchMode;
 use crate::daemon::Daemon;
 use crate::decide::{cascade, refusal};
 use crate::error::{Error, Result};

@@ -36,7 +36,7 @@ fn spawn_looking_every(
     look_every: Duration,
 ) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
-        .name("version-watch".into())
+        .name("version-reread".into())
         .spawn(move || loop {
             select! {
                 recv(cli.nudged()) -> _ => {}
@@ -50,7 +50,7 @@ fn spawn_looking_every(
                 cli.read_version(clock.now());
             }
         })
-        .map_err(|e| Error::runtime(format!("cannot start the version-watch thread: {e}")))
+        .map_err(|e| Error::runtime(format!("cannot start the version-reread thread: {e}")))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! sample: one status read decides it (SPEC §5.3's last paragraph). The sequence runs over
 //! a [`Probe`], so the reads, the gap and the clock are all injectable; the
 //! result is the evidence that goes to `liveness.log`, digests only; its
-//! types ([`StatusRead`], [`Pane`]) are defined here and written by
+//! types ([`StatusRead`], [`PaneSamples`]) are defined here and written by
 //! [`crate::records::audit`], never the other way round.
 
 use std::time::Duration;
@@ -28,7 +28,7 @@ pub struct StatusRead {
 
 /// The two pane samples, as digests only.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Pane {
+pub struct PaneSamples {
     pub first: String,
     pub second: String,
     pub sampled: bool,
@@ -71,7 +71,7 @@ spelled! {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Evidence {
     pub reads: Vec<StatusRead>,
-    pub pane: Pane,
+    pub pane: PaneSamples,
     pub auth_hold_reason: Option<String>,
     /// `confirmed_dead`: restart it; any other: leave it alone, for that reason.
     pub reason: LivenessReason,
@@ -98,7 +98,7 @@ pub(crate) use crate::digest::digest;
 pub(crate) fn confirm(probe: &dyn Probe, gap: Duration, proof: Option<Proof>) -> Evidence {
     let mut ev = Evidence {
         reads: Vec::new(),
-        pane: Pane::default(),
+        pane: PaneSamples::default(),
         auth_hold_reason: None,
         reason: LivenessReason::ConfirmedDead,
         proof: None,
@@ -114,7 +114,7 @@ pub(crate) fn confirm(probe: &dyn Probe, gap: Duration, proof: Option<Proof>) ->
     let first = probe.pane();
     let completed = probe.wait(gap);
     let second = if completed { probe.pane() } else { None };
-    ev.pane = Pane {
+    ev.pane = PaneSamples {
         first: first.as_deref().map(digest).unwrap_or_default(),
         second: second.as_deref().map(digest).unwrap_or_default(),
         sampled: first.is_some() && second.is_some(),

@@ -50,7 +50,7 @@ pub(crate) const LIST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A session's first pane: its first window's first pane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Pane {
+pub(crate) struct ListedPane {
     pub window: u32,
     pub pane: u32,
     pub pid: u32,
@@ -64,7 +64,7 @@ pub(crate) struct Listing {
     /// The server's pid, as every row gives it; `None` with no row.
     pub server: Option<u32>,
     /// By tmux session name.
-    pub panes: BTreeMap<String, Pane>,
+    pub panes: BTreeMap<String, ListedPane>,
 }
 
 /// Why there is no listing.
@@ -112,7 +112,7 @@ pub(crate) fn parse(text: &str) -> Listing {
 }
 
 /// One line: the server pid, the session name and its pane.
-fn parse_line(line: &str) -> Option<(u32, &str, Pane)> {
+fn parse_line(line: &str) -> Option<(u32, &str, ListedPane)> {
     let mut f = line.splitn(6, ':');
     let mut num = || f.next()?.trim().parse::<u32>().ok();
     let (window, pane, pid, dead, server) = (num()?, num()?, num()?, num()?, num()?);
@@ -124,7 +124,7 @@ fn parse_line(line: &str) -> Option<(u32, &str, Pane)> {
     Some((
         server,
         name,
-        Pane {
+        ListedPane {
             window,
             pane,
             pid,

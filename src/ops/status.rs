@@ -42,7 +42,7 @@ pub(crate) struct Report {
     pub limits: LimitsView,
     /// The pane watch at the daemon's last tick.
     pub pane_watch: PaneWatchState,
-    pub patrols: Patrols,
+    pub patrols: PatrolStatus,
     pub queue_drops: u64,
     pub records: RecordFiles,
     pub sessions: Vec<SessionView>,
@@ -79,7 +79,7 @@ pub(crate) struct LimitsView {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Patrols {
+pub(crate) struct PatrolStatus {
     pub poller_restarts: BTreeMap<String, f64>,
     pub waiting_children_watched: usize,
 }
@@ -232,7 +232,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
             rate_limit_window_s: lim.rate_window,
         },
         pane_watch: counters.pane_watch.clone(),
-        patrols: Patrols {
+        patrols: PatrolStatus {
             poller_restarts: state.poller_restarted,
             waiting_children_watched: state.waiting.len(),
         },

@@ -2,14 +2,14 @@
 //! `escalations.log`, as typed structs. [`crate::records::writer`] appends
 //! them; `history` and `drill` read them back.
 //!
-//! Pane text, auth-hold evidence and secrets have no field here, so they
+//! PaneSamples text, auth-hold evidence and secrets have no field here, so they
 //! cannot be written. Text from outside (titles, CLI answers, reasons) is
 //! clipped to [`MAX_FIELD_BYTES`] per field before a record is written; JSON
 //! escapes its control characters.
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::decide::liveness::{LivenessReason, Pane, StatusRead};
+pub use crate::decide::liveness::{LivenessReason, PaneSamples, StatusRead};
 pub use crate::decide::outcomes::{RestartAction, Severity};
 use crate::fleet::panes::Proof;
 
@@ -108,7 +108,7 @@ pub struct LivenessRecord {
     pub profile: String,
     pub gap_s: f64,
     pub reads: Vec<StatusRead>,
-    pub pane: Pane,
+    pub pane: PaneSamples,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_hold_reason: Option<String>,
     pub decision: String,

@@ -119,7 +119,7 @@ impl Records {
 mod tests {
     use super::*;
     use crate::records::audit::{
-        LivenessReason, Pane, RestartAction, Severity, StatusRead, MAX_FIELD_BYTES,
+        LivenessReason, PaneSamples, RestartAction, Severity, StatusRead, MAX_FIELD_BYTES,
     };
     use crate::records::read_back::{read_lines, read_with_rotated};
 
@@ -332,10 +332,10 @@ mod tests {
             profile: huge.clone(),
             gap_s: 2.0,
             reads: vec![read.clone(), read],
-            pane: Pane {
+            pane: PaneSamples {
                 first: huge.clone(),
                 second: huge.clone(),
-                ..Pane::default()
+                ..PaneSamples::default()
             },
             auth_hold_reason: Some(huge.clone()),
             decision: huge.clone(),

@@ -105,7 +105,7 @@ fn watch_stdin() -> crossbeam_channel::Receiver<()> {
 }
 
 /// A pane's child and the `last_started` it was spawned for.
-struct Pane {
+struct HostedPane {
     child: Child,
     started: Option<f64>,
     exited: bool,
@@ -115,7 +115,7 @@ struct Pane {
 struct Host {
     pid: u32,
     exe: PathBuf,
-    panes: BTreeMap<String, Pane>,
+    panes: BTreeMap<String, HostedPane>,
     orphans: BTreeMap<String, Child>,
     /// The last problem reported, so a lasting one is said once.
     warned: Option<String>,
@@ -177,7 +177,7 @@ impl Host {
         for (name, started) in plan.spawn {
             match self.spawn() {
                 Ok(child) => {
-                    let pane = Pane {
+                    let pane = HostedPane {
                         child,
                         started,
                         exited: false,

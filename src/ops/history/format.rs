@@ -18,7 +18,7 @@ use super::timeline::{one_per_decision, select, titles, Record, Since};
 use super::{Args, View};
 use crate::error::{Error, Result};
 use crate::records::audit::{
-    EscalationRecord, LivenessRecord, Pane, RestartAction, RestartRecord, StatusRead,
+    EscalationRecord, LivenessRecord, PaneSamples, RestartAction, RestartRecord, StatusRead,
     ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
 };
 use crate::text::printable;
@@ -53,7 +53,7 @@ fn digest(d: &str, max: usize) -> String {
     printable(d, max)
 }
 
-fn pane_summary(p: &Pane) -> String {
+fn pane_summary(p: &PaneSamples) -> String {
     if p.first.is_empty() && p.second.is_empty() {
         return "pane not sampled".into();
     }

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use parking_lot::Mutex;
 
 use super::*;
-use crate::fleet::panes::Pane;
+use crate::fleet::panes::ListedPane;
 use crate::triggers::event_queue::Batch;
 
 const SERVER: u32 = 900;
@@ -65,7 +65,7 @@ fn listing(panes: &[(&str, u32, bool)]) -> Listing {
         panes: panes
             .iter()
             .map(|(n, pid, dead)| {
-                let p = Pane {
+                let p = ListedPane {
                     window: 0,
                     pane: 0,
                     pid: *pid,
