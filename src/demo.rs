@@ -108,6 +108,9 @@ fn prepare(dir: &Path) -> Result<(Config, PathBuf, PathBuf)> {
         ("POST_RESTART_COOLDOWN_S", "2".into()),
         ("RESTART_VERIFY_S", "1".into()),
         ("START_VERIFY_S", "2".into()),
+        // The simulated fleet has no panes: a pane watch would list the
+        // operator's own tmux server.
+        ("PANE_WATCH", "off".into()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))

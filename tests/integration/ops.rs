@@ -248,10 +248,20 @@ fn metrics_parse_and_restart_counters_match_restart_log() {
 
 #[test]
 fn demo_runs_on_a_fresh_machine_and_tells_the_story() {
+    // A tmux that says when it is run: the demo never lists the operator's server.
+    let bin = tempfile::tempdir().unwrap();
+    let asked = bin.path().join("tmux-was-run");
+    let tmux = bin.path().join("tmux");
+    std::fs::write(
+        &tmux,
+        format!("#!/bin/sh\necho \"$@\" >> '{}'\n", asked.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&tmux, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out = std::process::Command::new(BIN)
         .arg("demo")
         .env_clear()
-        .env("PATH", "/usr/bin:/bin")
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.path().display()))
         .env("TMPDIR", std::env::temp_dir())
         .output()
         .unwrap();
@@ -279,6 +289,8 @@ fn demo_runs_on_a_fresh_machine_and_tells_the_story() {
         .find_map(|l| l.strip_prefix("records: "))
         .expect("names its records dir");
     assert!(std::path::Path::new(dir).join("restart.log").exists());
+    let ran = std::fs::read_to_string(&asked).unwrap_or_default();
+    assert!(ran.is_empty(), "the demo ran tmux: {ran}");
 }
 
 /// The simulated release of `wd`'s agent-deck (`None`: no `version` key,
