@@ -414,4 +414,93 @@ mod tests {
             }
         );
     }
+
+    /// A probe whose show says `show` (`None`: unreadable), counting reads.
+    struct Shows {
+        show: Option<Live>,
+        reads: std::cell::Cell<u32>,
+    }
+
+    impl Probe for Shows {
+        fn read(&self) -> Option<Live> {
+            self.reads.set(self.reads.get() + 1);
+            self.show.clone()
+        }
+        fn hook_file(&self) -> bool {
+            false
+        }
+        fn pane(&self) -> Option<String> {
+            None
+        }
+        fn wait(&self, _: std::time::Duration) -> bool {
+            true
+        }
+        fn now(&self) -> f64 {
+            NOW
+        }
+    }
+
+    #[test]
+    fn judging_an_error_looks_at_the_cheapest_evidence_first() {
+        let s = sess(ID);
+        let error = live(Status::Error);
+        let probe = |show: Option<Live>| Shows {
+            show,
+            reads: Default::default(),
+        };
+        let never = probe(Some(live(Status::Error)));
+        let mut ep = Episodes::default();
+        let judge_with = |known, ep: &mut Episodes, p: &Shows, stale: bool| {
+            judge(known, ep, &s, &error, p, &|_| stale)
+        };
+        let ran = Known {
+            ran: true,
+            ..Known::default()
+        };
+        let stopped = Known {
+            stopped_before: true,
+            ..ran
+        };
+        let restarted = Known {
+            restarted_at: Some(NOW),
+            ..ran
+        };
+        let held = |why| Errored::Held(why);
+        assert_eq!(
+            judge_with(stopped, &mut ep, &never, true),
+            held(Hold::StoppedBefore)
+        );
+        assert_eq!(
+            judge_with(ran, &mut ep, &never, true),
+            Errored::Died,
+            "never restarted"
+        );
+        assert_eq!(
+            judge_with(restarted, &mut ep, &never, true),
+            held(Hold::StaleDeadHook)
+        );
+        assert_eq!(never.reads.get(), 0, "the book knew it ran");
+        let unknown = Known::default();
+        assert_eq!(
+            judge_with(unknown, &mut ep, &never, false),
+            held(Hold::NeverStarted)
+        );
+        assert_eq!(
+            judge_with(unknown, &mut ep, &never, false),
+            held(Hold::NeverStarted)
+        );
+        assert_eq!(never.reads.get(), 1, "one show per episode");
+        let unreadable = probe(None);
+        let mut fresh = Episodes::default();
+        assert_eq!(
+            judge_with(unknown, &mut fresh, &unreadable, false),
+            Errored::Undecided
+        );
+        let limited = Live {
+            substate: Some("usage-limit".into()),
+            ..live(Status::Error)
+        };
+        let at_limit = judge(ran, &mut ep, &s, &limited, &never, &|_| true);
+        assert_eq!(at_limit, Errored::UsageLimited);
+    }
 }
