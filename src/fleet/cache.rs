@@ -203,7 +203,7 @@ mod tests {
 
     impl AgentDeck for Printing {
         fn list_all(&self, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
-            listing::read(Shape::All, self.0.as_bytes(), 7, each)?;
+            listing::read(Shape::All, self.0.as_bytes(), each)?;
             Ok(())
         }
         fn list_profile(&self, _: &str, _: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {

@@ -4,9 +4,9 @@
 //! in-memory fake. [`Cli`] builds every agent-deck command line (global `-p`
 //! first, as the real CLI requires), runs it through [`crate::sys::process`], counts
 //! calls and failures, and parses the answer. It makes no decisions. A list
-//! answer is parsed as it streams from the pipe and handed over row by row,
-//! so its size costs no memory here; list rows the parser had to leave out
-//! are warned about here, at most once a minute per command.
+//! answer is read whole, up to [`listing::MAX_ANSWER_BYTES`], and handed over
+//! row by row; list rows the parser had to leave out are warned about here,
+//! at most once a minute per command.
 //!
 //! It also keeps agent-deck's version as read last (`agent-deck version`,
 //! read by [`Cli::read_version`] when the daemon starts and whenever
@@ -24,13 +24,13 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
-use crate::fleet::listing::{ListReader, Row, RowTally, Shape};
+use crate::fleet::listing::{self, Row, RowTally, Shape};
 use crate::fleet::parse::{self, Garbage};
 pub(crate) use crate::fleet::parse::{Delivery, RestartAnswer, SpawnFailure, SpawnReason};
 use crate::fleet::session::Live;
 use crate::fleet::version::Version;
 use crate::fleet::version_watch::{suggests_new_binary, VersionWatch};
-use crate::sys::process::{self, Cmd, Flow, Output, RunError};
+use crate::sys::process::{self, Cmd, Output, RunError};
 use crate::sys::shutdown::Shutdown;
 use crate::sys::throttle::Throttle;
 
@@ -140,8 +140,7 @@ pub(crate) type CliResult<T> = Result<T, CliError>;
 /// Everything the watchdog asks of agent-deck.
 pub(crate) trait AgentDeck: Send + Sync {
     /// `list --all --json`: every session, no status, each handed to `each`
-    /// as it is read. The rows come before the answer is known to be whole
-    /// and readable: keep them only if this returns `Ok`.
+    /// once the answer is known to be readable.
     fn list_all(&self, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()>;
     /// `-p P list --json`: the sessions of one profile with live status,
     /// handed over like [`AgentDeck::list_all`]'s.
@@ -403,7 +402,7 @@ impl Cli {
         }
     }
 
-    /// Runs one list command, reading its answer as it streams in.
+    /// Runs one list command and reads its answer whole.
     fn list(
         &self,
         name: &'static str,
@@ -414,26 +413,16 @@ impl Cli {
     ) -> CliResult<()> {
         let job = self.job(profile, args);
         let tally = self.counted(name, || {
-            let mut reader = ListReader::new(shape, each);
-            let ran = process::run_streaming(&job, self.timeout, &self.shutdown, &mut |piece| {
-                if reader.feed(piece) {
-                    Flow::More
-                } else {
-                    Flow::Enough
-                }
-            });
-            match ran {
-                Err(e) => Err(CliError::Run(e)),
-                Ok(done) if done.success() => {
-                    self.note_stderr(args, &done.stderr);
-                    Ok(reader.finish()?)
-                }
-                Ok(done) => Err(CliError::exited(
-                    done.code,
-                    &String::from_utf8_lossy(reader.text()),
-                    &done.stderr,
-                )),
+            let ceiling = listing::MAX_ANSWER_BYTES;
+            let (done, answer) = process::run_whole(&job, self.timeout, &self.shutdown, ceiling)
+                .map_err(CliError::Run)?;
+            if !done.success() {
+                let text = String::from_utf8_lossy(listing::text(&answer));
+                return Err(CliError::exited(done.code, &text, &done.stderr));
             }
+            let read = listing::read(shape, &answer, each);
+            self.note_stderr(args, &done.stderr);
+            Ok(read?)
         })?;
         self.warn_skipped(name, profile, args, &tally);
         Ok(())
@@ -621,10 +610,7 @@ mod tests {
         let mut seen = 0;
         let err = cli.list_all(&mut |_| seen += 1).unwrap_err();
         assert!(matches!(err, CliError::Garbage(_)), "{err}");
-        assert_eq!(
-            seen, 1,
-            "the rows before the cut were read, and must be dropped"
-        );
+        assert_eq!(seen, 0, "no row of an unreadable answer is handed over");
         assert_eq!(cli.stats().failures.get("list-all"), Some(&1));
     }
 

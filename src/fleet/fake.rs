@@ -132,7 +132,7 @@ impl FakeDeck {
 /// Reads a scripted list answer like the real CLI reads one.
 fn list(answer: Option<String>, shape: Shape, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
     let answer = answer.ok_or_else(|| CliError::Garbage("not scripted".into()))?;
-    listing::read(shape, answer.as_bytes(), 0, each)?;
+    listing::read(shape, answer.as_bytes(), each)?;
     Ok(())
 }
 

@@ -4,17 +4,16 @@
 //! print (`null`, `No profiles found.`, `No sessions found in profile …`,
 //! error JSON on stdout) and strict about everything else: output that is not
 //! understood is an error, never an empty fleet. Lists are read by
-//! [`crate::fleet::listing`], row by row as they arrive; [`list_all`] and
-//! [`list_profile`] are that reader over an answer held whole. Inside a list,
-//! one row that is not understood (no `id`, a used field of the wrong type)
-//! is left out and reported in [`Listing::skipped`]; it never makes the other
-//! rows unreadable. Logging the skipped rows is the caller's job.
+//! [`crate::fleet::listing`]: inside a list, one row that is not understood
+//! (no `id`, a used field of the wrong type) is left out and counted; it
+//! never makes the other rows unreadable. Logging the skipped rows is the
+//! caller's job.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fleet::session::Live;
-use crate::fleet::wire::LiveWire;
+use crate::fleet::wire::{position_free, ShowRow};
 use crate::spelled::spelled;
 use crate::text::clip_reason;
 
@@ -31,12 +30,25 @@ pub(crate) fn show(stdout: &str) -> Result<Live, Garbage> {
             preview(stdout)
         )));
     }
-    let mut wire = LiveWire::deserialize(&v)
-        .map_err(|e| Garbage(format!("session object: {}", clip_reason(&e.to_string()))))?;
-    match wire.take_live() {
-        (None, _) => Err(Garbage("session object has no status".into())),
-        (status, keys) => Ok(keys.live(status)),
+    let row: ShowRow = serde_json::from_str(stdout.trim()).map_err(|e| {
+        Garbage(format!(
+            "session object: {}",
+            clip_reason(&position_free(&e))
+        ))
+    })?;
+    let (_, status, keys) = row.split();
+    if status.is_none() {
+        return Err(Garbage("session object has no status".into()));
     }
+    // Read loosely: a tool of another type, or `""`, is none.
+    let tool = v
+        .get("tool")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty());
+    Ok(Live {
+        tool: tool.map(str::to_owned),
+        ..keys.live(status)
+    })
 }
 
 /// What `session restart --json` answered on exit 0.

@@ -1,24 +1,22 @@
-//! The session object as the CLI prints it, as serde reads it: one row of a
-//! list (`list --all --json`, `-p P list --json`) and the answer of
-//! `session show --json` share [`Wire`].
+//! The session object as the CLI prints it, as serde reads it: [`ListRow`]
+//! is a row of `list --all --json`; [`ShowRow`] a row of `-p P list --json`
+//! and the answer of `session show --json`, with the live keys.
 //!
-//! Strings are borrowed from the bytes at hand unless they hold an escape;
-//! keys the daemon does not use are skipped unread, and `null` counts as
-//! absent. A row of `list --all`, which has no live keys, skips them too,
-//! whatever their type. A row without an `id`, with a used key of the wrong
-//! type, or with a used string that is not UTF-8 is no session, and
-//! [`element`] says why, with serde's complaint; the keys newer releases
-//! added that the daemon reads (`tool`, `substate_detail`: CHANGELOG
-//! 1.16.11), and `tmux_session` (the pane watch's key, which only the live
-//! answers carry), are [`Loose`] instead, so a value of the wrong type reads
-//! as absent and never costs the row. Pure decoding: no I/O, no decision, but one line the first
-//! time a substate this watchdog does not know is read.
+//! Strings are borrowed from the answer unless they hold an escape; keys the
+//! daemon does not use are skipped unread (so are the live keys of a `list
+//! --all` row, whatever their type), and `null` counts as absent. A row
+//! without an `id`, with a used key of the wrong type, or with a used string
+//! that is not UTF-8 is no session, and [`row`] says why, with serde's
+//! complaint. `substate_detail` (a key newer releases added: CHANGELOG
+//! 1.16.11) and `tmux_session` (the pane watch's key, which only the live
+//! answers carry) are read loosely: a value of another type reads as absent
+//! and never costs the row. Pure decoding: no I/O, no decision, but one line
+//! the first time a substate this watchdog does not know is read.
 
 use std::borrow::Cow;
 
-use serde::de::IgnoredAny;
 use serde::Deserialize;
-use serde_json::Result as JsonResult;
+use serde_json::value::RawValue;
 
 use crate::fleet::session::{self, critical_rule, Live, Session, Status, Substate};
 
@@ -27,81 +25,10 @@ use crate::fleet::session::{self, critical_rule, Live, Session, Status, Substate
 #[serde(transparent)]
 pub(crate) struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 
-/// A string where a newer release added one: any other value (a number, an
-/// object, `null`) reads as absent instead of making the row unreadable.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Loose<'a>(Option<Cow<'a, str>>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Loose<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Loose<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("any value")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Loose(Some(Cow::Borrowed(v))))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Loose(Some(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Loose(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Loose(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Loose(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Loose(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Loose(None))
-            }
-            fn visit_none<E>(self) -> Result<Self::Value, E> {
-                Ok(Loose(None))
-            }
-            fn visit_some<D: serde::Deserializer<'de>>(
-                self,
-                d: D,
-            ) -> Result<Self::Value, D::Error> {
-                d.deserialize_any(V)
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut a: A,
-            ) -> Result<Self::Value, A::Error> {
-                while a.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Loose(None))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut a: A,
-            ) -> Result<Self::Value, A::Error> {
-                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Loose(None))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// `auth_hold`: only its `reason` is read.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub(crate) struct WireAuthHold<'a> {
-    #[serde(borrow)]
-    reason: Option<Str<'a>>,
-}
-
-/// The keys of a session object the daemon reads; the live ones are of
-/// types `T` (a string), `M` (the channels), `H` (the auth hold), `L` (a
-/// string a newer release added) and `K` (the tool, read from `session
-/// show` only: a list row whose tool is not UTF-8 stays readable).
+/// A row of `list --all --json`: the keys the daemon reads, none of them
+/// live.
 #[derive(Deserialize)]
-pub(crate) struct Wire<'a, T, M, H, L, K> {
+pub(crate) struct ListRow<'a> {
     #[serde(borrow)]
     id: Option<Str<'a>>,
     #[serde(borrow)]
@@ -119,39 +46,53 @@ pub(crate) struct Wire<'a, T, M, H, L, K> {
     is_conductor: Option<bool>,
     #[serde(rename = "IsConductor")]
     is_conductor_go: Option<bool>,
-    status: Option<T>,
-    substate: Option<T>,
-    channels: Option<M>,
-    auth_hold: Option<H>,
-    claude_session_id: Option<T>,
-    substate_detail: Option<L>,
-    tool: Option<K>,
-    tmux_session: Option<L>,
 }
 
-/// A row of `list --all`: its live keys, if any, are skipped unread.
-type AllWire<'a> = Wire<'a, IgnoredAny, IgnoredAny, IgnoredAny, IgnoredAny, IgnoredAny>;
-/// A row of `-p P list`: with the live keys but the tool.
-type RowWire<'a> = Wire<'a, Str<'a>, Vec<Str<'a>>, WireAuthHold<'a>, Loose<'a>, IgnoredAny>;
-/// A `session show`: with the live keys.
-pub(crate) type LiveWire<'a> =
-    Wire<'a, Str<'a>, Vec<Str<'a>>, WireAuthHold<'a>, Loose<'a>, Loose<'a>>;
-
-/// A key that is read ([`Loose`]) or skipped unread.
-pub(crate) trait Kept<'a> {
-    fn kept(self) -> Loose<'a>;
+/// A row of `-p P list --json` or a `session show --json`: the keys of a
+/// [`ListRow`] and the live ones. (`tool` is read from `session show`
+/// only, by [`crate::fleet::parse::show`]: a list row whose tool is not
+/// UTF-8 stays readable.)
+#[derive(Deserialize)]
+pub(crate) struct ShowRow<'a> {
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(borrow)]
+    title: Option<Str<'a>>,
+    #[serde(borrow)]
+    group: Option<Str<'a>>,
+    #[serde(borrow)]
+    group_path: Option<Str<'a>>,
+    #[serde(borrow)]
+    profile: Option<Str<'a>>,
+    #[serde(borrow)]
+    path: Option<Str<'a>>,
+    #[serde(borrow)]
+    parent_session_id: Option<Str<'a>>,
+    is_conductor: Option<bool>,
+    #[serde(rename = "IsConductor")]
+    is_conductor_go: Option<bool>,
+    #[serde(borrow)]
+    status: Option<Str<'a>>,
+    #[serde(borrow)]
+    substate: Option<Str<'a>>,
+    #[serde(borrow)]
+    channels: Option<Vec<Str<'a>>>,
+    #[serde(borrow)]
+    auth_hold: Option<AuthHold<'a>>,
+    #[serde(borrow)]
+    claude_session_id: Option<Str<'a>>,
+    /// Read loosely, as is `tmux_session`: see the module docs.
+    #[serde(borrow)]
+    substate_detail: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tmux_session: Option<&'a RawValue>,
 }
 
-impl<'a> Kept<'a> for Loose<'a> {
-    fn kept(self) -> Loose<'a> {
-        self
-    }
-}
-
-impl<'a> Kept<'a> for IgnoredAny {
-    fn kept(self) -> Loose<'a> {
-        Loose(None)
-    }
+/// `auth_hold`: only its `reason` is read.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+struct AuthHold<'a> {
+    #[serde(borrow)]
+    reason: Option<Str<'a>>,
 }
 
 /// The live keys but the status, as read.
@@ -159,15 +100,15 @@ impl<'a> Kept<'a> for IgnoredAny {
 pub(crate) struct LiveKeys<'a> {
     substate: Option<Str<'a>>,
     channels: Option<Vec<Str<'a>>>,
-    auth_hold: Option<WireAuthHold<'a>>,
+    auth_hold: Option<AuthHold<'a>>,
     claude_session_id: Option<Str<'a>>,
-    substate_detail: Option<Loose<'a>>,
-    tool: Option<Loose<'a>>,
-    tmux_session: Option<Loose<'a>>,
+    substate_detail: Option<Str<'a>>,
+    tmux_session: Option<Str<'a>>,
 }
 
 impl LiveKeys<'_> {
-    /// The live state, owned; empty strings count as absent.
+    /// The live state, owned; empty strings count as absent. The tool is
+    /// the caller's to add.
     pub(crate) fn live(&self, status: Option<Status>) -> Live {
         Live {
             status,
@@ -183,43 +124,49 @@ impl LiveKeys<'_> {
                 .as_ref()
                 .map(|h| nonempty(&h.reason).unwrap_or_else(|| "unknown".into())),
             claude_session_id: nonempty(&self.claude_session_id),
-            substate_detail: loose(&self.substate_detail),
-            tool: loose(&self.tool),
-            tmux_session: loose(&self.tmux_session),
+            substate_detail: nonempty(&self.substate_detail),
+            tool: None,
+            tmux_session: nonempty(&self.tmux_session),
         }
     }
 }
 
-/// Absent, of another type, or `""`: none.
-fn loose(s: &Option<Loose<'_>>) -> Option<String> {
-    let text = s.as_ref().and_then(|l| l.0.as_deref());
-    text.filter(|t| !t.is_empty()).map(str::to_owned)
-}
-
-impl<'a, K: Kept<'a>> Wire<'a, Str<'a>, Vec<Str<'a>>, WireAuthHold<'a>, Loose<'a>, K> {
-    /// Takes the live keys out: the status and the rest.
-    pub(crate) fn take_live(&mut self) -> (Option<Status>, LiveKeys<'a>) {
-        let status = self.status.take().map(|s| Status::parse(&s.0));
-        let keys = LiveKeys {
-            substate: self.substate.take(),
-            channels: self.channels.take(),
-            auth_hold: self.auth_hold.take(),
-            claude_session_id: self.claude_session_id.take(),
-            substate_detail: self.substate_detail.take(),
-            tool: self.tool.take().map(Kept::kept),
-            tmux_session: self.tmux_session.take(),
-        };
-        if let Some(sub) = keys.substate.as_ref().filter(|s| !s.0.is_empty()) {
+impl<'a> ShowRow<'a> {
+    /// The keys of a list row, the status, and the other live keys; says
+    /// so the first time a substate this watchdog does not know is read.
+    pub(crate) fn split(self) -> (ListRow<'a>, Option<Status>, LiveKeys<'a>) {
+        if let Some(sub) = self.substate.as_ref().filter(|s| !s.0.is_empty()) {
             if let Substate::Other(text) = Substate::parse(&sub.0) {
                 let id = self.id.as_ref().map_or("a session", |id| id.0.as_ref());
                 session::report_unknown_substate(id, &text);
             }
         }
-        (status, keys)
+        let loose =
+            |raw: Option<&'a RawValue>| raw.and_then(|r| serde_json::from_str(r.get()).ok());
+        let list = ListRow {
+            id: self.id,
+            title: self.title,
+            group: self.group,
+            group_path: self.group_path,
+            profile: self.profile,
+            path: self.path,
+            parent_session_id: self.parent_session_id,
+            is_conductor: self.is_conductor,
+            is_conductor_go: self.is_conductor_go,
+        };
+        let keys = LiveKeys {
+            substate: self.substate,
+            channels: self.channels,
+            auth_hold: self.auth_hold,
+            claude_session_id: self.claude_session_id,
+            substate_detail: loose(self.substate_detail),
+            tmux_session: loose(self.tmux_session),
+        };
+        (list, self.status.map(|s| Status::parse(&s.0)), keys)
     }
 }
 
-impl<'a, T, M, H, L, K> Wire<'a, T, M, H, L, K> {
+impl<'a> ListRow<'a> {
     /// The row, with the live keys given; `None` without an id.
     fn row(self, status: Option<Status>, live: LiveKeys<'a>) -> Option<Row<'a>> {
         let text = |s: Option<Str<'a>>| s.map_or(Cow::Borrowed(""), |s| s.0);
@@ -277,7 +224,7 @@ impl Row<'_> {
 
     /// The tmux session name the row carries, if any (not in `list --all`).
     pub fn tmux_session(&self) -> Option<&str> {
-        let name = self.live.tmux_session.as_ref().and_then(|l| l.0.as_deref());
+        let name = self.live.tmux_session.as_ref().map(|s| s.0.as_ref());
         name.filter(|n| !n.is_empty())
     }
 
@@ -287,72 +234,39 @@ impl Row<'_> {
     }
 }
 
-/// What the element of a list at the start of some bytes is. It is handed
-/// back once per row and never kept, so the row is not boxed.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Element<'a> {
-    /// A session, and the element's length.
-    Row(Row<'a>, usize),
-    /// Valid JSON but no session: the id it names, if any, why, and its
-    /// length.
-    Skip(Option<String>, String, usize),
-    /// The bytes that follow may still change what it is.
-    Open,
-    /// Not valid JSON: why the answer is not either.
-    Broken(String),
+/// Why an element of a list is no session: the id it names, if any, and
+/// why.
+pub(crate) type NoSession = (Option<String>, String);
+
+/// Reads one element of a list (valid JSON) into a row, with the live keys
+/// or without: its `text`, or its own `bytes` when they differ (bytes that
+/// are not UTF-8, which the text holds as `?`).
+pub(crate) fn row<'a>(text: &'a str, bytes: &'a [u8], live: bool) -> Result<Row<'a>, NoSession> {
+    if bytes.first() != Some(&b'{') {
+        return Err((None, format!("not an object but {}", kind(bytes))));
+    }
+    let failed = |e: serde_json::Error| match std::str::from_utf8(bytes) {
+        Ok(_) => (id_of(bytes), position_free(&e)),
+        Err(_) => (id_of(bytes), "not UTF-8".to_owned()),
+    };
+    let row = if live {
+        let (list, status, keys) = parse::<ShowRow>(text, bytes).map_err(failed)?.split();
+        list.row(status, keys)
+    } else {
+        let list = parse::<ListRow>(text, bytes).map_err(failed)?;
+        list.row(None, LiveKeys::default())
+    };
+    row.ok_or((None, "no id".to_owned()))
 }
 
-/// Reads the element at the start of `bytes`, with the live keys or
-/// without, as far as these bytes tell (all of it when `whole` says they
-/// are all of it: then it is never [`Element::Open`]).
-pub(crate) fn element(bytes: &[u8], live: bool, whole: bool) -> Element<'_> {
-    let mut failed = None;
-    if bytes.first() == Some(&b'{') {
-        let read = if live {
-            read_first_value::<RowWire>(bytes).map(|read| {
-                read.map(|(mut w, len)| {
-                    let (status, keys) = w.take_live();
-                    (w.row(status, keys), len)
-                })
-            })
-        } else {
-            read_first_value::<AllWire>(bytes)
-                .map(|read| read.map(|(w, len)| (w.row(None, LiveKeys::default()), len)))
-        };
-        match read {
-            Some(Ok((Some(row), len))) => return Element::Row(row, len),
-            Some(Ok((None, len))) => return Element::Skip(None, "no id".into(), len),
-            Some(Err(e)) if !e.is_eof() => failed = Some(e),
-            _ if !whole => return Element::Open,
-            _ => {}
-        }
+/// Reads `T` from `text` (as UTF-8, it need not be checked again), or from
+/// `bytes` when they differ.
+fn parse<'a, T: Deserialize<'a>>(text: &'a str, bytes: &'a [u8]) -> serde_json::Result<T> {
+    if std::ptr::eq(text.as_bytes(), bytes) {
+        serde_json::from_str(text)
+    } else {
+        serde_json::from_slice(bytes)
     }
-    // Not a session: skipped if it is valid JSON, then the answer is not.
-    // A number or literal that reaches the end of `bytes` may go on in the
-    // next piece; serde_json ends one at the bytes the list reader's
-    // `ElementEnd` ends it at (its `peek_end_of_value`), which keeps the
-    // outcome the same whatever the pieces.
-    match read_first_value::<IgnoredAny>(bytes) {
-        Some(Ok((_, len))) if whole || len < bytes.len() || is_delimited(bytes[0]) => {
-            let element = &bytes[..len];
-            match failed {
-                Some(_) if std::str::from_utf8(element).is_err() => {
-                    Element::Skip(id_of(element), "not UTF-8".into(), len)
-                }
-                Some(e) => Element::Skip(id_of(element), position_free(&e), len),
-                None => Element::Skip(None, format!("not an object but {}", kind(element)), len),
-            }
-        }
-        Some(Err(e)) if whole => Element::Broken(position_free(&e)),
-        None if whole => Element::Broken("a row is missing".into()),
-        _ => Element::Open,
-    }
-}
-
-/// Whether an element starting with `b` shows its own end (an object, an
-/// array or a string), unlike a number or a literal.
-pub(crate) fn is_delimited(b: u8) -> bool {
-    matches!(b, b'{' | b'[' | b'"')
 }
 
 /// What an element is, from its first byte, for a skip reason.
@@ -364,13 +278,6 @@ fn kind(bytes: &[u8]) -> &'static str {
         Some(b'n') => "null",
         _ => "a number",
     }
-}
-
-/// The JSON value at the start of `bytes` and its length.
-fn read_first_value<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<JsonResult<(T, usize)>> {
-    let mut values = serde_json::Deserializer::from_slice(bytes).into_iter::<T>();
-    let value = values.next()?;
-    Some(value.map(|v| (v, values.byte_offset())))
 }
 
 /// The id of a row that is no session, to name it in the skip reason.
@@ -386,7 +293,7 @@ fn id_of(bytes: &[u8]) -> Option<String> {
 
 /// A decoder's complaint without its position (which depends on where the
 /// row started, not on what is wrong with it).
-fn position_free(e: &serde_json::Error) -> String {
+pub(crate) fn position_free(e: &serde_json::Error) -> String {
     let text = e.to_string();
     match text.rfind(" at line ") {
         Some(i) => text[..i].to_owned(),
@@ -405,13 +312,10 @@ fn nonempty(s: &Option<Str<'_>>) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// The row that is all of `bytes`, or serde's complaint.
+    /// The row that is all of `bytes`, or why it is none.
     fn read(bytes: &[u8], live: bool) -> Result<Row<'_>, String> {
-        match element(bytes, live, true) {
-            Element::Row(row, len) if len == bytes.len() => Ok(row),
-            Element::Skip(_, why, _) | Element::Broken(why) => Err(why),
-            _ => Err("not one object".into()),
-        }
+        let text = std::str::from_utf8(bytes).unwrap_or("?");
+        row(text, bytes, live).map_err(|(_, why)| why)
     }
 
     fn profile_row(json: &str) -> Result<Row<'_>, String> {
@@ -499,13 +403,12 @@ mod tests {
         ] {
             let l = profile_row(odd).unwrap().live();
             assert_eq!(l.substate_detail, None, "{odd}");
-            let mut w: LiveWire = serde_json::from_str(odd).unwrap();
-            let (_, keys) = w.take_live();
-            assert_eq!(keys.live(None).tool, None, "{odd}");
+            let shown = odd.replacen('{', r#"{"status":"error","#, 1);
+            let shown = crate::fleet::parse::show(&shown).unwrap();
+            assert_eq!(shown.tool, None, "{odd}");
         }
-        let mut shown: LiveWire = serde_json::from_str(newer).unwrap();
-        let (status, keys) = shown.take_live();
-        assert_eq!(keys.live(status).tool.as_deref(), Some("codex"));
+        let shown = crate::fleet::parse::show(newer).unwrap();
+        assert_eq!(shown.tool.as_deref(), Some("codex"));
         let escaped = profile_row(r#"{"id":"c-1","substate_detail":"at \u0038:03"}"#).unwrap();
         assert_eq!(escaped.live().substate_detail.as_deref(), Some("at 8:03"));
     }
@@ -537,8 +440,10 @@ mod tests {
     #[test]
     fn a_used_string_that_is_not_utf8_is_no_session_an_unused_one_is_skipped() {
         let bad = b"{\"id\":\"x-1\",\"title\":\"conductor-\xff\"}";
-        assert!(read(bad, false).is_err());
-        assert_eq!(id_of(bad).as_deref(), Some("x-1"));
+        assert_eq!(
+            row("?", bad, false).err(),
+            Some((Some("x-1".into()), "not UTF-8".into()))
+        );
         let unused = b"{\"id\":\"x-1\",\"tool\":\"\xff\"}";
         assert_eq!(read(unused, true).map(|r| r.session().id), Ok("x-1".into()));
     }

@@ -467,7 +467,7 @@ fn watchdog_parser_reads_every_answer() {
     let out = |args: &[&str]| s.call(args).1;
     let list = |shape, answer: String| {
         let mut rows = Vec::new();
-        listing::read(shape, answer.as_bytes(), 0, &mut |r| {
+        listing::read(shape, answer.as_bytes(), &mut |r| {
             rows.push((r.session(), r.live()))
         })
         .map(|_| rows)

@@ -9,9 +9,9 @@
 //! On timeout or shutdown the whole group is killed and the child reaped; the
 //! outcomes "could not start", "exited", "killed by signal", "timed out",
 //! "interrupted" and "printed too much" stay distinct. [`run`] keeps a bounded
-//! copy of both streams; [`run_streaming`] hands stdout to the caller piece by
-//! piece as it arrives (so an answer of any size costs one read buffer) and
-//! keeps only a bounded stderr. Interpreting output is the caller's job.
+//! copy of both streams; [`run_whole`] keeps all of stdout, as bytes, up to a
+//! ceiling past which the child is killed, and a bounded stderr.
+//! Interpreting output is the caller's job.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -30,14 +30,11 @@ use crate::sys::shutdown::Shutdown;
 
 /// At most this much of each stream is kept; the rest is drained and dropped.
 const MAX_CAPTURE: usize = 8 * 1024 * 1024;
-/// [`run_streaming`] keeps at most this much of stderr (for an error message).
-const STREAM_STDERR: usize = 64 * 1024;
-/// Stdout is read in pieces of at most this size (a Linux pipe's capacity).
+/// [`run_whole`] keeps at most this much of stderr (for an error message).
+const WHOLE_STDERR: usize = 64 * 1024;
+/// The pipes are read in pieces of at most this size (a Linux pipe's
+/// capacity).
 const PIECE: usize = 64 * 1024;
-/// A streamed child that prints more than this on stdout is killed: about
-/// 700,000 sessions of `list --all`, so no real answer comes near it, while
-/// an endless writer is stopped long before it costs anything but time.
-pub(crate) const STREAM_CEILING: u64 = 256 * 1024 * 1024;
 /// How long to keep reading after the child itself exited: only a
 /// straggler (a grandchild that inherited the pipes) is waited for.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
@@ -158,7 +155,7 @@ pub(crate) struct Output {
     /// The exit code, or `None` when a signal ended it.
     pub code: Option<i32>,
     pub signal: Option<i32>,
-    /// Empty after [`run_streaming`]: its sink had all of it.
+    /// Empty after [`run_whole`], which hands the bytes back beside it.
     pub stdout: String,
     pub stderr: String,
 }
@@ -167,16 +164,6 @@ impl Output {
     pub(crate) fn success(&self) -> bool {
         self.code == Some(0)
     }
-}
-
-/// What a stdout sink wants after a piece.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
-    /// Keep handing over stdout.
-    More,
-    /// Nothing more is needed: the rest is read and dropped, so the child is
-    /// never blocked on a full pipe, and the call still ends when it exits.
-    Enough,
 }
 
 /// Why a child produced no [`Output`].
@@ -213,44 +200,38 @@ impl fmt::Display for RunError {
 /// Runs `job` to completion, within `timeout`, or until `shutdown`, and
 /// keeps the first [`MAX_CAPTURE`] bytes of each stream.
 pub(crate) fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, RunError> {
-    let mut stdout = Vec::new();
-    let mut kept = |piece: &[u8]| {
-        keep(&mut stdout, MAX_CAPTURE, piece);
-        Flow::More
-    };
-    let mut ended = supervised(job, timeout, shutdown, (u64::MAX, MAX_CAPTURE), &mut kept)?;
+    let limits = (u64::MAX, MAX_CAPTURE, MAX_CAPTURE);
+    let (mut ended, stdout) = supervised(job, timeout, shutdown, Vec::new(), limits)?;
     ended.stdout = String::from_utf8_lossy(&stdout).into_owned();
     Ok(ended)
 }
 
-/// Runs `job` like [`run`], but hands its stdout to `sink` piece by piece as
-/// it arrives instead of keeping it. Past [`STREAM_CEILING`] bytes of stdout
-/// the child is killed ([`RunError::TooLong`]); stderr is kept up to
-/// [`STREAM_STDERR`]. What `sink` got before an error is only a beginning.
-pub(crate) fn run_streaming(
+/// Runs `job` like [`run`], but keeps all of its stdout, as bytes: past
+/// `ceiling` bytes the child is killed ([`RunError::TooLong`]), so a call
+/// never holds more. Stderr is kept up to [`WHOLE_STDERR`].
+pub(crate) fn run_whole(
     job: &Cmd,
     timeout: Duration,
     shutdown: &Shutdown,
-    sink: &mut dyn FnMut(&[u8]) -> Flow,
-) -> Result<Output, RunError> {
-    supervised(
-        job,
-        timeout,
-        shutdown,
-        (STREAM_CEILING, STREAM_STDERR),
-        sink,
-    )
+    ceiling: usize,
+) -> Result<(Output, Vec<u8>), RunError> {
+    // Reserved whole, the buffer never moves as it fills, and its pages
+    // are only backed as the answer reaches them.
+    let stdout = Vec::with_capacity(ceiling);
+    let limits = (ceiling as u64, ceiling, WHOLE_STDERR);
+    supervised(job, timeout, shutdown, stdout, limits)
 }
 
-/// Runs `job`, killing it past `ceiling` bytes of stdout and keeping
-/// `stderr_kept` bytes of stderr.
+/// Runs `job`, killing it past `ceiling` bytes of stdout, and keeping
+/// `stdout_kept` bytes of stdout (in `stdout`, handed back beside the
+/// [`Output`]) and `stderr_kept` of stderr.
 fn supervised(
     job: &Cmd,
     timeout: Duration,
     shutdown: &Shutdown,
-    (ceiling, stderr_kept): (u64, usize),
-    sink: &mut dyn FnMut(&[u8]) -> Flow,
-) -> Result<Output, RunError> {
+    stdout: Vec<u8>,
+    (ceiling, stdout_kept, stderr_kept): (u64, usize, usize),
+) -> Result<(Output, Vec<u8>), RunError> {
     if shutdown.is_set() {
         return Err(RunError::Interrupted);
     }
@@ -274,10 +255,10 @@ fn supervised(
     let mut io = Streams {
         out,
         err,
-        sink,
-        wants_more: true,
         ceiling,
         stdout_bytes: 0,
+        stdout,
+        stdout_kept,
         stderr: Vec::new(),
         stderr_kept,
         buf: vec![0u8; PIECE],
@@ -286,12 +267,15 @@ fn supervised(
         .checked_add(timeout)
         .unwrap_or(started + Duration::from_secs(365 * 24 * 3600));
     match supervise(&mut child, &mut io, (deadline, timeout), shutdown) {
-        Ok(status) => Ok(Output {
-            code: status.code(),
-            signal: status.signal(),
-            stdout: String::new(),
-            stderr: String::from_utf8_lossy(&io.stderr).into_owned(),
-        }),
+        Ok(status) => Ok((
+            Output {
+                code: status.code(),
+                signal: status.signal(),
+                stdout: String::new(),
+                stderr: String::from_utf8_lossy(&io.stderr).into_owned(),
+            },
+            io.stdout,
+        )),
         Err((e, reaped)) => {
             // A child reaped already is not killed: its pid may name another
             // process by now (a grandchild still writing is left, as after
@@ -311,7 +295,7 @@ fn supervised(
 /// reaped already.
 fn supervise(
     child: &mut Child,
-    io: &mut Streams<'_>,
+    io: &mut Streams,
     (deadline, timeout): (Instant, Duration),
     shutdown: &Shutdown,
 ) -> Result<ExitStatus, (RunError, bool)> {
@@ -357,32 +341,30 @@ fn supervise(
     }
 }
 
-/// Both pipes of one child, non-blocking (`None` once at EOF), and where
-/// their bytes go.
-struct Streams<'a> {
+/// Both pipes of one child, non-blocking (`None` once at EOF), and what is
+/// kept of their bytes.
+struct Streams {
     out: Option<File>,
     err: Option<File>,
-    sink: &'a mut dyn FnMut(&[u8]) -> Flow,
-    /// False once the sink said [`Flow::Enough`].
-    wants_more: bool,
-    /// Stdout past this many bytes goes nowhere and ends the call.
+    /// Stdout past this many bytes ends the call.
     ceiling: u64,
     stdout_bytes: u64,
+    stdout: Vec<u8>,
+    stdout_kept: usize,
     stderr: Vec<u8>,
     stderr_kept: usize,
     /// One read buffer for both pipes, reused for the whole call.
     buf: Vec<u8>,
 }
 
-impl Streams<'_> {
+impl Streams {
     /// Reads what both pipes have without blocking; true when anything
     /// happened (bytes or EOF).
     fn read_available(&mut self) -> bool {
+        let (stdout, cap, bytes) = (&mut self.stdout, self.stdout_kept, &mut self.stdout_bytes);
         let from_out = read_available(&mut self.out, &mut self.buf, &mut |piece| {
-            self.stdout_bytes += piece.len() as u64;
-            if self.wants_more && self.stdout_bytes <= self.ceiling {
-                self.wants_more = (self.sink)(piece) == Flow::More;
-            }
+            *bytes += piece.len() as u64;
+            keep(stdout, cap, piece);
         });
         let (stderr, cap) = (&mut self.stderr, self.stderr_kept);
         let from_err = read_available(&mut self.err, &mut self.buf, &mut |p| {
@@ -393,11 +375,10 @@ impl Streams<'_> {
 }
 
 /// Appends what of `piece` fits in `cap` bytes of `kept`; the rest is
-/// dropped. True when some was.
-pub(crate) fn keep(kept: &mut Vec<u8>, cap: usize, piece: &[u8]) -> bool {
+/// dropped.
+fn keep(kept: &mut Vec<u8>, cap: usize, piece: &[u8]) {
     let room = cap.saturating_sub(kept.len());
     kept.extend_from_slice(&piece[..piece.len().min(room)]);
-    piece.len() > room
 }
 
 /// A child's pipe end, made non-blocking.
@@ -730,85 +711,46 @@ mod tests {
         assert_eq!(out.stderr, "done\n");
     }
 
-    /// Streams `job`'s stdout in pieces; the pieces joined, and the outcome.
-    fn streamed(job: &Cmd, timeout: Duration) -> (Vec<u8>, usize, Result<Output, RunError>) {
-        let mut got = Vec::new();
-        let mut pieces = 0;
-        let result = run_streaming(job, timeout, &quiet(), &mut |piece| {
-            pieces += 1;
-            got.extend_from_slice(piece);
-            Flow::More
-        });
-        (got, pieces, result)
-    }
-
     #[test]
-    fn streaming_hands_over_all_of_stdout_in_pieces_and_keeps_stderr() {
-        let (got, pieces, result) = streamed(
-            &sh("head -c 1000000 /dev/zero | tr '\\0' x; echo err >&2; exit 4"),
-            Duration::from_secs(20),
-        );
-        let done = result.unwrap();
-        assert_eq!(done.code, Some(4));
-        assert_eq!(done.stderr, "err\n");
-        assert_eq!(done.stdout, "", "the sink had it all");
-        assert_eq!(got.len(), 1_000_000);
-        assert!(got.iter().all(|b| *b == b'x'));
-        assert!(pieces >= 1_000_000 / PIECE, "{pieces} pieces");
-    }
-
-    #[test]
-    fn a_sink_that_has_enough_still_lets_the_child_finish() {
-        let mut calls = 0;
-        let done = run_streaming(
-            &sh("head -c 3000000 /dev/zero; echo all-written >&2; exit 2"),
+    fn a_whole_call_keeps_all_of_stdout_as_bytes_and_a_bounded_stderr() {
+        let (done, stdout) = run_whole(
+            &sh("head -c 9000000 /dev/zero; printf '\\377'; head -c 1000000 /dev/zero >&2; exit 4"),
             Duration::from_secs(20),
             &quiet(),
-            &mut |_| {
-                calls += 1;
-                Flow::Enough
-            },
+            10_000_000,
         )
         .unwrap();
-        assert_eq!(calls, 1);
-        // All 3 MB went through the pipe (64 KiB) before the child went on.
+        assert_eq!(done.code, Some(4));
         assert_eq!(
-            (done.code, done.stderr.as_str()),
-            (Some(2), "all-written\n")
+            (done.stdout.as_str(), done.stderr.len()),
+            ("", WHOLE_STDERR)
         );
+        assert_eq!(
+            stdout.len(),
+            9_000_001,
+            "past the {MAX_CAPTURE} bytes `run` keeps"
+        );
+        assert_eq!(stdout.last(), Some(&0xff));
     }
 
     #[test]
-    fn an_endless_answer_is_cut_at_the_ceiling_and_killed() {
+    fn an_answer_past_the_ceiling_is_cut_and_killed() {
         let start = Instant::now();
-        let (got, _, result) = streamed(&sh("cat /dev/zero"), Duration::from_secs(60));
+        let result = run_whole(
+            &sh("cat /dev/zero"),
+            Duration::from_secs(60),
+            &quiet(),
+            1 << 20,
+        );
         assert!(
-            matches!(result, Err(RunError::TooLong(STREAM_CEILING))),
+            matches!(result, Err(RunError::TooLong(n)) if n == 1 << 20),
             "{result:?}"
         );
-        assert!(got.len() as u64 <= STREAM_CEILING);
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "{:?}",
             start.elapsed()
         );
-    }
-
-    #[test]
-    fn streamed_stderr_is_bounded() {
-        let (got, _, result) = streamed(
-            &sh("head -c 1000000 /dev/zero >&2; echo out"),
-            Duration::from_secs(20),
-        );
-        let done = result.unwrap();
-        assert_eq!(done.stderr.len(), STREAM_STDERR);
-        assert_eq!(got, b"out\n");
-    }
-
-    #[test]
-    fn a_streamed_call_times_out_like_any_other() {
-        let (_, _, result) = streamed(&sh("echo '['; sleep 30"), Duration::from_millis(300));
-        assert!(matches!(result, Err(RunError::TimedOut(_))), "{result:?}");
     }
 
     #[test]

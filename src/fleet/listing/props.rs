@@ -1,6 +1,6 @@
-//! Property tests of the list reader: cut into pieces anywhere, an answer
-//! (also one with a few bytes changed) reads exactly as it does whole;
-//! whole, it never panics and what it gives is bounded by what it was given.
+//! Property tests of the list reader: whatever the answer (also one with a
+//! few bytes changed), it never panics, what it gives is bounded by what it
+//! was given, and a row reads the same alone as among others.
 
 use proptest::prelude::*;
 use serde_json::Value;
@@ -8,16 +8,14 @@ use serde_json::Value;
 use super::*;
 use crate::fleet::props::{garbage_within, live_within, session_within, MAX_REASON_CHARS};
 use crate::fleet::session::{Live, Session};
-use crate::testing::{input, json, lossy, session_row, CASES};
+use crate::testing::{input, json, session_row, CASES};
 
 /// Every row of an answer, and its tally.
 type Read = Result<(Vec<(Session, Live)>, RowTally), Garbage>;
 
-fn read_whole(shape: Shape, answer: &str) -> Read {
+fn read_all(shape: Shape, answer: &[u8]) -> Read {
     let mut rows = Vec::new();
-    let tally = read(shape, answer.as_bytes(), 0, &mut |r| {
-        rows.push((r.session(), r.live()))
-    })?;
+    let tally = read(shape, answer, &mut |r| rows.push((r.session(), r.live())))?;
     Ok((rows, tally))
 }
 
@@ -30,28 +28,6 @@ fn within(rows: &[(Session, Live)], tally: &RowTally, n: usize) -> bool {
         && rows
             .iter()
             .all(|(s, l)| session_within(s, n) && live_within(l, n))
-}
-
-/// What reading `answer` cut at `cuts` (offsets, any order, any number)
-/// gave: every row as owned values and the tally, or only that it was
-/// garbage (the message names a byte offset, which may differ).
-fn read_cut(
-    shape: Shape,
-    answer: &[u8],
-    cuts: &[usize],
-) -> Result<(Vec<(Session, Live)>, RowTally), ()> {
-    let mut rows = Vec::new();
-    let mut each = |r: &Row<'_>| rows.push((r.session(), r.live()));
-    let mut reader = ListReader::new(shape, &mut each);
-    let mut at = 0;
-    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (answer.len() + 1)).collect();
-    cuts.sort_unstable();
-    for cut in cuts.into_iter().chain([answer.len()]) {
-        reader.feed(&answer[at..cut]);
-        at = cut;
-    }
-    let tally = reader.finish().map_err(drop)?;
-    Ok((rows, tally))
 }
 
 /// A list answer as Go indents it, and as the other generators make it.
@@ -96,34 +72,35 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(CASES))]
 
     #[test]
-    fn list_all_never_panics_and_is_bounded(bytes in input()) {
-        let out = lossy(&bytes);
-        match read_whole(Shape::All, &out) {
-            Ok((rows, tally)) => prop_assert!(within(&rows, &tally, out.len())),
-            Err(g) => prop_assert!(garbage_within(&g)),
-        }
-    }
-
-    #[test]
-    fn profile_list_never_panics_and_is_bounded(bytes in input()) {
-        let out = lossy(&bytes);
-        match read_whole(Shape::Profile, &out) {
-            Ok((rows, tally)) => prop_assert!(within(&rows, &tally, out.len())),
-            Err(g) => prop_assert!(garbage_within(&g)),
-        }
-    }
-
-    #[test]
-    fn a_list_reads_the_same_in_any_pieces(
-        answer in prop_oneof![3 => list_answer(), 1 => mutated_answer()],
-        cuts in prop::collection::vec(any::<usize>(), 0..12),
-        piece in 1..96usize,
+    fn a_list_never_panics_and_is_bounded(
+        answer in prop_oneof![list_answer(), mutated_answer()],
         profile in any::<bool>(),
     ) {
         let shape = if profile { Shape::Profile } else { Shape::All };
-        let whole = read_cut(shape, &answer, &[]);
-        prop_assert_eq!(&read_cut(shape, &answer, &cuts), &whole);
-        let every: Vec<usize> = (1..answer.len()).step_by(piece).collect();
-        prop_assert_eq!(&read_cut(shape, &answer, &every), &whole);
+        match read_all(shape, &answer) {
+            Ok((rows, tally)) => prop_assert!(within(&rows, &tally, answer.len())),
+            Err(g) => prop_assert!(garbage_within(&g)),
+        }
+    }
+
+    #[test]
+    fn a_json_array_is_readable_and_each_row_reads_as_it_does_alone(
+        answer in prop_oneof![list_answer(), mutated_answer()],
+        profile in any::<bool>(),
+    ) {
+        let shape = if profile { Shape::Profile } else { Shape::All };
+        let text = std::str::from_utf8(&answer).unwrap_or_default();
+        let Ok(elements) = serde_json::from_str::<Vec<&RawValue>>(text) else {
+            return Ok(());
+        };
+        let fail = |g: Garbage| TestCaseError::fail(g.0);
+        let (rows, tally) = read_all(shape, &answer).map_err(fail)?;
+        let mut alone = (Vec::new(), 0);
+        for e in elements {
+            let (r, t) = read_all(shape, format!("[{}]", e.get()).as_bytes()).map_err(fail)?;
+            alone.0.extend(r);
+            alone.1 += t.skipped;
+        }
+        prop_assert_eq!((rows, tally.skipped), alone);
     }
 }

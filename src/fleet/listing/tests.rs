@@ -3,36 +3,28 @@
 use super::*;
 use crate::fleet::session::{Live, Session, Status};
 
-/// What reading `answer` in pieces of `piece` bytes gave: the rows as
-/// owned values, and the tally; or only that it was garbage.
+/// What reading `answer` gave: the rows as owned values, and the tally; or
+/// only that it was garbage.
 type Read = Result<(Rows, RowTally), ()>;
 
 /// Each row read, as owned values.
 type Rows = Vec<(Session, Live)>;
 
-fn read_in(shape: Shape, answer: &[u8], piece: usize) -> Read {
+fn read_in(shape: Shape, answer: impl AsRef<[u8]>) -> Read {
     let mut rows = Vec::new();
-    let tally = read(shape, answer, piece, &mut |r| {
+    let tally = read(shape, answer.as_ref(), &mut |r| {
         rows.push((r.session(), r.live()))
     });
     tally.map(|t| (rows, t)).map_err(drop)
 }
 
-/// Reads `answer` whole and in pieces of every size: all the same.
-fn same_in_every_piece_size(shape: Shape, answer: &str) -> Read {
-    let whole = read_in(shape, answer.as_bytes(), 0);
-    for piece in 1..=answer.len() {
-        assert_eq!(
-            read_in(shape, answer.as_bytes(), piece),
-            whole,
-            "pieces of {piece}"
-        );
-    }
-    whole
+/// Why `answer` is garbage.
+fn garbage(shape: Shape, answer: &str) -> String {
+    read(shape, answer.as_bytes(), &mut |_| {}).unwrap_err().0
 }
 
 /// A `-p P list --json` answer as Go indents it, with strings that hold
-/// what a splitter could trip on, and nesting in fields nobody reads.
+/// brackets and escapes, and nesting in fields nobody reads.
 const PROFILE: &str = r#"[
   {
     "id": "3f9c2a1b-1755891234",
@@ -65,18 +57,18 @@ const PROFILE: &str = r#"[
 
 /// `list --all --json` held whole: its sessions and skip reasons.
 fn list_all(out: &str) -> Result<(Vec<Session>, Vec<String>), ()> {
-    let (rows, tally) = read_in(Shape::All, out.as_bytes(), 0)?;
+    let (rows, tally) = read_in(Shape::All, out)?;
     Ok((rows.into_iter().map(|(s, _)| s).collect(), tally.reasons))
 }
 
 /// `-p P list --json` held whole: its rows and skip reasons.
 fn list_profile(out: &str) -> Result<(Rows, Vec<String>), ()> {
-    read_in(Shape::Profile, out.as_bytes(), 0).map(|(rows, tally)| (rows, tally.reasons))
+    read_in(Shape::Profile, out).map(|(rows, tally)| (rows, tally.reasons))
 }
 
 #[test]
-fn rows_cut_at_any_byte_read_the_same_as_whole() {
-    let (rows, tally) = same_in_every_piece_size(Shape::Profile, PROFILE).unwrap();
+fn the_rows_of_a_go_indented_answer_are_read() {
+    let (rows, tally) = read_in(Shape::Profile, PROFILE).unwrap();
     assert_eq!(tally.rows, 2);
     assert_eq!(tally.skipped, 0);
     let (s, l) = &rows[0];
@@ -97,14 +89,8 @@ fn rows_cut_at_any_byte_read_the_same_as_whole() {
 fn an_answer_cut_short_is_garbage_wherever_it_is_cut() {
     let answer = PROFILE.trim_end();
     for cut in 1..answer.len() {
-        for piece in [1, 7, 64, 0] {
-            assert_eq!(
-                read_in(Shape::Profile, &answer.as_bytes()[..cut], piece),
-                Err(()),
-                "cut at {cut}, pieces of {piece}: {:?}",
-                &answer[..cut]
-            );
-        }
+        let part = &answer.as_bytes()[..cut];
+        assert_eq!(read_in(Shape::Profile, part), Err(()), "cut at {cut}");
     }
 }
 
@@ -123,12 +109,12 @@ fn broken_arrays_are_garbage_not_fewer_sessions() {
         r#"[{"id":"a-1"},{"id":"b-1","t":01}]"#,
         r#"[{"id":"a-1"}, tru]"#,
         r#"[{"id":"a-1"}, }]"#,
+        "[1,,2]",
+        "[-1e]",
+        r#"["a\"]"#,
+        "[}]",
     ] {
-        assert_eq!(
-            same_in_every_piece_size(Shape::All, answer),
-            Err(()),
-            "{answer}"
-        );
+        assert_eq!(read_in(Shape::All, answer), Err(()), "{answer}");
     }
 }
 
@@ -139,7 +125,7 @@ fn a_row_that_is_json_but_no_session_is_skipped_not_blinding() {
             {"id":"a-1","title":["not","a","string"]},
             {"id":"b-1","title":"t","is_conductor":"yes\nforged line"},
             {"id":"c-1","title":"conductor-ok","group":null,"parent_session_id":null}]"#;
-    let (rows, tally) = same_in_every_piece_size(Shape::All, answer).unwrap();
+    let (rows, tally) = read_in(Shape::All, answer).unwrap();
     assert_eq!(
         rows.iter().map(|(s, _)| s.id.as_str()).collect::<Vec<_>>(),
         ["c-1"]
@@ -162,16 +148,17 @@ fn a_row_that_is_json_but_no_session_is_skipped_not_blinding() {
 }
 
 #[test]
-fn a_row_past_the_limit_is_skipped_and_never_held() {
+fn a_row_past_the_limit_is_skipped() {
     let long = "x".repeat(MAX_ROW_BYTES);
     let answer =
         format!(r#"[{{"id":"a-1","title":"{long}"}},{{"id":"b-1","title":"conductor-b"}}]"#);
-    for piece in [0, 4096, 65536] {
-        let (rows, tally) = read_in(Shape::All, answer.as_bytes(), piece).unwrap();
-        assert_eq!(rows.len(), 1, "pieces of {piece}");
-        assert_eq!(rows[0].0.id, "b-1");
-        assert_eq!(tally.reasons, ["row 1: longer than 1024 KiB, not read"]);
-    }
+    let (rows, tally) = read_in(Shape::All, answer).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].0.id, "b-1");
+    assert_eq!(tally.reasons, ["row 1: longer than 1024 KiB, not read"]);
+    let just = format!(r#"{{"id":"a-1","t":"{}"}}"#, "x".repeat(MAX_ROW_BYTES - 19));
+    let (rows, _) = read_in(Shape::All, format!("[{just}]")).unwrap();
+    assert_eq!(rows.len(), 1, "a row of {} bytes is read", just.len());
 }
 
 #[test]
@@ -184,7 +171,7 @@ fn texts_that_mean_no_sessions_and_texts_that_do_not() {
         (Shape::Profile, "null"),
         (Shape::Profile, "No sessions found in profile 'work'.\n"),
     ] {
-        assert_eq!(same_in_every_piece_size(shape, answer), empty, "{answer}");
+        assert_eq!(read_in(shape, answer), empty, "{answer}");
     }
     for (shape, answer) in [
         (Shape::All, ""),
@@ -199,29 +186,28 @@ fn texts_that_mean_no_sessions_and_texts_that_do_not() {
         (Shape::All, "\"[]\""),
         (Shape::Profile, "nullnull"),
     ] {
-        assert_eq!(same_in_every_piece_size(shape, answer), Err(()), "{answer}");
+        assert_eq!(read_in(shape, answer), Err(()), "{answer}");
     }
     let long = format!("null{}", " ".repeat(MAX_TEXT_BYTES));
-    assert_eq!(read_in(Shape::All, long.as_bytes(), 1000), Err(()));
-}
-
-#[test]
-fn a_reader_says_when_more_cannot_help() {
-    let mut ignore = |_: &Row<'_>| {};
-    let mut reader = ListReader::new(Shape::All, &mut ignore);
-    assert!(reader.feed(b"[{\"id\":\"a-1\"}"));
-    assert!(!reader.feed(b"}"));
-    let mut ignore = |_: &Row<'_>| {};
-    let mut reader = ListReader::new(Shape::All, &mut ignore);
-    let text = format!("  {}", "x".repeat(MAX_TEXT_BYTES + 1));
-    assert!(!reader.feed(text.as_bytes()));
-    assert_eq!(reader.text().len(), MAX_TEXT_BYTES);
+    assert_eq!(
+        garbage(Shape::All, &long),
+        "expected a JSON array, got more than 64 KiB of something else starting \"null\""
+    );
+    let error = r#"{"code":"NOT_FOUND","error":"x","success":false}"#;
+    assert_eq!(
+        garbage(Shape::All, error),
+        format!("expected a JSON array, got \"{error}\"")
+    );
+    assert_eq!(
+        garbage(Shape::All, "  Error: boom\n"),
+        r#"not JSON: "Error: boom""#
+    );
 }
 
 #[test]
 fn only_the_first_reasons_are_kept_but_all_are_counted() {
     let answer = format!("[{}{{\"id\":\"a-1\"}}]", "1,".repeat(1000));
-    let (rows, tally) = read_in(Shape::All, answer.as_bytes(), 100).unwrap();
+    let (rows, tally) = read_in(Shape::All, answer).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(tally.skipped, 1000);
     assert_eq!(tally.reasons.len(), MAX_REASONS);
@@ -331,66 +317,23 @@ fn an_answer_that_is_not_an_array_stays_unreadable() {
 #[test]
 fn a_byte_that_is_not_utf8_skips_its_row_alone() {
     let answer = b"[{\"id\":\"a-1\",\"title\":\"conductor-\xff\"},\n {\"id\":\"b-1\",\"tool\":\"\xfe\"}, {\"id\":\"c-1\"}]";
-    let whole = read_in(Shape::Profile, answer, 0);
-    for piece in 1..answer.len() {
-        assert_eq!(
-            read_in(Shape::Profile, answer, piece),
-            whole,
-            "pieces of {piece}"
-        );
-    }
-    let (rows, tally) = whole.unwrap();
+    let (rows, tally) = read_in(Shape::Profile, answer).unwrap();
     let ids: Vec<_> = rows.iter().map(|(s, _)| s.id.as_str()).collect();
     assert_eq!(ids, ["b-1", "c-1"]);
     assert_eq!(tally.reasons, [r#"row 1 (id "a-1"): not UTF-8"#]);
-}
-
-#[test]
-fn a_row_cut_by_pieces_is_held_once_and_the_long_one_not_at_all() {
-    let long = "x".repeat(2 * MAX_ROW_BYTES);
-    let answer = format!(r#"[{{"id":"a-1","title":"{long}"}},{{"id":"b-1"}}]"#);
-    let mut ignore = |_: &Row<'_>| {};
-    let mut reader = ListReader::new(Shape::All, &mut ignore);
-    for piece in answer.as_bytes().chunks(4096) {
-        assert!(reader.feed(piece));
-        assert!(
-            reader.cut.capacity() <= 2 * MAX_ROW_BYTES,
-            "{} held",
-            reader.cut.capacity()
-        );
-    }
-    assert_eq!(reader.finish().unwrap().rows, 1);
-}
-
-#[test]
-fn framing_follows_strings_escapes_and_scalars_in_every_piece_size() {
-    let answer =
-        r#"[ "a,\"]b" , -12.5e+3,true,null, [1,[]], {"id":"a-1","path":"\\","e":"\\\"]"} ]"#;
-    let (rows, tally) = same_in_every_piece_size(Shape::All, answer).unwrap();
-    assert_eq!(rows[0].0.path, "\\");
-    assert_eq!(tally.rows, 1);
-    assert_eq!(tally.skipped, 5);
-    assert_eq!(tally.reasons[1], "row 2: not an object but a number");
-    for broken in ["[1,,2]", "[1 2]", "[-1e]", r#"["a\"]"#, "[}]"] {
-        assert_eq!(
-            same_in_every_piece_size(Shape::All, broken),
-            Err(()),
-            "{broken}"
-        );
-    }
+    assert_eq!(read_in(Shape::Profile, b"[{\"id\":\"a-1\"},\xff]"), Err(()));
 }
 
 #[test]
 fn an_answer_cut_short_says_where() {
-    let why = |answer: &str| {
-        let mut ignore = |_: &Row<'_>| {};
-        let mut reader = ListReader::new(Shape::All, &mut ignore);
-        reader.feed(answer.as_bytes());
-        reader.finish().unwrap_err().0
-    };
-    assert!(why(r#"[{"id":"a-1"},{"id":"#).contains("ends inside row 2 after 20 bytes"));
-    assert!(why(r#"[{"id":"a-1"}"#).contains("ends inside row 1"));
-    assert!(why(r#"[{"id":"a-1"}, "#).contains("ends inside the list"));
+    assert_eq!(
+        garbage(Shape::All, r#"[{"id":"a-1"},{"id":"#),
+        "not a readable JSON array: EOF while parsing a value at line 1 column 20"
+    );
+    assert_eq!(
+        garbage(Shape::All, "[\n  {\"id\":\"a-1\"}\n"),
+        "not a readable JSON array: EOF while parsing a list at line 3 column 0"
+    );
 }
 
 #[test]
@@ -398,16 +341,8 @@ fn an_empty_array_from_a_profile_list_means_no_sessions_like_null() {
     // 1.16.11 (#2277): `-p P list --json` with no sessions prints `[]`.
     let empty = Ok((Vec::new(), RowTally::default()));
     for answer in ["[]\n", "[ ]", "\n[\n]\n"] {
-        assert_eq!(
-            same_in_every_piece_size(Shape::Profile, answer),
-            empty,
-            "{answer:?}"
-        );
-        assert_eq!(
-            same_in_every_piece_size(Shape::All, answer),
-            empty,
-            "{answer:?}"
-        );
+        assert_eq!(read_in(Shape::Profile, answer), empty, "{answer:?}");
+        assert_eq!(read_in(Shape::All, answer), empty, "{answer:?}");
     }
 }
 
@@ -469,8 +404,8 @@ const PROFILE_NEWER: &str = r#"[
 "#;
 
 #[test]
-fn rows_of_the_newer_shape_read_in_every_piece_size() {
-    let (rows, tally) = same_in_every_piece_size(Shape::Profile, PROFILE_NEWER).unwrap();
+fn rows_of_the_newer_shape_are_read() {
+    let (rows, tally) = read_in(Shape::Profile, PROFILE_NEWER).unwrap();
     assert_eq!((tally.rows, tally.skipped), (2, 0), "{:?}", tally.reasons);
     assert_eq!(rows[0].0.id, "3f9c2a1b-1755891234");
     assert_eq!(rows[0].0.group, "conductor");
@@ -479,7 +414,7 @@ fn rows_of_the_newer_shape_read_in_every_piece_size() {
     assert_eq!(rows[0].1.channels.len(), 1);
     assert_eq!(rows[1].1.status, Some(Status::Running));
     // The same rows as `list --all --json` prints them (no status there).
-    let (rows, tally) = same_in_every_piece_size(Shape::All, PROFILE_NEWER).unwrap();
+    let (rows, tally) = read_in(Shape::All, PROFILE_NEWER).unwrap();
     assert_eq!((tally.rows, tally.skipped), (2, 0), "{:?}", tally.reasons);
     assert_eq!(rows[1].0.profile, "work");
 }
