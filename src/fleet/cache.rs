@@ -7,11 +7,11 @@
 //!
 //! Only the restart-critical sessions (by name or by marker, which covers
 //! the conductors the patrols look at) are kept whole. Every other listed
-//! session is kept as its id, and a child (`parent_session_id` set) also as
-//! its profile, in an [`IdSet`]: a profile of 50,000 archived workers costs
-//! about a megabyte, not tens. The waiting patrol takes the few children it
-//! acts on from the tick's live lists ([`Fleet::child_profile`] tells which
-//! ids are children). A session that gains a marker after the list was read
+//! session is kept as its id, and a child (`parent_session_id` set) also
+//! as its profile, in a sorted list: a profile of 50,000 archived workers
+//! costs a few megabytes, not tens. The waiting patrol takes the few
+//! children it acts on from the tick's live lists ([`Fleet::child_profile`]
+//! tells which ids are children). A session that gains a marker after the list was read
 //! is kept whole from the next read on; [`Fleet::needs_refresh_for`] says
 //! when a hook should cause one. A readable list that suddenly holds none
 //! of the critical sessions is read like any other: what that means (a
@@ -22,22 +22,18 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::fleet::deck::{AgentDeck, CliError};
-use crate::fleet::id_set::{IdSet, IdSetBuilder};
 use crate::fleet::listing::Row;
 use crate::fleet::session::{self, NameRule, Session};
 
 /// An unknown hook id refreshes the cache at most this often.
 const MIN_REFRESH_GAP: Duration = Duration::from_secs(1);
-/// The tag of a session in [`Fleet::others`] that is not a child; a child's
-/// tag is the index of its profile in [`Fleet::child_profiles`].
-const NOT_A_CHILD: u32 = u32::MAX;
 
 pub(crate) struct Fleet {
     /// The sessions kept whole (see the module docs), by id.
     sessions: BTreeMap<String, Session>,
-    /// Every other listed session, tagged [`NOT_A_CHILD`] or with its
-    /// profile's index in `child_profiles`.
-    others: IdSet,
+    /// Every other listed session, sorted by id, with the index of its
+    /// profile in `child_profiles` if it is a child.
+    others: Vec<(Box<str>, Option<usize>)>,
     /// The profiles of the children in `others`.
     child_profiles: Vec<String>,
     markers: BTreeSet<String>,
@@ -50,7 +46,7 @@ impl Fleet {
     pub(crate) fn new(autorestart_dir: PathBuf) -> Fleet {
         Fleet {
             sessions: BTreeMap::new(),
-            others: IdSet::default(),
+            others: Vec::new(),
             child_profiles: Vec::new(),
             markers: BTreeSet::new(),
             autorestart_dir,
@@ -63,31 +59,28 @@ impl Fleet {
     pub(crate) fn refresh(&mut self, deck: &dyn AgentDeck) -> Result<(), CliError> {
         self.last_refresh = Some(Instant::now());
         let mut sessions = BTreeMap::new();
-        let mut others = IdSetBuilder::new();
-        let mut child_profiles: BTreeMap<String, u32> = BTreeMap::new();
+        let mut others: Vec<(Box<str>, Option<usize>)> = Vec::new();
+        let mut profiles = BTreeMap::new();
         let markers = &self.markers;
         deck.list_all(&mut |row| {
             if kept_whole(row, markers) {
                 sessions.insert(row.id.to_string(), row.session());
-            } else if row.parent_session_id.is_some() {
-                let next = u32::try_from(child_profiles.len()).unwrap_or(NOT_A_CHILD);
-                let tag = match child_profiles.get(row.profile.as_ref()) {
-                    Some(tag) => *tag,
-                    None => *child_profiles
-                        .entry(row.profile.to_string())
-                        .or_insert(next),
-                };
-                others.push(&row.id, tag);
             } else {
-                others.push(&row.id, NOT_A_CHILD);
+                let child = row.parent_session_id.is_some().then(|| {
+                    let next = profiles.len();
+                    *profiles.entry(row.profile.to_string()).or_insert(next)
+                });
+                others.push((row.id.as_ref().into(), child));
             }
         })?;
-        let mut by_tag: Vec<(u32, String)> =
-            child_profiles.into_iter().map(|(p, t)| (t, p)).collect();
-        by_tag.sort_unstable();
+        others.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        others.dedup_by(|a, b| a.0 == b.0);
+        self.child_profiles = vec![String::new(); profiles.len()];
+        for (profile, i) in profiles {
+            self.child_profiles[i] = profile;
+        }
         self.sessions = sessions;
-        self.others = others.build();
-        self.child_profiles = by_tag.into_iter().map(|(_, p)| p).collect();
+        self.others = others;
         self.listed_once = true;
         Ok(())
     }
@@ -123,7 +116,7 @@ impl Fleet {
 
     /// Whether the last readable list had this session, whole or not.
     pub(crate) fn knows(&self, id: &str) -> bool {
-        self.sessions.contains_key(id) || self.others.contains(id)
+        self.sessions.contains_key(id) || self.other(id).is_some()
     }
 
     /// Whether a hook for `id` should re-read the list first: the session is
@@ -134,8 +127,14 @@ impl Fleet {
 
     /// The profile of a child session not kept whole.
     pub(crate) fn child_profile(&self, id: &str) -> Option<&str> {
-        let tag = self.others.tag(id)?;
-        self.child_profiles.get(tag as usize).map(String::as_str)
+        let profile = self.other(id)??;
+        self.child_profiles.get(profile).map(String::as_str)
+    }
+
+    /// A session not kept whole: the index of its profile if it is a child.
+    fn other(&self, id: &str) -> Option<Option<usize>> {
+        let at = self.others.binary_search_by(|(o, _)| o.as_ref().cmp(id));
+        at.ok().map(|i| self.others[i].1)
     }
 
     /// The profiles holding a child session not kept whole.

@@ -6,7 +6,6 @@ pub(crate) mod cache;
 pub(crate) mod deck;
 #[cfg(test)]
 pub(crate) mod fake;
-pub(crate) mod id_set;
 pub mod listing;
 pub(crate) mod panes;
 pub(crate) mod parse;
