@@ -44,12 +44,12 @@ use crate::act::patrols::Patrols;
 use crate::act::restart::{self, Restarter};
 use crate::config::Config;
 use crate::config::PaneWatchMode;
-use crate::daemon::pass_summary::PassNotes;
 use crate::daemon::sd_notify::SdNotify;
-use crate::decide::verdict::Episodes;
+use crate::decide::verdict::{Episodes, Verdict};
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::AgentDeck;
+use crate::fleet::session::{Session, Status};
 use crate::records::metrics::MetricsFiles;
 use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
@@ -68,6 +68,16 @@ pub(crate) struct RunFlags {
     pub verbose: bool,
     /// `--once --json`: the pass summary as one JSON object.
     pub json: bool,
+}
+
+/// What the daemon notes during a `--once` pass, for its summary.
+#[derive(Debug, Default)]
+pub(crate) struct PassNotes {
+    /// The critical sessions of the tick, the status it read of each and
+    /// its verdict.
+    pub critical: Vec<(Session, Option<Status>, Verdict)>,
+    /// Sessions `list --all` listed.
+    pub listed: usize,
 }
 
 /// The main loop's state and collaborators.

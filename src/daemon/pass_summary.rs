@@ -15,7 +15,7 @@ use crate::error::{self, Error};
 use crate::decide::gates::Hold;
 use crate::decide::outcomes::RestartAction;
 use crate::decide::verdict::Verdict;
-use crate::fleet::session::{Session, Status};
+use crate::fleet::session::Status;
 use crate::text::printable;
 
 /// Columns of the readable block are clipped to this many characters.
@@ -127,16 +127,6 @@ impl Did {
             None => word.to_owned(),
         }
     }
-}
-
-/// What the daemon notes during a `--once` pass, for its summary.
-#[derive(Debug, Default)]
-pub(crate) struct PassNotes {
-    /// The critical sessions of the tick, the status it read of each and
-    /// its verdict.
-    pub critical: Vec<(Session, Option<Status>, Verdict)>,
-    /// Sessions `list --all` listed.
-    pub listed: usize,
 }
 
 /// One restart-critical session of the pass.

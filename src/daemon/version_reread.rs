@@ -11,7 +11,7 @@ use std::time::Duration;
 use crossbeam_channel::select;
 
 use crate::error::{Error, Result};
-use crate::fleet::deck::Cli;
+use crate::fleet::cli::Cli;
 use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
 

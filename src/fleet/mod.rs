@@ -3,6 +3,7 @@
 //! cache of the last readable list. Nothing here restarts anything.
 
 pub(crate) mod cache;
+pub(crate) mod cli;
 pub(crate) mod deck;
 #[cfg(test)]
 pub(crate) mod fake;
@@ -11,6 +12,7 @@ pub(crate) mod panes;
 pub(crate) mod parse;
 #[cfg(test)]
 pub(crate) mod props;
+pub(crate) mod read_only;
 pub(crate) mod session;
 pub(crate) mod version;
 pub(crate) mod version_watch;

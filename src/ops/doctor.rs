@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::config::{Config, Env};
 use crate::error::{Error, Result};
-use crate::fleet::deck::Cli;
+use crate::fleet::cli::Cli;
 use crate::sys::shutdown::Shutdown;
 
 /// The agent-deck releases this release was verified against by the live

@@ -22,7 +22,7 @@ use crate::decide::limits::Limits;
 use crate::decide::outcomes::RestartAction;
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
-use crate::fleet::deck::Cli;
+use crate::fleet::cli::Cli;
 use crate::fleet::session::{Session, Status};
 use crate::ops::preflight::{show, status_writer, Shown};
 use crate::records::audit::RestartRecord;

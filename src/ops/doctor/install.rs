@@ -9,7 +9,7 @@ use super::{usable_config, Check, VERIFIED_AGENT_DECK};
 use crate::alert::escalate;
 use crate::config::{Config, Env};
 use crate::fleet::cache::Fleet;
-use crate::fleet::deck::Cli;
+use crate::fleet::cli::Cli;
 use crate::fleet::version::Version;
 use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
