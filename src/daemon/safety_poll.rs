@@ -485,56 +485,6 @@ pub(super) mod tests {
         assert!(!saved.sessions.contains_key(WORKER),);
     }
 
-    /// Ticks over a conductor seen `stopped`, then `error` twice, at the
-    /// release `version`; the restart records.
-    fn stop_then_error(
-        version: Option<crate::fleet::version::Version>,
-    ) -> Vec<(String, Option<String>)> {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut script = fleet("stopped");
-        script.version = version;
-        script.shows = [
-            live(Status::Error),
-            live(Status::Error),
-            live(Status::Running),
-        ]
-        .into();
-        let deck = Arc::new(FakeDeck::new(script));
-        let mut d = daemon(tmp.path(), deck.clone());
-        d.tick();
-        let error = fleet("error").lists;
-        deck.script.lock().lists = error;
-        d.tick();
-        d.tick();
-        d.finish();
-        crate::act::context::tests::restart_records(tmp.path())
-            .into_iter()
-            .map(|r| (r.action.to_string(), r.reason))
-            .collect()
-    }
-
-    #[test]
-    fn a_stopped_conductor_that_flips_to_error_before_1_16_23_is_held_once() {
-        let held = [("skipped".to_owned(), Some("stopped_before".to_owned()))];
-        assert_eq!(
-            stop_then_error(None),
-            held,
-            "an unread version is the oldest"
-        );
-        let old = crate::fleet::version::Version::new(1, 16, 22);
-        assert_eq!(stop_then_error(Some(old)), held);
-    }
-
-    #[test]
-    fn from_1_16_23_a_stop_that_reads_error_is_a_death() {
-        let new = crate::fleet::version::Version::new(1, 16, 26);
-        let acts: Vec<String> = stop_then_error(Some(new))
-            .into_iter()
-            .map(|(a, _)| a)
-            .collect();
-        assert_eq!(acts, ["restart", "restarted"]);
-    }
-
     #[test]
     fn a_usage_limit_that_is_the_breakers_third_hit_opens_it_with_one_alert() {
         let tmp = tempfile::tempdir().unwrap();
@@ -554,56 +504,5 @@ pub(super) mod tests {
         assert!(d.ctx.state.lock().breaker_open_until > NOW);
         assert_eq!(severities(tmp.path()), ["circuit-breaker"]);
         assert_eq!(deck.count("restart"), 0);
-    }
-
-    #[test]
-    fn a_conductor_at_its_usage_limit_is_backed_off_once_and_restarted_only_after() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut script = fleet("error");
-        let row = format!(
-            r#"[{{"id":"{COND}","title":"conductor-ops","profile":"default","status":"error","substate":"usage-limit","substate_detail":"later, maybe"}}]"#
-        );
-        script.lists = [("default".to_owned(), row)].into();
-        script.shows = [
-            live(Status::Error),
-            live(Status::Error),
-            live(Status::Running),
-        ]
-        .into();
-        let deck = Arc::new(FakeDeck::new(script));
-        let (mut d, clock) = daemon_and_clock(tmp.path(), deck.clone());
-        d.ctx.state.lock().ran.insert(COND.into());
-        for _ in 0..3 {
-            d.tick();
-            clock.advance(60.0);
-        }
-        assert_eq!(deck.count("restart"), 0, "{:?}", deck.calls.lock());
-        let recs = crate::act::context::tests::restart_records(tmp.path());
-        let seen: Vec<(String, Option<String>)> = recs
-            .iter()
-            .map(|r| (r.action.to_string(), r.reason.clone()))
-            .collect();
-        assert_eq!(
-            seen,
-            [
-                (
-                    "rate-limited".to_owned(),
-                    Some("usage-limit: later, maybe".to_owned())
-                ),
-                ("skipped".to_owned(), Some("backoff_429".to_owned())),
-            ]
-        );
-        assert_eq!(recs[0].backoff_s, Some(d.ctx.limits.backoff_429));
-        assert_eq!(
-            d.ctx.state.lock().breaker_hits,
-            [NOW],
-            "it counts toward the breaker"
-        );
-        // The retry time could not be read: API_429_BACKOFF_S, then the 429 path restarts it.
-        clock.advance(d.ctx.limits.backoff_429);
-        d.tick();
-        d.finish();
-        assert_eq!(deck.count("restart"), 1);
-        assert!(severities(tmp.path()).is_empty(), "one limit is no breaker");
     }
 }
