@@ -1,11 +1,7 @@
 //! The session commands: `session show|restart|start|send|output` and
-//! `remove`, answering as the real CLI does (contract §2, §3).
-//!
-//! Each takes the call and the state, may change the state (the caller
-//! writes it back), and returns the reply. How a mutating command turns out
-//! is the session's `on_restart`/`on_start`/`on_send`/`on_remove` mode;
-//! from 1.16.10 a failing restart or start also says why its spawn failed
-//! (`spawn_failure`).
+//! `remove`, answering as the real CLI does (contract §2, §3). Each may
+//! change the state (the caller writes it back); how a mutating command
+//! turns out is the session's `on_restart`/`on_start`/`on_send`/`on_remove`.
 
 use serde_json::{json, Value};
 
@@ -21,10 +17,9 @@ use crate::fleet::version::Version;
 const FRESHNESS_REASON: &str = "session is running and was started 12s ago (within 1m0s \
 freshness window); use --force to restart anyway";
 
-/// Lines of scrollback `output --pane` captures (`capture-pane -S -2000`).
+/// Lines of scrollback `output --pane` captures (`capture-pane -S -2000`),
+/// and the visible screen below that history (tmux's default 24 rows).
 const PANE_HISTORY_LINES: usize = 2000;
-
-/// The visible screen below that history: tmux's default 24 rows.
 const PANE_SCREEN_ROWS: usize = 24;
 
 /// The keys `session show --json` leaves out when they are empty.
@@ -33,7 +28,6 @@ const OMIT_EMPTY: [&str; 4] = ["command", "substate", "channels", "tmux_session"
 /// What tmux answers when asked to capture a session that is gone.
 const CAPTURE_FAILED: &str = "failed to capture history: exit status 1";
 
-/// Runs the call against the state at the given moment.
 pub(super) fn execute(c: &Call, st: &mut SimState, at: &Moment) -> Reply {
     let result = match c.kind {
         CommandKind::ListAll => Ok(list_all(c, st)),
@@ -168,8 +162,7 @@ fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
 }
 
 /// What a successful start or restart leaves: a live tmux session, status
-/// `running` (the simulator's stand-in for what the pane shows), the
-/// freshness stamp, and `stored` as agent-deck's stored status.
+/// `running`, the freshness stamp, and `stored` as the stored status.
 fn mark_started(s: &mut SimSession, at: &Moment, stored: &str) {
     s.status = Some("running".into());
     s.substate.clear();
@@ -221,35 +214,26 @@ fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     Ok(reply)
 }
 
-/// The reason of a spawn whose existence probe never settled.
+/// The reasons of a spawn whose existence probe never settled, and of a
+/// tmux session that was gone with nothing recorded.
 const UNVERIFIED: &str = "spawn_unverified";
-
-/// The reason of a tmux session that was gone with nothing recorded.
 const TMUX_MISSING: &str = "tmux_session_missing";
 
 /// A restart or start whose spawn did not live, as agent-deck 1.16.10+
 /// answers it (CHANGELOG 1.16.10, #2265; `spawnFailureOutput` and
-/// `spawnFailureJSON` in the newer stored `cmd/agent-deck/session_cmd.go`,
-/// `exitCoreError` in `cmd/agent-deck/core_cli.go`@056a97ee): exit 1,
-/// `INVALID_OPERATION`, the error JSON with `id`, `title` and `reason`, plus
-/// `tmux` when the tmux session was found gone and `spawn_failure` (`reason`,
-/// `command`, `dying_output`, `elapsed_ms`, `ts`) when a death was recorded;
-/// the `error` text ends with the dying output, as agent-deck's does.
-/// agent-deck saves the session as `error`: a dead spawn leaves no tmux
+/// `spawnFailureJSON` in `cmd/agent-deck/session_cmd.go`): exit 1,
+/// `INVALID_OPERATION`. A dead spawn leaves the session `error` with no tmux
 /// session; an unverified one is left as it was, or up when `came_up`.
 fn spawn_failed(verb: &str, s: &mut SimSession, f: &SpawnFailure, at: &Moment, o: Out) -> Reply {
     let mut data = json!({"id": s.id, "title": s.title, "reason": f.reason});
     let cause = if f.reason == UNVERIFIED {
         if f.came_up {
-            mark_started(
-                s,
-                at,
-                if verb == "start" {
-                    "starting"
-                } else {
-                    "waiting"
-                },
-            );
+            let stored = if verb == "start" {
+                "starting"
+            } else {
+                "waiting"
+            };
+            mark_started(s, at, stored);
         }
         "could not confirm the tmux session exists: probe timed out".to_owned()
     } else {

@@ -149,20 +149,13 @@ fn global_profile(args: &[String]) -> Result<(String, &[String]), Reply> {
     }
 }
 
-/// The flags a release before the one that brought them does not define:
-/// Go's flag package exits 2 on them, as on any unknown flag. `--primary`
-/// came with `session output --pane --primary` (CHANGELOG 1.16.11, #2257).
-const NEWER_FLAGS: [(&str, Version); 1] = [("primary", Version::PRIMARY_PANE)];
-
-/// The call as `release` parses it: a flag given that the release does not
-/// define yet is the usage error [`parse_flags`] gives any unknown flag.
+/// The call as `release` parses it: `--primary` came with `session output
+/// --pane --primary` (CHANGELOG 1.16.11, #2257), and before that Go's flag
+/// package exits 2 on it, as [`parse_flags`] does on any unknown flag.
 pub(super) fn defined_in(c: &Call, release: Version, args: &[String]) -> Result<(), Reply> {
-    let Some((flag, _)) = NEWER_FLAGS
-        .iter()
-        .find(|(flag, since)| c.bools.contains_key(flag) && !release.at_least(*since))
-    else {
+    if !c.bools.contains_key("primary") || release.at_least(Version::PRIMARY_PANE) {
         return Ok(());
-    };
+    }
     let name = match args.iter().position(|a| a == "session") {
         Some(i) => format!("session {}", args.get(i + 1).map_or("", String::as_str)),
         None => String::new(),
@@ -170,7 +163,7 @@ pub(super) fn defined_in(c: &Call, release: Version, args: &[String]) -> Result<
     let usage = format!("Usage: agent-deck {name} [options]\n");
     Err(Reply::err(
         2,
-        format!("flag provided but not defined: -{flag}\n{usage}"),
+        format!("flag provided but not defined: -primary\n{usage}"),
     ))
 }
 

@@ -1,11 +1,9 @@
-//! Faults and delays the state file injects into simulated calls.
-//!
-//! `faults.<kind>` makes the next calls of that kind misbehave: print
-//! garbage, `null` or nothing, hang, fail with exit 1, or die by SIGKILL;
-//! with a `count` it wears off after that many calls. `delay_s.<kind>` makes
-//! every call of that kind sleep first. Both are read leniently, as a
-//! dynamically typed program would: a value of the wrong type is zero or is
-//! ignored, never an error. The sleeping happens without the state lock.
+//! Faults and delays the state file injects into simulated calls:
+//! `faults.<kind>` makes the next calls of that kind misbehave (wearing off
+//! after `count` calls), `delay_s.<kind>` makes every call of that kind
+//! sleep first. Both are read leniently, as a dynamically typed program
+//! would: a value of the wrong type is zero or is ignored, never an error.
+//! The sleeping happens without the state lock.
 
 use std::time::Duration;
 
@@ -16,8 +14,7 @@ use super::args::CommandKind;
 use super::reply::{Out, Reply};
 use super::state::SimState;
 
-/// What a fault does once its `delay` has passed: its `mode`, which is
-/// `Other` when it is not one of these names.
+/// What a fault does once its `delay` has passed.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum FaultMode {
@@ -36,7 +33,7 @@ pub(super) enum FaultMode {
     /// agent-deck cannot load its storage: `NOT_FOUND` with exit 1 (for
     /// `remove`, `INVALID_OPERATION`; for `list`, plain text on stdout).
     LoadError,
-    /// An unknown mode: only the delay applies.
+    /// Any other mode: only the delay applies.
     #[serde(other)]
     Other,
 }
@@ -121,7 +118,6 @@ pub(super) fn apply(
     }
 }
 
-/// How each command reports storage that cannot be loaded.
 fn load_error(kind: CommandKind, out: Out) -> Reply {
     const CAUSE: &str = "failed to load sessions: simulated";
     match kind {

@@ -1,10 +1,7 @@
 //! `list --all --json` and `[-p P] list --json`, key for key (contract §1).
-//!
 //! `--all` ignores `-p`, walks the profiles in sorted order and carries no
-//! status at all; the single-profile list carries status, substate and
-//! channels. Both print their keys in the Go struct's order, not sorted.
-//! The keys later releases added come last (`newer_keys.rs`), and from
-//! 1.16.11 an empty list is `[]` (see [`EMPTY_ARRAY`]).
+//! status; the single-profile list carries status, substate and channels.
+//! Both print their keys in the Go struct's order, not sorted.
 
 use serde::Serialize;
 
@@ -16,11 +13,8 @@ use super::newer_keys;
 use super::reply::{go_json, rfc3339, Reply};
 use super::state::{SimSession, SimState};
 
-/// From 1.16.11 a list with no sessions is `[]` under `--json`: the
-/// single-profile list instead of its "No sessions found" sentence, and
-/// `--all` with profiles instead of `null` (CHANGELOG 1.16.11, #2277;
-/// `renderListAllProfiles` in `cmd/agent-deck/core_cli_list.go`@056a97ee).
-/// "No profiles found." stays text.
+/// From 1.16.11 a list with no sessions is `[]` under `--json`, instead of
+/// "No sessions found" or `null` (CHANGELOG 1.16.11, #2277).
 const EMPTY_ARRAY: Version = Version::new(1, 16, 11);
 
 fn is_empty(s: &&str) -> bool {
@@ -44,7 +38,7 @@ struct AllEntry<'a> {
     profile: &'a str,
     created_at: String,
     #[serde(flatten)]
-    newer: newer_keys::AllKeys,
+    newer: serde_json::Map<String, serde_json::Value>,
 }
 
 /// An element of `-p P list --json`.
@@ -60,8 +54,7 @@ struct ProfileEntry<'a> {
     status: String,
     #[serde(skip_serializing_if = "is_empty")]
     substate: &'a str,
-    /// 1.16.11+, beside `substate` (the field order of `internal/core`'s
-    /// list row: CHANGELOG 1.16.11).
+    /// 1.16.11+, beside `substate` as in `internal/core`'s list row.
     #[serde(skip_serializing_if = "is_empty")]
     substate_detail: &'a str,
     #[serde(skip_serializing_if = "is_empty")]

@@ -1,11 +1,7 @@
 //! What a CLI call reads for a session at a given moment, as agent-deck's
-//! status code derives it from what the state holds: a session never
-//! started, a tmux session gone, a fresh hook file; and the tmux name a
-//! restart that recreates the tmux session gives it.
-//!
-//! Pure functions of the session, the moment and the hook read: no state
-//! is written here, and the only I/O is reading a hook file (restarts never
-//! delete one).
+//! status code derives it from the state and a fresh hook file; and the tmux
+//! name a restart that recreates the tmux session gives it. Pure but for
+//! reading a hook file: no state is written here.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -19,11 +15,9 @@ use crate::fleet::version::Version;
 /// reads as starting up rather than as a fault.
 pub(super) const START_GRACE_S: f64 = 1.5;
 
-/// How long a hook file moves the status: two minutes for every tool
-/// that reads hooks but the ones below.
+/// How long a hook file moves the status; a Codex-family hook other than
+/// `waiting` moves it for less.
 pub(super) const HOOK_WINDOW_S: f64 = 120.0;
-
-/// A Codex-family `running` (or other non-waiting) hook moves the status this long.
 pub(super) const CODEX_RUNNING_HOOK_WINDOW_S: f64 = 20.0;
 
 /// The freshness guard's window: a restart this soon after a start or
@@ -35,11 +29,9 @@ pub(super) const FRESHNESS_WINDOW_S: f64 = 60.0;
 pub(super) struct Moment {
     /// Unix seconds.
     pub now: f64,
-    /// The hooks directory, when the state asks for hooks to be read
-    /// (`read_hooks: true`).
+    /// The hooks directory, under `read_hooks: true`.
     pub hooks: Option<PathBuf>,
-    /// The caller's `TMUX` names another tmux server than the fleet's: what
-    /// the release then reads for every session.
+    /// The caller's `TMUX` names another tmux server than the fleet's.
     pub foreign: Option<ForeignRead>,
 }
 
@@ -48,15 +40,13 @@ pub(super) struct Moment {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ForeignRead {
     /// Up to 1.16.16 every session, live or dead, reads `error`: measured on
-    /// 1.14.0 by the live contract suite (with notify-daemon, `TMUX` naming
-    /// a live other server or a gone one), and what CHANGELOG 1.16.17 and
-    /// `internal/tmux/foreign_server.go` at 7b8e657c say of 1.16.0–1.16.16.
+    /// 1.14.0 by the live contract suite, and what CHANGELOG 1.16.17 says of
+    /// 1.16.0–1.16.16.
     Error,
     /// 1.16.17 on: "its last known status is kept" (CHANGELOG 1.16.17).
     LastKnown,
 }
 
-/// How `release` reads sessions through another tmux server.
 pub(super) fn foreign_read(release: Version) -> ForeignRead {
     if release.at_least(Version::new(1, 16, 17)) {
         ForeignRead::LastKnown
@@ -84,7 +74,6 @@ fn codex_family(s: &SimSession) -> bool {
     s.tool() == "codex" || s.compatible_with.trim().eq_ignore_ascii_case("codex")
 }
 
-/// Whether hook files can move this tool's status.
 fn reads_hooks(s: &SimSession) -> bool {
     s.claude_family() || codex_family(s) || ["gemini", "hermes", "cursor"].contains(&s.tool())
 }
@@ -133,8 +122,8 @@ fn fresh_hook(s: &SimSession, at: &Moment) -> Option<String> {
     (at.now - ts < window).then_some(status)
 }
 
-/// The status the restart guards read: the stored one when nothing but
-/// start and restart writes it (`status_writer: false`), else the live one.
+/// The status the restart guards read: the stored one under
+/// `status_writer: false`, else the live one.
 pub(super) fn guard_status(s: &SimSession, st: &SimState, at: &Moment) -> String {
     if st.status_writer == Some(false) {
         s.stored_status

@@ -1,43 +1,28 @@
 //! A simulated agent-deck CLI built into the binary: the one test double of
 //! agent-deck, used by the demo, the black-box tests and the benchmark.
 //!
-//! `agent-deck-watchdog sim <args…>` answers the commands the watchdog uses
-//! (`list`, `session show|restart|start|send|output`, `remove`) the way the
-//! real CLI does (see `agent-deck-contract.md`), from a JSON state file the
-//! caller controls, and appends one JSON line per call to a call log. It must
-//! not touch tmux, a real agent-deck, or any file but those (the state's lock
-//! and temp files, and hook files it only reads), and it must never panic on
-//! a bad state file or command line: that is exit 1 or 2 with `Error: …`,
-//! like the real CLI.
+//! `sim <args…>` answers the commands the watchdog uses (`list`, `session
+//! show|restart|start|send|output`, `remove`, `version`) as the real CLI does
+//! (`agent-deck-contract.md`), from a JSON state file the caller controls
+//! (`state.rs`), and logs one JSON line per call. It must not touch tmux, a
+//! real agent-deck, or any file but those (the state's lock and temp files,
+//! and hook files it only reads), and it must never panic on a bad state
+//! file or command line: that is exit 1 or 2 with `Error: …`, like the CLI.
 //!
-//! `agent-deck-watchdog sim crash <id>` is the simulator's own command, not
-//! agent-deck's and not logged: it kills the session's tmux session as
-//! `tmux kill-session` looks to the CLI (sets `tmux_alive: false`); exit 2
-//! when no session has that exact id.
+//! The simulator's own commands: `sim crash <id>` (not logged) kills the
+//! tmux session of the session with that exact id (`tmux_alive: false`;
+//! exit 2 when there is none); `sim tmux …` is the simulator as tmux
+//! (`tmux.rs`); `sim pane-host` and `sim pane` (not logged) keep one real
+//! process per live session's pane (`pane_host.rs`).
 //!
-//! `sim tmux …` is the simulator as tmux (`tmux.rs`): the drill's
-//! `kill-session`, and `list-panes`/`display` for the pane watch, answered
-//! from the pane host's record. `sim pane-host` (`pane_host.rs`), not
-//! logged either, is the long-lived parent of one real process per live
-//! session's pane, which it reconciles from the state (`reconcile.rs`);
-//! `sim pane` is such a process.
+//! The state's `version` is the release the answers follow (absent: 1.14.0).
+//! Not modelled: the real `show` and `-p P list --json` write and delete
+//! auth-hold sidecars; here they never write the state.
 //!
-//! The state's `version` is what `agent-deck version` names and the
-//! release the answers follow: without it every answer is 1.14.0's; from
-//! the releases that changed them come `[]` for an empty list and the newer
-//! row keys (`list.rs`, `newer_keys.rs`), `--primary` (`args.rs`) and the
-//! store WARNING on stderr (`store_roots.rs`).
-//!
-//! Not modelled: in the real CLI `show` and `-p P list --json` are not
-//! read-only, they write and delete auth-hold sidecars; here they never
-//! write the state.
-//!
-//! Environment: `STATE_ENV` names the state file (required), `LOG_ENV`
-//! the call log (optional; lines `{"ts":<unix secs>,"argv":[…],"pid":N}`),
-//! and `PROFILE_ENV` is the profile when no `-p` is given (else "default").
-//! Under `read_hooks: true`, hook files are read from `HOOKS_ENV`, else
-//! from where agent-deck keeps them (`$XDG_DATA_HOME/agent-deck/hooks` if it
-//! exists, else `~/.agent-deck/hooks`).
+//! Environment: `STATE_ENV` names the state file (required), `LOG_ENV` the
+//! call log (lines `{"ts":<unix secs>,"argv":[…],"pid":N}`), `PROFILE_ENV`
+//! the profile when no `-p` is given; under `read_hooks: true` hook files
+//! are read from `HOOKS_ENV`, else from where agent-deck keeps them.
 
 mod actions;
 mod args;
@@ -83,15 +68,10 @@ pub const VERSION: &str = "1.14.0";
 /// The newest release whose answers the simulator knows (the CHANGELOG at
 /// upstream commit 20e4f588 and the newer source the drift sheet names).
 pub const NEWEST: &str = "1.16.26";
-/// The simulator as tmux, for the drill's kill (`tmux`).
-pub const TMUX_COMMAND: &str = "tmux";
-/// The simulator's own subcommand that kills a session's tmux session.
-pub const CRASH_COMMAND: &str = "crash";
-/// The simulator's own subcommand that owns the panes' processes.
+// The simulator's own subcommands, and the argument that makes the binary
+// the simulator.
 pub const PANE_HOST_COMMAND: &str = "pane-host";
-/// A pane's process, as the pane host starts it.
 pub const PANE_COMMAND: &str = "pane";
-/// The first argument that makes the binary the simulator.
 pub const ENTRY: &str = "sim";
 
 /// What the simulator reads from its environment.
@@ -145,8 +125,8 @@ pub fn main(args: &[String]) -> i32 {
 /// One invocation with its environment and output streams given.
 pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl Write) -> i32 {
     let reply = match args {
-        // Not an agent-deck command: not logged as a call.
-        [first, rest @ ..] if first == CRASH_COMMAND => crash(rest, env),
+        // Not agent-deck commands: not logged as calls.
+        [first, rest @ ..] if first == "crash" => crash(rest, env),
         [first, rest @ ..] if first == PANE_HOST_COMMAND => pane_host::run(rest, env),
         [first, rest @ ..] if first == PANE_COMMAND => pane_host::pane(rest),
         _ => {
@@ -154,7 +134,7 @@ pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl W
                 log_call(log, args, err);
             }
             match args {
-                [first, rest @ ..] if first == TMUX_COMMAND => tmux::tmux(rest, env),
+                [first, rest @ ..] if first == "tmux" => tmux::tmux(rest, env),
                 _ => invoke(args, env, || {
                     let _ = out.flush();
                 }),
@@ -167,20 +147,15 @@ pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl W
     reply.code
 }
 
-/// [`answer`], with the store WARNING first on stderr when the state asks
-/// for it (`store_roots.rs`), whatever the answer.
+/// [`answer`], with the store WARNING (`store_roots.rs`) first on stderr
+/// whatever the answer.
 fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Result<Reply, Reply> {
     let mut warning = None;
-    let prefix = |mut reply: Reply, warning: Option<String>| {
-        if let Some(w) = warning {
-            reply.err.insert_str(0, &w);
-        }
-        reply
-    };
-    match answer(args, env, flush, &mut warning) {
-        Ok(reply) => Ok(prefix(reply, warning)),
-        Err(reply) => Err(prefix(reply, warning)),
+    let mut result = answer(args, env, flush, &mut warning);
+    if let (Some(w), Ok(reply) | Err(reply)) = (warning, &mut result) {
+        reply.err.insert_str(0, &w);
     }
+    result
 }
 
 /// Parses, applies a fault or delay outside the lock, and answers under it;
@@ -233,10 +208,7 @@ fn answer(
 fn crash(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
     let path = state_path(env)?;
     let [id] = args else {
-        return Err(Reply::err(
-            2,
-            format!("Usage: {CRASH_COMMAND} <session id>\n"),
-        ));
+        return Err(Reply::err(2, "Usage: crash <session id>\n".into()));
     };
     if locked(path, |st| kill_first(st, |s| s.id == *id))? {
         Ok(Reply::out(0, format!("crashed {id}\n")))

@@ -1,31 +1,13 @@
 //! The keys later releases added to list rows and `session show --json`,
 //! each from the release the evidence gives (`agent-deck-drift.md` rows 8
-//! and 9). None of them is in a 1.14.0 answer, so a state without
-//! `version` answers byte for byte as before. Values are plausible shapes,
-//! not a model: the watchdog reads none of them, and the point is that an
-//! answer carrying them stays readable.
-//!
-//! - `list --all --json` rows: `account` (always), and `codex_session_id`
-//!   / `resolved_codex_home` for Codex sessions (CHANGELOG 1.16.11, #2256;
-//!   `allProfilesSessionJSON` in `cmd/agent-deck/core_cli_list.go`@056a97ee).
-//! - `-p P list --json` rows: `account`, `last_activity_at`, `viewers`
-//!   (an array of `{activity,height,name,tty,width}` objects) from 1.16.11
-//!   (`core.SessionRow` in `internal/core/testdata/schema/session.list.out.json`
-//!   @056a97ee; CHANGELOG 1.16.11); `status_source` from 1.16.17 (CHANGELOG
-//!   1.16.17; not in that schema, so maybe never printed); `background_work`
-//!   (an object) from 1.16.25 (CHANGELOG 1.16.25).
-//! - `session show --json`: `account`, `order`, `pin`, `hook_status`,
-//!   `hook_status_fresh` always, `transcript_path`/`transcript_ids` for
-//!   Claude, `codex_session_id`, `resolved_codex_home`, `codex_hooks` for
-//!   Codex (the `session show` emitter of the newer `session_cmd.go`, which
-//!   is at least 1.16.12; taken here from 1.16.11), `background_work` from
-//!   1.16.25.
-//!
-//! `substate_detail` is not made up here: it belongs with the substates
-//! that carry it.
+//! and 9: CHANGELOG 1.16.11, 1.16.17 and 1.16.25, and `core_cli_list.go`,
+//! `session_cmd.go` and the list schema upstream). None of them is in a
+//! 1.14.0 answer. Values are plausible shapes, not a model: the watchdog
+//! reads none of them; the point is that an answer carrying them stays
+//! readable.
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::reply::rfc3339;
 use super::state::SimSession;
@@ -40,17 +22,6 @@ const BACKGROUND_WORK: Version = Version::new(1, 16, 25);
 
 /// The account every simulated session runs under.
 const ACCOUNT: &str = "default";
-
-/// The added keys of a `list --all --json` row.
-#[derive(Serialize, Default)]
-pub(super) struct AllKeys {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    account: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    codex_session_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    resolved_codex_home: Option<&'static str>,
-}
 
 /// The added keys of a `-p P list --json` row.
 #[derive(Serialize, Default)]
@@ -80,15 +51,17 @@ fn codex_id(s: &SimSession) -> String {
     )
 }
 
-pub(super) fn all_row(s: &SimSession, release: Version) -> AllKeys {
-    if !release.at_least(ROW_KEYS) {
-        return AllKeys::default();
+/// The added keys of a `list --all --json` row (in key order, as they print).
+pub(super) fn all_row(s: &SimSession, release: Version) -> Map<String, Value> {
+    let mut keys = Map::new();
+    if release.at_least(ROW_KEYS) {
+        keys.insert("account".into(), json!(ACCOUNT));
+        if codex(s) {
+            keys.insert("codex_session_id".into(), json!(codex_id(s)));
+            keys.insert("resolved_codex_home".into(), json!("~/.codex"));
+        }
     }
-    AllKeys {
-        account: Some(ACCOUNT),
-        codex_session_id: codex(s).then(|| codex_id(s)),
-        resolved_codex_home: codex(s).then_some("~/.codex"),
-    }
+    keys
 }
 
 /// Who has the session open: one viewer while its tmux session lives.

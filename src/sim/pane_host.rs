@@ -2,20 +2,15 @@
 //! tmux server, so the panes of the simulated fleet are real processes a
 //! pane watch can wait on. Not an agent-deck command, so not logged.
 //!
-//! It is the parent of one sleeping child (`sim pane`, which waits for its
-//! stdin, a pipe from the host, to close) per live session's tmux name, and
-//! their only reaper. About every [`TICK`] it reads the state under the
-//! simulator's lock and carries out [`reconcile`]'s plan: spawn, kill
-//! (SIGKILL, then reap), orphan, and a child that exited by itself marks its
-//! session's tmux gone. It records itself as `pane_host` (`state.rs`)
-//! whenever that record changed, never otherwise.
-//!
-//! It stops when its stdin closes, on SIGTERM, SIGINT or SIGHUP, and when
-//! the state file is gone: it then kills and reaps every child, drops
-//! `pane_host` from the state (there is no server any more) and exits 0.
-//! Killed outright, it leaves no orphan either: its children see their
-//! stdin close and exit. It signals nothing but its own children. One host
-//! per state file.
+//! It is the parent and only reaper of one sleeping child (`sim pane`,
+//! which exits when its stdin, a pipe from the host, closes) per live
+//! session's tmux name. Every [`TICK`] it carries out [`reconcile`]'s plan
+//! under the state's lock, and records itself as `pane_host` whenever that
+//! record changed. It stops when its stdin closes, on SIGTERM, SIGINT or
+//! SIGHUP, or when the state file is gone: it then kills and reaps every
+//! child, drops `pane_host` and exits 0. Killed outright, it leaves no
+//! orphan either: its children see their stdin close. It signals nothing
+//! but its own children.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read};
@@ -31,7 +26,9 @@ use super::file::transact_existing;
 use super::reconcile::{reconcile, Held};
 use super::reply::Reply;
 use super::state::{PaneHost, SimState};
-use super::{state_path, SimEnv, ENTRY, LOG_ENV, PANE_COMMAND, PANE_HOST_COMMAND, STATE_ENV};
+use super::{
+    kill_first, state_path, SimEnv, ENTRY, LOG_ENV, PANE_COMMAND, PANE_HOST_COMMAND, STATE_ENV,
+};
 
 /// How often the host reads the state.
 pub(super) const TICK: Duration = Duration::from_millis(20);
@@ -68,7 +65,10 @@ pub(super) fn run(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
         }
     }
     let stdin_open = watch_stdin();
-    let mut host = Host::new(exe);
+    let mut host = Host {
+        exe,
+        ..Host::default()
+    };
     loop {
         match transact_existing(path, |st| host.tick(st)) {
             Ok(Some(())) => host.warned = None,
@@ -104,16 +104,15 @@ fn watch_stdin() -> crossbeam_channel::Receiver<()> {
     rx
 }
 
-/// A pane's child and the `last_started` it was spawned for.
+/// A pane's child, and the `last_started` it was spawned for.
 struct HostedPane {
     child: Child,
-    started: Option<f64>,
-    exited: bool,
+    held: Held,
 }
 
 /// The children and what is needed to spawn more.
+#[derive(Default)]
 struct Host {
-    pid: u32,
     exe: PathBuf,
     panes: BTreeMap<String, HostedPane>,
     orphans: BTreeMap<String, Child>,
@@ -122,16 +121,6 @@ struct Host {
 }
 
 impl Host {
-    fn new(exe: PathBuf) -> Host {
-        Host {
-            pid: std::process::id(),
-            exe,
-            panes: BTreeMap::new(),
-            orphans: BTreeMap::new(),
-            warned: None,
-        }
-    }
-
     fn warn(&mut self, what: String) {
         if self.warned.as_ref() != Some(&what) {
             eprintln!("warning: pane host: {what}; retrying");
@@ -141,24 +130,14 @@ impl Host {
 
     /// One reconcile against the locked state, which it updates.
     fn tick(&mut self, st: &mut SimState) {
-        for pane in self.panes.values_mut().filter(|p| !p.exited) {
-            pane.exited = matches!(pane.child.try_wait(), Ok(Some(_)));
+        for pane in self.panes.values_mut().filter(|p| !p.held.exited) {
+            pane.held.exited = matches!(pane.child.try_wait(), Ok(Some(_)));
         }
         self.orphans
             .retain(|_, child| matches!(child.try_wait(), Ok(None)));
-        let held = self
-            .panes
-            .iter()
-            .map(|(name, p)| {
-                let h = Held {
-                    started: p.started,
-                    exited: p.exited,
-                };
-                (name.clone(), h)
-            })
-            .collect();
+        let held = self.panes.iter().map(|(n, p)| (n.clone(), p.held));
         let orphans: BTreeSet<String> = self.orphans.keys().cloned().collect();
-        let plan = reconcile(st, &held, &orphans);
+        let plan = reconcile(st, &held.collect(), &orphans);
         for name in &plan.kill_orphans {
             if let Some(child) = self.orphans.remove(name) {
                 end(child);
@@ -177,29 +156,20 @@ impl Host {
         for (name, started) in plan.spawn {
             match self.spawn() {
                 Ok(child) => {
-                    let pane = HostedPane {
-                        child,
+                    let held = Held {
                         started,
                         exited: false,
                     };
-                    self.panes.insert(name, pane);
+                    self.panes.insert(name, HostedPane { child, held });
                 }
                 Err(e) => self.warn(format!("cannot start the pane of {name}: {e}")),
             }
         }
         for name in &plan.gone {
-            let owner = st
-                .sessions
-                .iter_mut()
-                .find(|s| s.tmux_session == *name && s.tmux_exists());
-            if let Some(s) = owner {
-                s.tmux_alive = Some(false);
-            }
+            kill_first(st, |s| s.tmux_session == *name && s.tmux_exists());
         }
-        let record = self.record();
-        if st.pane_host.as_ref() != Some(&record) {
-            st.pane_host = Some(record);
-        }
+        // Unchanged, the state is not written (`file.rs`).
+        st.pane_host = Some(self.record());
     }
 
     fn spawn(&self) -> io::Result<Child> {
@@ -214,19 +184,12 @@ impl Host {
     }
 
     fn record(&self) -> PaneHost {
-        let pid = |c: &Child| c.id();
+        let panes = self.panes.iter().map(|(n, p)| (n.clone(), p.child.id()));
+        let orphans = self.orphans.iter().map(|(n, c)| (n.clone(), c.id()));
         PaneHost {
-            pid: self.pid,
-            panes: self
-                .panes
-                .iter()
-                .map(|(n, p)| (n.clone(), pid(&p.child)))
-                .collect(),
-            orphans: self
-                .orphans
-                .iter()
-                .map(|(n, c)| (n.clone(), pid(c)))
-                .collect(),
+            pid: std::process::id(),
+            panes: panes.collect(),
+            orphans: orphans.collect(),
         }
     }
 

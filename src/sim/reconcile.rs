@@ -1,24 +1,20 @@
 //! What the pane host must do to make its children match the state: a pure
-//! function of the state and the children it holds, so every decision is
-//! tested without a process (`pane_host.rs` carries the plan out).
+//! function of the state and the children it holds (`pane_host.rs` carries
+//! the plan out).
 //!
-//! A session is *live* when its tmux session exists (started, tmux alive,
-//! not stopped: [`SimSession::tmux_exists`]) and it has a tmux name, and
-//! the server is not `down`; the first live session of a name owns it. A
-//! live name gets one child. A child is replaced when its session's
-//! `last_started` moved since it was spawned: a start or restart that
-//! keeps the name (a Claude-family `respawn-pane -k`, or `session start`
-//! after a death, pane-death.md §1). A name that leaves "live" has its child
-//! killed, unless the session ignores SIGHUP and only its tmux session was
-//! killed (`tmux_alive: false`, the server up): that child is an orphan
-//! from then on. A child that exited by itself is an agent that died, which
-//! takes its tmux session with it (pane-death.md §2, "tmux reaps pane_pid,
-//! then destroys the pane, the window and the session"). A server `down`
-//! kills every child, orphans too.
+//! A live name (a named tmux session that exists, the server not `down`;
+//! the first session of a name owns it) gets one child, replaced when its
+//! session's `last_started` moved since the spawn (a start or restart that
+//! keeps the name, pane-death.md §1). A name that leaves "live" has its
+//! child killed, unless the session ignores SIGHUP and only its tmux
+//! session was killed: that child is an orphan from then on. A child that
+//! exited by itself is an agent that died, which takes its tmux session
+//! with it (pane-death.md §2). A server `down` kills every child, orphans
+//! too.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::state::{SimSession, SimState};
+use super::state::SimState;
 
 /// A child the host holds for a pane.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -32,8 +28,8 @@ pub(super) struct Held {
 /// The host's next step, by tmux name.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Plan {
-    /// Orphans to kill: all of them when the server is down, else one
-    /// that a new orphan of the same name displaces.
+    /// Orphans to kill: all when the server is down, else one displaced by
+    /// a new orphan of the same name.
     pub kill_orphans: Vec<String>,
     /// Panes whose child is killed (or, when it has exited, forgotten).
     pub kill: Vec<String>,
@@ -45,8 +41,7 @@ pub(super) struct Plan {
     pub gone: Vec<String>,
 }
 
-/// The plan for `st`, given the children held for `panes` and the names of
-/// the orphans still alive.
+/// The plan for `st`, given the children held and the orphans still alive.
 pub(super) fn reconcile(
     st: &SimState,
     panes: &BTreeMap<String, Held>,
@@ -54,7 +49,11 @@ pub(super) fn reconcile(
 ) -> Plan {
     let down = st.server_down();
     let mut live: BTreeMap<&str, Option<f64>> = BTreeMap::new();
-    for s in st.sessions.iter().filter(|s| !down && is_live(s)) {
+    for s in st
+        .sessions
+        .iter()
+        .filter(|s| !down && s.tmux_exists() && !s.tmux_session.is_empty())
+    {
         live.entry(s.tmux_session.as_str())
             .or_insert(s.last_started);
     }
@@ -88,11 +87,6 @@ pub(super) fn reconcile(
             .map(|(name, started)| (name.to_owned(), started)),
     );
     plan
-}
-
-/// Its tmux session exists and has a name.
-fn is_live(s: &SimSession) -> bool {
-    s.tmux_exists() && !s.tmux_session.is_empty()
 }
 
 /// The session named `name` ignores SIGHUP and only its tmux session was

@@ -36,33 +36,8 @@
 //!
 //! Kinds (of `faults` and `delay_s`): `list_all list show restart start send
 //! output_pane output remove`.
-//!
-//! `spawn_failure` is how a `fail` of `on_restart` or `on_start` turns out
-//! when the simulator answers as agent-deck 1.16.10 or newer (`version`;
-//! CHANGELOG 1.16.10, #2265): its `reason` (`spawn_died_fast`,
-//! `spawn_unverified`, `tmux_session_missing` or any other text) is printed
-//! in the failure JSON, and for `spawn_unverified` `came_up` says whether the
-//! session did come up all the same. Absent, or at an older `version`, a
-//! `fail` answers as 1.14.0 does.
-//!
-//! `version` is what `agent-deck version` names (absent: 1.14.0, and every
-//! answer is 1.14.0's); answers that changed later follow it (see
-//! `list.rs`, `newer_keys.rs`, `args.rs`). `both_store_roots` makes every
-//! call of 1.16.14 or later print the store WARNING on stderr, exit as
-//! usual (`store_roots.rs`).
-//!
-//! `pane_host` is written by `sim pane-host` alone (`pane_host.rs`): its
-//! pid, which plays the tmux server's, and the pid of the sleeping child it
-//! keeps for each live session's tmux name (`panes`), plus the children of
-//! `ignores_sighup` sessions that outlived a kill of their tmux session
-//! (`orphans`). `tmux_server: "down"` is a killed tmux server: every
-//! session reads as crashed (`tmux_alive: false`) until a start or restart
-//! brings a server up again (which drops the key), the host kills every
-//! child and `sim tmux` answers `no server running`. A session's
-//! `ignores_sighup: true` is an agent that ignores SIGHUP, so its process
-//! outlives `kill-session` (pane-death.md §2). `sim tmux list-panes` and
-//! `display` answer from these keys (`tmux.rs`); without `pane_host` no
-//! answer but theirs changes.
+//! Each key is described on its field below. `pane_host` is written by `sim
+//! pane-host` alone; without it no answer but `sim tmux`'s changes.
 //!
 //! A missing or `null` key reads as the default; keys this schema does not
 //! know are kept as they are, so a rewrite never loses them. Reading and
@@ -100,14 +75,13 @@ pub struct SimState {
     /// (`stored_status`); absent or true, they read the live status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_writer: Option<bool>,
-    /// The freshness guard's window in seconds; absent, agent-deck's 60 s
-    /// (`live::FRESHNESS_WINDOW_S`). The simulator's own knob, so a test
-    /// can see a window end without waiting a minute: the reason names
-    /// the window in force, as agent-deck names its own.
+    /// The freshness guard's window in seconds; absent, agent-deck's 60 s.
+    /// The simulator's own knob, so a test can see a window end without
+    /// waiting a minute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freshness_window_s: Option<f64>,
-    /// What `agent-deck version` names; absent, the release the live suite
-    /// verified ([`crate::sim::VERSION`]).
+    /// What `agent-deck version` names and the release every answer
+    /// follows; absent, [`crate::sim::VERSION`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// True: both profile-store roots hold profiles, so from 1.16.14 every
@@ -115,8 +89,9 @@ pub struct SimState {
     #[serde(default, deserialize_with = "nullable")]
     #[serde(skip_serializing_if = "is_false")]
     pub both_store_roots: bool,
-    /// `"down"`: the tmux server is gone (`kill-server`); anything else, or
-    /// absent, it runs whenever a pane host does.
+    /// `"down"`: the tmux server was killed: every session reads as crashed
+    /// until a start or restart brings a server up again (dropping the key),
+    /// the pane host kills every child and `sim tmux` finds no server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmux_server: Option<String>,
     /// What the running `sim pane-host` holds; absent, no host runs.
@@ -146,9 +121,7 @@ impl Default for SimState {
 }
 
 impl SimState {
-    /// The release the simulator answers as: its `version`, else the one the
-    /// live suite verified. Behaviour that differs between releases asks
-    /// this, as the daemon asks the version it read.
+    /// The release the simulator answers as.
     pub fn release(&self) -> Version {
         let named = self.version.as_deref().unwrap_or(super::VERSION);
         Version::or_oldest(Version::parse(named))
@@ -159,8 +132,7 @@ impl SimState {
         self.tmux_server.as_deref() == Some(TMUX_DOWN)
     }
 
-    /// A killed tmux server took every session's tmux session with it: each
-    /// reads as crashed until a start or restart brings a server up again.
+    /// A killed tmux server took every session's tmux session with it.
     pub(super) fn server_down_kills_every_session(&mut self) {
         if self.server_down() {
             for s in &mut self.sessions {
@@ -228,8 +200,9 @@ pub enum OnSend {
 }
 
 /// What a failing `session restart` or `session start` says of its spawn
-/// from agent-deck 1.16.10 (#2265): the fields of agent-deck's spawn-failure
-/// record, and whether an unverified spawn came up all the same.
+/// from agent-deck 1.16.10 (CHANGELOG 1.16.10, #2265): the fields of
+/// agent-deck's spawn-failure record, and whether an unverified spawn came
+/// up all the same. Absent, or before 1.16.10, a `fail` answers as 1.14.0's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SpawnFailure {
@@ -249,7 +222,6 @@ pub struct SpawnFailure {
     pub came_up: bool,
 }
 
-/// How `remove` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OnRemove {
@@ -288,22 +260,14 @@ pub struct SimSession {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// Printed as given, whatever the release: a test sets what that
-    /// release would print. From 1.16.11 on that includes `interactive-menu`
-    /// (an open menu or dialog, #2185), and a Codex session reads
-    /// `error`/`usage-limit` at its usage-limit banner and `error`/`auth-401`
-    /// at its login banner (CHANGELOG 1.16.11).
+    /// release would print (from 1.16.11 e.g. `interactive-menu`, #2185).
     #[serde(deserialize_with = "nullable")]
     pub substate: String,
-    /// Free text beside the substate, printed (when not empty) by `list
-    /// --json` and `session show --json` from 1.16.11 on: the Codex
-    /// usage-limit banner's retry time, e.g. `try again at Oct 10th, 2026
-    /// 8:03 AM` (CHANGELOG 1.16.11; `SubstateDetail` in agent-deck's
-    /// `internal/tmux/substate.go`; the show emitter in
-    /// `cmd/agent-deck/session_cmd.go`@74a54935). Older releases never print it.
-    #[serde(
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    /// Free text beside the substate (the Codex usage-limit banner's retry
+    /// time), printed when not empty by `list --json` and `session show
+    /// --json` from 1.16.11 on (CHANGELOG 1.16.11).
+    #[serde(deserialize_with = "nullable")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub substate_detail: String,
     #[serde(deserialize_with = "nullable")]
     pub parent_session_id: String,
@@ -399,7 +363,6 @@ fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> R
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
-/// `created_at` when neither the state nor the id gives one.
 const DEFAULT_CREATED: i64 = 1_755_891_234;
 
 /// The values the CLI shows for a session, defaults applied.
@@ -420,13 +383,11 @@ impl SimSession {
         self.tool.as_deref().unwrap_or("claude")
     }
 
-    /// The tool `claude`, or a tool declared compatible with it: the tools
-    /// whose sends are checked Claude's way and whose hooks move the status.
+    /// The tool `claude`, or a tool declared compatible with it.
     pub fn claude_family(&self) -> bool {
         self.tool() == "claude" || self.compatible_with.trim().eq_ignore_ascii_case("claude")
     }
 
-    /// False when the session was added but never started.
     pub fn was_started(&self) -> bool {
         self.started.unwrap_or(true)
     }
@@ -436,7 +397,6 @@ impl SimSession {
         self.was_started() && self.tmux_alive.unwrap_or(true) && self.raw_status() != "stopped"
     }
 
-    /// The stored status, which the guards read.
     pub fn raw_status(&self) -> &str {
         self.status.as_deref().unwrap_or("idle")
     }
@@ -468,7 +428,7 @@ impl SimSession {
             .unwrap_or(DEFAULT_CREATED)
     }
 
-    /// `substate_detail` as the release prints it: from 1.16.11 on, else none.
+    /// `substate_detail` as the release prints it.
     pub fn shown_detail(&self, release: Version) -> &str {
         if release.at_least(Version::SUBSTATE_DETAIL) {
             &self.substate_detail
@@ -477,7 +437,6 @@ impl SimSession {
         }
     }
 
-    /// Appends a line to the pane, if there is one.
     pub fn append_pane_line(&mut self, line: &str) {
         if let Some(pane) = self.pane.as_mut() {
             if !pane.is_empty() && !pane.ends_with('\n') {

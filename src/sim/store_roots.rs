@@ -1,14 +1,9 @@
 //! The profile-store WARNING of agent-deck 1.16.14 and later (#2323): when
 //! both the legacy `~/.agent-deck` and the XDG data root hold profiles and
-//! no `profiles/.active-root` marker pins one, every CLI process prints one
-//! `WARNING: …` line on stderr before it answers, and answers as usual with
-//! exit 0 (CHANGELOG 1.16.14; `WarnStoreRootDivergence` and the
-//! `no_marker_legacy` case of `StoreRootSelection.Warning` in upstream's
-//! `internal/session` store-root selection). The simulator prints it on
-//! every logged call when the state says `"both_store_roots": true` and
-//! its release is at least 1.16.14; the session counts are made up from the
-//! state, the paths are the defaults, shown under `~` (the real CLI
-//! prints them absolute).
+//! no marker pins one, every CLI process prints one `WARNING: …` line on
+//! stderr first and answers as usual (CHANGELOG 1.16.14). Here under
+//! `"both_store_roots": true`; the counts come from the state and the paths
+//! are the defaults under `~` (the real CLI prints them absolute).
 
 use super::state::SimState;
 use crate::fleet::version::Version;

@@ -1,19 +1,12 @@
 //! The simulator as tmux (`sim tmux [-u] [-L SOCKET] <command>`), for the
 //! drill's kill and the pane watch's listing; every call is logged.
-//!
-//! - `kill-session -t [=]NAME`: the session whose `tmux_session` is NAME
-//!   crashes as `sim crash` makes it (`tmux_alive: false`), so the pane host
-//!   kills its child (unless it ignores SIGHUP).
-//! - `list-panes -a -F FMT`: one line per pane the pane host holds
-//!   (`pane_host.panes`, by name), FMT expanded (see [`expand`]).
-//! - `display -p FMT` (or `display-message`): FMT expanded with the
-//!   server's `#{pid}`.
+//! `kill-session -t [=]NAME` crashes the session of that tmux name as `sim
+//! crash` does; `list-panes -a -F FMT` and `display -p FMT` answer from the
+//! pane host's record (`pane_host`).
 //!
 //! With `tmux_server: "down"`, or a `pane_host` whose pid is no live
-//! process (a host killed outright), and for `list-panes` and `display`
-//! also with no `pane_host`, there is no server: exit 1 and tmux's `no server running
-//! on <socket path>`, the path being `$TMUX_TMPDIR` (else `/tmp`),
-//! `tmux-<uid>`, then the `-L` name or `default`.
+//! process, and for `list-panes` and `display` also with no `pane_host`,
+//! there is no server: exit 1 and tmux's `no server running on <socket>`.
 
 use std::path::Path;
 
@@ -21,16 +14,6 @@ use super::reply::Reply;
 use super::state::{SimSession, SimState};
 use super::{kill_first, locked, state_path, SimEnv};
 use crate::sys::process_table::{pid_alive, PROC_DIR};
-
-/// The one window and the one pane each simulated session has.
-const FIRST_INDEX: &str = "0";
-
-/// What the server says of a pane's process: alive (remain-on-exit is off,
-/// so a dead pane is never kept).
-const PANE_ALIVE: &str = "0";
-
-/// Where tmux keeps its sockets when `TMUX_TMPDIR` is unset.
-const DEFAULT_TMPDIR: &str = "/tmp";
 
 /// `tmux [-u] [-L SOCKET] <command> <args…>`.
 pub(super) fn tmux(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
@@ -48,10 +31,7 @@ pub(super) fn tmux(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
         }
     }
     let no_server = || {
-        let dir = env
-            .tmux_tmpdir
-            .as_deref()
-            .unwrap_or(Path::new(DEFAULT_TMPDIR));
+        let dir = env.tmux_tmpdir.as_deref().unwrap_or(Path::new("/tmp"));
         let uid = rustix::process::getuid().as_raw();
         let shown = dir
             .join(format!("tmux-{uid}"))
@@ -85,7 +65,6 @@ pub(super) fn tmux(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
     }
 }
 
-/// `usage: tmux [-L socket] <command>`, exit 1.
 fn usage(command: &str) -> Reply {
     Reply::err(1, format!("usage: tmux [-L socket] {command}\n"))
 }
@@ -118,8 +97,8 @@ fn server(st: &SimState) -> Option<u32> {
     pid_alive(Path::new(PROC_DIR), host.pid).then_some(host.pid)
 }
 
-/// Whether `kill-session` finds no server: it is down, or a pane host was
-/// recorded and has died (killed outright, it could not say so).
+/// `kill-session` finds no server: it is down, or a recorded pane host has
+/// died (killed outright, it could not say so).
 fn no_server_to_kill(st: &SimState) -> bool {
     st.server_down() || (st.pane_host.is_some() && server(st).is_none())
 }
@@ -133,9 +112,11 @@ pub(super) fn list_panes(st: &SimState, format: &str) -> Option<Reply> {
         let pane_pid = pane_pid.to_string();
         text.push_str(&expand(format, |var| match var {
             "session_name" => Some(name.as_str()),
-            "window_index" | "pane_index" => Some(FIRST_INDEX),
+            // One window and one pane per session.
+            "window_index" | "pane_index" => Some("0"),
             "pane_pid" => Some(&pane_pid),
-            "pane_dead" => Some(PANE_ALIVE),
+            // remain-on-exit is off, so a dead pane is never kept.
+            "pane_dead" => Some("0"),
             "pid" => Some(&pid),
             _ => None,
         }));
