@@ -76,13 +76,11 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
         data["auth_hold"] = hold.clone();
     }
     super::newer_keys::show(&mut data, s, status, st.release());
-    // 1.16.11+: omitted when empty (the show emitter of
-    // `cmd/agent-deck/session_cmd.go`@74a54935).
+    // 1.16.11+, omitted when empty.
     let detail = s.shown_detail(st.release());
     if !detail.is_empty() {
         data["substate_detail"] = json!(detail);
     }
-    // Go's `omitempty` on these keys.
     let empty = |v: &Value| v.as_str() == Some("") || v.as_array().is_some_and(Vec::is_empty);
     if let Some(map) = data.as_object_mut() {
         map.retain(|k, v| !(OMIT_EMPTY.contains(&k.as_str()) && empty(v)));

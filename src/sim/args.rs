@@ -1,5 +1,4 @@
 //! The simulated CLI's command line, parsed the way agent-deck's Go code does.
-//!
 //! The global `-p NAME`, `-p=NAME`, `--profile NAME` and `--profile=NAME` count
 //! only before the first subcommand token. Each subcommand's flags follow Go
 //! `flag.ExitOnError` after `normalizeArgs`: flags may sit anywhere, `-x`
@@ -67,8 +66,7 @@ impl Call {
     }
 }
 
-/// The boolean flags a subcommand defines. The one flag that takes a value
-/// is `session restart`'s `--env K=V`, which may repeat.
+/// The boolean flags a subcommand defines (`restart`'s `--env K=V` aside).
 fn bool_flags(sub: &str) -> &'static [&'static str] {
     match sub {
         "list" => &["json", "quiet", "q", "all"],

@@ -84,8 +84,7 @@ pub(super) fn delay(state: &SimState, kind: &str) -> f64 {
         .map_or(0.0, float)
 }
 
-/// Sleeps as the fault says, then either ends the call (Some) or lets it
-/// run normally (None). `json` is whether the call asked for `--json`.
+/// Sleeps as the fault says, then ends the call (Some) or lets it run (None).
 pub(super) fn apply(
     fault: &Fault,
     kind: CommandKind,

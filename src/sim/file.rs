@@ -1,13 +1,11 @@
-//! The state file on disk: the locked read-modify-write.
-//!
-//! Every read-modify-write holds an exclusive `flock` on `<state>.lock` and
+//! The state file on disk: the locked read-modify-write. Every one holds an exclusive `flock` on `<state>.lock` and
 //! ends in an atomic rewrite (temp file + rename), so a test editing the
 //! fleet and a concurrent simulated call never lose each other's changes.
 //! A missing or empty file is an empty fleet; a file that is not a JSON
 //! object of the schema is an error naming it, never a panic.
 
 use std::fs::{self, File};
-use std::io;
+use std::io::{self, ErrorKind::InvalidData};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -83,19 +81,20 @@ fn read(path: &Path) -> io::Result<Option<SimState>> {
         return Ok(None);
     }
     let shown = path.display();
-    let bad = |what: String| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("fake state file {what}"),
-        )
-    };
+    let bad = |what: String| io::Error::new(InvalidData, format!("fake state file {what}"));
     let unreadable = |e: serde_json::Error| bad(format!("unreadable: {shown}: {e}"));
     let value: Value = serde_json::from_str(&text).map_err(unreadable)?;
     if !value.is_object() {
         return Err(bad(format!("is not a JSON object: {shown}")));
     }
     let mut state: SimState = serde_json::from_value(value).map_err(unreadable)?;
-    state.server_down_kills_every_session();
+    if state.server_down() {
+        // A killed tmux server took every session's tmux session with it.
+        state
+            .sessions
+            .iter_mut()
+            .for_each(|s| s.tmux_alive = Some(false));
+    }
     Ok(Some(state))
 }
 

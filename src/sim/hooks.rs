@@ -1,11 +1,9 @@
 //! Hook files as agent-deck's CLI reads them when it loads a session:
 //! `<hooks>/sandbox/<id>/<id>.json` when that is a regular file, else
 //! `<hooks>/<id>.json`, never through a symlink, and only its `status` and
-//! `ts` (unix seconds; absent or 0 means "now").
-//!
-//! What a hook does to the status is `live.rs`'s business; this file only
-//! reads. Reading never fails a call: a missing, oversized, non-regular or
-//! unparsable file, or one with an empty status, is no hook.
+//! `ts` (unix seconds; absent or 0 means "now"). Reading never fails a call:
+//! a missing, oversized, non-regular or unparsable file, or one with an
+//! empty status, is no hook.
 
 use std::fs;
 use std::path::Path;
@@ -14,15 +12,13 @@ use serde::Deserialize;
 
 use crate::sys::fs::{read_bounded, HOOK_FILE_MAX};
 
-/// The part of a hook file the status reads.
 #[derive(Deserialize)]
 struct Raw {
     status: Option<String>,
     ts: Option<i64>,
 }
 
-/// The hook for session `id` under `dir`, read at `now` (unix seconds): its
-/// status and the unix seconds of the event.
+/// The hook for session `id` under `dir` at `now`: its status and unix seconds.
 pub(super) fn read(dir: &Path, id: &str, now: f64) -> Option<(String, f64)> {
     if id.trim().is_empty() || id.contains('/') {
         return None;

@@ -31,28 +31,9 @@ pub(super) struct Moment {
     pub now: f64,
     /// The hooks directory, under `read_hooks: true`.
     pub hooks: Option<PathBuf>,
-    /// The caller's `TMUX` names another tmux server than the fleet's.
-    pub foreign: Option<ForeignRead>,
-}
-
-/// What a CLI whose `TMUX` names another tmux server reads for a session on
-/// the default socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ForeignRead {
-    /// Up to 1.16.16 every session, live or dead, reads `error`: measured on
-    /// 1.14.0 by the live contract suite, and what CHANGELOG 1.16.17 says of
-    /// 1.16.0–1.16.16.
-    Error,
-    /// 1.16.17 on: "its last known status is kept" (CHANGELOG 1.16.17).
-    LastKnown,
-}
-
-pub(super) fn foreign_read(release: Version) -> ForeignRead {
-    if release.at_least(Version::new(1, 16, 17)) {
-        ForeignRead::LastKnown
-    } else {
-        ForeignRead::Error
-    }
+    /// The caller's `TMUX` names another tmux server than the fleet's: the
+    /// release, which decides what every session then reads.
+    pub foreign: Option<Version>,
 }
 
 /// Statuses printed as themselves; the rest print `unknown` (`starting` too).
@@ -88,10 +69,12 @@ pub(super) fn status(s: &SimSession, at: &Moment) -> String {
     if s.raw_status() == "stopped" {
         return "stopped".into();
     }
-    match at.foreign {
-        Some(ForeignRead::Error) => return "error".into(),
-        Some(ForeignRead::LastKnown) => return s.raw_status().into(),
-        None => {}
+    // Through another tmux server, up to 1.16.16 every session, live or
+    // dead, reads `error` (measured on 1.14.0 by the live contract suite;
+    // CHANGELOG 1.16.17); from 1.16.17 "its last known status is kept".
+    if let Some(release) = at.foreign {
+        let kept = release.at_least(Version::new(1, 16, 17));
+        return if kept { s.raw_status() } else { "error" }.into();
     }
     if !s.tmux_exists() {
         // Within the grace after a start, a gone tmux is still `starting`.
@@ -134,9 +117,8 @@ pub(super) fn guard_status(s: &SimSession, st: &SimState, at: &Moment) -> String
     }
 }
 
-/// The freshness guard's reason when it skips a restart now, else None:
-/// the age rounded to the second and the window, both as Go prints a
-/// duration (`internal/session/restart_guard.go`, 1.14.0 and 056a97ee).
+/// The freshness guard's reason when it skips a restart now, else None,
+/// as `internal/session/restart_guard.go` (1.14.0 and 056a97ee) words it.
 pub(super) fn freshness_skip(s: &SimSession, st: &SimState, at: &Moment) -> Option<String> {
     let age = at.now - s.last_started?;
     let window = st.freshness_window_s.unwrap_or(FRESHNESS_WINDOW_S);
@@ -162,8 +144,7 @@ fn go_seconds(secs: f64) -> String {
     }
 }
 
-/// Whether a restart keeps the tmux session (and its scrollback): only a
-/// Claude-family session with a known id whose tmux session is alive.
+/// Whether a restart keeps the tmux session (and its scrollback).
 pub(super) fn restart_keeps_tmux(s: &SimSession) -> bool {
     s.claude_family() && !s.claude_session_id.is_empty() && s.tmux_exists()
 }

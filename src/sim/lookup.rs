@@ -1,5 +1,4 @@
 //! `ResolveSession`: which session an identifier on the command line names.
-//!
 //! Within the call's profile, tried in order: an exact title, an id prefix of
 //! at least 6 characters, a path. More than one match at a step is AMBIGUOUS
 //! (exit 1); no match at all is NOT_FOUND (exit 2) (contract §0).

@@ -43,7 +43,6 @@ mod tests;
 mod tmux;
 
 use std::io::{self, Write};
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -83,8 +82,7 @@ pub struct SimEnv {
     pub profile: String,
     /// Where hook files are, resolved like agent-deck (see `hooks.rs`).
     pub hooks: Option<PathBuf>,
-    /// `TMUX` is set: the caller is a client of some tmux server, which for
-    /// the simulated fleet (on the default socket) is another one.
+    /// `TMUX` is set: the caller is a client of another tmux server.
     pub tmux_client: bool,
     /// `TMUX_TMPDIR`: where tmux keeps its sockets (None: `/tmp`).
     pub tmux_tmpdir: Option<PathBuf>,
@@ -179,24 +177,23 @@ fn answer(
     let moment = |st: &SimState| Moment {
         now: unix_now(),
         hooks: env.hooks.clone().filter(|_| st.read_hooks),
-        foreign: env.tmux_client.then(|| live::foreign_read(st.release())),
+        foreign: env.tmux_client.then(|| st.release()),
     };
     // Without a fault or a delay the first look answers; with one, the
     // answer comes from the state as it is after the sleep.
-    let first = locked(path, |st| {
+    let mut first = None;
+    let (fault, delay) = locked(path, |st| {
         *warning = store_roots::warning(st);
         args::defined_in(&call, st.release(), args)?;
         let (fault, delay) = (fault::take(st, kind), fault::delay(st, kind));
-        Ok(if fault.is_none() && delay <= 0.0 {
-            ControlFlow::Break(actions::execute(&call, st, &moment(st)))
-        } else {
-            ControlFlow::Continue((fault, delay))
-        })
+        if fault.is_none() && delay <= 0.0 {
+            first = Some(actions::execute(&call, st, &moment(st)));
+        }
+        Ok((fault, delay))
     })??;
-    let (fault, delay) = match first {
-        ControlFlow::Break(reply) => return Ok(reply),
-        ControlFlow::Continue(later) => later,
-    };
+    if let Some(reply) = first {
+        return Ok(reply);
+    }
     fault::sleep(delay);
     if let Some(reply) = fault.and_then(|f| fault::apply(&f, call.kind, call.on("json"), flush)) {
         return Ok(reply);
@@ -217,8 +214,7 @@ fn crash(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
     }
 }
 
-/// Marks the first session `pick` chooses as crashed (`tmux_alive: false`);
-/// false when there is none.
+/// Crashes the first session `pick` chooses (`tmux_alive: false`); false if none.
 fn kill_first(st: &mut SimState, pick: impl Fn(&SimSession) -> bool) -> bool {
     let found = st.sessions.iter_mut().find(|s| pick(s));
     found.map(|s| s.tmux_alive = Some(false)).is_some()
@@ -229,8 +225,7 @@ fn state_path(env: &SimEnv) -> Result<&Path, Reply> {
     env.state.as_deref().ok_or_else(unset)
 }
 
-/// A read-modify-write of the state; a state that cannot be read or written
-/// is `Error: …`, exit 1.
+/// A read-modify-write of the state; failing, `Error: …` with exit 1.
 fn locked<T>(path: &Path, f: impl FnOnce(&mut SimState) -> T) -> Result<T, Reply> {
     transact(path, f).map_err(|e| Reply::err(1, format!("Error: {e}\n")))
 }

@@ -13,13 +13,10 @@ use super::reply::rfc3339;
 use super::state::SimSession;
 use crate::fleet::version::Version;
 
-/// `account`, `viewers`, `last_activity_at`, the Codex ids (#2256).
+// The releases that brought the keys each constant names.
 const ROW_KEYS: Version = Version::new(1, 16, 11);
-/// `status_source` on profile rows.
 const STATUS_SOURCE: Version = Version::new(1, 16, 17);
-/// `background_work` on profile rows and in `show`.
 const BACKGROUND_WORK: Version = Version::new(1, 16, 25);
-
 /// The account every simulated session runs under.
 const ACCOUNT: &str = "default";
 
@@ -43,12 +40,8 @@ fn codex(s: &SimSession) -> bool {
 }
 
 fn codex_id(s: &SimSession) -> String {
-    format!(
-        "019{}",
-        s.id.chars()
-            .filter(char::is_ascii_hexdigit)
-            .collect::<String>()
-    )
+    let hex: String = s.id.chars().filter(char::is_ascii_hexdigit).collect();
+    format!("019{hex}")
 }
 
 /// The added keys of a `list --all --json` row (in key order, as they print).
@@ -100,11 +93,9 @@ pub(super) fn show(data: &mut Value, s: &SimSession, status: &str, release: Vers
     data["hook_status_fresh"] = json!(s.tmux_exists());
     data["viewers"] = viewers(s);
     if s.claude_family() {
-        data["transcript_path"] = json!(format!(
-            "~/.claude/projects/-tmp/{}.jsonl",
-            s.claude_session_id
-        ));
-        data["transcript_ids"] = json!([s.claude_session_id]);
+        let id = &s.claude_session_id;
+        data["transcript_path"] = json!(format!("~/.claude/projects/-tmp/{id}.jsonl"));
+        data["transcript_ids"] = json!([id]);
     }
     if codex(s) {
         data["codex_session_id"] = json!(codex_id(s));

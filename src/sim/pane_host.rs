@@ -1,16 +1,15 @@
-//! `sim pane-host`: the long-lived process that stands in for agent-deck's
-//! tmux server, so the panes of the simulated fleet are real processes a
-//! pane watch can wait on. Not an agent-deck command, so not logged.
+//! `sim pane-host`: the long-lived stand-in for agent-deck's tmux server, so
+//! the panes of the simulated fleet are real processes a pane watch can wait
+//! on. Not an agent-deck command, so not logged.
 //!
-//! It is the parent and only reaper of one sleeping child (`sim pane`,
-//! which exits when its stdin, a pipe from the host, closes) per live
-//! session's tmux name. Every [`TICK`] it carries out [`reconcile`]'s plan
-//! under the state's lock, and records itself as `pane_host` whenever that
-//! record changed. It stops when its stdin closes, on SIGTERM, SIGINT or
-//! SIGHUP, or when the state file is gone: it then kills and reaps every
-//! child, drops `pane_host` and exits 0. Killed outright, it leaves no
-//! orphan either: its children see their stdin close. It signals nothing
-//! but its own children.
+//! It is the parent and only reaper of one sleeping child (`sim pane`, which
+//! exits when its stdin, a pipe from the host, closes) per live session's
+//! tmux name. Every [`TICK`] it carries out [`reconcile`]'s plan under the
+//! state's lock and records itself as `pane_host`. It stops when its stdin
+//! closes, on SIGTERM, SIGINT or SIGHUP, or when the state file is gone: it
+//! then kills and reaps every child, drops `pane_host` and exits 0. Killed
+//! outright, it leaves no orphan either: its children see their stdin close.
+//! It signals nothing but its own children.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read};
@@ -21,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::RecvTimeoutError;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use super::file::transact_existing;
 use super::reconcile::{reconcile, Held};
@@ -32,13 +32,6 @@ use super::{
 
 /// How often the host reads the state.
 pub(super) const TICK: Duration = Duration::from_millis(20);
-
-/// The signals that stop the host cleanly.
-const STOP_SIGNALS: [i32; 3] = [
-    signal_hook::consts::SIGTERM,
-    signal_hook::consts::SIGINT,
-    signal_hook::consts::SIGHUP,
-];
 
 /// `sim pane`: a pane's process. It waits for its stdin to close (the host
 /// keeps the other end of the pipe) and exits 0.
@@ -59,7 +52,7 @@ pub(super) fn run(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
     let exe = std::env::current_exe()
         .map_err(|e| Reply::err(1, format!("Error: cannot find this program: {e}\n")))?;
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in STOP_SIGNALS {
+    for sig in [SIGTERM, SIGINT, SIGHUP] {
         if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
             eprintln!("warning: cannot catch signal {sig}: {e}; continuing");
         }
@@ -138,16 +131,10 @@ impl Host {
         let held = self.panes.iter().map(|(n, p)| (n.clone(), p.held));
         let orphans: BTreeSet<String> = self.orphans.keys().cloned().collect();
         let plan = reconcile(st, &held.collect(), &orphans);
-        for name in &plan.kill_orphans {
-            if let Some(child) = self.orphans.remove(name) {
-                end(child);
-            }
-        }
-        for name in &plan.kill {
-            if let Some(pane) = self.panes.remove(name) {
-                end(pane.child);
-            }
-        }
+        let to_kill = plan.kill_orphans.iter();
+        to_kill.filter_map(|n| self.orphans.remove(n)).for_each(end);
+        let panes = plan.kill.iter().filter_map(|n| self.panes.remove(n));
+        panes.for_each(|pane| end(pane.child));
         for name in plan.orphan {
             if let Some(pane) = self.panes.remove(&name) {
                 self.orphans.insert(name, pane.child);

@@ -28,8 +28,7 @@ pub(super) struct Held {
 /// The host's next step, by tmux name.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Plan {
-    /// Orphans to kill: all when the server is down, else one displaced by
-    /// a new orphan of the same name.
+    /// Orphans to kill: all when the server is down, else displaced ones.
     pub kill_orphans: Vec<String>,
     /// Panes whose child is killed (or, when it has exited, forgotten).
     pub kill: Vec<String>,

@@ -1,5 +1,4 @@
 //! What a simulated call prints and returns, in the real CLI's formats.
-//!
 //! Success in human mode is `✓ <message>` on stdout; under `--json` it is
 //! indented JSON with sorted keys (a Go map); quiet prints nothing. An error
 //! is `Error: <message>` on stderr, or under `--json` the JSON error object
@@ -71,9 +70,8 @@ impl Out {
 }
 
 /// `json.MarshalIndent(v, "", "  ")` plus a newline, with Go's escaping of
-/// `<`, `>`, `&`, U+2028 and U+2029 (they only occur inside strings here).
-/// A `Value`'s keys come out sorted at every level (serde_json keeps its
-/// maps sorted without `preserve_order`), as Go prints a `map[string]interface{}`.
+/// `<`, `>`, `&`, U+2028 and U+2029 (they only occur inside strings here). A
+/// `Value`'s keys come out sorted (no `preserve_order`), as Go prints a map.
 pub(super) fn go_json(v: &impl Serialize) -> String {
     let text = serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".into());
     let escapes = [

@@ -1,42 +1,34 @@
 //! The simulator's state: the schema of the file the tests and the demo
-//! control, and the values the CLI shows for a session once its defaults
-//! are applied.
-//!
-//! The state file (every session key but `id` and `title` is optional):
+//! control (every session key but `id` and `title` is optional), and the
+//! values the CLI shows for a session once its defaults are applied.
 //!
 //! ```json
 //! {"profiles_exist": true,
 //!  "sessions": [{"id": "3f9c2a1b-1755891234", "title": "t", "profile": "default",
 //!                "group": "", "path": "/tmp", "tool": "claude", "compatible_with": "",
-//!                "status": "idle",
-//!                "substate": "", "substate_detail": "",
+//!                "status": "idle", "substate": "", "substate_detail": "",
 //!                "parent_session_id": "", "parent_project_path": "",
 //!                "command": "", "channels": [], "claude_session_id": "",
 //!                "auth_hold": null, "tmux_session": "", "created_at": 1755891234,
 //!                "pane": "", "pane_moving": false, "transcript": "",
 //!                "started": true, "tmux_alive": true, "last_started": 1755891234.5,
-//!                "stored_status": "waiting",
-//!                "on_restart": "ok|skipped|no_effect|fail",
-//!                "on_start": "ok|already_running|fail",
+//!                "stored_status": "waiting", "on_restart": "ok|skipped|no_effect|fail",
+//!                "on_start": "ok|already_running|fail", "on_remove": "ok|fail",
 //!                "on_send": "ok|fail|not_running|typed",
-//!                "on_remove": "ok|fail",
 //!                "spawn_failure": {"reason": "spawn_died_fast", "dying_output": "",
 //!                                  "elapsed_ms": 980, "came_up": false},
 //!                "ignores_sighup": false}],
-//!  "faults": {"<kind>": {"mode": "garbage|null|empty|hang|exit1|crash",
+//!  "faults": {"<kind>": {"mode": "garbage|null|empty|hang|exit1|crash|load_error",
 //!                        "seconds": 3600, "count": 1, "delay": 0.5}},
-//!  (mode also "load_error": storage cannot be loaded, NOT_FOUND with exit 1)
 //!  "delay_s": {"<kind>": 0.5},
 //!  "read_hooks": false, "status_writer": true, "freshness_window_s": 60,
-//!  "version": "1.16.26", "both_store_roots": false,
-//!  "tmux_server": "down",
+//!  "version": "1.16.26", "both_store_roots": false, "tmux_server": "down",
 //!  "pane_host": {"pid": 4242, "panes": {"agentdeck_t_0badf00d": 4243},
 //!                "orphans": {"agentdeck_u_12345678": 4244}}}
 //! ```
 //!
 //! Kinds (of `faults` and `delay_s`): `list_all list show restart start send
-//! output_pane output remove`.
-//! Each key is described on its field below. `pane_host` is written by `sim
+//! output_pane output remove`. Each key is described on its field below. `pane_host` is written by `sim
 //! pane-host` alone; without it no answer but `sim tmux`'s changes.
 //!
 //! A missing or `null` key reads as the default; keys this schema does not
@@ -50,52 +42,50 @@ use serde_json::{Map, Value};
 
 use crate::fleet::version::Version;
 
-/// The whole state file.
+/// The whole state file; a missing key takes its value from `default()`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SimState {
     /// False (or `null`, unlike an absent key): `list --all` finds no
     /// profile directory at all.
-    #[serde(default = "yes", deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub profiles_exist: bool,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub sessions: Vec<SimSession>,
     /// `{kind: {mode, seconds, count, delay}}`, read leniently (see `fault.rs`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub faults: Option<Value>,
     /// `{kind: seconds}`: every call of that kind sleeps first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub delay_s: Option<Value>,
     /// True: hook files move the status (see `live.rs`); absent or false,
     /// they are not read at all.
-    #[serde(default, deserialize_with = "nullable")]
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_false")]
     pub read_hooks: bool,
-    /// False: no TUI or notify-daemon writes agent-deck's stored status, so
-    /// the restart guards read what start and restart last wrote
-    /// (`stored_status`); absent or true, they read the live status.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// False: no TUI or notify-daemon writes the stored status, so the
+    /// restart guards read `stored_status`; else they read the live status.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status_writer: Option<bool>,
     /// The freshness guard's window in seconds; absent, agent-deck's 60 s.
     /// The simulator's own knob, so a test can see a window end without
     /// waiting a minute.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub freshness_window_s: Option<f64>,
     /// What `agent-deck version` names and the release every answer
     /// follows; absent, [`crate::sim::VERSION`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// True: both profile-store roots hold profiles, so from 1.16.14 every
     /// call prints the store WARNING on stderr first (`store_roots.rs`).
-    #[serde(default, deserialize_with = "nullable")]
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_false")]
     pub both_store_roots: bool,
     /// `"down"`: the tmux server was killed: every session reads as crashed
     /// until a start or restart brings a server up again (dropping the key),
     /// the pane host kills every child and `sim tmux` finds no server.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tmux_server: Option<String>,
     /// What the running `sim pane-host` holds; absent, no host runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pane_host: Option<PaneHost>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -129,21 +119,9 @@ impl SimState {
 
     /// `tmux_server: "down"`: every pane is gone and tmux finds no server.
     pub fn server_down(&self) -> bool {
-        self.tmux_server.as_deref() == Some(TMUX_DOWN)
-    }
-
-    /// A killed tmux server took every session's tmux session with it.
-    pub(super) fn server_down_kills_every_session(&mut self) {
-        if self.server_down() {
-            for s in &mut self.sessions {
-                s.tmux_alive = Some(false);
-            }
-        }
+        self.tmux_server.as_deref() == Some("down")
     }
 }
-
-/// The `tmux_server` value of a killed server.
-pub(super) const TMUX_DOWN: &str = "down";
 
 /// The running pane host's record: its pid (the simulated tmux server's)
 /// and its children's, by tmux session name.
@@ -155,8 +133,7 @@ pub struct PaneHost {
     /// One child per live session: the pane's process.
     #[serde(deserialize_with = "nullable")]
     pub panes: BTreeMap<String, u32>,
-    /// Children of `ignores_sighup` sessions whose tmux session was killed:
-    /// alive, but in no pane.
+    /// Children of `ignores_sighup` sessions whose tmux session was killed.
     #[serde(deserialize_with = "nullable")]
     pub orphans: BTreeMap<String, u32>,
 }
@@ -193,9 +170,8 @@ pub enum OnSend {
     Fail,
     /// `session '<title>' is not running`, exit 1.
     NotRunning,
-    /// The text arrives (it is recorded in `sent`) but nothing confirms the
-    /// agent took it up: `DELIVERY_FAILED` with `"delivery": "typed"`,
-    /// exit 1, whatever the tool and the length of the message.
+    /// The text arrives (in `sent`) but nothing confirms the agent took it
+    /// up: `DELIVERY_FAILED`, `"delivery": "typed"`, exit 1, for any tool.
     Typed,
 }
 
@@ -206,8 +182,7 @@ pub enum OnSend {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SpawnFailure {
-    /// `spawn_died_fast`, `spawn_unverified`, `tmux_session_missing`, or any
-    /// other reason agent-deck records (`tmux_start_failed`).
+    /// `spawn_died_fast`, `spawn_unverified`, `tmux_session_missing`, or any other.
     #[serde(deserialize_with = "nullable")]
     pub reason: String,
     /// The last pane snapshot of the process that died.
@@ -216,8 +191,7 @@ pub struct SpawnFailure {
     /// Milliseconds from the spawn to the death; None: 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elapsed_ms: Option<u64>,
-    /// `spawn_unverified` only: the session is up although the answer is a
-    /// failure.
+    /// `spawn_unverified` only: the session is up although the call failed.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "is_false")]
     pub came_up: bool,
 }
@@ -301,9 +275,8 @@ pub struct SimSession {
     /// freshness guard measures from it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_started: Option<f64>,
-    /// The status agent-deck's storage holds, as start (`starting`) and
-    /// restart (`waiting`) write it; read by the guards under
-    /// `status_writer: false`. None: `status`.
+    /// The stored status as start (`starting`) and restart (`waiting`) write
+    /// it, read by the guards under `status_writer: false`. None: `status`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stored_status: Option<String>,
     /// The pane's scrollback; None: the pane is gone.
@@ -344,10 +317,6 @@ pub struct SimSession {
     pub ignores_sighup: bool,
     #[serde(flatten)]
     pub other: Map<String, Value>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 fn is_false(b: &bool) -> bool {

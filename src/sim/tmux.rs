@@ -69,8 +69,7 @@ fn usage(command: &str) -> Reply {
     Reply::err(1, format!("usage: tmux [-L socket] {command}\n"))
 }
 
-/// The value of `value_flag` when `args` are exactly that flag with its
-/// value and every one of `required`, in any order.
+/// `value_flag`'s value when `args` are exactly it and all of `required`.
 fn flags<'a>(args: &'a [String], required: &[&str], value_flag: &str) -> Option<&'a str> {
     let (mut value, mut seen) = (None, Vec::new());
     let mut rest = args;
@@ -132,9 +131,8 @@ pub(super) fn display(st: &SimState, format: &str) -> Option<Reply> {
     Some(Reply::out(0, line + "\n"))
 }
 
-/// `format` with each `#{name}` replaced by `var(name)`, empty when that is
-/// None, as tmux expands a variable it does not know; an unclosed `#{` is
-/// kept as it is.
+/// `format` with each `#{name}` replaced by `var(name)`, or by nothing (as
+/// tmux expands a variable it does not know); an unclosed `#{` is kept.
 pub(super) fn expand<'a>(format: &str, var: impl Fn(&str) -> Option<&'a str>) -> String {
     let mut out = String::new();
     let mut rest = format;
