@@ -1,11 +1,8 @@
 //! `agent-deck-watchdog doctor [--json] [--online]`: a read-only preflight of
-//! the live install, one line per check (SPEC §13).
-//!
-//! Each check is a function of what it reads; this file runs them in their
-//! fixed order, prints the lines (or one JSON array) and picks the exit code.
-//! Nothing here writes a file, creates a directory or takes a lock: the
-//! daemon is found by the pid in its lock file, and the agent-deck calls are
-//! the read-only ones the daemon makes, plus `agent-deck version`.
+//! the live install, one line per check (SPEC §13): this file runs the checks
+//! in their fixed order, prints them and picks the exit code. Nothing writes
+//! a file or takes a lock (the daemon is found by the pid in its lock file);
+//! agent-deck gets the daemon's read-only calls and `agent-deck version`.
 
 mod fleet;
 mod host;
@@ -14,7 +11,7 @@ mod notes;
 
 use serde::Serialize;
 
-use crate::config::{Config, Env};
+use crate::config::Env;
 use crate::error::{Error, Result};
 use crate::fleet::cli::Cli;
 use crate::sys::shutdown::Shutdown;
@@ -30,16 +27,6 @@ pub(crate) enum CheckStatus {
     Ok,
     Warn,
     Fail,
-}
-
-impl CheckStatus {
-    fn mark(self) -> char {
-        match self {
-            CheckStatus::Ok => '✓',
-            CheckStatus::Warn => '!',
-            CheckStatus::Fail => '✗',
-        }
-    }
 }
 
 /// One line of the report.
@@ -92,7 +79,12 @@ impl Check {
             .fix
             .as_ref()
             .map_or(String::new(), |f| format!(" — fix: {f}"));
-        format!("{} {}: {detail}{fix}", self.status.mark(), self.check)
+        let mark = match self.status {
+            CheckStatus::Ok => '✓',
+            CheckStatus::Warn => '!',
+            CheckStatus::Fail => '✗',
+        };
+        format!("{mark} {}: {detail}{fix}", self.check)
     }
 }
 
@@ -151,29 +143,5 @@ pub(crate) fn run(env: &Env, json: bool, online: bool) -> Result<()> {
     {
         0 => Ok(()),
         n => Err(Error::runtime(format!("doctor: {n} check(s) failed"))),
-    }
-}
-
-/// The configuration the other checks run with: each invalid setting is
-/// reported and dropped, so the rest run with its default. `None` when even
-/// that leaves no configuration (no `HOME`, say).
-pub(crate) fn usable_config(env: &Env) -> (Vec<String>, Option<Config>) {
-    let mut env = env.clone();
-    let mut errors = Vec::new();
-    loop {
-        match Config::from_env(&env) {
-            Ok(cfg) => return (errors, Some(cfg)),
-            Err(e) => {
-                let text = e.to_string();
-                let name: String = text
-                    .chars()
-                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
-                    .collect();
-                errors.push(text);
-                if name.is_empty() || !env.remove(&name) {
-                    return (errors, None);
-                }
-            }
-        }
     }
 }

@@ -1,13 +1,11 @@
 //! `agent-deck-watchdog drill ID [--yes] [--timeout DUR]`: step 3 of the
-//! rollout as one command (SPEC §13). It kills one restart-critical session's
-//! tmux session as a crash would, follows the daemon's records until the
-//! session is healthy again, and prints the timeline and a verdict.
-//!
-//! Everything that could make the drill prove nothing, or do harm, is checked
-//! first ([`refusal`], pure), and a refusal touches nothing. The kill is the
-//! whole tmux session on agent-deck's socket, never `session stop` (which the
-//! watchdog rightly leaves alone), and once it succeeded it is recorded in
-//! `restart.log` as `"action": "drill"`.
+//! rollout (SPEC §13). It kills one restart-critical session's tmux session
+//! on agent-deck's socket as a crash would (never `session stop`, which the
+//! watchdog rightly leaves alone), records the kill in `restart.log` as
+//! `"action": "drill"`, follows the daemon's records until the session is
+//! healthy again, and prints the timeline and a verdict. Whatever could make
+//! the drill prove nothing, or do harm, is checked first ([`refusal`], pure),
+//! and a refusal touches nothing.
 
 mod follow;
 
@@ -81,27 +79,26 @@ pub(crate) fn refusal(id: &str, f: &DrillFacts<'_>) -> Option<String> {
                 .into(),
         );
     };
+    let pid = h.pid;
     if h.once {
-        return Some(format!("pid {} is a --once pass, not a daemon", h.pid));
+        return Some(format!("pid {pid} is a --once pass, not a daemon"));
     }
     if h.dry_run {
         return Some(format!(
-            "the daemon (pid {}) runs in --dry-run: it would restart nothing",
-            h.pid
+            "the daemon (pid {pid}) runs in --dry-run: it would restart nothing"
         ));
     }
     let quiet = match f.last_tick {
-        None => Some("has not finished a tick yet".to_owned()),
-        Some(t) if f.now - t > STALE_TICK_S => Some(format!(
+        None => "has not finished a tick yet".to_owned(),
+        Some(t) if f.now - t > STALE_TICK_S => format!(
             "has not finished a tick in {:.0} s: it may be stuck",
             f.now - t
-        )),
-        Some(_) => None,
+        ),
+        Some(_) => String::new(),
     };
-    if let Some(quiet) = quiet {
+    if !quiet.is_empty() {
         return Some(format!(
-            "the daemon (pid {}) {quiet}, and would not notice the kill",
-            h.pid
+            "the daemon (pid {pid}) {quiet}, and would not notice the kill"
         ));
     }
     let mut state = f.state.clone();
@@ -223,16 +220,16 @@ pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     let timeout = Duration::from_secs_f64(args.timeout_s);
     let outcome = follow.wait(s, killed_at, &cfg.hooks_dir, timeout, &shutdown, healthy);
     print!("{}", follow::timeline(dir, s, killed_at, &outcome));
-    match outcome.recovered_at {
-        Some(at) => {
+    match outcome.recovered {
+        Ok(at) => {
             let took = at - killed_at;
             let verdict = if took <= TARGET_S { "within" } else { "over" };
             println!("recovered in {took:.1} s ({verdict} the design's {TARGET_S:.0} s)");
             Ok(())
         }
-        None => Err(Error::runtime(format!(
-            "not recovered within {:.0} s: {}",
-            args.timeout_s, outcome.instead
+        Err(instead) => Err(Error::runtime(format!(
+            "not recovered within {:.0} s: {instead}",
+            args.timeout_s
         ))),
     }
 }
@@ -268,15 +265,11 @@ fn tmux_socket(cfg: &Config) -> Result<Option<String>> {
     let Some(path) = deck_files::find(&cfg.home, cfg.xdg_config_home.as_deref(), &cfg.root) else {
         return Ok(None);
     };
-    let text = read_text(&path, SMALL_FILE_MAX).map_err(|e| {
-        Error::runtime(format!(
-            "drill: cannot read {}: {}",
-            path.display(),
-            e.reason()
-        ))
-    })?;
+    let shown = path.display();
+    let text = read_text(&path, SMALL_FILE_MAX)
+        .map_err(|e| Error::runtime(format!("drill: cannot read {shown}: {}", e.reason())))?;
     deck_files::tmux_socket_name(&text)
-        .map_err(|e| Error::runtime(format!("drill: cannot parse {}: {e}", path.display())))
+        .map_err(|e| Error::runtime(format!("drill: cannot parse {shown}: {e}")))
 }
 
 /// Asks on the terminal; no terminal is no.

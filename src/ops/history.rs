@@ -1,17 +1,9 @@
 //! `agent-deck-watchdog history [ID] [--since DUR] [--json|--report]`: the
-//! decision timeline, read back from `liveness.log`, `restart.log` and
-//! `escalations.log` (each with its rotated `.1` file), oldest first.
-//!
-//! This file owns the command: its arguments, reading the record files (at
-//! most [`FILE_MAX`] bytes of each, the newest) and printing. The pure parts
-//! live beside it and are tested without files: [`timeline`] (parsing,
-//! merging, filtering, `--since`) and [`format`] (the readable line, the
-//! `--json` line, the report, with the time zone and `now` passed in).
-//!
-//! `history` only reads: it never writes, locks, or calls agent-deck. It
-//! never prints pane text or a secret: the records have no field for either,
-//! and the settings come from `Config::describe`, which shows the token only
-//! as set or unset.
+//! decision timeline from `liveness.log`, `restart.log` and `escalations.log`
+//! (each with its `.1`), oldest first. This file reads the record files (the
+//! newest [`FILE_MAX`] bytes of each) and prints; parsing and filtering are
+//! in [`timeline`], the output in [`format`], both pure. It never writes,
+//! locks or calls agent-deck, and prints no pane text or secret.
 
 pub(crate) mod format;
 pub(crate) mod timeline;
@@ -35,7 +27,6 @@ use timeline::{merge, parse, Log, Record};
 /// At most this much of each record file is read: its newest part.
 pub(crate) const FILE_MAX: u64 = 16 << 20;
 
-/// What `history` prints.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) enum View {
     /// One readable line per decision.
@@ -47,7 +38,6 @@ pub(crate) enum View {
     Report,
 }
 
-/// The parsed command line of `history`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Args {
     pub id: Option<String>,
@@ -87,10 +77,7 @@ pub(crate) fn load(dir: &Path) -> (Vec<Record>, Vec<String>) {
     for log in Log::ALL {
         let live = dir.join(log.file());
         for path in [crate::records::rotation::rotated_path(&live), live] {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
             match read_record_file(&path, FILE_MAX) {
                 Ok(None) => {}
                 Ok(Some((bytes, clipped))) => {
@@ -117,7 +104,6 @@ pub(crate) fn load(dir: &Path) -> (Vec<Record>, Vec<String>) {
     (merge(files), problems)
 }
 
-/// Runs `history`: reads the records under the watchdog dir and prints.
 pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     let (all, problems) = load(&cfg.watchdog_dir);
     for p in &problems {

@@ -1,15 +1,9 @@
 //! `agent-deck-watchdog status [--json]`: what the daemon knows and will do
-//! next, read from its files without disturbing it.
-//!
-//! Sources: the lock file (is a daemon running, which pid; found by the pid it
-//! names, never by probing the lock), `state.json` (per-session budget,
-//! cooldown, backoff, skips; breaker; cascade; patrols), `daemon-status.json`
-//! (CLI calls and failures, queue drops, as of the last tick),
-//! the task registry, and the record files: each session's newest
-//! `restart.log` record, looked for in `restart.log.1` and then `restart.log`
-//! (history survives a rotation), and the bytes each record file and its
-//! rotated `.1` hold. Read-only: it takes no lock a daemon would wait on, and
-//! streams the record files rather than loading them.
+//! next, from the lock file (the pid it names; the lock is never probed),
+//! `state.json`, `daemon-status.json` (as of the last tick), the task
+//! registry, and the record files (sizes, and each session's newest
+//! `restart.log` record, `.1` included). Read-only: it takes no lock a daemon
+//! would wait on, and streams the record files rather than loading them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -248,18 +242,13 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
 }
 
 fn table(r: &Report) -> String {
-    let mut out = match r.daemon.pid {
-        Some(pid) => format!("daemon: running (pid {pid})\n"),
-        None => "daemon: not running\n".to_owned(),
-    };
+    let daemon = (r.daemon.pid).map_or("not running".into(), |p| format!("running (pid {p})"));
     let version = r.agent_deck_version.as_deref().unwrap_or("unknown");
-    out.push_str(&format!(
-        "agent-deck: {version} (as the daemon read it last)\n"
-    ));
-    out.push_str(&format!(
-        "{:<22} {:<20} {:<9} {:>8} {:>6} {:>9} {:>9} {:>6}\n",
+    let mut out = format!(
+        "daemon: {daemon}\nagent-deck: {version} (as the daemon read it last)\n\
+         {:<22} {:<20} {:<9} {:>8} {:>6} {:>9} {:>9} {:>6}\n",
         "SESSION", "TITLE", "STATUS", "RESTARTS", "LEFT", "COOLDOWN", "BACKOFF", "SKIPS"
-    ));
+    );
     for s in &r.sessions {
         out.push_str(&format!(
             "{:<22} {:<20} {:<9} {:>8} {:>6} {:>8.0}s {:>8.0}s {:>6}\n",
@@ -279,10 +268,6 @@ fn table(r: &Report) -> String {
     } else {
         "closed".into()
     };
-    out.push_str(&format!(
-        "breaker: {breaker} ({} recent 429s)\n",
-        b.recent_429s
-    ));
     let c = &r.cascade;
     let cascade = c.size.filter(|_| c.active).map_or("none".into(), |size| {
         format!(
@@ -290,38 +275,38 @@ fn table(r: &Report) -> String {
             c.settle_remaining_s
         )
     });
-    out.push_str(&format!("cascade: {cascade}\n"));
-    out.push_str(&format!("queue drops: {}\n", r.queue_drops));
     let w = &r.pane_watch;
     let watch = match (&w.why_not, w.armed) {
         (_, true) => format!("armed, {} critical sessions covered", w.covered),
         (Some(why), false) => format!("not armed ({why})"),
         (None, false) => "not armed".to_owned(),
     };
-    out.push_str(&format!("pane watch: {watch}\n"));
-    out.push_str(&format!(
-        "cli calls: {} ({} failed) as of the last tick\n",
-        r.cli.calls.values().sum::<u64>(),
-        r.cli.failures.values().sum::<u64>()
-    ));
-    out.push_str(&format!(
-        "cli failures by design: {} (a pane sample of a gone tmux session, a restart answered tmux_session_missing; not counted as failed)\n",
-        r.cli.failures_by_design.values().sum::<u64>()
-    ));
-    out.push_str(&format!(
-        "patrols: {} waiting children watched, {} poller restarts remembered\n",
-        r.patrols.waiting_children_watched,
-        r.patrols.poller_restarts.len()
-    ));
-    out.push_str(&format!("records: {}\n", records_line(&r.records)));
     let tasks: Vec<String> = r.tasks.iter().map(|(k, n)| format!("{n} {k}")).collect();
     let tasks = if tasks.is_empty() {
         "none".to_owned()
     } else {
         tasks.join(", ")
     };
-    out.push_str(&format!("tasks: {tasks}\n"));
-    out
+    let sum = |counts: &BTreeMap<String, u64>| counts.values().sum::<u64>();
+    out + &format!(
+        "breaker: {breaker} ({} recent 429s)\n\
+         cascade: {cascade}\n\
+         queue drops: {}\n\
+         pane watch: {watch}\n\
+         cli calls: {} ({} failed) as of the last tick\n\
+         cli failures by design: {} (a pane sample of a gone tmux session, a restart answered tmux_session_missing; not counted as failed)\n\
+         patrols: {} waiting children watched, {} poller restarts remembered\n\
+         records: {}\n\
+         tasks: {tasks}\n",
+        b.recent_429s,
+        r.queue_drops,
+        sum(&r.cli.calls),
+        sum(&r.cli.failures),
+        sum(&r.cli.failures_by_design),
+        r.patrols.waiting_children_watched,
+        r.patrols.poller_restarts.len(),
+        records_line(&r.records),
+    )
 }
 
 /// `restart.log 1.2 MiB (+ 16.0 MiB in .1), …; rotated at 16.0 MiB`.

@@ -5,7 +5,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::Duration;
 
-use super::{usable_config, Check, VERIFIED_AGENT_DECK};
+use super::{Check, VERIFIED_AGENT_DECK};
 use crate::alert::escalate;
 use crate::config::{Config, Env};
 use crate::fleet::cache::Fleet;
@@ -24,13 +24,30 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 const MIN_FREE_BYTES: u64 = 100 << 20;
 
 /// Runs a read-only probe; `None` when it could not run at all.
-pub(super) fn probe(job: &Cmd, shutdown: &Shutdown) -> Option<process::Output> {
+fn probe(job: &Cmd, shutdown: &Shutdown) -> Option<process::Output> {
     process::run(job, PROBE_TIMEOUT, shutdown).ok()
 }
 
-/// `settings`: every setting valid, and the configuration to go on with.
+/// `settings`: every setting valid, and the configuration the other checks
+/// run with: each invalid setting is reported and dropped, so the rest run
+/// with its default. `None` when even that leaves no configuration (no
+/// `HOME`, say).
 pub(super) fn settings(env: &Env) -> (Check, Option<Config>) {
-    let (errors, cfg) = usable_config(env);
+    let (mut env, mut errors) = (env.clone(), Vec::new());
+    let cfg = loop {
+        let text = match Config::from_env(&env) {
+            Ok(cfg) => break Some(cfg),
+            Err(e) => e.to_string(),
+        };
+        let name: String = text
+            .chars()
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+            .collect();
+        errors.push(text);
+        if name.is_empty() || !env.remove(&name) {
+            break None;
+        }
+    };
     let check = match errors.as_slice() {
         [] => Check::ok("settings", "every setting is valid"),
         [one] => Check::fail(
@@ -59,11 +76,8 @@ pub(super) fn agent_deck(
     let bin = cfg.bin.display();
     let fix_bin = "install agent-deck, or point AGENT_DECK_BIN at it";
     let Some(out) = probe(&Cmd::new(&cfg.bin).arg("version"), shutdown) else {
-        return (
-            Check::fail(NAME, format!("{bin} cannot be run"), fix_bin),
-            None,
-            None,
-        );
+        let check = Check::fail(NAME, format!("{bin} cannot be run"), fix_bin);
+        return (check, None, None);
     };
     let answer = format!("{}{}", out.stdout, out.stderr);
     // An unreadable version is a version nobody verified: a warning below,
@@ -76,13 +90,10 @@ pub(super) fn agent_deck(
     );
     let mut fleet = Fleet::new(cfg.autorestart_dir());
     fleet.reload_markers();
-    let listed = fleet.refresh(cli);
-    let check = match listed {
+    let check = match fleet.refresh(cli) {
         Ok(()) if verified => {
-            Check::ok(
-                NAME,
-                format!("{bin} {version}, {} sessions listed", fleet.len()),
-            )
+            let listed = format!("{bin} {version}, {} sessions listed", fleet.len());
+            Check::ok(NAME, listed)
         }
         Ok(()) => Check::warn(
             NAME,
@@ -93,15 +104,9 @@ pub(super) fn agent_deck(
             "run `agent-deck-watchdog --once --dry-run --verbose` and read what it decides before enabling it",
         ),
         Err(e) => {
-            return (
-                Check::fail(
-                    NAME,
-                    format!("{bin} {version}: `list --all --json` is unreadable: {e}"),
-                    "run `agent-deck list --all --json` yourself and fix what it reports",
-                ),
-                None,
-                found,
-            )
+            let detail = format!("{bin} {version}: `list --all --json` is unreadable: {e}");
+            let fix = "run `agent-deck list --all --json` yourself and fix what it reports";
+            return (Check::fail(NAME, detail, fix), None, found);
         }
     };
     (check, Some(fleet), found)

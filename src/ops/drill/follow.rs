@@ -22,10 +22,8 @@ const POLL: Duration = Duration::from_millis(250);
 /// How the wait ended.
 pub(super) struct Recovery {
     /// When `session show` first read the session healthy after the
-    /// daemon's `restarted` record.
-    pub recovered_at: Option<f64>,
-    /// What the daemon did instead, when it did not recover in time.
-    pub instead: String,
+    /// daemon's `restarted` record, or what the daemon did instead.
+    pub recovered: std::result::Result<f64, String>,
     /// What woke the daemon: the hook as it was when the daemon's first
     /// record after the kill appeared (a later hook is the new agent's).
     pub hook: Option<(HookStatus, f64)>,
@@ -94,33 +92,23 @@ impl Follow {
                 last = Some(r);
             }
             if restarted && healthy() {
-                return Recovery {
-                    recovered_at: Some(unix_now()),
-                    instead: String::new(),
-                    hook,
-                };
+                let recovered = Ok(unix_now());
+                return Recovery { recovered, hook };
             }
             if !shutdown.sleep(POLL) {
                 break;
             }
         }
+        let id = &s.id;
         let instead = match last {
-            Some(r) => format!(
-                "the daemon's last record for {} is `{}`{}",
-                s.id,
-                r.action,
-                r.reason.map_or(String::new(), |why| format!(" ({why})"))
-            ),
-            None => format!(
-                "the daemon wrote no record about {} since the kill; is it watching this fleet? (run `agent-deck-watchdog doctor`)",
-                s.id
-            ),
+            Some(r) => {
+                let why = r.reason.map_or(String::new(), |why| format!(" ({why})"));
+                format!("the daemon's last record for {id} is `{}`{why}", r.action)
+            }
+            None => format!("the daemon wrote no record about {id} since the kill; is it watching this fleet? (run `agent-deck-watchdog doctor`)"),
         };
-        Recovery {
-            recovered_at: None,
-            instead,
-            hook,
-        }
+        let recovered = Err(instead);
+        Recovery { recovered, hook }
     }
 }
 
@@ -158,7 +146,7 @@ pub(crate) fn timeline(dir: &Path, s: &Session, killed_at: f64, outcome: &Recove
             out.push('\n');
         }
     }
-    if let Some(at) = outcome.recovered_at.map(local_timestamp) {
+    if let Ok(at) = outcome.recovered.as_ref().map(|at| local_timestamp(*at)) {
         out.push_str(&format!("{at}  healthy again (session show)\n"));
     }
     out

@@ -1,15 +1,10 @@
-//! What `history` prints, from entries already read: the readable line,
-//! the `--json` line and the `--report` block, with the time zone and `now`
-//! passed in so tests pin the output.
-//!
-//! Text from the records is made printable and clipped by [`crate::text`]
-//! before it is shown in readable form; `--json` is the typed record, escaped by
-//! JSON (keys the record type does not know are dropped). Nothing here reads
-//! a file or the clock, and nothing here can print pane text or a secret:
-//! the records have no field for either, and the settings arrive already
-//! rendered by `Config::describe`.
+//! What `history` prints from records already read: the readable line
+//! (record text made printable and clipped), the `--json` line (the typed
+//! record) and the `--report` block, with the time zone and `now` passed in.
+//! Reads no file or clock; the records have no field for pane text or a
+//! secret, and the settings arrive rendered by `Config::describe`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
@@ -161,13 +156,6 @@ pub(crate) fn json_line(r: &Record) -> Result<String> {
         .map_err(|e| Error::runtime(format!("history: cannot write a record as JSON: {e}")))
 }
 
-/// A fence longer than any run of backticks in `body`, so the block cannot
-/// be closed early by a title or a setting.
-fn fence(body: &str) -> String {
-    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    "`".repeat((longest + 1).max(3))
-}
-
 /// What the report says about the program and where it runs.
 #[derive(Debug, Clone)]
 pub(crate) struct About {
@@ -177,155 +165,213 @@ pub(crate) struct About {
     pub settings: String,
 }
 
-/// The fields the watchdog last used for the session `id`, from its records.
-fn last_seen(id: &str, all: &[Record], tz: &TimeZone) -> Vec<String> {
-    let mine: Vec<&Record> = select(all, Some(id), None);
-    let mut out = vec!["last seen by the watchdog".to_owned()];
-    let newest = mine.iter().rev().find_map(|e| match e {
-        Record::Liveness(r) => Some((*e, &r.title, &r.profile)),
-        Record::Restart(r) => Some((*e, &r.title, &r.profile)),
-        Record::Escalation(_) => None,
-    });
-    match newest {
-        Some((e, title, profile)) => {
-            out.push(format!("  title      {}", printable(title, TEXT_MAX)));
-            out.push(format!("  profile    {}", printable(profile, TEXT_MAX)));
+/// What every part of a report reads.
+struct Reporter<'a> {
+    since: &'a Since,
+    about: &'a About,
+    /// Every record read: the last-seen fields come from the newest,
+    /// whatever the window.
+    all: &'a [Record],
+    titles: HashMap<&'a str, &'a str>,
+    tz: &'a TimeZone,
+}
+
+impl Reporter<'_> {
+    /// The fields the watchdog last used for the session `id`, from its records.
+    fn last_seen(&self, id: &str) -> Vec<String> {
+        let (all, tz) = (self.all, self.tz);
+        let mine: Vec<&Record> = select(all, Some(id), None);
+        let mut out = vec!["last seen by the watchdog".to_owned()];
+        let newest = mine.iter().rev().find_map(|e| match e {
+            Record::Liveness(r) => Some((*e, &r.title, &r.profile)),
+            Record::Restart(r) => Some((*e, &r.title, &r.profile)),
+            Record::Escalation(_) => None,
+        });
+        match newest {
+            Some((e, title, profile)) => {
+                out.push(format!("  title      {}", printable(title, TEXT_MAX)));
+                out.push(format!("  profile    {}", printable(profile, TEXT_MAX)));
+                out.push(format!(
+                    "  as of      {}, {}",
+                    local_time(e.ts(), tz),
+                    e.log().file()
+                ));
+            }
+            None => out.push("  title      unknown (only escalations mention it)".into()),
+        }
+        let liveness = mine.iter().rev().find_map(|e| match e {
+            Record::Liveness(r) => Some(r),
+            _ => None,
+        });
+        let Some(r) = liveness else {
+            out.push("  liveness   no liveness check on record".into());
+            return out;
+        };
+        out.push(format!(
+            "  liveness   {}: {} {}",
+            local_time(r.ts, tz),
+            printable(&r.decision, WORD_MAX),
+            r.reason
+        ));
+        for (i, read) in r.reads.iter().enumerate() {
             out.push(format!(
-                "  as of      {}, {}",
-                local_time(e.ts(), tz),
-                e.log().file()
+                "    read {}   {}  {}",
+                i + 1,
+                local(read.ts, tz, "%Y-%m-%d %H:%M:%S%.3f %Z"),
+                status_read(read)
             ));
         }
-        None => out.push("  title      unknown (only escalations mention it)".into()),
-    }
-    let liveness = mine.iter().rev().find_map(|e| match e {
-        Record::Liveness(r) => Some(r),
-        _ => None,
-    });
-    let Some(r) = liveness else {
-        out.push("  liveness   no liveness check on record".into());
-        return out;
-    };
-    out.push(format!(
-        "  liveness   {}: {} {}",
-        local_time(r.ts, tz),
-        printable(&r.decision, WORD_MAX),
-        r.reason
-    ));
-    for (i, read) in r.reads.iter().enumerate() {
+        let yes_no = |b: bool, yes: &str, no: &str| if b { yes } else { no }.to_owned();
         out.push(format!(
-            "    read {}   {}  {}",
-            i + 1,
-            local(read.ts, tz, "%Y-%m-%d %H:%M:%S%.3f %Z"),
-            status_read(read)
+            "    pane     first {}, second {}; {}, {}, {}",
+            digest(&r.pane.first, WORD_MAX),
+            digest(&r.pane.second, WORD_MAX),
+            yes_no(r.pane.sampled, "sampled", "not sampled"),
+            yes_no(r.pane.changed, "changed", "unchanged"),
+            yes_no(r.pane.empty, "blank", "not blank"),
         ));
+        out.push(format!("    gap      {:.1}s", r.gap_s));
+        if let Some(n) = r.consecutive_skips {
+            out.push(format!("    consecutive skips  {n}"));
+        }
+        if let Some(why) = &r.auth_hold_reason {
+            out.push(format!("    auth hold  {}", printable(why, TEXT_MAX)));
+        }
+        out.push(format!("    dry run  {}", yes_no(r.dry_run, "yes", "no")));
+        out
     }
-    let yes_no = |b: bool, yes: &str, no: &str| if b { yes } else { no }.to_owned();
-    out.push(format!(
-        "    pane     first {}, second {}; {}, {}, {}",
-        digest(&r.pane.first, WORD_MAX),
-        digest(&r.pane.second, WORD_MAX),
-        yes_no(r.pane.sampled, "sampled", "not sampled"),
-        yes_no(r.pane.changed, "changed", "unchanged"),
-        yes_no(r.pane.empty, "blank", "not blank"),
-    ));
-    out.push(format!("    gap      {:.1}s", r.gap_s));
-    if let Some(n) = r.consecutive_skips {
-        out.push(format!("    consecutive skips  {n}"));
-    }
-    if let Some(why) = &r.auth_hold_reason {
-        out.push(format!("    auth hold  {}", printable(why, TEXT_MAX)));
-    }
-    out.push(format!("    dry run  {}", yes_no(r.dry_run, "yes", "no")));
-    out
-}
 
-/// The zone's IANA name, or its abbreviation at the newest record.
-fn zone_name(all: &[Record], tz: &TimeZone) -> String {
-    match (tz.iana_name(), all.last()) {
-        (Some(name), _) => printable(name, WORD_MAX),
-        (None, Some(e)) => local(e.ts(), tz, "%Z"),
-        (None, None) => "system time zone".into(),
+    /// The paste-ready block of `history ID --report`; `timeline` is the
+    /// session's readable entries within the window.
+    fn report(&self, id: &str, timeline: &[&Record]) -> String {
+        let session = format!("session    {}", printable(id, ID_MAX));
+        let mut body = self.header("agent-deck-watchdog history report", session);
+        body.extend(self.last_seen(id));
+        body.push(String::new());
+        body.extend(self.timeline_block(timeline, ""));
+        fenced(&body)
     }
-}
 
-/// The paste-ready block of `history ID --report`. `all` is every record
-/// read (the last-seen fields come from the newest, whatever the window);
-/// `timeline` is the session's readable entries within the window.
-pub(crate) fn report(
-    id: &str,
-    since: &Since,
-    about: &About,
-    all: &[Record],
-    timeline: &[&Record],
-    tz: &TimeZone,
-) -> String {
-    let session = format!("session    {}", printable(id, ID_MAX));
-    let mut body = header(
-        "agent-deck-watchdog history report",
-        session,
-        about,
-        all,
-        tz,
-    );
-    body.extend(last_seen(id, all, tz));
-    body.push(String::new());
-    body.extend(timeline_block(since, all, timeline, tz, ""));
-    fenced(&body)
-}
-
-/// The head of a report: its title, the version, platform, `what` it is
-/// about, the time zone and the settings.
-fn header(title: &str, what: String, about: &About, all: &[Record], tz: &TimeZone) -> Vec<String> {
-    let mut body = vec![
+    /// The head of a report: its title, the version, platform, `what` it is
+    /// about, the time zone (its IANA name, or its abbreviation at the newest
+    /// record) and the settings.
+    fn header(&self, title: &str, what: String) -> Vec<String> {
+        let (about, tz) = (self.about, self.tz);
+        let zone = match (tz.iana_name(), self.all.last()) {
+            (Some(name), _) => printable(name, WORD_MAX),
+            (None, Some(e)) => local(e.ts(), tz, "%Z"),
+            (None, None) => "system time zone".into(),
+        };
+        let mut body = vec![
         title.to_owned(),
         format!("version    {}", printable(&about.version, TEXT_MAX)),
         format!("platform   {}", printable(&about.platform, TEXT_MAX)),
         what,
-        format!("times      local ({})", zone_name(all, tz)),
+        format!("times      local ({zone})"),
         String::new(),
         "settings (as --print-config shows them in this environment; secrets only as set/unset)"
             .to_owned(),
     ];
-    body.extend(
-        about
-            .settings
-            .lines()
-            .map(|l| format!("  {}", printable(l, TEXT_MAX + 200))),
-    );
-    body.push(String::new());
-    body
-}
-
-/// A session's readable timeline in the window, each line indented after `indent`.
-fn timeline_block(
-    since: &Since,
-    all: &[Record],
-    timeline: &[&Record],
-    tz: &TimeZone,
-    indent: &str,
-) -> Vec<String> {
-    let titles = titles(all);
-    let mut out = vec![format!(
-        "{indent}timeline, {} ({} entries, oldest first)",
-        since.describe(),
-        timeline.len()
-    )];
-    if timeline.is_empty() {
-        out.push(format!("{indent}  (none in this window; try --since all)"));
+        body.extend(
+            about
+                .settings
+                .lines()
+                .map(|l| format!("  {}", printable(l, TEXT_MAX + 200))),
+        );
+        body.push(String::new());
+        body
     }
-    out.extend(
-        timeline
-            .iter()
-            .map(|e| format!("{indent}  {}", line(e, &titles, tz))),
-    );
-    out
+
+    /// A session's readable timeline in the window, each line indented after `indent`.
+    fn timeline_block(&self, timeline: &[&Record], indent: &str) -> Vec<String> {
+        let mut out = vec![format!(
+            "{indent}timeline, {} ({} entries, oldest first)",
+            self.since.describe(),
+            timeline.len()
+        )];
+        if timeline.is_empty() {
+            out.push(format!("{indent}  (none in this window; try --since all)"));
+        }
+        out.extend(
+            timeline
+                .iter()
+                .map(|e| format!("{indent}  {}", line(e, &self.titles, self.tz))),
+        );
+        out
+    }
+
+    /// The paste-ready block of `history --report` without an id: every
+    /// session with records in the window, worst first (most restarts, then
+    /// holds, then escalations), each with what `history ID --report` shows of
+    /// it, the alerts about no one session, then one line of totals.
+    fn fleet_report(&self, window: &[&Record]) -> String {
+        let (mut by_id, mut fleet) = (BTreeMap::<&str, Vec<&Record>>::new(), Vec::new());
+        for &e in window {
+            match e.session() {
+                Some(id) => by_id.entry(id).or_default().push(e),
+                None => fleet.push(e),
+            }
+        }
+        let mut sessions: Vec<(Tally, &str, Vec<&Record>)> = by_id
+            .into_iter()
+            .map(|(id, mine)| {
+                let mine = one_per_decision(&mine);
+                (Tally::of(&mine), id, mine)
+            })
+            .collect();
+        sessions.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+        let what = format!(
+            "sessions   {} with records, {}",
+            sessions.len(),
+            self.since.describe()
+        );
+        let mut body = self.header("agent-deck-watchdog fleet report", what);
+        for (tally, id, mine) in &sessions {
+            let name = (self.titles)
+                .get(id)
+                .map_or_else(String::new, |t| format!("{} ", printable(t, TITLE_MAX)));
+            body.push(format!(
+                "session {name}({}): {}",
+                printable(id, ID_MAX),
+                tally.shown()
+            ));
+            body.extend(self.last_seen(id).into_iter().map(|l| format!("  {l}")));
+            body.extend(self.timeline_block(mine, "  "));
+            body.push(String::new());
+        }
+        if !fleet.is_empty() {
+            body.push(format!(
+                "about no one session (cascades, the breaker): {}",
+                Tally::of(&fleet).shown()
+            ));
+            body.extend(
+                fleet
+                    .iter()
+                    .map(|e| format!("  {}", line(e, &self.titles, self.tz))),
+            );
+            body.push(String::new());
+        }
+        if sessions.is_empty() && fleet.is_empty() {
+            body.push("(no records in this window; try --since all)".into());
+        }
+        body.push(format!(
+            "totals: {} sessions, {}, {}",
+            sessions.len(),
+            // A skipped-alive record counts nowhere, so the window's tally is
+            // the sum of the sessions' and the fleet's.
+            Tally::of(window).shown(),
+            self.since.describe()
+        ));
+        fenced(&body)
+    }
 }
 
-/// The lines in a fence that nothing inside can close.
+/// The lines in a fence longer than any run of backticks inside, so a title
+/// or a setting cannot close the block early.
 fn fenced(body: &[String]) -> String {
     let body = body.join("\n");
-    let fence = fence(&body);
+    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat((longest + 1).max(3));
     format!("{fence}text\n{body}\n{fence}\n")
 }
 
@@ -356,12 +402,6 @@ impl Tally {
         t
     }
 
-    fn add(&mut self, o: Tally) {
-        self.restarts += o.restarts;
-        self.holds += o.holds;
-        self.escalations += o.escalations;
-    }
-
     fn shown(self) -> String {
         let n =
             |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
@@ -372,82 +412,6 @@ impl Tally {
             n(self.escalations, "escalation", "escalations")
         )
     }
-}
-
-/// The paste-ready block of `history --report` without an id: every
-/// session with records in the window, worst first (most restarts, then
-/// holds, then escalations), each with what `history ID --report` shows of
-/// it, the alerts about no one session, then one line of totals.
-pub(crate) fn fleet_report(
-    since: &Since,
-    about: &About,
-    all: &[Record],
-    window: &[&Record],
-    tz: &TimeZone,
-) -> String {
-    let mut ids: Vec<&str> = window.iter().filter_map(|e| e.session()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let mut sessions: Vec<(Tally, &str, Vec<&Record>)> = ids
-        .into_iter()
-        .map(|id| {
-            let mine: Vec<&Record> = window
-                .iter()
-                .copied()
-                .filter(|e| e.session() == Some(id))
-                .collect();
-            let mine = one_per_decision(&mine);
-            (Tally::of(&mine), id, mine)
-        })
-        .collect();
-    sessions.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    let what = format!(
-        "sessions   {} with records, {}",
-        sessions.len(),
-        since.describe()
-    );
-    let mut body = header("agent-deck-watchdog fleet report", what, about, all, tz);
-    let titles = titles(all);
-    let mut total = Tally::default();
-    for (tally, id, mine) in &sessions {
-        total.add(*tally);
-        let name = titles
-            .get(id)
-            .map_or_else(String::new, |t| format!("{} ", printable(t, TITLE_MAX)));
-        body.push(format!(
-            "session {name}({}): {}",
-            printable(id, ID_MAX),
-            tally.shown()
-        ));
-        body.extend(last_seen(id, all, tz).into_iter().map(|l| format!("  {l}")));
-        body.extend(timeline_block(since, all, mine, tz, "  "));
-        body.push(String::new());
-    }
-    let fleet: Vec<&Record> = window
-        .iter()
-        .copied()
-        .filter(|e| e.session().is_none())
-        .collect();
-    if !fleet.is_empty() {
-        let tally = Tally::of(&fleet);
-        total.add(tally);
-        body.push(format!(
-            "about no one session (cascades, the breaker): {}",
-            tally.shown()
-        ));
-        body.extend(fleet.iter().map(|e| format!("  {}", line(e, &titles, tz))));
-        body.push(String::new());
-    }
-    if sessions.is_empty() && fleet.is_empty() {
-        body.push("(no records in this window; try --since all)".into());
-    }
-    body.push(format!(
-        "totals: {} sessions, {}, {}",
-        sessions.len(),
-        total.shown(),
-        since.describe()
-    ));
-    fenced(&body)
 }
 
 /// What a `history` run prints: stdout, and notes for stderr.
@@ -493,12 +457,20 @@ pub(crate) fn render(
         ));
     }
     match (args.view, id) {
-        (View::Report, Some(id)) => {
-            let readable = one_per_decision(&timeline);
-            out.stdout = report(id, &args.since, about, all, &readable, tz);
-        }
-        (View::Report, None) => {
-            out.stdout = fleet_report(&args.since, about, all, &timeline, tz);
+        (View::Report, _) => {
+            let since = &args.since;
+            let titles = titles(all);
+            let r = Reporter {
+                since,
+                about,
+                all,
+                titles,
+                tz,
+            };
+            out.stdout = match id {
+                Some(id) => r.report(id, &one_per_decision(&timeline)),
+                None => r.fleet_report(&timeline),
+            };
         }
         (View::Json, _) => {
             let lines = timeline.iter().map(|e| Ok(json_line(e)? + "\n"));

@@ -1,9 +1,6 @@
-//! The timeline of `history`: record lines parsed into typed entries, the
-//! three files merged oldest first, and the window and session filters,
-//! `--since` included.
-//!
-//! Pure: bytes in, entries out. Reading files and printing belong to
-//! `history.rs` and `format.rs`.
+//! The timeline of `history`, pure (bytes in, entries out): record lines
+//! parsed into typed entries, the three files merged oldest first, and the
+//! window (`--since`) and session filters.
 
 use std::collections::HashMap;
 
@@ -14,8 +11,6 @@ use crate::records::audit::{
     RESTART_LOG,
 };
 
-/// The window when `--since` is not given.
-const DEFAULT_SINCE_S: f64 = 86_400.0;
 /// How far back to look.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Since {
@@ -27,10 +22,11 @@ pub(crate) enum Since {
     },
 }
 
+/// The window when `--since` is not given.
 impl Default for Since {
     fn default() -> Since {
         Since::Last {
-            secs: DEFAULT_SINCE_S,
+            secs: 86_400.0,
             label: "24h".into(),
         }
     }
