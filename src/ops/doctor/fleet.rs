@@ -67,11 +67,11 @@ pub(super) fn critical_sessions(
 /// `hooks dir`: where agent-deck writes hooks, and whether they come.
 pub(super) fn hooks_dir(cfg: &Config, claude: &[Session]) -> Check {
     const NAME: &str = "hooks dir";
-    let dir = &cfg.hooks_dir;
+    let (dir, shown) = (&cfg.hooks_dir, cfg.hooks_dir.display());
     if !dir.is_dir() {
         return Check::fail(
             NAME,
-            format!("{} is missing: only the safety poll would see a death", dir.display()),
+            format!("{shown} is missing: only the safety poll would see a death"),
             "install agent-deck's hooks (`agent-deck hooks install`) or set AGENT_DECK_HOOKS_DIR to where they are written",
         );
     }
@@ -86,15 +86,11 @@ pub(super) fn hooks_dir(cfg: &Config, claude: &[Session]) -> Check {
     if !silent.is_empty() {
         return Check::warn(
             NAME,
-            format!(
-                "{}: {newest}; no hook file ever from {}",
-                dir.display(),
-                silent.join(", ")
-            ),
+            format!("{shown}: {newest}; no hook file ever from {}", silent.join(", ")),
             "install agent-deck's Claude hooks (`agent-deck hooks install`) so a death is seen in seconds, not at the next poll",
         );
     }
-    Check::ok(NAME, format!("{}: {newest}", dir.display()))
+    Check::ok(NAME, format!("{shown}: {newest}"))
 }
 
 /// Seconds since the newest `*.json` in the hooks dir or its sandboxes.
@@ -112,18 +108,12 @@ fn newest_hook_age(dir: &Path) -> Option<f64> {
 
 /// What the pane watch covered, in words.
 fn pane_watch(w: &PaneWatchState) -> String {
-    match (w.armed, &w.why_not) {
-        (true, _) => format!(
-            "pane watch armed on {} critical sessions (the CLI poll runs at ARMED_POLL_INTERVAL_S)",
-            w.covered
-        ),
-        (false, Some(why)) => {
-            format!("pane watch not armed ({why}): the CLI poll runs at SAFETY_POLL_INTERVAL_S")
-        }
-        (false, None) => {
-            "pane watch not armed: the CLI poll runs at SAFETY_POLL_INTERVAL_S".to_owned()
-        }
+    if w.armed {
+        let n = w.covered;
+        return format!("pane watch armed on {n} critical sessions (the CLI poll runs at ARMED_POLL_INTERVAL_S)");
     }
+    let why = (w.why_not.as_ref()).map_or(String::new(), |why| format!(" ({why})"));
+    format!("pane watch not armed{why}: the CLI poll runs at SAFETY_POLL_INTERVAL_S")
 }
 
 /// `agent-deck's stored status`: a TUI or `notify-daemon` keeps it current.
@@ -159,21 +149,20 @@ pub(super) fn daemon(cfg: &Config) -> Check {
             format!("last tick {age:.0} s ago; {}", pane_watch(&s.pane_watch))
         });
     let detail = format!("pid {}, {tick}", h.pid);
-    if h.once {
-        return Check::warn(
-            NAME,
-            format!("{detail}: a --once pass, not a daemon"),
+    let (why, fix) = if h.once {
+        (
+            ": a --once pass, not a daemon",
             "start the daemon once that pass is over: systemctl --user start agent-deck-watchdog.service",
-        );
-    }
-    if h.dry_run {
-        return Check::warn(
-            NAME,
-            format!("{detail}, in --dry-run: it decides but restarts nothing"),
+        )
+    } else if h.dry_run {
+        (
+            ", in --dry-run: it decides but restarts nothing",
             "when its decisions look right, drop --dry-run from ExecStart= and restart the unit",
-        );
-    }
-    Check::ok(NAME, detail)
+        )
+    } else {
+        return Check::ok(NAME, detail);
+    };
+    Check::warn(NAME, format!("{detail}{why}"), fix)
 }
 
 #[cfg(test)]

@@ -46,18 +46,13 @@ pub(super) fn kernel_notifications() -> Check {
 #[cfg(target_os = "linux")]
 fn inotify_in_use() -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
     let me = rustix::process::geteuid().as_raw();
     let (mut instances, mut watches) = (0, 0);
-    let procs = std::fs::read_dir(crate::sys::process_table::PROC_DIR)
-        .into_iter()
-        .flatten()
-        .flatten();
+    let entries = |d: &Path| std::fs::read_dir(d).into_iter().flatten().flatten();
+    let procs = entries(Path::new(crate::sys::process_table::PROC_DIR));
     for p in procs.filter(|p| p.metadata().is_ok_and(|m| m.uid() == me)) {
-        for fd in std::fs::read_dir(p.path().join("fd"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
+        for fd in entries(&p.path().join("fd")) {
             let is_inotify =
                 std::fs::read_link(fd.path()).is_ok_and(|t| t.as_os_str() == "anon_inode:inotify");
             if is_inotify {
@@ -121,12 +116,10 @@ pub(super) fn telegram(cfg: &Config, online: bool) -> Check {
     }
     let api = BotApi::new(&cfg.telegram_api_base, Duration::from_secs(10));
     let later = |d: Duration| {
+        let secs = d.as_secs();
         Check::warn(
             NAME,
-            format!(
-                "Telegram asked to wait {} s (429): not checked",
-                d.as_secs()
-            ),
+            format!("Telegram asked to wait {secs} s (429): not checked"),
             "run `agent-deck-watchdog doctor --online` again in a minute",
         )
     };

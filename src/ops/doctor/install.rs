@@ -165,28 +165,23 @@ pub(super) fn service(shutdown: &Shutdown) -> Check {
         unit.active,
         unit.exec_path.as_deref().unwrap_or("?")
     );
-    if unit.file_state != "enabled" || unit.active != "active" {
-        return Check::warn(
-            NAME,
-            summary,
+    let (why, fix) = if unit.file_state != "enabled" || unit.active != "active" {
+        (
+            "",
             "systemctl --user enable --now agent-deck-watchdog.service",
-        );
-    }
-    if !runs_us {
-        return Check::warn(
-            NAME,
-            format!("{summary}, which is not this binary"),
-            "point ExecStart= at this binary (or install this one there), then systemctl --user daemon-reload",
-        );
-    }
-    if !linger {
-        return Check::warn(
-            NAME,
-            format!("{summary}; linger is off, so it stops when you log out"),
+        )
+    } else if !runs_us {
+        let fix = "point ExecStart= at this binary (or install this one there), then systemctl --user daemon-reload";
+        (", which is not this binary", fix)
+    } else if !linger {
+        (
+            "; linger is off, so it stops when you log out",
             "loginctl enable-linger \"$USER\"",
-        );
-    }
-    Check::ok(NAME, format!("{summary}, linger on"))
+        )
+    } else {
+        return Check::ok(NAME, format!("{summary}, linger on"));
+    };
+    Check::warn(NAME, format!("{summary}{why}"), fix)
 }
 
 /// The lines of `systemctl show` that [`service`] looks at.
@@ -222,21 +217,19 @@ pub(super) fn unit_state(text: &str) -> UnitState {
 pub(super) fn escalate_script(cfg: &Config) -> Check {
     const NAME: &str = "escalate.sh";
     let path = escalate::script_path(cfg);
+    let shown = path.display();
     match std::fs::metadata(&path) {
         Err(_) => Check::warn(
             NAME,
-            format!(
-                "{} is missing: escalations reach the log and Telegram only",
-                path.display()
-            ),
-            format!("install -m 0700 contrib/escalate.sh {}", path.display()),
+            format!("{shown} is missing: escalations reach the log and Telegram only"),
+            format!("install -m 0700 contrib/escalate.sh {shown}"),
         ),
         Ok(_) if !escalate::is_runnable(&path) => Check::warn(
             NAME,
-            format!("{} is not an executable file", path.display()),
-            format!("chmod u+x {}", path.display()),
+            format!("{shown} is not an executable file"),
+            format!("chmod u+x {shown}"),
         ),
-        Ok(_) => Check::ok(NAME, format!("{} is executable", path.display())),
+        Ok(_) => Check::ok(NAME, format!("{shown} is executable")),
     }
 }
 
@@ -257,17 +250,14 @@ pub(super) fn watchdog_dir(cfg: &Config) -> Check {
             ),
         };
     };
-    if meta.uid() != me || !writable(dir) {
+    let (uid, mode) = (meta.uid(), meta.permissions().mode() & 0o777);
+    if uid != me || !writable(dir) {
         return Check::fail(
             NAME,
-            format!(
-                "{shown} is owned by uid {} or not writable by uid {me}",
-                meta.uid()
-            ),
+            format!("{shown} is owned by uid {uid} or not writable by uid {me}"),
             format!("chown the directory to the user the daemon runs as: chown -R {me} {shown}"),
         );
     }
-    let mode = meta.permissions().mode() & 0o777;
     let free = rustix::fs::statvfs(dir.as_path())
         .map(|s| s.f_bavail.saturating_mul(s.f_frsize))
         .ok();
@@ -275,21 +265,14 @@ pub(super) fn watchdog_dir(cfg: &Config) -> Check {
         "{shown}, mode {mode:04o}, {} free",
         free.map_or("?".to_owned(), |b| format!("{} MiB", b >> 20))
     );
-    if mode & 0o077 != 0 {
-        return Check::warn(
-            NAME,
-            detail,
-            format!("chmod 0700 {shown}: its records name your sessions"),
-        );
-    }
-    if free.is_some_and(|b| b < MIN_FREE_BYTES) {
-        return Check::warn(
-            NAME,
-            detail,
-            "free some disk space: records are dropped when it is full",
-        );
-    }
-    Check::ok(NAME, detail)
+    let fix = if mode & 0o077 != 0 {
+        format!("chmod 0700 {shown}: its records name your sessions")
+    } else if free.is_some_and(|b| b < MIN_FREE_BYTES) {
+        "free some disk space: records are dropped when it is full".to_owned()
+    } else {
+        return Check::ok(NAME, detail);
+    };
+    Check::warn(NAME, detail, fix)
 }
 
 fn writable(p: &Path) -> bool {

@@ -456,10 +456,10 @@ pub(crate) fn render(
             args.since.describe()
         ));
     }
-    match (args.view, id) {
-        (View::Report, _) => {
+    let titles = titles(all);
+    out.stdout = match args.view {
+        View::Report => {
             let since = &args.since;
-            let titles = titles(all);
             let r = Reporter {
                 since,
                 about,
@@ -467,21 +467,20 @@ pub(crate) fn render(
                 titles,
                 tz,
             };
-            out.stdout = match id {
+            match id {
                 Some(id) => r.report(id, &one_per_decision(&timeline)),
                 None => r.fleet_report(&timeline),
-            };
+            }
         }
-        (View::Json, _) => {
+        View::Json => {
             let lines = timeline.iter().map(|e| Ok(json_line(e)? + "\n"));
-            out.stdout = lines.collect::<Result<String>>()?;
+            lines.collect::<Result<String>>()?
         }
-        (View::Lines, _) => {
-            let titles = titles(all);
+        View::Lines => {
             let lines = one_per_decision(&timeline).into_iter();
-            out.stdout = lines.map(|e| line(e, &titles, tz) + "\n").collect();
+            lines.map(|e| line(e, &titles, tz) + "\n").collect()
         }
-    }
+    };
     Ok(out)
 }
 
