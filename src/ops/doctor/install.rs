@@ -17,7 +17,6 @@ use crate::sys::shutdown::Shutdown;
 /// The unit `contrib/agent-deck-watchdog.service` installs, and the launchd
 /// agent `contrib/com.agent-deck.watchdog.plist` loads.
 const UNIT: &str = "agent-deck-watchdog.service";
-#[cfg_attr(not(target_os = "macos"), allow(dead_code, reason = "macOS only"))]
 const LAUNCHD_LABEL: &str = "com.agent-deck.watchdog";
 /// How long a `systemctl`, `launchctl` or `agent-deck version` may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
