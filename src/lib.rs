@@ -15,13 +15,15 @@
 //!   else parses it).
 //! - `ops/`: the operator's commands: `doctor`, `drill`, `status`,
 //!   `history`, and what `doctor` and `drill` both ask first.
-//! - `daemon/`: the main loop, the safety-poll pass, the `--once` summary,
-//!   and the daemon's own plumbing (log output, systemd notify, signals).
+//! - `daemon/`: the main loop, its routing, the safety-poll pass, the
+//!   executor of its verdicts, the `--once` summary, and the daemon's own
+//!   plumbing (log output, systemd notify, signals).
 //! - `tasks/`: task follow-up: its registry, rules and subcommands.
 //! - `act/`: what the daemon does to the fleet: restarts, patrols, errands.
 //! - `alert/`: telling a human: `escalate.sh` and Telegram.
 //! - `records/`: what the daemon writes down: audit logs, state, metrics.
-//! - `decide/`: the decision core, pure: gates, cascades, liveness, dedup.
+//! - `decide/`: the decision core, pure: routing, verdicts, gates, cascades,
+//!   liveness, the restart's next step, dedup.
 //! - `triggers/`: what wakes the main loop, one thread each. SPEC's thread A
 //!   is `hooks-watch` (hook files, by inotify, kqueue or a scan), thread B is
 //!   `ticker` (the safety poll); the pane watch is `panes-watch`.
