@@ -1,10 +1,8 @@
 //! Escalation: telling a human what only a human can fix, once.
-//!
 //! [`Escalator::escalate`] decides under the state mutex whether the alert is
-//! a duplicate, writes `escalations.log`, and hands the slow part (running
-//! `escalate.sh`, sending to Telegram) to its own worker thread, so no caller
-//! ever waits on them and the mutex is never held across them. In dry-run the
-//! record is written and nothing is run or sent.
+//! a duplicate, writes `escalations.log`, and hands `escalate.sh` and
+//! Telegram to its worker thread, so neither a caller nor the mutex waits on
+//! them. In dry-run the record is written and nothing is run or sent.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -27,8 +25,7 @@ use crate::sys::process::{self, Cmd};
 use crate::sys::shutdown::Shutdown;
 use crate::sys::worker::Worker;
 
-/// What an escalator shares with its owner: the records (and their tally),
-/// and the restart book that holds the dedup memory.
+/// What an escalator shares with its owner: the records and the restart book.
 pub(crate) struct Shared {
     pub records: Arc<Records>,
     pub state: Arc<Mutex<State>>,
@@ -43,13 +40,11 @@ pub(crate) struct Escalator {
     dry_run: bool,
     /// Whether Telegram is configured.
     telegram: bool,
-    /// Delivers the record it is handed.
     worker: Mutex<Option<Worker<EscalationRecord>>>,
 }
 
 impl Escalator {
-    /// An escalator for running outside the daemon (`task check`): records
-    /// and escalate.sh, with its own dedup memory.
+    /// An escalator outside the daemon (`task check`), with its own dedup memory.
     pub(crate) fn standalone(
         cfg: &Config,
         dry_run: bool,

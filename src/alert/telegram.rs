@@ -1,13 +1,9 @@
 //! The Telegram Bot API client: `sendMessage` for escalations and
-//! `getWebhookInfo` for the deaf-but-alive poller check (SPEC §6.5).
-//!
-//! Each request runs on a short-lived thread that the caller waits on
-//! together with shutdown ([`unless_shutdown`]): a stop abandons a hung
-//! request, whose thread ends by itself within the timeout, touching nothing
-//! shared. A 429 is honoured by waiting its `retry_after` (bounded,
-//! interruptible) and trying once more. The bot token is passed per call,
-//! never kept in [`BotApi`]; it is part of the URL, so nothing from the HTTP
-//! client or the server is logged as is: [`loggable`] redacts it first.
+//! `getWebhookInfo` for the deaf-but-alive poller check (SPEC §6.5). Each
+//! request runs on a short-lived thread the caller waits on together with
+//! shutdown, so a stop abandons a hung request; a 429 is waited out once. The
+//! bot token is part of the URL, so nothing from the HTTP client or the
+//! server is logged before [`loggable`] redacts it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,13 +16,12 @@ use crate::sys::shutdown::Shutdown;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-/// At most this many characters of an error (after redaction and escaping)
-/// reach a log line.
+/// At most this many characters of an error reach a log line.
 const MAX_LOGGED: usize = 200;
 /// At most this much of an answer's body is read.
 const MAX_BODY: u64 = 64 * 1024;
 
-/// The Bot API at one base URL, with one timeout.
+/// The Bot API at one base URL, with one timeout; the token is per call.
 pub(crate) struct BotApi {
     agent: ureq::Agent,
     base: String,
@@ -69,8 +64,7 @@ impl BotApi {
         answer(token, sent, |_| Some(()))
     }
 
-    /// `getWebhookInfo`'s `pending_update_count`: how many updates wait
-    /// for the bot's poller.
+    /// `getWebhookInfo`'s `pending_update_count`: updates awaiting the poller.
     pub(crate) fn pending_updates(&self, token: &str) -> ApiAnswer<u64> {
         let sent = self.agent.get(&self.url(token, "getWebhookInfo")).call();
         answer(token, sent, |v| {
@@ -95,8 +89,7 @@ impl BotApi {
     }
 }
 
-/// An HTTP answer as an [`ApiAnswer`]: 200 with a JSON body `read` understands
-/// is `Ok`, 429 is `RetryAfter`, anything else `Failed` with the token redacted.
+/// An HTTP answer: 200 that `read` understands is `Ok`, 429 `RetryAfter`, else `Failed`.
 fn answer<T>(
     token: &str,
     sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
@@ -124,10 +117,8 @@ fn answer<T>(
     }
 }
 
-/// Runs `request` on a short-lived thread and waits for its outcome or for
-/// shutdown, whichever comes first (`None`: abandoned; the thread ends by
-/// itself within the request timeout). Without a thread to spare the request
-/// runs here, still bounded by its timeout.
+/// Runs `request` on a short-lived thread (or here, if none can be had) and
+/// waits for its outcome or for shutdown (`None`: abandoned).
 pub(crate) fn unless_shutdown<T: Send + 'static>(
     shutdown: &Shutdown,
     request: impl Fn() -> ApiAnswer<T> + Send + Sync + 'static,
@@ -219,8 +210,7 @@ impl Telegram {
 }
 
 /// `text` fit for a log line: every `token` cut out first (so a clip can
-/// never leave part of it behind), then made printable and clipped to
-/// [`MAX_LOGGED`] characters by [`crate::text::printable`].
+/// never leave part of it behind), then printable and clipped.
 fn loggable(token: &str, text: &str) -> String {
     if token.is_empty() {
         crate::text::printable(text, MAX_LOGGED)

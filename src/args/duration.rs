@@ -1,16 +1,12 @@
-//! The one grammar of the duration flags (`task add --after`, `history
-//! --since`): a plain decimal number with an optional unit `s`, `m`, `h` or
-//! `d` (`90`, `90s`, `20m`, `1.5h`, `2d`). No sign, no exponent. Settings
-//! are not flags: they keep SPEC §3's decimal seconds (`config/read.rs`).
-//!
-//! Pure: it parses a string and never reads the environment.
+//! The one grammar of the duration flags (`--after`, `--since`, `--timeout`):
+//! a decimal number with an optional unit `s`, `m`, `h` or `d`, no sign, no
+//! exponent. Settings keep SPEC §3's decimal seconds (`config/read.rs`).
 
 use crate::error::{Error, Result};
 
 /// What a flag accepts besides the grammar.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Bounds {
-    /// Zero is allowed (`--after 0`: check at the next tick).
     pub zero_ok: bool,
     /// The largest value, in seconds.
     pub max_s: f64,

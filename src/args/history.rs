@@ -10,8 +10,7 @@ const SINCE_BOUNDS: Bounds = Bounds {
     max_s: 100.0 * 365.0 * 86_400.0,
 };
 
-/// `--since`: `all`, or a duration in the grammar of [`duration`] (`5400`,
-/// `30s`, `90m`, `6h`, `1.5d`), greater than zero and at most 100 years.
+/// `--since`: `all`, or a duration (see [`SINCE_BOUNDS`]).
 pub(super) fn since(raw: &str) -> Result<Since> {
     let t = raw.trim();
     if t == "all" {

@@ -1,7 +1,6 @@
-//! Our own command line: turns argv into an [`Invocation`].
-//!
-//! Parsing only. Nothing here reads the environment or touches the filesystem;
-//! a mistake is an [`Error::Usage`] that names the offending word.
+//! Our own command line: turns argv into an [`Invocation`]. Parsing only:
+//! nothing here reads the environment or touches the filesystem, and a
+//! mistake is an [`Error::Usage`] that names the offending word.
 
 use std::ffi::OsString;
 
@@ -221,8 +220,8 @@ fn parse_drill(args: Vec<OsString>) -> Result<Invocation> {
     Ok(Invocation::Drill(drill::Args { id, yes, timeout_s }))
 }
 
-/// The one session `cmd` takes, from the words pico-args left (`noun`:
-/// what its messages call it): text, not empty, not a flag, at most one.
+/// The one session `cmd` takes (its messages call it `noun`), from the
+/// words pico-args left: text, not empty, not a flag, at most one.
 fn one_session(cmd: &str, noun: &str, words: Vec<OsString>) -> Result<Option<String>> {
     let mut id: Option<String> = None;
     for word in words {

@@ -1,6 +1,5 @@
-//! The words after `task`: parsed and validated into a [`TaskCommand`]
-//! before the registry is touched, so bad input is exit 2 with the
-//! registry unchanged.
+//! The words after `task`, validated into a [`TaskCommand`] before the
+//! registry is touched: bad input is exit 2 with the registry unchanged.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -1,8 +1,7 @@
 //! agent-deck's own files and where it keeps them: the hooks directory,
-//! `config.toml` (and the tmux socket it names), and its small files (a
-//! conductor's `env_file`, `meta.json`, the Telegram plugin's `.env`), read
-//! without blocking and up to 1 MiB, env-file text parsed the way agent-deck
-//! parses it. A leaf: it knows agent-deck's layout and nothing of ours.
+//! `config.toml` (and its tmux socket), and small files (`env_file`,
+//! `meta.json`, `.env`), parsed the way agent-deck parses them. A leaf: it
+//! knows agent-deck's layout and nothing of ours.
 
 use std::path::{Path, PathBuf};
 
@@ -24,9 +23,8 @@ pub(crate) fn resolve_hooks_dir(home: &Path, xdg_data_home: Option<&str>, root: 
     }
 }
 
-/// Where agent-deck looks for `config.toml`, in its order: XDG first
-/// (`$XDG_CONFIG_HOME/agent-deck/`, default `~/.config/agent-deck/`), then
-/// the legacy locations under the root and `~/.agent-deck/`.
+/// Where agent-deck looks for `config.toml`, in its order: XDG first (default
+/// `~/.config/agent-deck/`), then under the root, then `~/.agent-deck/`.
 pub(crate) fn candidates(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Vec<PathBuf> {
     let xdg = xdg_config_home.map_or_else(|| home.join(".config"), Path::to_path_buf);
     vec![
@@ -43,8 +41,7 @@ pub(crate) fn find(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> 
         .find(|c| c.is_file())
 }
 
-/// `[tmux] socket_name`, trimmed as agent-deck trims it; `None` when unset
-/// or blank (the default tmux socket).
+/// `[tmux] socket_name`, trimmed; `None` when unset or blank (the default).
 pub(crate) fn tmux_socket_name(text: &str) -> Result<Option<String>, String> {
     let table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
     let name = table
@@ -57,8 +54,7 @@ pub(crate) fn tmux_socket_name(text: &str) -> Result<Option<String>, String> {
 }
 
 /// The text of one of agent-deck's small files; a missing one is silent, an
-/// unreadable one (a FIFO, a device, too big) warned about, rate-limited,
-/// with `next` saying what happens instead.
+/// unreadable one warned about, with `next` saying what happens instead.
 pub(crate) fn read_small(path: &Path, next: &str) -> Option<String> {
     match read_text(path, SMALL_FILE_MAX) {
         Ok(text) => Some(text),
@@ -70,9 +66,8 @@ pub(crate) fn read_small(path: &Path, next: &str) -> Option<String> {
     }
 }
 
-/// The value of `key` in env-file text, parsed like agent-deck does: each
-/// line trimmed, an optional `export ` dropped, quotes stripped. The last
-/// one wins; an empty value is none.
+/// The value of `key` in env-file text, parsed like agent-deck does (`export `
+/// dropped, quotes stripped); the last one wins, an empty value is none.
 pub(crate) fn env_value(text: &str, key: &str) -> Option<String> {
     text.lines().rev().find_map(|line| {
         let line = line.trim();

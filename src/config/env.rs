@@ -1,8 +1,6 @@
-//! A snapshot of the process environment, the one input of the settings.
-//!
-//! Values are kept as the OS gives them. A setting read from a value that is
-//! not UTF-8 is an error naming it, never a lossy conversion (a path
-//! converted lossily names a different file).
+//! A snapshot of the process environment, the one input of the settings,
+//! kept as the OS gives it: a setting that is not UTF-8 is an error naming
+//! it, never a lossy conversion (that would name another file).
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -34,8 +32,7 @@ impl Env {
         self.0.remove(name).is_some()
     }
 
-    /// The variable's text, `None` when unset; an error naming it when its
-    /// value is not valid UTF-8.
+    /// The variable's text, `None` when unset; an error when not UTF-8.
     pub(super) fn text(&self, name: &str) -> Result<Option<&str>> {
         let Some(raw) = self.0.get(name) else {
             return Ok(None);
@@ -63,8 +60,7 @@ impl Env {
         self.0.keys().map(String::as_str)
     }
 
-    /// The variable's raw value, text or not (for `PATH`, which is only
-    /// searched and never rewritten).
+    /// The variable's raw value, text or not (`PATH` is only searched).
     pub(super) fn os(&self, name: &str) -> Option<&OsStr> {
         self.0.get(name).map(OsString::as_os_str)
     }
@@ -76,8 +72,7 @@ impl FromIterator<(String, String)> for Env {
     }
 }
 
-/// Reads the real environment. A variable whose name is not text is no
-/// setting of ours and is left out.
+/// Reads the real environment, but for names that are not text (no setting).
 pub(crate) fn process_env() -> Env {
     let vars =
         std::env::vars_os().filter_map(|(name, value)| Some((name.into_string().ok()?, value)));

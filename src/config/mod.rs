@@ -1,10 +1,7 @@
 //! Settings: every environment variable the watchdog reads, validated once
-//! into a [`Config`].
-//!
-//! This is the only module that looks at the environment. It works on an
-//! [`Env`] snapshot (`env.rs`) so tests can hand it any map; the table of
-//! settings and their bounds is `read.rs`. A bad value is a usage error,
-//! never silently replaced.
+//! into a [`Config`]. The only module that looks at the environment, through
+//! an [`Env`] snapshot tests can fill; the table is `read.rs`. A bad value is
+//! a usage error, never silently replaced.
 
 pub(crate) mod deck_files;
 mod env;
@@ -22,13 +19,11 @@ use serde::{Deserialize, Serialize};
 use crate::error::Result;
 use crate::spelled::spelled;
 
-/// Which way thread A (`hooks-watch`) learns about hook files
-/// (`WATCH_BACKEND`).
+/// How thread A (`hooks-watch`) learns about hook files (`WATCH_BACKEND`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WatchBackend {
     /// The kernel's notifications, or scanning while they cannot be had.
     Auto,
-    /// Scanning only.
     Scan,
 }
 
@@ -103,8 +98,8 @@ pub(crate) struct Config {
     pub stale_error_cleanup: Duration,
     pub poller_check_interval: Duration,
     pub poller_restart_dedup: Duration,
-    /// SPEC §6.5: consecutive checks with pending Telegram updates before a
-    /// deaf poller's conductor is restarted; 0 is off.
+    /// Checks with pending Telegram updates before a deaf poller's conductor
+    /// is restarted (SPEC §6.5); 0 is off.
     pub poller_deaf_checks: u32,
     pub waiting_patrol_threshold: Duration,
     pub waiting_patrol_nudge_dedup: Duration,
@@ -112,18 +107,11 @@ pub(crate) struct Config {
     pub task_timers_file: PathBuf,
     pub task_daily_redispatch_cap: u32,
     pub task_partial_hmac_key_file: Option<PathBuf>,
-    /// A record file past this many bytes is rotated to `<name>.1`.
     pub record_max_bytes: u64,
-    /// Finished tasks and their logs older than this many days are pruned.
     pub task_retention_days: u32,
-    /// How thread A learns about hook files (`WATCH_BACKEND`).
     pub watch_backend: WatchBackend,
-    /// Whether the pane watch (thread C) runs (`PANE_WATCH`).
     pub pane_watch: PaneWatchMode,
-    /// The pane watch's backstop listing (`PANE_LIST_INTERVAL_S`).
     pub pane_list_interval: Duration,
-    /// The CLI poll while the pane watch covers every critical session
-    /// (`ARMED_POLL_INTERVAL_S`).
     pub armed_poll_interval: Duration,
     /// systemd's notify socket, when started by systemd with `Type=notify`.
     pub notify_socket: Option<String>,
@@ -131,13 +119,11 @@ pub(crate) struct Config {
     pub watchdog_usec: Option<u64>,
     /// stderr is the journal (`JOURNAL_STREAM`), decided by the logger.
     pub journal_stream: Option<String>,
-    /// The variables of a tmux client or an agent-deck pane that are set
-    /// here and that no child is handed (`sys::process::is_pane_env`), in
-    /// name order.
+    /// The tmux-client and agent-deck-pane variables set here, which no child
+    /// is handed (`sys::process::is_pane_env`), in name order.
     pub pane_env: Vec<String>,
-    /// `CLAUDE_CONFIG_DIR` is set beside `AGENTDECK_INSTANCE_ID`: it looks
-    /// inherited from an agent-deck pane. It is still handed on, since it
-    /// picks the Claude account of every session a restart spawns.
+    /// `CLAUDE_CONFIG_DIR` is set beside `AGENTDECK_INSTANCE_ID` (inherited
+    /// from a pane, it looks); still handed on: it picks the Claude account.
     pub claude_config_dir_from_pane: bool,
     /// Each setting with its effective value and origin, in table order.
     pub sources: Vec<Source>,

@@ -1,9 +1,8 @@
-//! The table of settings: each variable with its default and bounds, read
-//! in `--print-config` order, each value noted with where it came from.
-//!
-//! Numeric settings: unset is the default, set (even to nothing) must parse.
-//! Other settings: unset and empty are the same. The error for a bad value
-//! names the variable and shows the value exactly as given.
+//! The table of settings: each variable with its default and bounds, read in
+//! `--print-config` order, each value noted with where it came from. Numeric
+//! settings: unset is the default, set (even to nothing) must parse; for the
+//! others unset and empty are the same. The error for a bad value names the
+//! variable and shows the value exactly as given.
 
 use std::ffi::OsStr;
 use std::ops::RangeInclusive;
@@ -20,21 +19,18 @@ re-read your notes and continue from where you left off.";
 
 const TELEGRAM_API: &str = "https://api.telegram.org";
 
-/// The upper bound of a wait that holds the main loop or a worker in one go
-/// (a poll interval, a CLI timeout, a verification): an hour.
+/// The upper bound of one wait (a poll interval, a timeout): an hour.
 const MAX_WAIT_S: f64 = 3600.0;
 /// The upper bound of a window, pause or dedup the daemon remembers: a week.
 const MAX_WINDOW_S: f64 = 7.0 * 86_400.0;
-/// The least a must-be-positive duration may be: a millisecond (less rounds
-/// to nothing and makes a loop spin).
+/// The least positive duration: less rounds to nothing and makes a loop spin.
 const MIN_POSITIVE_S: f64 = 0.001;
 /// The upper bound of a count (a budget, a threshold, a daily cap).
 const MAX_COUNT: u32 = 10_000;
-/// The least `RECORD_MAX_BYTES`: a few records must fit before a rotation.
+/// A few records must fit before a rotation.
 const MIN_RECORD_BYTES: u32 = 64 * 1024;
-/// The upper bound of `TASK_RETENTION_DAYS`: ten years.
 const MAX_RETENTION_DAYS: u32 = 3650;
-/// The upper bound of `EVENT_QUEUE_MAXSIZE` (SPEC §11).
+/// SPEC §11.
 const MAX_EVENT_QUEUE: u32 = 1_000_000;
 
 // Zero is off, or no wait; a positive setting is at least MIN_POSITIVE_S.
@@ -356,8 +352,7 @@ fn default_bin(path: Option<&OsStr>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/local/bin/agent-deck"))
 }
 
-/// The `TELEGRAM_BOT_TOKEN=` of an env file, parsed as agent-deck parses
-/// it (the last such line wins), if any.
+/// The `TELEGRAM_BOT_TOKEN=` of an env file, as agent-deck reads it.
 fn read_token_file(path: &Path) -> Option<Secret> {
     let text = crate::sys::fs::read_text(path, crate::sys::fs::SMALL_FILE_MAX).ok()?;
     super::deck_files::env_value(&text, "TELEGRAM_BOT_TOKEN").map(Secret)

@@ -1,11 +1,7 @@
-//! The JSON-lines audit records: `restart.log`, `liveness.log`,
-//! `escalations.log`, as typed structs. [`crate::records::writer`] appends
-//! them; `history` and `drill` read them back.
-//!
-//! PaneSamples text, auth-hold evidence and secrets have no field here, so they
-//! cannot be written. Text from outside (titles, CLI answers, reasons) is
-//! clipped to [`MAX_FIELD_BYTES`] per field before a record is written; JSON
-//! escapes its control characters.
+//! The JSON-lines audit records (`restart.log`, `liveness.log`,
+//! `escalations.log`) as typed structs. Pane text, auth-hold evidence and
+//! secrets have no field here, so they cannot be written; each text field is
+//! clipped to [`MAX_FIELD_BYTES`].
 
 use serde::{Deserialize, Serialize};
 
@@ -20,8 +16,7 @@ pub const ESCALATIONS_LOG: &str = "escalations.log";
 /// The longest a text field of a record may be, in bytes (SPEC §11).
 pub(crate) const MAX_FIELD_BYTES: usize = 4096;
 
-/// `s`, cut on a character boundary to at most [`MAX_FIELD_BYTES`] with `…`
-/// marking the cut.
+/// `s` cut to at most [`MAX_FIELD_BYTES`], `…` marking the cut.
 pub(crate) fn clip(s: &str) -> String {
     crate::text::clip_bytes(s, MAX_FIELD_BYTES)
 }
@@ -50,9 +45,8 @@ pub struct RestartRecord {
     pub final_status: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stuck_for_s: Option<f64>,
-    /// Why agent-deck (1.16.10+, #2265) says the spawn of a failed restart or
-    /// start did not live: `spawn_died_fast`, `spawn_unverified`,
-    /// `tmux_session_missing` or another reason it records.
+    /// Why agent-deck (1.16.10+, #2265) says a failed spawn did not live:
+    /// `spawn_died_fast`, `spawn_unverified`, `tmux_session_missing`, ….
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawn_reason: Option<String>,
     /// The digest of the dying process's last pane snapshot (never the text).
@@ -64,7 +58,7 @@ pub struct RestartRecord {
 }
 
 impl RestartRecord {
-    /// A record about `session`; the optional fields are set by the caller.
+    /// A record about `session`, the optional fields unset.
     pub fn new(
         ts: f64,
         session: &crate::fleet::session::Session,

@@ -1,7 +1,6 @@
-//! `daemon-status.json`: the daemon's counters and its last tick as one typed
-//! record, written together with `metrics.prom` after each tick
-//! ([`crate::records::metrics::write`]). `status` and
-//! `doctor` read this file; nothing reads `metrics.prom` back.
+//! `daemon-status.json`: the daemon's counters and last tick as one typed
+//! record, written with `metrics.prom` after each tick for `status` and
+//! `doctor` (nothing reads `metrics.prom` back).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,11 +19,8 @@ pub(crate) const DAEMON_STATUS_FILE: &str = "daemon-status.json";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct DaemonStatus {
-    /// Unix time of the last tick.
     pub last_tick: f64,
-    /// How long that tick took.
     pub tick_seconds: f64,
-    /// Records written since start, by action, reason and severity.
     pub tally: Tally,
     pub cli: CliCounts,
     pub queue_drops: u64,
@@ -32,23 +28,19 @@ pub(crate) struct DaemonStatus {
     pub sessions_critical: usize,
     pub sessions_errored: usize,
     pub breaker_open: bool,
-    /// The daemon's own `RATE_LIMIT_MAX` and `RATE_LIMIT_WINDOW_S`, which a
-    /// shell running `drill` may not share (the unit's environment file).
+    /// The daemon's own rate limit, which a shell running `drill` may not share.
     pub rate_limit_max: usize,
     pub rate_limit_window_s: f64,
-    /// agent-deck's release as the daemon read it last (`agent-deck
-    /// version`); `null` when it was unreadable.
+    /// `agent-deck version` as last read; `null` when it was unreadable.
     pub agent_deck_version: Option<String>,
-    /// What the pane watch covered at the tick.
     pub pane_watch: PaneWatchState,
 }
 
-/// The pane watch as the tick saw it (`pane_watch` in the record).
+/// The pane watch as the tick saw it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct PaneWatchState {
-    /// It covers every restart-critical session: the CLI poll runs at
-    /// `ARMED_POLL_INTERVAL_S`.
+    /// It covers every restart-critical session (`ARMED_POLL_INTERVAL_S`).
     pub armed: bool,
     /// Critical sessions whose pane process it watches.
     pub covered: usize,
@@ -93,9 +85,8 @@ pub(crate) fn read(dir: &Path) -> Option<DaemonStatus> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// The record if `holder` wrote it: its last tick is not older than the
-/// moment that holder took the lock (a holder from an older release, which
-/// does not say when, is taken at its word).
+/// The record if `holder` wrote it: its last tick is not older than its lock
+/// (a holder from an older release, which does not say, is taken at its word).
 pub(crate) fn read_of(dir: &Path, holder: &Holder) -> Option<DaemonStatus> {
     read(dir).filter(|st| holder.started_at.is_none_or(|t| st.last_tick >= t))
 }

@@ -1,13 +1,9 @@
-//! The instance lock: one watchdog (daemon or `--once`) at a time.
-//!
-//! `flock` on `watchdog.lock` in the watchdog directory, held for the life of
-//! the returned [`InstanceLock`]; the kernel drops it if the process dies, so a
-//! crash never leaves a stale lock. The file says who holds it, as one JSON
-//! line `{"pid":…,"dry_run":…,"once":…,"started_at":…}`, so the refusal can
-//! name the holder and `status`, `doctor` and `drill` can find the daemon
-//! without touching the lock: a probing `flock` would make a daemon that is
-//! starting at that moment exit 3. A symlink or FIFO in its place is refused,
-//! never truncated or waited on.
+//! The instance lock: one watchdog (daemon or `--once`) at a time, by `flock`
+//! on `watchdog.lock` for the life of the [`InstanceLock`] (the kernel drops
+//! it with the process). The file names the holder as one JSON line
+//! `{"pid":…,"dry_run":…,"once":…,"started_at":…}`, so `status`, `doctor` and
+//! `drill` find the daemon without touching the lock: a probing `flock` would
+//! make a daemon starting at that moment exit 3.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -49,8 +45,7 @@ impl Holder {
     }
 }
 
-/// Held while alive; on drop the file is emptied before the kernel drops
-/// the lock, so it names no holder once there is none.
+/// Held while alive; on drop the file is emptied before the lock goes.
 #[derive(Debug)]
 pub(crate) struct InstanceLock {
     file: File,
@@ -62,12 +57,12 @@ impl Drop for InstanceLock {
     }
 }
 
-/// Takes the lock without waiting and writes `me` into it, or says which pid
-/// holds it.
+/// Takes the lock without waiting and writes `me` into it, or names the holder.
 pub(crate) fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
     let path = dir.join(LOCK_FILE);
+    let shown = path.display();
     let mut file = open_lock_file(&path)
-        .map_err(|e| Error::runtime(format!("cannot open lock file {}: {e}", path.display())))?;
+        .map_err(|e| Error::runtime(format!("cannot open lock file {shown}: {e}")))?;
     match flock::try_lock(&file, LockMode::Exclusive) {
         Ok(()) => {}
         Err(LockError::Busy) => {
@@ -79,15 +74,11 @@ pub(crate) fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
                 |h| format!("pid {}", h.pid),
             );
             return Err(Error::Locked(format!(
-                "another watchdog is already running ({who} holds {}); not starting a second one",
-                path.display()
+                "another watchdog is already running ({who} holds {shown}); not starting a second one"
             )));
         }
         Err(LockError::Io(err)) => {
-            return Err(Error::runtime(format!(
-                "cannot lock {}: {err}",
-                path.display()
-            )))
+            return Err(Error::runtime(format!("cannot lock {shown}: {err}")))
         }
     }
     let _ = file.set_len(0);
@@ -97,9 +88,8 @@ pub(crate) fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
     Ok(InstanceLock { file })
 }
 
-/// The holder the lock file names, if that pid is a live watchdog now. The
-/// lock itself is never touched; a holder that died leaves its file behind,
-/// and a reused pid is some other program.
+/// The holder the lock file names, if that pid is a live watchdog now (a dead
+/// holder leaves its file behind). The lock itself is never touched.
 pub(crate) fn holder(dir: &Path) -> Option<Holder> {
     let read = || Holder::parse(&read_text(&dir.join(LOCK_FILE), SMALL_FILE_MAX).ok()?);
     // A daemon that has just taken the lock empties the file before it
@@ -112,13 +102,10 @@ pub(crate) fn holder(dir: &Path) -> Option<Holder> {
 }
 
 fn is_watchdog(pid: u32) -> bool {
-    if pid == std::process::id() {
-        return true;
-    }
-    if !process_table::pid_alive(Path::new(PROC_DIR), pid) {
-        return false;
-    }
-    process_table::process(Path::new(PROC_DIR), pid).is_some_and(|p| p.is_watchdog())
+    let proc_dir = Path::new(PROC_DIR);
+    pid == std::process::id()
+        || (process_table::pid_alive(proc_dir, pid)
+            && process_table::process(proc_dir, pid).is_some_and(|p| p.is_watchdog()))
 }
 
 #[cfg(test)]

@@ -1,11 +1,6 @@
 //! `metrics.prom`: the daemon's counters in the Prometheus text format, for
-//! node_exporter's textfile collector, rewritten atomically each tick.
-//!
-//! Rendering is a pure function of a [`DaemonStatus`], which is written beside
-//! it as `daemon-status.json` for `status` and `doctor`, so this file is
-//! never parsed back. The record counts come from
-//! [`crate::records::tally::Tally`]: the lines each log received since start,
-//! which a rotation does not reset.
+//! node_exporter's textfile collector, rendered from a [`DaemonStatus`] (kept
+//! beside it as `daemon-status.json`, so this file is never parsed back).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -23,8 +18,7 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// One family of the file, written as its HELP and TYPE lines, then its
-/// samples.
+/// One family of the file: HELP and TYPE lines, then samples.
 struct Family<'a> {
     out: &'a mut String,
     kind: &'static str,
@@ -120,17 +114,15 @@ pub(crate) fn render(s: &DaemonStatus) -> String {
     out
 }
 
-/// Writes `metrics.prom` (mode `0644`: node_exporter may run as another
-/// user) and `daemon-status.json` (`0600`), each atomically; neither is
-/// flushed to disk, since the next tick rewrites both.
+/// Writes `metrics.prom` (`0644`: node_exporter may be another user) and
+/// `daemon-status.json` (`0600`) atomically, unsynced: the next tick rewrites.
 pub(crate) fn write(dir: &Path, s: &DaemonStatus) -> std::io::Result<()> {
     replace_unsynced(&dir.join(METRICS_FILE), render(s).as_bytes(), PUBLIC_FILE)?;
     let json = serde_json::to_vec(s).map_err(std::io::Error::other)?;
     replace_unsynced(&dir.join(DAEMON_STATUS_FILE), &json, PRIVATE_FILE)
 }
 
-/// The daemon's metrics files, written after each tick; a failure is said
-/// once until a write works again.
+/// The metrics files; a failure is said once until a write works again.
 #[derive(Debug, Default)]
 pub(crate) struct MetricsFiles {
     warned: bool,
@@ -149,8 +141,7 @@ impl MetricsFiles {
     }
 }
 
-/// Reads counters back from a rendered file: `name{label="v"}` → value.
-/// Tests only: the daemon's own readers use `daemon-status.json`.
+/// Reads counters back from a rendered file (tests only: the daemon reads JSON).
 #[cfg(test)]
 pub(crate) fn parse(text: &str) -> BTreeMap<String, f64> {
     text.lines()

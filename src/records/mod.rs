@@ -1,6 +1,5 @@
-//! What the daemon writes down: the audit logs (rotated at a size bound), the
-//! state file that survives its own restart, the metrics textfile with its
-//! typed twin `daemon-status.json`, and the instance lock.
+//! What the daemon writes down: the audit logs, the state file, the metrics
+//! files and the instance lock.
 
 pub(crate) mod audit;
 pub(crate) mod daemon_status;

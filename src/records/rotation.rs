@@ -1,18 +1,11 @@
 //! Record files with a size bound (`RECORD_MAX_BYTES`, SPEC §3): the append
-//! that rotates `<name>` to `<name>.1` when the next line would take it past
-//! the bound, and the reader that walks `<name>.1` then `<name>`, oldest
-//! line first.
-//!
-//! An append holds an exclusive `flock` on the open file and first checks
-//! that `<name>` still names it (another process may have rotated it: then
-//! it opens again), so two appenders (the daemon and `task check`) never
-//! rotate a fresh file away. The line goes out with one `write` on an
-//! `O_APPEND` file, whole, in one file or the other; a file is rotated only
-//! between whole lines. A lock nobody releases costs a moment and a
-//! rotation, never a record (the line is appended unlocked); a `<name>.1`
-//! that cannot be replaced leaves the file growing, and the caller warns.
-//! Disk use is bounded by about twice the limit per record file. Reading
-//! streams lines, never a whole file.
+//! that rotates `<name>` to `<name>.1` when the next line would pass it, and
+//! the streaming reader of `<name>.1` then `<name>`. An append holds an
+//! exclusive `flock` and checks that `<name>` still names the open file, so
+//! two appenders never rotate a fresh file away. Each line is one `write` on
+//! an `O_APPEND` file, so files rotate only between whole lines. A lock nobody
+//! releases costs a rotation, never a record (the line goes out unlocked); a
+//! stuck `<name>.1` leaves the file growing, and the caller warns.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -25,12 +18,10 @@ use crate::sys::flock::{self, LockMode};
 /// `RECORD_MAX_BYTES` when nothing else is said: 16 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 16 << 20;
 
-/// The longest line a reader takes; longer ones are skipped. A record is at
-/// most a few clipped 4 KiB fields.
+/// The longest line a reader takes (a record is a few clipped 4 KiB fields).
 pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
 
-/// How long an append waits for another appender's lock before writing
-/// without it (and without rotating).
+/// How long an append waits for another's lock before writing without it.
 const LOCK_PATIENCE: Duration = Duration::from_millis(250);
 
 /// Opens before giving up on a file that keeps being replaced under us.
@@ -48,11 +39,9 @@ pub fn rotated_path(path: &Path) -> PathBuf {
 pub(crate) enum Appended {
     /// Into the file as it was.
     Plain,
-    /// The file, holding this many bytes, became `<name>.1` first; the line
-    /// starts a fresh file.
+    /// The file, holding this many bytes, became `<name>.1`; the line starts anew.
     Rotated(u64),
-    /// The file is past the bound but could not be rotated (why); the line
-    /// was appended to it all the same.
+    /// Past the bound but not rotated (why); the line was appended all the same.
     Unrotated(String),
 }
 
@@ -66,11 +55,8 @@ fn still_named(file: &File, path: &Path) -> io::Result<bool> {
     }
 }
 
-/// Appends `line` (one whole record, ending in `\n`) to `path`, first
-/// rotating `path` to `<path>.1` if `line` would take it past `max` bytes.
-/// An empty file takes any line, so a line longer than `max` is still
-/// written. Errors are those of opening and writing; a failed rotation is
-/// [`Appended::Unrotated`].
+/// Appends `line` (one whole record with its `\n`) to `path`, first rotating
+/// it to `<path>.1` if `line` would take it past `max` (an empty file takes any).
 pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended> {
     let mut rotated = None;
     for round in 1..=ROUNDS {
@@ -105,9 +91,8 @@ pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended>
     Ok(Appended::Plain)
 }
 
-/// Calls `each` with every line of `path` (without its `\n`), streaming; a
-/// missing or unreadable file has no lines, and a line longer than
-/// [`MAX_LINE_BYTES`] is skipped. A last line without `\n` is passed too.
+/// Calls `each` with every line of `path` (without `\n`), streaming; an
+/// unreadable file has none, and one over [`MAX_LINE_BYTES`] is skipped.
 pub(crate) fn each_line(path: &Path, mut each: impl FnMut(&[u8])) {
     let Ok(file) = crate::sys::fs::open_regular(path) else {
         return;
@@ -135,8 +120,7 @@ pub(crate) fn each_line(path: &Path, mut each: impl FnMut(&[u8])) {
     }
 }
 
-/// [`each_line`] over `<path>.1`, then `path`: the whole history a record
-/// file still holds, oldest first.
+/// [`each_line`] over `<path>.1`, then `path`: oldest first.
 pub(crate) fn each_line_with_rotated(path: &Path, mut each: impl FnMut(&[u8])) {
     each_line(&rotated_path(path), &mut each);
     each_line(path, each);

@@ -1,10 +1,7 @@
 //! `state.json`: the restart book saved across the watchdog's own restarts.
-//!
-//! Loaded once at start (entries past their windows dropped; a corrupt file
-//! is moved aside with a warning, never fatal, never over an earlier copy; a
-//! FIFO, device or file over 64 MiB is unreadable, never a hang) and saved
-//! atomically — temp file, fsync, rename, mode `0600` — whenever its content
-//! changed. The state mutex is held only to take a snapshot, never across the
+//! Loaded once at start, pruned (a corrupt file is moved aside with a
+//! warning, never fatal), and saved atomically, mode `0600`, whenever it
+//! changed; the state mutex is held only for the snapshot, never across the
 //! write. A dry run reads the state but never writes it.
 
 use std::path::{Path, PathBuf};
@@ -96,9 +93,8 @@ impl Store {
     }
 }
 
-/// The daemon's saved state as it is on disk, for the commands that only
-/// look (`status`, `drill`): never pruned, moved aside or written. `None`
-/// when there is none yet; why not, when it cannot be read or parsed.
+/// The saved state as it is on disk, for the commands that only look
+/// (`status`, `drill`); `None` when there is none yet.
 pub(crate) fn peek(dir: &Path) -> Result<Option<State>, String> {
     match fs::read_bounded(&dir.join(STATE_FILE), STATE_FILE_MAX) {
         Err(ReadError::Missing(_)) => Ok(None),

@@ -1,6 +1,5 @@
-//! How many records of each kind were written since start, for
-//! `metrics.prom`: counted in memory as the writer appends, never from the
-//! files, so a rotation does not reset a counter.
+//! How many records of each kind were written since start, counted as they
+//! are appended, so a rotation does not reset a counter.
 
 use std::collections::BTreeMap;
 

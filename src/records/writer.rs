@@ -1,10 +1,7 @@
-//! The appender of the audit records ([`crate::records::audit`]).
-//!
-//! Each record is clipped, then written as one whole line with one `write`,
-//! never through a symlink or into a FIFO, rotated at `RECORD_MAX_BYTES`
-//! ([`crate::records::rotation`]), and counted in the [`Tally`]. A full disk
-//! or an unwritable file is logged (at a bounded rate) and survived; it never
-//! stops the daemon.
+//! The appender of the audit records ([`crate::records::audit`]): each is
+//! clipped, written as one whole line, rotated at `RECORD_MAX_BYTES` and
+//! counted in the [`Tally`]. A write failure is logged (at a bounded rate)
+//! and survived; it never stops the daemon.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,13 +20,12 @@ use crate::sys::throttle::Throttle;
 /// Appends records under the watchdog directory.
 pub struct Records {
     dir: PathBuf,
-    /// `RECORD_MAX_BYTES`: the bound each file is rotated at.
+    /// `RECORD_MAX_BYTES`.
     max_bytes: u64,
     /// Warnings by kind (`append`, `rotate`), at most one a minute each.
     warnings: Throttle<&'static str>,
     tally: Mutex<Tally>,
-    /// The last restart record of each session, once [`Records::keep_last`]
-    /// asked for them (a `--once` pass, for its summary).
+    /// Each session's last restart record, once [`Records::keep_last`] asked.
     last: Mutex<Option<BTreeMap<String, RestartRecord>>>,
 }
 

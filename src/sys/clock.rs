@@ -1,7 +1,6 @@
 //! Time, injected: the decision code asks a [`Clock`] instead of the system,
-//! so tests drive it with [`FakeClock`] and never sleep.
-//!
-//! Times are float Unix seconds, the unit of every record and of `state.json`.
+//! so tests drive it with [`FakeClock`] and never sleep. Times are float Unix
+//! seconds, the unit of every record and of `state.json`.
 
 #[cfg(test)]
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +14,6 @@ pub(crate) trait Clock: Send + Sync {
     fn now(&self) -> f64;
 }
 
-/// The system clock.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct SystemClock;
 
@@ -70,8 +68,7 @@ fn timestamp(secs: f64) -> Timestamp {
     Timestamp::from_millisecond((secs * 1000.0) as i64).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-/// `secs` as local time (the system's zone, or `TZ`), `YYYY-MM-DD HH:MM:SS
-/// ZONE`, for human-facing text.
+/// `secs` as local time, `YYYY-MM-DD HH:MM:SS ZONE`, for human-facing text.
 pub(crate) fn local_timestamp(secs: f64) -> String {
     let local = timestamp(secs).to_zoned_datetime(TimeZone::system());
     local.strftime("%Y-%m-%d %H:%M:%S %Z").to_string()
@@ -84,8 +81,7 @@ pub(crate) fn utc_timestamp(secs: f64) -> String {
         .to_string()
 }
 
-/// The host's local calendar day of `secs`, as days since 1970-01-01: what a
-/// person means by "today".
+/// The local calendar day of `secs`, as days since 1970-01-01.
 pub(crate) fn local_day(secs: f64) -> i64 {
     day_in(secs, &TimeZone::system())
 }

@@ -1,12 +1,9 @@
-//! Advisory file locks, the one place that takes them: the instance lock,
-//! the task registry lock, the record file being appended to. Built on
-//! `std::fs::File::lock`, which is `flock` on Linux and macOS. A lock lives
-//! as long as its `File`.
+//! Advisory file locks (`flock`, through `std::fs::File::lock`), the one
+//! place that takes them. A lock lives as long as its `File`.
 
 use std::fs::{File, TryLockError};
 use std::time::{Duration, Instant};
 
-/// Shared (readers) or exclusive (a writer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LockMode {
     Shared,
@@ -16,7 +13,7 @@ pub(crate) enum LockMode {
 /// Why a lock was not taken.
 #[derive(Debug)]
 pub(crate) enum LockError {
-    /// Someone else holds it, and we did not wait (any longer).
+    /// Someone else holds it.
     Busy,
     Io(std::io::Error),
 }
@@ -36,8 +33,7 @@ pub(crate) fn try_lock(file: &File, mode: LockMode) -> Result<(), LockError> {
     })
 }
 
-/// Takes the lock, waiting at most `patience`, or as long as it takes when
-/// that is `None`.
+/// Takes the lock, waiting at most `patience` (`None`: as long as it takes).
 pub(crate) fn lock(
     file: &File,
     mode: LockMode,

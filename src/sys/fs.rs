@@ -1,19 +1,10 @@
-//! File access the daemon can trust (SPEC §11). Anything in the spool, the
-//! task dir or the watchdog dir may be a FIFO, a device, a symlink or huge;
-//! nothing here blocks on one, writes through one or reads more than a bound.
-//!
-//! - Reads open `O_NONBLOCK` and check the descriptor is a regular file after
-//!   the open ([`open_regular`]); [`read_bounded`] reads up to a limit, never
-//!   allocating more than the file holds.
-//! - [`open_append`] and [`open_lock_file`] open for writing `O_NOFOLLOW`,
-//!   `O_NONBLOCK`, checked to be regular; [`write_atomically`] renames a new
-//!   temp file (unpredictable name, `O_EXCL`) into place. Every file and
-//!   directory created gets an explicit mode, whatever the umask.
-//! - [`move_aside`] keeps a corrupt file without overwriting an earlier copy;
-//!   [`remove_stale_temps`] clears the temp files a killed run left.
-//!
-//! Callers decide what a failure means; [`warn_unreadable`] rate-limits the
-//! warning so a FIFO left in the spool costs a line every few minutes.
+//! File access the daemon can trust (SPEC §11): anything in the spool, the
+//! task dir or the watchdog dir may be a FIFO, a device, a symlink or huge,
+//! and nothing here blocks on one, writes through one or reads past a bound.
+//! Reads open `O_NONBLOCK` and check the descriptor is a regular file; writes
+//! open `O_NOFOLLOW`, or rename a fresh temp file into place. Everything
+//! created gets an explicit mode, whatever the umask. Callers decide what a
+//! failure means; [`warn_unreadable`] rate-limits the warning.
 
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};
@@ -23,8 +14,7 @@ use std::time::Duration;
 
 use crate::sys::throttle::Throttle;
 
-/// Writes `text` to stdout and flushes it; a reader that went away (`| head`)
-/// is no failure.
+/// Writes `text` to stdout and flushes it; a closed reader (`| head`) is fine.
 pub(crate) fn print_stdout(text: &str) -> io::Result<()> {
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -39,8 +29,7 @@ pub(crate) const HOOK_FILE_MAX: u64 = 64 << 10;
 pub(crate) const TASK_FILE_MAX: u64 = 16 << 20;
 /// Bound on `state.json` and `task-timers.json`.
 pub(crate) const STATE_FILE_MAX: u64 = 64 << 20;
-/// Bound on small files from outside: `config.toml`, `meta.json`, env files,
-/// the `.sig` file, the HMAC key, the lock file.
+/// Bound on small files: `config.toml`, `meta.json`, env files, keys, locks.
 pub(crate) const SMALL_FILE_MAX: u64 = 1 << 20;
 
 /// Mode of every file the daemon creates, except `metrics.prom`.
@@ -50,22 +39,19 @@ pub(crate) const PUBLIC_FILE: u32 = 0o644;
 /// Mode of every directory the daemon creates.
 pub(crate) const PRIVATE_DIR: u32 = 0o700;
 
-/// Flags on every open: never wait on a FIFO or device, never acquire a
-/// controlling terminal by opening a tty.
+/// Flags on every open: never wait on a FIFO or device, never acquire a tty.
 const NEVER_BLOCK: libc::c_int = libc::O_NONBLOCK | libc::O_NOCTTY;
 
 /// Why a file could not be read. Each names the path.
 #[derive(Debug)]
 pub(crate) enum ReadError {
-    /// Nothing there: usually normal, so callers tell it apart.
     Missing(PathBuf),
     /// A FIFO, device or directory.
     NotRegular {
         path: PathBuf,
         kind: &'static str,
     },
-    /// More than the caller's bound: `size` bytes (at least; a file that
-    /// grew while it was read is not read further).
+    /// More than the caller's bound: `size` bytes (at least, if it grew).
     TooLarge {
         path: PathBuf,
         limit: u64,
@@ -112,7 +98,7 @@ impl std::fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-/// What an open file's type is, in words, when it is not a regular file.
+/// An open file's type in words, unless it is a regular file.
 fn irregular_kind(t: std::fs::FileType) -> Option<&'static str> {
     if t.is_file() {
         None
@@ -128,9 +114,7 @@ fn irregular_kind(t: std::fs::FileType) -> Option<&'static str> {
     }
 }
 
-/// Opens `path` for reading without blocking, if it is a regular file
-/// (checked on the descriptor, after the open: nothing can be swapped in
-/// between). For callers that need the `File` itself, e.g. to `flock` it.
+/// Opens `path` for reading without blocking, if the descriptor is a regular file.
 pub(crate) fn open_regular(path: &Path) -> Result<File, ReadError> {
     let file = OpenOptions::new()
         .read(true)
@@ -148,21 +132,16 @@ pub(crate) fn open_regular(path: &Path) -> Result<File, ReadError> {
 }
 
 fn read_error(path: &Path, err: io::Error) -> ReadError {
+    let path = path.to_owned();
     if err.kind() == io::ErrorKind::NotFound {
-        ReadError::Missing(path.to_owned())
+        ReadError::Missing(path)
     } else {
-        ReadError::Io {
-            path: path.to_owned(),
-            err,
-        }
+        ReadError::Io { path, err }
     }
 }
 
-/// Reads `path` whole if it is a regular file of at most `limit` bytes.
-///
-/// A symlink to a regular file is followed (reading through one is
-/// harmless); one to a FIFO or device is not a regular file. The open never
-/// blocks, and memory is bounded by the file's real size, never by `limit`.
+/// Reads `path` whole if it is a regular file (a symlink to one is followed)
+/// of at most `limit` bytes; memory follows its real size, not `limit`.
 pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let file = open_regular(path)?;
     let too_large = |size| ReadError::TooLarge {
@@ -193,8 +172,7 @@ pub(crate) fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
     })
 }
 
-/// Opens a file for writing without following a symlink or waiting on a
-/// FIFO, and refuses anything but a regular file.
+/// Opens a regular file for writing, never through a symlink or into a FIFO.
 fn open_for_writing(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     let file = opts
         .custom_flags(NEVER_BLOCK | libc::O_NOFOLLOW)
@@ -216,8 +194,7 @@ fn open_for_writing(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     Ok(file)
 }
 
-/// Opens `path` with `opts`, creating it with exactly `mode` if it does not
-/// exist. An existing file keeps its mode.
+/// Opens `path` with `opts`, creating it with exactly `mode` if need be.
 fn open_or_create(path: &Path, opts: &OpenOptions, mode: u32) -> io::Result<File> {
     // The file usually exists: open it first. One removed or created
     // between the two opens is dealt with on the next round.
@@ -239,17 +216,18 @@ fn open_or_create(path: &Path, opts: &OpenOptions, mode: u32) -> io::Result<File
     Err(io::Error::other("it keeps appearing and disappearing"))
 }
 
-/// Opens `path` for appending, creating it `0600`: records, a re-dispatched
-/// task's output.
+/// Opens `path` for appending, creating it `0600`.
 pub(crate) fn open_append(path: &Path) -> io::Result<File> {
     open_or_create(path, OpenOptions::new().append(true), PRIVATE_FILE)
 }
 
-/// Opens (creating `0600`) a file that is only ever `flock`ed and rewritten
-/// in place: the instance lock, the registry lock. Never truncated here.
+/// Opens (creating `0600`) a file that is only `flock`ed and rewritten in place.
 pub(crate) fn open_lock_file(path: &Path) -> io::Result<File> {
-    let mut opts = OpenOptions::new();
-    open_or_create(path, opts.read(true).write(true), PRIVATE_FILE)
+    open_or_create(
+        path,
+        OpenOptions::new().read(true).write(true),
+        PRIVATE_FILE,
+    )
 }
 
 fn dir_of(target: &Path) -> &Path {
@@ -265,8 +243,7 @@ fn temp_prefix(target: &Path) -> String {
     format!(".{}.tmp-", name.to_string_lossy())
 }
 
-/// A new temp file beside `target`, named `.<name>.tmp-<random>`, of
-/// exactly `mode` (set after the `0600` create, so the umask plays no part).
+/// A new temp file `.<name>.tmp-<random>` beside `target`, of exactly `mode`.
 fn temp_file(target: &Path, mode: u32) -> io::Result<tempfile::NamedTempFile> {
     let tmp = tempfile::Builder::new()
         .prefix(&temp_prefix(target))
@@ -277,17 +254,15 @@ fn temp_file(target: &Path, mode: u32) -> io::Result<tempfile::NamedTempFile> {
     Ok(tmp)
 }
 
-/// Writes `bytes` to a new temp file in the same directory (unpredictable
-/// name, `O_EXCL`, exactly `mode`), fsyncs it and renames it over `path`.
-/// A symlink or FIFO at `path` is replaced, never written through; on any
-/// failure the temp file is removed.
+/// Writes `bytes` to a new temp file beside `path` (unpredictable name,
+/// `O_EXCL`, exactly `mode`), fsyncs it and renames it over `path`: a symlink
+/// or FIFO there is replaced, never written through.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     replace(path, bytes, mode, true)
 }
 
-/// [`write_atomically`] without the `fsync`, for a file rewritten after
-/// every tick: a crash may lose its last version, never tear it, and it
-/// costs no disk flush every few seconds.
+/// [`write_atomically`] without the `fsync`, for a file rewritten every tick:
+/// a crash may lose its last version, never tear it.
 pub(crate) fn replace_unsynced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     replace(path, bytes, mode, false)
 }
@@ -302,11 +277,8 @@ fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<()> {
     Ok(())
 }
 
-/// The temp files [`write_atomically`] left for `target` when a run was
-/// killed mid-write: regular files named `.<name>.tmp-*` next to it (older
-/// runs named them `.<name>.tmp-<pid>-<hex>`, now they end in random
-/// letters), never a symlink (its own type is looked at, not its
-/// target's) or anything else.
+/// The temp files [`write_atomically`] left for `target` when a run was killed
+/// (older runs' names too): regular files `.<name>.tmp-*`, never a symlink.
 pub(crate) fn stale_temps(target: &Path) -> Vec<PathBuf> {
     let prefix = temp_prefix(target);
     let entries = std::fs::read_dir(dir_of(target)).into_iter().flatten();
@@ -318,9 +290,8 @@ pub(crate) fn stale_temps(target: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Removes the [`stale_temps`] of `target`. Only call it while no other
-/// writer of `target` can be running (under the lock that serializes them).
-/// Returns how many were removed.
+/// Removes the [`stale_temps`] of `target`, while no other writer of it can
+/// run (under the lock that serializes them); how many were removed.
 pub(crate) fn remove_stale_temps(target: &Path) -> usize {
     stale_temps(target)
         .iter()
@@ -358,8 +329,7 @@ pub(crate) fn move_aside(path: &Path, aside: &Path) -> io::Result<PathBuf> {
     ))
 }
 
-/// `create_dir_all`, except that each directory it creates is exactly
-/// `0700`, whatever the umask. Existing directories keep their mode.
+/// `create_dir_all`, each directory it creates exactly `0700` whatever the umask.
 pub(crate) fn create_private_dirs(path: &Path) -> io::Result<()> {
     if path.as_os_str().is_empty() || path.is_dir() {
         return Ok(());
@@ -378,8 +348,8 @@ pub(crate) fn create_private_dirs(path: &Path) -> io::Result<()> {
 /// How often one path may be warned about.
 static UNREADABLE: Throttle<PathBuf> = Throttle::new(Duration::from_secs(300));
 
-/// Logs "`err`; `next`" unless the same path was warned about in the last
-/// few minutes. `next` says what the daemon does instead.
+/// Logs "`err`; `next`" (what the daemon does instead) unless the same path
+/// was warned about in the last few minutes.
 pub(crate) fn warn_unreadable(err: &ReadError, next: &str) {
     if UNREADABLE.allows(err.path()) {
         log::warn!("{err}; {next}");

@@ -1,6 +1,6 @@
-//! The platform layer: the one place that spawns processes, file access that
-//! cannot block or follow a symlink, the flock, the process scan, waiting for a process to exit (pidfd, kqueue), the clock,
-//! the shutdown wake-up, the warning throttle and the named worker thread. Everything above it is platform-neutral.
+//! The platform layer: spawning, safe file access, flock, the process table,
+//! exit waits, the clock, shutdown, the warning throttle and the worker
+//! thread. Everything above it is platform-neutral.
 
 pub(crate) mod clock;
 pub(crate) mod flock;

@@ -1,13 +1,8 @@
-//! Waiting for processes to exit, as the kernel tells it: a pidfd per pid
-//! on Linux (5.3+), a kqueue `EVFILT_PROC`/`NOTE_EXIT` per pid on macOS,
-//! behind one small type: "watch these pids; wait until one exits, or
-//! shutdown, or a timeout".
-//!
-//! Either handle is bound to the process at the moment it is taken, so a
-//! pid reused later can never fire it; the gap before that moment is the
-//! caller's to guard (the pane watch lists again and checks the parent).
-//! Nothing here signals a process or reads what it does: it only learns
-//! that it ended.
+//! Waiting for processes to exit, as the kernel tells it (a pidfd per pid on
+//! Linux 5.3+, a kqueue `NOTE_EXIT` on macOS): "watch these pids; wait until
+//! one exits, or shutdown, or a timeout". Either handle is bound to the
+//! process when taken, so a reused pid can never fire it; the gap before is
+//! the caller's to guard. Nothing here signals a process.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -19,10 +14,9 @@ use crate::sys::shutdown::Shutdown;
 pub(crate) enum ArmError {
     /// It has exited already (a zombie included, on macOS).
     Gone,
-    /// This kernel cannot watch a process (no pidfd: ENOSYS), or a sandbox
-    /// forbids it (EPERM): nothing else will work either.
+    /// This kernel cannot watch a process (ENOSYS), or a sandbox forbids it.
     Unsupported(String),
-    /// Anything else (out of fds, …): this pid is not watched.
+    /// Anything else (out of fds, …).
     Failed(String),
 }
 
@@ -38,14 +32,18 @@ impl std::fmt::Display for ArmError {
 /// What ended a [`PidWatch::wait`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Woken {
-    /// These pids exited; they are no longer watched.
+    /// These pids exited and are no longer watched.
     Exited(BTreeSet<u32>),
     TimedOut,
     Shutdown,
 }
 
-/// The longest nap after a failed wait, so a caller's loop never spins.
-const FAILED_WAIT_NAP: Duration = Duration::from_millis(50);
+/// A failed wait: said, then a nap, so a caller's loop never spins.
+fn failed_wait(what: &str, e: impl std::fmt::Display) -> Woken {
+    log::debug!("{what} failed ({e}); waiting again");
+    std::thread::sleep(Duration::from_millis(50));
+    Woken::TimedOut
+}
 
 #[cfg(target_os = "linux")]
 pub(crate) use linux::PidWatch;
@@ -84,12 +82,10 @@ mod linux {
     }
 
     impl PidWatch {
-        /// A watch that wakes for `shutdown` too; fails when this kernel
-        /// cannot watch a process at all (tried on this process).
+        /// A watch that wakes for `shutdown` too, if this kernel can watch one.
         pub(crate) fn new(shutdown: Shutdown) -> Result<PidWatch, ArmError> {
-            match open(std::process::id()) {
-                Ok(_) | Err(ArmError::Gone) | Err(ArmError::Failed(_)) => {}
-                Err(e) => return Err(e),
+            if let Err(e @ ArmError::Unsupported(_)) = open(std::process::id()) {
+                return Err(e);
             }
             Ok(PidWatch {
                 shutdown,
@@ -128,14 +124,9 @@ mod linux {
                 .collect();
             let timeout = Timespec::try_from(timeout).ok();
             match poll(&mut polled, timeout.as_ref()) {
-                Ok(0) => return Woken::TimedOut,
+                Ok(0) | Err(Errno::INTR) => return Woken::TimedOut,
                 Ok(_) => {}
-                Err(Errno::INTR) => return Woken::TimedOut,
-                Err(e) => {
-                    log::debug!("poll on the pidfds failed ({e}); waiting again");
-                    std::thread::sleep(FAILED_WAIT_NAP);
-                    return Woken::TimedOut;
-                }
+                Err(e) => return failed_wait("poll on the pidfds", e),
             }
             if self.shutdown.is_set() {
                 return Woken::Shutdown;
@@ -164,8 +155,7 @@ mod macos {
     use rustix::io::Errno;
     use rustix::process::Pid;
 
-    /// One kqueue with a `NOTE_EXIT` filter per watched pid and the
-    /// shutdown pipe.
+    /// One kqueue: a `NOTE_EXIT` filter per pid, and the shutdown pipe.
     pub(crate) struct PidWatch {
         shutdown: Shutdown,
         kq: OwnedFd,
@@ -181,8 +171,7 @@ mod macos {
     }
 
     impl PidWatch {
-        /// A watch that wakes for `shutdown` too; fails when no kqueue can
-        /// be had.
+        /// A watch that wakes for `shutdown` too, if a kqueue can be had.
         pub(crate) fn new(shutdown: Shutdown) -> Result<PidWatch, ArmError> {
             let kq =
                 kqueue::kqueue().map_err(|e| ArmError::Unsupported(format!("no kqueue: {e}")))?;
@@ -262,11 +251,7 @@ mod macos {
             match got {
                 Ok(_) => {}
                 Err(Errno::INTR) => return Woken::TimedOut,
-                Err(e) => {
-                    log::debug!("kqueue wait failed ({e}); waiting again");
-                    std::thread::sleep(FAILED_WAIT_NAP);
-                    return Woken::TimedOut;
-                }
+                Err(e) => return failed_wait("kqueue wait", e),
             }
             if self.shutdown.is_set() {
                 return Woken::Shutdown;

@@ -1,16 +1,11 @@
-//! The one place that starts child processes.
-//!
-//! Every child gets a null stdin and its own process group. Its stdout and
-//! stderr are read on the calling thread, with `poll(2)` on both pipes, so
-//! neither pipe can fill and deadlock and no helper thread exists to outlive
-//! the call. Output is read until the child exits plus a short grace; a
-//! grandchild that keeps a pipe open after that costs neither the output
-//! already read nor a thread, since the pipes close when the call returns.
-//! On timeout or shutdown the whole group is killed and the child reaped; the
-//! outcomes "could not start", "exited", "killed by signal", "timed out",
+//! The one place that starts child processes. Every child gets a null stdin
+//! and its own process group; both pipes are read on the calling thread with
+//! `poll(2)`, so neither can fill and no helper thread outlives the call, and
+//! reading stops a short grace after the child exits, whatever a grandchild
+//! still holds. On timeout or shutdown the group is killed and the child
+//! reaped. "Could not start", "exited", "killed by signal", "timed out",
 //! "interrupted" and "printed too much" stay distinct. [`run`] keeps a bounded
-//! copy of both streams; [`run_whole`] keeps all of stdout, as bytes, up to a
-//! ceiling past which the child is killed, and a bounded stderr.
+//! copy of both streams, [`run_whole`] all of stdout up to a ceiling.
 //! Interpreting output is the caller's job.
 
 use std::ffi::OsString;
@@ -32,17 +27,13 @@ use crate::sys::shutdown::Shutdown;
 const MAX_CAPTURE: usize = 8 * 1024 * 1024;
 /// [`run_whole`] keeps at most this much of stderr (for an error message).
 const WHOLE_STDERR: usize = 64 * 1024;
-/// The pipes are read in pieces of at most this size (a Linux pipe's
-/// capacity).
+/// The size of one read (a Linux pipe's capacity).
 const PIECE: usize = 64 * 1024;
-/// How long to keep reading after the child itself exited: only a
-/// straggler (a grandchild that inherited the pipes) is waited for.
+/// How long to keep reading after the child exited, for a grandchild's output.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
-/// The longest nap between checks whether the child exited while its pipes
-/// are held open by a grandchild, or already closed.
+/// The longest nap between checks whether a child with no open pipe exited.
 const MAX_NAP: Duration = Duration::from_millis(25);
-/// How long to wait for a killed child to be reaped before a helper thread
-/// takes over the wait (a child in uninterruptible sleep outlives SIGKILL).
+/// How long a killed child may take to be reaped before a thread waits instead.
 const REAP_PATIENCE: Duration = Duration::from_secs(1);
 /// At most this many reads from one pipe per wake-up, so a child that writes
 /// without pause cannot keep the loop from seeing its deadline.
@@ -57,17 +48,12 @@ const PRIVATE_ENV: [&str; 4] = [
     "TELEGRAM_BOT_TOKEN",
 ];
 
-/// What no child inherits either: the variables of a tmux client, and those
-/// agent-deck sets inside its own panes (`internal/session/instance.go` at
-/// 47bb2103: the spawn prefixes export `AGENTDECK_INSTANCE_ID`,
-/// `AGENTDECK_TITLE`, `AGENTDECK_TOOL` and `AGENTDECK_RESOLVED_*`,
-/// `hermes.go` exports `AGENTDECK_HOOK_GENERATION`, and the tmux
-/// environment carries `AGENTDECK_TOOL_SESSION_ID`). They only make sense
-/// there: handed to agent-deck, `TMUX` makes it ask another tmux server,
-/// which reads every session `unknown` (1.14.0, measured) or `error`
-/// (1.16.0–1.16.16, `internal/tmux/foreign_server.go` at 7b8e657c), and
-/// from 1.16.25 `AGENTDECK_INSTANCE_ID` tags a `session send` as coming from
-/// that pane (CHANGELOG 1.16.25). `TMUX_TMPDIR`, `AGENTDECK_PROFILE` and
+/// What no child inherits either: a tmux client's variables, and those
+/// agent-deck sets in its own panes (`internal/session/instance.go` and
+/// `hermes.go` at 47bb2103). Handed to agent-deck, `TMUX` makes it ask
+/// another tmux server, which reads every session `unknown` (1.14.0) or
+/// `error` (1.16.0–1.16.16), and from 1.16.25 `AGENTDECK_INSTANCE_ID` tags a
+/// `session send` as from that pane. `TMUX_TMPDIR`, `AGENTDECK_PROFILE` and
 /// `CLAUDE_CONFIG_DIR` are kept: they say where, not from inside what.
 const PANE_ENV: [&str; 7] = [
     "TMUX",
@@ -81,14 +67,12 @@ const PANE_ENV: [&str; 7] = [
 /// Names that begin so are [`PANE_ENV`] too.
 const PANE_ENV_PREFIX: &str = "AGENTDECK_RESOLVED_";
 
-/// Whether `name` belongs to a tmux client or an agent-deck pane, so that
-/// no child of ours is handed it.
+/// Whether `name` belongs to a tmux client or an agent-deck pane.
 pub(crate) fn is_pane_env(name: &str) -> bool {
     PANE_ENV.contains(&name) || name.starts_with(PANE_ENV_PREFIX)
 }
 
-/// A command to run: program, arguments, and changes to the inherited
-/// environment (a value to set, or `None` to remove it), in order.
+/// A command: program, arguments, and environment changes (`None` removes).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Cmd {
     pub program: PathBuf,
@@ -123,9 +107,8 @@ impl Cmd {
         self
     }
 
-    /// The program with its arguments, a null stdin and the environment:
-    /// the private and pane variables scrubbed, then this command's own
-    /// changes.
+    /// The program with its arguments and a null stdin; the private and pane
+    /// variables scrubbed, then this command's own changes.
     fn base(&self) -> Command {
         let mut c = Command::new(&self.program);
         c.args(&self.args).stdin(Stdio::null());
@@ -175,8 +158,7 @@ pub(crate) enum RunError {
     TimedOut(Duration),
     /// Shutdown came first; its process group was killed and reaped.
     Interrupted,
-    /// It printed more than this many bytes on stdout; its process group was
-    /// killed and reaped.
+    /// More than this many bytes on stdout; its process group was killed.
     TooLong(u64),
 }
 
@@ -197,8 +179,7 @@ impl fmt::Display for RunError {
     }
 }
 
-/// Runs `job` to completion, within `timeout`, or until `shutdown`, and
-/// keeps the first [`MAX_CAPTURE`] bytes of each stream.
+/// Runs `job` within `timeout`, keeping [`MAX_CAPTURE`] bytes of each stream.
 pub(crate) fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, RunError> {
     let limits = (u64::MAX, MAX_CAPTURE, MAX_CAPTURE);
     let (mut ended, stdout) = supervised(job, timeout, shutdown, Vec::new(), limits)?;
@@ -206,9 +187,8 @@ pub(crate) fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<O
     Ok(ended)
 }
 
-/// Runs `job` like [`run`], but keeps all of its stdout, as bytes: past
-/// `ceiling` bytes the child is killed ([`RunError::TooLong`]), so a call
-/// never holds more. Stderr is kept up to [`WHOLE_STDERR`].
+/// Runs `job` like [`run`], but keeps all of its stdout, as bytes, killing it
+/// past `ceiling` ([`RunError::TooLong`]); stderr up to [`WHOLE_STDERR`].
 pub(crate) fn run_whole(
     job: &Cmd,
     timeout: Duration,
@@ -222,9 +202,7 @@ pub(crate) fn run_whole(
     supervised(job, timeout, shutdown, stdout, limits)
 }
 
-/// Runs `job`, killing it past `ceiling` bytes of stdout, and keeping
-/// `stdout_kept` bytes of stdout (in `stdout`, handed back beside the
-/// [`Output`]) and `stderr_kept` of stderr.
+/// [`run`] and [`run_whole`]: stdout past `ceiling` kills, `*_kept` is kept.
 fn supervised(
     job: &Cmd,
     timeout: Duration,
@@ -278,8 +256,7 @@ fn supervised(
         )),
         Err((e, reaped)) => {
             // A child reaped already is not killed: its pid may name another
-            // process by now (a grandchild still writing is left, as after
-            // any exit).
+            // process by now.
             if !reaped {
                 stop(child);
             }
@@ -288,11 +265,9 @@ fn supervised(
     }
 }
 
-/// Reads both pipes on this thread until the child has exited and the pipes
-/// are closed or the grace after its exit has passed; or until the deadline
-/// or shutdown, while the child still runs; or until stdout passes the
-/// ceiling. Never kills anything: an error says whether the child was
-/// reaped already.
+/// Reads both pipes until the child has exited and they closed or the grace
+/// passed; or the deadline or shutdown came first; or stdout passed the
+/// ceiling. Never kills: an error says whether the child was reaped.
 fn supervise(
     child: &mut Child,
     io: &mut Streams,
@@ -341,8 +316,7 @@ fn supervise(
     }
 }
 
-/// Both pipes of one child, non-blocking (`None` once at EOF), and what is
-/// kept of their bytes.
+/// Both pipes of one child, non-blocking (`None` at EOF), and what is kept.
 struct Streams {
     out: Option<File>,
     err: Option<File>,
@@ -358,8 +332,7 @@ struct Streams {
 }
 
 impl Streams {
-    /// Reads what both pipes have without blocking; true when anything
-    /// happened (bytes or EOF).
+    /// Reads what both pipes have; true when anything happened (bytes, EOF).
     fn read_available(&mut self) -> bool {
         let (stdout, cap, bytes) = (&mut self.stdout, self.stdout_kept, &mut self.stdout_bytes);
         let from_out = read_available(&mut self.out, &mut self.buf, &mut |piece| {
@@ -374,8 +347,7 @@ impl Streams {
     }
 }
 
-/// Appends what of `piece` fits in `cap` bytes of `kept`; the rest is
-/// dropped.
+/// Appends what of `piece` fits in `cap` bytes of `kept`.
 fn keep(kept: &mut Vec<u8>, cap: usize, piece: &[u8]) {
     let room = cap.saturating_sub(kept.len());
     kept.extend_from_slice(&piece[..piece.len().min(room)]);
@@ -390,8 +362,7 @@ fn nonblocking(pipe: Option<impl Into<OwnedFd>>) -> std::io::Result<Option<File>
     Ok(Some(File::from(fd)))
 }
 
-/// Reads what `pipe` has without blocking, handing each piece to `take`;
-/// true when anything happened (bytes or EOF, which closes it).
+/// Reads what `pipe` has, handing each piece to `take`; true on bytes or EOF.
 fn read_available(pipe: &mut Option<File>, buf: &mut [u8], take: &mut dyn FnMut(&[u8])) -> bool {
     let Some(file) = pipe.as_mut() else {
         return false;
@@ -415,9 +386,8 @@ fn read_available(pipe: &mut Option<File>, buf: &mut [u8], take: &mut dyn FnMut(
     true
 }
 
-/// Kills the child's whole group and reaps the child. A child that SIGKILL
-/// cannot end at once (uninterruptible sleep) is left to a helper thread
-/// after [`REAP_PATIENCE`], so no caller, and no shutdown, waits on it.
+/// Kills the child's whole group and reaps the child; one that SIGKILL
+/// cannot end at once (uninterruptible sleep) is left to a helper thread.
 fn stop(mut child: Child) {
     let pid = child.id();
     // The child is not reaped yet, so its pid still names its group.
@@ -440,8 +410,7 @@ fn stop(mut child: Child) {
     reap_in_background(child, "child-reaper");
 }
 
-/// A named thread that waits for `child`, so it never lingers as a zombie
-/// of a long-running daemon.
+/// A named thread that waits for `child`, so it never lingers as a zombie.
 fn reap_in_background(mut child: Child, name: &str) {
     let _ = std::thread::Builder::new()
         .name(name.into())
@@ -450,8 +419,8 @@ fn reap_in_background(mut child: Child, name: &str) {
         });
 }
 
-/// Starts `job` detached in its own session, stdin null, stdout and stderr
-/// appended to `log`, and returns its pid; it is reaped when it exits.
+/// Starts `job` in its own session, output appended to `log`; returns its pid
+/// (the child is reaped when it exits).
 pub(crate) fn spawn_detached(job: &Cmd, log: &std::path::Path) -> std::io::Result<u32> {
     if let Some(dir) = log.parent() {
         crate::sys::fs::create_private_dirs(dir)?;

@@ -1,12 +1,8 @@
-//! The process table: one scan that yields each other process's pid and
-//! command line (and its environment on request), whether a pid is alive,
-//! its parent, and when a process started, so a reused pid is not mistaken for the one
-//! that was registered.
-//!
-//! On Linux it reads `/proc` (the root is a parameter, so tests lay out a
-//! fake one in a temp dir). On macOS it lists pids with `proc_listallpids`,
-//! keeps the current user's processes (`proc_pidinfo`), and reads each one's
-//! arguments and environment with `sysctl` `KERN_PROCARGS2`, parsed by the
+//! The process table: each other process's pid and command line (its
+//! environment on request), whether a pid is alive, its parent, and when it
+//! started (so a reused pid is not mistaken for the registered one). Linux
+//! reads `/proc` (a parameter, so tests lay out a fake one); macOS lists the
+//! user's pids and reads each one's `sysctl` `KERN_PROCARGS2`, parsed by the
 //! pure [`parse_procargs2`]. Callers decide what a match means.
 
 use std::borrow::Cow;
@@ -42,9 +38,8 @@ impl Process {
         Path::new(std::ffi::OsStr::from_bytes(argv0)).file_name()
     }
 
-    /// Whether the program is an agent-deck-watchdog: this binary, or one
-    /// named so. The program itself, not any command that mentions it (say
-    /// `journalctl -u agent-deck-watchdog` on a reused pid).
+    /// Whether the program itself (not just an argument, as in `journalctl -u
+    /// agent-deck-watchdog`) is this binary or one named agent-deck-watchdog.
     pub(crate) fn is_watchdog(&self) -> bool {
         static OURS: std::sync::OnceLock<Option<std::ffi::OsString>> = std::sync::OnceLock::new();
         let ours = OURS.get_or_init(|| {
@@ -74,11 +69,10 @@ impl Process {
     }
 }
 
-/// A `KERN_PROCARGS2` buffer as (argv, environment), each NUL-separated with a
-/// trailing NUL like `/proc/<pid>/cmdline`. The buffer is `argc` (a native
-/// `i32`), the executable path, NUL padding, `argc` arguments, then the
-/// environment up to an empty string or the end. `None` when it is too short
-/// to hold `argc`; a truncated buffer yields what it holds.
+/// A `KERN_PROCARGS2` buffer (`argc` as a native `i32`, the executable path,
+/// NUL padding, `argc` arguments, the environment up to an empty string) as
+/// (argv, environment), NUL-terminated like `/proc/<pid>/cmdline`. `None`
+/// when too short to hold `argc`; a truncated buffer yields what it holds.
 #[cfg_attr(not(target_os = "macos"), allow(dead_code, reason = "macOS only"))]
 pub(crate) fn parse_procargs2(buf: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     let argc = i32::from_ne_bytes(buf.get(..4)?.try_into().ok()?);
@@ -137,8 +131,7 @@ mod linux {
         })
     }
 
-    /// Field `n` of `/proc/<pid>/stat`, counted from the state (field 3),
-    /// the first after the command name.
+    /// Field `n` of `/proc/<pid>/stat`, counted from the state (field 3).
     fn stat_field(proc_dir: &Path, pid: u32, n: usize) -> Option<String> {
         let stat = std::fs::read_to_string(proc_dir.join(pid.to_string()).join("stat")).ok()?;
         let (_, fields) = stat.rsplit_once(") ")?;
@@ -203,8 +196,7 @@ mod macos {
         (n == size).then_some(info)
     }
 
-    /// `sysctl` on `mib` into `buf`, or without one only the size it needs:
-    /// how many bytes it wrote or needs.
+    /// `sysctl` on `mib` into `buf` (none: a size query); bytes written or needed.
     fn sysctl(mib: &mut [libc::c_int; 3], buf: Option<&mut [u8]>) -> Option<usize> {
         let (ptr, mut len) = match buf {
             Some(b) => (b.as_mut_ptr().cast(), b.len()),
@@ -227,7 +219,6 @@ mod macos {
     }
 
     /// Every process of this user but this one whose arguments are readable.
-    /// `_proc_dir` is for Linux; macOS has no `/proc`.
     pub(crate) fn processes(_proc_dir: &Path) -> impl Iterator<Item = Process> {
         let me = std::process::id();
         let uid = rustix::process::getuid().as_raw();
@@ -263,8 +254,7 @@ mod macos {
         exists && bsd_info(id.as_raw_nonzero().get()).is_none_or(|i| i.pbi_status != libc::SZOMB)
     }
 
-    /// The parent of `pid`, from the kernel's process table
-    /// (`proc_pidinfo`, as `sysctl` `KERN_PROC_PID` gives it).
+    /// The parent of `pid` (`proc_pidinfo`).
     pub(crate) fn parent_pid(_proc_dir: &Path, pid: u32) -> Option<u32> {
         Some(bsd_info(libc::pid_t::try_from(pid).ok()?)?.pbi_ppid)
     }

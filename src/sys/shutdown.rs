@@ -1,10 +1,7 @@
-//! The shutdown token every loop and wait checks.
-//!
-//! One trigger reaches three kinds of waiter at once: a flag for loops, a
-//! channel that disconnects for `select!` and interruptible sleeps, and the
-//! read end of a pipe that turns readable for `poll()`-based threads (a pipe
-//! rather than an eventfd, so it is the same on Linux and macOS). It never
-//! blocks.
+//! The shutdown token every loop and wait checks. One trigger, which never
+//! blocks, reaches three kinds of waiter: a flag for loops, a channel that
+//! disconnects for `select!` and sleeps, and a pipe (not an eventfd: the same
+//! on macOS) that turns readable for `poll()`.
 
 use std::io::{PipeReader, PipeWriter, Write};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -85,9 +82,8 @@ impl Shutdown {
         self.inner.wake_rx.as_fd()
     }
 
-    /// Waits up to `wait` (no bound: `None`) for any open `fds` or shutdown
-    /// to turn readable (or hang up). False when none did or `poll` failed;
-    /// a failed poll naps instead, so the caller's loop never spins.
+    /// Waits up to `wait` (`None`: no bound) for any `fds` or shutdown to turn
+    /// readable; false when none did, or `poll` failed (then it naps).
     pub(crate) fn wait_readable(
         &self,
         fds: &[Option<BorrowedFd<'_>>],

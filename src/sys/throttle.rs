@@ -1,6 +1,5 @@
 //! The one throttle behind every rate-limited warning: at most one per key
-//! per period, in bounded memory, so a fault that repeats every tick costs
-//! a log line every so often instead of a flood.
+//! per period, in bounded memory.
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
@@ -8,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-/// Keys remembered at most; past that, warnings about new keys wait until
-/// old ones have expired.
+/// Keys remembered at most; a new key past that waits for old ones to expire.
 const MAX_KEYS: usize = 1024;
 
 /// When each key last let a warning through.

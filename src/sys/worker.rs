@@ -1,9 +1,7 @@
-//! A named thread that runs queued jobs one at a time, in order.
-//!
-//! Used wherever the main loop must not wait: restarts, escalation delivery,
-//! patrol errands. [`Worker::finish`] closes the queue, lets the thread run
-//! what is left (fast once shutdown is set, since every wait checks it) and
-//! joins it; `Drop` does the same, so no worker outlives its owner.
+//! A named thread that runs queued jobs one at a time, in order, for whatever
+//! the main loop must not wait on. [`Worker::finish`] (and `Drop`) closes the
+//! queue, lets the thread run what is left (fast once shutdown is set) and
+//! joins it, so no worker outlives its owner.
 
 use std::thread::JoinHandle;
 
