@@ -109,7 +109,6 @@ pub(crate) fn each_line(path: &Path, mut each: impl FnMut(&[u8])) {
         if line.last() == Some(&b'\n') {
             line.pop();
         } else if line.len() > MAX_LINE_BYTES {
-            // Too long: skip the rest of it.
             if reader.skip_until(b'\n').is_err() {
                 return;
             }

@@ -223,11 +223,8 @@ pub(crate) fn open_append(path: &Path) -> io::Result<File> {
 
 /// Opens (creating `0600`) a file that is only `flock`ed and rewritten in place.
 pub(crate) fn open_lock_file(path: &Path) -> io::Result<File> {
-    open_or_create(
-        path,
-        OpenOptions::new().read(true).write(true),
-        PRIVATE_FILE,
-    )
+    let mut opts = OpenOptions::new();
+    open_or_create(path, opts.read(true).write(true), PRIVATE_FILE)
 }
 
 fn dir_of(target: &Path) -> &Path {

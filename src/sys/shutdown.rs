@@ -65,11 +65,9 @@ impl Shutdown {
 
     /// Sleeps for `d` unless shutdown comes first. Returns false on shutdown.
     pub(crate) fn sleep(&self, d: Duration) -> bool {
-        if self.is_set() {
-            return false;
-        }
-        let slept = self.inner.rx.recv_timeout(d) == Err(RecvTimeoutError::Timeout);
-        slept && !self.is_set()
+        !self.is_set()
+            && self.inner.rx.recv_timeout(d) == Err(RecvTimeoutError::Timeout)
+            && !self.is_set()
     }
 
     /// Disconnects (so `recv` returns at once) when shutdown is triggered.
