@@ -50,9 +50,9 @@ impl Daemon {
             errored,
         };
         let now = self.ctx.clock.now();
-        let tz = jiff::tz::TimeZone::system();
         let mut st = self.ctx.state.lock();
         let lim = &self.ctx.limits;
+        let tz = jiff::tz::TimeZone::system;
         verdict::decide(&mut st, lim, now, &tz, &mut self.episodes, look)
     }
 

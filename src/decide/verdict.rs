@@ -184,12 +184,13 @@ pub(crate) struct Look<'a> {
 }
 
 /// The verdict on one `look`. Notes the status in the book, and runs the
-/// gates for a session that died; `tz` reads a usage limit's retry time.
+/// gates for a session that died; `tz` gives the zone a usage limit's
+/// retry time is read in, asked only for a limit first seen.
 pub(crate) fn decide(
     st: &mut State,
     lim: &Limits,
     now: f64,
-    tz: &TimeZone,
+    tz: &dyn Fn() -> TimeZone,
     ep: &mut Episodes,
     look: Look<'_>,
 ) -> Decided {
@@ -269,7 +270,7 @@ fn back_off(
     st: &mut State,
     lim: &Limits,
     now: f64,
-    tz: &TimeZone,
+    tz: &dyn Fn() -> TimeZone,
     id: &str,
     l: &Live,
 ) -> Option<BackedOff> {
@@ -277,7 +278,7 @@ fn back_off(
     if !usage_limit::first_sight(st, id, detail) {
         return None;
     }
-    let seconds = usage_limit::backoff(detail, now, tz, lim.backoff_429);
+    let seconds = usage_limit::backoff(detail, now, &tz(), lim.backoff_429);
     let breaker_opened = notes::note_rate_limited(st, lim, id, now, seconds);
     Some(BackedOff {
         detail: detail.to_owned(),
@@ -314,7 +315,7 @@ mod tests {
                     errored: *errored,
                 };
                 let now = NOW + i as f64;
-                decide(st, &lim, now, &TimeZone::UTC, &mut ep, look).verdict
+                decide(st, &lim, now, &|| TimeZone::UTC, &mut ep, look).verdict
             })
             .collect()
     }
@@ -392,7 +393,12 @@ mod tests {
             live: Some(&limited),
             errored: Some(Errored::UsageLimited),
         };
-        let mut at = |now| decide(&mut st, &lim, now, &TimeZone::UTC, &mut ep, look);
+        let zones = std::cell::Cell::new(0);
+        let tz = || {
+            zones.set(zones.get() + 1);
+            TimeZone::UTC
+        };
+        let mut at = |now| decide(&mut st, &lim, now, &tz, &mut ep, look);
         let first = at(NOW);
         let backed = BackedOff {
             detail: String::new(),
@@ -412,6 +418,11 @@ mod tests {
             Verdict::Restart {
                 slot: NOW + lim.backoff_429 + 1.0
             }
+        );
+        assert_eq!(
+            zones.get(),
+            1,
+            "the zone is read for a limit first seen only"
         );
     }
 
