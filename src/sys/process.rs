@@ -195,11 +195,8 @@ pub(crate) fn run_whole(
     shutdown: &Shutdown,
     ceiling: usize,
 ) -> Result<(Output, Vec<u8>), RunError> {
-    // Reserved whole, the buffer never moves as it fills, and its pages
-    // are only backed as the answer reaches them.
-    let stdout = Vec::with_capacity(ceiling);
     let limits = (ceiling as u64, ceiling, WHOLE_STDERR);
-    supervised(job, timeout, shutdown, stdout, limits)
+    supervised(job, timeout, shutdown, Vec::new(), limits)
 }
 
 /// [`run`] and [`run_whole`]: stdout past `ceiling` kills, `*_kept` is kept.
