@@ -201,4 +201,19 @@ mod tests {
     fn label_values_are_escaped() {
         assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
+
+    #[test]
+    fn a_failed_write_is_said_once_until_a_write_works_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gone = tmp.path().join("not-yet");
+        let (mut files, s) = (MetricsFiles::default(), DaemonStatus::default());
+        files.write(&gone, &s);
+        assert!(files.warned, "the first failure is said");
+        files.write(&gone, &s);
+        assert!(files.warned, "and not again while it lasts");
+        std::fs::create_dir(&gone).unwrap();
+        files.write(&gone, &s);
+        assert!(!files.warned, "a write that works ends the episode");
+        assert!(gone.join(METRICS_FILE).exists());
+    }
 }
