@@ -57,58 +57,52 @@ impl RestartJob {
     }
 }
 
-impl Context {
-    pub(super) fn give_back(&self, job: &RestartJob) {
-        if let Some(slot) = job.slot {
-            self.state.lock().give_back_slot(&job.session.id, slot);
+/// Polls the status of `s` for up to `within`; the last status read, if
+/// any. The read that finds it out of `error` hands its tmux name to the
+/// pane watch (a custom tool's restart changes it).
+pub(super) fn verify(ctx: &Context, s: &Session, within: Duration) -> Option<Status> {
+    let step = (within / 4).min(Duration::from_secs(1));
+    let deadline = ctx.clock.now() + within.as_secs_f64();
+    let mut last = None;
+    loop {
+        if !step.is_zero() && !ctx.shutdown.sleep(step) {
+            return last;
         }
-    }
-
-    /// Polls the status for up to `within`; the last status read, if any.
-    /// The read that finds it out of `error` hands its tmux name to the pane
-    /// watch (a custom tool's restart changes it).
-    pub(super) fn verify(&self, s: &Session, within: Duration) -> Option<Status> {
-        let step = (within / 4).min(Duration::from_secs(1));
-        let deadline = self.clock.now() + within.as_secs_f64();
-        let mut last = None;
-        loop {
-            if !step.is_zero() && !self.shutdown.sleep(step) {
-                return last;
-            }
-            if let Some(live) = self.read_status(s) {
-                last = live.status;
-                if live.status() != Status::Error {
-                    self.remap(s, &live);
-                    return last;
-                }
-            }
-            if self.clock.now() >= deadline || step.is_zero() {
+        if let Some(live) = ctx.read_status(s) {
+            last = live.status;
+            if live.status() != Status::Error {
+                ctx.remap(s, &live);
                 return last;
             }
         }
+        if ctx.clock.now() >= deadline || step.is_zero() {
+            return last;
+        }
     }
+}
 
-    pub(super) fn succeeded(&self, s: &Session, status: Status) {
-        let status = status.as_str();
-        log::info!("restart of {} ({}) worked: status {status}", s.id, s.title);
-        notes::note_success(&mut self.state.lock(), &s.id);
-        let mut rec = self.record(s, RestartAction::Restarted, None);
-        rec.final_status = Some(status.into());
-        self.records.restart(&rec);
-        let template = &self.cfg.continuity_message;
-        if !template.is_empty() {
-            let text = template.replace("{timestamp}", &local_timestamp(self.clock.now()));
-            match self.deck.send(&s.profile, &s.id, &text) {
-                Ok(()) => log::info!("continuity message sent to {}", s.id),
-                Err(e) if e.delivery().is_some_and(Delivery::arrived) => log::info!(
-                    "continuity message typed into the pane of {}, agent-deck saw no sign it was acted on ({e}); not sent again",
-                    s.id
-                ),
-                Err(e) => log::warn!(
-                    "continuity message to {} failed: {e}; the session runs without it",
-                    s.id
-                ),
-            }
+/// A restart of `s` that brought it back as `status`: noted, recorded, and
+/// told what happened (the continuity message).
+pub(super) fn succeeded(ctx: &Context, s: &Session, status: Status) {
+    let status = status.as_str();
+    log::info!("restart of {} ({}) worked: status {status}", s.id, s.title);
+    notes::note_success(&mut ctx.state.lock(), &s.id);
+    let mut rec = ctx.record(s, RestartAction::Restarted, None);
+    rec.final_status = Some(status.into());
+    ctx.records.restart(&rec);
+    let template = &ctx.cfg.continuity_message;
+    if !template.is_empty() {
+        let text = template.replace("{timestamp}", &local_timestamp(ctx.clock.now()));
+        match ctx.deck.send(&s.profile, &s.id, &text) {
+            Ok(()) => log::info!("continuity message sent to {}", s.id),
+            Err(e) if e.delivery().is_some_and(Delivery::arrived) => log::info!(
+                "continuity message typed into the pane of {}, agent-deck saw no sign it was acted on ({e}); not sent again",
+                s.id
+            ),
+            Err(e) => log::warn!(
+                "continuity message to {} failed: {e}; the session runs without it",
+                s.id
+            ),
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::act::context::Context;
-use crate::act::job::RestartJob;
+use crate::act::job::{self, RestartJob};
 use crate::decide::outcomes::RestartAction;
 use crate::fleet::session::Status;
 use crate::sys::process::{self, Cmd};
@@ -57,10 +57,10 @@ pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool
         log::warn!("session start after prompt-resume of {} failed: {e}", s.id);
         return false;
     }
-    let verified = ctx.verify(s, ctx.cfg.start_verify);
+    let verified = job::verify(ctx, s, ctx.cfg.start_verify);
     let Some(status) = verified.filter(|st| *st != Status::Error) else {
         return false;
     };
-    ctx.succeeded(s, status);
+    job::succeeded(ctx, s, status);
     true
 }

@@ -13,7 +13,7 @@
 //! only between them.
 
 use crate::act::context::Context;
-use crate::act::job::{RestartJob, RestartKind};
+use crate::act::job::{self, RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume};
 use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
@@ -29,18 +29,29 @@ pub(crate) type Restarter = Worker<RestartJob>;
 
 pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
     Worker::spawn("restart", move |job: RestartJob| {
-        // Whatever happens in run (even a bug), the session must not stay in flight.
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.restart(&job)));
+        let restart = Restart {
+            ctx: &ctx,
+            job: &job,
+        };
+        // Whatever happens in it (even a bug), the session must not stay in flight.
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| restart.carry_out()));
         if outcome.is_err() {
             log::error!(
                 "the restart of {} panicked (a bug); its budget slot is given back",
                 job.session.id
             );
-            ctx.give_back(&job);
+            restart.give_back();
         }
         gates::finish(&mut ctx.state.lock(), &job.session.id);
         ctx.store.save(&ctx.state);
     })
+}
+
+/// One restart job being carried out, over the shared context.
+struct Restart<'a> {
+    ctx: &'a Context,
+    job: &'a RestartJob,
 }
 
 /// Adds what agent-deck said of a failed spawn to a record: its reason, the
@@ -79,73 +90,85 @@ pub(crate) fn is_rate_limited(text: &str) -> bool {
     })
 }
 
-impl Context {
+impl Restart<'_> {
+    /// Gives the job's budget slot back (an attempt that did not count).
+    fn give_back(&self) {
+        if let Some(slot) = self.job.slot {
+            self.ctx
+                .state
+                .lock()
+                .give_back_slot(&self.job.session.id, slot);
+        }
+    }
+
     /// Carries out one restart job, from its turn in the serialization to
     /// its last record.
-    fn restart(&self, job: &RestartJob) {
-        let s = &job.session;
+    fn carry_out(&self) {
+        let s = &self.job.session;
         let Some(waited) = self.wait_turn(s) else {
             log::info!("restart of {} abandoned: shutting down", s.id);
-            self.give_back(job);
+            self.give_back();
             return;
         };
         // Bound first: an `if let` would hold the state lock through its body.
-        let held = gates::recheck(&mut self.state.lock(), &s.id, self.clock.now());
+        let held = gates::recheck(&mut self.ctx.state.lock(), &s.id, self.ctx.clock.now());
         if let Some(why) = held {
             log::info!("restart of {} skipped after the wait: {why}", s.id);
-            self.give_back(job);
+            self.give_back();
             return;
         }
-        if job.kind != RestartKind::Revive {
-            return poller_restart::restart(self, job);
+        if self.job.kind != RestartKind::Revive {
+            return poller_restart::restart(self.ctx, self.job);
         }
         // Seen stopped since the tick queued it (a hook's or a liveness read).
-        let release = self.deck.version();
-        if stop::held_by_stop(&self.state.lock(), &s.id, release) {
+        let release = self.ctx.deck.version();
+        if stop::held_by_stop(&self.ctx.state.lock(), &s.id, release) {
             log::info!("restart of {} dropped: it was seen stopped", s.id);
-            self.give_back(job);
+            self.give_back();
             return;
         }
-        if !self.confirm_dead(job, waited) {
+        if !self.confirm_dead(waited) {
             return;
         }
-        let lim = &self.limits;
+        let lim = &self.ctx.limits;
         let (burst, call) =
-            cascade::note_call(&mut self.state.lock(), lim, &s.id, self.clock.now());
+            cascade::note_call(&mut self.ctx.state.lock(), lim, &s.id, self.ctx.clock.now());
         if burst {
             let msg = format!(
                 "{} restarts within {:.0}s — pausing every restart for {:.0}s",
                 lim.cascade_threshold, lim.cascade_window, lim.cascade_pause
             );
-            self.escalator.escalate(Severity::Cascade, &msg, None, true);
+            self.ctx
+                .escalator
+                .escalate(Severity::Cascade, &msg, None, true);
         }
-        self.record_action(s, RestartAction::Restart, None);
-        if self.dry_run {
+        self.ctx.record_action(s, RestartAction::Restart, None);
+        if self.ctx.dry_run {
             log::info!("dry-run: would restart {} ({}) now", s.id, s.title);
             return;
         }
         log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
-        let _renaming = self.panes.as_ref().map(|p| p.restarting());
-        let issued = self.clock.now();
-        let failed = match self.deck.restart(&s.profile, &s.id) {
-            Ok(RestartAnswer::Skipped(reason)) => return self.refused(job, &call, &reason),
+        let _renaming = self.ctx.panes.as_ref().map(|p| p.restarting());
+        let issued = self.ctx.clock.now();
+        let failed = match self.ctx.deck.restart(&s.profile, &s.id) {
+            Ok(RestartAnswer::Skipped(reason)) => return self.refused(&call, &reason),
             Ok(RestartAnswer::Restarted) => {
-                let mut st = self.state.lock();
+                let mut st = self.ctx.state.lock();
                 refusal::note_answered(&mut st, &s.id);
                 notes::note_restarted(&mut st, &s.id, issued);
                 None
             }
             Err(e) => {
-                refusal::note_answered(&mut self.state.lock(), &s.id);
+                refusal::note_answered(&mut self.ctx.state.lock(), &s.id);
                 let why = format!("restart {e}");
                 Some((e, why))
             }
         };
         let failure = failed.as_ref().map(|(e, why)| (e, why.as_str()));
-        let Step::Verify { carried_out } = self.answered(job, Call::Restart, failure) else {
+        let Step::Verify { carried_out } = self.answered(Call::Restart, failure) else {
             return;
         };
-        let status = self.verify(s, self.cfg.restart_verify);
+        let status = job::verify(self.ctx, s, self.ctx.cfg.restart_verify);
         let stale = || self.only_a_stale_hook_says_error(s, issued);
         match (
             after_verify(Call::Restart, carried_out, status, stale),
@@ -154,13 +177,13 @@ impl Context {
             (Next::Succeeded, Some(status)) => {
                 if failed.is_some() {
                     // A failed or unverified answer, and yet it came up.
-                    notes::note_restarted(&mut self.state.lock(), &s.id, issued);
+                    notes::note_restarted(&mut self.ctx.state.lock(), &s.id, issued);
                 }
-                self.succeeded(s, status)
+                job::succeeded(self.ctx, s, status)
             }
             _ => match &failed {
-                Some((e, why)) => self.fall_back_to_start(job, why, e.spawn()),
-                None => self.fall_back_to_start(job, "still in error after the restart", None),
+                Some((e, why)) => self.fall_back_to_start(why, e.spawn()),
+                None => self.fall_back_to_start("still in error after the restart", None),
             },
         }
     }
@@ -170,23 +193,25 @@ impl Context {
     /// back everything the attempt took and is tried again (SPEC §5.5,
     /// [`refusal`]), recorded once per run; any other (an auth hold) gives
     /// back its budget slot and is recorded.
-    fn refused(&self, job: &RestartJob, call: &cascade::Call, reason: &str) {
-        let s = &job.session;
+    fn refused(&self, call: &cascade::Call, reason: &str) {
+        let s = &self.job.session;
         let record = format!("agent-deck refused the restart: {reason}");
         let Some(fresh) = refusal::freshness(reason) else {
             log::info!(
                 "agent-deck declined to restart {}: {reason}; not falling back to session start",
                 s.id
             );
-            self.give_back(job);
-            return self.record_action(s, RestartAction::CliRefused, Some(record));
+            self.give_back();
+            return self
+                .ctx
+                .record_action(s, RestartAction::CliRefused, Some(record));
         };
-        let now = self.clock.now();
+        let now = self.ctx.clock.now();
         let verdict = refusal::note_refused(
-            &mut self.state.lock(),
-            &self.limits,
+            &mut self.ctx.state.lock(),
+            &self.ctx.limits,
             &s.id,
-            job.slot,
+            self.job.slot,
             call,
             fresh,
             now,
@@ -203,7 +228,8 @@ impl Context {
             ),
         }
         if verdict.first {
-            self.record_action(s, RestartAction::CliRefused, Some(record));
+            self.ctx
+                .record_action(s, RestartAction::CliRefused, Some(record));
         }
     }
 
@@ -211,19 +237,19 @@ impl Context {
     /// (its error, and the failure as recorded). A spawn that died at once
     /// is recorded, escalated and held here; an unverified one, and a failed
     /// restart, are said before their status poll.
-    fn answered(&self, job: &RestartJob, call: Call, failure: Option<(&CliError, &str)>) -> Step {
+    fn answered(&self, call: Call, failure: Option<(&CliError, &str)>) -> Step {
         let answer = match failure {
             Some((e, _)) => Answer::Failed(e.spawn().map(|f| &f.reason)),
             None => Answer::Done,
         };
         let step = restart_step::after_answer(call, answer);
-        let (Some((e, why)), id) = (failure, &job.session.id) else {
+        let (Some((e, why)), id) = (failure, &self.job.session.id) else {
             return step;
         };
         match step {
             Step::Held => {
                 if let Some(f) = e.spawn() {
-                    self.died_fast(job, why, f);
+                    self.died_fast(why, f);
                 }
             }
             Step::Verify { carried_out: true } => log::warn!(
@@ -242,11 +268,11 @@ impl Context {
     /// fast it died), and the session held from restarts until it is seen
     /// healthy, instead of spending the rest of its budget on a death a
     /// restart cannot fix (#2099).
-    fn died_fast(&self, job: &RestartJob, why: &str, f: &SpawnFailure) {
-        let s = &job.session;
+    fn died_fast(&self, why: &str, f: &SpawnFailure) {
+        let s = &self.job.session;
         let n = {
-            let mut st = self.state.lock();
-            notes::note_spawn_died_fast(&mut st, &s.id, self.clock.now());
+            let mut st = self.ctx.state.lock();
+            notes::note_spawn_died_fast(&mut st, &s.id, self.ctx.clock.now());
             notes::note_failure(&mut st, &s.id)
         };
         let after = f
@@ -257,9 +283,11 @@ impl Context {
             s.id,
             s.title
         );
-        let mut rec = self.record(s, RestartAction::RestartFailed, Some(why.to_owned()));
+        let mut rec = self
+            .ctx
+            .record(s, RestartAction::RestartFailed, Some(why.to_owned()));
         with_spawn(&mut rec, Some(f));
-        self.records.restart(&rec);
+        self.ctx.records.restart(&rec);
         let msg = format!(
             "{} ({}) cannot be restarted: agent-deck reports {} (elapsed_ms {}) — its new process exits at once, which a restart or start cannot fix. It is held from restarts until it is seen healthy; last err: {why}",
             s.title,
@@ -267,7 +295,7 @@ impl Context {
             f.reason,
             f.elapsed_ms.map_or_else(|| "unknown".to_owned(), |ms| ms.to_string()),
         );
-        self.alert(s, Severity::RestartFailed, &msg);
+        self.ctx.alert(s, Severity::RestartFailed, &msg);
     }
 
     /// Waits for the global serialization: whether it had to wait, `None`
@@ -275,8 +303,11 @@ impl Context {
     fn wait_turn(&self, s: &Session) -> Option<bool> {
         let mut waited = false;
         loop {
-            let wait =
-                gates::serialization_wait(&self.state.lock(), &self.limits, self.clock.now());
+            let wait = gates::serialization_wait(
+                &self.ctx.state.lock(),
+                &self.ctx.limits,
+                self.ctx.clock.now(),
+            );
             if wait <= 0.0 {
                 return Some(waited);
             }
@@ -285,7 +316,7 @@ impl Context {
                 "restart of {} waits {wait:.1}s: restarts are serialized",
                 s.id
             );
-            if !self.shutdown.sleep(crate::sys::clock::clamped(wait)) {
+            if !self.ctx.shutdown.sleep(crate::sys::clock::clamped(wait)) {
                 return None;
             }
         }
@@ -295,38 +326,38 @@ impl Context {
     /// death the pane watch proved is decided by the `session show` that
     /// found it in error, or by a fresh one if the job `waited` its turn
     /// (the status may have moved on since).
-    fn confirm_dead(&self, job: &RestartJob, waited: bool) -> bool {
-        let s = &job.session;
-        let shown = job.proven.as_ref().filter(|_| !waited);
-        let probe = self.probe(s, shown.map(|p| p.shown.clone()));
-        let proof = job.proven.as_ref().map(|p| p.proof);
-        let ev = liveness::confirm(&probe, self.cfg.liveness_confirm_gap, proof);
+    fn confirm_dead(&self, waited: bool) -> bool {
+        let s = &self.job.session;
+        let shown = self.job.proven.as_ref().filter(|_| !waited);
+        let probe = self.ctx.probe(s, shown.map(|p| p.shown.clone()));
+        let proof = self.job.proven.as_ref().map(|p| p.proof);
+        let ev = liveness::confirm(&probe, self.ctx.cfg.liveness_confirm_gap, proof);
         // SPEC §5.3: a kernel-proven death waited no gap.
         let gap_s = if ev.proof.is_some() {
             0.0
         } else {
-            self.cfg.liveness_confirm_gap.as_secs_f64()
+            self.ctx.cfg.liveness_confirm_gap.as_secs_f64()
         };
         let (reason, dead) = (ev.reason, ev.reason == LivenessReason::ConfirmedDead);
         let mut consecutive = None;
         if dead {
             log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
         } else {
-            self.give_back(job);
+            self.give_back();
             if reason == LivenessReason::PaneActive {
                 let (n, alert) =
-                    notes::note_pane_active(&mut self.state.lock(), &self.limits, &s.id);
+                    notes::note_pane_active(&mut self.ctx.state.lock(), &self.ctx.limits, &s.id);
                 consecutive = Some(n);
                 if alert {
                     let msg = format!(
                         "{} ({}) has reported status=error {n}x while its pane kept producing output — the session is alive and the restart was skipped each time. This is a status-classification problem, not a dead session.",
                         s.title, s.id
                     );
-                    self.alert(s, Severity::LivenessMismatch, &msg);
+                    self.ctx.alert(s, Severity::LivenessMismatch, &msg);
                 }
             }
             if reason == LivenessReason::AuthHold
-                && dedup::first_in_episode(&mut self.state.lock(), &s.id, Severity::AuthHold)
+                && dedup::first_in_episode(&mut self.ctx.state.lock(), &s.id, Severity::AuthHold)
             {
                 let msg = format!(
                     "{} ({}) is held for an auth failure ({}) — a restart cannot fix a credential. Repair the login, then restart it explicitly.",
@@ -334,13 +365,14 @@ impl Context {
                     s.id,
                     ev.auth_hold_reason.as_deref().unwrap_or("unknown")
                 );
-                self.alert(s, Severity::AuthHold, &msg);
+                self.ctx.alert(s, Severity::AuthHold, &msg);
             }
             log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
-            self.record_action(s, RestartAction::SkippedAlive, Some(reason.to_string()));
+            self.ctx
+                .record_action(s, RestartAction::SkippedAlive, Some(reason.to_string()));
         }
-        self.records.liveness(&LivenessRecord {
-            ts: self.clock.now(),
+        self.ctx.records.liveness(&LivenessRecord {
+            ts: self.ctx.clock.now(),
             id: s.id.clone(),
             title: s.title.clone(),
             profile: s.profile.clone(),
@@ -351,7 +383,7 @@ impl Context {
             decision: if dead { "restart" } else { "skip" }.into(),
             reason,
             consecutive_skips: consecutive,
-            dry_run: self.dry_run,
+            dry_run: self.ctx.dry_run,
             proof: ev.proof,
         });
         dead
@@ -361,7 +393,7 @@ impl Context {
     /// only from a `dead` hook written before it, which agent-deck honours
     /// for two minutes of its age and `session restart` does not remove.
     fn only_a_stale_hook_says_error(&self, s: &Session, issued: f64) -> bool {
-        let Some(hook) = self.stale_dead_hook(s, issued) else {
+        let Some(hook) = self.ctx.stale_dead_hook(s, issued) else {
             return false;
         };
         log::info!(
@@ -376,31 +408,29 @@ impl Context {
     /// `session start` after a restart that did not bring the session back;
     /// `why` says what the restart did, and leads a failure's reason;
     /// `spawn` is why agent-deck said the restart's spawn failed, if it did.
-    fn fall_back_to_start(&self, job: &RestartJob, why: &str, spawn: Option<&SpawnFailure>) {
-        let s = &job.session;
-        if self.shutdown.is_set() {
-            return self.failed(job, "shutdown during verification".into(), spawn);
+    fn fall_back_to_start(&self, why: &str, spawn: Option<&SpawnFailure>) {
+        let s = &self.job.session;
+        if self.ctx.shutdown.is_set() {
+            return self.failed("shutdown during verification".into(), spawn);
         }
         log::warn!("{}: {why}; falling back to session start", s.id);
-        let within = self.cfg.start_verify;
+        let within = self.ctx.cfg.start_verify;
         let secs = within.as_secs_f64();
-        let failed = self.deck.start(&s.profile, &s.id).err().map(|e| {
+        let failed = self.ctx.deck.start(&s.profile, &s.id).err().map(|e| {
             let why = format!("{why}; fallback start {e}");
             (e, why)
         });
         let failure = failed.as_ref().map(|(e, why)| (e, why.as_str()));
         let spawn = failed.as_ref().and_then(|(e, _)| e.spawn()).or(spawn);
-        let carried_out = match self.answered(job, Call::Start, failure) {
+        let carried_out = match self.answered(Call::Start, failure) {
             Step::Held => return,
-            Step::Failed => {
-                return self.failed(job, failure.map(|f| f.1).unwrap_or(why).into(), spawn)
-            }
+            Step::Failed => return self.failed(failure.map(|f| f.1).unwrap_or(why).into(), spawn),
             Step::Verify { carried_out } => carried_out,
         };
         if failed.is_none() {
-            notes::note_ran(&mut self.state.lock(), &s.id);
+            notes::note_ran(&mut self.ctx.state.lock(), &s.id);
         }
-        let status = self.verify(s, within);
+        let status = job::verify(self.ctx, s, within);
         match (
             after_verify(Call::Start, carried_out, status, || false),
             status,
@@ -408,9 +438,9 @@ impl Context {
             (Next::Succeeded, Some(status)) => {
                 if failed.is_some() {
                     // An unverified start brought it up.
-                    notes::note_ran(&mut self.state.lock(), &s.id);
+                    notes::note_ran(&mut self.ctx.state.lock(), &s.id);
                 }
-                self.succeeded(s, status)
+                job::succeeded(self.ctx, s, status)
             }
             _ => {
                 let why = match failure {
@@ -419,7 +449,7 @@ impl Context {
                         "fallback start returned success but status still error after {secs:.0}s"
                     ),
                 };
-                self.failed(job, why, spawn)
+                self.failed(why, spawn)
             }
         }
     }
@@ -427,48 +457,57 @@ impl Context {
     /// A failed restart: a 429 backs off and gives the slot back; anything
     /// else counts as a crash and escalates on the second in a row. `spawn`
     /// (why agent-deck said a spawn failed) joins the failure's record.
-    fn failed(&self, job: &RestartJob, err: String, spawn: Option<&SpawnFailure>) {
-        let (s, lim) = (&job.session, &self.limits);
-        if self.shutdown.is_set() {
+    fn failed(&self, err: String, spawn: Option<&SpawnFailure>) {
+        let (s, lim) = (&self.job.session, &self.ctx.limits);
+        if self.ctx.shutdown.is_set() {
             // Cut short by our own shutdown: not the session's failure.
-            self.give_back(job);
+            self.give_back();
             log::info!(
                 "restart of {} interrupted by shutdown; not counted as a failure",
                 s.id
             );
-            return self.record_action(s, RestartAction::RestartInterrupted, Some(err));
+            return self
+                .ctx
+                .record_action(s, RestartAction::RestartInterrupted, Some(err));
         }
-        let transcript = self.deck.transcript(&s.profile, &s.id).unwrap_or_default();
+        let transcript = self
+            .ctx
+            .deck
+            .transcript(&s.profile, &s.id)
+            .unwrap_or_default();
         if is_rate_limited(&transcript) {
-            self.give_back(job);
-            self.back_off_rate_limited(&s.id, self.clock.now(), lim.backoff_429);
+            self.give_back();
+            self.ctx
+                .back_off_rate_limited(&s.id, self.ctx.clock.now(), lim.backoff_429);
             log::warn!(
                 "restart of {} hit an API rate limit; backing off {:.0}s, not counted as a crash",
                 s.id,
                 lim.backoff_429
             );
-            let mut rec = self.record(s, RestartAction::RateLimited, None);
+            let mut rec = self.ctx.record(s, RestartAction::RateLimited, None);
             rec.backoff_s = Some(lim.backoff_429);
-            return self.records.restart(&rec);
+            return self.ctx.records.restart(&rec);
         }
-        if prompt_resume::attempt(self, job, &transcript) {
+        if prompt_resume::attempt(self.ctx, self.job, &transcript) {
             return;
         }
-        let n = notes::note_failure(&mut self.state.lock(), &s.id);
+        let n = notes::note_failure(&mut self.ctx.state.lock(), &s.id);
         log::warn!(
             "restart of {} ({}) failed ({n} in a row): {err}",
             s.id,
             s.title
         );
-        let mut rec = self.record(s, RestartAction::RestartFailed, Some(err.clone()));
+        let mut rec = self
+            .ctx
+            .record(s, RestartAction::RestartFailed, Some(err.clone()));
         with_spawn(&mut rec, spawn);
-        self.records.restart(&rec);
+        self.ctx.records.restart(&rec);
         if n >= 2 {
             let msg = format!(
                 "{} ({}) failed to restart {n}x consecutively; last err: {err}",
                 s.title, s.id
             );
-            self.alert(s, Severity::RestartFailed, &msg);
+            self.ctx.alert(s, Severity::RestartFailed, &msg);
         }
     }
 }
@@ -496,18 +535,25 @@ mod tests {
         ctx
     }
 
+    fn carry_out(ctx: &Context, job: &RestartJob) {
+        Restart { ctx, job }.carry_out();
+    }
+
     fn revive(ctx: &Context) {
-        ctx.restart(&RestartJob {
-            session: Session {
-                id: ID.into(),
-                title: "conductor-ops".into(),
-                profile: "default".into(),
-                ..Session::default()
+        carry_out(
+            ctx,
+            &RestartJob {
+                session: Session {
+                    id: ID.into(),
+                    title: "conductor-ops".into(),
+                    profile: "default".into(),
+                    ..Session::default()
+                },
+                slot: None,
+                kind: RestartKind::Revive,
+                proven: None,
             },
-            slot: None,
-            kind: RestartKind::Revive,
-            proven: None,
-        });
+        );
     }
 
     /// A conductor in error whose `session restart` works, but whose status
@@ -676,7 +722,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!(deck.count("output-pane"), 2, "{:?}", deck.calls.lock());
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         assert_eq!(
@@ -717,7 +763,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&proven(&ctx));
+        carry_out(&ctx, &proven(&ctx));
         let calls = deck.calls.lock().clone();
         assert_eq!(
             calls[..2],
@@ -763,7 +809,7 @@ mod tests {
                 clock.advance(1.0);
             }
         });
-        ctx.restart(&proven(&ctx));
+        carry_out(&ctx, &proven(&ctx));
         let calls = deck.calls.lock().clone();
         assert_eq!(
             calls[..3],
@@ -788,7 +834,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!((deck.count("show"), deck.count("output-pane")), (3, 2));
         let line = std::fs::read_to_string(config(tmp.path()).watchdog_dir.join(LIVENESS_LOG));
         assert!(!line.unwrap().contains("proof"));
@@ -805,7 +851,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "cli-refused"]);
@@ -830,7 +876,7 @@ mod tests {
         let deck = always_refused(fresh);
         let mut ctx = context(tmp.path(), deck.clone());
         ctx.limits.min_interval = 60.0;
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         gates::finish(&mut ctx.state.lock(), ID);
         {
             let st = ctx.state.lock();
@@ -848,7 +894,7 @@ mod tests {
             );
         }
         // The retry, refused again: tried once more when the window ends.
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         gates::finish(&mut ctx.state.lock(), ID);
         let retry_at = ctx.state.lock().sessions[ID]
             .refusal
@@ -872,8 +918,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let deck = always_refused("claude login expired (use --force to restart anyway)");
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         let st = ctx.state.lock();
         let book = &st.sessions[ID];
         assert!(book.restarts.is_empty(), "the slot is given back");
@@ -891,7 +937,7 @@ mod tests {
         let fresh = "session is idle and was started 1s ago (within 1m0s freshness window)";
         let deck = always_refused(fresh);
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         gates::finish(&mut ctx.state.lock(), ID);
         assert!(ctx.state.lock().sessions[ID].refusal.is_some());
         let deck = Arc::new(FakeDeck::new(Script {
@@ -901,7 +947,7 @@ mod tests {
         let (mut again, _) = crate::act::context::tests::context(tmp.path(), deck);
         again.limits.min_interval = 0.0;
         again.state = ctx.state.clone();
-        again.restart(&reserved(&again));
+        carry_out(&again, &reserved(&again));
         assert_eq!(again.state.lock().sessions[ID].refusal, None);
     }
 
@@ -910,10 +956,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let deck = restart_and_start_fail();
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         assert!(severities(tmp.path()).is_empty(), "one failure is no alert");
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!(deck.count("start"), 2);
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(
@@ -939,7 +985,7 @@ mod tests {
         let ids = [ID, "a0b1c2d3-1755899999", "b0b1c2d3-1755899998"];
         assert_eq!(ctx.limits.breaker_threshold, ids.len());
         for id in ids {
-            ctx.restart(&reserved_for(&ctx, id));
+            carry_out(&ctx, &reserved_for(&ctx, id));
         }
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(
@@ -961,7 +1007,7 @@ mod tests {
         drop(st);
         assert_eq!(severities(tmp.path()), ["circuit-breaker"]);
         // A fourth restart waits for the breaker.
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!(deck.count("restart"), 3);
     }
 
@@ -991,7 +1037,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let deck = restart_fails_with(SpawnReason::DiedFast, &[Status::Error]);
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         assert_eq!(severities(tmp.path()), ["restart-failed"], "at once");
         let recs = restart_records(tmp.path());
@@ -1038,7 +1084,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         assert_eq!(severities(tmp.path()), ["restart-failed"]);
         let recs = restart_records(tmp.path());
@@ -1059,7 +1105,7 @@ mod tests {
             &[Status::Error, Status::Error, Status::Running],
         );
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         assert_eq!(
             actions(tmp.path()),
@@ -1082,7 +1128,7 @@ mod tests {
         use Status::{Error, Running};
         let deck = restart_fails_with(SpawnReason::Unverified, &[Error, Error, Error, Running]);
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "restarted"]);
@@ -1094,7 +1140,7 @@ mod tests {
         let deck = restart_fails_with(SpawnReason::Unverified, &[Status::Error]);
         let ctx = context(tmp.path(), deck.clone());
         dead_hook(&ctx, (NOW - 30.0).floor());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "restarted"]);
@@ -1115,7 +1161,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "restarted"]);
         assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
@@ -1130,7 +1176,7 @@ mod tests {
             &[Error, Error, Error, Running],
         );
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "restarted"]);
@@ -1154,7 +1200,7 @@ mod tests {
             ..Script::default()
         }));
         let ctx = context(tmp.path(), deck.clone());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
         let recs = restart_records(tmp.path());
         assert_eq!(recs[1].action, RestartAction::RestartFailed);
@@ -1170,7 +1216,7 @@ mod tests {
     fn a_failure_without_a_reason_carries_no_spawn_keys() {
         let tmp = tempfile::tempdir().unwrap();
         let ctx = context(tmp.path(), restart_and_start_fail());
-        ctx.restart(&reserved(&ctx));
+        carry_out(&ctx, &reserved(&ctx));
         let recs = restart_records(tmp.path());
         let failed = &recs[1];
         assert_eq!(failed.action, RestartAction::RestartFailed);
