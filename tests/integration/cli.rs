@@ -121,12 +121,10 @@ fn sigterm_stops_within_two_seconds_during_a_serialization_wait() {
         conductor(second, "conductor-b", "error"),
     ]);
     let mut d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || d
-            .stderr()
-            .contains("restarts are serialized")),
-        "never reached the serialization wait; stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        Duration::from_secs(10),
+        "never reached the serialization wait",
+        || d.stderr().contains("restarts are serialized"),
     );
     let (code, took) = d.signal_and_wait(libc::SIGTERM, Duration::from_secs(5));
     assert_eq!(code, Some(0), "stderr:\n{}", d.stderr());

@@ -14,7 +14,6 @@ use serde_json::{json, Value};
 use crate::support::files::all_files_text;
 use crate::support::fixtures::{telegram_conductor, Poller, CONDUCTOR};
 use crate::support::telegram::TelegramStub;
-use crate::support::wait_until;
 use crate::support::watchdog::{assert_ok, Daemon, Wd};
 
 /// The conductor's bot token, in the shape of a real one.
@@ -104,22 +103,15 @@ fn alive_but_deaf(api: &str, checks: Option<&str>) -> (Wd, Poller) {
 /// Waits for `n` more `getWebhookInfo` requests than so far.
 fn wait_for_more_checks(stub: &WebhookStub, n: usize, d: &Daemon) {
     let target = stub.webhook_requests() + n;
-    assert!(
-        wait_until(Duration::from_secs(20), || stub.webhook_requests()
-            >= target),
-        "the checks stopped; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(20), "the checks stopped", || {
+        stub.webhook_requests() >= target
+    });
 }
 
 fn wait_for_deaf_record(wd: &Wd, d: &Daemon) {
-    assert!(
-        wait_until(Duration::from_secs(20), || !wd
-            .restarts_with("poller-deaf")
-            .is_empty()),
-        "no poller-deaf record; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(20), "no poller-deaf record", || {
+        !wd.restarts_with("poller-deaf").is_empty()
+    });
 }
 
 #[test]
@@ -128,11 +120,9 @@ fn updates_unread_on_n_checks_restart_the_conductor_exactly_once() {
     let stub = WebhookStub::start(vec![Pending(3), Pending(5), Pending(9)], false);
     let (wd, _poller) = alive_but_deaf(&stub.0.base, Some("3"));
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(20), || wd.restart_calls() >= 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(20), "no restart", || {
+        wd.restart_calls() >= 1
+    });
     // Further full streaks of unread updates; the dedup window (an hour) holds.
     wait_for_more_checks(&stub, 6, &d);
     wd.wait_for_more_ticks(3);
@@ -167,13 +157,9 @@ fn a_draining_queue_restarts_nothing() {
 fn the_api_down_restarts_nothing_and_warns_once() {
     let (wd, _poller) = alive_but_deaf(&api_down(), Some("2"));
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(20), || d
-            .stderr()
-            .contains("getWebhookInfo for")),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(20), "no getWebhookInfo warning", || {
+        d.stderr().contains("getWebhookInfo for")
+    });
     // About three seconds: ten checks, all unknown.
     wd.wait_for_more_ticks(15);
     assert_eq!(wd.restart_calls(), 0, "stderr:\n{}", d.stderr());

@@ -29,10 +29,7 @@ fn a_kill_and_revive_leaves_failed_at_zero_and_counts_the_pane_sample_apart() {
     assert!(back, "{}", d.stderr());
     // The next tick writes the counts of the revive.
     wd.wait_for_more_ticks(2);
-    let status: Value = serde_json::from_slice(
-        &fs::read(wd.watchdog_dir().join("daemon-status.json")).expect("daemon-status.json"),
-    )
-    .expect("daemon-status.json is JSON");
+    let status = wd.daemon_status();
     assert_eq!(status["cli"]["failures"], json!({}), "{status}");
     let by_design = &status["cli"]["failures_by_design"]["output-pane"];
     assert!(by_design.as_u64() >= Some(1), "{status}");

@@ -54,11 +54,9 @@ fn cascade_alerts_once_settles_then_revives_one_at_a_time() {
     wd.sim
         .update_state(|s| s["delay_s"] = json!({"restart": 0.2}));
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(20), || wd.restart_calls() == 6),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(20), "not all six restarted", || {
+        wd.restart_calls() == 6
+    });
     assert_eq!(wd.escalations_of("cascade-detected"), 1);
     let detected = wd.escalations_with("cascade-detected")[0].ts;
     let restarts = call_times(&wd, &["session", "restart"]);
@@ -83,14 +81,9 @@ fn cascade_of_auth_held_sessions_alerts_once() {
         c["auth_hold"] = json!({"reason": "auth_death", "remedy": "r", "evidence": "e", "boot_attempts": 1, "ts": 1});
     }));
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(20), || wd
-            .liveness_with("auth_hold")
-            .len()
-            >= 18),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(20), "too few auth_hold records", || {
+        wd.liveness_with("auth_hold").len() >= 18
+    });
     assert_eq!(wd.restart_calls(), 0);
     assert_eq!(wd.escalations_of("cascade-detected"), 1);
     assert_eq!(wd.escalations_of("auth-hold"), 6);
@@ -111,14 +104,10 @@ fn three_rate_limited_boots_open_the_breaker_once() {
     // Now a fourth conductor crashes: no restart may run until the breaker closes.
     wd.sim
         .update_state(|s| s["sessions"][3]["status"] = json!("error"));
-    assert!(
-        wait_until(Duration::from_secs(20), || !call_times(
-            &wd,
-            &["restart", CONDUCTOR]
-        )
-        .is_empty()),
-        "stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        Duration::from_secs(20),
+        "the fourth conductor was never restarted",
+        || !call_times(&wd, &["restart", CONDUCTOR]).is_empty(),
     );
     let first = call_times(&wd, &["restart", CONDUCTOR])[0];
     assert!(
@@ -270,13 +259,9 @@ fn a_pause_that_starts_during_the_wait_skips_without_deadlock() {
     wd.sessions(sessions);
     let mut d = wd.spawn(&[]);
     wd.wait_for_escalations(&d, "cascade", 1);
-    assert!(
-        wait_until(Duration::from_secs(10), || d
-            .stderr()
-            .contains("skipped after the wait: cascade_pause")),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "no cascade_pause skip", || {
+        d.stderr().contains("skipped after the wait: cascade_pause")
+    });
     wd.wait_for_more_ticks(3);
     assert_eq!(wd.restart_calls(), 2);
     let (code, took) = d.signal_and_wait(libc::SIGTERM, Duration::from_secs(5));
@@ -330,8 +315,7 @@ fn sigkill_keeps_backoff_breaker_and_cooldown() {
     wd.wait_for_more_ticks(8);
     assert_eq!(wd.restart_calls(), before, "stderr:\n{}", d2.stderr());
     assert_eq!(wd.escalations_of("circuit-breaker"), 1);
-    let out = wd.run(&["status", "--json"]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = wd.status_json();
     assert_eq!(v["breaker"]["open"], true);
     assert!(v["sessions"]
         .as_array()
@@ -363,9 +347,7 @@ fn a_fleet_that_vanishes_alerts_once_keeps_its_history_and_the_budget_holds_when
             conductor(SECOND, "conductor-two", "running"),
         ];
         wd.sessions(fleet.clone());
-        if let Some(v) = version {
-            wd.sim.update_state(|s| s["version"] = json!(v));
-        }
+        wd.release(version);
         let d = wd.spawn(&[]);
         wd.wait_for_escalations(&d, "rate-limit", 1);
         assert_eq!(wd.restart_calls(), 2);
@@ -407,11 +389,10 @@ fn a_fleet_that_vanishes_alerts_once_keeps_its_history_and_the_budget_holds_when
             s["sessions"] = json!(fleet);
             s["profiles_exist"] = json!(true);
         });
-        assert!(
-            wait_until(Duration::from_secs(10), || saved_state(&wd)["vanished"]
-                .is_null()),
-            "{empty}: stderr:\n{}",
-            d.stderr()
+        d.wait_for(
+            Duration::from_secs(10),
+            &format!("{empty}: the vanished mark stays"),
+            || saved_state(&wd)["vanished"].is_null(),
         );
         wd.wait_for_more_ticks(8);
         assert_eq!(wd.restart_calls(), 2, "{empty}: the old budget still holds");

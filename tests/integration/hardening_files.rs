@@ -9,13 +9,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use agent_deck_watchdog::harness::TaskStatus;
-use serde_json::json;
 
 use crate::support::files::mkfifo;
 use crate::support::fixtures::{conductor, CONDUCTOR};
+use crate::support::output_within;
 use crate::support::tasks::TaskDir;
 use crate::support::watchdog::{assert_ok, Daemon, Wd};
-use crate::support::{output_within, wait_until};
 
 const SECS_10: Duration = Duration::from_secs(10);
 
@@ -54,40 +53,40 @@ fn mode(path: &Path) -> u32 {
 
 #[test]
 fn a_fifo_hook_file_does_not_stall_the_daemon() {
-    let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
-    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
-    let mut d = wd.spawn(&[]);
-    wd.wait_until_quiet();
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
-    fifo_hook(&wd.hooks, CONDUCTOR);
+    let stderr = a_fifo_hook_does_not_stall(false);
     assert!(
-        wait_until(SECS_10, || wd.restart_calls() == 1),
-        "the errored conductor was never restarted; stderr:\n{}",
-        d.stderr()
+        stderr.contains(&format!("{CONDUCTOR}.json is a FIFO")),
+        "stderr:\n{stderr}"
     );
-    let warned = format!("{CONDUCTOR}.json is a FIFO");
-    assert!(d.stderr().contains(&warned), "stderr:\n{}", d.stderr());
-    stops_promptly(&mut d);
 }
 
 #[test]
 fn a_fifo_sandbox_hook_file_does_not_stall_the_daemon() {
+    a_fifo_hook_does_not_stall(true);
+}
+
+/// A conductor dies and a FIFO arrives as its hook file (in its sandbox
+/// dir if `sandboxed`): it is restarted all the same and SIGTERM still
+/// works. The daemon's stderr.
+fn a_fifo_hook_does_not_stall(sandboxed: bool) -> String {
     let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "30");
-    let dir = wd.hooks.join("sandbox").join(CONDUCTOR);
+    let dir = if sandboxed {
+        wd.hooks.join("sandbox").join(CONDUCTOR)
+    } else {
+        wd.hooks.clone()
+    };
     fs::create_dir_all(&dir).unwrap();
-    wd.sessions(vec![conductor(CONDUCTOR, "conductor-box", "running")]);
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
     let mut d = wd.spawn(&[]);
     wd.wait_until_quiet();
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    wd.set_status("error");
     fifo_hook(&dir, CONDUCTOR);
-    assert!(
-        wait_until(SECS_10, || wd.restart_calls() == 1),
-        "the errored conductor was never restarted; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "the errored conductor was never restarted", || {
+        wd.restart_calls() == 1
+    });
+    let stderr = d.stderr();
     stops_promptly(&mut d);
+    stderr
 }
 
 #[test]
@@ -102,14 +101,11 @@ fn a_100_mb_hook_file_costs_no_memory() {
     fs::File::create(&tmp).unwrap().set_len(100 << 20).unwrap();
     fs::rename(&tmp, wd.hooks.join(format!("{CONDUCTOR}.json"))).unwrap();
     // The hook is unreadable, so the status is asked for: the file was looked at.
-    assert!(
-        wait_until(SECS_10, || !wd
-            .sim
+    d.wait_for(SECS_10, "the hook was never handled", || {
+        !wd.sim
             .calls_with(&["session", "show", CONDUCTOR])
-            .is_empty()),
-        "the hook was never handled; stderr:\n{}",
-        d.stderr()
-    );
+            .is_empty()
+    });
     let grew_mib = peak_rss_kib(d.pid()).saturating_sub(before) / 1024;
     assert!(grew_mib < 20, "peak memory grew by {grew_mib} MiB");
     assert!(d.alive());
@@ -127,11 +123,9 @@ fn a_fifo_in_place_of_restart_log_does_not_stop_restarts() {
         conductor(other, "conductor-travel", "error"),
     ]);
     let mut d = wd.spawn(&[]);
-    assert!(
-        wait_until(SECS_10, || wd.restart_calls() == 2),
-        "restarts stopped after the first record; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "restarts stopped after the first record", || {
+        wd.restart_calls() == 2
+    });
     assert!(
         d.stderr().contains("restart.log") && d.stderr().contains("FIFO"),
         "stderr:\n{}",
@@ -248,12 +242,9 @@ fn a_fifo_task_file_does_not_hang_task_list_or_the_daemon() {
     mkfifo(&t.task_file);
     let mut d = t.wd.spawn(&[]);
     t.wd.wait_for_first_tick();
-    assert!(
-        wait_until(SECS_10, || t.status("task-fifo-4101")
-            == Some(TaskStatus::Tampered)),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "never tampered", || {
+        t.status("task-fifo-4101") == Some(TaskStatus::Tampered)
+    });
     let escalations = t.wd.escalations();
     let msg = escalations
         .iter()
@@ -271,46 +262,31 @@ fn a_fifo_partial_file_is_skipped_and_the_task_redispatched() {
     let t = TaskDir::new(Wd::new());
     add(&t, "task-fifo-4201");
     mkfifo(&t.dir.join("task-fifo-4201.partial"));
-    assert_ok(&t.task(&["check"]));
-    assert!(
-        wait_until(SECS_10, || !t.dispatched().is_empty()),
-        "never re-dispatched"
-    );
+    t.check();
+    t.wait_dispatched(1);
     assert_eq!(t.dispatched(), ["task-fifo-4201.2 "]);
 }
 
 #[test]
 fn a_fifo_signature_file_does_not_hang_the_follow_up() {
-    let wd = Wd::new();
-    let key = wd.home.path().join("hmac.key");
-    fs::write(&key, "sekrit\n").unwrap();
-    let t = TaskDir::new(wd.env("TASK_PARTIAL_HMAC_KEY_FILE", &key.display().to_string()));
+    let t = TaskDir::signed(Wd::new(), |key| fs::write(key, "sekrit\n").unwrap());
     add(&t, "task-fifo-4301");
     fs::write(t.dir.join("task-fifo-4301.partial"), "step 3 of 7\n").unwrap();
     mkfifo(&t.dir.join("task-fifo-4301.partial.sig"));
-    assert_ok(&t.task(&["check"]));
-    assert!(
-        wait_until(SECS_10, || !t.dispatched().is_empty()),
-        "never re-dispatched"
-    );
+    t.check();
+    t.wait_dispatched(1);
     assert_eq!(t.dispatched(), ["task-fifo-4301.2 "]);
     assert_eq!(t.wd.escalations_of("partial-tampered"), 1);
 }
 
 #[test]
 fn a_fifo_hmac_key_does_not_hang_the_follow_up() {
-    let wd = Wd::new();
-    let key = wd.home.path().join("hmac.key");
-    mkfifo(&key);
-    let t = TaskDir::new(wd.env("TASK_PARTIAL_HMAC_KEY_FILE", &key.display().to_string()));
+    let t = TaskDir::signed(Wd::new(), mkfifo);
     add(&t, "task-fifo-4401");
     fs::write(t.dir.join("task-fifo-4401.partial"), "step 3 of 7\n").unwrap();
     fs::write(t.dir.join("task-fifo-4401.partial.sig"), "00").unwrap();
-    assert_ok(&t.task(&["check"]));
-    assert!(
-        wait_until(SECS_10, || !t.dispatched().is_empty()),
-        "never re-dispatched"
-    );
+    t.check();
+    t.wait_dispatched(1);
     assert_eq!(t.dispatched(), ["task-fifo-4401.2 "]);
 }
 
@@ -322,7 +298,7 @@ fn a_fifo_in_place_of_a_redispatch_log_does_not_hang_the_follow_up() {
     fs::create_dir_all(&logs).unwrap();
     mkfifo(&logs.join("task-fifo-4501.2.log"));
     // Whatever the pass makes of the failed spawn, it ends, and runs nothing.
-    assert_ok(&t.task(&["check"]));
+    t.check();
     assert!(t.dispatched().is_empty());
     assert_ok(&t.task(&["list"]));
 }
@@ -383,10 +359,10 @@ fn other_hooks_dir_files_wake_nothing(backend: &str) {
         r#"{"status":"idle","ts":2}"#,
     )
     .unwrap();
-    assert!(
-        wait_until(SECS_10, || shows(OTHER) == 1),
-        "{backend}: the real hook woke nothing; stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        SECS_10,
+        &format!("{backend}: the real hook woke nothing"),
+        || shows(OTHER) == 1,
     );
     // A batch's hooks are checked one after another: once the daemon is
     // quiet, every file above has been handled.

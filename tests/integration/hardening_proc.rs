@@ -3,7 +3,7 @@
 //! shutdown, and a Telegram error that carries the bot token.
 
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,21 +12,20 @@ use std::time::Duration;
 
 use crate::support::files::write_script;
 use crate::support::fixtures::{auth_held, CONDUCTOR};
-use crate::support::wait_until;
+use crate::support::telegram::TelegramStub;
 use crate::support::watchdog::{assert_ok, Wd};
 
 const TOKEN: &str = "7777777:SECRET-BOT-TOKEN-abc";
 
-/// A stand-in for the Telegram Bot API on loopback that either answers every
-/// request with one fixed status and body, or never answers at all.
-struct HttpStub {
+/// A stand-in for the Telegram Bot API on loopback that never answers.
+struct SilentStub {
     base: String,
     /// Requests whose first bytes arrived.
     received: Arc<AtomicUsize>,
 }
 
-impl HttpStub {
-    fn start(answer: Option<(&'static str, String)>) -> HttpStub {
+impl SilentStub {
+    fn start() -> SilentStub {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let base = format!("http://{}", listener.local_addr().expect("local addr"));
         let received = Arc::new(AtomicUsize::new(0));
@@ -34,58 +33,17 @@ impl HttpStub {
         std::thread::spawn(move || {
             for mut stream in listener.incoming().flatten() {
                 let seen = seen.clone();
-                let answer = answer.clone();
                 std::thread::spawn(move || {
-                    if read_request(&mut stream) {
+                    if stream.read(&mut [0u8; 4096]).is_ok_and(|n| n > 0) {
                         seen.fetch_add(1, Ordering::SeqCst);
                     }
-                    match answer {
-                        Some((status, body)) => {
-                            let _ = write!(
-                                stream,
-                                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                                body.len()
-                            );
-                        }
-                        // Hold the connection, silent, for longer than any client timeout.
-                        None => std::thread::sleep(Duration::from_secs(60)),
-                    }
+                    // Hold the connection, silent, for longer than any client timeout.
+                    std::thread::sleep(Duration::from_secs(60));
                 });
             }
         });
-        HttpStub { base, received }
+        SilentStub { base, received }
     }
-
-    fn received(&self) -> usize {
-        self.received.load(Ordering::SeqCst)
-    }
-}
-
-/// Reads one whole request, headers and `Content-Length` body, so the
-/// answer never races the client's last bytes (closing a socket with unread
-/// data resets it). True if any of it arrived.
-fn read_request(stream: &mut std::net::TcpStream) -> bool {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    let mut need: Option<usize> = None;
-    while need.is_none_or(|n| got.len() < n) {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-        if need.is_none() {
-            if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
-                let length = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse::<usize>().ok())
-                    .unwrap_or(0);
-                need = Some(end + 4 + length);
-            }
-        }
-    }
-    !got.is_empty()
 }
 
 /// Processes a test started in the background, killed when this drops.
@@ -159,15 +117,13 @@ fn a_cli_whose_grandchild_holds_stdout_still_gets_the_errored_conductor_restarte
 
 #[test]
 fn sigterm_during_a_hung_telegram_request_exits_within_a_second_and_a_half() {
-    let stub = HttpStub::start(None);
+    let stub = SilentStub::start();
     let wd = Wd::new().telegram(&stub.base);
     wd.sessions(vec![auth_held(CONDUCTOR, "conductor-ops")]);
     let mut d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(20), || stub.received() > 0),
-        "no telegram request; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(20), "no telegram request", || {
+        stub.received.load(Ordering::SeqCst) > 0
+    });
     let (code, took) = d.signal_and_wait(libc::SIGTERM, Duration::from_secs(15));
     assert_eq!(code, Some(0), "stderr:\n{}", d.stderr());
     assert!(
@@ -181,7 +137,7 @@ fn sigterm_during_a_hung_telegram_request_exits_within_a_second_and_a_half() {
 fn a_telegram_error_never_logs_part_of_the_token_or_a_forged_line() {
     // The token straddles the 200th character; a raw newline would forge a line.
     let body = format!("bad request\n<0>forged {}{TOKEN} and more", "x".repeat(170));
-    let stub = HttpStub::start(Some(("400 Bad Request", body)));
+    let stub = TelegramStub::answering(move |_, _| ("400 Bad Request", body.clone()));
     let wd = Wd::new()
         .telegram(&stub.base)
         .env("TELEGRAM_BOT_TOKEN", TOKEN);
@@ -190,7 +146,7 @@ fn a_telegram_error_never_logs_part_of_the_token_or_a_forged_line() {
     assert_ok(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stub.received() > 0,
+        !stub.requests().is_empty(),
         "no telegram request; stderr:\n{stderr}"
     );
     assert!(

@@ -5,12 +5,12 @@
 //! place of a record file cannot hang it.
 
 use std::fs;
-use std::process::{Output, Stdio};
 use std::time::Duration;
 
+use crate::support::contract::{stderr, stdout};
 use crate::support::files::mkfifo;
 use crate::support::fixtures::CONDUCTOR;
-use crate::support::wait_until;
+use crate::support::output_within;
 use crate::support::watchdog::{assert_ok, Wd};
 use agent_deck_watchdog::harness::{EscalationRecord, LivenessRecord, RestartRecord};
 use serde_json::{json, Value};
@@ -79,14 +79,6 @@ fn an_hour(wd: &Wd) -> Vec<Value> {
         restarted,
         cascade,
     ]
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
@@ -375,21 +367,8 @@ fn a_fifo_named_restart_log_does_not_hang_history_and_the_other_files_are_shown(
     fs::remove_file(&fifo).unwrap();
     mkfifo(&fifo);
     fs::create_dir(wd.watchdog_dir().join("escalations.log.1")).unwrap();
-    let mut child = wd
-        .command(&["history"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn history");
-    let finished = wait_until(Duration::from_secs(10), || {
-        child.try_wait().ok().flatten().is_some()
-    });
-    if !finished {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("history hung on a FIFO named restart.log");
-    }
-    let out = child.wait_with_output().expect("history output");
+    // A hang on the FIFO fails here.
+    let out = output_within(wd.command(&["history"]), Duration::from_secs(10));
     assert_ok(&out);
     let err = stderr(&out);
     assert!(

@@ -8,7 +8,6 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::fixtures::{conductor, CONDUCTOR};
-use crate::support::wait_until;
 use crate::support::watchdog::{Daemon, Wd};
 
 /// A Codex conductor in `error` with `substate` (and `substate_detail`).
@@ -20,13 +19,6 @@ fn codex(substate: &str, detail: &str) -> Value {
     c
 }
 
-/// The simulator answers as `version` (None: no key, 1.14.0).
-fn at(wd: &Wd, version: Option<&str>) {
-    if let Some(v) = version {
-        wd.sim.update_state(|s| s["version"] = json!(v));
-    }
-}
-
 #[test]
 fn codex_at_its_login_banner_is_an_auth_hold_told_once_and_never_restarted() {
     for version in [None, Some("1.16.26")] {
@@ -34,21 +26,16 @@ fn codex_at_its_login_banner_is_an_auth_hold_told_once_and_never_restarted() {
         let mut c = codex("", "");
         c["status"] = json!("running");
         wd.sessions(vec![c]);
-        at(&wd, version);
+        wd.release(version);
         let d = wd.spawn(&[]);
         wd.wait_for_more_ticks(2);
         wd.sim.update_state(|s| {
             s["sessions"][0]["status"] = json!("error");
             s["sessions"][0]["substate"] = json!("auth-401");
         });
-        assert!(
-            wait_until(Duration::from_secs(20), || wd
-                .liveness_with("auth_hold")
-                .len()
-                >= 3),
-            "{version:?}: stderr:\n{}",
-            d.stderr()
-        );
+        d.wait_for(Duration::from_secs(20), &format!("{version:?}"), || {
+            wd.liveness_with("auth_hold").len() >= 3
+        });
         assert_eq!(wd.restart_calls(), 0, "{version:?}");
         assert_eq!(
             wd.escalations_of("auth-hold"),
@@ -75,15 +62,11 @@ fn a_usage_limit_is_rate_limited_and_backed_off_until_its_retry_time() {
     let later = crate::support::now() + 7200.0;
     let wd = Wd::new().env("API_429_BACKOFF_S", "1");
     wd.sessions(vec![codex("usage-limit", &banner_time(later))]);
-    at(&wd, Some("1.16.26"));
+    wd.release(Some("1.16.26"));
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || !wd
-            .restarts_with("rate-limited")
-            .is_empty()),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "never rate-limited", || {
+        !wd.restarts_with("rate-limited").is_empty()
+    });
     wd.wait_for_more_ticks(15);
     let limited = wd.restarts_with("rate-limited");
     assert_eq!(limited.len(), 1, "one record per limit");
@@ -110,20 +93,16 @@ fn a_usage_limit_without_a_retry_time_backs_off_api_429_backoff_s_then_is_restar
         "try again at Oct 10th, 2026 8:03 AM",
     )]);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || !wd
-            .restarts_with("rate-limited")
-            .is_empty()),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "never rate-limited", || {
+        !wd.restarts_with("rate-limited").is_empty()
+    });
     let limited = &wd.restarts_with("rate-limited")[0];
     assert_eq!(limited.backoff_s, Some(1.5));
     assert_eq!(wd.restart_calls(), 0);
-    assert!(
-        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
-        "the 429 path restarts it after the backoff; stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        Duration::from_secs(10),
+        "the 429 path restarts it after the backoff",
+        || wd.restart_calls() >= 1,
     );
     let first = wd
         .sim
@@ -139,11 +118,10 @@ fn a_usage_limit_without_a_retry_time_backs_off_api_429_backoff_s_then_is_restar
 fn stopped_then_error(version: &str) -> (Wd, Daemon) {
     let wd = Wd::new();
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "stopped")]);
-    at(&wd, Some(version));
+    wd.release(Some(version));
     let d = wd.spawn(&[]);
     wd.wait_for_more_ticks(3);
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    wd.set_status("error");
     (wd, d)
 }
 
@@ -151,28 +129,22 @@ fn stopped_then_error(version: &str) -> (Wd, Daemon) {
 fn a_stop_that_flips_to_error_below_1_16_23_stays_a_stop_until_started_by_hand() {
     // notify-daemon's flip, half a second after the stop (#2453).
     let (wd, d) = stopped_then_error("1.14.0");
-    assert!(
-        wait_until(Duration::from_secs(10), || !wd
-            .restarts_with("skipped")
-            .is_empty()),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "never held", || {
+        !wd.restarts_with("skipped").is_empty()
+    });
     wd.wait_for_more_ticks(10);
     let held = wd.restarts_with("skipped");
     assert_eq!(held.len(), 1, "once per episode");
     assert_eq!(held[0].reason.as_deref(), Some("stopped_before"));
     assert_eq!(wd.restart_calls(), 0);
     // A human starts it; then it crashes: that is a death.
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("running"));
+    wd.set_status("running");
     wd.wait_for_more_ticks(3);
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
-    assert!(
-        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
-        "stderr:\n{}",
-        d.stderr()
+    wd.set_status("error");
+    d.wait_for(
+        Duration::from_secs(10),
+        "no restart once started by hand",
+        || wd.restart_calls() >= 1,
     );
     assert_eq!(wd.restarts_with("skipped").len(), 1);
 }
@@ -182,11 +154,9 @@ fn from_1_16_23_an_error_after_a_stop_is_a_death() {
     // 1.16.23 fixed the flip (#2453): an `error` after `stopped` is the
     // session dying after a human started it between two reads.
     let (wd, d) = stopped_then_error("1.16.26");
-    assert!(
-        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "no restart", || {
+        wd.restart_calls() >= 1
+    });
     assert!(wd.restarts_with("skipped").is_empty());
 }
 
@@ -197,8 +167,7 @@ fn the_stop_flag_survives_a_watchdog_restart() {
     let mut d = wd.spawn(&[]);
     wd.wait_for_more_ticks(3);
     d.signal_and_wait(libc::SIGTERM, Duration::from_secs(5));
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    wd.set_status("error");
     let out = wd.run(&["--once"]);
     assert_eq!(
         out.status.code(),

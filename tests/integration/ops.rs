@@ -89,9 +89,7 @@ fn status_json_reports_a_spent_budget() {
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
     wd.wait_for_escalations(&d, "rate-limit", 1);
-    let out = wd.run(&["status", "--json"]);
-    assert_ok(&out);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = wd.status_json();
     assert_eq!(v["daemon"]["running"], true);
     assert_eq!(v["daemon"]["pid"], d.pid());
     let s = v["sessions"]
@@ -293,28 +291,12 @@ fn demo_runs_on_a_fresh_machine_and_tells_the_story() {
     assert!(ran.is_empty(), "the demo ran tmux: {ran}");
 }
 
-/// The simulated release of `wd`'s agent-deck (`None`: no `version` key,
-/// the simulator answers as 1.14.0).
-fn at_release(wd: &Wd, version: Option<&str>) {
-    if let Some(v) = version {
-        wd.sim.update_state(|s| s["version"] = serde_json::json!(v));
-    }
-}
-
-fn daemon_status(wd: &Wd) -> Value {
-    let path = wd.watchdog_dir().join("daemon-status.json");
-    fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null)
-}
-
 #[test]
 fn the_pane_sample_passes_primary_on_1_16_26_and_never_on_1_14_0() {
     for (version, primary) in [(Some("1.16.26"), true), (None, false)] {
         let wd = Wd::new();
         wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
-        at_release(&wd, version);
+        wd.release(version);
         let out = wd.run(&["--once"]);
         assert_ok(&out);
         let calls = wd.sim.calls();
@@ -339,16 +321,13 @@ fn the_version_read_at_start_is_in_daemon_status_and_status() {
     for (version, shown) in [(Some("1.16.26"), "1.16.26"), (None, "1.14.0")] {
         let wd = Wd::new();
         wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
-        at_release(&wd, version);
+        wd.release(version);
         assert_ok(&wd.run(&["--once"]));
-        assert_eq!(daemon_status(&wd)["agent_deck_version"], shown);
+        assert_eq!(wd.daemon_status()["agent_deck_version"], shown);
         let prom = fs::read_to_string(wd.watchdog_dir().join("metrics.prom")).unwrap();
         let info = format!("agent_deck_watchdog_agent_deck_info{{version=\"{shown}\"}} 1\n");
         assert!(prom.contains(&info), "{prom}");
-        let out = wd.run(&["status", "--json"]);
-        assert_ok(&out);
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["agent_deck_version"], shown);
+        assert_eq!(wd.status_json()["agent_deck_version"], shown);
         let text = wd.run(&["status"]);
         let text = String::from_utf8_lossy(&text.stdout);
         assert!(
@@ -359,9 +338,9 @@ fn the_version_read_at_start_is_in_daemon_status_and_status() {
     // Unreadable: null in the record, `unknown` in the table.
     let wd = Wd::new();
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
-    at_release(&wd, Some("dev"));
+    wd.release(Some("dev"));
     assert_ok(&wd.run(&["--once"]));
-    assert!(daemon_status(&wd)["agent_deck_version"].is_null());
+    assert!(wd.daemon_status()["agent_deck_version"].is_null());
     let text = wd.run(&["status"]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("agent-deck: unknown"));
 }
@@ -373,28 +352,22 @@ fn the_version_read_at_start_is_in_daemon_status_and_status() {
 fn a_version_change_is_picked_up_after_a_call_that_should_not_fail() {
     let wd = Wd::new().env("SAFETY_POLL_INTERVAL_S", "1");
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
-    wd.sim.update_state(|s| {
-        s["sessions"][0]["status"] = serde_json::json!("running");
-    });
+    wd.set_status("running");
     let d = wd.spawn(&[]);
     wd.wait_for_first_tick();
-    assert!(
-        wait_until(Duration::from_secs(10), || daemon_status(&wd)
-            ["agent_deck_version"]
-            == "1.14.0"),
-        "stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        Duration::from_secs(10),
+        "the version was never read",
+        || wd.daemon_status()["agent_deck_version"] == "1.14.0",
     );
     wd.sim.update_state(|s| {
         s["version"] = serde_json::json!("1.16.26");
         s["faults"] = serde_json::json!({"list": {"mode": "exit1", "count": 1}});
     });
-    assert!(
-        wait_until(Duration::from_secs(15), || daemon_status(&wd)
-            ["agent_deck_version"]
-            == "1.16.26"),
-        "the new version was never read; stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        Duration::from_secs(15),
+        "the new version was never read",
+        || wd.daemon_status()["agent_deck_version"] == "1.16.26",
     );
     assert_eq!(wd.sim.calls_with(&["version"]).len(), 2);
     assert!(
@@ -404,9 +377,7 @@ fn a_version_change_is_picked_up_after_a_call_that_should_not_fail() {
         d.stderr()
     );
     // Gated calls follow it: the next pane sample carries `--primary`.
-    wd.sim.update_state(|s| {
-        s["sessions"][0]["status"] = serde_json::json!("error");
-    });
+    wd.set_status("error");
     assert!(
         wait_until(Duration::from_secs(15), || !wd
             .sim
@@ -434,7 +405,7 @@ fn the_store_warning_on_stderr_is_no_failure_and_logged_once() {
         1,
         "{err}"
     );
-    let st = daemon_status(&wd);
+    let st = wd.daemon_status();
     assert_eq!(st["cli"]["failures"], serde_json::json!({}), "{st}");
     assert!(st["cli"]["calls"]["list"].as_u64() >= Some(1), "{st}");
 }
@@ -443,11 +414,11 @@ fn the_store_warning_on_stderr_is_no_failure_and_logged_once() {
 fn an_empty_fleet_of_1_16_26_is_no_failure() {
     // `list --all --json` with profiles and no sessions is `[]` from 1.16.11.
     let wd = Wd::new();
-    at_release(&wd, Some("1.16.26"));
+    wd.release(Some("1.16.26"));
     let out = wd.run(&["--once"]);
     assert_ok(&out);
     assert_eq!(wd.sim.run(&["list", "--all", "--json"]).stdout, b"[]\n");
-    let st = daemon_status(&wd);
+    let st = wd.daemon_status();
     assert_eq!(st["cli"]["failures"], serde_json::json!({}), "{st}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("unreadable"), "{err}");
@@ -508,7 +479,7 @@ fn with_pane_watch_off_the_cli_calls_are_todays_and_tmux_is_never_run() {
     );
     assert!(!log.exists(), "PANE_WATCH=off ran tmux");
     assert_eq!(
-        daemon_status(&wd)["pane_watch"]["why_not"],
+        wd.daemon_status()["pane_watch"]["why_not"],
         "PANE_WATCH=off"
     );
     let status = wd.run(&["status"]);
@@ -535,7 +506,7 @@ fn with_no_tmux_on_path_the_daemon_says_once_why_and_polls_at_the_safety_interva
         .matches("pane watch not armed: tmux cannot be run")
         .count();
     assert_eq!(said, 1, "{err}");
-    let st = daemon_status(&wd);
+    let st = wd.daemon_status();
     assert_eq!(st["pane_watch"]["armed"], false, "{st}");
     let why = st["pane_watch"]["why_not"].as_str().unwrap_or_default();
     assert!(why.contains("tmux cannot be run"), "{st}");
@@ -591,8 +562,7 @@ fn pane_death_is_seen(args: &[&str]) {
     }));
     // The agent dies as a crash would: agent-deck reads error, tmux shows
     // the session gone.
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = "error".into());
+    wd.set_status("error");
     fs::remove_file(&listing).unwrap();
     pane.kill().unwrap();
     let _ = pane.wait();

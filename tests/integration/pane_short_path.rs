@@ -64,11 +64,9 @@ fn a_killed_pane_is_restarted_from_one_show_with_the_kernel_s_proof_recorded() {
     }
     let from = wd.sim.calls().len();
     kill(pid, 9);
-    assert!(
-        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
-        "never restarted; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "never restarted", || {
+        wd.restart_calls() >= 1
+    });
     let calls = deck_calls(&wd, from);
     let restart = calls
         .iter()
@@ -134,11 +132,9 @@ fn with_pane_watch_off_a_killed_pane_keeps_the_two_samples() {
     let wd = installed("off").env("SAFETY_POLL_INTERVAL_S", "0.2");
     let (_host, pid, d) = started(&wd);
     kill(pid, 9);
-    assert!(
-        wait_until(Duration::from_secs(10), || !wd.liveness().is_empty()),
-        "never confirmed; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "never confirmed", || {
+        !wd.liveness().is_empty()
+    });
     let rec = &wd.liveness()[0];
     assert_eq!(rec.reads.len(), 2, "{rec:?}");
     assert!(rec.gap_s > 0.0);

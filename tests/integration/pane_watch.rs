@@ -202,11 +202,7 @@ fn a_killed_tmux_server_is_one_cascade_then_serial_revives() {
         "{:?}",
         killed.elapsed()
     );
-    assert!(
-        wait_until(SEEN_WITHIN, || wd.restart_calls() == n),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SEEN_WITHIN, "no restart", || wd.restart_calls() == n);
     assert_eq!(wd.escalations_of("cascade-detected"), 1);
     let err = d.stderr();
     assert_eq!(err.matches("panes died at once").count(), 1, "{err}");
@@ -378,11 +374,9 @@ fn with_pane_watch_off_tmux_is_never_run_and_the_calls_are_todays() {
     );
     // A death is found by the poll, as without the watch.
     kill(pid, libc::SIGKILL);
-    assert!(
-        wait_until(SEEN_WITHIN, || wd.restart_calls() == 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SEEN_WITHIN, "the poll found no death", || {
+        wd.restart_calls() == 1
+    });
     assert!(!d.stderr().contains("pane watch:"), "{}", d.stderr());
     assert!(
         !wd.sim.calls().iter().any(|c| c[0] == "tmux"),
@@ -402,23 +396,16 @@ fn armed_the_status_says_so_with_the_count_and_the_poll_slows_to_the_armed_inter
     if !wd.pane_watch_armed(&d) {
         return;
     }
-    let file = || -> Value {
-        std::fs::read(wd.watchdog_dir().join("daemon-status.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(Value::Null)
-    };
-    assert!(
-        wait_until(Duration::from_secs(6), || file()["pane_watch"]["armed"]
-            == true),
-        "{}",
-        file()
+    let armed = || wd.daemon_status()["pane_watch"]["armed"] == true;
+    d.wait_for(
+        Duration::from_secs(6),
+        "daemon-status.json never said armed",
+        armed,
     );
-    let st = file();
+    let st = wd.daemon_status();
     assert_eq!(st["pane_watch"]["covered"], 2, "{st}");
     assert_eq!(st["pane_watch"]["why_not"], Value::Null, "{st}");
-    let out = wd.run(&["status", "--json"]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = wd.status_json();
     assert_eq!(v["pane_watch"]["armed"], true, "{v}");
     assert_eq!(v["pane_watch"]["covered"], 2, "{v}");
     // At 0.2 s a 3 s window holds about 15 polls; armed, at most 2.

@@ -22,11 +22,9 @@ fn deaf_conductor_is_restarted_once_within_the_dedup_window() {
     let wd = patrol_env(Wd::new());
     telegram_conductor(&wd);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "no restart", || {
+        wd.restart_calls() >= 1
+    });
     // Many more checks run; the dedup window (an hour) holds.
     wd.wait_for_more_ticks(12);
     assert_eq!(wd.restart_calls(), 1);
@@ -52,11 +50,9 @@ fn refused_poller_restart_is_not_a_success() {
     wd.sim
         .update_state(|s| s["sessions"][0]["on_restart"] = json!("skipped"));
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || wd.restart_calls() >= 2),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "fewer than two restarts", || {
+        wd.restart_calls() >= 2
+    });
     let actions: Vec<_> = wd.restarts().into_iter().map(|r| r.action).collect();
     assert!(
         actions.iter().all(|a| *a == "poller-refused"),
@@ -123,9 +119,7 @@ fn a_child_at_an_open_menu_is_never_nudged_while_a_plain_waiting_one_is() {
             child(KID, Some(CONDUCTOR), false),
             at_menu,
         ]);
-        if let Some(v) = version {
-            wd.sim.update_state(|s| s["version"] = json!(v));
-        }
+        wd.release(version);
         let d = wd.spawn(&[]);
         let what = format!("{version:?}: the plain waiting child was never nudged");
         wd.wait_for_call(&d, &["send", KID], Duration::from_secs(10), &what);
@@ -152,11 +146,9 @@ fn a_nudge_typed_into_a_non_claude_pane_is_recorded_as_a_nudge_not_a_failure() {
     kid["on_send"] = json!("typed");
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running"), kid]);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(10), || !wd.restarts().is_empty()),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "no restart record", || {
+        !wd.restarts().is_empty()
+    });
     wd.wait_for_more_ticks(8);
     let records = wd.restarts();
     assert_eq!(records.len(), 1, "{records:?}");
@@ -312,13 +304,10 @@ fn dry_run_patrols_decide_and_record_but_send_and_restart_nothing() {
             .push(child(KID, Some(CONDUCTOR), false));
     });
     let d = wd.spawn(&["--dry-run"]);
-    assert!(
-        wait_until(Duration::from_secs(10), || !wd
-            .restarts_with("nudge")
-            .is_empty()
-            && !wd.restarts_with("poller-restart").is_empty()),
-        "stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        Duration::from_secs(10),
+        "no nudge or no poller-restart record",
+        || !wd.restarts_with("nudge").is_empty() && !wd.restarts_with("poller-restart").is_empty(),
     );
     wd.wait_for_more_ticks(5);
     assert_eq!(wd.restart_calls(), 0);

@@ -4,6 +4,7 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
+use agent_deck_watchdog::harness::sim::NEWEST;
 use serde_json::json;
 
 use crate::support::files::write_hook;
@@ -20,15 +21,10 @@ fn hook_rename_restarts_within_a_second(wd: &Wd) -> String {
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
     let mut d = wd.spawn(&[]);
     wd.wait_until_quiet();
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    wd.set_status("error");
     let written = Instant::now();
     write_hook(&wd.hooks, CONDUCTOR, "dead");
-    assert!(
-        wait_until(SECS_10, || wd.restart_calls() == 1),
-        "no restart; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "no restart", || wd.restart_calls() == 1);
     let took = written.elapsed();
     assert!(took < Duration::from_secs(1), "restart took {took:?}");
     let call = &wd.sim.calls_with(&["session", "restart"])[0];
@@ -68,13 +64,12 @@ fn without_kernel_notifications_a_sandbox_hook_and_a_late_hooks_dir_are_still_se
     let sandbox = wd.hooks.join("sandbox").join(CONDUCTOR);
     fs::create_dir_all(&sandbox).unwrap();
     wd.wait_until_quiet();
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    wd.set_status("error");
     write_hook(&sandbox, CONDUCTOR, "dead");
-    assert!(
-        wait_until(Duration::from_secs(3), || wd.restart_calls() == 1),
-        "no restart from the sandbox hook; stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        Duration::from_secs(3),
+        "no restart from the sandbox hook",
+        || wd.restart_calls() == 1,
     );
     assert!(d.alive());
 }
@@ -89,26 +84,18 @@ fn hooks_dir_created_after_start_and_recreated_while_running() {
     fs::create_dir(&wd.hooks).unwrap();
     // The watcher re-arms on its own; keep writing until a hook is seen.
     let shows = || wd.sim.calls_with(&["session", "show", CONDUCTOR]).len();
-    assert!(
-        wait_until(SECS_10, || {
-            write_hook(&wd.hooks, CONDUCTOR, "dead");
-            shows() >= 1
-        }),
-        "hook in a late-created dir was never seen; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "hook in a late-created dir was never seen", || {
+        write_hook(&wd.hooks, CONDUCTOR, "dead");
+        shows() >= 1
+    });
     fs::remove_dir_all(&wd.hooks).unwrap();
     fs::create_dir(&wd.hooks).unwrap();
     let before = shows();
-    assert!(
-        wait_until(SECS_10, || {
-            write_hook(&wd.hooks, CONDUCTOR, "dead");
-            std::thread::sleep(Duration::from_millis(100));
-            shows() > before
-        }),
-        "hook in a re-created dir was never seen; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "hook in a re-created dir was never seen", || {
+        write_hook(&wd.hooks, CONDUCTOR, "dead");
+        std::thread::sleep(Duration::from_millis(100));
+        shows() > before
+    });
 }
 
 #[test]
@@ -130,15 +117,11 @@ fn sandbox_hook_triggers_but_generation_and_dot_files_do_not() {
     // Sandboxed session, directory created after start.
     let dir = wd.hooks.join("sandbox").join(sandboxed);
     fs::create_dir_all(&dir).unwrap();
-    assert!(
-        wait_until(SECS_10, || {
-            write_hook(&dir, sandboxed, "dead");
-            std::thread::sleep(Duration::from_millis(100));
-            shows(sandboxed) >= 1
-        }),
-        "sandbox hook not seen; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "sandbox hook not seen", || {
+        write_hook(&dir, sandboxed, "dead");
+        std::thread::sleep(Duration::from_millis(100));
+        shows(sandboxed) >= 1
+    });
     assert_eq!(
         shows(CONDUCTOR),
         0,
@@ -160,13 +143,12 @@ fn hook_flood_keeps_the_daemon_up_and_memory_flat() {
         write_hook(&wd.hooks, &format!("{:08x}-1755890000", i), "running");
     }
     let flood_took = flood_started.elapsed();
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    wd.set_status("error");
     write_hook(&wd.hooks, CONDUCTOR, "dead");
-    assert!(
-        wait_until(Duration::from_secs(20), || wd.restart_calls() >= 1),
-        "the real conductor was not restarted after the flood; stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        Duration::from_secs(20),
+        "the real conductor was not restarted after the flood",
+        || wd.restart_calls() >= 1,
     );
     assert!(d.alive(), "daemon died in the flood");
     assert!(
@@ -216,10 +198,10 @@ fn a_hook_for_a_session_the_cache_does_not_know_refreshes_it_and_restarts_the_se
     let late = "d0b1c2d3-1755899999";
     wd.sessions(vec![conductor(late, "conductor-late", "error")]);
     write_hook(&wd.hooks, late, "dead");
-    assert!(
-        wait_until(SECS_10, || wd.restart_calls() == 1),
-        "no restart long before the next safety poll; stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        SECS_10,
+        "no restart long before the next safety poll",
+        || wd.restart_calls() == 1,
     );
     let call = &wd.sim.calls_with(&["session", "restart"])[0];
     assert!(call.contains(&late.to_string()), "{call:?}");
@@ -238,8 +220,7 @@ fn sighup_rereads_the_opt_in_markers() {
     wd.wait_until_quiet();
     // Opted in while the daemon runs, with no safety poll due for 30 s.
     fs::write(wd.watchdog_dir().join("autorestart").join(worker), "").unwrap();
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    wd.set_status("error");
     crate::support::kill(d.pid(), libc::SIGHUP);
     assert!(
         wait_until(SECS_10, || d.stderr().contains("SIGHUP: re-reading")),
@@ -247,11 +228,9 @@ fn sighup_rereads_the_opt_in_markers() {
         d.stderr()
     );
     write_hook(&wd.hooks, worker, "dead");
-    assert!(
-        wait_until(SECS_10, || wd.restart_calls() == 1),
-        "the opted-in worker was not restarted; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "the opted-in worker was not restarted", || {
+        wd.restart_calls() == 1
+    });
     assert!(d.alive());
 }
 
@@ -315,11 +294,9 @@ fn moving_pane_is_left_alone_and_keeps_its_budget() {
     c["pane_moving"] = json!(true);
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(SECS_10, || wd.liveness_with("pane_active").len() >= 4),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "too few pane_active records", || {
+        wd.liveness_with("pane_active").len() >= 4
+    });
     assert_eq!(wd.restart_calls(), 0);
     assert_eq!(wd.escalations_of("liveness-mismatch"), 1);
     assert_eq!(
@@ -339,11 +316,9 @@ fn moving_pane_is_left_alone_and_keeps_its_budget() {
     // The pane stops moving: the one slot is still there.
     wd.sim
         .update_state(|s| s["sessions"][0]["pane_moving"] = json!(false));
-    assert!(
-        wait_until(SECS_10, || wd.restart_calls() == 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "no restart once the pane stopped", || {
+        wd.restart_calls() == 1
+    });
 }
 
 #[test]
@@ -355,11 +330,9 @@ fn auth_hold_is_not_restarted_and_escalates_once() {
                              "remedy": "log in again", "ts": 1755891300});
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(SECS_10, || wd.liveness_with("auth_hold").len() >= 3),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "too few auth_hold records", || {
+        wd.liveness_with("auth_hold").len() >= 3
+    });
     assert_eq!(wd.restart_calls(), 0);
     assert_eq!(wd.escalations_of("auth-hold"), 1);
     let rec = wd.liveness_with("auth_hold").into_iter().next().unwrap();
@@ -477,20 +450,14 @@ fn a_conductor_that_recovered_before_its_retry_is_not_restarted() {
     let wd = freshly_dead(&[CONDUCTOR]);
     let started = Instant::now();
     let mut d = wd.spawn(&[]);
-    assert!(
-        wait_until(SECS_10, || wd.restarts_with("cli-refused").len() == 1),
-        "never refused; stderr:\n{}",
-        d.stderr()
-    );
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("running"));
+    d.wait_for(SECS_10, "never refused", || {
+        wd.restarts_with("cli-refused").len() == 1
+    });
+    wd.set_status("running");
     let shows = wd.sim.calls_with(&["session", "show"]).len();
-    assert!(
-        wait_until(SECS_10, || wd.sim.calls_with(&["session", "show"]).len()
-            > shows),
-        "the retry never looked at it; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "the retry never looked at it", || {
+        wd.sim.calls_with(&["session", "show"]).len() > shows
+    });
     // Past the window's end too: no retry is left.
     let end = Duration::from_secs_f64(WINDOW_S + 2.0);
     std::thread::sleep(end.saturating_sub(started.elapsed()));
@@ -547,18 +514,13 @@ fn a_continuity_message_typed_into_a_non_claude_pane_is_no_failure_and_not_resen
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
     wd.wait_for_more_ticks(2);
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
-    assert!(
-        wait_until(SECS_10, || !wd.restarts_with("restarted").is_empty()),
-        "stderr:\n{}",
-        d.stderr()
-    );
-    assert!(
-        wait_until(SECS_10, || d.stderr().contains("continuity message typed")),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    wd.set_status("error");
+    d.wait_for(SECS_10, "no restart", || {
+        !wd.restarts_with("restarted").is_empty()
+    });
+    d.wait_for(SECS_10, "the typed delivery was not logged", || {
+        d.stderr().contains("continuity message typed")
+    });
     wd.wait_for_more_ticks(5);
     let sends = wd.sim.calls_with(&["session", "send", CONDUCTOR]);
     assert_eq!(sends.len(), 1, "{sends:?}");
@@ -571,11 +533,7 @@ fn a_never_started_conductor_is_not_revived_and_its_hold_is_recorded_once() {
     let wd = Wd::new();
     wd.sessions(vec![never_started(CONDUCTOR, "conductor-ops")]);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(SECS_10, || !wd.restarts().is_empty()),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "no record", || !wd.restarts().is_empty());
     wd.wait_for_more_ticks(10);
     assert_eq!(wd.restart_calls(), 0, "stderr:\n{}", d.stderr());
     assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
@@ -590,9 +548,7 @@ fn a_never_started_conductor_is_not_revived_and_its_hold_is_recorded_once() {
         1,
         "one show per episode, not one per tick"
     );
-    let status = wd.run(&["status", "--json"]);
-    assert_ok(&status);
-    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let v = wd.status_json();
     let last = &v["sessions"][0]["last_record"];
     assert_eq!(
         (last["action"].as_str(), last["reason"].as_str()),
@@ -600,16 +556,12 @@ fn a_never_started_conductor_is_not_revived_and_its_hold_is_recorded_once() {
         "{v}"
     );
     // Someone starts it; once it has run, a death is revived as usual.
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("running"));
+    wd.set_status("running");
     wd.wait_for_more_ticks(2);
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
-    assert!(
-        wait_until(SECS_10, || wd.restart_calls() == 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    wd.set_status("error");
+    d.wait_for(SECS_10, "no restart once it had run", || {
+        wd.restart_calls() == 1
+    });
 }
 
 #[test]
@@ -619,8 +571,7 @@ fn a_conductor_an_earlier_run_saw_live_is_revived_after_the_watchdog_restarts() 
     c["status"] = json!("waiting");
     wd.sessions(vec![c]);
     assert_ok(&wd.run(&["--once"]));
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
+    wd.set_status("error");
     assert_ok(&wd.run(&["--once"]));
     assert_eq!(wd.restart_calls(), 1, "{:?}", wd.restarts());
 }
@@ -671,11 +622,9 @@ fn a_stale_dead_hook_causes_no_start_fallback_and_no_second_restart() {
     wd.sessions(vec![crash_looping(CONDUCTOR, "conductor-ops")]);
     dead_hook_at(&wd, CONDUCTOR, crate::support::now() as u64 - 5);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(SECS_10, || !wd.restarts_with("restarted").is_empty()),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "no restart", || {
+        !wd.restarts_with("restarted").is_empty()
+    });
     wd.wait_for_more_ticks(10);
     assert_eq!(wd.restart_calls(), 1, "stderr:\n{}", d.stderr());
     assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
@@ -692,11 +641,9 @@ fn a_stale_dead_hook_causes_no_start_fallback_and_no_second_restart() {
     );
     // The new agent dies too: its hook is newer than the restart.
     dead_hook_at(&wd, CONDUCTOR, crate::support::now() as u64);
-    assert!(
-        wait_until(SECS_10, || wd.restart_calls() == 2),
-        "a new death was not handled; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "a new death was not handled", || {
+        wd.restart_calls() == 2
+    });
 }
 
 #[test]
@@ -710,11 +657,9 @@ fn rate_limited_boot_backs_off_and_gives_the_slot_back() {
     c["transcript"] = json!("API Error: 429 {\"type\":\"rate_limit_error\"} (429)");
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(SECS_10, || wd.restarts_with("rate-limited").len() >= 2),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "too few rate-limited records", || {
+        wd.restarts_with("rate-limited").len() >= 2
+    });
     // With a budget of one, a second attempt proves the slot came back.
     assert!(wd.restart_calls() >= 2);
     assert_eq!(wd.escalations_of("rate-limit"), 0);
@@ -866,11 +811,7 @@ fn a_hook_saying_running_or_waiting_costs_no_cli_call() {
         "an agent reporting itself alive was checked anyway"
     );
     write_hook(&wd.hooks, CONDUCTOR, "dead");
-    assert!(
-        wait_until(SECS_10, || shows() == 1),
-        "stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(SECS_10, "the dead hook woke no check", || shows() == 1);
 }
 
 #[test]
@@ -951,12 +892,6 @@ fn spawn_failing(reason: &str, came_up: bool) -> serde_json::Value {
     c
 }
 
-/// The simulator answers as the newest agent-deck (1.16.26).
-fn at_newest(wd: &Wd) {
-    let newest = agent_deck_watchdog::harness::sim::NEWEST;
-    wd.sim.update_state(|s| s["version"] = json!(newest));
-}
-
 /// Nothing under the watchdog's directory, nor its stderr, holds pane text.
 fn no_pane_text_anywhere(wd: &Wd, stderr: &str) {
     assert!(!stderr.contains(DYING), "pane text in the log:\n{stderr}");
@@ -977,7 +912,7 @@ fn a_spawn_that_died_fast_escalates_once_at_once_and_is_held_until_seen_healthy(
     let mut c = spawn_failing("spawn_died_fast", false);
     c["on_start"] = json!("ok");
     wd.sessions(vec![c]);
-    at_newest(&wd);
+    wd.release(Some(NEWEST));
     let d = wd.spawn(&[]);
     wd.wait_for_escalations(&d, "restart-failed", 1);
     wd.wait_for_more_ticks(5);
@@ -1011,10 +946,10 @@ fn a_spawn_that_died_fast_escalates_once_at_once_and_is_held_until_seen_healthy(
     let polls = || wd.sim.calls_with(&["list", "--all"]).len();
     let before = polls();
     let d = wd.spawn(&[]);
-    assert!(
-        wait_until(Duration::from_secs(20), || polls() >= before + 5),
-        "the restarted watchdog does not poll; stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        Duration::from_secs(20),
+        "the restarted watchdog does not poll",
+        || polls() >= before + 5,
     );
     assert_eq!(wd.restart_calls(), 1, "stderr:\n{}", d.stderr());
     assert_eq!(wd.escalations_of("restart-failed"), 1);
@@ -1025,13 +960,10 @@ fn a_spawn_that_died_fast_escalates_once_at_once_and_is_held_until_seen_healthy(
         s["sessions"][0]["on_restart"] = json!("ok");
     });
     wd.wait_for_more_ticks(3);
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = json!("error"));
-    assert!(
-        wait_until(SECS_10, || wd.restart_calls() == 2),
-        "not revived after it was seen healthy; stderr:\n{}",
-        d.stderr()
-    );
+    wd.set_status("error");
+    d.wait_for(SECS_10, "not revived after it was seen healthy", || {
+        wd.restart_calls() == 2
+    });
     no_pane_text_anywhere(&wd, &d.stderr());
 }
 
@@ -1039,7 +971,7 @@ fn a_spawn_that_died_fast_escalates_once_at_once_and_is_held_until_seen_healthy(
 fn an_unverified_spawn_that_came_up_counts_no_failure() {
     let wd = Wd::new();
     wd.sessions(vec![spawn_failing("spawn_unverified", true)]);
-    at_newest(&wd);
+    wd.release(Some(NEWEST));
     assert_ok(&wd.run(&["--once"]));
     assert_eq!(wd.restart_calls(), 1);
     assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
@@ -1056,7 +988,7 @@ fn an_unverified_spawn_still_in_error_falls_back_to_session_start_with_json() {
     let mut c = spawn_failing("spawn_unverified", false);
     c["tmux_alive"] = json!(false);
     wd.sessions(vec![c]);
-    at_newest(&wd);
+    wd.release(Some(NEWEST));
     assert_ok(&wd.run(&["--once"]));
     let starts = wd.sim.calls_with(&["session", "start"]);
     assert_eq!(
@@ -1072,7 +1004,7 @@ fn an_unverified_spawn_still_in_error_falls_back_to_session_start_with_json() {
 fn a_missing_tmux_session_falls_back_to_session_start() {
     let wd = Wd::new();
     wd.sessions(vec![spawn_failing("tmux_session_missing", false)]);
-    at_newest(&wd);
+    wd.release(Some(NEWEST));
     assert_ok(&wd.run(&["--once"]));
     assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);
     let back = wd.restarts_with("restarted");
@@ -1087,7 +1019,7 @@ fn a_spawn_reason_this_release_does_not_know_is_a_failed_call_and_recorded() {
     let mut c = spawn_failing("tmux_start_failed", false);
     c["on_start"] = json!("fail");
     wd.sessions(vec![c]);
-    at_newest(&wd);
+    wd.release(Some(NEWEST));
     assert_ok(&wd.run(&["--once"]));
     assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);
     let failed = wd.restarts_with("restart-failed");

@@ -73,9 +73,7 @@ fn a_record_file_rotates_at_the_limit_with_no_torn_line() {
     assert_eq!(fs::metadata(&log).unwrap().mode() & 0o777, 0o600);
 
     // `status` sees both files.
-    let out = wd.run(&["status", "--json"]);
-    assert_ok(&out);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = wd.status_json();
     let file = v["records"]["files"]
         .as_array()
         .unwrap()

@@ -182,7 +182,7 @@ fn doctor_writes_nothing_and_flags_a_missing_or_unverified_agent_deck() {
         "",
         "running",
     )]);
-    wd.sim.update_state(|s| s["version"] = "1.7.63".into());
+    wd.release(Some("1.7.63"));
     let before = (all_files_text(wd.home.path()), dirs(wd.home.path()));
     let (code, checks) = doctor_json(&wd);
     let after = (all_files_text(wd.home.path()), dirs(wd.home.path()));
@@ -373,8 +373,7 @@ fn drill_refuses_with_exit_2_and_touches_nothing() {
         &["drill", "conductor-fresh", "--yes"],
         "freshness guard",
     );
-    wd.sim
-        .update_state(|s| s["sessions"][0]["status"] = "stopped".into());
+    wd.set_status("stopped");
     refused(&wd, &["drill", CONDUCTOR, "--yes"], "stopped now");
     for bad in [
         &["drill"][..],
@@ -413,8 +412,7 @@ fn doctor_notes_the_stop_hook_read_on_1_16_26_and_nothing_on_1_14_0() {
         checks.iter().all(|c| c["check"] != "agent-deck notes"),
         "{checks:#?}"
     );
-    wd.sim
-        .update_state(|s| s["version"] = serde_json::json!("1.16.26"));
+    wd.release(Some("1.16.26"));
     let (_, checks) = doctor_json(&wd);
     let note = check(&checks, "agent-deck notes");
     assert_eq!(note["status"], "warn", "{note}");

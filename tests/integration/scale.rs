@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::support::fixtures::{conductor, CONDUCTOR};
-use crate::support::wait_until;
 use crate::support::watchdog::Wd;
 
 /// `n` sessions in profile "default": the errored conductor in the middle,
@@ -48,10 +47,10 @@ fn a_50k_session_profile_is_read_and_its_errored_conductor_restarted() {
             .iter()
             .any(|r| r.id == CONDUCTOR)
     };
-    assert!(
-        wait_until(Duration::from_secs(120), restarted),
-        "the conductor was never restarted; stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        Duration::from_secs(120),
+        "the conductor was never restarted",
+        restarted,
     );
     let lists = wd.sim.calls_with(&["list", "--json"]);
     assert!(lists.iter().any(|c| c.contains(&"--all".to_string())));
@@ -89,11 +88,7 @@ fn a_waiting_child_keeps_its_timer_while_its_profile_is_unreadable() {
     ]);
     let d = wd.spawn(&[]);
     let sampled = || !wd.sim.calls_with(&["output", kid]).is_empty();
-    assert!(
-        wait_until(Duration::from_secs(10), sampled),
-        "never sampled; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "never sampled", sampled);
     // The profile's live list is garbage for three times the threshold.
     wd.sim
         .update_state(|s| s["faults"] = json!({"list": {"mode": "garbage"}}));
@@ -105,19 +100,15 @@ fn a_waiting_child_keeps_its_timer_while_its_profile_is_unreadable() {
                 && !argv.contains(&"--all".to_owned())
         })
     };
-    assert!(
-        wait_until(Duration::from_secs(15), garbage_read_late),
-        "the daemon stopped reading the profile; stderr:\n{}",
-        d.stderr()
+    d.wait_for(
+        Duration::from_secs(15),
+        "the daemon stopped reading the profile",
+        garbage_read_late,
     );
     let recovered = crate::support::now();
     wd.sim.update_state(|s| s["faults"] = json!({}));
     let nudged = || !wd.sim.calls_with(&["send", kid]).is_empty();
-    assert!(
-        wait_until(Duration::from_secs(10), nudged),
-        "never nudged; stderr:\n{}",
-        d.stderr()
-    );
+    d.wait_for(Duration::from_secs(10), "never nudged", nudged);
     let calls = timed_calls(&wd);
     let sent = calls
         .iter()

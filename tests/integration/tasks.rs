@@ -3,118 +3,27 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, Output};
 use std::time::Duration;
 
-use agent_deck_watchdog::harness::{Task, TaskStatus};
+use agent_deck_watchdog::harness::TaskStatus;
 
-use crate::support::files::write_script;
+use crate::support::tasks::TaskDir;
 use crate::support::wait_until;
 use crate::support::watchdog::{assert_ok, Wd};
 
-/// A task setup: a task file and a command that appends its arguments to a
-/// file, so every dispatch can be counted and read back.
-struct Setup {
-    wd: Wd,
-    dir: PathBuf,
-    task_file: PathBuf,
-    out: PathBuf,
-    record: PathBuf,
-}
-
-impl Setup {
-    fn new(wd: Wd) -> Setup {
-        let dir = wd.home.path().join("work");
-        fs::create_dir_all(&dir).unwrap();
-        let task_file = dir.join("task.md");
-        fs::write(&task_file, "Refactor the parser.\n").unwrap();
-        let out = dir.join("dispatched.txt");
-        let record = dir.join("record.sh");
-        write_script(
-            &record,
-            &format!("#!/bin/sh\necho \"$*\" >> '{}'\n", out.display()),
-        );
-        Setup {
-            wd,
-            dir,
-            task_file,
-            out,
-            record,
-        }
-    }
-
-    fn task(&self, args: &[&str]) -> std::process::Output {
-        let mut all = vec!["task"];
-        all.extend_from_slice(args);
-        self.wd.run(&all)
-    }
-
-    /// `task add <id> --file task.md --after 0 [extra] -- record.sh {task_id} {parent_task} {retry} {partial_file}`.
-    fn add(&self, id: &str, extra: &[&str]) -> std::process::Output {
-        let file = self.task_file.display().to_string();
-        let record = self.record.display().to_string();
-        let mut args = vec!["add", id, "--file", &file, "--after", "0"];
-        args.extend_from_slice(extra);
-        args.extend_from_slice(&[
-            "--",
-            &record,
-            "{task_id}",
-            "{parent_task}",
-            "{retry}",
-            "{partial_file}",
-        ]);
-        self.task(&args)
-    }
-
-    fn check(&self) -> std::process::Output {
-        let out = self.task(&["check"]);
-        assert_ok(&out);
-        out
-    }
-
-    fn dispatched(&self) -> Vec<String> {
-        fs::read_to_string(&self.out)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-
-    fn wait_dispatched(&self, n: usize) {
-        assert!(
-            wait_until(Duration::from_secs(10), || self.dispatched().len() >= n),
-            "got {:?}",
-            self.dispatched()
-        );
-    }
-
-    fn registry(&self) -> Vec<Task> {
-        let out = self.task(&["list", "--json"]);
-        assert_ok(&out);
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    fn task_entry(&self, id: &str) -> Task {
-        let reg = self.registry();
-        reg.into_iter()
-            .find(|t| t.id == id)
-            .unwrap_or_else(|| panic!("{id} is not registered"))
-    }
-
-    fn status(&self, id: &str) -> String {
-        self.task_entry(id).status.to_string()
-    }
-
-    /// Re-dispatch logs created: one per spawn, written before the spawn.
-    fn spawn_logs(&self) -> usize {
-        fs::read_dir(self.wd.watchdog_dir().join("tasks"))
-            .map(|d| d.count())
-            .unwrap_or(0)
-    }
-
-    fn registry_bytes(&self) -> Vec<u8> {
-        fs::read(self.wd.watchdog_dir().join("task-timers.json")).unwrap_or_default()
-    }
+/// `task add <id> --file task.md --after 0 <extra…> -- record.sh {task_id}
+/// {parent_task} {retry} {partial_file}`.
+fn add(s: &TaskDir, id: &str, extra: &[&str]) -> Output {
+    let record = s.record.display().to_string();
+    let command = [
+        &record,
+        "{task_id}",
+        "{parent_task}",
+        "{retry}",
+        "{partial_file}",
+    ];
+    s.add(id, extra, &command)
 }
 
 struct Sleeper(Child);
@@ -137,31 +46,30 @@ impl Drop for Sleeper {
 
 #[test]
 fn done_file_at_follow_up_means_done_and_nothing_spawned() {
-    let s = Setup::new(Wd::new());
-    assert_ok(&s.add("task-3101", &[]));
+    let s = TaskDir::new(Wd::new());
+    assert_ok(&add(&s, "task-3101", &[]));
     fs::write(s.dir.join("task-3101.done"), "").unwrap();
     s.check();
-    assert_eq!(s.status("task-3101"), "done");
+    assert_eq!(s.status("task-3101"), Some(TaskStatus::Done));
     assert_eq!(s.spawn_logs(), 0);
 }
 
 #[test]
 fn alive_process_waits_then_a_dead_one_is_redispatched_once_as_dot_2() {
-    let s = Setup::new(Wd::new());
+    let s = TaskDir::new(Wd::new());
     let sleeper = Sleeper::start();
-    assert_ok(&s.add("task-1707", &["--pid", &sleeper.pid()]));
+    assert_ok(&add(&s, "task-1707", &["--pid", &sleeper.pid()]));
     s.check();
-    assert_eq!(s.status("task-1707"), "pending");
+    assert_eq!(s.status("task-1707"), Some(TaskStatus::Pending));
     drop(sleeper);
-    let out = s.check();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("task-1707.2"));
+    assert!(s.check().contains("task-1707.2"));
     s.wait_dispatched(1);
     assert_eq!(s.dispatched(), ["task-1707.2 task-1707 1 "]);
-    let child = s.task_entry("task-1707.2");
+    let child = s.entry("task-1707.2");
     assert_eq!(child.parent_task.as_deref(), Some("task-1707"));
     assert_eq!(child.retry_count, 1);
     assert_eq!(child.status, TaskStatus::Pending);
-    assert_eq!(s.status("task-1707"), "retried");
+    assert_eq!(s.status("task-1707"), Some(TaskStatus::Retried));
     assert!(s.wd.watchdog_dir().join("tasks/task-1707.2.log").exists());
     assert_eq!(
         s.wd.escalations_of("task-retry"),
@@ -172,8 +80,8 @@ fn alive_process_waits_then_a_dead_one_is_redispatched_once_as_dot_2() {
 
 #[test]
 fn retries_run_dot_2_and_dot_3_then_exhausted() {
-    let s = Setup::new(Wd::new());
-    assert_ok(&s.add("task-2707", &["--max-retry", "2"]));
+    let s = TaskDir::new(Wd::new());
+    assert_ok(&add(&s, "task-2707", &["--max-retry", "2"]));
     s.check();
     s.wait_dispatched(1);
     s.check();
@@ -185,78 +93,62 @@ fn retries_run_dot_2_and_dot_3_then_exhausted() {
         s.dispatched(),
         ["task-2707.2 task-2707 1 ", "task-2707.3 task-2707 2 "]
     );
-    let ids: Vec<String> = s.registry().into_iter().map(|t| t.id).collect();
+    let ids: Vec<String> = s.list().into_iter().map(|t| t.id).collect();
     assert_eq!(ids, ["task-2707", "task-2707.2", "task-2707.3"]);
-    assert_eq!(s.status("task-2707.3"), "exhausted");
+    assert_eq!(s.status("task-2707.3"), Some(TaskStatus::Exhausted));
     assert_eq!(s.wd.escalations_of("task-exhausted"), 1);
     assert_eq!(s.wd.escalations_of("task-retry"), 2);
 }
 
 #[test]
 fn a_redispatched_task_never_inherits_the_bot_token_or_systemds_socket() {
-    let s = Setup::new(
+    let s = TaskDir::new(
         Wd::new()
             .env("TELEGRAM_BOT_TOKEN", "123:SECRET-BOT-TOKEN")
             .env("NOTIFY_SOCKET", "/run/nowhere.sock"),
     );
     let env_out = s.dir.join("env.txt");
-    let file = s.task_file.display().to_string();
     let command = format!(
         "echo \"token=$TELEGRAM_BOT_TOKEN socket=$NOTIFY_SOCKET\" > '{}'",
         env_out.display()
     );
-    let add = [
-        "add",
-        "task-4707",
-        "--file",
-        &file,
-        "--after",
-        "0",
-        "--",
-        "/bin/sh",
-        "-c",
-        &command,
-    ];
-    assert_ok(&s.task(&add));
+    assert_ok(&s.add("task-4707", &[], &["/bin/sh", "-c", &command]));
     s.check();
+    let written = || fs::read_to_string(&env_out).is_ok_and(|t| t.ends_with('\n'));
     assert!(
-        wait_until(Duration::from_secs(10), || env_out.exists()),
+        wait_until(Duration::from_secs(15), written),
         "the re-dispatch did not run"
     );
-    assert!(wait_until(Duration::from_secs(5), || fs::read_to_string(
-        &env_out
-    )
-    .is_ok_and(|t| t.ends_with('\n'))));
     assert_eq!(fs::read_to_string(&env_out).unwrap(), "token= socket=\n");
 }
 
 #[test]
 fn edited_task_file_is_tampered_and_nothing_spawned() {
-    let s = Setup::new(Wd::new());
-    assert_ok(&s.add("task-4707", &[]));
+    let s = TaskDir::new(Wd::new());
+    assert_ok(&add(&s, "task-4707", &[]));
     fs::write(
         &s.task_file,
         "Refactor the parser, then push to production.\n",
     )
     .unwrap();
     s.check();
-    assert_eq!(s.status("task-4707"), "tampered");
+    assert_eq!(s.status("task-4707"), Some(TaskStatus::Tampered));
     assert_eq!(s.wd.escalations_of("task-tampered"), 1);
     assert_eq!(s.spawn_logs(), 0);
 }
 
 #[test]
 fn daily_cap_allows_one_spawn_and_survives_a_daemon_restart() {
-    let s = Setup::new(Wd::new().env("TASK_DAILY_REDISPATCH_CAP", "1"));
-    assert_ok(&s.add("task-5001", &[]));
-    assert_ok(&s.add("task-5002", &[]));
+    let s = TaskDir::new(Wd::new().env("TASK_DAILY_REDISPATCH_CAP", "1"));
+    assert_ok(&add(&s, "task-5001", &[]));
+    assert_ok(&add(&s, "task-5002", &[]));
     assert_ok(&s.wd.run(&["--once"]));
     s.wait_dispatched(1);
     assert_eq!(s.wd.escalations_of("redispatch-cap"), 1);
-    assert_ok(&s.add("task-5003", &[]));
+    assert_ok(&add(&s, "task-5003", &[]));
     assert_ok(&s.wd.run(&["--once"]));
     assert_eq!(s.spawn_logs(), 1, "the daily count was forgotten");
-    let capped = s.task_entry("task-5003");
+    let capped = s.entry("task-5003");
     assert_eq!(capped.status, TaskStatus::Pending);
     assert!(
         capped.events.iter().any(|e| e.event == "capped"),
@@ -271,9 +163,9 @@ fn daily_cap_allows_one_spawn_and_survives_a_daemon_restart() {
 
 #[test]
 fn concurrent_adds_and_the_daemon_lose_nothing() {
-    let s = Setup::new(Wd::new().env("SAFETY_POLL_INTERVAL_S", "0.05"));
+    let s = TaskDir::new(Wd::new().env("SAFETY_POLL_INTERVAL_S", "0.05"));
     let sleeper = Sleeper::start();
-    assert_ok(&s.add("task-6000", &["--pid", &sleeper.pid()]));
+    assert_ok(&add(&s, "task-6000", &["--pid", &sleeper.pid()]));
     let d = s.wd.spawn(&[]);
     s.wd.wait_for_first_tick();
     let file = s.task_file.display().to_string();
@@ -298,20 +190,20 @@ fn concurrent_adds_and_the_daemon_lose_nothing() {
     for c in &mut children {
         assert!(c.wait().unwrap().success());
     }
-    let before = s.task_entry("task-6000").next_check_at;
+    let before = s.entry("task-6000").next_check_at;
     s.wd.wait_for_more_ticks(3);
-    let reg = s.registry();
+    let reg = s.list();
     assert_eq!(reg.len(), 17, "stderr:\n{}", d.stderr());
-    assert_eq!(s.status("task-6000"), "pending");
+    assert_eq!(s.status("task-6000"), Some(TaskStatus::Pending));
     // The third writer: the daemon kept rewriting its follow-up time throughout.
-    let after = s.task_entry("task-6000").next_check_at;
+    let after = s.entry("task-6000").next_check_at;
     assert!(after > before, "the daemon's own rewrite was lost");
 }
 
 #[test]
 fn dry_run_check_decides_but_spawns_and_writes_nothing() {
-    let s = Setup::new(Wd::new());
-    assert_ok(&s.add("task-7001", &[]));
+    let s = TaskDir::new(Wd::new());
+    assert_ok(&add(&s, "task-7001", &[]));
     let before = s.registry_bytes();
     assert_ok(&s.task(&["check", "--dry-run"]));
     assert_eq!(s.spawn_logs(), 0);
@@ -323,7 +215,7 @@ fn dry_run_check_decides_but_spawns_and_writes_nothing() {
 
 #[test]
 fn a_task_file_over_the_bound_is_refused_naming_the_bound_and_its_size() {
-    let s = Setup::new(Wd::new());
+    let s = TaskDir::new(Wd::new());
     let big = s.task_file.with_file_name("big.md");
     let size: u64 = 16 * 1024 * 1024 + 1;
     fs::File::create(&big)
@@ -340,8 +232,8 @@ fn a_task_file_over_the_bound_is_refused_naming_the_bound_and_its_size() {
 
 #[test]
 fn bad_input_is_exit_2_and_changes_nothing() {
-    let s = Setup::new(Wd::new());
-    assert_ok(&s.add("task-8001", &[]));
+    let s = TaskDir::new(Wd::new());
+    assert_ok(&add(&s, "task-8001", &[]));
     let before = s.registry_bytes();
     let file = s.task_file.display().to_string();
     let cases: Vec<Vec<&str>> = vec![
@@ -380,24 +272,20 @@ fn bad_input_is_exit_2_and_changes_nothing() {
         assert!(String::from_utf8_lossy(&out.stderr).starts_with("agent-deck-watchdog: "));
         assert_eq!(s.registry_bytes(), before, "{args:?} changed the registry");
     }
-    fs::write(
-        s.wd.watchdog_dir().join("task-timers.json"),
-        "{\"tasks\": [",
-    )
-    .unwrap();
-    let out = s.add("task-8005", &[]);
+    fs::write(s.registry_path(), "{\"tasks\": [").unwrap();
+    let out = add(&s, "task-8005", &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unreadable"));
     assert_eq!(
-        fs::read_to_string(s.wd.watchdog_dir().join("task-timers.json")).unwrap(),
+        fs::read_to_string(s.registry_path()).unwrap(),
         "{\"tasks\": ["
     );
 }
 
 #[test]
 fn cancel_stops_the_follow_up_and_show_prints_the_history() {
-    let s = Setup::new(Wd::new());
-    assert_ok(&s.add("task-8101", &[]));
+    let s = TaskDir::new(Wd::new());
+    assert_ok(&add(&s, "task-8101", &[]));
     assert_ok(&s.task(&["cancel", "task-8101"]));
     s.check();
     assert_eq!(s.spawn_logs(), 0);
@@ -412,18 +300,7 @@ fn cancel_stops_the_follow_up_and_show_prints_the_history() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("task-8101"));
 }
 
-fn signed_setup(key: &str) -> (Setup, PathBuf) {
-    let wd = Wd::new();
-    let key_file = wd.home.path().join("hmac.key");
-    fs::write(&key_file, key).unwrap();
-    let s = Setup::new(wd.env(
-        "TASK_PARTIAL_HMAC_KEY_FILE",
-        &key_file.display().to_string(),
-    ));
-    (s, key_file)
-}
-
-fn partial_path(s: &Setup, id: &str) -> PathBuf {
+fn partial_path(s: &TaskDir, id: &str) -> PathBuf {
     let p = s.dir.join(format!("{id}.partial"));
     fs::write(&p, "step 3 of 7 done\n").unwrap();
     p
@@ -431,8 +308,8 @@ fn partial_path(s: &Setup, id: &str) -> PathBuf {
 
 #[test]
 fn signed_partial_is_handed_to_the_redispatch() {
-    let (s, _) = signed_setup("sekrit\n");
-    assert_ok(&s.add("task-9101", &[]));
+    let s = TaskDir::signed(Wd::new(), |key| fs::write(key, "sekrit\n").unwrap());
+    assert_ok(&add(&s, "task-9101", &[]));
     let partial = partial_path(&s, "task-9101");
     let out = s.task(&["sign", &partial.display().to_string()]);
     assert_ok(&out);
@@ -450,8 +327,8 @@ fn signed_partial_is_handed_to_the_redispatch() {
 
 #[test]
 fn badly_signed_partial_escalates_and_is_not_used() {
-    let (s, _) = signed_setup("sekrit");
-    assert_ok(&s.add("task-9201", &[]));
+    let s = TaskDir::signed(Wd::new(), |key| fs::write(key, "sekrit").unwrap());
+    assert_ok(&add(&s, "task-9201", &[]));
     let partial = partial_path(&s, "task-9201");
     fs::write(sig_path(&partial), "00".repeat(32)).unwrap();
     s.check();
@@ -468,8 +345,8 @@ fn sig_path(p: &Path) -> PathBuf {
 
 #[test]
 fn a_held_registry_lock_does_not_stall_the_daemon() {
-    let s = Setup::new(Wd::new());
-    assert_ok(&s.add("task-9901", &[]));
+    let s = TaskDir::new(Wd::new());
+    assert_ok(&add(&s, "task-9901", &[]));
     let lock = s.wd.watchdog_dir().join("task-timers.json.lock");
     let _holder = Sleeper(
         Command::new("flock")

@@ -4,7 +4,7 @@
 //! test instead of stalling the run. The registry is read back typed.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
@@ -12,8 +12,8 @@ use agent_deck_watchdog::harness::Registry;
 use agent_deck_watchdog::harness::{Task, TaskStatus};
 
 use super::files::write_script;
-use super::output_within;
 use super::watchdog::{assert_ok, Wd};
+use super::{output_within, wait_until};
 
 /// The longest one `task …` run may take.
 const TASK_RUN_LIMIT: Duration = Duration::from_secs(5);
@@ -47,6 +47,15 @@ impl TaskDir {
             out,
             record,
         }
+    }
+
+    /// [`TaskDir::new`] with `TASK_PARTIAL_HMAC_KEY_FILE` naming `hmac.key`
+    /// in the temp home, which `make_key` creates.
+    pub(crate) fn signed(wd: Wd, make_key: impl FnOnce(&Path)) -> TaskDir {
+        let key = wd.home.path().join("hmac.key");
+        make_key(&key);
+        let key = key.display().to_string();
+        TaskDir::new(wd.env("TASK_PARTIAL_HMAC_KEY_FILE", &key))
     }
 
     /// `task <args>`, failing if it takes longer than five seconds.
@@ -88,6 +97,12 @@ impl TaskDir {
             .map(|t| t.status)
     }
 
+    /// The task `id` as `task list --json` shows it; it must be registered.
+    pub(crate) fn entry(&self, id: &str) -> Task {
+        let found = self.list().into_iter().find(|t| t.id == id);
+        found.unwrap_or_else(|| panic!("{id} is not registered"))
+    }
+
     /// Every line the dispatch command was run with, in order.
     pub(crate) fn dispatched(&self) -> Vec<String> {
         fs::read_to_string(&self.out)
@@ -95,6 +110,17 @@ impl TaskDir {
             .lines()
             .map(str::to_owned)
             .collect()
+    }
+
+    /// Waits until the dispatch command has run at least `n` times.
+    pub(crate) fn wait_dispatched(&self, n: usize) {
+        let ran = wait_until(Duration::from_secs(10), || self.dispatched().len() >= n);
+        assert!(ran, "dispatched only {:?}", self.dispatched());
+    }
+
+    /// Re-dispatch logs created: one per spawn, written before the spawn.
+    pub(crate) fn spawn_logs(&self) -> usize {
+        fs::read_dir(self.wd.watchdog_dir().join("tasks")).map_or(0, |d| d.count())
     }
 
     pub(crate) fn registry_path(&self) -> PathBuf {

@@ -110,6 +110,19 @@ impl Wd {
             .set_state(&json!({"profiles_exist": true, "sessions": sessions}));
     }
 
+    /// Sets the `status` of the fleet's first session.
+    pub(crate) fn set_status(&self, status: &str) {
+        self.sim
+            .update_state(|s| s["sessions"][0]["status"] = json!(status));
+    }
+
+    /// The simulator answers as release `version` (None: no key, 1.14.0).
+    pub(crate) fn release(&self, version: Option<&str>) {
+        if let Some(v) = version {
+            self.sim.update_state(|s| s["version"] = json!(v));
+        }
+    }
+
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BIN);
         c.args(args)
@@ -135,6 +148,19 @@ impl Wd {
             .spawn()
             .expect("spawn watchdog");
         Daemon { child, log }
+    }
+
+    /// `status --json`, which must succeed, parsed.
+    pub(crate) fn status_json(&self) -> Value {
+        let out = self.run(&["status", "--json"]);
+        assert_ok(&out);
+        serde_json::from_slice(&out.stdout).expect("status --json parses")
+    }
+
+    /// `daemon-status.json`, parsed; null while it is missing or unreadable.
+    pub(crate) fn daemon_status(&self) -> Value {
+        let bytes = fs::read(self.watchdog_dir().join("daemon-status.json")).unwrap_or_default();
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
     }
 
     pub(crate) fn restarts(&self) -> Vec<RestartRecord> {
@@ -180,22 +206,17 @@ impl Wd {
     /// Waits until `n` escalations of `severity` are recorded, showing the
     /// daemon's stderr if they never are.
     pub(crate) fn wait_for_escalations(&self, d: &Daemon, severity: &str, n: usize) {
-        assert!(
-            wait_until(Duration::from_secs(20), || self.escalations_of(severity)
-                >= n),
-            "{n} {severity} escalation(s) never came; stderr:\n{}",
-            d.stderr()
-        );
+        let what = format!("{n} {severity} escalation(s) never came");
+        d.wait_for(Duration::from_secs(20), &what, || {
+            self.escalations_of(severity) >= n
+        });
     }
 
     /// Waits up to `limit` until the simulator has logged a call with
     /// `words`, failing with `what` and the daemon's stderr if none comes.
     pub(crate) fn wait_for_call(&self, d: &Daemon, words: &[&str], limit: Duration, what: &str) {
-        assert!(
-            wait_until(limit, || !self.sim.calls_with(words).is_empty()),
-            "{what}: no call with {words:?} within {limit:?}; stderr:\n{}",
-            d.stderr()
-        );
+        let what = format!("{what}: no call with {words:?} within {limit:?}");
+        d.wait_for(limit, &what, || !self.sim.calls_with(words).is_empty());
     }
 
     /// `session restart` calls logged by the simulator so far.
@@ -317,6 +338,16 @@ impl Daemon {
 
     pub(crate) fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Waits up to `limit` until `cond` holds, failing with `what` and the
+    /// daemon's stderr if it never does.
+    pub(crate) fn wait_for(&self, limit: Duration, what: &str, cond: impl FnMut() -> bool) {
+        assert!(
+            wait_until(limit, cond),
+            "{what}; stderr:\n{}",
+            self.stderr()
+        );
     }
 
     /// Sends `sig` and waits up to `limit` for the exit; the exit code and
