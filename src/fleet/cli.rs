@@ -1,18 +1,13 @@
 //! The real agent-deck CLI. [`Cli`] builds every agent-deck command line
 //! (global `-p` first, as the real CLI requires), runs it through
 //! [`crate::sys::process`], counts calls and failures, and parses the
-//! answer. It makes no decisions. A list answer is read whole, up to
-//! [`listing::MAX_ANSWER_BYTES`], and handed over row by row; list rows the
-//! parser had to leave out are warned about here, at most once a minute per
-//! command.
-//!
-//! It also keeps agent-deck's version as read last (`agent-deck version`,
-//! read by [`Cli::read_version`] when the daemon starts and whenever
-//! [`Cli::version_due`] says so), gates `--primary` on it, and notes a
-//! failure that a replaced binary explains so the re-read comes sooner
-//! (`version_watch.rs` decides). An exit 0 with text on stderr (the
-//! 1.16.14 store WARNING) is a success; its first line is logged once a
-//! day per distinct line.
+//! answer; it makes no decisions. A list answer is read whole, up to
+//! [`listing::MAX_ANSWER_BYTES`], and handed over row by row; the rows left
+//! out are warned about at most once a minute per command. It keeps
+//! agent-deck's version as read last, gates `--primary` on it, and marks a
+//! failure a replaced binary explains so the re-read comes sooner
+//! (`version_watch.rs` decides). An exit 0 with text on stderr (the 1.16.14
+//! store WARNING) is a success; its first line is logged once a day.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,7 +18,7 @@ use parking_lot::Mutex;
 
 use crate::fleet::deck::{by_design, AgentDeck, CallStats, CliError, CliResult, RestartAnswer};
 use crate::fleet::listing::{self, Row, RowTally, Shape};
-use crate::fleet::parse::{self, Garbage};
+use crate::fleet::parse;
 use crate::fleet::session::Live;
 use crate::fleet::version::Version;
 use crate::fleet::version_watch::{suggests_new_binary, VersionWatch};
@@ -89,13 +84,11 @@ impl Cli {
             },
             Err(e) => (None, e.to_string()),
         };
-        let before = {
-            let mut v = self.version.lock();
-            let before = v.watch.was_read().then_some(v.read);
-            v.watch.read(now);
-            v.read = read;
-            before
-        };
+        let mut v = self.version.lock();
+        let before = v.watch.was_read().then_some(v.read);
+        v.watch.read(now);
+        v.read = read;
+        drop(v);
         let shown = |v: Option<Version>| v.map_or("not known".to_owned(), |v| v.to_string());
         match (before, read) {
             (None, Some(v)) => log::info!("agent-deck {v} (from `agent-deck version`); version-gated calls follow it"),
@@ -202,19 +195,14 @@ impl Cli {
         result
     }
 
-    /// Runs one command, counted as `name`.
+    /// Runs one command, counted as `name`; a non-zero exit becomes
+    /// [`CliError::Exit`] (or [`CliError::Undelivered`]).
     fn call(&self, name: &'static str, profile: &str, args: &[&str]) -> CliResult<Output> {
-        self.counted(name, || self.run(profile, args))
-    }
-
-    /// Runs one command; a non-zero exit becomes [`CliError::Exit`] (or
-    /// [`CliError::Undelivered`]).
-    fn run(&self, profile: &str, args: &[&str]) -> CliResult<Output> {
-        self.run_as(profile, args, CliError::exited)
+        self.counted(name, || self.run(profile, args, CliError::exited))
     }
 
     /// Runs one command; `exited` reads a non-zero exit.
-    fn run_as(
+    fn run(
         &self,
         profile: &str,
         args: &[&str],
@@ -255,18 +243,6 @@ impl Cli {
         self.warn_skipped(name, profile, args, &tally);
         Ok(())
     }
-
-    /// Runs one command and reads its answer with `parse`; an answer that
-    /// does not parse is a failure too.
-    fn parsed<T>(
-        &self,
-        name: &'static str,
-        profile: &str,
-        args: &[&str],
-        parse: fn(&str) -> Result<T, Garbage>,
-    ) -> CliResult<T> {
-        self.counted(name, || Ok(parse(&self.run(profile, args)?.stdout)?))
-    }
 }
 
 impl AgentDeck for Cli {
@@ -276,19 +252,21 @@ impl AgentDeck for Cli {
     }
 
     fn list_profile(&self, profile: &str, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
-        let args = ["list", "--json"];
-        self.list("list", profile, &args, Shape::Profile, each)
+        self.list("list", profile, &["list", "--json"], Shape::Profile, each)
     }
 
     fn show(&self, profile: &str, id: &str) -> CliResult<Live> {
         let args = ["session", "show", id, "--json"];
-        self.parsed("show", profile, &args, parse::show)
+        self.counted("show", || {
+            let out = self.run(profile, &args, CliError::exited)?;
+            Ok(parse::show(&out.stdout)?)
+        })
     }
 
     fn restart(&self, profile: &str, id: &str) -> CliResult<RestartAnswer> {
         let args = ["session", "restart", id, "--json"];
         self.counted("restart", || {
-            let out = self.run_as(profile, &args, CliError::spawn_exited)?;
+            let out = self.run(profile, &args, CliError::spawn_exited)?;
             Ok(parse::restart(&out.stdout)?)
         })
     }
@@ -297,10 +275,8 @@ impl AgentDeck for Cli {
         // Exit 0 is the success whatever JSON it prints (started, or queued
         // behind a group cap): only a failure's answer is read.
         let args = ["session", "start", id, "--json"];
-        self.counted("start", || {
-            self.run_as(profile, &args, CliError::spawn_exited)
-        })
-        .map(drop)
+        self.counted("start", || self.run(profile, &args, CliError::spawn_exited))
+            .map(drop)
     }
 
     fn send(&self, profile: &str, id: &str, message: &str) -> CliResult<()> {
