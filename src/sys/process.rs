@@ -182,7 +182,7 @@ impl fmt::Display for RunError {
 /// Runs `job` within `timeout`, keeping [`MAX_CAPTURE`] bytes of each stream.
 pub(crate) fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, RunError> {
     let limits = (u64::MAX, MAX_CAPTURE, MAX_CAPTURE);
-    let (mut ended, stdout) = supervised(job, timeout, shutdown, Vec::new(), limits)?;
+    let (mut ended, stdout) = supervised(job, timeout, shutdown, limits)?;
     ended.stdout = String::from_utf8_lossy(&stdout).into_owned();
     Ok(ended)
 }
@@ -196,7 +196,7 @@ pub(crate) fn run_whole(
     ceiling: usize,
 ) -> Result<(Output, Vec<u8>), RunError> {
     let limits = (ceiling as u64, ceiling, WHOLE_STDERR);
-    supervised(job, timeout, shutdown, Vec::new(), limits)
+    supervised(job, timeout, shutdown, limits)
 }
 
 /// [`run`] and [`run_whole`]: stdout past `ceiling` kills, `*_kept` is kept.
@@ -204,7 +204,6 @@ fn supervised(
     job: &Cmd,
     timeout: Duration,
     shutdown: &Shutdown,
-    stdout: Vec<u8>,
     (ceiling, stdout_kept, stderr_kept): (u64, usize, usize),
 ) -> Result<(Output, Vec<u8>), RunError> {
     if shutdown.is_set() {
@@ -232,7 +231,7 @@ fn supervised(
         err,
         ceiling,
         stdout_bytes: 0,
-        stdout,
+        stdout: Vec::new(),
         stdout_kept,
         stderr: Vec::new(),
         stderr_kept,
