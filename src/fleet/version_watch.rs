@@ -52,8 +52,7 @@ impl VersionWatch {
     /// Whether a read is due at `now`. A clock that went back counts as
     /// time passed, so a jump never silences the re-reads.
     pub(crate) fn due(&self, now: f64) -> bool {
-        let since = |t: Option<f64>| t.map(|t| now - t);
-        let passed = |t: Option<f64>, d: f64| since(t).is_none_or(|s| s >= d || s < 0.0);
+        let passed = |t: Option<f64>, d: f64| t.is_none_or(|t| now - t >= d || now - t < 0.0);
         if !self.was_read() {
             return true;
         }
@@ -75,19 +74,16 @@ pub(crate) fn suggests_new_binary(name: &str, err: &CliError) -> bool {
         CliError::Run(RunError::Interrupted) => false,
         // The binary was missing for a moment: an update replacing it.
         CliError::Run(RunError::Spawn(_)) | CliError::Garbage(_) => true,
+        // Go's flag package on a flag it does not define, or agent-deck on
+        // a subcommand it does not have.
         CliError::Exit { message, .. } | CliError::Undelivered { message, .. }
-            if unknown_usage(message) =>
+            if message.contains("flag provided but not defined")
+                || message.contains("unknown command") =>
         {
             true
         }
         _ => matches!(name, "list-all" | "list" | "show"),
     }
-}
-
-/// Go's flag package on a flag it does not define, or agent-deck on a
-/// subcommand it does not have.
-fn unknown_usage(message: &str) -> bool {
-    message.contains("flag provided but not defined") || message.contains("unknown command")
 }
 
 #[cfg(test)]
