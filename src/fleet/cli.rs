@@ -288,12 +288,8 @@ impl AgentDeck for Cli {
         } else {
             message.to_owned()
         };
-        self.call(
-            "send",
-            profile,
-            &["session", "send", id, &message, "--no-wait", "--json"],
-        )
-        .map(drop)
+        let args = ["session", "send", id, &message, "--no-wait", "--json"];
+        self.call("send", profile, &args).map(drop)
     }
 
     fn pane(&self, profile: &str, id: &str) -> CliResult<String> {

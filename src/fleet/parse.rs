@@ -41,12 +41,9 @@ pub(crate) fn show(stdout: &str) -> Result<Live, Garbage> {
         return Err(Garbage("session object has no status".into()));
     }
     // Read loosely: a tool of another type, or `""`, is none.
-    let tool = v
-        .get("tool")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty());
+    let tool = str_field(&v, "tool").filter(|t| !t.is_empty());
     Ok(Live {
-        tool: tool.map(str::to_owned),
+        tool,
         ..keys.live(status)
     })
 }
