@@ -170,11 +170,7 @@ impl fmt::Display for RunError {
                 write!(f, "timed out after {:.1}s and was killed", d.as_secs_f64())
             }
             RunError::Interrupted => f.write_str("interrupted by shutdown and killed"),
-            RunError::TooLong(n) => write!(
-                f,
-                "printed more than {} MiB and was killed",
-                n / (1024 * 1024)
-            ),
+            RunError::TooLong(n) => write!(f, "printed more than {} MiB and was killed", n >> 20),
         }
     }
 }

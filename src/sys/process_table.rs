@@ -151,6 +151,8 @@ mod linux {
 #[cfg(target_os = "macos")]
 mod macos {
     use super::*;
+    use rustix::io::Errno;
+    use rustix::process::{test_kill_process, Pid};
 
     /// Every pid on the system, as far as `proc_listallpids` will say.
     fn all_pids() -> Vec<libc::pid_t> {
@@ -234,17 +236,11 @@ mod macos {
 
     /// Whether `pid` is a live (non-zombie) process.
     pub(crate) fn pid_alive(_proc_dir: &Path, pid: u32) -> bool {
-        let Some(id) = libc::pid_t::try_from(pid)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        else {
+        let Some(id) = libc::pid_t::try_from(pid).ok().and_then(Pid::from_raw) else {
             return false;
         };
         // Signal 0 only checks that the process exists; EPERM means it does.
-        let exists = match rustix::process::test_kill_process(id) {
-            Ok(()) => true,
-            Err(e) => e == rustix::io::Errno::PERM,
-        };
+        let exists = matches!(test_kill_process(id), Ok(()) | Err(Errno::PERM));
         exists && bsd_info(id.as_raw_nonzero().get()).is_none_or(|i| i.pbi_status != libc::SZOMB)
     }
 
