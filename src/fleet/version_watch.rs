@@ -63,12 +63,11 @@ impl VersionWatch {
 
 /// Whether `err`, from the command counted as `name`, is a failure a
 /// healthy CLI does not give and a replaced binary may: any failure of the
-/// reads every tick makes (`list-all`, `list`, `show`), an answer that
-/// does not parse, a binary that could not be started, or a flag or
-/// command the binary does not know. A pane
-/// sample (`output-pane`) of a dead pane fails by design, a restart or
-/// start fails when the agent cannot come up, and a send when the agent is
-/// busy: none of those alone is a sign. Shutdown is never one.
+/// reads every tick makes (`list-all`, `list`, `show`), an answer that does
+/// not parse, a binary that could not be started, or a flag or command the
+/// binary does not know. A dead pane's sample (`output-pane`), a restart or
+/// start whose agent cannot come up, and a send to a busy agent fail by
+/// design: none of those alone is a sign. Shutdown is never one.
 pub(crate) fn suggests_new_binary(name: &str, err: &CliError) -> bool {
     match err {
         CliError::Run(RunError::Interrupted) => false,
