@@ -328,10 +328,15 @@ mod tests {
     use crate::fleet::deck::{Delivery, SpawnReason};
     use crate::testing::write_script;
 
-    fn cli_printing(dir: &std::path::Path, stdout: &str) -> Cli {
+    /// A CLI whose binary is `dir/agent-deck`, running `script`.
+    fn cli_running(dir: &std::path::Path, script: &str) -> Cli {
         let bin = dir.join("agent-deck");
-        write_script(&bin, &format!("#!/bin/sh\ncat <<'EOF'\n{stdout}\nEOF\n"));
+        write_script(&bin, script);
         Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap())
+    }
+
+    fn cli_printing(dir: &std::path::Path, stdout: &str) -> Cli {
+        cli_running(dir, &format!("#!/bin/sh\ncat <<'EOF'\n{stdout}\nEOF\n"))
     }
 
     #[test]
@@ -367,12 +372,10 @@ mod tests {
     #[test]
     fn a_failed_list_reports_the_json_error_on_stdout() {
         let tmp = tempfile::tempdir().unwrap();
-        let bin = tmp.path().join("agent-deck");
-        write_script(
-            &bin,
+        let cli = cli_running(
+            tmp.path(),
             "#!/bin/sh\necho '{\"code\":\"INVALID_OPERATION\",\"error\":\"boom\",\"success\":false}'\nexit 1\n",
         );
-        let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
         match cli.list_profile("work", &mut |_| {}) {
             Err(CliError::Exit { code, message }) => {
                 assert_eq!(code, Some(1));
@@ -413,13 +416,11 @@ mod tests {
     #[test]
     fn a_typed_but_unconfirmed_send_is_told_apart_from_a_failed_one() {
         let tmp = tempfile::tempdir().unwrap();
-        let bin = tmp.path().join("agent-deck");
-        write_script(
-            &bin,
-            // Like agent-deck: the JSON error (with `delivery`) only under `--json`.
+        // Like agent-deck: the JSON error (with `delivery`) only under `--json`.
+        let cli = cli_running(
+            tmp.path(),
             "#!/bin/sh\ncase \" $* \" in *\" --json \"*) echo '{\"code\":\"DELIVERY_FAILED\",\"delivery\":\"typed\",\"error\":\"not acted on\",\"session_id\":\"a-1\",\"session_title\":\"w\",\"submitted\":false,\"success\":false}' ;;\n*) echo 'Error: not acted on' >&2 ;;\nesac\nexit 1\n",
         );
-        let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
         let err = cli.send("default", "a-1", "report status?").unwrap_err();
         assert_eq!(err.delivery(), Some(Delivery::Typed), "{err}");
         assert!(err.to_string().contains("not acted on"), "{err}");
@@ -435,10 +436,9 @@ mod tests {
     /// with `version`, `list` with `[]` and a WARNING on stderr, and fails
     /// `-p bad list`.
     fn cli_of_release(dir: &std::path::Path, version: &str) -> Cli {
-        let bin = dir.join("agent-deck");
         let log = dir.join("args.log");
-        write_script(
-            &bin,
+        cli_running(
+            dir,
             &format!(
                 "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\nversion) echo 'Agent Deck v{version}' ;;\n\
                  '-p bad list --json') echo 'Error: boom' >&2; exit 1 ;;\n\
@@ -446,8 +446,7 @@ mod tests {
                  *) echo pane ;;\nesac\n",
                 log.display()
             ),
-        );
-        Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap())
+        )
     }
 
     fn logged(dir: &std::path::Path) -> String {
@@ -537,14 +536,12 @@ mod tests {
     #[test]
     fn a_failed_spawn_keeps_its_reason_and_no_pane_text_and_start_asks_for_json() {
         let tmp = tempfile::tempdir().unwrap();
-        let bin = tmp.path().join("agent-deck");
         // Like agent-deck 1.16.10+: the failure JSON only under `--json`.
-        write_script(
-            &bin,
+        let cli = cli_running(
+            tmp.path(),
             "#!/bin/sh
 case \" $* \" in *\" --json \"*) echo '{\"code\":\"INVALID_OPERATION\",\"error\":\"failed to start session: tmux session \\\"agentdeck_t_a\\\" is gone: spawn_died_fast (exited after 980ms): secret pane\",\"id\":\"a-1\",\"reason\":\"spawn_died_fast\",\"spawn_failure\":{\"dying_output\":\"secret pane\",\"elapsed_ms\":980,\"reason\":\"spawn_died_fast\"},\"success\":false,\"title\":\"t\",\"tmux\":\"agentdeck_t_a\"}' ;;\n*) echo 'Error: failed to start session: secret pane' >&2 ;;\nesac\nexit 1\n",
         );
-        let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
         for err in [
             cli.start("default", "a-1").unwrap_err(),
             cli.restart("default", "a-1").unwrap_err(),

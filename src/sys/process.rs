@@ -443,14 +443,13 @@ mod tests {
         Shutdown::new().unwrap()
     }
 
+    fn run_sh(script: &str, timeout: Duration) -> Result<Output, RunError> {
+        run(&sh(script), timeout, &quiet())
+    }
+
     #[test]
     fn captures_both_streams_and_exit_code() {
-        let out = run(
-            &sh("echo out; echo err >&2; exit 3"),
-            Duration::from_secs(10),
-            &quiet(),
-        )
-        .unwrap();
+        let out = run_sh("echo out; echo err >&2; exit 3", Duration::from_secs(10)).unwrap();
         assert_eq!(out.code, Some(3));
         assert_eq!(out.stdout, "out\n");
         assert_eq!(out.stderr, "err\n");
@@ -486,16 +485,15 @@ mod tests {
 
     #[test]
     fn stdin_is_null() {
-        let out = run(&sh("cat; echo done"), Duration::from_secs(10), &quiet()).unwrap();
+        let out = run_sh("cat; echo done", Duration::from_secs(10)).unwrap();
         assert_eq!(out.stdout, "done\n");
     }
 
     #[test]
     fn large_output_does_not_deadlock() {
-        let out = run(
-            &sh("head -c 3000000 /dev/zero; head -c 3000000 /dev/zero >&2"),
+        let out = run_sh(
+            "head -c 3000000 /dev/zero; head -c 3000000 /dev/zero >&2",
             Duration::from_secs(20),
-            &quiet(),
         )
         .unwrap();
         assert_eq!(out.stdout.len(), 3_000_000);
@@ -508,7 +506,7 @@ mod tests {
         let pidfile = tmp.path().join("pid");
         let script = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
         let start = Instant::now();
-        let err = run(&sh(&script), Duration::from_millis(300), &quiet()).unwrap_err();
+        let err = run_sh(&script, Duration::from_millis(300)).unwrap_err();
         assert!(matches!(err, RunError::TimedOut(_)), "{err}");
         assert!(start.elapsed() < Duration::from_secs(5));
         let pid: i32 = std::fs::read_to_string(&pidfile)
@@ -646,25 +644,16 @@ mod tests {
     #[test]
     fn a_child_that_closes_its_pipes_still_times_out() {
         let start = Instant::now();
-        let err = run(
-            &sh("exec >&- 2>&-; sleep 30"),
-            Duration::from_millis(300),
-            &quiet(),
-        )
-        .unwrap_err();
+        let err = run_sh("exec >&- 2>&-; sleep 30", Duration::from_millis(300)).unwrap_err();
         assert!(matches!(err, RunError::TimedOut(_)), "{err}");
         assert!(start.elapsed() < Duration::from_secs(2));
     }
 
     #[test]
     fn output_beyond_the_cap_is_dropped_and_the_child_not_blocked() {
-        let out = run(
-            &sh(&format!(
-                "head -c {} /dev/zero; echo done >&2",
-                MAX_CAPTURE + 100_000
-            )),
+        let out = run_sh(
+            &format!("head -c {} /dev/zero; echo done >&2", MAX_CAPTURE + 100_000),
             Duration::from_secs(20),
-            &quiet(),
         )
         .unwrap();
         assert_eq!(out.code, Some(0));
@@ -728,7 +717,7 @@ mod tests {
 
     #[test]
     fn killed_by_signal_is_reported() {
-        let out = run(&sh("kill -9 $$"), Duration::from_secs(10), &quiet()).unwrap();
+        let out = run_sh("kill -9 $$", Duration::from_secs(10)).unwrap();
         assert_eq!(out.code, None);
         assert_eq!(out.signal, Some(9));
     }
