@@ -28,6 +28,7 @@ use crate::fleet::session::{self, NameRule, Session};
 /// An unknown hook id refreshes the cache at most this often.
 const MIN_REFRESH_GAP: Duration = Duration::from_secs(1);
 
+#[derive(Default)]
 pub(crate) struct Fleet {
     /// The sessions kept whole (see the module docs), by id.
     sessions: BTreeMap<String, Session>,
@@ -45,13 +46,8 @@ pub(crate) struct Fleet {
 impl Fleet {
     pub(crate) fn new(autorestart_dir: PathBuf) -> Fleet {
         Fleet {
-            sessions: BTreeMap::new(),
-            others: Vec::new(),
-            child_profiles: Vec::new(),
-            markers: BTreeSet::new(),
             autorestart_dir,
-            last_refresh: None,
-            listed_once: false,
+            ..Fleet::default()
         }
     }
 

@@ -1,18 +1,13 @@
 //! The real agent-deck CLI. [`Cli`] builds every agent-deck command line
 //! (global `-p` first, as the real CLI requires), runs it through
 //! [`crate::sys::process`], counts calls and failures, and parses the
-//! answer. It makes no decisions. A list answer is read whole, up to
-//! [`listing::MAX_ANSWER_BYTES`], and handed over row by row; list rows the
-//! parser had to leave out are warned about here, at most once a minute per
-//! command.
-//!
-//! It also keeps agent-deck's version as read last (`agent-deck version`,
-//! read by [`Cli::read_version`] when the daemon starts and whenever
-//! [`Cli::version_due`] says so), gates `--primary` on it, and notes a
-//! failure that a replaced binary explains so the re-read comes sooner
-//! (`version_watch.rs` decides). An exit 0 with text on stderr (the
-//! 1.16.14 store WARNING) is a success; its first line is logged once a
-//! day per distinct line.
+//! answer; it makes no decisions. A list answer is read whole, up to
+//! [`listing::MAX_ANSWER_BYTES`], and handed over row by row; the rows left
+//! out are warned about at most once a minute per command. It keeps
+//! agent-deck's version as read last, gates `--primary` on it, and marks a
+//! failure a replaced binary explains so the re-read comes sooner
+//! (`version_watch.rs` decides). An exit 0 with text on stderr (the 1.16.14
+//! store WARNING) is a success; its first line is logged once a day.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,7 +18,7 @@ use parking_lot::Mutex;
 
 use crate::fleet::deck::{by_design, AgentDeck, CallStats, CliError, CliResult, RestartAnswer};
 use crate::fleet::listing::{self, Row, RowTally, Shape};
-use crate::fleet::parse::{self, Garbage};
+use crate::fleet::parse;
 use crate::fleet::session::Live;
 use crate::fleet::version::Version;
 use crate::fleet::version_watch::{suggests_new_binary, VersionWatch};
@@ -89,13 +84,11 @@ impl Cli {
             },
             Err(e) => (None, e.to_string()),
         };
-        let before = {
-            let mut v = self.version.lock();
-            let before = v.watch.was_read().then_some(v.read);
-            v.watch.read(now);
-            v.read = read;
-            before
-        };
+        let mut v = self.version.lock();
+        let before = v.watch.was_read().then_some(v.read);
+        v.watch.read(now);
+        v.read = read;
+        drop(v);
         let shown = |v: Option<Version>| v.map_or("not known".to_owned(), |v| v.to_string());
         match (before, read) {
             (None, Some(v)) => log::info!("agent-deck {v} (from `agent-deck version`); version-gated calls follow it"),
@@ -202,19 +195,14 @@ impl Cli {
         result
     }
 
-    /// Runs one command, counted as `name`.
+    /// Runs one command, counted as `name`; a non-zero exit becomes
+    /// [`CliError::Exit`] (or [`CliError::Undelivered`]).
     fn call(&self, name: &'static str, profile: &str, args: &[&str]) -> CliResult<Output> {
-        self.counted(name, || self.run(profile, args))
-    }
-
-    /// Runs one command; a non-zero exit becomes [`CliError::Exit`] (or
-    /// [`CliError::Undelivered`]).
-    fn run(&self, profile: &str, args: &[&str]) -> CliResult<Output> {
-        self.run_as(profile, args, CliError::exited)
+        self.counted(name, || self.run(profile, args, CliError::exited))
     }
 
     /// Runs one command; `exited` reads a non-zero exit.
-    fn run_as(
+    fn run(
         &self,
         profile: &str,
         args: &[&str],
@@ -255,18 +243,6 @@ impl Cli {
         self.warn_skipped(name, profile, args, &tally);
         Ok(())
     }
-
-    /// Runs one command and reads its answer with `parse`; an answer that
-    /// does not parse is a failure too.
-    fn parsed<T>(
-        &self,
-        name: &'static str,
-        profile: &str,
-        args: &[&str],
-        parse: fn(&str) -> Result<T, Garbage>,
-    ) -> CliResult<T> {
-        self.counted(name, || Ok(parse(&self.run(profile, args)?.stdout)?))
-    }
 }
 
 impl AgentDeck for Cli {
@@ -276,19 +252,21 @@ impl AgentDeck for Cli {
     }
 
     fn list_profile(&self, profile: &str, each: &mut dyn FnMut(&Row<'_>)) -> CliResult<()> {
-        let args = ["list", "--json"];
-        self.list("list", profile, &args, Shape::Profile, each)
+        self.list("list", profile, &["list", "--json"], Shape::Profile, each)
     }
 
     fn show(&self, profile: &str, id: &str) -> CliResult<Live> {
         let args = ["session", "show", id, "--json"];
-        self.parsed("show", profile, &args, parse::show)
+        self.counted("show", || {
+            let out = self.run(profile, &args, CliError::exited)?;
+            Ok(parse::show(&out.stdout)?)
+        })
     }
 
     fn restart(&self, profile: &str, id: &str) -> CliResult<RestartAnswer> {
         let args = ["session", "restart", id, "--json"];
         self.counted("restart", || {
-            let out = self.run_as(profile, &args, CliError::spawn_exited)?;
+            let out = self.run(profile, &args, CliError::spawn_exited)?;
             Ok(parse::restart(&out.stdout)?)
         })
     }
@@ -297,10 +275,8 @@ impl AgentDeck for Cli {
         // Exit 0 is the success whatever JSON it prints (started, or queued
         // behind a group cap): only a failure's answer is read.
         let args = ["session", "start", id, "--json"];
-        self.counted("start", || {
-            self.run_as(profile, &args, CliError::spawn_exited)
-        })
-        .map(drop)
+        self.counted("start", || self.run(profile, &args, CliError::spawn_exited))
+            .map(drop)
     }
 
     fn send(&self, profile: &str, id: &str, message: &str) -> CliResult<()> {
@@ -312,12 +288,8 @@ impl AgentDeck for Cli {
         } else {
             message.to_owned()
         };
-        self.call(
-            "send",
-            profile,
-            &["session", "send", id, &message, "--no-wait", "--json"],
-        )
-        .map(drop)
+        let args = ["session", "send", id, &message, "--no-wait", "--json"];
+        self.call("send", profile, &args).map(drop)
     }
 
     fn pane(&self, profile: &str, id: &str) -> CliResult<String> {
@@ -356,10 +328,15 @@ mod tests {
     use crate::fleet::deck::{Delivery, SpawnReason};
     use crate::testing::write_script;
 
-    fn cli_printing(dir: &std::path::Path, stdout: &str) -> Cli {
+    /// A CLI whose binary is `dir/agent-deck`, running `script`.
+    fn cli_running(dir: &std::path::Path, script: &str) -> Cli {
         let bin = dir.join("agent-deck");
-        write_script(&bin, &format!("#!/bin/sh\ncat <<'EOF'\n{stdout}\nEOF\n"));
+        write_script(&bin, script);
         Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap())
+    }
+
+    fn cli_printing(dir: &std::path::Path, stdout: &str) -> Cli {
+        cli_running(dir, &format!("#!/bin/sh\ncat <<'EOF'\n{stdout}\nEOF\n"))
     }
 
     #[test]
@@ -395,12 +372,10 @@ mod tests {
     #[test]
     fn a_failed_list_reports_the_json_error_on_stdout() {
         let tmp = tempfile::tempdir().unwrap();
-        let bin = tmp.path().join("agent-deck");
-        write_script(
-            &bin,
+        let cli = cli_running(
+            tmp.path(),
             "#!/bin/sh\necho '{\"code\":\"INVALID_OPERATION\",\"error\":\"boom\",\"success\":false}'\nexit 1\n",
         );
-        let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
         match cli.list_profile("work", &mut |_| {}) {
             Err(CliError::Exit { code, message }) => {
                 assert_eq!(code, Some(1));
@@ -441,13 +416,11 @@ mod tests {
     #[test]
     fn a_typed_but_unconfirmed_send_is_told_apart_from_a_failed_one() {
         let tmp = tempfile::tempdir().unwrap();
-        let bin = tmp.path().join("agent-deck");
-        write_script(
-            &bin,
-            // Like agent-deck: the JSON error (with `delivery`) only under `--json`.
+        // Like agent-deck: the JSON error (with `delivery`) only under `--json`.
+        let cli = cli_running(
+            tmp.path(),
             "#!/bin/sh\ncase \" $* \" in *\" --json \"*) echo '{\"code\":\"DELIVERY_FAILED\",\"delivery\":\"typed\",\"error\":\"not acted on\",\"session_id\":\"a-1\",\"session_title\":\"w\",\"submitted\":false,\"success\":false}' ;;\n*) echo 'Error: not acted on' >&2 ;;\nesac\nexit 1\n",
         );
-        let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
         let err = cli.send("default", "a-1", "report status?").unwrap_err();
         assert_eq!(err.delivery(), Some(Delivery::Typed), "{err}");
         assert!(err.to_string().contains("not acted on"), "{err}");
@@ -463,10 +436,9 @@ mod tests {
     /// with `version`, `list` with `[]` and a WARNING on stderr, and fails
     /// `-p bad list`.
     fn cli_of_release(dir: &std::path::Path, version: &str) -> Cli {
-        let bin = dir.join("agent-deck");
         let log = dir.join("args.log");
-        write_script(
-            &bin,
+        cli_running(
+            dir,
             &format!(
                 "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\nversion) echo 'Agent Deck v{version}' ;;\n\
                  '-p bad list --json') echo 'Error: boom' >&2; exit 1 ;;\n\
@@ -474,8 +446,7 @@ mod tests {
                  *) echo pane ;;\nesac\n",
                 log.display()
             ),
-        );
-        Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap())
+        )
     }
 
     fn logged(dir: &std::path::Path) -> String {
@@ -565,14 +536,12 @@ mod tests {
     #[test]
     fn a_failed_spawn_keeps_its_reason_and_no_pane_text_and_start_asks_for_json() {
         let tmp = tempfile::tempdir().unwrap();
-        let bin = tmp.path().join("agent-deck");
         // Like agent-deck 1.16.10+: the failure JSON only under `--json`.
-        write_script(
-            &bin,
+        let cli = cli_running(
+            tmp.path(),
             "#!/bin/sh
 case \" $* \" in *\" --json \"*) echo '{\"code\":\"INVALID_OPERATION\",\"error\":\"failed to start session: tmux session \\\"agentdeck_t_a\\\" is gone: spawn_died_fast (exited after 980ms): secret pane\",\"id\":\"a-1\",\"reason\":\"spawn_died_fast\",\"spawn_failure\":{\"dying_output\":\"secret pane\",\"elapsed_ms\":980,\"reason\":\"spawn_died_fast\"},\"success\":false,\"title\":\"t\",\"tmux\":\"agentdeck_t_a\"}' ;;\n*) echo 'Error: failed to start session: secret pane' >&2 ;;\nesac\nexit 1\n",
         );
-        let cli = Cli::new(bin, Duration::from_secs(10), Shutdown::new().unwrap());
         for err in [
             cli.start("default", "a-1").unwrap_err(),
             cli.restart("default", "a-1").unwrap_err(),

@@ -168,15 +168,12 @@ pub(crate) struct CallStats {
 /// agent-deck (1.16.10+) answers `tmux_session_missing`, the start
 /// fallback's cue.
 pub(crate) fn by_design(name: &str, e: &CliError) -> bool {
-    match (name, e) {
-        (
-            "output-pane",
-            CliError::Exit {
-                code: Some(1),
-                message,
-            },
-        ) => message.contains("failed to capture pane"),
-        ("restart", _) => e
+    match e {
+        CliError::Exit {
+            code: Some(1),
+            message,
+        } if name == "output-pane" => message.contains("failed to capture pane"),
+        _ if name == "restart" => e
             .spawn()
             .is_some_and(|f| f.reason == parse::SpawnReason::TmuxSessionMissing),
         _ => false,

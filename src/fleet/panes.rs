@@ -120,17 +120,13 @@ fn parse_line(line: &str) -> Option<(u32, &str, ListedPane)> {
     if pid == 0 || server == 0 || dead > 1 {
         return None;
     }
-    let dead = dead == 1;
-    Some((
-        server,
-        name,
-        ListedPane {
-            window,
-            pane,
-            pid,
-            dead,
-        },
-    ))
+    let pane = ListedPane {
+        window,
+        pane,
+        pid,
+        dead: dead == 1,
+    };
+    Some((server, name, pane))
 }
 
 /// agent-deck's tmux server, listed by running `tmux`.

@@ -41,12 +41,9 @@ pub(crate) fn show(stdout: &str) -> Result<Live, Garbage> {
         return Err(Garbage("session object has no status".into()));
     }
     // Read loosely: a tool of another type, or `""`, is none.
-    let tool = v
-        .get("tool")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty());
+    let tool = str_field(&v, "tool").filter(|t| !t.is_empty());
     Ok(Live {
-        tool: tool.map(str::to_owned),
+        tool,
         ..keys.live(status)
     })
 }
@@ -121,15 +118,14 @@ pub(crate) fn spawn_failure(stdout: &str) -> Option<SpawnFailure> {
         Ok(known) => known,
         Err(_) => return None,
     };
-    let record = v.get("spawn_failure");
-    let field = |key: &str| record.and_then(|r| r.get(key));
-    let dying = field("dying_output").and_then(Value::as_str);
+    let record = &v["spawn_failure"];
+    let dying = record.get("dying_output").and_then(Value::as_str);
     Some(SpawnFailure {
         reason,
         dying_output_digest: dying
             .filter(|d| !d.trim().is_empty())
             .map(crate::digest::digest),
-        elapsed_ms: field("elapsed_ms").and_then(Value::as_u64),
+        elapsed_ms: record.get("elapsed_ms").and_then(Value::as_u64),
     })
 }
 
@@ -143,13 +139,8 @@ pub(crate) fn spawn_error_message(stdout: &str, stderr: &str, f: &SpawnFailure) 
     };
     let v: Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
     let error = str_field(&v, "error").unwrap_or_default();
-    let dying = v
-        .get("spawn_failure")
-        .and_then(|r| r.get("dying_output"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim();
-    let head = match error.find(dying) {
+    let dying = str_field(&v["spawn_failure"], "dying_output").unwrap_or_default();
+    let head = match error.find(dying.trim()) {
         Some(at) => error[..at].trim_end_matches([' ', ':']).to_owned(),
         None => format!("the spawn failed: {}", f.reason),
     };

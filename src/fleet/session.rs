@@ -167,10 +167,8 @@ impl Substate {
 
     /// The substate `text` names; an unknown one is kept as `Other`.
     pub fn parse(text: &str) -> Substate {
-        let known = Substate::KNOWN.iter().find(|k| k.as_str() == text);
-        known
-            .cloned()
-            .unwrap_or_else(|| Substate::Other(text.into()))
+        let known = Substate::KNOWN.into_iter().find(|k| k.as_str() == text);
+        known.unwrap_or_else(|| Substate::Other(text.into()))
     }
 }
 

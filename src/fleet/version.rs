@@ -52,12 +52,9 @@ impl Version {
             let word = word.strip_prefix('v').unwrap_or(word);
             let mut parts = word.splitn(3, '.');
             let mut number = || -> Option<u32> {
-                let digits: String = parts
-                    .next()?
-                    .chars()
-                    .take_while(char::is_ascii_digit)
-                    .collect();
-                digits.parse().ok()
+                let part = parts.next()?;
+                let end = part.find(|c: char| !c.is_ascii_digit());
+                part[..end.unwrap_or(part.len())].parse().ok()
             };
             Some(Version::new(number()?, number()?, number()?))
         })

@@ -52,8 +52,7 @@ impl VersionWatch {
     /// Whether a read is due at `now`. A clock that went back counts as
     /// time passed, so a jump never silences the re-reads.
     pub(crate) fn due(&self, now: f64) -> bool {
-        let since = |t: Option<f64>| t.map(|t| now - t);
-        let passed = |t: Option<f64>, d: f64| since(t).is_none_or(|s| s >= d || s < 0.0);
+        let passed = |t: Option<f64>, d: f64| t.is_none_or(|t| now - t >= d || now - t < 0.0);
         if !self.was_read() {
             return true;
         }
@@ -64,30 +63,26 @@ impl VersionWatch {
 
 /// Whether `err`, from the command counted as `name`, is a failure a
 /// healthy CLI does not give and a replaced binary may: any failure of the
-/// reads every tick makes (`list-all`, `list`, `show`), an answer that
-/// does not parse, a binary that could not be started, or a flag or
-/// command the binary does not know. A pane
-/// sample (`output-pane`) of a dead pane fails by design, a restart or
-/// start fails when the agent cannot come up, and a send when the agent is
-/// busy: none of those alone is a sign. Shutdown is never one.
+/// reads every tick makes (`list-all`, `list`, `show`), an answer that does
+/// not parse, a binary that could not be started, or a flag or command the
+/// binary does not know. A dead pane's sample (`output-pane`), a restart or
+/// start whose agent cannot come up, and a send to a busy agent fail by
+/// design: none of those alone is a sign. Shutdown is never one.
 pub(crate) fn suggests_new_binary(name: &str, err: &CliError) -> bool {
     match err {
         CliError::Run(RunError::Interrupted) => false,
         // The binary was missing for a moment: an update replacing it.
         CliError::Run(RunError::Spawn(_)) | CliError::Garbage(_) => true,
+        // Go's flag package on a flag it does not define, or agent-deck on
+        // a subcommand it does not have.
         CliError::Exit { message, .. } | CliError::Undelivered { message, .. }
-            if unknown_usage(message) =>
+            if message.contains("flag provided but not defined")
+                || message.contains("unknown command") =>
         {
             true
         }
         _ => matches!(name, "list-all" | "list" | "show"),
     }
-}
-
-/// Go's flag package on a flag it does not define, or agent-deck on a
-/// subcommand it does not have.
-fn unknown_usage(message: &str) -> bool {
-    message.contains("flag provided but not defined") || message.contains("unknown command")
 }
 
 #[cfg(test)]

@@ -187,9 +187,8 @@ fn open_for_writing(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
             _ => e,
         })?;
     if let Some(kind) = irregular_kind(file.metadata()?.file_type()) {
-        return Err(io::Error::other(format!(
-            "it is a {kind}, not a regular file"
-        )));
+        let why = format!("it is a {kind}, not a regular file");
+        return Err(io::Error::other(why));
     }
     Ok(file)
 }

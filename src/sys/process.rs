@@ -170,11 +170,7 @@ impl fmt::Display for RunError {
                 write!(f, "timed out after {:.1}s and was killed", d.as_secs_f64())
             }
             RunError::Interrupted => f.write_str("interrupted by shutdown and killed"),
-            RunError::TooLong(n) => write!(
-                f,
-                "printed more than {} MiB and was killed",
-                n / (1024 * 1024)
-            ),
+            RunError::TooLong(n) => write!(f, "printed more than {} MiB and was killed", n >> 20),
         }
     }
 }
@@ -182,7 +178,7 @@ impl fmt::Display for RunError {
 /// Runs `job` within `timeout`, keeping [`MAX_CAPTURE`] bytes of each stream.
 pub(crate) fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, RunError> {
     let limits = (u64::MAX, MAX_CAPTURE, MAX_CAPTURE);
-    let (mut ended, stdout) = supervised(job, timeout, shutdown, Vec::new(), limits)?;
+    let (mut ended, stdout) = supervised(job, timeout, shutdown, limits)?;
     ended.stdout = String::from_utf8_lossy(&stdout).into_owned();
     Ok(ended)
 }
@@ -196,7 +192,7 @@ pub(crate) fn run_whole(
     ceiling: usize,
 ) -> Result<(Output, Vec<u8>), RunError> {
     let limits = (ceiling as u64, ceiling, WHOLE_STDERR);
-    supervised(job, timeout, shutdown, Vec::new(), limits)
+    supervised(job, timeout, shutdown, limits)
 }
 
 /// [`run`] and [`run_whole`]: stdout past `ceiling` kills, `*_kept` is kept.
@@ -204,7 +200,6 @@ fn supervised(
     job: &Cmd,
     timeout: Duration,
     shutdown: &Shutdown,
-    stdout: Vec<u8>,
     (ceiling, stdout_kept, stderr_kept): (u64, usize, usize),
 ) -> Result<(Output, Vec<u8>), RunError> {
     if shutdown.is_set() {
@@ -232,7 +227,7 @@ fn supervised(
         err,
         ceiling,
         stdout_bytes: 0,
-        stdout,
+        stdout: Vec::new(),
         stdout_kept,
         stderr: Vec::new(),
         stderr_kept,
@@ -448,14 +443,13 @@ mod tests {
         Shutdown::new().unwrap()
     }
 
+    fn run_sh(script: &str, timeout: Duration) -> Result<Output, RunError> {
+        run(&sh(script), timeout, &quiet())
+    }
+
     #[test]
     fn captures_both_streams_and_exit_code() {
-        let out = run(
-            &sh("echo out; echo err >&2; exit 3"),
-            Duration::from_secs(10),
-            &quiet(),
-        )
-        .unwrap();
+        let out = run_sh("echo out; echo err >&2; exit 3", Duration::from_secs(10)).unwrap();
         assert_eq!(out.code, Some(3));
         assert_eq!(out.stdout, "out\n");
         assert_eq!(out.stderr, "err\n");
@@ -491,16 +485,15 @@ mod tests {
 
     #[test]
     fn stdin_is_null() {
-        let out = run(&sh("cat; echo done"), Duration::from_secs(10), &quiet()).unwrap();
+        let out = run_sh("cat; echo done", Duration::from_secs(10)).unwrap();
         assert_eq!(out.stdout, "done\n");
     }
 
     #[test]
     fn large_output_does_not_deadlock() {
-        let out = run(
-            &sh("head -c 3000000 /dev/zero; head -c 3000000 /dev/zero >&2"),
+        let out = run_sh(
+            "head -c 3000000 /dev/zero; head -c 3000000 /dev/zero >&2",
             Duration::from_secs(20),
-            &quiet(),
         )
         .unwrap();
         assert_eq!(out.stdout.len(), 3_000_000);
@@ -513,7 +506,7 @@ mod tests {
         let pidfile = tmp.path().join("pid");
         let script = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
         let start = Instant::now();
-        let err = run(&sh(&script), Duration::from_millis(300), &quiet()).unwrap_err();
+        let err = run_sh(&script, Duration::from_millis(300)).unwrap_err();
         assert!(matches!(err, RunError::TimedOut(_)), "{err}");
         assert!(start.elapsed() < Duration::from_secs(5));
         let pid: i32 = std::fs::read_to_string(&pidfile)
@@ -651,25 +644,16 @@ mod tests {
     #[test]
     fn a_child_that_closes_its_pipes_still_times_out() {
         let start = Instant::now();
-        let err = run(
-            &sh("exec >&- 2>&-; sleep 30"),
-            Duration::from_millis(300),
-            &quiet(),
-        )
-        .unwrap_err();
+        let err = run_sh("exec >&- 2>&-; sleep 30", Duration::from_millis(300)).unwrap_err();
         assert!(matches!(err, RunError::TimedOut(_)), "{err}");
         assert!(start.elapsed() < Duration::from_secs(2));
     }
 
     #[test]
     fn output_beyond_the_cap_is_dropped_and_the_child_not_blocked() {
-        let out = run(
-            &sh(&format!(
-                "head -c {} /dev/zero; echo done >&2",
-                MAX_CAPTURE + 100_000
-            )),
+        let out = run_sh(
+            &format!("head -c {} /dev/zero; echo done >&2", MAX_CAPTURE + 100_000),
             Duration::from_secs(20),
-            &quiet(),
         )
         .unwrap();
         assert_eq!(out.code, Some(0));
@@ -733,7 +717,7 @@ mod tests {
 
     #[test]
     fn killed_by_signal_is_reported() {
-        let out = run(&sh("kill -9 $$"), Duration::from_secs(10), &quiet()).unwrap();
+        let out = run_sh("kill -9 $$", Duration::from_secs(10)).unwrap();
         assert_eq!(out.code, None);
         assert_eq!(out.signal, Some(9));
     }

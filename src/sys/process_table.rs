@@ -5,7 +5,6 @@
 //! user's pids and reads each one's `sysctl` `KERN_PROCARGS2`, parsed by the
 //! pure [`parse_procargs2`]. Callers decide what a match means.
 
-use std::borrow::Cow;
 use std::path::Path;
 
 /// Where Linux keeps the process table; the other platforms ignore it.
@@ -17,17 +16,12 @@ pub(crate) struct Process {
     pub pid: u32,
     /// NUL-separated argv, as the kernel keeps it.
     pub cmdline: Vec<u8>,
-    environ: Environ,
-}
-
-#[derive(Debug, Clone)]
-enum Environ {
-    /// Read on request (Linux: `/proc/<pid>/environ`).
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code, reason = "Linux only"))]
-    At(std::path::PathBuf),
-    /// Read with the command line (macOS), NUL-separated.
-    #[cfg_attr(not(target_os = "macos"), allow(dead_code, reason = "macOS only"))]
-    Loaded(Vec<u8>),
+    /// `/proc/<pid>/environ`, read on request.
+    #[cfg(target_os = "linux")]
+    environ: std::path::PathBuf,
+    /// Read with the command line, NUL-separated.
+    #[cfg(target_os = "macos")]
+    environ: Vec<u8>,
 }
 
 impl Process {
@@ -57,10 +51,10 @@ impl Process {
 
     /// The value of `key` in the process's environment, if it is there.
     pub(crate) fn env_value(&self, key: &str) -> Option<Vec<u8>> {
-        let environ = match &self.environ {
-            Environ::At(path) => Cow::Owned(std::fs::read(path).ok()?),
-            Environ::Loaded(bytes) => Cow::Borrowed(bytes),
-        };
+        #[cfg(target_os = "linux")]
+        let environ = std::fs::read(&self.environ).ok()?;
+        #[cfg(target_os = "macos")]
+        let environ = &self.environ;
         environ.split(|b| *b == 0).find_map(|kv| {
             kv.strip_prefix(key.as_bytes())?
                 .strip_prefix(b"=")
@@ -127,7 +121,7 @@ mod linux {
         Some(Process {
             pid,
             cmdline,
-            environ: Environ::At(dir.join("environ")),
+            environ: dir.join("environ"),
         })
     }
 
@@ -157,6 +151,8 @@ mod linux {
 #[cfg(target_os = "macos")]
 mod macos {
     use super::*;
+    use rustix::io::Errno;
+    use rustix::process::{test_kill_process, Pid};
 
     /// Every pid on the system, as far as `proc_listallpids` will say.
     fn all_pids() -> Vec<libc::pid_t> {
@@ -234,23 +230,17 @@ mod macos {
         Some(Process {
             pid,
             cmdline,
-            environ: Environ::Loaded(environ),
+            environ,
         })
     }
 
     /// Whether `pid` is a live (non-zombie) process.
     pub(crate) fn pid_alive(_proc_dir: &Path, pid: u32) -> bool {
-        let Some(id) = libc::pid_t::try_from(pid)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        else {
+        let Some(id) = libc::pid_t::try_from(pid).ok().and_then(Pid::from_raw) else {
             return false;
         };
         // Signal 0 only checks that the process exists; EPERM means it does.
-        let exists = match rustix::process::test_kill_process(id) {
-            Ok(()) => true,
-            Err(e) => e == rustix::io::Errno::PERM,
-        };
+        let exists = matches!(test_kill_process(id), Ok(()) | Err(Errno::PERM));
         exists && bsd_info(id.as_raw_nonzero().get()).is_none_or(|i| i.pbi_status != libc::SZOMB)
     }
 

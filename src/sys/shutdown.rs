@@ -94,10 +94,9 @@ impl Shutdown {
         let timeout = wait.and_then(|w| Timespec::try_from(w).ok());
         match poll(&mut polled, timeout.as_ref()) {
             Ok(n) => n > 0,
-            Err(e) => {
-                if e != rustix::io::Errno::INTR {
-                    std::thread::sleep(wait.unwrap_or(POLL_NAP).min(POLL_NAP));
-                }
+            Err(rustix::io::Errno::INTR) => false,
+            Err(_) => {
+                std::thread::sleep(wait.unwrap_or(POLL_NAP).min(POLL_NAP));
                 false
             }
         }
