@@ -1,11 +1,10 @@
-//! `agent-deck-watchdog drill ID [--yes] [--timeout DUR]`: step 3 of the
-//! rollout (SPEC §13). It kills one restart-critical session's tmux session
-//! on agent-deck's socket as a crash would (never `session stop`, which the
-//! watchdog rightly leaves alone), records the kill in `restart.log` as
+//! `drill ID [--yes] [--timeout DUR]`, step 3 of the rollout (SPEC §13): kills
+//! a restart-critical session's tmux session as a crash would (never `session
+//! stop`, which the watchdog leaves alone), records it in `restart.log` as
 //! `"action": "drill"`, follows the daemon's records until the session is
-//! healthy again, and prints the timeline and a verdict. Whatever could make
-//! the drill prove nothing, or do harm, is checked first ([`refusal`], pure),
-//! and a refusal touches nothing.
+//! healthy again and prints the timeline and a verdict. [`refusal`] (pure)
+//! weighs first what could make it prove nothing or do harm; a refusal
+//! touches nothing.
 
 mod follow;
 

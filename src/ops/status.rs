@@ -1,9 +1,8 @@
-//! `agent-deck-watchdog status [--json]`: what the daemon knows and will do
-//! next, from the lock file (the pid it names; the lock is never probed),
-//! `state.json`, `daemon-status.json` (as of the last tick), the task
-//! registry, and the record files (sizes, and each session's newest
-//! `restart.log` record, `.1` included). Read-only: it takes no lock a daemon
-//! would wait on, and streams the record files rather than loading them.
+//! `status [--json]`: what the daemon knows and will do next, from the pid its
+//! lock file names (the lock is never probed), `state.json`,
+//! `daemon-status.json` (the last tick), the task registry and the record
+//! files (sizes; each session's newest `restart.log` record, `.1` included,
+//! streamed). Read-only: it takes no lock a daemon would wait on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
