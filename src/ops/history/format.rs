@@ -456,9 +456,8 @@ pub(crate) fn render(
     let titles = titles(all);
     out.stdout = match args.view {
         View::Report => {
-            let since = &args.since;
             let r = Reporter {
-                since,
+                since: &args.since,
                 about,
                 all,
                 titles,
