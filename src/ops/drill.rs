@@ -100,20 +100,18 @@ pub(crate) fn refusal(id: &str, f: &DrillFacts<'_>) -> Option<String> {
             "the daemon (pid {pid}) {quiet}, and would not notice the kill"
         ));
     }
-    let mut state = f.state.clone();
-    match gates::gate(&mut state, f.limits, id, f.now) {
-        Gate::Go => {}
-        Gate::Skip(hold) => {
-            return Some(format!(
-                "the daemon would hold the restart now ({hold}); try again when `status` shows it clear"
-            ))
-        }
-        Gate::BudgetSpent => {
-            return Some(format!(
-                "{id} has no restart left in its rate-limit window ({} in {:.0} s)",
-                f.limits.rate_max, f.limits.rate_window
-            ))
-        }
+    let held = match gates::gate(&mut f.state.clone(), f.limits, id, f.now) {
+        Gate::Go => None,
+        Gate::Skip(hold) => Some(format!(
+            "the daemon would hold the restart now ({hold}); try again when `status` shows it clear"
+        )),
+        Gate::BudgetSpent => Some(format!(
+            "{id} has no restart left in its rate-limit window ({} in {:.0} s)",
+            f.limits.rate_max, f.limits.rate_window
+        )),
+    };
+    if held.is_some() {
+        return held;
     }
     let fresh = f.last_start.is_some_and(|t| f.now - t < FRESHNESS_S);
     if fresh && !f.status_writer {
