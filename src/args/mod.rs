@@ -122,9 +122,8 @@ pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
         let mut global = pico_args::Arguments::from_vec(args);
         let mut flags = RunFlags {
             dry_run: global.contains("--dry-run"),
-            once: false,
             verbose: global.contains(["-v", "--verbose"]),
-            json: false,
+            ..RunFlags::default()
         };
         reject_leftovers(global.finish())?;
         let end = rest.iter().position(|a| a == "--").unwrap_or(rest.len());

@@ -37,6 +37,7 @@ pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
         .subcommand()
         .map_err(usage)?
         .ok_or_else(|| usage("task: missing subcommand"))?;
+    let missing = |what: &str| usage(format!("task {sub}: missing <{what}>"));
     let cmd = match sub.as_str() {
         "add" => {
             let file: PathBuf = args
@@ -58,7 +59,7 @@ pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
             let match_ = args.opt_value_from_str("--match").map_err(usage)?;
             let id = args
                 .free_from_os_str(|s| Ok::<_, String>(s.to_owned()))
-                .map_err(|_| usage("task add: missing <id>"))
+                .map_err(|_| missing("id"))
                 .and_then(checked_id)?;
             TaskCommand::Add(NewTask {
                 id,
@@ -76,21 +77,15 @@ pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
         },
         "show" => {
             let json = args.contains("--json");
-            let id = args
-                .free_from_str()
-                .map_err(|_| usage("task show: missing <id>"))?;
+            let id = args.free_from_str().map_err(|_| missing("id"))?;
             TaskCommand::Show { id, json }
         }
         "cancel" => TaskCommand::Cancel {
-            id: args
-                .free_from_str()
-                .map_err(|_| usage("task cancel: missing <id>"))?,
+            id: args.free_from_str().map_err(|_| missing("id"))?,
         },
         "check" => TaskCommand::Check,
         "sign" => TaskCommand::Sign {
-            file: args
-                .free_from_str()
-                .map_err(|_| usage("task sign: missing <file>"))?,
+            file: args.free_from_str().map_err(|_| missing("file"))?,
         },
         other => return Err(usage(format!("task: unknown subcommand '{other}'"))),
     };

@@ -23,22 +23,17 @@ pub(crate) fn resolve_hooks_dir(home: &Path, xdg_data_home: Option<&str>, root: 
     }
 }
 
-/// Where agent-deck looks for `config.toml`, in its order: XDG first (default
+/// agent-deck's `config.toml`, the first file of its order: XDG (default
 /// `~/.config/agent-deck/`), then under the root, then `~/.agent-deck/`.
-pub(crate) fn candidates(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Vec<PathBuf> {
+pub(crate) fn find(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Option<PathBuf> {
     let xdg = xdg_config_home.map_or_else(|| home.join(".config"), Path::to_path_buf);
-    vec![
+    [
         xdg.join("agent-deck/config.toml"),
         root.join("config.toml"),
         home.join(".agent-deck/config.toml"),
     ]
-}
-
-/// The first of the [`candidates`] that is a file.
-pub(crate) fn find(home: &Path, xdg_config_home: Option<&Path>, root: &Path) -> Option<PathBuf> {
-    candidates(home, xdg_config_home, root)
-        .into_iter()
-        .find(|c| c.is_file())
+    .into_iter()
+    .find(|c| c.is_file())
 }
 
 /// `[tmux] socket_name`, trimmed; `None` when unset or blank (the default).
@@ -96,9 +91,14 @@ mod tests {
 
     #[test]
     fn xdg_comes_before_the_legacy_places() {
-        let c = candidates(Path::new("/h"), None, Path::new("/h/.agent-deck"));
-        assert_eq!(c[0], Path::new("/h/.config/agent-deck/config.toml"));
-        assert_eq!(c[1], Path::new("/h/.agent-deck/config.toml"));
+        let tmp = tempfile::tempdir().unwrap();
+        let (home, root) = (tmp.path(), tmp.path().join("root"));
+        assert_eq!(find(home, None, &root), None);
+        for dir in [".agent-deck", "root", ".config/agent-deck"].map(|d| home.join(d)) {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("config.toml"), "").unwrap();
+            assert_eq!(find(home, None, &root), Some(dir.join("config.toml")));
+        }
     }
 
     #[test]

@@ -125,8 +125,16 @@ pub(super) fn read(env: &Env) -> Result<Config> {
             MIN_RECORD_BYTES..=u32::MAX,
         )?),
         task_retention_days: r.count("TASK_RETENTION_DAYS", 30, 1..=MAX_RETENTION_DAYS)?,
-        watch_backend: r.watch_backend()?,
-        pane_watch: r.pane_watch()?,
+        watch_backend: r.word(
+            "WATCH_BACKEND",
+            [("auto", WatchBackend::Auto), ("scan", WatchBackend::Scan)],
+            "auto (kernel notifications, scanning while they cannot be had) or scan",
+        )?,
+        pane_watch: r.word(
+            "PANE_WATCH",
+            [("auto", PaneWatchMode::Auto), ("off", PaneWatchMode::Off)],
+            "auto (watch agent-deck's tmux panes where it can) or off",
+        )?,
         pane_list_interval: r.seconds("PANE_LIST_INTERVAL_S", 5.0, POSITIVE_WAIT)?,
         armed_poll_interval: r.armed_poll_interval()?,
         watchdog_usec: r.watchdog_usec()?,
@@ -250,34 +258,23 @@ impl<'a> Reader<'a> {
         Ok(message.to_owned())
     }
 
-    fn watch_backend(&mut self) -> Result<WatchBackend> {
-        let (backend, shown, origin) = match self.env.value("WATCH_BACKEND")? {
-            None => (WatchBackend::Auto, "auto", "default"),
-            Some(raw) => match raw.trim() {
-                "auto" => (WatchBackend::Auto, "auto", "environment"),
-                "scan" => (WatchBackend::Scan, "scan", "environment"),
-                _ => return Err(Error::usage(format!(
-                    "WATCH_BACKEND={raw:?} is invalid: expected auto (kernel notifications, scanning while they cannot be had) or scan"
-                ))),
-            },
+    /// One of `words` (trimmed), unset the first; any other is refused.
+    fn word<T: Copy>(
+        &mut self,
+        name: &'static str,
+        words: [(&'static str, T); 2],
+        expected: &str,
+    ) -> Result<T> {
+        let raw = self.env.value(name)?;
+        let given = raw.map_or(words[0].0, str::trim);
+        let Some(&(shown, value)) = words.iter().find(|(w, _)| *w == given) else {
+            let raw = raw.unwrap_or_default();
+            return Err(Error::usage(format!(
+                "{name}={raw:?} is invalid: expected {expected}"
+            )));
         };
-        self.note("WATCH_BACKEND", shown, origin);
-        Ok(backend)
-    }
-
-    fn pane_watch(&mut self) -> Result<PaneWatchMode> {
-        let (mode, shown, origin) = match self.env.value("PANE_WATCH")? {
-            None => (PaneWatchMode::Auto, "auto", "default"),
-            Some(raw) => match raw.trim() {
-                "auto" => (PaneWatchMode::Auto, "auto", "environment"),
-                "off" => (PaneWatchMode::Off, "off", "environment"),
-                _ => return Err(Error::usage(format!(
-                    "PANE_WATCH={raw:?} is invalid: expected auto (watch agent-deck's tmux panes where it can) or off"
-                ))),
-            },
-        };
-        self.note("PANE_WATCH", shown, origin);
-        Ok(mode)
+        self.note(name, shown, raw.map_or("default", |_| "environment"));
+        Ok(value)
     }
 
     /// `ARMED_POLL_INTERVAL_S`: as set; else, when the operator set

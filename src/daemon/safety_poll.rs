@@ -253,7 +253,7 @@ impl Daemon {
             rate_limit_max: self.ctx.limits.rate_max,
             rate_limit_window_s: self.ctx.limits.rate_window,
             agent_deck_version: self.ctx.deck.version().map(|v| v.to_string()),
-            pane_watch: self.panes.status().into(),
+            pane_watch: self.panes.status(),
         };
         self.metrics.write(&self.ctx.cfg.watchdog_dir, &sample);
         let breaker = breaker_open.then_some("; circuit breaker OPEN");

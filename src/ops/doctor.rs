@@ -136,11 +136,8 @@ pub(crate) fn run(env: &Env, json: bool, online: bool) -> Result<()> {
             println!("{}", c.line());
         }
     }
-    match checks
-        .iter()
-        .filter(|c| c.status == CheckStatus::Fail)
-        .count()
-    {
+    let failed = checks.iter().filter(|c| c.status == CheckStatus::Fail);
+    match failed.count() {
         0 => Ok(()),
         n => Err(Error::runtime(format!("doctor: {n} check(s) failed"))),
     }

@@ -1,11 +1,10 @@
-//! `agent-deck-watchdog drill ID [--yes] [--timeout DUR]`: step 3 of the
-//! rollout (SPEC §13). It kills one restart-critical session's tmux session
-//! on agent-deck's socket as a crash would (never `session stop`, which the
-//! watchdog rightly leaves alone), records the kill in `restart.log` as
+//! `drill ID [--yes] [--timeout DUR]`, step 3 of the rollout (SPEC §13): kills
+//! a restart-critical session's tmux session as a crash would (never `session
+//! stop`, which the watchdog leaves alone), records it in `restart.log` as
 //! `"action": "drill"`, follows the daemon's records until the session is
-//! healthy again, and prints the timeline and a verdict. Whatever could make
-//! the drill prove nothing, or do harm, is checked first ([`refusal`], pure),
-//! and a refusal touches nothing.
+//! healthy again and prints the timeline and a verdict. [`refusal`] (pure)
+//! weighs first what could make it prove nothing or do harm; a refusal
+//! touches nothing.
 
 mod follow;
 
@@ -101,20 +100,18 @@ pub(crate) fn refusal(id: &str, f: &DrillFacts<'_>) -> Option<String> {
             "the daemon (pid {pid}) {quiet}, and would not notice the kill"
         ));
     }
-    let mut state = f.state.clone();
-    match gates::gate(&mut state, f.limits, id, f.now) {
-        Gate::Go => {}
-        Gate::Skip(hold) => {
-            return Some(format!(
-                "the daemon would hold the restart now ({hold}); try again when `status` shows it clear"
-            ))
-        }
-        Gate::BudgetSpent => {
-            return Some(format!(
-                "{id} has no restart left in its rate-limit window ({} in {:.0} s)",
-                f.limits.rate_max, f.limits.rate_window
-            ))
-        }
+    let held = match gates::gate(&mut f.state.clone(), f.limits, id, f.now) {
+        Gate::Go => None,
+        Gate::Skip(hold) => Some(format!(
+            "the daemon would hold the restart now ({hold}); try again when `status` shows it clear"
+        )),
+        Gate::BudgetSpent => Some(format!(
+            "{id} has no restart left in its rate-limit window ({} in {:.0} s)",
+            f.limits.rate_max, f.limits.rate_window
+        )),
+    };
+    if held.is_some() {
+        return held;
     }
     let fresh = f.last_start.is_some_and(|t| f.now - t < FRESHNESS_S);
     if fresh && !f.status_writer {

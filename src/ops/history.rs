@@ -1,9 +1,8 @@
-//! `agent-deck-watchdog history [ID] [--since DUR] [--json|--report]`: the
-//! decision timeline from `liveness.log`, `restart.log` and `escalations.log`
-//! (each with its `.1`), oldest first. This file reads the record files (the
-//! newest [`FILE_MAX`] bytes of each) and prints; parsing and filtering are
-//! in [`timeline`], the output in [`format`], both pure. It never writes,
-//! locks or calls agent-deck, and prints no pane text or secret.
+//! `history [ID] [--since DUR] [--json|--report]`: the decision timeline of
+//! the three record files (each with its `.1`), oldest first. This file reads
+//! them (the newest [`FILE_MAX`] bytes of each) and prints; [`timeline`]
+//! parses and filters, [`format`] renders, both pure. It never writes, locks
+//! or calls agent-deck, and prints no pane text or secret.
 
 pub(crate) mod format;
 pub(crate) mod timeline;

@@ -1,9 +1,8 @@
-//! `agent-deck-watchdog status [--json]`: what the daemon knows and will do
-//! next, from the lock file (the pid it names; the lock is never probed),
-//! `state.json`, `daemon-status.json` (as of the last tick), the task
-//! registry, and the record files (sizes, and each session's newest
-//! `restart.log` record, `.1` included). Read-only: it takes no lock a daemon
-//! would wait on, and streams the record files rather than loading them.
+//! `status [--json]`: what the daemon knows and will do next, from the pid its
+//! lock file names (the lock is never probed), `state.json`,
+//! `daemon-status.json` (the last tick), the task registry and the record
+//! files (sizes; each session's newest `restart.log` record, `.1` included,
+//! streamed). Read-only: it takes no lock a daemon would wait on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -15,12 +14,13 @@ use crate::decide::book::State;
 use crate::decide::limits::Limits;
 use crate::error::{Error, Result};
 use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
-use crate::records::daemon_status::{self, CliCounts, PaneWatchState};
+use crate::records::daemon_status::{self, CliCounts};
 use crate::records::instance_lock;
 use crate::records::rotation::{each_line_with_rotated, rotated_path};
 use crate::records::state_file::{self, STATE_FILE};
 use crate::sys::clock::{Clock, SystemClock};
 use crate::tasks::registry::RegistryFile;
+use crate::triggers::pane_share::WatchStatus;
 
 /// Everything `status --json` prints. Fields are in alphabetical order, the
 /// order the keys have always had.
@@ -35,7 +35,7 @@ pub(crate) struct Report {
     pub daemon: DaemonView,
     pub limits: LimitsView,
     /// The pane watch at the daemon's last tick.
-    pub pane_watch: PaneWatchState,
+    pub pane_watch: WatchStatus,
     pub patrols: PatrolStatus,
     pub queue_drops: u64,
     pub records: RecordFiles,
@@ -391,7 +391,7 @@ mod tests {
         let mut st = daemon_status::DaemonStatus {
             queue_drops: 4,
             agent_deck_version: Some("1.16.26".into()),
-            pane_watch: PaneWatchState {
+            pane_watch: WatchStatus {
                 armed: false,
                 covered: 0,
                 why_not: Some("PANE_WATCH=off".into()),

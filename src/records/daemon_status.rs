@@ -33,19 +33,7 @@ pub(crate) struct DaemonStatus {
     pub rate_limit_window_s: f64,
     /// `agent-deck version` as last read; `null` when it was unreadable.
     pub agent_deck_version: Option<String>,
-    pub pane_watch: PaneWatchState,
-}
-
-/// The pane watch as the tick saw it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub(crate) struct PaneWatchState {
-    /// It covers every restart-critical session (`ARMED_POLL_INTERVAL_S`).
-    pub armed: bool,
-    /// Critical sessions whose pane process it watches.
-    pub covered: usize,
-    /// Why it is not armed, when it is not.
-    pub why_not: Option<String>,
+    pub pane_watch: WatchStatus,
 }
 
 /// agent-deck calls and failed calls since start, by command.
@@ -65,16 +53,6 @@ impl From<CallStats> for CliCounts {
             calls: own(s.calls),
             failures: own(s.failures),
             failures_by_design: own(s.by_design),
-        }
-    }
-}
-
-impl From<WatchStatus> for PaneWatchState {
-    fn from(s: WatchStatus) -> PaneWatchState {
-        PaneWatchState {
-            armed: s.armed,
-            covered: s.covered,
-            why_not: s.why_not,
         }
     }
 }
@@ -106,7 +84,7 @@ mod tests {
             last_tick: 1_700_000_000.5,
             queue_drops: 3,
             cli: stats.into(),
-            pane_watch: PaneWatchState {
+            pane_watch: WatchStatus {
                 armed: false,
                 covered: 1,
                 why_not: Some("1 of 2 critical sessions covered".into()),

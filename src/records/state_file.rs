@@ -137,13 +137,10 @@ mod tests {
         std::fs::write(&path, b"{}").unwrap();
         assert_eq!(peek(tmp.path()), Ok(Some(State::default())));
     }
-    use crate::config::{Config, Env};
     use crate::decide::{dedup, gates};
 
     fn lim() -> Limits {
-        let mut env = Env::new();
-        env.insert("HOME".into(), "/nonexistent".into());
-        Limits::from_config(&Config::from_env(&env).unwrap())
+        Limits::from_config(&crate::config::test_config(Path::new("/nonexistent")))
     }
 
     #[test]

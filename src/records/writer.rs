@@ -124,19 +124,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let r = Records::new(tmp.path());
         let rec = RestartRecord {
-            ts: 1.5,
-            id: "a-1".into(),
-            title: "conductor-a".into(),
-            profile: "default".into(),
             action: RestartAction::Restart,
-            reason: None,
-            dry_run: false,
-            backoff_s: None,
-            final_status: None,
-            stuck_for_s: None,
-            spawn_reason: None,
-            dying_output_digest: None,
-            elapsed_ms: None,
+            ..restart_record(1)
         };
         r.restart(&rec);
         r.restart(&rec);
@@ -165,6 +154,17 @@ mod tests {
             spawn_reason: None,
             dying_output_digest: None,
             elapsed_ms: None,
+        }
+    }
+
+    fn alert(message: &str) -> EscalationRecord {
+        EscalationRecord {
+            ts: 0.0,
+            severity: Severity::RateLimit,
+            message: message.into(),
+            sid: None,
+            telegram: false,
+            dry_run: false,
         }
     }
 
@@ -233,14 +233,7 @@ mod tests {
         let victim = tmp.path().join("victim");
         std::fs::write(&victim, b"keep").unwrap();
         std::os::unix::fs::symlink(&victim, tmp.path().join(ESCALATIONS_LOG)).unwrap();
-        Records::new(tmp.path()).escalation(&EscalationRecord {
-            ts: 0.0,
-            severity: Severity::RateLimit,
-            message: "m".into(),
-            sid: None,
-            telegram: false,
-            dry_run: false,
-        });
+        Records::new(tmp.path()).escalation(&alert("m"));
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
     }
 
@@ -249,14 +242,6 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("not-yet");
         let r = Records::new(&dir);
-        let alert = |message: &str| EscalationRecord {
-            ts: 0.0,
-            severity: Severity::RateLimit,
-            message: message.into(),
-            sid: None,
-            telegram: false,
-            dry_run: false,
-        };
         // The appends fail and return; the alerts still count in the metrics.
         r.escalation(&alert("lost"));
         r.escalation(&alert("lost"));
@@ -276,28 +261,17 @@ mod tests {
         let r = Records::new(tmp.path());
         let huge = format!("é{}\nforged", "r".repeat(5_000_000));
         let rec = RestartRecord {
-            ts: 1.5,
-            id: "a-1".into(),
             title: huge.clone(),
-            profile: "default".into(),
             action: RestartAction::CliRefused,
             reason: Some(huge.clone()),
-            dry_run: false,
-            backoff_s: None,
-            final_status: None,
             stuck_for_s: Some(2.0),
-            spawn_reason: None,
-            dying_output_digest: None,
-            elapsed_ms: None,
+            ..restart_record(1)
         };
         r.restart(&rec);
         r.escalation(&EscalationRecord {
-            ts: 0.0,
             severity: Severity::RestartFailed,
-            message: huge.clone(),
             sid: Some("a-1".into()),
-            telegram: false,
-            dry_run: false,
+            ..alert(&huge)
         });
         let text = std::fs::read_to_string(tmp.path().join(RESTART_LOG)).unwrap();
         assert_eq!(text.lines().count(), 1);

@@ -20,7 +20,8 @@ pub(crate) struct PaneMap {
 }
 
 /// What the watch covers now, for the ticker, `status` and the metrics.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub(crate) struct WatchStatus {
     /// Every critical session is covered (and there is at least one).
     pub armed: bool,

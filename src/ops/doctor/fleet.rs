@@ -8,11 +8,11 @@ use crate::config::Config;
 use crate::fleet::cache::Fleet;
 use crate::fleet::session::{Session, Status};
 use crate::ops::preflight::{show, status_writer};
-use crate::records::daemon_status::PaneWatchState;
 use crate::records::{daemon_status, instance_lock};
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::hook_file_exists;
+use crate::triggers::pane_share::WatchStatus;
 
 /// `critical sessions`: each, why, and whether it is in `error` now (one
 /// `session show` each, the call the daemon makes); and the Claude-family
@@ -107,7 +107,7 @@ fn newest_hook_age(dir: &Path) -> Option<f64> {
 }
 
 /// What the pane watch covered, in words.
-fn pane_watch(w: &PaneWatchState) -> String {
+fn pane_watch(w: &WatchStatus) -> String {
     if w.armed {
         let n = w.covered;
         return format!("pane watch armed on {n} critical sessions (the CLI poll runs at ARMED_POLL_INTERVAL_S)");
@@ -171,15 +171,15 @@ mod tests {
 
     #[test]
     fn the_daemon_check_says_what_the_pane_watch_covers_and_why_not() {
-        let armed = PaneWatchState {
+        let armed = WatchStatus {
             armed: true,
             covered: 3,
             why_not: None,
         };
         assert!(pane_watch(&armed).starts_with("pane watch armed on 3 critical sessions"));
-        let off = PaneWatchState {
+        let off = WatchStatus {
             why_not: Some("PANE_WATCH=off".into()),
-            ..PaneWatchState::default()
+            ..WatchStatus::default()
         };
         assert!(pane_watch(&off).starts_with("pane watch not armed (PANE_WATCH=off)"));
     }

@@ -164,11 +164,9 @@ pub(super) fn service(shutdown: &Shutdown) -> Check {
         unit.active,
         unit.exec_path.as_deref().unwrap_or("?")
     );
+    let enable = "systemctl --user enable --now agent-deck-watchdog.service";
     let (why, fix) = if unit.file_state != "enabled" || unit.active != "active" {
-        (
-            "",
-            "systemctl --user enable --now agent-deck-watchdog.service",
-        )
+        ("", enable)
     } else if !runs_us {
         let fix = "point ExecStart= at this binary (or install this one there), then systemctl --user daemon-reload";
         (", which is not this binary", fix)

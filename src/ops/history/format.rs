@@ -130,7 +130,10 @@ fn who(e: &Record, titles: &HashMap<&str, &str>) -> String {
     let Some(id) = e.session() else {
         return "fleet".into();
     };
-    let title = e.title().or_else(|| titles.get(id).copied());
+    let title = e
+        .names()
+        .map(|(t, _)| t)
+        .or_else(|| titles.get(id).copied());
     match title {
         Some(t) => format!("{} ({})", printable(t, TITLE_MAX), printable(id, ID_MAX)),
         None => format!("({})", printable(id, ID_MAX)),
@@ -179,16 +182,10 @@ struct Reporter<'a> {
 impl Reporter<'_> {
     /// The fields the watchdog last used for the session `id`, from its records.
     fn last_seen(&self, id: &str) -> Vec<String> {
-        let (all, tz) = (self.all, self.tz);
-        let mine: Vec<&Record> = select(all, Some(id), None);
+        let (mine, tz) = (select(self.all, Some(id), None), self.tz);
         let mut out = vec!["last seen by the watchdog".to_owned()];
-        let newest = mine.iter().rev().find_map(|e| match e {
-            Record::Liveness(r) => Some((*e, &r.title, &r.profile)),
-            Record::Restart(r) => Some((*e, &r.title, &r.profile)),
-            Record::Escalation(_) => None,
-        });
-        match newest {
-            Some((e, title, profile)) => {
+        match mine.iter().rev().find_map(|e| Some((*e, e.names()?))) {
+            Some((e, (title, profile))) => {
                 out.push(format!("  title      {}", printable(title, TEXT_MAX)));
                 out.push(format!("  profile    {}", printable(profile, TEXT_MAX)));
                 out.push(format!(
@@ -459,9 +456,8 @@ pub(crate) fn render(
     let titles = titles(all);
     out.stdout = match args.view {
         View::Report => {
-            let since = &args.since;
             let r = Reporter {
-                since,
+                since: &args.since,
                 about,
                 all,
                 titles,

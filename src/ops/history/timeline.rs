@@ -112,10 +112,11 @@ impl Record {
         }
     }
 
-    pub(crate) fn title(&self) -> Option<&str> {
+    /// The session's title and profile, which an escalation does not carry.
+    pub(crate) fn names(&self) -> Option<(&str, &str)> {
         match self {
-            Record::Liveness(r) => Some(&r.title),
-            Record::Restart(r) => Some(&r.title),
+            Record::Liveness(r) => Some((&r.title, &r.profile)),
+            Record::Restart(r) => Some((&r.title, &r.profile)),
             Record::Escalation(_) => None,
         }
     }
@@ -197,7 +198,7 @@ pub(crate) fn titles(entries: &[Record]) -> HashMap<&str, &str> {
     // A later title replaces an earlier one.
     entries
         .iter()
-        .filter_map(|e| Some((e.session()?, e.title()?)))
+        .filter_map(|e| Some((e.session()?, e.names()?.0)))
         .collect()
 }
 #[cfg(test)]

@@ -5,7 +5,6 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 use super::{Store, STATE_FILE};
-use crate::config::{Config, Env};
 use crate::decide::book::State;
 use crate::decide::gates::Limits;
 use crate::testing::{
@@ -70,9 +69,9 @@ fn state_doc() -> BoxedStrategy<Value> {
 }
 
 fn limits() -> Limits {
-    let mut env = Env::new();
-    env.insert("HOME".into(), "/nonexistent".into());
-    Limits::from_config(&Config::from_env(&env).unwrap())
+    Limits::from_config(&crate::config::test_config(std::path::Path::new(
+        "/nonexistent",
+    )))
 }
 
 fn state_size(s: &State) -> usize {
