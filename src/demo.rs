@@ -33,8 +33,6 @@ const BUSY: &str = "7c1d2e3f-1755891300";
 const HELD: &str = "9a8b7c6d-1755891400";
 const WORKER: &str = "a0b1c2d3-1755899999";
 const DEADLINE: Duration = Duration::from_secs(40);
-/// The argument that makes this program the simulated agent-deck.
-const SIM_COMMAND: &str = "sim";
 
 fn err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::runtime(format!("demo: {what}: {e}"))
@@ -85,12 +83,13 @@ fn prepare(dir: &Path) -> Result<(Config, PathBuf, PathBuf)> {
         .map_err(|e| err("cannot write the simulated fleet", e))?;
     let wrapper = dir.join("bin/agent-deck");
     let script = format!(
-        "#!/bin/sh\n{}='{}' {}='{}' exec '{}' {SIM_COMMAND} \"$@\"\n",
+        "#!/bin/sh\n{}='{}' {}='{}' exec '{}' {} \"$@\"\n",
         sim::STATE_ENV,
         state.display(),
         sim::LOG_ENV,
         calls.display(),
-        exe.display()
+        exe.display(),
+        sim::ENTRY
     );
     std::fs::write(&wrapper, script)
         .and_then(|()| std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)))
@@ -166,17 +165,10 @@ pub(crate) fn run() -> Result<()> {
     );
     let shutdown = Shutdown::new().map_err(|e| err("cannot create the shutdown token", e))?;
     let stop = shutdown.clone();
-    let daemon_cfg = cfg.clone();
+    let (daemon_cfg, flags) = (cfg.clone(), RunFlags::default());
     let daemon = std::thread::Builder::new()
         .name("demo-daemon".into())
-        .spawn(move || {
-            daemon::run_with(
-                &daemon_cfg,
-                RunFlags::default(),
-                stop,
-                &AtomicBool::new(false),
-            )
-        })
+        .spawn(move || daemon::run_with(&daemon_cfg, flags, stop, &AtomicBool::new(false)))
         .map_err(|e| err("cannot start the daemon thread", e))?;
     let started = unix_now();
     std::thread::sleep(Duration::from_millis(1500));

@@ -17,10 +17,9 @@ use crate::fleet::version::Version;
 const FRESHNESS_REASON: &str = "session is running and was started 12s ago (within 1m0s \
 freshness window); use --force to restart anyway";
 
-/// Lines of scrollback `output --pane` captures (`capture-pane -S -2000`),
-/// and the visible screen below that history (tmux's default 24 rows).
-const PANE_HISTORY_LINES: usize = 2000;
-const PANE_SCREEN_ROWS: usize = 24;
+/// Lines `output --pane` shows: 2000 of scrollback (`capture-pane -S
+/// -2000`) and the visible screen below them (tmux's default 24 rows).
+const PANE_LINES: usize = 2000 + 24;
 
 /// The keys `session show --json` leaves out when they are empty.
 const OMIT_EMPTY: [&str; 4] = ["command", "substate", "channels", "tmux_session"];
@@ -89,14 +88,9 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
         // Quiet prints nothing and `--json` the data, as any success does.
         return Ok(out(c).success("", data));
     }
+    let (title, id, path, group, tool) = (&s.title, &s.id, s.path(), &s.group, s.tool());
     let text = format!(
-        "Session: {}\nID:      {}\nStatus:  {}\nPath:    {}\nGroup:   {}\nTool:    {}\n",
-        s.title,
-        s.id,
-        status,
-        s.path(),
-        s.group,
-        s.tool()
+        "Session: {title}\nID:      {id}\nStatus:  {status}\nPath:    {path}\nGroup:   {group}\nTool:    {tool}\n"
     );
     Ok(Reply::out(0, text))
 }
@@ -150,13 +144,10 @@ fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
             s.pane = Some(line);
         }
         mark_started(s, at, "waiting");
-    }
-    let data = json!({"id": s.id, "success": true, "title": s.title});
-    let reply = o.success(&format!("Restarted session: {}", s.title), data);
-    if mode != OnRestart::NoEffect {
         st.tmux_server = None;
     }
-    Ok(reply)
+    let data = json!({"id": s.id, "success": true, "title": s.title});
+    Ok(o.success(&format!("Restarted session: {}", s.title), data))
 }
 
 /// What a successful start or restart leaves: a live tmux session, status
@@ -199,6 +190,7 @@ fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     }
     // A start reuses the tmux name the session already has.
     mark_started(s, at, "starting");
+    st.tmux_server = None;
     s.starts += 1;
     let mut data = json!({"id": s.id, "success": true, "title": s.title});
     if !s.tmux_session.is_empty() {
@@ -207,9 +199,7 @@ fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     if s.tool() == "claude" && !s.claude_session_id.is_empty() {
         data["claude_session_id"] = json!(s.claude_session_id);
     }
-    let reply = o.success(&format!("Started session: {}", s.title), data);
-    st.tmux_server = None;
-    Ok(reply)
+    Ok(o.success(&format!("Started session: {}", s.title), data))
 }
 
 /// The reasons of a spawn whose existence probe never settled, and of a
@@ -350,11 +340,8 @@ fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
             s.pane_ticks += 1;
             s.append_pane_line(&format!("tick {}", s.pane_ticks));
         }
-        let pane = s.pane.as_deref().unwrap_or_default();
-        (
-            last_lines(pane, PANE_HISTORY_LINES + PANE_SCREEN_ROWS).to_owned(),
-            "pane",
-        )
+        let pane = last_lines(s.pane.as_deref().unwrap_or_default(), PANE_LINES);
+        (pane.to_owned(), "pane")
     } else {
         let Some(hold) = s.hold().and_then(Value::as_object) else {
             return Err(o.invalid(&format!("failed to capture pane: {CAPTURE_FAILED}")));

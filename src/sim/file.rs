@@ -90,10 +90,9 @@ fn read(path: &Path) -> io::Result<Option<SimState>> {
     let mut state: SimState = serde_json::from_value(value).map_err(unreadable)?;
     if state.server_down() {
         // A killed tmux server took every session's tmux session with it.
-        state
-            .sessions
-            .iter_mut()
-            .for_each(|s| s.tmux_alive = Some(false));
+        for s in &mut state.sessions {
+            s.tmux_alive = Some(false);
+        }
     }
     Ok(Some(state))
 }

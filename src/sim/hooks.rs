@@ -24,14 +24,9 @@ pub(super) fn read(dir: &Path, id: &str, now: f64) -> Option<(String, f64)> {
         return None;
     }
     let scoped = dir.join("sandbox").join(id).join(format!("{id}.json"));
-    let path = if regular(&scoped) {
-        scoped
-    } else {
-        dir.join(format!("{id}.json"))
-    };
-    if !regular(&path) {
-        return None;
-    }
+    let path = [scoped, dir.join(format!("{id}.json"))]
+        .into_iter()
+        .find(|p| regular(p))?;
     let bytes = read_bounded(&path, HOOK_FILE_MAX).ok()?;
     let raw: Raw = serde_json::from_slice(&bytes).ok()?;
     let status = raw.status.filter(|s| !s.trim().is_empty())?;

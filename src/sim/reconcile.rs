@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::state::SimState;
+use super::state::{SimSession, SimState};
 
 /// A child the host holds for a pane.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,11 +48,8 @@ pub(super) fn reconcile(
 ) -> Plan {
     let down = st.server_down();
     let mut live: BTreeMap<&str, Option<f64>> = BTreeMap::new();
-    for s in st
-        .sessions
-        .iter()
-        .filter(|s| !down && s.tmux_exists() && !s.tmux_session.is_empty())
-    {
+    let hosted = |s: &&SimSession| !down && s.tmux_exists() && !s.tmux_session.is_empty();
+    for s in st.sessions.iter().filter(hosted) {
         live.entry(s.tmux_session.as_str())
             .or_insert(s.last_started);
     }

@@ -47,10 +47,7 @@ impl Sim {
         SimEnv {
             state: Some(self.state.clone()),
             log: Some(self.log.clone()),
-            profile: String::new(),
-            hooks: None,
-            tmux_client: false,
-            tmux_tmpdir: None,
+            ..SimEnv::default()
         }
     }
 

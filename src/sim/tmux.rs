@@ -18,15 +18,11 @@ use crate::sys::process_table::{pid_alive, PROC_DIR};
 /// `tmux [-u] [-L SOCKET] <command> <args…>`.
 pub(super) fn tmux(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
     let path = state_path(env)?;
-    let mut socket = None;
-    let mut rest = args;
+    let (mut socket, mut rest) = (None, args);
     loop {
         match rest {
             [u, more @ ..] if u == "-u" => rest = more,
-            [l, name, more @ ..] if l == "-L" => {
-                socket = Some(name.as_str());
-                rest = more;
-            }
+            [l, name, more @ ..] if l == "-L" => (socket, rest) = (Some(name.as_str()), more),
             _ => break,
         }
     }
@@ -79,8 +75,7 @@ fn flags<'a>(args: &'a [String], required: &[&str], value_flag: &str) -> Option<
             let [v, after @ ..] = rest else {
                 return None;
             };
-            value = Some(v.as_str());
-            rest = after;
+            (value, rest) = (Some(v.as_str()), after);
         } else if required.contains(&first.as_str()) {
             seen.push(first.as_str());
         } else {

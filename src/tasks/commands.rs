@@ -173,12 +173,10 @@ fn show(registry: &RegistryFile, id: &str, json: bool) -> Result<()> {
     if json {
         return print_json(t);
     }
-    let pid = t.pid.map(|p| format!("pid {p} runs, or "));
-    let alive = format!(
-        "{}command line contains {:?}",
-        pid.unwrap_or_default(),
-        t.match_
-    );
+    let pid = t
+        .pid
+        .map_or(String::new(), |p| format!("pid {p} runs, or "));
+    let alive = format!("{pid}command line contains {:?}", t.match_);
     let file = format!("{} (sha256 {})", t.task_file.display(), t.task_sha256);
     for (label, value) in [
         ("id", t.id.clone()),

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use crate::fleet::panes::{ListError, Listing, PaneSource, Proof};
 use crate::sys::pid_watch::{ArmError, PidWatch, Woken};
+use crate::sys::process_table::{parent_pid, PROC_DIR};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::event_queue::{EventQueue, Trigger};
 use crate::triggers::pane_share::{PaneMap, PaneShare, WatchStatus};
@@ -183,11 +184,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
                 self.arm_new(&map, &listing)?;
                 round.unknown = self.unknown_names(&map, &listing);
             }
-            Err(ListError::NoServer) => {
-                self.all_gone(&mut round);
-                self.publish("no tmux server runs on agent-deck's socket yet");
-            }
-            Err(e @ ListError::NoTmux(_)) => {
+            Err(e @ (ListError::NoServer | ListError::NoTmux(_))) => {
                 self.all_gone(&mut round);
                 self.publish(&e.to_string());
             }
@@ -229,38 +226,33 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
                 }
                 // Same name, new live pid: a respawn, armed again below.
                 Some(p) if !p.dead => self.kernel.disarm(c.pid),
-                _ => {
-                    self.kernel.disarm(c.pid);
-                    let proof = if self.exited.contains(&c.pid) {
-                        Proof::ProcessExited
-                    } else {
-                        Proof::GoneFromListing
-                    };
-                    round.dead.insert(id, proof);
-                }
+                _ => self.bury(id, &c, round),
             }
         }
-        if listing.server != self.server {
-            if let Some(old) = self.server.take() {
-                self.kernel.disarm(old);
-            }
+        if let Some(old) = self.server.take_if(|old| listing.server != Some(*old)) {
+            self.kernel.disarm(old);
         }
     }
 
     /// Every covered session is dead: the server is gone (or tmux is).
     fn all_gone(&mut self, round: &mut Round) {
         for (id, c) in std::mem::take(&mut self.covered) {
-            self.kernel.disarm(c.pid);
-            let proof = if self.exited.contains(&c.pid) {
-                Proof::ProcessExited
-            } else {
-                Proof::GoneFromListing
-            };
-            round.dead.insert(id, proof);
+            self.bury(id, &c, round);
         }
         if let Some(old) = self.server.take() {
             self.kernel.disarm(old);
         }
+    }
+
+    /// Disarms `c` and counts it dead; the kernel's proof when it saw the exit.
+    fn bury(&mut self, id: String, c: &Covered, round: &mut Round) {
+        self.kernel.disarm(c.pid);
+        let proof = if self.exited.contains(&c.pid) {
+            Proof::ProcessExited
+        } else {
+            Proof::GoneFromListing
+        };
+        round.dead.insert(id, proof);
     }
 
     /// Arms the critical panes `listing` shows live that are not covered,
@@ -305,7 +297,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
                 }
             }
         }
-        self.publish_covered(map, "");
+        self.publish_covered(map, "not on the watched tmux server or not running");
         Ok(())
     }
 
@@ -356,18 +348,13 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
         unknown
     }
 
-    /// Publishes how many critical sessions are covered; `none` is why
-    /// when there is no critical session to cover.
-    fn publish_covered(&mut self, map: &PaneMap, none: &str) {
+    /// Publishes how many critical sessions are covered; `why` is why
+    /// some are not.
+    fn publish_covered(&mut self, map: &PaneMap, why: &str) {
         let (n, of) = (self.covered.len(), map.critical.len());
         let why_not = if of == 0 {
             Some("no restart-critical session to watch".to_owned())
         } else if n < of {
-            let why = if none.is_empty() {
-                "not on the watched tmux server or not running"
-            } else {
-                none
-            };
             Some(format!("{n} of {of} critical sessions covered ({why})"))
         } else {
             None
@@ -414,9 +401,7 @@ pub(crate) fn spawn(
             return Ok(None);
         }
     };
-    let parent = |pid| {
-        crate::sys::process_table::parent_pid(crate::sys::process_table::PROC_DIR.as_ref(), pid)
-    };
+    let parent = |pid| parent_pid(PROC_DIR.as_ref(), pid);
     let mut watch = PaneWatch::new(source, kernel, parent, share, queue);
     std::thread::Builder::new()
         .name("panes-watch".into())

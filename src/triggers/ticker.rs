@@ -58,11 +58,8 @@ fn run(every: Intervals, share: &PaneShare, queue: &EventQueue, shutdown: &Shutd
         if now_armed != armed {
             armed = now_armed;
             let secs = poll_interval(armed, every).as_secs_f64();
-            if armed {
-                log::info!("the pane watch covers every critical session: polling agent-deck every {secs:.1}s");
-            } else {
-                log::info!("the pane watch does not cover every critical session: polling agent-deck every {secs:.1}s");
-            }
+            let covers = if armed { "covers" } else { "does not cover" };
+            log::info!("the pane watch {covers} every critical session: polling agent-deck every {secs:.1}s");
         }
         let due = last + poll_interval(armed, every);
         let now = Instant::now();
