@@ -79,7 +79,8 @@ mod tests {
         assert!(matches!(waited, Err(LockError::Busy)));
         assert!(started.elapsed() >= Duration::from_millis(60));
         drop(first);
-        try_lock(&second, LockMode::Exclusive).unwrap();
+        // A test that forks meanwhile holds a copy of `first` until its exec.
+        lock(&second, LockMode::Exclusive, Some(Duration::from_secs(5))).unwrap();
     }
 
     #[test]
