@@ -4,6 +4,7 @@
 //! return a decision; the book notes what happened and is pruned by time.
 //! Nothing here spawns, sleeps or writes a file.
 
+pub(crate) mod banner;
 pub(crate) mod book;
 pub(crate) mod cascade;
 pub(crate) mod dedup;
@@ -16,9 +17,11 @@ pub(crate) mod outcomes;
 pub(crate) mod patrol_rules;
 pub(crate) mod prune;
 pub(crate) mod refusal;
+pub(crate) mod reset_time;
 pub(crate) mod restart_step;
 pub(crate) mod route;
 pub(crate) mod stale_hook;
+pub(crate) mod stall;
 pub(crate) mod stop;
 pub(crate) mod usage_limit;
 pub(crate) mod vanish;

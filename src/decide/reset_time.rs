@@ -1,0 +1,265 @@
+//! When a usage limit resets (SPEC §14), pure, from the best source there
+//! is: `usage --json`'s `resets_at` of the exhausted window (agent-deck
+//! 1.16.11 and later, when it is not `stale`), else the reset Claude printed
+//! in its rejection ("You've hit your session limit · resets 8:50pm
+//! (Europe/Skopje)", or the older "Claude AI usage limit reached|<epoch>"),
+//! else a probe: the rejection time plus `RESUME_PROBE_S`, doubling with each
+//! rejected resume, at most [`PROBE_MAX_S`].
+//!
+//! A time that is past, or more than [`MAX_AHEAD_S`] ahead, is not believed.
+
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use jiff::Timestamp;
+
+/// The longest plan window is a week; a reset further ahead is garbled.
+pub(crate) const MAX_AHEAD_S: f64 = 8.0 * 86_400.0;
+
+/// A probe never waits longer than the five-hour window.
+pub(crate) const PROBE_MAX_S: f64 = 5.0 * 3_600.0;
+
+/// Where a resume time came from: the `from` of a `stall-detected` record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResetFrom {
+    UsageJson,
+    Banner,
+    Probe,
+}
+
+impl ResetFrom {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ResetFrom::UsageJson => "usage --json",
+            ResetFrom::Banner => "banner",
+            ResetFrom::Probe => "probe",
+        }
+    }
+}
+
+/// One window of `usage --json`, as far as the reset needs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Window {
+    pub used_percentage: f64,
+    /// Unix seconds; absent when Claude's statusLine hook does not feed it.
+    pub resets_at: Option<f64>,
+    /// The provider's answer is `stale`.
+    pub stale: bool,
+}
+
+/// The reset of a limit rejected at `rejected`, read at `now`: from `usage`
+/// (the windows of `usage --json`, `None` when it was not asked), else from
+/// the rejection `text`, else the probe after `attempts` rejected resumes.
+pub(crate) fn reset(
+    usage: Option<&[Window]>,
+    text: &str,
+    rejected: f64,
+    now: f64,
+    probe_s: f64,
+    attempts: u32,
+) -> (f64, ResetFrom) {
+    if let Some(at) = usage.and_then(|w| from_usage(w, now)) {
+        return (at, ResetFrom::UsageJson);
+    }
+    if let Some(at) = from_text(text, rejected).filter(|at| *at > now) {
+        return (at, ResetFrom::Banner);
+    }
+    (
+        probe(rejected.max(now), probe_s, attempts),
+        ResetFrom::Probe,
+    )
+}
+
+/// The latest reset among the exhausted, fresh windows: every one must
+/// have reset before a resume can work.
+pub(crate) fn from_usage(windows: &[Window], now: f64) -> Option<f64> {
+    windows
+        .iter()
+        .filter(|w| w.used_percentage >= 100.0 && !w.stale)
+        .filter_map(|w| w.resets_at)
+        .filter(|at| believed(*at, now))
+        .reduce(f64::max)
+}
+
+/// The reset a rejection text names, if it names one: `resets H[:MM]am|pm
+/// (Zone)` is the first such wall time in that zone after `rejected`;
+/// `usage limit reached|<epoch>` is that epoch.
+pub(crate) fn from_text(text: &str, rejected: f64) -> Option<f64> {
+    let lower = text.to_ascii_lowercase();
+    if let Some(i) = lower.find("usage limit reached|") {
+        let digits: String = lower[i + "usage limit reached|".len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let at = digits.parse::<f64>().ok()?;
+        return believed(at, rejected).then_some(at);
+    }
+    let i = lower.find("resets ")? + "resets ".len();
+    let (clock, rest) = lower[i..].split_once('(')?;
+    let zone = &text[i + clock.len() + 1..][..rest.find(')')?];
+    let (hour, minute) = twelve_hour(clock.trim())?;
+    let tz = TimeZone::get(zone.trim()).ok()?;
+    let at = |d: Date| {
+        let zoned = d.at(hour, minute, 0, 0).to_zoned_datetime(tz.clone()).ok()?;
+        Some(zoned.timestamp().as_second() as f64)
+    };
+    let day = Timestamp::from_second(rejected as i64)
+        .ok()?
+        .to_zoned_datetime(tz.clone())
+        .date();
+    let first = at(day)?;
+    let next = if first > rejected {
+        first
+    } else {
+        at(day.tomorrow().ok()?)?
+    };
+    believed(next, rejected).then_some(next)
+}
+
+/// `8:50pm`, `3pm`, `11:05 am`: hour (0–23) and minute.
+fn twelve_hour(clock: &str) -> Option<(i8, i8)> {
+    let (hm, pm) = match clock.strip_suffix("pm") {
+        Some(hm) => (hm, true),
+        None => (clock.strip_suffix("am")?, false),
+    };
+    let hm = hm.trim();
+    let (h, m) = hm.split_once(':').unwrap_or((hm, "0"));
+    let (h, m): (i8, i8) = (h.parse().ok()?, m.parse().ok()?);
+    ((1..=12).contains(&h) && (0..=59).contains(&m))
+        .then_some((h % 12 + if pm { 12 } else { 0 }, m))
+}
+
+/// The probe's resume time after `attempts` rejected resumes.
+pub(crate) fn probe(from: f64, probe_s: f64, attempts: u32) -> f64 {
+    from + (probe_s * 2f64.powi(attempts.min(16) as i32)).min(PROBE_MAX_S)
+}
+
+fn believed(at: f64, now: f64) -> bool {
+    at > now && at - now <= MAX_AHEAD_S
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2026-03-28 20:00:00 UTC, a Saturday: Europe's clocks go forward at
+    /// 01:00 UTC the next night.
+    const SAT_20H: f64 = 1_774_728_000.0;
+
+    fn utc(s: &str) -> f64 {
+        s.parse::<Timestamp>().unwrap().as_second() as f64
+    }
+
+    #[test]
+    fn the_banner_reset_is_the_next_such_wall_time_in_its_zone() {
+        let cases = [
+            // (text, rejected, reset)
+            (
+                "You've hit your session limit · resets 5:59am (UTC)",
+                "2026-12-03T01:00:00Z",
+                "2026-12-03T05:59:00Z",
+            ),
+            (
+                "You've hit your session limit · resets 3pm (Europe/Berlin)",
+                "2026-12-03T10:00:00Z",
+                "2026-12-03T14:00:00Z",
+            ),
+            // Already past today: tomorrow, across midnight in the zone.
+            (
+                "resets 8:50pm (Europe/Skopje)",
+                "2026-12-03T20:30:00Z",
+                "2026-12-04T19:50:00Z",
+            ),
+            (
+                "resets 12:15am (America/New_York)",
+                "2026-12-03T04:00:00Z",
+                "2026-12-03T05:15:00Z",
+            ),
+            // Across the spring-forward night: Berlin is UTC+2 on Sunday.
+            (
+                "resets 9am (Europe/Berlin)",
+                "2026-03-28T20:00:00Z",
+                "2026-03-29T07:00:00Z",
+            ),
+            (
+                "Claude AI usage limit reached|1774760400",
+                "2026-03-28T20:00:00Z",
+                "2026-03-29T05:00:00Z",
+            ),
+        ];
+        for (text, rejected, want) in cases {
+            assert_eq!(from_text(text, utc(rejected)), Some(utc(want)), "{text}");
+        }
+        assert_eq!(utc("2026-03-28T20:00:00Z"), SAT_20H);
+    }
+
+    #[test]
+    fn a_garbled_banner_names_no_reset() {
+        for text in [
+            "resets 13pm (UTC)",
+            "resets 8:61pm (UTC)",
+            "resets 8:50 (UTC)",
+            "resets 8:50pm (Mars/Olympus)",
+            "resets 8:50pm UTC",
+            "resets soon",
+            "Claude AI usage limit reached|",
+            "Claude AI usage limit reached|99999999999",
+            "the 529 in the docs resets nothing",
+            "",
+        ] {
+            assert_eq!(from_text(text, SAT_20H), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn usage_json_gives_the_latest_fresh_exhausted_reset() {
+        let w = |used, resets_at, stale| Window {
+            used_percentage: used,
+            resets_at,
+            stale,
+        };
+        let now = SAT_20H;
+        let windows = [
+            w(100.0, Some(now + 600.0), false),
+            w(100.0, Some(now + 7200.0), false),
+            w(40.0, Some(now + 9000.0), false),
+        ];
+        assert_eq!(from_usage(&windows, now), Some(now + 7200.0));
+        // A stale answer, an unfed resets_at, a reset past: none is read.
+        let unread = [
+            w(100.0, Some(now + 600.0), true),
+            w(100.0, None, false),
+            w(100.0, Some(now - 1.0), false),
+        ];
+        assert_eq!(from_usage(&unread, now), None);
+    }
+
+    #[test]
+    fn the_sources_are_taken_in_order_and_the_probe_doubles_up_to_five_hours() {
+        let now = SAT_20H;
+        let fresh = [Window {
+            used_percentage: 100.0,
+            resets_at: Some(now + 60.0),
+            stale: false,
+        }];
+        let banner = "resets 9pm (UTC)";
+        assert_eq!(
+            reset(Some(&fresh), banner, now, now, 1200.0, 0),
+            (now + 60.0, ResetFrom::UsageJson)
+        );
+        assert_eq!(
+            reset(Some(&[]), banner, now, now, 1200.0, 0),
+            (now + 3600.0, ResetFrom::Banner)
+        );
+        assert_eq!(
+            reset(None, "no time", now, now, 1200.0, 0),
+            (now + 1200.0, ResetFrom::Probe)
+        );
+        assert_eq!(probe(now, 1200.0, 2), now + 4800.0);
+        assert_eq!(probe(now, 1200.0, 9), now + PROBE_MAX_S);
+        // A banner reset already past when it is read: the probe.
+        assert_eq!(
+            reset(None, banner, now, now + 7200.0, 1200.0, 0).1,
+            ResetFrom::Probe
+        );
+    }
+}

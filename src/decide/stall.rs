@@ -1,0 +1,299 @@
+//! A stall's episode (SPEC §14), pure: a session alive and not working that
+//! will not start again by itself gets one resume message at a time, never
+//! a restart. Each look at it is one [`Step`]: wait, resume now, verified,
+//! resumed by itself, or failed (and, with the attempts spent, unresolved).
+//! Resumes across the fleet are paced by [`Pace`]: at least
+//! `RESUME_STAGGER_S` apart, at most `RESUME_FLEET_MAX_PER_HOUR`, critical
+//! sessions first. Nothing here counts toward the restart budget, the
+//! cascade guard or the 429 breaker.
+
+use serde::{Deserialize, Serialize};
+
+use crate::decide::reset_time::PROBE_MAX_S;
+
+/// What kind of stall a session is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum StallKind {
+    UsageLimit,
+    ApiOverload,
+    ConnectionLost,
+    ModelUnavailable,
+}
+
+impl StallKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            StallKind::UsageLimit => "usage-limit",
+            StallKind::ApiOverload => "api-overload",
+            StallKind::ConnectionLost => "connection-lost",
+            StallKind::ModelUnavailable => "model-unavailable",
+        }
+    }
+}
+
+/// One stall episode, kept in `state.json` across the watchdog's restarts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Stall {
+    pub kind: StallKind,
+    /// Where the evidence came from: `substate`, `transcript` or `pane`.
+    pub evidence: String,
+    /// When it was first seen.
+    pub since: f64,
+    /// When the next resume is due.
+    pub resume_at: f64,
+    /// Where `resume_at` came from (`usage --json`, `banner`, `probe`,
+    /// `dwell`, `backoff`).
+    pub resume_from: String,
+    /// Resumes sent in this episode.
+    pub attempts: u32,
+    /// When the resume now being verified was sent.
+    pub sent_at: Option<f64>,
+    /// `stall-unresolved` was escalated: no more resumes in this episode.
+    pub unresolved: bool,
+}
+
+/// The `RESUME_*` settings a step needs, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct StallLimits {
+    pub probe: f64,
+    pub dwell: f64,
+    pub model_backoff: f64,
+    pub verify: f64,
+    pub max_attempts: u32,
+    pub stagger: f64,
+    pub max_per_hour: usize,
+}
+
+/// What a look at a stalled session shows now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// Still stalled: idle or waiting, the evidence unchanged.
+    Stalled,
+    /// A new turn started: `running`, the substate cleared, or the
+    /// transcript grew.
+    Working,
+    /// Not to be typed into now: an `interactive-menu`, `background-work`.
+    Closed,
+}
+
+/// What to do with a stall now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Step {
+    Wait,
+    /// Send the resume message (its turn in the fleet's pace has come).
+    Resume,
+    /// The resume started a new turn: the episode is over.
+    Verified,
+    /// It started again with nothing sent: the episode is over.
+    ResumedBySelf,
+    /// The resume started no turn within `RESUME_VERIFY_S`; the next is due
+    /// at `next_at`, unless the attempts are spent (`unresolved`: escalate
+    /// once, and send no more).
+    Failed {
+        next_at: f64,
+        unresolved: bool,
+    },
+}
+
+impl Stall {
+    /// The step for this stall when it looks `seen` at `now`; `paced`: the
+    /// fleet's pace lets a resume go now.
+    pub(crate) fn step(&self, seen: Seen, now: f64, lim: &StallLimits, paced: bool) -> Step {
+        match (seen, self.sent_at) {
+            (Seen::Working, Some(_)) => Step::Verified,
+            (Seen::Working, None) => Step::ResumedBySelf,
+            (_, Some(sent)) if now < sent + lim.verify => Step::Wait,
+            (_, Some(_)) => Step::Failed {
+                next_at: now + self.backoff(lim),
+                unresolved: self.attempts >= lim.max_attempts,
+            },
+            (Seen::Stalled, None) if !self.unresolved && paced && now >= self.resume_at => {
+                Step::Resume
+            }
+            _ => Step::Wait,
+        }
+    }
+
+    /// Notes a resume sent at `now`.
+    pub(crate) fn sent(&mut self, now: f64) {
+        self.attempts += 1;
+        self.sent_at = Some(now);
+    }
+
+    /// Notes a failed resume, as [`Stall::step`] said.
+    pub(crate) fn failed(&mut self, next_at: f64, unresolved: bool) {
+        self.sent_at = None;
+        self.resume_at = next_at;
+        self.resume_from = "backoff".into();
+        self.unresolved = unresolved;
+    }
+
+    /// How long after a failed resume the next is due: the kind's first
+    /// wait, doubled for each attempt so far, at most five hours.
+    fn backoff(&self, lim: &StallLimits) -> f64 {
+        let first = match self.kind {
+            StallKind::UsageLimit => lim.probe,
+            StallKind::ApiOverload | StallKind::ConnectionLost => lim.dwell,
+            StallKind::ModelUnavailable => lim.model_backoff,
+        };
+        let doublings = self.attempts.saturating_sub(1).min(16) as i32;
+        (first * 2f64.powi(doublings)).min(PROBE_MAX_S)
+    }
+}
+
+/// The fleet's resumes of the last hour, for the stagger and the hourly cap.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Pace {
+    sent: Vec<f64>,
+}
+
+impl Pace {
+    /// Whether a resume may go at `now`.
+    pub(crate) fn allows(&self, now: f64, lim: &StallLimits) -> bool {
+        let last_hour = self.sent.iter().filter(|t| now - **t < 3600.0).count();
+        let spaced = self.sent.last().is_none_or(|t| now - t >= lim.stagger);
+        spaced && last_hour < lim.max_per_hour
+    }
+
+    /// Notes a resume sent at `now`, forgetting those over an hour old.
+    pub(crate) fn note(&mut self, now: f64) {
+        self.sent.retain(|t| now - t < 3600.0);
+        self.sent.push(now);
+    }
+}
+
+/// Of the stalls due at `now` (each with whether its session is
+/// restart-critical), the one whose resume goes first: critical sessions
+/// first, then the longest due.
+pub(crate) fn first_due<'a>(
+    due: impl IntoIterator<Item = (&'a str, &'a Stall, bool)>,
+    now: f64,
+) -> Option<&'a str> {
+    due.into_iter()
+        .filter(|(_, s, _)| s.sent_at.is_none() && !s.unresolved && s.resume_at <= now)
+        .min_by(|a, b| {
+            (!a.2, a.1.resume_at)
+                .partial_cmp(&(!b.2, b.1.resume_at))
+                .unwrap()
+        })
+        .map(|(id, _, _)| id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIM: StallLimits = StallLimits {
+        probe: 1200.0,
+        dwell: 60.0,
+        model_backoff: 300.0,
+        verify: 90.0,
+        max_attempts: 3,
+        stagger: 30.0,
+        max_per_hour: 12,
+    };
+
+    fn stall(kind: StallKind, resume_at: f64) -> Stall {
+        Stall {
+            kind,
+            evidence: "substate".into(),
+            since: 0.0,
+            resume_at,
+            resume_from: "banner".into(),
+            attempts: 0,
+            sent_at: None,
+            unresolved: false,
+        }
+    }
+
+    #[test]
+    fn one_resume_waits_for_its_time_and_is_verified_by_a_new_turn() {
+        let mut s = stall(StallKind::UsageLimit, 1000.0);
+        assert_eq!(s.step(Seen::Stalled, 999.0, &LIM, true), Step::Wait);
+        assert_eq!(s.step(Seen::Stalled, 1000.0, &LIM, false), Step::Wait);
+        assert_eq!(s.step(Seen::Closed, 1000.0, &LIM, true), Step::Wait);
+        assert_eq!(s.step(Seen::Stalled, 1000.0, &LIM, true), Step::Resume);
+        s.sent(1000.0);
+        // One at a time: nothing more while it is being verified.
+        assert_eq!(s.step(Seen::Stalled, 1089.0, &LIM, true), Step::Wait);
+        assert_eq!(s.step(Seen::Working, 1050.0, &LIM, true), Step::Verified);
+    }
+
+    #[test]
+    fn a_stall_that_started_again_by_itself_gets_nothing() {
+        let s = stall(StallKind::ApiOverload, 1000.0);
+        assert_eq!(
+            s.step(Seen::Working, 1000.0, &LIM, true),
+            Step::ResumedBySelf
+        );
+    }
+
+    #[test]
+    fn bounced_resumes_back_off_doubling_then_are_unresolved_once() {
+        let mut s = stall(StallKind::ModelUnavailable, 0.0);
+        let mut now = 0.0;
+        let mut waits = Vec::new();
+        loop {
+            assert_eq!(s.step(Seen::Stalled, now, &LIM, true), Step::Resume);
+            s.sent(now);
+            now += LIM.verify;
+            let Step::Failed {
+                next_at,
+                unresolved,
+            } = s.step(Seen::Stalled, now, &LIM, true)
+            else {
+                panic!("a resume that started nothing must fail")
+            };
+            s.failed(next_at, unresolved);
+            if unresolved {
+                break;
+            }
+            waits.push(next_at - now);
+            now = next_at;
+        }
+        assert_eq!(waits, [300.0, 600.0]);
+        assert_eq!(s.attempts, LIM.max_attempts);
+        // Unresolved: no more resumes, however long it waits.
+        assert_eq!(s.step(Seen::Stalled, now + 1e6, &LIM, true), Step::Wait);
+    }
+
+    #[test]
+    fn ten_sessions_resetting_in_one_minute_are_staggered_critical_first() {
+        let mut stalls: Vec<(String, Stall, bool)> = (0..15)
+            .map(|i| {
+                let critical = i % 3 == 0;
+                (
+                    format!("s{i:02}"),
+                    stall(StallKind::UsageLimit, 1000.0 + i as f64),
+                    critical,
+                )
+            })
+            .collect();
+        let (mut pace, mut sent) = (Pace::default(), Vec::new());
+        let mut now = 1000.0;
+        while now < 1000.0 + 3600.0 {
+            let due = stalls.iter().map(|(id, s, c)| (id.as_str(), s, *c));
+            if let Some(id) = first_due(due, now).map(str::to_owned) {
+                let entry = stalls.iter_mut().find(|e| e.0 == id).unwrap();
+                if entry
+                    .1
+                    .step(Seen::Stalled, now, &LIM, pace.allows(now, &LIM))
+                    == Step::Resume
+                {
+                    entry.1.sent(now);
+                    pace.note(now);
+                    sent.push((now, id, entry.2));
+                }
+            }
+            now += 5.0;
+        }
+        assert_eq!(sent.len(), LIM.max_per_hour, "the hourly cap");
+        assert!(sent.windows(2).all(|w| w[1].0 - w[0].0 >= LIM.stagger));
+        let criticals = sent.iter().take_while(|(_, _, c)| *c).count();
+        assert_eq!(
+            criticals, 5,
+            "the five critical sessions go first: {sent:?}"
+        );
+    }
+}
