@@ -81,6 +81,11 @@ fn restart(i: u64) -> RestartRecord {
         spawn_reason: None,
         dying_output_digest: None,
         elapsed_ms: None,
+        kind: None,
+        evidence: None,
+        resume_at: None,
+        resume_from: None,
+        attempt: None,
     }
 }
 

@@ -23,6 +23,8 @@ pub(crate) enum RestartKind {
     /// It is alive, its poller process too, but Telegram updates stayed
     /// unread on this many checks in a row (SPEC §6.5).
     PollerDeaf { pending: Vec<u64> },
+    /// It is stalled (SPEC §14): one resume message, never a restart.
+    Resume,
 }
 
 /// A death the pane watch proved, and the `session show` that found the

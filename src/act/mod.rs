@@ -10,5 +10,6 @@ pub(crate) mod patrols;
 pub(crate) mod poller_restart;
 pub(crate) mod prompt_resume;
 pub(crate) mod restart;
+pub(crate) mod resume;
 pub(crate) mod snapshot;
 pub(crate) mod telegram_pollers;

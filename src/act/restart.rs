@@ -14,7 +14,7 @@
 
 use crate::act::context::Context;
 use crate::act::job::{self, RestartJob, RestartKind};
-use crate::act::{poller_restart, prompt_resume};
+use crate::act::{poller_restart, prompt_resume, resume};
 use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::restart_step::{self, after_verify, Answer, Call, Next, Step};
@@ -110,6 +110,9 @@ impl Restart<'_> {
             self.give_back();
             return;
         };
+        if self.job.kind == RestartKind::Resume {
+            return resume::resume(self.ctx, self.job);
+        }
         // Bound first: an `if let` would hold the state lock through its body.
         let held = gates::recheck(&mut self.ctx.state.lock(), &s.id, self.ctx.clock.now());
         if let Some(why) = held {

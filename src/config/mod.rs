@@ -37,6 +37,16 @@ spelled! {
     }
 }
 
+spelled! {
+    /// Which sessions a stall is looked for in (`RESUME_SCOPE`, SPEC §14).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub(crate) enum ResumeScope {
+        /// The restart-critical sessions.
+        Critical = "critical",
+        Off = "off",
+    }
+}
+
 /// A value that must never reach a log line.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct Secret(String);
@@ -113,6 +123,17 @@ pub(crate) struct Config {
     pub pane_watch: PaneWatchMode,
     pub pane_list_interval: Duration,
     pub armed_poll_interval: Duration,
+    pub resume_scope: ResumeScope,
+    pub resume_grace: Duration,
+    pub resume_probe: Duration,
+    pub resume_dwell: Duration,
+    pub model_unavailable_backoff: Duration,
+    pub resume_verify: Duration,
+    pub resume_max_attempts: u32,
+    pub resume_stagger: Duration,
+    pub resume_fleet_max_per_hour: u32,
+    /// The resume message, `{kind}` not yet replaced.
+    pub resume_message: String,
     /// systemd's notify socket, when started by systemd with `Type=notify`.
     pub notify_socket: Option<String>,
     /// systemd's watchdog interval in µs, when it is meant for this process.

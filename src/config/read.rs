@@ -9,13 +9,16 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{Config, Env, PaneWatchMode, Secret, Source, WatchBackend};
+use super::{Config, Env, PaneWatchMode, ResumeScope, Secret, Source, WatchBackend};
 use crate::error::{Error, Result};
 use crate::sys::process::is_pane_env;
 
 const DEFAULT_CONTINUITY_MESSAGE: &str = "[agent-deck-watchdog] This session was restarted \
 automatically at {timestamp} after it was found in error. If you were in the middle of a task, \
 re-read your notes and continue from where you left off.";
+
+const DEFAULT_RESUME_MESSAGE: &str = "[agent-deck-watchdog] continue: your previous turn \
+stopped ({kind}), which has cleared; resume the task where it stopped.";
 
 const TELEGRAM_API: &str = "https://api.telegram.org";
 
@@ -137,6 +140,27 @@ pub(super) fn read(env: &Env) -> Result<Config> {
         )?,
         pane_list_interval: r.seconds("PANE_LIST_INTERVAL_S", 5.0, POSITIVE_WAIT)?,
         armed_poll_interval: r.armed_poll_interval()?,
+        resume_scope: r.word(
+            "RESUME_SCOPE",
+            [
+                ("critical", ResumeScope::Critical),
+                ("off", ResumeScope::Off),
+            ],
+            "critical (the restart-critical sessions) or off",
+        )?,
+        resume_grace: r.seconds("RESUME_GRACE_S", 120.0, WINDOW)?,
+        resume_probe: r.seconds("RESUME_PROBE_S", 1200.0, POSITIVE_WINDOW)?,
+        resume_dwell: r.seconds("RESUME_DWELL_S", 60.0, WINDOW)?,
+        model_unavailable_backoff: r.seconds(
+            "MODEL_UNAVAILABLE_BACKOFF_S",
+            300.0,
+            POSITIVE_WINDOW,
+        )?,
+        resume_verify: r.seconds("RESUME_VERIFY_S", 90.0, POSITIVE_WAIT)?,
+        resume_max_attempts: r.count("RESUME_MAX_ATTEMPTS", 3, 1..=MAX_COUNT)?,
+        resume_stagger: r.seconds("RESUME_STAGGER_S", 30.0, WAIT)?,
+        resume_fleet_max_per_hour: r.count("RESUME_FLEET_MAX_PER_HOUR", 12, 1..=MAX_COUNT)?,
+        resume_message: r.resume_message()?,
         watchdog_usec: r.watchdog_usec()?,
         notify_socket: env.value("NOTIFY_SOCKET")?.map(str::to_owned),
         journal_stream: env.value("JOURNAL_STREAM")?.map(str::to_owned),
@@ -255,6 +279,22 @@ impl<'a> Reader<'a> {
             None => (default, default, "default"),
         };
         self.note("CONTINUITY_MESSAGE", shown, origin);
+        Ok(message.to_owned())
+    }
+
+    /// `RESUME_MESSAGE`: one line; set to nothing, it is refused.
+    fn resume_message(&mut self) -> Result<String> {
+        const NAME: &str = "RESUME_MESSAGE";
+        let (message, origin) = match self.env.text(NAME)? {
+            Some(m) if m.trim().is_empty() || m.contains(['\n', '\r']) => {
+                return Err(Error::usage(format!(
+                    "{NAME}={m:?} is invalid: expected one line of text ({{kind}} names the stall)"
+                )))
+            }
+            Some(m) => (m, "environment"),
+            None => (DEFAULT_RESUME_MESSAGE, "default"),
+        };
+        self.note(NAME, message, origin);
         Ok(message.to_owned())
     }
 

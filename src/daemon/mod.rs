@@ -30,6 +30,7 @@ mod safety_poll;
 mod sd_notify;
 mod serve;
 mod signals;
+mod stalls;
 mod start;
 mod version_reread;
 mod watching;

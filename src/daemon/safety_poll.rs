@@ -77,6 +77,7 @@ impl Daemon {
         for (s, d) in critical.iter().zip(&verdicts) {
             self.carry_out(s, d, None);
         }
+        self.look_for_stalls(&critical, live);
         if refreshed.is_ok() {
             self.forget_gone();
         }

@@ -49,6 +49,8 @@ pub(crate) struct SessionBook {
     /// [`crate::decide::refusal`]); saved, so a scheduled retry outlives
     /// the watchdog's own restart.
     pub refusal: Option<Refusal>,
+    /// The stall episode in progress, if any (SPEC §14).
+    pub stall: Option<crate::decide::stall::Stall>,
 }
 
 /// A run of calls agent-deck's freshness guard refused.
@@ -147,6 +149,8 @@ pub(crate) struct State {
     pub stopped: BTreeSet<String>,
     /// The vanished fleet whose state is being kept, if any.
     pub vanished: Option<Vanished>,
+    /// The fleet's recent resumes of stalls, for their pace (SPEC §14).
+    pub resumes: crate::decide::stall::Pace,
     /// Sessions with a restart queued or running (not saved).
     #[serde(skip)]
     pub in_flight: BTreeSet<String>,
@@ -166,6 +170,7 @@ impl SessionBook {
             && self.spawn_died_fast_at.is_none()
             && self.usage_limit.is_none()
             && self.refusal.is_none()
+            && self.stall.is_none()
     }
 }
 

@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::decide::stall::StallLimits;
 
 /// A cascade that does not clear is recalled at most this often.
 pub(crate) const CASCADE_REMINDER_S: f64 = 3600.0;
@@ -29,6 +30,9 @@ pub(crate) struct Limits {
     pub breaker_threshold: usize,
     pub breaker_window: f64,
     pub breaker_pause: f64,
+    pub stall: StallLimits,
+    /// After a known reset, before a resume.
+    pub resume_grace: f64,
 }
 
 impl Limits {
@@ -49,6 +53,16 @@ impl Limits {
             breaker_threshold: c.breaker_threshold as usize,
             breaker_window: s(&c.breaker_window),
             breaker_pause: s(&c.breaker_pause),
+            stall: StallLimits {
+                probe: s(&c.resume_probe),
+                dwell: s(&c.resume_dwell),
+                model_backoff: s(&c.model_unavailable_backoff),
+                verify: s(&c.resume_verify),
+                max_attempts: c.resume_max_attempts,
+                stagger: s(&c.resume_stagger),
+                max_per_hour: c.resume_fleet_max_per_hour as usize,
+            },
+            resume_grace: s(&c.resume_grace),
         }
     }
 }
@@ -74,6 +88,8 @@ pub(crate) mod tests {
             breaker_threshold: 3,
             breaker_window: 600.0,
             breaker_pause: 600.0,
+            stall: crate::decide::stall::tests::LIM,
+            resume_grace: 120.0,
         }
     }
 }

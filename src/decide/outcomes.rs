@@ -37,6 +37,12 @@ spelled! {
         StaleRemoveFailed = "stale-remove-failed",
         /// `agent-deck-watchdog drill` killed the session on purpose.
         Drill = "drill",
+        /// A stall seen (SPEC §14), with its kind, evidence and resume time.
+        StallDetected = "stall-detected",
+        ResumeSent = "resume-sent",
+        ResumeVerified = "resume-verified",
+        ResumeFailed = "resume-failed",
+        ResumedByItself = "resumed-by-itself",
     }
     unknown => Other
 }
@@ -62,6 +68,8 @@ spelled! {
         TaskTampered = "task-tampered",
         PartialTampered = "partial-tampered",
         RedispatchCap = "redispatch-cap",
+        /// A stall's resumes are spent (SPEC §14).
+        StallUnresolved = "stall-unresolved",
     }
     unknown => Other
 }

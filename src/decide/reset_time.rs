@@ -99,7 +99,10 @@ pub(crate) fn from_text(text: &str, rejected: f64) -> Option<f64> {
     let (hour, minute) = twelve_hour(clock.trim())?;
     let tz = TimeZone::get(zone.trim()).ok()?;
     let at = |d: Date| {
-        let zoned = d.at(hour, minute, 0, 0).to_zoned_datetime(tz.clone()).ok()?;
+        let zoned = d
+            .at(hour, minute, 0, 0)
+            .to_zoned_datetime(tz.clone())
+            .ok()?;
         Some(zoned.timestamp().as_second() as f64)
     };
     let day = Timestamp::from_second(rejected as i64)

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::decide::reset_time::PROBE_MAX_S;
+use crate::fleet::session::{Live, Status, Substate};
 
 /// What kind of stall a session is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,6 +78,25 @@ pub(crate) enum Seen {
     Closed,
 }
 
+impl Seen {
+    /// What `l` shows of a stall of `kind` (`None`: no stall yet): `None`
+    /// when it shows no stall and no new turn either (say, a session in
+    /// `error`, which the restart path takes).
+    pub(crate) fn of(l: &Live, kind: Option<StallKind>) -> Option<Seen> {
+        let at_rest = matches!(l.status(), Status::Idle | Status::Waiting);
+        let sub = l.substate();
+        match sub {
+            _ if l.status() == Status::Running => Some(Seen::Working),
+            _ if !at_rest => None,
+            Some(Substate::InteractiveMenu | Substate::BackgroundWork) => Some(Seen::Closed),
+            Some(Substate::UsageLimit) => Some(Seen::Stalled),
+            // The limit's record is gone: a newer turn completed.
+            _ if kind == Some(StallKind::UsageLimit) => Some(Seen::Working),
+            _ => None,
+        }
+    }
+}
+
 /// What to do with a stall now.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Step {
@@ -121,6 +141,16 @@ impl Stall {
         self.sent_at = Some(now);
     }
 
+    /// Notes a resume agent-deck could not deliver at `now` (a draft in the
+    /// composer, a send that failed): one attempt spent. Whether that
+    /// leaves the stall unresolved.
+    pub(crate) fn undelivered(&mut self, now: f64, lim: &StallLimits) -> bool {
+        self.attempts += 1;
+        let unresolved = self.attempts >= lim.max_attempts;
+        self.failed(now + self.backoff(lim), unresolved);
+        unresolved
+    }
+
     /// Notes a failed resume, as [`Stall::step`] said.
     pub(crate) fn failed(&mut self, next_at: f64, unresolved: bool) {
         self.sent_at = None;
@@ -137,7 +167,7 @@ impl Stall {
             StallKind::ApiOverload | StallKind::ConnectionLost => lim.dwell,
             StallKind::ModelUnavailable => lim.model_backoff,
         };
-        let doublings = self.attempts.saturating_sub(1).min(16) as i32;
+        let doublings = self.attempts.min(16) as i32;
         (first * 2f64.powi(doublings)).min(PROBE_MAX_S)
     }
 }
@@ -181,10 +211,11 @@ pub(crate) fn first_due<'a>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const LIM: StallLimits = StallLimits {
+    /// The settings' defaults.
+    pub(crate) const LIM: StallLimits = StallLimits {
         probe: 1200.0,
         dwell: 60.0,
         model_backoff: 300.0,
@@ -252,7 +283,7 @@ mod tests {
             waits.push(next_at - now);
             now = next_at;
         }
-        assert_eq!(waits, [300.0, 600.0]);
+        assert_eq!(waits, [600.0, 1200.0]);
         assert_eq!(s.attempts, LIM.max_attempts);
         // Unresolved: no more resumes, however long it waits.
         assert_eq!(s.step(Seen::Stalled, now + 1e6, &LIM, true), Step::Wait);

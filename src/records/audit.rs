@@ -55,6 +55,20 @@ pub struct RestartRecord {
     /// Milliseconds from that spawn to the death agent-deck saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elapsed_ms: Option<u64>,
+    /// A stall's kind (SPEC §14): `usage-limit`, `api-overload`, ….
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Where a stall's evidence came from: `substate`, `transcript`, `pane`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    /// When a stall's resume is due, and where that time came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_at: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_from: Option<String>,
+    /// Which resume of the stall this is, from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
 }
 
 impl RestartRecord {
@@ -80,6 +94,11 @@ impl RestartRecord {
             spawn_reason: None,
             dying_output_digest: None,
             elapsed_ms: None,
+            kind: None,
+            evidence: None,
+            resume_at: None,
+            resume_from: None,
+            attempt: None,
         }
     }
 
@@ -89,6 +108,12 @@ impl RestartRecord {
         clip_each([&mut r.id, &mut r.title, &mut r.profile]);
         clip_each(r.reason.iter_mut().chain(&mut r.final_status));
         clip_each(r.spawn_reason.iter_mut().chain(&mut r.dying_output_digest));
+        clip_each(
+            r.kind
+                .iter_mut()
+                .chain(&mut r.evidence)
+                .chain(&mut r.resume_from),
+        );
         r
     }
 }

@@ -154,6 +154,11 @@ mod tests {
             spawn_reason: None,
             dying_output_digest: None,
             elapsed_ms: None,
+            kind: None,
+            evidence: None,
+            resume_at: None,
+            resume_from: None,
+            attempt: None,
         }
     }
 

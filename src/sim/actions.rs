@@ -291,9 +291,12 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
                                "session_id": s.id, "session_title": s.title});
             return Err(o.error(&msg, "DELIVERY_FAILED", 1, Some(extra)));
         }
-        OnSend::Ok | OnSend::Typed => {}
+        OnSend::Ok | OnSend::Typed | OnSend::Bounce => {}
     }
     s.sent.push(message.clone());
+    if mode != OnSend::Bounce && s.substate == "usage-limit" {
+        s.substate.clear();
+    }
     let unconfirmed = !s.claude_family() && message.trim().len() >= ARRIVAL_TOKEN_MIN;
     if mode == OnSend::Typed || unconfirmed {
         let msg = format!(

@@ -14,7 +14,7 @@
 //!                "started": true, "tmux_alive": true, "last_started": 1755891234.5,
 //!                "stored_status": "waiting", "on_restart": "ok|skipped|no_effect|fail",
 //!                "on_start": "ok|already_running|fail", "on_remove": "ok|fail",
-//!                "on_send": "ok|fail|not_running|typed",
+//!                "on_send": "ok|fail|not_running|typed|bounce",
 //!                "spawn_failure": {"reason": "spawn_died_fast", "dying_output": "",
 //!                                  "elapsed_ms": 980, "came_up": false},
 //!                "ignores_sighup": false}],
@@ -170,6 +170,10 @@ pub enum OnSend {
     Fail,
     /// `session '<title>' is not running`, exit 1.
     NotRunning,
+    /// Delivered, and the agent's turn is rejected again at once: a
+    /// `usage-limit` substate stays (an `ok` send clears it, as the newer
+    /// assistant record of a real turn does).
+    Bounce,
     /// The text arrives (in `sent`) but nothing confirms the agent took it
     /// up: `DELIVERY_FAILED`, `"delivery": "typed"`, exit 1, for any tool.
     Typed,

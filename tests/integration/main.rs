@@ -28,4 +28,5 @@ mod rollout;
 mod scale;
 mod sim_contract;
 mod source_tree;
+mod stalls;
 mod tasks;

@@ -1,0 +1,138 @@
+//! The stall pass of a tick (SPEC §14): for each critical session in
+//! `RESUME_SCOPE` that agent-deck reads at its usage limit while idle or
+//! waiting, the stall is detected once (its resume time read from the
+//! rejection, one `session output` call), then each tick takes its
+//! [`Step`]: wait, resume (on the restart worker, one at a time across the
+//! fleet, at the fleet's pace), verified, resumed by itself, or failed.
+//! A healthy fleet costs no CLI call here.
+
+use std::collections::BTreeMap;
+
+use crate::act::job::{RestartJob, RestartKind};
+use crate::act::resume;
+use crate::config::ResumeScope;
+use crate::daemon::Daemon;
+use crate::decide::outcomes::RestartAction;
+use crate::decide::reset_time::{self, ResetFrom};
+use crate::decide::stall::{self, Seen, Stall, StallKind, Step};
+use crate::fleet::session::{Live, Session};
+use crate::sys::clock::local_timestamp;
+
+impl Daemon {
+    /// One look at the stalls among `critical`, read as `live`.
+    pub(super) fn look_for_stalls(&mut self, critical: &[Session], live: &BTreeMap<String, Live>) {
+        if self.ctx.cfg.resume_scope == ResumeScope::Off {
+            return;
+        }
+        let now = self.ctx.clock.now();
+        let mut due = Vec::new();
+        for s in critical {
+            let (stall, in_flight) = {
+                let mut st = self.ctx.state.lock();
+                let in_flight = st.in_flight.contains(&s.id);
+                (st.book(&s.id).stall.clone(), in_flight)
+            };
+            let Some(l) = live.get(&s.id).filter(|_| !in_flight) else {
+                continue;
+            };
+            let seen = Seen::of(l, stall.as_ref().map(|x| x.kind));
+            match (stall, seen) {
+                (None, Some(Seen::Stalled)) => self.stall_detected(s, now),
+                (None, _) => {}
+                (Some(stall), Some(Seen::Stalled)) if stall.sent_at.is_none() => {
+                    due.push((s, stall));
+                }
+                (Some(stall), Some(seen)) => self.stall_step(s, &stall, seen, now, false),
+                // Not idle any more (say, in error): the restart path has it.
+                (Some(_), None) => self.ctx.state.lock().book(&s.id).stall = None,
+            }
+        }
+        let first = stall::first_due(due.iter().map(|(s, st)| (s.id.as_str(), st, true)), now);
+        let paced = self
+            .ctx
+            .state
+            .lock()
+            .resumes
+            .allows(now, &self.ctx.limits.stall);
+        for (s, stall) in &due {
+            let turn = paced && first == Some(s.id.as_str());
+            self.stall_step(s, stall, Seen::Stalled, now, turn);
+        }
+    }
+
+    /// A stall first seen at `now`: its resume time, from the rejection text
+    /// (`session output`), else the probe; recorded `stall-detected`.
+    fn stall_detected(&mut self, s: &Session, now: f64) {
+        let lim = &self.ctx.limits;
+        let text = self.ctx.deck.transcript(&s.profile, &s.id);
+        let text = text
+            .inspect_err(|e| log::warn!("last response of {} is unreadable ({e})", s.id))
+            .unwrap_or_default();
+        let (at, from) = reset_time::reset(None, &text, now, now, lim.stall.probe, 0);
+        let grace = if from == ResetFrom::Probe {
+            0.0
+        } else {
+            lim.resume_grace
+        };
+        let stall = Stall {
+            kind: StallKind::UsageLimit,
+            evidence: "substate".into(),
+            since: now,
+            resume_at: at + grace,
+            resume_from: from.as_str().into(),
+            attempts: 0,
+            sent_at: None,
+            unresolved: false,
+        };
+        log::warn!(
+            "{} ({}) is stalled at its usage limit; resuming at {} (from {})",
+            s.id,
+            s.title,
+            local_timestamp(stall.resume_at),
+            stall.resume_from
+        );
+        let rec = resume::record(&self.ctx, s, RestartAction::StallDetected, &stall, None);
+        self.ctx.records.restart(&rec);
+        self.ctx.state.lock().book(&s.id).stall = Some(stall);
+        self.ctx.store.save(&self.ctx.state);
+    }
+
+    /// Takes the step of `stall` of `s`, seen `seen`; `turn`: the fleet's
+    /// pace lets its resume go now.
+    fn stall_step(&mut self, s: &Session, stall: &Stall, seen: Seen, now: f64, turn: bool) {
+        let ctx = &self.ctx;
+        let step = stall.step(seen, now, &ctx.limits.stall, turn);
+        let ended = match step {
+            Step::Wait => return,
+            Step::Resume => {
+                ctx.state.lock().in_flight.insert(s.id.clone());
+                log::info!("{} ({}) is due its resume; queueing it", s.id, s.title);
+                return self.restarter.submit(RestartJob {
+                    session: s.clone(),
+                    slot: None,
+                    kind: RestartKind::Resume,
+                    proven: None,
+                });
+            }
+            Step::Verified => RestartAction::ResumeVerified,
+            Step::ResumedBySelf => RestartAction::ResumedByItself,
+            Step::Failed {
+                next_at,
+                unresolved,
+            } => {
+                let mut next = stall.clone();
+                next.failed(next_at, unresolved);
+                let verify = ctx.limits.stall.verify;
+                let why = format!("no new turn within {verify:.0}s of the resume");
+                resume::failed(ctx, s, &next, why, unresolved);
+                ctx.state.lock().book(&s.id).stall = Some(next);
+                return ctx.store.save(&ctx.state);
+            }
+        };
+        log::info!("{} ({}) works again: {ended}", s.id, s.title);
+        ctx.records
+            .restart(&resume::record(ctx, s, ended, stall, None));
+        ctx.state.lock().book(&s.id).stall = None;
+        ctx.store.save(&ctx.state);
+    }
+}

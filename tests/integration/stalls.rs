@@ -1,0 +1,168 @@
+//! Black-box tests of the stall handling (SPEC §14) against the simulated
+//! agent-deck: a critical Claude session that agent-deck reads idle at its
+//! usage limit gets one resume message through `session send`, never a
+//! restart, at the time its rejection names or its probe gives.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::fixtures::{conductor, CONDUCTOR};
+use crate::support::watchdog::Wd;
+
+/// A conductor idle at its usage limit, its last response `rejection`.
+fn at_limit(rejection: &str) -> Value {
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "idle");
+    c["substate"] = json!("usage-limit");
+    c["transcript"] = json!(rejection);
+    c
+}
+
+/// Every resume resets at once: probes of `probe` seconds, no stagger.
+fn stalled(rejection: &str, probe: &str) -> Wd {
+    let wd = Wd::new()
+        .env("RESUME_PROBE_S", probe)
+        .env("RESUME_STAGGER_S", "0")
+        .env("RESUME_VERIFY_S", "0.6");
+    wd.sessions(vec![at_limit(rejection)]);
+    wd
+}
+
+fn sends(wd: &Wd) -> Vec<Vec<String>> {
+    wd.sim.calls_with(&["session", "send"])
+}
+
+#[test]
+fn a_usage_limit_is_resumed_once_after_its_probe_and_verified() {
+    let wd = stalled("", "0.5");
+    let d = wd.spawn(&[]);
+    d.wait_for(Duration::from_secs(15), "no resume-verified", || {
+        !wd.restarts_with("resume-verified").is_empty()
+    });
+    let detected = &wd.restarts_with("stall-detected")[0];
+    assert_eq!(detected.kind.as_deref(), Some("usage-limit"));
+    assert_eq!(detected.evidence.as_deref(), Some("substate"));
+    assert_eq!(detected.resume_from.as_deref(), Some("probe"));
+    let sent = &wd.restarts_with("resume-sent")[0];
+    assert!(sent.ts >= detected.ts + 0.5, "resumed before its probe");
+    assert_eq!(sent.attempt, Some(1));
+    wd.wait_for_more_ticks(5);
+    let calls = sends(&wd);
+    assert_eq!(calls.len(), 1, "one resume: {calls:?}");
+    assert!(
+        calls[0].iter().any(|a| a.contains("(usage-limit)")),
+        "{calls:?}"
+    );
+    assert_eq!(wd.restart_calls(), 0, "a stall is never restarted");
+    let session = wd.sim.session_state(CONDUCTOR).unwrap();
+    assert_eq!(
+        session["substate"],
+        json!(""),
+        "the resumed turn cleared it"
+    );
+}
+
+#[test]
+fn the_resume_time_is_the_reset_the_rejection_names_plus_the_grace() {
+    let wd = stalled(
+        "You've hit your session limit · resets 5:59am (UTC)",
+        "1200",
+    );
+    let out = wd.run(&["--once"]);
+    crate::support::watchdog::assert_ok(&out);
+    let detected = &wd.restarts_with("stall-detected")[0];
+    assert_eq!(detected.resume_from.as_deref(), Some("banner"));
+    let at = detected.resume_at.unwrap();
+    let reset = at - 120.0;
+    assert_eq!(reset % 86_400.0, 5.0 * 3600.0 + 59.0 * 60.0, "5:59am UTC");
+    assert!(reset > detected.ts && reset - detected.ts <= 86_400.0);
+    assert!(sends(&wd).is_empty(), "nothing sent before the reset");
+}
+
+#[test]
+fn bounced_resumes_back_off_then_escalate_stall_unresolved_once() {
+    let mut c = at_limit("");
+    c["on_send"] = json!("bounce");
+    let wd = Wd::new()
+        .env("RESUME_PROBE_S", "0.2")
+        .env("RESUME_STAGGER_S", "0")
+        .env("RESUME_VERIFY_S", "0.3")
+        .env("RESUME_MAX_ATTEMPTS", "2")
+        .env("CIRCUIT_BREAKER_429_THRESHOLD", "1");
+    wd.sessions(vec![c]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_escalations(&d, "stall-unresolved", 1);
+    wd.wait_for_more_ticks(10);
+    assert_eq!(sends(&wd).len(), 2, "RESUME_MAX_ATTEMPTS resumes");
+    let failed = wd.restarts_with("resume-failed");
+    assert_eq!(failed.len(), 2);
+    assert!(
+        failed[1].resume_at.unwrap() - failed[1].ts >= 0.4 - 0.05,
+        "the probe doubles: {failed:?}"
+    );
+    assert_eq!(wd.escalations_of("stall-unresolved"), 1, "once per stall");
+    assert_eq!(wd.escalations_of("circuit-breaker"), 0, "a stall is no 429");
+    assert_eq!(wd.restart_calls(), 0);
+    assert!(wd.restarts_with("rate-limited").is_empty());
+}
+
+#[test]
+fn a_stall_that_goes_on_by_itself_gets_nothing() {
+    let wd = stalled("", "3600");
+    let d = wd.spawn(&[]);
+    d.wait_for(Duration::from_secs(10), "no stall-detected", || {
+        !wd.restarts_with("stall-detected").is_empty()
+    });
+    wd.sim
+        .update_state(|s| s["sessions"][0]["substate"] = json!(""));
+    d.wait_for(Duration::from_secs(10), "no resumed-by-itself", || {
+        !wd.restarts_with("resumed-by-itself").is_empty()
+    });
+    assert!(sends(&wd).is_empty());
+}
+
+#[test]
+fn dry_run_sends_nothing_and_says_what_it_would_do() {
+    let wd = stalled("", "0.2");
+    let d = wd.spawn(&["--dry-run"]);
+    d.wait_for(Duration::from_secs(10), "no resume-sent record", || {
+        !wd.restarts_with("resume-sent").is_empty()
+    });
+    wd.wait_for_more_ticks(10);
+    let sent = wd.restarts_with("resume-sent");
+    assert_eq!(sent.len(), 1, "said once");
+    assert!(sent[0].dry_run);
+    assert!(sends(&wd).is_empty());
+}
+
+#[test]
+fn a_watchdog_restarted_mid_stall_keeps_its_resume_time() {
+    let wd = stalled("", "3600");
+    let mut d = wd.spawn(&[]);
+    d.wait_for(Duration::from_secs(10), "no stall-detected", || {
+        !wd.restarts_with("stall-detected").is_empty()
+    });
+    d.signal_and_wait(libc::SIGTERM, Duration::from_secs(10));
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(5);
+    drop(d);
+    let detected = wd.restarts_with("stall-detected");
+    assert_eq!(detected.len(), 1, "the episode was kept, not seen anew");
+    let state: Value = serde_json::from_str(
+        &std::fs::read_to_string(wd.watchdog_dir().join("state.json")).unwrap(),
+    )
+    .unwrap();
+    let stall = &state["sessions"][CONDUCTOR]["stall"];
+    assert_eq!(stall["resume_at"], json!(detected[0].resume_at.unwrap()));
+    assert_eq!(stall["kind"], json!("usage-limit"));
+    assert!(sends(&wd).is_empty());
+}
+
+#[test]
+fn resume_scope_off_looks_for_no_stall() {
+    let wd = stalled("", "0.1").env("RESUME_SCOPE", "off");
+    let _d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(8);
+    assert!(wd.restarts_with("stall-detected").is_empty());
+    assert!(sends(&wd).is_empty());
+}
