@@ -38,6 +38,8 @@ pub(crate) enum Did {
     Stopped,
     /// Its status could not be read, or whether it ever ran.
     Unknown(String),
+    /// Alive and stalled (SPEC §14): its kind and next resume.
+    Stalled(String),
 }
 
 impl Did {
@@ -103,13 +105,14 @@ impl Did {
             Did::Held(_) => "held",
             Did::Stopped => "stopped",
             Did::Unknown(_) => "unknown",
+            Did::Stalled(_) => "stalled",
         }
     }
 
     fn reason(&self) -> Option<&str> {
         match self {
             Did::Healthy(r) | Did::RestartFailed(r) => r.as_deref(),
-            Did::Held(r) | Did::Unknown(r) => Some(r),
+            Did::Held(r) | Did::Unknown(r) | Did::Stalled(r) => Some(r),
             _ => None,
         }
     }
@@ -280,13 +283,20 @@ impl Daemon {
             return Ok(());
         };
         let records = self.ctx.records.last_restart_records();
+        let (now, tz) = (self.ctx.clock.now(), jiff::tz::TimeZone::system());
+        let stalls: BTreeMap<String, String> = (self.ctx.state.lock().sessions.iter())
+            .filter_map(|(id, b)| Some((id.clone(), b.stall.as_ref()?.said(now, &tz))))
+            .collect();
         let critical = notes
             .critical
             .into_iter()
             .map(|(s, status, verdict)| {
                 let record = records.get(&s.id);
                 let record = record.map(|r| (&r.action, r.reason.as_deref(), r.dry_run));
-                let did = Did::of_verdict(&verdict, record);
+                let did = match stalls.get(&s.id) {
+                    Some(said) if verdict == Verdict::Healthy => Did::Stalled(said.clone()),
+                    _ => Did::of_verdict(&verdict, record),
+                };
                 Critical {
                     because: self.fleet.critical_reason(&s).unwrap_or_default(),
                     title: s.title,

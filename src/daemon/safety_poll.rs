@@ -236,10 +236,15 @@ impl Daemon {
     /// after each tick.
     fn report(&mut self, critical: usize, errored: usize, tick_seconds: f64) {
         let now = self.ctx.clock.now();
-        let (breaker_open, in_window) = {
+        let (breaker_open, in_window, stalled) = {
             let st = self.ctx.state.lock();
             let window = self.ctx.limits.rate_window;
-            (st.breaker_open_until > now, st.restarts_within(window, now))
+            let mut stalled = BTreeMap::new();
+            for stall in st.sessions.values().filter_map(|b| b.stall.as_ref()) {
+                *stalled.entry(stall.kind.as_str().to_owned()).or_default() += 1;
+            }
+            let in_window = st.restarts_within(window, now);
+            (st.breaker_open_until > now, in_window, stalled)
         };
         let sample = DaemonStatus {
             last_tick: now,
@@ -255,6 +260,7 @@ impl Daemon {
             rate_limit_window_s: self.ctx.limits.rate_window,
             agent_deck_version: self.ctx.deck.version().map(|v| v.to_string()),
             pane_watch: self.panes.status(),
+            stalled,
         };
         self.metrics.write(&self.ctx.cfg.watchdog_dir, &sample);
         let breaker = breaker_open.then_some("; circuit breaker OPEN");

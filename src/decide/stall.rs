@@ -135,6 +135,40 @@ impl Stall {
         }
     }
 
+    /// What it is and what comes next, for the `--once` summary and
+    /// `status`: `usage-limit, resume at 14:52 (in 2h10m, from banner)`,
+    /// the time in `tz`.
+    pub(crate) fn said(&self, now: f64, tz: &jiff::tz::TimeZone) -> String {
+        let kind = self.kind.as_str();
+        if self.unresolved {
+            return format!("{kind}, no more resumes (after {})", self.attempts);
+        }
+        if self.sent_at.is_some() {
+            return format!(
+                "{kind}, resume {} sent, waiting for a new turn",
+                self.attempts
+            );
+        }
+        let at = jiff::Timestamp::from_second(self.resume_at as i64)
+            .map(|t| {
+                t.to_zoned_datetime(tz.clone())
+                    .strftime("%H:%M")
+                    .to_string()
+            })
+            .unwrap_or_else(|_| "?".into());
+        let left = (self.resume_at - now).max(0.0) as u64;
+        let (h, m, s) = (left / 3600, left % 3600 / 60, left % 60);
+        let within = match (h, m) {
+            (0, 0) => format!("{s}s"),
+            (0, m) => format!("{m}m"),
+            (h, m) => format!("{h}h{m:02}m"),
+        };
+        format!(
+            "{kind}, resume at {at} (in {within}, from {})",
+            self.resume_from
+        )
+    }
+
     /// Notes a resume sent at `now`.
     pub(crate) fn sent(&mut self, now: f64) {
         self.attempts += 1;
@@ -249,6 +283,25 @@ pub(crate) mod tests {
         // One at a time: nothing more while it is being verified.
         assert_eq!(s.step(Seen::Stalled, 1089.0, &LIM, true), Step::Wait);
         assert_eq!(s.step(Seen::Working, 1050.0, &LIM, true), Step::Verified);
+    }
+
+    #[test]
+    fn a_stall_is_said_with_its_kind_and_next_resume() {
+        let utc = jiff::tz::TimeZone::UTC;
+        let mut s = stall(StallKind::UsageLimit, 1_774_728_000.0 + 7800.0);
+        let now = 1_774_728_000.0;
+        assert_eq!(
+            s.said(now, &utc),
+            "usage-limit, resume at 22:10 (in 2h10m, from banner)"
+        );
+        assert!(s.said(s.resume_at - 40.0, &utc).contains("(in 40s,"));
+        s.sent(now);
+        assert_eq!(
+            s.said(now, &utc),
+            "usage-limit, resume 1 sent, waiting for a new turn"
+        );
+        s.failed(now, true);
+        assert_eq!(s.said(now, &utc), "usage-limit, no more resumes (after 1)");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::decide::book::State;
 use crate::decide::limits::Limits;
+use crate::decide::stall::Stall;
 use crate::error::{Error, Result};
 use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
 use crate::records::daemon_status::{self, CliCounts};
@@ -40,6 +41,8 @@ pub(crate) struct Report {
     pub queue_drops: u64,
     pub records: RecordFiles,
     pub sessions: Vec<SessionView>,
+    /// The stalls in progress (SPEC §14), by session.
+    pub stalls: Vec<StallView>,
     pub state_file: StateFileView,
     /// Registered tasks by status.
     pub tasks: BTreeMap<String, usize>,
@@ -104,6 +107,17 @@ pub(crate) struct SessionView {
     pub restarts_in_window: usize,
     pub status_since: f64,
     pub title: String,
+}
+
+/// A stall in progress and its next resume.
+#[derive(Debug, Serialize)]
+pub(crate) struct StallView {
+    pub id: String,
+    pub title: String,
+    /// The kind and what comes next, as a line.
+    pub said: String,
+    #[serde(flatten)]
+    pub stall: Stall,
 }
 
 /// The fields of a session's newest `restart.log` line that `status` shows.
@@ -202,6 +216,20 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
             *tasks.entry(t.status.to_string()).or_default() += 1;
         }
     }
+    let tz = jiff::tz::TimeZone::system();
+    let stalls = state
+        .sessions
+        .iter()
+        .filter_map(|(id, b)| {
+            let stall = b.stall.clone()?;
+            Some(StallView {
+                id: id.clone(),
+                title: b.title.clone(),
+                said: stall.said(now, &tz),
+                stall,
+            })
+        })
+        .collect();
     let cascade = state.cascade.as_ref();
     Report {
         agent_deck_version: counters.agent_deck_version.clone(),
@@ -233,6 +261,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
         queue_drops: counters.queue_drops,
         records: record_files(cfg),
         sessions,
+        stalls,
         state_file: StateFileView {
             path: dir.join(STATE_FILE),
             readable: state_readable,
@@ -288,6 +317,14 @@ fn table(r: &Report) -> String {
         tasks.join(", ")
     };
     let sum = |counts: &BTreeMap<String, u64>| counts.values().sum::<u64>();
+    let stalls: Vec<String> = (r.stalls.iter())
+        .map(|s| format!("{} ({}): {}", s.title, s.id, s.said))
+        .collect();
+    let stalls = if stalls.is_empty() {
+        "none".to_owned()
+    } else {
+        stalls.join("; ")
+    };
     out + &format!(
         "breaker: {breaker} ({} recent 429s)\n\
          cascade: {cascade}\n\
@@ -297,6 +334,7 @@ fn table(r: &Report) -> String {
          cli failures by design: {} (a pane sample of a gone tmux session, a restart answered tmux_session_missing; not counted as failed)\n\
          patrols: {} waiting children watched, {} poller restarts remembered\n\
          records: {}\n\
+         stalls: {stalls}\n\
          tasks: {tasks}\n",
         b.recent_429s,
         r.queue_drops,
@@ -426,6 +464,7 @@ mod tests {
                 "queue_drops",
                 "records",
                 "sessions",
+                "stalls",
                 "state_file",
                 "tasks"
             ]

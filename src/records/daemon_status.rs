@@ -34,6 +34,9 @@ pub(crate) struct DaemonStatus {
     /// `agent-deck version` as last read; `null` when it was unreadable.
     pub agent_deck_version: Option<String>,
     pub pane_watch: WatchStatus,
+    /// Stalls in progress at the last tick, by kind (SPEC §14).
+    #[serde(default)]
+    pub stalled: BTreeMap<String, u64>,
 }
 
 /// agent-deck calls and failed calls since start, by command.

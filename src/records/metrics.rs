@@ -53,6 +53,14 @@ impl<'a> Family<'a> {
     }
 }
 
+/// The kinds of stall, each a sample of `stalled_sessions` even at 0.
+const STALL_KINDS: [&str; 4] = [
+    "usage-limit",
+    "api-overload",
+    "connection-lost",
+    "model-unavailable",
+];
+
 /// The whole file.
 pub(crate) fn render(s: &DaemonStatus) -> String {
     let (t, cli) = (&s.tally, &s.cli);
@@ -65,6 +73,18 @@ pub(crate) fn render(s: &DaemonStatus) -> String {
     Family::new(&mut out, "counter", "restarts_total")
         .help("restart.log records since start, by action.")
         .by("result", &t.restart_actions);
+    let resumes: BTreeMap<&str, u64> = [
+        ("sent", "resume-sent"),
+        ("verified", "resume-verified"),
+        ("failed", "resume-failed"),
+        ("by-itself", "resumed-by-itself"),
+    ]
+    .into_iter()
+    .map(|(outcome, action)| (outcome, t.restart_actions.get(action).copied().unwrap_or(0)))
+    .collect();
+    Family::new(&mut out, "counter", "resumes_total")
+        .help("Resumes of stalled sessions since start, by outcome (SPEC §14).")
+        .by("outcome", &resumes);
     Family::new(&mut out, "counter", "liveness_decisions_total")
         .help("Liveness decisions since start, by reason.")
         .by("reason", &t.liveness_reasons);
@@ -89,6 +109,13 @@ pub(crate) fn render(s: &DaemonStatus) -> String {
     Family::new(&mut out, "gauge", "sessions")
         .help("Sessions at the last tick: seen, restart-critical, critical in error.")
         .by("kind", &sessions);
+    let stalled: BTreeMap<&str, u64> = STALL_KINDS
+        .iter()
+        .map(|k| (*k, s.stalled.get(*k).copied().unwrap_or(0)))
+        .collect();
+    Family::new(&mut out, "gauge", "stalled_sessions")
+        .help("Stalled sessions at the last tick, by kind (SPEC §14).")
+        .by("kind", &stalled);
     Family::new(&mut out, "gauge", "breaker_open")
         .help("1 while the 429 circuit breaker holds every restart.")
         .value(f64::from(u8::from(s.breaker_open)));

@@ -60,6 +60,11 @@ fn a_usage_limit_is_resumed_once_after_its_probe_and_verified() {
         json!(""),
         "the resumed turn cleared it"
     );
+    let metrics = std::fs::read_to_string(wd.watchdog_dir().join("metrics.prom")).unwrap();
+    for outcome in ["sent", "verified"] {
+        let line = format!("agent_deck_watchdog_resumes_total{{outcome=\"{outcome}\"}} 1\n");
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
 }
 
 #[test]
@@ -77,6 +82,33 @@ fn the_resume_time_is_the_reset_the_rejection_names_plus_the_grace() {
     assert_eq!(reset % 86_400.0, 5.0 * 3600.0 + 59.0 * 60.0, "5:59am UTC");
     assert!(reset > detected.ts && reset - detected.ts <= 86_400.0);
     assert!(sends(&wd).is_empty(), "nothing sent before the reset");
+    let summary = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        summary.contains("stalled: usage-limit, resume at ") && summary.contains("from banner)"),
+        "{summary}"
+    );
+    let json = wd.run(&["--once", "--json"]);
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["critical"][0]["action"], json!("stalled"), "{v}");
+    let status = wd.status_json();
+    assert_eq!(
+        status["stalls"][0]["kind"],
+        json!("usage-limit"),
+        "{status}"
+    );
+    assert_eq!(status["stalls"][0]["resume_at"], json!(at));
+    let text = String::from_utf8_lossy(&wd.run(&["status"]).stdout).to_string();
+    assert!(text.contains("stalls: conductor-ops ("), "{text}");
+    let metrics = std::fs::read_to_string(wd.watchdog_dir().join("metrics.prom")).unwrap();
+    assert!(
+        metrics.contains("agent_deck_watchdog_stalled_sessions{kind=\"usage-limit\"} 1\n"),
+        "{metrics}"
+    );
+    assert_eq!(
+        wd.restarts_with("stall-detected").len(),
+        1,
+        "one episode across runs"
+    );
 }
 
 #[test]
