@@ -15,6 +15,7 @@
 //! | `banner` | Claude's 401 login banner, then nothing |
 //! | `exit N D` | exits with code N after D seconds |
 //! | `lines N` | prints `line 1` … `line N`, then nothing |
+//! | `chat` | a prompt; each line typed into it is a new turn: an assistant record in Claude's transcript, then `⏺ resumed: <line>` |
 //!
 //! Started as Claude (its argv carries `--session-id` or `--resume`), it
 //! reports `SessionStart` through `agent-deck hook-handler` on boot, as
@@ -78,6 +79,15 @@ case "$mode" in
         exit "${{code:-1}}" ;;
     lines)
         seq -f 'line %g' 1 "${{code:-1}}"
+        while :; do sleep 3600; done ;;
+    chat)
+        transcript="$HOME/.claude/projects/$(printf '%s' "$dir" | tr -c 'A-Za-z0-9' -)/$sid.jsonl"
+        mkdir -p "$(dirname "$transcript")"
+        while IFS= read -r line; do
+            printf '{{"type":"assistant","sessionId":"%s","timestamp":"%s","message":{{"role":"assistant","content":[{{"type":"text","text":"resumed"}}]}}}}\n' \
+                "$sid" "$(date -u +%Y-%m-%dT%H:%M:%S.000Z)" >> "$transcript"
+            echo "⏺ resumed: $line"
+        done
         while :; do sleep 3600; done ;;
     *)
         # An agent quitting on its own: SIGUSR1 ends it with code 0.

@@ -17,3 +17,4 @@ mod pane_watch;
 mod rollout;
 mod sandbox;
 mod scenarios;
+mod stalls;

@@ -1,0 +1,88 @@
+//! Live tests of the stall handling (SPEC §14) on the real agent-deck: a
+//! Claude conductor whose last turn the API rejected at the usage limit is
+//! read `usage-limit` by agent-deck itself, and the watchdog resumes it once,
+//! after the reset its rejection names, through `session send`.
+
+use std::fs;
+use std::time::Duration;
+
+use crate::sandbox::{Agent, Sandbox, Tool};
+use crate::support::wait_until;
+
+/// The transcript agent-deck reads for `a`'s Claude conversation `sid`.
+fn transcript(sb: &Sandbox, a: &Agent, sid: &str) -> std::path::PathBuf {
+    let encoded: String = (a.dir.display().to_string().chars())
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    sb.home
+        .join(".claude/projects")
+        .join(encoded)
+        .join(format!("{sid}.jsonl"))
+}
+
+/// The next whole UTC minute at least 30 s ahead: Unix seconds, and as
+/// Claude's rejection prints it (`resets 10:32am (UTC)`).
+fn reset_ahead() -> (f64, String) {
+    let now = crate::support::now();
+    let at = ((now + 30.0) / 60.0).ceil() * 60.0;
+    let (h, m) = ((at as u64 / 3600) % 24, (at as u64 / 60) % 60);
+    let half = if h < 12 { "am" } else { "pm" };
+    let h12 = if h % 12 == 0 { 12 } else { h % 12 };
+    (at, format!("resets {h12}:{m:02}{half} (UTC)"))
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_conductor_at_its_usage_limit_is_resumed_once_after_the_reset() {
+    let sb = Sandbox::new();
+    let a = sb.add("conductor-limit", "conductor", Tool::Claude, None);
+    a.set_mode("chat");
+    sb.start(&a);
+    let sid = sb.show(&a)["claude_session_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!sid.is_empty(), "{}", sb.show(&a));
+    let (reset, banner) = reset_ahead();
+    let path = transcript(&sb, &a, &sid);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let stamp = jiff::Timestamp::now().to_string();
+    let record = serde_json::json!({
+        "type": "assistant", "sessionId": sid, "timestamp": stamp,
+        "isApiErrorMessage": true, "apiErrorStatus": 429, "error": "rate_limit",
+        "message": {"role": "assistant", "content": [
+            {"type": "text", "text": format!("You've hit your session limit · {banner}")}
+        ]}
+    });
+    fs::write(&path, format!("{record}\n")).unwrap();
+    let limited = wait_until(Duration::from_secs(20), || {
+        sb.show(&a)["substate"] == "usage-limit"
+    });
+    assert!(limited, "agent-deck never read the limit: {}", sb.show(&a));
+    let d = sb.spawn_watchdog(&[
+        ("RESUME_GRACE_S", "0"),
+        ("RESUME_VERIFY_S", "60"),
+        ("SAFETY_POLL_INTERVAL_S", "1"),
+    ]);
+    let verified = wait_until(Duration::from_secs(150), || {
+        !sb.restarts_of(&a, "resume-verified").is_empty()
+    });
+    assert!(
+        verified,
+        "never resumed and verified; stderr:\n{}",
+        d.stderr()
+    );
+    let detected = &sb.restarts_of(&a, "stall-detected")[0];
+    assert_eq!(detected.resume_from.as_deref(), Some("banner"));
+    assert_eq!(detected.resume_at, Some(reset), "{detected:?}");
+    let sent = sb.restarts_of(&a, "resume-sent");
+    assert_eq!(sent.len(), 1, "one resume: {sent:?}");
+    assert!(sent[0].ts >= reset, "sent before the reset: {sent:?}");
+    assert_eq!(sb.session_calls(&a, "send").len(), 1);
+    assert!(
+        sb.session_calls(&a, "restart").is_empty(),
+        "never a restart"
+    );
+    assert_eq!(a.boots(), 1, "{}", a.fake_log());
+    assert_ne!(sb.show(&a)["substate"], "usage-limit", "{}", sb.show(&a));
+}
