@@ -132,6 +132,19 @@ impl Did {
     }
 }
 
+/// Whether a session with a stall in the book is shown as stalled: alive,
+/// or held for the unavailable model that is its stall.
+fn stalled(v: &Verdict) -> bool {
+    matches!(
+        v,
+        Verdict::Healthy
+            | Verdict::Held {
+                why: Hold::ModelUnavailable,
+                ..
+            }
+    )
+}
+
 /// One restart-critical session of the pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Critical {
@@ -294,7 +307,7 @@ impl Daemon {
                 let record = records.get(&s.id);
                 let record = record.map(|r| (&r.action, r.reason.as_deref(), r.dry_run));
                 let did = match stalls.get(&s.id) {
-                    Some(said) if verdict == Verdict::Healthy => Did::Stalled(said.clone()),
+                    Some(said) if stalled(&verdict) => Did::Stalled(said.clone()),
                     _ => Did::of_verdict(&verdict, record),
                 };
                 Critical {

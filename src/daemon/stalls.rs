@@ -37,7 +37,7 @@ impl Daemon {
             };
             let seen = Seen::of(l, stall.as_ref().map(|x| x.kind));
             match (stall, seen) {
-                (None, Some(Seen::Stalled)) => self.stall_detected(s, now),
+                (None, Some(Seen::Stalled)) => self.stall_detected(s, l, now),
                 (None, _) => {}
                 (Some(stall), Some(Seen::Stalled)) if stall.sent_at.is_none() => {
                     due.push((s, stall));
@@ -60,34 +60,46 @@ impl Daemon {
         }
     }
 
-    /// A stall first seen at `now`: its resume time, from the rejection text
-    /// (`session output`), else the probe; recorded `stall-detected`.
-    fn stall_detected(&mut self, s: &Session, now: f64) {
+    /// A stall first seen in `l` at `now`, and when to resume it: a usage
+    /// limit at the reset its rejection names (one `session output`), else
+    /// after the probe; an unavailable model after its backoff. Recorded
+    /// `stall-detected`.
+    fn stall_detected(&mut self, s: &Session, l: &Live, now: f64) {
+        let Some(kind) = StallKind::of(l) else {
+            return;
+        };
         let lim = &self.ctx.limits;
-        let text = self.ctx.deck.transcript(&s.profile, &s.id);
-        let text = text
-            .inspect_err(|e| log::warn!("last response of {} is unreadable ({e})", s.id))
-            .unwrap_or_default();
-        let (at, from) = reset_time::reset(None, &text, now, now, lim.stall.probe, 0);
-        let grace = if from == ResetFrom::Probe {
-            0.0
-        } else {
-            lim.resume_grace
+        let (resume_at, from) = match kind {
+            StallKind::UsageLimit => {
+                let text = self.ctx.deck.transcript(&s.profile, &s.id);
+                let text = text
+                    .inspect_err(|e| log::warn!("last response of {} is unreadable ({e})", s.id))
+                    .unwrap_or_default();
+                let (at, from) = reset_time::reset(None, &text, now, now, lim.stall.probe, 0);
+                let grace = if from == ResetFrom::Probe {
+                    0.0
+                } else {
+                    lim.resume_grace
+                };
+                (at + grace, from.as_str())
+            }
+            _ => (now + lim.stall.model_backoff, "backoff"),
         };
         let stall = Stall {
-            kind: StallKind::UsageLimit,
+            kind,
             evidence: "substate".into(),
             since: now,
-            resume_at: at + grace,
-            resume_from: from.as_str().into(),
+            resume_at,
+            resume_from: from.into(),
             attempts: 0,
             sent_at: None,
             unresolved: false,
         };
         log::warn!(
-            "{} ({}) is stalled at its usage limit; resuming at {} (from {})",
+            "{} ({}) is stalled: {}; resuming at {} (from {})",
             s.id,
             s.title,
+            kind.as_str(),
             local_timestamp(stall.resume_at),
             stall.resume_from
         );

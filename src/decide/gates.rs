@@ -37,6 +37,9 @@ spelled! {
         /// Seen `stopped`, and not started since: before 1.16.23 a stop could
         /// flip to `error` (see [`crate::decide::stop`]).
         StoppedBefore = "stopped_before",
+        /// At agent-deck's `model-unavailable`: a restart boots into the same
+        /// model, so it is a stall to resume (SPEC §14), never restarted.
+        ModelUnavailable = "model_unavailable",
     }
 }
 

@@ -78,21 +78,35 @@ pub(crate) enum Seen {
     Closed,
 }
 
+impl StallKind {
+    /// The kind of stall `l` shows by agent-deck's own reading, if any: its
+    /// usage limit while idle or waiting, or its model unavailable (`error`).
+    pub(crate) fn of(l: &Live) -> Option<StallKind> {
+        match (l.status(), l.substate()?) {
+            (Status::Idle | Status::Waiting, Substate::UsageLimit) => Some(StallKind::UsageLimit),
+            (Status::Error, Substate::ModelUnavailable) => Some(StallKind::ModelUnavailable),
+            _ => None,
+        }
+    }
+}
+
 impl Seen {
-    /// What `l` shows of a stall of `kind` (`None`: no stall yet): `None`
-    /// when it shows no stall and no new turn either (say, a session in
-    /// `error`, which the restart path takes).
+    /// What `l` shows of a stall of `kind` (`None`: no stall yet). `None`
+    /// when it shows neither a stall nor a new turn (say, a session in
+    /// `error` for another reason, which the restart path takes).
     pub(crate) fn of(l: &Live, kind: Option<StallKind>) -> Option<Seen> {
         let at_rest = matches!(l.status(), Status::Idle | Status::Waiting);
-        let sub = l.substate();
-        match sub {
+        match (StallKind::of(l), l.substate()) {
             _ if l.status() == Status::Running => Some(Seen::Working),
-            _ if !at_rest => None,
-            Some(Substate::InteractiveMenu | Substate::BackgroundWork) => Some(Seen::Closed),
-            Some(Substate::UsageLimit) => Some(Seen::Stalled),
-            // The limit's record is gone: a newer turn completed.
-            _ if kind == Some(StallKind::UsageLimit) => Some(Seen::Working),
-            _ => None,
+            (Some(shown), _) if kind.is_none_or(|k| k == shown) => Some(Seen::Stalled),
+            // Another kind now: this one ended; the new one is seen next.
+            (Some(_), _) => Some(Seen::Working),
+            (None, Some(Substate::InteractiveMenu | Substate::BackgroundWork)) if at_rest => {
+                Some(Seen::Closed)
+            }
+            // At rest without the stall's sign: a newer turn completed.
+            (None, _) if at_rest && kind.is_some() => Some(Seen::Working),
+            (None, _) => None,
         }
     }
 }
@@ -302,6 +316,76 @@ pub(crate) mod tests {
         );
         s.failed(now, true);
         assert_eq!(s.said(now, &utc), "usage-limit, no more resumes (after 1)");
+    }
+
+    #[test]
+    fn what_a_reading_shows_of_a_stall() {
+        use StallKind::{ModelUnavailable as Model, UsageLimit as Limit};
+        let l = |status: Status, sub: &str| Live {
+            status: Some(status),
+            substate: (!sub.is_empty()).then(|| sub.to_owned()),
+            ..Live::default()
+        };
+        let cases = [
+            // (reading, the stall's kind, the kind it shows, what it is)
+            (
+                l(Status::Idle, "usage-limit"),
+                None,
+                Some(Limit),
+                Some(Seen::Stalled),
+            ),
+            (
+                l(Status::Waiting, "usage-limit"),
+                Some(Limit),
+                Some(Limit),
+                Some(Seen::Stalled),
+            ),
+            (l(Status::Error, "usage-limit"), None, None, None),
+            (
+                l(Status::Error, "model-unavailable"),
+                Some(Model),
+                Some(Model),
+                Some(Seen::Stalled),
+            ),
+            (l(Status::Idle, "model-unavailable"), None, None, None),
+            (
+                l(Status::Running, "usage-limit"),
+                Some(Limit),
+                None,
+                Some(Seen::Working),
+            ),
+            (
+                l(Status::Idle, "idle-at-empty-prompt"),
+                Some(Limit),
+                None,
+                Some(Seen::Working),
+            ),
+            (l(Status::Idle, ""), Some(Model), None, Some(Seen::Working)),
+            (
+                l(Status::Idle, "usage-limit"),
+                Some(Model),
+                Some(Limit),
+                Some(Seen::Working),
+            ),
+            (
+                l(Status::Waiting, "interactive-menu"),
+                Some(Limit),
+                None,
+                Some(Seen::Closed),
+            ),
+            (
+                l(Status::Idle, "background-work"),
+                Some(Limit),
+                None,
+                Some(Seen::Closed),
+            ),
+            (l(Status::Idle, ""), None, None, None),
+            (l(Status::Error, "auth-401"), Some(Model), None, None),
+        ];
+        for (reading, kind, shows, seen) in cases {
+            assert_eq!(StallKind::of(&reading), shows, "{reading:?}");
+            assert_eq!(Seen::of(&reading, kind), seen, "{reading:?} with {kind:?}");
+        }
     }
 
     #[test]

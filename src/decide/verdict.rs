@@ -17,7 +17,7 @@ use crate::decide::first_run::{self, Ran};
 use crate::decide::gates::{self, Gate, Hold, Limits};
 use crate::decide::liveness::Probe;
 use crate::decide::{notes, stop, usage_limit};
-use crate::fleet::session::{Live, Session, Status};
+use crate::fleet::session::{Live, Session, Status, Substate};
 use crate::fleet::version::Version;
 
 /// What a critical session in error is, this tick.
@@ -156,6 +156,9 @@ pub(crate) fn judge(
     }
     if l.usage_limited() {
         return Errored::UsageLimited;
+    }
+    if l.substate() == Some(Substate::ModelUnavailable) {
+        return Errored::Held(Hold::ModelUnavailable);
     }
     match first_run::has_run(known.ran, ep.never_started.contains(&s.id), probe) {
         Ran::Yes => {
@@ -513,5 +516,15 @@ mod tests {
         };
         let at_limit = judge(ran, &mut ep, &s, &limited, &never, &|_| true);
         assert_eq!(at_limit, Errored::UsageLimited);
+        let unavailable = Live {
+            substate: Some("model-unavailable".into()),
+            ..live(Status::Error)
+        };
+        let model = judge(ran, &mut ep, &s, &unavailable, &never, &|_| false);
+        assert_eq!(
+            model,
+            held(Hold::ModelUnavailable),
+            "a stall, never restarted"
+        );
     }
 }

@@ -294,7 +294,13 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
         OnSend::Ok | OnSend::Typed | OnSend::Bounce => {}
     }
     s.sent.push(message.clone());
-    if mode != OnSend::Bounce && s.substate == "usage-limit" {
+    // A turn that goes through ends a stall: the limit's record is no longer
+    // the last, the model answered.
+    if mode != OnSend::Bounce && ["usage-limit", "model-unavailable"].contains(&s.substate.as_str())
+    {
+        if s.substate == "model-unavailable" {
+            s.status = Some("idle".into());
+        }
         s.substate.clear();
     }
     let unconfirmed = !s.claude_family() && message.trim().len() >= ARRIVAL_TOKEN_MIN;

@@ -171,8 +171,9 @@ pub enum OnSend {
     /// `session '<title>' is not running`, exit 1.
     NotRunning,
     /// Delivered, and the agent's turn is rejected again at once: a
-    /// `usage-limit` substate stays (an `ok` send clears it, as the newer
-    /// assistant record of a real turn does).
+    /// `usage-limit` or `model-unavailable` substate stays (an `ok` send
+    /// clears it, as a real turn that goes through does, and a session in
+    /// `error` at an unavailable model reads `idle`).
     Bounce,
     /// The text arrives (in `sent`) but nothing confirms the agent took it
     /// up: `DELIVERY_FAILED`, `"delivery": "typed"`, exit 1, for any tool.

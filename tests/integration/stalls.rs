@@ -198,3 +198,33 @@ fn resume_scope_off_looks_for_no_stall() {
     assert!(wd.restarts_with("stall-detected").is_empty());
     assert!(sends(&wd).is_empty());
 }
+
+#[test]
+fn an_unavailable_model_is_held_never_restarted_and_resumed_after_its_backoff() {
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["substate"] = json!("model-unavailable");
+    let wd = Wd::new()
+        .env("MODEL_UNAVAILABLE_BACKOFF_S", "0.5")
+        .env("RESUME_STAGGER_S", "0")
+        .env("RESUME_VERIFY_S", "0.6");
+    wd.sessions(vec![c]);
+    let d = wd.spawn(&[]);
+    d.wait_for(Duration::from_secs(15), "no resume-verified", || {
+        !wd.restarts_with("resume-verified").is_empty()
+    });
+    let detected = &wd.restarts_with("stall-detected")[0];
+    assert_eq!(detected.kind.as_deref(), Some("model-unavailable"));
+    assert_eq!(detected.resume_from.as_deref(), Some("backoff"));
+    let sent = &wd.restarts_with("resume-sent")[0];
+    assert!(sent.ts >= detected.ts + 0.5, "resumed before its backoff");
+    let held = wd.restarts_with("skipped");
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0].reason.as_deref(), Some("model_unavailable"));
+    wd.wait_for_more_ticks(5);
+    assert_eq!(wd.restart_calls(), 0, "a restart boots into the same model");
+    assert_eq!(sends(&wd).len(), 1);
+    assert_eq!(
+        wd.sim.session_state(CONDUCTOR).unwrap()["status"],
+        json!("idle")
+    );
+}
