@@ -16,6 +16,8 @@ use crate::decide::outcomes::RestartAction;
 use crate::decide::reset_time::{self, ResetFrom};
 use crate::decide::stall::{self, Seen, Stall, StallKind, Step};
 use crate::fleet::session::{Live, Session};
+use crate::fleet::usage;
+use crate::fleet::version::Version;
 use crate::sys::clock::local_timestamp;
 
 impl Daemon {
@@ -75,7 +77,9 @@ impl Daemon {
                 let text = text
                     .inspect_err(|e| log::warn!("last response of {} is unreadable ({e})", s.id))
                     .unwrap_or_default();
-                let (at, from) = reset_time::reset(None, &text, now, now, lim.stall.probe, 0);
+                let usage = self.usage(s);
+                let (at, from) =
+                    reset_time::reset(usage.as_deref(), &text, now, now, lim.stall.probe, 0);
                 let grace = if from == ResetFrom::Probe {
                     0.0
                 } else {
@@ -107,6 +111,27 @@ impl Daemon {
         self.ctx.records.restart(&rec);
         self.ctx.state.lock().book(&s.id).stall = Some(stall);
         self.ctx.store.save(&self.ctx.state);
+    }
+
+    /// The plan windows of `s`'s profile from `usage --json`, on an
+    /// agent-deck that has it (1.16.11+; never asked of an older one, or of
+    /// one whose release is not known); `None` otherwise or unreadable.
+    fn usage(&self, s: &Session) -> Option<Vec<reset_time::Window>> {
+        let release = self.ctx.deck.version()?;
+        if !release.at_least(Version::USAGE_JSON) {
+            return None;
+        }
+        let text = self.ctx.deck.usage(&s.profile);
+        let read = text
+            .map_err(|e| e.to_string())
+            .and_then(|t| usage::parse(&t));
+        read.inspect_err(|e| {
+            log::warn!(
+                "usage --json of profile '{}' is unreadable ({e})",
+                s.profile
+            )
+        })
+        .ok()
     }
 
     /// Takes the step of `stall` of `s`, seen `seen`; `turn`: the fleet's

@@ -12,6 +12,8 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
 
+pub(crate) use crate::fleet::usage::Window;
+
 /// The longest plan window is a week; a reset further ahead is garbled.
 pub(crate) const MAX_AHEAD_S: f64 = 8.0 * 86_400.0;
 
@@ -34,16 +36,6 @@ impl ResetFrom {
             ResetFrom::Probe => "probe",
         }
     }
-}
-
-/// One window of `usage --json`, as far as the reset needs it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Window {
-    pub used_percentage: f64,
-    /// Unix seconds; absent when Claude's statusLine hook does not feed it.
-    pub resets_at: Option<f64>,
-    /// The provider's answer is `stale`.
-    pub stale: bool,
 }
 
 /// The reset of a limit rejected at `rejected`, read at `now`: from `usage`

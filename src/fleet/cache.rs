@@ -222,6 +222,9 @@ mod tests {
         fn transcript(&self, _: &str, _: &str) -> CliResult<String> {
             Err(CliError::Garbage("not here".into()))
         }
+        fn usage(&self, _: &str) -> CliResult<String> {
+            Err(CliError::Garbage("not here".into()))
+        }
         fn remove(&self, _: &str, _: &str) -> CliResult<()> {
             Err(CliError::Garbage("not here".into()))
         }

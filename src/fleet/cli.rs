@@ -309,6 +309,11 @@ impl AgentDeck for Cli {
             .map(|o| o.stdout)
     }
 
+    fn usage(&self, profile: &str) -> CliResult<String> {
+        self.call("usage", profile, &["usage", "--json"])
+            .map(|o| o.stdout)
+    }
+
     fn remove(&self, profile: &str, id: &str) -> CliResult<()> {
         self.call("remove", profile, &["remove", id]).map(drop)
     }

@@ -139,6 +139,8 @@ pub(crate) trait AgentDeck: Send + Sync {
     fn pane(&self, profile: &str, id: &str) -> CliResult<String>;
     /// `-p P session output <id> -quiet`: the last transcript answer.
     fn transcript(&self, profile: &str, id: &str) -> CliResult<String>;
+    /// `-p P usage --json` (1.16.11+ only, see [`crate::fleet::usage`]).
+    fn usage(&self, profile: &str) -> CliResult<String>;
     /// `-p P remove <id>`.
     fn remove(&self, profile: &str, id: &str) -> CliResult<()>;
     /// agent-deck's release as read last; `None` before the first read or

@@ -42,6 +42,8 @@ pub(crate) struct Script {
     pub send: SendAnswer,
     pub pane: String,
     pub transcript: String,
+    /// `usage --json`'s answer.
+    pub usage: String,
     /// `remove` exits 0 (else 1).
     pub remove_ok: bool,
     /// The answer of `list --all --json`; None: unreadable.
@@ -64,6 +66,7 @@ impl Default for Script {
             send: SendAnswer::Delivered,
             pane: "frozen pane".into(),
             transcript: String::new(),
+            usage: String::new(),
             remove_ok: true,
             list_all: None,
             lists: BTreeMap::new(),
@@ -190,6 +193,10 @@ impl AgentDeck for FakeDeck {
     fn transcript(&self, _: &str, id: &str) -> CliResult<String> {
         self.note("output", id);
         Ok(self.script.lock().transcript.clone())
+    }
+    fn usage(&self, _: &str) -> CliResult<String> {
+        self.note("usage", "");
+        Ok(self.script.lock().usage.clone())
     }
     fn remove(&self, _: &str, id: &str) -> CliResult<()> {
         self.note("remove", id);

@@ -14,6 +14,7 @@ pub(crate) mod parse;
 pub(crate) mod props;
 pub(crate) mod read_only;
 pub(crate) mod session;
+pub(crate) mod usage;
 pub(crate) mod version;
 pub(crate) mod version_watch;
 pub(crate) mod wire;

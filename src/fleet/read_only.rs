@@ -45,6 +45,9 @@ impl AgentDeck for ReadOnly {
     fn transcript(&self, profile: &str, id: &str) -> CliResult<String> {
         self.0.transcript(profile, id)
     }
+    fn usage(&self, profile: &str) -> CliResult<String> {
+        self.0.usage(profile)
+    }
     fn remove(&self, _: &str, id: &str) -> CliResult<()> {
         Self::refuse("remove", id)
     }

@@ -40,6 +40,10 @@ impl Version {
     /// login banners read `error`/`usage-limit` and `error`/`auth-401`
     /// (CHANGELOG 1.16.11).
     pub const SUBSTATE_DETAIL: Version = Version::new(1, 16, 11);
+    /// `usage --json` reports the plan windows and their resets
+    /// (`cmd/agent-deck/usage_cmd.go`); before it, `usage` is no command and
+    /// falls through to the TUI (measured on 1.14.0).
+    pub const USAGE_JSON: Version = Version::new(1, 16, 11);
     /// A deliberate `session stop` no longer flips to `error` half a second
     /// later under notify-daemon (CHANGELOG 1.16.23, #2453).
     pub const STOP_STAYS_STOPPED: Version = Version::new(1, 16, 23);

@@ -2,7 +2,7 @@
 //! agent-deck, used by the demo, the black-box tests and the benchmark.
 //!
 //! `sim <args…>` answers the commands the watchdog uses (`list`, `session
-//! show|restart|start|send|output`, `remove`, `version`) as the real CLI does
+//! show|restart|start|send|output`, `remove`, `usage`, `version`) as the real CLI does
 //! (`agent-deck-contract.md`), from a JSON state file the caller controls
 //! (`state.rs`), and logs one JSON line per call. It must not touch tmux, a
 //! real agent-deck, or any file but those (the state's lock and temp files,
@@ -48,6 +48,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::config::resolve_hooks_dir;
+use crate::fleet::version::Version;
 use crate::sys::clock::unix_now;
 
 #[cfg(test)]
@@ -170,6 +171,22 @@ fn answer(
             *warning = store_roots::warning(st);
             let v = st.version.as_deref().unwrap_or(VERSION);
             Reply::out(0, format!("Agent Deck v{v}\n"))
+        });
+    }
+    let usage = |a: &[String]| matches!(a, [u, j] if u == "usage" && j == "--json");
+    if usage(args) || matches!(args, [p, _, rest @ ..] if p == "-p" && usage(rest)) {
+        return locked(path, |st| {
+            *warning = store_roots::warning(st);
+            if !st.release().at_least(Version::USAGE_JSON) {
+                // 1.14.0: the word falls through to the TUI (measured).
+                let tui = "\u{1b}[?1049h\u{1b}[?25lError: error creating cancelreader: bad file descriptor\n";
+                return Reply::out(1, tui.into());
+            }
+            let report = st
+                .usage
+                .clone()
+                .unwrap_or_else(|| serde_json::json!({"providers": []}));
+            Reply::out(0, format!("{report}\n"))
         });
     }
     let call = args::parse(args, &env.profile)?;

@@ -23,6 +23,7 @@
 //!  "delay_s": {"<kind>": 0.5},
 //!  "read_hooks": false, "status_writer": true, "freshness_window_s": 60,
 //!  "version": "1.16.26", "both_store_roots": false, "tmux_server": "down",
+//!  "usage": {"providers": [{"id": "claude", "windows": [], "stale": false}]},
 //!  "pane_host": {"pid": 4242, "panes": {"agentdeck_t_0badf00d": 4243},
 //!                "orphans": {"agentdeck_u_12345678": 4244}}}
 //! ```
@@ -84,6 +85,10 @@ pub struct SimState {
     /// the pane host kills every child and `sim tmux` finds no server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tmux_server: Option<String>,
+    /// What `usage --json` prints from 1.16.11 (absent: no providers);
+    /// before it, `usage` fails as 1.14.0's TUI does without a terminal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
     /// What the running `sim pane-host` holds; absent, no host runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pane_host: Option<PaneHost>,
@@ -104,6 +109,7 @@ impl Default for SimState {
             version: None,
             both_store_roots: false,
             tmux_server: None,
+            usage: None,
             pane_host: None,
             other: Map::new(),
         }

@@ -228,3 +228,44 @@ fn an_unavailable_model_is_held_never_restarted_and_resumed_after_its_backoff() 
         json!("idle")
     );
 }
+
+#[test]
+fn from_1_16_11_the_reset_comes_from_usage_json_and_never_before() {
+    let banner = "You've hit your session limit · resets 5:59am (UTC)";
+    let at = crate::support::now() + 3000.0;
+    let usage = json!({"providers": [{"id": "claude", "stale": false, "windows": [
+        {"kind": "five_hour", "used_percentage": 100, "resets_at": at.round()},
+        {"kind": "seven_day", "used_percentage": 60}]}]});
+    for (version, from) in [(Some("1.16.26"), "usage --json"), (None, "banner")] {
+        let wd = stalled(banner, "1200");
+        wd.release(version);
+        wd.sim.update_state(|s| s["usage"] = usage.clone());
+        crate::support::watchdog::assert_ok(&wd.run(&["--once"]));
+        let detected = &wd.restarts_with("stall-detected")[0];
+        assert_eq!(detected.resume_from.as_deref(), Some(from), "{version:?}");
+        let usage_calls = wd.sim.calls_with(&["usage"]).len();
+        if version.is_some() {
+            assert_eq!(detected.resume_at, Some(at.round() + 120.0));
+            assert_eq!(usage_calls, 1);
+        } else {
+            assert_eq!(usage_calls, 0, "1.14.0 has no usage: it would open the TUI");
+        }
+    }
+}
+
+#[test]
+fn a_stale_usage_answer_is_not_believed() {
+    let wd = stalled(
+        "You've hit your session limit · resets 5:59am (UTC)",
+        "1200",
+    );
+    wd.release(Some("1.16.26"));
+    let at = crate::support::now() + 3000.0;
+    wd.sim.update_state(|s| {
+        s["usage"] = json!({"providers": [{"id": "claude", "stale": true, "windows": [
+            {"kind": "five_hour", "used_percentage": 100, "resets_at": at.round()}]}]})
+    });
+    crate::support::watchdog::assert_ok(&wd.run(&["--once"]));
+    let detected = &wd.restarts_with("stall-detected")[0];
+    assert_eq!(detected.resume_from.as_deref(), Some("banner"));
+}
