@@ -70,6 +70,7 @@ impl Daemon {
             self.watch_cascade(died);
             self.last_died = died;
         }
+        let were_running = self.were_running(&critical);
         let verdicts: Vec<Decided> = critical
             .iter()
             .map(|s| self.decide(s, live.get(&s.id), errored.get(s.id.as_str()).copied()))
@@ -77,7 +78,7 @@ impl Daemon {
         for (s, d) in critical.iter().zip(&verdicts) {
             self.carry_out(s, d, None);
         }
-        self.look_for_stalls(&critical, live);
+        self.look_for_stalls(&critical, live, &were_running);
         if refreshed.is_ok() {
             self.forget_gone();
         }

@@ -6,23 +6,45 @@
 //! fleet, at the fleet's pace), verified, resumed by itself, or failed.
 //! A healthy fleet costs no CLI call here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::act::job::{RestartJob, RestartKind};
 use crate::act::resume;
 use crate::config::ResumeScope;
 use crate::daemon::Daemon;
+use crate::decide::banner::{self, ApiError};
 use crate::decide::outcomes::RestartAction;
 use crate::decide::reset_time::{self, ResetFrom};
 use crate::decide::stall::{self, Seen, Stall, StallKind, Step};
-use crate::fleet::session::{Live, Session};
+use crate::fleet::session::{Live, Session, Status};
 use crate::fleet::usage;
 use crate::fleet::version::Version;
 use crate::sys::clock::local_timestamp;
 
 impl Daemon {
-    /// One look at the stalls among `critical`, read as `live`.
-    pub(super) fn look_for_stalls(&mut self, critical: &[Session], live: &BTreeMap<String, Live>) {
+    /// The critical sessions the book last saw `running`: read before the
+    /// tick notes their new status, so a turn's end shows.
+    pub(super) fn were_running(&self, critical: &[Session]) -> BTreeSet<String> {
+        let st = self.ctx.state.lock();
+        let running = |s: &&Session| {
+            let book = st.sessions.get(&s.id);
+            book.and_then(|b| b.last_status.as_deref()) == Some("running")
+        };
+        critical
+            .iter()
+            .filter(running)
+            .map(|s| s.id.clone())
+            .collect()
+    }
+
+    /// One look at the stalls among `critical`, read as `live`; `ended`:
+    /// those that were running, whose turn may have ended on an API error.
+    pub(super) fn look_for_stalls(
+        &mut self,
+        critical: &[Session],
+        live: &BTreeMap<String, Live>,
+        ended: &BTreeSet<String>,
+    ) {
         if self.ctx.cfg.resume_scope == ResumeScope::Off {
             return;
         }
@@ -40,6 +62,9 @@ impl Daemon {
             let seen = Seen::of(l, stall.as_ref().map(|x| x.kind));
             match (stall, seen) {
                 (None, Some(Seen::Stalled)) => self.stall_detected(s, l, now),
+                (None, None) if ended.contains(&s.id) && at_rest(l) && claude(l) => {
+                    self.look_at_the_banner(s, now)
+                }
                 (None, _) => {}
                 (Some(stall), Some(Seen::Stalled)) if stall.sent_at.is_none() => {
                     due.push((s, stall));
@@ -89,9 +114,43 @@ impl Daemon {
             }
             _ => (now + lim.stall.model_backoff, "backoff"),
         };
+        self.detected(s, kind, "substate", resume_at, from, now);
+    }
+
+    /// A turn of `s` that just ended: one pane read, and a stall if the turn
+    /// ended on an API error banner, resumed after `RESUME_DWELL_S`.
+    fn look_at_the_banner(&mut self, s: &Session, now: f64) {
+        let Some(error) = self.banner(s) else {
+            return;
+        };
+        let kind = match error {
+            ApiError::Overload => StallKind::ApiOverload,
+            ApiError::ConnectionLost => StallKind::ConnectionLost,
+        };
+        let at = now + self.ctx.limits.stall.dwell;
+        self.detected(s, kind, "pane", at, "dwell", now);
+    }
+
+    /// The API error `s`'s pane shows its last turn ended on, if any.
+    fn banner(&self, s: &Session) -> Option<ApiError> {
+        let pane = self.ctx.deck.pane(&s.profile, &s.id);
+        let pane = pane.inspect_err(|e| log::debug!("pane of {} unreadable ({e})", s.id));
+        banner::ended_on(&pane.ok()?)
+    }
+
+    /// Records a stall of `s` first seen at `now`, and keeps it.
+    fn detected(
+        &mut self,
+        s: &Session,
+        kind: StallKind,
+        evidence: &str,
+        resume_at: f64,
+        from: &str,
+        now: f64,
+    ) {
         let stall = Stall {
             kind,
-            evidence: "substate".into(),
+            evidence: evidence.into(),
             since: now,
             resume_at,
             resume_from: from.into(),
@@ -137,8 +196,15 @@ impl Daemon {
     /// Takes the step of `stall` of `s`, seen `seen`; `turn`: the fleet's
     /// pace lets its resume go now.
     fn stall_step(&mut self, s: &Session, stall: &Stall, seen: Seen, now: f64, turn: bool) {
+        let lim = self.ctx.limits.stall;
+        let mut step = stall.step(seen, now, &lim, turn);
+        // A banner's stall at rest looks the same after a turn that came and
+        // went between two looks: the pane tells, when a step hinges on it.
+        let hinges = matches!(step, Step::Resume | Step::Failed { .. });
+        if hinges && !stall.kind.has_substate() && self.banner(s).is_none() {
+            step = stall.step(Seen::Working, now, &lim, turn);
+        }
         let ctx = &self.ctx;
-        let step = stall.step(seen, now, &ctx.limits.stall, turn);
         let ended = match step {
             Step::Wait => return,
             Step::Resume => {
@@ -172,4 +238,15 @@ impl Daemon {
         ctx.state.lock().book(&s.id).stall = None;
         ctx.store.save(&ctx.state);
     }
+}
+
+/// Idle or waiting: at the prompt.
+fn at_rest(l: &Live) -> bool {
+    matches!(l.status(), Status::Idle | Status::Waiting)
+}
+
+/// A Claude session (or one whose tool the row does not print): the
+/// banner forms are Claude's.
+fn claude(l: &Live) -> bool {
+    l.tool.as_deref().is_none_or(|t| t == "claude")
 }

@@ -4,6 +4,7 @@
 //! return a decision; the book notes what happened and is pruned by time.
 //! Nothing here spawns, sleeps or writes a file.
 
+pub(crate) mod banner;
 pub(crate) mod book;
 pub(crate) mod cascade;
 pub(crate) mod dedup;

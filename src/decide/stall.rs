@@ -90,6 +90,14 @@ impl StallKind {
     }
 }
 
+impl StallKind {
+    /// Whether its sign is agent-deck's substate (else the pane's banner,
+    /// which a session at rest keeps showing).
+    pub(crate) fn has_substate(self) -> bool {
+        matches!(self, StallKind::UsageLimit | StallKind::ModelUnavailable)
+    }
+}
+
 impl Seen {
     /// What `l` shows of a stall of `kind` (`None`: no stall yet). `None`
     /// when it shows neither a stall nor a new turn (say, a session in
@@ -104,8 +112,12 @@ impl Seen {
             (None, Some(Substate::InteractiveMenu | Substate::BackgroundWork)) if at_rest => {
                 Some(Seen::Closed)
             }
-            // At rest without the stall's sign: a newer turn completed.
-            (None, _) if at_rest && kind.is_some() => Some(Seen::Working),
+            // At rest without a substate's sign: a newer turn completed; a
+            // banner's stall still sits at its prompt.
+            (None, _) if at_rest => kind.map(|k| match k.has_substate() {
+                true => Seen::Working,
+                false => Seen::Stalled,
+            }),
             (None, _) => None,
         }
     }
@@ -380,6 +392,18 @@ pub(crate) mod tests {
                 Some(Seen::Closed),
             ),
             (l(Status::Idle, ""), None, None, None),
+            (
+                l(Status::Idle, ""),
+                Some(StallKind::ApiOverload),
+                None,
+                Some(Seen::Stalled),
+            ),
+            (
+                l(Status::Running, ""),
+                Some(StallKind::ConnectionLost),
+                None,
+                Some(Seen::Working),
+            ),
             (l(Status::Error, "auth-401"), Some(Model), None, None),
         ];
         for (reading, kind, shows, seen) in cases {

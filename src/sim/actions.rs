@@ -294,6 +294,25 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
         OnSend::Ok | OnSend::Typed | OnSend::Bounce => {}
     }
     s.sent.push(message.clone());
+    // A pane whose last turn ended on an API error banner gets the message
+    // and a new turn: a resumed one, or the same error again.
+    let pane = s.pane.as_deref().unwrap_or_default();
+    let turn = pane
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('⏺'));
+    if let Some(banner) = turn
+        .filter(|l| l.starts_with("⏺ API Error"))
+        .map(str::to_owned)
+    {
+        s.append_pane_line(&format!("❯ {message}"));
+        s.append_pane_line(if mode == OnSend::Bounce {
+            &banner
+        } else {
+            "⏺ Resumed."
+        });
+    }
     // A turn that goes through ends a stall: the limit's record is no longer
     // the last, the model answered.
     if mode != OnSend::Bounce && ["usage-limit", "model-unavailable"].contains(&s.substate.as_str())

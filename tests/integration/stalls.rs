@@ -269,3 +269,84 @@ fn a_stale_usage_answer_is_not_believed() {
     let detected = &wd.restarts_with("stall-detected")[0];
     assert_eq!(detected.resume_from.as_deref(), Some("banner"));
 }
+
+/// Claude's pane after a turn that ended on `banner`, at its prompt.
+fn ended_on(banner: &str) -> String {
+    format!("> fix the test\n⏺ Reading the test.\n{banner}\n────────\n❯ \n────────\n  ? for shortcuts\n")
+}
+
+#[test]
+fn a_turn_that_ended_on_an_overload_is_resumed_after_the_dwell() {
+    let wd = Wd::new()
+        .env("RESUME_DWELL_S", "0.4")
+        .env("RESUME_STAGGER_S", "0")
+        .env("RESUME_VERIFY_S", "0.6");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(3);
+    let banner = "⏺ API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment.";
+    wd.sim.update_state(|s| {
+        s["sessions"][0]["status"] = json!("idle");
+        s["sessions"][0]["pane"] = json!(ended_on(banner));
+    });
+    d.wait_for(Duration::from_secs(15), "no resume-verified", || {
+        !wd.restarts_with("resume-verified").is_empty()
+    });
+    let detected = &wd.restarts_with("stall-detected")[0];
+    assert_eq!(detected.kind.as_deref(), Some("api-overload"));
+    assert_eq!(detected.evidence.as_deref(), Some("pane"));
+    assert_eq!(detected.resume_from.as_deref(), Some("dwell"));
+    let sent = &wd.restarts_with("resume-sent")[0];
+    assert!(sent.ts >= detected.ts + 0.4, "resumed before the dwell");
+    wd.wait_for_more_ticks(5);
+    assert_eq!(sends(&wd).len(), 1);
+    assert_eq!(wd.restart_calls(), 0);
+}
+
+#[test]
+fn prose_about_an_error_is_no_stall_and_a_healthy_turn_costs_one_pane_read() {
+    let wd = Wd::new().env("RESUME_DWELL_S", "0.1");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(3);
+    let prose = "⏺ The API Error: 529 Overloaded in the logs came from staging.";
+    wd.sim.update_state(|s| {
+        s["sessions"][0]["status"] = json!("idle");
+        s["sessions"][0]["pane"] = json!(ended_on(prose));
+    });
+    wd.wait_for_more_ticks(10);
+    drop(d);
+    assert!(wd.restarts_with("stall-detected").is_empty());
+    let reads = wd.sim.calls_with(&["output", "--pane"]).len();
+    assert_eq!(reads, 1, "one read at the turn's end, none while it rests");
+}
+
+#[test]
+fn a_connection_lost_that_went_on_by_itself_is_not_resumed() {
+    let wd = Wd::new()
+        .env("RESUME_DWELL_S", "0.5")
+        .env("RESUME_STAGGER_S", "0");
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(3);
+    let banner = "⏺ API Error: Unable to connect to API (ECONNREFUSED)";
+    wd.sim.update_state(|s| {
+        s["sessions"][0]["status"] = json!("idle");
+        s["sessions"][0]["pane"] = json!(ended_on(banner));
+    });
+    d.wait_for(Duration::from_secs(10), "no stall-detected", || {
+        !wd.restarts_with("stall-detected").is_empty()
+    });
+    // A turn came and went between two looks: the pane moved on.
+    wd.sim.update_state(|s| {
+        s["sessions"][0]["pane"] = json!(ended_on("⏺ Done: the tests pass."));
+    });
+    d.wait_for(Duration::from_secs(10), "no resumed-by-itself", || {
+        !wd.restarts_with("resumed-by-itself").is_empty()
+    });
+    assert_eq!(
+        wd.restarts_with("stall-detected")[0].kind.as_deref(),
+        Some("connection-lost")
+    );
+    assert!(sends(&wd).is_empty());
+}
