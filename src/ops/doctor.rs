@@ -113,6 +113,7 @@ pub(crate) fn checks(env: &Env, online: bool) -> Vec<Check> {
         settings,
         critical,
         fleet::hooks_dir(&cfg, &claude),
+        fleet::usage(&cli, found),
         fleet::stored_status(&cfg),
         host::kernel_notifications(),
         install::service(&shutdown),

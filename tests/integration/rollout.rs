@@ -16,11 +16,12 @@ use crate::support::sim::write_tmux_script;
 use crate::support::telegram::TelegramStub;
 use crate::support::watchdog::{assert_ok, Wd};
 
-const NAMES: [&str; 11] = [
+const NAMES: [&str; 12] = [
     "agent-deck",
     "settings",
     "critical sessions",
     "hooks dir",
+    "usage --json",
     "agent-deck's stored status",
     "kernel notifications",
     "service",
@@ -426,4 +427,34 @@ fn doctor_notes_the_stop_hook_read_on_1_16_26_and_nothing_on_1_14_0() {
         text.lines().any(|l| l.starts_with('!') && l.contains(NOTE)),
         "{text}"
     );
+}
+
+#[test]
+fn doctor_says_whether_usage_json_gives_a_reset_and_never_asks_1_14_0() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let (_, checks) = doctor_json(&wd);
+    let usage = check(&checks, "usage --json");
+    assert_eq!(usage["status"], "ok", "{usage}");
+    assert!(
+        usage["detail"].as_str().unwrap().starts_with("not asked"),
+        "{usage}"
+    );
+    assert!(
+        wd.sim.calls_with(&["usage"]).is_empty(),
+        "1.14.0 would open its TUI"
+    );
+    wd.release(Some("1.16.26"));
+    let (_, checks) = doctor_json(&wd);
+    assert_eq!(
+        check(&checks, "usage --json")["status"],
+        "warn",
+        "no resets_at fed"
+    );
+    wd.sim.update_state(|s| {
+        s["usage"] = serde_json::json!({"providers": [{"id": "claude", "stale": false,
+            "windows": [{"kind": "five_hour", "used_percentage": 12, "resets_at": 1774760400}]}]})
+    });
+    let (_, checks) = doctor_json(&wd);
+    assert_eq!(check(&checks, "usage --json")["status"], "ok");
 }

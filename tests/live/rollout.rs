@@ -67,6 +67,7 @@ fn doctor_on_a_healthy_sandbox_fails_nothing() {
         "settings",
         "critical sessions",
         "hooks dir",
+        "usage --json",
         "agent-deck's stored status",
         "watchdog daemon",
         "escalate.sh",

@@ -6,7 +6,10 @@ use std::path::Path;
 use super::Check;
 use crate::config::Config;
 use crate::fleet::cache::Fleet;
+use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{Session, Status};
+use crate::fleet::usage;
+use crate::fleet::version::Version;
 use crate::ops::preflight::{show, status_writer};
 use crate::records::{daemon_status, instance_lock};
 use crate::sys::clock::unix_now;
@@ -62,6 +65,37 @@ pub(super) fn critical_sessions(
         .collect();
     let check = Check::ok(NAME, format!("{}: {}", critical.len(), shown.join(", ")));
     (check, claude)
+}
+
+/// `usage --json`: whether this agent-deck can say when a usage limit
+/// resets (1.16.11+; never asked of an older one, where the word opens the
+/// TUI), and whether Claude's statusLine feeds it a `resets_at`.
+pub(super) fn usage(deck: &dyn AgentDeck, found: Option<Version>) -> Check {
+    const NAME: &str = "usage --json";
+    let fallback = "a usage limit's resume time comes from Claude's rejection text, else a probe";
+    let Some(release) = found.filter(|v| v.at_least(Version::USAGE_JSON)) else {
+        let why = format!(
+            "not asked: agent-deck before {} has no usage command; {fallback}",
+            Version::USAGE_JSON
+        );
+        return Check::ok(NAME, why);
+    };
+    let windows = deck.usage("").map_err(|e| e.to_string());
+    match windows.and_then(|text| usage::parse(&text)) {
+        Ok(w) if w.iter().any(|w| w.resets_at.is_some()) => {
+            Check::ok(NAME, format!("{release}: Claude's plan windows and their resets are fed"))
+        }
+        Ok(_) => Check::warn(
+            NAME,
+            format!("{release} answers, but no Claude window has a resets_at; {fallback}"),
+            "feed agent-deck's usage from Claude Code's statusLine (agent-deck's usage docs say how), so a reset time is known",
+        ),
+        Err(e) => Check::warn(
+            NAME,
+            format!("{release} did not answer usable JSON ({e}); {fallback}"),
+            "run `agent-deck usage --json` by hand to see why",
+        ),
+    }
 }
 
 /// `hooks dir`: where agent-deck writes hooks, and whether they come.
