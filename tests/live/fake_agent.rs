@@ -15,7 +15,7 @@
 //! | `banner` | Claude's 401 login banner, then nothing |
 //! | `exit N D` | exits with code N after D seconds |
 //! | `lines N` | prints `line 1` … `line N`, then nothing |
-//! | `chat` | a prompt; each line typed into it is a new turn: an assistant record in Claude's transcript, then `⏺ resumed: <line>` |
+//! | `chat` | each line typed into it is a new turn: an assistant record in Claude's transcript, then `⏺ resumed: <line>`; the line `overload` ends its turn on [`OVERLOAD`] instead |
 //!
 //! Started as Claude (its argv carries `--session-id` or `--resume`), it
 //! reports `SessionStart` through `agent-deck hook-handler` on boot, as
@@ -33,6 +33,10 @@ pub(crate) const TOOL: &str = "fakeagent";
 pub(crate) const BANNER: &str = "Please run /login · API Error: 401 \
 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\
 \"message\":\"Invalid authentication credentials\"}}";
+
+/// Claude's banner when a turn ends on an API overload (its retries spent).
+pub(crate) const OVERLOAD: &str = "⏺ API Error: 529 Overloaded. This is a server-side \
+issue, usually temporary — try again in a moment.";
 
 /// Writes the fake to `path`; `agent_deck` is the real CLI it reports
 /// hooks through.
@@ -84,6 +88,10 @@ case "$mode" in
         transcript="$HOME/.claude/projects/$(printf '%s' "$dir" | tr -c 'A-Za-z0-9' -)/$sid.jsonl"
         mkdir -p "$(dirname "$transcript")"
         while IFS= read -r line; do
+            if [ "$line" = overload ]; then
+                echo '{overload}'
+                continue
+            fi
             printf '{{"type":"assistant","sessionId":"%s","timestamp":"%s","message":{{"role":"assistant","content":[{{"type":"text","text":"resumed"}}]}}}}\n' \
                 "$sid" "$(date -u +%Y-%m-%dT%H:%M:%S.000Z)" >> "$transcript"
             echo "⏺ resumed: $line"
@@ -98,6 +106,7 @@ esac
 "#,
         agent_deck = agent_deck.display(),
         banner = BANNER,
+        overload = OVERLOAD,
     );
     write_script(path, &script);
 }

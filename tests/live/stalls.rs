@@ -86,3 +86,47 @@ fn a_conductor_at_its_usage_limit_is_resumed_once_after_the_reset() {
     assert_eq!(a.boots(), 1, "{}", a.fake_log());
     assert_ne!(sb.show(&a)["substate"], "usage-limit", "{}", sb.show(&a));
 }
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_turn_that_ended_on_an_overload_is_resumed_once_after_the_dwell() {
+    let sb = Sandbox::new();
+    let a = sb.add("conductor-busy", "conductor", Tool::Claude, None);
+    a.set_mode("chat");
+    sb.start(&a);
+    let d = sb.spawn_watchdog(&[
+        ("RESUME_DWELL_S", "2"),
+        ("RESUME_VERIFY_S", "30"),
+        ("SAFETY_POLL_INTERVAL_S", "0.5"),
+    ]);
+    sb.hook(&a, "UserPromptSubmit");
+    let running = wait_until(Duration::from_secs(20), || sb.status(&a) == "running");
+    assert!(running, "{}", sb.show(&a));
+    sb.wait_for_polls(&d, 3, Duration::from_secs(20));
+    let name = sb.tmux_session(&a);
+    let typed = sb.tmux(&["send-keys", "-t", &format!("={name}:"), "overload", "Enter"]);
+    assert!(typed.status.success(), "{typed:?}");
+    sb.hook(&a, "Stop");
+    let verified = wait_until(Duration::from_secs(90), || {
+        !sb.restarts_of(&a, "resume-verified").is_empty()
+    });
+    assert!(
+        verified,
+        "never resumed and verified; stderr:\n{}",
+        d.stderr()
+    );
+    let detected = &sb.restarts_of(&a, "stall-detected")[0];
+    assert_eq!(
+        detected.kind.as_deref(),
+        Some("api-overload"),
+        "{detected:?}"
+    );
+    assert_eq!(detected.evidence.as_deref(), Some("pane"));
+    assert_eq!(sb.restarts_of(&a, "resume-sent").len(), 1);
+    assert_eq!(sb.session_calls(&a, "send").len(), 1);
+    assert!(
+        sb.session_calls(&a, "restart").is_empty(),
+        "never a restart"
+    );
+    assert_eq!(a.boots(), 1, "{}", a.fake_log());
+}
