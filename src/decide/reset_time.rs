@@ -8,10 +8,9 @@
 //!
 //! A time that is past, or more than [`MAX_AHEAD_S`] ahead, is not believed.
 
-use jiff::civil::Date;
 use jiff::tz::TimeZone;
-use jiff::Timestamp;
 
+use crate::decide::usage_limit::next_wall_time;
 pub(crate) use crate::fleet::usage::Window;
 
 /// The longest plan window is a week; a reset further ahead is garbled.
@@ -90,23 +89,7 @@ pub(crate) fn from_text(text: &str, rejected: f64) -> Option<f64> {
     let zone = &text[i + clock.len() + 1..][..rest.find(')')?];
     let (hour, minute) = twelve_hour(clock.trim())?;
     let tz = TimeZone::get(zone.trim()).ok()?;
-    let at = |d: Date| {
-        let zoned = d
-            .at(hour, minute, 0, 0)
-            .to_zoned_datetime(tz.clone())
-            .ok()?;
-        Some(zoned.timestamp().as_second() as f64)
-    };
-    let day = Timestamp::from_second(rejected as i64)
-        .ok()?
-        .to_zoned_datetime(tz.clone())
-        .date();
-    let first = at(day)?;
-    let next = if first > rejected {
-        first
-    } else {
-        at(day.tomorrow().ok()?)?
-    };
+    let next = next_wall_time(rejected, hour, minute, &tz)?;
     believed(next, rejected).then_some(next)
 }
 
@@ -141,7 +124,7 @@ mod tests {
     const SAT_20H: f64 = 1_774_728_000.0;
 
     fn utc(s: &str) -> f64 {
-        s.parse::<Timestamp>().unwrap().as_second() as f64
+        s.parse::<jiff::Timestamp>().unwrap().as_second() as f64
     }
 
     #[test]

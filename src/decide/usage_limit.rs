@@ -33,29 +33,35 @@ pub(crate) fn retry_at(detail: &str, now: f64, tz: &TimeZone) -> Option<f64> {
         rest => (None, rest),
     };
     let (hour, minute) = clock_time(clock)?;
-    let at = |d: Date| {
-        let zoned = d
-            .at(hour, minute, 0, 0)
-            .to_zoned_datetime(tz.clone())
-            .ok()?;
-        Some(zoned.timestamp().as_second() as f64)
-    };
     let retry = match day {
-        Some(d) => at(d)?,
-        None => {
-            let today = Timestamp::from_second(now as i64)
-                .ok()?
-                .to_zoned_datetime(tz.clone())
-                .date();
-            let first = at(today)?;
-            if first > now {
-                first
-            } else {
-                at(today.tomorrow().ok()?)?
-            }
-        }
+        Some(d) => wall_time(d, hour, minute, tz)?,
+        None => next_wall_time(now, hour, minute, tz)?,
     };
     (retry > now && retry - now <= MAX_RETRY_S).then_some(retry)
+}
+
+/// `hour:minute` on `day` in `tz`, as Unix seconds (a time a DST change
+/// skips reads as jiff's compatible one).
+pub(crate) fn wall_time(day: Date, hour: i8, minute: i8, tz: &TimeZone) -> Option<f64> {
+    let zoned = day
+        .at(hour, minute, 0, 0)
+        .to_zoned_datetime(tz.clone())
+        .ok()?;
+    Some(zoned.timestamp().as_second() as f64)
+}
+
+/// The first `hour:minute` in `tz` after `after` (Unix seconds): today's,
+/// else tomorrow's.
+pub(crate) fn next_wall_time(after: f64, hour: i8, minute: i8, tz: &TimeZone) -> Option<f64> {
+    let today = Timestamp::from_second(after as i64)
+        .ok()?
+        .to_zoned_datetime(tz.clone())
+        .date();
+    let first = wall_time(today, hour, minute, tz)?;
+    if first > after {
+        return Some(first);
+    }
+    wall_time(today.tomorrow().ok()?, hour, minute, tz)
 }
 
 /// `oct`, `10th,`, `2026` as a date.
