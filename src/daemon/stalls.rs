@@ -1,10 +1,13 @@
-//! The stall pass of a tick (SPEC §14): for each critical session in
-//! `RESUME_SCOPE` that agent-deck reads at its usage limit while idle or
-//! waiting, the stall is detected once (its resume time read from the
-//! rejection, one `session output` call), then each tick takes its
-//! [`Step`]: wait, resume (on the restart worker, one at a time across the
-//! fleet, at the fleet's pace), verified, resumed by itself, or failed.
-//! A healthy fleet costs no CLI call here.
+//! The stall pass of a tick (SPEC §14), for the critical sessions when
+//! `RESUME_SCOPE` is `critical`. A stall is detected once: agent-deck's
+//! `usage-limit` on an idle or waiting session (its resume time from `usage
+//! --json`, the rejection's text, or the probe: at most two calls), its
+//! `model-unavailable` in `error` (no call), or a turn that just ended on
+//! an API error banner (one pane read when a running session comes to
+//! rest). Then each tick takes its [`Step`]: wait, resume (on the restart
+//! worker, one at a time across the fleet, at the fleet's pace), verified,
+//! resumed by itself, or failed. A healthy fleet costs no CLI call here but
+//! that one pane read per turn that ends.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -52,9 +55,9 @@ impl Daemon {
         let mut due = Vec::new();
         for s in critical {
             let (stall, in_flight) = {
-                let mut st = self.ctx.state.lock();
-                let in_flight = st.in_flight.contains(&s.id);
-                (st.book(&s.id).stall.clone(), in_flight)
+                let st = self.ctx.state.lock();
+                let stall = st.sessions.get(&s.id).and_then(|b| b.stall.clone());
+                (stall, st.in_flight.contains(&s.id))
             };
             let Some(l) = live.get(&s.id).filter(|_| !in_flight) else {
                 continue;
