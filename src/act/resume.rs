@@ -17,7 +17,7 @@ use crate::fleet::session::Session;
 /// Sends the resume of the stall of `job`'s session, if it is still one.
 pub(crate) fn resume(ctx: &Context, job: &RestartJob) {
     let s = &job.session;
-    let Some(stall) = ctx.state.lock().book(&s.id).stall.clone() else {
+    let Some(mut stall) = ctx.state.lock().book(&s.id).stall.clone() else {
         return;
     };
     let Some(live) = ctx.read_status(s) else {
@@ -34,7 +34,6 @@ pub(crate) fn resume(ctx: &Context, job: &RestartJob) {
     let now = ctx.clock.now();
     if ctx.dry_run {
         log::info!("dry-run: would resume {} ({}) now: {kind}", s.id, s.title);
-        let mut stall = stall;
         // Said once: a dry run sends nothing, so there is nothing to verify.
         stall.unresolved = true;
         ctx.state.lock().book(&s.id).stall = Some(stall.clone());
@@ -45,7 +44,6 @@ pub(crate) fn resume(ctx: &Context, job: &RestartJob) {
     let text = ctx.cfg.resume_message.replace("{kind}", kind);
     match ctx.deck.send(&s.profile, &s.id, &text) {
         Err(e) if !e.delivery().is_some_and(Delivery::arrived) => {
-            let mut stall = stall;
             let unresolved = stall.undelivered(now, &ctx.limits.stall);
             ctx.state.lock().book(&s.id).stall = Some(stall.clone());
             failed(ctx, s, &stall, format!("send {e}"), unresolved);
@@ -55,7 +53,6 @@ pub(crate) fn resume(ctx: &Context, job: &RestartJob) {
                 log::info!("resume typed into the pane of {}, unconfirmed ({e})", s.id);
             }
             log::info!("resume sent to {} ({}): {kind}", s.id, s.title);
-            let mut stall = stall;
             stall.sent(now);
             let mut st = ctx.state.lock();
             st.resumes.note(now);
