@@ -109,6 +109,12 @@ fn the_resume_time_is_the_reset_the_rejection_names_plus_the_grace() {
         1,
         "one episode across runs"
     );
+    let history = String::from_utf8_lossy(&wd.run(&["history"]).stdout).to_string();
+    assert!(
+        history.contains("action: stall-detected (usage-limit, resume at ")
+            && history.contains(" from banner)"),
+        "{history}"
+    );
 }
 
 #[test]

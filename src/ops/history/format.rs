@@ -93,8 +93,18 @@ fn liveness_text(r: &LivenessRecord) -> String {
     )
 }
 
-fn restart_text(r: &RestartRecord) -> String {
+fn restart_text(r: &RestartRecord, tz: &TimeZone) -> String {
     let mut parts = Vec::new();
+    if let Some(kind) = &r.kind {
+        parts.push(printable(kind, WORD_MAX));
+    }
+    if let Some(n) = r.attempt {
+        parts.push(format!("resume {n}"));
+    }
+    if let (Some(at), Some(from)) = (r.resume_at, &r.resume_from) {
+        let from = printable(from, WORD_MAX);
+        parts.push(format!("resume at {} from {from}", local_time(at, tz)));
+    }
     if let Some(reason) = r.reason.as_deref().filter(|s| !s.is_empty()) {
         parts.push(printable(reason, TEXT_MAX));
     }
@@ -145,7 +155,7 @@ fn who(e: &Record, titles: &HashMap<&str, &str>) -> String {
 pub(crate) fn line(e: &Record, titles: &HashMap<&str, &str>, tz: &TimeZone) -> String {
     let (what, dry_run) = match e {
         Record::Liveness(r) => (liveness_text(r), r.dry_run),
-        Record::Restart(r) => (restart_text(r), r.dry_run),
+        Record::Restart(r) => (restart_text(r, tz), r.dry_run),
         Record::Escalation(r) => (escalation_text(r), r.dry_run),
     };
     let (when, who) = (local_time(e.ts(), tz), who(e, titles));
