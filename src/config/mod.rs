@@ -43,6 +43,9 @@ spelled! {
     pub(crate) enum ResumeScope {
         /// The restart-critical sessions.
         Critical = "critical",
+        /// Every Claude session: this release looks at the restart-critical
+        /// ones only, and says so at start.
+        All = "all",
         Off = "off",
     }
 }

@@ -144,9 +144,10 @@ pub(super) fn read(env: &Env) -> Result<Config> {
             "RESUME_SCOPE",
             [
                 ("critical", ResumeScope::Critical),
+                ("all", ResumeScope::All),
                 ("off", ResumeScope::Off),
             ],
-            "critical (the restart-critical sessions) or off",
+            "critical (the restart-critical sessions), all (every Claude session) or off",
         )?,
         resume_grace: r.seconds("RESUME_GRACE_S", 120.0, WINDOW)?,
         resume_probe: r.seconds("RESUME_PROBE_S", 1200.0, POSITIVE_WINDOW)?,
@@ -299,10 +300,10 @@ impl<'a> Reader<'a> {
     }
 
     /// One of `words` (trimmed), unset the first; any other is refused.
-    fn word<T: Copy>(
+    fn word<T: Copy, const N: usize>(
         &mut self,
         name: &'static str,
-        words: [(&'static str, T); 2],
+        words: [(&'static str, T); N],
         expected: &str,
     ) -> Result<T> {
         let raw = self.env.value(name)?;

@@ -197,6 +197,21 @@ fn a_watchdog_restarted_mid_stall_keeps_its_resume_time() {
 }
 
 #[test]
+fn resume_scope_all_is_taken_and_says_it_covers_the_critical_sessions_only() {
+    let wd = stalled("", "3600").env("RESUME_SCOPE", "all");
+    let out = wd.run(&["--once"]);
+    crate::support::watchdog::assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "RESUME_SCOPE=all: this release looks for stalls in the restart-critical sessions only"
+        ),
+        "{err}"
+    );
+    assert_eq!(wd.restarts_with("stall-detected").len(), 1);
+}
+
+#[test]
 fn resume_scope_off_looks_for_no_stall() {
     let wd = stalled("", "0.1").env("RESUME_SCOPE", "off");
     let _d = wd.spawn(&[]);
