@@ -296,20 +296,27 @@ fn ended_on(banner: &str) -> String {
     format!("> fix the test\n⏺ Reading the test.\n{banner}\n────────\n❯ \n────────\n  ? for shortcuts\n")
 }
 
-#[test]
-fn a_turn_that_ended_on_an_overload_is_resumed_after_the_dwell() {
+/// A daemon over a running conductor whose turn then ends on `last`, the
+/// turn's last line, with a dwell of `dwell` seconds and no stagger.
+fn turn_ends_on(last: &str, dwell: &str) -> (Wd, crate::support::watchdog::Daemon) {
     let wd = Wd::new()
-        .env("RESUME_DWELL_S", "0.4")
+        .env("RESUME_DWELL_S", dwell)
         .env("RESUME_STAGGER_S", "0")
         .env("RESUME_VERIFY_S", "0.6");
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
     let d = wd.spawn(&[]);
     wd.wait_for_more_ticks(3);
-    let banner = "⏺ API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment.";
     wd.sim.update_state(|s| {
         s["sessions"][0]["status"] = json!("idle");
-        s["sessions"][0]["pane"] = json!(ended_on(banner));
+        s["sessions"][0]["pane"] = json!(ended_on(last));
     });
+    (wd, d)
+}
+
+#[test]
+fn a_turn_that_ended_on_an_overload_is_resumed_after_the_dwell() {
+    let banner = "⏺ API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment.";
+    let (wd, d) = turn_ends_on(banner, "0.4");
     d.wait_for(Duration::from_secs(15), "no resume-verified", || {
         !wd.restarts_with("resume-verified").is_empty()
     });
@@ -326,15 +333,8 @@ fn a_turn_that_ended_on_an_overload_is_resumed_after_the_dwell() {
 
 #[test]
 fn prose_about_an_error_is_no_stall_and_a_healthy_turn_costs_one_pane_read() {
-    let wd = Wd::new().env("RESUME_DWELL_S", "0.1");
-    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
-    let d = wd.spawn(&[]);
-    wd.wait_for_more_ticks(3);
     let prose = "⏺ The API Error: 529 Overloaded in the logs came from staging.";
-    wd.sim.update_state(|s| {
-        s["sessions"][0]["status"] = json!("idle");
-        s["sessions"][0]["pane"] = json!(ended_on(prose));
-    });
+    let (wd, d) = turn_ends_on(prose, "0.1");
     wd.wait_for_more_ticks(10);
     drop(d);
     assert!(wd.restarts_with("stall-detected").is_empty());
@@ -344,17 +344,8 @@ fn prose_about_an_error_is_no_stall_and_a_healthy_turn_costs_one_pane_read() {
 
 #[test]
 fn a_connection_lost_that_went_on_by_itself_is_not_resumed() {
-    let wd = Wd::new()
-        .env("RESUME_DWELL_S", "0.5")
-        .env("RESUME_STAGGER_S", "0");
-    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
-    let d = wd.spawn(&[]);
-    wd.wait_for_more_ticks(3);
     let banner = "⏺ API Error: Unable to connect to API (ECONNREFUSED)";
-    wd.sim.update_state(|s| {
-        s["sessions"][0]["status"] = json!("idle");
-        s["sessions"][0]["pane"] = json!(ended_on(banner));
-    });
+    let (wd, d) = turn_ends_on(banner, "0.5");
     d.wait_for(Duration::from_secs(10), "no stall-detected", || {
         !wd.restarts_with("stall-detected").is_empty()
     });
