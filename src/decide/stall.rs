@@ -37,7 +37,7 @@ impl StallKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Stall {
     pub kind: StallKind,
-    /// Where the evidence came from: `substate`, `transcript` or `pane`.
+    /// Where the evidence came from: agent-deck's `substate`, or the `pane`.
     pub evidence: String,
     /// When it was first seen.
     pub since: f64,
@@ -50,7 +50,8 @@ pub(crate) struct Stall {
     pub attempts: u32,
     /// When the resume now being verified was sent.
     pub sent_at: Option<f64>,
-    /// `stall-unresolved` was escalated: no more resumes in this episode.
+    /// No more resumes in this episode: `stall-unresolved` was escalated,
+    /// or a dry run said what it would have sent.
     pub unresolved: bool,
 }
 

@@ -58,7 +58,7 @@ pub struct RestartRecord {
     /// A stall's kind (SPEC §14): `usage-limit`, `api-overload`, ….
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    /// Where a stall's evidence came from: `substate`, `transcript`, `pane`.
+    /// Where a stall's evidence came from: `substate` or `pane`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<String>,
     /// When a stall's resume is due, and where that time came from.
