@@ -101,17 +101,20 @@ impl Daemon {
         let lim = &self.ctx.limits;
         let (resume_at, from) = match kind {
             StallKind::UsageLimit => {
-                let text = self.ctx.deck.transcript(&s.profile, &s.id);
-                let text = text
-                    .inspect_err(|e| log::warn!("last response of {} is unreadable ({e})", s.id))
-                    .unwrap_or_default();
                 let usage = self.usage(s);
+                let text = || {
+                    let text = self.ctx.deck.transcript(&s.profile, &s.id);
+                    text.inspect_err(|e| {
+                        log::warn!("last response of {} is unreadable ({e})", s.id)
+                    })
+                    .unwrap_or_default()
+                };
                 let (at, from) =
-                    reset_time::reset(usage.as_deref(), &text, now, now, lim.stall.probe, 0);
+                    reset_time::reset(usage.as_deref(), text, now, now, lim.stall.probe);
                 let grace = if from == ResetFrom::Probe {
                     0.0
                 } else {
-                    lim.resume_grace
+                    lim.stall.grace
                 };
                 (at + grace, from.as_str())
             }

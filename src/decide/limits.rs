@@ -31,8 +31,6 @@ pub(crate) struct Limits {
     pub breaker_window: f64,
     pub breaker_pause: f64,
     pub stall: StallLimits,
-    /// After a known reset, before a resume.
-    pub resume_grace: f64,
 }
 
 impl Limits {
@@ -54,6 +52,7 @@ impl Limits {
             breaker_window: s(&c.breaker_window),
             breaker_pause: s(&c.breaker_pause),
             stall: StallLimits {
+                grace: s(&c.resume_grace),
                 probe: s(&c.resume_probe),
                 dwell: s(&c.resume_dwell),
                 model_backoff: s(&c.model_unavailable_backoff),
@@ -62,7 +61,6 @@ impl Limits {
                 stagger: s(&c.resume_stagger),
                 max_per_hour: c.resume_fleet_max_per_hour as usize,
             },
-            resume_grace: s(&c.resume_grace),
         }
     }
 }
@@ -89,7 +87,6 @@ pub(crate) mod tests {
             breaker_window: 600.0,
             breaker_pause: 600.0,
             stall: crate::decide::stall::tests::LIM,
-            resume_grace: 120.0,
         }
     }
 }

@@ -3,8 +3,9 @@
 //! 1.16.11 and later, when it is not `stale`), else the reset Claude printed
 //! in its rejection ("You've hit your session limit · resets 8:50pm
 //! (Europe/Skopje)", or the older "Claude AI usage limit reached|<epoch>"),
-//! else a probe: the rejection time plus `RESUME_PROBE_S`, doubling with each
-//! rejected resume, at most [`PROBE_MAX_S`].
+//! else a probe: the rejection time plus `RESUME_PROBE_S`, at most
+//! [`PROBE_MAX_S`] (each rejected resume doubles the wait, see
+//! [`crate::decide::stall`]).
 //!
 //! A time that is past, or more than [`MAX_AHEAD_S`] ahead, is not believed.
 
@@ -39,25 +40,23 @@ impl ResetFrom {
 
 /// The reset of a limit rejected at `rejected`, read at `now`: from `usage`
 /// (the windows of `usage --json`, `None` when it was not asked), else from
-/// the rejection `text`, else the probe after `attempts` rejected resumes.
+/// the rejection's text, read by `text` only when `usage` gave no reset,
+/// else `probe_s` after the rejection (at most [`PROBE_MAX_S`]).
 pub(crate) fn reset(
     usage: Option<&[Window]>,
-    text: &str,
+    text: impl FnOnce() -> String,
     rejected: f64,
     now: f64,
     probe_s: f64,
-    attempts: u32,
 ) -> (f64, ResetFrom) {
     if let Some(at) = usage.and_then(|w| from_usage(w, now)) {
         return (at, ResetFrom::UsageJson);
     }
-    if let Some(at) = from_text(text, rejected).filter(|at| *at > now) {
+    if let Some(at) = from_text(&text(), rejected).filter(|at| *at > now) {
         return (at, ResetFrom::Banner);
     }
-    (
-        probe(rejected.max(now), probe_s, attempts),
-        ResetFrom::Probe,
-    )
+    let probe = rejected.max(now) + probe_s.min(PROBE_MAX_S);
+    (probe, ResetFrom::Probe)
 }
 
 /// The latest reset among the exhausted, fresh windows: every one must
@@ -104,11 +103,6 @@ fn twelve_hour(clock: &str) -> Option<(i8, i8)> {
     let (h, m): (i8, i8) = (h.parse().ok()?, m.parse().ok()?);
     ((1..=12).contains(&h) && (0..=59).contains(&m))
         .then_some((h % 12 + if pm { 12 } else { 0 }, m))
-}
-
-/// The probe's resume time after `attempts` rejected resumes.
-pub(crate) fn probe(from: f64, probe_s: f64, attempts: u32) -> f64 {
-    from + (probe_s * 2f64.powi(attempts.min(16) as i32)).min(PROBE_MAX_S)
 }
 
 fn believed(at: f64, now: f64) -> bool {
@@ -212,31 +206,31 @@ mod tests {
     }
 
     #[test]
-    fn the_sources_are_taken_in_order_and_the_probe_doubles_up_to_five_hours() {
+    fn the_sources_are_taken_in_order_and_the_text_read_only_when_needed() {
         let now = SAT_20H;
         let fresh = [Window {
             used_percentage: 100.0,
             resets_at: Some(now + 60.0),
             stale: false,
         }];
-        let banner = "resets 9pm (UTC)";
+        let banner = || "resets 9pm (UTC)".to_owned();
+        let unread = || -> String { panic!("usage --json gave the reset") };
         assert_eq!(
-            reset(Some(&fresh), banner, now, now, 1200.0, 0),
+            reset(Some(&fresh), unread, now, now, 1200.0),
             (now + 60.0, ResetFrom::UsageJson)
         );
         assert_eq!(
-            reset(Some(&[]), banner, now, now, 1200.0, 0),
+            reset(Some(&[]), banner, now, now, 1200.0),
             (now + 3600.0, ResetFrom::Banner)
         );
         assert_eq!(
-            reset(None, "no time", now, now, 1200.0, 0),
+            reset(None, || "no time".into(), now, now, 1200.0),
             (now + 1200.0, ResetFrom::Probe)
         );
-        assert_eq!(probe(now, 1200.0, 2), now + 4800.0);
-        assert_eq!(probe(now, 1200.0, 9), now + PROBE_MAX_S);
+        assert_eq!(reset(None, String::new, now, now, 1e6).0, now + PROBE_MAX_S);
         // A banner reset already past when it is read: the probe.
         assert_eq!(
-            reset(None, banner, now, now + 7200.0, 1200.0, 0).1,
+            reset(None, banner, now, now + 7200.0, 1200.0).1,
             ResetFrom::Probe
         );
     }

@@ -58,6 +58,8 @@ pub(crate) struct Stall {
 /// The `RESUME_*` settings a step needs, in seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct StallLimits {
+    /// After a known reset, before a resume.
+    pub grace: f64,
     pub probe: f64,
     pub dwell: f64,
     pub model_backoff: f64,
@@ -277,6 +279,7 @@ pub(crate) mod tests {
 
     /// The settings' defaults.
     pub(crate) const LIM: StallLimits = StallLimits {
+        grace: 120.0,
         probe: 1200.0,
         dwell: 60.0,
         model_backoff: 300.0,

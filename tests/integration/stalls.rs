@@ -265,11 +265,17 @@ fn from_1_16_11_the_reset_comes_from_usage_json_and_never_before() {
         let detected = &wd.restarts_with("stall-detected")[0];
         assert_eq!(detected.resume_from.as_deref(), Some(from), "{version:?}");
         let usage_calls = wd.sim.calls_with(&["usage"]).len();
+        let output_calls = wd.sim.calls_with(&["session", "output"]).len();
         if version.is_some() {
             assert_eq!(detected.resume_at, Some(at.round() + 120.0));
             assert_eq!(usage_calls, 1);
+            assert_eq!(
+                output_calls, 0,
+                "the rejection is not read when usage --json gave the reset"
+            );
         } else {
             assert_eq!(usage_calls, 0, "1.14.0 has no usage: it would open the TUI");
+            assert_eq!(output_calls, 1);
         }
     }
 }
