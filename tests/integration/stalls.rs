@@ -18,12 +18,16 @@ fn at_limit(rejection: &str) -> Value {
     c
 }
 
-/// Every resume resets at once: probes of `probe` seconds, no stagger.
-fn stalled(rejection: &str, probe: &str) -> Wd {
-    let wd = Wd::new()
-        .env("RESUME_PROBE_S", probe)
+/// Resumes without a stagger, each verified within 0.6 s.
+fn quick() -> Wd {
+    Wd::new()
         .env("RESUME_STAGGER_S", "0")
-        .env("RESUME_VERIFY_S", "0.6");
+        .env("RESUME_VERIFY_S", "0.6")
+}
+
+/// A conductor at its usage limit (see [`at_limit`]), probes of `probe` s.
+fn stalled(rejection: &str, probe: &str) -> Wd {
+    let wd = quick().env("RESUME_PROBE_S", probe);
     wd.sessions(vec![at_limit(rejection)]);
     wd
 }
@@ -121,9 +125,8 @@ fn the_resume_time_is_the_reset_the_rejection_names_plus_the_grace() {
 fn bounced_resumes_back_off_then_escalate_stall_unresolved_once() {
     let mut c = at_limit("");
     c["on_send"] = json!("bounce");
-    let wd = Wd::new()
+    let wd = quick()
         .env("RESUME_PROBE_S", "0.2")
-        .env("RESUME_STAGGER_S", "0")
         .env("RESUME_VERIFY_S", "0.3")
         .env("RESUME_MAX_ATTEMPTS", "2")
         .env("CIRCUIT_BREAKER_429_THRESHOLD", "1");
@@ -224,10 +227,7 @@ fn resume_scope_off_looks_for_no_stall() {
 fn an_unavailable_model_is_held_never_restarted_and_resumed_after_its_backoff() {
     let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
     c["substate"] = json!("model-unavailable");
-    let wd = Wd::new()
-        .env("MODEL_UNAVAILABLE_BACKOFF_S", "0.5")
-        .env("RESUME_STAGGER_S", "0")
-        .env("RESUME_VERIFY_S", "0.6");
+    let wd = quick().env("MODEL_UNAVAILABLE_BACKOFF_S", "0.5");
     wd.sessions(vec![c]);
     let d = wd.spawn(&[]);
     d.wait_for(Duration::from_secs(15), "no resume-verified", || {
@@ -305,10 +305,7 @@ fn ended_on(banner: &str) -> String {
 /// A daemon over a running conductor whose turn then ends on `last`, the
 /// turn's last line, with a dwell of `dwell` seconds and no stagger.
 fn turn_ends_on(last: &str, dwell: &str) -> (Wd, crate::support::watchdog::Daemon) {
-    let wd = Wd::new()
-        .env("RESUME_DWELL_S", dwell)
-        .env("RESUME_STAGGER_S", "0")
-        .env("RESUME_VERIFY_S", "0.6");
+    let wd = quick().env("RESUME_DWELL_S", dwell);
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
     let d = wd.spawn(&[]);
     wd.wait_for_more_ticks(3);
@@ -367,4 +364,26 @@ fn a_connection_lost_that_went_on_by_itself_is_not_resumed() {
         Some("connection-lost")
     );
     assert!(sends(&wd).is_empty());
+}
+
+#[test]
+fn a_stall_at_an_open_menu_or_busy_is_never_typed_into_until_it_closes() {
+    let wd = stalled("", "1.5");
+    wd.release(Some("1.16.26"));
+    let d = wd.spawn(&[]);
+    d.wait_for(Duration::from_secs(10), "no stall-detected", || {
+        !wd.restarts_with("stall-detected").is_empty()
+    });
+    for substate in ["interactive-menu", "background-work"] {
+        wd.sim
+            .update_state(|s| s["sessions"][0]["substate"] = json!(substate));
+        wd.wait_for_more_ticks(12);
+        assert!(sends(&wd).is_empty(), "typed into {substate}");
+    }
+    assert!(wd.restarts_with("resumed-by-itself").is_empty());
+    wd.sim
+        .update_state(|s| s["sessions"][0]["substate"] = json!("usage-limit"));
+    d.wait_for(Duration::from_secs(10), "no resume once it closed", || {
+        sends(&wd).len() == 1
+    });
 }
