@@ -6,8 +6,11 @@
 use std::fs;
 use std::time::Duration;
 
+use agent_deck_watchdog::harness::RestartRecord;
+
 use crate::sandbox::{Agent, Sandbox, Tool};
 use crate::support::wait_until;
+use crate::support::watchdog::Daemon;
 
 /// The transcript agent-deck reads for `a`'s Claude conversation `sid`.
 fn transcript(sb: &Sandbox, a: &Agent, sid: &str) -> std::path::PathBuf {
@@ -18,6 +21,24 @@ fn transcript(sb: &Sandbox, a: &Agent, sid: &str) -> std::path::PathBuf {
         .join(".claude/projects")
         .join(encoded)
         .join(format!("{sid}.jsonl"))
+}
+
+/// Waits up to `limit` for `a`'s stall to be resumed and verified, checks
+/// it took one resume, one `session send`, no restart and no new boot, and
+/// gives its `stall-detected` record.
+fn resumed_once(sb: &Sandbox, a: &Agent, d: &Daemon, limit: Duration) -> RestartRecord {
+    let verified = wait_until(limit, || !sb.restarts_of(a, "resume-verified").is_empty());
+    assert!(
+        verified,
+        "never resumed and verified; stderr:\n{}",
+        d.stderr()
+    );
+    let sent = sb.restarts_of(a, "resume-sent");
+    assert_eq!(sent.len(), 1, "one resume: {sent:?}");
+    assert_eq!(sb.session_calls(a, "send").len(), 1);
+    assert!(sb.session_calls(a, "restart").is_empty(), "never a restart");
+    assert_eq!(a.boots(), 1, "{}", a.fake_log());
+    sb.restarts_of(a, "stall-detected").remove(0)
 }
 
 /// The next whole UTC minute at least 30 s ahead: Unix seconds, and as
@@ -64,26 +85,11 @@ fn a_conductor_at_its_usage_limit_is_resumed_once_after_the_reset() {
         ("RESUME_VERIFY_S", "60"),
         ("SAFETY_POLL_INTERVAL_S", "1"),
     ]);
-    let verified = wait_until(Duration::from_secs(150), || {
-        !sb.restarts_of(&a, "resume-verified").is_empty()
-    });
-    assert!(
-        verified,
-        "never resumed and verified; stderr:\n{}",
-        d.stderr()
-    );
-    let detected = &sb.restarts_of(&a, "stall-detected")[0];
+    let detected = resumed_once(&sb, &a, &d, Duration::from_secs(150));
     assert_eq!(detected.resume_from.as_deref(), Some("banner"));
     assert_eq!(detected.resume_at, Some(reset), "{detected:?}");
-    let sent = sb.restarts_of(&a, "resume-sent");
-    assert_eq!(sent.len(), 1, "one resume: {sent:?}");
-    assert!(sent[0].ts >= reset, "sent before the reset: {sent:?}");
-    assert_eq!(sb.session_calls(&a, "send").len(), 1);
-    assert!(
-        sb.session_calls(&a, "restart").is_empty(),
-        "never a restart"
-    );
-    assert_eq!(a.boots(), 1, "{}", a.fake_log());
+    let sent = &sb.restarts_of(&a, "resume-sent")[0];
+    assert!(sent.ts >= reset, "sent before the reset: {sent:?}");
     assert_ne!(sb.show(&a)["substate"], "usage-limit", "{}", sb.show(&a));
 }
 
@@ -107,26 +113,11 @@ fn a_turn_that_ended_on_an_overload_is_resumed_once_after_the_dwell() {
     let typed = sb.tmux(&["send-keys", "-t", &format!("={name}:"), "overload", "Enter"]);
     assert!(typed.status.success(), "{typed:?}");
     sb.hook(&a, "Stop");
-    let verified = wait_until(Duration::from_secs(90), || {
-        !sb.restarts_of(&a, "resume-verified").is_empty()
-    });
-    assert!(
-        verified,
-        "never resumed and verified; stderr:\n{}",
-        d.stderr()
-    );
-    let detected = &sb.restarts_of(&a, "stall-detected")[0];
+    let detected = resumed_once(&sb, &a, &d, Duration::from_secs(90));
     assert_eq!(
         detected.kind.as_deref(),
         Some("api-overload"),
         "{detected:?}"
     );
     assert_eq!(detected.evidence.as_deref(), Some("pane"));
-    assert_eq!(sb.restarts_of(&a, "resume-sent").len(), 1);
-    assert_eq!(sb.session_calls(&a, "send").len(), 1);
-    assert!(
-        sb.session_calls(&a, "restart").is_empty(),
-        "never a restart"
-    );
-    assert_eq!(a.boots(), 1, "{}", a.fake_log());
 }
