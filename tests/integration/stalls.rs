@@ -387,3 +387,39 @@ fn a_stall_at_an_open_menu_or_busy_is_never_typed_into_until_it_closes() {
         sends(&wd).len() == 1
     });
 }
+
+#[test]
+fn a_resume_takes_the_restarts_serialization_and_spends_no_restart_budget() {
+    let wd = quick()
+        .env("RESUME_PROBE_S", "0.1")
+        .env("MIN_GLOBAL_RESTART_INTERVAL_S", "1.5")
+        .env("RATE_LIMIT_MAX", "1");
+    let mut stalled = at_limit("");
+    stalled["id"] = json!("5e5e5e5e-1755891234");
+    stalled["title"] = json!("conductor-limit");
+    wd.sessions(vec![
+        conductor(CONDUCTOR, "conductor-ops", "error"),
+        stalled,
+    ]);
+    let d = wd.spawn(&[]);
+    d.wait_for(Duration::from_secs(15), "no resume-sent", || {
+        !wd.restarts_with("resume-sent").is_empty()
+    });
+    let restart = &wd.restarts_with("restart")[0];
+    let sent = &wd.restarts_with("resume-sent")[0];
+    assert!(
+        sent.ts >= restart.ts + 1.5 - 0.05,
+        "the resume went {:.2}s after the restart",
+        sent.ts - restart.ts
+    );
+    let state: Value = serde_json::from_str(
+        &std::fs::read_to_string(wd.watchdog_dir().join("state.json")).unwrap(),
+    )
+    .unwrap();
+    let book = &state["sessions"]["5e5e5e5e-1755891234"];
+    assert_eq!(
+        book["restarts"],
+        json!([]),
+        "a resume is no restart: {book}"
+    );
+}
