@@ -43,8 +43,7 @@ spelled! {
     pub(crate) enum ResumeScope {
         /// The restart-critical sessions.
         Critical = "critical",
-        /// Every Claude session: this release looks at the restart-critical
-        /// ones only, and says so at start.
+        /// Every Claude session (its `list --all` row's `tool`).
         All = "all",
         Off = "off",
     }

@@ -35,7 +35,7 @@ mod start;
 mod version_reread;
 mod watching;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -43,8 +43,7 @@ use std::time::Duration;
 use crate::act::context::Context;
 use crate::act::patrols::Patrols;
 use crate::act::restart::{self, Restarter};
-use crate::config::Config;
-use crate::config::PaneWatchMode;
+use crate::config::{Config, PaneWatchMode, ResumeScope};
 use crate::daemon::sd_notify::SdNotify;
 use crate::decide::verdict::{Episodes, Verdict};
 use crate::error::{Error, Result};
@@ -77,6 +76,8 @@ pub(crate) struct PassNotes {
     /// The critical sessions of the tick, the status it read of each and
     /// its verdict.
     pub critical: Vec<(Session, Option<Status>, Verdict)>,
+    /// The other sessions in `RESUME_SCOPE` and the status read of each.
+    pub beyond: Vec<(Session, Option<Status>)>,
     /// Sessions `list --all` listed.
     pub listed: usize,
 }
@@ -107,6 +108,9 @@ pub(crate) struct Daemon {
     /// The restart-critical sessions last named (id → title), `None`
     /// before the fleet was first listed ([`watching`]).
     watching: Option<BTreeMap<String, String>>,
+    /// The other sessions in `RESUME_SCOPE` that read `running` at the last
+    /// tick (a critical session's last status is in its book).
+    running_beyond: BTreeSet<String>,
     /// What a `--once` pass did, for its summary; `None` for the daemon.
     pass: Option<PassNotes>,
     threads: Vec<JoinHandle<()>>,
@@ -142,6 +146,9 @@ impl Daemon {
         let (escalator, clock) = (ctx.escalator.clone(), ctx.clock.clone());
         let followup = FollowUp::from_config(cfg, flags.dry_run, escalator, clock, patience);
         let mut fleet = Fleet::new(cfg.autorestart_dir());
+        if cfg.resume_scope == ResumeScope::All {
+            fleet = fleet.with_claude();
+        }
         fleet.reload_markers();
         Ok(Daemon {
             ctx,
@@ -158,6 +165,7 @@ impl Daemon {
             episodes: Episodes::default(),
             last_died: 0,
             watching: None,
+            running_beyond: BTreeSet::new(),
             pass: flags.once.then(PassNotes::default),
             threads: Vec::new(),
         })

@@ -1,7 +1,8 @@
 //! What a `--once` pass saw and did, as the block it prints on stdout (or
 //! one JSON object with `--json`): how many sessions agent-deck listed, and
 //! for each restart-critical one its title, id, profile, status, why it is
-//! critical and what the pass did with it; `--verbose` adds the other
+//! critical and what the pass did with it; then, with `RESUME_SCOPE=all`,
+//! the other sessions that are stalled; `--verbose` adds the other
 //! sessions. The daemon gathers the [`Pass`] from the tick's verdicts and
 //! the restarts' records; rendering it is pure.
 
@@ -174,6 +175,9 @@ pub(crate) struct Pass {
     /// Sessions `list --all` listed.
     pub listed: usize,
     pub critical: Vec<Critical>,
+    /// The sessions beyond the critical ones (`RESUME_SCOPE=all`) that
+    /// are stalled.
+    pub stalled: Vec<Critical>,
     /// `Some` with `--verbose`.
     pub others: Option<Vec<Other>>,
 }
@@ -196,6 +200,8 @@ struct PassJson<'a> {
     sessions_listed: usize,
     sessions_critical: usize,
     critical: Vec<CriticalJson<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    stalled: Vec<CriticalJson<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     others: Option<&'a [Other]>,
 }
@@ -210,29 +216,33 @@ fn status_json<S: serde::Serializer>(s: &Option<Status>, to: S) -> Result<S::Ok,
 
 /// The summary as one JSON object and a newline.
 pub(crate) fn json(p: &Pass) -> String {
-    let critical = p.critical.iter().map(|c| CriticalJson {
-        title: &c.title,
-        id: &c.id,
-        profile: &c.profile,
-        status: status_word(c.status),
-        critical_because: &c.because,
-        action: c.did.word(),
-        reason: c.did.reason(),
-    });
+    fn row(c: &Critical) -> CriticalJson<'_> {
+        CriticalJson {
+            title: &c.title,
+            id: &c.id,
+            profile: &c.profile,
+            status: status_word(c.status),
+            critical_because: &c.because,
+            action: c.did.word(),
+            reason: c.did.reason(),
+        }
+    }
     let out = PassJson {
         dry_run: p.dry_run,
         sessions_listed: p.listed,
         sessions_critical: p.critical.len(),
-        critical: critical.collect(),
+        critical: p.critical.iter().map(row).collect(),
+        stalled: p.stalled.iter().map(row).collect(),
         others: p.others.as_deref(),
     };
     serde_json::to_string(&out).unwrap_or_else(|_| "{}".into()) + "\n"
 }
 
-/// The readable block: a head line, one aligned line per critical session,
-/// then the other sessions, one line each with `--verbose`, else a count.
+/// The readable block: a head line, one aligned line per critical (or
+/// other stalled) session, then the other sessions, one line each with
+/// `--verbose`, else a count.
 pub(crate) fn text(p: &Pass) -> String {
-    let others = p.listed.saturating_sub(p.critical.len());
+    let others = p.listed.saturating_sub(p.critical.len() + p.stalled.len());
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut out = format!(
@@ -241,9 +251,7 @@ pub(crate) fn text(p: &Pass) -> String {
         plural(p.listed, "session", "sessions"),
         p.critical.len()
     );
-    let rows: Vec<[String; 6]> = p
-        .critical
-        .iter()
+    let rows: Vec<[String; 6]> = (p.critical.iter().chain(&p.stalled))
         .map(|c| {
             [
                 printable(&c.title, COLUMN_MAX),
@@ -300,6 +308,20 @@ impl Daemon {
         let stalls: BTreeMap<String, String> = (self.ctx.state.lock().sessions.iter())
             .filter_map(|(id, b)| Some((id.clone(), b.stall.as_ref()?.said(now, &tz))))
             .collect();
+        let beyond = (notes.beyond.into_iter())
+            .filter_map(|(s, status)| {
+                let did = Did::Stalled(stalls.get(&s.id)?.clone());
+                let because = "RESUME_SCOPE=all".to_owned();
+                Some(Critical {
+                    title: s.title,
+                    id: s.id,
+                    profile: s.profile,
+                    status,
+                    because,
+                    did,
+                })
+            })
+            .collect();
         let critical = notes
             .critical
             .into_iter()
@@ -324,6 +346,7 @@ impl Daemon {
             dry_run: self.ctx.dry_run,
             listed: notes.listed,
             critical,
+            stalled: beyond,
             others,
         };
         let out = if json { self::json(&pass) } else { text(&pass) };
@@ -399,6 +422,7 @@ mod tests {
                 ),
                 critical("conductor-off", Status::Stopped, Did::Stopped),
             ],
+            stalled: Vec::new(),
             others: None,
         }
     }
@@ -427,6 +451,26 @@ mod tests {
             "  1 other session not restart-critical (--verbose lists them)"
         );
         assert_eq!(lines.len(), 6);
+    }
+
+    #[test]
+    fn another_stalled_session_is_a_line_of_the_block_and_not_counted_twice() {
+        let mut p = pass();
+        let mut worker = critical("worker", Status::Idle, Did::Stalled("usage-limit".into()));
+        worker.because = "RESUME_SCOPE=all".into();
+        p.stalled = vec![worker];
+        let text = text(&p);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[5].starts_with("  worker         ")
+                && lines[5].ends_with("idle     RESUME_SCOPE=all  stalled: usage-limit"),
+            "{text}"
+        );
+        assert_eq!(lines.len(), 6, "no other session left to count: {text}");
+        let v: serde_json::Value = serde_json::from_str(&json(&p)).unwrap();
+        assert_eq!(v["stalled"][0]["critical_because"], "RESUME_SCOPE=all");
+        assert_eq!(v["sessions_critical"], 4);
+        assert!(!json(&pass()).contains("stalled"));
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! critical session, whether each critical session in error ever ran (and
 //! whether a stale hook from before its restart, a stop seen before it, or
 //! its plan's usage limit is all that says `error`), the cascade check, the
-//! gates for each that died, the patrols, the task follow-up, then metrics
-//! and the systemd status line. 1 + P CLI calls when the fleet is healthy.
+//! gates for each that died, the stalls, the patrols, the task follow-up,
+//! then metrics and the systemd status line. 1 + P CLI calls when the fleet
+//! is healthy (with `RESUME_SCOPE=all`, P counts every profile holding a
+//! Claude session).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -50,7 +52,10 @@ impl Daemon {
         if refreshed.is_ok() || self.fleet.listed_once() {
             self.name_the_watched(&critical);
         }
+        // With RESUME_SCOPE=all, the other Claude sessions, for the stall pass.
+        let beyond = self.fleet.beyond_critical();
         let mut profiles = Fleet::profiles(&critical);
+        profiles.extend(Fleet::profiles(&beyond));
         profiles.extend(self.fleet.child_profiles().cloned());
         let view = self.read_live(profiles);
         self.hand_over_panes(&critical, &view);
@@ -70,7 +75,8 @@ impl Daemon {
             self.watch_cascade(died);
             self.last_died = died;
         }
-        let were_running = self.were_running(&critical);
+        let in_scope: Vec<Session> = critical.iter().chain(&beyond).cloned().collect();
+        let were_running = self.were_running(&in_scope);
         let verdicts: Vec<Decided> = critical
             .iter()
             .map(|s| self.decide(s, live.get(&s.id), errored.get(s.id.as_str()).copied()))
@@ -78,7 +84,14 @@ impl Daemon {
         for (s, d) in critical.iter().zip(&verdicts) {
             self.carry_out(s, d, None);
         }
-        self.look_for_stalls(&critical, live, &were_running);
+        self.look_for_stalls(&in_scope, live, &were_running);
+        self.running_beyond = (beyond.iter())
+            .filter(|s| {
+                live.get(&s.id)
+                    .is_some_and(|l| l.status() == Status::Running)
+            })
+            .map(|s| s.id.clone())
+            .collect();
         if refreshed.is_ok() {
             self.forget_gone();
         }
@@ -97,6 +110,11 @@ impl Daemon {
         self.report(critical.len(), in_error, started.elapsed().as_secs_f64());
         if let Some(p) = &mut self.pass {
             p.listed = self.fleet.len();
+            let status = |s: &Session| live.get(&s.id).map(Live::status);
+            p.beyond = beyond
+                .into_iter()
+                .map(|s| (s.clone(), status(&s)))
+                .collect();
             p.critical = critical
                 .into_iter()
                 .zip(verdicts)

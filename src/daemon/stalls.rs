@@ -1,13 +1,14 @@
-//! The stall pass of a tick (SPEC §14), for the critical sessions when
-//! `RESUME_SCOPE` is `critical`. A stall is detected once: agent-deck's
+//! The stall pass of a tick (SPEC §14), for the sessions in `RESUME_SCOPE`:
+//! the critical ones, or with `all` every Claude session too. A stall is
+//! detected once: agent-deck's
 //! `usage-limit` on an idle or waiting session (its resume time from `usage
 //! --json`, the rejection's text, or the probe: at most two calls), its
 //! `model-unavailable` in `error` (no call), or a turn that just ended on
 //! an API error banner (one pane read when a running session comes to
 //! rest). Then each tick takes its [`Step`]: wait, resume (on the restart
-//! worker, one at a time across the fleet, at the fleet's pace), verified,
-//! resumed by itself, or failed. A healthy fleet costs no CLI call here but
-//! that one pane read per turn that ends.
+//! worker, one at a time across the fleet, at the fleet's pace, critical
+//! sessions first), verified, resumed by itself, or failed. A healthy
+//! fleet costs no CLI call here but that one pane read per turn that ends.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,26 +26,28 @@ use crate::fleet::version::Version;
 use crate::sys::clock::local_timestamp;
 
 impl Daemon {
-    /// The critical sessions the book last saw `running`: read before the
-    /// tick notes their new status, so a turn's end shows.
-    pub(super) fn were_running(&self, critical: &[Session]) -> BTreeSet<String> {
+    /// The sessions of `in_scope` last seen `running` (a critical one's
+    /// book, read before the tick notes its new status), so a turn's end
+    /// shows.
+    pub(super) fn were_running(&self, in_scope: &[Session]) -> BTreeSet<String> {
         let st = self.ctx.state.lock();
         let running = |s: &&Session| {
             let book = st.sessions.get(&s.id);
             book.and_then(|b| b.last_status.as_deref()) == Some("running")
+                || self.running_beyond.contains(&s.id)
         };
-        critical
+        in_scope
             .iter()
             .filter(running)
             .map(|s| s.id.clone())
             .collect()
     }
 
-    /// One look at the stalls among `critical`, read as `live`; `ended`:
+    /// One look at the stalls among `in_scope`, read as `live`; `ended`:
     /// those that were running, whose turn may have ended on an API error.
     pub(super) fn look_for_stalls(
         &mut self,
-        critical: &[Session],
+        in_scope: &[Session],
         live: &BTreeMap<String, Live>,
         ended: &BTreeSet<String>,
     ) {
@@ -53,7 +56,7 @@ impl Daemon {
         }
         let now = self.ctx.clock.now();
         let mut due = Vec::new();
-        for s in critical {
+        for s in in_scope {
             let (stall, in_flight) = {
                 let st = self.ctx.state.lock();
                 let stall = st.sessions.get(&s.id).and_then(|b| b.stall.clone());
@@ -77,7 +80,11 @@ impl Daemon {
                 (Some(_), None) => self.ctx.state.lock().book(&s.id).stall = None,
             }
         }
-        let first = stall::first_due(due.iter().map(|(s, st)| (s.id.as_str(), st, true)), now);
+        let fleet = &self.fleet;
+        let due_now = due
+            .iter()
+            .map(|(s, st)| (s.id.as_str(), st, fleet.is_critical(s)));
+        let first = stall::first_due(due_now, now);
         let paced = self
             .ctx
             .state

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{Config, ResumeScope};
+use crate::config::Config;
 use crate::daemon::{signals, version_reread, Daemon, RunFlags};
 use crate::error::{Error, Result};
 use crate::fleet::cli::Cli;
@@ -83,18 +83,13 @@ pub(crate) fn run_with(
 }
 
 /// Says once which variables of a tmux client or an agent-deck pane were
-/// set and are not handed to agent-deck, tmux or any other child, and what
-/// of the settings this release does not fully do.
+/// set and are not handed to agent-deck, tmux or any other child, and
+/// which settings may surprise.
 fn log_setting_notes(cfg: &Config) {
     if !cfg.pane_env.is_empty() {
         log::info!(
             "not handing {} to agent-deck or any other child: they belong to the tmux client or agent-deck pane this daemon was started from",
             cfg.pane_env.join(", ")
-        );
-    }
-    if cfg.resume_scope == ResumeScope::All {
-        log::warn!(
-            "RESUME_SCOPE=all: this release looks for stalls in the restart-critical sessions only; the other Claude sessions are not resumed yet"
         );
     }
     if cfg.claude_config_dir_from_pane {

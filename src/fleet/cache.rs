@@ -13,7 +13,9 @@
 //! children it acts on from the tick's live lists ([`Fleet::child_profile`]
 //! tells which ids are children). A session that gains a marker after the list was read
 //! is kept whole from the next read on; [`Fleet::needs_refresh_for`] says
-//! when a hook should cause one. A readable list that suddenly holds none
+//! when a hook should cause one. With `RESUME_SCOPE=all` every Claude
+//! session is kept whole too, for the stall pass ([`Fleet::beyond_critical`]).
+//! A readable list that suddenly holds none
 //! of the critical sessions is read like any other: what that means (a
 //! vanished fleet, #2323) is decided by [`crate::decide::vanish`].
 
@@ -38,6 +40,8 @@ pub(crate) struct Fleet {
     /// The profiles of the children in `others`.
     child_profiles: Vec<String>,
     markers: BTreeSet<String>,
+    /// `RESUME_SCOPE=all`: every Claude session is kept whole.
+    claude_too: bool,
     autorestart_dir: PathBuf,
     last_refresh: Option<Instant>,
     listed_once: bool,
@@ -51,6 +55,14 @@ impl Fleet {
         }
     }
 
+    /// Keeps every Claude session whole too (`RESUME_SCOPE=all`).
+    pub(crate) fn with_claude(self) -> Fleet {
+        Fleet {
+            claude_too: true,
+            ..self
+        }
+    }
+
     /// Re-reads `list --all`; on failure the last known fleet stays.
     pub(crate) fn refresh(&mut self, deck: &dyn AgentDeck) -> Result<(), CliError> {
         self.last_refresh = Some(Instant::now());
@@ -58,8 +70,9 @@ impl Fleet {
         let mut others: Vec<(Box<str>, Option<usize>)> = Vec::new();
         let mut profiles = BTreeMap::new();
         let markers = &self.markers;
+        let claude_too = self.claude_too;
         deck.list_all(&mut |row| {
-            if kept_whole(row, markers) {
+            if kept_whole(row, markers) || (claude_too && row.claude) {
                 sessions.insert(row.id.to_string(), row.session());
             } else {
                 let child = row.parent_session_id.is_some().then(|| {
@@ -166,6 +179,13 @@ impl Fleet {
             .filter(|s| self.is_critical(s))
             .cloned()
             .collect()
+    }
+
+    /// The sessions kept whole that are not restart-critical: with
+    /// `RESUME_SCOPE=all`, the other Claude sessions; none otherwise.
+    pub(crate) fn beyond_critical(&self) -> Vec<Session> {
+        let others = self.sessions.values().filter(|s| !self.is_critical(s));
+        others.cloned().collect()
     }
 
     /// The distinct profiles of `sessions`.
@@ -301,6 +321,31 @@ mod tests {
             .unwrap();
         assert!(f.get("000003e7-2").is_some_and(|s| f.is_critical(s)));
         assert!(!f.needs_refresh_for("000003e7-2"));
+    }
+
+    #[test]
+    fn resume_scope_all_keeps_the_other_claude_sessions_whole_and_no_other_tool() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tool = |id: &str, title: &str, tool: &str| {
+            format!(r#"{{"id":"{id}","title":"{title}","profile":"p","tool":{tool}}}"#)
+        };
+        let rows = [
+            tool("c0000000-1", "conductor-ops", r#""claude""#),
+            tool("a0000000-1", "worker", r#""claude""#),
+            tool("b0000000-1", "worker", r#""codex""#),
+            tool("d0000000-1", "worker", r#"{"name":"claude"}"#),
+        ];
+        let list = Printing(format!("[{}]", rows.join(",")));
+        let mut f = Fleet::new(tmp.path().to_owned());
+        f.refresh(&list).unwrap();
+        assert!(f.beyond_critical().is_empty(), "RESUME_SCOPE=critical");
+        let mut f = Fleet::new(tmp.path().to_owned()).with_claude();
+        f.refresh(&list).unwrap();
+        let beyond: Vec<String> = f.beyond_critical().into_iter().map(|s| s.id).collect();
+        assert_eq!(beyond, ["a0000000-1"]);
+        let critical: Vec<String> = f.critical().into_iter().map(|s| s.id).collect();
+        assert_eq!(critical, ["c0000000-1"], "kept whole is not critical");
+        assert!(f.knows("b0000000-1") && f.knows("d0000000-1"));
     }
 
     #[test]

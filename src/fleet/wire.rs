@@ -46,6 +46,9 @@ pub(crate) struct ListRow<'a> {
     is_conductor: Option<bool>,
     #[serde(rename = "IsConductor")]
     is_conductor_go: Option<bool>,
+    /// Read loosely: only whether it is `"claude"`, for `RESUME_SCOPE=all`.
+    #[serde(borrow)]
+    tool: Option<&'a RawValue>,
 }
 
 /// A row of `-p P list --json` or a `session show --json`: the keys of a
@@ -153,6 +156,7 @@ impl<'a> ShowRow<'a> {
             parent_session_id: self.parent_session_id,
             is_conductor: self.is_conductor,
             is_conductor_go: self.is_conductor_go,
+            tool: None,
         };
         let keys = LiveKeys {
             substate: self.substate,
@@ -181,6 +185,7 @@ impl<'a> ListRow<'a> {
                 .filter(|p| !p.0.is_empty())
                 .map(|p| p.0),
             is_conductor: self.is_conductor == Some(true) || self.is_conductor_go == Some(true),
+            claude: self.tool.is_some_and(|t| t.get() == r#""claude""#),
             status,
             live,
         })
@@ -200,6 +205,8 @@ pub struct Row<'a> {
     /// Absent when empty.
     pub parent_session_id: Option<Cow<'a, str>>,
     pub is_conductor: bool,
+    /// Its tool is `claude` (read from `list --all` rows only).
+    pub claude: bool,
     /// Always absent in `list --all`.
     pub status: Option<Status>,
     live: LiveKeys<'a>,

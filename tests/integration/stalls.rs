@@ -200,18 +200,49 @@ fn a_watchdog_restarted_mid_stall_keeps_its_resume_time() {
 }
 
 #[test]
-fn resume_scope_all_is_taken_and_says_it_covers_the_critical_sessions_only() {
-    let wd = stalled("", "3600").env("RESUME_SCOPE", "all");
-    let out = wd.run(&["--once"]);
-    crate::support::watchdog::assert_ok(&out);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(
-            "RESUME_SCOPE=all: this release looks for stalls in the restart-critical sessions only"
-        ),
-        "{err}"
+fn resume_scope_all_resumes_every_claude_session_the_critical_one_first() {
+    const WORKER: &str = "a0b1c2d3-1755899999";
+    const CODEX: &str = "b0b1c2d3-1755899999";
+    let limited = |id: &str, title: &str| {
+        let mut w = at_limit("");
+        w["id"] = json!(id);
+        w["title"] = json!(title);
+        w["group"] = json!("srv");
+        w
+    };
+    let mut codex = limited(CODEX, "codex-1");
+    codex["tool"] = json!("codex");
+    let fleet = vec![limited(WORKER, "worker-1"), at_limit(""), codex];
+    let critical_only = stalled("", "3600");
+    critical_only.sessions(fleet.clone());
+    crate::support::watchdog::assert_ok(&critical_only.run(&["--once"]));
+    let ids = |wd: &Wd, action: &str| -> Vec<String> {
+        wd.restarts_with(action).into_iter().map(|r| r.id).collect()
+    };
+    assert_eq!(ids(&critical_only, "stall-detected"), [CONDUCTOR]);
+    let once = stalled("", "3600").env("RESUME_SCOPE", "all");
+    once.sessions(fleet.clone());
+    let out = once.run(&["--once", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stalled"][0]["id"], json!(WORKER), "{v}");
+    assert_eq!(v["stalled"][0]["action"], json!("stalled"), "{v}");
+    assert_eq!(v["stalled"].as_array().map(Vec::len), Some(1), "{v}");
+    let wd = stalled("", "0.3").env("RESUME_SCOPE", "all");
+    wd.sessions(fleet);
+    let d = wd.spawn(&[]);
+    d.wait_for(Duration::from_secs(15), "two resume-verified", || {
+        wd.restarts_with("resume-verified").len() == 2
+    });
+    let mut detected = ids(&wd, "stall-detected");
+    detected.sort();
+    assert_eq!(detected, [CONDUCTOR, WORKER], "never the Codex session");
+    assert_eq!(
+        ids(&wd, "resume-sent"),
+        [CONDUCTOR, WORKER],
+        "critical first"
     );
-    assert_eq!(wd.restarts_with("stall-detected").len(), 1);
+    assert_eq!(sends(&wd).len(), 2);
+    assert_eq!(wd.restart_calls(), 0);
 }
 
 #[test]
