@@ -15,7 +15,7 @@
 //! | `banner` | Claude's 401 login banner, then nothing |
 //! | `exit N D` | exits with code N after D seconds |
 //! | `lines N` | prints `line 1` … `line N`, then nothing |
-//! | `chat` | each line typed into it is a new turn: an assistant record in Claude's transcript, then `⏺ resumed: <line>`; the line `overload` ends its turn on [`OVERLOAD`] instead |
+//! | `chat` | a `❯ ` composer at the pane's foot, as Claude draws it; each line typed into it is a new turn, appended to `said.log`: an assistant record in Claude's transcript, then `⏺ resumed: <line>`; the line `overload` ends its turn on [`OVERLOAD`] instead. Ctrl+C clears the composer, as Claude's does |
 //!
 //! Started as Claude (its argv carries `--session-id` or `--resume`), it
 //! reports `SessionStart` through `agent-deck hook-handler` on boot, as
@@ -87,7 +87,15 @@ case "$mode" in
     chat)
         transcript="$HOME/.claude/projects/$(printf '%s' "$dir" | tr -c 'A-Za-z0-9' -)/$sid.jsonl"
         mkdir -p "$(dirname "$transcript")"
-        while IFS= read -r line; do
+        # The composer sits at the pane's foot, as Claude's does.
+        rows=$(stty size 2>/dev/null) rows=${{rows%% *}}
+        printf '\n%.0s' $(seq "${{rows:-50}}")
+        # Ctrl+C drops the typed line (the terminal flushes it) and draws
+        # an empty composer.
+        trap 'printf "\n❯ "' INT
+        while :; do
+            IFS= read -r -p '❯ ' line || break
+            printf '%s\n' "$line" >> "$dir/said.log"
             if [ "$line" = overload ]; then
                 echo '{overload}'
                 continue

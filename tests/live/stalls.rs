@@ -1,7 +1,8 @@
 //! Live tests of the stall handling (SPEC §14) on the real agent-deck: a
 //! Claude conductor whose last turn the API rejected at the usage limit is
 //! read `usage-limit` by agent-deck itself, and the watchdog resumes it once,
-//! after the reset its rejection names, through `session send`.
+//! after the reset its rejection names, through `session send`, which
+//! never types over an operator's draft.
 
 use std::fs;
 use std::time::Duration;
@@ -120,4 +121,53 @@ fn a_turn_that_ended_on_an_overload_is_resumed_once_after_the_dwell() {
         "{detected:?}"
     );
     assert_eq!(detected.evidence.as_deref(), Some("pane"));
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_resume_never_types_over_an_operators_draft() {
+    let sb = Sandbox::new();
+    let a = sb.add("conductor-draft", "conductor", Tool::Claude, None);
+    a.set_mode("chat");
+    sb.start(&a);
+    let d = sb.spawn_watchdog(&[
+        ("RESUME_DWELL_S", "3"),
+        ("RESUME_VERIFY_S", "30"),
+        ("SAFETY_POLL_INTERVAL_S", "0.5"),
+    ]);
+    sb.hook(&a, "UserPromptSubmit");
+    let running = wait_until(Duration::from_secs(20), || sb.status(&a) == "running");
+    assert!(running, "{}", sb.show(&a));
+    sb.wait_for_polls(&d, 3, Duration::from_secs(20));
+    let target = format!("={}:", sb.tmux_session(&a));
+    let pane = || {
+        let out = sb.tmux(&["capture-pane", "-p", "-t", &target]);
+        String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+    };
+    let typed = sb.tmux(&["send-keys", "-t", &target, "overload", "Enter"]);
+    assert!(typed.status.success(), "{typed:?}");
+    let at_prompt = wait_until(Duration::from_secs(10), || {
+        let p = pane();
+        p.contains("API Error: 529") && p.ends_with('❯')
+    });
+    assert!(at_prompt, "{}", pane());
+    sb.hook(&a, "Stop");
+    let draft = "half-typed plan for the release";
+    let typed = sb.tmux(&["send-keys", "-t", &target, "-l", draft]);
+    assert!(typed.status.success(), "{typed:?}");
+    resumed_once(&sb, &a, &d, Duration::from_secs(90));
+    // The empty lines are the Enters of agent-deck's own delivery check,
+    // which presses Enter while the fake shows no sign of work.
+    let said = fs::read_to_string(a.dir.join("said.log")).unwrap_or_default();
+    let said: Vec<&str> = said.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert_eq!(said[0], "overload");
+    assert!(
+        said[1].starts_with("[agent-deck-watchdog] continue: ") && !said[1].contains(draft),
+        "the resume went alone: {said:?}"
+    );
+    let restored = wait_until(Duration::from_secs(10), || {
+        pane().lines().last() == Some(&format!("❯ {draft}"))
+    });
+    assert!(restored, "the draft is back in the composer:\n{}", pane());
 }
