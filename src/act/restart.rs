@@ -20,6 +20,7 @@ use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::restart_step::{self, after_verify, Answer, Call, Next, Step};
 use crate::decide::{cascade, dedup, gates, notes, refusal, stale_hook, stop};
 use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure};
+use crate::fleet::panes::Proof;
 use crate::fleet::session::Session;
 use crate::records::audit::{LivenessRecord, RestartRecord};
 use crate::sys::worker::Worker;
@@ -167,6 +168,9 @@ impl Restart<'_> {
                 Some((e, why))
             }
         };
+        if let Some(p) = &self.ctx.panes {
+            p.forget_bare(&s.id);
+        }
         let failure = failed.as_ref().map(|(e, why)| (e, why.as_str()));
         let Step::Verify { carried_out } = self.answered(Call::Restart, failure) else {
             return;
@@ -334,7 +338,18 @@ impl Restart<'_> {
         let shown = self.job.proven.as_ref().filter(|_| !waited);
         let probe = self.ctx.probe(s, shown.map(|p| p.shown.clone()));
         let proof = self.job.proven.as_ref().map(|p| p.proof);
-        let ev = liveness::confirm(&probe, self.ctx.cfg.liveness_confirm_gap, proof);
+        let mut ev = liveness::confirm(&probe, self.ctx.cfg.liveness_confirm_gap, proof);
+        // A bare shell the watch no longer finds: its agent is back.
+        let bare = || {
+            self.ctx
+                .panes
+                .as_ref()
+                .is_some_and(|p| p.bare().contains(&s.id))
+        };
+        if proof == Some(Proof::AgentGone) && ev.reason == LivenessReason::ConfirmedDead && !bare()
+        {
+            ev.reason = LivenessReason::RecoveredBeforeRestart;
+        }
         // SPEC §5.3: a kernel-proven death waited no gap.
         let gap_s = if ev.proof.is_some() {
             0.0

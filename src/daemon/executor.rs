@@ -11,6 +11,7 @@ use crate::decide::gates::Hold;
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
 use crate::decide::verdict::{self, BackedOff, Decided, Errored, Known, Look, Verdict};
+use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session};
 
 impl Daemon {
@@ -89,7 +90,13 @@ impl Daemon {
             Verdict::Restart { slot } => {
                 // Saved before the restart can run, so a crash right after still counts it.
                 self.ctx.store.save(&self.ctx.state);
-                log::info!("{} ({}) is in error; queueing a restart", s.id, s.title);
+                let gone = proven.as_ref().is_some_and(|p| p.proof == Proof::AgentGone);
+                let why = if gone {
+                    "has lost its agent"
+                } else {
+                    "is in error"
+                };
+                log::info!("{} ({}) {why}; queueing a restart", s.id, s.title);
                 self.restarter.submit(RestartJob {
                     session: s.clone(),
                     slot: Some(slot),

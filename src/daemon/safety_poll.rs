@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::act::job::Proven;
 use crate::act::snapshot::Snapshot;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
@@ -16,6 +17,7 @@ use crate::decide::outcomes::Severity;
 use crate::decide::verdict::{Decided, Errored};
 use crate::decide::{prune, vanish};
 use crate::fleet::cache::Fleet;
+use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
 use crate::triggers::pane_share::PaneMap;
@@ -60,10 +62,12 @@ impl Daemon {
         let view = self.read_live(profiles);
         self.hand_over_panes(&critical, &view);
         let (live, unreadable, children) = (&view.live, &view.unreadable, &view.children);
+        let gone = self.agent_gone(&critical, live);
+        let live_of = |s: &Session| gone.get(&s.id).or(live.get(&s.id));
         let errored: BTreeMap<&str, Errored> = critical
             .iter()
             .filter_map(|s| {
-                let l = live.get(&s.id).filter(|l| l.status() == Status::Error)?;
+                let l = live_of(s).filter(|l| l.status() == Status::Error)?;
                 Some((s.id.as_str(), self.judge_errored(s, l, false)))
             })
             .collect();
@@ -79,10 +83,14 @@ impl Daemon {
         let were_running = self.were_running(&in_scope);
         let verdicts: Vec<Decided> = critical
             .iter()
-            .map(|s| self.decide(s, live.get(&s.id), errored.get(s.id.as_str()).copied()))
+            .map(|s| self.decide(s, live_of(s), errored.get(s.id.as_str()).copied()))
             .collect();
         for (s, d) in critical.iter().zip(&verdicts) {
-            self.carry_out(s, d, None);
+            let proven = gone.contains_key(&s.id).then(|| Proven {
+                proof: Proof::AgentGone,
+                shown: live[&s.id].clone(),
+            });
+            self.carry_out(s, d, proven);
         }
         self.look_for_stalls(&in_scope, live, &were_running);
         self.running_beyond = (beyond.iter())
@@ -124,6 +132,37 @@ impl Daemon {
                 })
                 .collect();
         }
+    }
+
+    /// The critical sessions of an agent whose pane the watch found a bare
+    /// shell while agent-deck reads them at rest (1.14.0 reads such a pane
+    /// `waiting`): the agent is gone, so each is judged as in `error`, the
+    /// view returned (SPEC §14, `proof: agent_gone`).
+    fn agent_gone(
+        &self,
+        critical: &[Session],
+        live: &BTreeMap<String, Live>,
+    ) -> BTreeMap<String, Live> {
+        let bare = self.panes.bare();
+        let gone = critical
+            .iter()
+            .filter(|s| bare.contains(&s.id) && s.runs_an_agent());
+        gone.filter_map(|s| {
+            let l = live.get(&s.id)?;
+            matches!(l.status(), Status::Waiting | Status::Idle).then(|| {
+                log::debug!(
+                    "{} reads {} but its pane is a bare shell",
+                    s.id,
+                    l.status().as_str()
+                );
+                let dead = Live {
+                    status: Some(Status::Error),
+                    ..l.clone()
+                };
+                (s.id.clone(), dead)
+            })
+        })
+        .collect()
     }
 
     /// Logs which sessions are restart-critical, when the fleet is first
@@ -509,6 +548,43 @@ pub(super) mod tests {
         );
         assert!(saved.ran.contains(COND));
         assert!(!saved.sessions.contains_key(WORKER),);
+    }
+
+    #[test]
+    fn a_critical_pane_found_a_bare_shell_is_restarted_as_agent_gone_if_its_tool_is_an_agent() {
+        use crate::records::audit::{LivenessRecord, LIVENESS_LOG};
+        use crate::records::read_back::read_lines;
+        for (tool, status, restarts) in [
+            ("claude", "waiting", 1),
+            ("claude", "idle", 1),
+            ("shell", "waiting", 0),
+            ("", "waiting", 0),
+            ("claude", "running", 0),
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let mut script = fleet(status);
+            script.list_all = Some(format!(
+                r#"[{{"id":"{COND}","title":"conductor-ops","profile":"default","tool":"{tool}"}}]"#
+            ));
+            script.shows = [live(Status::Running)].into();
+            let deck = Arc::new(FakeDeck::new(script));
+            let mut d = daemon(tmp.path(), deck.clone());
+            d.ctx.state.lock().ran.insert(COND.into());
+            d.panes.set_bare([COND.to_owned()].into());
+            d.tick();
+            d.finish();
+            let case = format!("{tool:?} {status}");
+            assert_eq!(deck.count("restart"), restarts, "{case}");
+            if restarts == 0 {
+                continue;
+            }
+            assert!(d.panes.bare().is_empty(), "forgotten once restarted");
+            let dir = config(tmp.path()).watchdog_dir;
+            let rec = &read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG))[0];
+            assert_eq!(rec.proof, Some(Proof::AgentGone), "{case}");
+            assert_eq!(rec.reads[0].status, status, "the status as read: {case}");
+            assert_eq!(actions(tmp.path()), ["restart", "restarted"], "{case}");
+        }
     }
 
     #[test]

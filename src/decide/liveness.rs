@@ -80,12 +80,14 @@ pub(crate) struct Evidence {
     pub proof: Option<Proof>,
 }
 
-/// Whether `proof` lets the pane samples and their gap be skipped: only a
-/// process the kernel saw exit, whose session tmux shows gone or dead. A
-/// name that is merely gone from a listing may belong to an agent that
-/// outlived its session, so it is sampled as any other `error`.
+/// Whether `proof` lets the pane samples and their gap be skipped: a
+/// process the kernel saw exit, whose session tmux shows gone or dead, or
+/// a pane whose process is a bare shell (its agent gone; a shell's pane
+/// says nothing by moving or not). A name that is merely gone from a
+/// listing may belong to an agent that outlived its session, so it is
+/// sampled as any other `error`.
 pub(crate) fn skips_the_gap(proof: Option<Proof>) -> bool {
-    proof == Some(Proof::ProcessExited)
+    matches!(proof, Some(Proof::ProcessExited | Proof::AgentGone))
 }
 
 /// The first 16 hex characters of the SHA-256 of `text`.
@@ -103,7 +105,8 @@ pub(crate) fn confirm(probe: &dyn Probe, gap: Duration, proof: Option<Proof>) ->
         reason: LivenessReason::ConfirmedDead,
         proof: None,
     };
-    if let Some(skip) = read_status(probe, &mut ev, true) {
+    let at_rest_is_dead = proof == Some(Proof::AgentGone);
+    if let Some(skip) = read_status(probe, &mut ev, true, at_rest_is_dead) {
         ev.reason = skip;
         return ev;
     }
@@ -129,14 +132,21 @@ pub(crate) fn confirm(probe: &dyn Probe, gap: Duration, proof: Option<Proof>) ->
         ev.reason = LivenessReason::PaneUnreadable;
     } else if ev.pane.changed {
         ev.reason = LivenessReason::PaneActive;
-    } else if let Some(skip) = read_status(probe, &mut ev, false) {
+    } else if let Some(skip) = read_status(probe, &mut ev, false, false) {
         ev.reason = skip;
     }
     ev
 }
 
-/// One status read; a reason to skip, if it gives one.
-fn read_status(probe: &dyn Probe, ev: &mut Evidence, check_auth: bool) -> Option<LivenessReason> {
+/// One status read; a reason to skip, if it gives one;
+/// `at_rest_is_dead`: the agent is gone from a pane agent-deck reads
+/// `waiting` or `idle`, which is then no recovery.
+fn read_status(
+    probe: &dyn Probe,
+    ev: &mut Evidence,
+    check_auth: bool,
+    at_rest_is_dead: bool,
+) -> Option<LivenessReason> {
     let live = probe.read().filter(|l| l.status.is_some());
     ev.reads.push(StatusRead {
         ts: probe.now(),
@@ -149,7 +159,8 @@ fn read_status(probe: &dyn Probe, ev: &mut Evidence, check_auth: bool) -> Option
     let Some(live) = live else {
         return Some(LivenessReason::StatusUnreadable);
     };
-    if live.status() != Status::Error {
+    let at_rest = matches!(live.status(), Status::Waiting | Status::Idle);
+    if live.status() != Status::Error && !(at_rest_is_dead && at_rest) {
         return Some(LivenessReason::RecoveredBeforeRestart);
     }
     if check_auth {
@@ -377,6 +388,33 @@ mod tests {
         }
         assert!(skips_the_gap(Some(Proof::ProcessExited)));
         assert!(!skips_the_gap(Some(Proof::GoneFromListing)) && !skips_the_gap(None));
+    }
+
+    #[test]
+    fn an_agent_gone_from_a_pane_read_at_rest_is_dead_unsampled_but_running_is_not() {
+        let gone = Some(Proof::AgentGone);
+        for status in [Status::Waiting, Status::Idle, Status::Error] {
+            let s = script(vec![live(status)], vec![Some("$ "), Some("$ ")]);
+            let ev = confirm(&s, GAP, gone);
+            assert_eq!(ev.reason, LivenessReason::ConfirmedDead, "{status:?}");
+            assert_eq!((ev.proof, ev.reads.len()), (gone, 1));
+            assert_eq!(ev.reads[0].status, status.as_str(), "the status as read");
+            assert!(s.waited.borrow().is_empty() && !ev.pane.sampled);
+        }
+        for status in [Status::Running, Status::Stopped] {
+            let ev = confirm(&script(vec![live(status)], vec![]), GAP, gone);
+            assert_eq!(ev.reason, LivenessReason::RecoveredBeforeRestart);
+        }
+        let s = script(
+            vec![live(Status::Waiting), live(Status::Waiting)],
+            vec![Some("a"), Some("a")],
+        );
+        let ev = confirm(&s, GAP, None);
+        assert_eq!(
+            ev.reason,
+            LivenessReason::RecoveredBeforeRestart,
+            "no proof: waiting lives"
+        );
     }
 
     #[test]

@@ -72,7 +72,7 @@ impl Fleet {
         let markers = &self.markers;
         let claude_too = self.claude_too;
         deck.list_all(&mut |row| {
-            if kept_whole(row, markers) || (claude_too && row.claude) {
+            if kept_whole(row, markers) || (claude_too && row.tool == "claude") {
                 sessions.insert(row.id.to_string(), row.session());
             } else {
                 let child = row.parent_session_id.is_some().then(|| {

@@ -30,6 +30,11 @@ spelled! {
         /// Only a listing saw it: the name is gone or the pane dead, and no
         /// handle fired (an agent that outlived its session).
         GoneFromListing = "gone_from_listing",
+        /// The pane lives, but its process is a bare interactive shell with
+        /// nothing running in it, while the session's tool is an agent (a
+        /// layout restored by tmux-resurrect; an agent that exited to its
+        /// shell): SPEC §14's death with `proof: agent_gone`.
+        AgentGone = "agent_gone",
     }
 }
 

@@ -71,6 +71,16 @@ pub struct Session {
     pub parent_session_id: Option<String>,
     /// Only if the CLI ever prints it; today it never does.
     pub is_conductor: bool,
+    /// Its tool, as `list --all` prints it; empty when not known.
+    pub tool: String,
+}
+
+impl Session {
+    /// Whether it runs an agent: a known tool that is not agent-deck's
+    /// plain `shell`, whose pane a bare shell is.
+    pub fn runs_an_agent(&self) -> bool {
+        !self.tool.is_empty() && self.tool != "shell"
+    }
 }
 
 /// The live view of a session from `-p P list --json` or `session show`.

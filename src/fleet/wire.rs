@@ -46,7 +46,7 @@ pub(crate) struct ListRow<'a> {
     is_conductor: Option<bool>,
     #[serde(rename = "IsConductor")]
     is_conductor_go: Option<bool>,
-    /// Read loosely: only whether it is `"claude"`, for `RESUME_SCOPE=all`.
+    /// Read loosely: a value of another type reads as absent.
     #[serde(borrow)]
     tool: Option<&'a RawValue>,
 }
@@ -185,7 +185,9 @@ impl<'a> ListRow<'a> {
                 .filter(|p| !p.0.is_empty())
                 .map(|p| p.0),
             is_conductor: self.is_conductor == Some(true) || self.is_conductor_go == Some(true),
-            claude: self.tool.is_some_and(|t| t.get() == r#""claude""#),
+            tool: (self.tool)
+                .and_then(|t| serde_json::from_str::<Str>(t.get()).ok())
+                .map_or(Cow::Borrowed(""), |t| t.0),
             status,
             live,
         })
@@ -205,8 +207,9 @@ pub struct Row<'a> {
     /// Absent when empty.
     pub parent_session_id: Option<Cow<'a, str>>,
     pub is_conductor: bool,
-    /// Its tool is `claude` (read from `list --all` rows only).
-    pub claude: bool,
+    /// Its tool (`claude`, `shell`, …): read from `list --all` rows only,
+    /// empty otherwise.
+    pub tool: Cow<'a, str>,
     /// Always absent in `list --all`.
     pub status: Option<Status>,
     live: LiveKeys<'a>,
@@ -222,6 +225,7 @@ impl Row<'_> {
             path: self.path.to_string(),
             parent_session_id: self.parent_session_id.as_ref().map(|p| p.to_string()),
             is_conductor: self.is_conductor,
+            tool: self.tool.to_string(),
         }
     }
 

@@ -92,9 +92,45 @@ pub(crate) fn parse_procargs2(buf: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
 }
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{parent_pid, pid_alive, process, processes, start_time};
+pub(crate) use linux::{has_children, parent_pid, pid_alive, process, processes, start_time};
 #[cfg(target_os = "macos")]
-pub(crate) use macos::{parent_pid, pid_alive, process, processes, start_time};
+pub(crate) use macos::{has_children, parent_pid, pid_alive, process, processes, start_time};
+
+/// The shells a pane may be left running when its agent is gone.
+const SHELLS: &[&str] = &[
+    "bash", "zsh", "sh", "dash", "fish", "ksh", "mksh", "tcsh", "csh", "nu",
+];
+
+/// Whether `cmdline` (NUL-separated argv) is an interactive shell: a known
+/// shell (`-bash` as a login shell names it) given options only, with no
+/// script, no `-c` command and no option that takes a file. A bash script
+/// (the live suite's fake agents, `bash /path/agent`) or `bash -c agent`
+/// is not one.
+pub(crate) fn is_interactive_shell(cmdline: &[u8]) -> bool {
+    let mut argv = cmdline.split(|b| *b == 0).filter(|a| !a.is_empty());
+    let Some(program) = argv.next().and_then(|a| std::str::from_utf8(a).ok()) else {
+        return false;
+    };
+    let name = program.rsplit('/').next().unwrap_or(program);
+    if !SHELLS.contains(&name.trim_start_matches('-')) {
+        return false;
+    }
+    argv.all(|a| match a {
+        [b'-', b'-', rest @ ..] => {
+            !rest.is_empty() && !rest.contains(&b'=') && !matches!(rest, b"rcfile" | b"init-file")
+        }
+        [b'-' | b'+', flags @ ..] => !flags.is_empty() && !flags.contains(&b'c'),
+        _ => false,
+    })
+}
+
+/// Whether `pid` is a bare shell: an interactive shell (see
+/// [`is_interactive_shell`]) with no child process. Anything unreadable
+/// says no.
+pub(crate) fn bare_shell(proc_dir: &Path, pid: u32) -> bool {
+    let shell = process(proc_dir, pid).is_some_and(|p| is_interactive_shell(&p.cmdline));
+    shell && has_children(proc_dir, pid) == Some(false)
+}
 
 #[cfg(target_os = "linux")]
 mod linux {
@@ -145,6 +181,23 @@ mod linux {
     /// When `pid` started, in clock ticks since boot (field 22 of `stat`).
     pub(crate) fn start_time(proc_dir: &Path, pid: u32) -> Option<u64> {
         stat_field(proc_dir, pid, 19)?.parse().ok()
+    }
+
+    /// Whether `pid` has a child (the `children` of each of its threads);
+    /// `None` when the kernel does not keep those files.
+    pub(crate) fn has_children(proc_dir: &Path, pid: u32) -> Option<bool> {
+        let tasks = std::fs::read_dir(proc_dir.join(pid.to_string()).join("task")).ok()?;
+        let mut known = false;
+        for task in tasks.flatten() {
+            let Ok(children) = std::fs::read(task.path().join("children")) else {
+                continue;
+            };
+            if children.iter().any(u8::is_ascii_digit) {
+                return Some(true);
+            }
+            known = true;
+        }
+        known.then_some(false)
     }
 }
 
@@ -254,6 +307,17 @@ mod macos {
         let info = bsd_info(libc::pid_t::try_from(pid).ok()?)?;
         Some(info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec)
     }
+
+    /// Whether `pid` has a child (`proc_listchildpids`).
+    pub(crate) fn has_children(_proc_dir: &Path, pid: u32) -> Option<bool> {
+        let pid = libc::pid_t::try_from(pid).ok()?;
+        let mut kids: [libc::pid_t; 16] = [0; 16];
+        let size = libc::c_int::try_from(std::mem::size_of_val(&kids)).ok()?;
+        // SAFETY: the buffer is valid for `size` bytes, and the call writes
+        // at most that many.
+        let n = unsafe { libc::proc_listchildpids(pid, kids.as_mut_ptr().cast(), size) };
+        (n >= 0).then_some(n > 0)
+    }
 }
 
 #[cfg(test)]
@@ -288,6 +352,88 @@ mod tests {
         let (argv, env) = parse_procargs2(&procargs(-1, b"/bin/x\0A=1\0")).unwrap();
         assert_eq!((argv.as_slice(), env.as_slice()), (&b""[..], &b"A=1\0"[..]));
         assert!(parse_procargs2(&procargs(i32::MAX, b"")).is_some());
+    }
+
+    #[test]
+    fn an_interactive_shell_is_a_shell_given_options_only() {
+        let bare: &[&[u8]] = &[
+            b"bash\0",
+            b"-bash\0",
+            b"/bin/zsh\0-l\0",
+            b"-zsh\0",
+            b"/usr/bin/fish\0--login\0-i\0",
+            b"bash\0--norc\0--noprofile\0",
+            b"sh\0-i\0",
+        ];
+        for argv in bare {
+            assert!(
+                is_interactive_shell(argv),
+                "{:?}",
+                String::from_utf8_lossy(argv)
+            );
+        }
+        let agents: &[&[u8]] = &[
+            b"bash\0/home/u/fake-agent\0--session-id\0x\0",
+            b"bash\0-c\0claude --resume x\0",
+            b"/bin/bash\0-lc\0claude\0",
+            b"zsh\0-o\0vi\0",
+            b"bash\0--rcfile\0/tmp/rc\0",
+            b"bash\0--init-file=/tmp/rc\0",
+            b"claude\0",
+            b"node\0/usr/lib/claude/cli.js\0",
+            b"bashful\0",
+            b"\xff\0",
+            b"",
+        ];
+        for argv in agents {
+            assert!(
+                !is_interactive_shell(argv),
+                "{:?}",
+                String::from_utf8_lossy(argv)
+            );
+        }
+    }
+
+    #[test]
+    fn this_test_is_no_bare_shell_and_neither_is_a_gone_pid() {
+        let proc_dir = Path::new(PROC_DIR);
+        assert!(!bare_shell(proc_dir, std::process::id()));
+        assert!(!bare_shell(proc_dir, u32::MAX));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_bare_shell_is_an_interactive_shell_with_no_child() {
+        let tmp = tempfile::tempdir().unwrap();
+        let children = |pid: u32, text: &str| {
+            let task = tmp.path().join(format!("{pid}/task/{pid}"));
+            std::fs::create_dir_all(&task).unwrap();
+            std::fs::write(task.join("children"), text).unwrap();
+        };
+        fake_process(tmp.path(), 20, b"-bash\0", b"", 'S');
+        children(20, "");
+        fake_process(tmp.path(), 21, b"-bash\0", b"", 'S');
+        children(21, "4711 ");
+        fake_process(tmp.path(), 22, b"-bash\0", b"", 'S');
+        fake_process(tmp.path(), 23, b"bash\0/srv/agent\0", b"", 'S');
+        children(23, "");
+        assert!(bare_shell(tmp.path(), 20));
+        assert!(!bare_shell(tmp.path(), 21), "its agent runs in it");
+        assert!(!bare_shell(tmp.path(), 22), "no children file: not known");
+        assert!(!bare_shell(tmp.path(), 23), "a script is an agent");
+        assert_eq!(has_children(tmp.path(), 21), Some(true));
+    }
+
+    #[test]
+    fn a_shell_with_a_child_has_children() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let here = has_children(Path::new(PROC_DIR), std::process::id());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(here, Some(true));
     }
 
     #[cfg(target_os = "linux")]

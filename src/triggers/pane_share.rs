@@ -1,7 +1,8 @@
 //! What the safety tick and the pane watch share ([`PaneShare`]): the map
 //! of critical sessions to tmux names the tick hands over ([`PaneMap`]),
-//! what the watch covers ([`WatchStatus`]), which the ticker follows, and
-//! the restarts of ours under way.
+//! what the watch covers ([`WatchStatus`]), which the ticker follows, the
+//! critical sessions whose pane is a bare shell, and the restarts of ours
+//! under way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -59,6 +60,9 @@ pub(crate) struct PaneShare {
 struct Shared {
     map: Option<PaneMap>,
     status: WatchStatus,
+    /// The critical sessions whose pane the watch found a bare shell
+    /// (SPEC §14): their agent is gone.
+    bare: BTreeSet<String>,
 }
 
 impl PaneShare {
@@ -68,6 +72,7 @@ impl PaneShare {
             inner: Mutex::new(Shared {
                 map: None,
                 status: WatchStatus::not_armed(why_not),
+                bare: BTreeSet::new(),
             }),
             restarting: AtomicUsize::new(0),
             armed_tx,
@@ -109,6 +114,23 @@ impl PaneShare {
 
     pub(super) fn restart_under_way(&self) -> bool {
         self.restarting.load(Ordering::SeqCst) > 0
+    }
+
+    /// The critical sessions whose pane is a bare shell, as the watch's
+    /// last round found them.
+    pub(crate) fn bare(&self) -> BTreeSet<String> {
+        self.inner.lock().bare.clone()
+    }
+
+    /// The watch's round found these panes bare shells.
+    pub(crate) fn set_bare(&self, bare: BTreeSet<String>) {
+        self.inner.lock().bare = bare;
+    }
+
+    /// A restart of `id` is under way: its old pane's shell is no proof
+    /// about the new one, until the watch's next round looks again.
+    pub(crate) fn forget_bare(&self, id: &str) {
+        self.inner.lock().bare.remove(id);
     }
 
     /// The map last handed over; `None` before the first tick.

@@ -13,7 +13,11 @@
 //!
 //! Against pid reuse a pid is kept armed only if a second listing, taken
 //! after the handle was opened, still shows the same live pid under the same
-//! name and the pid's parent is the tmux server. The critical sessions and
+//! name and the pid's parent is the tmux server. A covered pane whose
+//! process has been a bare shell for `PANE_LIST_INTERVAL_S` (SPEC §14: an
+//! interactive shell with no child, where the agent should run; checked
+//! each round in the process table, no call) is published in the share,
+//! and the fleet is asked for a look. The critical sessions and
 //! their tmux names come from the safety tick ([`PaneMap`]). It only
 //! reports; it never calls agent-deck, never writes to tmux and never
 //! signals. Where it cannot work it says why once (and in [`WatchStatus`])
@@ -22,11 +26,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::fleet::panes::{ListError, Listing, PaneSource, Proof};
 use crate::sys::pid_watch::{ArmError, PidWatch, Woken};
-use crate::sys::process_table::{parent_pid, PROC_DIR};
+use crate::sys::process_table::{bare_shell, parent_pid, PROC_DIR};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::event_queue::{EventQueue, Trigger};
 use crate::triggers::pane_share::{PaneMap, PaneShare, WatchStatus};
@@ -83,6 +87,8 @@ struct Round {
     unreaped: bool,
     /// No safety tick has named the critical sessions yet.
     no_map: bool,
+    /// A covered pane was first found a bare shell for the patience.
+    bare: bool,
 }
 
 /// Why a round could not be had: the thread stops watching.
@@ -95,6 +101,13 @@ pub(crate) struct PaneWatch<S, K> {
     kernel: K,
     /// The parent of a pid (the reuse guard), `None` when unreadable.
     parent: fn(u32) -> Option<u32>,
+    /// Whether a pid is a bare shell (see [`bare_shell`]).
+    bare_shell: fn(u32) -> bool,
+    /// How long a pane must stay a bare shell to count as one: a pane
+    /// agent-deck just spawned is one until it types the agent's command.
+    patience: Duration,
+    /// Each covered session whose pane is a bare shell: its pid, and since when.
+    bare_since: BTreeMap<String, (u32, Instant)>,
     share: Arc<PaneShare>,
     queue: Arc<EventQueue>,
     covered: BTreeMap<String, Covered>,
@@ -119,6 +132,9 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
             source,
             kernel,
             parent,
+            bare_shell: |_| false,
+            patience: Duration::ZERO,
+            bare_since: BTreeMap::new(),
             share,
             queue,
             covered: BTreeMap::new(),
@@ -190,6 +206,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
             }
             Err(e @ ListError::Failed(_)) => self.publish(&e.to_string()),
         }
+        round.bare = self.bare_shells();
         // An exit tmux has not caught up with keeps its proof for the next round.
         let kept: BTreeSet<u32> = self.covered.values().map(|c| c.pid).collect();
         self.exited.retain(|p| kept.contains(p));
@@ -205,7 +222,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
             );
             self.queue.send(Trigger::PanesDied(round.dead.clone()));
         }
-        if round.unknown {
+        if round.unknown || round.bare {
             self.queue.send(Trigger::Rescan);
         }
         Ok(round)
@@ -232,6 +249,32 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
         if let Some(old) = self.server.take_if(|old| listing.server != Some(*old)) {
             self.kernel.disarm(old);
         }
+    }
+
+    /// Publishes the covered panes that have been bare shells for the
+    /// patience; true when one is new.
+    fn bare_shells(&mut self) -> bool {
+        let now = Instant::now();
+        let before = std::mem::take(&mut self.bare_since);
+        for (id, c) in &self.covered {
+            if (self.bare_shell)(c.pid) {
+                let kept = before.get(id).filter(|(pid, _)| *pid == c.pid);
+                let since = kept.map_or(now, |(_, t)| *t);
+                self.bare_since.insert(id.clone(), (c.pid, since));
+            }
+        }
+        let proven: BTreeSet<String> = (self.bare_since.iter())
+            .filter(|(_, (_, since))| now.duration_since(*since) >= self.patience)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let known = self.share.bare();
+        let new: Vec<&String> = proven.difference(&known).collect();
+        for id in &new {
+            log::info!("pane watch: the pane of {id} is a bare shell: its agent is gone; asking for a fleet look");
+        }
+        let news = !new.is_empty();
+        self.share.set_bare(proven);
+        news
     }
 
     /// Every covered session is dead: the server is gone (or tmux is).
@@ -403,6 +446,8 @@ pub(crate) fn spawn(
     };
     let parent = |pid| parent_pid(PROC_DIR.as_ref(), pid);
     let mut watch = PaneWatch::new(source, kernel, parent, share, queue);
+    watch.bare_shell = |pid| bare_shell(PROC_DIR.as_ref(), pid);
+    watch.patience = every;
     std::thread::Builder::new()
         .name("panes-watch".into())
         .spawn(move || watch.run(every, &shutdown))

@@ -15,6 +15,7 @@
 //! | `banner` | Claude's 401 login banner, then nothing |
 //! | `exit N D` | exits with code N after D seconds |
 //! | `lines N` | prints `line 1` … `line N`, then nothing |
+//! | `shell` | becomes a bare interactive bash, as a pane tmux-resurrect restored: the agent is gone |
 //! | `chat` | a `❯ ` composer at the pane's foot, as Claude draws it; each line typed into it is a new turn, appended to `said.log`: an assistant record in Claude's transcript, then `⏺ resumed: <line>`; the line `overload` ends its turn on [`OVERLOAD`] instead. Ctrl+C clears the composer, as Claude's does |
 //!
 //! Started as Claude (its argv carries `--session-id` or `--resume`), it
@@ -84,6 +85,8 @@ case "$mode" in
     lines)
         seq -f 'line %g' 1 "${{code:-1}}"
         while :; do sleep 3600; done ;;
+    shell)
+        exec bash --norc --noprofile -i ;;
     chat)
         transcript="$HOME/.claude/projects/$(printf '%s' "$dir" | tr -c 'A-Za-z0-9' -)/$sid.jsonl"
         mkdir -p "$(dirname "$transcript")"

@@ -2,8 +2,9 @@
 //! custom-tool conductor that has run past the freshness window dies (its
 //! tmux session killed, or its pane process `kill -9`ed) and is restarted
 //! within seconds, with the safety poll at 30 s, so the records show the
-//! watch saw it; a `session stop` is never restarted. Where the kernel
-//! gives no pidfd the daemon must say why (and polls instead).
+//! watch saw it; a `session stop` is never restarted. A conductor whose
+//! pane is left a bare shell is restarted with `proof: agent_gone`. Where
+//! the kernel gives no pidfd the daemon must say why (and polls instead).
 
 use std::time::{Duration, Instant};
 
@@ -118,4 +119,44 @@ fn the_pane_watch_sees_a_stopped_conductors_pane_go_and_it_is_never_restarted() 
         "{:?}",
         sb.restarts()
     );
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_conductor_pane_left_a_bare_shell_is_restarted_as_agent_gone_and_a_chat_agent_is_not() {
+    let sb = Sandbox::new();
+    let gone = sb.add("conductor-gone", "conductor", Tool::Claude, None);
+    gone.set_mode("shell");
+    sb.start(&gone);
+    let chat = sb.add("conductor-chat", "conductor", Tool::Claude, None);
+    chat.set_mode("chat");
+    sb.start(&chat);
+    let status = sb.status(&gone);
+    assert!(
+        is_healthy(&status),
+        "agent-deck reads a bare shell {status}"
+    );
+    sb.age_past_freshness(&gone);
+    sb.age_past_freshness(&chat);
+    // What the restart boots is an agent again.
+    gone.set_mode("quiet");
+    let d = sb.spawn_watchdog(&[
+        ("PANE_LIST_INTERVAL_S", "1"),
+        ("SAFETY_POLL_INTERVAL_S", "2"),
+    ]);
+    let back = wait_until(RECOVERY, || !sb.restarts_of(&gone, "restarted").is_empty());
+    assert!(back, "never restarted; stderr:\n{}", d.stderr());
+    let proof = sb.liveness().into_iter().find(|r| r.id == gone.id);
+    let proof = proof.and_then(|r| r.proof.map(|p| p.as_str().to_owned()));
+    assert_eq!(proof.as_deref(), Some("agent_gone"), "{}", d.stderr());
+    assert_eq!(gone.boots(), 2, "{}", gone.fake_log());
+    // A chat agent reading its composer has no child either: it is no shell.
+    sb.wait_for_polls(&d, 3, Duration::from_secs(20));
+    assert!(
+        sb.restarts_of(&chat, "restart").is_empty(),
+        "{}",
+        d.stderr()
+    );
+    assert_eq!(sb.restarts_of(&gone, "restart").len(), 1, "{}", d.stderr());
+    assert_eq!(chat.boots(), 1);
 }

@@ -372,3 +372,39 @@ fn no_tmux_is_said_and_nothing_is_dead() {
         .unwrap()
         .contains("tmux cannot be run"));
 }
+
+#[test]
+fn a_pane_that_stays_a_bare_shell_for_the_patience_is_published_and_asks_once_for_a_look() {
+    let mut f = fixture();
+    f.watch.bare_shell = |pid| pid == 10;
+    f.watch.patience = Duration::from_secs(3600);
+    f.armed_on_both();
+    assert!(
+        f.share.bare().is_empty(),
+        "a pane agent-deck just spawned is a shell for a moment"
+    );
+    f.watch.patience = Duration::ZERO;
+    let both = listing(&[("agentdeck_a_1", 10, false), ("agentdeck_b_2", 20, false)]);
+    f.script.push(Ok(both.clone()));
+    f.round();
+    assert_eq!(f.share.bare(), ["a".to_owned()].into());
+    let asked = f.batch();
+    assert!(asked.rescan && asked.panes.is_empty(), "{asked:?}");
+    f.round();
+    assert_eq!(f.share.bare().len(), 1);
+    assert_eq!(f.batch(), Batch::default(), "asked once");
+    f.share.forget_bare("a");
+    f.round();
+    assert!(
+        f.batch().rescan,
+        "still bare after a restart was queued: asked again"
+    );
+    // Its agent runs again in a new pane.
+    f.script.0.lock().clear();
+    f.script.push(Ok(listing(&[
+        ("agentdeck_a_1", 11, false),
+        ("agentdeck_b_2", 20, false),
+    ])));
+    f.round();
+    assert!(f.share.bare().is_empty());
+}
