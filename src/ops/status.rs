@@ -91,6 +91,8 @@ pub(crate) struct RecordFiles {
 pub(crate) struct RecordFile {
     pub bytes: u64,
     pub name: &'static str,
+    /// Records the daemon could not write there since it started.
+    pub records_lost: u64,
     pub rotated_bytes: u64,
 }
 
@@ -154,8 +156,9 @@ fn last_records(dir: &Path, ids: &BTreeSet<&str>) -> BTreeMap<String, LastRecord
     last
 }
 
-/// The bytes each record file and its `.1` hold, and the rotation bound.
-fn record_files(cfg: &Config) -> RecordFiles {
+/// The bytes each record file and its `.1` hold, the records the daemon
+/// lost there, and the rotation bound.
+fn record_files(cfg: &Config, lost: &BTreeMap<String, u64>) -> RecordFiles {
     let size = |p: &Path| std::fs::symlink_metadata(p).map_or(0, |m| m.len());
     let files = [RESTART_LOG, LIVENESS_LOG, ESCALATIONS_LOG]
         .into_iter()
@@ -164,6 +167,7 @@ fn record_files(cfg: &Config) -> RecordFiles {
             RecordFile {
                 bytes: size(&path),
                 name,
+                records_lost: lost.get(name).copied().unwrap_or(0),
                 rotated_bytes: size(&rotated_path(&path)),
             }
         })
@@ -259,7 +263,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
             waiting_children_watched: state.waiting.len(),
         },
         queue_drops: counters.queue_drops,
-        records: record_files(cfg),
+        records: record_files(cfg, &counters.tally.records_lost),
         sessions,
         stalls,
         state_file: StateFileView {
@@ -347,7 +351,7 @@ fn table(r: &Report) -> String {
     )
 }
 
-/// `restart.log 1.2 MiB (+ 16.0 MiB in .1), …; rotated at 16.0 MiB`.
+/// `restart.log 1.2 MiB (+ 16.0 MiB in .1), 2 records lost, …; rotated at 16.0 MiB`.
 fn records_line(r: &RecordFiles) -> String {
     let files: Vec<String> = r
         .files
@@ -356,7 +360,9 @@ fn records_line(r: &RecordFiles) -> String {
             let rotated =
                 (f.rotated_bytes > 0).then(|| format!(" (+ {} in .1)", mib(f.rotated_bytes)));
             let rotated = rotated.unwrap_or_default();
-            format!("{} {}{rotated}", f.name, mib(f.bytes))
+            let lost = (f.records_lost > 0).then(|| format!(", {} records lost", f.records_lost));
+            let lost = lost.unwrap_or_default();
+            format!("{} {}{rotated}{lost}", f.name, mib(f.bytes))
         })
         .collect();
     format!("{}; rotated at {}", files.join(", "), mib(r.max_bytes))
@@ -438,6 +444,7 @@ mod tests {
         };
         st.cli.calls.insert("list-all".into(), 9);
         st.cli.failures.insert("restart".into(), 2);
+        st.tally.records_lost.insert(LIVENESS_LOG.into(), 3);
         crate::records::metrics::write(dir, &st).unwrap();
         // metrics.prom is never read back: a different one changes nothing.
         std::fs::write(
@@ -485,6 +492,16 @@ mod tests {
         assert_eq!(v["pane_watch"]["why_not"], "PANE_WATCH=off");
         assert!(table(&r).contains("pane watch: not armed (PANE_WATCH=off)\n"));
         assert_eq!(v["cli"]["calls"]["list-all"], 9);
+        let files = &v["records"]["files"];
+        assert_eq!(
+            keys(&files[1]),
+            ["bytes", "name", "records_lost", "rotated_bytes"]
+        );
+        assert_eq!(
+            (&files[0]["records_lost"], &files[1]["records_lost"]),
+            (&0.into(), &3.into())
+        );
+        assert!(table(&r).contains("liveness.log 0.0 MiB, 3 records lost, "));
         assert_eq!(v["daemon"]["running"], false);
         let text = table(&r);
         assert!(text.contains("queue drops: 4\n"), "{text}");

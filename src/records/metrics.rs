@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
+use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
 use crate::records::daemon_status::{DaemonStatus, DAEMON_STATUS_FILE};
 use crate::sys::fs::{replace_unsynced, PRIVATE_FILE, PUBLIC_FILE};
 
@@ -91,6 +92,13 @@ pub(crate) fn render(s: &DaemonStatus) -> String {
     Family::new(&mut out, "counter", "escalations_total")
         .help("Escalations since start, by severity.")
         .by("severity", &t.escalations);
+    let lost: BTreeMap<&str, u64> = [RESTART_LOG, LIVENESS_LOG, ESCALATIONS_LOG]
+        .into_iter()
+        .map(|f| (f, t.records_lost.get(f).copied().unwrap_or(0)))
+        .collect();
+    Family::new(&mut out, "counter", "records_lost_total")
+        .help("Records that could not be written since start (a full disk, an unwritable file), by file.")
+        .by("file", &lost);
     Family::new(&mut out, "counter", "cli_calls_total")
         .help("agent-deck CLI calls since start, by command.")
         .by("command", &cli.calls);
@@ -189,6 +197,7 @@ mod tests {
         let mut s = DaemonStatus::default();
         s.tally.restart_actions.insert("restarted".into(), 2);
         s.cli.calls.insert("list-all".into(), 7);
+        s.tally.records_lost.insert("restart.log".into(), 2);
         s.sessions_critical = 3;
         let text = render(&s);
         assert!(text.contains("# TYPE agent_deck_watchdog_restarts_total counter\n"));
@@ -202,6 +211,9 @@ mod tests {
             7.0
         );
         assert_eq!(m["agent_deck_watchdog_sessions{kind=\"critical\"}"], 3.0);
+        let lost = |f: &str| m[&format!("agent_deck_watchdog_records_lost_total{{file=\"{f}\"}}")];
+        assert_eq!(lost("restart.log"), 2.0, "counted per file");
+        assert_eq!(lost("liveness.log"), 0.0, "every file, even at 0");
         assert_eq!(m["agent_deck_watchdog_breaker_open"], 0.0);
         assert_eq!(m["agent_deck_watchdog_pane_watch_armed"], 0.0);
         s.pane_watch.armed = true;
