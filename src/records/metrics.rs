@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
 use crate::records::daemon_status::{DaemonStatus, DAEMON_STATUS_FILE};
+use crate::records::failed_writes::FailedWrites;
 use crate::sys::fs::{replace_unsynced, PRIVATE_FILE, PUBLIC_FILE};
 
 pub(crate) const METRICS_FILE: &str = "metrics.prom";
@@ -159,20 +160,13 @@ pub(crate) fn write(dir: &Path, s: &DaemonStatus) -> std::io::Result<()> {
 
 /// The metrics files; a failure is said once until a write works again.
 #[derive(Debug, Default)]
-pub(crate) struct MetricsFiles {
-    warned: bool,
-}
+pub(crate) struct MetricsFiles(FailedWrites);
 
 impl MetricsFiles {
     pub(crate) fn write(&mut self, dir: &Path, s: &DaemonStatus) {
-        match write(dir, s) {
-            Ok(()) => self.warned = false,
-            Err(e) if !self.warned => {
-                log::warn!("cannot write {METRICS_FILE} ({e}); metrics are stale until it works");
-                self.warned = true;
-            }
-            Err(_) => {}
-        }
+        let meanwhile = "metrics are stale until it works";
+        self.0
+            .note(&dir.join(METRICS_FILE), &write(dir, s), meanwhile);
     }
 }
 
@@ -247,12 +241,12 @@ mod tests {
         let gone = tmp.path().join("not-yet");
         let (mut files, s) = (MetricsFiles::default(), DaemonStatus::default());
         files.write(&gone, &s);
-        assert!(files.warned, "the first failure is said");
+        assert_eq!(files.0.failed(), 1, "the first failure is said");
         files.write(&gone, &s);
-        assert!(files.warned, "and not again while it lasts");
+        assert_eq!(files.0.failed(), 2, "and not again while it lasts");
         std::fs::create_dir(&gone).unwrap();
         files.write(&gone, &s);
-        assert!(!files.warned, "a write that works ends the episode");
+        assert_eq!(files.0.failed(), 0, "a write that works ends the episode");
         assert!(gone.join(METRICS_FILE).exists());
     }
 }

@@ -1,7 +1,8 @@
 //! Black-box tests of a watchdog dir that refuses writes for a while (a full
 //! disk, an unwritable file), SPEC §5.6: a record is whole or absent and
-//! counted per file where `status` and the metrics show it, and the next
-//! record is whole whatever an older run left.
+//! counted per file where `status` and the metrics show it, the next record
+//! is whole whatever an older run left, and the state write says so once per
+//! episode and once more when it works again.
 
 use std::fs;
 use std::time::Duration;
@@ -66,4 +67,31 @@ fn a_lost_record_is_counted_per_file_and_the_next_lands_whole_after_a_fragment()
         .filter(|v| v["log"] == "restart" && v["id"] == CONDUCTOR)
         .count();
     assert_eq!(restarts, records.len(), "history reads every record");
+}
+
+#[test]
+fn a_state_write_that_keeps_failing_is_said_once_and_its_recovery_too() {
+    let wd = Wd::new();
+    let state = wd.watchdog_dir().join("state.json");
+    fs::create_dir_all(&state).unwrap();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let d = wd.spawn(&[]);
+    let said = |what: &str| {
+        let err = d.stderr();
+        err.lines()
+            .filter(|l| l.contains(what) && l.contains("state.json"))
+            .count()
+    };
+    d.wait_for(Duration::from_secs(10), "no failed state write", || {
+        said("cannot write") == 1
+    });
+    wd.wait_for_more_ticks(5);
+    assert_eq!(said("cannot write"), 1, "{}", d.stderr());
+    fs::remove_dir(&state).unwrap();
+    d.wait_for(
+        Duration::from_secs(10),
+        "no word of the state written again",
+        || said("written again after") == 1,
+    );
+    assert!(fs::metadata(&state).unwrap().is_file());
 }
