@@ -30,6 +30,8 @@ pub(crate) struct Report {
     /// agent-deck's release as the daemon read it last (`null`: unreadable,
     /// or no daemon has written its status yet).
     pub agent_deck_version: Option<String>,
+    /// The daemon's last read got no answer; the version is kept from before.
+    pub agent_deck_version_unconfirmed: bool,
     pub breaker: Breaker,
     pub cascade: CascadeView,
     pub cli: CliCounts,
@@ -237,6 +239,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
     let cascade = state.cascade.as_ref();
     Report {
         agent_deck_version: counters.agent_deck_version.clone(),
+        agent_deck_version_unconfirmed: counters.agent_deck_version_unconfirmed,
         breaker: Breaker {
             open: state.breaker_open_until > now,
             recent_429s: state.breaker_hits.len(),
@@ -277,8 +280,13 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
 fn table(r: &Report) -> String {
     let daemon = (r.daemon.pid).map_or("not running".into(), |p| format!("running (pid {p})"));
     let version = r.agent_deck_version.as_deref().unwrap_or("unknown");
+    let how = if r.agent_deck_version_unconfirmed {
+        "unconfirmed: the daemon's last read got no answer, it keeps the one before"
+    } else {
+        "as the daemon read it last"
+    };
     let mut out = format!(
-        "daemon: {daemon}\nagent-deck: {version} (as the daemon read it last)\n\
+        "daemon: {daemon}\nagent-deck: {version} ({how})\n\
          {:<22} {:<20} {:<9} {:>8} {:>6} {:>9} {:>9} {:>6}\n",
         "SESSION", "TITLE", "STATUS", "RESTARTS", "LEFT", "COOLDOWN", "BACKOFF", "SKIPS"
     );
@@ -452,7 +460,7 @@ mod tests {
             "garbage 1\n",
         )
         .unwrap();
-        let r = collect(&cfg, 10.0);
+        let mut r = collect(&cfg, 10.0);
         let v = serde_json::to_value(&r).unwrap();
         let keys = |v: &serde_json::Value| -> Vec<String> {
             v.as_object().unwrap().keys().cloned().collect()
@@ -461,6 +469,7 @@ mod tests {
             keys(&v),
             [
                 "agent_deck_version",
+                "agent_deck_version_unconfirmed",
                 "breaker",
                 "cascade",
                 "cli",
@@ -509,6 +518,11 @@ mod tests {
             text.contains("agent-deck: 1.16.26 (as the daemon read it last)\n"),
             "{text}"
         );
+        assert_eq!(v["agent_deck_version_unconfirmed"], false);
+        r.agent_deck_version_unconfirmed = true;
+        let text = table(&r);
+        let kept = "agent-deck: 1.16.26 (unconfirmed: the daemon's last read got no answer, it keeps the one before)\n";
+        assert!(text.contains(kept), "{text}");
         assert!(
             text.contains("cli calls: 9 (2 failed) as of the last tick"),
             "{text}"
