@@ -317,6 +317,7 @@ impl Daemon {
             rate_limit_max: self.ctx.limits.rate_max,
             rate_limit_window_s: self.ctx.limits.rate_window,
             agent_deck_version: self.ctx.deck.version().map(|v| v.to_string()),
+            agent_deck_version_unconfirmed: self.ctx.deck.version_unconfirmed(),
             pane_watch: self.panes.status(),
             stalled,
         };

@@ -1,6 +1,7 @@
 //! The thread that reads agent-deck's version again when it is due: hourly,
-//! and soon after a call failed in a way a replaced binary explains (at most
-//! once in ten minutes; `fleet/version_watch.rs` decides). It runs beside
+//! soon after a call failed in a way a replaced binary explains (at most
+//! once in ten minutes), and after the first call that works once a read
+//! got no answer (`fleet/version_watch.rs` decides). It runs beside
 //! the main loop, so a slow or hanging `agent-deck version` never delays a
 //! tick or a restart; it holds no lock across the call.
 

@@ -4,10 +4,12 @@
 //! answer; it makes no decisions. A list answer is read whole, up to
 //! [`listing::MAX_ANSWER_BYTES`], and handed over row by row; the rows left
 //! out are warned about at most once a minute per command. It keeps
-//! agent-deck's version as read last, gates `--primary` on it, and marks a
-//! failure a replaced binary explains so the re-read comes sooner
-//! (`version_watch.rs` decides). An exit 0 with text on stderr (the 1.16.14
-//! store WARNING) is a success; its first line is logged once a day.
+//! agent-deck's version as read last (a read that got no answer keeps the
+//! one before), gates `--primary` on it, and marks a failure a replaced
+//! binary explains, or a success after an unanswered read, so the re-read
+//! comes sooner (`version_keeper.rs` and `version_watch.rs` decide). An
+//! exit 0 with text on stderr (the 1.16.14 store WARNING) is a success; its
+//! first line is logged once a day.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,7 +23,8 @@ use crate::fleet::listing::{self, Row, RowTally, Shape};
 use crate::fleet::parse;
 use crate::fleet::session::Live;
 use crate::fleet::version::Version;
-use crate::fleet::version_watch::{suggests_new_binary, VersionWatch};
+use crate::fleet::version_keeper::{Answer, News, VersionKeeper};
+use crate::fleet::version_watch::suggests_new_binary;
 use crate::sys::process::{self, Cmd, Output};
 use crate::sys::shutdown::Shutdown;
 use crate::sys::throttle::Throttle;
@@ -31,13 +34,6 @@ const SKIP_WARN_EVERY: Duration = Duration::from_secs(60);
 const STDERR_NOTE_EVERY: Duration = Duration::from_secs(24 * 3600);
 /// How much of a stderr line a log line shows.
 const STDERR_SHOWN: usize = 200;
-
-/// The version as read last, and when to read it again.
-#[derive(Debug, Default)]
-struct VersionRead {
-    read: Option<Version>,
-    watch: VersionWatch,
-}
 
 /// The real CLI.
 pub(crate) struct Cli {
@@ -50,8 +46,9 @@ pub(crate) struct Cli {
     skip_warnings: Throttle<&'static str>,
     /// Lines a successful call printed on stderr, by their shape.
     stderr_notes: Throttle<String>,
-    version: Mutex<VersionRead>,
-    /// Holds a message while a suspect failure waits for a re-read.
+    version: Mutex<VersionKeeper>,
+    /// Holds a message while a suspect failure, or a call that worked after
+    /// an unanswered read, waits for a re-read.
     nudge: (Sender<()>, Receiver<()>),
 }
 
@@ -65,45 +62,54 @@ impl Cli {
             skips: Mutex::new(BTreeMap::new()),
             skip_warnings: Throttle::new(SKIP_WARN_EVERY),
             stderr_notes: Throttle::new(STDERR_NOTE_EVERY),
-            version: Mutex::new(VersionRead::default()),
+            version: Mutex::default(),
             nudge: crossbeam_channel::bounded(1),
         }
     }
 
     /// Runs `agent-deck version` (counted as `version`) and keeps what it
-    /// names; an unreadable answer keeps `None`, which gates as the oldest
-    /// release. Logs the first read and every change.
+    /// names; an answer without a release keeps `None`, which gates as the
+    /// oldest release, and no answer keeps the release known before,
+    /// unconfirmed. Logs the first read, every change, and a kept release.
     pub(crate) fn read_version(&self, now: f64) -> Option<Version> {
-        let (read, why) = match self.call("version", "", &["version"]) {
+        let (answer, why) = match self.call("version", "", &["version"]) {
             Ok(out) => match Version::parse(&out.stdout) {
-                Some(v) => (Some(v), String::new()),
+                Some(v) => (Answer::Release(v), String::new()),
                 None => (
-                    None,
+                    Answer::NoRelease,
                     format!("no release in {}", parse::preview(&out.stdout)),
                 ),
             },
-            Err(e) => (None, e.to_string()),
+            Err(e) => (Answer::Failed, e.to_string()),
         };
-        let mut v = self.version.lock();
-        let before = v.watch.was_read().then_some(v.read);
-        v.watch.read(now);
-        v.read = read;
-        drop(v);
+        let mut keeper = self.version.lock();
+        let news = keeper.read(now, answer);
+        let known = keeper.known();
+        drop(keeper);
         let shown = |v: Option<Version>| v.map_or("not known".to_owned(), |v| v.to_string());
-        match (before, read) {
-            (None, Some(v)) => log::info!("agent-deck {v} (from `agent-deck version`); version-gated calls follow it"),
-            (None, None) => log::warn!(
-                "agent-deck's release is not known ({why}); version-gated calls follow the oldest known release, {}; asking again within the hour",
+        let when = if answer == Answer::Failed {
+            "after the next call that works"
+        } else {
+            "within the hour"
+        };
+        match news {
+            News::First(v) => log::info!("agent-deck {v} (from `agent-deck version`); version-gated calls follow it"),
+            News::Unknown => log::warn!(
+                "agent-deck's release is not known ({why}); version-gated calls follow the oldest known release, {}; asking again {when}",
                 Version::OLDEST
             ),
-            (Some(old), new) if old != new => log::info!(
+            News::Kept(v) => log::warn!(
+                "`agent-deck version` failed ({why}); version-gated calls keep following {v} (unconfirmed), asking again {when}"
+            ),
+            News::Confirmed(v) => log::info!("agent-deck {v} confirmed: `agent-deck version` answers again"),
+            News::Changed(old, new) => log::info!(
                 "agent-deck version changed from {} to {}; version-gated calls follow the new one",
                 shown(old),
                 shown(new)
             ),
-            _ => {}
+            News::Quiet => {}
         }
-        read
+        known
     }
 
     /// Whether the version should be read again at `now`.
@@ -111,8 +117,8 @@ impl Cli {
         self.version.lock().watch.due(now)
     }
 
-    /// Receives a message when a failed call asks for the version to be
-    /// read again soon.
+    /// Receives a message when a failed call, or one that worked after an
+    /// unanswered read, asks for the version to be read again soon.
     pub(crate) fn nudged(&self) -> &Receiver<()> {
         &self.nudge.1
     }
@@ -178,6 +184,9 @@ impl Cli {
     fn counted<T>(&self, name: &'static str, call: impl FnOnce() -> CliResult<T>) -> CliResult<T> {
         *self.stats.lock().calls.entry(name).or_default() += 1;
         let result = call();
+        if result.is_ok() && name != "version" && self.version.lock().watch.call_worked() {
+            let _ = self.nudge.0.try_send(());
+        }
         if let Err(e) = &result {
             let mut stats = self.stats.lock();
             let counter = if by_design(name, e) {
@@ -319,7 +328,11 @@ impl AgentDeck for Cli {
     }
 
     fn version(&self) -> Option<Version> {
-        self.version.lock().read
+        self.version.lock().known()
+    }
+
+    fn version_unconfirmed(&self) -> bool {
+        self.version.lock().unconfirmed()
     }
 
     fn stats(&self) -> CallStats {
@@ -500,6 +513,34 @@ mod tests {
         assert_eq!(cli.read_version(0.0), None);
         assert_eq!(cli.version(), None);
         assert!(!cli.version_due(1.0), "read, though not understood");
+    }
+
+    #[test]
+    fn a_failed_version_read_keeps_the_release_for_the_gates_until_a_call_works() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (release, log) = (tmp.path().join("release"), tmp.path().join("args.log"));
+        let script = format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\nversion) cat '{}' || exit 1 ;;\n*) echo pane ;;\nesac\n",
+            log.display(),
+            release.display()
+        );
+        let cli = cli_running(tmp.path(), &script);
+        std::fs::write(&release, "Agent Deck v1.16.26\n").unwrap();
+        let v = Version::parse("1.16.26");
+        assert_eq!(cli.read_version(0.0), v);
+        // An update in place: the answer is gone for a moment.
+        std::fs::remove_file(&release).unwrap();
+        assert_eq!(cli.read_version(1.0), v, "kept, never not known");
+        assert_eq!((cli.version(), cli.version_unconfirmed()), (v, true));
+        assert!(!cli.version_due(2.0) && cli.nudged().try_recv().is_err());
+        cli.pane("default", "a-1").unwrap();
+        let sampled = logged(tmp.path());
+        assert!(sampled.ends_with("--pane --primary -q\n"), "{sampled}");
+        assert!(cli.version_due(2.0), "asked again after a call that works");
+        assert!(cli.nudged().try_recv().is_ok(), "the reader is woken");
+        std::fs::write(&release, "Agent Deck v1.16.26\n").unwrap();
+        assert_eq!(cli.read_version(2.0), v);
+        assert!(!cli.version_unconfirmed());
     }
 
     #[test]

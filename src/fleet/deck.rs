@@ -144,9 +144,13 @@ pub(crate) trait AgentDeck: Send + Sync {
     /// `-p P remove <id>`.
     fn remove(&self, profile: &str, id: &str) -> CliResult<()>;
     /// agent-deck's release as read last; `None` before the first read or
-    /// when it was unreadable (gate with [`Version::or_oldest`]).
+    /// when no answer named one (gate with [`Version::or_oldest`]).
     fn version(&self) -> Option<Version> {
         None
+    }
+    /// Whether that release is kept from before a read that got no answer.
+    fn version_unconfirmed(&self) -> bool {
+        false
     }
     /// Calls and failures so far, by command name.
     fn stats(&self) -> CallStats {

@@ -16,5 +16,6 @@ pub(crate) mod read_only;
 pub(crate) mod session;
 pub(crate) mod usage;
 pub(crate) mod version;
+pub(crate) mod version_keeper;
 pub(crate) mod version_watch;
 pub(crate) mod wire;

@@ -54,6 +54,9 @@ impl AgentDeck for ReadOnly {
     fn version(&self) -> Option<Version> {
         self.0.version()
     }
+    fn version_unconfirmed(&self) -> bool {
+        self.0.version_unconfirmed()
+    }
     fn stats(&self) -> CallStats {
         self.0.stats()
     }

@@ -30,6 +30,8 @@ pub(crate) struct Report {
     /// agent-deck's release as the daemon read it last (`null`: unreadable,
     /// or no daemon has written its status yet).
     pub agent_deck_version: Option<String>,
+    /// The daemon's last read got no answer; the version is kept from before.
+    pub agent_deck_version_unconfirmed: bool,
     pub breaker: Breaker,
     pub cascade: CascadeView,
     pub cli: CliCounts,
@@ -91,6 +93,8 @@ pub(crate) struct RecordFiles {
 pub(crate) struct RecordFile {
     pub bytes: u64,
     pub name: &'static str,
+    /// Records the daemon could not write there since it started.
+    pub records_lost: u64,
     pub rotated_bytes: u64,
 }
 
@@ -154,8 +158,9 @@ fn last_records(dir: &Path, ids: &BTreeSet<&str>) -> BTreeMap<String, LastRecord
     last
 }
 
-/// The bytes each record file and its `.1` hold, and the rotation bound.
-fn record_files(cfg: &Config) -> RecordFiles {
+/// The bytes each record file and its `.1` hold, the records the daemon
+/// lost there, and the rotation bound.
+fn record_files(cfg: &Config, lost: &BTreeMap<String, u64>) -> RecordFiles {
     let size = |p: &Path| std::fs::symlink_metadata(p).map_or(0, |m| m.len());
     let files = [RESTART_LOG, LIVENESS_LOG, ESCALATIONS_LOG]
         .into_iter()
@@ -164,6 +169,7 @@ fn record_files(cfg: &Config) -> RecordFiles {
             RecordFile {
                 bytes: size(&path),
                 name,
+                records_lost: lost.get(name).copied().unwrap_or(0),
                 rotated_bytes: size(&rotated_path(&path)),
             }
         })
@@ -233,6 +239,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
     let cascade = state.cascade.as_ref();
     Report {
         agent_deck_version: counters.agent_deck_version.clone(),
+        agent_deck_version_unconfirmed: counters.agent_deck_version_unconfirmed,
         breaker: Breaker {
             open: state.breaker_open_until > now,
             recent_429s: state.breaker_hits.len(),
@@ -259,7 +266,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
             waiting_children_watched: state.waiting.len(),
         },
         queue_drops: counters.queue_drops,
-        records: record_files(cfg),
+        records: record_files(cfg, &counters.tally.records_lost),
         sessions,
         stalls,
         state_file: StateFileView {
@@ -273,8 +280,13 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
 fn table(r: &Report) -> String {
     let daemon = (r.daemon.pid).map_or("not running".into(), |p| format!("running (pid {p})"));
     let version = r.agent_deck_version.as_deref().unwrap_or("unknown");
+    let how = if r.agent_deck_version_unconfirmed {
+        "unconfirmed: the daemon's last read got no answer, it keeps the one before"
+    } else {
+        "as the daemon read it last"
+    };
     let mut out = format!(
-        "daemon: {daemon}\nagent-deck: {version} (as the daemon read it last)\n\
+        "daemon: {daemon}\nagent-deck: {version} ({how})\n\
          {:<22} {:<20} {:<9} {:>8} {:>6} {:>9} {:>9} {:>6}\n",
         "SESSION", "TITLE", "STATUS", "RESTARTS", "LEFT", "COOLDOWN", "BACKOFF", "SKIPS"
     );
@@ -347,7 +359,7 @@ fn table(r: &Report) -> String {
     )
 }
 
-/// `restart.log 1.2 MiB (+ 16.0 MiB in .1), …; rotated at 16.0 MiB`.
+/// `restart.log 1.2 MiB (+ 16.0 MiB in .1), 2 records lost, …; rotated at 16.0 MiB`.
 fn records_line(r: &RecordFiles) -> String {
     let files: Vec<String> = r
         .files
@@ -356,7 +368,9 @@ fn records_line(r: &RecordFiles) -> String {
             let rotated =
                 (f.rotated_bytes > 0).then(|| format!(" (+ {} in .1)", mib(f.rotated_bytes)));
             let rotated = rotated.unwrap_or_default();
-            format!("{} {}{rotated}", f.name, mib(f.bytes))
+            let lost = (f.records_lost > 0).then(|| format!(", {} records lost", f.records_lost));
+            let lost = lost.unwrap_or_default();
+            format!("{} {}{rotated}{lost}", f.name, mib(f.bytes))
         })
         .collect();
     format!("{}; rotated at {}", files.join(", "), mib(r.max_bytes))
@@ -438,6 +452,7 @@ mod tests {
         };
         st.cli.calls.insert("list-all".into(), 9);
         st.cli.failures.insert("restart".into(), 2);
+        st.tally.records_lost.insert(LIVENESS_LOG.into(), 3);
         crate::records::metrics::write(dir, &st).unwrap();
         // metrics.prom is never read back: a different one changes nothing.
         std::fs::write(
@@ -445,7 +460,7 @@ mod tests {
             "garbage 1\n",
         )
         .unwrap();
-        let r = collect(&cfg, 10.0);
+        let mut r = collect(&cfg, 10.0);
         let v = serde_json::to_value(&r).unwrap();
         let keys = |v: &serde_json::Value| -> Vec<String> {
             v.as_object().unwrap().keys().cloned().collect()
@@ -454,6 +469,7 @@ mod tests {
             keys(&v),
             [
                 "agent_deck_version",
+                "agent_deck_version_unconfirmed",
                 "breaker",
                 "cascade",
                 "cli",
@@ -485,6 +501,16 @@ mod tests {
         assert_eq!(v["pane_watch"]["why_not"], "PANE_WATCH=off");
         assert!(table(&r).contains("pane watch: not armed (PANE_WATCH=off)\n"));
         assert_eq!(v["cli"]["calls"]["list-all"], 9);
+        let files = &v["records"]["files"];
+        assert_eq!(
+            keys(&files[1]),
+            ["bytes", "name", "records_lost", "rotated_bytes"]
+        );
+        assert_eq!(
+            (&files[0]["records_lost"], &files[1]["records_lost"]),
+            (&0.into(), &3.into())
+        );
+        assert!(table(&r).contains("liveness.log 0.0 MiB, 3 records lost, "));
         assert_eq!(v["daemon"]["running"], false);
         let text = table(&r);
         assert!(text.contains("queue drops: 4\n"), "{text}");
@@ -492,6 +518,11 @@ mod tests {
             text.contains("agent-deck: 1.16.26 (as the daemon read it last)\n"),
             "{text}"
         );
+        assert_eq!(v["agent_deck_version_unconfirmed"], false);
+        r.agent_deck_version_unconfirmed = true;
+        let text = table(&r);
+        let kept = "agent-deck: 1.16.26 (unconfirmed: the daemon's last read got no answer, it keeps the one before)\n";
+        assert!(text.contains(kept), "{text}");
         assert!(
             text.contains("cli calls: 9 (2 failed) as of the last tick"),
             "{text}"

@@ -33,6 +33,8 @@ pub(crate) struct DaemonStatus {
     pub rate_limit_window_s: f64,
     /// `agent-deck version` as last read; `null` when it was unreadable.
     pub agent_deck_version: Option<String>,
+    /// The last read got no answer: `agent_deck_version` is kept from before.
+    pub agent_deck_version_unconfirmed: bool,
     pub pane_watch: WatchStatus,
     /// Stalls in progress at the last tick, by kind (SPEC §14).
     #[serde(default)]

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
+use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
 use crate::records::daemon_status::{DaemonStatus, DAEMON_STATUS_FILE};
+use crate::records::failed_writes::FailedWrites;
 use crate::sys::fs::{replace_unsynced, PRIVATE_FILE, PUBLIC_FILE};
 
 pub(crate) const METRICS_FILE: &str = "metrics.prom";
@@ -91,6 +93,13 @@ pub(crate) fn render(s: &DaemonStatus) -> String {
     Family::new(&mut out, "counter", "escalations_total")
         .help("Escalations since start, by severity.")
         .by("severity", &t.escalations);
+    let lost: BTreeMap<&str, u64> = [RESTART_LOG, LIVENESS_LOG, ESCALATIONS_LOG]
+        .into_iter()
+        .map(|f| (f, t.records_lost.get(f).copied().unwrap_or(0)))
+        .collect();
+    Family::new(&mut out, "counter", "records_lost_total")
+        .help("Records that could not be written since start (a full disk, an unwritable file), by file.")
+        .by("file", &lost);
     Family::new(&mut out, "counter", "cli_calls_total")
         .help("agent-deck CLI calls since start, by command.")
         .by("command", &cli.calls);
@@ -151,20 +160,13 @@ pub(crate) fn write(dir: &Path, s: &DaemonStatus) -> std::io::Result<()> {
 
 /// The metrics files; a failure is said once until a write works again.
 #[derive(Debug, Default)]
-pub(crate) struct MetricsFiles {
-    warned: bool,
-}
+pub(crate) struct MetricsFiles(FailedWrites);
 
 impl MetricsFiles {
     pub(crate) fn write(&mut self, dir: &Path, s: &DaemonStatus) {
-        match write(dir, s) {
-            Ok(()) => self.warned = false,
-            Err(e) if !self.warned => {
-                log::warn!("cannot write {METRICS_FILE} ({e}); metrics are stale until it works");
-                self.warned = true;
-            }
-            Err(_) => {}
-        }
+        let meanwhile = "metrics are stale until it works";
+        self.0
+            .note(&dir.join(METRICS_FILE), &write(dir, s), meanwhile);
     }
 }
 
@@ -189,6 +191,7 @@ mod tests {
         let mut s = DaemonStatus::default();
         s.tally.restart_actions.insert("restarted".into(), 2);
         s.cli.calls.insert("list-all".into(), 7);
+        s.tally.records_lost.insert("restart.log".into(), 2);
         s.sessions_critical = 3;
         let text = render(&s);
         assert!(text.contains("# TYPE agent_deck_watchdog_restarts_total counter\n"));
@@ -202,6 +205,9 @@ mod tests {
             7.0
         );
         assert_eq!(m["agent_deck_watchdog_sessions{kind=\"critical\"}"], 3.0);
+        let lost = |f: &str| m[&format!("agent_deck_watchdog_records_lost_total{{file=\"{f}\"}}")];
+        assert_eq!(lost("restart.log"), 2.0, "counted per file");
+        assert_eq!(lost("liveness.log"), 0.0, "every file, even at 0");
         assert_eq!(m["agent_deck_watchdog_breaker_open"], 0.0);
         assert_eq!(m["agent_deck_watchdog_pane_watch_armed"], 0.0);
         s.pane_watch.armed = true;
@@ -235,12 +241,12 @@ mod tests {
         let gone = tmp.path().join("not-yet");
         let (mut files, s) = (MetricsFiles::default(), DaemonStatus::default());
         files.write(&gone, &s);
-        assert!(files.warned, "the first failure is said");
+        assert_eq!(files.0.failed(), 1, "the first failure is said");
         files.write(&gone, &s);
-        assert!(files.warned, "and not again while it lasts");
+        assert_eq!(files.0.failed(), 2, "and not again while it lasts");
         std::fs::create_dir(&gone).unwrap();
         files.write(&gone, &s);
-        assert!(!files.warned, "a write that works ends the episode");
+        assert_eq!(files.0.failed(), 0, "a write that works ends the episode");
         assert!(gone.join(METRICS_FILE).exists());
     }
 }

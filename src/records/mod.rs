@@ -3,6 +3,7 @@
 
 pub(crate) mod audit;
 pub(crate) mod daemon_status;
+pub(crate) mod failed_writes;
 pub(crate) mod instance_lock;
 pub(crate) mod metrics;
 #[cfg(test)]

@@ -3,13 +3,14 @@
 //! the streaming reader of `<name>.1` then `<name>`. An append holds an
 //! exclusive `flock` and checks that `<name>` still names the open file, so
 //! two appenders never rotate a fresh file away. Each line is one `write` on
-//! an `O_APPEND` file, so files rotate only between whole lines. A lock nobody
-//! releases costs a rotation, never a record (the line goes out unlocked); a
-//! stuck `<name>.1` leaves the file growing, and the caller warns.
+//! an `O_APPEND` file, so files rotate only between whole lines, and a line
+//! is whole or absent ([`put`]). A lock nobody releases costs a rotation,
+//! never a record (the line goes out unlocked); a stuck `<name>.1` leaves the
+//! file growing, and the caller warns.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -55,6 +56,51 @@ fn still_named(file: &File, path: &Path) -> io::Result<bool> {
     }
 }
 
+/// What [`put`] needs of a record file besides writing: a real file, or in
+/// tests one on a disk that fills part-way through a write.
+trait Appendable: Write {
+    /// The byte at offset `at`.
+    fn byte_at(&self, at: u64) -> io::Result<u8>;
+    /// Cuts the file back to `len` bytes.
+    fn cut(&self, len: u64) -> io::Result<()>;
+}
+
+impl Appendable for File {
+    fn byte_at(&self, at: u64) -> io::Result<u8> {
+        let mut byte = [0];
+        self.read_exact_at(&mut byte, at)?;
+        Ok(byte[0])
+    }
+
+    fn cut(&self, len: u64) -> io::Result<()> {
+        self.set_len(len)
+    }
+}
+
+/// Appends `line` to `file`, which holds `size` bytes: whole or not at all.
+///
+/// A file that does not end in `\n` ends in a fragment: a record an older
+/// release or a crash tore, or a whole record only missing its `\n`. The
+/// line then starts with a `\n`, in the same write, so the fragment becomes
+/// a line of its own, which readers skip unless it parses. It is not cut
+/// off: that would lose such a record, or part of a line another process is
+/// appending while we write unlocked.
+///
+/// A failed or short write (a full disk) cuts the file back to `size`, but
+/// only under the lock: without it, another appender's record may lie past
+/// `size`, so the fragment stays and the next append mends it as above.
+fn put(file: &mut impl Appendable, size: u64, line: &[u8], locked: bool) -> io::Result<()> {
+    // A byte that cannot be read is taken for a `\n`: at worst one glued line.
+    let torn = size > 0 && file.byte_at(size - 1).is_ok_and(|b| b != b'\n');
+    let line = [if torn { &b"\n"[..] } else { b"" }, line].concat();
+    file.write_all(&line).inspect_err(|_| {
+        if locked {
+            // Should this fail too, the next append mends the fragment.
+            let _ = file.cut(size);
+        }
+    })
+}
+
 /// Appends `line` (one whole record with its `\n`) to `path`, first rotating
 /// it to `<path>.1` if `line` would take it past `max` (an empty file takes any).
 pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended> {
@@ -69,7 +115,7 @@ pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended>
         let size = file.metadata()?.len();
         let fits = size == 0 || size.saturating_add(line.len() as u64) <= max;
         if fits || rotated.is_some() || round == ROUNDS {
-            file.write_all(line)?;
+            put(&mut file, size, line, locked)?;
             return Ok(rotated.map_or(Appended::Plain, Appended::Rotated));
         }
         let target = rotated_path(path);
@@ -81,7 +127,7 @@ pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended>
             None
         };
         if let Some(why) = failed {
-            file.write_all(line)?;
+            put(&mut file, size, line, locked)?;
             return Ok(Appended::Unrotated(why));
         }
         // The lock goes with `file`; the next round opens the fresh file.
@@ -247,6 +293,88 @@ mod tests {
         let got = append(&log, &line(1), max).unwrap();
         assert!(matches!(got, Appended::Unrotated(_)), "{got:?}");
         assert_eq!(lines_of(&log).len(), 2);
+    }
+
+    /// A record file on a disk with `room` bytes left: a write lands what
+    /// fits, then fails with `ENOSPC`, as a full filesystem does.
+    struct FullDisk {
+        file: File,
+        room: usize,
+    }
+
+    impl Write for FullDisk {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.room == 0 {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            let n = self.file.write(&buf[..buf.len().min(self.room)])?;
+            self.room -= n;
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Appendable for FullDisk {
+        fn byte_at(&self, at: u64) -> io::Result<u8> {
+            self.file.byte_at(at)
+        }
+
+        fn cut(&self, len: u64) -> io::Result<()> {
+            self.file.cut(len)
+        }
+    }
+
+    /// `put` onto `path` with `room` bytes left on its disk.
+    fn put_with_room(path: &Path, room: usize, line: &[u8], locked: bool) -> io::Result<()> {
+        let file = crate::sys::fs::open_append(path).unwrap();
+        let size = file.metadata().unwrap().len();
+        put(&mut FullDisk { file, room }, size, line, locked)
+    }
+
+    #[test]
+    fn a_record_that_does_not_fit_on_the_disk_is_absent_and_the_next_one_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("restart.log");
+        append(&log, &line(0), DEFAULT_MAX_BYTES).unwrap();
+        let before = std::fs::read(&log).unwrap();
+        for room in [0, 1, 10, line(1).len() - 1] {
+            let err = put_with_room(&log, room, &line(1), true).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
+            assert_eq!(std::fs::read(&log).unwrap(), before, "room {room}");
+        }
+        // Space came back: the next record is whole, and readers see both.
+        put_with_room(&log, usize::MAX, &line(2), true).unwrap();
+        let back: Vec<serde_json::Value> = crate::records::read_back::read_lines(&log);
+        assert_eq!(back.len(), 2);
+        assert_eq!(
+            (back[0]["n"].as_u64(), back[1]["n"].as_u64()),
+            (Some(0), Some(2))
+        );
+        assert!(std::fs::read(&log).unwrap().ends_with(b"\n"));
+    }
+
+    #[test]
+    fn a_file_ending_in_a_fragment_gets_a_newline_before_the_next_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("restart.log");
+        append(&log, &line(0), DEFAULT_MAX_BYTES).unwrap();
+        // Unlocked, a short write is not cut back: the bytes past the
+        // length seen may be another appender's.
+        put_with_room(&log, 10, &line(1), false).unwrap_err();
+        append(&log, &line(2), DEFAULT_MAX_BYTES).unwrap();
+        let want = [&line(0)[..], &line(1)[..10], b"\n", &line(2)].concat();
+        assert_eq!(std::fs::read(&log).unwrap(), want);
+        // A whole record missing only its `\n` is kept, not cut off.
+        let kept = tmp.path().join("liveness.log");
+        std::fs::write(&kept, &line(3)[..line(3).len() - 1]).unwrap();
+        append(&kept, &line(4), DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(
+            lines_of(&kept),
+            [&line(3)[..line(3).len() - 1], &line(4)[..line(4).len() - 1]]
+        );
     }
 
     #[test]

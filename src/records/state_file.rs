@@ -2,7 +2,8 @@
 //! Loaded once at start, pruned (a corrupt file is moved aside with a
 //! warning, never fatal), and saved atomically, mode `0600`, whenever it
 //! changed; the state mutex is held only for the snapshot, never across the
-//! write. A dry run reads the state but never writes it.
+//! write. A failing write is warned about once per episode (a full disk
+//! would say it every tick). A dry run reads the state but never writes it.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +12,7 @@ use parking_lot::Mutex;
 use crate::decide::book::State;
 use crate::decide::limits::Limits;
 use crate::decide::prune;
+use crate::records::failed_writes::FailedWrites;
 use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
 pub(crate) const STATE_FILE: &str = "state.json";
@@ -18,8 +20,9 @@ pub(crate) const STATE_FILE: &str = "state.json";
 pub(crate) struct Store {
     path: PathBuf,
     writable: bool,
-    /// What is on disk now, to skip writes that change nothing.
-    last: Mutex<Vec<u8>>,
+    /// What is on disk now, to skip writes that change nothing, and the
+    /// writes failed since the last that worked.
+    last: Mutex<(Vec<u8>, FailedWrites)>,
 }
 
 impl Store {
@@ -27,7 +30,7 @@ impl Store {
         Store {
             path: dir.join(STATE_FILE),
             writable,
-            last: Mutex::new(Vec::new()),
+            last: Mutex::default(),
         }
     }
 
@@ -45,7 +48,7 @@ impl Store {
             Ok(mut state) => {
                 prune::backfill_ran(&mut state);
                 prune::prune_state(&mut state, lim, now);
-                *self.last.lock() = bytes;
+                self.last.lock().0 = bytes;
                 state
             }
             Err(e) => {
@@ -80,15 +83,14 @@ impl Store {
             Ok(b) => b,
             Err(e) => return log::warn!("cannot serialize the state ({e}); not saved"),
         };
-        if *last == bytes {
+        if last.0 == bytes {
             return;
         }
-        match fs::write_atomically(&self.path, &bytes, PRIVATE_FILE) {
-            Ok(()) => *last = bytes,
-            Err(e) => log::warn!(
-                "cannot write {} ({e}); the restart history lives in memory until the next write works",
-                self.path.display()
-            ),
+        let written = fs::write_atomically(&self.path, &bytes, PRIVATE_FILE);
+        let meanwhile = "the restart history lives in memory until a write works";
+        last.1.note(&self.path, &written, meanwhile);
+        if written.is_ok() {
+            last.0 = bytes;
         }
     }
 }
@@ -238,6 +240,28 @@ mod tests {
         Store::new(tmp.path(), true).save(&state);
         let meta = std::fs::metadata(tmp.path().join(STATE_FILE)).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_failing_state_write_is_one_episode_until_a_write_works() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gone = tmp.path().join("not-yet");
+        let (store, state) = (Store::new(&gone, true), Mutex::new(State::default()));
+        for tick in 1..=3u32 {
+            gates::reserve(&mut state.lock(), &lim(), "a-1", f64::from(tick));
+            store.save(&state);
+            // Warned at the first only; the rest are counted.
+            assert_eq!(store.last.lock().1.failed(), u64::from(tick));
+        }
+        std::fs::create_dir(&gone).unwrap();
+        store.save(&state);
+        assert_eq!(
+            store.last.lock().1.failed(),
+            0,
+            "a write that works ends it"
+        );
+        let back = Store::new(&gone, true).load(&lim(), 3.0);
+        assert_eq!(back.sessions, state.lock().sessions);
     }
 
     #[test]

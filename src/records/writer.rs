@@ -1,7 +1,8 @@
 //! The appender of the audit records ([`crate::records::audit`]): each is
 //! clipped, written as one whole line, rotated at `RECORD_MAX_BYTES` and
-//! counted in the [`Tally`]. A write failure is logged (at a bounded rate)
-//! and survived; it never stops the daemon.
+//! counted in the [`Tally`]. A write failure loses the record whole (see
+//! `rotation.rs`), is counted and logged per file (at a bounded rate), and
+//! is survived; it never stops the daemon.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,8 +23,8 @@ pub struct Records {
     dir: PathBuf,
     /// `RECORD_MAX_BYTES`.
     max_bytes: u64,
-    /// Warnings by kind (`append`, `rotate`), at most one a minute each.
-    warnings: Throttle<&'static str>,
+    /// Warnings by file and kind (`append`, `rotate`), at most one a minute each.
+    warnings: Throttle<(&'static str, &'static str)>,
     tally: Mutex<Tally>,
     /// Each session's last restart record, once [`Records::keep_last`] asked.
     last: Mutex<Option<BTreeMap<String, RestartRecord>>>,
@@ -81,7 +82,7 @@ impl Records {
         self.tally.lock().clone()
     }
 
-    fn append<T: Serialize>(&self, file: &str, record: &T) {
+    fn append<T: Serialize>(&self, file: &'static str, record: &T) {
         let path = self.dir.join(file);
         let result = serde_json::to_vec(record)
             .map_err(std::io::Error::other)
@@ -96,17 +97,22 @@ impl Records {
                 self.max_bytes,
                 rotation::rotated_path(&path).display()
             ),
-            Ok(Appended::Unrotated(why)) if self.warnings.allows(&"rotate") => log::warn!(
+            Ok(Appended::Unrotated(why)) if self.warnings.allows(&(file, "rotate")) => log::warn!(
                 "{} is past RECORD_MAX_BYTES={} but could not be rotated ({why}); the record was appended, trying again with the next one",
                 path.display(),
                 self.max_bytes
             ),
-            Err(e) if self.warnings.allows(&"append") => log::warn!(
-                "could not append to {} ({e}); the record is lost, the daemon carries on",
-                path.display()
-            ),
             // Nothing to say, or said within the last minute.
-            Ok(Appended::Plain | Appended::Unrotated(_)) | Err(_) => {}
+            Ok(Appended::Plain | Appended::Unrotated(_)) => {}
+            Err(e) => {
+                let lost = count(&mut self.tally.lock().records_lost, file);
+                if self.warnings.allows(&(file, "append")) {
+                    log::warn!(
+                        "could not append to {} ({e}); the record is lost ({lost} from this file since start), the daemon carries on",
+                        path.display()
+                    );
+                }
+            }
         }
     }
 }
@@ -230,6 +236,40 @@ mod tests {
         let newest = 1500 - kept.len();
         assert_eq!(kept, (newest..1500).map(restart_record).collect::<Vec<_>>());
         assert!(newest > 0, "a second rotation dropped the oldest records");
+    }
+
+    #[test]
+    fn a_record_after_a_torn_line_is_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join(RESTART_LOG);
+        // What a full disk left of an older run's record.
+        std::fs::write(&log, b"{\"ts\":1.0,\"id\":\"3f9c").unwrap();
+        let r = Records::new(tmp.path());
+        r.restart(&restart_record(1));
+        r.restart(&restart_record(2));
+        let back: Vec<RestartRecord> = read_lines(&log);
+        assert_eq!(back, vec![restart_record(1), restart_record(2)]);
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.starts_with("{\"ts\":1.0,\"id\":\"3f9c\n{"), "{text}");
+    }
+
+    #[test]
+    fn lost_records_are_counted_and_warned_about_per_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        for unwritable in [RESTART_LOG, ESCALATIONS_LOG] {
+            std::fs::create_dir(tmp.path().join(unwritable)).unwrap();
+        }
+        let r = Records::new(tmp.path());
+        r.restart(&restart_record(1));
+        r.restart(&restart_record(2));
+        r.escalation(&alert("lost"));
+        let lost = &r.tally().records_lost;
+        assert_eq!(lost.get(RESTART_LOG), Some(&2));
+        assert_eq!(lost.get(ESCALATIONS_LOG), Some(&1));
+        assert_eq!(lost.get(LIVENESS_LOG), None);
+        // Each file's first loss was warned about, the second file's too.
+        assert!(!r.warnings.allows(&(RESTART_LOG, "append")));
+        assert!(!r.warnings.allows(&(ESCALATIONS_LOG, "append")));
     }
 
     #[test]

@@ -215,9 +215,14 @@ fn open_or_create(path: &Path, opts: &OpenOptions, mode: u32) -> io::Result<File
     Err(io::Error::other("it keeps appearing and disappearing"))
 }
 
-/// Opens `path` for appending, creating it `0600`.
+/// Opens `path` for appending, creating it `0600`; readable too, so that an
+/// append can look at the file's last byte.
 pub(crate) fn open_append(path: &Path) -> io::Result<File> {
-    open_or_create(path, OpenOptions::new().append(true), PRIVATE_FILE)
+    open_or_create(
+        path,
+        OpenOptions::new().read(true).append(true),
+        PRIVATE_FILE,
+    )
 }
 
 /// Opens (creating `0600`) a file that is only `flock`ed and rewritten in place.

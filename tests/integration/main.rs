@@ -11,6 +11,7 @@ mod contrib;
 mod deaf_poller;
 mod first_pass;
 mod fleet;
+mod full_disk;
 mod hardening_files;
 mod hardening_proc;
 mod hardening_settings;

@@ -388,6 +388,42 @@ fn a_version_change_is_picked_up_after_a_call_that_should_not_fail() {
     );
 }
 
+/// An update in place renames the binary away for a moment: the re-read a
+/// failed call asks for gets no answer then. The release read before is kept,
+/// marked unconfirmed, and read again after the next call that works.
+#[test]
+fn the_version_survives_the_binary_missing_for_a_moment() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    wd.release(Some("1.16.26"));
+    let d = wd.spawn(&[]);
+    let limit = Duration::from_secs(10);
+    let status = || wd.daemon_status();
+    d.wait_for(limit, "the version was never read", || {
+        status()["agent_deck_version"] == "1.16.26"
+    });
+    let away = wd.sim.bin.with_extension("away");
+    fs::rename(&wd.sim.bin, &away).unwrap();
+    d.wait_for(limit, "the version was never found unconfirmed", || {
+        status()["agent_deck_version_unconfirmed"] == true
+    });
+    assert_eq!(status()["agent_deck_version"], "1.16.26");
+    assert!(wd.status_json()["agent_deck_version_unconfirmed"] == true);
+    fs::rename(&away, &wd.sim.bin).unwrap();
+    d.wait_for(limit, "the version was never confirmed", || {
+        status()["agent_deck_version_unconfirmed"] == false
+    });
+    assert_eq!(status()["agent_deck_version"], "1.16.26");
+    assert_eq!(wd.sim.calls_with(&["version"]).len(), 2);
+    let err = d.stderr();
+    assert!(
+        err.contains("keep following 1.16.26 (unconfirmed)"),
+        "{err}"
+    );
+    assert!(err.contains("agent-deck 1.16.26 confirmed"), "{err}");
+    assert!(!err.contains("not known"), "{err}");
+}
+
 #[test]
 fn the_store_warning_on_stderr_is_no_failure_and_logged_once() {
     let wd = Wd::new();
