@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::daemon::Daemon;
 use crate::decide::outcomes::Severity;
+use crate::decide::store;
 use crate::decide::vanish::{self, VanishNews};
 use crate::fleet::deck::CliError;
 
@@ -16,9 +17,47 @@ impl Daemon {
     /// a vanished fleet; the last known fleet stays when it is unreadable.
     pub(super) fn refresh_fleet(&mut self) -> Result<(), CliError> {
         let held = self.held_critical();
-        self.fleet.refresh(self.ctx.deck.as_ref())?;
+        let profile = self.fleet.critical().into_iter().next().map(|s| s.profile);
+        let deck = self.ctx.deck.clone();
+        let started = std::time::Instant::now();
+        // An empty answer after a fleet with critical sessions: a locked store?
+        let unread = |n: usize| {
+            if n > 0 || held.is_empty() {
+                return None;
+            }
+            let probe = || {
+                let mut rows = 0;
+                let read = deck.list_profile(&profile?, &mut |_| rows += 1);
+                Some(read.map(|()| rows).map_err(|e| e.to_string()))
+            };
+            store::empty_list_unread(started.elapsed(), probe).map(|why| store::named(&why))
+        };
+        let read = self.fleet.refresh_unless(deck.as_ref(), unread);
+        self.note_store(&read);
+        read?;
         self.watch_vanish(&held);
         Ok(())
+    }
+
+    /// Says once an episode that agent-deck's store cannot be read (a log
+    /// line and a `store-locked` escalation), and when it reads again.
+    fn note_store(&mut self, read: &Result<(), CliError>) {
+        let now = self.ctx.clock.now();
+        match (read, self.store_unread_since) {
+            (Err(CliError::StoreUnreadable(why)), None) => {
+                self.store_unread_since = Some(now);
+                log::warn!("{why}; keeping the last known fleet");
+                let msg = format!("{why}: the watchdog keeps the last known fleet and its pane watch, but cannot read a status or restart until the store reads again. Look for a process holding agent-deck's state.db.");
+                let ctx = &self.ctx;
+                ctx.escalator
+                    .escalate(Severity::StoreLocked, &msg, None, true);
+            }
+            (Ok(()), Some(since)) => {
+                self.store_unread_since = None;
+                log::info!("agent-deck's store reads again, after {:.0}s", now - since);
+            }
+            _ => {}
+        }
     }
 
     /// [`Self::refresh_fleet`], unless the last try was less than a second
@@ -27,9 +66,11 @@ impl Daemon {
         if !self.fleet.may_refresh() {
             return false;
         }
-        if let Err(e) = self.refresh_fleet() {
-            log::warn!("session list is unreadable ({e}); keeping the last known fleet");
-        }
+        let failed = self
+            .refresh_fleet()
+            .err()
+            .map(|e| format!("session list is unreadable ({e}); keeping the last known fleet"));
+        self.tell_outage(super::safety_poll::LIST, failed);
         true
     }
 

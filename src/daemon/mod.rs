@@ -24,6 +24,7 @@ mod executor;
 mod fleet_list;
 mod hook_pacing;
 pub(crate) mod logging;
+mod outages;
 mod pass_summary;
 mod routing;
 mod safety_poll;
@@ -45,6 +46,7 @@ use crate::act::patrols::Patrols;
 use crate::act::restart::{self, Restarter};
 use crate::config::{Config, PaneWatchMode, ResumeScope};
 use crate::daemon::sd_notify::SdNotify;
+use crate::decide::outage::Outage;
 use crate::decide::verdict::{Episodes, Verdict};
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
@@ -111,6 +113,13 @@ pub(crate) struct Daemon {
     /// The other sessions in `RESUME_SCOPE` that read `running` at the last
     /// tick (a critical session's last status is in its book).
     running_beyond: BTreeSet<String>,
+    /// Since when agent-deck's store has been unreadable, if it is.
+    store_unread_since: Option<f64>,
+    /// The outages of the reads each tick makes, by what is read.
+    outages: BTreeMap<String, Outage>,
+    /// The restarts a stopped watchdog left with no outcome on record (id →
+    /// when), named once the first tick has read their sessions.
+    interrupted: BTreeMap<String, f64>,
     /// What a `--once` pass did, for its summary; `None` for the daemon.
     pass: Option<PassNotes>,
     threads: Vec<JoinHandle<()>>,
@@ -166,6 +175,9 @@ impl Daemon {
             last_died: 0,
             watching: None,
             running_beyond: BTreeSet::new(),
+            store_unread_since: None,
+            outages: BTreeMap::new(),
+            interrupted: start::interrupted_restarts(&cfg.watchdog_dir),
             pass: flags.once.then(PassNotes::default),
             threads: Vec::new(),
         })

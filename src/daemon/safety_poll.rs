@@ -20,7 +20,11 @@ use crate::fleet::cache::Fleet;
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
+use crate::sys::clock::local_timestamp;
 use crate::triggers::pane_share::PaneMap;
+
+/// What the outage of the session list is told as.
+pub(super) const LIST: &str = "session list";
 
 /// What the live lists of one tick said.
 #[derive(Default)]
@@ -44,12 +48,11 @@ impl Daemon {
         self.fleet.reload_markers();
         self.sd_notify.alive();
         let refreshed = self.refresh_fleet();
-        if let Err(e) = &refreshed {
-            log::warn!(
-                "session list is unreadable ({e}); using the last known fleet of {} sessions",
-                self.fleet.len()
-            );
-        }
+        let failed = refreshed.as_ref().err().map(|e| {
+            let n = self.fleet.len();
+            format!("session list is unreadable ({e}); using the last known fleet of {n} sessions")
+        });
+        self.tell_outage(LIST, failed);
         let critical = self.fleet.critical();
         if refreshed.is_ok() || self.fleet.listed_once() {
             self.name_the_watched(&critical);
@@ -114,6 +117,7 @@ impl Daemon {
         self.patrols
             .run(&snap, &self.restarter, &mut || self.sd_notify.alive());
         self.tasks.run();
+        self.name_interrupted(live);
         let in_error = verdicts.iter().filter(|d| d.verdict.in_error()).count();
         self.report(critical.len(), in_error, started.elapsed().as_secs_f64());
         if let Some(p) = &mut self.pass {
@@ -165,6 +169,20 @@ impl Daemon {
         .collect()
     }
 
+    /// Names each restart a stopped watchdog left with no outcome, and what
+    /// its session reads now: once, after the first tick.
+    fn name_interrupted(&mut self, live: &BTreeMap<String, Live>) {
+        for (id, at) in std::mem::take(&mut self.interrupted) {
+            let title = self.fleet.get(&id).map(|s| format!(" ({})", s.title));
+            let reads = live.get(&id).map_or("unread", |l| l.status().as_str());
+            log::warn!(
+                "the restart of {id}{} at {} has no outcome on record: the watchdog stopped during it; it reads {reads} now",
+                title.unwrap_or_default(),
+                local_timestamp(at)
+            );
+        }
+    }
+
     /// Logs which sessions are restart-critical, when the fleet is first
     /// listed and whenever that set changes.
     fn name_the_watched(&mut self, critical: &[Session]) {
@@ -207,13 +225,18 @@ impl Daemon {
                     });
                 }
             });
+            let what = format!("statuses of profile '{profile}'");
             match read {
                 Ok(()) => {
                     view.live.extend(live);
                     view.children.extend(children);
+                    self.tell_outage(&what, None);
                 }
                 Err(e) => {
-                    log::warn!("statuses of profile '{profile}' are unreadable ({e}); its sessions count as unknown this tick");
+                    let line = format!(
+                        "{what} are unreadable ({e}); its sessions count as unknown while they are"
+                    );
+                    self.tell_outage(&what, Some(line));
                     view.children.extend(self.children_held(&profile));
                     view.unreadable.insert(profile);
                 }

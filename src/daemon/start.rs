@@ -1,17 +1,20 @@
 //! Start-up: the instance lock, the temp files a killed run left, the CLI
 //! and its version, then one `--once` pass or the long-running daemon.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Config;
 use crate::daemon::{signals, version_reread, Daemon, RunFlags};
+use crate::decide::outcomes::RestartAction;
 use crate::error::{Error, Result};
 use crate::fleet::cli::Cli;
 use crate::fleet::deck::AgentDeck;
 use crate::fleet::read_only::ReadOnly;
-use crate::records::instance_lock;
+use crate::records::audit::RESTART_LOG;
+use crate::records::{instance_lock, read_back};
 use crate::sys::clock::{Clock, SystemClock};
 use crate::sys::shutdown::Shutdown;
 
@@ -97,6 +100,22 @@ fn log_setting_notes(cfg: &Config) {
             "CLAUDE_CONFIG_DIR looks inherited from an agent-deck pane (AGENTDECK_INSTANCE_ID is set too); it is kept, so every session a restart spawns uses that Claude account: start the watchdog outside agent-deck if that is not meant"
         );
     }
+}
+
+/// The sessions whose newest `restart.log` record is a restart call with no
+/// outcome after it (a watchdog stopped during the call), with its time.
+pub(super) fn interrupted_restarts(dir: &std::path::Path) -> BTreeMap<String, f64> {
+    #[derive(serde::Deserialize)]
+    struct Newest {
+        action: RestartAction,
+        ts: f64,
+        #[serde(default)]
+        dry_run: bool,
+    }
+    let log = dir.join(RESTART_LOG);
+    let newest = read_back::newest_by_id::<Newest>(&log, |_| true).into_iter();
+    let cut_short = newest.filter(|(_, r)| r.action == RestartAction::Restart && !r.dry_run);
+    cut_short.map(|(id, r)| (id, r.ts)).collect()
 }
 
 /// Removes the temp files a killed run left behind (the instance lock is

@@ -70,6 +70,8 @@ spelled! {
         RedispatchCap = "redispatch-cap",
         /// A stall's resumes are spent (SPEC §14).
         StallUnresolved = "stall-unresolved",
+        /// agent-deck's store could not be read: told once an episode.
+        StoreLocked = "store-locked",
     }
     unknown => Other
 }

@@ -65,6 +65,17 @@ impl Fleet {
 
     /// Re-reads `list --all`; on failure the last known fleet stays.
     pub(crate) fn refresh(&mut self, deck: &dyn AgentDeck) -> Result<(), CliError> {
+        self.refresh_unless(deck, |_| None)
+    }
+
+    /// [`Fleet::refresh`], but `unread`, given how many sessions the answer
+    /// listed, may say why it cannot be believed: the last known fleet then
+    /// stays, and that is the error ([`CliError::StoreUnreadable`]).
+    pub(crate) fn refresh_unless(
+        &mut self,
+        deck: &dyn AgentDeck,
+        unread: impl FnOnce(usize) -> Option<String>,
+    ) -> Result<(), CliError> {
         self.last_refresh = Some(Instant::now());
         let mut sessions = BTreeMap::new();
         let mut others: Vec<(Box<str>, Option<usize>)> = Vec::new();
@@ -84,6 +95,9 @@ impl Fleet {
         })?;
         others.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         others.dedup_by(|a, b| a.0 == b.0);
+        if let Some(why) = unread(sessions.len() + others.len()) {
+            return Err(CliError::StoreUnreadable(why));
+        }
         self.child_profiles = vec![String::new(); profiles.len()];
         for (profile, i) in profiles {
             self.child_profiles[i] = profile;

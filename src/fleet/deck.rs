@@ -39,6 +39,9 @@ pub(crate) enum CliError {
     },
     /// Exited 0 but printed something we do not understand.
     Garbage(String),
+    /// Answered, but agent-deck's store could not be read (see
+    /// [`crate::decide::store`]): why, as said.
+    StoreUnreadable(String),
 }
 
 impl CliError {
@@ -92,6 +95,7 @@ impl fmt::Display for CliError {
         let (code, message) = match self {
             CliError::Run(e) => return write!(f, "{e}"),
             CliError::Garbage(g) => return write!(f, "unreadable output: {g}"),
+            CliError::StoreUnreadable(why) => return write!(f, "{why}"),
             CliError::Exit { code, message }
             | CliError::Undelivered { code, message, .. }
             | CliError::Spawn { code, message, .. } => (code, message),

@@ -4,7 +4,7 @@
 //! files (sizes; each session's newest `restart.log` record, `.1` included,
 //! streamed). Read-only: it takes no lock a daemon would wait on.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -17,7 +17,8 @@ use crate::error::{Error, Result};
 use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
 use crate::records::daemon_status::{self, CliCounts};
 use crate::records::instance_lock;
-use crate::records::rotation::{each_line_with_rotated, rotated_path};
+use crate::records::read_back;
+use crate::records::rotation::rotated_path;
 use crate::records::state_file::{self, STATE_FILE};
 use crate::sys::clock::{Clock, SystemClock};
 use crate::tasks::registry::RegistryFile;
@@ -139,25 +140,6 @@ pub(crate) struct StateFileView {
     pub readable: bool,
 }
 
-/// The newest `restart.log` record of each of `ids`, across the rotation.
-fn last_records(dir: &Path, ids: &BTreeSet<&str>) -> BTreeMap<String, LastRecord> {
-    #[derive(Deserialize)]
-    struct Line {
-        id: String,
-        #[serde(flatten)]
-        record: LastRecord,
-    }
-    let mut last = BTreeMap::new();
-    each_line_with_rotated(&dir.join(RESTART_LOG), |line| {
-        if let Ok(l) = serde_json::from_slice::<Line>(line) {
-            if ids.contains(l.id.as_str()) {
-                last.insert(l.id, l.record);
-            }
-        }
-    });
-    last
-}
-
 /// The bytes each record file and its `.1` hold, the records the daemon
 /// lost there, and the rotation bound.
 fn record_files(cfg: &Config, lost: &BTreeMap<String, u64>) -> RecordFiles {
@@ -189,8 +171,8 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
     let state_readable = state.is_some();
     let state = state.unwrap_or_default();
     let remaining = |until: f64| ((until - now).max(0.0) * 10.0).round() / 10.0;
-    let ids = state.sessions.keys().map(String::as_str).collect();
-    let mut last = last_records(dir, &ids);
+    let mut last: BTreeMap<String, LastRecord> =
+        read_back::newest_by_id(&dir.join(RESTART_LOG), |id| state.sessions.contains_key(id));
     let sessions = state
         .sessions
         .iter()

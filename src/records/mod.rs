@@ -6,7 +6,6 @@ pub(crate) mod daemon_status;
 pub(crate) mod failed_writes;
 pub(crate) mod instance_lock;
 pub(crate) mod metrics;
-#[cfg(test)]
 pub(crate) mod read_back;
 pub(crate) mod rotation;
 pub(crate) mod state_file;

@@ -33,6 +33,10 @@ pub(super) enum FaultMode {
     /// agent-deck cannot load its storage: `NOT_FOUND` with exit 1 (for
     /// `remove`, `INVALID_OPERATION`; for `list`, plain text on stdout).
     LoadError,
+    /// Another process holds agent-deck's store locked (1.14.0): `list
+    /// --all` finds no session (`null`, exit 0) and every other call fails
+    /// to open the store, exit 1. `delay` is its busy timeout.
+    Locked,
     /// Any other mode: only the delay applies.
     #[serde(other)]
     Other,
@@ -113,6 +117,7 @@ pub(super) fn apply(
             Some(Reply::out(137, String::new()))
         }
         FaultMode::LoadError => Some(load_error(kind, out)),
+        FaultMode::Locked => Some(locked(kind, out)),
         FaultMode::Other => None,
     }
 }
@@ -129,6 +134,15 @@ fn load_error(kind: CommandKind, out: Out) -> Reply {
             1,
             None,
         ),
+        _ => out.error(CAUSE, "NOT_FOUND", 1, None),
+    }
+}
+
+fn locked(kind: CommandKind, out: Out) -> Reply {
+    const CAUSE: &str = "failed to initialize storage: failed to open state db: database is locked (5) (SQLITE_BUSY)";
+    match kind {
+        CommandKind::ListAll => Reply::out(0, "null\n".into()),
+        CommandKind::List => Reply::out(1, format!("Error: {CAUSE}\n")),
         _ => out.error(CAUSE, "NOT_FOUND", 1, None),
     }
 }

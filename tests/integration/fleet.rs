@@ -401,6 +401,106 @@ fn a_fleet_that_vanishes_alerts_once_keeps_its_history_and_the_budget_holds_when
 }
 
 #[test]
+fn a_locked_store_is_no_vanished_fleet_is_told_once_and_a_death_under_it_is_revived_after() {
+    let wd = Wd::new();
+    let fleet = vec![
+        conductor(CONDUCTOR, "conductor-ops", "running"),
+        conductor(SECOND, "conductor-two", "running"),
+    ];
+    wd.sessions(fleet);
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(3);
+    // Another process holds agent-deck's store: list --all prints null, the
+    // rest fail to open it; meanwhile a conductor dies.
+    let lock = json!({"mode": "locked"});
+    wd.sim.update_state(|s| {
+        s["faults"] =
+            json!({"list_all": lock, "list": lock, "show": lock, "restart": lock, "start": lock});
+        s["sessions"][0]["status"] = json!("error");
+    });
+    wd.wait_for_escalations(&d, "store-locked", 1);
+    wd.wait_for_more_ticks(6);
+    assert_eq!(wd.escalations_of("store-locked"), 1, "once per episode");
+    assert_eq!(wd.escalations_of("fleet-vanished"), 0, "{}", d.stderr());
+    assert_eq!(wd.restart_calls(), 0, "nothing is restarted blind");
+    let err = d.stderr();
+    assert!(
+        err.contains("agent-deck's store is locked (")
+            && err.contains("keeping the last known fleet"),
+        "{err}"
+    );
+    assert!(!err.contains("watching 0"), "{err}");
+    wd.sim.update_state(|s| s["faults"] = json!({}));
+    d.wait_for(
+        Duration::from_secs(15),
+        "the dead conductor revived",
+        || wd.restart_calls() == 1,
+    );
+    d.wait_for(Duration::from_secs(10), "the store said readable", || {
+        d.stderr().contains("agent-deck's store reads again")
+    });
+    assert_eq!(wd.escalations_of("fleet-vanished"), 0);
+}
+
+#[test]
+fn a_cli_outage_is_one_line_when_it_starts_and_one_when_it_ends() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
+    let d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(3);
+    let broken = json!({"mode": "exit1"});
+    wd.sim
+        .update_state(|s| s["faults"] = json!({"list_all": broken, "list": broken}));
+    wd.wait_for_more_ticks(10);
+    wd.sim.update_state(|s| s["faults"] = json!({}));
+    d.wait_for(Duration::from_secs(10), "the outage said over", || {
+        let err = d.stderr();
+        err.contains("statuses of profile 'default': readable again after")
+            && err.contains("session list: readable again after")
+    });
+    let err = d.stderr();
+    let count = |text: &str| err.matches(text).count();
+    assert_eq!(count("session list is unreadable"), 1, "{err}");
+    assert_eq!(
+        count("statuses of profile 'default' are unreadable"),
+        1,
+        "{err}"
+    );
+    assert_eq!(count("session list: readable again after"), 1, "{err}");
+}
+
+#[test]
+fn a_restart_a_stopped_watchdog_left_without_outcome_is_named_with_what_it_reads_now() {
+    let wd = Wd::new();
+    wd.sessions(vec![
+        conductor(CONDUCTOR, "conductor-ops", "running"),
+        conductor(SECOND, "conductor-two", "running"),
+    ]);
+    fs::create_dir_all(wd.watchdog_dir()).unwrap();
+    let rec = |id: &str, action: &str, ts: f64| {
+        json!({"ts": ts, "id": id, "title": "t", "profile": "default", "action": action})
+            .to_string()
+    };
+    let log = [
+        rec(CONDUCTOR, "restart", 1_700_000_000.0),
+        rec(SECOND, "restart", 1_700_000_000.0),
+        rec(SECOND, "restarted", 1_700_000_001.0),
+    ];
+    fs::write(wd.watchdog_dir().join("restart.log"), log.join("\n") + "\n").unwrap();
+    let out = wd.run(&["--once"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let named = format!("the restart of {CONDUCTOR} (conductor-ops) at ");
+    assert!(err.contains(&named), "{err}");
+    assert!(
+        err.contains(
+            "has no outcome on record: the watchdog stopped during it; it reads running now"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("has no outcome on record").count(), 1, "{err}");
+}
+
+#[test]
 fn removing_the_only_conductor_raises_no_alarm() {
     let wd = Wd::new();
     wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "running")]);
