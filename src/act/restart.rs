@@ -15,12 +15,13 @@
 use crate::act::context::Context;
 use crate::act::job::{self, RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume, resume};
+use crate::decide::fallback::{self, Fallback};
 use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::restart_step::{self, after_verify, Answer, Call, Next, Step};
 use crate::decide::{cascade, dedup, gates, notes, refusal, stale_hook, stop};
 use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure};
-use crate::fleet::panes::Proof;
+use crate::fleet::panes::{self, ListError, PaneSource, Proof, Tmux};
 use crate::fleet::session::Session;
 use crate::records::audit::{LivenessRecord, RestartRecord};
 use crate::sys::worker::Worker;
@@ -189,7 +190,7 @@ impl Restart<'_> {
                 job::succeeded(self.ctx, s, status)
             }
             _ => match &failed {
-                Some((e, why)) => self.fall_back_to_start(why, e.spawn()),
+                Some((e, why)) => self.fall_back_to_start(why, Some(e)),
                 None => self.fall_back_to_start("still in error after the restart", None),
             },
         }
@@ -426,10 +427,16 @@ impl Restart<'_> {
     /// `session start` after a restart that did not bring the session back;
     /// `why` says what the restart did, and leads a failure's reason;
     /// `spawn` is why agent-deck said the restart's spawn failed, if it did.
-    fn fall_back_to_start(&self, why: &str, spawn: Option<&SpawnFailure>) {
+    fn fall_back_to_start(&self, why: &str, answer: Option<&CliError>) {
         let s = &self.job.session;
+        let spawn = answer.and_then(CliError::spawn);
         if self.ctx.shutdown.is_set() {
             return self.failed("shutdown during verification".into(), spawn);
+        }
+        let spawned = self.spawned(s);
+        let seen = spawned.as_ref().map(Option::is_some);
+        if let Fallback::Unsaved { store } = fallback::after_restart(answer, seen) {
+            return self.unsaved(why, spawned.flatten(), store);
         }
         log::warn!("{}: {why}; falling back to session start", s.id);
         let within = self.ctx.cfg.start_verify;
@@ -469,6 +476,54 @@ impl Restart<'_> {
                 };
                 self.failed(why, spawn)
             }
+        }
+    }
+
+    /// The tmux session of `s` that agent-deck does not know, as a fresh
+    /// listing of its server shows it: the one a restart spawned and did
+    /// not save. `None`: tmux unreadable, or no tick named agent-deck's
+    /// sessions yet; `Some(None)`: there is none.
+    fn spawned(&self, s: &Session) -> Option<Option<String>> {
+        let known = self.ctx.panes.as_ref()?.map()?.known;
+        let tmux = Tmux::for_config(&self.ctx.cfg, self.ctx.shutdown.clone());
+        match tmux.list() {
+            Ok(listing) => Some(panes::unknown_of(&listing, &s.title, &known).map(str::to_owned)),
+            Err(ListError::NoServer) => Some(None),
+            Err(_) => None,
+        }
+    }
+
+    /// The restart spawned `name` (when tmux could tell) and agent-deck did
+    /// not save it (`store`: its store said locked), or may have: recorded
+    /// `restart-unsaved` and said once an episode, with no start fallback
+    /// and no failure counted. Its slot stays spent (the restart ran), and
+    /// the session is held until it is seen healthy or `name` is gone.
+    fn unsaved(&self, why: &str, name: Option<String>, store: bool) {
+        let s = &self.job.session;
+        let runs = name.as_deref().map_or_else(
+            || "tmux could not be read to tell whether it spawned an agent".to_owned(),
+            |n| format!("its agent runs in tmux session {n}, which agent-deck does not know"),
+        );
+        let reason = format!("{why}; {runs}; no session start, so as not to run a second agent");
+        log::warn!("{} ({}): {reason}", s.id, s.title);
+        {
+            let mut st = self.ctx.state.lock();
+            notes::note_restarted(&mut st, &s.id, self.ctx.clock.now());
+            st.book(&s.id).unsaved = name;
+        }
+        self.ctx
+            .record_action(s, RestartAction::RestartUnsaved, Some(reason.clone()));
+        let severity = if store {
+            Severity::StoreLocked
+        } else {
+            Severity::RestartFailed
+        };
+        if dedup::first_in_episode(&mut self.ctx.state.lock(), &s.id, severity.clone()) {
+            let msg = format!(
+                "{} ({}): {reason}. Once agent-deck's store reads again, attach to that tmux session or end it, then restart the session with agent-deck.",
+                s.title, s.id
+            );
+            self.ctx.alert(s, severity, &msg);
         }
     }
 

@@ -125,6 +125,10 @@ impl Daemon {
                 "{} ({}) is in error because its model is unavailable; a restart would boot into the same model, so it is not restarted (a stall, resumed after MODEL_UNAVAILABLE_BACKOFF_S)",
                 s.id, s.title
             ),
+            Hold::UnsavedAgent => format!(
+                "{} ({}) reads error, but the agent its last restart spawned runs unsaved in tmux; not restarting it while that runs, so as not to run two",
+                s.id, s.title
+            ),
             Hold::StoppedBefore => format!(
                 "{} ({}) reads error after it was seen stopped, which agent-deck before 1.16.23 can report for a deliberate stop (#2453); not restarting it until it is seen running again",
                 s.id, s.title

@@ -65,6 +65,7 @@ impl Daemon {
         let view = self.read_live(profiles);
         self.hand_over_panes(&critical, &view);
         let (live, unreadable, children) = (&view.live, &view.unreadable, &view.children);
+        self.forget_gone_unsaved(&critical);
         let gone = self.agent_gone(&critical, live);
         let live_of = |s: &Session| gone.get(&s.id).or(live.get(&s.id));
         let errored: BTreeMap<&str, Errored> = critical
@@ -167,6 +168,27 @@ impl Daemon {
             })
         })
         .collect()
+    }
+
+    /// Ends the hold of each critical session whose restart's unsaved tmux
+    /// session the pane watch's last listing no longer shows.
+    fn forget_gone_unsaved(&self, critical: &[Session]) {
+        let Some(listed) = self.panes.listed() else {
+            return;
+        };
+        let mut st = self.ctx.state.lock();
+        for s in critical {
+            let Some(book) = st.sessions.get_mut(&s.id) else {
+                continue;
+            };
+            if let Some(name) = book.unsaved.take_if(|n| !listed.contains(n.as_str())) {
+                log::info!(
+                    "{} ({}): the unsaved tmux session {name} is gone; it may be restarted again",
+                    s.id,
+                    s.title
+                );
+            }
+        }
     }
 
     /// Names each restart a stopped watchdog left with no outcome, and what
@@ -609,6 +631,33 @@ pub(super) mod tests {
             assert_eq!(rec.reads[0].status, status, "the status as read: {case}");
             assert_eq!(actions(tmp.path()), ["restart", "restarted"], "{case}");
         }
+    }
+
+    #[test]
+    fn a_session_whose_restart_left_an_unsaved_agent_is_held_until_that_tmux_session_is_gone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut script = fleet("error");
+        script.shows = [
+            live(Status::Error),
+            live(Status::Error),
+            live(Status::Running),
+        ]
+        .into();
+        let deck = Arc::new(FakeDeck::new(script));
+        let mut d = daemon(tmp.path(), deck.clone());
+        d.ctx.state.lock().ran.insert(COND.into());
+        let unsaved = "agentdeck_conductor-ops_5e6f7a8b".to_owned();
+        d.ctx.state.lock().book(COND).unsaved = Some(unsaved.clone());
+        d.panes.set_listed([unsaved.clone()].into());
+        d.tick();
+        assert_eq!(deck.count("restart"), 0, "held while it runs");
+        let held = d.ctx.state.lock().sessions[COND].unsaved.clone();
+        assert_eq!(held, Some(unsaved));
+        d.panes.set_listed(BTreeSet::new());
+        d.tick();
+        d.finish();
+        assert_eq!(deck.count("restart"), 1, "revived once it is gone");
+        assert_eq!(d.ctx.state.lock().sessions[COND].unsaved, None);
     }
 
     #[test]

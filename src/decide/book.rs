@@ -51,6 +51,10 @@ pub(crate) struct SessionBook {
     pub refusal: Option<Refusal>,
     /// The stall episode in progress, if any (SPEC §14).
     pub stall: Option<crate::decide::stall::Stall>,
+    /// The tmux session a restart of it spawned and agent-deck did not save
+    /// (its store locked): no more restarts while it runs, so that no second
+    /// agent is spawned beside it (see [`crate::decide::fallback`]).
+    pub unsaved: Option<String>,
 }
 
 /// A run of calls agent-deck's freshness guard refused.
@@ -171,6 +175,7 @@ impl SessionBook {
             && self.usage_limit.is_none()
             && self.refusal.is_none()
             && self.stall.is_none()
+            && self.unsaved.is_none()
     }
 }
 

@@ -40,6 +40,10 @@ spelled! {
         /// At agent-deck's `model-unavailable`: a restart boots into the same
         /// model, so it is a stall to resume (SPEC §14), never restarted.
         ModelUnavailable = "model_unavailable",
+        /// Its last restart spawned a tmux session agent-deck did not save,
+        /// which still runs: another restart or start would be a second
+        /// agent. Held until it is seen healthy or that session is gone.
+        UnsavedAgent = "unsaved_agent",
     }
 }
 
@@ -83,8 +87,10 @@ pub(crate) fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate 
 /// until the session is seen healthy, so it is the one a held session is
 /// recorded with.
 pub(crate) fn recheck(state: &mut State, id: &str, now: f64) -> Option<Hold> {
-    let died_fast = state.sessions.get(id).and_then(|b| b.spawn_died_fast_at);
-    if died_fast.is_some() {
+    let book = state.sessions.get(id);
+    if book.is_some_and(|b| b.unsaved.is_some()) {
+        Some(Hold::UnsavedAgent)
+    } else if book.and_then(|b| b.spawn_died_fast_at).is_some() {
         Some(Hold::SpawnDiedFast)
     } else if state.breaker_open_until > now {
         Some(Hold::BreakerOpen)
@@ -230,6 +236,7 @@ mod tests {
             (Hold::NeverStarted, "never_started"),
             (Hold::StaleDeadHook, "stale_dead_hook"),
             (Hold::SpawnDiedFast, "spawn_died_fast"),
+            (Hold::UnsavedAgent, "unsaved_agent"),
             (Hold::StoppedBefore, "stopped_before"),
         ] {
             assert_eq!(h.as_str(), text);

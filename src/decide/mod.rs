@@ -8,6 +8,7 @@ pub(crate) mod banner;
 pub(crate) mod book;
 pub(crate) mod cascade;
 pub(crate) mod dedup;
+pub(crate) mod fallback;
 pub(crate) mod first_run;
 pub(crate) mod gates;
 pub(crate) mod limits;

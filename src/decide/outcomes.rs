@@ -19,6 +19,9 @@ spelled! {
         RestartFailed = "restart-failed",
         /// Our own shutdown cut the restart short.
         RestartInterrupted = "restart-interrupted",
+        /// The restart spawned its tmux session, but agent-deck did not save
+        /// it (its store locked): no start fallback, no failure counted.
+        RestartUnsaved = "restart-unsaved",
         /// Held by a gate; the reason names it.
         Skipped = "skipped",
         /// Liveness confirmation found the session alive.

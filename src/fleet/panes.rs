@@ -8,7 +8,7 @@
 //! It never sends tmux anything but `list-panes`: no control mode, no
 //! hook, no key, no kill. What a pane's death means is decided elsewhere.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -61,6 +61,36 @@ pub(crate) struct ListedPane {
     pub pid: u32,
     /// Kept by `remain-on-exit` after its process ended.
     pub dead: bool,
+}
+
+/// The live tmux session of a session titled `title` in `listing` that is
+/// none of `known`: one a restart spawned and agent-deck did not save.
+/// agent-deck names its tmux sessions `agentdeck_<title>_<8 hex>`, the title
+/// with each run of characters other than ASCII letters, digits and `-`
+/// made one `-`.
+pub(crate) fn unknown_of<'a>(
+    listing: &'a Listing,
+    title: &str,
+    known: &BTreeSet<String>,
+) -> Option<&'a str> {
+    let (mut prefix, mut run) = (String::from("agentdeck_"), false);
+    for c in title.chars() {
+        let kept = c.is_ascii_alphanumeric() || c == '-';
+        if kept || !run {
+            prefix.push(if kept { c } else { '-' });
+        }
+        run = !kept;
+    }
+    prefix.push('_');
+    let ours = |n: &str| {
+        n.strip_prefix(&prefix)
+            .is_some_and(|id| !id.is_empty() && !id.contains('_'))
+    };
+    let live = listing
+        .panes
+        .iter()
+        .filter(|(n, p)| !p.dead && ours(n) && !known.contains(*n));
+    live.map(|(n, _)| n.as_str()).next()
 }
 
 /// One listing of the server.
@@ -208,6 +238,30 @@ mod tests {
         assert_eq!((a.pid, a.dead), (302, true));
         assert_eq!(l.panes["agentdeck_b_2"].pid, 400);
         assert_eq!(l.panes.len(), 2);
+    }
+
+    #[test]
+    fn an_unknown_tmux_session_of_a_title_is_one_named_as_agent_deck_names_it() {
+        let listing = parse(
+            "0:0:10:0:9:agentdeck_conductor-ops_1a2b3c4d\n\
+             0:0:11:0:9:agentdeck_conductor-ops_5e6f7a8b\n\
+             0:0:12:0:9:agentdeck_my-plan-x_0badc0de\n\
+             0:0:13:1:9:agentdeck_conductor-two_00000000\n\
+             0:0:14:0:9:agentdeck_conductor-ops_x_1a2b3c4d\n",
+        );
+        let known: BTreeSet<String> = ["agentdeck_conductor-ops_1a2b3c4d".to_owned()].into();
+        assert_eq!(
+            unknown_of(&listing, "conductor-ops", &known),
+            Some("agentdeck_conductor-ops_5e6f7a8b")
+        );
+        assert_eq!(
+            unknown_of(&listing, "my plan: x", &BTreeSet::new()),
+            Some("agentdeck_my-plan-x_0badc0de")
+        );
+        assert_eq!(unknown_of(&listing, "conductor-two", &known), None, "dead");
+        assert_eq!(unknown_of(&listing, "conductor", &known), None);
+        let all = listing.panes.keys().cloned().collect();
+        assert_eq!(unknown_of(&listing, "conductor-ops", &all), None);
     }
 
     #[test]

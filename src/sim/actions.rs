@@ -125,6 +125,13 @@ fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     if let Some(reason) = fresh.filter(|_| !force) {
         return Ok(skipped(&reason));
     }
+    if mode == OnRestart::Unsaved {
+        s.restarts += 1;
+        s.tmux_alive = Some(false);
+        let spawned = live::new_tmux_name(&s.title, at);
+        st.unsaved_tmux.push(spawned);
+        return Err(o.invalid("failed to save session state: database is locked (5) (SQLITE_BUSY)"));
+    }
     if mode == OnRestart::Fail {
         if let Some(f) = s.spawn_failure.clone().filter(|_| verified) {
             // The restart itself ran; what it spawned did not live.

@@ -85,6 +85,11 @@ pub struct SimState {
     /// the pane host kills every child and `sim tmux` finds no server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tmux_server: Option<String>,
+    /// The tmux sessions restarts spawned and could not save (`on_restart:
+    /// unsaved`): each runs, and `sim tmux list-panes` lists it, but no
+    /// session names it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsaved_tmux: Vec<String>,
     /// What `usage --json` prints from 1.16.11 (absent: no providers);
     /// before it, `usage` fails as 1.14.0's TUI does without a terminal.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,6 +114,7 @@ impl Default for SimState {
             version: None,
             both_store_roots: false,
             tmux_server: None,
+            unsaved_tmux: Vec::new(),
             usage: None,
             pane_host: None,
             other: Map::new(),
@@ -156,6 +162,11 @@ pub enum OnRestart {
     NoEffect,
     /// `failed to restart session`, exit 1.
     Fail,
+    /// The store is locked as it saves (1.14.0 under a held lock): the new
+    /// tmux session is spawned and runs, but the store keeps the old one's
+    /// name, so the session reads crashed; `failed to save session state:
+    /// … database is locked`, exit 1.
+    Unsaved,
 }
 
 /// How `session start` answers.

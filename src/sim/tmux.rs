@@ -101,9 +101,11 @@ fn no_server_to_kill(st: &SimState) -> bool {
 pub(super) fn list_panes(st: &SimState, format: &str) -> Option<Reply> {
     let pid = server(st)?.to_string();
     let host = st.pane_host.as_ref()?;
+    // A restart's unsaved tmux session runs too (its pane pid: the server's, here).
+    let panes = host.panes.iter().map(|(name, p)| (name, p.to_string()));
+    let unsaved = st.unsaved_tmux.iter().map(|name| (name, pid.clone()));
     let mut text = String::new();
-    for (name, pane_pid) in &host.panes {
-        let pane_pid = pane_pid.to_string();
+    for (name, pane_pid) in panes.chain(unsaved) {
         text.push_str(&expand(format, |var| match var {
             "session_name" => Some(name.as_str()),
             // One window and one pane per session.

@@ -63,6 +63,9 @@ struct Shared {
     /// The critical sessions whose pane the watch found a bare shell
     /// (SPEC §14): their agent is gone.
     bare: BTreeSet<String>,
+    /// Every tmux session name the watch's last listing showed; `None`
+    /// before one was read.
+    listed: Option<BTreeSet<String>>,
 }
 
 impl PaneShare {
@@ -73,6 +76,7 @@ impl PaneShare {
                 map: None,
                 status: WatchStatus::not_armed(why_not),
                 bare: BTreeSet::new(),
+                listed: None,
             }),
             restarting: AtomicUsize::new(0),
             armed_tx,
@@ -125,6 +129,16 @@ impl PaneShare {
     /// The watch's round found these panes bare shells.
     pub(crate) fn set_bare(&self, bare: BTreeSet<String>) {
         self.inner.lock().bare = bare;
+    }
+
+    /// The tmux session names the watch's last listing showed, if it read one.
+    pub(crate) fn listed(&self) -> Option<BTreeSet<String>> {
+        self.inner.lock().listed.clone()
+    }
+
+    /// The watch's round listed these names.
+    pub(crate) fn set_listed(&self, names: BTreeSet<String>) {
+        self.inner.lock().listed = Some(names);
     }
 
     /// A restart of `id` is under way: its old pane's shell is no proof

@@ -196,11 +196,14 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
         let mut round = Round::default();
         match self.source.list() {
             Ok(listing) => {
+                self.share
+                    .set_listed(listing.panes.keys().cloned().collect());
                 self.diff(&map, &listing, &mut round);
                 self.arm_new(&map, &listing)?;
                 round.unknown = self.unknown_names(&map, &listing);
             }
             Err(e @ (ListError::NoServer | ListError::NoTmux(_))) => {
+                self.share.set_listed(BTreeSet::new());
                 self.all_gone(&mut round);
                 self.publish(&e.to_string());
             }

@@ -146,3 +146,41 @@ fn with_pane_watch_off_a_killed_pane_keeps_the_two_samples() {
         .iter()
         .any(|c| c.iter().any(|a| a == "list-panes")));
 }
+
+#[test]
+fn a_restart_the_locked_store_did_not_save_is_never_followed_by_a_second_agent() {
+    let wd = installed("auto");
+    let (_host, pid, d) = started(&wd);
+    if !wd.pane_watch_armed(&d) {
+        return;
+    }
+    // The store is locked as the restart saves: its tmux session is
+    // spawned and runs, the store keeps the old name.
+    wd.sim
+        .update_state(|s| s["sessions"][0]["on_restart"] = json!("unsaved"));
+    kill(pid, 9);
+    d.wait_for(Duration::from_secs(15), "no restart-unsaved record", || {
+        wd.restarts_with("restart-unsaved").len() == 1
+    });
+    let rec = &wd.restarts_with("restart-unsaved")[0];
+    let reason = rec.reason.clone().unwrap_or_default();
+    assert!(
+        reason.contains("database is locked") && reason.contains("agentdeck_conductor-ops_"),
+        "{reason}"
+    );
+    wd.wait_for_escalations(&d, "store-locked", 1);
+    // Polls go on, the session reads error, and nothing spawns another.
+    d.wait_for(Duration::from_secs(10), "a held tick", || {
+        wd.restarts_with("skipped")
+            .iter()
+            .any(|r| r.reason.as_deref() == Some("unsaved_agent"))
+    });
+    assert!(
+        wd.sim.calls_with(&["session", "start"]).is_empty(),
+        "no start: {}",
+        d.stderr()
+    );
+    assert_eq!(wd.restart_calls(), 1, "{}", d.stderr());
+    assert_eq!(wd.escalations_of("store-locked"), 1);
+    assert_eq!(wd.escalations_of("restart-failed"), 0);
+}

@@ -26,6 +26,7 @@ fn state_doc() -> BoxedStrategy<Value> {
             ("last_status", string()),
             ("status_since", time()),
             ("error_since", time()),
+            ("unsaved", string()),
             (
                 "refusal",
                 shaped(vec![
