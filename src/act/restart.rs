@@ -435,8 +435,10 @@ impl Restart<'_> {
         }
         let spawned = self.spawned(s);
         let seen = spawned.as_ref().map(Option::is_some);
-        if let Fallback::Unsaved { store } = fallback::after_restart(answer, seen) {
-            return self.unsaved(why, spawned.flatten(), store);
+        match fallback::after_restart(answer, seen) {
+            Fallback::Unsaved { store } => return self.unsaved(why, spawned.flatten(), store),
+            Fallback::StoreLocked => return self.store_locked(why),
+            Fallback::Start => {}
         }
         log::warn!("{}: {why}; falling back to session start", s.id);
         let within = self.ctx.cfg.start_verify;
@@ -524,6 +526,30 @@ impl Restart<'_> {
                 s.title, s.id
             );
             self.ctx.alert(s, severity, &msg);
+        }
+    }
+
+    /// The restart could not open or save agent-deck's store and spawned
+    /// nothing: not a failed restart. Its slot is given back, and the
+    /// locked store is said once an episode; the next poll that reads the
+    /// session decides again.
+    fn store_locked(&self, why: &str) {
+        let s = &self.job.session;
+        self.give_back();
+        log::warn!("{} ({}): agent-deck's store is locked ({why}); not restarted, tried again once it reads", s.id, s.title);
+        self.ctx.record_action(
+            s,
+            RestartAction::RestartUnsaved,
+            Some(format!(
+                "agent-deck's store is locked and nothing was spawned: {why}"
+            )),
+        );
+        if dedup::first_in_episode(&mut self.ctx.state.lock(), &s.id, Severity::StoreLocked) {
+            let msg = format!(
+                "{} ({}) could not be restarted: agent-deck's store is locked ({why}). Look for a process holding agent-deck's state.db; it is restarted once the store reads again.",
+                s.title, s.id
+            );
+            self.ctx.alert(s, Severity::StoreLocked, &msg);
         }
     }
 

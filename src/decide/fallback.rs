@@ -19,6 +19,10 @@ pub(crate) enum Fallback {
     /// tmux could not be read after an answer that may have spawned one:
     /// never start another. `store`: agent-deck said its store is locked.
     Unsaved { store: bool },
+    /// agent-deck could not open or save its store and tmux shows no spawn:
+    /// the restart did not run, and a start would fail the same way. Not a
+    /// failed restart: its slot is given back.
+    StoreLocked,
 }
 
 /// The fallback after a restart that answered `answer` (`None`: it said
@@ -30,6 +34,7 @@ pub(crate) fn after_restart(answer: Option<&CliError>, spawned: Option<bool>) ->
     match spawned {
         Some(true) => Fallback::Unsaved { store },
         None if may_have_spawned => Fallback::Unsaved { store },
+        Some(false) if store => Fallback::StoreLocked,
         _ => Fallback::Start,
     }
 }
@@ -73,10 +78,10 @@ mod tests {
             (Some(&timeout), Some(false), Fallback::Start),
             (Some(&locked), Some(true), unsaved(true)),
             (Some(&locked), None, unsaved(true)),
-            (Some(&locked), Some(false), Fallback::Start),
+            (Some(&locked), Some(false), Fallback::StoreLocked),
             (Some(&storage), Some(true), unsaved(true)),
             (Some(&storage), None, unsaved(true)),
-            (Some(&storage), Some(false), Fallback::Start),
+            (Some(&storage), Some(false), Fallback::StoreLocked),
             (Some(&missing), Some(true), unsaved(false)),
             (Some(&missing), None, Fallback::Start),
             (Some(&missing), Some(false), Fallback::Start),
