@@ -94,15 +94,16 @@ fn a_conductor_at_its_usage_limit_is_resumed_once_after_the_reset() {
     assert_ne!(sb.show(&a)["substate"], "usage-limit", "{}", sb.show(&a));
 }
 
-#[test]
-#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
-fn a_turn_that_ended_on_an_overload_is_resumed_once_after_the_dwell() {
+/// A chat conductor watched by a daemon (`RESUME_DWELL_S` 3), in a turn
+/// that has just been typed the line that ends it on an overload; its
+/// pane's tmux target.
+fn overloaded(title: &str) -> (Sandbox, Agent, Daemon, String) {
     let sb = Sandbox::new();
-    let a = sb.add("conductor-busy", "conductor", Tool::Claude, None);
+    let a = sb.add(title, "conductor", Tool::Claude, None);
     a.set_mode("chat");
     sb.start(&a);
     let d = sb.spawn_watchdog(&[
-        ("RESUME_DWELL_S", "2"),
+        ("RESUME_DWELL_S", "3"),
         ("RESUME_VERIFY_S", "30"),
         ("SAFETY_POLL_INTERVAL_S", "0.5"),
     ]);
@@ -110,9 +111,16 @@ fn a_turn_that_ended_on_an_overload_is_resumed_once_after_the_dwell() {
     let running = wait_until(Duration::from_secs(20), || sb.status(&a) == "running");
     assert!(running, "{}", sb.show(&a));
     sb.wait_for_polls(&d, 3, Duration::from_secs(20));
-    let name = sb.tmux_session(&a);
-    let typed = sb.tmux(&["send-keys", "-t", &format!("={name}:"), "overload", "Enter"]);
+    let target = format!("={}:", sb.tmux_session(&a));
+    let typed = sb.tmux(&["send-keys", "-t", &target, "overload", "Enter"]);
     assert!(typed.status.success(), "{typed:?}");
+    (sb, a, d, target)
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_turn_that_ended_on_an_overload_is_resumed_once_after_the_dwell() {
+    let (sb, a, d, _) = overloaded("conductor-busy");
     sb.hook(&a, "Stop");
     let detected = resumed_once(&sb, &a, &d, Duration::from_secs(90));
     assert_eq!(
@@ -126,26 +134,11 @@ fn a_turn_that_ended_on_an_overload_is_resumed_once_after_the_dwell() {
 #[test]
 #[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
 fn a_resume_never_types_over_an_operators_draft() {
-    let sb = Sandbox::new();
-    let a = sb.add("conductor-draft", "conductor", Tool::Claude, None);
-    a.set_mode("chat");
-    sb.start(&a);
-    let d = sb.spawn_watchdog(&[
-        ("RESUME_DWELL_S", "3"),
-        ("RESUME_VERIFY_S", "30"),
-        ("SAFETY_POLL_INTERVAL_S", "0.5"),
-    ]);
-    sb.hook(&a, "UserPromptSubmit");
-    let running = wait_until(Duration::from_secs(20), || sb.status(&a) == "running");
-    assert!(running, "{}", sb.show(&a));
-    sb.wait_for_polls(&d, 3, Duration::from_secs(20));
-    let target = format!("={}:", sb.tmux_session(&a));
+    let (sb, a, d, target) = overloaded("conductor-draft");
     let pane = || {
         let out = sb.tmux(&["capture-pane", "-p", "-t", &target]);
         String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
     };
-    let typed = sb.tmux(&["send-keys", "-t", &target, "overload", "Enter"]);
-    assert!(typed.status.success(), "{typed:?}");
     let at_prompt = wait_until(Duration::from_secs(10), || {
         let p = pane();
         p.contains("API Error: 529") && p.ends_with('❯')
