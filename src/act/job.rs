@@ -6,12 +6,11 @@
 use std::time::Duration;
 
 use crate::act::context::Context;
+use crate::act::continuity::Continuity;
 use crate::decide::notes;
 use crate::decide::outcomes::RestartAction;
-use crate::fleet::deck::Delivery;
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
-use crate::sys::clock::local_timestamp;
 
 /// Why a session is being restarted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,27 +83,13 @@ pub(super) fn verify(ctx: &Context, s: &Session, within: Duration) -> Option<Sta
 }
 
 /// A restart of `s` that brought it back as `status`: noted, recorded, and
-/// told what happened (the continuity message).
-pub(super) fn succeeded(ctx: &Context, s: &Session, status: Status) {
+/// its continuity message handed to `continuity`.
+pub(super) fn succeeded(ctx: &Context, s: &Session, status: Status, continuity: &Continuity) {
     let status = status.as_str();
     log::info!("restart of {} ({}) worked: status {status}", s.id, s.title);
     notes::note_success(&mut ctx.state.lock(), &s.id);
     let mut rec = ctx.record(s, RestartAction::Restarted, None);
     rec.final_status = Some(status.into());
     ctx.records.restart(&rec);
-    let template = &ctx.cfg.continuity_message;
-    if !template.is_empty() {
-        let text = template.replace("{timestamp}", &local_timestamp(ctx.clock.now()));
-        match ctx.deck.send(&s.profile, &s.id, &text) {
-            Ok(()) => log::info!("continuity message sent to {}", s.id),
-            Err(e) if e.delivery().is_some_and(Delivery::arrived) => log::info!(
-                "continuity message typed into the pane of {}, agent-deck saw no sign it was acted on ({e}); not sent again",
-                s.id
-            ),
-            Err(e) => log::warn!(
-                "continuity message to {} failed: {e}; the session runs without it",
-                s.id
-            ),
-        }
-    }
+    continuity.queue(s);
 }

@@ -8,11 +8,15 @@
 //! tried again later ([`crate::decide::refusal`] says when).
 //!
 //! [`Restarter`] runs these jobs one at a time on its own thread, so the main
-//! loop never blocks on them and restarts never overlap. Decisions come from
+//! loop never blocks on them and restarts never overlap; the continuity
+//! message goes out on a worker of its own ([`Continuity`]). Decisions come from
 //! [`crate::decide`]; this module does the calls and holds the state mutex
 //! only between them.
 
+use std::sync::Arc;
+
 use crate::act::context::Context;
+use crate::act::continuity::Continuity;
 use crate::act::job::{self, RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume, resume};
 use crate::decide::liveness::{self, LivenessReason};
@@ -25,14 +29,34 @@ use crate::fleet::session::Session;
 use crate::records::audit::{LivenessRecord, RestartRecord};
 use crate::sys::worker::Worker;
 
-/// The restart worker: one restart at a time, in the order they were cleared.
-pub(crate) type Restarter = Worker<RestartJob>;
+/// The restart worker (one restart at a time, in the order they were
+/// cleared) and, beside it, the continuity messages' own worker.
+pub(crate) struct Restarter {
+    // Dropped in this order: the restarts end before the messages they queued.
+    restarts: Worker<RestartJob>,
+    continuity: Option<Arc<Continuity>>,
+}
+
+impl Restarter {
+    pub(crate) fn submit(&self, job: RestartJob) {
+        self.restarts.submit(job);
+    }
+
+    /// Runs the queued restarts, then the messages they left, and stops both.
+    pub(crate) fn finish(&mut self) {
+        self.restarts.finish();
+        self.continuity.take();
+    }
+}
 
 pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
-    Worker::spawn("restart", move |job: RestartJob| {
+    let continuity = Arc::new(Continuity::spawn(ctx.clone())?);
+    let told = continuity.clone();
+    let restarts = Worker::spawn("restart", move |job: RestartJob| {
         let restart = Restart {
             ctx: &ctx,
             job: &job,
+            continuity: &told,
         };
         // Whatever happens in it (even a bug), the session must not stay in flight.
         let outcome =
@@ -46,6 +70,10 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
         }
         gates::finish(&mut ctx.state.lock(), &job.session.id);
         ctx.store.save(&ctx.state);
+    })?;
+    Ok(Restarter {
+        restarts,
+        continuity: Some(continuity),
     })
 }
 
@@ -53,6 +81,7 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
 struct Restart<'a> {
     ctx: &'a Context,
     job: &'a RestartJob,
+    continuity: &'a Continuity,
 }
 
 /// Adds what agent-deck said of a failed spawn to a record: its reason, the
@@ -106,7 +135,11 @@ impl Restart<'_> {
     /// its last record.
     fn carry_out(&self) {
         let s = &self.job.session;
-        let Some(waited) = self.wait_turn(s) else {
+        // A message still going out to it must not overlap a call on it.
+        let shutdown = &self.ctx.shutdown;
+        let waited = (self.continuity.wait_sent(&s.id, shutdown))
+            .and_then(|sent| Some(self.wait_turn(s)? || sent));
+        let Some(waited) = waited else {
             log::info!("restart of {} abandoned: shutting down", s.id);
             self.give_back();
             return;
@@ -186,7 +219,7 @@ impl Restart<'_> {
                     // A failed or unverified answer, and yet it came up.
                     notes::note_restarted(&mut self.ctx.state.lock(), &s.id, issued);
                 }
-                job::succeeded(self.ctx, s, status)
+                job::succeeded(self.ctx, s, status, self.continuity)
             }
             _ => match &failed {
                 Some((e, why)) => self.fall_back_to_start(why, e.spawn()),
@@ -458,7 +491,7 @@ impl Restart<'_> {
                     // An unverified start brought it up.
                     notes::note_ran(&mut self.ctx.state.lock(), &s.id);
                 }
-                job::succeeded(self.ctx, s, status)
+                job::succeeded(self.ctx, s, status, self.continuity)
             }
             _ => {
                 let why = match failure {
@@ -506,7 +539,7 @@ impl Restart<'_> {
             rec.backoff_s = Some(lim.backoff_429);
             return self.ctx.records.restart(&rec);
         }
-        if prompt_resume::attempt(self.ctx, self.job, &transcript) {
+        if prompt_resume::attempt(self.ctx, self.job, &transcript, self.continuity) {
             return;
         }
         let n = notes::note_failure(&mut self.ctx.state.lock(), &s.id);
@@ -533,6 +566,7 @@ impl Restart<'_> {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::time::Duration;
 
     use super::*;
     use crate::act::context::tests::{config, restart_records, severities, NOW};
@@ -553,8 +587,15 @@ mod tests {
         ctx
     }
 
+    /// Carries `job` out; its continuity message goes out before it returns.
     fn carry_out(ctx: &Context, job: &RestartJob) {
-        Restart { ctx, job }.carry_out();
+        let continuity = Continuity::spawn(ctx.clone()).unwrap();
+        Restart {
+            ctx,
+            job,
+            continuity: &continuity,
+        }
+        .carry_out();
     }
 
     fn revive(ctx: &Context) {
@@ -730,6 +771,59 @@ mod tests {
             .sessions
             .get(ID)
             .map_or(0, |b| b.restarts.len())
+    }
+
+    /// Two revivals in turn, each read `error` twice, then `running`; each
+    /// continuity message waits for the test to open `gate`.
+    fn two_revivals(gate: crossbeam_channel::Receiver<()>) -> Arc<FakeDeck> {
+        let shows = [Status::Error, Status::Error, Status::Running].repeat(2);
+        Arc::new(FakeDeck::new(Script {
+            shows: shows.into_iter().map(live).collect(),
+            send_gate: Some(gate),
+            ..Script::default()
+        }))
+    }
+
+    #[test]
+    fn a_slow_continuity_message_does_not_hold_up_the_next_revive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (gate, held) = crossbeam_channel::bounded(0);
+        let deck = two_revivals(held);
+        let ctx = context(tmp.path(), deck.clone());
+        let mut restarter = super::spawn(ctx.clone()).unwrap();
+        let other = "a0b1c2d3-1755899999";
+        restarter.submit(reserved(&ctx));
+        restarter.submit(reserved_for(&ctx, other));
+        let second = deck.wait_for_calls(&format!("restart {other}"), 1, Duration::from_secs(5));
+        let calls = deck.calls.lock().clone();
+        drop(gate);
+        restarter.finish();
+        assert!(
+            second,
+            "the second revive waited for the first message: {calls:?}"
+        );
+        assert_eq!(deck.count("send"), 2, "each message goes out once");
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(acts, ["restart", "restarted", "restart", "restarted"]);
+    }
+
+    #[test]
+    fn a_session_is_not_called_on_while_its_continuity_message_goes_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (gate, held) = crossbeam_channel::bounded(0);
+        let deck = two_revivals(held);
+        let ctx = context(tmp.path(), deck.clone());
+        let mut restarter = super::spawn(ctx.clone()).unwrap();
+        restarter.submit(reserved(&ctx));
+        restarter.submit(reserved(&ctx));
+        let sending = deck.wait_for_calls(&format!("send {ID}"), 1, Duration::from_secs(5));
+        // The first revival read it three times: two liveness reads, one verify.
+        let show = format!("show {ID}");
+        let early = deck.wait_for_calls(&show, 4, Duration::from_millis(200));
+        drop(gate);
+        restarter.finish();
+        assert!(sending && !early, "{:?}", deck.calls.lock());
+        assert_eq!((deck.count("restart"), deck.count("send")), (2, 2));
     }
 
     #[test]

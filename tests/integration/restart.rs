@@ -503,6 +503,46 @@ fn successful_restart_is_recorded_and_sends_the_continuity_message() {
     assert_eq!(live.reads.len(), 2);
 }
 
+/// Two conductors die in turn while every `session send` takes 8 s (the
+/// simulator's `delay_s.send`; a Claude conductor's took 11.6–11.9 s on
+/// 1.14.0). The second's restart call does not wait for the first's
+/// continuity message, and a SIGTERM with one message in flight and one
+/// queued still exits at once, dropping the queued one with a line.
+#[test]
+fn a_slow_continuity_message_does_not_hold_up_the_next_conductors_restart() {
+    let other = "a0b1c2d3-1755899999";
+    let wd = Wd::new().env("SUBPROCESS_TIMEOUT_S", "30");
+    wd.sessions(vec![
+        conductor(CONDUCTOR, "conductor-ops", "running"),
+        conductor(other, "conductor-two", "running"),
+    ]);
+    wd.sim.update_state(|s| s["delay_s"] = json!({"send": 8}));
+    let mut d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(2);
+    wd.set_status("error");
+    let first = ["session", "send", CONDUCTOR];
+    wd.wait_for_call(&d, &first, SECS_10, "no continuity message");
+    let died = Instant::now();
+    wd.sim
+        .update_state(|s| s["sessions"][1]["status"] = json!("error"));
+    let second = ["session", "restart", other];
+    wd.wait_for_call(&d, &second, SECS_10, "no second restart");
+    let took = died.elapsed();
+    assert!(
+        took < Duration::from_secs(4),
+        "second restart after {took:?}"
+    );
+    d.wait_for(SECS_10, "the second restart never worked", || {
+        wd.restarts_with("restarted").len() == 2
+    });
+    let (code, took) = d.signal_and_wait(libc::SIGTERM, SECS_10);
+    let stderr = d.stderr();
+    assert_eq!(code, Some(0), "stderr:\n{stderr}");
+    assert!(took < Duration::from_millis(1500), "exit took {took:?}");
+    let dropped = format!("continuity message to {other} dropped: shutting down");
+    assert!(stderr.contains(&dropped), "{stderr}");
+}
+
 /// Needs the simulator's `"on_send": "typed"` (exit 1, `DELIVERY_FAILED`
 /// with `"delivery":"typed"`, the message recorded in `sent`).
 #[test]
