@@ -36,7 +36,7 @@ type Pending = Arc<Mutex<Vec<String>>>;
 pub(crate) struct Continuity {
     ctx: Context,
     pending: Pending,
-    worker: Worker<(Session, String)>,
+    worker: Mutex<Worker<(Session, String)>>,
 }
 
 impl Continuity {
@@ -50,7 +50,7 @@ impl Continuity {
         Ok(Continuity {
             ctx,
             pending,
-            worker,
+            worker: Mutex::new(worker),
         })
     }
 
@@ -63,7 +63,12 @@ impl Continuity {
         }
         let text = template.replace("{timestamp}", &local_timestamp(self.ctx.clock.now()));
         self.pending.lock().push(s.id.clone());
-        self.worker.submit((s.clone(), text));
+        self.worker.lock().submit((s.clone(), text));
+    }
+
+    /// Sends what is queued (drops it, on shutdown), then stops the worker.
+    pub(crate) fn finish(&self) {
+        self.worker.lock().finish();
     }
 
     /// Waits until no message to `id` is queued or in flight: whether it

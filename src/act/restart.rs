@@ -26,7 +26,7 @@ use crate::decide::{cascade, dedup, gates, notes, refusal, stale_hook, stop};
 use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure};
 use crate::fleet::panes::Proof;
 use crate::fleet::session::Session;
-use crate::records::audit::{LivenessRecord, RestartRecord};
+use crate::records::audit::LivenessRecord;
 use crate::sys::worker::Worker;
 
 /// The restart worker (one restart at a time, in the order they were
@@ -34,7 +34,7 @@ use crate::sys::worker::Worker;
 pub(crate) struct Restarter {
     // Dropped in this order: the restarts end before the messages they queued.
     restarts: Worker<RestartJob>,
-    continuity: Option<Arc<Continuity>>,
+    continuity: Arc<Continuity>,
 }
 
 impl Restarter {
@@ -42,10 +42,15 @@ impl Restarter {
         self.restarts.submit(job);
     }
 
+    /// Where a restart a later look found working sends its message.
+    pub(crate) fn continuity(&self) -> &Continuity {
+        &self.continuity
+    }
+
     /// Runs the queued restarts, then the messages they left, and stops both.
     pub(crate) fn finish(&mut self) {
         self.restarts.finish();
-        self.continuity.take();
+        self.continuity.finish();
     }
 }
 
@@ -73,7 +78,7 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
     })?;
     Ok(Restarter {
         restarts,
-        continuity: Some(continuity),
+        continuity,
     })
 }
 
@@ -82,16 +87,6 @@ struct Restart<'a> {
     ctx: &'a Context,
     job: &'a RestartJob,
     continuity: &'a Continuity,
-}
-
-/// Adds what agent-deck said of a failed spawn to a record: its reason, the
-/// digest of the dying output (never the text) and `elapsed_ms`.
-fn with_spawn(rec: &mut RestartRecord, spawn: Option<&SpawnFailure>) {
-    if let Some(f) = spawn {
-        rec.spawn_reason = Some(f.reason.to_string());
-        rec.dying_output_digest.clone_from(&f.dying_output_digest);
-        rec.elapsed_ms = f.elapsed_ms;
-    }
 }
 
 /// Whether a transcript shows an API rate limit (HTTP 429).
@@ -221,6 +216,7 @@ impl Restart<'_> {
                 }
                 job::succeeded(self.ctx, s, status, self.continuity)
             }
+            (Next::Unread, _) => self.unread("restart", failed.as_ref().map(|f| f.1.as_str())),
             _ => match &failed {
                 Some((e, why)) => self.fall_back_to_start(why, e.spawn()),
                 None => self.fall_back_to_start("still in error after the restart", None),
@@ -326,7 +322,7 @@ impl Restart<'_> {
         let mut rec = self
             .ctx
             .record(s, RestartAction::RestartFailed, Some(why.to_owned()));
-        with_spawn(&mut rec, Some(f));
+        job::with_spawn(&mut rec, Some(f));
         self.ctx.records.restart(&rec);
         let msg = format!(
             "{} ({}) cannot be restarted: agent-deck reports {} (elapsed_ms {}) — its new process exits at once, which a restart or start cannot fix. It is held from restarts until it is seen healthy; last err: {why}",
@@ -493,6 +489,7 @@ impl Restart<'_> {
                 }
                 job::succeeded(self.ctx, s, status, self.continuity)
             }
+            (Next::Unread, _) => self.unread("start", Some(failure.map_or(why, |f| f.1))),
             _ => {
                 let why = match failure {
                     Some((_, why)) => format!("{why}; status still error after {secs:.0}s"),
@@ -503,6 +500,28 @@ impl Restart<'_> {
                 self.failed(why, spawn)
             }
         }
+    }
+
+    /// A call agent-deck carried out, `after` which no status read worked:
+    /// recorded `restart-unverified`, its `lead` (what went before) first.
+    /// Neither a success nor a failure until a look reads the status
+    /// ([`crate::decide::verdict`] settles it); its budget slot stays spent,
+    /// as the call ran.
+    fn unread(&self, after: &str, lead: Option<&str>) {
+        let s = &self.job.session;
+        if self.ctx.shutdown.is_set() {
+            return self.failed("shutdown during verification".into(), None);
+        }
+        let why = match lead {
+            Some(lead) => format!("{lead}; status unreadable after {after}"),
+            None => format!("status unreadable after {after}"),
+        };
+        log::warn!(
+            "{}: {why}; whether it is back is settled when its status is read",
+            s.id
+        );
+        self.ctx.state.lock().book(&s.id).unverified = Some(why.clone());
+        (self.ctx).record_action(s, RestartAction::RestartUnverified, Some(why));
     }
 
     /// A failed restart: a 429 backs off and gives the slot back; anything
@@ -543,23 +562,7 @@ impl Restart<'_> {
             return;
         }
         let n = notes::note_failure(&mut self.ctx.state.lock(), &s.id);
-        log::warn!(
-            "restart of {} ({}) failed ({n} in a row): {err}",
-            s.id,
-            s.title
-        );
-        let mut rec = self
-            .ctx
-            .record(s, RestartAction::RestartFailed, Some(err.clone()));
-        with_spawn(&mut rec, spawn);
-        self.ctx.records.restart(&rec);
-        if n >= 2 {
-            let msg = format!(
-                "{} ({}) failed to restart {n}x consecutively; last err: {err}",
-                s.title, s.id
-            );
-            self.ctx.alert(s, Severity::RestartFailed, &msg);
-        }
+        job::failed(self.ctx, s, n, &err, spawn);
     }
 }
 
@@ -824,6 +827,33 @@ mod tests {
         restarter.finish();
         assert!(sending && !early, "{:?}", deck.calls.lock());
         assert_eq!((deck.count("restart"), deck.count("send")), (2, 2));
+    }
+
+    #[test]
+    fn a_call_whose_status_no_read_could_give_is_recorded_unverified_not_failed() {
+        use Status::Error;
+        #[rustfmt::skip]
+        let cases = [
+            (vec![live(Error), live(Error), None], 0, "status unreadable after restart"),
+            (vec![live(Error), live(Error), live(Error), None], 1,
+             "still in error after the restart; status unreadable after start"),
+        ];
+        for (shows, starts, why) in cases {
+            let tmp = tempfile::tempdir().unwrap();
+            let deck = Arc::new(FakeDeck::new(Script {
+                shows: shows.into(),
+                ..Script::default()
+            }));
+            let ctx = context(tmp.path(), deck.clone());
+            carry_out(&ctx, &reserved(&ctx));
+            assert_eq!((deck.count("start"), deck.count("send")), (starts, 0));
+            let recs = restart_records(tmp.path());
+            assert_eq!(recs[1].action, RestartAction::RestartUnverified);
+            assert_eq!(recs[1].reason.as_deref(), Some(why));
+            let book = &ctx.state.lock().sessions[ID];
+            assert_eq!(book.unverified.as_deref(), Some(why), "settled later");
+            assert_eq!((book.consecutive_failures, book.restarts.len()), (0, 1));
+        }
     }
 
     #[test]

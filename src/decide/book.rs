@@ -51,6 +51,9 @@ pub(crate) struct SessionBook {
     pub refusal: Option<Refusal>,
     /// The stall episode in progress, if any (SPEC §14).
     pub stall: Option<crate::decide::stall::Stall>,
+    /// The reason of a `restart-unverified` record (no status could be read
+    /// after the call) until a look reads the status and settles it.
+    pub unverified: Option<String>,
 }
 
 /// A run of calls agent-deck's freshness guard refused.
@@ -171,6 +174,7 @@ impl SessionBook {
             && self.usage_limit.is_none()
             && self.refusal.is_none()
             && self.stall.is_none()
+            && self.unverified.is_none()
     }
 }
 

@@ -19,6 +19,9 @@ spelled! {
         RestartFailed = "restart-failed",
         /// Our own shutdown cut the restart short.
         RestartInterrupted = "restart-interrupted",
+        /// agent-deck carried the call out, and no status read after it
+        /// succeeded: settled `restarted` or `restart-failed` by a later look.
+        RestartUnverified = "restart-unverified",
         /// Held by a gate; the reason names it.
         Skipped = "skipped",
         /// Liveness confirmation found the session alive.
@@ -102,6 +105,7 @@ mod tests {
             (A::StaleRemoved, "stale-removed"),
             (A::StaleRemoveFailed, "stale-remove-failed"),
             (A::Drill, "drill"),
+            (A::RestartUnverified, "restart-unverified"),
         ];
         use Severity as S;
         let severities = [

@@ -897,6 +897,36 @@ fn a_failed_restart_call_falls_back_to_session_start() {
     assert!(wd.restarts_with("restart-failed").is_empty());
 }
 
+/// The start fallback works, then every `session show` fails: the restart
+/// is recorded `restart-unverified` ("status unreadable after start"), not
+/// a failure with a status never seen, and the next tick, which reads it
+/// running, records it `restarted`.
+#[test]
+fn a_start_whose_status_no_read_could_give_is_settled_by_the_next_read_not_failed() {
+    let wd = Wd::new().env("START_VERIFY_S", "0.5");
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["on_restart"] = json!("no_effect");
+    c["on_start"] = json!("ok");
+    wd.sessions(vec![c]);
+    wd.sim
+        .update_state(|s| s["delay_s"] = json!({"start": 1.0}));
+    let d = wd.spawn(&[]);
+    wd.wait_for_call(&d, &["session", "start"], SECS_10, "no start fallback");
+    wd.sim
+        .update_state(|s| s["faults"] = json!({"show": {"mode": "exit1"}}));
+    d.wait_for(SECS_10, "never settled", || {
+        !wd.restarts_with("restarted").is_empty()
+    });
+    let acts: Vec<_> = wd.restarts().into_iter().map(|r| r.action).collect();
+    assert_eq!(acts, ["restart", "restart-unverified", "restarted"]);
+    let unverified = &wd.restarts_with("restart-unverified")[0];
+    let why = unverified.reason.as_deref().unwrap_or_default();
+    assert!(why.ends_with("; status unreadable after start"), "{why}");
+    let back = &wd.restarts_with("restarted")[0];
+    assert_eq!(back.final_status.as_deref(), Some("running"));
+    assert!(wd.escalations().is_empty());
+}
+
 #[test]
 fn the_cli_json_error_message_reaches_the_record() {
     let wd = Wd::new();
