@@ -6,12 +6,13 @@
 use std::time::Duration;
 
 use crate::act::context::Context;
+use crate::act::continuity::Continuity;
 use crate::decide::notes;
-use crate::decide::outcomes::RestartAction;
-use crate::fleet::deck::Delivery;
+use crate::decide::outcomes::{RestartAction, Severity};
+use crate::fleet::deck::SpawnFailure;
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
-use crate::sys::clock::local_timestamp;
+use crate::records::audit::RestartRecord;
 
 /// Why a session is being restarted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,28 +84,45 @@ pub(super) fn verify(ctx: &Context, s: &Session, within: Duration) -> Option<Sta
     }
 }
 
+/// The `n`th real failure in a row of a restart of `s`, for `err`: logged,
+/// recorded with what agent-deck said of a failed `spawn`, and escalated
+/// from the second on.
+pub(crate) fn failed(ctx: &Context, s: &Session, n: u32, err: &str, spawn: Option<&SpawnFailure>) {
+    log::warn!(
+        "restart of {} ({}) failed ({n} in a row): {err}",
+        s.id,
+        s.title
+    );
+    let mut rec = ctx.record(s, RestartAction::RestartFailed, Some(err.to_owned()));
+    with_spawn(&mut rec, spawn);
+    ctx.records.restart(&rec);
+    if n >= 2 {
+        let msg = format!(
+            "{} ({}) failed to restart {n}x consecutively; last err: {err}",
+            s.title, s.id
+        );
+        ctx.alert(s, Severity::RestartFailed, &msg);
+    }
+}
+
+/// Adds what agent-deck said of a failed spawn to a record: its reason, the
+/// digest of the dying output (never the text) and `elapsed_ms`.
+pub(super) fn with_spawn(rec: &mut RestartRecord, spawn: Option<&SpawnFailure>) {
+    if let Some(f) = spawn {
+        rec.spawn_reason = Some(f.reason.to_string());
+        rec.dying_output_digest.clone_from(&f.dying_output_digest);
+        rec.elapsed_ms = f.elapsed_ms;
+    }
+}
+
 /// A restart of `s` that brought it back as `status`: noted, recorded, and
-/// told what happened (the continuity message).
-pub(super) fn succeeded(ctx: &Context, s: &Session, status: Status) {
+/// its continuity message handed to `continuity`.
+pub(crate) fn succeeded(ctx: &Context, s: &Session, status: Status, continuity: &Continuity) {
     let status = status.as_str();
     log::info!("restart of {} ({}) worked: status {status}", s.id, s.title);
     notes::note_success(&mut ctx.state.lock(), &s.id);
     let mut rec = ctx.record(s, RestartAction::Restarted, None);
     rec.final_status = Some(status.into());
     ctx.records.restart(&rec);
-    let template = &ctx.cfg.continuity_message;
-    if !template.is_empty() {
-        let text = template.replace("{timestamp}", &local_timestamp(ctx.clock.now()));
-        match ctx.deck.send(&s.profile, &s.id, &text) {
-            Ok(()) => log::info!("continuity message sent to {}", s.id),
-            Err(e) if e.delivery().is_some_and(Delivery::arrived) => log::info!(
-                "continuity message typed into the pane of {}, agent-deck saw no sign it was acted on ({e}); not sent again",
-                s.id
-            ),
-            Err(e) => log::warn!(
-                "continuity message to {} failed: {e}; the session runs without it",
-                s.id
-            ),
-        }
-    }
+    continuity.queue(s);
 }

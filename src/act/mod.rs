@@ -3,6 +3,7 @@
 //! the main thread on a named worker, all over one shared context.
 
 pub(crate) mod context;
+pub(crate) mod continuity;
 pub(crate) mod deaf_poller_check;
 pub(crate) mod errands;
 pub(crate) mod job;

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use crate::act::context::Context;
+use crate::act::continuity::Continuity;
 use crate::act::job::{self, RestartJob};
 use crate::decide::outcomes::RestartAction;
 use crate::fleet::session::Status;
@@ -18,8 +19,14 @@ pub(crate) const RESUME_TEXT: &str =
 
 /// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
 /// tool marker, nudge the conversation once with `claude --resume`, then
-/// retry `session start`. True if the session came back.
-pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool {
+/// retry `session start`. True if the session came back (its continuity
+/// message then goes to `continuity`).
+pub(crate) fn attempt(
+    ctx: &Context,
+    job: &RestartJob,
+    transcript: &str,
+    continuity: &Continuity,
+) -> bool {
     let s = &job.session;
     let profiles = &ctx.cfg.prompt_resume_profiles;
     let Some((_, config_dir)) = profiles.iter().find(|(p, _)| *p == s.profile) else {
@@ -61,6 +68,6 @@ pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> bool
     let Some(status) = verified.filter(|st| *st != Status::Error) else {
         return false;
     };
-    job::succeeded(ctx, s, status);
+    job::succeeded(ctx, s, status, continuity);
     true
 }

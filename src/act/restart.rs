@@ -8,11 +8,15 @@
 //! tried again later ([`crate::decide::refusal`] says when).
 //!
 //! [`Restarter`] runs these jobs one at a time on its own thread, so the main
-//! loop never blocks on them and restarts never overlap. Decisions come from
+//! loop never blocks on them and restarts never overlap; the continuity
+//! message goes out on a worker of its own ([`Continuity`]). Decisions come from
 //! [`crate::decide`]; this module does the calls and holds the state mutex
 //! only between them.
 
+use std::sync::Arc;
+
 use crate::act::context::Context;
+use crate::act::continuity::Continuity;
 use crate::act::job::{self, RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume, resume};
 use crate::decide::fallback::{self, Fallback};
@@ -23,17 +27,42 @@ use crate::decide::{cascade, dedup, gates, notes, refusal, stale_hook, stop};
 use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure};
 use crate::fleet::panes::{self, ListError, PaneSource, Proof, Tmux};
 use crate::fleet::session::Session;
-use crate::records::audit::{LivenessRecord, RestartRecord};
+use crate::records::audit::LivenessRecord;
 use crate::sys::worker::Worker;
 
-/// The restart worker: one restart at a time, in the order they were cleared.
-pub(crate) type Restarter = Worker<RestartJob>;
+/// The restart worker (one restart at a time, in the order they were
+/// cleared) and, beside it, the continuity messages' own worker.
+pub(crate) struct Restarter {
+    // Dropped in this order: the restarts end before the messages they queued.
+    restarts: Worker<RestartJob>,
+    continuity: Arc<Continuity>,
+}
+
+impl Restarter {
+    pub(crate) fn submit(&self, job: RestartJob) {
+        self.restarts.submit(job);
+    }
+
+    /// Where a restart a later look found working sends its message.
+    pub(crate) fn continuity(&self) -> &Continuity {
+        &self.continuity
+    }
+
+    /// Runs the queued restarts, then the messages they left, and stops both.
+    pub(crate) fn finish(&mut self) {
+        self.restarts.finish();
+        self.continuity.finish();
+    }
+}
 
 pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
-    Worker::spawn("restart", move |job: RestartJob| {
+    let continuity = Arc::new(Continuity::spawn(ctx.clone())?);
+    let told = continuity.clone();
+    let restarts = Worker::spawn("restart", move |job: RestartJob| {
         let restart = Restart {
             ctx: &ctx,
             job: &job,
+            continuity: &told,
         };
         // Whatever happens in it (even a bug), the session must not stay in flight.
         let outcome =
@@ -47,6 +76,10 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
         }
         gates::finish(&mut ctx.state.lock(), &job.session.id);
         ctx.store.save(&ctx.state);
+    })?;
+    Ok(Restarter {
+        restarts,
+        continuity,
     })
 }
 
@@ -54,16 +87,7 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
 struct Restart<'a> {
     ctx: &'a Context,
     job: &'a RestartJob,
-}
-
-/// Adds what agent-deck said of a failed spawn to a record: its reason, the
-/// digest of the dying output (never the text) and `elapsed_ms`.
-fn with_spawn(rec: &mut RestartRecord, spawn: Option<&SpawnFailure>) {
-    if let Some(f) = spawn {
-        rec.spawn_reason = Some(f.reason.to_string());
-        rec.dying_output_digest.clone_from(&f.dying_output_digest);
-        rec.elapsed_ms = f.elapsed_ms;
-    }
+    continuity: &'a Continuity,
 }
 
 /// Whether a transcript shows an API rate limit (HTTP 429).
@@ -107,7 +131,11 @@ impl Restart<'_> {
     /// its last record.
     fn carry_out(&self) {
         let s = &self.job.session;
-        let Some(waited) = self.wait_turn(s) else {
+        // A message still going out to it must not overlap a call on it.
+        let shutdown = &self.ctx.shutdown;
+        let waited = (self.continuity.wait_sent(&s.id, shutdown))
+            .and_then(|sent| Some(self.wait_turn(s)? || sent));
+        let Some(waited) = waited else {
             log::info!("restart of {} abandoned: shutting down", s.id);
             self.give_back();
             return;
@@ -187,8 +215,9 @@ impl Restart<'_> {
                     // A failed or unverified answer, and yet it came up.
                     notes::note_restarted(&mut self.ctx.state.lock(), &s.id, issued);
                 }
-                job::succeeded(self.ctx, s, status)
+                job::succeeded(self.ctx, s, status, self.continuity)
             }
+            (Next::Unread, _) => self.unread("restart", failed.as_ref().map(|f| f.1.as_str())),
             _ => match &failed {
                 Some((e, why)) => self.fall_back_to_start(why, Some(e)),
                 None => self.fall_back_to_start("still in error after the restart", None),
@@ -294,7 +323,7 @@ impl Restart<'_> {
         let mut rec = self
             .ctx
             .record(s, RestartAction::RestartFailed, Some(why.to_owned()));
-        with_spawn(&mut rec, Some(f));
+        job::with_spawn(&mut rec, Some(f));
         self.ctx.records.restart(&rec);
         let msg = format!(
             "{} ({}) cannot be restarted: agent-deck reports {} (elapsed_ms {}) — its new process exits at once, which a restart or start cannot fix. It is held from restarts until it is seen healthy; last err: {why}",
@@ -467,8 +496,9 @@ impl Restart<'_> {
                     // An unverified start brought it up.
                     notes::note_ran(&mut self.ctx.state.lock(), &s.id);
                 }
-                job::succeeded(self.ctx, s, status)
+                job::succeeded(self.ctx, s, status, self.continuity)
             }
+            (Next::Unread, _) => self.unread("start", Some(failure.map_or(why, |f| f.1))),
             _ => {
                 let why = match failure {
                     Some((_, why)) => format!("{why}; status still error after {secs:.0}s"),
@@ -553,6 +583,28 @@ impl Restart<'_> {
         }
     }
 
+    /// A call agent-deck carried out, `after` which no status read worked:
+    /// recorded `restart-unverified`, its `lead` (what went before) first.
+    /// Neither a success nor a failure until a look reads the status
+    /// ([`crate::decide::verdict`] settles it); its budget slot stays spent,
+    /// as the call ran.
+    fn unread(&self, after: &str, lead: Option<&str>) {
+        let s = &self.job.session;
+        if self.ctx.shutdown.is_set() {
+            return self.failed("shutdown during verification".into(), None);
+        }
+        let why = match lead {
+            Some(lead) => format!("{lead}; status unreadable after {after}"),
+            None => format!("status unreadable after {after}"),
+        };
+        log::warn!(
+            "{}: {why}; whether it is back is settled when its status is read",
+            s.id
+        );
+        self.ctx.state.lock().book(&s.id).unverified = Some(why.clone());
+        (self.ctx).record_action(s, RestartAction::RestartUnverified, Some(why));
+    }
+
     /// A failed restart: a 429 backs off and gives the slot back; anything
     /// else counts as a crash and escalates on the second in a row. `spawn`
     /// (why agent-deck said a spawn failed) joins the failure's record.
@@ -587,33 +639,18 @@ impl Restart<'_> {
             rec.backoff_s = Some(lim.backoff_429);
             return self.ctx.records.restart(&rec);
         }
-        if prompt_resume::attempt(self.ctx, self.job, &transcript) {
+        if prompt_resume::attempt(self.ctx, self.job, &transcript, self.continuity) {
             return;
         }
         let n = notes::note_failure(&mut self.ctx.state.lock(), &s.id);
-        log::warn!(
-            "restart of {} ({}) failed ({n} in a row): {err}",
-            s.id,
-            s.title
-        );
-        let mut rec = self
-            .ctx
-            .record(s, RestartAction::RestartFailed, Some(err.clone()));
-        with_spawn(&mut rec, spawn);
-        self.ctx.records.restart(&rec);
-        if n >= 2 {
-            let msg = format!(
-                "{} ({}) failed to restart {n}x consecutively; last err: {err}",
-                s.title, s.id
-            );
-            self.ctx.alert(s, Severity::RestartFailed, &msg);
-        }
+        job::failed(self.ctx, s, n, &err, spawn);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::time::Duration;
 
     use super::*;
     use crate::act::context::tests::{config, restart_records, severities, NOW};
@@ -634,8 +671,15 @@ mod tests {
         ctx
     }
 
+    /// Carries `job` out; its continuity message goes out before it returns.
     fn carry_out(ctx: &Context, job: &RestartJob) {
-        Restart { ctx, job }.carry_out();
+        let continuity = Continuity::spawn(ctx.clone()).unwrap();
+        Restart {
+            ctx,
+            job,
+            continuity: &continuity,
+        }
+        .carry_out();
     }
 
     fn revive(ctx: &Context) {
@@ -811,6 +855,86 @@ mod tests {
             .sessions
             .get(ID)
             .map_or(0, |b| b.restarts.len())
+    }
+
+    /// Two revivals in turn, each read `error` twice, then `running`; each
+    /// continuity message waits for the test to open `gate`.
+    fn two_revivals(gate: crossbeam_channel::Receiver<()>) -> Arc<FakeDeck> {
+        let shows = [Status::Error, Status::Error, Status::Running].repeat(2);
+        Arc::new(FakeDeck::new(Script {
+            shows: shows.into_iter().map(live).collect(),
+            send_gate: Some(gate),
+            ..Script::default()
+        }))
+    }
+
+    #[test]
+    fn a_slow_continuity_message_does_not_hold_up_the_next_revive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (gate, held) = crossbeam_channel::bounded(0);
+        let deck = two_revivals(held);
+        let ctx = context(tmp.path(), deck.clone());
+        let mut restarter = super::spawn(ctx.clone()).unwrap();
+        let other = "a0b1c2d3-1755899999";
+        restarter.submit(reserved(&ctx));
+        restarter.submit(reserved_for(&ctx, other));
+        let second = deck.wait_for_calls(&format!("restart {other}"), 1, Duration::from_secs(5));
+        let calls = deck.calls.lock().clone();
+        drop(gate);
+        restarter.finish();
+        assert!(
+            second,
+            "the second revive waited for the first message: {calls:?}"
+        );
+        assert_eq!(deck.count("send"), 2, "each message goes out once");
+        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(acts, ["restart", "restarted", "restart", "restarted"]);
+    }
+
+    #[test]
+    fn a_session_is_not_called_on_while_its_continuity_message_goes_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (gate, held) = crossbeam_channel::bounded(0);
+        let deck = two_revivals(held);
+        let ctx = context(tmp.path(), deck.clone());
+        let mut restarter = super::spawn(ctx.clone()).unwrap();
+        restarter.submit(reserved(&ctx));
+        restarter.submit(reserved(&ctx));
+        let sending = deck.wait_for_calls(&format!("send {ID}"), 1, Duration::from_secs(5));
+        // The first revival read it three times: two liveness reads, one verify.
+        let show = format!("show {ID}");
+        let early = deck.wait_for_calls(&show, 4, Duration::from_millis(200));
+        drop(gate);
+        restarter.finish();
+        assert!(sending && !early, "{:?}", deck.calls.lock());
+        assert_eq!((deck.count("restart"), deck.count("send")), (2, 2));
+    }
+
+    #[test]
+    fn a_call_whose_status_no_read_could_give_is_recorded_unverified_not_failed() {
+        use Status::Error;
+        #[rustfmt::skip]
+        let cases = [
+            (vec![live(Error), live(Error), None], 0, "status unreadable after restart"),
+            (vec![live(Error), live(Error), live(Error), None], 1,
+             "still in error after the restart; status unreadable after start"),
+        ];
+        for (shows, starts, why) in cases {
+            let tmp = tempfile::tempdir().unwrap();
+            let deck = Arc::new(FakeDeck::new(Script {
+                shows: shows.into(),
+                ..Script::default()
+            }));
+            let ctx = context(tmp.path(), deck.clone());
+            carry_out(&ctx, &reserved(&ctx));
+            assert_eq!((deck.count("start"), deck.count("send")), (starts, 0));
+            let recs = restart_records(tmp.path());
+            assert_eq!(recs[1].action, RestartAction::RestartUnverified);
+            assert_eq!(recs[1].reason.as_deref(), Some(why));
+            let book = &ctx.state.lock().sessions[ID];
+            assert_eq!(book.unverified.as_deref(), Some(why), "settled later");
+            assert_eq!((book.consecutive_failures, book.restarts.len()), (0, 1));
+        }
     }
 
     #[test]

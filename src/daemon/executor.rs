@@ -5,12 +5,12 @@
 //! restarts the gates cleared. Judging a session in error (its evidence,
 //! read through a probe) is here too, as it feeds the decision.
 
-use crate::act::job::{Proven, RestartJob, RestartKind};
+use crate::act::job::{self, Proven, RestartJob, RestartKind};
 use crate::daemon::Daemon;
 use crate::decide::gates::Hold;
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::stale_hook;
-use crate::decide::verdict::{self, BackedOff, Decided, Errored, Known, Look, Verdict};
+use crate::decide::verdict::{self, BackedOff, Decided, Errored, Known, Look, Settled, Verdict};
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session};
 
@@ -62,6 +62,9 @@ impl Daemon {
     pub(super) fn carry_out(&mut self, s: &Session, d: &Decided, proven: Option<Proven>) {
         if let Some(b) = &d.backed_off {
             self.backed_off(s, b);
+        }
+        if let Some(t) = &d.settled {
+            self.settled(s, t);
         }
         match d.verdict {
             Verdict::Healthy
@@ -145,6 +148,16 @@ impl Daemon {
             self.record_hold(s, why);
             log::info!("{said}");
         }
+    }
+
+    /// A restart whose status was unreadable after it, settled by this
+    /// look: `restarted`, with its continuity message, or `restart-failed`.
+    fn settled(&self, s: &Session, t: &Settled) {
+        let Some(n) = t.failures else {
+            return job::succeeded(&self.ctx, s, t.status, self.restarter.continuity());
+        };
+        let why = format!("{}; status error when next read", t.why);
+        job::failed(&self.ctx, s, n, &why, None);
     }
 
     /// One `restart.log` line when a session starts being held.

@@ -91,6 +91,7 @@ impl Did {
             RestartAction::Skipped => Did::Held(reason.unwrap_or_else(|| "held".into())),
             RestartAction::RateLimited => Did::Held("backoff_429".into()),
             RestartAction::RestartInterrupted => Did::Unknown("the restart was cut short".into()),
+            RestartAction::RestartUnverified => Did::Unknown(reason.unwrap_or_default()),
             _ => Did::Queued,
         }
     }

@@ -55,6 +55,9 @@ pub(crate) struct SessionBook {
     /// (its store locked): no more restarts while it runs, so that no second
     /// agent is spawned beside it (see [`crate::decide::fallback`]).
     pub unsaved: Option<String>,
+    /// The reason of a `restart-unverified` record (no status could be read
+    /// after the call) until a look reads the status and settles it.
+    pub unverified: Option<String>,
 }
 
 /// A run of calls agent-deck's freshness guard refused.
@@ -176,6 +179,7 @@ impl SessionBook {
             && self.refusal.is_none()
             && self.stall.is_none()
             && self.unsaved.is_none()
+            && self.unverified.is_none()
     }
 }
 

@@ -22,6 +22,9 @@ spelled! {
         /// The restart spawned its tmux session, but agent-deck did not save
         /// it (its store locked): no start fallback, no failure counted.
         RestartUnsaved = "restart-unsaved",
+        /// agent-deck carried the call out, and no status read after it
+        /// succeeded: settled `restarted` or `restart-failed` by a later look.
+        RestartUnverified = "restart-unverified",
         /// Held by a gate; the reason names it.
         Skipped = "skipped",
         /// Liveness confirmation found the session alive.
@@ -107,6 +110,7 @@ mod tests {
             (A::StaleRemoved, "stale-removed"),
             (A::StaleRemoveFailed, "stale-remove-failed"),
             (A::Drill, "drill"),
+            (A::RestartUnverified, "restart-unverified"),
         ];
         use Severity as S;
         let severities = [

@@ -49,6 +49,10 @@ pub(crate) enum Next {
     FallBack,
     /// A start that did not bring it back.
     Failed,
+    /// No status read succeeded after a call agent-deck carried out: not a
+    /// failure, nor a success, until a later look reads the status
+    /// ([`after_unread`]). No start goes blind: the restart may be up.
+    Unread,
 }
 
 /// The step after agent-deck's `answer` to `call`. Any failure of a
@@ -69,7 +73,8 @@ pub(crate) fn after_answer(call: Call, answer: Answer<'_>) -> Step {
 /// The next step once `status` was read (`None`: no read succeeded) after
 /// `call`. `stale_hook` is asked only of a restart agent-deck `carried_out`
 /// that reads `error`: only such a restart leaves a stale `dead` hook
-/// behind (agent-deck honours one for two minutes of its age).
+/// behind (agent-deck honours one for two minutes of its age). A call that
+/// failed outright and left nothing readable is still a failure.
 pub(crate) fn after_verify(
     call: Call,
     carried_out: bool,
@@ -79,8 +84,21 @@ pub(crate) fn after_verify(
     match status {
         Some(s) if s != Status::Error => Next::Succeeded,
         Some(_) if call == Call::Restart && carried_out && stale_hook() => Next::Succeeded,
+        None if carried_out => Next::Unread,
         _ if call == Call::Restart => Next::FallBack,
         _ => Next::Failed,
+    }
+}
+
+/// What a later look that reads `status` makes of a call that left it
+/// [`Next::Unread`]: `error` is the failure it is counted as then, unless
+/// only a stale `dead` hook from before the restart says so
+/// (`stale_hook`, as in [`after_verify`]); anything else is a success.
+pub(crate) fn after_unread(status: Status, stale_hook: bool) -> Next {
+    if status == Status::Error && !stale_hook {
+        Next::Failed
+    } else {
+        Next::Succeeded
     }
 }
 
@@ -124,14 +142,33 @@ mod tests {
             (Call::Restart, true, Some(Error), true, Next::Succeeded),
             (Call::Restart, false, Some(Error), true, Next::FallBack),
             (Call::Restart, true, Some(Error), false, Next::FallBack),
-            (Call::Restart, true, None, true, Next::FallBack),
+            (Call::Restart, true, None, true, Next::Unread),
+            (Call::Restart, false, None, false, Next::FallBack),
             (Call::Start, true, Some(Idle), false, Next::Succeeded),
             (Call::Start, true, Some(Error), true, Next::Failed),
-            (Call::Start, true, None, false, Next::Failed),
+            (Call::Start, true, None, false, Next::Unread),
+            (Call::Start, false, None, false, Next::Failed),
         ];
         for (call, carried_out, status, stale, want) in table {
             let got = after_verify(call, carried_out, status, || stale);
             assert_eq!(got, want, "{call:?} {carried_out} {status:?} {stale}");
+        }
+    }
+
+    #[test]
+    fn a_status_read_later_decides_what_an_unread_call_was() {
+        use Status::*;
+        #[rustfmt::skip]
+        let table = [
+            // status at the later look, only a stale hook says error, next
+            (Running, false, Next::Succeeded),
+            (Waiting, false, Next::Succeeded),
+            (Stopped, false, Next::Succeeded),
+            (Error, true, Next::Succeeded),
+            (Error, false, Next::Failed),
+        ];
+        for (status, stale, want) in table {
+            assert_eq!(after_unread(status, stale), want, "{status:?} {stale}");
         }
     }
 

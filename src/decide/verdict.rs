@@ -16,6 +16,7 @@ use crate::decide::book::State;
 use crate::decide::first_run::{self, Ran};
 use crate::decide::gates::{self, Gate, Hold, Limits};
 use crate::decide::liveness::Probe;
+use crate::decide::restart_step::{self, Next};
 use crate::decide::{notes, stop, usage_limit};
 use crate::fleet::session::{Live, Session, Status, Substate};
 use crate::fleet::version::Version;
@@ -65,11 +66,25 @@ impl Verdict {
     }
 }
 
-/// A verdict, and the usage limit backed off on the way to it.
+/// A verdict, and the usage limit backed off and the restart settled on
+/// the way to it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Decided {
     pub verdict: Verdict,
     pub backed_off: Option<BackedOff>,
+    pub settled: Option<Settled>,
+}
+
+/// A restart no status read could verify (`restart-unverified`), settled
+/// by this look's read ([`restart_step::after_unread`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Settled {
+    /// The reason it was recorded unverified with.
+    pub why: String,
+    /// The status this look read.
+    pub status: Status,
+    /// A failure, the failures in a row (now counted); `None`: it worked.
+    pub failures: Option<u32>,
 }
 
 /// A usage limit first seen in this error episode: backed off for
@@ -202,8 +217,10 @@ pub(crate) fn decide(
         return Decided {
             verdict: Verdict::Unread,
             backed_off: None,
+            settled: None,
         };
     };
+    let settled = settle(st, &s.id, l.status(), errored);
     let mut backed_off = None;
     let verdict = match errored {
         Some(Errored::Held(why)) => {
@@ -231,7 +248,22 @@ pub(crate) fn decide(
     Decided {
         verdict,
         backed_off,
+        settled,
     }
+}
+
+/// Settles a restart of `id` left unverified, now that its `status` was
+/// read (`errored`: what the look made of an `error`), counting the
+/// failure it turns out to be.
+fn settle(st: &mut State, id: &str, status: Status, errored: Option<Errored>) -> Option<Settled> {
+    let why = st.sessions.get_mut(id)?.unverified.take()?;
+    let stale = errored == Some(Errored::Held(Hold::StaleDeadHook));
+    let failed = restart_step::after_unread(status, stale) == Next::Failed;
+    Some(Settled {
+        why,
+        status,
+        failures: failed.then(|| notes::note_failure(st, id)),
+    })
 }
 
 /// The verdict on a status seen: in error, the gates'.
@@ -342,6 +374,45 @@ mod tests {
         for (i, (look, want)) in table.into_iter().enumerate() {
             let got = verdicts(&mut State::default(), &[look]);
             assert_eq!(got, [want], "row {i}");
+        }
+    }
+
+    #[test]
+    fn an_unverified_restart_is_settled_by_the_first_look_that_reads_a_status() {
+        let error = |why| (Some(live(Status::Error)), Some(why));
+        #[rustfmt::skip]
+        let table: Vec<(Reading, Option<Option<u32>>)> = vec![
+            ((None, None), None),
+            ((Some(live(Status::Running)), None), Some(None)),
+            (error(Errored::Held(Hold::StaleDeadHook)), Some(None)),
+            (error(Errored::Died), Some(Some(2))),
+        ];
+        let (s, lim) = (sess(ID), lim());
+        for (i, ((live, errored), want)) in table.into_iter().enumerate() {
+            let mut st = State::default();
+            st.book(ID).consecutive_failures = 1;
+            st.book(ID).unverified = Some("status unreadable after start".into());
+            let look = |live| Look {
+                session: &s,
+                live,
+                errored,
+            };
+            let mut ep = Episodes::default();
+            let d = decide(
+                &mut st,
+                &lim,
+                NOW,
+                &|| TimeZone::UTC,
+                &mut ep,
+                look(live.as_ref()),
+            );
+            let got = d.settled.map(|t| t.failures);
+            assert_eq!(got, want, "row {i}");
+            assert_eq!(st.book(ID).unverified.is_some(), want.is_none(), "row {i}");
+            assert_eq!(
+                st.book(ID).consecutive_failures,
+                want.flatten().unwrap_or(1)
+            );
         }
     }
 

@@ -2,10 +2,12 @@
 //! CLI's answers (the restart flow, the errands, the patrols, a tick).
 //!
 //! Every call answers from what the test scripted and is written to a call
-//! list the test can read back. It spawns nothing, sleeps never and knows
-//! nothing about tmux: anything not scripted fails like an unreadable CLI.
+//! list the test can read back. It spawns nothing, sleeps never (a slow
+//! send blocks on a channel the test holds) and knows nothing about tmux:
+//! anything not scripted fails like an unreadable CLI.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -40,6 +42,9 @@ pub(crate) struct Script {
     /// `restart_spawn`.
     pub start_spawn: Option<SpawnFailure>,
     pub send: SendAnswer,
+    /// Set: each `session send` blocks until this yields or disconnects
+    /// (a slow send, with no sleeping).
+    pub send_gate: Option<crossbeam_channel::Receiver<()>>,
     pub pane: String,
     pub transcript: String,
     /// `usage --json`'s answer.
@@ -64,6 +69,7 @@ impl Default for Script {
             start_ok: true,
             start_spawn: None,
             send: SendAnswer::Delivered,
+            send_gate: None,
             pane: "frozen pane".into(),
             transcript: String::new(),
             usage: String::new(),
@@ -130,6 +136,19 @@ impl FakeDeck {
             .filter(|c| c.starts_with(&prefix))
             .count()
     }
+
+    /// Waits up to `limit` until `call` (`<command> <id>`) was made `n`
+    /// times.
+    pub(crate) fn wait_for_calls(&self, call: &str, n: usize, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while self.calls.lock().iter().filter(|c| *c == call).count() < n {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        true
+    }
 }
 
 /// Reads a scripted list answer like the real CLI reads one.
@@ -177,6 +196,10 @@ impl AgentDeck for FakeDeck {
     }
     fn send(&self, _: &str, id: &str, _: &str) -> CliResult<()> {
         self.note("send", id);
+        let gate = self.script.lock().send_gate.clone();
+        if let Some(gate) = gate {
+            let _ = gate.recv();
+        }
         match self.script.lock().send {
             SendAnswer::Delivered => Ok(()),
             SendAnswer::Undelivered(delivery) => Err(CliError::Undelivered {

@@ -503,6 +503,46 @@ fn successful_restart_is_recorded_and_sends_the_continuity_message() {
     assert_eq!(live.reads.len(), 2);
 }
 
+/// Two conductors die in turn while every `session send` takes 8 s (the
+/// simulator's `delay_s.send`; a Claude conductor's took 11.6–11.9 s on
+/// 1.14.0). The second's restart call does not wait for the first's
+/// continuity message, and a SIGTERM with one message in flight and one
+/// queued still exits at once, dropping the queued one with a line.
+#[test]
+fn a_slow_continuity_message_does_not_hold_up_the_next_conductors_restart() {
+    let other = "a0b1c2d3-1755899999";
+    let wd = Wd::new().env("SUBPROCESS_TIMEOUT_S", "30");
+    wd.sessions(vec![
+        conductor(CONDUCTOR, "conductor-ops", "running"),
+        conductor(other, "conductor-two", "running"),
+    ]);
+    wd.sim.update_state(|s| s["delay_s"] = json!({"send": 8}));
+    let mut d = wd.spawn(&[]);
+    wd.wait_for_more_ticks(2);
+    wd.set_status("error");
+    let first = ["session", "send", CONDUCTOR];
+    wd.wait_for_call(&d, &first, SECS_10, "no continuity message");
+    let died = Instant::now();
+    wd.sim
+        .update_state(|s| s["sessions"][1]["status"] = json!("error"));
+    let second = ["session", "restart", other];
+    wd.wait_for_call(&d, &second, SECS_10, "no second restart");
+    let took = died.elapsed();
+    assert!(
+        took < Duration::from_secs(4),
+        "second restart after {took:?}"
+    );
+    d.wait_for(SECS_10, "the second restart never worked", || {
+        wd.restarts_with("restarted").len() == 2
+    });
+    let (code, took) = d.signal_and_wait(libc::SIGTERM, SECS_10);
+    let stderr = d.stderr();
+    assert_eq!(code, Some(0), "stderr:\n{stderr}");
+    assert!(took < Duration::from_millis(1500), "exit took {took:?}");
+    let dropped = format!("continuity message to {other} dropped: shutting down");
+    assert!(stderr.contains(&dropped), "{stderr}");
+}
+
 /// Needs the simulator's `"on_send": "typed"` (exit 1, `DELIVERY_FAILED`
 /// with `"delivery":"typed"`, the message recorded in `sent`).
 #[test]
@@ -855,6 +895,36 @@ fn a_failed_restart_call_falls_back_to_session_start() {
     assert_eq!(back.len(), 1, "{:?}", wd.restarts());
     assert_eq!(back[0].final_status.as_deref(), Some("running"));
     assert!(wd.restarts_with("restart-failed").is_empty());
+}
+
+/// The start fallback works, then every `session show` fails: the restart
+/// is recorded `restart-unverified` ("status unreadable after start"), not
+/// a failure with a status never seen, and the next tick, which reads it
+/// running, records it `restarted`.
+#[test]
+fn a_start_whose_status_no_read_could_give_is_settled_by_the_next_read_not_failed() {
+    let wd = Wd::new().env("START_VERIFY_S", "0.5");
+    let mut c = conductor(CONDUCTOR, "conductor-ops", "error");
+    c["on_restart"] = json!("no_effect");
+    c["on_start"] = json!("ok");
+    wd.sessions(vec![c]);
+    wd.sim
+        .update_state(|s| s["delay_s"] = json!({"start": 1.0}));
+    let d = wd.spawn(&[]);
+    wd.wait_for_call(&d, &["session", "start"], SECS_10, "no start fallback");
+    wd.sim
+        .update_state(|s| s["faults"] = json!({"show": {"mode": "exit1"}}));
+    d.wait_for(SECS_10, "never settled", || {
+        !wd.restarts_with("restarted").is_empty()
+    });
+    let acts: Vec<_> = wd.restarts().into_iter().map(|r| r.action).collect();
+    assert_eq!(acts, ["restart", "restart-unverified", "restarted"]);
+    let unverified = &wd.restarts_with("restart-unverified")[0];
+    let why = unverified.reason.as_deref().unwrap_or_default();
+    assert!(why.ends_with("; status unreadable after start"), "{why}");
+    let back = &wd.restarts_with("restarted")[0];
+    assert_eq!(back.final_status.as_deref(), Some("running"));
+    assert!(wd.escalations().is_empty());
 }
 
 #[test]
