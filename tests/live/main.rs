@@ -13,6 +13,7 @@ mod support;
 
 mod contract;
 mod fake_agent;
+mod faults;
 mod pane_watch;
 mod rollout;
 mod sandbox;

@@ -1,0 +1,93 @@
+//! Faults of a real fleet under the watchdog, on the real agent-deck
+//! (#32): the binary renamed away for a few seconds, as an update in place
+//! does, keeps the version it read; and a Claude conductor's continuity
+//! message, which agent-deck's send takes seconds to deliver, never holds
+//! up the next conductor's revive.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::sandbox::{Sandbox, Tool};
+use crate::support::{kill, now, wait_until};
+
+/// What `status --json` says now.
+fn status(sb: &Sandbox) -> Value {
+    let out = sb.run_watchdog(&["status", "--json"], &[]);
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn the_version_survives_the_binary_renamed_away_for_four_seconds() {
+    let sb = Sandbox::new();
+    sb.launch("conductor-ops", "conductor", Tool::Custom, None);
+    let d = sb.spawn_watchdog(&[
+        ("SAFETY_POLL_INTERVAL_S", "0.5"),
+        ("ARMED_POLL_INTERVAL_S", "0.5"),
+    ]);
+    sb.wait_for_polls(&d, 2, Duration::from_secs(20));
+    let away = sb.logged.with_extension("away");
+    fs::rename(&sb.logged, &away).unwrap();
+    let renamed = Instant::now();
+    let kept = wait_until(Duration::from_secs(4), || {
+        let v = status(&sb);
+        v["agent_deck_version_unconfirmed"] == true
+    });
+    std::thread::sleep(Duration::from_secs(4).saturating_sub(renamed.elapsed()));
+    fs::rename(&away, &sb.logged).unwrap();
+    assert!(
+        kept,
+        "never marked unconfirmed: {}\n{}",
+        status(&sb),
+        d.stderr()
+    );
+    assert_eq!(status(&sb)["agent_deck_version"], "1.14.0");
+    let confirmed = wait_until(Duration::from_secs(20), || {
+        let v = status(&sb);
+        v["agent_deck_version"] == "1.14.0" && v["agent_deck_version_unconfirmed"] == false
+    });
+    assert!(confirmed, "{}\n{}", status(&sb), d.stderr());
+    assert!(!d.stderr().contains("not known"), "{}", d.stderr());
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_claude_conductor_s_continuity_message_never_holds_up_the_next_revive() {
+    let sb = Sandbox::new();
+    let one = sb.add("conductor-one", "conductor", Tool::Claude, None);
+    let two = sb.add("conductor-two", "conductor", Tool::Claude, None);
+    for a in [&one, &two] {
+        a.set_mode("chat");
+        sb.start(a);
+    }
+    sb.age_past_freshness(&one);
+    sb.age_past_freshness(&two);
+    let d = sb.spawn_watchdog(&[("MIN_GLOBAL_RESTART_INTERVAL_S", "0")]);
+    let armed = wait_until(Duration::from_secs(20), || {
+        d.stderr()
+            .contains("the pane watch covers every critical session")
+    });
+    if !armed {
+        return eprintln!("the pane watch did not arm here: {}", d.stderr());
+    }
+    kill(sb.pane_pid(&one), 9);
+    let sending = wait_until(Duration::from_secs(30), || {
+        !sb.session_calls(&one, "send").is_empty()
+    });
+    assert!(sending, "no continuity message: {}", d.stderr());
+    let died = now();
+    kill(sb.pane_pid(&two), 9);
+    let back = wait_until(Duration::from_secs(30), || {
+        !sb.session_calls(&two, "restart").is_empty()
+    });
+    assert!(back, "{}", d.stderr());
+    let call = &sb.session_calls(&two, "restart")[0];
+    let at: f64 = call.split(' ').next().unwrap().parse().unwrap();
+    let took = at - died;
+    eprintln!("second conductor: restart call {took:.3}s after its death");
+    assert!(took < 5.0, "held up {took:.1}s: {}", d.stderr());
+    let sent = sb.session_calls(&one, "send");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+}
