@@ -2,7 +2,8 @@
 //! (#32): the binary renamed away for a few seconds, as an update in place
 //! does, keeps the version it read; and a Claude conductor's continuity
 //! message, which agent-deck's send takes seconds to deliver, never holds
-//! up the next conductor's revive.
+//! up the next conductor's revive; and a conductor that dies while another
+//! process holds agent-deck's store gets one agent, not two.
 
 use std::fs;
 use std::time::{Duration, Instant};
@@ -90,4 +91,63 @@ fn a_claude_conductor_s_continuity_message_never_holds_up_the_next_revive() {
     assert!(took < 5.0, "held up {took:.1}s: {}", d.stderr());
     let sent = sb.session_calls(&one, "send");
     assert_eq!(sent.len(), 1, "{sent:?}");
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_conductor_that_dies_while_another_process_holds_the_store_gets_one_agent() {
+    let sb = Sandbox::new();
+    let a = sb.launch("conductor-ops", "conductor", Tool::Custom, None);
+    sb.age_past_freshness(&a);
+    let d = sb.spawn_watchdog(&[("SUBPROCESS_TIMEOUT_S", "20")]);
+    let armed = wait_until(Duration::from_secs(20), || {
+        d.stderr()
+            .contains("the pane watch covers every critical session")
+    });
+    if !armed {
+        return eprintln!("the pane watch did not arm here: {}", d.stderr());
+    }
+    // Another process holds agent-deck's store for 25 s.
+    let db = sb
+        .home
+        .join(".local/share/agent-deck/profiles/default/state.db");
+    let hold = "import sqlite3, sys, time\n\
+                c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)\n\
+                c.execute('BEGIN EXCLUSIVE')\n\
+                print('held', flush=True)\n\
+                time.sleep(25)\n";
+    let mut holder = std::process::Command::new("python3")
+        .args(["-c", hold, &db.display().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    let out = holder.stdout.take().unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).unwrap();
+    assert_eq!(line.trim(), "held");
+    kill(sb.pane_pid(&a), 9);
+    let _ = holder.wait();
+    // The store is back; give the watchdog its polls.
+    std::thread::sleep(Duration::from_secs(15));
+    let ours: Vec<String> = (sb.tmux_sessions().into_iter())
+        .filter(|n| n.starts_with("agentdeck_conductor-ops_"))
+        .collect();
+    assert_eq!(ours.len(), 1, "one agent: {ours:?}\n{}", d.stderr());
+    assert_eq!(a.boots(), 2, "{}", a.fake_log());
+    assert!(sb.session_calls(&a, "start").is_empty(), "{}", d.stderr());
+    let unsaved = sb.restarts_of(&a, "restart-unsaved");
+    assert_eq!(unsaved.len(), 1, "{}", d.stderr());
+    let reason = unsaved[0].reason.clone().unwrap_or_default();
+    assert!(reason.contains(&ours[0]), "{reason}");
+    let said = |severity: &str| {
+        let all = sb.escalations();
+        all.iter()
+            .filter(|e| e.severity.as_str() == severity)
+            .count()
+    };
+    // Said once: store-locked when agent-deck answered the lock, or
+    // restart-failed when the restart outwaited SUBPROCESS_TIMEOUT_S.
+    let once = said("store-locked") + said("restart-failed");
+    assert_eq!(once, 1, "{}", d.stderr());
+    assert_eq!(said("fleet-vanished"), 0, "{}", d.stderr());
 }
