@@ -11,12 +11,26 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::sandbox::{Sandbox, Tool};
+use crate::support::watchdog::Daemon;
 use crate::support::{kill, now, wait_until};
 
 /// What `status --json` says now.
 fn status(sb: &Sandbox) -> Value {
     let out = sb.run_watchdog(&["status", "--json"], &[]);
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// Whether `d`'s pane watch covers every critical session, or (said on
+/// stderr) cannot here.
+fn armed(d: &Daemon) -> bool {
+    let armed = wait_until(Duration::from_secs(20), || {
+        d.stderr()
+            .contains("the pane watch covers every critical session")
+    });
+    if !armed {
+        eprintln!("the pane watch did not arm here: {}", d.stderr());
+    }
+    armed
 }
 
 #[test]
@@ -66,12 +80,8 @@ fn a_claude_conductor_s_continuity_message_never_holds_up_the_next_revive() {
     sb.age_past_freshness(&one);
     sb.age_past_freshness(&two);
     let d = sb.spawn_watchdog(&[("MIN_GLOBAL_RESTART_INTERVAL_S", "0")]);
-    let armed = wait_until(Duration::from_secs(20), || {
-        d.stderr()
-            .contains("the pane watch covers every critical session")
-    });
-    if !armed {
-        return eprintln!("the pane watch did not arm here: {}", d.stderr());
+    if !armed(&d) {
+        return;
     }
     kill(sb.pane_pid(&one), 9);
     let sending = wait_until(Duration::from_secs(30), || {
@@ -100,12 +110,8 @@ fn a_conductor_that_dies_while_another_process_holds_the_store_gets_one_agent() 
     let a = sb.launch("conductor-ops", "conductor", Tool::Custom, None);
     sb.age_past_freshness(&a);
     let d = sb.spawn_watchdog(&[("SUBPROCESS_TIMEOUT_S", "20")]);
-    let armed = wait_until(Duration::from_secs(20), || {
-        d.stderr()
-            .contains("the pane watch covers every critical session")
-    });
-    if !armed {
-        return eprintln!("the pane watch did not arm here: {}", d.stderr());
+    if !armed(&d) {
+        return;
     }
     // Another process holds agent-deck's store for 25 s.
     let db = sb
