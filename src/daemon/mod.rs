@@ -78,8 +78,8 @@ pub(crate) struct PassNotes {
     /// The critical sessions of the tick, the status it read of each and
     /// its verdict.
     pub critical: Vec<(Session, Option<Status>, Verdict)>,
-    /// The other sessions in `RESUME_SCOPE` and the status read of each.
-    pub beyond: Vec<(Session, Option<Status>)>,
+    /// The other sessions in `RESUME_SCOPE`, each with the status read.
+    pub beyond: Vec<(Option<Status>, Session)>,
     /// Sessions `list --all` listed.
     pub listed: usize,
 }

@@ -310,7 +310,7 @@ impl Daemon {
             .filter_map(|(id, b)| Some((id.clone(), b.stall.as_ref()?.said(now, &tz))))
             .collect();
         let beyond = (notes.beyond.into_iter())
-            .filter_map(|(s, status)| {
+            .filter_map(|(status, s)| {
                 let did = Did::Stalled(stalls.get(&s.id)?.clone());
                 let because = "RESUME_SCOPE=all".to_owned();
                 Some(Critical {

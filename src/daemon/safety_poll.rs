@@ -124,10 +124,7 @@ impl Daemon {
         if let Some(p) = &mut self.pass {
             p.listed = self.fleet.len();
             let status = |s: &Session| live.get(&s.id).map(Live::status);
-            p.beyond = beyond
-                .into_iter()
-                .map(|s| (s.clone(), status(&s)))
-                .collect();
+            p.beyond = beyond.into_iter().map(|s| (status(&s), s)).collect();
             p.critical = critical
                 .into_iter()
                 .zip(verdicts)
