@@ -2,8 +2,10 @@
 //! (#32): the binary renamed away for a few seconds, as an update in place
 //! does, keeps the version it read; and a Claude conductor's continuity
 //! message, which agent-deck's send takes seconds to deliver, never holds
-//! up the next conductor's revive; and a conductor that dies while another
-//! process holds agent-deck's store gets one agent, not two.
+//! up the next conductor's revive; a conductor that dies while another
+//! process holds agent-deck's store gets one agent, not two; and a full
+//! watchdog dir (a small tmpfs, where this user may mount one) loses whole
+//! records only, counted, and the state write says so once.
 
 use std::fs;
 use std::time::{Duration, Instant};
@@ -156,4 +158,93 @@ fn a_conductor_that_dies_while_another_process_holds_the_store_gets_one_agent() 
     let once = said("store-locked") + said("restart-failed");
     assert_eq!(once, 1, "{}", d.stderr());
     assert_eq!(said("fleet-vanished"), 0, "{}", d.stderr());
+}
+
+/// A small tmpfs mounted on a directory, unmounted on drop.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// Mounts one of `size` on `dir`; `None` where this user cannot mount.
+    fn mount(dir: &std::path::Path, size: &str) -> Option<Tmpfs> {
+        fs::create_dir_all(dir).unwrap();
+        let opts = format!("size={size}");
+        let args = [
+            "-t",
+            "tmpfs",
+            "-o",
+            &opts,
+            "tmpfs",
+            &dir.display().to_string(),
+        ];
+        let out = std::process::Command::new("mount")
+            .args(args)
+            .output()
+            .ok()?;
+        out.status.success().then(|| Tmpfs(dir.to_owned()))
+    }
+
+    /// Fills what is left with one file, and gives its path.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let path = self.0.join("filler");
+        let mut f = fs::File::create(&path).unwrap();
+        while f.write_all(&[0; 4096]).is_ok() {}
+        while f.write_all(&[0; 1]).is_ok() {}
+        path
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_full_watchdog_dir_loses_whole_records_only_and_says_so_once() {
+    let sb = Sandbox::new();
+    let Some(disk) = Tmpfs::mount(&sb.watchdog_dir(), "256k") else {
+        return eprintln!("cannot mount a tmpfs here (not root?)");
+    };
+    let a = sb.launch("conductor-ops", "conductor", Tool::Custom, None);
+    sb.age_past_freshness(&a);
+    let d = sb.spawn_watchdog(&[]);
+    if !armed(&d) {
+        return;
+    }
+    let filler = disk.fill();
+    kill(sb.pane_pid(&a), 9);
+    let back = wait_until(Duration::from_secs(30), || {
+        sb.session_calls(&a, "restart").len() == 1 && crate::sandbox::is_healthy(&sb.status(&a))
+    });
+    assert!(back, "the restart needs no disk: {}", d.stderr());
+    std::thread::sleep(Duration::from_secs(3));
+    fs::remove_file(filler).unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    kill(sb.pane_pid(&a), 9);
+    let again = wait_until(Duration::from_secs(30), || {
+        !sb.restarts_of(&a, "restarted").is_empty()
+    });
+    assert!(again, "{}", d.stderr());
+    let log = fs::read_to_string(sb.watchdog_dir().join("restart.log")).unwrap();
+    for line in log.lines() {
+        let parsed = serde_json::from_str::<Value>(line);
+        assert!(parsed.is_ok(), "a torn or glued record: {line:?}\n{log}");
+    }
+    let v = status(&sb);
+    let files = v["records"]["files"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let lost: u64 = files
+        .iter()
+        .filter_map(|f| f["records_lost"].as_u64())
+        .sum();
+    assert!(lost >= 1, "no lost record counted: {v}");
+    let err = d.stderr();
+    let state = sb.watchdog_dir().join("state.json").display().to_string();
+    let count = |text: &str| err.matches(text).count();
+    assert_eq!(count(&format!("cannot write {state} (")), 1, "once: {err}");
+    assert_eq!(count(&format!("{state} written again after")), 1, "{err}");
 }
