@@ -248,3 +248,61 @@ fn a_full_watchdog_dir_loses_whole_records_only_and_says_so_once() {
     assert_eq!(count(&format!("cannot write {state} (")), 1, "once: {err}");
     assert_eq!(count(&format!("{state} written again after")), 1, "{err}");
 }
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn a_store_no_reader_can_open_is_no_vanished_fleet() {
+    let sb = Sandbox::new();
+    let a = sb.launch("conductor-ops", "conductor", Tool::Custom, None);
+    let b = sb.launch("conductor-two", "conductor", Tool::Custom, None);
+    let d = sb.spawn_watchdog(&[
+        ("SAFETY_POLL_INTERVAL_S", "1"),
+        ("ARMED_POLL_INTERVAL_S", "1"),
+    ]);
+    sb.wait_for_polls(&d, 2, Duration::from_secs(20));
+    // SQLite's PENDING byte, write-locked: no process can take the shared
+    // lock a read needs, so every agent-deck call waits out its busy timeout.
+    let db = sb
+        .home
+        .join(".local/share/agent-deck/profiles/default/state.db");
+    let hold = "import fcntl, sys, time\n\
+                f = open(sys.argv[1], 'r+b')\n\
+                fcntl.lockf(f, fcntl.LOCK_EX, 1, 0x40000000)\n\
+                print('held', flush=True)\n\
+                time.sleep(20)\n";
+    let mut holder = std::process::Command::new("python3")
+        .args(["-c", hold, &db.display().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    let out = holder.stdout.take().unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).unwrap();
+    assert_eq!(line.trim(), "held");
+    let said = wait_until(Duration::from_secs(19), || {
+        d.stderr().contains("agent-deck's store is locked (")
+    });
+    let _ = holder.wait();
+    assert!(said, "{}", d.stderr());
+    let err = d.stderr();
+    let why = err
+        .lines()
+        .find(|l| l.contains("agent-deck's store is locked ("));
+    eprintln!("{}", why.unwrap_or_default());
+    let read = wait_until(Duration::from_secs(30), || {
+        d.stderr().contains("agent-deck's store reads again")
+    });
+    assert!(read, "{}", d.stderr());
+    let count = |severity: &str| {
+        let all = sb.escalations();
+        all.iter()
+            .filter(|e| e.severity.as_str() == severity)
+            .count()
+    };
+    assert_eq!(count("fleet-vanished"), 0, "{}", d.stderr());
+    assert_eq!(count("store-locked"), 1, "{}", d.stderr());
+    assert!(!d.stderr().contains("watching 0"), "{}", d.stderr());
+    for s in [&a, &b] {
+        assert!(sb.session_calls(s, "restart").is_empty(), "{}", d.stderr());
+    }
+}
