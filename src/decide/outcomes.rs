@@ -111,6 +111,7 @@ mod tests {
             (A::StaleRemoveFailed, "stale-remove-failed"),
             (A::Drill, "drill"),
             (A::RestartUnverified, "restart-unverified"),
+            (A::RestartUnsaved, "restart-unsaved"),
         ];
         use Severity as S;
         let severities = [
@@ -127,6 +128,8 @@ mod tests {
             (S::TaskTampered, "task-tampered"),
             (S::PartialTampered, "partial-tampered"),
             (S::RedispatchCap, "redispatch-cap"),
+            (S::StallUnresolved, "stall-unresolved"),
+            (S::StoreLocked, "store-locked"),
         ];
         for (a, text) in actions {
             assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{text}\""));
