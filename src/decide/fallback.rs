@@ -7,6 +7,7 @@
 //! the fallback looks at tmux's own listing first: it starts only when no
 //! tmux session of this one was created since the restart began.
 
+use crate::decide::store;
 use crate::fleet::deck::CliError;
 use crate::sys::process::RunError;
 
@@ -29,7 +30,7 @@ pub(crate) enum Fallback {
 /// it succeeded) and then did not come up; `spawned`: whether tmux holds a
 /// session of it created since the restart began (`None`: tmux unreadable).
 pub(crate) fn after_restart(answer: Option<&CliError>, spawned: Option<bool>) -> Fallback {
-    let store = answer.is_some_and(store_unreadable);
+    let store = answer.is_some_and(|e| store::says_unreadable(&e.to_string()));
     let may_have_spawned = store || matches!(answer, Some(CliError::Run(RunError::TimedOut(_))));
     match spawned {
         Some(true) => Fallback::Unsaved { store },
@@ -37,19 +38,6 @@ pub(crate) fn after_restart(answer: Option<&CliError>, spawned: Option<bool>) ->
         Some(false) if store => Fallback::StoreLocked,
         _ => Fallback::Start,
     }
-}
-
-/// Whether agent-deck's answer says its store could not be opened or read.
-pub(crate) fn store_unreadable(e: &CliError) -> bool {
-    let text = e.to_string();
-    [
-        "database is locked",
-        "SQLITE_BUSY",
-        "failed to initialize storage",
-        "failed to load sessions",
-    ]
-    .iter()
-    .any(|s| text.contains(s))
 }
 
 #[cfg(test)]

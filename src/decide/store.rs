@@ -36,16 +36,21 @@ pub(crate) fn empty_list_unread(
     }
 }
 
-/// How a locked store is named: locked when agent-deck says so.
+/// What agent-deck says when another process holds its store.
+const LOCKED: &[&str] = &["database is locked", "SQLITE_BUSY", "busy timeout"];
+
+/// What it says when it cannot open or read its store at all.
+const UNREADABLE: &[&str] = &["failed to initialize storage", "failed to load sessions"];
+
+/// Whether agent-deck's message says its store could not be opened or read.
+pub(crate) fn says_unreadable(message: &str) -> bool {
+    LOCKED.iter().chain(UNREADABLE).any(|w| message.contains(w))
+}
+
+/// How an unreadable store is named: locked when agent-deck says so.
 pub(crate) fn named(why: &str) -> String {
-    let what = if ["locked", "SQLITE_BUSY", "busy timeout"]
-        .iter()
-        .any(|w| why.contains(w))
-    {
-        "locked"
-    } else {
-        "unreadable"
-    };
+    let locked = LOCKED.iter().any(|w| why.contains(w));
+    let what = if locked { "locked" } else { "unreadable" };
     format!("agent-deck's store is {what} ({why})")
 }
 
@@ -77,6 +82,9 @@ mod tests {
 
     #[test]
     fn the_store_is_named_locked_when_agent_deck_says_so() {
+        assert!(says_unreadable(LOCKED));
+        assert!(says_unreadable("Error: failed to load sessions: disk I/O error"));
+        assert!(!says_unreadable("session not found"));
         assert!(named(LOCKED).starts_with("agent-deck's store is locked ("));
         let slow = empty_list_unread(Duration::from_secs(5), || None).unwrap();
         assert!(
