@@ -83,7 +83,9 @@ mod tests {
     #[test]
     fn the_store_is_named_locked_when_agent_deck_says_so() {
         assert!(says_unreadable(LOCKED));
-        assert!(says_unreadable("Error: failed to load sessions: disk I/O error"));
+        assert!(says_unreadable(
+            "Error: failed to load sessions: disk I/O error"
+        ));
         assert!(!says_unreadable("session not found"));
         assert!(named(LOCKED).starts_with("agent-deck's store is locked ("));
         let slow = empty_list_unread(Duration::from_secs(5), || None).unwrap();

@@ -22,6 +22,21 @@ fn status(sb: &Sandbox) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
+/// Runs the Python `script` on the store `db` until it prints `held`: the
+/// lock it takes is held from then on, until the process ends.
+fn holding(script: &str, db: &std::path::Path) -> std::process::Child {
+    let mut holder = std::process::Command::new("python3")
+        .args(["-c", script, &db.display().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    let out = holder.stdout.take().unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).unwrap();
+    assert_eq!(line.trim(), "held");
+    holder
+}
+
 /// Whether `d`'s pane watch covers every critical session, or (said on
 /// stderr) cannot here.
 fn armed(d: &Daemon) -> bool {
@@ -124,15 +139,7 @@ fn a_conductor_that_dies_while_another_process_holds_the_store_gets_one_agent() 
                 c.execute('BEGIN EXCLUSIVE')\n\
                 print('held', flush=True)\n\
                 time.sleep(25)\n";
-    let mut holder = std::process::Command::new("python3")
-        .args(["-c", hold, &db.display().to_string()])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    let out = holder.stdout.take().unwrap();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).unwrap();
-    assert_eq!(line.trim(), "held");
+    let mut holder = holding(hold, &db);
     kill(sb.pane_pid(&a), 9);
     let _ = holder.wait();
     // The store is back; give the watchdog its polls.
@@ -270,15 +277,7 @@ fn a_store_no_reader_can_open_is_no_vanished_fleet() {
                 fcntl.lockf(f, fcntl.LOCK_EX, 1, 0x40000000)\n\
                 print('held', flush=True)\n\
                 time.sleep(20)\n";
-    let mut holder = std::process::Command::new("python3")
-        .args(["-c", hold, &db.display().to_string()])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    let out = holder.stdout.take().unwrap();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).unwrap();
-    assert_eq!(line.trim(), "held");
+    let mut holder = holding(hold, &db);
     let said = wait_until(Duration::from_secs(19), || {
         d.stderr().contains("agent-deck's store is locked (")
     });
