@@ -625,6 +625,8 @@ pub(super) mod tests {
             let dir = config(tmp.path()).watchdog_dir;
             let rec = &read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG))[0];
             assert_eq!(rec.proof, Some(Proof::AgentGone), "{case}");
+            let raw = std::fs::read_to_string(dir.join(LIVENESS_LOG)).unwrap();
+            assert!(raw.contains(r#""proof":"agent_gone""#), "{raw}");
             assert_eq!(rec.reads[0].status, status, "the status as read: {case}");
             assert_eq!(actions(tmp.path()), ["restart", "restarted"], "{case}");
         }
