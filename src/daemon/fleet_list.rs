@@ -39,23 +39,19 @@ impl Daemon {
         Ok(())
     }
 
-    /// Says once an episode that agent-deck's store cannot be read (a log
-    /// line and a `store-locked` escalation), and when it reads again.
+    /// Escalates `store-locked` once an episode of a store that cannot be
+    /// read; the session list's outage says in the log when it starts and
+    /// ends ([`Self::tell_outage`]).
     fn note_store(&mut self, read: &Result<(), CliError>) {
-        let now = self.ctx.clock.now();
-        match (read, self.store_unread_since) {
-            (Err(CliError::StoreUnreadable(why)), None) => {
-                self.store_unread_since = Some(now);
-                log::warn!("{why}; keeping the last known fleet");
+        match read {
+            Err(CliError::StoreUnreadable(why)) if !self.store_unread => {
+                self.store_unread = true;
                 let msg = format!("{why}: the watchdog keeps the last known fleet and its pane watch, but cannot read a status or restart until the store reads again. Look for a process holding agent-deck's state.db.");
                 let ctx = &self.ctx;
                 ctx.escalator
                     .escalate(Severity::StoreLocked, &msg, None, true);
             }
-            (Ok(()), Some(since)) => {
-                self.store_unread_since = None;
-                log::info!("agent-deck's store reads again, after {:.0}s", now - since);
-            }
+            Ok(()) => self.store_unread = false,
             _ => {}
         }
     }

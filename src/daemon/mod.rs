@@ -113,8 +113,8 @@ pub(crate) struct Daemon {
     /// The other sessions in `RESUME_SCOPE` that read `running` at the last
     /// tick (a critical session's last status is in its book).
     running_beyond: BTreeSet<String>,
-    /// Since when agent-deck's store has been unreadable, if it is.
-    store_unread_since: Option<f64>,
+    /// agent-deck's store could not be read at the last look (told once).
+    store_unread: bool,
     /// The outages of the reads each tick makes, by what is read.
     outages: BTreeMap<String, Outage>,
     /// The restarts a stopped watchdog left with no outcome on record (id →
@@ -175,7 +175,7 @@ impl Daemon {
             last_died: 0,
             watching: None,
             running_beyond: BTreeSet::new(),
-            store_unread_since: None,
+            store_unread: false,
             outages: BTreeMap::new(),
             interrupted: start::interrupted_restarts(&cfg.watchdog_dir),
             pass: flags.once.then(PassNotes::default),

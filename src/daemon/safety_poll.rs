@@ -50,7 +50,9 @@ impl Daemon {
         let refreshed = self.refresh_fleet();
         let failed = refreshed.as_ref().err().map(|e| {
             let n = self.fleet.len();
-            format!("session list is unreadable ({e}); using the last known fleet of {n} sessions")
+            format!(
+                "session list is unreadable ({e}); keeping the last known fleet of {n} sessions"
+            )
         });
         self.tell_outage(LIST, failed);
         let critical = self.fleet.critical();

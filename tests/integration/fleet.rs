@@ -437,7 +437,7 @@ fn a_locked_store_is_no_vanished_fleet_is_told_once_and_a_death_under_it_is_revi
         || wd.restart_calls() == 1,
     );
     d.wait_for(Duration::from_secs(10), "the store said readable", || {
-        d.stderr().contains("agent-deck's store reads again")
+        d.stderr().contains("session list: readable again after")
     });
     assert_eq!(wd.escalations_of("fleet-vanished"), 0);
 }

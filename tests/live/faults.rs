@@ -289,7 +289,7 @@ fn a_store_no_reader_can_open_is_no_vanished_fleet() {
         .find(|l| l.contains("agent-deck's store is locked ("));
     eprintln!("{}", why.unwrap_or_default());
     let read = wait_until(Duration::from_secs(30), || {
-        d.stderr().contains("agent-deck's store reads again")
+        d.stderr().contains("session list: readable again after")
     });
     assert!(read, "{}", d.stderr());
     let count = |severity: &str| {
