@@ -120,11 +120,6 @@ impl Context {
         RestartRecord::new(self.clock.now(), s, action, reason, self.dry_run)
     }
 
-    /// Writes a `restart.log` record about `s` with nothing but its reason.
-    pub(crate) fn record_action(&self, s: &Session, action: RestartAction, reason: Option<String>) {
-        self.records.restart(&self.record(s, action, reason));
-    }
-
     /// The `dead` hook of `s` from before a restart at `restarted_at` that
     /// agent-deck still honours, if that is what makes `s` read `error`.
     pub(crate) fn stale_dead_hook(&self, s: &Session, restarted_at: f64) -> Option<Hook> {

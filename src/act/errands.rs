@@ -9,6 +9,7 @@
 //! not a failure. No errand is retried here: the patrols queue a removal
 //! again after a minute and a nudge after the dedup window.
 
+use crate::act::apply;
 use crate::act::context::Context;
 use crate::decide::outcomes::RestartAction;
 use crate::decide::patrol_rules::NUDGE_TEXT;
@@ -84,7 +85,7 @@ fn run(ctx: &Context, errand: Errand) {
                 ErrandEnd::Typed => (RestartAction::Nudge, Delivery::Typed.to_string()),
                 ErrandEnd::Failed => (RestartAction::NudgeFailed, reason),
             };
-            ctx.record_action(s, action, Some(reason));
+            apply::record(ctx, s, action, Some(reason));
         }
         Errand::Remove {
             session: s,
@@ -99,7 +100,7 @@ fn run(ctx: &Context, errand: Errand) {
             };
             let mut rec = ctx.record(&s, action, Some(reason));
             rec.stuck_for_s = Some(stuck_for_s);
-            ctx.records.restart(&rec);
+            apply::write(&ctx.records, &rec);
         }
     }
 }

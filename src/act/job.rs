@@ -1,18 +1,12 @@
-//! A restart job, and the steps every kind of restart shares: giving a
-//! budget slot back, waiting for the session to leave `error`, and noting a
-//! success. The kinds (a revival, a poller restart, prompt-resume) build on
-//! this file, and this file on none of them.
+//! A restart job, and the step every kind of restart shares: waiting for
+//! the session to leave `error`. The kinds (a revival, a poller restart,
+//! prompt-resume) build on this file, and this file on none of them.
 
 use std::time::Duration;
 
 use crate::act::context::Context;
-use crate::act::continuity::Continuity;
-use crate::decide::notes;
-use crate::decide::outcomes::{RestartAction, Severity};
-use crate::fleet::deck::SpawnFailure;
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
-use crate::records::audit::RestartRecord;
 
 /// Why a session is being restarted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,47 +76,4 @@ pub(super) fn verify(ctx: &Context, s: &Session, within: Duration) -> Option<Sta
             return last;
         }
     }
-}
-
-/// The `n`th real failure in a row of a restart of `s`, for `err`: logged,
-/// recorded with what agent-deck said of a failed `spawn`, and escalated
-/// from the second on.
-pub(crate) fn failed(ctx: &Context, s: &Session, n: u32, err: &str, spawn: Option<&SpawnFailure>) {
-    log::warn!(
-        "restart of {} ({}) failed ({n} in a row): {err}",
-        s.id,
-        s.title
-    );
-    let mut rec = ctx.record(s, RestartAction::RestartFailed, Some(err.to_owned()));
-    with_spawn(&mut rec, spawn);
-    ctx.records.restart(&rec);
-    if n >= 2 {
-        let msg = format!(
-            "{} ({}) failed to restart {n}x consecutively; last err: {err}",
-            s.title, s.id
-        );
-        ctx.alert(s, Severity::RestartFailed, &msg);
-    }
-}
-
-/// Adds what agent-deck said of a failed spawn to a record: its reason, the
-/// digest of the dying output (never the text) and `elapsed_ms`.
-pub(super) fn with_spawn(rec: &mut RestartRecord, spawn: Option<&SpawnFailure>) {
-    if let Some(f) = spawn {
-        rec.spawn_reason = Some(f.reason.to_string());
-        rec.dying_output_digest.clone_from(&f.dying_output_digest);
-        rec.elapsed_ms = f.elapsed_ms;
-    }
-}
-
-/// A restart of `s` that brought it back as `status`: noted, recorded, and
-/// its continuity message handed to `continuity`.
-pub(crate) fn succeeded(ctx: &Context, s: &Session, status: Status, continuity: &Continuity) {
-    let status = status.as_str();
-    log::info!("restart of {} ({}) worked: status {status}", s.id, s.title);
-    notes::note_success(&mut ctx.state.lock(), &s.id);
-    let mut rec = ctx.record(s, RestartAction::Restarted, None);
-    rec.final_status = Some(status.into());
-    ctx.records.restart(&rec);
-    continuity.queue(s);
 }

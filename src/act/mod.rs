@@ -2,6 +2,7 @@
 //! pending-updates check, prompt-resume and the patrol errands, each run off
 //! the main thread on a named worker, all over one shared context.
 
+pub(crate) mod apply;
 pub(crate) mod context;
 pub(crate) mod continuity;
 pub(crate) mod deaf_poller_check;

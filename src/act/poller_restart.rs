@@ -5,13 +5,14 @@
 use crate::act::context::Context;
 use crate::act::job::{RestartJob, RestartKind};
 use crate::decide::outcomes::RestartAction;
+use crate::decide::restart_step::Outcome;
 use crate::decide::{cascade, patrol_rules};
 use crate::fleet::deck::RestartAnswer;
 
 /// SPEC §6.1 and §6.5: restart a live conductor whose Telegram poller is
 /// gone or deaf. A `skipped` answer is a refusal, not a success: the dedup
 /// window starts only when a restart really ran.
-pub(crate) fn restart(ctx: &Context, job: &RestartJob) {
+pub(crate) fn restart(ctx: &Context, job: &RestartJob) -> Outcome {
     let s = &job.session;
     let now = ctx.clock.now();
     // The record's action on success, its reason, and what a refused or
@@ -44,8 +45,8 @@ pub(crate) fn restart(ctx: &Context, job: &RestartJob) {
             Ok(RestartAnswer::Skipped(refusal)) => {
                 log::info!("agent-deck declined the poller restart of {}: {refusal}; will try again at a later check", s.id);
                 let reason = format!("agent-deck refused the restart: {refusal}{which}");
-                ctx.record_action(s, RestartAction::PollerRefused, Some(reason));
-                return;
+                let action = RestartAction::PollerRefused;
+                return Outcome::Poller { action, reason };
             }
             // It may have torn the pane down already: no retry before the dedup window.
             Err(e) => {
@@ -58,8 +59,7 @@ pub(crate) fn restart(ctx: &Context, job: &RestartJob) {
             }
         }
     };
-    patrol_rules::note_poller_restarted(&mut ctx.state.lock(), &s.id, ctx.clock.now());
-    ctx.record_action(s, action, Some(reason));
+    Outcome::Poller { action, reason }
 }
 
 #[cfg(test)]
@@ -70,6 +70,12 @@ mod tests {
     use crate::act::context::tests::{actions, context, restart_records, NOW};
     use crate::fleet::fake::{live, FakeDeck, Script};
     use crate::fleet::session::{Session, Status};
+
+    /// The poller restart of `job`, carried out to its records.
+    fn run(ctx: &Context, job: &RestartJob) {
+        let outcome = restart(ctx, job);
+        crate::act::apply::tests::apply_now(ctx, job, &outcome);
+    }
 
     const ID: &str = "3f9c2a1b-1755891234";
 
@@ -102,7 +108,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let deck = deck(Some(RestartAnswer::Restarted));
         let (ctx, _) = context(tmp.path(), deck.clone());
-        restart(
+        run(
             &ctx,
             &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
         );
@@ -122,7 +128,7 @@ mod tests {
         let (ctx, _) = context(tmp.path(), deck(Some(RestartAnswer::Restarted)));
         let streak = Default::default();
         ctx.state.lock().pending_updates.insert(ID.into(), streak);
-        restart(&ctx, &RestartJob::poller(&conductor(), deaf()));
+        run(&ctx, &RestartJob::poller(&conductor(), deaf()));
         let rec = &restart_records(tmp.path())[0];
         assert_eq!(rec.action, "poller-deaf");
         assert_eq!(
@@ -139,7 +145,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let refusal = RestartAnswer::Skipped("started 12s ago".into());
         let (ctx, _) = context(tmp.path(), deck(Some(refusal)));
-        restart(&ctx, &RestartJob::poller(&conductor(), deaf()));
+        run(&ctx, &RestartJob::poller(&conductor(), deaf()));
         let rec = &restart_records(tmp.path())[0];
         assert_eq!(rec.action, "poller-refused");
         assert_eq!(
@@ -154,7 +160,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let deck = deck(None);
         let (ctx, _) = context(tmp.path(), deck.clone());
-        restart(
+        run(
             &ctx,
             &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
         );
@@ -169,7 +175,7 @@ mod tests {
         let deck = deck(Some(RestartAnswer::Restarted));
         let (mut ctx, _) = context(tmp.path(), deck.clone());
         ctx.dry_run = true;
-        restart(
+        run(
             &ctx,
             &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
         );

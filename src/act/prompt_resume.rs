@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
+use crate::act::apply;
 use crate::act::context::Context;
-use crate::act::continuity::Continuity;
 use crate::act::job::{self, RestartJob};
 use crate::decide::outcomes::RestartAction;
 use crate::fleet::session::Status;
@@ -19,27 +19,19 @@ pub(crate) const RESUME_TEXT: &str =
 
 /// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
 /// tool marker, nudge the conversation once with `claude --resume`, then
-/// retry `session start`. True if the session came back (its continuity
-/// message then goes to `continuity`).
-pub(crate) fn attempt(
-    ctx: &Context,
-    job: &RestartJob,
-    transcript: &str,
-    continuity: &Continuity,
-) -> bool {
+/// retry `session start`. The status it came back with, if it did.
+pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> Option<Status> {
     let s = &job.session;
     let profiles = &ctx.cfg.prompt_resume_profiles;
-    let Some((_, config_dir)) = profiles.iter().find(|(p, _)| *p == s.profile) else {
-        return false;
-    };
+    let (_, config_dir) = profiles.iter().find(|(p, _)| *p == s.profile)?;
     if !transcript.to_lowercase().contains("deferred tool marker") {
-        return false;
+        return None;
     }
     let Some(claude_id) = ctx.read_status(s).and_then(|l| l.claude_session_id) else {
         log::warn!("prompt-resume of {} skipped: no claude_session_id", s.id);
-        return false;
+        return None;
     };
-    ctx.record_action(s, RestartAction::PromptResumeAttempt, None);
+    apply::record(ctx, s, RestartAction::PromptResumeAttempt, None);
     let cmd = Cmd::new("claude")
         .args(["--resume", claude_id.as_str(), "-p", RESUME_TEXT])
         .env("CLAUDE_CONFIG_DIR", config_dir)
@@ -62,12 +54,8 @@ pub(crate) fn attempt(
     }
     if let Err(e) = ctx.deck.start(&s.profile, &s.id) {
         log::warn!("session start after prompt-resume of {} failed: {e}", s.id);
-        return false;
+        return None;
     }
     let verified = job::verify(ctx, s, ctx.cfg.start_verify);
-    let Some(status) = verified.filter(|st| *st != Status::Error) else {
-        return false;
-    };
-    job::succeeded(ctx, s, status, continuity);
-    true
+    verified.filter(|st| *st != Status::Error)
 }

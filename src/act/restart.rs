@@ -1,20 +1,24 @@
 //! One restart, carried out: the serialization wait, the last gate re-check,
 //! liveness confirmation, `session restart`, verification, the `session
-//! start` fallback, the 429 check, the records, the continuity message.
-//! From agent-deck 1.16.10 (#2265) a failed restart or start says why its
-//! spawn failed (`reason`); SPEC §5.5 says what each reason leads to, which
-//! [`crate::decide::restart_step`] decides. A restart
-//! agent-deck's freshness guard declined keeps nothing of the attempt and is
-//! tried again later ([`crate::decide::refusal`] says when).
+//! start` fallback, the 429 check, the continuity message. From agent-deck
+//! 1.16.10 (#2265) a failed restart or start says why its spawn failed
+//! (`reason`); SPEC §5.5 says what each reason leads to, which
+//! [`crate::decide::restart_step`] decides. A restart agent-deck's
+//! freshness guard declined keeps nothing of the attempt and is tried again
+//! later ([`crate::decide::refusal`] says when).
 //!
 //! [`Restarter`] runs these jobs one at a time on its own thread, so the main
 //! loop never blocks on them and restarts never overlap; the continuity
-//! message goes out on a worker of its own ([`Continuity`]). Decisions come from
-//! [`crate::decide`]; this module does the calls and holds the state mutex
-//! only between them.
+//! message goes out on a worker of its own ([`Continuity`]). Each job ends
+//! in an [`Outcome`], which [`apply`] carries out and the main loop is sent.
+//! Decisions come from [`crate::decide`]; this module does the calls and
+//! holds the state mutex only between them.
 
 use std::sync::Arc;
 
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::act::apply::{self, apply};
 use crate::act::context::Context;
 use crate::act::continuity::Continuity;
 use crate::act::job::{self, RestartJob, RestartKind};
@@ -22,13 +26,16 @@ use crate::act::{poller_restart, prompt_resume, resume};
 use crate::decide::fallback::{self, Fallback};
 use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
-use crate::decide::restart_step::{self, after_verify, Answer, Call, Next, Step};
-use crate::decide::{cascade, dedup, gates, notes, refusal, stale_hook, stop};
+use crate::decide::restart_step::{self, after_verify, Answer, Call, Dropped, Next, Outcome, Step};
+use crate::decide::{cascade, gates, notes, refusal, stale_hook, stop};
 use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure};
 use crate::fleet::panes::{self, ListError, PaneSource, Proof, Tmux};
 use crate::fleet::session::Session;
-use crate::records::audit::LivenessRecord;
 use crate::sys::worker::Worker;
+
+/// A job's ending, as the main loop is sent it: the session's id and its
+/// outcome.
+pub(crate) type Ended = (String, Outcome);
 
 /// The restart worker (one restart at a time, in the order they were
 /// cleared) and, beside it, the continuity messages' own worker.
@@ -36,6 +43,7 @@ pub(crate) struct Restarter {
     // Dropped in this order: the restarts end before the messages they queued.
     restarts: Worker<RestartJob>,
     continuity: Arc<Continuity>,
+    ended: Receiver<Ended>,
 }
 
 impl Restarter {
@@ -48,6 +56,11 @@ impl Restarter {
         &self.continuity
     }
 
+    /// The endings of the jobs that ended since the last call, in order.
+    pub(crate) fn ended(&self) -> Vec<Ended> {
+        self.ended.try_iter().collect()
+    }
+
     /// Runs the queued restarts, then the messages they left, and stops both.
     pub(crate) fn finish(&mut self) {
         self.restarts.finish();
@@ -58,29 +71,44 @@ impl Restarter {
 pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
     let continuity = Arc::new(Continuity::spawn(ctx.clone())?);
     let told = continuity.clone();
+    let (tx, ended) = crossbeam_channel::unbounded();
     let restarts = Worker::spawn("restart", move |job: RestartJob| {
-        let restart = Restart {
-            ctx: &ctx,
-            job: &job,
-            continuity: &told,
-        };
-        // Whatever happens in it (even a bug), the session must not stay in flight.
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| restart.carry_out()));
-        if outcome.is_err() {
-            log::error!(
-                "the restart of {} panicked (a bug); its budget slot is given back",
-                job.session.id
-            );
-            restart.give_back();
-        }
-        gates::finish(&mut ctx.state.lock(), &job.session.id);
-        ctx.store.save(&ctx.state);
+        run_job(&ctx, &job, &told, &tx);
     })?;
     Ok(Restarter {
         restarts,
         continuity,
+        ended,
     })
+}
+
+/// Carries `job` out, applies its ending and sends it on. Whatever happens
+/// in it (even a bug), the session must not stay in flight.
+fn run_job(ctx: &Context, job: &RestartJob, continuity: &Continuity, tx: &Sender<Ended>) {
+    let catch = |f: &dyn Fn() -> Outcome| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or(Outcome::Dropped(Dropped::Panicked))
+    };
+    let restart = Restart {
+        ctx,
+        job,
+        continuity,
+    };
+    let outcome = catch(&|| restart.carry_out());
+    let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        apply(ctx, job, &outcome, continuity)
+    }));
+    if applied.is_err() {
+        log::error!(
+            "the ending of the restart of {} could not be carried out (a bug)",
+            job.session.id
+        );
+    }
+    gates::finish(&mut ctx.state.lock(), &job.session.id);
+    ctx.store.save(&ctx.state);
+    // The main loop may have stopped listening: nothing is lost, as the
+    // ending is applied.
+    let _ = tx.send((job.session.id.clone(), outcome));
 }
 
 /// One restart job being carried out, over the shared context.
@@ -117,28 +145,16 @@ pub(crate) fn is_rate_limited(text: &str) -> bool {
 }
 
 impl Restart<'_> {
-    /// Gives the job's budget slot back (an attempt that did not count).
-    fn give_back(&self) {
-        if let Some(slot) = self.job.slot {
-            self.ctx
-                .state
-                .lock()
-                .give_back_slot(&self.job.session.id, slot);
-        }
-    }
-
     /// Carries out one restart job, from its turn in the serialization to
-    /// its last record.
-    fn carry_out(&self) {
+    /// how it ended.
+    fn carry_out(&self) -> Outcome {
         let s = &self.job.session;
         // A message still going out to it must not overlap a call on it.
         let shutdown = &self.ctx.shutdown;
         let waited = (self.continuity.wait_sent(&s.id, shutdown))
             .and_then(|sent| Some(self.wait_turn(s)? || sent));
         let Some(waited) = waited else {
-            log::info!("restart of {} abandoned: shutting down", s.id);
-            self.give_back();
-            return;
+            return Outcome::Dropped(Dropped::Shutdown);
         };
         if self.job.kind == RestartKind::Resume {
             return resume::resume(self.ctx, self.job);
@@ -146,9 +162,7 @@ impl Restart<'_> {
         // Bound first: an `if let` would hold the state lock through its body.
         let held = gates::recheck(&mut self.ctx.state.lock(), &s.id, self.ctx.clock.now());
         if let Some(why) = held {
-            log::info!("restart of {} skipped after the wait: {why}", s.id);
-            self.give_back();
-            return;
+            return Outcome::Dropped(Dropped::Held(why));
         }
         if self.job.kind != RestartKind::Revive {
             return poller_restart::restart(self.ctx, self.job);
@@ -156,12 +170,10 @@ impl Restart<'_> {
         // Seen stopped since the tick queued it (a hook's or a liveness read).
         let release = self.ctx.deck.version();
         if stop::held_by_stop(&self.ctx.state.lock(), &s.id, release) {
-            log::info!("restart of {} dropped: it was seen stopped", s.id);
-            self.give_back();
-            return;
+            return Outcome::Dropped(Dropped::Stopped);
         }
-        if !self.confirm_dead(waited) {
-            return;
+        if let Some(alive) = self.confirm_dead(waited) {
+            return alive;
         }
         let lim = &self.ctx.limits;
         let (burst, call) =
@@ -175,16 +187,22 @@ impl Restart<'_> {
                 .escalator
                 .escalate(Severity::Cascade, &msg, None, true);
         }
-        self.ctx.record_action(s, RestartAction::Restart, None);
+        apply::record(self.ctx, s, RestartAction::Restart, None);
         if self.ctx.dry_run {
-            log::info!("dry-run: would restart {} ({}) now", s.id, s.title);
-            return;
+            return Outcome::WouldRestart;
         }
         log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
         let _renaming = self.ctx.panes.as_ref().map(|p| p.restarting());
         let issued = self.ctx.clock.now();
         let failed = match self.ctx.deck.restart(&s.profile, &s.id) {
-            Ok(RestartAnswer::Skipped(reason)) => return self.refused(&call, &reason),
+            Ok(RestartAnswer::Skipped(reason)) => {
+                let fresh = refusal::freshness(&reason);
+                return Outcome::Refused {
+                    reason,
+                    fresh,
+                    call,
+                };
+            }
             Ok(RestartAnswer::Restarted) => {
                 let mut st = self.ctx.state.lock();
                 refusal::note_answered(&mut st, &s.id);
@@ -201,8 +219,9 @@ impl Restart<'_> {
             p.forget_bare(&s.id);
         }
         let failure = failed.as_ref().map(|(e, why)| (e, why.as_str()));
-        let Step::Verify { carried_out } = self.answered(Call::Restart, failure) else {
-            return;
+        let carried_out = match self.answered(Call::Restart, failure) {
+            Step::Verify { carried_out } => carried_out,
+            Step::Held | Step::Failed => return died(failure),
         };
         let status = job::verify(self.ctx, s, self.ctx.cfg.restart_verify);
         let stale = || self.only_a_stale_hook_says_error(s, issued);
@@ -215,7 +234,7 @@ impl Restart<'_> {
                     // A failed or unverified answer, and yet it came up.
                     notes::note_restarted(&mut self.ctx.state.lock(), &s.id, issued);
                 }
-                job::succeeded(self.ctx, s, status, self.continuity)
+                Outcome::Restarted { status }
             }
             (Next::Unread, _) => self.unread("restart", failed.as_ref().map(|f| f.1.as_str())),
             _ => match &failed {
@@ -225,114 +244,27 @@ impl Restart<'_> {
         }
     }
 
-    /// agent-deck declined the restart on purpose (`skipped`): no start
-    /// fallback and no failure. A refusal from its freshness guard gives
-    /// back everything the attempt took and is tried again (SPEC §5.5,
-    /// [`refusal`]), recorded once per run; any other (an auth hold) gives
-    /// back its budget slot and is recorded.
-    fn refused(&self, call: &cascade::Call, reason: &str) {
-        let s = &self.job.session;
-        let record = format!("agent-deck refused the restart: {reason}");
-        let Some(fresh) = refusal::freshness(reason) else {
-            log::info!(
-                "agent-deck declined to restart {}: {reason}; not falling back to session start",
-                s.id
-            );
-            self.give_back();
-            return self
-                .ctx
-                .record_action(s, RestartAction::CliRefused, Some(record));
-        };
-        let now = self.ctx.clock.now();
-        let verdict = refusal::note_refused(
-            &mut self.ctx.state.lock(),
-            &self.ctx.limits,
-            &s.id,
-            self.job.slot,
-            call,
-            fresh,
-            now,
-        );
-        match verdict.retry_at {
-            Some(at) => log::info!(
-                "agent-deck's freshness guard declined to restart {} ({reason}); nothing of the attempt is kept, and it is looked at again in {:.1}s",
-                s.id,
-                at - now
-            ),
-            None => log::warn!(
-                "agent-deck's freshness guard declined to restart {} again ({reason}); its retries are spent, so it waits for its cooldown and the next look",
-                s.id
-            ),
-        }
-        if verdict.first {
-            self.ctx
-                .record_action(s, RestartAction::CliRefused, Some(record));
-        }
-    }
-
-    /// The step after agent-deck's answer to `call`: done, or `failure`
-    /// (its error, and the failure as recorded). A spawn that died at once
-    /// is recorded, escalated and held here; an unverified one, and a failed
-    /// restart, are said before their status poll.
+    /// The step after agent-deck's answer to `call`: a failure is said
+    /// before its status poll.
     fn answered(&self, call: Call, failure: Option<(&CliError, &str)>) -> Step {
         let answer = match failure {
             Some((e, _)) => Answer::Failed(e.spawn().map(|f| &f.reason)),
             None => Answer::Done,
         };
         let step = restart_step::after_answer(call, answer);
-        let (Some((e, why)), id) = (failure, &self.job.session.id) else {
+        let (Some((_, why)), id) = (failure, &self.job.session.id) else {
             return step;
         };
         match step {
-            Step::Held => {
-                if let Some(f) = e.spawn() {
-                    self.died_fast(why, f);
-                }
-            }
             Step::Verify { carried_out: true } => log::warn!(
                 "{id}: {why}; agent-deck could not tell whether it came up, so its status is polled as after a success"
             ),
             Step::Verify { carried_out: false } => log::warn!(
                 "restart of {id} failed: {why}; reading its status before the start fallback"
             ),
-            Step::Failed => {}
+            Step::Held | Step::Failed => {}
         }
         step
-    }
-
-    /// A spawn agent-deck saw die at once (`spawn_died_fast`): no start
-    /// fallback, `restart-failed` escalated now (naming the reason and how
-    /// fast it died), and the session held from restarts until it is seen
-    /// healthy, instead of spending the rest of its budget on a death a
-    /// restart cannot fix (#2099).
-    fn died_fast(&self, why: &str, f: &SpawnFailure) {
-        let s = &self.job.session;
-        let n = {
-            let mut st = self.ctx.state.lock();
-            notes::note_spawn_died_fast(&mut st, &s.id, self.ctx.clock.now());
-            notes::note_failure(&mut st, &s.id)
-        };
-        let after = f
-            .elapsed_ms
-            .map_or_else(|| "an unknown time".to_owned(), |ms| format!("{ms} ms"));
-        log::warn!(
-            "restart of {} ({}) failed ({n} in a row): {why}; its new process died after {after}, which a start cannot fix: escalating now, and no more restarts of it until it is seen healthy",
-            s.id,
-            s.title
-        );
-        let mut rec = self
-            .ctx
-            .record(s, RestartAction::RestartFailed, Some(why.to_owned()));
-        job::with_spawn(&mut rec, Some(f));
-        self.ctx.records.restart(&rec);
-        let msg = format!(
-            "{} ({}) cannot be restarted: agent-deck reports {} (elapsed_ms {}) — its new process exits at once, which a restart or start cannot fix. It is held from restarts until it is seen healthy; last err: {why}",
-            s.title,
-            s.id,
-            f.reason,
-            f.elapsed_ms.map_or_else(|| "unknown".to_owned(), |ms| ms.to_string()),
-        );
-        self.ctx.alert(s, Severity::RestartFailed, &msg);
     }
 
     /// Waits for the global serialization: whether it had to wait, `None`
@@ -359,11 +291,12 @@ impl Restart<'_> {
         }
     }
 
-    /// Liveness confirmation with its records and alerts; true if dead. A
-    /// death the pane watch proved is decided by the `session show` that
-    /// found it in error, or by a fresh one if the job `waited` its turn
-    /// (the status may have moved on since).
-    fn confirm_dead(&self, waited: bool) -> bool {
+    /// Liveness confirmation: `None` if dead (its record written), else
+    /// the outcome that it is alive. A death the pane watch proved is
+    /// decided by the `session show` that found it in error, or by a fresh
+    /// one if the job `waited` its turn (the status may have moved on
+    /// since).
+    fn confirm_dead(&self, waited: bool) -> Option<Outcome> {
         let s = &self.job.session;
         let shown = self.job.proven.as_ref().filter(|_| !waited);
         let probe = self.ctx.probe(s, shown.map(|p| p.shown.clone()));
@@ -386,55 +319,15 @@ impl Restart<'_> {
         } else {
             self.ctx.cfg.liveness_confirm_gap.as_secs_f64()
         };
-        let (reason, dead) = (ev.reason, ev.reason == LivenessReason::ConfirmedDead);
-        let mut consecutive = None;
-        if dead {
-            log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
-        } else {
-            self.give_back();
-            if reason == LivenessReason::PaneActive {
-                let (n, alert) =
-                    notes::note_pane_active(&mut self.ctx.state.lock(), &self.ctx.limits, &s.id);
-                consecutive = Some(n);
-                if alert {
-                    let msg = format!(
-                        "{} ({}) has reported status=error {n}x while its pane kept producing output — the session is alive and the restart was skipped each time. This is a status-classification problem, not a dead session.",
-                        s.title, s.id
-                    );
-                    self.ctx.alert(s, Severity::LivenessMismatch, &msg);
-                }
-            }
-            if reason == LivenessReason::AuthHold
-                && dedup::first_in_episode(&mut self.ctx.state.lock(), &s.id, Severity::AuthHold)
-            {
-                let msg = format!(
-                    "{} ({}) is held for an auth failure ({}) — a restart cannot fix a credential. Repair the login, then restart it explicitly.",
-                    s.title,
-                    s.id,
-                    ev.auth_hold_reason.as_deref().unwrap_or("unknown")
-                );
-                self.ctx.alert(s, Severity::AuthHold, &msg);
-            }
-            log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
-            self.ctx
-                .record_action(s, RestartAction::SkippedAlive, Some(reason.to_string()));
+        if ev.reason != LivenessReason::ConfirmedDead {
+            return Some(Outcome::Alive {
+                evidence: ev,
+                gap_s,
+            });
         }
-        self.ctx.records.liveness(&LivenessRecord {
-            ts: self.ctx.clock.now(),
-            id: s.id.clone(),
-            title: s.title.clone(),
-            profile: s.profile.clone(),
-            gap_s,
-            reads: ev.reads,
-            pane: ev.pane,
-            auth_hold_reason: ev.auth_hold_reason,
-            decision: if dead { "restart" } else { "skip" }.into(),
-            reason,
-            consecutive_skips: consecutive,
-            dry_run: self.ctx.dry_run,
-            proof: ev.proof,
-        });
-        dead
+        log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
+        apply::liveness(self.ctx, s, &ev, gap_s, None);
+        None
     }
 
     /// Whether the `error` read after a restart issued at `issued` comes
@@ -456,7 +349,7 @@ impl Restart<'_> {
     /// `session start` after a restart that did not bring the session back;
     /// `why` says what the restart did, and leads a failure's reason;
     /// `spawn` is why agent-deck said the restart's spawn failed, if it did.
-    fn fall_back_to_start(&self, why: &str, answer: Option<&CliError>) {
+    fn fall_back_to_start(&self, why: &str, answer: Option<&CliError>) -> Outcome {
         let s = &self.job.session;
         let spawn = answer.and_then(CliError::spawn);
         if self.ctx.shutdown.is_set() {
@@ -465,8 +358,18 @@ impl Restart<'_> {
         let spawned = self.spawned(s);
         let seen = spawned.as_ref().map(Option::is_some);
         match fallback::after_restart(answer, seen) {
-            Fallback::Unsaved { store } => return self.unsaved(why, spawned.flatten(), store),
-            Fallback::StoreLocked => return self.store_locked(why),
+            Fallback::Unsaved { store } => {
+                return Outcome::Unsaved {
+                    why: why.to_owned(),
+                    tmux: spawned.flatten(),
+                    store,
+                }
+            }
+            Fallback::StoreLocked => {
+                return Outcome::StoreLocked {
+                    why: why.to_owned(),
+                }
+            }
             Fallback::Start => {}
         }
         log::warn!("{}: {why}; falling back to session start", s.id);
@@ -479,7 +382,7 @@ impl Restart<'_> {
         let failure = failed.as_ref().map(|(e, why)| (e, why.as_str()));
         let spawn = failed.as_ref().and_then(|(e, _)| e.spawn()).or(spawn);
         let carried_out = match self.answered(Call::Start, failure) {
-            Step::Held => return,
+            Step::Held => return died(failure),
             Step::Failed => return self.failed(failure.map(|f| f.1).unwrap_or(why).into(), spawn),
             Step::Verify { carried_out } => carried_out,
         };
@@ -496,7 +399,7 @@ impl Restart<'_> {
                     // An unverified start brought it up.
                     notes::note_ran(&mut self.ctx.state.lock(), &s.id);
                 }
-                job::succeeded(self.ctx, s, status, self.continuity)
+                Outcome::Restarted { status }
             }
             (Next::Unread, _) => self.unread("start", Some(failure.map_or(why, |f| f.1))),
             _ => {
@@ -525,71 +428,12 @@ impl Restart<'_> {
         }
     }
 
-    /// The restart spawned `name` (when tmux could tell) and agent-deck did
-    /// not save it (`store`: its store said locked), or may have: recorded
-    /// `restart-unsaved` and said once an episode, with no start fallback
-    /// and no failure counted. Its slot stays spent (the restart ran), and
-    /// the session is held until it is seen healthy or `name` is gone.
-    fn unsaved(&self, why: &str, name: Option<String>, store: bool) {
-        let s = &self.job.session;
-        let runs = name.as_deref().map_or_else(
-            || "tmux could not be read to tell whether it spawned an agent".to_owned(),
-            |n| format!("its agent runs in tmux session {n}, which agent-deck does not know"),
-        );
-        let reason = format!("{why}; {runs}; no session start, so as not to run a second agent");
-        log::warn!("{} ({}): {reason}", s.id, s.title);
-        {
-            let mut st = self.ctx.state.lock();
-            notes::note_restarted(&mut st, &s.id, self.ctx.clock.now());
-            st.book(&s.id).unsaved = name;
-        }
-        self.ctx
-            .record_action(s, RestartAction::RestartUnsaved, Some(reason.clone()));
-        let severity = if store {
-            Severity::StoreLocked
-        } else {
-            Severity::RestartFailed
-        };
-        if dedup::first_in_episode(&mut self.ctx.state.lock(), &s.id, severity.clone()) {
-            let msg = format!(
-                "{} ({}): {reason}. Once agent-deck's store reads again, attach to that tmux session or end it, then restart the session with agent-deck.",
-                s.title, s.id
-            );
-            self.ctx.alert(s, severity, &msg);
-        }
-    }
-
-    /// The restart could not open or save agent-deck's store and spawned
-    /// nothing: not a failed restart. Its slot is given back, and the
-    /// locked store is said once an episode; the next poll that reads the
-    /// session decides again.
-    fn store_locked(&self, why: &str) {
-        let s = &self.job.session;
-        self.give_back();
-        log::warn!("{} ({}): agent-deck's store is locked ({why}); not restarted, tried again once it reads", s.id, s.title);
-        self.ctx.record_action(
-            s,
-            RestartAction::RestartUnsaved,
-            Some(format!(
-                "agent-deck's store is locked and nothing was spawned: {why}"
-            )),
-        );
-        if dedup::first_in_episode(&mut self.ctx.state.lock(), &s.id, Severity::StoreLocked) {
-            let msg = format!(
-                "{} ({}) could not be restarted: agent-deck's store is locked ({why}). Look for a process holding agent-deck's state.db; it is restarted once the store reads again.",
-                s.title, s.id
-            );
-            self.ctx.alert(s, Severity::StoreLocked, &msg);
-        }
-    }
-
     /// A call agent-deck carried out, `after` which no status read worked:
-    /// recorded `restart-unverified`, its `lead` (what went before) first.
-    /// Neither a success nor a failure until a look reads the status
-    /// ([`crate::decide::verdict`] settles it); its budget slot stays spent,
-    /// as the call ran.
-    fn unread(&self, after: &str, lead: Option<&str>) {
-        let s = &self.job.session;
+    /// `restart-unverified`, its `lead` (what went before) first. Neither a
+    /// success nor a failure until a look reads the status
+    /// ([`crate::decide::verdict`] settles it); its budget slot stays
+    /// spent, as the call ran.
+    fn unread(&self, after: &str, lead: Option<&str>) -> Outcome {
         if self.ctx.shutdown.is_set() {
             return self.failed("shutdown during verification".into(), None);
         }
@@ -597,29 +441,16 @@ impl Restart<'_> {
             Some(lead) => format!("{lead}; status unreadable after {after}"),
             None => format!("status unreadable after {after}"),
         };
-        log::warn!(
-            "{}: {why}; whether it is back is settled when its status is read",
-            s.id
-        );
-        self.ctx.state.lock().book(&s.id).unverified = Some(why.clone());
-        (self.ctx).record_action(s, RestartAction::RestartUnverified, Some(why));
+        Outcome::Unverified { why }
     }
 
-    /// A failed restart: a 429 backs off and gives the slot back; anything
-    /// else counts as a crash and escalates on the second in a row. `spawn`
-    /// (why agent-deck said a spawn failed) joins the failure's record.
-    fn failed(&self, err: String, spawn: Option<&SpawnFailure>) {
-        let (s, lim) = (&self.job.session, &self.ctx.limits);
+    /// A failed restart: cut short by our own shutdown, a 429 (backed off),
+    /// brought back by prompt-resume, or a failure; `spawn` (why agent-deck
+    /// said a spawn failed) joins the failure's record.
+    fn failed(&self, why: String, spawn: Option<&SpawnFailure>) -> Outcome {
+        let s = &self.job.session;
         if self.ctx.shutdown.is_set() {
-            // Cut short by our own shutdown: not the session's failure.
-            self.give_back();
-            log::info!(
-                "restart of {} interrupted by shutdown; not counted as a failure",
-                s.id
-            );
-            return self
-                .ctx
-                .record_action(s, RestartAction::RestartInterrupted, Some(err));
+            return Outcome::Interrupted { why };
         }
         let transcript = self
             .ctx
@@ -627,24 +458,25 @@ impl Restart<'_> {
             .transcript(&s.profile, &s.id)
             .unwrap_or_default();
         if is_rate_limited(&transcript) {
-            self.give_back();
-            self.ctx
-                .back_off_rate_limited(&s.id, self.ctx.clock.now(), lim.backoff_429);
-            log::warn!(
-                "restart of {} hit an API rate limit; backing off {:.0}s, not counted as a crash",
-                s.id,
-                lim.backoff_429
-            );
-            let mut rec = self.ctx.record(s, RestartAction::RateLimited, None);
-            rec.backoff_s = Some(lim.backoff_429);
-            return self.ctx.records.restart(&rec);
+            return Outcome::RateLimited;
         }
-        if prompt_resume::attempt(self.ctx, self.job, &transcript, self.continuity) {
-            return;
+        if let Some(status) = prompt_resume::attempt(self.ctx, self.job, &transcript) {
+            return Outcome::Restarted { status };
         }
-        let n = notes::note_failure(&mut self.ctx.state.lock(), &s.id);
-        job::failed(self.ctx, s, n, &err, spawn);
+        Outcome::Failed {
+            why,
+            spawn: spawn.cloned(),
+        }
     }
+}
+
+/// A spawn agent-deck saw die at once (`spawn_died_fast`): failed, with no
+/// start fallback ([`apply`] holds it).
+fn died(failure: Option<(&CliError, &str)>) -> Outcome {
+    let (why, spawn) = failure.map_or((String::new(), None), |(e, why)| {
+        (why.to_owned(), e.spawn().cloned())
+    });
+    Outcome::Failed { why, spawn }
 }
 
 #[cfg(test)]
@@ -658,7 +490,7 @@ mod tests {
     use crate::fleet::deck::SpawnReason;
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
     use crate::fleet::session::Status;
-    use crate::records::audit::LIVENESS_LOG;
+    use crate::records::audit::{LivenessRecord, LIVENESS_LOG};
     use crate::records::read_back::read_lines;
 
     const ID: &str = "3f9c2a1b-1755891234";
@@ -671,15 +503,12 @@ mod tests {
         ctx
     }
 
-    /// Carries `job` out; its continuity message goes out before it returns.
+    /// Carries `job` out as the worker does; its continuity message goes out
+    /// before it returns.
     fn carry_out(ctx: &Context, job: &RestartJob) {
         let continuity = Continuity::spawn(ctx.clone()).unwrap();
-        Restart {
-            ctx,
-            job,
-            continuity: &continuity,
-        }
-        .carry_out();
+        let (tx, _ended) = crossbeam_channel::unbounded();
+        run_job(ctx, job, &continuity, &tx);
     }
 
     fn revive(ctx: &Context) {

@@ -9,97 +9,50 @@
 
 use crate::act::context::Context;
 use crate::act::job::RestartJob;
-use crate::decide::outcomes::{RestartAction, Severity};
-use crate::decide::stall::{Seen, Stall};
+use crate::decide::restart_step::{Dropped, Outcome};
+use crate::decide::stall::Seen;
 use crate::fleet::deck::Delivery;
-use crate::fleet::session::Session;
 
 /// Sends the resume of the stall of `job`'s session, if it is still one.
-pub(crate) fn resume(ctx: &Context, job: &RestartJob) {
+pub(crate) fn resume(ctx: &Context, job: &RestartJob) -> Outcome {
     let s = &job.session;
     let Some(mut stall) = ctx.state.lock().book(&s.id).stall.clone() else {
-        return;
+        return Outcome::Dropped(Dropped::NoStall);
     };
     let Some(live) = ctx.read_status(s) else {
-        return log::info!("resume of {} put off: its status is unreadable", s.id);
+        return Outcome::Dropped(Dropped::StatusUnread);
     };
     if Seen::of(&live, Some(stall.kind)) != Some(Seen::Stalled) {
-        return log::info!(
-            "resume of {} not sent: it reads {} now; the next tick looks again",
-            s.id,
-            live.status().as_str()
-        );
+        return Outcome::Dropped(Dropped::NotStalled(live.status()));
     }
-    let kind = stall.kind.as_str();
     let now = ctx.clock.now();
     if ctx.dry_run {
-        log::info!("dry-run: would resume {} ({}) now: {kind}", s.id, s.title);
         // Said once: a dry run sends nothing, so there is nothing to verify.
         stall.unresolved = true;
-        ctx.state.lock().book(&s.id).stall = Some(stall.clone());
-        return ctx
-            .records
-            .restart(&record(ctx, s, RestartAction::ResumeSent, &stall, None));
+        return Outcome::Resumed {
+            stall,
+            unconfirmed: None,
+        };
     }
-    let text = ctx.cfg.resume_message.replace("{kind}", kind);
+    let text = ctx
+        .cfg
+        .resume_message
+        .replace("{kind}", stall.kind.as_str());
     match ctx.deck.send(&s.profile, &s.id, &text) {
         Err(e) if !e.delivery().is_some_and(Delivery::arrived) => {
             let unresolved = stall.undelivered(now, &ctx.limits.stall);
-            ctx.state.lock().book(&s.id).stall = Some(stall.clone());
-            failed(ctx, s, &stall, format!("send {e}"), unresolved);
+            Outcome::ResumeFailed {
+                stall,
+                why: format!("send {e}"),
+                unresolved,
+            }
         }
         sent => {
-            if let Err(e) = sent {
-                log::info!("resume typed into the pane of {}, unconfirmed ({e})", s.id);
-            }
-            log::info!("resume sent to {} ({}): {kind}", s.id, s.title);
             stall.sent(now);
-            let mut st = ctx.state.lock();
-            st.resumes.note(now);
-            st.book(&s.id).stall = Some(stall.clone());
-            drop(st);
-            let rec = record(ctx, s, RestartAction::ResumeSent, &stall, None);
-            ctx.records.restart(&rec);
+            Outcome::Resumed {
+                stall,
+                unconfirmed: sent.err().map(|e| e.to_string()),
+            }
         }
     }
-}
-
-/// A resume that started no turn, or was not delivered (`why`): recorded,
-/// and escalated once when that leaves the stall `unresolved`.
-pub(crate) fn failed(ctx: &Context, s: &Session, stall: &Stall, why: String, unresolved: bool) {
-    log::warn!(
-        "resume {} of {} ({}) failed: {why}",
-        stall.attempts,
-        s.id,
-        s.title
-    );
-    let rec = record(ctx, s, RestartAction::ResumeFailed, stall, Some(why));
-    ctx.records.restart(&rec);
-    if unresolved {
-        let msg = format!(
-            "{} ({}) is stalled ({}) and {} resumes did not bring it back — it needs a human",
-            s.title,
-            s.id,
-            stall.kind.as_str(),
-            ctx.limits.stall.max_attempts
-        );
-        ctx.alert(s, Severity::StallUnresolved, &msg);
-    }
-}
-
-/// A `restart.log` record of `action` about the stall of `s`.
-pub(crate) fn record(
-    ctx: &Context,
-    s: &Session,
-    action: RestartAction,
-    stall: &Stall,
-    reason: Option<String>,
-) -> crate::records::audit::RestartRecord {
-    let mut rec = ctx.record(s, action, reason);
-    rec.kind = Some(stall.kind.as_str().into());
-    rec.evidence = Some(stall.evidence.clone());
-    rec.resume_at = Some(stall.resume_at);
-    rec.resume_from = Some(stall.resume_from.clone());
-    rec.attempt = (stall.attempts > 0).then_some(stall.attempts);
-    rec
 }

@@ -5,7 +5,8 @@
 //! restarts the gates cleared. Judging a session in error (its evidence,
 //! read through a probe) is here too, as it feeds the decision.
 
-use crate::act::job::{self, Proven, RestartJob, RestartKind};
+use crate::act::apply;
+use crate::act::job::{Proven, RestartJob, RestartKind};
 use crate::daemon::Daemon;
 use crate::decide::gates::Hold;
 use crate::decide::outcomes::{RestartAction, Severity};
@@ -154,16 +155,15 @@ impl Daemon {
     /// look: `restarted`, with its continuity message, or `restart-failed`.
     fn settled(&self, s: &Session, t: &Settled) {
         let Some(n) = t.failures else {
-            return job::succeeded(&self.ctx, s, t.status, self.restarter.continuity());
+            return apply::restarted(&self.ctx, s, t.status, self.restarter.continuity());
         };
         let why = format!("{}; status error when next read", t.why);
-        job::failed(&self.ctx, s, n, &why, None);
+        apply::failed(&self.ctx, s, n, &why, None);
     }
 
     /// One `restart.log` line when a session starts being held.
     fn record_hold(&self, s: &Session, why: Hold) {
-        self.ctx
-            .record_action(s, RestartAction::Skipped, Some(why.to_string()));
+        apply::record(&self.ctx, s, RestartAction::Skipped, Some(why.to_string()));
     }
 
     /// A critical session in `error` at a usage limit first seen in this
@@ -189,7 +189,7 @@ impl Daemon {
         let reason = format!("usage-limit: {retry}");
         let mut rec = self.ctx.record(s, RestartAction::RateLimited, Some(reason));
         rec.backoff_s = Some(b.seconds);
-        self.ctx.records.restart(&rec);
+        apply::write(&self.ctx.records, &rec);
         self.ctx.store.save(&self.ctx.state);
     }
 }

@@ -82,6 +82,8 @@ pub(crate) struct PassNotes {
     pub beyond: Vec<(Option<Status>, Session)>,
     /// Sessions `list --all` listed.
     pub listed: usize,
+    /// How each session's last restart job ended.
+    pub ended: BTreeMap<String, crate::decide::restart_step::Outcome>,
 }
 
 /// The main loop's state and collaborators.
@@ -144,9 +146,6 @@ impl Daemon {
         let panes = Arc::new(PaneShare::new(not_yet));
         let mut ctx = Context::from_config(cfg, flags.dry_run, deck, clock, shutdown);
         ctx.panes = Some(panes.clone());
-        if flags.once {
-            ctx.records.keep_last();
-        }
         let restarter = restart::spawn(ctx.clone())
             .map_err(|e| Error::runtime(format!("cannot start the restart thread: {e}")))?;
         let patrols = Patrols::spawn(ctx.clone())?;

@@ -4,7 +4,7 @@
 //! critical and what the pass did with it; then, with `RESUME_SCOPE=all`,
 //! the other sessions that are stalled; `--verbose` adds the other
 //! sessions. The daemon gathers the [`Pass`] from the tick's verdicts and
-//! the restarts' records; rendering it is pure.
+//! the restarts' outcomes; rendering it is pure.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,7 +14,8 @@ use crate::daemon::Daemon;
 use crate::error::{self, Error};
 
 use crate::decide::gates::Hold;
-use crate::decide::outcomes::RestartAction;
+use crate::decide::liveness::LivenessReason;
+use crate::decide::restart_step::Outcome;
 use crate::decide::verdict::Verdict;
 use crate::fleet::session::Status;
 use crate::text::printable;
@@ -27,7 +28,7 @@ const COLUMN_MAX: usize = 40;
 pub(crate) enum Did {
     /// Healthy, or found alive by the liveness check (`reason` then says so).
     Healthy(Option<String>),
-    /// Queued for a restart; what came of it is in the restart records.
+    /// Queued for a restart, and nothing said came of it.
     Queued,
     Restarted,
     /// `--dry-run`: it would have been restarted.
@@ -45,12 +46,15 @@ pub(crate) enum Did {
 
 impl Did {
     /// What the pass did with a session it gave `verdict`; a restart, or a
-    /// session it could not read, is what its last restart record says
-    /// (`record`: its action, reason and dry-run flag), if it has one.
+    /// session it could not read, is what its restart's `outcome` says, if
+    /// one ended (`first_refusal`: a freshness refusal was the first of its
+    /// run, which alone is recorded).
     pub(crate) fn of_verdict(
         verdict: &Verdict,
-        record: Option<(&RestartAction, Option<&str>, bool)>,
+        outcome: Option<&Outcome>,
+        first_refusal: bool,
     ) -> Did {
+        let ended = outcome.and_then(|o| Did::of_outcome(o, first_refusal));
         match verdict {
             Verdict::Healthy => Did::Healthy(None),
             Verdict::Stopped => Did::Stopped,
@@ -60,40 +64,45 @@ impl Did {
             }
             Verdict::Held { why, .. } => Did::Held(why.to_string()),
             Verdict::BudgetSpent { .. } => Did::Held(Hold::BudgetSpent.to_string()),
-            Verdict::Restart { .. } => {
-                record.map_or(Did::Queued, |(a, r, d)| Did::of_record(a, r, d))
+            Verdict::Restart { .. } => ended.unwrap_or(Did::Queued),
+            Verdict::Unread => {
+                ended.unwrap_or_else(|| Did::Unknown("its profile's list could not be read".into()))
             }
-            Verdict::Unread => record.map_or_else(
-                || Did::Unknown("its profile's list could not be read".into()),
-                |(a, r, d)| Did::of_record(a, r, d),
-            ),
         }
     }
 
-    /// What a queued session's last restart record says came of it.
-    fn of_record(action: &RestartAction, reason: Option<&str>, dry_run: bool) -> Did {
-        let reason = reason.map(str::to_owned);
-        match action {
-            RestartAction::Restarted => Did::Restarted,
-            RestartAction::Restart if dry_run => Did::WouldRestart,
-            RestartAction::RestartFailed => Did::RestartFailed(reason),
-            RestartAction::CliRefused => Did::Held(format!(
-                "agent-deck refused: {}",
-                reason.as_deref().unwrap_or("no reason given")
-            )),
-            RestartAction::SkippedAlive if reason.as_deref() == Some("auth_hold") => {
+    /// What came of a restart that ended as `outcome`; `None` for an
+    /// ending that says nothing of it (a job that did nothing).
+    fn of_outcome(outcome: &Outcome, first_refusal: bool) -> Option<Did> {
+        Some(match outcome {
+            Outcome::Restarted { .. } => Did::Restarted,
+            Outcome::WouldRestart => Did::WouldRestart,
+            Outcome::Failed { why, .. } => Did::RestartFailed(Some(why.clone())),
+            Outcome::Refused { reason, fresh, .. } if fresh.is_none() || first_refusal => {
+                Did::Held(format!(
+                    "agent-deck refused: agent-deck refused the restart: {reason}"
+                ))
+            }
+            Outcome::Alive { evidence, .. } if evidence.reason == LivenessReason::AuthHold => {
                 Did::Held("auth_hold".into())
             }
-            RestartAction::SkippedAlive => Did::Healthy(Some(format!(
+            Outcome::Alive { evidence, .. } => Did::Healthy(Some(format!(
                 "in error, but the liveness check found it alive ({})",
-                reason.as_deref().unwrap_or("alive")
+                evidence.reason
             ))),
-            RestartAction::Skipped => Did::Held(reason.unwrap_or_else(|| "held".into())),
-            RestartAction::RateLimited => Did::Held("backoff_429".into()),
-            RestartAction::RestartInterrupted => Did::Unknown("the restart was cut short".into()),
-            RestartAction::RestartUnverified => Did::Unknown(reason.unwrap_or_default()),
-            _ => Did::Queued,
-        }
+            Outcome::RateLimited => Did::Held("backoff_429".into()),
+            Outcome::Interrupted { .. } => Did::Unknown("the restart was cut short".into()),
+            Outcome::Unverified { why } => Did::Unknown(why.clone()),
+            // Recorded `restart` before a refusal of a run already recorded,
+            // or `restart-unsaved`: the pass says it queued them.
+            Outcome::Refused { .. } | Outcome::Unsaved { .. } | Outcome::StoreLocked { .. } => {
+                Did::Queued
+            }
+            Outcome::Dropped(_)
+            | Outcome::Resumed { .. }
+            | Outcome::ResumeFailed { .. }
+            | Outcome::Poller { .. } => return None,
+        })
     }
 
     /// The `action` word of the JSON form.
@@ -304,7 +313,12 @@ impl Daemon {
         let Some(notes) = self.pass.take() else {
             return Ok(());
         };
-        let records = self.ctx.records.last_restart_records();
+        let mut ended = notes.ended;
+        ended.extend(self.restarter.ended());
+        let first_refusals: BTreeSet<String> = (self.ctx.state.lock().sessions.iter())
+            .filter(|(_, b)| b.refusal.as_ref().is_some_and(|r| r.refused == 1))
+            .map(|(id, _)| id.clone())
+            .collect();
         let (now, tz) = (self.ctx.clock.now(), jiff::tz::TimeZone::system());
         let stalls: BTreeMap<String, String> = (self.ctx.state.lock().sessions.iter())
             .filter_map(|(id, b)| Some((id.clone(), b.stall.as_ref()?.said(now, &tz))))
@@ -327,11 +341,10 @@ impl Daemon {
             .critical
             .into_iter()
             .map(|(s, status, verdict)| {
-                let record = records.get(&s.id);
-                let record = record.map(|r| (&r.action, r.reason.as_deref(), r.dry_run));
+                let first = first_refusals.contains(&s.id);
                 let did = match stalls.get(&s.id) {
                     Some(said) if stalled(&verdict) => Did::Stalled(said.clone()),
-                    _ => Did::of_verdict(&verdict, record),
+                    _ => Did::of_verdict(&verdict, ended.get(&s.id), first),
                 };
                 Critical {
                     because: self.fleet.critical_reason(&s).unwrap_or_default(),
@@ -501,25 +514,64 @@ mod tests {
     }
 
     #[test]
-    fn a_queued_restart_reads_what_its_records_say() {
-        let did = |a: RestartAction, r: Option<&str>, dry: bool| Did::of_record(&a, r, dry);
-        assert_eq!(did(RestartAction::Restarted, None, false), Did::Restarted);
-        assert_eq!(did(RestartAction::Restart, None, true), Did::WouldRestart);
+    fn a_queued_restart_reads_what_its_outcome_says() {
+        use crate::decide::liveness::Evidence;
+        use crate::decide::refusal::Freshness;
+        use crate::decide::restart_step::Dropped;
+        let alive = |reason| Outcome::Alive {
+            evidence: Evidence {
+                reads: Vec::new(),
+                pane: Default::default(),
+                auth_hold_reason: None,
+                reason,
+                proof: None,
+            },
+            gap_s: 1.0,
+        };
+        let refused = |fresh: Option<Freshness>| Outcome::Refused {
+            reason: "busy".into(),
+            fresh,
+            call: Default::default(),
+        };
+        let fresh = Some(Freshness {
+            age: None,
+            window: None,
+        });
+        let held = |r: &str| Some(Did::Held(r.into()));
+        let unknown = |r: &str| Some(Did::Unknown(r.into()));
+        let refusal = "agent-deck refused: agent-deck refused the restart: busy";
+        let why = || "w".to_owned();
+        #[rustfmt::skip]
+        let table = [
+            (Outcome::Restarted { status: Status::Idle }, false, Some(Did::Restarted)),
+            (Outcome::WouldRestart, false, Some(Did::WouldRestart)),
+            (Outcome::Failed { why: why(), spawn: None }, false, Some(Did::RestartFailed(Some(why())))),
+            (refused(None), false, held(refusal)),
+            (refused(fresh), true, held(refusal)),
+            (refused(fresh), false, Some(Did::Queued)),
+            (alive(LivenessReason::AuthHold), false, held("auth_hold")),
+            (alive(LivenessReason::PaneActive), false, Some(Did::Healthy(Some(
+                "in error, but the liveness check found it alive (pane_active)".into())))),
+            (Outcome::RateLimited, false, held("backoff_429")),
+            (Outcome::Interrupted { why: why() }, false, unknown("the restart was cut short")),
+            (Outcome::Unverified { why: why() }, false, unknown("w")),
+            (Outcome::Unsaved { why: why(), tmux: None, store: true }, false, Some(Did::Queued)),
+            (Outcome::StoreLocked { why: why() }, false, Some(Did::Queued)),
+            (Outcome::Dropped(Dropped::Stopped), false, None),
+        ];
+        for (outcome, first, want) in table {
+            assert_eq!(Did::of_outcome(&outcome, first), want, "{outcome:?}");
+        }
+        let restart = Verdict::Restart { slot: 1.0 };
+        let dropped = Outcome::Dropped(Dropped::Shutdown);
+        assert_eq!(Did::of_verdict(&restart, None, false), Did::Queued);
         assert_eq!(
-            did(RestartAction::SkippedAlive, Some("auth_hold"), false),
-            Did::Held("auth_hold".into())
+            Did::of_verdict(&restart, Some(&dropped), false),
+            Did::Queued
         );
-        assert!(matches!(
-            did(RestartAction::SkippedAlive, Some("pane_changed"), false),
-            Did::Healthy(Some(_))
-        ));
         assert_eq!(
-            did(RestartAction::Skipped, Some("cooldown"), false),
-            Did::Held("cooldown".into())
-        );
-        assert_eq!(
-            did(RestartAction::RestartFailed, Some("restart exit 1"), false),
-            Did::RestartFailed(Some("restart exit 1".into()))
+            Did::of_verdict(&Verdict::Unread, None, false),
+            Did::Unknown("its profile's list could not be read".into())
         );
     }
 }

@@ -44,6 +44,10 @@ impl Daemon {
     /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
     pub(crate) fn tick(&mut self) {
         let started = std::time::Instant::now();
+        let ended = self.restarter.ended();
+        if let Some(pass) = self.pass.as_mut() {
+            pass.ended.extend(ended);
+        }
         self.hook_pacing.ticked(self.ctx.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();

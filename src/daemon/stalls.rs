@@ -12,8 +12,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::act::apply;
 use crate::act::job::{RestartJob, RestartKind};
-use crate::act::resume;
 use crate::config::ResumeScope;
 use crate::daemon::Daemon;
 use crate::decide::banner::{self, ApiError};
@@ -179,8 +179,7 @@ impl Daemon {
             local_timestamp(stall.resume_at),
             stall.resume_from
         );
-        let rec = resume::record(&self.ctx, s, RestartAction::StallDetected, &stall, None);
-        self.ctx.records.restart(&rec);
+        apply::stall_record(&self.ctx, s, RestartAction::StallDetected, &stall, None);
         self.ctx.state.lock().book(&s.id).stall = Some(stall);
         self.ctx.store.save(&self.ctx.state);
     }
@@ -240,14 +239,13 @@ impl Daemon {
                 next.failed(next_at, unresolved);
                 let verify = ctx.limits.stall.verify;
                 let why = format!("no new turn within {verify:.0}s of the resume");
-                resume::failed(ctx, s, &next, why, unresolved);
+                apply::resume_failed(ctx, s, &next, why, unresolved);
                 ctx.state.lock().book(&s.id).stall = Some(next);
                 return ctx.store.save(&ctx.state);
             }
         };
         log::info!("{} ({}) works again: {ended}", s.id, s.title);
-        ctx.records
-            .restart(&resume::record(ctx, s, ended, stall, None));
+        apply::stall_record(ctx, s, ended, stall, None);
         ctx.state.lock().book(&s.id).stall = None;
         ctx.store.save(&ctx.state);
     }

@@ -17,7 +17,7 @@ pub(crate) fn note_restart_call(state: &mut State, lim: &Limits, id: &str, now: 
 
 /// What [`note_restart_call`] changed for one call, so that a call agent-deck
 /// refused can give it back (see [`crate::decide::refusal`]).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Call {
     /// When the call was noted: its serialization turn and burst entry.
     pub at: f64,

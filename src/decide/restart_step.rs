@@ -6,8 +6,112 @@
 //! A `skipped` answer (a refusal) never reaches here: nothing of the
 //! attempt is kept ([`crate::decide::refusal`]).
 
-use crate::fleet::deck::SpawnReason;
+use crate::decide::gates::Hold;
+use crate::decide::liveness::Evidence;
+use crate::decide::outcomes::RestartAction;
+use crate::decide::stall::Stall;
+use crate::fleet::deck::{SpawnFailure, SpawnReason};
 use crate::fleet::session::Status;
+
+/// How one job of the restart worker ended: a revive, a stall's resume or
+/// a poller restart. `act/apply.rs` makes its records, alerts and book
+/// changes from it alone, and the main loop is sent it (the `--once`
+/// summary says what came of each restart from it).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Outcome {
+    /// It is back, reading `status`.
+    Restarted { status: Status },
+    /// `--dry-run`: it would have been restarted now.
+    WouldRestart,
+    /// agent-deck declined the restart (`skipped`) for `reason`; `fresh`:
+    /// its freshness guard did, and it is tried again
+    /// ([`crate::decide::refusal`] says when).
+    Refused {
+        reason: String,
+        fresh: Option<crate::decide::refusal::Freshness>,
+        call: crate::decide::cascade::Call,
+    },
+    /// The restart and its fallback failed, for `why`, with the spawn
+    /// failure agent-deck named, if it did (`spawn_died_fast`: held and
+    /// escalated at once, no fallback).
+    Failed {
+        why: String,
+        spawn: Option<SpawnFailure>,
+    },
+    /// The boot hit an API rate limit: backed off, not a crash.
+    RateLimited,
+    /// The restart spawned `tmux` (`None`: tmux could not tell) and
+    /// agent-deck did not save it (`store`: its store said locked).
+    Unsaved {
+        why: String,
+        tmux: Option<String>,
+        store: bool,
+    },
+    /// agent-deck's store is locked and nothing was spawned.
+    StoreLocked { why: String },
+    /// agent-deck carried the call out, and no status read after it worked.
+    Unverified { why: String },
+    /// Our own shutdown cut it short.
+    Interrupted { why: String },
+    /// The liveness check found it alive; `gap_s`: the gap it waited.
+    Alive { evidence: Evidence, gap_s: f64 },
+    /// Nothing was done.
+    Dropped(Dropped),
+    /// A stall's resume went out (or, in a dry run, would have): the stall
+    /// as it is now; `unconfirmed`: typed into the pane, unconfirmed.
+    Resumed {
+        stall: Stall,
+        unconfirmed: Option<String>,
+    },
+    /// A stall's resume was not delivered, for `why`: the stall as it is
+    /// now, `unresolved` when that leaves it for a human.
+    ResumeFailed {
+        stall: Stall,
+        why: String,
+        unresolved: bool,
+    },
+    /// A poller restart, recorded as `action` for `reason`.
+    Poller {
+        action: RestartAction,
+        reason: String,
+    },
+}
+
+/// Why a job did nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Dropped {
+    /// Our shutdown came while it waited its turn.
+    Shutdown,
+    /// A gate holds it after the wait.
+    Held(Hold),
+    /// It was seen stopped since it was queued.
+    Stopped,
+    /// The job panicked (a bug).
+    Panicked,
+    /// The stall it was to resume is no longer in the book.
+    NoStall,
+    /// Its status could not be read: the resume is put off.
+    StatusUnread,
+    /// It reads this status now, not stalled: no resume.
+    NotStalled(Status),
+}
+
+impl Outcome {
+    /// Whether the job's budget slot goes back: the attempt did not count.
+    /// A freshness refusal gave back its slot with the rest of the attempt
+    /// ([`crate::decide::refusal::note_refused`]).
+    pub(crate) fn gives_back(&self) -> bool {
+        match self {
+            Outcome::Refused { fresh, .. } => fresh.is_none(),
+            Outcome::Dropped(_)
+            | Outcome::Alive { .. }
+            | Outcome::StoreLocked { .. }
+            | Outcome::Interrupted { .. }
+            | Outcome::RateLimited => true,
+            _ => false,
+        }
+    }
+}
 
 /// Which call was answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,5 +289,50 @@ mod tests {
         assert_eq!(asked.get(), 0);
         after_verify(Call::Restart, true, Some(Status::Error), ask);
         assert_eq!(asked.get(), 1);
+    }
+
+    #[test]
+    fn only_an_attempt_that_did_not_count_gives_its_slot_back() {
+        use crate::decide::liveness::{Evidence, LivenessReason};
+        let why = || "w".to_owned();
+        let fresh = Some(crate::decide::refusal::Freshness {
+            age: None,
+            window: None,
+        });
+        let refused = |fresh| Outcome::Refused {
+            reason: why(),
+            fresh,
+            call: Default::default(),
+        };
+        let alive = Outcome::Alive {
+            evidence: Evidence {
+                reads: Vec::new(),
+                pane: Default::default(),
+                auth_hold_reason: None,
+                reason: LivenessReason::PaneActive,
+                proof: None,
+            },
+            gap_s: 0.0,
+        };
+        #[rustfmt::skip]
+        let table = [
+            (Outcome::Restarted { status: Status::Idle }, false),
+            (Outcome::WouldRestart, false),
+            (refused(None), true),
+            // A freshness refusal gave back all of the attempt itself.
+            (refused(fresh), false),
+            (Outcome::Failed { why: why(), spawn: None }, false),
+            (Outcome::RateLimited, true),
+            (Outcome::Unsaved { why: why(), tmux: None, store: true }, false),
+            (Outcome::StoreLocked { why: why() }, true),
+            (Outcome::Unverified { why: why() }, false),
+            (Outcome::Interrupted { why: why() }, true),
+            (alive, true),
+            (Outcome::Dropped(Dropped::Shutdown), true),
+            (Outcome::Poller { action: RestartAction::PollerRestart, reason: why() }, false),
+        ];
+        for (outcome, back) in table {
+            assert_eq!(outcome.gives_back(), back, "{outcome:?}");
+        }
     }
 }

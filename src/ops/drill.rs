@@ -211,7 +211,7 @@ pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     let (s, target) = (&plan.s, &plan.target);
     let why = format!("killed while {}: {target}", plan.shown.status);
     let record = RestartRecord::new(killed_at, s, RestartAction::Drill, Some(why), false);
-    Records::from_config(cfg).restart(&record);
+    crate::act::apply::write(&Records::from_config(cfg), &record);
     println!("killed {} ({}): {target}", s.title, s.id);
     let healthy = || show(cfg, s, &shutdown).is_ok_and(|sh| drillable(Status::parse(&sh.status)));
     let timeout = Duration::from_secs_f64(args.timeout_s);

@@ -4,7 +4,6 @@
 //! `rotation.rs`), is counted and logged per file (at a bounded rate), and
 //! is survived; it never stops the daemon.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,8 +25,6 @@ pub struct Records {
     /// Warnings by file and kind (`append`, `rotate`), at most one a minute each.
     warnings: Throttle<(&'static str, &'static str)>,
     tally: Mutex<Tally>,
-    /// Each session's last restart record, once [`Records::keep_last`] asked.
-    last: Mutex<Option<BTreeMap<String, RestartRecord>>>,
 }
 
 impl Records {
@@ -38,7 +35,6 @@ impl Records {
             max_bytes: DEFAULT_MAX_BYTES,
             warnings: Throttle::new(Duration::from_secs(60)),
             tally: Mutex::new(Tally::default()),
-            last: Mutex::new(None),
         }
     }
 
@@ -50,20 +46,7 @@ impl Records {
         }
     }
 
-    /// Keeps each session's last restart record from now on.
-    pub(crate) fn keep_last(&self) {
-        self.last.lock().get_or_insert_with(BTreeMap::new);
-    }
-
-    /// The last restart record of each session since [`Records::keep_last`].
-    pub(crate) fn last_restart_records(&self) -> BTreeMap<String, RestartRecord> {
-        self.last.lock().clone().unwrap_or_default()
-    }
-
     pub fn restart(&self, r: &RestartRecord) {
-        if let Some(last) = self.last.lock().as_mut() {
-            last.insert(r.id.clone(), r.clone());
-        }
         count(&mut self.tally.lock().restart_actions, r.action.as_str());
         self.append(RESTART_LOG, &r.clipped());
     }

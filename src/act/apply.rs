@@ -1,0 +1,450 @@
+//! The one executor of endings: a job of the restart worker ends in an
+//! [`Outcome`], and [`apply`] makes of it the book changes, the budget slot
+//! given back, the log lines, the `restart.log` record and the alerts. It
+//! decides nothing the outcome does not say: which ending it was is decided
+//! by the job ([`crate::act::restart`]) and the rules it asks
+//! ([`crate::decide`]).
+//!
+//! Every `restart.log` record is written from here: the endings, and the
+//! records other rooms make on their way (a restart about to be called, a
+//! hold, a stall seen, a patrol errand) through [`record`].
+
+use crate::act::context::Context;
+use crate::act::continuity::Continuity;
+use crate::act::job::RestartJob;
+use crate::decide::liveness::LivenessReason;
+use crate::decide::outcomes::{RestartAction, Severity};
+use crate::decide::restart_step::{Dropped, Outcome};
+use crate::decide::stall::Stall;
+use crate::decide::{dedup, notes, refusal};
+use crate::fleet::deck::{SpawnFailure, SpawnReason};
+use crate::fleet::session::{Session, Status};
+use crate::records::audit::{LivenessRecord, RestartRecord};
+use crate::records::writer::Records;
+
+/// Carries out how `job` ended; `continuity` takes a revived session's
+/// message.
+pub(crate) fn apply(ctx: &Context, job: &RestartJob, outcome: &Outcome, continuity: &Continuity) {
+    let s = &job.session;
+    if outcome.gives_back() {
+        if let Some(slot) = job.slot {
+            ctx.state.lock().give_back_slot(&s.id, slot);
+        }
+    }
+    match outcome {
+        Outcome::Restarted { status } => restarted(ctx, s, *status, continuity),
+        Outcome::WouldRestart => {
+            log::info!("dry-run: would restart {} ({}) now", s.id, s.title);
+        }
+        Outcome::Refused {
+            reason,
+            fresh,
+            call,
+        } => refused(ctx, job, reason, *fresh, call),
+        Outcome::Failed { why, spawn } => match spawn {
+            Some(f) if f.reason == SpawnReason::DiedFast => died_fast(ctx, s, why, f),
+            _ => {
+                let n = notes::note_failure(&mut ctx.state.lock(), &s.id);
+                failed(ctx, s, n, why, spawn.as_ref());
+            }
+        },
+        Outcome::RateLimited => {
+            let lim = &ctx.limits;
+            ctx.back_off_rate_limited(&s.id, ctx.clock.now(), lim.backoff_429);
+            log::warn!(
+                "restart of {} hit an API rate limit; backing off {:.0}s, not counted as a crash",
+                s.id,
+                lim.backoff_429
+            );
+            let mut rec = ctx.record(s, RestartAction::RateLimited, None);
+            rec.backoff_s = Some(lim.backoff_429);
+            write(&ctx.records, &rec);
+        }
+        Outcome::Unsaved { why, tmux, store } => unsaved(ctx, s, why, tmux.clone(), *store),
+        Outcome::StoreLocked { why } => store_locked(ctx, s, why),
+        Outcome::Unverified { why } => {
+            log::warn!(
+                "{}: {why}; whether it is back is settled when its status is read",
+                s.id
+            );
+            ctx.state.lock().book(&s.id).unverified = Some(why.clone());
+            record(ctx, s, RestartAction::RestartUnverified, Some(why.clone()));
+        }
+        Outcome::Interrupted { why } => {
+            log::info!(
+                "restart of {} interrupted by shutdown; not counted as a failure",
+                s.id
+            );
+            record(ctx, s, RestartAction::RestartInterrupted, Some(why.clone()));
+        }
+        Outcome::Alive { evidence, gap_s } => alive(ctx, s, evidence, *gap_s),
+        Outcome::Dropped(why) => dropped(s, why),
+        Outcome::Resumed { stall, unconfirmed } => resumed(ctx, s, stall, unconfirmed.as_deref()),
+        Outcome::ResumeFailed {
+            stall,
+            why,
+            unresolved,
+        } => {
+            ctx.state.lock().book(&s.id).stall = Some(stall.clone());
+            resume_failed(ctx, s, stall, why.clone(), *unresolved);
+        }
+        Outcome::Poller { action, reason } => {
+            if *action != RestartAction::PollerRefused {
+                let now = ctx.clock.now();
+                crate::decide::patrol_rules::note_poller_restarted(
+                    &mut ctx.state.lock(),
+                    &s.id,
+                    now,
+                );
+            }
+            record(ctx, s, action.clone(), Some(reason.clone()));
+        }
+    }
+}
+
+/// Writes a `restart.log` record about `s` with nothing but its reason.
+pub(crate) fn record(ctx: &Context, s: &Session, action: RestartAction, reason: Option<String>) {
+    write(&ctx.records, &ctx.record(s, action, reason));
+}
+
+/// Writes a `restart.log` record whose optional fields the caller set, to
+/// `records` (`drill` has no daemon's context).
+pub(crate) fn write(records: &Records, rec: &RestartRecord) {
+    records.restart(rec);
+}
+
+/// A job that did nothing, said as it was dropped.
+fn dropped(s: &Session, why: &Dropped) {
+    match why {
+        Dropped::Shutdown => log::info!("restart of {} abandoned: shutting down", s.id),
+        Dropped::Held(hold) => log::info!("restart of {} skipped after the wait: {hold}", s.id),
+        Dropped::Stopped => log::info!("restart of {} dropped: it was seen stopped", s.id),
+        Dropped::Panicked => log::error!(
+            "the restart of {} panicked (a bug); its budget slot is given back",
+            s.id
+        ),
+        Dropped::NoStall => {}
+        Dropped::StatusUnread => {
+            log::info!("resume of {} put off: its status is unreadable", s.id)
+        }
+        Dropped::NotStalled(status) => log::info!(
+            "resume of {} not sent: it reads {} now; the next tick looks again",
+            s.id,
+            status.as_str()
+        ),
+    }
+}
+
+/// A restart of `s` that brought it back as `status`: noted, recorded, and
+/// its continuity message handed to `continuity`.
+pub(crate) fn restarted(ctx: &Context, s: &Session, status: Status, continuity: &Continuity) {
+    let status = status.as_str();
+    log::info!("restart of {} ({}) worked: status {status}", s.id, s.title);
+    notes::note_success(&mut ctx.state.lock(), &s.id);
+    let mut rec = ctx.record(s, RestartAction::Restarted, None);
+    rec.final_status = Some(status.into());
+    write(&ctx.records, &rec);
+    continuity.queue(s);
+}
+
+/// The `n`th real failure in a row of a restart of `s`, for `err`: logged,
+/// recorded with what agent-deck said of a failed `spawn`, and escalated
+/// from the second on.
+pub(crate) fn failed(ctx: &Context, s: &Session, n: u32, err: &str, spawn: Option<&SpawnFailure>) {
+    log::warn!(
+        "restart of {} ({}) failed ({n} in a row): {err}",
+        s.id,
+        s.title
+    );
+    let mut rec = ctx.record(s, RestartAction::RestartFailed, Some(err.to_owned()));
+    with_spawn(&mut rec, spawn);
+    write(&ctx.records, &rec);
+    if n >= 2 {
+        let msg = format!(
+            "{} ({}) failed to restart {n}x consecutively; last err: {err}",
+            s.title, s.id
+        );
+        ctx.alert(s, Severity::RestartFailed, &msg);
+    }
+}
+
+/// Adds what agent-deck said of a failed spawn to a record: its reason, the
+/// digest of the dying output (never the text) and `elapsed_ms`.
+fn with_spawn(rec: &mut RestartRecord, spawn: Option<&SpawnFailure>) {
+    if let Some(f) = spawn {
+        rec.spawn_reason = Some(f.reason.to_string());
+        rec.dying_output_digest.clone_from(&f.dying_output_digest);
+        rec.elapsed_ms = f.elapsed_ms;
+    }
+}
+
+/// agent-deck declined the restart on purpose (`skipped`): no start
+/// fallback and no failure. A refusal from its freshness guard gives back
+/// everything the attempt took and is tried again (SPEC §5.5,
+/// [`refusal`]), recorded once per run; any other (an auth hold) gave back
+/// its budget slot and is recorded.
+fn refused(
+    ctx: &Context,
+    job: &RestartJob,
+    reason: &str,
+    fresh: Option<refusal::Freshness>,
+    call: &crate::decide::cascade::Call,
+) {
+    let s = &job.session;
+    let rec = format!("agent-deck refused the restart: {reason}");
+    let Some(fresh) = fresh else {
+        log::info!(
+            "agent-deck declined to restart {}: {reason}; not falling back to session start",
+            s.id
+        );
+        return record(ctx, s, RestartAction::CliRefused, Some(rec));
+    };
+    let now = ctx.clock.now();
+    let verdict = refusal::note_refused(
+        &mut ctx.state.lock(),
+        &ctx.limits,
+        &s.id,
+        job.slot,
+        call,
+        fresh,
+        now,
+    );
+    match verdict.retry_at {
+        Some(at) => log::info!(
+            "agent-deck's freshness guard declined to restart {} ({reason}); nothing of the attempt is kept, and it is looked at again in {:.1}s",
+            s.id,
+            at - now
+        ),
+        None => log::warn!(
+            "agent-deck's freshness guard declined to restart {} again ({reason}); its retries are spent, so it waits for its cooldown and the next look",
+            s.id
+        ),
+    }
+    if verdict.first {
+        record(ctx, s, RestartAction::CliRefused, Some(rec));
+    }
+}
+
+/// A spawn agent-deck saw die at once (`spawn_died_fast`): `restart-failed`
+/// escalated now (naming the reason and how fast it died), and the session
+/// held from restarts until it is seen healthy, instead of spending the
+/// rest of its budget on a death a restart cannot fix (#2099).
+fn died_fast(ctx: &Context, s: &Session, why: &str, f: &SpawnFailure) {
+    let n = {
+        let mut st = ctx.state.lock();
+        notes::note_spawn_died_fast(&mut st, &s.id, ctx.clock.now());
+        notes::note_failure(&mut st, &s.id)
+    };
+    let after = f
+        .elapsed_ms
+        .map_or_else(|| "an unknown time".to_owned(), |ms| format!("{ms} ms"));
+    log::warn!(
+        "restart of {} ({}) failed ({n} in a row): {why}; its new process died after {after}, which a start cannot fix: escalating now, and no more restarts of it until it is seen healthy",
+        s.id,
+        s.title
+    );
+    let mut rec = ctx.record(s, RestartAction::RestartFailed, Some(why.to_owned()));
+    with_spawn(&mut rec, Some(f));
+    write(&ctx.records, &rec);
+    let msg = format!(
+        "{} ({}) cannot be restarted: agent-deck reports {} (elapsed_ms {}) — its new process exits at once, which a restart or start cannot fix. It is held from restarts until it is seen healthy; last err: {why}",
+        s.title,
+        s.id,
+        f.reason,
+        f.elapsed_ms.map_or_else(|| "unknown".to_owned(), |ms| ms.to_string()),
+    );
+    ctx.alert(s, Severity::RestartFailed, &msg);
+}
+
+/// The restart spawned `name` (when tmux could tell) and agent-deck did
+/// not save it (`store`: its store said locked), or may have: recorded
+/// `restart-unsaved` and said once an episode, with no start fallback and
+/// no failure counted. Its slot stays spent (the restart ran), and the
+/// session is held until it is seen healthy or `name` is gone.
+fn unsaved(ctx: &Context, s: &Session, why: &str, name: Option<String>, store: bool) {
+    let runs = name.as_deref().map_or_else(
+        || "tmux could not be read to tell whether it spawned an agent".to_owned(),
+        |n| format!("its agent runs in tmux session {n}, which agent-deck does not know"),
+    );
+    let reason = format!("{why}; {runs}; no session start, so as not to run a second agent");
+    log::warn!("{} ({}): {reason}", s.id, s.title);
+    {
+        let mut st = ctx.state.lock();
+        notes::note_restarted(&mut st, &s.id, ctx.clock.now());
+        st.book(&s.id).unsaved = name;
+    }
+    record(ctx, s, RestartAction::RestartUnsaved, Some(reason.clone()));
+    let severity = if store {
+        Severity::StoreLocked
+    } else {
+        Severity::RestartFailed
+    };
+    if dedup::first_in_episode(&mut ctx.state.lock(), &s.id, severity.clone()) {
+        let msg = format!(
+            "{} ({}): {reason}. Once agent-deck's store reads again, attach to that tmux session or end it, then restart the session with agent-deck.",
+            s.title, s.id
+        );
+        ctx.alert(s, severity, &msg);
+    }
+}
+
+/// The restart could not open or save agent-deck's store and spawned
+/// nothing: not a failed restart. The locked store is said once an
+/// episode; the next poll that reads the session decides again.
+fn store_locked(ctx: &Context, s: &Session, why: &str) {
+    log::warn!(
+        "{} ({}): agent-deck's store is locked ({why}); not restarted, tried again once it reads",
+        s.id,
+        s.title
+    );
+    let reason = format!("agent-deck's store is locked and nothing was spawned: {why}");
+    record(ctx, s, RestartAction::RestartUnsaved, Some(reason));
+    if dedup::first_in_episode(&mut ctx.state.lock(), &s.id, Severity::StoreLocked) {
+        let msg = format!(
+            "{} ({}) could not be restarted: agent-deck's store is locked ({why}). Look for a process holding agent-deck's state.db; it is restarted once the store reads again.",
+            s.title, s.id
+        );
+        ctx.alert(s, Severity::StoreLocked, &msg);
+    }
+}
+
+/// The liveness check found `s` alive: a pane that kept moving is counted
+/// (and said once it keeps happening), an auth hold is said once an
+/// episode; recorded in `restart.log` and `liveness.log`.
+fn alive(ctx: &Context, s: &Session, ev: &crate::decide::liveness::Evidence, gap_s: f64) {
+    let reason = ev.reason;
+    let mut consecutive = None;
+    if reason == LivenessReason::PaneActive {
+        let (n, alert) = notes::note_pane_active(&mut ctx.state.lock(), &ctx.limits, &s.id);
+        consecutive = Some(n);
+        if alert {
+            let msg = format!(
+                "{} ({}) has reported status=error {n}x while its pane kept producing output — the session is alive and the restart was skipped each time. This is a status-classification problem, not a dead session.",
+                s.title, s.id
+            );
+            ctx.alert(s, Severity::LivenessMismatch, &msg);
+        }
+    }
+    if reason == LivenessReason::AuthHold
+        && dedup::first_in_episode(&mut ctx.state.lock(), &s.id, Severity::AuthHold)
+    {
+        let msg = format!(
+            "{} ({}) is held for an auth failure ({}) — a restart cannot fix a credential. Repair the login, then restart it explicitly.",
+            s.title,
+            s.id,
+            ev.auth_hold_reason.as_deref().unwrap_or("unknown")
+        );
+        ctx.alert(s, Severity::AuthHold, &msg);
+    }
+    log::info!("liveness: not restarting {} ({}): {reason}", s.id, s.title);
+    record(
+        ctx,
+        s,
+        RestartAction::SkippedAlive,
+        Some(reason.to_string()),
+    );
+    liveness(ctx, s, ev, gap_s, consecutive);
+}
+
+/// The `liveness.log` record of the check of `s` that found `ev`.
+pub(crate) fn liveness(
+    ctx: &Context,
+    s: &Session,
+    ev: &crate::decide::liveness::Evidence,
+    gap_s: f64,
+    consecutive_skips: Option<u32>,
+) {
+    let dead = ev.reason == LivenessReason::ConfirmedDead;
+    ctx.records.liveness(&LivenessRecord {
+        ts: ctx.clock.now(),
+        id: s.id.clone(),
+        title: s.title.clone(),
+        profile: s.profile.clone(),
+        gap_s,
+        reads: ev.reads.clone(),
+        pane: ev.pane.clone(),
+        auth_hold_reason: ev.auth_hold_reason.clone(),
+        decision: if dead { "restart" } else { "skip" }.into(),
+        reason: ev.reason,
+        consecutive_skips,
+        dry_run: ctx.dry_run,
+        proof: ev.proof,
+    });
+}
+
+/// A stall's resume that went out (or, in a dry run, would have).
+fn resumed(ctx: &Context, s: &Session, stall: &Stall, unconfirmed: Option<&str>) {
+    let kind = stall.kind.as_str();
+    if ctx.dry_run {
+        log::info!("dry-run: would resume {} ({}) now: {kind}", s.id, s.title);
+        ctx.state.lock().book(&s.id).stall = Some(stall.clone());
+    } else {
+        if let Some(e) = unconfirmed {
+            log::info!("resume typed into the pane of {}, unconfirmed ({e})", s.id);
+        }
+        log::info!("resume sent to {} ({}): {kind}", s.id, s.title);
+        let mut st = ctx.state.lock();
+        st.resumes
+            .note(stall.sent_at.unwrap_or_else(|| ctx.clock.now()));
+        st.book(&s.id).stall = Some(stall.clone());
+    }
+    stall_record(ctx, s, RestartAction::ResumeSent, stall, None);
+}
+
+/// A resume that started no turn, or was not delivered (`why`): recorded,
+/// and escalated once when that leaves the stall `unresolved`.
+pub(crate) fn resume_failed(
+    ctx: &Context,
+    s: &Session,
+    stall: &Stall,
+    why: String,
+    unresolved: bool,
+) {
+    log::warn!(
+        "resume {} of {} ({}) failed: {why}",
+        stall.attempts,
+        s.id,
+        s.title
+    );
+    stall_record(ctx, s, RestartAction::ResumeFailed, stall, Some(why));
+    if unresolved {
+        let msg = format!(
+            "{} ({}) is stalled ({}) and {} resumes did not bring it back — it needs a human",
+            s.title,
+            s.id,
+            stall.kind.as_str(),
+            ctx.limits.stall.max_attempts
+        );
+        ctx.alert(s, Severity::StallUnresolved, &msg);
+    }
+}
+
+/// Writes a `restart.log` record of `action` about the stall of `s`.
+pub(crate) fn stall_record(
+    ctx: &Context,
+    s: &Session,
+    action: RestartAction,
+    stall: &Stall,
+    reason: Option<String>,
+) {
+    let mut rec = ctx.record(s, action, reason);
+    rec.kind = Some(stall.kind.as_str().into());
+    rec.evidence = Some(stall.evidence.clone());
+    rec.resume_at = Some(stall.resume_at);
+    rec.resume_from = Some(stall.resume_from.clone());
+    rec.attempt = (stall.attempts > 0).then_some(stall.attempts);
+    write(&ctx.records, &rec);
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Carries out `outcome` of `job` as the worker does, with a
+    /// continuity worker of its own.
+    pub(crate) fn apply_now(ctx: &Context, job: &RestartJob, outcome: &Outcome) {
+        let continuity = Continuity::spawn(ctx.clone()).unwrap();
+        apply(ctx, job, outcome, &continuity);
+        continuity.finish();
+    }
+}
