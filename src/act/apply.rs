@@ -15,7 +15,7 @@ use crate::act::job::RestartJob;
 use crate::decide::liveness::LivenessReason;
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::restart_step::{Dropped, Outcome};
-use crate::decide::stall::Stall;
+use crate::decide::stall::{Stall, Transition};
 use crate::decide::{dedup, notes, refusal};
 use crate::fleet::deck::{SpawnFailure, SpawnReason};
 use crate::fleet::session::{Session, Status};
@@ -372,6 +372,44 @@ pub(crate) fn liveness(
     });
 }
 
+/// Persists and says a stall's `change` that a tick decided: its record,
+/// the book and `state.json`.
+pub(crate) fn stall(ctx: &Context, s: &Session, change: Transition) {
+    let kept = match change {
+        Transition::Detected(stall) => {
+            log::warn!(
+                "{} ({}) is stalled: {}; resuming at {} (from {})",
+                s.id,
+                s.title,
+                stall.kind.as_str(),
+                crate::sys::clock::local_timestamp(stall.resume_at),
+                stall.resume_from
+            );
+            stall_record(ctx, s, RestartAction::StallDetected, &stall, None);
+            Some(stall)
+        }
+        Transition::Ended { stall, ended } => {
+            log::info!("{} ({}) works again: {ended}", s.id, s.title);
+            stall_record(ctx, s, ended, &stall, None);
+            None
+        }
+        Transition::Failed {
+            next,
+            why,
+            unresolved,
+        } => {
+            resume_failed(ctx, s, &next, why, unresolved);
+            Some(next)
+        }
+        Transition::Gone => {
+            ctx.state.lock().book(&s.id).stall = None;
+            return;
+        }
+    };
+    ctx.state.lock().book(&s.id).stall = kept;
+    ctx.store.save(&ctx.state);
+}
+
 /// A stall's resume that went out (or, in a dry run, would have).
 fn resumed(ctx: &Context, s: &Session, stall: &Stall, unconfirmed: Option<&str>) {
     let kind = stall.kind.as_str();
@@ -393,13 +431,7 @@ fn resumed(ctx: &Context, s: &Session, stall: &Stall, unconfirmed: Option<&str>)
 
 /// A resume that started no turn, or was not delivered (`why`): recorded,
 /// and escalated once when that leaves the stall `unresolved`.
-pub(crate) fn resume_failed(
-    ctx: &Context,
-    s: &Session,
-    stall: &Stall,
-    why: String,
-    unresolved: bool,
-) {
+fn resume_failed(ctx: &Context, s: &Session, stall: &Stall, why: String, unresolved: bool) {
     log::warn!(
         "resume {} of {} ({}) failed: {why}",
         stall.attempts,
@@ -420,7 +452,7 @@ pub(crate) fn resume_failed(
 }
 
 /// Writes a `restart.log` record of `action` about the stall of `s`.
-pub(crate) fn stall_record(
+fn stall_record(
     ctx: &Context,
     s: &Session,
     action: RestartAction,

@@ -19,11 +19,10 @@ use crate::daemon::Daemon;
 use crate::decide::banner::{self, ApiError};
 use crate::decide::outcomes::RestartAction;
 use crate::decide::reset_time::{self, ResetFrom};
-use crate::decide::stall::{self, Seen, Stall, StallKind, Step};
+use crate::decide::stall::{self, Seen, Stall, StallKind, Step, Transition};
 use crate::fleet::session::{Live, Session, Status};
 use crate::fleet::usage;
 use crate::fleet::version::Version;
-use crate::sys::clock::local_timestamp;
 
 impl Daemon {
     /// The sessions of `in_scope` last seen `running` (a critical one's
@@ -76,8 +75,7 @@ impl Daemon {
                     due.push((s, stall));
                 }
                 (Some(stall), Some(seen)) => self.stall_step(s, &stall, seen, now, false),
-                // Not idle any more (say, in error): the restart path has it.
-                (Some(_), None) => self.ctx.state.lock().book(&s.id).stall = None,
+                (Some(_), None) => apply::stall(&self.ctx, s, Transition::Gone),
             }
         }
         let fleet = &self.fleet;
@@ -151,7 +149,7 @@ impl Daemon {
         banner::ended_on(&pane.ok()?)
     }
 
-    /// Records a stall of `s` first seen at `now`, and keeps it.
+    /// A stall of `s` first seen at `now`.
     fn detected(
         &mut self,
         s: &Session,
@@ -171,17 +169,7 @@ impl Daemon {
             sent_at: None,
             unresolved: false,
         };
-        log::warn!(
-            "{} ({}) is stalled: {}; resuming at {} (from {})",
-            s.id,
-            s.title,
-            kind.as_str(),
-            local_timestamp(stall.resume_at),
-            stall.resume_from
-        );
-        apply::stall_record(&self.ctx, s, RestartAction::StallDetected, &stall, None);
-        self.ctx.state.lock().book(&s.id).stall = Some(stall);
-        self.ctx.store.save(&self.ctx.state);
+        apply::stall(&self.ctx, s, Transition::Detected(stall));
     }
 
     /// The plan windows of `s`'s profile from `usage --json`, on an
@@ -239,15 +227,16 @@ impl Daemon {
                 next.failed(next_at, unresolved);
                 let verify = ctx.limits.stall.verify;
                 let why = format!("no new turn within {verify:.0}s of the resume");
-                apply::resume_failed(ctx, s, &next, why, unresolved);
-                ctx.state.lock().book(&s.id).stall = Some(next);
-                return ctx.store.save(&ctx.state);
+                let failed = Transition::Failed {
+                    next,
+                    why,
+                    unresolved,
+                };
+                return apply::stall(ctx, s, failed);
             }
         };
-        log::info!("{} ({}) works again: {ended}", s.id, s.title);
-        apply::stall_record(ctx, s, ended, stall, None);
-        ctx.state.lock().book(&s.id).stall = None;
-        ctx.store.save(&ctx.state);
+        let stall = stall.clone();
+        apply::stall(ctx, s, Transition::Ended { stall, ended });
     }
 }
 

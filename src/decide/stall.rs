@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::decide::outcomes::RestartAction;
 use crate::decide::reset_time::PROBE_MAX_S;
 use crate::fleet::session::{Live, Status, Substate};
 
@@ -143,6 +144,27 @@ pub(crate) enum Step {
         next_at: f64,
         unresolved: bool,
     },
+}
+
+/// A stall's change as a tick decided it, which `act/apply.rs` persists
+/// (its record, the book, `state.json`) and says.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Transition {
+    /// First seen: recorded `stall-detected`, and kept.
+    Detected(Stall),
+    /// It works again (`resume-verified` or `resumed-by-itself`): recorded
+    /// as `ended`, and forgotten.
+    Ended { stall: Stall, ended: RestartAction },
+    /// Its resume started no turn within `RESUME_VERIFY_S`: recorded, kept
+    /// as `next`, and escalated once when that leaves it `unresolved`.
+    Failed {
+        next: Stall,
+        why: String,
+        unresolved: bool,
+    },
+    /// Not idle any more (say, in error): forgotten, with nothing said;
+    /// the restart path has it.
+    Gone,
 }
 
 impl Stall {
