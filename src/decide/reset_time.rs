@@ -182,6 +182,101 @@ mod tests {
         }
     }
 
+    /// Every shape of rejection text read today, and what it reads as:
+    /// pinned before the parsing moved to `sys/clock.rs`.
+    #[test]
+    fn every_reset_shape_that_is_read() {
+        let r = "2026-12-03T10:00:00Z";
+        let cases = [
+            // (text, rejected, reset)
+            // The clock: minutes or none, AM/PM in any case, spaced or not.
+            ("resets 8:50pm (UTC)", r, "2026-12-03T20:50:00Z"),
+            ("resets 8:50 PM (UTC)", r, "2026-12-03T20:50:00Z"),
+            ("resets 08:05AM (UTC)", r, "2026-12-04T08:05:00Z"),
+            ("resets 8:5pm (UTC)", r, "2026-12-03T20:05:00Z"),
+            ("resets 8pm (UTC)", r, "2026-12-03T20:00:00Z"),
+            ("resets 8 pm (UTC)", r, "2026-12-03T20:00:00Z"),
+            ("resets 12am (UTC)", r, "2026-12-04T00:00:00Z"),
+            ("resets 12:30pm (UTC)", r, "2026-12-03T12:30:00Z"),
+            // The framing: any case, spaces, text before and after.
+            ("RESETS 8:50PM (UTC)", r, "2026-12-03T20:50:00Z"),
+            ("resets   8:50pm   (  UTC  )", r, "2026-12-03T20:50:00Z"),
+            ("resets 8:50pm(UTC)", r, "2026-12-03T20:50:00Z"),
+            (
+                "limit · resets 8:50pm (UTC) · /upgrade (more)",
+                r,
+                "2026-12-03T20:50:00Z",
+            ),
+            (
+                "resets 8:50pm (UTC) resets 9pm (Europe/Berlin)",
+                r,
+                "2026-12-03T20:50:00Z",
+            ),
+            // The zone: as tzdb spells it, in any case.
+            ("resets 8:50pm (Etc/GMT+5)", r, "2026-12-04T01:50:00Z"),
+            (
+                "resets 8:50pm (america/new_york)",
+                r,
+                "2026-12-04T01:50:00Z",
+            ),
+            ("resets 10am (Asia/Kolkata)", r, "2026-12-04T04:30:00Z"),
+            // The time itself is tomorrow's.
+            ("resets 10am (UTC)", r, "2026-12-04T10:00:00Z"),
+            // The epoch form, anywhere in the text, any case.
+            (
+                "usage limit reached|1764799200",
+                "2025-12-03T10:00:00Z",
+                "2025-12-03T22:00:00Z",
+            ),
+            (
+                "CLAUDE AI USAGE LIMIT REACHED|1764799200.",
+                "2025-12-03T10:00:00Z",
+                "2025-12-03T22:00:00Z",
+            ),
+            // The bound: eight days ahead is believed.
+            (
+                "usage limit reached|1765447200",
+                "2025-12-03T10:00:00Z",
+                "2025-12-11T10:00:00Z",
+            ),
+        ];
+        for (text, rejected, want) in cases {
+            assert_eq!(from_text(text, utc(rejected)), Some(utc(want)), "{text}");
+        }
+    }
+
+    /// Every shape refused today: pinned with the ones read above.
+    #[test]
+    fn every_reset_shape_that_is_not_read() {
+        let r = utc("2025-12-03T10:00:00Z");
+        for text in [
+            "resets 0am (UTC)",
+            "resets 13:00pm (UTC)",
+            "resets 8:60pm (UTC)",
+            "resets 8:50 (UTC)",
+            "resets 20:50 (UTC)",
+            "resets 8:50xm (UTC)",
+            "resets 8 :50pm (UTC)",
+            "resets 8.50pm (UTC)",
+            "resets at 8:50pm (UTC)",
+            "resets8:50pm (UTC)",
+            "resets 8:50pm UTC",
+            "resets 8:50pm (UTC",
+            "resets 8:50pm ()",
+            "resets 8:50pm (+02:00)",
+            "resets 8:50pm) (UTC)",
+            // An epoch garbled, past, now, or more than eight days ahead;
+            // a garbled one hides a clock reset beside it.
+            "usage limit reached|x resets 9pm (UTC)",
+            "usage limit reached|1764756000",
+            "usage limit reached|1764700000",
+            "usage limit reached|1765447201",
+            "usage limit reached 1764799200",
+        ] {
+            assert_eq!(from_text(text, r), None, "{text}");
+        }
+    }
+
     #[test]
     fn usage_json_gives_the_latest_fresh_exhausted_reset() {
         let w = |used, resets_at, stale| Window {

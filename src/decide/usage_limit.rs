@@ -211,6 +211,162 @@ mod tests {
         assert_eq!(at, 7_380.0);
     }
 
+    fn utc(s: &str) -> f64 {
+        s.parse::<Timestamp>().unwrap().as_second() as f64
+    }
+
+    /// Every shape of retry time read today, and what it reads as (in UTC,
+    /// at `MORNING`): pinned before the parsing moved to `sys/clock.rs`.
+    #[test]
+    fn every_retry_time_shape_that_is_read() {
+        let cases = [
+            // The framing: the prefix in any case or none, dots, spaces.
+            (
+                "try again at Oct 10th, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            (
+                "TRY AGAIN AT OCT 10TH, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            ("Oct 10th, 2026 8:03 AM", "2026-10-10T08:03:00Z"),
+            (
+                "  try again at  Oct  10th,  2026  8:03  AM..  ",
+                "2026-10-10T08:03:00Z",
+            ),
+            ("try again atOct 10th, 2026 8:03 AM", "2026-10-10T08:03:00Z"),
+            // The month: abbreviated, with a dot, whole, any prefix of 3+.
+            (
+                "try again at Oct. 10th, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            (
+                "try again at October 10th, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            (
+                "try again at Octob 10th, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            // The day: every suffix or none (not checked against the
+            // number), commas or none.
+            (
+                "try again at Oct 11st, 2026 8:03 AM",
+                "2026-10-11T08:03:00Z",
+            ),
+            (
+                "try again at Oct 12nd, 2026 8:03 AM",
+                "2026-10-12T08:03:00Z",
+            ),
+            (
+                "try again at Oct 13rd, 2026 8:03 AM",
+                "2026-10-13T08:03:00Z",
+            ),
+            ("try again at Oct 14 2026 8:03 AM", "2026-10-14T08:03:00Z"),
+            ("try again at Oct 15,, 2026 8:03 AM", "2026-10-15T08:03:00Z"),
+            (
+                "try again at Oct 010th, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            // The clock: 12-hour with AM/PM in any case, spaced or not,
+            // or 24-hour; one or two digits.
+            ("try again at Oct 10th, 2026 8:03am", "2026-10-10T08:03:00Z"),
+            (
+                "try again at Oct 10th, 2026 08:03 pm",
+                "2026-10-10T20:03:00Z",
+            ),
+            (
+                "try again at Oct 10th, 2026 12:30 PM",
+                "2026-10-10T12:30:00Z",
+            ),
+            (
+                "try again at Oct 11th, 2026 12:05 AM",
+                "2026-10-11T00:05:00Z",
+            ),
+            ("try again at Oct 10th, 2026 8:3 AM", "2026-10-10T08:03:00Z"),
+            (
+                "try again at Oct 10th, 2026 8:03 A M",
+                "2026-10-10T08:03:00Z",
+            ),
+            ("try again at Oct 10th, 2026 20:03", "2026-10-10T20:03:00Z"),
+            ("try again at Oct 11th, 2026 0:03", "2026-10-11T00:03:00Z"),
+            // A time alone: its next occurrence, today's or tomorrow's.
+            ("try again at 8:03 AM", "2026-10-10T08:03:00Z"),
+            ("8:03pm.", "2026-10-10T20:03:00Z"),
+            ("try again at 23:59", "2026-10-10T23:59:00Z"),
+            ("try again at 6:00 AM", "2026-10-11T06:00:00Z"),
+            ("try again at 12:00 AM", "2026-10-11T00:00:00Z"),
+            ("try again at 0:00", "2026-10-11T00:00:00Z"),
+            // The bound: eight days ahead is believed.
+            (
+                "try again at Oct 18th, 2026 6:00 AM",
+                "2026-10-18T06:00:00Z",
+            ),
+        ];
+        let tz = TimeZone::UTC;
+        for (detail, want) in cases {
+            assert_eq!(retry_at(detail, MORNING, &tz), Some(utc(want)), "{detail}");
+        }
+        // Dates across a year end, in the banner's zone.
+        let new_year = utc("2026-12-30T12:00:00Z");
+        let sept = "try again at Sept 1st, 2027 8:03 AM";
+        assert_eq!(
+            retry_at("Jan 2nd, 2027 9:00 AM", new_year, &tz),
+            Some(utc("2027-01-02T09:00:00Z"))
+        );
+        assert_eq!(
+            retry_at(sept, utc("2027-08-30T00:00:00Z"), &tz),
+            Some(utc("2027-09-01T08:03:00Z"))
+        );
+        let berlin = TimeZone::get("Europe/Berlin").unwrap();
+        assert_eq!(
+            retry_at("Dec 31st, 2026 11:30 PM", new_year, &berlin),
+            Some(utc("2026-12-31T22:30:00Z"))
+        );
+    }
+
+    /// Every shape refused today: pinned with the ones read above.
+    #[test]
+    fn every_retry_time_shape_that_is_not_read() {
+        let tz = TimeZone::UTC;
+        for unread in [
+            // No clock, or no minutes, or not a clock.
+            "try again at Oct 10th, 2026",
+            "try again at Oct 10th, 2026 8 AM",
+            "try again at 8 AM",
+            "try again at 8.03 AM",
+            "try again at 8:03 XM",
+            "try again at 8:03 AM UTC",
+            "try again at 8:03 AM tomorrow",
+            "try again at Oct 10",
+            // Hours and minutes out of range.
+            "try again at 0:03 AM",
+            "try again at 13:03 AM",
+            "try again at 24:00",
+            "try again at 8:60",
+            "try again at 8:-1",
+            // The month: too short, unknown, longer than the name.
+            "try again at Oc 10th, 2026 8:03 AM",
+            "try again at Octx 10th, 2026 8:03 AM",
+            "try again at Octobers 10th, 2026 8:03 AM",
+            // The day: a suffix that is none, no number, no such day.
+            "try again at Oct 10xx, 2026 8:03 AM",
+            "try again at Oct th, 2026 8:03 AM",
+            "try again at Oct 0th, 2026 8:03 AM",
+            "try again at Feb 30th, 2027 8:03 AM",
+            "try again at Oct 10.th, 2026 8:03 AM",
+            // The year: not a bare number.
+            "try again at Oct 10th, 2026, 8:03 AM",
+            "try again at Oct 10th, '26 8:03 AM",
+            // A time past, or more than eight days ahead.
+            "try again at Oct 10th, 2026 6:00 AM",
+            "try again at Oct 18th, 2026 6:01 AM",
+            "try again at Oct 10th, 2025 8:03 AM",
+        ] {
+            assert_eq!(retry_at(unread, MORNING, &tz), None, "{unread}");
+        }
+    }
+
     #[test]
     fn each_limit_is_noted_once_per_error_episode() {
         let (c, mut s) = (FakeClock::at(MORNING), State::default());
