@@ -7,15 +7,16 @@
 //! [`PROBE_MAX_S`] (each rejected resume doubles the wait, see
 //! [`crate::decide::stall`]).
 //!
-//! A time that is past, or more than [`MAX_AHEAD_S`] ahead, is not believed.
+//! A time that is past, or more than [`WALL_TIME_HORIZON_S`] ahead, is not
+//! believed.
+//!
+//! [`WALL_TIME_HORIZON_S`]: crate::sys::clock::WALL_TIME_HORIZON_S
 
-use jiff::tz::TimeZone;
-
-use crate::decide::usage_limit::next_wall_time;
 pub(crate) use crate::fleet::usage::Window;
+use crate::sys::clock::{believed, next_wall_time, time_of_day};
 
-/// The longest plan window is a week; a reset further ahead is garbled.
-pub(crate) const MAX_AHEAD_S: f64 = 8.0 * 86_400.0;
+/// Claude's reset clock and its zone: 12-hour with am/pm, minutes or none.
+const CLOCK: &[&str] = &["%I:%M %p ( %Q )", "%I %p ( %Q )"];
 
 /// A probe never waits longer than the five-hour window.
 pub(crate) const PROBE_MAX_S: f64 = 5.0 * 3_600.0;
@@ -84,29 +85,10 @@ pub(crate) fn from_text(text: &str, rejected: f64) -> Option<f64> {
         return believed(at, rejected).then_some(at);
     }
     let i = lower.find("resets ")? + "resets ".len();
-    let (clock, rest) = lower[i..].split_once('(')?;
-    let zone = &text[i + clock.len() + 1..][..rest.find(')')?];
-    let (hour, minute) = twelve_hour(clock.trim())?;
-    let tz = TimeZone::get(zone.trim()).ok()?;
-    let next = next_wall_time(rejected, hour, minute, &tz)?;
+    let end = i + text[i..].find(')')?;
+    let (time, zone) = time_of_day(&text[i..=end], CLOCK)?;
+    let next = next_wall_time(rejected, time, &zone?)?;
     believed(next, rejected).then_some(next)
-}
-
-/// `8:50pm`, `3pm`, `11:05 am`: hour (0–23) and minute.
-fn twelve_hour(clock: &str) -> Option<(i8, i8)> {
-    let (hm, pm) = match clock.strip_suffix("pm") {
-        Some(hm) => (hm, true),
-        None => (clock.strip_suffix("am")?, false),
-    };
-    let hm = hm.trim();
-    let (h, m) = hm.split_once(':').unwrap_or((hm, "0"));
-    let (h, m): (i8, i8) = (h.parse().ok()?, m.parse().ok()?);
-    ((1..=12).contains(&h) && (0..=59).contains(&m))
-        .then_some((h % 12 + if pm { 12 } else { 0 }, m))
-}
-
-fn believed(at: f64, now: f64) -> bool {
-    at > now && at - now <= MAX_AHEAD_S
 }
 
 #[cfg(test)]

@@ -10,111 +10,33 @@
 //! no zone. Read here: that shape, `[try again at] <Month> <day>[st|nd|rd|th],
 //! <year> <h>:<mm> [AM|PM]`, or the time alone (`8:03 AM`: its next
 //! occurrence). Anything else, a time already past, or one more than
-//! [`MAX_RETRY_S`] ahead is "cannot be read": `API_429_BACKOFF_S`.
+//! [`WALL_TIME_HORIZON_S`] ahead is "cannot be read": `API_429_BACKOFF_S`.
+//!
+//! [`WALL_TIME_HORIZON_S`]: crate::sys::clock::WALL_TIME_HORIZON_S
 
-use jiff::civil::{date, Date};
 use jiff::tz::TimeZone;
-use jiff::Timestamp;
 
 use crate::decide::book::State;
+use crate::sys::clock::{self, civil_date, next_wall_time, time_of_day, wall_time};
 
-/// A retry time further ahead than this is not believed (Codex's longest
-/// window is a week).
-pub(crate) const MAX_RETRY_S: f64 = 8.0 * 86_400.0;
+/// The banner's clock, its words run together: 12-hour with AM/PM, or
+/// 24-hour; minutes always.
+const CLOCK: &[&str] = &["%I:%M%p", "%H:%M"];
 
 /// When the limit named by `detail` resets, as Unix seconds in `tz`, if it
-/// can be read and lies ahead of `now` by at most [`MAX_RETRY_S`].
+/// can be read and is believed ([`clock::believed`]).
 pub(crate) fn retry_at(detail: &str, now: f64, tz: &TimeZone) -> Option<f64> {
     let text = detail.trim().trim_end_matches('.').to_ascii_lowercase();
     let text = text.strip_prefix("try again at").unwrap_or(&text).trim();
     let words: Vec<&str> = text.split_whitespace().collect();
-    let (day, clock) = match words.as_slice() {
-        [month, day, year, rest @ ..] => (Some(civil_date(month, day, year)?), rest),
-        rest => (None, rest),
+    let retry = match words.as_slice() {
+        [month, day, year, time @ ..] => {
+            let day = civil_date(month, day, year)?;
+            wall_time(day, time_of_day(&time.concat(), CLOCK)?.0, tz)?
+        }
+        time => next_wall_time(now, time_of_day(&time.concat(), CLOCK)?.0, tz)?,
     };
-    let (hour, minute) = clock_time(clock)?;
-    let retry = match day {
-        Some(d) => wall_time(d, hour, minute, tz)?,
-        None => next_wall_time(now, hour, minute, tz)?,
-    };
-    (retry > now && retry - now <= MAX_RETRY_S).then_some(retry)
-}
-
-/// `hour:minute` on `day` in `tz`, as Unix seconds (a time a DST change
-/// skips reads as jiff's compatible one).
-pub(crate) fn wall_time(day: Date, hour: i8, minute: i8, tz: &TimeZone) -> Option<f64> {
-    let zoned = day
-        .at(hour, minute, 0, 0)
-        .to_zoned_datetime(tz.clone())
-        .ok()?;
-    Some(zoned.timestamp().as_second() as f64)
-}
-
-/// The first `hour:minute` in `tz` after `after` (Unix seconds): today's,
-/// else tomorrow's.
-pub(crate) fn next_wall_time(after: f64, hour: i8, minute: i8, tz: &TimeZone) -> Option<f64> {
-    let today = Timestamp::from_second(after as i64)
-        .ok()?
-        .to_zoned_datetime(tz.clone())
-        .date();
-    let first = wall_time(today, hour, minute, tz)?;
-    if first > after {
-        return Some(first);
-    }
-    wall_time(today.tomorrow().ok()?, hour, minute, tz)
-}
-
-/// `oct`, `10th,`, `2026` as a date.
-fn civil_date(month: &str, day: &str, year: &str) -> Option<Date> {
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
-    let month = month.trim_end_matches('.');
-    let m = MONTHS
-        .iter()
-        .position(|name| month.len() >= 3 && name.starts_with(month))?;
-    let day = day.trim_end_matches(',');
-    let digits = day.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    let suffix = &day[digits.len()..];
-    if !["", "st", "nd", "rd", "th"].contains(&suffix) {
-        return None;
-    }
-    let (d, y): (i8, i16) = (digits.parse().ok()?, year.parse().ok()?);
-    date(y, m as i8 + 1, 1).with().day(d).build().ok()
-}
-
-/// `8:03 am`, `8:03am`, `20:03`: hour and minute.
-fn clock_time(words: &[&str]) -> Option<(i8, i8)> {
-    let joined = words.concat();
-    let (hm, half) = match joined.strip_suffix("am") {
-        Some(hm) => (hm, Some(false)),
-        None => match joined.strip_suffix("pm") {
-            Some(hm) => (hm, Some(true)),
-            None => (joined.as_str(), None),
-        },
-    };
-    let (h, m) = hm.split_once(':')?;
-    let (h, m): (i8, i8) = (h.parse().ok()?, m.parse().ok()?);
-    if !(0..=59).contains(&m) {
-        return None;
-    }
-    let hour = match half {
-        Some(pm) if (1..=12).contains(&h) => h % 12 + if pm { 12 } else { 0 },
-        None if (0..=23).contains(&h) => h,
-        _ => return None,
-    };
-    Some((hour, m))
+    clock::believed(retry, now).then_some(retry)
 }
 
 /// Whether the usage limit `detail` is new in this error episode of `id`
@@ -136,6 +58,8 @@ pub(crate) fn backoff(detail: &str, now: f64, tz: &TimeZone, fallback: f64) -> f
 
 #[cfg(test)]
 mod tests {
+    use jiff::Timestamp;
+
     use super::*;
     use crate::decide::notes::note_status;
     use crate::decide::notes::tests::sess;
