@@ -291,6 +291,15 @@ mod tests {
         }
     }
 
+    /// A year outside jiff's range (±9999) panicked building the date.
+    #[test]
+    fn a_year_jiff_cannot_hold_is_not_read_and_does_not_panic() {
+        for year in ["12345", "-10000", "32767"] {
+            let detail = format!("try again at Oct 10th, {year} 8:03 AM");
+            assert_eq!(retry_at(&detail, MORNING, &TimeZone::UTC), None, "{detail}");
+        }
+    }
+
     #[test]
     fn each_limit_is_noted_once_per_error_episode() {
         let (c, mut s) = (FakeClock::at(MORNING), State::default());

@@ -147,7 +147,7 @@ pub(crate) fn civil_date(month: &str, day: &str, year: &str) -> Option<Date> {
         return None;
     }
     let (d, y): (i8, i16) = (digits.parse().ok()?, year.parse().ok()?);
-    date(y, m, 1).with().day(d).build().ok()
+    Date::new(y, m, d).ok()
 }
 
 /// `time` on `day` in `tz`, as Unix seconds (a time a DST change skips
