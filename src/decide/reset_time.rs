@@ -7,15 +7,16 @@
 //! [`PROBE_MAX_S`] (each rejected resume doubles the wait, see
 //! [`crate::decide::stall`]).
 //!
-//! A time that is past, or more than [`MAX_AHEAD_S`] ahead, is not believed.
+//! A time that is past, or more than [`WALL_TIME_HORIZON_S`] ahead, is not
+//! believed.
+//!
+//! [`WALL_TIME_HORIZON_S`]: crate::sys::clock::WALL_TIME_HORIZON_S
 
-use jiff::tz::TimeZone;
-
-use crate::decide::usage_limit::next_wall_time;
 pub(crate) use crate::fleet::usage::Window;
+use crate::sys::clock::{believed, next_wall_time, time_of_day};
 
-/// The longest plan window is a week; a reset further ahead is garbled.
-pub(crate) const MAX_AHEAD_S: f64 = 8.0 * 86_400.0;
+/// Claude's reset clock and its zone: 12-hour with am/pm, minutes or none.
+const CLOCK: &[&str] = &["%I:%M %p ( %Q )", "%I %p ( %Q )"];
 
 /// A probe never waits longer than the five-hour window.
 pub(crate) const PROBE_MAX_S: f64 = 5.0 * 3_600.0;
@@ -84,29 +85,10 @@ pub(crate) fn from_text(text: &str, rejected: f64) -> Option<f64> {
         return believed(at, rejected).then_some(at);
     }
     let i = lower.find("resets ")? + "resets ".len();
-    let (clock, rest) = lower[i..].split_once('(')?;
-    let zone = &text[i + clock.len() + 1..][..rest.find(')')?];
-    let (hour, minute) = twelve_hour(clock.trim())?;
-    let tz = TimeZone::get(zone.trim()).ok()?;
-    let next = next_wall_time(rejected, hour, minute, &tz)?;
+    let end = i + text[i..].find(')')?;
+    let (time, zone) = time_of_day(&text[i..=end], CLOCK)?;
+    let next = next_wall_time(rejected, time, &zone?)?;
     believed(next, rejected).then_some(next)
-}
-
-/// `8:50pm`, `3pm`, `11:05 am`: hour (0–23) and minute.
-fn twelve_hour(clock: &str) -> Option<(i8, i8)> {
-    let (hm, pm) = match clock.strip_suffix("pm") {
-        Some(hm) => (hm, true),
-        None => (clock.strip_suffix("am")?, false),
-    };
-    let hm = hm.trim();
-    let (h, m) = hm.split_once(':').unwrap_or((hm, "0"));
-    let (h, m): (i8, i8) = (h.parse().ok()?, m.parse().ok()?);
-    ((1..=12).contains(&h) && (0..=59).contains(&m))
-        .then_some((h % 12 + if pm { 12 } else { 0 }, m))
-}
-
-fn believed(at: f64, now: f64) -> bool {
-    at > now && at - now <= MAX_AHEAD_S
 }
 
 #[cfg(test)]
@@ -179,6 +161,101 @@ mod tests {
             "",
         ] {
             assert_eq!(from_text(text, SAT_20H), None, "{text}");
+        }
+    }
+
+    /// Every shape of rejection text read today, and what it reads as:
+    /// pinned before the parsing moved to `sys/clock.rs`.
+    #[test]
+    fn every_reset_shape_that_is_read() {
+        let r = "2026-12-03T10:00:00Z";
+        let cases = [
+            // (text, rejected, reset)
+            // The clock: minutes or none, AM/PM in any case, spaced or not.
+            ("resets 8:50pm (UTC)", r, "2026-12-03T20:50:00Z"),
+            ("resets 8:50 PM (UTC)", r, "2026-12-03T20:50:00Z"),
+            ("resets 08:05AM (UTC)", r, "2026-12-04T08:05:00Z"),
+            ("resets 8:5pm (UTC)", r, "2026-12-03T20:05:00Z"),
+            ("resets 8pm (UTC)", r, "2026-12-03T20:00:00Z"),
+            ("resets 8 pm (UTC)", r, "2026-12-03T20:00:00Z"),
+            ("resets 12am (UTC)", r, "2026-12-04T00:00:00Z"),
+            ("resets 12:30pm (UTC)", r, "2026-12-03T12:30:00Z"),
+            // The framing: any case, spaces, text before and after.
+            ("RESETS 8:50PM (UTC)", r, "2026-12-03T20:50:00Z"),
+            ("resets   8:50pm   (  UTC  )", r, "2026-12-03T20:50:00Z"),
+            ("resets 8:50pm(UTC)", r, "2026-12-03T20:50:00Z"),
+            (
+                "limit · resets 8:50pm (UTC) · /upgrade (more)",
+                r,
+                "2026-12-03T20:50:00Z",
+            ),
+            (
+                "resets 8:50pm (UTC) resets 9pm (Europe/Berlin)",
+                r,
+                "2026-12-03T20:50:00Z",
+            ),
+            // The zone: as tzdb spells it, in any case.
+            ("resets 8:50pm (Etc/GMT+5)", r, "2026-12-04T01:50:00Z"),
+            (
+                "resets 8:50pm (america/new_york)",
+                r,
+                "2026-12-04T01:50:00Z",
+            ),
+            ("resets 10am (Asia/Kolkata)", r, "2026-12-04T04:30:00Z"),
+            // The time itself is tomorrow's.
+            ("resets 10am (UTC)", r, "2026-12-04T10:00:00Z"),
+            // The epoch form, anywhere in the text, any case.
+            (
+                "usage limit reached|1764799200",
+                "2025-12-03T10:00:00Z",
+                "2025-12-03T22:00:00Z",
+            ),
+            (
+                "CLAUDE AI USAGE LIMIT REACHED|1764799200.",
+                "2025-12-03T10:00:00Z",
+                "2025-12-03T22:00:00Z",
+            ),
+            // The bound: eight days ahead is believed.
+            (
+                "usage limit reached|1765447200",
+                "2025-12-03T10:00:00Z",
+                "2025-12-11T10:00:00Z",
+            ),
+        ];
+        for (text, rejected, want) in cases {
+            assert_eq!(from_text(text, utc(rejected)), Some(utc(want)), "{text}");
+        }
+    }
+
+    /// Every shape refused today: pinned with the ones read above.
+    #[test]
+    fn every_reset_shape_that_is_not_read() {
+        let r = utc("2025-12-03T10:00:00Z");
+        for text in [
+            "resets 0am (UTC)",
+            "resets 13:00pm (UTC)",
+            "resets 8:60pm (UTC)",
+            "resets 8:50 (UTC)",
+            "resets 20:50 (UTC)",
+            "resets 8:50xm (UTC)",
+            "resets 8 :50pm (UTC)",
+            "resets 8.50pm (UTC)",
+            "resets at 8:50pm (UTC)",
+            "resets8:50pm (UTC)",
+            "resets 8:50pm UTC",
+            "resets 8:50pm (UTC",
+            "resets 8:50pm ()",
+            "resets 8:50pm (+02:00)",
+            "resets 8:50pm) (UTC)",
+            // An epoch garbled, past, now, or more than eight days ahead;
+            // a garbled one hides a clock reset beside it.
+            "usage limit reached|x resets 9pm (UTC)",
+            "usage limit reached|1764756000",
+            "usage limit reached|1764700000",
+            "usage limit reached|1765447201",
+            "usage limit reached 1764799200",
+        ] {
+            assert_eq!(from_text(text, r), None, "{text}");
         }
     }
 

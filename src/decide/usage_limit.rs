@@ -10,111 +10,33 @@
 //! no zone. Read here: that shape, `[try again at] <Month> <day>[st|nd|rd|th],
 //! <year> <h>:<mm> [AM|PM]`, or the time alone (`8:03 AM`: its next
 //! occurrence). Anything else, a time already past, or one more than
-//! [`MAX_RETRY_S`] ahead is "cannot be read": `API_429_BACKOFF_S`.
+//! [`WALL_TIME_HORIZON_S`] ahead is "cannot be read": `API_429_BACKOFF_S`.
+//!
+//! [`WALL_TIME_HORIZON_S`]: crate::sys::clock::WALL_TIME_HORIZON_S
 
-use jiff::civil::{date, Date};
 use jiff::tz::TimeZone;
-use jiff::Timestamp;
 
 use crate::decide::book::State;
+use crate::sys::clock::{self, civil_date, next_wall_time, time_of_day, wall_time};
 
-/// A retry time further ahead than this is not believed (Codex's longest
-/// window is a week).
-pub(crate) const MAX_RETRY_S: f64 = 8.0 * 86_400.0;
+/// The banner's clock, its words run together: 12-hour with AM/PM, or
+/// 24-hour; minutes always.
+const CLOCK: &[&str] = &["%I:%M%p", "%H:%M"];
 
 /// When the limit named by `detail` resets, as Unix seconds in `tz`, if it
-/// can be read and lies ahead of `now` by at most [`MAX_RETRY_S`].
+/// can be read and is believed ([`clock::believed`]).
 pub(crate) fn retry_at(detail: &str, now: f64, tz: &TimeZone) -> Option<f64> {
     let text = detail.trim().trim_end_matches('.').to_ascii_lowercase();
     let text = text.strip_prefix("try again at").unwrap_or(&text).trim();
     let words: Vec<&str> = text.split_whitespace().collect();
-    let (day, clock) = match words.as_slice() {
-        [month, day, year, rest @ ..] => (Some(civil_date(month, day, year)?), rest),
-        rest => (None, rest),
+    let retry = match words.as_slice() {
+        [month, day, year, time @ ..] => {
+            let day = civil_date(month, day, year)?;
+            wall_time(day, time_of_day(&time.concat(), CLOCK)?.0, tz)?
+        }
+        time => next_wall_time(now, time_of_day(&time.concat(), CLOCK)?.0, tz)?,
     };
-    let (hour, minute) = clock_time(clock)?;
-    let retry = match day {
-        Some(d) => wall_time(d, hour, minute, tz)?,
-        None => next_wall_time(now, hour, minute, tz)?,
-    };
-    (retry > now && retry - now <= MAX_RETRY_S).then_some(retry)
-}
-
-/// `hour:minute` on `day` in `tz`, as Unix seconds (a time a DST change
-/// skips reads as jiff's compatible one).
-pub(crate) fn wall_time(day: Date, hour: i8, minute: i8, tz: &TimeZone) -> Option<f64> {
-    let zoned = day
-        .at(hour, minute, 0, 0)
-        .to_zoned_datetime(tz.clone())
-        .ok()?;
-    Some(zoned.timestamp().as_second() as f64)
-}
-
-/// The first `hour:minute` in `tz` after `after` (Unix seconds): today's,
-/// else tomorrow's.
-pub(crate) fn next_wall_time(after: f64, hour: i8, minute: i8, tz: &TimeZone) -> Option<f64> {
-    let today = Timestamp::from_second(after as i64)
-        .ok()?
-        .to_zoned_datetime(tz.clone())
-        .date();
-    let first = wall_time(today, hour, minute, tz)?;
-    if first > after {
-        return Some(first);
-    }
-    wall_time(today.tomorrow().ok()?, hour, minute, tz)
-}
-
-/// `oct`, `10th,`, `2026` as a date.
-fn civil_date(month: &str, day: &str, year: &str) -> Option<Date> {
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
-    let month = month.trim_end_matches('.');
-    let m = MONTHS
-        .iter()
-        .position(|name| month.len() >= 3 && name.starts_with(month))?;
-    let day = day.trim_end_matches(',');
-    let digits = day.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    let suffix = &day[digits.len()..];
-    if !["", "st", "nd", "rd", "th"].contains(&suffix) {
-        return None;
-    }
-    let (d, y): (i8, i16) = (digits.parse().ok()?, year.parse().ok()?);
-    date(y, m as i8 + 1, 1).with().day(d).build().ok()
-}
-
-/// `8:03 am`, `8:03am`, `20:03`: hour and minute.
-fn clock_time(words: &[&str]) -> Option<(i8, i8)> {
-    let joined = words.concat();
-    let (hm, half) = match joined.strip_suffix("am") {
-        Some(hm) => (hm, Some(false)),
-        None => match joined.strip_suffix("pm") {
-            Some(hm) => (hm, Some(true)),
-            None => (joined.as_str(), None),
-        },
-    };
-    let (h, m) = hm.split_once(':')?;
-    let (h, m): (i8, i8) = (h.parse().ok()?, m.parse().ok()?);
-    if !(0..=59).contains(&m) {
-        return None;
-    }
-    let hour = match half {
-        Some(pm) if (1..=12).contains(&h) => h % 12 + if pm { 12 } else { 0 },
-        None if (0..=23).contains(&h) => h,
-        _ => return None,
-    };
-    Some((hour, m))
+    clock::believed(retry, now).then_some(retry)
 }
 
 /// Whether the usage limit `detail` is new in this error episode of `id`
@@ -136,6 +58,8 @@ pub(crate) fn backoff(detail: &str, now: f64, tz: &TimeZone, fallback: f64) -> f
 
 #[cfg(test)]
 mod tests {
+    use jiff::Timestamp;
+
     use super::*;
     use crate::decide::notes::note_status;
     use crate::decide::notes::tests::sess;
@@ -209,6 +133,171 @@ mod tests {
         }
         let at = backoff("try again at Oct 10th, 2026 8:03 AM", MORNING, &utc, 180.0);
         assert_eq!(at, 7_380.0);
+    }
+
+    fn utc(s: &str) -> f64 {
+        s.parse::<Timestamp>().unwrap().as_second() as f64
+    }
+
+    /// Every shape of retry time read today, and what it reads as (in UTC,
+    /// at `MORNING`): pinned before the parsing moved to `sys/clock.rs`.
+    #[test]
+    fn every_retry_time_shape_that_is_read() {
+        let cases = [
+            // The framing: the prefix in any case or none, dots, spaces.
+            (
+                "try again at Oct 10th, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            (
+                "TRY AGAIN AT OCT 10TH, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            ("Oct 10th, 2026 8:03 AM", "2026-10-10T08:03:00Z"),
+            (
+                "  try again at  Oct  10th,  2026  8:03  AM..  ",
+                "2026-10-10T08:03:00Z",
+            ),
+            ("try again atOct 10th, 2026 8:03 AM", "2026-10-10T08:03:00Z"),
+            // The month: abbreviated, with a dot, whole, any prefix of 3+.
+            (
+                "try again at Oct. 10th, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            (
+                "try again at October 10th, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            (
+                "try again at Octob 10th, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            // The day: every suffix or none (not checked against the
+            // number), commas or none.
+            (
+                "try again at Oct 11st, 2026 8:03 AM",
+                "2026-10-11T08:03:00Z",
+            ),
+            (
+                "try again at Oct 12nd, 2026 8:03 AM",
+                "2026-10-12T08:03:00Z",
+            ),
+            (
+                "try again at Oct 13rd, 2026 8:03 AM",
+                "2026-10-13T08:03:00Z",
+            ),
+            ("try again at Oct 14 2026 8:03 AM", "2026-10-14T08:03:00Z"),
+            ("try again at Oct 15,, 2026 8:03 AM", "2026-10-15T08:03:00Z"),
+            (
+                "try again at Oct 010th, 2026 8:03 AM",
+                "2026-10-10T08:03:00Z",
+            ),
+            // The clock: 12-hour with AM/PM in any case, spaced or not,
+            // or 24-hour; one or two digits.
+            ("try again at Oct 10th, 2026 8:03am", "2026-10-10T08:03:00Z"),
+            (
+                "try again at Oct 10th, 2026 08:03 pm",
+                "2026-10-10T20:03:00Z",
+            ),
+            (
+                "try again at Oct 10th, 2026 12:30 PM",
+                "2026-10-10T12:30:00Z",
+            ),
+            (
+                "try again at Oct 11th, 2026 12:05 AM",
+                "2026-10-11T00:05:00Z",
+            ),
+            ("try again at Oct 10th, 2026 8:3 AM", "2026-10-10T08:03:00Z"),
+            (
+                "try again at Oct 10th, 2026 8:03 A M",
+                "2026-10-10T08:03:00Z",
+            ),
+            ("try again at Oct 10th, 2026 20:03", "2026-10-10T20:03:00Z"),
+            ("try again at Oct 11th, 2026 0:03", "2026-10-11T00:03:00Z"),
+            // A time alone: its next occurrence, today's or tomorrow's.
+            ("try again at 8:03 AM", "2026-10-10T08:03:00Z"),
+            ("8:03pm.", "2026-10-10T20:03:00Z"),
+            ("try again at 23:59", "2026-10-10T23:59:00Z"),
+            ("try again at 6:00 AM", "2026-10-11T06:00:00Z"),
+            ("try again at 12:00 AM", "2026-10-11T00:00:00Z"),
+            ("try again at 0:00", "2026-10-11T00:00:00Z"),
+            // The bound: eight days ahead is believed.
+            (
+                "try again at Oct 18th, 2026 6:00 AM",
+                "2026-10-18T06:00:00Z",
+            ),
+        ];
+        let tz = TimeZone::UTC;
+        for (detail, want) in cases {
+            assert_eq!(retry_at(detail, MORNING, &tz), Some(utc(want)), "{detail}");
+        }
+        // Dates across a year end, in the banner's zone.
+        let new_year = utc("2026-12-30T12:00:00Z");
+        let sept = "try again at Sept 1st, 2027 8:03 AM";
+        assert_eq!(
+            retry_at("Jan 2nd, 2027 9:00 AM", new_year, &tz),
+            Some(utc("2027-01-02T09:00:00Z"))
+        );
+        assert_eq!(
+            retry_at(sept, utc("2027-08-30T00:00:00Z"), &tz),
+            Some(utc("2027-09-01T08:03:00Z"))
+        );
+        let berlin = TimeZone::get("Europe/Berlin").unwrap();
+        assert_eq!(
+            retry_at("Dec 31st, 2026 11:30 PM", new_year, &berlin),
+            Some(utc("2026-12-31T22:30:00Z"))
+        );
+    }
+
+    /// Every shape refused today: pinned with the ones read above.
+    #[test]
+    fn every_retry_time_shape_that_is_not_read() {
+        let tz = TimeZone::UTC;
+        for unread in [
+            // No clock, or no minutes, or not a clock.
+            "try again at Oct 10th, 2026",
+            "try again at Oct 10th, 2026 8 AM",
+            "try again at 8 AM",
+            "try again at 8.03 AM",
+            "try again at 8:03 XM",
+            "try again at 8:03 AM UTC",
+            "try again at 8:03 AM tomorrow",
+            "try again at Oct 10",
+            // Hours and minutes out of range.
+            "try again at 0:03 AM",
+            "try again at 13:03 AM",
+            "try again at 24:00",
+            "try again at 8:60",
+            "try again at 8:-1",
+            // The month: too short, unknown, longer than the name.
+            "try again at Oc 10th, 2026 8:03 AM",
+            "try again at Octx 10th, 2026 8:03 AM",
+            "try again at Octobers 10th, 2026 8:03 AM",
+            // The day: a suffix that is none, no number, no such day.
+            "try again at Oct 10xx, 2026 8:03 AM",
+            "try again at Oct th, 2026 8:03 AM",
+            "try again at Oct 0th, 2026 8:03 AM",
+            "try again at Feb 30th, 2027 8:03 AM",
+            "try again at Oct 10.th, 2026 8:03 AM",
+            // The year: not a bare number.
+            "try again at Oct 10th, 2026, 8:03 AM",
+            "try again at Oct 10th, '26 8:03 AM",
+            // A time past, or more than eight days ahead.
+            "try again at Oct 10th, 2026 6:00 AM",
+            "try again at Oct 18th, 2026 6:01 AM",
+            "try again at Oct 10th, 2025 8:03 AM",
+        ] {
+            assert_eq!(retry_at(unread, MORNING, &tz), None, "{unread}");
+        }
+    }
+
+    /// A year outside jiff's range (±9999) panicked building the date.
+    #[test]
+    fn a_year_jiff_cannot_hold_is_not_read_and_does_not_panic() {
+        for year in ["12345", "-10000", "32767"] {
+            let detail = format!("try again at Oct 10th, {year} 8:03 AM");
+            assert_eq!(retry_at(&detail, MORNING, &TimeZone::UTC), None, "{detail}");
+        }
     }
 
     #[test]

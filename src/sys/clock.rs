@@ -1,13 +1,22 @@
 //! Time, injected: the decision code asks a [`Clock`] instead of the system,
 //! so tests drive it with [`FakeClock`] and never sleep. Times are float Unix
-//! seconds, the unit of every record and of `state.json`.
+//! seconds, the unit of every record and of `state.json`. Wall-clock time
+//! as text, both ways, is here too: written for people and logs, and read
+//! from the retry and reset times agent-deck and Claude print (the words
+//! around them are read where they are used, in `decide/`).
 
 #[cfg(test)]
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use jiff::civil::{date, Date, Time};
+use jiff::fmt::strtime::BrokenDownTime;
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
+
+/// A retry or reset time further ahead than this is not believed: the
+/// longest plan window is a week.
+pub(crate) const WALL_TIME_HORIZON_S: f64 = 8.0 * 86_400.0;
 
 pub(crate) trait Clock: Send + Sync {
     /// Wall-clock time in float Unix seconds.
@@ -103,6 +112,63 @@ fn next_midnight_in(secs: f64, tz: &TimeZone) -> f64 {
         .and_then(|z| z.start_of_day())
         .map(|z| z.timestamp().as_millisecond() as f64 / 1000.0)
         .unwrap_or(secs + 86_400.0)
+}
+
+/// Whether a retry or reset time `at` that agent-deck or Claude gave is
+/// believed at `now`: ahead, by at most [`WALL_TIME_HORIZON_S`].
+pub(crate) fn believed(at: f64, now: f64) -> bool {
+    at > now && at - now <= WALL_TIME_HORIZON_S
+}
+
+/// `text`, all of it, as a time of day by the first of `formats` (jiff's
+/// `strtime`) that reads it, with the zone it names (`%Q`), if any.
+pub(crate) fn time_of_day(text: &str, formats: &[&str]) -> Option<(Time, Option<TimeZone>)> {
+    formats.iter().find_map(|format| {
+        let read = BrokenDownTime::parse(format, text).ok()?;
+        let zone = read.iana_time_zone().map(TimeZone::get).transpose().ok()?;
+        Some((read.to_time().ok()?, zone))
+    })
+}
+
+/// The words `oct`, `10th,`, `2026` as a date: a month named by 3 letters
+/// or more of its name, a day with an ordinal suffix or none. By hand:
+/// `strtime` reads neither the suffix nor a month's longer prefixes.
+pub(crate) fn civil_date(month: &str, day: &str, year: &str) -> Option<Date> {
+    let month = month.trim_end_matches('.');
+    let m = (1..=12).find(|&m| {
+        let name = date(2000, m, 1).strftime("%B").to_string();
+        let start = name.get(..month.len());
+        month.len() >= 3 && start.is_some_and(|s| s.eq_ignore_ascii_case(month))
+    })?;
+    let day = day.trim_end_matches(',');
+    let digits = day.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &day[digits.len()..];
+    if !["", "st", "nd", "rd", "th"].contains(&&*suffix.to_ascii_lowercase()) {
+        return None;
+    }
+    let (d, y): (i8, i16) = (digits.parse().ok()?, year.parse().ok()?);
+    Date::new(y, m, d).ok()
+}
+
+/// `time` on `day` in `tz`, as Unix seconds (a time a DST change skips
+/// reads as jiff's compatible one).
+pub(crate) fn wall_time(day: Date, time: Time, tz: &TimeZone) -> Option<f64> {
+    let zoned = day.to_datetime(time).to_zoned_datetime(tz.clone()).ok()?;
+    Some(zoned.timestamp().as_second() as f64)
+}
+
+/// The first `time` of day in `tz` after `after` (Unix seconds): today's,
+/// else tomorrow's.
+pub(crate) fn next_wall_time(after: f64, time: Time, tz: &TimeZone) -> Option<f64> {
+    let today = Timestamp::from_second(after as i64)
+        .ok()?
+        .to_zoned_datetime(tz.clone())
+        .date();
+    let first = wall_time(today, time, tz)?;
+    if first > after {
+        return Some(first);
+    }
+    wall_time(today.tomorrow().ok()?, time, tz)
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! The source tree's shape: no two files of `src/` import each other, even
-//! through others. Read from the `use crate::` and `use super::` lines of
-//! each file's code before its tests, so a cycle is named when it comes back.
+//! through others, and no two rooms (the top folders) do. Read from each
+//! file's code outside its `#[cfg(test)]` items: the `use crate::` and
+//! `use super::` lines, and the paths written inline (`crate::a::b`, or a
+//! name a `use` line brought in), so a cycle is named when it comes back.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -35,7 +37,9 @@ fn used_paths(statement: &str, here: &str) -> Vec<String> {
     let body = statement
         .trim_start_matches("pub(crate) ")
         .trim_start_matches("use ");
-    let body = body.trim_end_matches(';').replace(char::is_whitespace, "");
+    // `a::B as C` is kept as `a::B@C`: the file is `a`, the name `C`.
+    let body = body.trim_end_matches(';').replace(" as ", "@");
+    let body = body.replace(char::is_whitespace, "");
     let mut out = Vec::new();
     expand(&body, &mut out);
     out.into_iter()
@@ -83,59 +87,177 @@ fn expand(path: &str, out: &mut Vec<String>) {
     }
 }
 
-/// The `use` statements of `code`, each on one line, `pub(...)` dropped.
-fn use_statements(code: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut open: Option<String> = None;
-    for line in code.lines().map(str::trim) {
-        let line = line
-            .trim_start_matches("pub(crate) ")
-            .trim_start_matches("pub ");
-        let mut statement = match open.take() {
-            Some(s) => s + line,
-            None if line.starts_with("use ") => line.to_owned(),
-            None => continue,
-        };
-        if statement.ends_with(';') {
-            statement.pop();
-            out.push(statement);
-        } else {
-            statement.push(' ');
-            open = Some(statement);
+/// `code` without its `#[cfg(test)]` items (a `mod x;` among them is
+/// named in `test_mods`: its file is test code too) and its `//` comments.
+fn production_code(code: &str, test_mods: &mut Vec<String>) -> String {
+    let mut out = String::new();
+    let mut lines = code.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() != "#[cfg(test)]" {
+            out.push_str(line.split("//").next().unwrap_or_default());
+            out.push('\n');
+            continue;
+        }
+        // The item: more attributes, then up to its `;` or closing brace.
+        let (mut depth, mut opened) = (0i32, false);
+        for item in lines.by_ref() {
+            let item = item.trim();
+            if item.starts_with("#[") {
+                continue;
+            }
+            let name = item.split("mod ").nth(1).and_then(|m| m.strip_suffix(';'));
+            if let (Some(name), false) = (name, opened) {
+                test_mods.push(name.to_owned());
+            }
+            depth += item.matches('{').count() as i32 - item.matches('}').count() as i32;
+            opened |= item.contains('{');
+            if (opened && depth <= 0) || (!opened && item.ends_with(';')) {
+                break;
+            }
         }
     }
     out
 }
 
-/// Which files each file imports, by module path.
+/// The `use` statements of `code`, each on one line, `pub(...)` dropped,
+/// and the paths written inline elsewhere (`crate::a::b`, `super::c`).
+fn references(code: &str) -> (Vec<String>, Vec<String>) {
+    let (mut statements, mut inline) = (Vec::new(), Vec::new());
+    let mut open: Option<String> = None;
+    for line in code.lines().map(str::trim) {
+        let line = match line.strip_prefix("pub") {
+            Some(rest) if rest.starts_with('(') => rest.split_once(") ").map_or(line, |p| p.1),
+            Some(rest) => rest.trim_start(),
+            None => line,
+        };
+        let mut statement = match open.take() {
+            Some(s) => s + line,
+            None if line.starts_with("use ") => line.to_owned(),
+            None => {
+                inline.extend(inline_paths(line));
+                continue;
+            }
+        };
+        if statement.ends_with(';') {
+            statement.pop();
+            statements.push(statement);
+        } else {
+            statement.push(' ');
+            open = Some(statement);
+        }
+    }
+    (statements, inline)
+}
+
+/// The paths written in `line` (`crate::a::b`, `super::c`, `gates::Gate`).
+fn inline_paths(line: &str) -> Vec<String> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    for (i, _) in line.match_indices("::") {
+        let head = line[..i].trim_end_matches(ident);
+        if head.len() == i || head.ends_with(':') {
+            continue;
+        }
+        let path: String = line[head.len()..]
+            .chars()
+            .take_while(|&c| ident(c) || c == ':')
+            .collect();
+        out.push(path.trim_end_matches(':').to_owned());
+    }
+    out
+}
+
+/// Which files each file imports, by module path: its `use` lines and the
+/// paths written inline, in its code outside `#[cfg(test)]` items. Files
+/// that are test code only are left out.
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let modules: BTreeSet<String> = files.iter().map(|f| module_of(&src, f)).collect();
-    let mut graph = BTreeMap::new();
+    let mut codes = BTreeMap::new();
+    let mut test_only = Vec::new();
     for file in &files {
         let here = module_of(&src, file);
-        let text = std::fs::read_to_string(file).unwrap();
-        let code = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
-        let mut deps = BTreeSet::new();
-        for statement in use_statements(code) {
-            if !(statement.starts_with("use crate::") || statement.starts_with("use super::")) {
-                continue;
-            }
-            for path in used_paths(&statement, &here) {
-                // The longest prefix that is a file of the tree.
-                let mut parts: Vec<&str> = path.split("::").collect();
-                while !parts.is_empty() && !modules.contains(&parts.join("::")) {
-                    parts.pop();
-                }
-                let target = parts.join("::");
-                if !parts.is_empty() && target != here {
-                    deps.insert(target);
-                }
+        let mut test_mods = Vec::new();
+        let code = production_code(&std::fs::read_to_string(file).unwrap(), &mut test_mods);
+        let child = |m: &String| {
+            [here.as_str(), m]
+                .join("::")
+                .trim_start_matches(':')
+                .to_owned()
+        };
+        test_only.extend(test_mods.iter().map(child));
+        codes.insert(here, code);
+    }
+    let test_code = |m: &str| {
+        test_only
+            .iter()
+            .any(|t| m == t || m.starts_with(&format!("{t}::")))
+    };
+    let mut graph = BTreeMap::new();
+    for (here, code) in codes.iter().filter(|(m, _)| !test_code(m)) {
+        let (statements, inline) = references(code);
+        let mut paths: Vec<String> = statements
+            .iter()
+            .filter(|s| s.starts_with("use crate::") || s.starts_with("use super::"))
+            .flat_map(|s| used_paths(s, here))
+            .collect();
+        // A name a `use` line brought in (`use crate::decide::gates;`)
+        // opens an inline path too (`gates::gate(…)`).
+        let named: BTreeMap<&str, String> = paths
+            .iter()
+            .map(|p| p.trim_end_matches("::self"))
+            .filter_map(|p| Some((p.rsplit(['@', ':']).next()?, p.to_owned())))
+            .collect();
+        let mut inline_paths = Vec::new();
+        for path in &inline {
+            let (first, rest) = path.split_once("::").unwrap_or((path, ""));
+            if first == "crate" || first == "super" {
+                inline_paths.extend(used_paths(&format!("use {path}"), here));
+            } else if let Some(full) = named.get(first) {
+                inline_paths.push(format!("{full}::{rest}"));
             }
         }
-        graph.insert(here, deps);
+        paths.extend(inline_paths);
+        let mut deps = BTreeSet::new();
+        for path in paths {
+            // The longest prefix that is a file of the tree.
+            let mut parts: Vec<&str> = path.split("::").collect();
+            while !parts.is_empty() && !modules.contains(&parts.join("::")) {
+                parts.pop();
+            }
+            let target = parts.join("::");
+            if !parts.is_empty() && target != *here {
+                deps.insert(target);
+            }
+        }
+        graph.insert(here.clone(), deps);
+    }
+    graph
+}
+
+/// The room a module lives in: its top folder (`decide::gates` is in
+/// `decide`), or the file itself at the root (`error`, `lib`).
+fn room_of(module: &str) -> &str {
+    match module.split("::").next() {
+        Some("") | None => "lib",
+        Some(room) => room,
+    }
+}
+
+/// Which rooms each room imports.
+fn room_imports(files: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, deps) in files {
+        let room = room_of(from);
+        let edges = graph.entry(room.to_owned()).or_default();
+        edges.extend(
+            deps.iter()
+                .map(|d| room_of(d))
+                .filter(|to| *to != room)
+                .map(str::to_owned),
+        );
     }
     graph
 }
@@ -177,6 +299,22 @@ fn no_two_files_of_the_source_import_each_other() {
     assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
 }
 
+/// The same at the level of rooms (`decide` imports `fleet`, see "Where
+/// things live" in `src/lib.rs`): no room imports one that imports it
+/// back, even through others.
+#[test]
+fn no_two_rooms_of_the_source_import_each_other() {
+    let rooms = room_imports(&imports());
+    assert!(rooms.len() > 15, "the rooms were read: {rooms:?}");
+    assert!(rooms["decide"].contains("fleet"), "{rooms:?}");
+    let cycles: Vec<String> = rooms
+        .keys()
+        .filter_map(|m| cycle_through(&rooms, m))
+        .map(|c| c.join(" → "))
+        .collect();
+    assert!(cycles.is_empty(), "room cycles:\n{}", cycles.join("\n"));
+}
+
 #[test]
 fn the_reader_finds_the_imports_it_is_shown() {
     let got = used_paths(
@@ -196,4 +334,29 @@ fn the_reader_finds_the_imports_it_is_shown() {
         ["fleet::deck::CliError"]
     );
     assert!(used_paths("use std::io;", "x").is_empty());
+    assert_eq!(
+        used_paths("use crate::triggers::kqueue::Watcher as Kernel;", "x"),
+        ["triggers::kqueue::Watcher@Kernel"]
+    );
+    let (uses, inline) =
+        references("use crate::a::{\n    b,\n    c,\n};\nlet x = crate::d::e(f::g, super::h);\n");
+    assert_eq!(uses, ["use crate::a::{ b, c, }"]);
+    assert_eq!(inline, ["crate::d::e", "f::g", "super::h"]);
+    assert_eq!(inline_paths("let y = my_crate::x::Y;"), ["my_crate::x::Y"]);
+}
+
+#[test]
+fn test_items_and_comments_are_not_read_as_code() {
+    let mut test_mods = Vec::new();
+    let code = production_code(
+        "use crate::a;\n// crate::b\nfn f() {} // crate::c\n#[cfg(test)]\nmod fixtures;\n\
+         #[cfg(test)]\n#[derive(Debug)]\nstruct Fake {\n    x: crate::d::X,\n}\n\
+         fn g() -> crate::e::E {}\n#[cfg(test)]\nmod tests {\n    use crate::f;\n}\n",
+        &mut test_mods,
+    );
+    assert_eq!(
+        code,
+        "use crate::a;\n\nfn f() {} \nfn g() -> crate::e::E {}\n"
+    );
+    assert_eq!(test_mods, ["fixtures"]);
 }
