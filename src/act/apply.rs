@@ -32,7 +32,7 @@ pub(crate) fn apply(ctx: &Context, job: &RestartJob, outcome: &Outcome, continui
         }
     }
     match outcome {
-        Outcome::Restarted { status } => restarted(ctx, s, *status, continuity),
+        Outcome::Restarted { status, .. } => restarted(ctx, s, *status, continuity),
         Outcome::WouldRestart => {
             log::info!("dry-run: would restart {} ({}) now", s.id, s.title);
         }

@@ -54,21 +54,31 @@ impl RestartJob {
     }
 }
 
-/// Polls the status of `s` for up to `within`; the last status read, if
-/// any. The read that finds it out of `error` hands its tmux name to the
-/// pane watch (a custom tool's restart changes it).
-pub(super) fn verify(ctx: &Context, s: &Session, within: Duration) -> Option<Status> {
+/// What the status poll after a call read: the last status, if any, and
+/// the tmux name of the read that found it out of `error` (a custom
+/// tool's restart changes it).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Verified {
+    pub status: Option<Status>,
+    pub tmux: Option<String>,
+}
+
+/// Polls the status of `s` for up to `within`. The read that finds it out
+/// of `error` hands its tmux name to the pane watch at once; the main loop
+/// has it from the job's outcome.
+pub(super) fn verify(ctx: &Context, s: &Session, within: Duration) -> Verified {
     let step = (within / 4).min(Duration::from_secs(1));
     let deadline = ctx.clock.now() + within.as_secs_f64();
-    let mut last = None;
+    let mut last = Verified::default();
     loop {
         if !step.is_zero() && !ctx.shutdown.sleep(step) {
             return last;
         }
         if let Some(live) = ctx.read_status(s) {
-            last = live.status;
+            last.status = live.status;
             if live.status() != Status::Error {
                 ctx.remap(s, &live);
+                last.tmux = live.tmux_session;
                 return last;
             }
         }

@@ -19,8 +19,13 @@ pub(crate) const RESUME_TEXT: &str =
 
 /// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
 /// tool marker, nudge the conversation once with `claude --resume`, then
-/// retry `session start`. The status it came back with, if it did.
-pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> Option<Status> {
+/// retry `session start`. The status it came back with, if it did, and
+/// its tmux session.
+pub(crate) fn attempt(
+    ctx: &Context,
+    job: &RestartJob,
+    transcript: &str,
+) -> Option<(Status, Option<String>)> {
     let s = &job.session;
     let profiles = &ctx.cfg.prompt_resume_profiles;
     let (_, config_dir) = profiles.iter().find(|(p, _)| *p == s.profile)?;
@@ -57,5 +62,6 @@ pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> Opti
         return None;
     }
     let verified = job::verify(ctx, s, ctx.cfg.start_verify);
-    verified.filter(|st| *st != Status::Error)
+    let status = verified.status.filter(|st| *st != Status::Error)?;
+    Some((status, verified.tmux))
 }

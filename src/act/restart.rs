@@ -104,11 +104,12 @@ fn run_job(ctx: &Context, job: &RestartJob, continuity: &Continuity, tx: &Sender
             job.session.id
         );
     }
+    // Sent before the session leaves flight, so a look that finds it out
+    // of flight has its ending. The main loop may have stopped listening:
+    // nothing is lost, as the ending is applied.
+    let _ = tx.send((job.session.id.clone(), outcome));
     gates::finish(&mut ctx.state.lock(), &job.session.id);
     ctx.store.save(&ctx.state);
-    // The main loop may have stopped listening: nothing is lost, as the
-    // ending is applied.
-    let _ = tx.send((job.session.id.clone(), outcome));
 }
 
 /// One restart job being carried out, over the shared context.
@@ -223,7 +224,8 @@ impl Restart<'_> {
             Step::Verify { carried_out } => carried_out,
             Step::Held | Step::Failed => return died(failure),
         };
-        let status = job::verify(self.ctx, s, self.ctx.cfg.restart_verify);
+        let verified = job::verify(self.ctx, s, self.ctx.cfg.restart_verify);
+        let status = verified.status;
         let stale = || self.only_a_stale_hook_says_error(s, issued);
         match (
             after_verify(Call::Restart, carried_out, status, stale),
@@ -234,7 +236,8 @@ impl Restart<'_> {
                     // A failed or unverified answer, and yet it came up.
                     notes::note_restarted(&mut self.ctx.state.lock(), &s.id, issued);
                 }
-                Outcome::Restarted { status }
+                let tmux = verified.tmux;
+                Outcome::Restarted { status, tmux }
             }
             (Next::Unread, _) => self.unread("restart", failed.as_ref().map(|f| f.1.as_str())),
             _ => match &failed {
@@ -389,7 +392,8 @@ impl Restart<'_> {
         if failed.is_none() {
             notes::note_ran(&mut self.ctx.state.lock(), &s.id);
         }
-        let status = job::verify(self.ctx, s, within);
+        let verified = job::verify(self.ctx, s, within);
+        let status = verified.status;
         match (
             after_verify(Call::Start, carried_out, status, || false),
             status,
@@ -399,7 +403,8 @@ impl Restart<'_> {
                     // An unverified start brought it up.
                     notes::note_ran(&mut self.ctx.state.lock(), &s.id);
                 }
-                Outcome::Restarted { status }
+                let tmux = verified.tmux;
+                Outcome::Restarted { status, tmux }
             }
             (Next::Unread, _) => self.unread("start", Some(failure.map_or(why, |f| f.1))),
             _ => {
@@ -460,8 +465,8 @@ impl Restart<'_> {
         if is_rate_limited(&transcript) {
             return Outcome::RateLimited;
         }
-        if let Some(status) = prompt_resume::attempt(self.ctx, self.job, &transcript) {
-            return Outcome::Restarted { status };
+        if let Some((status, tmux)) = prompt_resume::attempt(self.ctx, self.job, &transcript) {
+            return Outcome::Restarted { status, tmux };
         }
         Outcome::Failed {
             why,

@@ -543,7 +543,7 @@ mod tests {
         let why = || "w".to_owned();
         #[rustfmt::skip]
         let table = [
-            (Outcome::Restarted { status: Status::Idle }, false, Some(Did::Restarted)),
+            (Outcome::Restarted { status: Status::Idle, tmux: None }, false, Some(Did::Restarted)),
             (Outcome::WouldRestart, false, Some(Did::WouldRestart)),
             (Outcome::Failed { why: why(), spawn: None }, false, Some(Did::RestartFailed(Some(why())))),
             (refused(None), false, held(refusal)),

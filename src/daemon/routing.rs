@@ -347,4 +347,35 @@ mod tests {
         assert_eq!(map.critical[COND], "agentdeck_conductor-ops_9e8d7c6b");
         assert!(map.known.contains("agentdeck_conductor-ops_9e8d7c6b"));
     }
+
+    #[test]
+    fn a_tick_that_cannot_read_the_profile_keeps_the_name_a_restart_gave() {
+        let tmp = tempfile::tempdir().unwrap();
+        let new = "agentdeck_conductor-ops_9e8d7c6b";
+        let renamed = Live {
+            tmux_session: Some(new.into()),
+            ..live(Status::Running).unwrap()
+        };
+        let (mut d, deck) = ticked(tmp.path(), &[live(Status::Error), Some(renamed)]);
+        d.handle(died(Proof::ProcessExited));
+        let ended = || {
+            let restarted = actions(tmp.path()).iter().any(|a| a == "restarted");
+            restarted && !d.ctx.state.lock().in_flight.contains(COND)
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !ended() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the restart never ended"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(d.panes.map().unwrap().critical[COND], new);
+        // The next tick cannot read the conductor's profile: the name it
+        // keeps is the one the restart gave, not the one listed before.
+        deck.script.lock().lists.clear();
+        d.tick();
+        assert_eq!(d.panes.map().unwrap().critical[COND], new);
+        d.finish();
+    }
 }

@@ -14,6 +14,7 @@ use crate::act::snapshot::Snapshot;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
 use crate::decide::outcomes::Severity;
+use crate::decide::restart_step::Outcome;
 use crate::decide::verdict::{Decided, Errored};
 use crate::decide::{prune, vanish};
 use crate::fleet::cache::Fleet;
@@ -44,10 +45,7 @@ impl Daemon {
     /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
     pub(crate) fn tick(&mut self) {
         let started = std::time::Instant::now();
-        let ended = self.restarter.ended();
-        if let Some(pass) = self.pass.as_mut() {
-            pass.ended.extend(ended);
-        }
+        self.take_endings();
         self.hook_pacing.ticked(self.ctx.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();
@@ -316,6 +314,24 @@ impl Daemon {
                 ..Session::default()
             })
             .collect()
+    }
+
+    /// The endings of the restart worker's jobs since the last tick: the
+    /// tmux session a restart brought a session back in is its name from
+    /// now on (the main loop owns the names it hands the pane watch), and
+    /// a `--once` pass keeps them for its summary.
+    fn take_endings(&mut self) {
+        for (id, outcome) in self.restarter.ended() {
+            if let Outcome::Restarted {
+                tmux: Some(name), ..
+            } = &outcome
+            {
+                self.tmux_names.insert(id.clone(), name.clone());
+            }
+            if let Some(pass) = self.pass.as_mut() {
+                pass.ended.insert(id, outcome);
+            }
+        }
     }
 
     /// Sessions agent-deck no longer lists leave the state and the caches.

@@ -19,8 +19,12 @@ use crate::fleet::session::Status;
 /// summary says what came of each restart from it).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Outcome {
-    /// It is back, reading `status`.
-    Restarted { status: Status },
+    /// It is back, reading `status`; `tmux`: the tmux session it runs in
+    /// now, when the read that found it back named one.
+    Restarted {
+        status: Status,
+        tmux: Option<String>,
+    },
     /// `--dry-run`: it would have been restarted now.
     WouldRestart,
     /// agent-deck declined the restart (`skipped`) for `reason`; `fresh`:
@@ -316,7 +320,7 @@ mod tests {
         };
         #[rustfmt::skip]
         let table = [
-            (Outcome::Restarted { status: Status::Idle }, false),
+            (Outcome::Restarted { status: Status::Idle, tmux: None }, false),
             (Outcome::WouldRestart, false),
             (refused(None), true),
             // A freshness refusal gave back all of the attempt itself.
