@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::sys::flock::{self, LockError, LockMode};
+use crate::sys::file_lock::{self, LockError, LockMode};
 use crate::sys::fs::{open_lock_file, read_text, SMALL_FILE_MAX};
 use crate::sys::process_table::{self, PROC_DIR};
 
@@ -63,7 +63,7 @@ pub(crate) fn acquire(dir: &Path, me: &Holder) -> Result<InstanceLock> {
     let shown = path.display();
     let mut file = open_lock_file(&path)
         .map_err(|e| Error::runtime(format!("cannot open lock file {shown}: {e}")))?;
-    match flock::try_lock(&file, LockMode::Exclusive) {
+    match file_lock::try_lock(&file, LockMode::Exclusive) {
         Ok(()) => {}
         Err(LockError::Busy) => {
             // The file found locked, not the path again: it may name another by now.
@@ -163,7 +163,7 @@ mod tests {
             assert!(holder(tmp.path()).is_some());
         }
         assert!(matches!(
-            flock::try_lock(&other, LockMode::Exclusive),
+            file_lock::try_lock(&other, LockMode::Exclusive),
             Err(LockError::Busy)
         ));
         // Found by its pid alone, whatever the lock's state.

@@ -14,7 +14,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::sys::flock::{self, LockMode};
+use crate::sys::file_lock::{self, LockMode};
 
 /// `RECORD_MAX_BYTES` when nothing else is said: 16 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 16 << 20;
@@ -107,7 +107,7 @@ pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended>
     let mut rotated = None;
     for round in 1..=ROUNDS {
         let mut file = crate::sys::fs::open_append(path)?;
-        let locked = flock::lock(&file, LockMode::Exclusive, Some(LOCK_PATIENCE)).is_ok();
+        let locked = file_lock::lock(&file, LockMode::Exclusive, Some(LOCK_PATIENCE)).is_ok();
         if locked && round < ROUNDS && !still_named(&file, path)? {
             // Rotated by another process since we opened it: take the new one.
             continue;
@@ -289,7 +289,7 @@ mod tests {
         let max = line(0).len() as u64;
         append(&log, &line(0), max).unwrap();
         let holder = File::open(&log).unwrap();
-        flock::lock(&holder, LockMode::Exclusive, None).unwrap();
+        file_lock::lock(&holder, LockMode::Exclusive, None).unwrap();
         let got = append(&log, &line(1), max).unwrap();
         assert!(matches!(got, Appended::Unrotated(_)), "{got:?}");
         assert_eq!(lines_of(&log).len(), 2);

@@ -3,7 +3,7 @@
 //! thread. Everything above it is platform-neutral.
 
 pub(crate) mod clock;
-pub(crate) mod flock;
+pub(crate) mod file_lock;
 pub(crate) mod fs;
 pub(crate) mod pid_watch;
 pub(crate) mod process;

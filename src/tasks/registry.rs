@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::spelled::spelled;
-use crate::sys::flock::{self, LockError, LockMode};
+use crate::sys::file_lock::{self, LockError, LockMode};
 use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
 /// One thing that happened to a task (`registered`, `retried`, `done`, …).
@@ -165,7 +165,7 @@ impl RegistryFile {
         let file = fs::open_lock_file(&name)
             .map_err(|e| Error::runtime(format!("cannot open {}: {e}", name.display())))?;
         let shown = self.path.display();
-        match flock::lock(&file, mode, self.patience) {
+        match file_lock::lock(&file, mode, self.patience) {
             Ok(()) => Ok(file),
             Err(LockError::Busy) => Err(Error::runtime(format!(
                 "task registry {shown} is locked by another process; trying again next tick"

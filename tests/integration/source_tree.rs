@@ -360,3 +360,38 @@ fn test_items_and_comments_are_not_read_as_code() {
     );
     assert_eq!(test_mods, ["fixtures"]);
 }
+
+/// Whether `a` and `b` differ by exactly one letter: one changed, added or
+/// dropped.
+fn one_letter_apart(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let (short, long) = if a.len() <= b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    match long.len() - short.len() {
+        0 => a.iter().zip(&b).filter(|(x, y)| x != y).count() == 1,
+        1 => (0..long.len()).any(|i| long[..i] == short[..i] && long[i + 1..] == short[i..]),
+        _ => false,
+    }
+}
+
+#[test]
+fn no_two_files_of_the_source_differ_by_one_letter() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let stems: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| Some(f.file_stem()?.to_string_lossy().into_owned()))
+        .collect();
+    let close: Vec<(&String, &String)> = stems
+        .iter()
+        .flat_map(|a| stems.iter().map(move |b| (a, b)))
+        .filter(|(a, b)| a < b && one_letter_apart(a, b))
+        .collect();
+    assert!(close.is_empty(), "file names one letter apart: {close:?}");
+    assert!(one_letter_apart("stall", "stalls") && one_letter_apart("clock", "flock"));
+    assert!(!one_letter_apart("stall", "stall") && !one_letter_apart("outage", "outcomes"));
+}
