@@ -3,14 +3,17 @@
 //! `<hooks>/<id>.json`, never through a symlink, and only its `status` and
 //! `ts` (unix seconds; absent or 0 means "now"). Reading never fails a call:
 //! a missing, oversized, non-regular or unparsable file, or one with an
-//! empty status, is no hook.
+//! empty status, is no hook. Where the hooks directory is, when the tests
+//! do not name it, is [`resolve_dir`]: agent-deck's rule.
 
 use std::fs;
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::sys::fs::{read_bounded, HOOK_FILE_MAX};
+/// The largest hook file read; a larger one is no hook.
+const HOOK_FILE_MAX: u64 = 64 << 10;
 
 #[derive(Deserialize)]
 struct Raw {
@@ -27,7 +30,7 @@ pub(super) fn read(dir: &Path, id: &str, now: f64) -> Option<(String, f64)> {
     let path = [scoped, dir.join(format!("{id}.json"))]
         .into_iter()
         .find(|p| regular(p))?;
-    let bytes = read_bounded(&path, HOOK_FILE_MAX).ok()?;
+    let bytes = read_bounded(&path)?;
     let raw: Raw = serde_json::from_slice(&bytes).ok()?;
     let status = raw.status.filter(|s| !s.trim().is_empty())?;
     let ts = match raw.ts {
@@ -40,4 +43,28 @@ pub(super) fn read(dir: &Path, id: &str, now: f64) -> Option<(String, f64)> {
 /// A regular file, not a symlink (so never a FIFO that would block).
 fn regular(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
+}
+
+/// The file's bytes, or None when it cannot be read or is over the bound.
+fn read_bounded(path: &Path) -> Option<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let file = fs::File::open(path).ok()?;
+    file.take(HOOK_FILE_MAX + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= HOOK_FILE_MAX).then_some(bytes)
+}
+
+/// The hooks directory as agent-deck resolves it: XDG if it exists, else the
+/// legacy directory under the root if it exists, else XDG.
+pub(super) fn resolve_dir(home: &Path, xdg_data_home: Option<&str>, root: &Path) -> PathBuf {
+    let data = match xdg_data_home {
+        Some(x) if Path::new(x).is_absolute() => PathBuf::from(x),
+        _ => home.join(".local/share"),
+    };
+    let xdg = data.join("agent-deck/hooks");
+    let legacy = root.join("hooks");
+    if !xdg.is_dir() && legacy.is_dir() {
+        legacy
+    } else {
+        xdg
+    }
 }
