@@ -66,8 +66,8 @@ pub(crate) mod triggers;
 
 /// What the black-box tests and the benches reach inside the crate, and
 /// nothing else is public: the record types and files they read back, the
-/// record writer, the simulated agent-deck, the list parser, the task
-/// registry. Not an API.
+/// record writer, the list parser, the task registry. Not an API. (The
+/// simulated agent-deck they run against is the `agent-deck-sim` crate.)
 #[doc(hidden)]
 pub mod harness {
     pub use crate::fleet::listing;
@@ -79,7 +79,6 @@ pub mod harness {
     pub use crate::records::writer::Records;
     pub use crate::tasks::registry::{Registry, RegistryFile, Task, TaskEvent, TaskStatus};
     pub use crate::tasks::retention::{self, DAY_S};
-    pub use agent_deck_sim as sim;
 }
 
 use std::ffi::OsString;

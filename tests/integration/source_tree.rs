@@ -1,5 +1,5 @@
 //! The source tree's shape: no two files of `src/` import each other, even
-//! through others. Read from the `use crate::` and `use super::` lines of
+//! through others, nor two files of the simulator's crate (`sim/src/`). Read from the `use crate::` and `use super::` lines of
 //! each file's code before its tests, so a cycle is named when it comes back.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -107,9 +107,10 @@ fn use_statements(code: &str) -> Vec<String> {
     out
 }
 
-/// Which files each file imports, by module path.
-fn imports() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Which files each file of the crate whose sources are in `src` (a path
+/// in the workspace) imports, by module path.
+fn imports(src: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let modules: BTreeSet<String> = files.iter().map(|f| module_of(&src, f)).collect();
@@ -161,19 +162,32 @@ fn cycle_through(graph: &BTreeMap<String, BTreeSet<String>>, from: &str) -> Opti
     None
 }
 
+/// The cycles of a crate's import graph, each as its files in order.
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    graph
+        .keys()
+        .filter_map(|m| cycle_through(graph, m))
+        .map(|c| c.join(" → "))
+        .collect()
+}
+
 #[test]
 fn no_two_files_of_the_source_import_each_other() {
-    let graph = imports();
+    let graph = imports("src");
     assert!(
         graph.len() > 100,
         "the tree was read: {} files",
         graph.len()
     );
-    let cycles: Vec<String> = graph
-        .keys()
-        .filter_map(|m| cycle_through(&graph, m))
-        .map(|c| c.join(" → "))
-        .collect();
+    let cycles = cycles(&graph);
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn no_two_files_of_the_simulator_import_each_other() {
+    let graph = imports("sim/src");
+    assert!(graph.len() > 10, "the tree was read: {} files", graph.len());
+    let cycles = cycles(&graph);
     assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
 }
 
