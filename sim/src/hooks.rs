@@ -68,3 +68,36 @@ pub(super) fn resolve_dir(home: &Path, xdg_data_home: Option<&str>, root: &Path)
         xdg
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hooks_dir_prefers_existing_xdg_then_legacy() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let home = tmp.path();
+        let root = home.join(".agent-deck");
+        let xdg_default = home.join(".local/share/agent-deck/hooks");
+        assert_eq!(resolve_dir(home, None, &root), xdg_default);
+        fs::create_dir_all(root.join("hooks")).expect("legacy dir");
+        assert_eq!(resolve_dir(home, None, &root), root.join("hooks"));
+        fs::create_dir_all(&xdg_default).expect("xdg dir");
+        assert_eq!(resolve_dir(home, None, &root), xdg_default);
+        let xdg = home.join("xdg");
+        fs::create_dir_all(xdg.join("agent-deck/hooks")).expect("named xdg dir");
+        let named = resolve_dir(home, xdg.to_str(), &root);
+        assert_eq!(named, xdg.join("agent-deck/hooks"));
+    }
+
+    #[test]
+    fn a_hook_file_over_64_kib_is_no_hook() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let hook = r#"{"status":"waiting","ts":7}"#;
+        fs::write(dir.path().join("a.json"), hook).expect("hook");
+        assert_eq!(read(dir.path(), "a", 1.0), Some(("waiting".into(), 7.0)));
+        let big = format!("{hook}{}", " ".repeat(64 << 10));
+        fs::write(dir.path().join("a.json"), big).expect("big hook");
+        assert_eq!(read(dir.path(), "a", 1.0), None);
+    }
+}
