@@ -28,7 +28,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_deck_watchdog::harness::sim;
+use agent_deck_sim as sim;
 
 use probe::{interrupted, CallLog, Mem};
 use report::{median, Figures, Flood, Latency, Scan, Tick};

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agent_deck_sim::{LOG_ENV as SIM_LOG_ENV, STATE_ENV as SIM_STATE_ENV};
 use agent_deck_watchdog::harness::listing::{self, Shape};
-use agent_deck_watchdog::harness::sim::{LOG_ENV as SIM_LOG_ENV, STATE_ENV as SIM_STATE_ENV};
 use serde_json::{json, Value};
 
 /// The binary measured, built by `cargo bench` with the bench profile.

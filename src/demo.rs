@@ -3,19 +3,20 @@
 //! above the daemon and the command line it drives, so nothing below imports
 //! it.
 //!
-//! The fleet is [`crate::sim`], reached through a two-line wrapper script in a
-//! fresh temp directory. The scenario: a conductor crashes and is revived
-//! through the inotify fast path; a busy conductor shows an error banner
-//! while its pane keeps moving and is left alone; an auth-held conductor is
-//! left alone and escalated once; a worker in error is ignored. The timeline
-//! is printed from the daemon's own records, which stay in the temp dir.
+//! The fleet and its crash are `agent-deck-sim`'s [`scenario`], reached
+//! through a two-line wrapper script in a fresh temp directory; this file
+//! runs the scenario: it starts the daemon, plays the crash, waits for the
+//! three outcomes (a revive, a busy conductor left alone, an auth hold
+//! escalated) and prints the timeline from the daemon's own records, which
+//! stay in the temp dir.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use agent_deck_sim as sim;
+use agent_deck_sim::scenario::{self, fleet, BUSY, CRASHER, WORKER};
 
 use crate::config::{Config, Env};
 use crate::daemon;
@@ -24,51 +25,13 @@ use crate::decide::liveness::LivenessReason;
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::error::{Error, Result};
 use crate::ops::history::{self, timeline::Record};
-use crate::sim::{self, SimSession, SimState};
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
 
-const CRASHER: &str = "3f9c2a1b-1755891234";
-const BUSY: &str = "7c1d2e3f-1755891300";
-const HELD: &str = "9a8b7c6d-1755891400";
-const WORKER: &str = "a0b1c2d3-1755899999";
 const DEADLINE: Duration = Duration::from_secs(40);
 
 fn err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::runtime(format!("demo: {what}: {e}"))
-}
-
-fn session(id: &str, title: &str, group: &str, status: &str, pane: &str) -> SimSession {
-    SimSession {
-        id: id.into(),
-        title: title.into(),
-        group: group.into(),
-        profile: "default".into(),
-        status: Some(status.into()),
-        pane: Some(pane.into()),
-        // Each has run: its Claude agent booted and got a session id.
-        claude_session_id: format!("c1a0de00-{id}"),
-        ..SimSession::default()
-    }
-}
-
-fn fleet() -> SimState {
-    let ready = "conductor ready\n> ";
-    let crasher = session(CRASHER, "conductor-ops", "conductor", "running", ready);
-    let banner = "Error: connection reset (an old banner in scrollback)\n";
-    let mut busy = session(BUSY, "conductor-busy", "conductor", "error", banner);
-    busy.pane_moving = true;
-    let mut held = session(HELD, "conductor-auth", "conductor", "error", "");
-    held.substate = "auth-401".into();
-    held.auth_hold = Some(json!({"reason": "auth_death", "boot_attempts": 1,
-        "remedy": "log in again with `claude /login`", "evidence": "API Error: 401",
-        "ts": unix_now() as u64}));
-    let mut worker = session(WORKER, "worker-1", "srv", "error", "$ ");
-    worker.parent_session_id = CRASHER.into();
-    SimState {
-        sessions: vec![crasher, busy, held, worker],
-        ..SimState::default()
-    }
 }
 
 /// Lays out the temp directory and returns the daemon's configuration.
@@ -172,13 +135,7 @@ pub(crate) fn run() -> Result<()> {
         .map_err(|e| err("cannot start the daemon thread", e))?;
     let started = unix_now();
     std::thread::sleep(Duration::from_millis(1500));
-    sim::transact(&state, |s| {
-        if let Some(c) = s.sessions.iter_mut().find(|c| c.id == CRASHER) {
-            c.status = Some("error".into());
-            c.pane = Some("panic: connection reset by peer\n".into());
-        }
-    })
-    .map_err(|e| err("cannot crash conductor-ops", e))?;
+    sim::transact(&state, scenario::crash).map_err(|e| err("cannot crash conductor-ops", e))?;
     let crashed_at = unix_now();
     write_hook(&cfg.hooks_dir, CRASHER).map_err(|e| err("cannot write the hook file", e))?;
     let deadline = Instant::now() + DEADLINE;

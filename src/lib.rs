@@ -27,9 +27,6 @@
 //! - `triggers/`: what wakes the main loop, one thread each. SPEC's thread A
 //!   is `hooks-watch` (hook files, by inotify, kqueue or a scan), thread B is
 //!   `ticker` (the safety poll); the pane watch is `panes-watch`.
-//! - `sim/`: the simulated agent-deck that the demo, the tests and the
-//!   benchmarks run against; a program of its own (`agent-deck-watchdog
-//!   sim`).
 //! - `fleet/`: agent-deck's CLI behind one trait, its answers parsed, the
 //!   session cache, agent-deck's tmux server as the pane watch lists it.
 //! - `config/`: every setting, read once from the environment, and
@@ -41,6 +38,11 @@
 //! `text.rs` (printable text), `digest.rs`, `spelled.rs`; `demo.rs` is the
 //! `demo` command, and `testing.rs` (test code only) the input generators
 //! the property tests share.
+//!
+//! The simulated agent-deck that the demo, the tests and the benchmarks run
+//! against is a crate of its own, `agent-deck-sim` (`sim/` in the
+//! workspace), with the demo's fleet: it imports nothing from here, and
+//! this binary serves it as `agent-deck-watchdog sim`.
 
 pub(crate) mod act;
 pub(crate) mod alert;
@@ -54,10 +56,6 @@ pub(crate) mod error;
 pub(crate) mod fleet;
 pub(crate) mod ops;
 pub(crate) mod records;
-/// Public only through [`harness`], for the tests and the benchmarks; the
-/// program it implements is `agent-deck-watchdog sim`.
-#[doc(hidden)]
-pub mod sim;
 pub(crate) mod spelled;
 pub(crate) mod sys;
 pub(crate) mod tasks;
@@ -68,8 +66,8 @@ pub(crate) mod triggers;
 
 /// What the black-box tests and the benches reach inside the crate, and
 /// nothing else is public: the record types and files they read back, the
-/// record writer, the simulated agent-deck, the list parser, the task
-/// registry. Not an API.
+/// record writer, the list parser, the task registry. Not an API. (The
+/// simulated agent-deck they run against is the `agent-deck-sim` crate.)
 #[doc(hidden)]
 pub mod harness {
     pub use crate::fleet::listing;
@@ -79,7 +77,6 @@ pub mod harness {
     };
     pub use crate::records::rotation::{rotated_path, DEFAULT_MAX_BYTES};
     pub use crate::records::writer::Records;
-    pub use crate::sim;
     pub use crate::tasks::registry::{Registry, RegistryFile, Task, TaskEvent, TaskStatus};
     pub use crate::tasks::retention::{self, DAY_S};
 }
@@ -99,7 +96,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        return sim::main(&rest);
+        return agent_deck_sim::main(&rest);
     }
     match dispatch(args) {
         Ok(()) => 0,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_deck_watchdog::harness::sim::{self, SimSession, SimState};
+use agent_deck_sim::{self as sim, SimSession, SimState};
 
 use super::probe::now;
 use super::{Res, BIN, SIM_ENTRY};

@@ -11,7 +11,6 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub(crate) use deck_files::resolve_hooks_dir;
 pub(crate) use env::{process_env, Env};
 
 use serde::{Deserialize, Serialize};

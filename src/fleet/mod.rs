@@ -14,6 +14,8 @@ pub(crate) mod parse;
 pub(crate) mod props;
 pub(crate) mod read_only;
 pub(crate) mod session;
+#[cfg(test)]
+mod sim_answers;
 pub(crate) mod usage;
 pub(crate) mod version;
 pub(crate) mod version_keeper;

@@ -11,14 +11,14 @@ use std::fmt;
 
 /// A release number, `major.minor.patch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version {
+pub(crate) struct Version {
     pub major: u32,
     pub minor: u32,
     pub patch: u32,
 }
 
 impl Version {
-    pub const fn new(major: u32, minor: u32, patch: u32) -> Version {
+    pub(crate) const fn new(major: u32, minor: u32, patch: u32) -> Version {
         Version {
             major,
             minor,
@@ -28,30 +28,22 @@ impl Version {
 
     /// The oldest release the watchdog knows, and what an unreadable
     /// version counts as.
-    pub const OLDEST: Version = Version::new(1, 14, 0);
-    /// A failed `session start`/`restart` exits 1 with `reason` (and
-    /// sometimes `spawn_failure`) in its JSON (CHANGELOG 1.16.10, #2265).
-    pub const SPAWN_VERIFIED: Version = Version::new(1, 16, 10);
+    pub(crate) const OLDEST: Version = Version::new(1, 14, 0);
     /// `session output --pane --primary` samples the session's first window
     /// (CHANGELOG 1.16.11, #2257); older releases exit 2 on the flag.
-    pub const PRIMARY_PANE: Version = Version::new(1, 16, 11);
-    /// `list --json` and `session show --json` print `substate_detail`
-    /// beside `substate` when it is not empty, and Codex's usage-limit and
-    /// login banners read `error`/`usage-limit` and `error`/`auth-401`
-    /// (CHANGELOG 1.16.11).
-    pub const SUBSTATE_DETAIL: Version = Version::new(1, 16, 11);
+    pub(crate) const PRIMARY_PANE: Version = Version::new(1, 16, 11);
     /// `usage --json` reports the plan windows and their resets
     /// (`cmd/agent-deck/usage_cmd.go`); before it, `usage` is no command and
     /// falls through to the TUI (measured on 1.14.0).
-    pub const USAGE_JSON: Version = Version::new(1, 16, 11);
+    pub(crate) const USAGE_JSON: Version = Version::new(1, 16, 11);
     /// A deliberate `session stop` no longer flips to `error` half a second
     /// later under notify-daemon (CHANGELOG 1.16.23, #2453).
-    pub const STOP_STAYS_STOPPED: Version = Version::new(1, 16, 23);
+    pub(crate) const STOP_STAYS_STOPPED: Version = Version::new(1, 16, 23);
 
     /// The first `X.Y.Z` in `agent-deck version`'s answer
     /// (`Agent Deck v1.16.26`, maybe followed by
     /// ` (update available: v1.16.27)`); `None` when there is none.
-    pub fn parse(text: &str) -> Option<Version> {
+    pub(crate) fn parse(text: &str) -> Option<Version> {
         text.split_whitespace().find_map(|word| {
             let word = word.strip_prefix('v').unwrap_or(word);
             let mut parts = word.splitn(3, '.');
@@ -65,13 +57,13 @@ impl Version {
     }
 
     /// Whether this release has what `since` brought.
-    pub fn at_least(self, since: Version) -> bool {
+    pub(crate) fn at_least(self, since: Version) -> bool {
         self >= since
     }
 
     /// What gated behaviour follows: `read`, or the oldest known release
     /// when the version could not be read.
-    pub fn or_oldest(read: Option<Version>) -> Version {
+    pub(crate) fn or_oldest(read: Option<Version>) -> Version {
         read.unwrap_or(Version::OLDEST)
     }
 }
@@ -111,7 +103,7 @@ mod tests {
     #[test]
     fn releases_compare_by_number_not_by_text() {
         assert!(Version::new(1, 16, 10).at_least(Version::new(1, 16, 9)));
-        assert!(!Version::new(1, 16, 9).at_least(Version::SPAWN_VERIFIED));
+        assert!(!Version::new(1, 16, 9).at_least(Version::new(1, 16, 10)));
         assert!(Version::new(2, 0, 0).at_least(Version::STOP_STAYS_STOPPED));
         assert_eq!(Version::new(1, 16, 26).to_string(), "1.16.26");
     }

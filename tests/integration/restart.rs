@@ -4,7 +4,7 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
-use agent_deck_watchdog::harness::sim::NEWEST;
+use agent_deck_sim::NEWEST;
 use serde_json::json;
 
 use crate::support::files::write_hook;

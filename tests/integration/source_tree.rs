@@ -1,5 +1,6 @@
 //! The source tree's shape: no two files of `src/` import each other, even
-//! through others, and no two rooms (the top folders) do. Read from each
+//! through others, and no two rooms (the top folders) do; nor two files
+//! of the simulator's crate (`sim/src/`). Read from each
 //! file's code outside its `#[cfg(test)]` items: the `use crate::` and
 //! `use super::` lines, and the paths written inline (`crate::a::b`, or a
 //! name a `use` line brought in), so a cycle is named when it comes back.
@@ -167,11 +168,12 @@ fn inline_paths(line: &str) -> Vec<String> {
     out
 }
 
-/// Which files each file imports, by module path: its `use` lines and the
+/// Which files each file of the crate whose sources are in `src` (a path
+/// in the workspace) imports, by module path: its `use` lines and the
 /// paths written inline, in its code outside `#[cfg(test)]` items. Files
 /// that are test code only are left out.
-fn imports() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+fn imports(src: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let modules: BTreeSet<String> = files.iter().map(|f| module_of(&src, f)).collect();
@@ -283,19 +285,32 @@ fn cycle_through(graph: &BTreeMap<String, BTreeSet<String>>, from: &str) -> Opti
     None
 }
 
+/// The cycles of an import graph, each as its nodes in order.
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    graph
+        .keys()
+        .filter_map(|m| cycle_through(graph, m))
+        .map(|c| c.join(" → "))
+        .collect()
+}
+
 #[test]
 fn no_two_files_of_the_source_import_each_other() {
-    let graph = imports();
+    let graph = imports("src");
     assert!(
         graph.len() > 100,
         "the tree was read: {} files",
         graph.len()
     );
-    let cycles: Vec<String> = graph
-        .keys()
-        .filter_map(|m| cycle_through(&graph, m))
-        .map(|c| c.join(" → "))
-        .collect();
+    let cycles = cycles(&graph);
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn no_two_files_of_the_simulator_import_each_other() {
+    let graph = imports("sim/src");
+    assert!(graph.len() > 10, "the tree was read: {} files", graph.len());
+    let cycles = cycles(&graph);
     assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
 }
 
@@ -304,14 +319,10 @@ fn no_two_files_of_the_source_import_each_other() {
 /// back, even through others.
 #[test]
 fn no_two_rooms_of_the_source_import_each_other() {
-    let rooms = room_imports(&imports());
+    let rooms = room_imports(&imports("src"));
     assert!(rooms.len() > 15, "the rooms were read: {rooms:?}");
     assert!(rooms["decide"].contains("fleet"), "{rooms:?}");
-    let cycles: Vec<String> = rooms
-        .keys()
-        .filter_map(|m| cycle_through(&rooms, m))
-        .map(|c| c.join(" → "))
-        .collect();
+    let cycles = cycles(&rooms);
     assert!(cycles.is_empty(), "room cycles:\n{}", cycles.join("\n"));
 }
 
@@ -379,9 +390,10 @@ fn one_letter_apart(a: &str, b: &str) -> bool {
 
 #[test]
 fn no_two_files_of_the_source_differ_by_one_letter() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    for src in ["src", "sim/src"] {
+        rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join(src), &mut files);
+    }
     let stems: BTreeSet<String> = files
         .iter()
         .filter_map(|f| Some(f.file_stem()?.to_string_lossy().into_owned()))

@@ -13,7 +13,6 @@ use std::path::Path;
 use super::reply::Reply;
 use super::state::{SimSession, SimState};
 use super::{kill_first, locked, state_path, SimEnv};
-use crate::sys::process_table::{pid_alive, PROC_DIR};
 
 /// `tmux [-u] [-L SOCKET] <command> <args…>`.
 pub(super) fn tmux(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
@@ -88,7 +87,43 @@ fn flags<'a>(args: &'a [String], required: &[&str], value_flag: &str) -> Option<
 /// The server's pid: the pane host's, while it runs and the server is up.
 fn server(st: &SimState) -> Option<u32> {
     let host = st.pane_host.as_ref().filter(|_| !st.server_down())?;
-    pid_alive(Path::new(PROC_DIR), host.pid).then_some(host.pid)
+    alive(host.pid).then_some(host.pid)
+}
+
+/// Whether `pid` is a live process, not a zombie (`/proc/<pid>/stat`).
+#[cfg(target_os = "linux")]
+fn alive(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit_once(") ")
+        .and_then(|(_, f)| f.split_whitespace().next());
+    state.is_some_and(|state| state != "Z" && state != "X")
+}
+
+/// Whether `pid` is a live process, not a zombie (signal 0, `proc_pidinfo`).
+#[cfg(target_os = "macos")]
+fn alive(pid: u32) -> bool {
+    use rustix::process::{test_kill_process, Pid};
+    let Some(id) = libc::pid_t::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return false;
+    };
+    // EPERM: it exists, as another user's.
+    let exists = matches!(test_kill_process(id), Ok(()) | Err(rustix::io::Errno::PERM));
+    // SAFETY: proc_bsdinfo is plain data; zeroes are a valid value.
+    let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::proc_bsdinfo>() as i32;
+    let out = (&mut info as *mut libc::proc_bsdinfo).cast();
+    // SAFETY: `info` is writable for `size` bytes for the whole call.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            id.as_raw_nonzero().get(),
+            libc::PROC_PIDTBSDINFO,
+            0,
+            out,
+            size,
+        )
+    };
+    exists && (n != size || info.pbi_status != libc::SZOMB)
 }
 
 /// `kill-session` finds no server: it is down, or a recorded pane host has

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::fleet::version::Version;
+use crate::release::Release;
 
 use super::args::Call;
 use super::live::{self, Moment};
@@ -15,7 +15,7 @@ use super::state::{SimSession, SimState};
 
 /// From 1.16.11 a list with no sessions is `[]` under `--json`, instead of
 /// "No sessions found" or `null` (CHANGELOG 1.16.11, #2277).
-const EMPTY_ARRAY: Version = Version::new(1, 16, 11);
+const EMPTY_ARRAY: Release = Release::new(1, 16, 11);
 
 fn is_empty(s: &&str) -> bool {
     s.is_empty()

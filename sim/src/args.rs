@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::reply::Reply;
-use crate::fleet::version::Version;
+use crate::release::Release;
 
 /// The commands the simulator answers; also the keys of `faults` and `delay_s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,8 +150,8 @@ fn global_profile(args: &[String]) -> Result<(String, &[String]), Reply> {
 /// The call as `release` parses it: `--primary` came with `session output
 /// --pane --primary` (CHANGELOG 1.16.11, #2257), and before that Go's flag
 /// package exits 2 on it, as [`parse_flags`] does on any unknown flag.
-pub(super) fn defined_in(c: &Call, release: Version, args: &[String]) -> Result<(), Reply> {
-    if !c.bools.contains_key("primary") || release.at_least(Version::PRIMARY_PANE) {
+pub(super) fn defined_in(c: &Call, release: Release, args: &[String]) -> Result<(), Reply> {
+    if !c.bools.contains_key("primary") || release.at_least(Release::PRIMARY_PANE) {
         return Ok(());
     }
     let name = match args.iter().position(|a| a == "session") {

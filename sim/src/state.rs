@@ -41,7 +41,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use crate::fleet::version::Version;
+use crate::release::Release;
 
 /// The whole state file; a missing key takes its value from `default()`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,7 +73,7 @@ pub struct SimState {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub freshness_window_s: Option<f64>,
     /// What `agent-deck version` names and the release every answer
-    /// follows; absent, [`crate::sim::VERSION`].
+    /// follows; absent, [`crate::VERSION`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// True: both profile-store roots hold profiles, so from 1.16.14 every
@@ -124,9 +124,9 @@ impl Default for SimState {
 
 impl SimState {
     /// The release the simulator answers as.
-    pub fn release(&self) -> Version {
+    pub fn release(&self) -> Release {
         let named = self.version.as_deref().unwrap_or(super::VERSION);
-        Version::or_oldest(Version::parse(named))
+        Release::parse(named).unwrap_or(Release::OLDEST)
     }
 
     /// `tmux_server: "down"`: every pane is gone and tmux finds no server.
@@ -420,8 +420,8 @@ impl SimSession {
     }
 
     /// `substate_detail` as the release prints it.
-    pub fn shown_detail(&self, release: Version) -> &str {
-        if release.at_least(Version::SUBSTATE_DETAIL) {
+    pub fn shown_detail(&self, release: Release) -> &str {
+        if release.at_least(Release::SUBSTATE_DETAIL) {
             &self.substate_detail
         } else {
             ""

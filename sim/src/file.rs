@@ -4,15 +4,14 @@
 //! A missing or empty file is an empty fleet; a file that is not a JSON
 //! object of the schema is an error naming it, never a panic.
 
-use std::fs::{self, File};
-use std::io::{self, ErrorKind::InvalidData};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, ErrorKind::InvalidData, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::state::SimState;
-
-use crate::sys::fs::{open_lock_file, write_atomically, PRIVATE_FILE};
 
 /// Read-modify-write of the state file under the lock; the file is written
 /// only when `f` changed the state. `f`'s result is returned.
@@ -60,7 +59,9 @@ fn lock(path: &Path) -> io::Result<File> {
     let mut name = path.as_os_str().to_owned();
     name.push(".lock");
     let lock_path = PathBuf::from(name);
-    let file = open_lock_file(&lock_path).and_then(|f| f.lock().map(|()| f));
+    let mut opts = OpenOptions::new();
+    let opened = opts.read(true).write(true).create(true).mode(0o600);
+    let file = opened.open(&lock_path).and_then(|f| f.lock().map(|()| f));
     file.map_err(|e| {
         let msg = format!("cannot lock {}: {e}", lock_path.display());
         io::Error::new(e.kind(), msg)
@@ -99,6 +100,22 @@ fn read(path: &Path) -> io::Result<Option<SimState>> {
 
 fn write(path: &Path, state: &SimState) -> io::Result<()> {
     let text = serde_json::to_string_pretty(state).map_err(io::Error::other)? + "\n";
-    write_atomically(path, text.as_bytes(), PRIVATE_FILE)
+    write_atomically(path, text.as_bytes())
         .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
+}
+
+/// A temp file `.<name>.tmp-<random>` beside `path` (`0600`), written,
+/// synced and renamed over it.
+fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let prefix = format!(".{name}.tmp-");
+    let mut tmp = tempfile::Builder::new().prefix(&prefix).tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }

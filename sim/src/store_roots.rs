@@ -6,10 +6,10 @@
 //! are the defaults under `~` (the real CLI prints them absolute).
 
 use super::state::SimState;
-use crate::fleet::version::Version;
+use crate::release::Release;
 
 /// The release that brought the stable store-root rule and its WARNING.
-const STORE_ROOT_RULE: Version = Version::new(1, 16, 14);
+const STORE_ROOT_RULE: Release = Release::new(1, 16, 14);
 
 /// The stderr line a call prints first, if any.
 pub(super) fn warning(st: &SimState) -> Option<String> {

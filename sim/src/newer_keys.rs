@@ -11,12 +11,12 @@ use serde_json::{json, Map, Value};
 
 use super::reply::rfc3339;
 use super::state::SimSession;
-use crate::fleet::version::Version;
+use crate::release::Release;
 
 // The releases that brought the keys each constant names.
-const ROW_KEYS: Version = Version::new(1, 16, 11);
-const STATUS_SOURCE: Version = Version::new(1, 16, 17);
-const BACKGROUND_WORK: Version = Version::new(1, 16, 25);
+const ROW_KEYS: Release = Release::new(1, 16, 11);
+const STATUS_SOURCE: Release = Release::new(1, 16, 17);
+const BACKGROUND_WORK: Release = Release::new(1, 16, 25);
 /// The account every simulated session runs under.
 const ACCOUNT: &str = "default";
 
@@ -45,7 +45,7 @@ fn codex_id(s: &SimSession) -> String {
 }
 
 /// The added keys of a `list --all --json` row (in key order, as they print).
-pub(super) fn all_row(s: &SimSession, release: Version) -> Map<String, Value> {
+pub(super) fn all_row(s: &SimSession, release: Release) -> Map<String, Value> {
     let mut keys = Map::new();
     if release.at_least(ROW_KEYS) {
         keys.insert("account".into(), json!(ACCOUNT));
@@ -66,7 +66,7 @@ fn viewers(s: &SimSession) -> Value {
             "tty": "/dev/pts/3", "width": 200}])
 }
 
-pub(super) fn profile_row(s: &SimSession, release: Version) -> ProfileKeys {
+pub(super) fn profile_row(s: &SimSession, release: Release) -> ProfileKeys {
     if !release.at_least(ROW_KEYS) {
         return ProfileKeys::default();
     }
@@ -82,7 +82,7 @@ pub(super) fn profile_row(s: &SimSession, release: Version) -> ProfileKeys {
 }
 
 /// Adds the newer `session show --json` keys to `data` (a JSON object).
-pub(super) fn show(data: &mut Value, s: &SimSession, status: &str, release: Version) {
+pub(super) fn show(data: &mut Value, s: &SimSession, status: &str, release: Release) {
     if !release.at_least(ROW_KEYS) {
         return;
     }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use super::hooks;
 use super::state::{SimSession, SimState};
-use crate::fleet::version::Version;
+use crate::release::Release;
 
 /// Seconds after creation (or start) during which a missing tmux session
 /// reads as starting up rather than as a fault.
@@ -33,7 +33,7 @@ pub(super) struct Moment {
     pub hooks: Option<PathBuf>,
     /// The caller's `TMUX` names another tmux server than the fleet's: the
     /// release, which decides what every session then reads.
-    pub foreign: Option<Version>,
+    pub foreign: Option<Release>,
 }
 
 /// Statuses printed as themselves; the rest print `unknown` (`starting` too).
@@ -73,7 +73,7 @@ pub(super) fn status(s: &SimSession, at: &Moment) -> String {
     // dead, reads `error` (measured on 1.14.0 by the live contract suite;
     // CHANGELOG 1.16.17); from 1.16.17 "its last known status is kept".
     if let Some(release) = at.foreign {
-        let kept = release.at_least(Version::new(1, 16, 17));
+        let kept = release.at_least(Release::new(1, 16, 17));
         return if kept { s.raw_status() } else { "error" }.into();
     }
     if !s.tmux_exists() {

@@ -86,6 +86,6 @@ pub(super) fn go_json(v: &impl Serialize) -> String {
 
 /// Unix seconds as RFC 3339 UTC to the second, `2025-08-22T19:33:54Z`.
 pub(super) fn rfc3339(secs: i64) -> String {
-    let stamp = crate::sys::clock::utc_timestamp(secs as f64);
-    format!("{}Z", stamp.split('.').next().unwrap_or_default())
+    let stamp = jiff::Timestamp::from_second(secs.max(0)).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    stamp.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }

@@ -1,5 +1,8 @@
-//! A simulated agent-deck CLI built into the binary: the one test double of
-//! agent-deck, used by the demo, the black-box tests and the benchmark.
+//! A simulated agent-deck CLI: the one test double of agent-deck, used by
+//! agent-deck-watchdog's demo, black-box tests and benchmark. The watchdog's
+//! binary serves it as `agent-deck-watchdog sim`; this crate imports nothing
+//! of the daemon's, so what it prints is checked by the daemon's parsers,
+//! not written with them (those checks are the daemon crate's tests).
 //!
 //! `sim <args…>` answers the commands the watchdog uses (`list`, `session
 //! show|restart|start|send|output`, `remove`, `usage`, `version`) as the real CLI does
@@ -15,14 +18,17 @@
 //! (`tmux.rs`); `sim pane-host` and `sim pane` (not logged) keep one real
 //! process per live session's pane (`pane_host.rs`).
 //!
-//! The state's `version` is the release the answers follow (absent: 1.14.0).
-//! Not modelled: the real `show` and `-p P list --json` write and delete
-//! auth-hold sidecars; here they never write the state.
+//! The state's `version` is the release the answers follow (absent: 1.14.0;
+//! `release.rs`). Not modelled: the real `show` and `-p P list --json` write
+//! and delete auth-hold sidecars; here they never write the state.
 //!
 //! Environment: `STATE_ENV` names the state file (required), `LOG_ENV` the
 //! call log (lines `{"ts":<unix secs>,"argv":[…],"pid":N}`), `PROFILE_ENV`
 //! the profile when no `-p` is given; under `read_hooks: true` hook files
 //! are read from `HOOKS_ENV`, else from where agent-deck keeps them.
+//!
+//! `scenario.rs` is the demo's fleet: the data of its scenario (the runner,
+//! which drives the daemon, is the daemon's `demo` command).
 
 mod actions;
 mod args;
@@ -35,7 +41,9 @@ mod lookup;
 mod newer_keys;
 mod pane_host;
 mod reconcile;
+mod release;
 mod reply;
+pub mod scenario;
 mod state;
 mod store_roots;
 #[cfg(test)]
@@ -47,14 +55,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::config::resolve_hooks_dir;
-use crate::fleet::version::Version;
-use crate::sys::clock::unix_now;
-
 #[cfg(test)]
 use file::load;
 pub use file::transact;
 use live::Moment;
+pub use release::Release;
 use reply::Reply;
 pub use state::{SimSession, SimState};
 
@@ -104,7 +109,7 @@ impl SimEnv {
                 let home = PathBuf::from(var("HOME")?);
                 let xdg = var("XDG_DATA_HOME").and_then(|x| x.into_string().ok());
                 let legacy_root = home.join(".agent-deck");
-                Some(resolve_hooks_dir(&home, xdg.as_deref(), &legacy_root))
+                Some(hooks::resolve_dir(&home, xdg.as_deref(), &legacy_root))
             }),
             tmux_client: var("TMUX").is_some(),
             tmux_tmpdir: var("TMUX_TMPDIR").map(PathBuf::from),
@@ -177,7 +182,7 @@ fn answer(
     if usage(args) || matches!(args, [p, _, rest @ ..] if p == "-p" && usage(rest)) {
         return locked(path, |st| {
             *warning = store_roots::warning(st);
-            if !st.release().at_least(Version::USAGE_JSON) {
+            if !st.release().at_least(Release::USAGE_JSON) {
                 // 1.14.0: the word falls through to the TUI (measured).
                 let tui = "\u{1b}[?1049h\u{1b}[?25lError: error creating cancelreader: bad file descriptor\n";
                 return Reply::out(1, tui.into());
@@ -245,6 +250,12 @@ fn state_path(env: &SimEnv) -> Result<&Path, Reply> {
 /// A read-modify-write of the state; failing, `Error: …` with exit 1.
 fn locked<T>(path: &Path, f: impl FnOnce(&mut SimState) -> T) -> Result<T, Reply> {
     transact(path, f).map_err(|e| Reply::err(1, format!("Error: {e}\n")))
+}
+
+/// Now, in unix seconds.
+fn unix_now() -> f64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// One line of the call log.

@@ -455,36 +455,6 @@ fn remove_deletes_the_session() {
 }
 
 #[test]
-fn watchdog_parser_reads_every_answer() {
-    use crate::fleet::listing::{self, Shape};
-    use crate::fleet::parse;
-    let mut s0 = held("error");
-    s0.channels = vec!["plugin:telegram@claude-plugins-official".into()];
-    let s = sim(vec![s0]);
-    let out = |args: &[&str]| s.call(args).1;
-    let list = |shape, answer: String| {
-        let mut rows = Vec::new();
-        listing::read(shape, answer.as_bytes(), &mut |r| {
-            rows.push((r.session(), r.live()))
-        })
-        .map(|_| rows)
-    };
-    let fleet = list(Shape::All, out(&["list", "--all", "--json"])).expect("list --all");
-    assert_eq!(fleet[0].0.id, ID);
-    let live = list(Shape::Profile, out(&["-p", "default", "list", "--json"])).expect("list");
-    assert_eq!(live[0].1.channels.len(), 1);
-    let shown = parse::show(&out(&["-p", "default", "session", "show", ID, "--json"]));
-    assert!(shown.expect("show").auth_hold.is_some());
-    let skipped = parse::restart(&out(&["session", "restart", ID, "--json"])).expect("restart");
-    assert!(matches!(skipped, parse::RestartAnswer::Skipped(_)));
-    let (code, stdout, stderr) = s.call(&["session", "show", "nosuch", "--json"]);
-    assert_eq!(code, 2);
-    let msg = parse::error_message(&stdout, &stderr);
-    assert_eq!(msg, "session 'nosuch' not found");
-    assert!(list(Shape::All, sim(vec![]).call(&["list", "--all", "--json"]).1).is_ok());
-}
-
-#[test]
 fn call_log_has_one_json_line_per_call() {
     let s = sim(vec![]);
     s.call(&["-p", "work", "list", "--json"]);
