@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::sandbox::{Sandbox, Tool};
+use crate::store_lock;
 use crate::support::watchdog::Daemon;
 use crate::support::{kill, now, wait_until};
 
@@ -20,21 +21,6 @@ use crate::support::{kill, now, wait_until};
 fn status(sb: &Sandbox) -> Value {
     let out = sb.run_watchdog(&["status", "--json"], &[]);
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
-}
-
-/// Runs the Python `script` on the store `db` until it prints `held`: the
-/// lock it takes is held from then on, until the process ends.
-fn holding(script: &str, db: &std::path::Path) -> std::process::Child {
-    let mut holder = std::process::Command::new("python3")
-        .args(["-c", script, &db.display().to_string()])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    let out = holder.stdout.take().unwrap();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).unwrap();
-    assert_eq!(line.trim(), "held");
-    holder
 }
 
 /// Whether `d`'s pane watch covers every critical session, or (said on
@@ -130,18 +116,14 @@ fn a_conductor_that_dies_while_another_process_holds_the_store_gets_one_agent() 
     if !armed(&d) {
         return;
     }
-    // Another process holds agent-deck's store for 25 s.
+    // Another process, this test, holds a write transaction on
+    // agent-deck's store for 25 s.
     let db = sb
         .home
         .join(".local/share/agent-deck/profiles/default/state.db");
-    let hold = "import sqlite3, sys, time\n\
-                c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)\n\
-                c.execute('BEGIN EXCLUSIVE')\n\
-                print('held', flush=True)\n\
-                time.sleep(25)\n";
-    let mut holder = holding(hold, &db);
+    let held = store_lock::write_transaction(&db, Duration::from_secs(25));
     kill(sb.pane_pid(&a), 9);
-    let _ = holder.wait();
+    held.release();
     // The store is back; give the watchdog its polls.
     std::thread::sleep(Duration::from_secs(15));
     let ours: Vec<String> = (sb.tmux_sessions().into_iter())
@@ -162,7 +144,9 @@ fn a_conductor_that_dies_while_another_process_holds_the_store_gets_one_agent() 
     };
     // Said once: store-locked when agent-deck answered the lock, or
     // restart-failed when the restart outwaited SUBPROCESS_TIMEOUT_S.
-    let once = said("store-locked") + said("restart-failed");
+    let (locked, failed) = (said("store-locked"), said("restart-failed"));
+    eprintln!("escalated: store-locked {locked}, restart-failed {failed}");
+    let once = locked + failed;
     assert_eq!(once, 1, "{}", d.stderr());
     assert_eq!(said("fleet-vanished"), 0, "{}", d.stderr());
 }
@@ -272,16 +256,11 @@ fn a_store_no_reader_can_open_is_no_vanished_fleet() {
     let db = sb
         .home
         .join(".local/share/agent-deck/profiles/default/state.db");
-    let hold = "import fcntl, sys, time\n\
-                f = open(sys.argv[1], 'r+b')\n\
-                fcntl.lockf(f, fcntl.LOCK_EX, 1, 0x40000000)\n\
-                print('held', flush=True)\n\
-                time.sleep(20)\n";
-    let mut holder = holding(hold, &db);
+    let held = store_lock::pending_byte(&db, Duration::from_secs(20));
     let said = wait_until(Duration::from_secs(19), || {
         d.stderr().contains("agent-deck's store is locked (")
     });
-    let _ = holder.wait();
+    held.release();
     assert!(said, "{}", d.stderr());
     let err = d.stderr();
     let why = err

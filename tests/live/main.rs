@@ -19,3 +19,4 @@ mod rollout;
 mod sandbox;
 mod scenarios;
 mod stalls;
+mod store_lock;
