@@ -29,7 +29,7 @@ impl Daemon {
         let ctx = &self.ctx;
         let probe = ctx.probe(s, shown.then(|| l.clone()));
         let stale = |restarted_at| ctx.stale_dead_hook(s, restarted_at).is_some();
-        let errored = verdict::judge(known, &mut self.episodes, s, l, &probe, &stale);
+        let errored = verdict::judge(known, &mut self.memory.episodes, s, l, &probe, &stale);
         if errored == Errored::Undecided {
             log::info!(
                 "{} is in error; whether it ever ran is decided on the next tick",
@@ -55,7 +55,7 @@ impl Daemon {
         let mut st = self.ctx.state.lock();
         let lim = &self.ctx.limits;
         let tz = jiff::tz::TimeZone::system;
-        verdict::decide(&mut st, lim, now, &tz, &mut self.episodes, look)
+        verdict::decide(&mut st, lim, now, &tz, &mut self.memory.episodes, look)
     }
 
     /// Carries out the verdict on `s`; `proven`: the pane watch proved its

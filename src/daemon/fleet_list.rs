@@ -44,14 +44,14 @@ impl Daemon {
     /// ends ([`Self::tell_outage`]).
     fn note_store(&mut self, read: &Result<(), CliError>) {
         match read {
-            Err(CliError::StoreUnreadable(why)) if !self.store_unread => {
-                self.store_unread = true;
+            Err(CliError::StoreUnreadable(why)) if !self.memory.store_unread => {
+                self.memory.store_unread = true;
                 let msg = format!("{why}: the watchdog keeps the last known fleet and its pane watch, but cannot read a status or restart until the store reads again. Look for a process holding agent-deck's state.db.");
                 let ctx = &self.ctx;
                 ctx.escalator
                     .escalate(Severity::StoreLocked, &msg, None, true);
             }
-            Ok(()) => self.store_unread = false,
+            Ok(()) => self.memory.store_unread = false,
             _ => {}
         }
     }

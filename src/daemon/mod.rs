@@ -36,7 +36,7 @@ mod start;
 mod version_reread;
 mod watching;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -46,8 +46,8 @@ use crate::act::patrols::Patrols;
 use crate::act::restart::{self, Restarter};
 use crate::config::{Config, PaneWatchMode, ResumeScope};
 use crate::daemon::sd_notify::SdNotify;
-use crate::decide::outage::Outage;
-use crate::decide::verdict::{Episodes, Verdict};
+use crate::decide::memory::FleetMemory;
+use crate::decide::verdict::Verdict;
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::AgentDeck;
@@ -101,27 +101,8 @@ pub(crate) struct Daemon {
     hook_pacing: HookPacing,
     /// What the tick hands the pane watch, and what the watch covers.
     panes: Arc<PaneShare>,
-    /// Each critical session's tmux name, as the last readable rows gave it.
-    tmux_names: BTreeMap<String, String>,
-    /// Each session's error episode: its hold, recorded once, and whether
-    /// it showed no evidence that it ever ran.
-    episodes: Episodes,
-    /// Critical sessions that had died at the last full tick: the cascade
-    /// count a kernel-proven death adds itself to.
-    last_died: usize,
-    /// The restart-critical sessions last named (id → title), `None`
-    /// before the fleet was first listed ([`watching`]).
-    watching: Option<BTreeMap<String, String>>,
-    /// The other sessions in `RESUME_SCOPE` that read `running` at the last
-    /// tick (a critical session's last status is in its book).
-    running_beyond: BTreeSet<String>,
-    /// agent-deck's store could not be read at the last look (told once).
-    store_unread: bool,
-    /// The outages of the reads each tick makes, by what is read.
-    outages: BTreeMap<String, Outage>,
-    /// The restarts a stopped watchdog left with no outcome on record (id →
-    /// when), named once the first tick has read their sessions.
-    interrupted: BTreeMap<String, f64>,
+    /// What the decisions remember of the fleet from one look to the next.
+    memory: FleetMemory,
     /// What a `--once` pass did, for its summary; `None` for the daemon.
     pass: Option<PassNotes>,
     threads: Vec<JoinHandle<()>>,
@@ -169,14 +150,10 @@ impl Daemon {
             tasks: TickFollowUp::new(followup),
             hook_pacing: HookPacing::default(),
             panes,
-            tmux_names: BTreeMap::new(),
-            episodes: Episodes::default(),
-            last_died: 0,
-            watching: None,
-            running_beyond: BTreeSet::new(),
-            store_unread: false,
-            outages: BTreeMap::new(),
-            interrupted: start::interrupted_restarts(&cfg.watchdog_dir),
+            memory: FleetMemory {
+                interrupted: start::interrupted_restarts(&cfg.watchdog_dir),
+                ..FleetMemory::default()
+            },
             pass: flags.once.then(PassNotes::default),
             threads: Vec::new(),
         })

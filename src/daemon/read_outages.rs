@@ -11,7 +11,7 @@ impl Daemon {
     /// and what the daemon does meanwhile, or `None` when it read.
     pub(super) fn tell_outage(&mut self, what: &str, failed: Option<String>) {
         let now = self.ctx.clock.now();
-        let outage = self.outages.entry(what.to_owned()).or_default();
+        let outage = self.memory.outages.entry(what.to_owned()).or_default();
         match (outage.note(failed.is_some(), now), failed) {
             (Some(Said::Started), Some(line)) => log::warn!("{line}"),
             (Some(Said::Lasting { failures, secs }), Some(line)) => log::warn!(

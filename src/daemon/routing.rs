@@ -24,7 +24,7 @@ impl Daemon {
             let st = self.ctx.state.lock();
             let deaths = Deaths {
                 episode: st.cascade.is_some(),
-                last_died: self.last_died,
+                last_died: self.memory.last_died,
                 in_flight: st.in_flight.len(),
                 threshold: self.ctx.limits.cascade_threshold,
             };
@@ -320,7 +320,7 @@ mod tests {
     fn a_kernel_proven_death_that_would_make_a_cascade_is_polled_for() {
         let tmp = tempfile::tempdir().unwrap();
         let (mut d, deck) = ticked(tmp.path(), &[live(Status::Error)]);
-        d.last_died = d.ctx.limits.cascade_threshold - 1;
+        d.memory.last_died = d.ctx.limits.cascade_threshold - 1;
         assert!(d.handle(died(Proof::ProcessExited)));
         assert_eq!(deck.count("list-all"), 1, "{:?}", deck.calls.lock());
         // Deaths the pane watch already sent on their way count too.

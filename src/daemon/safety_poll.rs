@@ -85,7 +85,7 @@ impl Daemon {
         // A partial view would undercount: cascade episodes are judged on full ticks only.
         if unreadable.is_empty() {
             self.watch_cascade(died);
-            self.last_died = died;
+            self.memory.last_died = died;
         }
         let in_scope: Vec<Session> = critical.iter().chain(&beyond).cloned().collect();
         let were_running = self.were_running(&in_scope);
@@ -101,7 +101,7 @@ impl Daemon {
             self.carry_out(s, d, proven);
         }
         self.look_for_stalls(&in_scope, live, &were_running);
-        self.running_beyond = (beyond.iter())
+        self.memory.running_beyond = (beyond.iter())
             .filter(|s| {
                 live.get(&s.id)
                     .is_some_and(|l| l.status() == Status::Running)
@@ -195,7 +195,7 @@ impl Daemon {
     /// Names each restart a stopped watchdog left with no outcome, and what
     /// its session reads now: once, after the first tick.
     fn name_interrupted(&mut self, live: &BTreeMap<String, Live>) {
-        for (id, at) in std::mem::take(&mut self.interrupted) {
+        for (id, at) in std::mem::take(&mut self.memory.interrupted) {
             let title = self.fleet.get(&id).map(|s| format!(" ({})", s.title));
             let reads = live.get(&id).map_or("unread", |l| l.status().as_str());
             log::warn!(
@@ -213,10 +213,10 @@ impl Daemon {
             .iter()
             .map(|s| (s.id.clone(), s.title.clone()))
             .collect();
-        if let Some(line) = super::watching::change_line(self.watching.as_ref(), &now) {
+        if let Some(line) = super::watching::change_line(self.memory.watching.as_ref(), &now) {
             log::info!("{line}");
         }
-        self.watching = Some(now);
+        self.memory.watching = Some(now);
     }
 
     /// One `-p P list` per profile: the live state of the sessions the cache
@@ -274,7 +274,7 @@ impl Daemon {
     /// is left out, and its name is not "known", so that the watch asks
     /// for a look once its pane is back.
     fn hand_over_panes(&mut self, critical: &[Session], view: &LiveView) {
-        let before = std::mem::take(&mut self.tmux_names);
+        let before = std::mem::take(&mut self.memory.tmux_names);
         let mut known = view.tmux_names.clone();
         for s in critical {
             let name = match view.live.get(&s.id) {
@@ -289,12 +289,12 @@ impl Daemon {
                 None => None,
             };
             if let Some(name) = name {
-                self.tmux_names.insert(s.id.clone(), name);
+                self.memory.tmux_names.insert(s.id.clone(), name);
             }
         }
-        known.extend(self.tmux_names.values().cloned());
+        known.extend(self.memory.tmux_names.values().cloned());
         self.panes.hand_over(PaneMap {
-            critical: self.tmux_names.clone(),
+            critical: self.memory.tmux_names.clone(),
             known,
         });
     }
@@ -326,7 +326,7 @@ impl Daemon {
                 tmux: Some(name), ..
             } = &outcome
             {
-                self.tmux_names.insert(id.clone(), name.clone());
+                self.memory.tmux_names.insert(id.clone(), name.clone());
             }
             if let Some(pass) = self.pass.as_mut() {
                 pass.ended.insert(id, outcome);
@@ -351,7 +351,7 @@ impl Daemon {
         }
         let kept = |id: &str| fleet.knows(id) || vanish::kept(&self.ctx.state.lock(), id);
         self.hook_pacing.retain(|id| kept(id));
-        self.episodes.retain(kept);
+        self.memory.episodes.retain(kept);
     }
 
     /// `metrics.prom`, `daemon-status.json` and the systemd status line,

@@ -33,7 +33,7 @@ impl Daemon {
         let running = |s: &&Session| {
             let book = st.sessions.get(&s.id);
             book.and_then(|b| b.last_status.as_deref()) == Some("running")
-                || self.running_beyond.contains(&s.id)
+                || self.memory.running_beyond.contains(&s.id)
         };
         in_scope
             .iter()

@@ -13,6 +13,7 @@ pub(crate) mod first_run;
 pub(crate) mod gates;
 pub(crate) mod limits;
 pub(crate) mod liveness;
+pub(crate) mod memory;
 pub(crate) mod notes;
 pub(crate) mod outage;
 pub(crate) mod outcomes;

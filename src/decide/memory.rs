@@ -1,0 +1,35 @@
+//! What the main loop's decisions remember of the fleet from one look to
+//! the next, beside the restart book (which is saved, and shared with the
+//! workers): one value that only the main loop holds. Plain data: the
+//! rules that read and change it are where their question is answered.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::decide::outage::Outage;
+use crate::decide::verdict::Episodes;
+
+#[derive(Debug, Default)]
+pub(crate) struct FleetMemory {
+    /// Each critical session's tmux name, as the last readable rows gave
+    /// it, or the restart that brought it back.
+    pub tmux_names: BTreeMap<String, String>,
+    /// Each session's error episode: its hold, recorded once, and whether
+    /// it showed no evidence that it ever ran.
+    pub episodes: Episodes,
+    /// Critical sessions that had died at the last full tick: the cascade
+    /// count a kernel-proven death adds itself to.
+    pub last_died: usize,
+    /// The restart-critical sessions last named (id → title), `None`
+    /// before the fleet was first listed.
+    pub watching: Option<BTreeMap<String, String>>,
+    /// The other sessions in `RESUME_SCOPE` that read `running` at the last
+    /// tick (a critical session's last status is in its book).
+    pub running_beyond: BTreeSet<String>,
+    /// agent-deck's store could not be read at the last look (told once).
+    pub store_unread: bool,
+    /// The outages of the reads each tick makes, by what is read.
+    pub outages: BTreeMap<String, Outage>,
+    /// The restarts a stopped watchdog left with no outcome on record (id →
+    /// when), named once the first tick has read their sessions.
+    pub interrupted: BTreeMap<String, f64>,
+}
