@@ -101,7 +101,7 @@ impl Daemon {
                     "is in error"
                 };
                 log::info!("{} ({}) {why}; queueing a restart", s.id, s.title);
-                self.restarter.submit(RestartJob {
+                self.workers.restarter.submit(RestartJob {
                     session: s.clone(),
                     slot: Some(slot),
                     kind: RestartKind::Revive,
@@ -155,7 +155,7 @@ impl Daemon {
     /// look: `restarted`, with its continuity message, or `restart-failed`.
     fn settled(&self, s: &Session, t: &Settled) {
         let Some(n) = t.failures else {
-            return apply::restarted(&self.ctx, s, t.status, self.restarter.continuity());
+            return apply::restarted(&self.ctx, s, t.status, self.workers.restarter.continuity());
         };
         let why = format!("{}; status error when next read", t.why);
         apply::failed(&self.ctx, s, n, &why, None);

@@ -22,7 +22,6 @@
 
 mod executor;
 mod fleet_list;
-mod hook_pacing;
 pub(crate) mod logging;
 mod pass_summary;
 mod read_outages;
@@ -59,7 +58,6 @@ use crate::tasks::each_tick::TickFollowUp;
 use crate::tasks::followup::FollowUp;
 use crate::triggers::event_queue::EventQueue;
 use crate::triggers::pane_share::PaneShare;
-use hook_pacing::HookPacing;
 pub(crate) use start::{run, run_with};
 
 /// Flags shared by the daemon and `--once`.
@@ -89,22 +87,33 @@ pub(crate) struct PassNotes {
 /// The main loop's state and collaborators.
 pub(crate) struct Daemon {
     ctx: Context,
-    restarter: Restarter,
-    queue: Arc<EventQueue>,
+    /// Where the main loop's work is carried out.
+    workers: Workers,
+    /// What wakes the main loop.
+    triggers: Triggers,
     fleet: Fleet,
     sd_notify: SdNotify,
     metrics: MetricsFiles,
-    patrols: Patrols,
-    /// The task follow-up, after each tick.
-    tasks: TickFollowUp,
-    /// When hooks may be checked and a rescan is owed.
-    hook_pacing: HookPacing,
-    /// What the tick hands the pane watch, and what the watch covers.
-    panes: Arc<PaneShare>,
     /// What the decisions remember of the fleet from one look to the next.
     memory: FleetMemory,
     /// What a `--once` pass did, for its summary; `None` for the daemon.
     pass: Option<PassNotes>,
+}
+
+/// The workers the main loop hands its work to: restarts and resumes, the
+/// patrols' errands, and the task follow-up after each tick.
+struct Workers {
+    restarter: Restarter,
+    patrols: Patrols,
+    tasks: TickFollowUp,
+}
+
+/// The trigger threads' side of the main loop: the queue they feed, what
+/// the tick hands the pane watch (and what the watch covers), and their
+/// handles.
+struct Triggers {
+    queue: Arc<EventQueue>,
+    panes: Arc<PaneShare>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -141,32 +150,35 @@ impl Daemon {
         fleet.reload_markers();
         Ok(Daemon {
             ctx,
-            restarter,
-            queue: Arc::new(EventQueue::new(cfg.event_queue_maxsize)),
+            workers: Workers {
+                restarter,
+                patrols,
+                tasks: TickFollowUp::new(followup),
+            },
+            triggers: Triggers {
+                queue: Arc::new(EventQueue::new(cfg.event_queue_maxsize)),
+                panes,
+                threads: Vec::new(),
+            },
             fleet,
             sd_notify: SdNotify::from_config(cfg),
             metrics: MetricsFiles::default(),
-            patrols,
-            tasks: TickFollowUp::new(followup),
-            hook_pacing: HookPacing::default(),
-            panes,
             memory: FleetMemory {
                 interrupted: start::interrupted_restarts(&cfg.watchdog_dir),
                 ..FleetMemory::default()
             },
             pass: flags.once.then(PassNotes::default),
-            threads: Vec::new(),
         })
     }
 
     /// Waits for started work, then stops every thread.
     pub(crate) fn finish(&mut self) {
-        self.patrols.finish();
-        self.restarter.finish();
+        self.workers.patrols.finish();
+        self.workers.restarter.finish();
         self.ctx.store.save(&self.ctx.state);
         self.ctx.escalator.drain();
         self.ctx.shutdown.trigger();
-        for t in self.threads.drain(..) {
+        for t in self.triggers.threads.drain(..) {
             let _ = t.join();
         }
         let stats = self.ctx.deck.stats();
@@ -174,7 +186,7 @@ impl Daemon {
         let failures: u64 = stats.failures.values().sum();
         log::info!(
             "{calls} agent-deck calls, {failures} failed, {} queue drops{}",
-            self.queue.drops(),
+            self.triggers.queue.drops(),
             if self.ctx.dry_run { " (dry-run)" } else { "" }
         );
         let by_design: u64 = stats.by_design.values().sum();
@@ -187,7 +199,7 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         self.ctx.shutdown.trigger();
-        for t in self.threads.drain(..) {
+        for t in self.triggers.threads.drain(..) {
             let _ = t.join();
         }
     }

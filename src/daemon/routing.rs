@@ -17,7 +17,7 @@ impl Daemon {
     /// nothing to do.
     pub(super) fn handle(&mut self, batch: Batch) -> bool {
         let now = self.ctx.clock.now();
-        let due = self.hook_pacing.due(now);
+        let due = self.memory.hook_pacing.due(now);
         // A retry after a freshness refusal is looked at as a hook is.
         let retries = refusal::take_due(&mut self.ctx.state.lock(), now);
         let (revive, deaths) = {
@@ -29,11 +29,15 @@ impl Daemon {
                 threshold: self.ctx.limits.cascade_threshold,
             };
             (
-                cascade::revive_tick_in(&st, self.hook_pacing.last_tick(), now),
+                cascade::revive_tick_in(&st, self.memory.hook_pacing.last_tick(), now),
                 deaths,
             )
         };
-        let tick = self.hook_pacing.tick_due(batch.tick, batch.rescan, now) || revive == Some(0.0);
+        let tick = self
+            .memory
+            .hook_pacing
+            .tick_due(batch.tick, batch.rescan, now)
+            || revive == Some(0.0);
         match route(&batch, tick, &due, &retries, deaths) {
             Route::Idle => return false,
             Route::Tick { first } => {
@@ -123,7 +127,7 @@ impl Daemon {
             // The list was read less than a second ago, maybe before the
             // session existed: come back once it may be read again. A retry
             // goes on: whatever read the list since then came after its hook.
-            self.hook_pacing.defer(id, self.ctx.clock.now());
+            self.memory.hook_pacing.defer(id, self.ctx.clock.now());
             return None;
         }
         let Some(s) = self.fleet.get(id).cloned() else {
@@ -144,7 +148,7 @@ impl Daemon {
             log::debug!("hook for {id}: the agent reports {live}; no status check");
             return None;
         }
-        if from_hook && !self.hook_pacing.may_check(id, self.ctx.clock.now()) {
+        if from_hook && !self.memory.hook_pacing.may_check(id, self.ctx.clock.now()) {
             return None;
         }
         self.sd_notify.alive();
@@ -340,10 +344,10 @@ mod tests {
             ..live(Status::Running).unwrap()
         };
         let (mut d, _deck) = ticked(tmp.path(), &[live(Status::Error), Some(renamed)]);
-        assert_eq!(d.panes.map().unwrap().critical[COND], OLD);
+        assert_eq!(d.triggers.panes.map().unwrap().critical[COND], OLD);
         d.handle(died(Proof::ProcessExited));
         d.finish();
-        let map = d.panes.map().unwrap();
+        let map = d.triggers.panes.map().unwrap();
         assert_eq!(map.critical[COND], "agentdeck_conductor-ops_9e8d7c6b");
         assert!(map.known.contains("agentdeck_conductor-ops_9e8d7c6b"));
     }
@@ -370,12 +374,12 @@ mod tests {
             );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert_eq!(d.panes.map().unwrap().critical[COND], new);
+        assert_eq!(d.triggers.panes.map().unwrap().critical[COND], new);
         // The next tick cannot read the conductor's profile: the name it
         // keeps is the one the restart gave, not the one listed before.
         deck.script.lock().lists.clear();
         d.tick();
-        assert_eq!(d.panes.map().unwrap().critical[COND], new);
+        assert_eq!(d.triggers.panes.map().unwrap().critical[COND], new);
         d.finish();
     }
 }

@@ -46,7 +46,7 @@ impl Daemon {
     pub(crate) fn tick(&mut self) {
         let started = std::time::Instant::now();
         self.take_endings();
-        self.hook_pacing.ticked(self.ctx.clock.now());
+        self.memory.hook_pacing.ticked(self.ctx.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();
         let refreshed = self.refresh_fleet();
@@ -119,9 +119,12 @@ impl Daemon {
             live,
             unreadable,
         };
-        self.patrols
-            .run(&snap, &self.restarter, &mut || self.sd_notify.alive());
-        self.tasks.run();
+        self.workers
+            .patrols
+            .run(&snap, &self.workers.restarter, &mut || {
+                self.sd_notify.alive()
+            });
+        self.workers.tasks.run();
         self.name_interrupted(live);
         let in_error = verdicts.iter().filter(|d| d.verdict.in_error()).count();
         self.report(critical.len(), in_error, started.elapsed().as_secs_f64());
@@ -149,7 +152,7 @@ impl Daemon {
         critical: &[Session],
         live: &BTreeMap<String, Live>,
     ) -> BTreeMap<String, Live> {
-        let bare = self.panes.bare();
+        let bare = self.triggers.panes.bare();
         let gone = critical
             .iter()
             .filter(|s| bare.contains(&s.id) && s.runs_an_agent());
@@ -174,7 +177,7 @@ impl Daemon {
     /// Ends the hold of each critical session whose restart's unsaved tmux
     /// session the pane watch's last listing no longer shows.
     fn forget_gone_unsaved(&self, critical: &[Session]) {
-        let Some(listed) = self.panes.listed() else {
+        let Some(listed) = self.triggers.panes.listed() else {
             return;
         };
         let mut st = self.ctx.state.lock();
@@ -293,7 +296,7 @@ impl Daemon {
             }
         }
         known.extend(self.memory.tmux_names.values().cloned());
-        self.panes.hand_over(PaneMap {
+        self.triggers.panes.hand_over(PaneMap {
             critical: self.memory.tmux_names.clone(),
             known,
         });
@@ -321,7 +324,7 @@ impl Daemon {
     /// now on (the main loop owns the names it hands the pane watch), and
     /// a `--once` pass keeps them for its summary.
     fn take_endings(&mut self) {
-        for (id, outcome) in self.restarter.ended() {
+        for (id, outcome) in self.workers.restarter.ended() {
             if let Outcome::Restarted {
                 tmux: Some(name), ..
             } = &outcome
@@ -350,7 +353,7 @@ impl Daemon {
             st.stopped.retain(|id| keep(id));
         }
         let kept = |id: &str| fleet.knows(id) || vanish::kept(&self.ctx.state.lock(), id);
-        self.hook_pacing.retain(|id| kept(id));
+        self.memory.hook_pacing.retain(|id| kept(id));
         self.memory.episodes.retain(kept);
     }
 
@@ -373,7 +376,7 @@ impl Daemon {
             tick_seconds,
             tally: self.ctx.records.tally(),
             cli: self.ctx.deck.stats().into(),
-            queue_drops: self.queue.drops(),
+            queue_drops: self.triggers.queue.drops(),
             sessions_seen: self.fleet.len(),
             sessions_critical: critical,
             sessions_errored: errored,
@@ -382,7 +385,7 @@ impl Daemon {
             rate_limit_window_s: self.ctx.limits.rate_window,
             agent_deck_version: self.ctx.deck.version().map(|v| v.to_string()),
             agent_deck_version_unconfirmed: self.ctx.deck.version_unconfirmed(),
-            pane_watch: self.panes.status(),
+            pane_watch: self.triggers.panes.status(),
             stalled,
         };
         self.metrics.write(&self.ctx.cfg.watchdog_dir, &sample);
@@ -491,7 +494,7 @@ pub(super) mod tests {
         let deck = Arc::new(FakeDeck::new(script));
         let mut d = daemon(tmp.path(), deck.clone());
         d.tick();
-        let map = d.panes.map().unwrap();
+        let map = d.triggers.panes.map().unwrap();
         let want = [(
             COND.to_owned(),
             "agentdeck_conductor-ops_3f9c2a1b".to_owned(),
@@ -504,7 +507,7 @@ pub(super) mod tests {
             .lists
             .insert("default".into(), with_names("stopped"));
         d.tick();
-        let map = d.panes.map().unwrap();
+        let map = d.triggers.panes.map().unwrap();
         assert!(map.critical.is_empty());
         assert!(!map.known.contains("agentdeck_conductor-ops_3f9c2a1b"));
         // An unreadable profile keeps the name handed over before.
@@ -515,7 +518,7 @@ pub(super) mod tests {
         d.tick();
         deck.script.lock().lists.clear();
         d.tick();
-        assert_eq!(d.panes.map().unwrap().critical.len(), 1);
+        assert_eq!(d.triggers.panes.map().unwrap().critical.len(), 1);
     }
 
     #[test]
@@ -635,7 +638,7 @@ pub(super) mod tests {
             let deck = Arc::new(FakeDeck::new(script));
             let mut d = daemon(tmp.path(), deck.clone());
             d.ctx.state.lock().ran.insert(COND.into());
-            d.panes.set_bare([COND.to_owned()].into());
+            d.triggers.panes.set_bare([COND.to_owned()].into());
             d.tick();
             d.finish();
             let case = format!("{tool:?} {status}");
@@ -643,7 +646,10 @@ pub(super) mod tests {
             if restarts == 0 {
                 continue;
             }
-            assert!(d.panes.bare().is_empty(), "forgotten once restarted");
+            assert!(
+                d.triggers.panes.bare().is_empty(),
+                "forgotten once restarted"
+            );
             let dir = config(tmp.path()).watchdog_dir;
             let rec = &read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG))[0];
             assert_eq!(rec.proof, Some(Proof::AgentGone), "{case}");
@@ -669,12 +675,12 @@ pub(super) mod tests {
         d.ctx.state.lock().ran.insert(COND.into());
         let unsaved = "agentdeck_conductor-ops_5e6f7a8b".to_owned();
         d.ctx.state.lock().book(COND).unsaved = Some(unsaved.clone());
-        d.panes.set_listed([unsaved.clone()].into());
+        d.triggers.panes.set_listed([unsaved.clone()].into());
         d.tick();
         assert_eq!(deck.count("restart"), 0, "held while it runs");
         let held = d.ctx.state.lock().sessions[COND].unsaved.clone();
         assert_eq!(held, Some(unsaved));
-        d.panes.set_listed(BTreeSet::new());
+        d.triggers.panes.set_listed(BTreeSet::new());
         d.tick();
         d.finish();
         assert_eq!(deck.count("restart"), 1, "revived once it is gone");

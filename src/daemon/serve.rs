@@ -16,21 +16,21 @@ impl Daemon {
     pub(super) fn serve(&mut self, cfg: &Config, reload: &AtomicBool) -> Result<()> {
         let watcher = watch::spawn(
             cfg.hooks_dir.clone(),
-            self.queue.clone(),
+            self.triggers.queue.clone(),
             self.ctx.shutdown.clone(),
             cfg.watch_backend,
         )
         .map_err(|e| Error::runtime(format!("cannot start the hooks-watch thread: {e}")))?;
-        self.threads.push(watcher);
+        self.triggers.threads.push(watcher);
         self.spawn_pane_watch(cfg)?;
         let every = ticker::Intervals {
             safety: cfg.safety_poll_interval,
             armed: cfg.armed_poll_interval,
         };
-        self.threads.push(ticker::spawn(
+        self.triggers.threads.push(ticker::spawn(
             every,
-            self.panes.clone(),
-            self.queue.clone(),
+            self.triggers.panes.clone(),
+            self.triggers.queue.clone(),
             self.ctx.shutdown.clone(),
         )?);
         let every = cfg.safety_poll_interval.as_secs_f64();
@@ -40,16 +40,16 @@ impl Daemon {
             let now = self.ctx.clock.now();
             let (retry, revive) = {
                 let st = self.ctx.state.lock();
-                let revive = cascade::revive_tick_in(&st, self.hook_pacing.last_tick(), now);
+                let revive = cascade::revive_tick_in(&st, self.memory.hook_pacing.last_tick(), now);
                 (refusal::next_retry(&st, now), revive)
             };
-            let idle = self.hook_pacing.next_wakeup(now);
+            let idle = self.memory.hook_pacing.next_wakeup(now);
             let idle = [retry, revive]
                 .into_iter()
                 .flatten()
                 .fold(idle, |d, s| d.min(crate::sys::clock::clamped(s)));
             let wait = self.sd_notify.max_sleep(idle);
-            let Some(batch) = self.queue.next_batch(&self.ctx.shutdown, wait) else {
+            let Some(batch) = self.triggers.queue.next_batch(&self.ctx.shutdown, wait) else {
                 break;
             };
             if reload.swap(false, Ordering::SeqCst) {
@@ -83,12 +83,12 @@ impl Daemon {
         let thread = panes_watch::spawn(
             tmux,
             cfg.pane_list_interval,
-            self.panes.clone(),
-            self.queue.clone(),
+            self.triggers.panes.clone(),
+            self.triggers.queue.clone(),
             self.ctx.shutdown.clone(),
         )
         .map_err(|e| Error::runtime(format!("cannot start the panes-watch thread: {e}")))?;
-        self.threads.extend(thread);
+        self.triggers.threads.extend(thread);
         Ok(())
     }
 }

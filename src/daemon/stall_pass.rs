@@ -210,7 +210,7 @@ impl Daemon {
             Step::Resume => {
                 ctx.state.lock().in_flight.insert(s.id.clone());
                 log::info!("{} ({}) is due its resume; queueing it", s.id, s.title);
-                return self.restarter.submit(RestartJob {
+                return self.workers.restarter.submit(RestartJob {
                     session: s.clone(),
                     slot: None,
                     kind: RestartKind::Resume,

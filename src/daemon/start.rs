@@ -78,7 +78,7 @@ pub(crate) fn run_with(
         daemon.print_pass_summary(flags.json, others)?;
     } else {
         let reread = version_reread::spawn(cli, clock, shutdown)?;
-        daemon.threads.push(reread);
+        daemon.triggers.threads.push(reread);
         daemon.serve(cfg, reload)?;
     }
     log::info!("agent-deck-watchdog stopped");

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::decide::hook_pacing::HookPacing;
 use crate::decide::outage::Outage;
 use crate::decide::verdict::Episodes;
 
@@ -32,4 +33,6 @@ pub(crate) struct FleetMemory {
     /// The restarts a stopped watchdog left with no outcome on record (id →
     /// when), named once the first tick has read their sessions.
     pub interrupted: BTreeMap<String, f64>,
+    /// When hooks may be checked and a rescan is owed.
+    pub hook_pacing: HookPacing,
 }

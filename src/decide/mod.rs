@@ -11,6 +11,7 @@ pub(crate) mod dedup;
 pub(crate) mod fallback;
 pub(crate) mod first_run;
 pub(crate) mod gates;
+pub(crate) mod hook_pacing;
 pub(crate) mod limits;
 pub(crate) mod liveness;
 pub(crate) mod memory;

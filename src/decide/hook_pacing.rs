@@ -11,15 +11,15 @@ use std::time::Duration;
 use crate::sys::clock::clamped;
 
 /// A hook-triggered status check for one session runs at most this often.
-pub(super) const HOOK_CHECK_GAP: f64 = 1.0;
+pub(crate) const HOOK_CHECK_GAP: f64 = 1.0;
 /// Rescans (after queue overflow or a re-armed watch) run at most this often.
-pub(super) const MIN_RESCAN_GAP: f64 = 1.0;
+pub(crate) const MIN_RESCAN_GAP: f64 = 1.0;
 /// Deferred checks kept one by one; past this many (a flood of hooks), a
 /// rescan is owed instead, which looks at every session at once.
-pub(super) const MAX_DEFERRED: usize = 256;
+pub(crate) const MAX_DEFERRED: usize = 256;
 
 #[derive(Debug, Default)]
-pub(super) struct HookPacing {
+pub(crate) struct HookPacing {
     /// When each session was last checked because of a hook.
     checked: BTreeMap<String, f64>,
     /// Checks postponed by the per-session gap.
@@ -32,7 +32,7 @@ pub(super) struct HookPacing {
 impl HookPacing {
     /// Whether a hook for `id` may be checked now; if so the check is noted,
     /// if not it is deferred until the gap has passed.
-    pub(super) fn may_check(&mut self, id: &str, now: f64) -> bool {
+    pub(crate) fn may_check(&mut self, id: &str, now: f64) -> bool {
         if self
             .checked
             .get(id)
@@ -47,7 +47,7 @@ impl HookPacing {
 
     /// Puts off a check of `id` for one gap from `now`; when too many are
     /// put off already, owes a rescan instead, so memory stays flat.
-    pub(super) fn defer(&mut self, id: &str, now: f64) {
+    pub(crate) fn defer(&mut self, id: &str, now: f64) {
         if self.deferred.len() >= MAX_DEFERRED && !self.deferred.contains(id) {
             self.rescan_owed = true;
             return;
@@ -57,7 +57,7 @@ impl HookPacing {
     }
 
     /// The deferred checks whose gap has passed, taken off the list.
-    pub(super) fn due(&mut self, now: f64) -> Vec<String> {
+    pub(crate) fn due(&mut self, now: f64) -> Vec<String> {
         let checked = &self.checked;
         let (due, later): (BTreeSet<String>, _) = std::mem::take(&mut self.deferred)
             .into_iter()
@@ -69,7 +69,7 @@ impl HookPacing {
     /// Whether a full tick should run now: the ticker asked (`tick`), or a
     /// rescan is owed and the last tick is old enough. A flood turns into a
     /// rescan per batch; one full poll a second is enough.
-    pub(super) fn tick_due(&mut self, tick: bool, rescan: bool, now: f64) -> bool {
+    pub(crate) fn tick_due(&mut self, tick: bool, rescan: bool, now: f64) -> bool {
         self.rescan_owed |= rescan;
         let rescan_due =
             self.rescan_owed && self.last_tick.is_none_or(|t| now - t >= MIN_RESCAN_GAP);
@@ -79,18 +79,18 @@ impl HookPacing {
     }
 
     /// A tick started at `now`.
-    pub(super) fn ticked(&mut self, now: f64) {
+    pub(crate) fn ticked(&mut self, now: f64) {
         self.last_tick = Some(now);
     }
 
     /// When the last full tick ran.
-    pub(super) fn last_tick(&self) -> Option<f64> {
+    pub(crate) fn last_tick(&self) -> Option<f64> {
         self.last_tick
     }
 
     /// How long the main loop may wait before something of its own is due: a
     /// deferred check, an owed rescan.
-    pub(super) fn next_wakeup(&self, now: f64) -> Duration {
+    pub(crate) fn next_wakeup(&self, now: f64) -> Duration {
         let mut wait = Duration::from_secs(1);
         for id in &self.deferred {
             let due = self
@@ -106,7 +106,7 @@ impl HookPacing {
     }
 
     /// Forgets sessions agent-deck no longer lists.
-    pub(super) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+    pub(crate) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         self.checked.retain(|id, _| keep(id));
         self.deferred.retain(|id| keep(id));
     }
