@@ -1116,6 +1116,20 @@ mask(
     "this user on the machine, the check's own included",
 )
 mask(
+    "countdown",
+    r'("\w*remaining_s": )(?!0\.0\b)[0-9.]+|(settle )\d+(s left)',
+    lambda m: f"{m[1]}<COUNTDOWN>" if m[1] else f"{m[2]}<COUNTDOWN>{m[3]}",
+    "status counts a backoff or a cascade's settle time down from when it "
+    "began: what is left depends on how long the steps before took (a zero is kept)",
+)
+mask(
+    "nudge_wait",
+    r"waiting \d+s with an unchanged pane",
+    "waiting <SECS>s with an unchanged pane",
+    "a nudge says how long the child has waited: the sleep between two "
+    "passes plus however long they took",
+)
+mask(
     "record_bytes",
     r'"bytes": \d+',
     '"bytes": <BYTES>',
