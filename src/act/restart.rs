@@ -379,42 +379,6 @@ mod tests {
     }
 
     #[test]
-    fn a_dead_hook_written_after_the_restart_is_handled_as_a_death() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = still_error_after_restart(SendAnswer::Delivered);
-        let ctx = context(tmp.path(), deck.clone());
-        // Same second as the restart: it may be a new death.
-        dead_hook(&ctx, NOW.floor());
-        revive(&ctx);
-        assert_eq!(deck.count("start"), 1, "falls back to session start");
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restart-failed"]);
-        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 1);
-    }
-
-    #[test]
-    fn a_failed_restart_call_is_no_restart_a_stale_hook_could_excuse() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = restart_and_start_fail();
-        let ctx = context(tmp.path(), deck.clone());
-        dead_hook(&ctx, (NOW - 30.0).floor());
-        revive(&ctx);
-        assert_eq!(deck.count("start"), 1, "falls back to session start");
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restart-failed"]);
-    }
-
-    #[test]
-    fn a_dead_hook_agent_deck_no_longer_honours_is_no_excuse() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = still_error_after_restart(SendAnswer::Delivered);
-        let ctx = context(tmp.path(), deck.clone());
-        dead_hook(&ctx, (NOW - 130.0).floor());
-        revive(&ctx);
-        assert_eq!(deck.count("start"), 1);
-    }
-
-    #[test]
     fn a_continuity_message_typed_into_the_pane_is_sent_once_and_the_restart_stands() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = Arc::new(FakeDeck::new(Script {
@@ -621,41 +585,6 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_proven_death_that_waited_its_turn_is_read_once_more_and_still_unsampled() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [live(Status::Error), live(Status::Running)].into(),
-            ..Script::default()
-        }));
-        let (mut ctx, clock) = crate::act::context::tests::context(tmp.path(), deck.clone());
-        ctx.limits.min_interval = 0.02;
-        // A restart a moment ago: this one waits for the serialization.
-        ctx.state.lock().last_restart_at = Some(NOW);
-        std::thread::spawn({
-            let clock = clock.clone();
-            move || {
-                std::thread::sleep(std::time::Duration::from_millis(30));
-                clock.advance(1.0);
-            }
-        });
-        carry_out(&ctx, &proven(&ctx));
-        let calls = deck.calls.lock().clone();
-        assert_eq!(
-            calls[..3],
-            [
-                format!("show {ID}"),
-                format!("restart {ID}"),
-                format!("show {ID}")
-            ],
-            "the status may have moved on while it waited: one fresh show, no pane sample"
-        );
-        let recs = liveness_records(tmp.path());
-        assert_eq!((recs[0].gap_s, recs[0].pane.sampled), (0.0, false));
-        assert!(recs[0].proof.is_some());
-        assert_eq!(deck.count("output-pane"), 0);
-    }
-
-    #[test]
     fn a_death_without_proof_keeps_the_two_samples_and_writes_no_proof_key() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = Arc::new(FakeDeck::new(Script {
@@ -669,24 +598,6 @@ mod tests {
         assert!(!line.unwrap().contains("proof"));
         let rec = &liveness_records(tmp.path())[0];
         assert_eq!((rec.reads.len(), rec.proof), (2, None));
-    }
-
-    #[test]
-    fn a_skipped_answer_is_a_cli_refusal_with_no_start_and_the_slot_given_back() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [live(Status::Error)].into(),
-            restart: Some(RestartAnswer::Skipped("started 12s ago".into())),
-            ..Script::default()
-        }));
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "cli-refused"]);
-        assert_eq!(slots_used(&ctx), 0);
-        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
-        assert!(severities(tmp.path()).is_empty());
     }
 
     /// A conductor in error whose every restart agent-deck declines, saying `why`.
@@ -758,26 +669,9 @@ mod tests {
         drop(st);
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "cli-refused", "restart", "cli-refused"]);
-    }
-
-    #[test]
-    fn an_answered_call_ends_the_run_of_refusals() {
-        let tmp = tempfile::tempdir().unwrap();
-        let fresh = "session is idle and was started 1s ago (within 1m0s freshness window)";
-        let deck = always_refused(fresh);
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        gates::finish(&mut ctx.state.lock(), ID);
-        assert!(ctx.state.lock().sessions[ID].refusal.is_some());
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: dead_then_running(),
-            ..Script::default()
-        }));
-        let (mut again, _) = crate::act::context::tests::context(tmp.path(), deck);
-        again.limits.min_interval = 0.0;
-        again.state = ctx.state.clone();
-        carry_out(&again, &reserved(&again));
-        assert_eq!(again.state.lock().sessions[ID].refusal, None);
+        assert_eq!((deck.count("restart"), deck.count("start")), (2, 0));
+        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
+        assert!(severities(tmp.path()).is_empty());
     }
 
     #[test]
@@ -797,6 +691,13 @@ mod tests {
         );
         assert_eq!(severities(tmp.path()), ["restart-failed"]);
         assert_eq!(slots_used(&ctx), 2, "real failures spend their slots");
+        let recs = restart_records(tmp.path());
+        let spawn = (&recs[1].spawn_reason, &recs[1].dying_output_digest);
+        assert_eq!(
+            (spawn, recs[1].elapsed_ms),
+            ((&None, &None), None),
+            "no spawn keys"
+        );
     }
 
     #[test]
@@ -900,162 +801,5 @@ mod tests {
         );
         notes::note_status(&mut st, &s, Status::Running, later);
         assert_eq!(gates::recheck(&mut st, ID, later), None);
-    }
-
-    #[test]
-    fn a_start_whose_spawn_died_fast_escalates_at_once_and_holds_the_session() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [live(Status::Error)].into(),
-            restart: None,
-            start_ok: false,
-            start_spawn: Some(spawn(SpawnReason::DiedFast)),
-            ..Script::default()
-        }));
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
-        assert_eq!(severities(tmp.path()), ["restart-failed"]);
-        let recs = restart_records(tmp.path());
-        assert_eq!(recs.len(), 2, "{recs:?}");
-        assert_eq!(recs[1].spawn_reason.as_deref(), Some("spawn_died_fast"));
-        let mut st = ctx.state.lock();
-        assert_eq!(
-            gates::recheck(&mut st, ID, NOW),
-            Some(gates::Hold::SpawnDiedFast)
-        );
-    }
-
-    #[test]
-    fn an_unverified_spawn_that_came_up_is_a_success_with_no_start() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = restart_fails_with(
-            SpawnReason::Unverified,
-            &[Status::Error, Status::Error, Status::Running],
-        );
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
-        assert_eq!(
-            actions(tmp.path()),
-            [
-                ("restart".to_owned(), None),
-                ("restarted".to_owned(), Some("running".to_owned()))
-            ]
-        );
-        let st = ctx.state.lock();
-        assert_eq!(st.sessions[ID].consecutive_failures, 0);
-        assert_eq!(st.sessions[ID].restarted_at, Some(NOW));
-        assert_eq!(st.sessions[ID].spawn_died_fast_at, None);
-        drop(st);
-        assert!(severities(tmp.path()).is_empty());
-    }
-
-    #[test]
-    fn an_unverified_spawn_still_in_error_goes_on_to_the_start_fallback() {
-        let tmp = tempfile::tempdir().unwrap();
-        use Status::{Error, Running};
-        let deck = restart_fails_with(SpawnReason::Unverified, &[Error, Error, Error, Running]);
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restarted"]);
-    }
-
-    #[test]
-    fn an_unverified_spawn_that_only_a_stale_dead_hook_colours_is_a_success_with_no_start() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = restart_fails_with(SpawnReason::Unverified, &[Status::Error]);
-        let ctx = context(tmp.path(), deck.clone());
-        dead_hook(&ctx, (NOW - 30.0).floor());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restarted"]);
-        let st = ctx.state.lock();
-        assert_eq!(st.sessions[ID].restarted_at, Some(NOW), "the hold sees it");
-        assert_eq!(st.sessions[ID].consecutive_failures, 0);
-    }
-
-    #[test]
-    fn an_unverified_start_that_came_up_is_a_success() {
-        let tmp = tempfile::tempdir().unwrap();
-        use Status::{Error, Running};
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [Error, Error, Error, Running].map(live).into(),
-            restart: None,
-            start_ok: false,
-            start_spawn: Some(spawn(SpawnReason::Unverified)),
-            ..Script::default()
-        }));
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restarted"]);
-        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
-    }
-
-    #[test]
-    fn a_missing_tmux_session_falls_back_to_start() {
-        let tmp = tempfile::tempdir().unwrap();
-        use Status::{Error, Running};
-        let deck = restart_fails_with(
-            SpawnReason::TmuxSessionMissing,
-            &[Error, Error, Error, Running],
-        );
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restarted"]);
-        assert!(severities(tmp.path()).is_empty());
-        assert_eq!(ctx.state.lock().sessions[ID].spawn_died_fast_at, None);
-    }
-
-    #[test]
-    fn a_reason_this_release_does_not_know_is_a_failed_call_and_recorded() {
-        let tmp = tempfile::tempdir().unwrap();
-        let reason = SpawnReason::Other("tmux_start_failed".into());
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [live(Status::Error)].into(),
-            restart: None,
-            restart_spawn: Some(SpawnFailure {
-                elapsed_ms: Some(0),
-                dying_output_digest: None,
-                reason,
-            }),
-            start_ok: false,
-            ..Script::default()
-        }));
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
-        let recs = restart_records(tmp.path());
-        assert_eq!(recs[1].action, RestartAction::RestartFailed);
-        assert_eq!(recs[1].spawn_reason.as_deref(), Some("tmux_start_failed"));
-        assert_eq!(recs[1].dying_output_digest, None);
-        assert!(severities(tmp.path()).is_empty(), "one failure is no alert");
-        let st = ctx.state.lock();
-        assert_eq!(st.sessions[ID].consecutive_failures, 1);
-        assert_eq!(st.sessions[ID].spawn_died_fast_at, None, "no hold");
-    }
-
-    #[test]
-    fn a_failure_without_a_reason_carries_no_spawn_keys() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ctx = context(tmp.path(), restart_and_start_fail());
-        carry_out(&ctx, &reserved(&ctx));
-        let recs = restart_records(tmp.path());
-        let failed = &recs[1];
-        assert_eq!(failed.action, RestartAction::RestartFailed);
-        assert_eq!(
-            (
-                &failed.spawn_reason,
-                &failed.dying_output_digest,
-                failed.elapsed_ms
-            ),
-            (&None, &None, None)
-        );
     }
 }

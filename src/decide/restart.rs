@@ -954,4 +954,526 @@ mod tests {
             assert!(!is_rate_limited(no), "{no}");
         }
     }
+
+    // The machine, step by step.
+
+    use crate::decide::limits::tests::lim;
+    use crate::decide::liveness::PaneSamples;
+    use crate::decide::refusal::Freshness;
+    use crate::fleet::deck::{RestartAnswer, SpawnReason};
+    use Status::{Error, Running};
+
+    const ID: &str = "3f9c2a1b-1755891234";
+    const AT: f64 = 1_755_900_000.0;
+    const NOW: Now = Now {
+        at: AT,
+        shutdown: false,
+        release: None,
+    };
+
+    /// The settings the tests run under: a 2 s liveness gap, 10 s of
+    /// restart verification, 20 s of start verification.
+    fn cfg() -> Config {
+        let mut cfg = crate::config::test_config(std::path::Path::new("/nonexistent"));
+        cfg.liveness_confirm_gap = Duration::from_secs(2);
+        cfg.restart_verify = Duration::from_secs(10);
+        cfg.start_verify = Duration::from_secs(20);
+        cfg
+    }
+
+    /// What the liveness check found, for `reason`, leaning on `proof`.
+    fn evidence(reason: LivenessReason, proof: Option<Proof>) -> Evidence {
+        Evidence {
+            reads: Vec::new(),
+            pane: PaneSamples::default(),
+            auth_hold_reason: None,
+            reason,
+            proof,
+        }
+    }
+
+    fn confirmed(reason: LivenessReason) -> Event {
+        let evidence = evidence(reason, None);
+        Event::Confirmed {
+            evidence,
+            bare: false,
+        }
+    }
+
+    /// The events of a revive up to its restart call: its turn, confirmed
+    /// dead, recorded, noted.
+    fn to_the_call() -> Vec<Event> {
+        use Event::{Done, Waited};
+        let dead = confirmed(LivenessReason::ConfirmedDead);
+        vec![Done, Waited(Some(false)), dead, Done, Done]
+    }
+
+    /// [`to_the_call`], then agent-deck's `answer` to the restart.
+    fn answered(answer: Result<RestartAnswer, CliError>) -> Vec<Event> {
+        let mut events = to_the_call();
+        events.push(Event::Restart { issued: AT, answer });
+        events
+    }
+
+    fn spawn_failure(reason: SpawnReason) -> SpawnFailure {
+        SpawnFailure {
+            reason,
+            dying_output_digest: None,
+            elapsed_ms: Some(980),
+        }
+    }
+
+    /// A restart or start that failed, saying its spawn failed for `reason`.
+    fn spawn_failed(reason: SpawnReason) -> CliError {
+        CliError::Spawn {
+            code: Some(1),
+            failure: spawn_failure(reason),
+            message: "spawn failed".into(),
+        }
+    }
+
+    /// A machine for [`ID`] of `kind` in `phase`, with no proof.
+    fn machine<'a>(cfg: &'a Config, lim: &'a Limits, kind: Kind, phase: Phase) -> Machine<'a> {
+        let (id, proof, dry_run) = (ID, None, false);
+        Machine {
+            id,
+            kind,
+            proof,
+            dry_run,
+            cfg,
+            lim,
+            phase,
+        }
+    }
+
+    /// Runs a revive of [`ID`] through `events` over `st` at `now` (a dry
+    /// run if `dry_run`): every action it asked for, in order.
+    fn run_in(st: &mut State, now: Now, dry_run: bool, events: Vec<Event>) -> Vec<Action> {
+        let (cfg, lim) = (cfg(), lim());
+        let mut m = machine(&cfg, &lim, Kind::Revive, Phase::Start);
+        m.dry_run = dry_run;
+        events.into_iter().map(|e| m.step(e, st, now)).collect()
+    }
+
+    /// The last action of a revive through `events` over a fresh book.
+    fn last(events: Vec<Event>) -> Action {
+        let actions = run_in(&mut State::default(), NOW, false, events);
+        actions.into_iter().last().unwrap()
+    }
+
+    fn done(outcome: Outcome) -> Action {
+        Action::Done(outcome)
+    }
+
+    fn failed(why: &str, spawn: Option<SpawnFailure>) -> Action {
+        let why = why.into();
+        done(Outcome::Failed { why, spawn })
+    }
+
+    fn verify(secs: u64, warn: Option<&str>) -> Action {
+        let warn = warn.map(|w| format!("{ID}: {w}"));
+        Action::Verify {
+            within: Duration::from_secs(secs),
+            warn,
+        }
+    }
+
+    #[test]
+    fn a_revive_goes_from_its_turn_to_the_restart_call_in_order() {
+        let mut events = to_the_call();
+        events.push(Event::Restart {
+            issued: AT,
+            answer: Ok(RestartAnswer::Restarted),
+        });
+        events.push(Event::Verified(Some(Running)));
+        let mut st = State::default();
+        let actions = run_in(&mut st, NOW, false, events);
+        let dead = evidence(LivenessReason::ConfirmedDead, None);
+        #[rustfmt::skip]
+        let want = [
+            Action::WaitSent,
+            Action::Confirm { shown: true },
+            Action::Dead { evidence: dead, gap_s: 2.0 },
+            Action::RecordCall { cascade: None },
+            Action::CallRestart,
+            verify(10, None),
+            done(Outcome::Restarted { status: Running }),
+        ];
+        assert_eq!(actions, want);
+        let book = &st.sessions[ID];
+        assert_eq!(
+            (book.restarted_at, st.last_restart_at),
+            (Some(AT), Some(AT))
+        );
+    }
+
+    #[test]
+    fn a_job_waits_its_turn_and_then_reads_a_proven_death_afresh() {
+        use Event::{Done, Waited};
+        let mut st = State {
+            last_restart_at: Some(AT - 20.0),
+            ..State::default()
+        };
+        let events = vec![Done, Waited(Some(false)), Waited(Some(true))];
+        let actions = run_in(&mut st, NOW, false, events);
+        assert_eq!(actions[1], Action::Sleep(40.0), "min_interval 60 s");
+        assert_eq!(actions[2], Action::Sleep(40.0), "the clock did not move");
+        st.last_restart_at = None;
+        let events = vec![Done, Waited(Some(true))];
+        let actions = run_in(&mut st, NOW, false, events);
+        assert_eq!(actions[1], Action::Confirm { shown: false });
+        let events = vec![Done, Waited(Some(false))];
+        let actions = run_in(&mut st, NOW, false, events);
+        assert_eq!(actions[1], Action::Confirm { shown: true });
+    }
+
+    #[test]
+    fn a_job_is_dropped_on_shutdown_by_a_gate_or_a_stop() {
+        use Event::{Done, Waited};
+        let dropped = |why| done(Outcome::Dropped(why));
+        let mut st = State::default();
+        assert_eq!(last(vec![Done, Waited(None)]), dropped(Dropped::Shutdown));
+        let (mut held, mut stopped) = (State::default(), State::default());
+        held.breaker_open_until = AT + 1.0;
+        stopped.stopped.insert(ID.into());
+        for (st, want) in [
+            (&mut held, Dropped::Held(Hold::BreakerOpen)),
+            (&mut stopped, Dropped::Stopped),
+        ] {
+            let actions = run_in(st, NOW, false, vec![Done, Waited(Some(false))]);
+            assert_eq!(actions[1], dropped(want));
+        }
+        let after_sleep = vec![Done, Waited(Some(false)), Waited(None)];
+        st.last_restart_at = Some(AT);
+        let actions = run_in(&mut st, NOW, false, after_sleep);
+        assert_eq!(actions[2], dropped(Dropped::Shutdown));
+    }
+
+    #[test]
+    fn a_resume_passes_no_gate_and_a_poller_restart_only_the_recheck() {
+        use Event::{Done, Ended, Waited};
+        let (cfg, lim) = (cfg(), lim());
+        let mut st = State {
+            breaker_open_until: AT + 1.0,
+            ..State::default()
+        };
+        let mut want = [
+            Action::Resume,
+            done(Outcome::Dropped(Dropped::Held(Hold::BreakerOpen))),
+        ];
+        for kind in [Kind::Resume, Kind::Poller] {
+            let mut m = machine(&cfg, &lim, kind, Phase::Start);
+            m.step(Done, &mut st, NOW);
+            assert_eq!(m.step(Waited(Some(false)), &mut st, NOW), want[0]);
+            st.breaker_open_until = 0.0;
+            want = [Action::Poller, Action::Poller];
+        }
+        let mut m = machine(&cfg, &lim, Kind::Poller, Phase::Start);
+        m.step(Done, &mut st, NOW);
+        assert_eq!(m.step(Waited(Some(false)), &mut st, NOW), Action::Poller);
+        let ended = Outcome::Dropped(Dropped::NoStall);
+        assert_eq!(m.step(Ended(ended.clone()), &mut st, NOW), done(ended));
+    }
+
+    #[test]
+    fn a_session_the_liveness_check_finds_alive_is_left_alone_with_its_gap() {
+        use LivenessReason::*;
+        let (cfg, lim) = (cfg(), lim());
+        #[rustfmt::skip]
+        let table = [
+            // proof the watch had, what the check found, bare shell still, kept?, gap
+            (None, PaneActive, false, Some(PaneActive), 2.0),
+            (None, AuthHold, false, Some(AuthHold), 2.0),
+            (Some(Proof::ProcessExited), RecoveredBeforeRestart, false, Some(RecoveredBeforeRestart), 2.0),
+            (Some(Proof::AgentGone), ConfirmedDead, false, Some(RecoveredBeforeRestart), 0.0),
+            (Some(Proof::AgentGone), ConfirmedDead, true, None, 0.0),
+            (Some(Proof::ProcessExited), ConfirmedDead, false, None, 0.0),
+            (None, ConfirmedDead, false, None, 2.0),
+        ];
+        for (proof, found, bare, alive, gap_s) in table {
+            let mut m = machine(&cfg, &lim, Kind::Revive, Phase::Confirming);
+            m.proof = proof;
+            // confirm() sets the proof it leaned on when it skipped the gap.
+            let leaned = proof.filter(|_| found == ConfirmedDead);
+            let seen = evidence(found, leaned);
+            let event = Event::Confirmed {
+                evidence: seen,
+                bare,
+            };
+            let got = m.step(event, &mut State::default(), NOW);
+            let want = match alive {
+                Some(reason) => done(Outcome::Alive {
+                    evidence: evidence(reason, leaned),
+                    gap_s,
+                }),
+                None => Action::Dead {
+                    evidence: evidence(ConfirmedDead, leaned),
+                    gap_s,
+                },
+            };
+            assert_eq!(got, want, "{proof:?} {found:?} bare {bare}");
+        }
+    }
+
+    #[test]
+    fn the_call_that_makes_a_burst_escalates_the_cascade_before_its_record() {
+        let mut st = State {
+            recent_restarts: vec![AT - 1.0; 4],
+            ..State::default()
+        };
+        let actions = run_in(&mut st, NOW, false, to_the_call());
+        let cascade = "5 restarts within 10s — pausing every restart for 60s";
+        assert_eq!(
+            actions[3],
+            Action::RecordCall {
+                cascade: Some(cascade.into())
+            }
+        );
+        assert!(st.cascade_pause_until > AT);
+    }
+
+    #[test]
+    fn a_dry_run_ends_after_its_record_with_no_call() {
+        let actions = run_in(&mut State::default(), NOW, true, to_the_call());
+        assert_eq!(actions[4], done(Outcome::WouldRestart));
+    }
+
+    #[test]
+    fn a_skipped_answer_is_a_refusal_that_says_whether_it_is_freshness() {
+        let fresh = "session is running and was started 8s ago (within 1m0s freshness window)";
+        #[rustfmt::skip]
+        let table = [
+            (fresh, Some(Freshness { age: Some(8.0), window: Some(60.0) })),
+            ("claude login expired", None),
+        ];
+        for (reason, want) in table {
+            let skipped = Ok(RestartAnswer::Skipped(reason.into()));
+            let Action::Done(Outcome::Refused { fresh, call, .. }) = last(answered(skipped)) else {
+                panic!("{reason}: no refusal");
+            };
+            assert_eq!((fresh, call.at), (want, AT), "{reason}");
+        }
+    }
+
+    #[test]
+    fn an_answered_call_ends_the_run_of_refusals_and_a_restarted_one_is_noted() {
+        let mut st = State::default();
+        st.book(ID).refusal = Some(crate::decide::book::Refusal {
+            first_at: AT,
+            refused: 1,
+            retry_at: None,
+        });
+        let events = answered(Err(exit1("boom")));
+        run_in(&mut st, NOW, false, events);
+        let book = &st.sessions[ID];
+        assert_eq!((&book.refusal, book.restarted_at), (&None, None));
+    }
+
+    #[test]
+    fn each_answer_to_the_restart_leads_to_one_poll_or_ending() {
+        use SpawnReason::*;
+        let fresh = || Ok(RestartAnswer::Restarted);
+        let died = spawn_failed(DiedFast);
+        #[rustfmt::skip]
+        let table = [
+            (fresh(), verify(10, None)),
+            (Err(spawn_failed(Unverified)), verify(10, Some("restart exited 1: spawn failed (reason: spawn_unverified); agent-deck could not tell whether it came up, so its status is polled as after a success"))),
+            (Err(exit1("boom")), Action::Verify { within: Duration::from_secs(10), warn: Some(format!("restart of {ID} failed: restart exited 1: boom; reading its status before the start fallback")) }),
+            (Err(died), failed("restart exited 1: spawn failed (reason: spawn_died_fast)", Some(spawn_failure(DiedFast)))),
+        ];
+        for (answer, want) in table {
+            let got = last(answered(answer));
+            assert_eq!(got, want);
+        }
+    }
+
+    /// A revive whose restart answered `answer`, then read `status`.
+    fn verified(answer: Result<RestartAnswer, CliError>, status: Option<Status>) -> Vec<Event> {
+        let mut events = answered(answer);
+        events.push(Event::Verified(status));
+        events
+    }
+
+    #[test]
+    fn each_status_read_after_the_restart_leads_to_one_next_step() {
+        let ok = || Ok(RestartAnswer::Restarted);
+        let unverified = || Err(spawn_failed(SpawnReason::Unverified));
+        let restarted = |status| done(Outcome::Restarted { status });
+        let unread = "status unreadable after restart";
+        #[rustfmt::skip]
+        let table = [
+            (verified(ok(), Some(Running)), restarted(Running)),
+            (verified(Err(exit1("boom")), Some(Running)), restarted(Running)),
+            (verified(ok(), Some(Error)), Action::ReadHook { issued: AT }),
+            (verified(unverified(), Some(Error)), Action::ReadHook { issued: AT }),
+            (verified(Err(exit1("boom")), Some(Error)), Action::ListTmux),
+            (verified(ok(), None), done(Outcome::Unverified { why: unread.into() })),
+            (verified(unverified(), None), done(Outcome::Unverified { why: format!("restart exited 1: spawn failed (reason: spawn_unverified); {unread}") })),
+            (verified(Err(exit1("boom")), None), Action::ListTmux),
+        ];
+        for (events, want) in table {
+            assert_eq!(last(events), want);
+        }
+        // Only a stale hook says error: a success; else the fallback.
+        for (stale, want) in [(true, restarted(Error)), (false, Action::ListTmux)] {
+            let mut events = verified(ok(), Some(Error));
+            events.push(Event::Hook(stale));
+            assert_eq!(last(events), want, "{stale}");
+        }
+        // A failed or unverified answer that came up is noted restarted then.
+        let mut st = State::default();
+        run_in(&mut st, NOW, false, verified(unverified(), Some(Running)));
+        assert_eq!(st.sessions[ID].restarted_at, Some(AT));
+    }
+
+    #[test]
+    fn shutdown_during_verification_interrupts_the_fallback_and_the_unread() {
+        let interrupted = done(Outcome::Interrupted {
+            why: "shutdown during verification".into(),
+        });
+        let down = Now {
+            shutdown: true,
+            ..NOW
+        };
+        for status in [Some(Error), None] {
+            let events = verified(Err(exit1("boom")), status);
+            let actions = run_in(&mut State::default(), down, false, events);
+            assert_eq!(actions.last(), Some(&interrupted), "{status:?}");
+        }
+        let events = verified(Ok(RestartAnswer::Restarted), None);
+        let actions = run_in(&mut State::default(), down, false, events);
+        assert_eq!(actions.last(), Some(&interrupted));
+    }
+
+    /// A revive whose restart failed for `e`, read `error` after it, then
+    /// listed tmux as `listed`.
+    fn listed(e: CliError, listed: Option<Option<&str>>) -> Vec<Event> {
+        let mut events = verified(Err(e), Some(Error));
+        events.push(Event::Listed(listed.map(|l| l.map(str::to_owned))));
+        events
+    }
+
+    #[test]
+    fn the_fallback_starts_only_when_no_tmux_session_of_the_restart_exists() {
+        let locked = || exit1("failed to save session state: database is locked");
+        let why = "restart exited 1: failed to save session state: database is locked";
+        let unsaved = |tmux: Option<&str>, store| {
+            let (why, tmux) = (why.to_owned(), tmux.map(str::to_owned));
+            done(Outcome::Unsaved { why, tmux, store })
+        };
+        let start = Action::CallStart {
+            warn: format!("{ID}: restart exited 1: boom; falling back to session start"),
+        };
+        #[rustfmt::skip]
+        let table = [
+            (listed(locked(), Some(Some("ops_2"))), unsaved(Some("ops_2"), true)),
+            (listed(locked(), None), unsaved(None, true)),
+            (listed(locked(), Some(None)), done(Outcome::StoreLocked { why: why.into() })),
+            (listed(exit1("boom"), Some(None)), start.clone()),
+            (listed(exit1("boom"), None), start),
+        ];
+        for (events, want) in table {
+            assert_eq!(last(events), want);
+        }
+        // A restart that said it worked and still reads error.
+        let mut events = verified(Ok(RestartAnswer::Restarted), Some(Error));
+        events.extend([Event::Hook(false), Event::Listed(Some(None))]);
+        let warn = format!("{ID}: still in error after the restart; falling back to session start");
+        assert_eq!(last(events), Action::CallStart { warn });
+    }
+
+    /// A revive that fell back to `session start`, which answered `started`.
+    fn started(started: Result<(), CliError>) -> Vec<Event> {
+        let mut events = listed(exit1("boom"), Some(None));
+        events.push(Event::Started(started));
+        events
+    }
+
+    #[test]
+    fn each_answer_to_the_start_and_the_status_after_it_leads_to_one_ending() {
+        use SpawnReason::*;
+        let then = |mut events: Vec<Event>, more: Vec<Event>| {
+            events.extend(more);
+            events
+        };
+        let restarted = |status| done(Outcome::Restarted { status });
+        let lead = "restart exited 1: boom; fallback start exited 1:";
+        let unverified = || Err(spawn_failed(Unverified));
+        let unverified_spawn = Some(spawn_failure(Unverified));
+        let verify_start = Action::Verify {
+            within: Duration::from_secs(20),
+            warn: Some(format!("{ID}: {lead} spawn failed (reason: spawn_unverified); agent-deck could not tell whether it came up, so its status is polled as after a success")),
+        };
+        #[rustfmt::skip]
+        let table = [
+            (started(Ok(())), verify(20, None)),
+            (started(unverified()), verify_start),
+            (started(Err(spawn_failed(DiedFast))), failed(&format!("{lead} spawn failed (reason: spawn_died_fast)"), Some(spawn_failure(DiedFast)))),
+            (started(Err(exit1("nope"))), Action::ReadTranscript),
+            (started(Err(spawn_failed(TmuxSessionMissing))), Action::ReadTranscript),
+            (then(started(Ok(())), vec![Event::Verified(Some(Running))]), restarted(Running)),
+            (then(started(unverified()), vec![Event::Verified(Some(Running))]), restarted(Running)),
+            (then(started(Ok(())), vec![Event::Verified(None)]),
+             done(Outcome::Unverified { why: "restart exited 1: boom; status unreadable after start".into() })),
+            (then(started(unverified()), vec![Event::Verified(None)]),
+             done(Outcome::Unverified { why: format!("{lead} spawn failed (reason: spawn_unverified); status unreadable after start") })),
+            (then(started(Ok(())), vec![Event::Verified(Some(Error)), Event::Transcript(String::new()), Event::Resumed(None)]),
+             failed("fallback start returned success but status still error after 20s", None)),
+            (then(started(unverified()), vec![Event::Verified(Some(Error)), Event::Transcript(String::new()), Event::Resumed(None)]),
+             failed(&format!("{lead} spawn failed (reason: spawn_unverified); status still error after 20s"), unverified_spawn)),
+            (then(started(Err(exit1("nope"))), vec![Event::Transcript(String::new()), Event::Resumed(None)]),
+             failed(&format!("{lead} nope"), None)),
+        ];
+        for (events, want) in table {
+            assert_eq!(last(events), want);
+        }
+        let mut st = State::default();
+        run_in(&mut st, NOW, false, started(Ok(())));
+        assert!(st.ran.contains(ID), "a start that worked is noted run");
+        let mut st = State::default();
+        let events = then(started(unverified()), vec![Event::Verified(Some(Running))]);
+        run_in(&mut st, NOW, false, events);
+        assert!(st.ran.contains(ID), "so is an unverified one that came up");
+    }
+
+    #[test]
+    fn a_failure_is_a_429_a_prompt_resume_or_a_failure_unless_shutdown_cut_it_short() {
+        let failing = || started(Err(exit1("nope")));
+        let then = |more: Vec<Event>| {
+            let mut events = failing();
+            events.extend(more);
+            events
+        };
+        let why = "restart exited 1: boom; fallback start exited 1: nope";
+        let text = "API Error: HTTP 429 Too Many Requests";
+        #[rustfmt::skip]
+        let table = [
+            (then(vec![Event::Transcript(text.into())]), done(Outcome::RateLimited)),
+            (then(vec![Event::Transcript("quiet".into())]), Action::PromptResume("quiet".into())),
+            (then(vec![Event::Transcript("quiet".into()), Event::Resumed(Some(Running))]),
+             done(Outcome::Restarted { status: Running })),
+            (then(vec![Event::Transcript("quiet".into()), Event::Resumed(None)]), failed(why, None)),
+        ];
+        for (events, want) in table {
+            assert_eq!(last(events), want);
+        }
+        // Shutdown came while the start ran.
+        let (cfg, lim) = (cfg(), lim());
+        let (mut m, mut st) = (
+            machine(&cfg, &lim, Kind::Revive, Phase::Start),
+            State::default(),
+        );
+        let mut events = failing();
+        let started = events.pop().unwrap();
+        for event in events {
+            m.step(event, &mut st, NOW);
+        }
+        let down = Now {
+            shutdown: true,
+            ..NOW
+        };
+        let why = why.into();
+        let want = done(Outcome::Interrupted { why });
+        assert_eq!(m.step(started, &mut st, down), want);
+    }
 }
