@@ -167,7 +167,7 @@ impl Restart<'_> {
             }
             Action::Resume => Event::Ended(resume::resume(ctx, self.job)),
             Action::Poller => Event::Ended(poller_restart::restart(ctx, self.job)),
-            Action::Confirm { shown } => {
+            Action::Confirm(shown) => {
                 let proven = self.job.proven.as_ref();
                 let first = proven.filter(|_| shown).map(|p| p.shown.clone());
                 let (gap, proof) = (ctx.cfg.liveness_confirm_gap, proven.map(|p| p.proof));
@@ -180,7 +180,7 @@ impl Restart<'_> {
                 apply::liveness(ctx, s, &evidence, gap_s, None);
                 Event::Done
             }
-            Action::RecordCall { cascade } => {
+            Action::RecordCall(cascade) => {
                 if let Some(msg) = cascade {
                     ctx.escalator.escalate(Severity::Cascade, &msg, None, true);
                 }
@@ -204,11 +204,9 @@ impl Restart<'_> {
                 }
                 Event::Verified(job::verify(ctx, s, within))
             }
-            Action::ReadHook { issued } => {
-                Event::Hook(self.only_a_stale_hook_says_error(s, issued))
-            }
+            Action::ReadHook(issued) => Event::Hook(self.only_a_stale_hook_says_error(s, issued)),
             Action::ListTmux => Event::Listed(self.spawned(s)),
-            Action::CallStart { warn } => {
+            Action::CallStart(warn) => {
                 log::warn!("{warn}");
                 Event::Started(ctx.deck.start(&s.profile, &s.id))
             }
@@ -217,7 +215,7 @@ impl Restart<'_> {
                 Event::Transcript(text.unwrap_or_default())
             }
             Action::PromptResume(text) => {
-                Event::Resumed(prompt_resume::attempt(ctx, self.job, &text))
+                Event::Verified(prompt_resume::attempt(ctx, self.job, &text))
             }
             Action::Done(_) => unreachable!("a job ends at Done"),
         }

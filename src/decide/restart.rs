@@ -127,8 +127,8 @@ impl Outcome {
     }
 }
 
-/// Which job the machine runs: a revive, or a job that only shares its
-/// turn (a stall's resume, before the gates; a poller restart, after them).
+/// Which job the machine runs: a revive, or one that only shares its turn
+/// (a stall's resume, before the gates; a poller restart, after them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Revive,
@@ -136,147 +136,128 @@ pub(crate) enum Kind {
     Poller,
 }
 
-/// What the machine reads afresh at each step.
+/// What the machine reads afresh at each step: the time, whether our own
+/// shutdown has begun, and the agent-deck release read last.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Now {
     pub at: f64,
-    /// Our own shutdown has begun.
     pub shutdown: bool,
-    /// The agent-deck release read last.
     pub release: Option<Version>,
 }
 
-/// One thing to do; `act/restart.rs` performs it and says what came of it.
+/// One thing to do. Each log line is said by the action it leads.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Action {
     /// Wait until no continuity message to it is queued or in flight.
     WaitSent,
-    /// Wait this many seconds for the serialization (said as it starts).
+    /// Say so, and wait this many seconds for the serialization.
     Sleep(f64),
     /// Run the stall's resume, or the poller restart, to its ending.
     Resume,
     Poller,
-    /// Confirm the death (SPEC §5.3); `shown`: lean on the `session show`
-    /// that found a proven death in error, as the job did not wait.
-    Confirm {
-        shown: bool,
-    },
-    /// Say it is confirmed dead and write its `liveness.log` record.
+    /// Confirm the death (SPEC §5.3), leaning on the `session show` that
+    /// found a proven death if true (the job did not wait since).
+    Confirm(bool),
+    /// Say it is confirmed dead, and write its `liveness.log` record.
     Dead {
         evidence: Evidence,
         gap_s: f64,
     },
-    /// Escalate the burst this call makes, if it does, then write the
-    /// `restart` record before the call.
-    RecordCall {
-        cascade: Option<String>,
-    },
-    /// Say so, then `session restart` (the pane watch told a restart is
-    /// under way until the job ends).
+    /// Escalate the burst this call makes, if it does, and write the
+    /// `restart` record.
+    RecordCall(Option<String>),
+    /// Say so, and call `session restart`.
     CallRestart,
-    /// Say `warn` if there is one, then poll its status for `within`.
+    /// Say `warn`, if any, and poll the status for `within`.
     Verify {
         within: Duration,
         warn: Option<String>,
     },
-    /// Whether only a `dead` hook from before the restart issued at `issued`
-    /// makes it read `error` (said if so).
-    ReadHook {
-        issued: f64,
-    },
+    /// Whether only a `dead` hook from before the restart issued at
+    /// `issued` says `error` (said if so).
+    ReadHook(f64),
     /// List tmux for a session of it agent-deck does not know.
     ListTmux,
-    /// Say `warn`, then `session start`.
-    CallStart {
-        warn: String,
-    },
+    /// Say this, and call `session start`.
+    CallStart(String),
     ReadTranscript,
-    /// Prompt-resume (SPEC §6.4) over this transcript.
+    /// Prompt-resume (SPEC §6.4), over this transcript.
     PromptResume(String),
-    /// The job ended.
+    /// The job ended so.
     Done(Outcome),
 }
 
 /// What came of an action.
 #[derive(Debug)]
 pub(crate) enum Event {
-    /// Done, nothing to tell (also the first event).
+    /// Done, with nothing to tell (and the first event).
     Done,
-    /// A wait ended: whether it had to wait; `None` on shutdown.
+    /// A wait ended: whether it had to wait; `None`: shutdown came.
     Waited(Option<bool>),
-    /// The job a revive does not run ended so.
+    /// The resume or poller restart ended so.
     Ended(Outcome),
-    /// The liveness evidence; `bare`: the pane watch still finds its pane
-    /// a bare shell.
+    /// `bare`: the pane watch still finds its pane a bare shell.
     Confirmed {
         evidence: Evidence,
         bare: bool,
     },
-    /// agent-deck's answer to the restart issued at `issued`.
     Restart {
         issued: f64,
         answer: Result<RestartAnswer, CliError>,
     },
-    /// The last status read (`None`: no read worked).
+    /// The last status read; `None`: no read worked.
     Verified(Option<Status>),
-    /// Only a stale hook says `error`.
     Hook(bool),
-    /// Its tmux session agent-deck does not know (`None`: tmux unreadable).
+    /// Its tmux session agent-deck does not know; `None`: tmux unreadable.
     Listed(Option<Option<String>>),
     Started(Result<(), CliError>),
     Transcript(String),
-    /// Prompt-resume brought it back reading this.
-    Resumed(Option<Status>),
 }
 
-/// Where a job is: what it carries from the calls made so far.
-#[derive(Debug)]
+/// Where a job is, with what it carries.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Phase {
     Start,
     /// Waiting its turn; `waited`: whether it had to.
-    Turn {
-        waited: bool,
-    },
+    Turn(bool),
     Confirming,
     /// Confirmed dead and recorded: its call is noted next.
     Dead,
-    /// The call noted and recorded: what it took from the book.
+    /// The call noted (what it took from the book), recorded, then called.
     Noted(cascade::Call),
-    Calling(cascade::Call),
-    /// Polling after the restart issued at `issued`, with its failure and
-    /// the reason said for it.
-    Verifying {
-        issued: f64,
-        failure: Option<(CliError, String)>,
-        carried_out: bool,
-    },
-    /// It reads `error` after a restart agent-deck carried out.
-    Hook {
-        issued: f64,
-        failure: Option<(CliError, String)>,
-    },
-    /// Listing tmux before the fallback; `why`: what the restart did.
-    Listing {
-        why: String,
-        answer: Option<CliError>,
-    },
-    /// `session start` called; `spawn`: the restart's spawn failure.
-    Starting {
-        why: String,
-        spawn: Option<SpawnFailure>,
-    },
-    /// Polling after the start, which failed saying `failure` if it did.
-    StartVerifying {
-        why: String,
-        failure: Option<String>,
-        spawn: Option<SpawnFailure>,
-        carried_out: bool,
-    },
-    /// A failure, unless the transcript or prompt-resume says otherwise.
+    /// Polling after the call.
+    Verifying(Tried),
+    /// Reading `error` after a restart agent-deck carried out.
+    Hook(Tried),
+    /// Listing tmux before the fallback.
+    Listing(Tried),
+    Starting(Tried),
+    /// A failure, unless a 429 or prompt-resume says otherwise.
     Failing {
         why: String,
         spawn: Option<SpawnFailure>,
     },
+}
+
+/// What the restart, and the start after it, left.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Tried {
+    pub issued: f64,
+    /// The call was the `session start` fallback.
+    pub start: bool,
+    /// What the restart did, which leads the start's reasons.
+    pub why: String,
+    /// The call's failure, as said.
+    pub failed: Option<String>,
+    /// Why agent-deck said a spawn failed, the start's before the restart's.
+    pub spawn: Option<SpawnFailure>,
+    /// agent-deck carried the call out, or may have (an unverified spawn).
+    pub carried_out: bool,
+    /// The restart's answer said agent-deck's store could not be read.
+    pub store: bool,
+    /// The restart may have spawned a tmux session: it timed out, or its
+    /// store could not be read.
+    pub may_have_spawned: bool,
 }
 
 /// One job's machine: its facts, fixed for its run, and its phase.
@@ -292,34 +273,33 @@ pub(crate) struct Machine<'a> {
 }
 
 impl Machine<'_> {
-    /// The next action after `event`, over the book `st` (its one lock per
-    /// step), at `now`.
+    /// The next action after `event`, over the book `st` (the one lock of
+    /// the step), at `now`.
     pub(crate) fn step(&mut self, event: Event, st: &mut State, now: Now) -> Action {
         use Action::Done;
-        let id = self.id;
+        let (id, lim) = (self.id, self.lim);
         match (std::mem::replace(&mut self.phase, Phase::Start), event) {
             (_, Event::Ended(outcome)) => Done(outcome),
-            (Phase::Start, Event::Done) => self.to(Phase::Turn { waited: false }, Action::WaitSent),
-            (Phase::Turn { .. }, Event::Waited(None)) => Done(Outcome::Dropped(Dropped::Shutdown)),
-            (Phase::Turn { waited }, Event::Waited(Some(w))) => self.turn(st, now, waited || w),
+            (Phase::Start, Event::Done) => self.to(Phase::Turn(false), Action::WaitSent),
+            (Phase::Turn(_), Event::Waited(None)) => Done(Outcome::Dropped(Dropped::Shutdown)),
+            (Phase::Turn(waited), Event::Waited(Some(w))) => self.turn(st, now, waited || w),
             (Phase::Confirming, Event::Confirmed { evidence, bare }) => {
                 self.confirmed(evidence, bare)
             }
             (Phase::Dead, Event::Done) => {
-                let (burst, call) = cascade::note_call(st, self.lim, id, now.at);
-                let lim = self.lim;
+                let (burst, call) = cascade::note_call(st, lim, id, now.at);
                 let cascade = burst.then(|| {
                     format!(
                         "{} restarts within {:.0}s — pausing every restart for {:.0}s",
                         lim.cascade_threshold, lim.cascade_window, lim.cascade_pause
                     )
                 });
-                self.to(Phase::Noted(call), Action::RecordCall { cascade })
+                self.to(Phase::Noted(call), Action::RecordCall(cascade))
             }
             (Phase::Noted(_), Event::Done) if self.dry_run => Done(Outcome::WouldRestart),
-            (Phase::Noted(call), Event::Done) => self.to(Phase::Calling(call), Action::CallRestart),
-            (Phase::Calling(call), Event::Restart { issued, answer }) => {
-                let failure = match answer {
+            (Phase::Noted(call), Event::Done) => self.to(Phase::Noted(call), Action::CallRestart),
+            (Phase::Noted(call), Event::Restart { issued, answer }) => {
+                let e = match answer {
                     Ok(RestartAnswer::Skipped(reason)) => {
                         let fresh = refusal::freshness(&reason);
                         return Done(Outcome::Refused {
@@ -329,133 +309,98 @@ impl Machine<'_> {
                         });
                     }
                     Ok(RestartAnswer::Restarted) => None,
-                    Err(e) => {
-                        let why = format!("restart {e}");
-                        Some((e, why))
-                    }
+                    Err(e) => Some(e),
                 };
                 refusal::note_answered(st, id);
-                if failure.is_none() {
+                if e.is_none() {
                     notes::note_restarted(st, id, issued);
                 }
-                let (step, warn) = self.answered(Call::Restart, failure.as_ref());
-                let Step::Verify { carried_out } = step else {
-                    return Done(died(failure));
-                };
-                let within = self.cfg.restart_verify;
-                let phase = Phase::Verifying {
+                let failed = e.as_ref().map(|e| format!("restart {e}"));
+                let store = failed.as_deref().is_some_and(store::says_unreadable);
+                let timed_out = matches!(e, Some(CliError::Run(RunError::TimedOut(_))));
+                let tried = Tried {
                     issued,
-                    failure,
-                    carried_out,
-                };
-                self.to(phase, Action::Verify { within, warn })
-            }
-            (
-                Phase::Verifying {
-                    issued,
-                    failure,
+                    start: false,
+                    why: (failed.clone())
+                        .unwrap_or_else(|| "still in error after the restart".into()),
+                    failed,
+                    spawn: e.as_ref().and_then(CliError::spawn).cloned(),
                     carried_out: true,
-                },
-                Event::Verified(Some(Status::Error)),
-            ) => self.to(Phase::Hook { issued, failure }, Action::ReadHook { issued }),
-            (
-                Phase::Verifying {
-                    issued,
-                    failure,
-                    carried_out,
-                },
-                Event::Verified(status),
-            ) => self.restart_verified(st, now, (issued, failure, carried_out), status, false),
-            (Phase::Hook { issued, failure }, Event::Hook(stale)) => {
-                let status = Some(Status::Error);
-                self.restart_verified(st, now, (issued, failure, true), status, stale)
+                    store,
+                    may_have_spawned: store || timed_out,
+                };
+                self.answered(now, tried, e.as_ref())
             }
-            (Phase::Listing { why, answer }, Event::Listed(spawned)) => {
-                let seen = spawned.as_ref().map(Option::is_some);
-                match after_restart(answer.as_ref(), seen) {
-                    Fallback::Unsaved { store } => Done(Outcome::Unsaved {
-                        why,
-                        tmux: spawned.flatten(),
-                        store,
-                    }),
-                    Fallback::StoreLocked => Done(Outcome::StoreLocked { why }),
-                    Fallback::Start => {
-                        let warn = format!("{id}: {why}; falling back to session start");
-                        let spawn = answer.as_ref().and_then(CliError::spawn).cloned();
-                        self.to(Phase::Starting { why, spawn }, Action::CallStart { warn })
+            (Phase::Verifying(t), Event::Verified(Some(status))) if status != Status::Error => {
+                self.came_up(st, t, status)
+            }
+            (Phase::Verifying(t), Event::Verified(Some(_))) if t.carried_out && !t.start => {
+                let issued = t.issued;
+                self.to(Phase::Hook(t), Action::ReadHook(issued))
+            }
+            (Phase::Verifying(t), Event::Verified(None)) if t.carried_out => {
+                let (after, lead) = match t.start {
+                    true => ("start", t.failed.or(Some(t.why))),
+                    false => ("restart", t.failed),
+                };
+                if now.shutdown {
+                    return interrupted();
+                }
+                let why = match lead {
+                    Some(lead) => format!("{lead}; status unreadable after {after}"),
+                    None => format!("status unreadable after {after}"),
+                };
+                Done(Outcome::Unverified { why })
+            }
+            (Phase::Verifying(t), Event::Verified(_)) if t.start => {
+                let secs = self.cfg.start_verify.as_secs_f64();
+                let why = match t.failed {
+                    Some(why) => format!("{why}; status still error after {secs:.0}s"),
+                    None => format!(
+                        "fallback start returned success but status still error after {secs:.0}s"
+                    ),
+                };
+                self.failed(now, why, t.spawn)
+            }
+            (Phase::Hook(t), Event::Hook(true)) => self.came_up(st, t, Status::Error),
+            (Phase::Verifying(_) | Phase::Hook(_), _) if now.shutdown => interrupted(),
+            (Phase::Verifying(t) | Phase::Hook(t), _) => {
+                self.to(Phase::Listing(t), Action::ListTmux)
+            }
+            (Phase::Listing(t), Event::Listed(spawned)) => {
+                match spawned.as_ref().map(Option::is_some) {
+                    Some(true) => {}
+                    None if t.may_have_spawned => {}
+                    Some(false) if t.store => return Done(Outcome::StoreLocked { why: t.why }),
+                    _ => {
+                        let warn = format!("{id}: {}; falling back to session start", t.why);
+                        return self.to(Phase::Starting(t), Action::CallStart(warn));
                     }
                 }
+                let tmux = spawned.flatten();
+                let (why, store) = (t.why, t.store);
+                Done(Outcome::Unsaved { why, tmux, store })
             }
-            (Phase::Starting { why, spawn }, Event::Started(started)) => {
-                let failed = started.err().map(|e| {
-                    let failed = format!("{why}; fallback start {e}");
-                    (e, failed)
-                });
-                let spawn = failed.as_ref().and_then(|f| f.0.spawn()).cloned().or(spawn);
-                let (step, warn) = self.answered(Call::Start, failed.as_ref());
-                let failure = failed.map(|f| f.1);
-                match step {
-                    Step::Held => Done(Outcome::Failed {
-                        why: failure.unwrap_or_default(),
-                        spawn,
-                    }),
-                    Step::Failed => self.failed(now, failure.unwrap_or(why), spawn),
-                    Step::Verify { carried_out } => {
-                        if failure.is_none() {
-                            notes::note_ran(st, id);
-                        }
-                        let within = self.cfg.start_verify;
-                        let phase = Phase::StartVerifying {
-                            why,
-                            failure,
-                            spawn,
-                            carried_out,
-                        };
-                        self.to(phase, Action::Verify { within, warn })
-                    }
+            (Phase::Starting(mut t), Event::Started(started)) => {
+                let e = started.err();
+                (t.start, t.carried_out) = (true, true);
+                t.failed = e.as_ref().map(|e| format!("{}; fallback start {e}", t.why));
+                t.spawn = e.as_ref().and_then(CliError::spawn).cloned().or(t.spawn);
+                if e.is_none() {
+                    notes::note_ran(st, id);
                 }
+                self.answered(now, t, e.as_ref())
             }
-            (
-                Phase::StartVerifying {
-                    why,
-                    failure,
-                    spawn,
-                    carried_out,
-                },
-                Event::Verified(status),
-            ) => match (
-                after_verify(Call::Start, carried_out, status, || false),
-                status,
-            ) {
-                (Next::Succeeded, Some(status)) => {
-                    if failure.is_some() {
-                        // An unverified start brought it up.
-                        notes::note_ran(st, id);
-                    }
-                    Done(Outcome::Restarted { status })
-                }
-                (Next::Unread, _) => unread(now, "start", Some(failure.unwrap_or(why))),
-                _ => {
-                    let secs = self.cfg.start_verify.as_secs_f64();
-                    let why = match failure {
-                        Some(why) => format!("{why}; status still error after {secs:.0}s"),
-                        None => format!(
-                            "fallback start returned success but status still error after {secs:.0}s"
-                        ),
-                    };
-                    self.failed(now, why, spawn)
-                }
-            },
             (Phase::Failing { why, spawn }, Event::Transcript(text)) => {
                 if is_rate_limited(&text) {
                     return Done(Outcome::RateLimited);
                 }
                 self.to(Phase::Failing { why, spawn }, Action::PromptResume(text))
             }
-            (Phase::Failing { .. }, Event::Resumed(Some(status))) => {
+            (Phase::Failing { .. }, Event::Verified(Some(status))) => {
                 Done(Outcome::Restarted { status })
             }
-            (Phase::Failing { why, spawn }, Event::Resumed(None)) => {
+            (Phase::Failing { why, spawn }, Event::Verified(None)) => {
                 Done(Outcome::Failed { why, spawn })
             }
             (phase, event) => unreachable!("restart of {id}: {event:?} in {phase:?}"),
@@ -473,7 +418,7 @@ impl Machine<'_> {
     fn turn(&mut self, st: &mut State, now: Now, waited: bool) -> Action {
         let wait = gates::serialization_wait(st, self.lim, now.at);
         if wait > 0.0 {
-            return self.to(Phase::Turn { waited: true }, Action::Sleep(wait));
+            return self.to(Phase::Turn(true), Action::Sleep(wait));
         }
         if self.kind == Kind::Resume {
             return Action::Resume;
@@ -487,7 +432,7 @@ impl Machine<'_> {
         if stop::held_by_stop(st, self.id, now.release) {
             return Action::Done(Outcome::Dropped(Dropped::Stopped));
         }
-        self.to(Phase::Confirming, Action::Confirm { shown: !waited })
+        self.to(Phase::Confirming, Action::Confirm(!waited))
     }
 
     /// What the liveness check found. An agent-gone death whose bare shell
@@ -508,63 +453,55 @@ impl Machine<'_> {
         self.to(Phase::Dead, Action::Dead { evidence, gap_s })
     }
 
-    /// The step after agent-deck's answer to `call`, and the warning that
-    /// says a failure before its status poll.
-    fn answered(&self, call: Call, failure: Option<&(CliError, String)>) -> (Step, Option<String>) {
-        let answer = failure.map_or(Answer::Done, |(e, _)| {
-            Answer::Failed(e.spawn().map(|f| &f.reason))
-        });
-        let step = after_answer(call, answer);
-        let (id, why) = (self.id, failure.map(|f| &f.1));
-        let warn = match (step, why) {
-            (Step::Verify { carried_out: true }, Some(why)) => Some(format!(
-                "{id}: {why}; agent-deck could not tell whether it came up, so its status is polled as after a success"
-            )),
-            (Step::Verify { carried_out: false }, Some(why)) => Some(format!(
-                "restart of {id} failed: {why}; reading its status before the start fallback"
-            )),
-            _ => None,
+    /// After agent-deck answered the call `t` says, failing with `e` if it
+    /// did (SPEC §5.5). A spawn that died at once is held, with no start:
+    /// a start cannot fix it (#2099). One agent-deck could not verify may
+    /// be up, so it is polled as a success. Any other failure of a restart
+    /// is polled too, then falls back to a start (agent-deck's own guards
+    /// refuse one that could not be right); of a start, it is a failure.
+    fn answered(&mut self, now: Now, mut t: Tried, e: Option<&CliError>) -> Action {
+        let within = if t.start {
+            self.cfg.start_verify
+        } else {
+            self.cfg.restart_verify
         };
-        (step, warn)
+        let Some(why) = t.failed.clone() else {
+            return self.to(Phase::Verifying(t), Action::Verify { within, warn: None });
+        };
+        let id = self.id;
+        let warn = match e.and_then(CliError::spawn).map(|f| &f.reason) {
+            Some(SpawnReason::DiedFast) => {
+                let spawn = t.spawn;
+                return Action::Done(Outcome::Failed { why, spawn });
+            }
+            Some(SpawnReason::Unverified) => format!(
+                "{id}: {why}; agent-deck could not tell whether it came up, so its status is polled as after a success"
+            ),
+            _ if t.start => return self.failed(now, why, t.spawn),
+            _ => {
+                t.carried_out = false;
+                format!("restart of {id} failed: {why}; reading its status before the start fallback")
+            }
+        };
+        let warn = Some(warn);
+        self.to(Phase::Verifying(t), Action::Verify { within, warn })
     }
 
-    /// What the status read after the restart leads to; `stale`: only a
-    /// stale hook says `error` (asked only of a carried-out restart).
-    fn restart_verified(
-        &mut self,
-        st: &mut State,
-        now: Now,
-        (issued, failure, carried_out): (f64, Option<(CliError, String)>, bool),
-        status: Option<Status>,
-        stale: bool,
-    ) -> Action {
-        match (
-            after_verify(Call::Restart, carried_out, status, || stale),
-            status,
-        ) {
-            (Next::Succeeded, Some(status)) => {
-                if failure.is_some() {
-                    // A failed or unverified answer, and yet it came up.
-                    notes::note_restarted(st, self.id, issued);
-                }
-                Action::Done(Outcome::Restarted { status })
-            }
-            (Next::Unread, _) => unread(now, "restart", failure.map(|f| f.1)),
-            _ => {
-                let (answer, why) = match failure {
-                    Some((e, why)) => (Some(e), why),
-                    None => (None, "still in error after the restart".to_owned()),
-                };
-                if now.shutdown {
-                    return interrupted();
-                }
-                self.to(Phase::Listing { why, answer }, Action::ListTmux)
+    /// It came up after `t`, reading `status` (or only a stale hook says
+    /// `error`); a failed or unverified answer is noted now.
+    fn came_up(&mut self, st: &mut State, t: Tried, status: Status) -> Action {
+        if t.failed.is_some() {
+            if t.start {
+                notes::note_ran(st, self.id);
+            } else {
+                notes::note_restarted(st, self.id, t.issued);
             }
         }
+        Action::Done(Outcome::Restarted { status })
     }
 
     /// A failed restart, for `why`: cut short by our own shutdown, else
-    /// the transcript says whether it was a 429 and prompt-resume may
+    /// the transcript says whether it was a 429, and prompt-resume may
     /// bring it back; `spawn` joins the failure's record.
     fn failed(&mut self, now: Now, why: String, spawn: Option<SpawnFailure>) -> Action {
         if now.shutdown {
@@ -580,155 +517,12 @@ fn interrupted() -> Action {
     Action::Done(Outcome::Interrupted { why })
 }
 
-/// A call agent-deck carried out, `after` which no status read worked:
-/// `restart-unverified`, its `lead` (what went before) first. Neither a
-/// success nor a failure until a look reads the status
-/// ([`crate::decide::verdict`] settles it); its budget slot stays spent.
-fn unread(now: Now, after: &str, lead: Option<String>) -> Action {
-    if now.shutdown {
-        return interrupted();
-    }
-    let why = match lead {
-        Some(lead) => format!("{lead}; status unreadable after {after}"),
-        None => format!("status unreadable after {after}"),
-    };
-    Action::Done(Outcome::Unverified { why })
-}
-
-/// A spawn agent-deck saw die at once (`spawn_died_fast`): failed, with no
-/// start fallback (`act/apply.rs` holds it).
-fn died(failure: Option<(CliError, String)>) -> Outcome {
-    let (why, spawn) = failure.map_or((String::new(), None), |(e, why)| (why, e.spawn().cloned()));
-    Outcome::Failed { why, spawn }
-}
-
-/// Which call was answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Call {
-    Restart,
-    /// The `session start` fallback.
-    Start,
-}
-
-/// How agent-deck answered the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Answer<'a> {
-    /// It said the spawn worked.
-    Done,
-    /// It said the call failed, with its spawn failure's reason (1.16.10+)
-    /// if it gave one.
-    Failed(Option<&'a SpawnReason>),
-}
-
-/// What the answer leads to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Step {
-    /// The spawn died at once (`spawn_died_fast`, #2099): a start cannot
-    /// fix it, so it is held until seen healthy, with no fallback.
-    Held,
-    /// Poll the status. `carried_out`: agent-deck did it, or may have (an
-    /// unverified spawn may be up).
-    Verify { carried_out: bool },
-    /// A failed start: nothing is left to try.
-    Failed,
-}
-
-/// What the status read after the call leads to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Next {
-    /// It is up (or only a stale hook from before the restart says not).
-    Succeeded,
-    /// A restart that did not bring it back: `session start`.
-    FallBack,
-    /// A start that did not bring it back.
-    Failed,
-    /// No status read succeeded after a call agent-deck carried out: not a
-    /// failure, nor a success, until a later look reads the status
-    /// ([`after_unread`]). No start goes blind: the restart may be up.
-    Unread,
-}
-
-/// The step after agent-deck's `answer` to `call`. Any failure of a
-/// restart but a spawn that died at once is followed by the status poll
-/// and, still in error, the start fallback: agent-deck's own guards refuse
-/// a start that could not be right.
-pub(crate) fn after_answer(call: Call, answer: Answer<'_>) -> Step {
-    match (answer, call) {
-        (Answer::Failed(Some(SpawnReason::DiedFast)), _) => Step::Held,
-        (Answer::Done | Answer::Failed(Some(SpawnReason::Unverified)), _) => {
-            Step::Verify { carried_out: true }
-        }
-        (Answer::Failed(_), Call::Restart) => Step::Verify { carried_out: false },
-        (Answer::Failed(_), Call::Start) => Step::Failed,
-    }
-}
-
-/// The next step once `status` was read (`None`: no read succeeded) after
-/// `call`. `stale_hook` is asked only of a restart agent-deck `carried_out`
-/// that reads `error`: only such a restart leaves a stale `dead` hook
-/// behind (agent-deck honours one for two minutes of its age). A call that
-/// failed outright and left nothing readable is still a failure.
-pub(crate) fn after_verify(
-    call: Call,
-    carried_out: bool,
-    status: Option<Status>,
-    stale_hook: impl FnOnce() -> bool,
-) -> Next {
-    match status {
-        Some(s) if s != Status::Error => Next::Succeeded,
-        Some(_) if call == Call::Restart && carried_out && stale_hook() => Next::Succeeded,
-        None if carried_out => Next::Unread,
-        _ if call == Call::Restart => Next::FallBack,
-        _ => Next::Failed,
-    }
-}
-
-/// What a later look that reads `status` makes of a call that left it
-/// [`Next::Unread`]: `error` is the failure it is counted as then, unless
-/// only a stale `dead` hook from before the restart says so
-/// (`stale_hook`, as in [`after_verify`]); anything else is a success.
-pub(crate) fn after_unread(status: Status, stale_hook: bool) -> Next {
-    if status == Status::Error && !stale_hook {
-        Next::Failed
-    } else {
-        Next::Succeeded
-    }
-}
-
-/// What comes after a restart that did not come up (#32): never a second
-/// agent. With agent-deck's store locked, 1.14.0's `session restart` spawns
-/// its new tmux session and then fails to save it (`database is locked`), or
-/// our timeout kills it first; the store still names the old tmux session, so
-/// the session reads `error`, and a `session start` would spawn a second
-/// agent beside the unsaved one. So the fallback looks at tmux's own listing
-/// first: it starts only when no tmux session of this one was created since
-/// the restart began.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fallback {
-    /// No new tmux session of it exists: `session start` it.
-    Start,
-    /// Its restart spawned a tmux session that agent-deck did not save, or
-    /// tmux could not be read after an answer that may have spawned one:
-    /// never start another. `store`: agent-deck said its store is locked.
-    Unsaved { store: bool },
-    /// agent-deck could not open or save its store and tmux shows no spawn:
-    /// the restart did not run, and a start would fail the same way. Not a
-    /// failed restart: its slot is given back.
-    StoreLocked,
-}
-
-/// The fallback after a restart that answered `answer` (`None`: it said
-/// it succeeded) and then did not come up; `spawned`: whether tmux holds a
-/// session of it created since the restart began (`None`: tmux unreadable).
-pub(crate) fn after_restart(answer: Option<&CliError>, spawned: Option<bool>) -> Fallback {
-    let store = answer.is_some_and(|e| store::says_unreadable(&e.to_string()));
-    let may_have_spawned = store || matches!(answer, Some(CliError::Run(RunError::TimedOut(_))));
-    match spawned {
-        Some(true) => Fallback::Unsaved { store },
-        None if may_have_spawned => Fallback::Unsaved { store },
-        Some(false) if store => Fallback::StoreLocked,
-        _ => Fallback::Start,
-    }
+/// What a later look that reads `status` makes of a call no status read
+/// after it could verify ([`Outcome::Unverified`]): whether it failed.
+/// `error` is a failure then, unless only a stale `dead` hook from before
+/// the restart says so (`stale_hook`); anything else is a success.
+pub(crate) fn unread_failed(status: Status, stale_hook: bool) -> bool {
+    status == Status::Error && !stale_hook
 }
 
 /// Whether a transcript shows an API rate limit (HTTP 429).
@@ -764,84 +558,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_answer_leads_to_one_step() {
-        use Answer::*;
-        use SpawnReason::*;
-        let verify = |carried_out| Step::Verify { carried_out };
-        let other = Other("spawn_on_mars".into());
-        #[rustfmt::skip]
-        let table = [
-            (Call::Restart, Done, verify(true)),
-            (Call::Restart, Failed(Some(&Unverified)), verify(true)),
-            (Call::Restart, Failed(Some(&DiedFast)), Step::Held),
-            (Call::Restart, Failed(Some(&TmuxSessionMissing)), verify(false)),
-            (Call::Restart, Failed(Some(&other)), verify(false)),
-            (Call::Restart, Failed(None), verify(false)),
-            (Call::Start, Done, verify(true)),
-            (Call::Start, Failed(Some(&Unverified)), verify(true)),
-            (Call::Start, Failed(Some(&DiedFast)), Step::Held),
-            (Call::Start, Failed(Some(&TmuxSessionMissing)), Step::Failed),
-            (Call::Start, Failed(None), Step::Failed),
-        ];
-        for (call, answer, want) in table {
-            assert_eq!(after_answer(call, answer), want, "{call:?} {answer:?}");
-        }
-    }
-
-    #[test]
-    fn each_status_read_after_the_call_leads_to_one_next_step() {
-        use Status::*;
-        #[rustfmt::skip]
-        let table = [
-            // call, carried out, status, only a stale hook says error, next
-            (Call::Restart, true, Some(Running), false, Next::Succeeded),
-            (Call::Restart, false, Some(Waiting), false, Next::Succeeded),
-            (Call::Restart, true, Some(Error), true, Next::Succeeded),
-            (Call::Restart, false, Some(Error), true, Next::FallBack),
-            (Call::Restart, true, Some(Error), false, Next::FallBack),
-            (Call::Restart, true, None, true, Next::Unread),
-            (Call::Restart, false, None, false, Next::FallBack),
-            (Call::Start, true, Some(Idle), false, Next::Succeeded),
-            (Call::Start, true, Some(Error), true, Next::Failed),
-            (Call::Start, true, None, false, Next::Unread),
-            (Call::Start, false, None, false, Next::Failed),
-        ];
-        for (call, carried_out, status, stale, want) in table {
-            let got = after_verify(call, carried_out, status, || stale);
-            assert_eq!(got, want, "{call:?} {carried_out} {status:?} {stale}");
-        }
-    }
-
-    #[test]
     fn a_status_read_later_decides_what_an_unread_call_was() {
         use Status::*;
         #[rustfmt::skip]
         let table = [
-            // status at the later look, only a stale hook says error, next
-            (Running, false, Next::Succeeded),
-            (Waiting, false, Next::Succeeded),
-            (Stopped, false, Next::Succeeded),
-            (Error, true, Next::Succeeded),
-            (Error, false, Next::Failed),
+            // status at the later look, only a stale hook says error, failed
+            (Running, false, false),
+            (Waiting, false, false),
+            (Stopped, false, false),
+            (Error, true, false),
+            (Error, false, true),
         ];
         for (status, stale, want) in table {
-            assert_eq!(after_unread(status, stale), want, "{status:?} {stale}");
+            assert_eq!(unread_failed(status, stale), want, "{status:?} {stale}");
         }
-    }
-
-    #[test]
-    fn the_hook_is_read_only_for_a_carried_out_restart_that_reads_error() {
-        let asked = std::cell::Cell::new(0);
-        let ask = || {
-            asked.set(asked.get() + 1);
-            false
-        };
-        after_verify(Call::Restart, true, Some(Status::Running), ask);
-        after_verify(Call::Restart, false, Some(Status::Error), ask);
-        after_verify(Call::Start, true, Some(Status::Error), ask);
-        assert_eq!(asked.get(), 0);
-        after_verify(Call::Restart, true, Some(Status::Error), ask);
-        assert_eq!(asked.get(), 1);
     }
 
     #[test]
@@ -893,41 +623,6 @@ mod tests {
         CliError::Exit {
             code: Some(1),
             message: message.into(),
-        }
-    }
-
-    #[test]
-    fn a_start_follows_only_when_no_tmux_session_of_the_restart_exists() {
-        let timeout = CliError::Run(RunError::TimedOut(Duration::from_secs(30)));
-        let locked = exit1("failed to save session state: database is locked (5) (SQLITE_BUSY)");
-        let storage = exit1("Error: failed to initialize storage: unable to open database file");
-        let missing = exit1("tmux session agentdeck_ops_1a2b3c4d not found (tmux_session_missing)");
-        let unsaved = |store| Fallback::Unsaved { store };
-        let table: [(Option<&CliError>, Option<bool>, Fallback); 15] = [
-            (Some(&timeout), Some(true), unsaved(false)),
-            (Some(&timeout), None, unsaved(false)),
-            (Some(&timeout), Some(false), Fallback::Start),
-            (Some(&locked), Some(true), unsaved(true)),
-            (Some(&locked), None, unsaved(true)),
-            (Some(&locked), Some(false), Fallback::StoreLocked),
-            (Some(&storage), Some(true), unsaved(true)),
-            (Some(&storage), None, unsaved(true)),
-            (Some(&storage), Some(false), Fallback::StoreLocked),
-            (Some(&missing), Some(true), unsaved(false)),
-            (Some(&missing), None, Fallback::Start),
-            (Some(&missing), Some(false), Fallback::Start),
-            (None, Some(true), unsaved(false)),
-            (None, None, Fallback::Start),
-            (None, Some(false), Fallback::Start),
-        ];
-        for (answer, spawned, want) in table {
-            let got = after_restart(answer, spawned);
-            assert_eq!(
-                got,
-                want,
-                "{:?} {spawned:?}",
-                answer.map(ToString::to_string)
-            );
         }
     }
 
@@ -1092,9 +787,9 @@ mod tests {
         #[rustfmt::skip]
         let want = [
             Action::WaitSent,
-            Action::Confirm { shown: true },
+            Action::Confirm(true),
             Action::Dead { evidence: dead, gap_s: 2.0 },
-            Action::RecordCall { cascade: None },
+            Action::RecordCall(None),
             Action::CallRestart,
             verify(10, None),
             done(Outcome::Restarted { status: Running }),
@@ -1121,10 +816,10 @@ mod tests {
         st.last_restart_at = None;
         let events = vec![Done, Waited(Some(true))];
         let actions = run_in(&mut st, NOW, false, events);
-        assert_eq!(actions[1], Action::Confirm { shown: false });
+        assert_eq!(actions[1], Action::Confirm(false));
         let events = vec![Done, Waited(Some(false))];
         let actions = run_in(&mut st, NOW, false, events);
-        assert_eq!(actions[1], Action::Confirm { shown: true });
+        assert_eq!(actions[1], Action::Confirm(true));
     }
 
     #[test]
@@ -1223,12 +918,7 @@ mod tests {
         };
         let actions = run_in(&mut st, NOW, false, to_the_call());
         let cascade = "5 restarts within 10s — pausing every restart for 60s";
-        assert_eq!(
-            actions[3],
-            Action::RecordCall {
-                cascade: Some(cascade.into())
-            }
-        );
+        assert_eq!(actions[3], Action::RecordCall(Some(cascade.into())));
         assert!(st.cascade_pause_until > AT);
     }
 
@@ -1281,6 +971,18 @@ mod tests {
             (Err(exit1("boom")), Action::Verify { within: Duration::from_secs(10), warn: Some(format!("restart of {ID} failed: restart exited 1: boom; reading its status before the start fallback")) }),
             (Err(died), failed("restart exited 1: spawn failed (reason: spawn_died_fast)", Some(spawn_failure(DiedFast)))),
         ];
+        for answer in [
+            spawn_failed(TmuxSessionMissing),
+            spawn_failed(Other("spawn_on_mars".into())),
+            exit1("boom"),
+        ] {
+            let warn = format!("restart of {ID} failed: restart {answer}; reading its status before the start fallback");
+            let want = Action::Verify {
+                within: Duration::from_secs(10),
+                warn: Some(warn),
+            };
+            assert_eq!(last(answered(Err(answer))), want);
+        }
         for (answer, want) in table {
             let got = last(answered(answer));
             assert_eq!(got, want);
@@ -1304,8 +1006,8 @@ mod tests {
         let table = [
             (verified(ok(), Some(Running)), restarted(Running)),
             (verified(Err(exit1("boom")), Some(Running)), restarted(Running)),
-            (verified(ok(), Some(Error)), Action::ReadHook { issued: AT }),
-            (verified(unverified(), Some(Error)), Action::ReadHook { issued: AT }),
+            (verified(ok(), Some(Error)), Action::ReadHook(AT)),
+            (verified(unverified(), Some(Error)), Action::ReadHook(AT)),
             (verified(Err(exit1("boom")), Some(Error)), Action::ListTmux),
             (verified(ok(), None), done(Outcome::Unverified { why: unread.into() })),
             (verified(unverified(), None), done(Outcome::Unverified { why: format!("restart exited 1: spawn failed (reason: spawn_unverified); {unread}") })),
@@ -1361,9 +1063,9 @@ mod tests {
             let (why, tmux) = (why.to_owned(), tmux.map(str::to_owned));
             done(Outcome::Unsaved { why, tmux, store })
         };
-        let start = Action::CallStart {
-            warn: format!("{ID}: restart exited 1: boom; falling back to session start"),
-        };
+        let start = Action::CallStart(format!(
+            "{ID}: restart exited 1: boom; falling back to session start"
+        ));
         #[rustfmt::skip]
         let table = [
             (listed(locked(), Some(Some("ops_2"))), unsaved(Some("ops_2"), true)),
@@ -1379,7 +1081,65 @@ mod tests {
         let mut events = verified(Ok(RestartAnswer::Restarted), Some(Error));
         events.extend([Event::Hook(false), Event::Listed(Some(None))]);
         let warn = format!("{ID}: still in error after the restart; falling back to session start");
-        assert_eq!(last(events), Action::CallStart { warn });
+        assert_eq!(last(events), Action::CallStart(warn));
+    }
+
+    #[test]
+    fn each_answer_and_tmux_listing_leads_to_one_fallback() {
+        #[derive(Debug, PartialEq)]
+        enum Then {
+            Unsaved { store: bool },
+            StoreLocked,
+            Start,
+        }
+        let timeout = || CliError::Run(RunError::TimedOut(Duration::from_secs(30)));
+        let locked = || exit1("failed to save session state: database is locked (5) (SQLITE_BUSY)");
+        let storage = || exit1("Error: failed to initialize storage: unable to open database file");
+        let missing =
+            || exit1("tmux session agentdeck_ops_1a2b3c4d not found (tmux_session_missing)");
+        let (spawned, unreadable, none): (_, Option<Option<&str>>, _) =
+            (Some(Some("ops_2")), None, Some(None));
+        let unsaved = |store| Then::Unsaved { store };
+        #[rustfmt::skip]
+        let table = [
+            (Some(timeout()), spawned, unsaved(false)),
+            (Some(timeout()), unreadable, unsaved(false)),
+            (Some(timeout()), none, Then::Start),
+            (Some(locked()), spawned, unsaved(true)),
+            (Some(locked()), unreadable, unsaved(true)),
+            (Some(locked()), none, Then::StoreLocked),
+            (Some(storage()), spawned, unsaved(true)),
+            (Some(storage()), unreadable, unsaved(true)),
+            (Some(storage()), none, Then::StoreLocked),
+            (Some(missing()), spawned, unsaved(false)),
+            (Some(missing()), unreadable, Then::Start),
+            (Some(missing()), none, Then::Start),
+            (None, spawned, unsaved(false)),
+            (None, unreadable, Then::Start),
+            (None, none, Then::Start),
+        ];
+        for (answer, seen, want) in table {
+            let label = format!("{:?} {seen:?}", answer.as_ref().map(ToString::to_string));
+            let events = match answer {
+                Some(e) => listed(e, seen),
+                None => {
+                    let mut events = verified(Ok(RestartAnswer::Restarted), Some(Error));
+                    let seen = seen.map(|l| l.map(str::to_owned));
+                    events.extend([Event::Hook(false), Event::Listed(seen)]);
+                    events
+                }
+            };
+            let got = match last(events) {
+                Action::Done(Outcome::Unsaved { store, tmux, .. }) => {
+                    assert_eq!(tmux.as_deref(), seen.flatten(), "{label}");
+                    Then::Unsaved { store }
+                }
+                Action::Done(Outcome::StoreLocked { .. }) => Then::StoreLocked,
+                Action::CallStart(_) => Then::Start,
+                other => panic!("{label}: {other:?}"),
+            };
+            assert_eq!(got, want, "{label}");
+        }
     }
 
     /// A revive that fell back to `session start`, which answered `started`.
@@ -1417,11 +1177,11 @@ mod tests {
              done(Outcome::Unverified { why: "restart exited 1: boom; status unreadable after start".into() })),
             (then(started(unverified()), vec![Event::Verified(None)]),
              done(Outcome::Unverified { why: format!("{lead} spawn failed (reason: spawn_unverified); status unreadable after start") })),
-            (then(started(Ok(())), vec![Event::Verified(Some(Error)), Event::Transcript(String::new()), Event::Resumed(None)]),
+            (then(started(Ok(())), vec![Event::Verified(Some(Error)), Event::Transcript(String::new()), Event::Verified(None)]),
              failed("fallback start returned success but status still error after 20s", None)),
-            (then(started(unverified()), vec![Event::Verified(Some(Error)), Event::Transcript(String::new()), Event::Resumed(None)]),
+            (then(started(unverified()), vec![Event::Verified(Some(Error)), Event::Transcript(String::new()), Event::Verified(None)]),
              failed(&format!("{lead} spawn failed (reason: spawn_unverified); status still error after 20s"), unverified_spawn)),
-            (then(started(Err(exit1("nope"))), vec![Event::Transcript(String::new()), Event::Resumed(None)]),
+            (then(started(Err(exit1("nope"))), vec![Event::Transcript(String::new()), Event::Verified(None)]),
              failed(&format!("{lead} nope"), None)),
         ];
         for (events, want) in table {
@@ -1450,9 +1210,9 @@ mod tests {
         let table = [
             (then(vec![Event::Transcript(text.into())]), done(Outcome::RateLimited)),
             (then(vec![Event::Transcript("quiet".into())]), Action::PromptResume("quiet".into())),
-            (then(vec![Event::Transcript("quiet".into()), Event::Resumed(Some(Running))]),
+            (then(vec![Event::Transcript("quiet".into()), Event::Verified(Some(Running))]),
              done(Outcome::Restarted { status: Running })),
-            (then(vec![Event::Transcript("quiet".into()), Event::Resumed(None)]), failed(why, None)),
+            (then(vec![Event::Transcript("quiet".into()), Event::Verified(None)]), failed(why, None)),
         ];
         for (events, want) in table {
             assert_eq!(last(events), want);
