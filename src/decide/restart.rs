@@ -4,12 +4,20 @@
 //! with its [`Outcome`]. `act/restart.rs` performs the actions; nothing
 //! here calls, sleeps, logs or writes a file.
 //!
-//! The rules it follows: what agent-deck's answer to a restart or start
-//! leads to ([`after_answer`], [`after_verify`], [`after_unread`]); never a
-//! `session start` beside a restart agent-deck spawned and did not save
-//! ([`after_restart`], #32); a failed boot that hit an API rate limit is no
-//! crash ([`is_rate_limited`]). A `skipped` answer (a refusal) keeps
-//! nothing of the attempt ([`crate::decide::refusal`]).
+//! Its rules: what agent-deck's answer to a restart or start leads to
+//! ([`Machine::answered`]); an `error` read after a restart agent-deck
+//! carried out may come only from a stale `dead` hook (agent-deck honours
+//! one for two minutes of its age), which is no failure; a `skipped` answer
+//! (a refusal) keeps nothing of the attempt ([`crate::decide::refusal`]);
+//! a failed boot that hit an API rate limit is no crash
+//! ([`is_rate_limited`]). And never a second agent (#32): with agent-deck's
+//! store locked, 1.14.0's `session restart` spawns its new tmux session and
+//! then fails to save it (`database is locked`), or our timeout kills it
+//! first; the store still names the old tmux session, so the session reads
+//! `error`, and a `session start` would spawn a second agent beside the
+//! unsaved one. So the fallback looks at tmux's own listing first: it
+//! starts only when no tmux session of this one was created since the
+//! restart began.
 
 use std::time::Duration;
 
@@ -526,7 +534,7 @@ pub(crate) fn unread_failed(status: Status, stale_hook: bool) -> bool {
 }
 
 /// Whether a transcript shows an API rate limit (HTTP 429).
-pub(crate) fn is_rate_limited(text: &str) -> bool {
+fn is_rate_limited(text: &str) -> bool {
     text.lines().any(|line| {
         let l = line.to_lowercase();
         let glued = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
