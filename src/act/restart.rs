@@ -9,7 +9,7 @@
 //! [`Restarter`] runs these jobs one at a time on its own thread, so the main
 //! loop never blocks on them and restarts never overlap; the continuity
 //! message goes out on a worker of its own ([`Continuity`]). Each job ends
-//! in an [`Outcome`], which [`apply`] carries out and the main loop is sent.
+//! in an [`Outcome`], which [`apply()`] carries out and the main loop is sent.
 
 use std::sync::Arc;
 
