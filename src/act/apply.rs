@@ -14,7 +14,7 @@ use crate::act::continuity::Continuity;
 use crate::act::job::RestartJob;
 use crate::decide::liveness::LivenessReason;
 use crate::decide::outcomes::{RestartAction, Severity};
-use crate::decide::restart_step::{Dropped, Outcome};
+use crate::decide::restart::{Dropped, Outcome};
 use crate::decide::stall::{Stall, Transition};
 use crate::decide::{dedup, notes, refusal};
 use crate::fleet::deck::{SpawnFailure, SpawnReason};

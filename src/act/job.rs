@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::act::context::Context;
+use crate::decide::restart::Verified;
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
 
@@ -52,15 +53,6 @@ impl RestartJob {
             proven: None,
         }
     }
-}
-
-/// What the status poll after a call read: the last status, if any, and
-/// the tmux name of the read that found it out of `error` (a custom
-/// tool's restart changes it).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Verified {
-    pub status: Option<Status>,
-    pub tmux: Option<String>,
 }
 
 /// Polls the status of `s` for up to `within`. The read that finds it out

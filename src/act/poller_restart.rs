@@ -5,7 +5,7 @@
 use crate::act::context::Context;
 use crate::act::job::{RestartJob, RestartKind};
 use crate::decide::outcomes::RestartAction;
-use crate::decide::restart_step::Outcome;
+use crate::decide::restart::Outcome;
 use crate::decide::{cascade, patrol_rules};
 use crate::fleet::deck::RestartAnswer;
 

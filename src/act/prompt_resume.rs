@@ -10,6 +10,7 @@ use crate::act::apply;
 use crate::act::context::Context;
 use crate::act::job::{self, RestartJob};
 use crate::decide::outcomes::RestartAction;
+use crate::decide::restart::Verified;
 use crate::fleet::session::Status;
 use crate::sys::process::{self, Cmd};
 
@@ -19,13 +20,9 @@ pub(crate) const RESUME_TEXT: &str =
 
 /// SPEC §6.4: for an opted-in profile whose transcript shows the deferred
 /// tool marker, nudge the conversation once with `claude --resume`, then
-/// retry `session start`. The status it came back with, if it did, and
-/// its tmux session.
-pub(crate) fn attempt(
-    ctx: &Context,
-    job: &RestartJob,
-    transcript: &str,
-) -> Option<(Status, Option<String>)> {
+/// retry `session start`. What the status poll then read, if it found the
+/// session back.
+pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> Option<Verified> {
     let s = &job.session;
     let profiles = &ctx.cfg.prompt_resume_profiles;
     let (_, config_dir) = profiles.iter().find(|(p, _)| *p == s.profile)?;
@@ -62,6 +59,6 @@ pub(crate) fn attempt(
         return None;
     }
     let verified = job::verify(ctx, s, ctx.cfg.start_verify);
-    let status = verified.status.filter(|st| *st != Status::Error)?;
-    Some((status, verified.tmux))
+    verified.status.filter(|st| *st != Status::Error)?;
+    Some(verified)
 }

@@ -1,18 +1,15 @@
-//! One restart, carried out: the serialization wait, the last gate re-check,
-//! liveness confirmation, `session restart`, verification, the `session
-//! start` fallback, the 429 check, the continuity message. From agent-deck
-//! 1.16.10 (#2265) a failed restart or start says why its spawn failed
-//! (`reason`); SPEC §5.5 says what each reason leads to, which
-//! [`crate::decide::restart_step`] decides. A restart agent-deck's
-//! freshness guard declined keeps nothing of the attempt and is tried again
-//! later ([`crate::decide::refusal`] says when).
+//! One restart job, performed: [`crate::decide::restart::Machine`] says
+//! each next thing to do (the serialization wait, the last gates, liveness
+//! confirmation, `session restart`, verification, the `session start`
+//! fallback, the 429 check, prompt-resume) and this module does it and
+//! tells the machine what came of it, holding the state mutex only while
+//! the machine steps. Its log lines are said as part of the action they
+//! lead or follow.
 //!
 //! [`Restarter`] runs these jobs one at a time on its own thread, so the main
 //! loop never blocks on them and restarts never overlap; the continuity
 //! message goes out on a worker of its own ([`Continuity`]). Each job ends
-//! in an [`Outcome`], which [`apply`] carries out and the main loop is sent.
-//! Decisions come from [`crate::decide`]; this module does the calls and
-//! holds the state mutex only between them.
+//! in an [`Outcome`], which [`apply()`] carries out and the main loop is sent.
 
 use std::sync::Arc;
 
@@ -23,14 +20,13 @@ use crate::act::context::Context;
 use crate::act::continuity::Continuity;
 use crate::act::job::{self, RestartJob, RestartKind};
 use crate::act::{poller_restart, prompt_resume, resume};
-use crate::decide::fallback::{self, Fallback};
-use crate::decide::liveness::{self, LivenessReason};
 use crate::decide::outcomes::{RestartAction, Severity};
-use crate::decide::restart_step::{self, after_verify, Answer, Call, Dropped, Next, Outcome, Step};
-use crate::decide::{cascade, gates, notes, refusal, stale_hook, stop};
-use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure};
-use crate::fleet::panes::{self, ListError, PaneSource, Proof, Tmux};
+use crate::decide::restart::{Action, Dropped, Event, Kind, Machine, Now, Outcome, Phase};
+use crate::decide::{gates, liveness, stale_hook};
+use crate::fleet::deck::RestartAnswer;
+use crate::fleet::panes::{self, ListError, PaneSource, Tmux};
 use crate::fleet::session::Session;
+use crate::sys::clock::clamped;
 use crate::sys::worker::Worker;
 
 /// A job's ending, as the main loop is sent it: the session's id and its
@@ -119,218 +115,111 @@ struct Restart<'a> {
     continuity: &'a Continuity,
 }
 
-/// Whether a transcript shows an API rate limit (HTTP 429).
-pub(crate) fn is_rate_limited(text: &str) -> bool {
-    text.lines().any(|line| {
-        let l = line.to_lowercase();
-        let glued = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
-        // One of `needles` not glued to the word before it (nor, if `whole`, after it).
-        let word = |needles: [&str; 3], whole: bool| {
-            needles.iter().any(|needle| {
-                l.match_indices(needle).any(|(i, m)| {
-                    let (before, after) =
-                        (l[..i].chars().next_back(), l[i + m.len()..].chars().next());
-                    !(glued(before) || whole && glued(after))
-                })
-            })
-        };
-        let exceeded = l
-            .find("exceed")
-            .and_then(|i| l[i..].find("rate").map(|j| i + j))
-            .is_some_and(|k| l[k..].contains("limit"));
-        word(["rate limit", "rate-limit", "ratelimit"], false)
-            || word(["http 429", "http/429", "http429"], true)
-            || line.contains("(429)")
-            || exceeded
-    })
-}
-
 impl Restart<'_> {
     /// Carries out one restart job, from its turn in the serialization to
-    /// how it ended.
+    /// how it ended: the machine steps, under one lock, and each action it
+    /// asks for is performed. The pane watch is told a restart is under
+    /// way from the restart call to the job's end.
     fn carry_out(&self) -> Outcome {
-        let s = &self.job.session;
-        // A message still going out to it must not overlap a call on it.
-        let shutdown = &self.ctx.shutdown;
-        let waited = (self.continuity.wait_sent(&s.id, shutdown))
-            .and_then(|sent| Some(self.wait_turn(s)? || sent));
-        let Some(waited) = waited else {
-            return Outcome::Dropped(Dropped::Shutdown);
+        let (ctx, job) = (self.ctx, self.job);
+        let kind = match job.kind {
+            RestartKind::Revive => Kind::Revive,
+            RestartKind::Resume => Kind::Resume,
+            _ => Kind::Poller,
         };
-        if self.job.kind == RestartKind::Resume {
-            return resume::resume(self.ctx, self.job);
-        }
-        // Bound first: an `if let` would hold the state lock through its body.
-        let held = gates::recheck(&mut self.ctx.state.lock(), &s.id, self.ctx.clock.now());
-        if let Some(why) = held {
-            return Outcome::Dropped(Dropped::Held(why));
-        }
-        if self.job.kind != RestartKind::Revive {
-            return poller_restart::restart(self.ctx, self.job);
-        }
-        // Seen stopped since the tick queued it (a hook's or a liveness read).
-        let release = self.ctx.deck.version();
-        if stop::held_by_stop(&self.ctx.state.lock(), &s.id, release) {
-            return Outcome::Dropped(Dropped::Stopped);
-        }
-        if let Some(alive) = self.confirm_dead(waited) {
-            return alive;
-        }
-        let lim = &self.ctx.limits;
-        let (burst, call) =
-            cascade::note_call(&mut self.ctx.state.lock(), lim, &s.id, self.ctx.clock.now());
-        if burst {
-            let msg = format!(
-                "{} restarts within {:.0}s — pausing every restart for {:.0}s",
-                lim.cascade_threshold, lim.cascade_window, lim.cascade_pause
-            );
-            self.ctx
-                .escalator
-                .escalate(Severity::Cascade, &msg, None, true);
-        }
-        apply::record(self.ctx, s, RestartAction::Restart, None);
-        if self.ctx.dry_run {
-            return Outcome::WouldRestart;
-        }
-        log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
-        let _renaming = self.ctx.panes.as_ref().map(|p| p.restarting());
-        let issued = self.ctx.clock.now();
-        let failed = match self.ctx.deck.restart(&s.profile, &s.id) {
-            Ok(RestartAnswer::Skipped(reason)) => {
-                let fresh = refusal::freshness(&reason);
-                return Outcome::Refused {
-                    reason,
-                    fresh,
-                    call,
-                };
-            }
-            Ok(RestartAnswer::Restarted) => {
-                let mut st = self.ctx.state.lock();
-                refusal::note_answered(&mut st, &s.id);
-                notes::note_restarted(&mut st, &s.id, issued);
-                None
-            }
-            Err(e) => {
-                refusal::note_answered(&mut self.ctx.state.lock(), &s.id);
-                let why = format!("restart {e}");
-                Some((e, why))
-            }
+        let mut machine = Machine {
+            id: &job.session.id,
+            kind,
+            proof: job.proven.as_ref().map(|p| p.proof),
+            dry_run: ctx.dry_run,
+            cfg: &ctx.cfg,
+            lim: &ctx.limits,
+            phase: Phase::Start,
         };
-        if let Some(p) = &self.ctx.panes {
-            p.forget_bare(&s.id);
-        }
-        let failure = failed.as_ref().map(|(e, why)| (e, why.as_str()));
-        let carried_out = match self.answered(Call::Restart, failure) {
-            Step::Verify { carried_out } => carried_out,
-            Step::Held | Step::Failed => return died(failure),
-        };
-        let verified = job::verify(self.ctx, s, self.ctx.cfg.restart_verify);
-        let status = verified.status;
-        let stale = || self.only_a_stale_hook_says_error(s, issued);
-        match (
-            after_verify(Call::Restart, carried_out, status, stale),
-            status,
-        ) {
-            (Next::Succeeded, Some(status)) => {
-                if failed.is_some() {
-                    // A failed or unverified answer, and yet it came up.
-                    notes::note_restarted(&mut self.ctx.state.lock(), &s.id, issued);
-                }
-                let tmux = verified.tmux;
-                Outcome::Restarted { status, tmux }
-            }
-            (Next::Unread, _) => self.unread("restart", failed.as_ref().map(|f| f.1.as_str())),
-            _ => match &failed {
-                Some((e, why)) => self.fall_back_to_start(why, Some(e)),
-                None => self.fall_back_to_start("still in error after the restart", None),
-            },
-        }
-    }
-
-    /// The step after agent-deck's answer to `call`: a failure is said
-    /// before its status poll.
-    fn answered(&self, call: Call, failure: Option<(&CliError, &str)>) -> Step {
-        let answer = match failure {
-            Some((e, _)) => Answer::Failed(e.spawn().map(|f| &f.reason)),
-            None => Answer::Done,
-        };
-        let step = restart_step::after_answer(call, answer);
-        let (Some((_, why)), id) = (failure, &self.job.session.id) else {
-            return step;
-        };
-        match step {
-            Step::Verify { carried_out: true } => log::warn!(
-                "{id}: {why}; agent-deck could not tell whether it came up, so its status is polled as after a success"
-            ),
-            Step::Verify { carried_out: false } => log::warn!(
-                "restart of {id} failed: {why}; reading its status before the start fallback"
-            ),
-            Step::Held | Step::Failed => {}
-        }
-        step
-    }
-
-    /// Waits for the global serialization: whether it had to wait, `None`
-    /// on shutdown.
-    fn wait_turn(&self, s: &Session) -> Option<bool> {
-        let mut waited = false;
+        let (mut event, mut _renaming) = (Event::Done, None);
         loop {
-            let wait = gates::serialization_wait(
-                &self.ctx.state.lock(),
-                &self.ctx.limits,
-                self.ctx.clock.now(),
-            );
-            if wait <= 0.0 {
-                return Some(waited);
+            let now = Now {
+                at: ctx.clock.now(),
+                shutdown: ctx.shutdown.is_set(),
+                release: ctx.deck.version(),
+            };
+            let action = machine.step(event, &mut ctx.state.lock(), now);
+            if action == Action::CallRestart {
+                _renaming = ctx.panes.as_ref().map(|p| p.restarting());
             }
-            waited = true;
-            log::info!(
-                "restart of {} waits {wait:.1}s: restarts are serialized",
-                s.id
-            );
-            if !self.ctx.shutdown.sleep(crate::sys::clock::clamped(wait)) {
-                return None;
-            }
+            event = match action {
+                Action::Done(outcome) => return outcome,
+                action => self.perform(action),
+            };
         }
     }
 
-    /// Liveness confirmation: `None` if dead (its record written), else
-    /// the outcome that it is alive. A death the pane watch proved is
-    /// decided by the `session show` that found it in error, or by a fresh
-    /// one if the job `waited` its turn (the status may have moved on
-    /// since).
-    fn confirm_dead(&self, waited: bool) -> Option<Outcome> {
-        let s = &self.job.session;
-        let shown = self.job.proven.as_ref().filter(|_| !waited);
-        let probe = self.ctx.probe(s, shown.map(|p| p.shown.clone()));
-        let proof = self.job.proven.as_ref().map(|p| p.proof);
-        let mut ev = liveness::confirm(&probe, self.ctx.cfg.liveness_confirm_gap, proof);
-        // A bare shell the watch no longer finds: its agent is back.
-        let bare = || {
-            self.ctx
-                .panes
-                .as_ref()
-                .is_some_and(|p| p.bare().contains(&s.id))
-        };
-        if proof == Some(Proof::AgentGone) && ev.reason == LivenessReason::ConfirmedDead && !bare()
-        {
-            ev.reason = LivenessReason::RecoveredBeforeRestart;
+    /// Performs `action`: what came of it.
+    fn perform(&self, action: Action) -> Event {
+        let (ctx, s) = (self.ctx, &self.job.session);
+        match action {
+            Action::WaitSent => Event::Waited(self.continuity.wait_sent(&s.id, &ctx.shutdown)),
+            Action::Sleep(wait) => {
+                log::info!(
+                    "restart of {} waits {wait:.1}s: restarts are serialized",
+                    s.id
+                );
+                Event::Waited(ctx.shutdown.sleep(clamped(wait)).then_some(true))
+            }
+            Action::Resume => Event::Ended(resume::resume(ctx, self.job)),
+            Action::Poller => Event::Ended(poller_restart::restart(ctx, self.job)),
+            Action::Confirm(shown) => {
+                let proven = self.job.proven.as_ref();
+                let first = proven.filter(|_| shown).map(|p| p.shown.clone());
+                let (gap, proof) = (ctx.cfg.liveness_confirm_gap, proven.map(|p| p.proof));
+                let evidence = liveness::confirm(&ctx.probe(s, first), gap, proof);
+                let bare = ctx.panes.as_ref().is_some_and(|p| p.bare().contains(&s.id));
+                Event::Confirmed { evidence, bare }
+            }
+            Action::Dead { evidence, gap_s } => {
+                log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
+                apply::liveness(ctx, s, &evidence, gap_s, None);
+                Event::Done
+            }
+            Action::RecordCall(cascade) => {
+                if let Some(msg) = cascade {
+                    ctx.escalator.escalate(Severity::Cascade, &msg, None, true);
+                }
+                apply::record(ctx, s, RestartAction::Restart, None);
+                Event::Done
+            }
+            Action::CallRestart => {
+                log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
+                let issued = ctx.clock.now();
+                let answer = ctx.deck.restart(&s.profile, &s.id);
+                if !matches!(answer, Ok(RestartAnswer::Skipped(_))) {
+                    if let Some(p) = &ctx.panes {
+                        p.forget_bare(&s.id);
+                    }
+                }
+                Event::Restart { issued, answer }
+            }
+            Action::Verify { within, warn } => {
+                if let Some(warn) = warn {
+                    log::warn!("{warn}");
+                }
+                Event::Verified(job::verify(ctx, s, within))
+            }
+            Action::ReadHook(issued) => Event::Hook(self.only_a_stale_hook_says_error(s, issued)),
+            Action::ListTmux => Event::Listed(self.spawned(s)),
+            Action::CallStart(warn) => {
+                log::warn!("{warn}");
+                Event::Started(ctx.deck.start(&s.profile, &s.id))
+            }
+            Action::ReadTranscript => {
+                let text = ctx.deck.transcript(&s.profile, &s.id);
+                Event::Transcript(text.unwrap_or_default())
+            }
+            Action::PromptResume(text) => {
+                Event::Verified(prompt_resume::attempt(ctx, self.job, &text).unwrap_or_default())
+            }
+            Action::Done(_) => unreachable!("a job ends at Done"),
         }
-        // SPEC §5.3: a kernel-proven death waited no gap.
-        let gap_s = if ev.proof.is_some() {
-            0.0
-        } else {
-            self.ctx.cfg.liveness_confirm_gap.as_secs_f64()
-        };
-        if ev.reason != LivenessReason::ConfirmedDead {
-            return Some(Outcome::Alive {
-                evidence: ev,
-                gap_s,
-            });
-        }
-        log::info!("liveness: {} ({}) confirmed dead", s.id, s.title);
-        apply::liveness(self.ctx, s, &ev, gap_s, None);
-        None
     }
 
     /// Whether the `error` read after a restart issued at `issued` comes
@@ -349,76 +238,6 @@ impl Restart<'_> {
         true
     }
 
-    /// `session start` after a restart that did not bring the session back;
-    /// `why` says what the restart did, and leads a failure's reason;
-    /// `spawn` is why agent-deck said the restart's spawn failed, if it did.
-    fn fall_back_to_start(&self, why: &str, answer: Option<&CliError>) -> Outcome {
-        let s = &self.job.session;
-        let spawn = answer.and_then(CliError::spawn);
-        if self.ctx.shutdown.is_set() {
-            return self.failed("shutdown during verification".into(), spawn);
-        }
-        let spawned = self.spawned(s);
-        let seen = spawned.as_ref().map(Option::is_some);
-        match fallback::after_restart(answer, seen) {
-            Fallback::Unsaved { store } => {
-                return Outcome::Unsaved {
-                    why: why.to_owned(),
-                    tmux: spawned.flatten(),
-                    store,
-                }
-            }
-            Fallback::StoreLocked => {
-                return Outcome::StoreLocked {
-                    why: why.to_owned(),
-                }
-            }
-            Fallback::Start => {}
-        }
-        log::warn!("{}: {why}; falling back to session start", s.id);
-        let within = self.ctx.cfg.start_verify;
-        let secs = within.as_secs_f64();
-        let failed = self.ctx.deck.start(&s.profile, &s.id).err().map(|e| {
-            let why = format!("{why}; fallback start {e}");
-            (e, why)
-        });
-        let failure = failed.as_ref().map(|(e, why)| (e, why.as_str()));
-        let spawn = failed.as_ref().and_then(|(e, _)| e.spawn()).or(spawn);
-        let carried_out = match self.answered(Call::Start, failure) {
-            Step::Held => return died(failure),
-            Step::Failed => return self.failed(failure.map(|f| f.1).unwrap_or(why).into(), spawn),
-            Step::Verify { carried_out } => carried_out,
-        };
-        if failed.is_none() {
-            notes::note_ran(&mut self.ctx.state.lock(), &s.id);
-        }
-        let verified = job::verify(self.ctx, s, within);
-        let status = verified.status;
-        match (
-            after_verify(Call::Start, carried_out, status, || false),
-            status,
-        ) {
-            (Next::Succeeded, Some(status)) => {
-                if failed.is_some() {
-                    // An unverified start brought it up.
-                    notes::note_ran(&mut self.ctx.state.lock(), &s.id);
-                }
-                let tmux = verified.tmux;
-                Outcome::Restarted { status, tmux }
-            }
-            (Next::Unread, _) => self.unread("start", Some(failure.map_or(why, |f| f.1))),
-            _ => {
-                let why = match failure {
-                    Some((_, why)) => format!("{why}; status still error after {secs:.0}s"),
-                    None => format!(
-                        "fallback start returned success but status still error after {secs:.0}s"
-                    ),
-                };
-                self.failed(why, spawn)
-            }
-        }
-    }
-
     /// The tmux session of `s` that agent-deck does not know, as a fresh
     /// listing of its server shows it: the one a restart spawned and did
     /// not save. `None`: tmux unreadable, or no tick named agent-deck's
@@ -432,56 +251,6 @@ impl Restart<'_> {
             Err(_) => None,
         }
     }
-
-    /// A call agent-deck carried out, `after` which no status read worked:
-    /// `restart-unverified`, its `lead` (what went before) first. Neither a
-    /// success nor a failure until a look reads the status
-    /// ([`crate::decide::verdict`] settles it); its budget slot stays
-    /// spent, as the call ran.
-    fn unread(&self, after: &str, lead: Option<&str>) -> Outcome {
-        if self.ctx.shutdown.is_set() {
-            return self.failed("shutdown during verification".into(), None);
-        }
-        let why = match lead {
-            Some(lead) => format!("{lead}; status unreadable after {after}"),
-            None => format!("status unreadable after {after}"),
-        };
-        Outcome::Unverified { why }
-    }
-
-    /// A failed restart: cut short by our own shutdown, a 429 (backed off),
-    /// brought back by prompt-resume, or a failure; `spawn` (why agent-deck
-    /// said a spawn failed) joins the failure's record.
-    fn failed(&self, why: String, spawn: Option<&SpawnFailure>) -> Outcome {
-        let s = &self.job.session;
-        if self.ctx.shutdown.is_set() {
-            return Outcome::Interrupted { why };
-        }
-        let transcript = self
-            .ctx
-            .deck
-            .transcript(&s.profile, &s.id)
-            .unwrap_or_default();
-        if is_rate_limited(&transcript) {
-            return Outcome::RateLimited;
-        }
-        if let Some((status, tmux)) = prompt_resume::attempt(self.ctx, self.job, &transcript) {
-            return Outcome::Restarted { status, tmux };
-        }
-        Outcome::Failed {
-            why,
-            spawn: spawn.cloned(),
-        }
-    }
-}
-
-/// A spawn agent-deck saw die at once (`spawn_died_fast`): failed, with no
-/// start fallback ([`apply`] holds it).
-fn died(failure: Option<(&CliError, &str)>) -> Outcome {
-    let (why, spawn) = failure.map_or((String::new(), None), |(e, why)| {
-        (why.to_owned(), e.spawn().cloned())
-    });
-    Outcome::Failed { why, spawn }
 }
 
 #[cfg(test)]
@@ -491,8 +260,10 @@ mod tests {
 
     use super::*;
     use crate::act::context::tests::{config, restart_records, severities, NOW};
+    use crate::decide::liveness::LivenessReason;
     use crate::decide::outcomes::RestartAction;
-    use crate::fleet::deck::SpawnReason;
+    use crate::decide::{notes, refusal};
+    use crate::fleet::deck::{SpawnFailure, SpawnReason};
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
     use crate::fleet::session::Status;
     use crate::records::audit::{LivenessRecord, LIVENESS_LOG};
@@ -604,42 +375,6 @@ mod tests {
         assert_eq!(book.restarted_at, Some(NOW));
         assert!(st.ran.contains(ID));
         assert_eq!(deck.count("send"), 1, "the continuity message goes out");
-    }
-
-    #[test]
-    fn a_dead_hook_written_after_the_restart_is_handled_as_a_death() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = still_error_after_restart(SendAnswer::Delivered);
-        let ctx = context(tmp.path(), deck.clone());
-        // Same second as the restart: it may be a new death.
-        dead_hook(&ctx, NOW.floor());
-        revive(&ctx);
-        assert_eq!(deck.count("start"), 1, "falls back to session start");
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restart-failed"]);
-        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 1);
-    }
-
-    #[test]
-    fn a_failed_restart_call_is_no_restart_a_stale_hook_could_excuse() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = restart_and_start_fail();
-        let ctx = context(tmp.path(), deck.clone());
-        dead_hook(&ctx, (NOW - 30.0).floor());
-        revive(&ctx);
-        assert_eq!(deck.count("start"), 1, "falls back to session start");
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restart-failed"]);
-    }
-
-    #[test]
-    fn a_dead_hook_agent_deck_no_longer_honours_is_no_excuse() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = still_error_after_restart(SendAnswer::Delivered);
-        let ctx = context(tmp.path(), deck.clone());
-        dead_hook(&ctx, (NOW - 130.0).floor());
-        revive(&ctx);
-        assert_eq!(deck.count("start"), 1);
     }
 
     #[test]
@@ -849,41 +584,6 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_proven_death_that_waited_its_turn_is_read_once_more_and_still_unsampled() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [live(Status::Error), live(Status::Running)].into(),
-            ..Script::default()
-        }));
-        let (mut ctx, clock) = crate::act::context::tests::context(tmp.path(), deck.clone());
-        ctx.limits.min_interval = 0.02;
-        // A restart a moment ago: this one waits for the serialization.
-        ctx.state.lock().last_restart_at = Some(NOW);
-        std::thread::spawn({
-            let clock = clock.clone();
-            move || {
-                std::thread::sleep(std::time::Duration::from_millis(30));
-                clock.advance(1.0);
-            }
-        });
-        carry_out(&ctx, &proven(&ctx));
-        let calls = deck.calls.lock().clone();
-        assert_eq!(
-            calls[..3],
-            [
-                format!("show {ID}"),
-                format!("restart {ID}"),
-                format!("show {ID}")
-            ],
-            "the status may have moved on while it waited: one fresh show, no pane sample"
-        );
-        let recs = liveness_records(tmp.path());
-        assert_eq!((recs[0].gap_s, recs[0].pane.sampled), (0.0, false));
-        assert!(recs[0].proof.is_some());
-        assert_eq!(deck.count("output-pane"), 0);
-    }
-
-    #[test]
     fn a_death_without_proof_keeps_the_two_samples_and_writes_no_proof_key() {
         let tmp = tempfile::tempdir().unwrap();
         let deck = Arc::new(FakeDeck::new(Script {
@@ -897,24 +597,6 @@ mod tests {
         assert!(!line.unwrap().contains("proof"));
         let rec = &liveness_records(tmp.path())[0];
         assert_eq!((rec.reads.len(), rec.proof), (2, None));
-    }
-
-    #[test]
-    fn a_skipped_answer_is_a_cli_refusal_with_no_start_and_the_slot_given_back() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [live(Status::Error)].into(),
-            restart: Some(RestartAnswer::Skipped("started 12s ago".into())),
-            ..Script::default()
-        }));
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "cli-refused"]);
-        assert_eq!(slots_used(&ctx), 0);
-        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
-        assert!(severities(tmp.path()).is_empty());
     }
 
     /// A conductor in error whose every restart agent-deck declines, saying `why`.
@@ -986,26 +668,9 @@ mod tests {
         drop(st);
         let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
         assert_eq!(acts, ["restart", "cli-refused", "restart", "cli-refused"]);
-    }
-
-    #[test]
-    fn an_answered_call_ends_the_run_of_refusals() {
-        let tmp = tempfile::tempdir().unwrap();
-        let fresh = "session is idle and was started 1s ago (within 1m0s freshness window)";
-        let deck = always_refused(fresh);
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        gates::finish(&mut ctx.state.lock(), ID);
-        assert!(ctx.state.lock().sessions[ID].refusal.is_some());
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: dead_then_running(),
-            ..Script::default()
-        }));
-        let (mut again, _) = crate::act::context::tests::context(tmp.path(), deck);
-        again.limits.min_interval = 0.0;
-        again.state = ctx.state.clone();
-        carry_out(&again, &reserved(&again));
-        assert_eq!(again.state.lock().sessions[ID].refusal, None);
+        assert_eq!((deck.count("restart"), deck.count("start")), (2, 0));
+        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
+        assert!(severities(tmp.path()).is_empty());
     }
 
     #[test]
@@ -1025,6 +690,13 @@ mod tests {
         );
         assert_eq!(severities(tmp.path()), ["restart-failed"]);
         assert_eq!(slots_used(&ctx), 2, "real failures spend their slots");
+        let recs = restart_records(tmp.path());
+        let spawn = (&recs[1].spawn_reason, &recs[1].dying_output_digest);
+        assert_eq!(
+            (spawn, recs[1].elapsed_ms),
+            ((&None, &None), None),
+            "no spawn keys"
+        );
     }
 
     #[test]
@@ -1128,186 +800,5 @@ mod tests {
         );
         notes::note_status(&mut st, &s, Status::Running, later);
         assert_eq!(gates::recheck(&mut st, ID, later), None);
-    }
-
-    #[test]
-    fn a_start_whose_spawn_died_fast_escalates_at_once_and_holds_the_session() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [live(Status::Error)].into(),
-            restart: None,
-            start_ok: false,
-            start_spawn: Some(spawn(SpawnReason::DiedFast)),
-            ..Script::default()
-        }));
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
-        assert_eq!(severities(tmp.path()), ["restart-failed"]);
-        let recs = restart_records(tmp.path());
-        assert_eq!(recs.len(), 2, "{recs:?}");
-        assert_eq!(recs[1].spawn_reason.as_deref(), Some("spawn_died_fast"));
-        let mut st = ctx.state.lock();
-        assert_eq!(
-            gates::recheck(&mut st, ID, NOW),
-            Some(gates::Hold::SpawnDiedFast)
-        );
-    }
-
-    #[test]
-    fn an_unverified_spawn_that_came_up_is_a_success_with_no_start() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = restart_fails_with(
-            SpawnReason::Unverified,
-            &[Status::Error, Status::Error, Status::Running],
-        );
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
-        assert_eq!(
-            actions(tmp.path()),
-            [
-                ("restart".to_owned(), None),
-                ("restarted".to_owned(), Some("running".to_owned()))
-            ]
-        );
-        let st = ctx.state.lock();
-        assert_eq!(st.sessions[ID].consecutive_failures, 0);
-        assert_eq!(st.sessions[ID].restarted_at, Some(NOW));
-        assert_eq!(st.sessions[ID].spawn_died_fast_at, None);
-        drop(st);
-        assert!(severities(tmp.path()).is_empty());
-    }
-
-    #[test]
-    fn an_unverified_spawn_still_in_error_goes_on_to_the_start_fallback() {
-        let tmp = tempfile::tempdir().unwrap();
-        use Status::{Error, Running};
-        let deck = restart_fails_with(SpawnReason::Unverified, &[Error, Error, Error, Running]);
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restarted"]);
-    }
-
-    #[test]
-    fn an_unverified_spawn_that_only_a_stale_dead_hook_colours_is_a_success_with_no_start() {
-        let tmp = tempfile::tempdir().unwrap();
-        let deck = restart_fails_with(SpawnReason::Unverified, &[Status::Error]);
-        let ctx = context(tmp.path(), deck.clone());
-        dead_hook(&ctx, (NOW - 30.0).floor());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 0));
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restarted"]);
-        let st = ctx.state.lock();
-        assert_eq!(st.sessions[ID].restarted_at, Some(NOW), "the hold sees it");
-        assert_eq!(st.sessions[ID].consecutive_failures, 0);
-    }
-
-    #[test]
-    fn an_unverified_start_that_came_up_is_a_success() {
-        let tmp = tempfile::tempdir().unwrap();
-        use Status::{Error, Running};
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [Error, Error, Error, Running].map(live).into(),
-            restart: None,
-            start_ok: false,
-            start_spawn: Some(spawn(SpawnReason::Unverified)),
-            ..Script::default()
-        }));
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restarted"]);
-        assert_eq!(ctx.state.lock().sessions[ID].consecutive_failures, 0);
-    }
-
-    #[test]
-    fn a_missing_tmux_session_falls_back_to_start() {
-        let tmp = tempfile::tempdir().unwrap();
-        use Status::{Error, Running};
-        let deck = restart_fails_with(
-            SpawnReason::TmuxSessionMissing,
-            &[Error, Error, Error, Running],
-        );
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
-        let acts: Vec<String> = actions(tmp.path()).into_iter().map(|(a, _)| a).collect();
-        assert_eq!(acts, ["restart", "restarted"]);
-        assert!(severities(tmp.path()).is_empty());
-        assert_eq!(ctx.state.lock().sessions[ID].spawn_died_fast_at, None);
-    }
-
-    #[test]
-    fn a_reason_this_release_does_not_know_is_a_failed_call_and_recorded() {
-        let tmp = tempfile::tempdir().unwrap();
-        let reason = SpawnReason::Other("tmux_start_failed".into());
-        let deck = Arc::new(FakeDeck::new(Script {
-            shows: [live(Status::Error)].into(),
-            restart: None,
-            restart_spawn: Some(SpawnFailure {
-                elapsed_ms: Some(0),
-                dying_output_digest: None,
-                reason,
-            }),
-            start_ok: false,
-            ..Script::default()
-        }));
-        let ctx = context(tmp.path(), deck.clone());
-        carry_out(&ctx, &reserved(&ctx));
-        assert_eq!((deck.count("restart"), deck.count("start")), (1, 1));
-        let recs = restart_records(tmp.path());
-        assert_eq!(recs[1].action, RestartAction::RestartFailed);
-        assert_eq!(recs[1].spawn_reason.as_deref(), Some("tmux_start_failed"));
-        assert_eq!(recs[1].dying_output_digest, None);
-        assert!(severities(tmp.path()).is_empty(), "one failure is no alert");
-        let st = ctx.state.lock();
-        assert_eq!(st.sessions[ID].consecutive_failures, 1);
-        assert_eq!(st.sessions[ID].spawn_died_fast_at, None, "no hold");
-    }
-
-    #[test]
-    fn a_failure_without_a_reason_carries_no_spawn_keys() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ctx = context(tmp.path(), restart_and_start_fail());
-        carry_out(&ctx, &reserved(&ctx));
-        let recs = restart_records(tmp.path());
-        let failed = &recs[1];
-        assert_eq!(failed.action, RestartAction::RestartFailed);
-        assert_eq!(
-            (
-                &failed.spawn_reason,
-                &failed.dying_output_digest,
-                failed.elapsed_ms
-            ),
-            (&None, &None, None)
-        );
-    }
-
-    #[test]
-    fn rate_limit_patterns() {
-        for yes in [
-            "API Error: Rate limit reached",
-            "rate-limit exceeded",
-            "got HTTP 429 from upstream",
-            "HTTP/429",
-            "error (429) too many",
-            "You have exceeded your rate limit",
-            "line one\nEXCEEDED the RATE LIMIT",
-        ] {
-            assert!(is_rate_limited(yes), "{yes}");
-        }
-        for no in [
-            "all good",
-            "moderate limit",
-            "HTTP 4290",
-            "429 apples",
-            "exceeded the budget\nrate of progress",
-        ] {
-            assert!(!is_rate_limited(no), "{no}");
-        }
     }
 }

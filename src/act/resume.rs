@@ -9,7 +9,7 @@
 
 use crate::act::context::Context;
 use crate::act::job::RestartJob;
-use crate::decide::restart_step::{Dropped, Outcome};
+use crate::decide::restart::{Dropped, Outcome};
 use crate::decide::stall::Seen;
 use crate::fleet::deck::Delivery;
 

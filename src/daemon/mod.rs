@@ -81,7 +81,7 @@ pub(crate) struct PassNotes {
     /// Sessions `list --all` listed.
     pub listed: usize,
     /// How each session's last restart job ended.
-    pub ended: BTreeMap<String, crate::decide::restart_step::Outcome>,
+    pub ended: BTreeMap<String, crate::decide::restart::Outcome>,
 }
 
 /// The main loop's state and collaborators.

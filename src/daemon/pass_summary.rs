@@ -15,7 +15,7 @@ use crate::error::{self, Error};
 
 use crate::decide::gates::Hold;
 use crate::decide::liveness::LivenessReason;
-use crate::decide::restart_step::Outcome;
+use crate::decide::restart::Outcome;
 use crate::decide::verdict::Verdict;
 use crate::fleet::session::Status;
 use crate::text::printable;
@@ -517,7 +517,7 @@ mod tests {
     fn a_queued_restart_reads_what_its_outcome_says() {
         use crate::decide::liveness::Evidence;
         use crate::decide::refusal::Freshness;
-        use crate::decide::restart_step::Dropped;
+        use crate::decide::restart::Dropped;
         let alive = |reason| Outcome::Alive {
             evidence: Evidence {
                 reads: Vec::new(),

@@ -14,7 +14,7 @@ use crate::act::snapshot::Snapshot;
 use crate::daemon::Daemon;
 use crate::decide::cascade::{self, CascadeNews};
 use crate::decide::outcomes::Severity;
-use crate::decide::restart_step::Outcome;
+use crate::decide::restart::Outcome;
 use crate::decide::verdict::{Decided, Errored};
 use crate::decide::{prune, vanish};
 use crate::fleet::cache::Fleet;

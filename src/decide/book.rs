@@ -53,7 +53,7 @@ pub(crate) struct SessionBook {
     pub stall: Option<crate::decide::stall::Stall>,
     /// The tmux session a restart of it spawned and agent-deck did not save
     /// (its store locked): no more restarts while it runs, so that no second
-    /// agent is spawned beside it (see [`crate::decide::fallback`]).
+    /// agent is spawned beside it (see [`crate::decide::restart`]).
     pub unsaved: Option<String>,
     /// The reason of a `restart-unverified` record (no status could be read
     /// after the call) until a look reads the status and settles it.

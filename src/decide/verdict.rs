@@ -16,7 +16,7 @@ use crate::decide::book::State;
 use crate::decide::first_run::{self, Ran};
 use crate::decide::gates::{self, Gate, Hold, Limits};
 use crate::decide::liveness::Probe;
-use crate::decide::restart_step::{self, Next};
+use crate::decide::restart;
 use crate::decide::{notes, stop, usage_limit};
 use crate::fleet::session::{Live, Session, Status, Substate};
 use crate::fleet::version::Version;
@@ -76,7 +76,7 @@ pub(crate) struct Decided {
 }
 
 /// A restart no status read could verify (`restart-unverified`), settled
-/// by this look's read ([`restart_step::after_unread`]).
+/// by this look's read ([`restart::unread_failed`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Settled {
     /// The reason it was recorded unverified with.
@@ -258,7 +258,7 @@ pub(crate) fn decide(
 fn settle(st: &mut State, id: &str, status: Status, errored: Option<Errored>) -> Option<Settled> {
     let why = st.sessions.get_mut(id)?.unverified.take()?;
     let stale = errored == Some(Errored::Held(Hold::StaleDeadHook));
-    let failed = restart_step::after_unread(status, stale) == Next::Failed;
+    let failed = restart::unread_failed(status, stale);
     Some(Settled {
         why,
         status,
