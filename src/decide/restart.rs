@@ -41,7 +41,6 @@ use crate::sys::process::RunError;
 /// summary says what came of each restart from it).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Outcome {
-    /// It is back, reading `status`.
     /// It is back, reading `status`; `tmux`: the tmux session it runs in
     /// now, when the read that found it back named one.
     Restarted {
