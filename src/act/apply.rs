@@ -11,7 +11,7 @@
 
 use crate::act::context::Context;
 use crate::act::continuity::Continuity;
-use crate::act::job::RestartJob;
+use crate::act::job::Job;
 use crate::decide::liveness::LivenessReason;
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::restart::{Dropped, Outcome};
@@ -24,7 +24,7 @@ use crate::records::writer::Records;
 
 /// Carries out how `job` ended; `continuity` takes a revived session's
 /// message.
-pub(crate) fn apply(ctx: &Context, job: &RestartJob, outcome: &Outcome, continuity: &Continuity) {
+pub(crate) fn apply(ctx: &Context, job: &Job, outcome: &Outcome, continuity: &Continuity) {
     let s = &job.session;
     if outcome.gives_back() {
         if let Some(slot) = job.slot {
@@ -185,7 +185,7 @@ fn with_spawn(rec: &mut RestartRecord, spawn: Option<&SpawnFailure>) {
 /// its budget slot and is recorded.
 fn refused(
     ctx: &Context,
-    job: &RestartJob,
+    job: &Job,
     reason: &str,
     fresh: Option<refusal::Freshness>,
     call: &crate::decide::cascade::Call,
@@ -474,7 +474,7 @@ pub(crate) mod tests {
 
     /// Carries out `outcome` of `job` as the worker does, with a
     /// continuity worker of its own.
-    pub(crate) fn apply_now(ctx: &Context, job: &RestartJob, outcome: &Outcome) {
+    pub(crate) fn apply_now(ctx: &Context, job: &Job, outcome: &Outcome) {
         let continuity = Continuity::spawn(ctx.clone()).unwrap();
         apply(ctx, job, outcome, &continuity);
         continuity.finish();

@@ -1,6 +1,6 @@
-//! A restart job, and the step every kind of restart shares: waiting for
-//! the session to leave `error`. The kinds (a revival, a poller restart,
-//! prompt-resume) build on this file, and this file on none of them.
+//! A job of the worker (a revive, a stall's resume, a poller restart), and
+//! the step the revives share: waiting for the session to leave `error`.
+//! The kinds build on this file, and this file on none of them.
 
 use std::time::Duration;
 
@@ -9,9 +9,9 @@ use crate::decide::restart::Verified;
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
 
-/// Why a session is being restarted.
+/// What a job does to its session.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum RestartKind {
+pub(crate) enum JobKind {
     /// It is in error: confirm it is dead, restart, verify, fall back.
     Revive,
     /// It is alive but its Telegram poller process is missing (SPEC §6.1).
@@ -35,18 +35,18 @@ pub(crate) struct Proven {
 /// A session cleared for restart, with the budget slot it reserved
 /// (revivals only).
 #[derive(Debug, Clone)]
-pub(crate) struct RestartJob {
+pub(crate) struct Job {
     pub session: Session,
     pub slot: Option<f64>,
-    pub kind: RestartKind,
+    pub kind: JobKind,
     /// Set for a death the pane watch proved; `None` for every other.
     pub proven: Option<Proven>,
 }
 
-impl RestartJob {
+impl Job {
     /// A poller restart of `s`, which takes no budget slot.
-    pub(crate) fn poller(s: &Session, kind: RestartKind) -> RestartJob {
-        RestartJob {
+    pub(crate) fn poller(s: &Session, kind: JobKind) -> Job {
+        Job {
             session: s.clone(),
             slot: None,
             kind,

@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::act::context::Context;
 use crate::act::deaf_poller_check::WebhookWorker;
 use crate::act::errands::{self, Errand};
-use crate::act::job::{RestartJob, RestartKind};
-use crate::act::restart::Restarter;
+use crate::act::job::{Job, JobKind};
+use crate::act::job_worker::Jobs;
 use crate::act::snapshot::Snapshot;
 use crate::act::telegram_pollers;
 use crate::decide::liveness::digest;
@@ -56,9 +56,9 @@ impl Patrols {
 
     /// One patrol pass; `alive` is called before each slow pane read, so
     /// the caller can tell its supervisor the pass is still moving.
-    pub(crate) fn run(&mut self, snap: &Snapshot, restarter: &Restarter, alive: &mut dyn FnMut()) {
+    pub(crate) fn run(&mut self, snap: &Snapshot, jobs: &Jobs, alive: &mut dyn FnMut()) {
         self.nudge_waiting(snap, alive);
-        self.check_pollers(snap, restarter);
+        self.check_pollers(snap, jobs);
         self.clean_stale(snap);
     }
 
@@ -116,8 +116,8 @@ impl Patrols {
     /// Telegram channel whose poller process is gone is restarted; one whose
     /// poller runs gets a `getWebhookInfo` check when §6.5 is on. A poller
     /// found deaf by those checks is restarted at the next tick.
-    fn check_pollers(&mut self, snap: &Snapshot, restarter: &Restarter) {
-        self.restart_deaf_pollers(snap, restarter);
+    fn check_pollers(&mut self, snap: &Snapshot, jobs: &Jobs) {
+        self.restart_deaf_pollers(snap, jobs);
         let now = self.ctx.clock.now();
         let interval = self.ctx.cfg.poller_check_interval.as_secs_f64();
         if self.last_poller_check.is_some_and(|t| now - t < interval) {
@@ -137,7 +137,7 @@ impl Patrols {
                         s.title,
                         seen.state_dir.display()
                     );
-                    restarter.submit(RestartJob::poller(s, RestartKind::PollerMissing));
+                    jobs.submit(Job::poller(s, JobKind::PollerMissing));
                 }
             } else if let Some(w) = &self.webhook {
                 if !self.ctx.state.lock().in_flight.contains(&s.id) {
@@ -151,7 +151,7 @@ impl Patrols {
     /// `POLLER_DEAF_CHECKS` checks in a row is restarted through the §6.1
     /// path and dedup. Its streak is used up: should agent-deck refuse, a
     /// new streak is needed before the next try.
-    fn restart_deaf_pollers(&mut self, snap: &Snapshot, restarter: &Restarter) {
+    fn restart_deaf_pollers(&mut self, snap: &Snapshot, jobs: &Jobs) {
         let Some(w) = &self.webhook else {
             return;
         };
@@ -173,7 +173,7 @@ impl Patrols {
                 s.title,
                 patrol_rules::deaf_reason(&pending)
             );
-            restarter.submit(RestartJob::poller(s, RestartKind::PollerDeaf { pending }));
+            jobs.submit(Job::poller(s, JobKind::PollerDeaf { pending }));
         }
     }
 
@@ -237,7 +237,7 @@ mod tests {
 
     use super::*;
     use crate::act::context::tests::{actions, config, context_with, NOW};
-    use crate::act::restart;
+    use crate::act::job_worker;
     use crate::config::Config;
     use crate::decide::book::PendingStreak;
     use crate::fleet::fake::{FakeDeck, Script, SendAnswer};
@@ -416,10 +416,10 @@ mod tests {
         let snap = snapshot(&conductor, &seen, &none);
         // One pass per restart worker, so each pass sees the last one done.
         let restarts_after = |p: &mut Patrols, step: f64| {
-            let mut restarter = restart::spawn(p.ctx.clone()).unwrap();
+            let mut worker = job_worker::spawn(p.ctx.clone()).unwrap();
             clock.advance(step);
-            p.run(&snap, &restarter, &mut || ());
-            restarter.finish();
+            p.run(&snap, &worker, &mut || ());
+            worker.finish();
             deck.count("restart")
         };
         let cfg = &p.ctx.cfg;
@@ -454,9 +454,9 @@ mod tests {
             .lock()
             .pending_updates
             .insert(COND.into(), streak);
-        let mut restarter = restart::spawn(p.ctx.clone()).unwrap();
-        p.run(&snapshot(&conductor, &seen, &none), &restarter, &mut || ());
-        restarter.finish();
+        let mut worker = job_worker::spawn(p.ctx.clone()).unwrap();
+        p.run(&snapshot(&conductor, &seen, &none), &worker, &mut || ());
+        worker.finish();
         assert_eq!(deck.count("restart"), 1);
         let recs = crate::act::context::tests::restart_records(tmp.path());
         assert_eq!(recs[0].action, "poller-deaf");

@@ -3,7 +3,7 @@
 //! every other restart; the patrol has already claimed its dedup window.
 
 use crate::act::context::Context;
-use crate::act::job::{RestartJob, RestartKind};
+use crate::act::job::{Job, JobKind};
 use crate::decide::outcomes::RestartAction;
 use crate::decide::restart::Outcome;
 use crate::decide::{cascade, patrol_rules};
@@ -12,13 +12,13 @@ use crate::fleet::deck::RestartAnswer;
 /// SPEC §6.1 and §6.5: restart a live conductor whose Telegram poller is
 /// gone or deaf. A `skipped` answer is a refusal, not a success: the dedup
 /// window starts only when a restart really ran.
-pub(crate) fn restart(ctx: &Context, job: &RestartJob) -> Outcome {
+pub(crate) fn restart(ctx: &Context, job: &Job) -> Outcome {
     let s = &job.session;
     let now = ctx.clock.now();
     // The record's action on success, its reason, and what a refused or
     // failed attempt's record adds to say which check asked for it.
     let (done, why, which) = match &job.kind {
-        RestartKind::PollerDeaf { pending } => {
+        JobKind::PollerDeaf { pending } => {
             let why = patrol_rules::deaf_reason(pending);
             (
                 RestartAction::PollerDeaf,
@@ -72,7 +72,7 @@ mod tests {
     use crate::fleet::session::{Session, Status};
 
     /// The poller restart of `job`, carried out to its records.
-    fn run(ctx: &Context, job: &RestartJob) {
+    fn run(ctx: &Context, job: &Job) {
         let outcome = restart(ctx, job);
         crate::act::apply::tests::apply_now(ctx, job, &outcome);
     }
@@ -97,8 +97,8 @@ mod tests {
         }))
     }
 
-    fn deaf() -> RestartKind {
-        RestartKind::PollerDeaf {
+    fn deaf() -> JobKind {
+        JobKind::PollerDeaf {
             pending: vec![3, 5, 9],
         }
     }
@@ -108,10 +108,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let deck = deck(Some(RestartAnswer::Restarted));
         let (ctx, _) = context(tmp.path(), deck.clone());
-        run(
-            &ctx,
-            &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
-        );
+        run(&ctx, &Job::poller(&conductor(), JobKind::PollerMissing));
         assert_eq!(*deck.calls.lock(), [format!("restart {ID}")]);
         let rec = &restart_records(tmp.path())[0];
         assert_eq!(rec.action, "poller-restart");
@@ -128,7 +125,7 @@ mod tests {
         let (ctx, _) = context(tmp.path(), deck(Some(RestartAnswer::Restarted)));
         let streak = Default::default();
         ctx.state.lock().pending_updates.insert(ID.into(), streak);
-        run(&ctx, &RestartJob::poller(&conductor(), deaf()));
+        run(&ctx, &Job::poller(&conductor(), deaf()));
         let rec = &restart_records(tmp.path())[0];
         assert_eq!(rec.action, "poller-deaf");
         assert_eq!(
@@ -145,7 +142,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let refusal = RestartAnswer::Skipped("started 12s ago".into());
         let (ctx, _) = context(tmp.path(), deck(Some(refusal)));
-        run(&ctx, &RestartJob::poller(&conductor(), deaf()));
+        run(&ctx, &Job::poller(&conductor(), deaf()));
         let rec = &restart_records(tmp.path())[0];
         assert_eq!(rec.action, "poller-refused");
         assert_eq!(
@@ -160,10 +157,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let deck = deck(None);
         let (ctx, _) = context(tmp.path(), deck.clone());
-        run(
-            &ctx,
-            &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
-        );
+        run(&ctx, &Job::poller(&conductor(), JobKind::PollerMissing));
         assert_eq!(deck.count("start"), 0, "no start fallback for a live pane");
         assert_eq!(actions(tmp.path()), ["poller-restart-failed"]);
         assert_eq!(ctx.state.lock().poller_restarted.get(ID), Some(&NOW));
@@ -175,10 +169,7 @@ mod tests {
         let deck = deck(Some(RestartAnswer::Restarted));
         let (mut ctx, _) = context(tmp.path(), deck.clone());
         ctx.dry_run = true;
-        run(
-            &ctx,
-            &RestartJob::poller(&conductor(), RestartKind::PollerMissing),
-        );
+        run(&ctx, &Job::poller(&conductor(), JobKind::PollerMissing));
         assert!(deck.calls.lock().is_empty());
         let recs = restart_records(tmp.path());
         assert_eq!(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::act::apply;
 use crate::act::context::Context;
-use crate::act::job::{self, RestartJob};
+use crate::act::job::{self, Job};
 use crate::decide::outcomes::RestartAction;
 use crate::decide::restart::Verified;
 use crate::fleet::session::Status;
@@ -22,7 +22,7 @@ pub(crate) const RESUME_TEXT: &str =
 /// tool marker, nudge the conversation once with `claude --resume`, then
 /// retry `session start`. What the status poll then read, if it found the
 /// session back.
-pub(crate) fn attempt(ctx: &Context, job: &RestartJob, transcript: &str) -> Option<Verified> {
+pub(crate) fn attempt(ctx: &Context, job: &Job, transcript: &str) -> Option<Verified> {
     let s = &job.session;
     let profiles = &ctx.cfg.prompt_resume_profiles;
     let (_, config_dir) = profiles.iter().find(|(p, _)| *p == s.profile)?;

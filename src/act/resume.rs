@@ -8,13 +8,13 @@
 //! (`composer_blocked`); 1.14.0 saves it, sends, and types it back.
 
 use crate::act::context::Context;
-use crate::act::job::RestartJob;
+use crate::act::job::Job;
 use crate::decide::restart::{Dropped, Outcome};
 use crate::decide::stall::Seen;
 use crate::fleet::deck::Delivery;
 
 /// Sends the resume of the stall of `job`'s session, if it is still one.
-pub(crate) fn resume(ctx: &Context, job: &RestartJob) -> Outcome {
+pub(crate) fn resume(ctx: &Context, job: &Job) -> Outcome {
     let s = &job.session;
     let Some(mut stall) = ctx.state.lock().book(&s.id).stall.clone() else {
         return Outcome::Dropped(Dropped::NoStall);

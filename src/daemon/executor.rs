@@ -6,7 +6,7 @@
 //! read through a probe) is here too, as it feeds the decision.
 
 use crate::act::apply;
-use crate::act::job::{Proven, RestartJob, RestartKind};
+use crate::act::job::{Job, JobKind, Proven};
 use crate::daemon::Daemon;
 use crate::decide::gates::Hold;
 use crate::decide::outcomes::{RestartAction, Severity};
@@ -101,10 +101,10 @@ impl Daemon {
                     "is in error"
                 };
                 log::info!("{} ({}) {why}; queueing a restart", s.id, s.title);
-                self.workers.restarter.submit(RestartJob {
+                self.workers.jobs.submit(Job {
                     session: s.clone(),
                     slot: Some(slot),
-                    kind: RestartKind::Revive,
+                    kind: JobKind::Revive,
                     proven,
                 });
             }
@@ -155,7 +155,7 @@ impl Daemon {
     /// look: `restarted`, with its continuity message, or `restart-failed`.
     fn settled(&self, s: &Session, t: &Settled) {
         let Some(n) = t.failures else {
-            return apply::restarted(&self.ctx, s, t.status, self.workers.restarter.continuity());
+            return apply::restarted(&self.ctx, s, t.status, self.workers.jobs.continuity());
         };
         let why = format!("{}; status error when next read", t.why);
         apply::failed(&self.ctx, s, n, &why, None);

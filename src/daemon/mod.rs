@@ -14,7 +14,7 @@
 //! - `safety_poll.rs`: the tick, which reads the fleet and gets one
 //!   verdict per critical session ([`crate::decide::verdict`]);
 //! - `executor.rs`: the verdicts carried out: records, alerts, and the
-//!   restarts handed to the [`Restarter`] thread;
+//!   restarts handed to the [`Jobs`] thread;
 //! - `pass_summary.rs`: what a `--once` pass saw and did.
 //!
 //! The daemon's own plumbing lives here too: its log output (`logging.rs`)
@@ -41,8 +41,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::act::context::Context;
+use crate::act::job_worker::{self, Jobs};
 use crate::act::patrols::Patrols;
-use crate::act::restart::{self, Restarter};
 use crate::config::{Config, PaneWatchMode, ResumeScope};
 use crate::daemon::sd_notify::SdNotify;
 use crate::decide::memory::FleetMemory;
@@ -103,7 +103,7 @@ pub(crate) struct Daemon {
 /// The workers the main loop hands its work to: restarts and resumes, the
 /// patrols' errands, and the task follow-up after each tick.
 struct Workers {
-    restarter: Restarter,
+    jobs: Jobs,
     patrols: Patrols,
     tasks: TickFollowUp,
 }
@@ -136,7 +136,7 @@ impl Daemon {
         let panes = Arc::new(PaneShare::new(not_yet));
         let mut ctx = Context::from_config(cfg, flags.dry_run, deck, clock, shutdown);
         ctx.panes = Some(panes.clone());
-        let restarter = restart::spawn(ctx.clone())
+        let jobs = job_worker::spawn(ctx.clone())
             .map_err(|e| Error::runtime(format!("cannot start the restart thread: {e}")))?;
         let patrols = Patrols::spawn(ctx.clone())?;
         // A registry lock held by a stuck dispatcher must not stall the main loop.
@@ -151,7 +151,7 @@ impl Daemon {
         Ok(Daemon {
             ctx,
             workers: Workers {
-                restarter,
+                jobs,
                 patrols,
                 tasks: TickFollowUp::new(followup),
             },
@@ -174,7 +174,7 @@ impl Daemon {
     /// Waits for started work, then stops every thread.
     pub(crate) fn finish(&mut self) {
         self.workers.patrols.finish();
-        self.workers.restarter.finish();
+        self.workers.jobs.finish();
         self.ctx.store.save(&self.ctx.state);
         self.ctx.escalator.drain();
         self.ctx.shutdown.trigger();

@@ -314,7 +314,7 @@ impl Daemon {
             return Ok(());
         };
         let mut ended = notes.ended;
-        ended.extend(self.workers.restarter.ended());
+        ended.extend(self.workers.jobs.ended());
         let first_refusals: BTreeSet<String> = (self.ctx.state.lock().sessions.iter())
             .filter(|(_, b)| b.refusal.as_ref().is_some_and(|r| r.refused == 1))
             .map(|(id, _)| id.clone())

@@ -121,9 +121,7 @@ impl Daemon {
         };
         self.workers
             .patrols
-            .run(&snap, &self.workers.restarter, &mut || {
-                self.sd_notify.alive()
-            });
+            .run(&snap, &self.workers.jobs, &mut || self.sd_notify.alive());
         self.workers.tasks.run();
         self.name_interrupted(live);
         let in_error = verdicts.iter().filter(|d| d.verdict.in_error()).count();
@@ -324,7 +322,7 @@ impl Daemon {
     /// now on (the main loop owns the names it hands the pane watch), and
     /// a `--once` pass keeps them for its summary.
     fn take_endings(&mut self) {
-        for (id, outcome) in self.workers.restarter.ended() {
+        for (id, outcome) in self.workers.jobs.ended() {
             if let Outcome::Restarted {
                 tmux: Some(name), ..
             } = &outcome

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::act::apply;
-use crate::act::job::{RestartJob, RestartKind};
+use crate::act::job::{Job, JobKind};
 use crate::config::ResumeScope;
 use crate::daemon::Daemon;
 use crate::decide::banner::{self, ApiError};
@@ -210,10 +210,10 @@ impl Daemon {
             Step::Resume => {
                 ctx.state.lock().in_flight.insert(s.id.clone());
                 log::info!("{} ({}) is due its resume; queueing it", s.id, s.title);
-                return self.workers.restarter.submit(RestartJob {
+                return self.workers.jobs.submit(Job {
                     session: s.clone(),
                     slot: None,
-                    kind: RestartKind::Resume,
+                    kind: JobKind::Resume,
                     proven: None,
                 });
             }

@@ -1,12 +1,12 @@
-//! One restart job, performed: [`crate::decide::restart::Machine`] says
-//! each next thing to do (the serialization wait, the last gates, liveness
-//! confirmation, `session restart`, verification, the `session start`
-//! fallback, the 429 check, prompt-resume) and this module does it and
-//! tells the machine what came of it, holding the state mutex only while
-//! the machine steps. Its log lines are said as part of the action they
-//! lead or follow.
+//! The worker's jobs (a revive, a stall's resume, a poller restart),
+//! performed: [`crate::decide::restart::Machine`] says each next thing to
+//! do (the serialization wait, the last gates, liveness confirmation,
+//! `session restart`, verification, the `session start` fallback, the 429
+//! check, prompt-resume) and this module does it and tells the machine
+//! what came of it, holding the state mutex only while the machine steps.
+//! Its log lines are said as part of the action they lead or follow.
 //!
-//! [`Restarter`] runs these jobs one at a time on its own thread, so the main
+//! [`Jobs`] runs these jobs one at a time on its own thread, so the main
 //! loop never blocks on them and restarts never overlap; the continuity
 //! message goes out on a worker of its own ([`Continuity`]). Each job ends
 //! in an [`Outcome`], which [`apply()`] carries out and the main loop is sent.
@@ -18,7 +18,7 @@ use crossbeam_channel::{Receiver, Sender};
 use crate::act::apply::{self, apply};
 use crate::act::context::Context;
 use crate::act::continuity::Continuity;
-use crate::act::job::{self, RestartJob, RestartKind};
+use crate::act::job::{self, Job, JobKind};
 use crate::act::{poller_restart, prompt_resume, resume};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::restart::{Action, Dropped, Event, Kind, Machine, Now, Outcome, Phase};
@@ -35,15 +35,15 @@ pub(crate) type Ended = (String, Outcome);
 
 /// The restart worker (one restart at a time, in the order they were
 /// cleared) and, beside it, the continuity messages' own worker.
-pub(crate) struct Restarter {
+pub(crate) struct Jobs {
     // Dropped in this order: the restarts end before the messages they queued.
-    restarts: Worker<RestartJob>,
+    restarts: Worker<Job>,
     continuity: Arc<Continuity>,
     ended: Receiver<Ended>,
 }
 
-impl Restarter {
-    pub(crate) fn submit(&self, job: RestartJob) {
+impl Jobs {
+    pub(crate) fn submit(&self, job: Job) {
         self.restarts.submit(job);
     }
 
@@ -64,14 +64,14 @@ impl Restarter {
     }
 }
 
-pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
+pub(crate) fn spawn(ctx: Context) -> std::io::Result<Jobs> {
     let continuity = Arc::new(Continuity::spawn(ctx.clone())?);
     let told = continuity.clone();
     let (tx, ended) = crossbeam_channel::unbounded();
-    let restarts = Worker::spawn("restart", move |job: RestartJob| {
+    let restarts = Worker::spawn("restart", move |job: Job| {
         run_job(&ctx, &job, &told, &tx);
     })?;
-    Ok(Restarter {
+    Ok(Jobs {
         restarts,
         continuity,
         ended,
@@ -80,17 +80,17 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Restarter> {
 
 /// Carries `job` out, applies its ending and sends it on. Whatever happens
 /// in it (even a bug), the session must not stay in flight.
-fn run_job(ctx: &Context, job: &RestartJob, continuity: &Continuity, tx: &Sender<Ended>) {
+fn run_job(ctx: &Context, job: &Job, continuity: &Continuity, tx: &Sender<Ended>) {
     let catch = |f: &dyn Fn() -> Outcome| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
             .unwrap_or(Outcome::Dropped(Dropped::Panicked))
     };
-    let restart = Restart {
+    let run = JobRun {
         ctx,
         job,
         continuity,
     };
-    let outcome = catch(&|| restart.carry_out());
+    let outcome = catch(&|| run.carry_out());
     let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         apply(ctx, job, &outcome, continuity)
     }));
@@ -109,13 +109,13 @@ fn run_job(ctx: &Context, job: &RestartJob, continuity: &Continuity, tx: &Sender
 }
 
 /// One restart job being carried out, over the shared context.
-struct Restart<'a> {
+struct JobRun<'a> {
     ctx: &'a Context,
-    job: &'a RestartJob,
+    job: &'a Job,
     continuity: &'a Continuity,
 }
 
-impl Restart<'_> {
+impl JobRun<'_> {
     /// Carries out one restart job, from its turn in the serialization to
     /// how it ended: the machine steps, under one lock, and each action it
     /// asks for is performed. The pane watch is told a restart is under
@@ -123,8 +123,8 @@ impl Restart<'_> {
     fn carry_out(&self) -> Outcome {
         let (ctx, job) = (self.ctx, self.job);
         let kind = match job.kind {
-            RestartKind::Revive => Kind::Revive,
-            RestartKind::Resume => Kind::Resume,
+            JobKind::Revive => Kind::Revive,
+            JobKind::Resume => Kind::Resume,
             _ => Kind::Poller,
         };
         let mut machine = Machine {
@@ -281,7 +281,7 @@ mod tests {
 
     /// Carries `job` out as the worker does; its continuity message goes out
     /// before it returns.
-    fn carry_out(ctx: &Context, job: &RestartJob) {
+    fn carry_out(ctx: &Context, job: &Job) {
         let continuity = Continuity::spawn(ctx.clone()).unwrap();
         let (tx, _ended) = crossbeam_channel::unbounded();
         run_job(ctx, job, &continuity, &tx);
@@ -290,7 +290,7 @@ mod tests {
     fn revive(ctx: &Context) {
         carry_out(
             ctx,
-            &RestartJob {
+            &Job {
                 session: Session {
                     id: ID.into(),
                     title: "conductor-ops".into(),
@@ -298,7 +298,7 @@ mod tests {
                     ..Session::default()
                 },
                 slot: None,
-                kind: RestartKind::Revive,
+                kind: JobKind::Revive,
                 proven: None,
             },
         );
@@ -399,13 +399,13 @@ mod tests {
     }
 
     /// A job for the conductor holding a rate-limit slot reserved now.
-    fn reserved(ctx: &Context) -> RestartJob {
+    fn reserved(ctx: &Context) -> Job {
         reserved_for(ctx, ID)
     }
 
-    fn reserved_for(ctx: &Context, id: &str) -> RestartJob {
+    fn reserved_for(ctx: &Context, id: &str) -> Job {
         let slot = gates::reserve(&mut ctx.state.lock(), &ctx.limits, id, NOW);
-        RestartJob {
+        Job {
             session: Session {
                 id: id.into(),
                 title: "conductor-ops".into(),
@@ -413,7 +413,7 @@ mod tests {
                 ..Session::default()
             },
             slot: Some(slot),
-            kind: RestartKind::Revive,
+            kind: JobKind::Revive,
             proven: None,
         }
     }
@@ -443,14 +443,14 @@ mod tests {
         let (gate, held) = crossbeam_channel::bounded(0);
         let deck = two_revivals(held);
         let ctx = context(tmp.path(), deck.clone());
-        let mut restarter = super::spawn(ctx.clone()).unwrap();
+        let mut worker = super::spawn(ctx.clone()).unwrap();
         let other = "a0b1c2d3-1755899999";
-        restarter.submit(reserved(&ctx));
-        restarter.submit(reserved_for(&ctx, other));
+        worker.submit(reserved(&ctx));
+        worker.submit(reserved_for(&ctx, other));
         let second = deck.wait_for_calls(&format!("restart {other}"), 1, Duration::from_secs(5));
         let calls = deck.calls.lock().clone();
         drop(gate);
-        restarter.finish();
+        worker.finish();
         assert!(
             second,
             "the second revive waited for the first message: {calls:?}"
@@ -466,15 +466,15 @@ mod tests {
         let (gate, held) = crossbeam_channel::bounded(0);
         let deck = two_revivals(held);
         let ctx = context(tmp.path(), deck.clone());
-        let mut restarter = super::spawn(ctx.clone()).unwrap();
-        restarter.submit(reserved(&ctx));
-        restarter.submit(reserved(&ctx));
+        let mut worker = super::spawn(ctx.clone()).unwrap();
+        worker.submit(reserved(&ctx));
+        worker.submit(reserved(&ctx));
         let sending = deck.wait_for_calls(&format!("send {ID}"), 1, Duration::from_secs(5));
         // The first revival read it three times: two liveness reads, one verify.
         let show = format!("show {ID}");
         let early = deck.wait_for_calls(&show, 4, Duration::from_millis(200));
         drop(gate);
-        restarter.finish();
+        worker.finish();
         assert!(sending && !early, "{:?}", deck.calls.lock());
         assert_eq!((deck.count("restart"), deck.count("send")), (2, 2));
     }
@@ -533,8 +533,8 @@ mod tests {
 
     /// A job for the conductor whose death the pane watch proved, carrying
     /// the `session show` that found it in error.
-    fn proven(ctx: &Context) -> RestartJob {
-        RestartJob {
+    fn proven(ctx: &Context) -> Job {
+        Job {
             proven: Some(crate::act::job::Proven {
                 proof: crate::fleet::panes::Proof::ProcessExited,
                 shown: live(Status::Error).unwrap(),
