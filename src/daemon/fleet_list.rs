@@ -11,6 +11,10 @@ use crate::decide::outcomes::Severity;
 use crate::decide::store;
 use crate::decide::vanish::{self, VanishNews};
 use crate::fleet::deck::CliError;
+use crate::sys::say_once::ONCE;
+
+/// What the locked store's escalation is said once under.
+const STORE_LOCKED: &str = "store locked";
 
 impl Daemon {
     /// `list --all`, read into the cache, and what a readable one means for
@@ -43,15 +47,15 @@ impl Daemon {
     /// read; the session list's outage says in the log when it starts and
     /// ends ([`Self::tell_outage`]).
     fn note_store(&mut self, read: &Result<(), CliError>) {
+        let (said, now) = (&self.memory.said, self.ctx.clock.now());
         match read {
-            Err(CliError::StoreUnreadable(why)) if !self.memory.store_unread => {
-                self.memory.store_unread = true;
+            Err(CliError::StoreUnreadable(why)) if said.note(STORE_LOCKED, now, ONCE).is_some() => {
                 let msg = format!("{why}: the watchdog keeps the last known fleet and its pane watch, but cannot read a status or restart until the store reads again. Look for a process holding agent-deck's state.db.");
                 let ctx = &self.ctx;
                 ctx.escalator
                     .escalate(Severity::StoreLocked, &msg, None, true);
             }
-            Ok(()) => self.memory.store_unread = false,
+            Ok(()) => _ = said.end(STORE_LOCKED, now),
             _ => {}
         }
     }

@@ -10,6 +10,7 @@ use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::sys::say_once::{SayOnce, ONCE};
 
 /// The least watchdog interval honoured. systemd sets `WATCHDOG_USEC`; a
 /// value below a second (0 and 1 have been seen) would make the main loop
@@ -36,7 +37,7 @@ pub(crate) struct SdNotify {
     ping_every: Option<Duration>,
     last_ping: Option<Instant>,
     last_status: String,
-    warned: bool,
+    failing: SayOnce<()>,
 }
 
 impl SdNotify {
@@ -59,7 +60,7 @@ impl SdNotify {
             ping_every: cfg.watchdog_usec.map(ping_interval),
             last_ping: None,
             last_status: String::new(),
-            warned: false,
+            failing: SayOnce::new(),
         }
     }
 
@@ -81,9 +82,8 @@ impl SdNotify {
             None => sock.send_to(msg.as_bytes(), path),
         };
         if let Err(e) = result {
-            if !self.warned {
+            if self.failing.allows(&(), ONCE) {
                 log::warn!("systemd notification to {path} failed ({e}); carrying on without");
-                self.warned = true;
             }
         }
     }

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::decide::hook_pacing::HookPacing;
-use crate::decide::outage::Outage;
 use crate::decide::verdict::Episodes;
+use crate::sys::say_once::SayOnce;
 
 #[derive(Debug, Default)]
 pub(crate) struct FleetMemory {
@@ -26,10 +26,9 @@ pub(crate) struct FleetMemory {
     /// The other sessions in `RESUME_SCOPE` that read `running` at the last
     /// tick (a critical session's last status is in its book).
     pub running_beyond: BTreeSet<String>,
-    /// agent-deck's store could not be read at the last look (told once).
-    pub store_unread: bool,
-    /// The outages of the reads each tick makes, by what is read.
-    pub outages: BTreeMap<String, Outage>,
+    /// What the main loop says once, by kind: the outage of each read a
+    /// tick makes (by what is read), agent-deck's store locked.
+    pub said: SayOnce<String, f64>,
     /// The restarts a stopped watchdog left with no outcome on record (id →
     /// when), named once the first tick has read their sessions.
     pub interrupted: BTreeMap<String, f64>,

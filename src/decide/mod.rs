@@ -15,7 +15,6 @@ pub(crate) mod limits;
 pub(crate) mod liveness;
 pub(crate) mod memory;
 pub(crate) mod notes;
-pub(crate) mod outage;
 pub(crate) mod outcomes;
 pub(crate) mod patrol_rules;
 pub(crate) mod prune;

@@ -26,8 +26,8 @@ use crate::fleet::version::Version;
 use crate::fleet::version_keeper::{Answer, News, VersionKeeper};
 use crate::fleet::version_watch::suggests_new_binary;
 use crate::sys::process::{self, Cmd, Output};
+use crate::sys::say_once::SayOnce;
 use crate::sys::shutdown::Shutdown;
-use crate::sys::throttle::Throttle;
 /// Unreadable list rows are warned about at most this often per command.
 const SKIP_WARN_EVERY: Duration = Duration::from_secs(60);
 /// The same stderr line of a successful call is logged at most this often.
@@ -43,9 +43,9 @@ pub(crate) struct Cli {
     stats: Mutex<CallStats>,
     /// Unreadable list rows of each command since its last warning.
     skips: Mutex<BTreeMap<&'static str, u64>>,
-    skip_warnings: Throttle<&'static str>,
+    skip_warnings: SayOnce<&'static str>,
     /// Lines a successful call printed on stderr, by their shape.
-    stderr_notes: Throttle<String>,
+    stderr_notes: SayOnce<String>,
     version: Mutex<VersionKeeper>,
     /// Holds a message while a suspect failure, or a call that worked after
     /// an unanswered read, waits for a re-read.
@@ -60,8 +60,8 @@ impl Cli {
             shutdown,
             stats: Mutex::new(CallStats::default()),
             skips: Mutex::new(BTreeMap::new()),
-            skip_warnings: Throttle::new(SKIP_WARN_EVERY),
-            stderr_notes: Throttle::new(STDERR_NOTE_EVERY),
+            skip_warnings: SayOnce::new(),
+            stderr_notes: SayOnce::new(),
             version: Mutex::default(),
             nudge: crossbeam_channel::bounded(1),
         }
@@ -133,7 +133,7 @@ impl Cli {
             .chars()
             .filter(|c| !c.is_ascii_digit())
             .collect();
-        if self.stderr_notes.allows(shape.as_str()) {
+        if self.stderr_notes.allows(shape.as_str(), STDERR_NOTE_EVERY) {
             log::warn!(
                 "`{}` succeeded but printed on stderr: \"{}\"; its answer is used (logged once a day)",
                 crate::text::printable(&args.join(" "), STDERR_SHOWN),
@@ -155,7 +155,7 @@ impl Cli {
         let mut skips = self.skips.lock();
         let unreported = skips.entry(name).or_default();
         *unreported += tally.skipped as u64;
-        if self.skip_warnings.allows(&name) {
+        if self.skip_warnings.allows(&name, SKIP_WARN_EVERY) {
             let earlier = *unreported - tally.skipped as u64;
             let earlier = if earlier > 0 {
                 format!(" ({earlier} more since the last such warning)")
@@ -554,7 +554,10 @@ mod tests {
         assert!(cli.stats().failures.is_empty(), "{:?}", cli.stats());
         // Noted under its shape, digits aside: a changed count is the same line.
         let shape = "WARNING: profile stores exist under both /a ( sessions) and /b ( sessions)";
-        assert!(!cli.stderr_notes.allows(shape), "the line was not noted");
+        assert!(
+            !cli.stderr_notes.allows(shape, STDERR_NOTE_EVERY),
+            "the line was not noted"
+        );
     }
 
     #[test]
@@ -620,7 +623,7 @@ case \" $* \" in *\" --json \"*) echo '{\"code\":\"INVALID_OPERATION\",\"error\"
         };
         cli.warn_skipped("list-all", "", &["list", "--all", "--json"], &tally);
         assert_eq!(cli.skips.lock()["list-all"], 0, "not warned");
-        assert!(!cli.skip_warnings.allows(&"list-all"));
+        assert!(!cli.skip_warnings.allows(&"list-all", SKIP_WARN_EVERY));
         cli.warn_skipped("list-all", "", &["list", "--all", "--json"], &tally);
         assert_eq!(cli.skips.lock()["list-all"], 1, "warned twice");
     }

@@ -15,7 +15,10 @@ use crate::records::audit::{
 };
 use crate::records::rotation::{self, Appended, DEFAULT_MAX_BYTES};
 use crate::records::tally::{count, Tally};
-use crate::sys::throttle::Throttle;
+use crate::sys::say_once::SayOnce;
+
+/// How often one file's warning of one kind may be logged.
+const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// Appends records under the watchdog directory.
 pub struct Records {
@@ -23,7 +26,7 @@ pub struct Records {
     /// `RECORD_MAX_BYTES`.
     max_bytes: u64,
     /// Warnings by file and kind (`append`, `rotate`), at most one a minute each.
-    warnings: Throttle<(&'static str, &'static str)>,
+    warnings: SayOnce<(&'static str, &'static str)>,
     tally: Mutex<Tally>,
 }
 
@@ -33,7 +36,7 @@ impl Records {
         Records {
             dir: dir.to_owned(),
             max_bytes: DEFAULT_MAX_BYTES,
-            warnings: Throttle::new(Duration::from_secs(60)),
+            warnings: SayOnce::new(),
             tally: Mutex::new(Tally::default()),
         }
     }
@@ -80,7 +83,7 @@ impl Records {
                 self.max_bytes,
                 rotation::rotated_path(&path).display()
             ),
-            Ok(Appended::Unrotated(why)) if self.warnings.allows(&(file, "rotate")) => log::warn!(
+            Ok(Appended::Unrotated(why)) if self.warnings.allows(&(file, "rotate"), WARN_EVERY) => log::warn!(
                 "{} is past RECORD_MAX_BYTES={} but could not be rotated ({why}); the record was appended, trying again with the next one",
                 path.display(),
                 self.max_bytes
@@ -89,7 +92,7 @@ impl Records {
             Ok(Appended::Plain | Appended::Unrotated(_)) => {}
             Err(e) => {
                 let lost = count(&mut self.tally.lock().records_lost, file);
-                if self.warnings.allows(&(file, "append")) {
+                if self.warnings.allows(&(file, "append"), WARN_EVERY) {
                     log::warn!(
                         "could not append to {} ({e}); the record is lost ({lost} from this file since start), the daemon carries on",
                         path.display()
@@ -251,8 +254,8 @@ mod tests {
         assert_eq!(lost.get(ESCALATIONS_LOG), Some(&1));
         assert_eq!(lost.get(LIVENESS_LOG), None);
         // Each file's first loss was warned about, the second file's too.
-        assert!(!r.warnings.allows(&(RESTART_LOG, "append")));
-        assert!(!r.warnings.allows(&(ESCALATIONS_LOG, "append")));
+        assert!(!r.warnings.allows(&(RESTART_LOG, "append"), WARN_EVERY));
+        assert!(!r.warnings.allows(&(ESCALATIONS_LOG, "append"), WARN_EVERY));
     }
 
     #[test]

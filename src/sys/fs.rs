@@ -12,7 +12,7 @@ use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::sys::throttle::Throttle;
+use crate::sys::say_once::SayOnce;
 
 /// Writes `text` to stdout and flushes it; a closed reader (`| head`) is fine.
 pub(crate) fn print_stdout(text: &str) -> io::Result<()> {
@@ -347,12 +347,13 @@ pub(crate) fn create_private_dirs(path: &Path) -> io::Result<()> {
 }
 
 /// How often one path may be warned about.
-static UNREADABLE: Throttle<PathBuf> = Throttle::new(Duration::from_secs(300));
+const UNREADABLE_EVERY: Duration = Duration::from_secs(300);
+static UNREADABLE: SayOnce<PathBuf> = SayOnce::new();
 
 /// Logs "`err`; `next`" (what the daemon does instead) unless the same path
 /// was warned about in the last few minutes.
 pub(crate) fn warn_unreadable(err: &ReadError, next: &str) {
-    if UNREADABLE.allows(err.path()) {
+    if UNREADABLE.allows(err.path(), UNREADABLE_EVERY) {
         log::warn!("{err}; {next}");
     }
 }

@@ -1,5 +1,5 @@
 //! The platform layer: spawning, safe file access, flock, the process table,
-//! exit waits, the clock, shutdown, the warning throttle and the worker
+//! exit waits, the clock, shutdown, the say-once sink and the worker
 //! thread. Everything above it is platform-neutral.
 
 pub(crate) mod clock;
@@ -8,6 +8,6 @@ pub(crate) mod fs;
 pub(crate) mod pid_watch;
 pub(crate) mod process;
 pub(crate) mod process_table;
+pub(crate) mod say_once;
 pub(crate) mod shutdown;
-pub(crate) mod throttle;
 pub(crate) mod worker;

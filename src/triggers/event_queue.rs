@@ -19,9 +19,12 @@ use crossbeam_channel::{select, Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::fleet::panes::Proof;
+use crate::sys::say_once::SayOnce;
 use crate::sys::shutdown::Shutdown;
-use crate::sys::throttle::Throttle;
 use crate::triggers::hook_file::hook_id;
+
+/// A full queue is warned about at most this often.
+const DROP_WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// What a trigger thread reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +79,7 @@ pub(crate) struct EventQueue {
     sending: Mutex<()>,
     drops: AtomicU64,
     rescan_owed: AtomicBool,
-    drop_warnings: Throttle<()>,
+    drop_warnings: SayOnce<()>,
 }
 
 impl EventQueue {
@@ -89,7 +92,7 @@ impl EventQueue {
             sending: Mutex::new(()),
             drops: AtomicU64::new(0),
             rescan_owed: AtomicBool::new(false),
-            drop_warnings: Throttle::new(Duration::from_secs(10)),
+            drop_warnings: SayOnce::new(),
         }
     }
 
@@ -103,7 +106,7 @@ impl EventQueue {
             };
             let total = self.drops.fetch_add(1, Ordering::Relaxed) + 1;
             self.rescan_owed.store(true, Ordering::SeqCst);
-            if self.drop_warnings.allows(&()) {
+            if self.drop_warnings.allows(&(), DROP_WARN_EVERY) {
                 log::warn!("event queue full: dropped the oldest event ({old:?}), {total} dropped so far; a full rescan follows");
             }
         }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 
+use crate::sys::say_once::{SayOnce, ONCE};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::event_queue::{EventQueue, Trigger};
 use crate::triggers::{WatchEnd, MISSING_RECHECK};
@@ -41,7 +42,7 @@ pub(crate) struct Watcher {
     dir: PathBuf,
     queue: Arc<EventQueue>,
     kinds: HashMap<WatchDescriptor, Watched>,
-    warned_missing: bool,
+    missing: SayOnce<()>,
     /// Not the first arming attempt: arming now may follow missed files.
     tried_before: bool,
     /// A watch could not be added because the kernel's watch limit is
@@ -63,7 +64,7 @@ impl Watcher {
             dir,
             queue,
             kinds: HashMap::new(),
-            warned_missing: false,
+            missing: SayOnce::new(),
             tried_before: false,
             exhausted: false,
         };
@@ -114,7 +115,7 @@ impl Watcher {
                 self.unwatch(|k| *k == Watched::Parent);
                 self.kinds.insert(wd, Watched::Root);
                 log::info!("watching hooks directory {}", self.dir.display());
-                self.warned_missing = false;
+                self.missing.forget(&());
                 self.watch_sandbox();
                 // Anything written while we were not watching is picked up by a
                 // rescan; arming at start needs none, the daemon's first poll runs now.
@@ -124,7 +125,7 @@ impl Watcher {
             }
             Err(e) if limit_reached(&e) => self.exhausted = true,
             Err(e) => {
-                if !std::mem::replace(&mut self.warned_missing, true) {
+                if self.missing.allows(&(), ONCE) {
                     log::warn!(
                         "hooks directory {} is not watchable ({e}); waiting for it to appear, the safety poll covers the gap",
                         self.dir.display()

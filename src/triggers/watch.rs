@@ -14,6 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::WatchBackend;
+use crate::sys::say_once::{SayOnce, ONCE};
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::dir_scan::HookDirs;
 use crate::triggers::event_queue::{EventQueue, Trigger};
@@ -41,7 +42,7 @@ pub(crate) fn spawn(
         dir,
         queue,
         backend,
-        warned: false,
+        fallback: SayOnce::new(),
     };
     let kernel = watch.arm_kernel();
     let scan = kernel.is_none().then(|| watch.primed_scan());
@@ -55,8 +56,8 @@ struct HookWatch {
     dir: PathBuf,
     queue: Arc<EventQueue>,
     backend: WatchBackend,
-    /// The fallback was announced.
-    warned: bool,
+    /// The fallback, announced once until the kernel is back.
+    fallback: SayOnce<()>,
 }
 
 impl HookWatch {
@@ -79,7 +80,7 @@ impl HookWatch {
                     "kernel notifications for {} are back; scanning stops",
                     self.dir.display()
                 );
-                self.warned = false;
+                self.fallback.forget(&());
                 self.queue.send(Trigger::Rescan);
             } else {
                 scan = Some(dirs);
@@ -99,7 +100,7 @@ impl HookWatch {
 
     /// Says once, until the kernel is back, that scanning stands in for it.
     fn announce_fallback(&mut self, why: &str) {
-        if !std::mem::replace(&mut self.warned, true) {
+        if self.fallback.allows(&(), ONCE) {
             log::warn!(
                 "cannot watch {} with kernel notifications ({why}); scanning it every {}ms instead and trying again every {}s",
                 self.dir.display(),
