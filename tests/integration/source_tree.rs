@@ -407,3 +407,25 @@ fn no_two_files_of_the_source_differ_by_one_letter() {
     assert!(one_letter_apart("stall", "stalls") && one_letter_apart("clock", "flock"));
     assert!(!one_letter_apart("stall", "stall") && !one_letter_apart("outage", "outcomes"));
 }
+
+/// `restart.log` is written from one file, `act/apply.rs`, the executor
+/// of endings: no other production code calls `Records::restart` (a
+/// `.restart(` not on agent-deck's client).
+#[test]
+fn restart_log_records_are_written_from_one_file() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut writers = BTreeSet::new();
+    for file in &files {
+        let code = production_code(&std::fs::read_to_string(file).unwrap(), &mut Vec::new());
+        let writes = code.match_indices(".restart(").any(|(i, _)| {
+            let before = code[..i].trim_end();
+            !(before.ends_with("deck") || before.ends_with("cli"))
+        });
+        if writes {
+            writers.insert(module_of(&src, file));
+        }
+    }
+    assert_eq!(writers, BTreeSet::from(["act::apply".to_owned()]));
+}
