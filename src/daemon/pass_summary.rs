@@ -23,123 +23,84 @@ use crate::text::printable;
 /// Columns of the readable block are clipped to this many characters.
 const COLUMN_MAX: usize = 40;
 
-/// What the pass did with one restart-critical session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Did {
-    /// Healthy, or found alive by the liveness check (`reason` then says so).
-    Healthy(Option<String>),
-    /// Queued for a restart, and nothing said came of it.
-    Queued,
-    Restarted,
-    /// `--dry-run`: it would have been restarted.
-    WouldRestart,
-    RestartFailed(Option<String>),
-    /// Not restarted, for this reason (a gate's, agent-deck's, an auth hold).
-    Held(String),
-    /// Left alone: stopped on purpose.
-    Stopped,
-    /// Its status could not be read, or whether it ever ran.
-    Unknown(String),
-    /// Alive and stalled (SPEC §14): its kind and next resume.
-    Stalled(String),
+/// What the pass says it did with a session: the `action` word of the JSON
+/// form, and its reason if it has one.
+type Said = (&'static str, Option<String>);
+
+fn said(word: &'static str, reason: impl Into<String>) -> Said {
+    (word, Some(reason.into()))
 }
 
-impl Did {
-    /// What the pass did with a session it gave `verdict`; a restart, or a
-    /// session it could not read, is what its restart's `outcome` says, if
-    /// one ended (`first_refusal`: a freshness refusal was the first of its
-    /// run, which alone is recorded).
-    pub(crate) fn of_verdict(
-        verdict: &Verdict,
-        outcome: Option<&Outcome>,
-        first_refusal: bool,
-    ) -> Did {
-        let ended = outcome.and_then(|o| Did::of_outcome(o, first_refusal));
-        match verdict {
-            Verdict::Healthy => Did::Healthy(None),
-            Verdict::Stopped => Did::Stopped,
-            Verdict::Other(status) => Did::Unknown(format!("status {}", status.as_str())),
-            Verdict::Undecided => {
-                Did::Unknown("in error, and whether it ever ran could not be read".into())
-            }
-            Verdict::Held { why, .. } => Did::Held(why.to_string()),
-            Verdict::BudgetSpent { .. } => Did::Held(Hold::BudgetSpent.to_string()),
-            Verdict::Restart { .. } => ended.unwrap_or(Did::Queued),
-            Verdict::Unread => {
-                ended.unwrap_or_else(|| Did::Unknown("its profile's list could not be read".into()))
-            }
+/// What the pass did with a session it gave `verdict`; a restart, or a
+/// session it could not read, is what its restart's `outcome` says, if one
+/// ended (`first_refusal`: a freshness refusal was the first of its run,
+/// which alone is recorded).
+fn of_verdict(verdict: &Verdict, outcome: Option<&Outcome>, first_refusal: bool) -> Said {
+    let ended = outcome.and_then(|o| of_outcome(o, first_refusal));
+    match verdict {
+        Verdict::Healthy => ("healthy", None),
+        Verdict::Stopped => ("stopped", None),
+        Verdict::Other(status) => said("unknown", format!("status {}", status.as_str())),
+        Verdict::Undecided => said(
+            "unknown",
+            "in error, and whether it ever ran could not be read",
+        ),
+        Verdict::Held { why, .. } => said("held", why.to_string()),
+        Verdict::BudgetSpent { .. } => said("held", Hold::BudgetSpent.to_string()),
+        Verdict::Restart { .. } => ended.unwrap_or(("queued", None)),
+        Verdict::Unread => {
+            ended.unwrap_or_else(|| said("unknown", "its profile's list could not be read"))
         }
     }
+}
 
-    /// What came of a restart that ended as `outcome`; `None` for an
-    /// ending that says nothing of it (a job that did nothing).
-    fn of_outcome(outcome: &Outcome, first_refusal: bool) -> Option<Did> {
-        Some(match outcome {
-            Outcome::Restarted { .. } => Did::Restarted,
-            Outcome::WouldRestart => Did::WouldRestart,
-            Outcome::Failed { why, .. } => Did::RestartFailed(Some(why.clone())),
-            Outcome::Refused { reason, fresh, .. } if fresh.is_none() || first_refusal => {
-                Did::Held(format!(
-                    "agent-deck refused: agent-deck refused the restart: {reason}"
-                ))
-            }
-            Outcome::Alive { evidence, .. } if evidence.reason == LivenessReason::AuthHold => {
-                Did::Held("auth_hold".into())
-            }
-            Outcome::Alive { evidence, .. } => Did::Healthy(Some(format!(
+/// What came of a restart that ended as `outcome`; `None` for an ending
+/// that says nothing of it (a job that did nothing).
+fn of_outcome(outcome: &Outcome, first_refusal: bool) -> Option<Said> {
+    Some(match outcome {
+        Outcome::Restarted { .. } => ("restarted", None),
+        Outcome::WouldRestart => ("would-restart", None),
+        Outcome::Failed { why, .. } => said("restart-failed", why.clone()),
+        Outcome::Refused { reason, fresh, .. } if fresh.is_none() || first_refusal => said(
+            "held",
+            format!("agent-deck refused: agent-deck refused the restart: {reason}"),
+        ),
+        Outcome::Alive { evidence, .. } if evidence.reason == LivenessReason::AuthHold => {
+            said("held", "auth_hold")
+        }
+        Outcome::Alive { evidence, .. } => said(
+            "healthy",
+            format!(
                 "in error, but the liveness check found it alive ({})",
                 evidence.reason
-            ))),
-            Outcome::RateLimited => Did::Held("backoff_429".into()),
-            Outcome::Interrupted { .. } => Did::Unknown("the restart was cut short".into()),
-            Outcome::Unverified { why } => Did::Unknown(why.clone()),
-            // Recorded `restart` before a refusal of a run already recorded,
-            // or `restart-unsaved`: the pass says it queued them.
-            Outcome::Refused { .. } | Outcome::Unsaved { .. } | Outcome::StoreLocked { .. } => {
-                Did::Queued
-            }
-            Outcome::Dropped(_)
-            | Outcome::Resumed { .. }
-            | Outcome::ResumeFailed { .. }
-            | Outcome::Poller { .. } => return None,
-        })
-    }
-
-    /// The `action` word of the JSON form.
-    fn word(&self) -> &'static str {
-        match self {
-            Did::Healthy(_) => "healthy",
-            Did::Queued => "queued",
-            Did::Restarted => "restarted",
-            Did::WouldRestart => "would-restart",
-            Did::RestartFailed(_) => "restart-failed",
-            Did::Held(_) => "held",
-            Did::Stopped => "stopped",
-            Did::Unknown(_) => "unknown",
-            Did::Stalled(_) => "stalled",
+            ),
+        ),
+        Outcome::RateLimited => said("held", "backoff_429"),
+        Outcome::Interrupted { .. } => said("unknown", "the restart was cut short"),
+        Outcome::Unverified { why } => said("unknown", why.clone()),
+        // Recorded `restart` before a refusal of a run already recorded, or
+        // `restart-unsaved`: the pass says it queued them.
+        Outcome::Refused { .. } | Outcome::Unsaved { .. } | Outcome::StoreLocked { .. } => {
+            ("queued", None)
         }
-    }
+        Outcome::Dropped(_)
+        | Outcome::Resumed { .. }
+        | Outcome::ResumeFailed { .. }
+        | Outcome::Poller { .. } => return None,
+    })
+}
 
-    fn reason(&self) -> Option<&str> {
-        match self {
-            Did::Healthy(r) | Did::RestartFailed(r) => r.as_deref(),
-            Did::Held(r) | Did::Unknown(r) | Did::Stalled(r) => Some(r),
-            _ => None,
-        }
-    }
-
-    /// The readable form: the word, then the reason.
-    fn shown(&self) -> String {
-        let word = match self {
-            Did::WouldRestart => "would restart",
-            Did::RestartFailed(_) => "restart failed",
-            Did::Stopped => "left alone: stopped",
-            other => other.word(),
-        };
-        match self.reason() {
-            Some(r) => format!("{word}: {}", printable(r, 2 * COLUMN_MAX)),
-            None => word.to_owned(),
-        }
+/// The readable form of what the pass did: the word, then the reason.
+fn shown((word, reason): &Said) -> String {
+    let word = match *word {
+        "would-restart" => "would restart",
+        "restart-failed" => "restart failed",
+        "stopped" => "left alone: stopped",
+        other => other,
+    };
+    match reason {
+        Some(r) => format!("{word}: {}", printable(r, 2 * COLUMN_MAX)),
+        None => word.to_owned(),
     }
 }
 
@@ -165,7 +126,7 @@ pub(crate) struct Critical {
     /// `None`: its profile's list could not be read.
     pub status: Option<Status>,
     pub because: String,
-    pub did: Did,
+    pub did: Said,
 }
 
 /// Another listed session (`--verbose`), serialized as its JSON form.
@@ -233,8 +194,8 @@ pub(crate) fn json(p: &Pass) -> String {
             profile: &c.profile,
             status: status_word(c.status),
             critical_because: &c.because,
-            action: c.did.word(),
-            reason: c.did.reason(),
+            action: c.did.0,
+            reason: c.did.1.as_deref(),
         }
     }
     let out = PassJson {
@@ -269,7 +230,7 @@ pub(crate) fn text(p: &Pass) -> String {
                 printable(&c.profile, COLUMN_MAX),
                 status_word(c.status).to_owned(),
                 printable(&c.because, COLUMN_MAX),
-                c.did.shown(),
+                shown(&c.did),
             ]
         })
         .collect();
@@ -325,7 +286,7 @@ impl Daemon {
             .collect();
         let beyond = (notes.beyond.into_iter())
             .filter_map(|(status, s)| {
-                let did = Did::Stalled(stalls.get(&s.id)?.clone());
+                let did = said("stalled", stalls.get(&s.id)?.clone());
                 let because = "RESUME_SCOPE=all".to_owned();
                 Some(Critical {
                     title: s.title,
@@ -343,8 +304,8 @@ impl Daemon {
             .map(|(s, status, verdict)| {
                 let first = first_refusals.contains(&s.id);
                 let did = match stalls.get(&s.id) {
-                    Some(said) if stalled(&verdict) => Did::Stalled(said.clone()),
-                    _ => Did::of_verdict(&verdict, ended.get(&s.id), first),
+                    Some(stall) if stalled(&verdict) => said("stalled", stall.clone()),
+                    _ => of_verdict(&verdict, ended.get(&s.id), first),
                 };
                 Critical {
                     because: self.fleet.critical_reason(&s).unwrap_or_default(),
@@ -411,7 +372,7 @@ impl Daemon {
 mod tests {
     use super::*;
 
-    fn critical(title: &str, status: Status, did: Did) -> Critical {
+    fn critical(title: &str, status: Status, did: Said) -> Critical {
         Critical {
             title: title.into(),
             id: format!("{:0>8}-1755890000", title.len()),
@@ -427,14 +388,14 @@ mod tests {
             dry_run: true,
             listed: 5,
             critical: vec![
-                critical("conductor-ops", Status::Error, Did::WouldRestart),
-                critical("conductor-two", Status::Running, Did::Healthy(None)),
+                critical("conductor-ops", Status::Error, ("would-restart", None)),
+                critical("conductor-two", Status::Running, ("healthy", None)),
                 critical(
                     "conductor-new",
                     Status::Error,
-                    Did::Held("never_started".into()),
+                    said("held", "never_started"),
                 ),
-                critical("conductor-off", Status::Stopped, Did::Stopped),
+                critical("conductor-off", Status::Stopped, ("stopped", None)),
             ],
             stalled: Vec::new(),
             others: None,
@@ -470,7 +431,7 @@ mod tests {
     #[test]
     fn another_stalled_session_is_a_line_of_the_block_and_not_counted_twice() {
         let mut p = pass();
-        let mut worker = critical("worker", Status::Idle, Did::Stalled("usage-limit".into()));
+        let mut worker = critical("worker", Status::Idle, said("stalled", "usage-limit"));
         worker.because = "RESUME_SCOPE=all".into();
         p.stalled = vec![worker];
         let text = text(&p);
@@ -537,41 +498,41 @@ mod tests {
             age: None,
             window: None,
         });
-        let held = |r: &str| Some(Did::Held(r.into()));
-        let unknown = |r: &str| Some(Did::Unknown(r.into()));
+        let held = |r: &str| Some(said("held", r));
+        let unknown = |r: &str| Some(said("unknown", r));
         let refusal = "agent-deck refused: agent-deck refused the restart: busy";
         let why = || "w".to_owned();
         #[rustfmt::skip]
         let table = [
-            (Outcome::Restarted { status: Status::Idle, tmux: None }, false, Some(Did::Restarted)),
-            (Outcome::WouldRestart, false, Some(Did::WouldRestart)),
-            (Outcome::Failed { why: why(), spawn: None }, false, Some(Did::RestartFailed(Some(why())))),
+            (Outcome::Restarted { status: Status::Idle, tmux: None }, false, Some(("restarted", None))),
+            (Outcome::WouldRestart, false, Some(("would-restart", None))),
+            (Outcome::Failed { why: why(), spawn: None }, false, Some(said("restart-failed", why()))),
             (refused(None), false, held(refusal)),
             (refused(fresh), true, held(refusal)),
-            (refused(fresh), false, Some(Did::Queued)),
+            (refused(fresh), false, Some(("queued", None))),
             (alive(LivenessReason::AuthHold), false, held("auth_hold")),
-            (alive(LivenessReason::PaneActive), false, Some(Did::Healthy(Some(
-                "in error, but the liveness check found it alive (pane_active)".into())))),
+            (alive(LivenessReason::PaneActive), false, Some(said("healthy",
+                "in error, but the liveness check found it alive (pane_active)"))),
             (Outcome::RateLimited, false, held("backoff_429")),
             (Outcome::Interrupted { why: why() }, false, unknown("the restart was cut short")),
             (Outcome::Unverified { why: why() }, false, unknown("w")),
-            (Outcome::Unsaved { why: why(), tmux: None, store: true }, false, Some(Did::Queued)),
-            (Outcome::StoreLocked { why: why() }, false, Some(Did::Queued)),
+            (Outcome::Unsaved { why: why(), tmux: None, store: true }, false, Some(("queued", None))),
+            (Outcome::StoreLocked { why: why() }, false, Some(("queued", None))),
             (Outcome::Dropped(Dropped::Stopped), false, None),
         ];
         for (outcome, first, want) in table {
-            assert_eq!(Did::of_outcome(&outcome, first), want, "{outcome:?}");
+            assert_eq!(of_outcome(&outcome, first), want, "{outcome:?}");
         }
         let restart = Verdict::Restart { slot: 1.0 };
         let dropped = Outcome::Dropped(Dropped::Shutdown);
-        assert_eq!(Did::of_verdict(&restart, None, false), Did::Queued);
+        assert_eq!(of_verdict(&restart, None, false), ("queued", None));
         assert_eq!(
-            Did::of_verdict(&restart, Some(&dropped), false),
-            Did::Queued
+            of_verdict(&restart, Some(&dropped), false),
+            ("queued", None)
         );
         assert_eq!(
-            Did::of_verdict(&Verdict::Unread, None, false),
-            Did::Unknown("its profile's list could not be read".into())
+            of_verdict(&Verdict::Unread, None, false),
+            said("unknown", "its profile's list could not be read")
         );
     }
 }
