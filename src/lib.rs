@@ -16,14 +16,17 @@
 //! - `ops/`: the operator's commands: `doctor`, `drill`, `status`,
 //!   `history`, and what `doctor` and `drill` both ask first.
 //! - `daemon/`: the main loop, its routing, the safety-poll pass, the
-//!   executor of its verdicts, the `--once` summary, and the daemon's own
-//!   plumbing (log output, systemd notify, signals).
+//!   executor of its verdicts, the stall pass, the `--once` summary, and
+//!   the daemon's own plumbing (log output, systemd notify, signals).
 //! - `tasks/`: task follow-up: its registry, rules and subcommands.
-//! - `act/`: what the daemon does to the fleet: restarts, patrols, errands.
+//! - `act/`: what the daemon does to the fleet: the job worker (revives,
+//!   resumes, poller restarts), patrols, errands, and the one executor of
+//!   their endings (`apply.rs`), which alone writes `restart.log`.
 //! - `alert/`: telling a human: `escalate.sh` and Telegram.
 //! - `records/`: what the daemon writes down: audit logs, state, metrics.
 //! - `decide/`: the decision core, pure: routing, verdicts, gates, cascades,
-//!   liveness, the restart's next step, dedup.
+//!   liveness, the restart machine and its outcomes, stalls, dedup, and what
+//!   the main loop remembers of the fleet between looks (`memory.rs`).
 //! - `triggers/`: what wakes the main loop, one thread each. SPEC's thread A
 //!   is `hooks-watch` (hook files, by inotify, kqueue or a scan), thread B is
 //!   `ticker` (the safety poll); the pane watch is `panes-watch`.
@@ -32,7 +35,8 @@
 //! - `config/`: every setting, read once from the environment, and
 //!   agent-deck's own files and where it keeps them (`deck_files.rs`).
 //! - `sys/`: the platform: the one place that spawns processes, file access
-//!   that trusts nothing, pidfd and kqueue, clocks.
+//!   that trusts nothing, pidfd and kqueue, clocks (and reading wall-clock
+//!   times), the say-once sink for warnings.
 //!
 //! Single files at the root are leaves every room may use: `error.rs`,
 //! `text.rs` (printable text), `digest.rs`, `spelled.rs`; `demo.rs` is the

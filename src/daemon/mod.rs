@@ -14,7 +14,10 @@
 //! - `safety_poll.rs`: the tick, which reads the fleet and gets one
 //!   verdict per critical session ([`crate::decide::verdict`]);
 //! - `executor.rs`: the verdicts carried out: records, alerts, and the
-//!   restarts handed to the [`Jobs`] thread;
+//!   restarts handed to the [`Jobs`] thread, whose endings come back to the
+//!   next tick as values ([`crate::decide::restart::Outcome`]);
+//! - `stall_pass.rs`: the stalls among the sessions in scope, each
+//!   transition persisted by [`crate::act::apply`];
 //! - `pass_summary.rs`: what a `--once` pass saw and did.
 //!
 //! The daemon's own plumbing lives here too: its log output (`logging.rs`)
