@@ -26,7 +26,7 @@ use agent_deck_watchdog::harness::TaskStatus;
 use agent_deck_watchdog::harness::{retention, DAY_S};
 use agent_deck_watchdog::harness::{rotated_path, DEFAULT_MAX_BYTES};
 use agent_deck_watchdog::harness::{
-    EscalationRecord, LivenessRecord, PaneSamples, RestartAction, RestartRecord, Severity,
+    Detail, EscalationRecord, LivenessRecord, PaneSamples, RestartAction, RestartRecord, Severity,
     StatusRead, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
 };
 use agent_deck_watchdog::harness::{Registry, RegistryFile, Task, TaskEvent};
@@ -75,17 +75,13 @@ fn restart(i: u64) -> RestartRecord {
         },
         reason: skipped.then(|| "cascade_pause".into()),
         dry_run: false,
-        backoff_s: None,
-        final_status: (!skipped).then(|| "running".into()),
-        stuck_for_s: None,
-        spawn_reason: None,
-        dying_output_digest: None,
-        elapsed_ms: None,
-        kind: None,
-        evidence: None,
-        resume_at: None,
-        resume_from: None,
-        attempt: None,
+        detail: if skipped {
+            Detail::Plain {}
+        } else {
+            Detail::Restarted {
+                final_status: "running".into(),
+            }
+        },
     }
 }
 

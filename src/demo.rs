@@ -25,6 +25,7 @@ use crate::decide::liveness::LivenessReason;
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::error::{Error, Result};
 use crate::ops::history::{self, timeline::Record};
+use crate::records::audit::Detail;
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
 
@@ -180,11 +181,12 @@ fn describe(r: &Record) -> Option<String> {
             RestartAction::Restart => {
                 format!("{}: restarting it (session restart --json)", r.title)
             }
-            RestartAction::Restarted => format!(
-                "{}: back up, status {}",
-                r.title,
-                r.final_status.as_deref().unwrap_or("")
-            ),
+            RestartAction::Restarted => match &r.detail {
+                Detail::Restarted { final_status: s } => {
+                    format!("{}: back up, status {s}", r.title)
+                }
+                _ => format!("{}: back up, status ", r.title),
+            },
             other => format!("{}: {other} {}", r.title, r.reason.as_deref().unwrap_or("")),
         },
         Record::Escalation(e) => format!("ESCALATION [{}] {}", e.severity, e.message),

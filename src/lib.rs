@@ -76,8 +76,9 @@ pub(crate) mod triggers;
 pub mod harness {
     pub use crate::fleet::listing;
     pub use crate::records::audit::{
-        EscalationRecord, LivenessReason, LivenessRecord, PaneSamples, RestartAction,
-        RestartRecord, Severity, StatusRead, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
+        Detail, EscalationRecord, LivenessReason, LivenessRecord, PaneSamples, RestartAction,
+        RestartRecord, Severity, SpawnDetail, StallDetail, StatusRead, ESCALATIONS_LOG,
+        LIVENESS_LOG, RESTART_LOG,
     };
     pub use crate::records::rotation::{rotated_path, DEFAULT_MAX_BYTES};
     pub use crate::records::writer::Records;

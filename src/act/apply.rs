@@ -19,7 +19,7 @@ use crate::decide::stall::{Stall, Transition};
 use crate::decide::{dedup, notes, refusal};
 use crate::fleet::deck::{SpawnFailure, SpawnReason};
 use crate::fleet::session::{Session, Status};
-use crate::records::audit::{LivenessRecord, RestartRecord};
+use crate::records::audit::{Detail, LivenessRecord, RestartRecord, SpawnDetail, StallDetail};
 use crate::records::writer::Records;
 
 /// Carries out how `job` ended; `continuity` takes a revived session's
@@ -56,9 +56,9 @@ pub(crate) fn apply(ctx: &Context, job: &Job, outcome: &Outcome, continuity: &Co
                 s.id,
                 lim.backoff_429
             );
-            let mut rec = ctx.record(s, RestartAction::RateLimited, None);
-            rec.backoff_s = Some(lim.backoff_429);
-            write(&ctx.records, &rec);
+            let rec = ctx.record(s, RestartAction::RateLimited, None);
+            let backoff_s = lim.backoff_429;
+            write(&ctx.records, &rec.with(Detail::RateLimited { backoff_s }));
         }
         Outcome::Unsaved { why, tmux, store } => unsaved(ctx, s, why, tmux.clone(), *store),
         Outcome::StoreLocked { why } => store_locked(ctx, s, why),
@@ -107,8 +107,8 @@ pub(crate) fn record(ctx: &Context, s: &Session, action: RestartAction, reason: 
     write(&ctx.records, &ctx.record(s, action, reason));
 }
 
-/// Writes a `restart.log` record whose optional fields the caller set, to
-/// `records` (`drill` has no daemon's context).
+/// Writes a `restart.log` record, to `records` (`drill` has no daemon's
+/// context).
 pub(crate) fn write(records: &Records, rec: &RestartRecord) {
     records.restart(rec);
 }
@@ -141,9 +141,9 @@ pub(crate) fn restarted(ctx: &Context, s: &Session, status: Status, continuity: 
     let status = status.as_str();
     log::info!("restart of {} ({}) worked: status {status}", s.id, s.title);
     notes::note_success(&mut ctx.state.lock(), &s.id);
-    let mut rec = ctx.record(s, RestartAction::Restarted, None);
-    rec.final_status = Some(status.into());
-    write(&ctx.records, &rec);
+    let rec = ctx.record(s, RestartAction::Restarted, None);
+    let final_status = status.to_owned();
+    write(&ctx.records, &rec.with(Detail::Restarted { final_status }));
     continuity.queue(s);
 }
 
@@ -156,9 +156,9 @@ pub(crate) fn failed(ctx: &Context, s: &Session, n: u32, err: &str, spawn: Optio
         s.id,
         s.title
     );
-    let mut rec = ctx.record(s, RestartAction::RestartFailed, Some(err.to_owned()));
-    with_spawn(&mut rec, spawn);
-    write(&ctx.records, &rec);
+    let rec = ctx.record(s, RestartAction::RestartFailed, Some(err.to_owned()));
+    let detail = spawn.map_or(Detail::Plain {}, spawn_detail);
+    write(&ctx.records, &rec.with(detail));
     if n >= 2 {
         let msg = format!(
             "{} ({}) failed to restart {n}x consecutively; last err: {err}",
@@ -168,14 +168,14 @@ pub(crate) fn failed(ctx: &Context, s: &Session, n: u32, err: &str, spawn: Optio
     }
 }
 
-/// Adds what agent-deck said of a failed spawn to a record: its reason, the
+/// What agent-deck said of a failed spawn, for its record: its reason, the
 /// digest of the dying output (never the text) and `elapsed_ms`.
-fn with_spawn(rec: &mut RestartRecord, spawn: Option<&SpawnFailure>) {
-    if let Some(f) = spawn {
-        rec.spawn_reason = Some(f.reason.to_string());
-        rec.dying_output_digest.clone_from(&f.dying_output_digest);
-        rec.elapsed_ms = f.elapsed_ms;
-    }
+fn spawn_detail(f: &SpawnFailure) -> Detail {
+    Detail::SpawnFailed(SpawnDetail {
+        spawn_reason: f.reason.to_string(),
+        dying_output_digest: f.dying_output_digest.clone(),
+        elapsed_ms: f.elapsed_ms,
+    })
 }
 
 /// agent-deck declined the restart on purpose (`skipped`): no start
@@ -243,9 +243,8 @@ fn died_fast(ctx: &Context, s: &Session, why: &str, f: &SpawnFailure) {
         s.id,
         s.title
     );
-    let mut rec = ctx.record(s, RestartAction::RestartFailed, Some(why.to_owned()));
-    with_spawn(&mut rec, Some(f));
-    write(&ctx.records, &rec);
+    let rec = ctx.record(s, RestartAction::RestartFailed, Some(why.to_owned()));
+    write(&ctx.records, &rec.with(spawn_detail(f)));
     let msg = format!(
         "{} ({}) cannot be restarted: agent-deck reports {} (elapsed_ms {}) — its new process exits at once, which a restart or start cannot fix. It is held from restarts until it is seen healthy; last err: {why}",
         s.title,
@@ -459,13 +458,14 @@ fn stall_record(
     stall: &Stall,
     reason: Option<String>,
 ) {
-    let mut rec = ctx.record(s, action, reason);
-    rec.kind = Some(stall.kind.as_str().into());
-    rec.evidence = Some(stall.evidence.clone());
-    rec.resume_at = Some(stall.resume_at);
-    rec.resume_from = Some(stall.resume_from.clone());
-    rec.attempt = (stall.attempts > 0).then_some(stall.attempts);
-    write(&ctx.records, &rec);
+    let detail = Detail::Stall(StallDetail {
+        kind: stall.kind.as_str().into(),
+        evidence: stall.evidence.clone(),
+        resume_at: stall.resume_at,
+        resume_from: stall.resume_from.clone(),
+        attempt: (stall.attempts > 0).then_some(stall.attempts),
+    });
+    write(&ctx.records, &ctx.record(s, action, reason).with(detail));
 }
 
 #[cfg(test)]

@@ -109,8 +109,8 @@ impl Context {
         Some(live)
     }
 
-    /// A `restart.log` record about `s`, stamped now; the optional fields
-    /// are set by the caller.
+    /// A `restart.log` record about `s`, stamped now; the caller adds its
+    /// [`Detail`](crate::records::audit::Detail).
     pub(crate) fn record(
         &self,
         s: &Session,

@@ -15,6 +15,7 @@ use crate::decide::outcomes::RestartAction;
 use crate::decide::patrol_rules::NUDGE_TEXT;
 use crate::fleet::deck::{CliResult, Delivery};
 use crate::fleet::session::Session;
+use crate::records::audit::Detail;
 use crate::sys::worker::Worker;
 
 /// One thing to do.
@@ -98,9 +99,8 @@ fn run(ctx: &Context, errand: Errand) {
                 ErrandEnd::Done => RestartAction::StaleRemoved,
                 ErrandEnd::Typed | ErrandEnd::Failed => RestartAction::StaleRemoveFailed,
             };
-            let mut rec = ctx.record(&s, action, Some(reason));
-            rec.stuck_for_s = Some(stuck_for_s);
-            apply::write(&ctx.records, &rec);
+            let rec = ctx.record(&s, action, Some(reason));
+            apply::write(&ctx.records, &rec.with(Detail::Stale { stuck_for_s }));
         }
     }
 }

@@ -266,7 +266,7 @@ mod tests {
     use crate::fleet::deck::{SpawnFailure, SpawnReason};
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
     use crate::fleet::session::Status;
-    use crate::records::audit::{LivenessRecord, LIVENESS_LOG};
+    use crate::records::audit::{Detail, LivenessRecord, SpawnDetail, LIVENESS_LOG};
     use crate::records::read_back::read_lines;
 
     const ID: &str = "3f9c2a1b-1755891234";
@@ -349,7 +349,13 @@ mod tests {
     fn actions(home: &std::path::Path) -> Vec<(String, Option<String>)> {
         restart_records(home)
             .into_iter()
-            .map(|r| (r.action.to_string(), r.final_status))
+            .map(|r| {
+                let status = match r.detail {
+                    Detail::Restarted { final_status } => Some(final_status),
+                    _ => None,
+                };
+                (r.action.to_string(), status)
+            })
             .collect()
     }
 
@@ -691,12 +697,7 @@ mod tests {
         assert_eq!(severities(tmp.path()), ["restart-failed"]);
         assert_eq!(slots_used(&ctx), 2, "real failures spend their slots");
         let recs = restart_records(tmp.path());
-        let spawn = (&recs[1].spawn_reason, &recs[1].dying_output_digest);
-        assert_eq!(
-            (spawn, recs[1].elapsed_ms),
-            ((&None, &None), None),
-            "no spawn keys"
-        );
+        assert_eq!(recs[1].detail, Detail::Plain {}, "no spawn keys");
     }
 
     #[test]
@@ -772,10 +773,13 @@ mod tests {
         let recs = restart_records(tmp.path());
         let failed = &recs[1];
         assert_eq!(failed.action, RestartAction::RestartFailed);
-        assert_eq!(failed.spawn_reason.as_deref(), Some("spawn_died_fast"));
-        assert_eq!(failed.elapsed_ms, Some(980));
         let digest = crate::digest::digest("No conversation found to continue");
-        assert_eq!(failed.dying_output_digest.as_deref(), Some(digest.as_str()));
+        let spawn = Detail::SpawnFailed(SpawnDetail {
+            spawn_reason: "spawn_died_fast".into(),
+            dying_output_digest: Some(digest),
+            elapsed_ms: Some(980),
+        });
+        assert_eq!(failed.detail, spawn);
         let dir = config(tmp.path()).watchdog_dir;
         let esc: Vec<crate::records::audit::EscalationRecord> =
             read_lines(&dir.join(crate::records::audit::ESCALATIONS_LOG));

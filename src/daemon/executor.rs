@@ -14,6 +14,7 @@ use crate::decide::stale_hook;
 use crate::decide::verdict::{self, BackedOff, Decided, Errored, Known, Look, Settled, Verdict};
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session};
+use crate::records::audit::Detail;
 
 impl Daemon {
     /// What critical session `s`, read in error as `l`, is (see
@@ -187,9 +188,10 @@ impl Daemon {
             b.seconds
         );
         let reason = format!("usage-limit: {retry}");
-        let mut rec = self.ctx.record(s, RestartAction::RateLimited, Some(reason));
-        rec.backoff_s = Some(b.seconds);
-        apply::write(&self.ctx.records, &rec);
+        let rec = self.ctx.record(s, RestartAction::RateLimited, Some(reason));
+        let backoff_s = b.seconds;
+        let detail = Detail::RateLimited { backoff_s };
+        apply::write(&self.ctx.records, &rec.with(detail));
         self.ctx.store.save(&self.ctx.state);
     }
 }

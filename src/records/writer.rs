@@ -107,7 +107,7 @@ impl Records {
 mod tests {
     use super::*;
     use crate::records::audit::{
-        LivenessReason, PaneSamples, RestartAction, Severity, StatusRead, MAX_FIELD_BYTES,
+        Detail, LivenessReason, PaneSamples, RestartAction, Severity, StatusRead, MAX_FIELD_BYTES,
     };
     use crate::records::read_back::{read_lines, read_with_rotated};
 
@@ -140,17 +140,7 @@ mod tests {
             },
             reason: n.is_multiple_of(2).then(|| "cascade_pause".into()),
             dry_run: false,
-            backoff_s: None,
-            final_status: None,
-            stuck_for_s: None,
-            spawn_reason: None,
-            dying_output_digest: None,
-            elapsed_ms: None,
-            kind: None,
-            evidence: None,
-            resume_at: None,
-            resume_from: None,
-            attempt: None,
+            detail: Detail::Plain {},
         }
     }
 
@@ -295,7 +285,7 @@ mod tests {
             title: huge.clone(),
             action: RestartAction::CliRefused,
             reason: Some(huge.clone()),
-            stuck_for_s: Some(2.0),
+            detail: Detail::Stale { stuck_for_s: 2.0 },
             ..restart_record(1)
         };
         r.restart(&rec);
@@ -312,7 +302,7 @@ mod tests {
         assert!(
             reason.len() <= MAX_FIELD_BYTES && reason.starts_with("ér") && reason.ends_with('…')
         );
-        assert_eq!(back[0].stuck_for_s, Some(2.0));
+        assert_eq!(back[0].detail, Detail::Stale { stuck_for_s: 2.0 });
         assert_eq!(back[0].action, "cli-refused");
         let esc = std::fs::read_to_string(tmp.path().join(ESCALATIONS_LOG)).unwrap();
         assert!(esc.len() < 2 * MAX_FIELD_BYTES, "{} bytes", esc.len());

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use agent_deck_watchdog::harness::Detail;
 use serde_json::{json, Value};
 
 use crate::support::fixtures::{conductor, CONDUCTOR};
@@ -70,7 +71,9 @@ fn a_usage_limit_is_rate_limited_and_backed_off_until_its_retry_time() {
     wd.wait_for_more_ticks(15);
     let limited = wd.restarts_with("rate-limited");
     assert_eq!(limited.len(), 1, "one record per limit");
-    let backoff = limited[0].backoff_s.unwrap();
+    let Detail::RateLimited { backoff_s: backoff } = limited[0].detail else {
+        panic!("no backoff: {limited:?}");
+    };
     assert!(
         (7080.0..=7200.0).contains(&backoff),
         "backed off {backoff}s, not API_429_BACKOFF_S"
@@ -97,7 +100,7 @@ fn a_usage_limit_without_a_retry_time_backs_off_api_429_backoff_s_then_is_restar
         !wd.restarts_with("rate-limited").is_empty()
     });
     let limited = &wd.restarts_with("rate-limited")[0];
-    assert_eq!(limited.backoff_s, Some(1.5));
+    assert_eq!(limited.detail, Detail::RateLimited { backoff_s: 1.5 });
     assert_eq!(wd.restart_calls(), 0);
     d.wait_for(
         Duration::from_secs(10),

@@ -3,6 +3,7 @@
 use std::fs;
 use std::time::Duration;
 
+use agent_deck_watchdog::harness::Detail;
 use serde_json::{json, Value};
 
 use crate::support::files::write_script;
@@ -216,7 +217,10 @@ fn stale_cleanup_is_off_by_default_and_removes_once_when_on() {
         .into_iter()
         .next()
         .unwrap();
-    assert!(rec.stuck_for_s.unwrap() >= 0.3);
+    let Detail::Stale { stuck_for_s } = rec.detail else {
+        panic!("no time in error: {rec:?}");
+    };
+    assert!(stuck_for_s >= 0.3);
     drop(d);
     // Never in dry-run.
     let wd = Wd::new().env("STALE_ERROR_CLEANUP_S", "0.3");

@@ -5,6 +5,7 @@ use std::fs;
 use std::time::{Duration, Instant};
 
 use agent_deck_sim::NEWEST;
+use agent_deck_watchdog::harness::Detail;
 use serde_json::json;
 
 use crate::support::files::write_hook;
@@ -670,7 +671,7 @@ fn a_stale_dead_hook_causes_no_start_fallback_and_no_second_restart() {
     assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
     assert!(wd.restarts_with("restart-failed").is_empty());
     let restarted = &wd.restarts_with("restarted")[0];
-    assert_eq!(restarted.final_status.as_deref(), Some("error"));
+    assert_eq!(restarted.detail, back_as("error"));
     let held = wd.restarts_with("skipped");
     assert_eq!(held.len(), 1, "once per episode: {held:?}");
     assert_eq!(held[0].reason.as_deref(), Some("stale_dead_hook"));
@@ -705,7 +706,7 @@ fn rate_limited_boot_backs_off_and_gives_the_slot_back() {
     assert_eq!(wd.escalations_of("rate-limit"), 0);
     assert_eq!(wd.escalations_of("restart-failed"), 0);
     let rec = wd.restarts_with("rate-limited").into_iter().next().unwrap();
-    assert_eq!(rec.backoff_s, Some(0.5));
+    assert_eq!(rec.detail, Detail::RateLimited { backoff_s: 0.5 });
 }
 
 #[test]
@@ -893,7 +894,7 @@ fn a_failed_restart_call_falls_back_to_session_start() {
     assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);
     let back = wd.restarts_with("restarted");
     assert_eq!(back.len(), 1, "{:?}", wd.restarts());
-    assert_eq!(back[0].final_status.as_deref(), Some("running"));
+    assert_eq!(back[0].detail, back_as("running"));
     assert!(wd.restarts_with("restart-failed").is_empty());
 }
 
@@ -923,7 +924,7 @@ fn a_start_whose_status_no_read_could_give_is_settled_by_the_next_read_not_faile
     let why = unverified.reason.as_deref().unwrap_or_default();
     assert!(why.ends_with("; status unreadable after start"), "{why}");
     let back = &wd.restarts_with("restarted")[0];
-    assert_eq!(back.final_status.as_deref(), Some("running"));
+    assert_eq!(back.detail, back_as("running"));
     assert!(wd.escalations().is_empty());
 }
 
@@ -1000,9 +1001,12 @@ fn a_spawn_that_died_fast_escalates_once_at_once_and_is_held_until_seen_healthy(
     );
     let failed = wd.restarts_with("restart-failed");
     assert_eq!(failed.len(), 1, "{failed:?}");
-    assert_eq!(failed[0].spawn_reason.as_deref(), Some("spawn_died_fast"));
-    assert_eq!(failed[0].elapsed_ms, Some(980));
-    let digest = failed[0].dying_output_digest.clone().unwrap_or_default();
+    let Detail::SpawnFailed(spawn) = &failed[0].detail else {
+        panic!("no spawn failure: {failed:?}");
+    };
+    assert_eq!(spawn.spawn_reason, "spawn_died_fast");
+    assert_eq!(spawn.elapsed_ms, Some(980));
+    let digest = spawn.dying_output_digest.clone().unwrap_or_default();
     assert!(
         digest.len() == 16 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
         "{digest}"
@@ -1047,7 +1051,7 @@ fn an_unverified_spawn_that_came_up_counts_no_failure() {
     assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
     let back = wd.restarts_with("restarted");
     assert_eq!(back.len(), 1, "{:?}", wd.restarts());
-    assert_eq!(back[0].final_status.as_deref(), Some("running"));
+    assert_eq!(back[0].detail, back_as("running"));
     assert!(wd.restarts_with("restart-failed").is_empty());
     assert!(wd.escalations().is_empty());
 }
@@ -1079,7 +1083,7 @@ fn a_missing_tmux_session_falls_back_to_session_start() {
     assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);
     let back = wd.restarts_with("restarted");
     assert_eq!(back.len(), 1, "{:?}", wd.restarts());
-    assert_eq!(back[0].final_status.as_deref(), Some("running"));
+    assert_eq!(back[0].detail, back_as("running"));
     assert!(wd.escalations().is_empty());
 }
 
@@ -1094,8 +1098,11 @@ fn a_spawn_reason_this_release_does_not_know_is_a_failed_call_and_recorded() {
     assert_eq!(wd.sim.calls_with(&["session", "start"]).len(), 1);
     let failed = wd.restarts_with("restart-failed");
     assert_eq!(failed.len(), 1, "{:?}", wd.restarts());
-    assert_eq!(failed[0].spawn_reason.as_deref(), Some("tmux_start_failed"));
-    assert!(failed[0].dying_output_digest.is_some());
+    let Detail::SpawnFailed(spawn) = &failed[0].detail else {
+        panic!("no spawn failure: {failed:?}");
+    };
+    assert_eq!(spawn.spawn_reason, "tmux_start_failed");
+    assert!(spawn.dying_output_digest.is_some());
     assert!(wd.escalations().is_empty(), "one failure is no alert");
     assert!(wd.restarts_with("skipped").is_empty(), "no hold");
     // A second failure in a row escalates, as any failed call does.
@@ -1122,16 +1129,16 @@ fn at_1_14_0_a_failed_restart_falls_back_and_escalates_on_the_second_failure_as_
         reason.contains("exited 1: failed to restart session: simulated"),
         "{reason}"
     );
-    assert_eq!(
-        (
-            &failed[0].spawn_reason,
-            &failed[0].dying_output_digest,
-            failed[0].elapsed_ms
-        ),
-        (&None, &None, None)
-    );
+    assert_eq!(failed[0].detail, Detail::Plain {}, "no spawn keys");
     assert!(wd.escalations().is_empty());
     assert_ok(&wd.run(&["--once"]));
     assert_eq!(wd.restart_calls(), 2, "not held");
     assert_eq!(wd.escalations_of("restart-failed"), 1);
+}
+
+/// The detail of a `restarted` record that came back `status`.
+fn back_as(status: &str) -> Detail {
+    Detail::Restarted {
+        final_status: status.into(),
+    }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::fixtures::{conductor, CONDUCTOR};
-use crate::support::watchdog::Wd;
+use crate::support::watchdog::{stall, Wd};
 
 /// A conductor idle at its usage limit, its last response `rejection`.
 fn at_limit(rejection: &str) -> Value {
@@ -44,12 +44,13 @@ fn a_usage_limit_is_resumed_once_after_its_probe_and_verified() {
         !wd.restarts_with("resume-verified").is_empty()
     });
     let detected = &wd.restarts_with("stall-detected")[0];
-    assert_eq!(detected.kind.as_deref(), Some("usage-limit"));
-    assert_eq!(detected.evidence.as_deref(), Some("substate"));
-    assert_eq!(detected.resume_from.as_deref(), Some("probe"));
+    let said = stall(detected);
+    assert_eq!(said.kind, "usage-limit");
+    assert_eq!(said.evidence, "substate");
+    assert_eq!(said.resume_from, "probe");
     let sent = &wd.restarts_with("resume-sent")[0];
     assert!(sent.ts >= detected.ts + 0.5, "resumed before its probe");
-    assert_eq!(sent.attempt, Some(1));
+    assert_eq!(stall(sent).attempt, Some(1));
     wd.wait_for_more_ticks(5);
     let calls = sends(&wd);
     assert_eq!(calls.len(), 1, "one resume: {calls:?}");
@@ -80,8 +81,8 @@ fn the_resume_time_is_the_reset_the_rejection_names_plus_the_grace() {
     let out = wd.run(&["--once"]);
     crate::support::watchdog::assert_ok(&out);
     let detected = &wd.restarts_with("stall-detected")[0];
-    assert_eq!(detected.resume_from.as_deref(), Some("banner"));
-    let at = detected.resume_at.unwrap();
+    assert_eq!(stall(detected).resume_from, "banner");
+    let at = stall(detected).resume_at;
     let reset = at - 120.0;
     assert_eq!(reset % 86_400.0, 5.0 * 3600.0 + 59.0 * 60.0, "5:59am UTC");
     assert!(reset > detected.ts && reset - detected.ts <= 86_400.0);
@@ -138,7 +139,7 @@ fn bounced_resumes_back_off_then_escalate_stall_unresolved_once() {
     let failed = wd.restarts_with("resume-failed");
     assert_eq!(failed.len(), 2);
     assert!(
-        failed[1].resume_at.unwrap() - failed[1].ts >= 0.4 - 0.05,
+        stall(&failed[1]).resume_at - failed[1].ts >= 0.4 - 0.05,
         "the probe doubles: {failed:?}"
     );
     assert_eq!(wd.escalations_of("stall-unresolved"), 1, "once per stall");
@@ -194,7 +195,10 @@ fn a_watchdog_restarted_mid_stall_keeps_its_resume_time() {
     )
     .unwrap();
     let stall = &state["sessions"][CONDUCTOR]["stall"];
-    assert_eq!(stall["resume_at"], json!(detected[0].resume_at.unwrap()));
+    assert_eq!(
+        stall["resume_at"],
+        json!(crate::support::watchdog::stall(&detected[0]).resume_at)
+    );
     assert_eq!(stall["kind"], json!("usage-limit"));
     assert!(sends(&wd).is_empty());
 }
@@ -265,8 +269,8 @@ fn an_unavailable_model_is_held_never_restarted_and_resumed_after_its_backoff() 
         !wd.restarts_with("resume-verified").is_empty()
     });
     let detected = &wd.restarts_with("stall-detected")[0];
-    assert_eq!(detected.kind.as_deref(), Some("model-unavailable"));
-    assert_eq!(detected.resume_from.as_deref(), Some("backoff"));
+    assert_eq!(stall(detected).kind, "model-unavailable");
+    assert_eq!(stall(detected).resume_from, "backoff");
     let sent = &wd.restarts_with("resume-sent")[0];
     assert!(sent.ts >= detected.ts + 0.5, "resumed before its backoff");
     let held = wd.restarts_with("skipped");
@@ -294,11 +298,11 @@ fn from_1_16_11_the_reset_comes_from_usage_json_and_never_before() {
         wd.sim.update_state(|s| s["usage"] = usage.clone());
         crate::support::watchdog::assert_ok(&wd.run(&["--once"]));
         let detected = &wd.restarts_with("stall-detected")[0];
-        assert_eq!(detected.resume_from.as_deref(), Some(from), "{version:?}");
+        assert_eq!(stall(detected).resume_from, from, "{version:?}");
         let usage_calls = wd.sim.calls_with(&["usage"]).len();
         let output_calls = wd.sim.calls_with(&["session", "output"]).len();
         if version.is_some() {
-            assert_eq!(detected.resume_at, Some(at.round() + 120.0));
+            assert_eq!(stall(detected).resume_at, at.round() + 120.0);
             assert_eq!(usage_calls, 1);
             assert_eq!(
                 output_calls, 0,
@@ -325,7 +329,7 @@ fn a_stale_usage_answer_is_not_believed() {
     });
     crate::support::watchdog::assert_ok(&wd.run(&["--once"]));
     let detected = &wd.restarts_with("stall-detected")[0];
-    assert_eq!(detected.resume_from.as_deref(), Some("banner"));
+    assert_eq!(stall(detected).resume_from, "banner");
 }
 
 /// Claude's pane after a turn that ended on `banner`, at its prompt.
@@ -355,9 +359,10 @@ fn a_turn_that_ended_on_an_overload_is_resumed_after_the_dwell() {
         !wd.restarts_with("resume-verified").is_empty()
     });
     let detected = &wd.restarts_with("stall-detected")[0];
-    assert_eq!(detected.kind.as_deref(), Some("api-overload"));
-    assert_eq!(detected.evidence.as_deref(), Some("pane"));
-    assert_eq!(detected.resume_from.as_deref(), Some("dwell"));
+    let said = stall(detected);
+    assert_eq!(said.kind, "api-overload");
+    assert_eq!(said.evidence, "pane");
+    assert_eq!(said.resume_from, "dwell");
     let sent = &wd.restarts_with("resume-sent")[0];
     assert!(sent.ts >= detected.ts + 0.4, "resumed before the dwell");
     wd.wait_for_more_ticks(5);
@@ -391,8 +396,8 @@ fn a_connection_lost_that_went_on_by_itself_is_not_resumed() {
         !wd.restarts_with("resumed-by-itself").is_empty()
     });
     assert_eq!(
-        wd.restarts_with("stall-detected")[0].kind.as_deref(),
-        Some("connection-lost")
+        stall(&wd.restarts_with("stall-detected")[0]).kind,
+        "connection-lost"
     );
     assert!(sends(&wd).is_empty());
 }

@@ -11,7 +11,7 @@ use agent_deck_watchdog::harness::RestartRecord;
 
 use crate::sandbox::{Agent, Sandbox, Tool};
 use crate::support::wait_until;
-use crate::support::watchdog::Daemon;
+use crate::support::watchdog::{stall, Daemon};
 
 /// The transcript agent-deck reads for `a`'s Claude conversation `sid`.
 fn transcript(sb: &Sandbox, a: &Agent, sid: &str) -> std::path::PathBuf {
@@ -87,8 +87,8 @@ fn a_conductor_at_its_usage_limit_is_resumed_once_after_the_reset() {
         ("SAFETY_POLL_INTERVAL_S", "1"),
     ]);
     let detected = resumed_once(&sb, &a, &d, Duration::from_secs(150));
-    assert_eq!(detected.resume_from.as_deref(), Some("banner"));
-    assert_eq!(detected.resume_at, Some(reset), "{detected:?}");
+    assert_eq!(stall(&detected).resume_from, "banner");
+    assert_eq!(stall(&detected).resume_at, reset, "{detected:?}");
     let sent = &sb.restarts_of(&a, "resume-sent")[0];
     assert!(sent.ts >= reset, "sent before the reset: {sent:?}");
     assert_ne!(sb.show(&a)["substate"], "usage-limit", "{}", sb.show(&a));
@@ -123,12 +123,8 @@ fn a_turn_that_ended_on_an_overload_is_resumed_once_after_the_dwell() {
     let (sb, a, d, _) = overloaded("conductor-busy");
     sb.hook(&a, "Stop");
     let detected = resumed_once(&sb, &a, &d, Duration::from_secs(90));
-    assert_eq!(
-        detected.kind.as_deref(),
-        Some("api-overload"),
-        "{detected:?}"
-    );
-    assert_eq!(detected.evidence.as_deref(), Some("pane"));
+    assert_eq!(stall(&detected).kind, "api-overload", "{detected:?}");
+    assert_eq!(stall(&detected).evidence, "pane");
 }
 
 #[test]

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_deck_watchdog::harness::{EscalationRecord, LivenessRecord, RestartRecord};
+use agent_deck_watchdog::harness::{
+    Detail, EscalationRecord, LivenessRecord, RestartRecord, StallDetail,
+};
 use serde_json::{json, Value};
 
 use super::files::{read_lines, unique, write_script};
@@ -382,5 +384,13 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// The stall `r` is about; fails the test when it says of none.
+pub(crate) fn stall(r: &RestartRecord) -> &StallDetail {
+    match &r.detail {
+        Detail::Stall(d) => d,
+        _ => panic!("a record of no stall: {r:?}"),
     }
 }

@@ -13,8 +13,8 @@ use super::timeline::{one_per_decision, select, titles, Record, Since};
 use super::{Args, View};
 use crate::error::{Error, Result};
 use crate::records::audit::{
-    EscalationRecord, LivenessRecord, PaneSamples, RestartAction, RestartRecord, StatusRead,
-    ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
+    Detail, EscalationRecord, LivenessRecord, PaneSamples, RestartAction, RestartRecord,
+    StatusRead, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
 };
 use crate::text::printable;
 
@@ -95,27 +95,25 @@ fn liveness_text(r: &LivenessRecord) -> String {
 
 fn restart_text(r: &RestartRecord, tz: &TimeZone) -> String {
     let mut parts = Vec::new();
-    if let Some(kind) = &r.kind {
-        parts.push(printable(kind, WORD_MAX));
-    }
-    if let Some(n) = r.attempt {
-        parts.push(format!("resume {n}"));
-    }
-    if let (Some(at), Some(from)) = (r.resume_at, &r.resume_from) {
-        let from = printable(from, WORD_MAX);
-        parts.push(format!("resume at {} from {from}", local_time(at, tz)));
+    if let Detail::Stall(d) = &r.detail {
+        parts.push(printable(&d.kind, WORD_MAX));
+        parts.extend(d.attempt.map(|n| format!("resume {n}")));
+        let from = printable(&d.resume_from, WORD_MAX);
+        parts.push(format!(
+            "resume at {} from {from}",
+            local_time(d.resume_at, tz)
+        ));
     }
     if let Some(reason) = r.reason.as_deref().filter(|s| !s.is_empty()) {
         parts.push(printable(reason, TEXT_MAX));
     }
-    if let Some(s) = r.backoff_s {
-        parts.push(format!("backoff {s:.0}s"));
-    }
-    if let Some(s) = &r.final_status {
-        parts.push(format!("final status {}", printable(s, WORD_MAX)));
-    }
-    if let Some(s) = r.stuck_for_s {
-        parts.push(format!("stuck for {s:.0}s"));
+    match &r.detail {
+        Detail::RateLimited { backoff_s } => parts.push(format!("backoff {backoff_s:.0}s")),
+        Detail::Restarted { final_status: s } => {
+            parts.push(format!("final status {}", printable(s, WORD_MAX)));
+        }
+        Detail::Stale { stuck_for_s } => parts.push(format!("stuck for {stuck_for_s:.0}s")),
+        _ => {}
     }
     let action = printable(r.action.as_str(), WORD_MAX);
     if parts.is_empty() {
