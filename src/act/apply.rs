@@ -2,7 +2,7 @@
 //! [`Outcome`], and [`apply`] makes of it the book changes, the budget slot
 //! given back, the log lines, the `restart.log` record and the alerts. It
 //! decides nothing the outcome does not say: which ending it was is decided
-//! by the job ([`crate::act::restart`]) and the rules it asks
+//! by the job ([`crate::act::job_worker`]) and the rules it asks
 //! ([`crate::decide`]).
 //!
 //! Every `restart.log` record is written from here: the endings, and the

@@ -5,23 +5,9 @@
 use std::time::Duration;
 
 use crate::act::context::Context;
-use crate::decide::restart::Verified;
+use crate::decide::restart::{JobKind, Verified};
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
-
-/// What a job does to its session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum JobKind {
-    /// It is in error: confirm it is dead, restart, verify, fall back.
-    Revive,
-    /// It is alive but its Telegram poller process is missing (SPEC §6.1).
-    PollerMissing,
-    /// It is alive, its poller process too, but Telegram updates stayed
-    /// unread on this many checks in a row (SPEC §6.5).
-    PollerDeaf { pending: Vec<u64> },
-    /// It is stalled (SPEC §14): one resume message, never a restart.
-    Resume,
-}
 
 /// A death the pane watch proved, and the `session show` that found the
 /// session in error: the liveness check leans on both (one read, no pane

@@ -18,10 +18,10 @@ use crossbeam_channel::{Receiver, Sender};
 use crate::act::apply::{self, apply};
 use crate::act::context::Context;
 use crate::act::continuity::Continuity;
-use crate::act::job::{self, Job, JobKind};
+use crate::act::job::{self, Job};
 use crate::act::{poller_restart, prompt_resume, resume};
 use crate::decide::outcomes::{RestartAction, Severity};
-use crate::decide::restart::{Action, Dropped, Event, Kind, Machine, Now, Outcome, Phase};
+use crate::decide::restart::{Action, Dropped, Event, Machine, Now, Outcome, Phase};
 use crate::decide::{gates, liveness, stale_hook};
 use crate::fleet::deck::RestartAnswer;
 use crate::fleet::panes::{self, ListError, PaneSource, Tmux};
@@ -122,14 +122,9 @@ impl JobRun<'_> {
     /// way from the restart call to the job's end.
     fn carry_out(&self) -> Outcome {
         let (ctx, job) = (self.ctx, self.job);
-        let kind = match job.kind {
-            JobKind::Revive => Kind::Revive,
-            JobKind::Resume => Kind::Resume,
-            _ => Kind::Poller,
-        };
         let mut machine = Machine {
             id: &job.session.id,
-            kind,
+            kind: &job.kind,
             proof: job.proven.as_ref().map(|p| p.proof),
             dry_run: ctx.dry_run,
             cfg: &ctx.cfg,
@@ -262,6 +257,7 @@ mod tests {
     use crate::act::context::tests::{config, restart_records, severities, NOW};
     use crate::decide::liveness::LivenessReason;
     use crate::decide::outcomes::RestartAction;
+    use crate::decide::restart::JobKind;
     use crate::decide::{notes, refusal};
     use crate::fleet::deck::{SpawnFailure, SpawnReason};
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};

@@ -3,8 +3,9 @@
 //! every other restart; the patrol has already claimed its dedup window.
 
 use crate::act::context::Context;
-use crate::act::job::{Job, JobKind};
+use crate::act::job::Job;
 use crate::decide::outcomes::RestartAction;
+use crate::decide::restart::JobKind;
 use crate::decide::restart::Outcome;
 use crate::decide::{cascade, patrol_rules};
 use crate::fleet::deck::RestartAnswer;

@@ -6,10 +6,11 @@
 //! read through a probe) is here too, as it feeds the decision.
 
 use crate::act::apply;
-use crate::act::job::{Job, JobKind, Proven};
+use crate::act::job::{Job, Proven};
 use crate::daemon::Daemon;
 use crate::decide::gates::Hold;
 use crate::decide::outcomes::{RestartAction, Severity};
+use crate::decide::restart::JobKind;
 use crate::decide::stale_hook;
 use crate::decide::verdict::{self, BackedOff, Decided, Errored, Known, Look, Settled, Verdict};
 use crate::fleet::panes::Proof;

@@ -13,12 +13,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::act::apply;
-use crate::act::job::{Job, JobKind};
+use crate::act::job::Job;
 use crate::config::ResumeScope;
 use crate::daemon::Daemon;
 use crate::decide::banner::{self, ApiError};
 use crate::decide::outcomes::RestartAction;
 use crate::decide::reset_time::{self, ResetFrom};
+use crate::decide::restart::JobKind;
 use crate::decide::stall::{self, Seen, Stall, StallKind, Step, Transition};
 use crate::fleet::session::{Live, Session, Status};
 use crate::fleet::usage;

@@ -1,7 +1,7 @@
 //! One revive as a machine, pure (SPEC §5.3–§5.5): [`Machine::step`] takes
 //! what came of the last [`Action`] (an [`Event`]) and the restart book,
 //! and says the one next thing to do, until the job is [`Action::Done`]
-//! with its [`Outcome`]. `act/restart.rs` performs the actions; nothing
+//! with its [`Outcome`]. `act/job_worker.rs` performs the actions; nothing
 //! here calls, sleeps, logs or writes a file.
 //!
 //! Its rules: what agent-deck's answer to a restart or start leads to
@@ -139,13 +139,20 @@ impl Outcome {
     }
 }
 
-/// Which job the machine runs: a revive, or one that only shares its turn
-/// (a stall's resume, before the gates; a poller restart, after them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+/// What a job does to its session. A revive is the machine's whole run;
+/// the others only share its turn (a stall's resume, before the gates; a
+/// poller restart, after them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum JobKind {
+    /// It is in error: confirm it is dead, restart, verify, fall back.
     Revive,
+    /// It is alive but its Telegram poller process is missing (SPEC §6.1).
+    PollerMissing,
+    /// It is alive, its poller process too, but Telegram updates stayed
+    /// unread on this many checks in a row (SPEC §6.5).
+    PollerDeaf { pending: Vec<u64> },
+    /// It is stalled (SPEC §14): one resume message, never a restart.
     Resume,
-    Poller,
 }
 
 /// What the machine reads afresh at each step: the time, whether our own
@@ -289,7 +296,7 @@ pub(crate) struct Tried {
 /// One job's machine: its facts, fixed for its run, and its phase.
 pub(crate) struct Machine<'a> {
     pub id: &'a str,
-    pub kind: Kind,
+    pub kind: &'a JobKind,
     /// How the pane watch proved the death, when it did.
     pub proof: Option<Proof>,
     pub dry_run: bool,
@@ -453,13 +460,13 @@ impl Machine<'_> {
         if wait > 0.0 {
             return self.to(Phase::Turn(true), Action::Sleep(wait));
         }
-        if self.kind == Kind::Resume {
+        if *self.kind == JobKind::Resume {
             return Action::Resume;
         }
         if let Some(why) = gates::recheck(st, self.id, now.at) {
             return Action::Done(Outcome::Dropped(Dropped::Held(why)));
         }
-        if self.kind == Kind::Poller {
+        if *self.kind != JobKind::Revive {
             return Action::Poller;
         }
         if stop::held_by_stop(st, self.id, now.release) {
@@ -767,7 +774,12 @@ mod tests {
     }
 
     /// A machine for [`ID`] of `kind` in `phase`, with no proof.
-    fn machine<'a>(cfg: &'a Config, lim: &'a Limits, kind: Kind, phase: Phase) -> Machine<'a> {
+    fn machine<'a>(
+        cfg: &'a Config,
+        lim: &'a Limits,
+        kind: &'a JobKind,
+        phase: Phase,
+    ) -> Machine<'a> {
         let (id, proof, dry_run) = (ID, None, false);
         Machine {
             id,
@@ -784,7 +796,7 @@ mod tests {
     /// run if `dry_run`): every action it asked for, in order.
     fn run_in(st: &mut State, now: Now, dry_run: bool, events: Vec<Event>) -> Vec<Action> {
         let (cfg, lim) = (cfg(), lim());
-        let mut m = machine(&cfg, &lim, Kind::Revive, Phase::Start);
+        let mut m = machine(&cfg, &lim, &JobKind::Revive, Phase::Start);
         m.dry_run = dry_run;
         events.into_iter().map(|e| m.step(e, st, now)).collect()
     }
@@ -895,14 +907,14 @@ mod tests {
             Action::Resume,
             done(Outcome::Dropped(Dropped::Held(Hold::BreakerOpen))),
         ];
-        for kind in [Kind::Resume, Kind::Poller] {
+        for kind in [&JobKind::Resume, &JobKind::PollerMissing] {
             let mut m = machine(&cfg, &lim, kind, Phase::Start);
             m.step(Done, &mut st, NOW);
             assert_eq!(m.step(Waited(Some(false)), &mut st, NOW), want[0]);
             st.breaker_open_until = 0.0;
             want = [Action::Poller, Action::Poller];
         }
-        let mut m = machine(&cfg, &lim, Kind::Poller, Phase::Start);
+        let mut m = machine(&cfg, &lim, &JobKind::PollerMissing, Phase::Start);
         m.step(Done, &mut st, NOW);
         assert_eq!(m.step(Waited(Some(false)), &mut st, NOW), Action::Poller);
         let ended = Outcome::Dropped(Dropped::NoStall);
@@ -925,7 +937,7 @@ mod tests {
             (None, ConfirmedDead, false, None, 2.0),
         ];
         for (proof, found, bare, alive, gap_s) in table {
-            let mut m = machine(&cfg, &lim, Kind::Revive, Phase::Confirming);
+            let mut m = machine(&cfg, &lim, &JobKind::Revive, Phase::Confirming);
             m.proof = proof;
             // confirm() sets the proof it leaned on when it skipped the gap.
             let leaned = proof.filter(|_| found == ConfirmedDead);
@@ -1262,7 +1274,7 @@ mod tests {
         // Shutdown came while the start ran.
         let (cfg, lim) = (cfg(), lim());
         let (mut m, mut st) = (
-            machine(&cfg, &lim, Kind::Revive, Phase::Start),
+            machine(&cfg, &lim, &JobKind::Revive, Phase::Start),
             State::default(),
         );
         let mut events = failing();
