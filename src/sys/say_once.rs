@@ -119,15 +119,6 @@ impl<K: Ord, T: Moment> SayOnce<K, T> {
         let (times, secs) = (h.times, now.secs_since(h.since));
         Some(Said::Ended { times, secs })
     }
-
-    /// `key`'s condition is over: the next one is said again.
-    pub(crate) fn forget<Q>(&self, key: &Q)
-    where
-        K: Borrow<Q>,
-        Q: Ord + ?Sized,
-    {
-        self.heard.lock().remove(key);
-    }
 }
 
 impl<K: Ord> SayOnce<K> {
@@ -174,7 +165,7 @@ mod tests {
         });
         assert_eq!(sink.end(&(), 1e12 + 1.0), ended);
         assert_eq!(sink.note(&(), 1e12 + 2.0, ONCE), Some(Said::Started));
-        sink.forget(&());
+        sink.end(&(), 1e12 + 2.5);
         assert_eq!(sink.note(&(), 1e12 + 3.0, ONCE), Some(Said::Started));
     }
 

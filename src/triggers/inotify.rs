@@ -115,7 +115,7 @@ impl Watcher {
                 self.unwatch(|k| *k == Watched::Parent);
                 self.kinds.insert(wd, Watched::Root);
                 log::info!("watching hooks directory {}", self.dir.display());
-                self.missing.forget(&());
+                self.missing.end(&(), std::time::Instant::now());
                 self.watch_sandbox();
                 // Anything written while we were not watching is picked up by a
                 // rescan; arming at start needs none, the daemon's first poll runs now.

@@ -80,7 +80,7 @@ impl HookWatch {
                     "kernel notifications for {} are back; scanning stops",
                     self.dir.display()
                 );
-                self.fallback.forget(&());
+                self.fallback.end(&(), Instant::now());
                 self.queue.send(Trigger::Rescan);
             } else {
                 scan = Some(dirs);
