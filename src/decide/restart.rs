@@ -241,6 +241,8 @@ pub(crate) struct Verified {
     pub tmux: Option<String>,
 }
 
+/// A read that named no tmux session (the tables' shorthand).
+#[cfg(test)]
 impl From<Option<Status>> for Verified {
     fn from(status: Option<Status>) -> Verified {
         Verified { status, tmux: None }
