@@ -16,15 +16,11 @@ pub const ESCALATIONS_LOG: &str = "escalations.log";
 /// The longest a text field of a record may be, in bytes (SPEC §11).
 pub(crate) const MAX_FIELD_BYTES: usize = 4096;
 
-/// `s` cut to at most [`MAX_FIELD_BYTES`], `…` marking the cut.
-pub(crate) fn clip(s: &str) -> String {
-    crate::text::clip_bytes(s, MAX_FIELD_BYTES)
-}
-
-/// Clips each of `fields` that is longer than [`MAX_FIELD_BYTES`].
+/// Clips each of `fields` that is longer than [`MAX_FIELD_BYTES`], `…`
+/// marking the cut.
 fn clip_each<'a>(fields: impl IntoIterator<Item = &'a mut String>) {
     for f in fields.into_iter().filter(|f| f.len() > MAX_FIELD_BYTES) {
-        *f = clip(f);
+        *f = crate::text::clip_bytes(f, MAX_FIELD_BYTES);
     }
 }
 
@@ -107,12 +103,10 @@ impl RestartRecord {
         }
     }
 
-    /// The record saying `detail`.
     pub fn with(self, detail: Detail) -> RestartRecord {
         RestartRecord { detail, ..self }
     }
 
-    /// The record with every text field clipped.
     pub fn clipped(&self) -> RestartRecord {
         let mut r = self.clone();
         clip_each([&mut r.id, &mut r.title, &mut r.profile]);
@@ -153,7 +147,6 @@ pub struct LivenessRecord {
 }
 
 impl LivenessRecord {
-    /// The record with every text field clipped.
     pub fn clipped(&self) -> LivenessRecord {
         let mut r = self.clone();
         clip_each([&mut r.id, &mut r.title, &mut r.profile, &mut r.decision]);
@@ -179,7 +172,6 @@ pub struct EscalationRecord {
 }
 
 impl EscalationRecord {
-    /// The record with every text field clipped.
     pub fn clipped(&self) -> EscalationRecord {
         let mut r = self.clone();
         clip_each(std::iter::once(&mut r.message).chain(&mut r.sid));
@@ -192,6 +184,11 @@ mod tests {
     use super::*;
     #[test]
     fn clipping_cuts_on_a_character_boundary() {
+        let clip = |s: &str| {
+            let mut s = s.to_owned();
+            clip_each([&mut s]);
+            s
+        };
         for pad in 0..4 {
             let s = format!("{}{}", "a".repeat(pad), "한".repeat(3000));
             let c = clip(&s);

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fleet::deck::CallStats;
 use crate::records::instance_lock::Holder;
-use crate::records::tally::Tally;
+use crate::records::writer::Tally;
 use crate::sys::fs::{read_bounded, SMALL_FILE_MAX};
 use crate::triggers::pane_share::WatchStatus;
 
@@ -37,7 +37,6 @@ pub(crate) struct DaemonStatus {
     pub agent_deck_version_unconfirmed: bool,
     pub pane_watch: WatchStatus,
     /// Stalls in progress at the last tick, by kind (SPEC §14).
-    #[serde(default)]
     pub stalled: BTreeMap<String, u64>,
 }
 

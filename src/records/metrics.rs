@@ -63,7 +63,6 @@ const STALL_KINDS: [&str; 4] = [
     "model-unavailable",
 ];
 
-/// The whole file.
 pub(crate) fn render(s: &DaemonStatus) -> String {
     let (t, cli) = (&s.tally, &s.cli);
     let sessions = BTreeMap::from([

@@ -9,5 +9,4 @@ pub(crate) mod metrics;
 pub(crate) mod read_back;
 pub(crate) mod rotation;
 pub(crate) mod state_file;
-pub(crate) mod tally;
 pub(crate) mod writer;

@@ -56,28 +56,9 @@ fn still_named(file: &File, path: &Path) -> io::Result<bool> {
     }
 }
 
-/// What [`put`] needs of a record file besides writing: a real file, or in
-/// tests one on a disk that fills part-way through a write.
-trait Appendable: Write {
-    /// The byte at offset `at`.
-    fn byte_at(&self, at: u64) -> io::Result<u8>;
-    /// Cuts the file back to `len` bytes.
-    fn cut(&self, len: u64) -> io::Result<()>;
-}
-
-impl Appendable for File {
-    fn byte_at(&self, at: u64) -> io::Result<u8> {
-        let mut byte = [0];
-        self.read_exact_at(&mut byte, at)?;
-        Ok(byte[0])
-    }
-
-    fn cut(&self, len: u64) -> io::Result<()> {
-        self.set_len(len)
-    }
-}
-
-/// Appends `line` to `file`, which holds `size` bytes: whole or not at all.
+/// Appends `line` to `file`, which holds `size` bytes, through `out`: whole
+/// or not at all. `out` writes to `file`: the file itself, or in tests one
+/// on a disk that fills part-way through a write.
 ///
 /// A file that does not end in `\n` ends in a fragment: a record an older
 /// release or a crash tore, or a whole record only missing its `\n`. The
@@ -89,14 +70,15 @@ impl Appendable for File {
 /// A failed or short write (a full disk) cuts the file back to `size`, but
 /// only under the lock: without it, another appender's record may lie past
 /// `size`, so the fragment stays and the next append mends it as above.
-fn put(file: &mut impl Appendable, size: u64, line: &[u8], locked: bool) -> io::Result<()> {
+fn put(file: &File, out: &mut impl Write, size: u64, line: &[u8], locked: bool) -> io::Result<()> {
     // A byte that cannot be read is taken for a `\n`: at worst one glued line.
-    let torn = size > 0 && file.byte_at(size - 1).is_ok_and(|b| b != b'\n');
+    let mut last = [0];
+    let torn = size > 0 && file.read_exact_at(&mut last, size - 1).is_ok() && last[0] != b'\n';
     let line = [if torn { &b"\n"[..] } else { b"" }, line].concat();
-    file.write_all(&line).inspect_err(|_| {
+    out.write_all(&line).inspect_err(|_| {
         if locked {
             // Should this fail too, the next append mends the fragment.
-            let _ = file.cut(size);
+            let _ = file.set_len(size);
         }
     })
 }
@@ -106,7 +88,7 @@ fn put(file: &mut impl Appendable, size: u64, line: &[u8], locked: bool) -> io::
 pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended> {
     let mut rotated = None;
     for round in 1..=ROUNDS {
-        let mut file = crate::sys::fs::open_append(path)?;
+        let file = crate::sys::fs::open_append(path)?;
         let locked = file_lock::lock(&file, LockMode::Exclusive, Some(LOCK_PATIENCE)).is_ok();
         if locked && round < ROUNDS && !still_named(&file, path)? {
             // Rotated by another process since we opened it: take the new one.
@@ -115,7 +97,7 @@ pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended>
         let size = file.metadata()?.len();
         let fits = size == 0 || size.saturating_add(line.len() as u64) <= max;
         if fits || rotated.is_some() || round == ROUNDS {
-            put(&mut file, size, line, locked)?;
+            put(&file, &mut &file, size, line, locked)?;
             return Ok(rotated.map_or(Appended::Plain, Appended::Rotated));
         }
         let target = rotated_path(path);
@@ -127,7 +109,7 @@ pub(crate) fn append(path: &Path, line: &[u8], max: u64) -> io::Result<Appended>
             None
         };
         if let Some(why) = failed {
-            put(&mut file, size, line, locked)?;
+            put(&file, &mut &file, size, line, locked)?;
             return Ok(Appended::Unrotated(why));
         }
         // The lock goes with `file`; the next round opens the fresh file.
@@ -297,12 +279,12 @@ mod tests {
 
     /// A record file on a disk with `room` bytes left: a write lands what
     /// fits, then fails with `ENOSPC`, as a full filesystem does.
-    struct FullDisk {
-        file: File,
+    struct FullDisk<'a> {
+        file: &'a File,
         room: usize,
     }
 
-    impl Write for FullDisk {
+    impl Write for FullDisk<'_> {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
             if self.room == 0 {
                 return Err(io::Error::from_raw_os_error(libc::ENOSPC));
@@ -317,21 +299,17 @@ mod tests {
         }
     }
 
-    impl Appendable for FullDisk {
-        fn byte_at(&self, at: u64) -> io::Result<u8> {
-            self.file.byte_at(at)
-        }
-
-        fn cut(&self, len: u64) -> io::Result<()> {
-            self.file.cut(len)
-        }
-    }
-
     /// `put` onto `path` with `room` bytes left on its disk.
     fn put_with_room(path: &Path, room: usize, line: &[u8], locked: bool) -> io::Result<()> {
         let file = crate::sys::fs::open_append(path).unwrap();
         let size = file.metadata().unwrap().len();
-        put(&mut FullDisk { file, room }, size, line, locked)
+        put(
+            &file,
+            &mut FullDisk { file: &file, room },
+            size,
+            line,
+            locked,
+        )
     }
 
     #[test]

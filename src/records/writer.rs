@@ -4,21 +4,45 @@
 //! `rotation.rs`), is counted and logged per file (at a bounded rate), and
 //! is survived; it never stops the daemon.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::records::audit::{
     EscalationRecord, LivenessRecord, RestartRecord, ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG,
 };
 use crate::records::rotation::{self, Appended, DEFAULT_MAX_BYTES};
-use crate::records::tally::{count, Tally};
 use crate::sys::say_once::SayOnce;
 
 /// How often one file's warning of one kind may be logged.
 const WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// How many records of each kind were written since start, counted as they
+/// are appended, so a rotation does not reset a counter; and how many of
+/// each file were lost.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Tally {
+    /// `restart.log` records by `action`.
+    pub restart_actions: BTreeMap<String, u64>,
+    /// `liveness.log` records by `reason`.
+    pub liveness_reasons: BTreeMap<String, u64>,
+    /// `escalations.log` records by `severity`.
+    pub escalations: BTreeMap<String, u64>,
+    /// Records that could not be written (a full disk, an unwritable
+    /// file), by file name; counted in the counts above all the same.
+    pub records_lost: BTreeMap<String, u64>,
+}
+
+/// One more record under `key` in one of the tally's counts; the new count.
+fn count(counts: &mut BTreeMap<String, u64>, key: &str) -> u64 {
+    let n = counts.entry(key.to_owned()).or_default();
+    *n += 1;
+    *n
+}
 
 /// Appends records under the watchdog directory.
 pub struct Records {
