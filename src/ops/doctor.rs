@@ -20,7 +20,6 @@ use crate::sys::shutdown::Shutdown;
 /// suite (`tests/live/`).
 pub(crate) const VERIFIED_AGENT_DECK: &[&str] = &["1.14.0"];
 
-/// How one check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum CheckStatus {
@@ -29,7 +28,6 @@ pub(crate) enum CheckStatus {
     Fail,
 }
 
-/// One line of the report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Check {
     pub check: &'static str,

@@ -40,7 +40,6 @@ const STALE_TICK_S: f64 = 120.0;
 /// The design's recovery target.
 const TARGET_S: f64 = 10.0;
 
-/// `drill ID [--yes] [--timeout DUR]`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Args {
     pub id: String,
@@ -192,7 +191,6 @@ fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Pla
     })
 }
 
-/// Runs the drill.
 pub(crate) fn run(cfg: &Config, args: &Args) -> Result<()> {
     let shutdown = Shutdown::new().map_err(|e| Error::runtime(format!("drill: {e}")))?;
     let cli = Cli::new(cfg.bin.clone(), cfg.subprocess_timeout, shutdown.clone());

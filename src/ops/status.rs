@@ -162,7 +162,6 @@ fn record_files(cfg: &Config, lost: &BTreeMap<String, u64>) -> RecordFiles {
     }
 }
 
-/// Everything `status` reports.
 pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
     let dir = &cfg.watchdog_dir;
     let lim = Limits::from_config(cfg);
@@ -349,9 +348,8 @@ fn records_line(r: &RecordFiles) -> String {
         .map(|f| {
             let rotated =
                 (f.rotated_bytes > 0).then(|| format!(" (+ {} in .1)", mib(f.rotated_bytes)));
-            let rotated = rotated.unwrap_or_default();
             let lost = (f.records_lost > 0).then(|| format!(", {} records lost", f.records_lost));
-            let lost = lost.unwrap_or_default();
+            let (rotated, lost) = (rotated.unwrap_or_default(), lost.unwrap_or_default());
             format!("{} {}{rotated}{lost}", f.name, mib(f.bytes))
         })
         .collect();
@@ -362,7 +360,6 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
 }
 
-/// Prints the status.
 pub(crate) fn run(cfg: &Config, json: bool) -> Result<()> {
     let r = collect(cfg, SystemClock.now());
     if json {

@@ -161,12 +161,6 @@ pub(crate) fn line(e: &Record, titles: &HashMap<&str, &str>, tz: &TimeZone) -> S
     format!("{when}  {who}  {what}{dry}")
 }
 
-/// The `--json` line of one record: `{"log":"restart", …its fields}`.
-pub(crate) fn json_line(r: &Record) -> Result<String> {
-    serde_json::to_string(r)
-        .map_err(|e| Error::runtime(format!("history: cannot write a record as JSON: {e}")))
-}
-
 /// What the report says about the program and where it runs.
 #[derive(Debug, Clone)]
 pub(crate) struct About {
@@ -476,10 +470,11 @@ pub(crate) fn render(
                 None => r.fleet_report(&timeline),
             }
         }
-        View::Json => {
-            let lines = timeline.iter().map(|e| Ok(json_line(e)? + "\n"));
-            lines.collect::<Result<String>>()?
-        }
+        View::Json => timeline
+            .iter()
+            .map(|e| serde_json::to_string(e).map(|line| line + "\n"))
+            .collect::<serde_json::Result<String>>()
+            .map_err(|e| Error::runtime(format!("history: cannot write a record as JSON: {e}")))?,
         View::Lines => {
             let lines = one_per_decision(&timeline).into_iter();
             lines.map(|e| line(e, &titles, tz) + "\n").collect()
@@ -563,7 +558,13 @@ mod tests {
                 &[escalation(T0 + 2.0, "cascade", None, "m")],
             ),
         ]);
-        let out: Vec<String> = all.iter().map(|r| json_line(r).unwrap()).collect();
+        let json = Args {
+            id: None,
+            since: Since::All,
+            view: View::Json,
+        };
+        let out = render(&json, &all, T0, &about(), &cet()).unwrap().stdout;
+        let out: Vec<&str> = out.lines().collect();
         assert!(out[0].starts_with("{\"log\":\"restart\","), "{}", out[0]);
         assert!(
             !out[0].contains("pane_text") && !out[0].contains("forged"),
@@ -578,11 +579,11 @@ mod tests {
                 "{line}"
             );
         }
-        let back: RestartRecord = serde_json::from_str(&out[0]).unwrap();
+        let back: RestartRecord = serde_json::from_str(out[0]).unwrap();
         assert_eq!(Record::Restart(back), all[0]);
-        let back: LivenessRecord = serde_json::from_str(&out[1]).unwrap();
+        let back: LivenessRecord = serde_json::from_str(out[1]).unwrap();
         assert_eq!(Record::Liveness(back), all[1]);
-        let back: EscalationRecord = serde_json::from_str(&out[2]).unwrap();
+        let back: EscalationRecord = serde_json::from_str(out[2]).unwrap();
         assert_eq!(Record::Escalation(back), all[2]);
     }
 
@@ -592,7 +593,12 @@ mod tests {
         let line = restart(1_796_062_857.913_443_3, OPS, "a", "restart", Value::Null);
         assert!(line.contains("1796062857.9134433"), "{line}");
         let all = entries(Log::Restart, &[line]);
-        let out = json_line(&all[0]).unwrap();
+        let json = Args {
+            id: None,
+            since: Since::All,
+            view: View::Json,
+        };
+        let out = render(&json, &all, T0, &about(), &cet()).unwrap().stdout;
         assert!(out.contains("\"ts\":1796062857.9134433"), "{out}");
     }
 
