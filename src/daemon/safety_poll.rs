@@ -20,7 +20,7 @@ use crate::decide::{prune, vanish};
 use crate::fleet::cache::Fleet;
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
-use crate::records::daemon_status::DaemonStatus;
+use crate::records::metrics::DaemonStatus;
 use crate::sys::clock::local_timestamp;
 use crate::triggers::pane_share::PaneMap;
 

@@ -122,7 +122,7 @@ pub(super) fn interrupted_restarts(dir: &std::path::Path) -> BTreeMap<String, f6
 /// held, so none of them belongs to a live writer; the registry's are
 /// removed under its own lock).
 fn remove_stale_temps(cfg: &Config) {
-    use crate::records::daemon_status::DAEMON_STATUS_FILE;
+    use crate::records::metrics::DAEMON_STATUS_FILE;
     use crate::records::{metrics::METRICS_FILE, state_file::STATE_FILE};
     use crate::tasks::registry::RegistryFile;
     let mut removed = [STATE_FILE, METRICS_FILE, DAEMON_STATUS_FILE]

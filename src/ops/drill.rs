@@ -23,8 +23,8 @@ use crate::fleet::cli::Cli;
 use crate::fleet::session::{Session, Status};
 use crate::ops::preflight::{show, status_writer, Shown};
 use crate::records::audit::RestartRecord;
-use crate::records::daemon_status;
 use crate::records::instance_lock::{self, Holder};
+use crate::records::metrics;
 use crate::records::state_file;
 use crate::records::writer::Records;
 use crate::sys::clock::unix_now;
@@ -148,7 +148,7 @@ fn prepare(cfg: &Config, cli: &Cli, id: &str, shutdown: &Shutdown) -> Result<Pla
     let holder = instance_lock::holder(dir);
     // The budget is the daemon's, as its last tick says, over this shell's.
     let mut limits = Limits::from_config(cfg);
-    let ticked = holder.as_ref().and_then(|h| daemon_status::read_of(dir, h));
+    let ticked = holder.as_ref().and_then(|h| metrics::read_of(dir, h));
     if let Some(st) = ticked.as_ref().filter(|st| st.rate_limit_max > 0) {
         limits.rate_max = st.rate_limit_max;
         limits.rate_window = st.rate_limit_window_s;

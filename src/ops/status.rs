@@ -15,8 +15,8 @@ use crate::decide::limits::Limits;
 use crate::decide::stall::Stall;
 use crate::error::{Error, Result};
 use crate::records::audit::{ESCALATIONS_LOG, LIVENESS_LOG, RESTART_LOG};
-use crate::records::daemon_status::{self, CliCounts};
 use crate::records::instance_lock;
+use crate::records::metrics::{self, CliCounts};
 use crate::records::read_back;
 use crate::records::rotation::rotated_path;
 use crate::records::state_file::{self, STATE_FILE};
@@ -196,7 +196,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
             }
         })
         .collect();
-    let counters = daemon_status::read(dir).unwrap_or_default();
+    let counters = metrics::read(dir).unwrap_or_default();
     let mut tasks = BTreeMap::new();
     if let Ok(reg) = RegistryFile::new(&cfg.task_timers_file).peek() {
         for t in &reg.tasks {
@@ -419,7 +419,7 @@ mod tests {
         let cfg = crate::config::test_config(tmp.path());
         let dir = &cfg.watchdog_dir;
         std::fs::create_dir_all(dir).unwrap();
-        let mut st = daemon_status::DaemonStatus {
+        let mut st = metrics::DaemonStatus {
             queue_drops: 4,
             agent_deck_version: Some("1.16.26".into()),
             pane_watch: WatchStatus {
@@ -432,13 +432,9 @@ mod tests {
         st.cli.calls.insert("list-all".into(), 9);
         st.cli.failures.insert("restart".into(), 2);
         st.tally.records_lost.insert(LIVENESS_LOG.into(), 3);
-        crate::records::metrics::write(dir, &st).unwrap();
+        metrics::write(dir, &st).unwrap();
         // metrics.prom is never read back: a different one changes nothing.
-        std::fs::write(
-            dir.join(crate::records::metrics::METRICS_FILE),
-            "garbage 1\n",
-        )
-        .unwrap();
+        std::fs::write(dir.join(metrics::METRICS_FILE), "garbage 1\n").unwrap();
         let mut r = collect(&cfg, 10.0);
         let v = serde_json::to_value(&r).unwrap();
         let keys = |v: &serde_json::Value| -> Vec<String> {

@@ -2,7 +2,6 @@
 //! files and the instance lock.
 
 pub(crate) mod audit;
-pub(crate) mod daemon_status;
 pub(crate) mod failed_writes;
 pub(crate) mod instance_lock;
 pub(crate) mod metrics;

@@ -202,11 +202,10 @@ mod tests {
             let total: u64 = r.tally().restart_actions.values().sum();
             assert_eq!(total, last_total + 1);
             last_total = total;
-            let text =
-                crate::records::metrics::render(&crate::records::daemon_status::DaemonStatus {
-                    tally: r.tally(),
-                    ..Default::default()
-                });
+            let text = crate::records::metrics::render(&crate::records::metrics::DaemonStatus {
+                tally: r.tally(),
+                ..Default::default()
+            });
             let m = crate::records::metrics::parse(&text);
             let shown: f64 = ["skipped", "restarted"]
                 .iter()

@@ -11,7 +11,7 @@ use crate::fleet::session::{Session, Status};
 use crate::fleet::usage;
 use crate::fleet::version::Version;
 use crate::ops::preflight::{show, status_writer};
-use crate::records::{daemon_status, instance_lock};
+use crate::records::{instance_lock, metrics};
 use crate::sys::clock::unix_now;
 use crate::sys::shutdown::Shutdown;
 use crate::triggers::hook_file::hook_file_exists;
@@ -177,11 +177,10 @@ pub(super) fn daemon(cfg: &Config) -> Check {
             "systemctl --user enable --now agent-deck-watchdog.service; if it runs already, give doctor the unit's environment (AGENT_DECK_ROOT)",
         );
     };
-    let tick =
-        daemon_status::read_of(&cfg.watchdog_dir, &h).map_or("no tick yet".to_owned(), |s| {
-            let age = (unix_now() - s.last_tick).max(0.0);
-            format!("last tick {age:.0} s ago; {}", pane_watch(&s.pane_watch))
-        });
+    let tick = metrics::read_of(&cfg.watchdog_dir, &h).map_or("no tick yet".to_owned(), |s| {
+        let age = (unix_now() - s.last_tick).max(0.0);
+        format!("last tick {age:.0} s ago; {}", pane_watch(&s.pane_watch))
+    });
     let detail = format!("pid {}, {tick}", h.pid);
     let (why, fix) = if h.once {
         (
