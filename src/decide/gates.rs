@@ -47,7 +47,6 @@ spelled! {
     }
 }
 
-/// The verdict of the gates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Gate {
     /// Reserve a slot and go.
