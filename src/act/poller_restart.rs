@@ -37,7 +37,7 @@ pub(crate) fn restart(ctx: &Context, job: &Job) -> Outcome {
         log::info!("dry-run: would restart {} ({}): {why}", s.id, s.title);
         (done, why)
     } else {
-        cascade::note_restart_call(&mut ctx.state.lock(), &ctx.limits, &s.id, now);
+        cascade::note_call(&mut ctx.state.lock(), &ctx.limits, &s.id, now);
         match ctx.deck.restart(&s.profile, &s.id) {
             Ok(RestartAnswer::Restarted) => {
                 log::info!("restarted {} ({}): {why}", s.id, s.title);

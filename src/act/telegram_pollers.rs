@@ -30,10 +30,8 @@ pub(crate) fn has_telegram_channel(channels: &[String]) -> bool {
 
 /// `~/x` → `<home>/x`; anything else unchanged.
 fn expand(home: &Path, raw: &str) -> PathBuf {
-    match raw.strip_prefix("~/") {
-        Some(rest) => home.join(rest),
-        None => PathBuf::from(raw),
-    }
+    raw.strip_prefix("~/")
+        .map_or_else(|| raw.into(), |rest| home.join(rest))
 }
 
 /// `TELEGRAM_STATE_DIR` from env-file text ([`env_value`]), a leading `~/`

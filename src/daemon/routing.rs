@@ -29,7 +29,7 @@ impl Daemon {
                 threshold: self.ctx.limits.cascade_threshold,
             };
             (
-                cascade::revive_tick_in(&st, self.memory.hook_pacing.last_tick(), now),
+                cascade::revive_tick_in(&st, self.memory.hook_pacing.last_tick, now),
                 deaths,
             )
         };

@@ -46,7 +46,7 @@ impl Daemon {
     pub(crate) fn tick(&mut self) {
         let started = std::time::Instant::now();
         self.take_endings();
-        self.memory.hook_pacing.ticked(self.ctx.clock.now());
+        self.memory.hook_pacing.last_tick = Some(self.ctx.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();
         let refreshed = self.refresh_fleet();

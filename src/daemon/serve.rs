@@ -40,7 +40,7 @@ impl Daemon {
             let now = self.ctx.clock.now();
             let (retry, revive) = {
                 let st = self.ctx.state.lock();
-                let revive = cascade::revive_tick_in(&st, self.memory.hook_pacing.last_tick(), now);
+                let revive = cascade::revive_tick_in(&st, self.memory.hook_pacing.last_tick, now);
                 (refusal::next_retry(&st, now), revive)
             };
             let idle = self.memory.hook_pacing.next_wakeup(now);

@@ -56,11 +56,11 @@ pub(crate) fn ended_on(pane: &str) -> Option<ApiError> {
     if !banner.starts_with("API Error") {
         return None;
     }
-    let after = kept[at + 1..].iter().map(|l| l.to_lowercase());
-    let under_way = |l: &String| {
+    let under_way = |l: &&str| {
+        let l = l.to_lowercase();
         (l.contains("retrying in") && l.contains("attempt")) || l.contains("esc to interrupt")
     };
-    if after.clone().any(|l| under_way(&l)) {
+    if kept[at + 1..].iter().any(under_way) {
         return None;
     }
     let banner = banner.to_lowercase();

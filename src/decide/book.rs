@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-/// Per-session memory.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct SessionBook {
@@ -119,7 +118,6 @@ pub(crate) struct PendingStreak {
     pub last_check: f64,
 }
 
-/// All of it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct State {
@@ -164,22 +162,16 @@ pub(crate) struct State {
 }
 
 impl SessionBook {
-    /// Nothing worth remembering is left.
+    /// Nothing worth remembering is left (what it looked like last is not).
     pub(crate) fn is_empty(&self) -> bool {
-        self.restarts.is_empty()
-            && self.cooldown_until == 0.0
-            && self.backoff_until == 0.0
-            && self.consecutive_failures == 0
-            && self.liveness_skips == 0
-            && self.alerted.is_empty()
-            && self.last_status.is_none()
-            && self.restarted_at.is_none()
-            && self.spawn_died_fast_at.is_none()
-            && self.usage_limit.is_none()
-            && self.refusal.is_none()
-            && self.stall.is_none()
-            && self.unsaved.is_none()
-            && self.unverified.is_none()
+        let last_look = SessionBook {
+            title: self.title.clone(),
+            status_since: self.status_since,
+            error_since: self.error_since,
+            backoff_s: self.backoff_s,
+            ..SessionBook::default()
+        };
+        *self == last_look
     }
 }
 
@@ -197,13 +189,6 @@ impl State {
         if let Some(i) = book.restarts.iter().position(|t| *t == slot) {
             book.restarts.remove(i);
         }
-    }
-
-    /// Returns the cooldown a reservation at `slot` started: the gate found
-    /// none in force then, so none is left.
-    pub(crate) fn give_back_cooldown(&mut self, id: &str, slot: f64) {
-        let book = self.book(id);
-        book.cooldown_until = book.cooldown_until.min(slot);
     }
 
     pub(crate) fn book(&mut self, id: &str) -> &mut SessionBook {

@@ -7,15 +7,7 @@ use crate::decide::book::{Cascade, State};
 use crate::decide::limits::{Limits, CASCADE_REMINDER_S};
 use crate::decide::prune::prune;
 
-/// Records that a restart call for `id` is about to run; its quiet time
-/// starts again now (the serialization wait may have used it up). Returns
-/// true when this makes a burst (≥ threshold restarts within the cascade
-/// window): every restart is then paused and the caller escalates `cascade`.
-pub(crate) fn note_restart_call(state: &mut State, lim: &Limits, id: &str, now: f64) -> bool {
-    note_call(state, lim, id, now).0
-}
-
-/// What [`note_restart_call`] changed for one call, so that a call agent-deck
+/// What [`note_call`] changed for one call, so that a call agent-deck
 /// refused can give it back (see [`crate::decide::refusal`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Call {
@@ -25,7 +17,11 @@ pub(crate) struct Call {
     last_before: Option<f64>,
 }
 
-/// [`note_restart_call`], also saying what it took.
+/// Records that a restart call for `id` is about to run; its quiet time
+/// starts again now (the serialization wait may have used it up). Returns
+/// true when this makes a burst (≥ threshold restarts within the cascade
+/// window): every restart is then paused and the caller escalates `cascade`;
+/// and what the call took.
 pub(crate) fn note_call(state: &mut State, lim: &Limits, id: &str, now: f64) -> (bool, Call) {
     let book = state.book(id);
     let call = Call {
@@ -129,10 +125,10 @@ mod tests {
         let (mut l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         l.min_interval = 0.0;
         for i in 0..4 {
-            assert!(!note_restart_call(&mut s, &l, ID, c.now()), "restart {i}");
+            assert!(!note_call(&mut s, &l, ID, c.now()).0, "restart {i}");
             c.advance(1.0);
         }
-        assert!(note_restart_call(&mut s, &l, ID, c.now()));
+        assert!(note_call(&mut s, &l, ID, c.now()).0);
         assert_eq!(
             gate(&mut s, &l, "other-1", c.now() + 1.0),
             Gate::Skip(Hold::CascadePause)
@@ -144,7 +140,7 @@ mod tests {
     fn slow_restarts_are_no_burst() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         for _ in 0..20 {
-            assert!(!note_restart_call(&mut s, &l, ID, c.now()));
+            assert!(!note_call(&mut s, &l, ID, c.now()).0);
             c.advance(3.0);
         }
     }

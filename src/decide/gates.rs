@@ -47,7 +47,6 @@ spelled! {
     }
 }
 
-/// The verdict of the gates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Gate {
     /// Reserve a slot and go.
@@ -129,7 +128,7 @@ pub(crate) fn serialization_wait(state: &State, lim: &Limits, now: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::cascade::note_restart_call;
+    use crate::decide::cascade::note_call;
     use crate::decide::limits::tests::lim;
     use crate::decide::notes::note_rate_limited;
     use crate::sys::clock::{Clock, FakeClock};
@@ -216,7 +215,7 @@ mod tests {
     fn serialization_spaces_restarts() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         assert_eq!(serialization_wait(&s, &l, c.now()), 0.0);
-        note_restart_call(&mut s, &l, ID, c.now());
+        note_call(&mut s, &l, ID, c.now());
         c.advance(20.0);
         assert_eq!(serialization_wait(&s, &l, c.now()), 40.0);
         c.advance(40.0);

@@ -26,18 +26,16 @@ pub(crate) struct HookPacing {
     deferred: BTreeSet<String>,
     /// A rescan was asked for and has not run yet.
     rescan_owed: bool,
-    last_tick: Option<f64>,
+    /// When the last full tick started.
+    pub last_tick: Option<f64>,
 }
 
 impl HookPacing {
     /// Whether a hook for `id` may be checked now; if so the check is noted,
     /// if not it is deferred until the gap has passed.
     pub(crate) fn may_check(&mut self, id: &str, now: f64) -> bool {
-        if self
-            .checked
-            .get(id)
-            .is_some_and(|t| now - t < HOOK_CHECK_GAP)
-        {
+        let checked = self.checked.get(id);
+        if checked.is_some_and(|t| now - t < HOOK_CHECK_GAP) {
             self.deferred.insert(id.to_owned());
             return false;
         }
@@ -78,25 +76,13 @@ impl HookPacing {
         due
     }
 
-    /// A tick started at `now`.
-    pub(crate) fn ticked(&mut self, now: f64) {
-        self.last_tick = Some(now);
-    }
-
-    /// When the last full tick ran.
-    pub(crate) fn last_tick(&self) -> Option<f64> {
-        self.last_tick
-    }
-
     /// How long the main loop may wait before something of its own is due: a
     /// deferred check, an owed rescan.
     pub(crate) fn next_wakeup(&self, now: f64) -> Duration {
         let mut wait = Duration::from_secs(1);
         for id in &self.deferred {
-            let due = self
-                .checked
-                .get(id)
-                .map_or(0.0, |t| t + HOOK_CHECK_GAP - now);
+            let checked = self.checked.get(id);
+            let due = checked.map_or(0.0, |t| t + HOOK_CHECK_GAP - now);
             wait = wait.min(clamped(due.max(0.01)));
         }
         if self.rescan_owed {
@@ -151,7 +137,7 @@ mod tests {
             h.tick_due(false, true, 100.0),
             "the first rescan runs at once"
         );
-        h.ticked(100.0);
+        h.last_tick = Some(100.0);
         assert!(
             !h.tick_due(false, true, 100.5),
             "the next waits for the gap"
@@ -161,7 +147,7 @@ mod tests {
             h.tick_due(false, false, 101.0),
             "the owed rescan runs after the gap"
         );
-        h.ticked(101.0);
+        h.last_tick = Some(101.0);
         assert!(
             h.tick_due(true, false, 101.1),
             "the ticker always gets its tick"

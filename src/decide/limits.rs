@@ -13,7 +13,6 @@ use crate::decide::stall::StallLimits;
 /// A cascade that does not clear is recalled at most this often.
 pub(crate) const CASCADE_REMINDER_S: f64 = 3600.0;
 
-/// The limits, as float seconds.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Limits {
     pub rate_max: usize,

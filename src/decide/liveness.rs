@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::digest::digest;
 use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Status};
 use crate::spelled::spelled;
@@ -89,9 +90,6 @@ pub(crate) struct Evidence {
 pub(crate) fn skips_the_gap(proof: Option<Proof>) -> bool {
     matches!(proof, Some(Proof::ProcessExited | Proof::AgentGone))
 }
-
-/// The first 16 hex characters of the SHA-256 of `text`.
-pub(crate) use crate::digest::digest;
 
 /// Runs the confirmation sequence of SPEC §5.3; `proof`: how the death was
 /// seen, when the pane watch saw it. A kernel-proven death (see

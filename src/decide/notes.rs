@@ -22,11 +22,8 @@ pub(crate) fn note_rate_limited(
 ) -> bool {
     let book = state.book(id);
     book.backoff_until = now + backoff;
-    book.backoff_s = if backoff == lim.backoff_429 {
-        0.0
-    } else {
-        backoff
-    };
+    let usual = backoff == lim.backoff_429;
+    book.backoff_s = if usual { 0.0 } else { backoff };
     state.breaker_hits.push(now);
     prune(&mut state.breaker_hits, now, lim.breaker_window);
     let opens =

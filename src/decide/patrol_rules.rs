@@ -50,10 +50,8 @@ pub(crate) fn forget_not_waiting(state: &mut State, waiting_now: &BTreeSet<Strin
 
 /// Whether a conductor may be restarted for a missing poller now.
 pub(crate) fn poller_restart_allowed(state: &State, id: &str, now: f64, dedup: f64) -> bool {
-    state
-        .poller_restarted
-        .get(id)
-        .is_none_or(|t| now - t >= dedup)
+    let last = state.poller_restarted.get(id);
+    last.is_none_or(|t| now - t >= dedup)
 }
 
 /// A poller restart ran (or, in dry-run, would have): the dedup window
@@ -87,10 +85,8 @@ pub(crate) fn observe_webhook(
     max_gap: f64,
 ) -> usize {
     let streaks = &mut state.pending_updates;
-    if streaks
-        .get(id)
-        .is_some_and(|p| now - p.last_check > max_gap)
-    {
+    let last = streaks.get(id).map(|p| p.last_check);
+    if last.is_some_and(|t| now - t > max_gap) {
         streaks.remove(id);
     }
     match answer {

@@ -101,7 +101,7 @@ pub(crate) fn backfill_ran(state: &mut State) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::cascade::note_restart_call;
+    use crate::decide::cascade::note_call;
     use crate::decide::dedup::may_escalate;
     use crate::decide::gates::{finish, gate, reserve, serialization_wait, Gate};
     use crate::decide::limits::tests::lim;
@@ -160,7 +160,7 @@ mod tests {
         for _ in 0..3 {
             reserve(&mut s, &l, ID, c.now());
             finish(&mut s, ID);
-            note_restart_call(&mut s, &l, ID, c.now());
+            note_call(&mut s, &l, ID, c.now());
             c.advance(31.0);
         }
         assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::BudgetSpent);

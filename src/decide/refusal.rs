@@ -64,35 +64,14 @@ pub(crate) fn freshness(reason: &str) -> Option<Freshness> {
     })
 }
 
-/// Seconds in a duration as Go prints it: `8s`, `1m0s`, `1h2m3.5s`, `500ms`.
+/// Seconds in a duration as Go prints it (`8s`, `1m0s`, `1h2m3.5s`,
+/// `500ms`), which jiff's friendly format reads; a negative one is none.
 fn go_duration(text: &str) -> Option<f64> {
-    let mut rest = text.trim();
-    if rest == "0" {
-        return Some(0.0);
-    }
-    let mut total = 0.0;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let value: f64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 1e-3,
-            "us" | "µs" => 1e-6,
-            "ns" => 1e-9,
-            _ => return None,
-        };
-        total += value * scale;
-        rest = &rest[unit..];
-    }
-    total.is_finite().then_some(total)
+    let d = match text.trim() {
+        "0" => jiff::SignedDuration::ZERO,
+        text => text.parse::<jiff::SignedDuration>().ok()?,
+    };
+    (!d.is_negative()).then(|| d.as_secs_f64())
 }
 
 /// What comes of a freshness refusal.
@@ -121,7 +100,9 @@ pub(crate) fn note_refused(
     cascade::give_back_call(state, id, call);
     if let Some(slot) = slot {
         state.give_back_slot(id, slot);
-        state.give_back_cooldown(id, slot);
+        // The gate found no cooldown in force at `slot`, so none is left of it.
+        let book = state.book(id);
+        book.cooldown_until = book.cooldown_until.min(slot);
     }
     let book = state.book(id);
     let run = book.refusal.get_or_insert(Refusal {
@@ -167,17 +148,10 @@ pub(crate) fn retry_pending(book: &SessionBook, now: f64) -> bool {
 /// The sessions whose retry is due at `now`, taken off the schedule: the
 /// caller looks at each through the normal path.
 pub(crate) fn take_due(state: &mut State, now: f64) -> Vec<String> {
-    let mut due = Vec::new();
-    for (id, book) in &mut state.sessions {
-        let pending = retry_pending(book, now);
-        if let Some(run) = book.refusal.as_mut().filter(|r| r.retry_at.is_some()) {
-            if !pending {
-                run.retry_at = None;
-                due.push(id.clone());
-            }
-        }
-    }
-    due
+    let sessions = state.sessions.iter_mut();
+    let due = sessions.filter(|(_, book)| !retry_pending(book, now));
+    due.filter_map(|(id, book)| book.refusal.as_mut()?.retry_at.take().map(|_| id.clone()))
+        .collect()
 }
 
 /// Seconds from `now` until the next scheduled retry, if any.
@@ -244,6 +218,12 @@ mod tests {
         assert_eq!(go_duration("500ms"), Some(0.5));
         assert_eq!(go_duration("8"), None);
         assert_eq!(go_duration("8x"), None);
+        assert_eq!(go_duration("1.5µs"), Some(1.5e-6));
+        assert_eq!(
+            (go_duration("0"), go_duration("0s")),
+            (Some(0.0), Some(0.0))
+        );
+        assert_eq!(go_duration("-8s"), None);
     }
 
     #[test]

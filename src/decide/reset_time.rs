@@ -76,12 +76,9 @@ pub(crate) fn from_usage(windows: &[Window], now: f64) -> Option<f64> {
 /// `usage limit reached|<epoch>` is that epoch.
 pub(crate) fn from_text(text: &str, rejected: f64) -> Option<f64> {
     let lower = text.to_ascii_lowercase();
-    if let Some(i) = lower.find("usage limit reached|") {
-        let digits: String = lower[i + "usage limit reached|".len()..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        let at = digits.parse::<f64>().ok()?;
+    if let Some((_, epoch)) = lower.split_once("usage limit reached|") {
+        let digits = epoch.find(|c: char| !c.is_ascii_digit());
+        let at = epoch[..digits.unwrap_or(epoch.len())].parse::<f64>().ok()?;
         return believed(at, rejected).then_some(at);
     }
     let i = lower.find("resets ")? + "resets ".len();

@@ -449,7 +449,6 @@ impl Machine<'_> {
         }
     }
 
-    /// Goes on to `phase` with `action`.
     fn to(&mut self, phase: Phase, action: Action) -> Action {
         self.phase = phase;
         action

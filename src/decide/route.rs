@@ -83,12 +83,8 @@ pub(crate) fn route(
         path: death_path(*proof, deaths),
     };
     if tick {
-        let first = match batch.panes.iter().next() {
-            Some(one) if batch.panes.len() == 1 && *one.1 == Proof::ProcessExited => {
-                Some(death(one))
-            }
-            _ => None,
-        };
+        let one = batch.panes.iter().next().filter(|_| batch.panes.len() == 1);
+        let first = one.filter(|(_, p)| **p == Proof::ProcessExited).map(death);
         return Route::Tick { first };
     }
     if batch.panes.len() > 1 {
