@@ -18,6 +18,5 @@ pub(crate) mod session;
 mod sim_answers;
 pub(crate) mod usage;
 pub(crate) mod version;
-pub(crate) mod version_keeper;
 pub(crate) mod version_watch;
 pub(crate) mod wire;
