@@ -10,14 +10,12 @@ use crate::fleet::version::Version;
 /// this makes a slip impossible rather than unlikely.
 pub(crate) struct ReadOnly(pub std::sync::Arc<dyn AgentDeck>);
 
-impl ReadOnly {
-    fn refuse<T>(what: &str, id: &str) -> CliResult<T> {
-        log::error!("dry-run: refused to run `{what} {id}` (this is a bug: dry-run decisions should stop earlier)");
-        Err(CliError::Exit {
-            code: None,
-            message: format!("dry-run: {what} not executed"),
-        })
-    }
+fn refuse<T>(what: &str, id: &str) -> CliResult<T> {
+    log::error!("dry-run: refused to run `{what} {id}` (this is a bug: dry-run decisions should stop earlier)");
+    Err(CliError::Exit {
+        code: None,
+        message: format!("dry-run: {what} not executed"),
+    })
 }
 
 impl AgentDeck for ReadOnly {
@@ -31,13 +29,13 @@ impl AgentDeck for ReadOnly {
         self.0.show(profile, id)
     }
     fn restart(&self, _: &str, id: &str) -> CliResult<RestartAnswer> {
-        Self::refuse("session restart", id)
+        refuse("session restart", id)
     }
     fn start(&self, _: &str, id: &str) -> CliResult<()> {
-        Self::refuse("session start", id)
+        refuse("session start", id)
     }
     fn send(&self, _: &str, id: &str, _: &str) -> CliResult<()> {
-        Self::refuse("session send", id)
+        refuse("session send", id)
     }
     fn pane(&self, profile: &str, id: &str) -> CliResult<String> {
         self.0.pane(profile, id)
@@ -49,7 +47,7 @@ impl AgentDeck for ReadOnly {
         self.0.usage(profile)
     }
     fn remove(&self, _: &str, id: &str) -> CliResult<()> {
-        Self::refuse("remove", id)
+        refuse("remove", id)
     }
     fn version(&self) -> Option<Version> {
         self.0.version()
