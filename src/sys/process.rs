@@ -159,7 +159,7 @@ pub(crate) enum RunError {
     /// Shutdown came first; its process group was killed and reaped.
     Interrupted,
     /// More than this many bytes on stdout; its process group was killed.
-    TooLong(u64),
+    TooLong(usize),
 }
 
 impl fmt::Display for RunError {
@@ -273,7 +273,7 @@ fn supervise(
             }
         }
         if io.out.kept.len() > io.ceiling {
-            return Err((RunError::TooLong(io.ceiling as u64), exited.is_some()));
+            return Err((RunError::TooLong(io.ceiling), exited.is_some()));
         }
         let now = Instant::now();
         let until = match exited {
