@@ -12,7 +12,6 @@ pub(crate) mod panes;
 pub(crate) mod parse;
 #[cfg(test)]
 pub(crate) mod props;
-pub(crate) mod read_only;
 pub(crate) mod session;
 #[cfg(test)]
 mod sim_answers;
