@@ -24,7 +24,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::fleet::deck::{AgentDeck, CliError};
-use crate::fleet::listing::Row;
 use crate::fleet::session::{self, NameRule, Session};
 
 /// An unknown hook id refreshes the cache at most this often.
@@ -79,16 +78,20 @@ impl Fleet {
         self.last_refresh = Some(Instant::now());
         let mut sessions = BTreeMap::new();
         let mut others: Vec<(Box<str>, Option<usize>)> = Vec::new();
-        let mut profiles = BTreeMap::new();
+        let mut profiles: Vec<String> = Vec::new();
         let markers = &self.markers;
         let claude_too = self.claude_too;
         deck.list_all(&mut |row| {
-            if kept_whole(row, markers) || (claude_too && row.tool == "claude") {
+            let marked = opted_in(markers, &row.id);
+            if row.is_critical_by_name() || marked || (claude_too && row.tool == "claude") {
                 sessions.insert(row.id.to_string(), row.session());
             } else {
                 let child = row.parent_session_id.is_some().then(|| {
-                    let next = profiles.len();
-                    *profiles.entry(row.profile.to_string()).or_insert(next)
+                    let known = profiles.iter().position(|p| *p == row.profile);
+                    known.unwrap_or_else(|| {
+                        profiles.push(row.profile.to_string());
+                        profiles.len() - 1
+                    })
                 });
                 others.push((row.id.as_ref().into(), child));
             }
@@ -98,10 +101,7 @@ impl Fleet {
         if let Some(why) = unread(sessions.len() + others.len()) {
             return Err(CliError::StoreUnreadable(why));
         }
-        self.child_profiles = vec![String::new(); profiles.len()];
-        for (profile, i) in profiles {
-            self.child_profiles[i] = profile;
-        }
+        self.child_profiles = profiles;
         self.sessions = sessions;
         self.others = others;
         self.listed_once = true;
@@ -120,7 +120,6 @@ impl Fleet {
         self.listed_once
     }
 
-    /// Re-reads the opt-in marker directory.
     pub(crate) fn reload_markers(&mut self) {
         self.markers = match std::fs::read_dir(&self.autorestart_dir) {
             Ok(entries) => entries
@@ -171,8 +170,7 @@ impl Fleet {
     }
 
     pub(crate) fn is_critical(&self, s: &Session) -> bool {
-        session::is_critical_by_name(s)
-            || (session::is_valid_id(&s.id) && self.markers.contains(&s.id))
+        session::is_critical_by_name(s) || opted_in(&self.markers, &s.id)
     }
 
     /// Why `s` is restart-critical, or `None` when it is not.
@@ -202,7 +200,6 @@ impl Fleet {
         others.cloned().collect()
     }
 
-    /// The distinct profiles of `sessions`.
     pub(crate) fn profiles(sessions: &[Session]) -> BTreeSet<String> {
         sessions.iter().map(|s| s.profile.clone()).collect()
     }
@@ -214,17 +211,16 @@ impl Fleet {
     }
 }
 
-/// Whether the cache keeps this row whole: it is restart-critical.
-fn kept_whole(row: &Row<'_>, markers: &BTreeSet<String>) -> bool {
-    row.is_critical_by_name()
-        || (session::is_valid_id(&row.id) && markers.contains(row.id.as_ref()))
+/// Whether `id` has an opt-in marker.
+fn opted_in(markers: &BTreeSet<String>, id: &str) -> bool {
+    session::is_valid_id(id) && markers.contains(id)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fleet::deck::{CliResult, RestartAnswer};
-    use crate::fleet::listing::{self, Shape};
+    use crate::fleet::listing::{self, Row, Shape};
     use crate::fleet::session::Live;
 
     /// An agent-deck whose `list --all` prints `answer`; nothing else works.

@@ -7,7 +7,7 @@
 //! agent-deck's version as read last (a read that got no answer keeps the
 //! one before), gates `--primary` on it, and marks a failure a replaced
 //! binary explains, or a success after an unanswered read, so the re-read
-//! comes sooner (`version_keeper.rs` and `version_watch.rs` decide). An
+//! comes sooner (`version_watch.rs` decides). An
 //! exit 0 with text on stderr (the 1.16.14 store WARNING) is a success; its
 //! first line is logged once a day.
 
@@ -23,8 +23,7 @@ use crate::fleet::listing::{self, Row, RowTally, Shape};
 use crate::fleet::parse;
 use crate::fleet::session::Live;
 use crate::fleet::version::Version;
-use crate::fleet::version_keeper::{Answer, News, VersionKeeper};
-use crate::fleet::version_watch::suggests_new_binary;
+use crate::fleet::version_watch::{suggests_new_binary, Answer, News, VersionWatch};
 use crate::sys::process::{self, Cmd, Output};
 use crate::sys::say_once::SayOnce;
 use crate::sys::shutdown::Shutdown;
@@ -46,7 +45,7 @@ pub(crate) struct Cli {
     skip_warnings: SayOnce<&'static str>,
     /// Lines a successful call printed on stderr, by their shape.
     stderr_notes: SayOnce<String>,
-    version: Mutex<VersionKeeper>,
+    version: Mutex<VersionWatch>,
     /// Holds a message while a suspect failure, or a call that worked after
     /// an unanswered read, waits for a re-read.
     nudge: (Sender<()>, Receiver<()>),
@@ -114,7 +113,7 @@ impl Cli {
 
     /// Whether the version should be read again at `now`.
     pub(crate) fn version_due(&self, now: f64) -> bool {
-        self.version.lock().watch.due(now)
+        self.version.lock().due(now)
     }
 
     /// Receives a message when a failed call, or one that worked after an
@@ -184,7 +183,7 @@ impl Cli {
     fn counted<T>(&self, name: &'static str, call: impl FnOnce() -> CliResult<T>) -> CliResult<T> {
         *self.stats.lock().calls.entry(name).or_default() += 1;
         let result = call();
-        if result.is_ok() && name != "version" && self.version.lock().watch.call_worked() {
+        if result.is_ok() && name != "version" && self.version.lock().call_worked() {
             let _ = self.nudge.0.try_send(());
         }
         if let Err(e) = &result {
@@ -197,7 +196,7 @@ impl Cli {
             *counter.entry(name).or_default() += 1;
             drop(stats);
             if name != "version" && suggests_new_binary(name, e) {
-                self.version.lock().watch.suspect();
+                self.version.lock().suspect();
                 let _ = self.nudge.0.try_send(());
             }
         }

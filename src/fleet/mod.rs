@@ -12,12 +12,10 @@ pub(crate) mod panes;
 pub(crate) mod parse;
 #[cfg(test)]
 pub(crate) mod props;
-pub(crate) mod read_only;
 pub(crate) mod session;
 #[cfg(test)]
 mod sim_answers;
 pub(crate) mod usage;
 pub(crate) mod version;
-pub(crate) mod version_keeper;
 pub(crate) mod version_watch;
 pub(crate) mod wire;

@@ -36,16 +36,13 @@ pub(crate) fn show(stdout: &str) -> Result<Live, Garbage> {
             clip_reason(&position_free(&e))
         ))
     })?;
-    let (_, status, keys) = row.split();
-    if status.is_none() {
+    let (_, live) = row.split();
+    if live.status.is_none() {
         return Err(Garbage("session object has no status".into()));
     }
     // Read loosely: a tool of another type, or `""`, is none.
     let tool = str_field(&v, "tool").filter(|t| !t.is_empty());
-    Ok(Live {
-        tool,
-        ..keys.live(status)
-    })
+    Ok(Live { tool, ..live })
 }
 
 /// What `session restart --json` answered on exit 0.

@@ -4,12 +4,10 @@
 //! Pure data and pure predicates: no CLI calls here. The marker-file opt-in is
 //! decided by the caller, which passes whether the marker exists.
 
-use std::collections::BTreeSet;
-
-use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::spelled::spelled;
+use crate::sys::say_once::{SayOnce, ONCE};
 
 /// A session status as the CLI prints it. Anything outside the known words
 /// (including the internal `starting`) is `Unknown`, exactly like agent-deck's
@@ -163,42 +161,25 @@ spelled! {
 }
 
 impl Substate {
-    /// The values this watchdog knows.
-    const KNOWN: [Substate; 8] = [
-        Substate::Running,
-        Substate::IdleAtEmptyPrompt,
-        Substate::ModelUnavailable,
-        Substate::Auth401,
-        Substate::UsageLimit,
-        Substate::InteractiveMenu,
-        Substate::HookLag,
-        Substate::BackgroundWork,
-    ];
-
     /// The substate `text` names; an unknown one is kept as `Other`.
     pub fn parse(text: &str) -> Substate {
-        let known = Substate::KNOWN.into_iter().find(|k| k.as_str() == text);
-        known.unwrap_or_else(|| Substate::Other(text.into()))
+        let read = Substate::deserialize(serde_json::Value::from(text));
+        read.unwrap_or_else(|_| Substate::Other(text.into()))
     }
 }
 
 /// The unknown substates already reported in this run of the watchdog.
-static UNKNOWN_SUBSTATES: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+static UNKNOWN_SUBSTATES: SayOnce<String> = SayOnce::new();
 
 /// Reports a substate this watchdog does not know, once per value in a
 /// run: it is accepted and acted on as no substate.
 pub(crate) fn report_unknown_substate(id: &str, substate: &str) {
-    if first_sight(&mut UNKNOWN_SUBSTATES.lock(), substate) {
+    if UNKNOWN_SUBSTATES.allows(substate, ONCE) {
         log::info!(
             "{id} reports substate '{}', which this watchdog does not know; accepted, its status alone decides (said once per substate)",
             crate::text::printable(substate, 64)
         );
     }
-}
-
-/// Whether `value` is new to `seen` (it is added).
-fn first_sight(seen: &mut BTreeSet<String>, value: &str) -> bool {
-    !seen.contains(value) && seen.insert(value.to_owned())
 }
 
 const CRITICAL_TITLES: [&str; 3] = ["meeting-watcher", "gmail-watcher", "agent-deck"];
@@ -301,7 +282,17 @@ mod tests {
         );
         assert_eq!(Substate::parse("auth-401"), Substate::Auth401);
         assert_eq!(Substate::parse("unknown-exit").as_str(), "unknown-exit");
-        for known in Substate::KNOWN {
+        let known = [
+            Substate::Running,
+            Substate::IdleAtEmptyPrompt,
+            Substate::ModelUnavailable,
+            Substate::Auth401,
+            Substate::UsageLimit,
+            Substate::InteractiveMenu,
+            Substate::HookLag,
+            Substate::BackgroundWork,
+        ];
+        for known in known {
             assert_eq!(Substate::parse(known.as_str()), known);
             let json = serde_json::to_string(&known).unwrap();
             assert_eq!(json, format!("\"{}\"", known.as_str()));
@@ -323,10 +314,10 @@ mod tests {
 
     #[test]
     fn an_unknown_substate_is_reported_once_per_value() {
-        let mut seen = BTreeSet::new();
-        assert!(first_sight(&mut seen, "hook-lag-2"));
-        assert!(!first_sight(&mut seen, "hook-lag-2"));
-        assert!(first_sight(&mut seen, "unknown-exit"));
+        let seen = SayOnce::<String>::new();
+        assert!(seen.allows("hook-lag-2", ONCE));
+        assert!(!seen.allows("hook-lag-2", ONCE));
+        assert!(seen.allows("unknown-exit", ONCE));
     }
 
     #[test]

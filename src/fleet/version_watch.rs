@@ -1,18 +1,27 @@
-//! When agent-deck's version is read again, decided without I/O.
+//! Which agent-deck release the daemon goes by, and when `agent-deck
+//! version` is read again, decided without I/O.
+//!
+//! The release gone by is the one the last answered read named. A read
+//! that got no answer (it failed or timed out: an update in place renames
+//! the binary away for a moment) keeps the release known before, marked
+//! unconfirmed, so the version gates never fall back to the oldest release
+//! over one failed read. An answer that names no release (a dev build) is
+//! believed: nothing is known.
 //!
 //! agent-deck updates itself in place by default (`[updates] auto_install`,
 //! CHANGELOG 1.16.7, 1.16.10, 1.16.25), so the release read at start goes
-//! stale under a running daemon. [`VersionWatch`] says when the next read
-//! is due: every [`REREAD_EVERY`] after the last read, and sooner after a
-//! call failed in a way a changed binary explains ([`suggests_new_binary`]),
-//! but never twice within [`REREAD_FLOOR`]. The read at start is the first
-//! read, not a re-read: the floor counts between re-reads. A read that got
-//! no answer (the binary renamed away for a moment) is asked again after
-//! the next call that works, whatever the floor; a retry that gets none
-//! either waits out the floor before the next. Time is the caller's (`now`,
-//! float seconds); this file neither reads a clock nor runs the CLI.
+//! stale under a running daemon. The next read is due every
+//! [`REREAD_EVERY`] after the last read, and sooner after a call failed in
+//! a way a changed binary explains ([`suggests_new_binary`]), but never
+//! twice within [`REREAD_FLOOR`]. The read at start is the first read, not
+//! a re-read: the floor counts between re-reads. A read that got no answer
+//! is asked again after the next call that works, whatever the floor; a
+//! retry that gets none either waits out the floor before the next. Time
+//! is the caller's (`now`, float seconds); this file neither reads a clock
+//! nor runs the CLI.
 
 use super::deck::CliError;
+use super::version::Version;
 use crate::sys::process::RunError;
 
 /// A read is due this long after the last one.
@@ -20,9 +29,38 @@ pub(crate) const REREAD_EVERY: f64 = 3600.0;
 /// Two re-reads are at least this far apart, whatever failed.
 pub(crate) const REREAD_FLOOR: f64 = 600.0;
 
-/// When the version was read, and whether a failure asked for a re-read.
+/// What one `agent-deck version` call gave.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Answer {
+    Release(Version),
+    /// It answered, naming no release.
+    NoRelease,
+    /// No answer: it failed or timed out.
+    Failed,
+}
+
+/// What a read changed: the one log line it is worth.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum News {
+    Quiet,
+    /// The first read named this release.
+    First(Version),
+    /// The first read named none: nothing is known.
+    Unknown,
+    /// The read failed; this release, known before, is kept unconfirmed.
+    Kept(Version),
+    /// The kept release answered again.
+    Confirmed(Version),
+    /// A later answer named another release, or none.
+    Changed(Option<Version>, Option<Version>),
+}
+
+/// The release gone by, when the version was read, and whether a failure
+/// asked for a re-read.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct VersionWatch {
+    /// The last release named, `None` if none was.
+    known: Option<Version>,
     /// The last read of any kind (the one at start included).
     last_read: Option<f64>,
     /// The last re-read (every read after the first).
@@ -38,9 +76,21 @@ pub(crate) struct VersionWatch {
 }
 
 impl VersionWatch {
-    /// A read happened at `now`; `answered`: the binary answered it.
-    pub(crate) fn read(&mut self, now: f64, answered: bool) {
-        if self.last_read.is_some() {
+    pub(crate) fn known(&self) -> Option<Version> {
+        self.known
+    }
+
+    /// Whether the release known was not confirmed by the last read.
+    pub(crate) fn unconfirmed(&self) -> bool {
+        self.known.is_some() && self.unanswered
+    }
+
+    /// Takes in a read at `now`.
+    pub(crate) fn read(&mut self, now: f64, answer: Answer) -> News {
+        let (first, was_unconfirmed, before) =
+            (self.last_read.is_none(), self.unconfirmed(), self.known);
+        let answered = answer != Answer::Failed;
+        if !first {
             self.last_reread = Some(now);
         }
         if answered {
@@ -52,11 +102,19 @@ impl VersionWatch {
         self.suspect = false;
         self.unanswered = !answered;
         self.worked_since = false;
-    }
-
-    /// Whether the last read got no answer.
-    pub(crate) fn unanswered(&self) -> bool {
-        self.unanswered
+        self.known = match answer {
+            Answer::Release(v) => Some(v),
+            Answer::NoRelease => None,
+            Answer::Failed => before,
+        };
+        match (answer, before, self.known) {
+            (Answer::Failed, Some(v), _) if !was_unconfirmed => News::Kept(v),
+            (_, _, None) if first => News::Unknown,
+            (_, _, Some(v)) if first => News::First(v),
+            (_, old, new) if old != new => News::Changed(old, new),
+            (Answer::Release(v), _, _) if was_unconfirmed => News::Confirmed(v),
+            _ => News::Quiet,
+        }
     }
 
     /// A call other than `version` worked; whether that made a retry of an
@@ -65,11 +123,6 @@ impl VersionWatch {
         let wake = self.unanswered && !self.worked_since;
         self.worked_since |= self.unanswered;
         wake
-    }
-
-    /// Whether any read happened yet.
-    pub(crate) fn was_read(&self) -> bool {
-        self.last_read.is_some()
     }
 
     /// A call failed in a way a new binary explains.
@@ -81,7 +134,7 @@ impl VersionWatch {
     /// time passed, so a jump never silences the re-reads.
     pub(crate) fn due(&self, now: f64) -> bool {
         let passed = |t: Option<f64>, d: f64| t.is_none_or(|t| now - t >= d || now - t < 0.0);
-        if !self.was_read() {
+        if self.last_read.is_none() {
             return true;
         }
         if self.unanswered && self.worked_since && passed(self.last_retry, REREAD_FLOOR) {
@@ -120,15 +173,60 @@ pub(crate) fn suggests_new_binary(name: &str, err: &CliError) -> bool {
 mod tests {
     use super::*;
 
+    const V: Version = Version::new(1, 16, 26);
+    const R: Answer = Answer::Release(V);
+
+    #[test]
+    fn a_failed_read_keeps_the_release_unconfirmed_until_one_answers() {
+        let mut k = VersionWatch::default();
+        assert_eq!(k.read(0.0, Answer::Release(V)), News::First(V));
+        assert!(!k.unconfirmed());
+        // The binary renamed away: no answer, twice; said once.
+        assert_eq!(k.read(1.0, Answer::Failed), News::Kept(V));
+        assert_eq!(k.read(2.0, Answer::Failed), News::Quiet);
+        assert_eq!((k.known(), k.unconfirmed()), (Some(V), true));
+        assert_eq!(k.read(3.0, Answer::Release(V)), News::Confirmed(V));
+        assert!(!k.unconfirmed());
+        assert_eq!(k.read(4.0, Answer::Release(V)), News::Quiet);
+    }
+
+    #[test]
+    fn an_update_seen_after_a_failed_read_is_a_change() {
+        let mut k = VersionWatch::default();
+        k.read(0.0, Answer::Release(Version::OLDEST));
+        k.read(1.0, Answer::Failed);
+        assert_eq!(
+            k.read(2.0, Answer::Release(V)),
+            News::Changed(Some(Version::OLDEST), Some(V))
+        );
+        assert!(!k.unconfirmed());
+    }
+
+    #[test]
+    fn nothing_known_stays_not_known_and_an_answer_without_a_release_is_believed() {
+        let mut k = VersionWatch::default();
+        assert_eq!(k.read(0.0, Answer::Failed), News::Unknown);
+        assert_eq!(k.read(1.0, Answer::Failed), News::Quiet);
+        assert!(!k.unconfirmed(), "nothing known, nothing to confirm");
+        assert_eq!(
+            k.read(2.0, Answer::Release(V)),
+            News::Changed(None, Some(V))
+        );
+        assert_eq!(k.read(3.0, Answer::NoRelease), News::Changed(Some(V), None));
+        assert_eq!(k.known(), None);
+        let mut dev = VersionWatch::default();
+        assert_eq!(dev.read(0.0, Answer::NoRelease), News::Unknown);
+    }
+
     #[test]
     fn the_first_read_is_due_at_once_and_the_next_an_hour_later() {
         let mut w = VersionWatch::default();
         assert!(w.due(1000.0));
-        w.read(1000.0, true);
+        w.read(1000.0, R);
         assert!(!w.due(1000.0));
         assert!(!w.due(1000.0 + REREAD_EVERY - 1.0));
         assert!(w.due(1000.0 + REREAD_EVERY));
-        w.read(1000.0 + REREAD_EVERY, true);
+        w.read(1000.0 + REREAD_EVERY, R);
         assert!(!w.due(1000.0 + REREAD_EVERY + 1.0));
         assert!(w.due(1000.0 + 2.0 * REREAD_EVERY));
     }
@@ -136,45 +234,45 @@ mod tests {
     #[test]
     fn a_suspect_failure_rereads_at_most_once_in_ten_minutes() {
         let mut w = VersionWatch::default();
-        w.read(0.0, true);
+        w.read(0.0, R);
         w.suspect();
         assert!(w.due(5.0), "the read at start does not hold a re-read back");
-        w.read(5.0, true);
+        w.read(5.0, R);
         w.suspect();
         assert!(!w.due(6.0));
         assert!(!w.due(5.0 + REREAD_FLOOR - 0.5));
         assert!(w.due(5.0 + REREAD_FLOOR));
-        w.read(5.0 + REREAD_FLOOR, true);
+        w.read(5.0 + REREAD_FLOOR, R);
         assert!(!w.due(10.0 + REREAD_FLOOR), "the suspicion was answered");
     }
 
     #[test]
     fn a_clock_that_went_back_does_not_silence_the_rereads() {
         let mut w = VersionWatch::default();
-        w.read(10_000.0, true);
+        w.read(10_000.0, R);
         assert!(w.due(100.0));
-        w.read(100.0, true);
+        w.read(100.0, R);
         assert!(!w.due(101.0));
     }
 
     #[test]
     fn an_unanswered_read_is_asked_again_after_the_next_call_that_works() {
         let mut w = VersionWatch::default();
-        w.read(0.0, true);
+        w.read(0.0, R);
         // A list fails (the binary renamed away), the re-read it asks for too.
         w.suspect();
-        w.read(1.0, false);
+        w.read(1.0, Answer::Failed);
         assert!(!w.due(2.0), "nothing says the binary is back");
         assert!(w.call_worked(), "the reader is woken once");
         assert!(!w.call_worked());
         assert!(w.due(5.0), "inside the floor: the binary is back");
         // No answer again: the next retry waits out the floor.
-        w.read(5.0, false);
+        w.read(5.0, Answer::Failed);
         w.call_worked();
         assert!(!w.due(6.0));
         assert!(w.due(5.0 + REREAD_FLOOR));
-        w.read(5.0 + REREAD_FLOOR, true);
-        assert!(!w.unanswered() && !w.call_worked());
+        w.read(5.0 + REREAD_FLOOR, R);
+        assert!(!w.unconfirmed() && !w.call_worked());
         assert!(!w.due(6.0 + REREAD_FLOOR), "answered: back to the hour");
     }
 

@@ -92,52 +92,17 @@ pub(crate) struct ShowRow<'a> {
 }
 
 /// `auth_hold`: only its `reason` is read.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Deserialize)]
 struct AuthHold<'a> {
     #[serde(borrow)]
     reason: Option<Str<'a>>,
 }
 
-/// The live keys but the status, as read.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct LiveKeys<'a> {
-    substate: Option<Str<'a>>,
-    channels: Option<Vec<Str<'a>>>,
-    auth_hold: Option<AuthHold<'a>>,
-    claude_session_id: Option<Str<'a>>,
-    substate_detail: Option<Str<'a>>,
-    tmux_session: Option<Str<'a>>,
-}
-
-impl LiveKeys<'_> {
-    /// The live state, owned; empty strings count as absent. The tool is
-    /// the caller's to add.
-    pub(crate) fn live(&self, status: Option<Status>) -> Live {
-        Live {
-            status,
-            substate: nonempty(&self.substate),
-            channels: self
-                .channels
-                .iter()
-                .flatten()
-                .map(|c| c.0.to_string())
-                .collect(),
-            auth_hold: self
-                .auth_hold
-                .as_ref()
-                .map(|h| nonempty(&h.reason).unwrap_or_else(|| "unknown".into())),
-            claude_session_id: nonempty(&self.claude_session_id),
-            substate_detail: nonempty(&self.substate_detail),
-            tool: None,
-            tmux_session: nonempty(&self.tmux_session),
-        }
-    }
-}
-
 impl<'a> ShowRow<'a> {
-    /// The keys of a list row, the status, and the other live keys; says
-    /// so the first time a substate this watchdog does not know is read.
-    pub(crate) fn split(self) -> (ListRow<'a>, Option<Status>, LiveKeys<'a>) {
+    /// The keys of a list row, and the live state, owned (empty strings
+    /// count as absent; the tool is the caller's to add); says so the first
+    /// time a substate this watchdog does not know is read.
+    pub(crate) fn split(self) -> (ListRow<'a>, Live) {
         if let Some(sub) = self.substate.as_ref().filter(|s| !s.0.is_empty()) {
             if let Substate::Other(text) = Substate::parse(&sub.0) {
                 let id = self.id.as_ref().map_or("a session", |id| id.0.as_ref());
@@ -146,6 +111,7 @@ impl<'a> ShowRow<'a> {
         }
         let loose =
             |raw: Option<&'a RawValue>| raw.and_then(|r| serde_json::from_str(r.get()).ok());
+        let channels = self.channels.into_iter().flatten();
         let list = ListRow {
             id: self.id,
             title: self.title,
@@ -158,21 +124,24 @@ impl<'a> ShowRow<'a> {
             is_conductor_go: self.is_conductor_go,
             tool: None,
         };
-        let keys = LiveKeys {
-            substate: self.substate,
-            channels: self.channels,
-            auth_hold: self.auth_hold,
-            claude_session_id: self.claude_session_id,
-            substate_detail: loose(self.substate_detail),
-            tmux_session: loose(self.tmux_session),
+        let live = Live {
+            status: self.status.map(|s| Status::parse(&s.0)),
+            substate: nonempty(self.substate),
+            channels: channels.map(|c| c.0.into_owned()).collect(),
+            auth_hold: (self.auth_hold)
+                .map(|h| nonempty(h.reason).unwrap_or_else(|| "unknown".into())),
+            claude_session_id: nonempty(self.claude_session_id),
+            substate_detail: nonempty(loose(self.substate_detail)),
+            tool: None,
+            tmux_session: nonempty(loose(self.tmux_session)),
         };
-        (list, self.status.map(|s| Status::parse(&s.0)), keys)
+        (list, live)
     }
 }
 
 impl<'a> ListRow<'a> {
-    /// The row, with the live keys given; `None` without an id.
-    fn row(self, status: Option<Status>, live: LiveKeys<'a>) -> Option<Row<'a>> {
+    /// The row, with the live state given; `None` without an id.
+    fn row(self, live: Live) -> Option<Row<'a>> {
         let text = |s: Option<Str<'a>>| s.map_or(Cow::Borrowed(""), |s| s.0);
         Some(Row {
             id: self.id.filter(|id| !id.0.is_empty())?.0,
@@ -188,7 +157,7 @@ impl<'a> ListRow<'a> {
             tool: (self.tool)
                 .and_then(|t| serde_json::from_str::<Str>(t.get()).ok())
                 .map_or(Cow::Borrowed(""), |t| t.0),
-            status,
+            status: live.status,
             live,
         })
     }
@@ -212,7 +181,7 @@ pub struct Row<'a> {
     pub tool: Cow<'a, str>,
     /// Always absent in `list --all`.
     pub status: Option<Status>,
-    live: LiveKeys<'a>,
+    live: Live,
 }
 
 impl Row<'_> {
@@ -230,13 +199,12 @@ impl Row<'_> {
     }
 
     pub fn live(&self) -> Live {
-        self.live.live(self.status)
+        self.live.clone()
     }
 
     /// The tmux session name the row carries, if any (not in `list --all`).
     pub fn tmux_session(&self) -> Option<&str> {
-        let name = self.live.tmux_session.as_ref().map(|s| s.0.as_ref());
-        name.filter(|n| !n.is_empty())
+        self.live.tmux_session.as_deref()
     }
 
     /// Restart-critical by name alone (see [`crate::fleet::session`]).
@@ -261,11 +229,11 @@ pub(crate) fn row<'a>(text: &'a str, bytes: &'a [u8], live: bool) -> Result<Row<
         Err(_) => (id_of(bytes), "not UTF-8".to_owned()),
     };
     let row = if live {
-        let (list, status, keys) = parse::<ShowRow>(text, bytes).map_err(failed)?.split();
-        list.row(status, keys)
+        let (list, live) = parse::<ShowRow>(text, bytes).map_err(failed)?.split();
+        list.row(live)
     } else {
         let list = parse::<ListRow>(text, bytes).map_err(failed)?;
-        list.row(None, LiveKeys::default())
+        list.row(Live::default())
     };
     row.ok_or((None, "no id".to_owned()))
 }
@@ -313,10 +281,8 @@ pub(crate) fn position_free(e: &serde_json::Error) -> String {
 }
 
 /// Absent, `null` and `""` are all "none".
-fn nonempty(s: &Option<Str<'_>>) -> Option<String> {
-    s.as_ref()
-        .filter(|s| !s.0.is_empty())
-        .map(|s| s.0.to_string())
+fn nonempty(s: Option<Str<'_>>) -> Option<String> {
+    s.filter(|s| !s.0.is_empty()).map(|s| s.0.into_owned())
 }
 
 #[cfg(test)]

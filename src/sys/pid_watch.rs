@@ -115,7 +115,6 @@ mod linux {
             if self.shutdown.is_set() {
                 return Woken::Shutdown;
             }
-            let pids: Vec<u32> = self.fds.keys().copied().collect();
             let mut polled: Vec<PollFd> = self
                 .fds
                 .values()
@@ -131,8 +130,7 @@ mod linux {
             if self.shutdown.is_set() {
                 return Woken::Shutdown;
             }
-            let exited: BTreeSet<u32> = pids
-                .iter()
+            let exited: BTreeSet<u32> = (self.fds.keys())
                 .zip(&polled)
                 .filter(|(_, p)| !p.revents().is_empty())
                 .map(|(pid, _)| *pid)

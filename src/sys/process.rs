@@ -159,7 +159,7 @@ pub(crate) enum RunError {
     /// Shutdown came first; its process group was killed and reaped.
     Interrupted,
     /// More than this many bytes on stdout; its process group was killed.
-    TooLong(u64),
+    TooLong(usize),
 }
 
 impl fmt::Display for RunError {
@@ -177,7 +177,7 @@ impl fmt::Display for RunError {
 
 /// Runs `job` within `timeout`, keeping [`MAX_CAPTURE`] bytes of each stream.
 pub(crate) fn run(job: &Cmd, timeout: Duration, shutdown: &Shutdown) -> Result<Output, RunError> {
-    let limits = (u64::MAX, MAX_CAPTURE, MAX_CAPTURE);
+    let limits = (usize::MAX, MAX_CAPTURE, MAX_CAPTURE);
     let (mut ended, stdout) = supervised(job, timeout, shutdown, limits)?;
     ended.stdout = String::from_utf8_lossy(&stdout).into_owned();
     Ok(ended)
@@ -191,7 +191,8 @@ pub(crate) fn run_whole(
     shutdown: &Shutdown,
     ceiling: usize,
 ) -> Result<(Output, Vec<u8>), RunError> {
-    let limits = (ceiling as u64, ceiling, WHOLE_STDERR);
+    // One byte past the ceiling is kept, to tell an answer that passed it.
+    let limits = (ceiling, ceiling.saturating_add(1), WHOLE_STDERR);
     supervised(job, timeout, shutdown, limits)
 }
 
@@ -200,7 +201,7 @@ fn supervised(
     job: &Cmd,
     timeout: Duration,
     shutdown: &Shutdown,
-    (ceiling, stdout_kept, stderr_kept): (u64, usize, usize),
+    (ceiling, stdout_kept, stderr_kept): (usize, usize, usize),
 ) -> Result<(Output, Vec<u8>), RunError> {
     if shutdown.is_set() {
         return Err(RunError::Interrupted);
@@ -223,14 +224,9 @@ fn supervised(
         }
     };
     let mut io = Streams {
-        out,
-        err,
+        out: Pipe::new(out, stdout_kept),
+        err: Pipe::new(err, stderr_kept),
         ceiling,
-        stdout_bytes: 0,
-        stdout: Vec::new(),
-        stdout_kept,
-        stderr: Vec::new(),
-        stderr_kept,
         buf: vec![0u8; PIECE],
     };
     let deadline = started
@@ -242,9 +238,9 @@ fn supervised(
                 code: status.code(),
                 signal: status.signal(),
                 stdout: String::new(),
-                stderr: String::from_utf8_lossy(&io.stderr).into_owned(),
+                stderr: String::from_utf8_lossy(&io.err.kept).into_owned(),
             },
-            io.stdout,
+            io.out.kept,
         )),
         Err((e, reaped)) => {
             // A child reaped already is not killed: its pid may name another
@@ -276,14 +272,14 @@ fn supervise(
                 Err(e) => return Err((RunError::Spawn(e), false)),
             }
         }
-        if io.stdout_bytes > io.ceiling {
+        if io.out.kept.len() > io.ceiling {
             return Err((RunError::TooLong(io.ceiling), exited.is_some()));
         }
         let now = Instant::now();
         let until = match exited {
             // The answer is complete; a shutdown need not wait for stragglers.
             Some((status, grace_end)) => {
-                let open = io.out.is_some() || io.err.is_some();
+                let open = io.out.file.is_some() || io.err.file.is_some();
                 if !open || now >= grace_end || shutdown.is_set() {
                     return Ok(status);
                 }
@@ -296,8 +292,8 @@ fn supervise(
             None => deadline.min(now + nap),
         };
         let pipes = [
-            io.out.as_ref().map(AsFd::as_fd),
-            io.err.as_ref().map(AsFd::as_fd),
+            io.out.file.as_ref().map(AsFd::as_fd),
+            io.err.file.as_ref().map(AsFd::as_fd),
         ];
         let woke = shutdown.wait_readable(&pipes, Some(until - now));
         nap = if woke && io.read_available() {
@@ -308,17 +304,12 @@ fn supervise(
     }
 }
 
-/// Both pipes of one child, non-blocking (`None` at EOF), and what is kept.
+/// Both pipes of one child.
 struct Streams {
-    out: Option<File>,
-    err: Option<File>,
+    out: Pipe,
+    err: Pipe,
     /// Stdout past this many bytes ends the call.
-    ceiling: u64,
-    stdout_bytes: u64,
-    stdout: Vec<u8>,
-    stdout_kept: usize,
-    stderr: Vec<u8>,
-    stderr_kept: usize,
+    ceiling: usize,
     /// One read buffer for both pipes, reused for the whole call.
     buf: Vec<u8>,
 }
@@ -326,23 +317,52 @@ struct Streams {
 impl Streams {
     /// Reads what both pipes have; true when anything happened (bytes, EOF).
     fn read_available(&mut self) -> bool {
-        let (stdout, cap, bytes) = (&mut self.stdout, self.stdout_kept, &mut self.stdout_bytes);
-        let from_out = read_available(&mut self.out, &mut self.buf, &mut |piece| {
-            *bytes += piece.len() as u64;
-            keep(stdout, cap, piece);
-        });
-        let (stderr, cap) = (&mut self.stderr, self.stderr_kept);
-        let from_err = read_available(&mut self.err, &mut self.buf, &mut |p| {
-            keep(stderr, cap, p);
-        });
-        from_out | from_err
+        let from_out = self.out.read_available(&mut self.buf);
+        self.err.read_available(&mut self.buf) | from_out
     }
 }
 
-/// Appends what of `piece` fits in `cap` bytes of `kept`.
-fn keep(kept: &mut Vec<u8>, cap: usize, piece: &[u8]) {
-    let room = cap.saturating_sub(kept.len());
-    kept.extend_from_slice(&piece[..piece.len().min(room)]);
+/// One pipe of a child, non-blocking (`None` at EOF), and what is kept of
+/// what it gave: at most `cap` bytes, the rest is read and dropped.
+struct Pipe {
+    file: Option<File>,
+    kept: Vec<u8>,
+    cap: usize,
+}
+
+impl Pipe {
+    fn new(file: Option<File>, cap: usize) -> Pipe {
+        Pipe {
+            file,
+            kept: Vec::new(),
+            cap,
+        }
+    }
+
+    /// Reads what the pipe has; true on bytes or EOF.
+    fn read_available(&mut self, buf: &mut [u8]) -> bool {
+        let Some(file) = self.file.as_mut() else {
+            return false;
+        };
+        let mut read_any = false;
+        for _ in 0..READS_PER_WAKE {
+            match file.read(buf) {
+                Ok(n) if n > 0 => {
+                    read_any = true;
+                    let room = self.cap.saturating_sub(self.kept.len());
+                    self.kept.extend_from_slice(&buf[..n.min(room)]);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return read_any,
+                // EOF, or a pipe that cannot be read: closed either way.
+                _ => {
+                    self.file = None;
+                    return true;
+                }
+            }
+        }
+        true
+    }
 }
 
 /// A child's pipe end, made non-blocking.
@@ -352,30 +372,6 @@ fn nonblocking(pipe: Option<impl Into<OwnedFd>>) -> std::io::Result<Option<File>
     };
     fcntl_setfl(&fd, fcntl_getfl(&fd)? | OFlags::NONBLOCK)?;
     Ok(Some(File::from(fd)))
-}
-
-/// Reads what `pipe` has, handing each piece to `take`; true on bytes or EOF.
-fn read_available(pipe: &mut Option<File>, buf: &mut [u8], take: &mut dyn FnMut(&[u8])) -> bool {
-    let Some(file) = pipe.as_mut() else {
-        return false;
-    };
-    let mut read_any = false;
-    for _ in 0..READS_PER_WAKE {
-        match file.read(buf) {
-            Ok(n) if n > 0 => {
-                read_any = true;
-                take(&buf[..n]);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return read_any,
-            // EOF, or a pipe that cannot be read: closed either way.
-            _ => {
-                *pipe = None;
-                return true;
-            }
-        }
-    }
-    true
 }
 
 /// Kills the child's whole group and reaps the child; one that SIGKILL
