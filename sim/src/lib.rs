@@ -126,7 +126,6 @@ pub fn main(args: &[String]) -> i32 {
     code
 }
 
-/// One invocation with its environment and output streams given.
 pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl Write) -> i32 {
     let reply = match args {
         // Not agent-deck commands: not logged as calls.
@@ -182,7 +181,7 @@ fn answer(
     if usage(args) || matches!(args, [p, _, rest @ ..] if p == "-p" && usage(rest)) {
         return locked(path, |st| {
             *warning = store_roots::warning(st);
-            if !st.release().at_least(Release::USAGE_JSON) {
+            if st.release() < Release::USAGE_JSON {
                 // 1.14.0: the word falls through to the TUI (measured).
                 let tui = "\u{1b}[?1049h\u{1b}[?25lError: error creating cancelreader: bad file descriptor\n";
                 return Reply::out(1, tui.into());
@@ -195,7 +194,8 @@ fn answer(
         });
     }
     let call = args::parse(args, &env.profile)?;
-    let kind = call.kind.key();
+    let key = serde_json::json!(call.kind);
+    let kind = key.as_str().unwrap_or_default();
     let moment = |st: &SimState| Moment {
         now: unix_now(),
         hooks: env.hooks.clone().filter(|_| st.read_hooks),
@@ -252,13 +252,11 @@ fn locked<T>(path: &Path, f: impl FnOnce(&mut SimState) -> T) -> Result<T, Reply
     transact(path, f).map_err(|e| Reply::err(1, format!("Error: {e}\n")))
 }
 
-/// Now, in unix seconds.
 fn unix_now() -> f64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     since.map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// One line of the call log.
 #[derive(Serialize)]
 struct LogLine<'a> {
     ts: f64,

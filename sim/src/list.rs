@@ -77,7 +77,7 @@ pub(super) fn list_all(c: &Call, st: &SimState) -> Reply {
     if st.sessions.is_empty() {
         let text = if !st.profiles_exist {
             "No profiles found.\n"
-        } else if c.on("json") && st.release().at_least(EMPTY_ARRAY) {
+        } else if c.on("json") && st.release() >= EMPTY_ARRAY {
             "[]\n"
         } else if c.on("json") {
             "null\n"
@@ -135,7 +135,7 @@ pub(super) fn list_profile(c: &Call, st: &SimState, at: &Moment) -> Reply {
             newer: newer_keys::profile_row(s, st.release()),
         })
         .collect();
-    if entries.is_empty() && c.on("json") && st.release().at_least(EMPTY_ARRAY) {
+    if entries.is_empty() && c.on("json") && st.release() >= EMPTY_ARRAY {
         return Reply::out(0, "[]\n".into());
     }
     if entries.is_empty() {

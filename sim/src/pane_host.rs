@@ -30,7 +30,6 @@ use super::{
     kill_first, state_path, SimEnv, ENTRY, LOG_ENV, PANE_COMMAND, PANE_HOST_COMMAND, STATE_ENV,
 };
 
-/// How often the host reads the state.
 pub(super) const TICK: Duration = Duration::from_millis(20);
 
 /// `sim pane`: a pane's process. It waits for its stdin to close (the host
@@ -43,7 +42,6 @@ pub(super) fn pane(args: &[String]) -> Result<Reply, Reply> {
     Ok(Reply::out(0, String::new()))
 }
 
-/// `sim pane-host` (see the module doc).
 pub(super) fn run(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
     if !args.is_empty() {
         return Err(Reply::err(2, format!("Usage: {PANE_HOST_COMMAND}\n")));

@@ -89,7 +89,6 @@ pub(crate) enum Invocation {
     Version,
 }
 
-/// Parses the arguments after the program name.
 pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
     // Owned, so that `args` can be split below.
     let first = args.first().and_then(|a| a.to_str()).map(str::to_owned);

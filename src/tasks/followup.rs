@@ -35,7 +35,6 @@ use crate::tasks::rules::{
 };
 use crate::tasks::sign::{file_sha256, read_key, verify};
 
-/// Runs follow-up passes.
 pub(crate) struct FollowUp {
     pub registry: RegistryFile,
     pub escalator: Arc<Escalator>,
@@ -72,10 +71,7 @@ impl FollowUp {
     ) -> FollowUp {
         let path = &cfg.task_timers_file;
         FollowUp {
-            registry: patience.map_or_else(
-                || RegistryFile::new(path),
-                |p| RegistryFile::impatient(path, p),
-            ),
+            registry: RegistryFile::new(path, patience),
             escalator,
             clock,
             dry_run,
@@ -426,7 +422,7 @@ mod tests {
         }
 
         fn tasks(&self) -> Vec<Task> {
-            RegistryFile::new(&self.cfg.task_timers_file)
+            RegistryFile::new(&self.cfg.task_timers_file, None)
                 .load()
                 .unwrap()
                 .tasks
@@ -525,7 +521,9 @@ mod tests {
         assert_eq!(ids, ["open-1", "open-1.2", "recent"]);
         assert!(!logs.join("old-1.2.log").exists());
         assert!(logs.join("open-1.2.log").exists());
-        let kept = RegistryFile::new(&b.cfg.task_timers_file).load().unwrap();
+        let kept = RegistryFile::new(&b.cfg.task_timers_file, None)
+            .load()
+            .unwrap();
         assert_eq!(kept.redispatched_on(local_day(T0)), 5);
         // Nothing more to prune: the registry is left as it is.
         assert_eq!(b.pass().pruned, 0);
