@@ -25,6 +25,7 @@ impl Error {
         Error::Runtime(msg.into())
     }
 
+    /// The process exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) => 2,

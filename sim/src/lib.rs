@@ -252,6 +252,7 @@ fn locked<T>(path: &Path, f: impl FnOnce(&mut SimState) -> T) -> Result<T, Reply
     transact(path, f).map_err(|e| Reply::err(1, format!("Error: {e}\n")))
 }
 
+/// Now, in unix seconds.
 fn unix_now() -> f64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     since.map_or(0.0, |d| d.as_secs_f64())

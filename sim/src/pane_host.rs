@@ -30,6 +30,7 @@ use super::{
     kill_first, state_path, SimEnv, ENTRY, LOG_ENV, PANE_COMMAND, PANE_HOST_COMMAND, STATE_ENV,
 };
 
+/// How often the host reads the state.
 pub(super) const TICK: Duration = Duration::from_millis(20);
 
 /// `sim pane`: a pane's process. It waits for its stdin to close (the host
