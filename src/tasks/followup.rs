@@ -45,6 +45,8 @@ pub(crate) struct FollowUp {
     /// Where re-dispatches write their output.
     logs_dir: PathBuf,
     pub proc_dir: PathBuf,
+    /// Why the daemon's last pass could not run, said once until it changes.
+    last_error: Option<String>,
 }
 
 /// How a pass went, for logs and `task check`.
@@ -78,6 +80,32 @@ impl FollowUp {
             cfg: cfg.clone(),
             logs_dir: cfg.watchdog_dir.join("tasks"),
             proc_dir: PROC_DIR.into(),
+            last_error: None,
+        }
+    }
+
+    /// The daemon's pass after each safety poll: one when a registry exists,
+    /// the tasks it re-dispatched said, and a pass that cannot run said once
+    /// until its reason changes.
+    pub(crate) fn run(&mut self) {
+        if !self.registry.path.exists() {
+            return;
+        }
+        match self.pass() {
+            Ok(summary) => {
+                self.last_error = None;
+                if !summary.redispatched.is_empty() {
+                    let ids = summary.redispatched.join(", ");
+                    log::info!("task follow-up re-dispatched {ids}");
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                if self.last_error.as_deref() != Some(msg.as_str()) {
+                    log::warn!("task follow-up skipped: {msg}");
+                    self.last_error = Some(msg);
+                }
+            }
         }
     }
 
