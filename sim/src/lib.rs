@@ -127,7 +127,10 @@ pub fn main(args: &[String]) -> i32 {
 }
 
 pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl Write) -> i32 {
-    let reply = match args {
+    // The store WARNING (`store_roots.rs`) an agent-deck call prints first
+    // on stderr, whatever its answer.
+    let mut warning = None;
+    let mut reply = match args {
         // Not agent-deck commands: not logged as calls.
         [first, rest @ ..] if first == "crash" => crash(rest, env),
         [first, rest @ ..] if first == PANE_HOST_COMMAND => pane_host::run(rest, env),
@@ -138,27 +141,15 @@ pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl W
             }
             match args {
                 [first, rest @ ..] if first == "tmux" => tmux::tmux(rest, env),
-                _ => invoke(args, env, || {
-                    let _ = out.flush();
-                }),
+                _ => answer(args, env, || drop(out.flush()), &mut warning),
             }
         }
     }
     .unwrap_or_else(|reply| reply);
+    reply.err.insert_str(0, &warning.unwrap_or_default());
     let _ = out.write_all(reply.out.as_bytes());
     let _ = err.write_all(reply.err.as_bytes());
     reply.code
-}
-
-/// [`answer`], with the store WARNING (`store_roots.rs`) first on stderr
-/// whatever the answer.
-fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Result<Reply, Reply> {
-    let mut warning = None;
-    let mut result = answer(args, env, flush, &mut warning);
-    if let (Some(w), Ok(reply) | Err(reply)) = (warning, &mut result) {
-        reply.err.insert_str(0, &w);
-    }
-    result
 }
 
 /// Parses, applies a fault or delay outside the lock, and answers under it;
