@@ -256,7 +256,7 @@ fn tasks(dir: &Path) {
         eprintln!("records bench: cannot create {}: {e}", logs.display());
         return;
     }
-    let registry = RegistryFile::new(&dir.join("task-timers.json"));
+    let registry = RegistryFile::new(&dir.join("task-timers.json"), None);
     let per_day = TASKS.div_ceil(DAYS);
     let (mut added, mut pruned, mut logs_removed) = (0usize, 0usize, 0usize);
     let mut last_pass = 0.0;

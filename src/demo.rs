@@ -111,7 +111,6 @@ fn finished(cfg: &Config) -> bool {
     revived && busy_skips >= 2 && held
 }
 
-/// Runs the demo and prints its timeline.
 pub(crate) fn run() -> Result<()> {
     let dir = std::env::temp_dir().join(format!(
         "agent-deck-watchdog-demo-{}-{}",

@@ -101,7 +101,7 @@ fn show(c: &Call, st: &SimState, at: &Moment) -> Result<Reply, Reply> {
 fn restart(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
-    let verified = st.release().at_least(Release::SPAWN_VERIFIED);
+    let verified = st.release() >= Release::SPAWN_VERIFIED;
     let guarded = live::guard_status(&st.sessions[i], st, at);
     let fresh = live::freshness_skip(&st.sessions[i], st, at);
     let s = &mut st.sessions[i];
@@ -171,7 +171,7 @@ fn mark_started(s: &mut SimSession, at: &Moment, stored: &str) {
 fn start(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     let o = out(c);
     let i = find(c, st, o, "")?;
-    let verified = st.release().at_least(Release::SPAWN_VERIFIED);
+    let verified = st.release() >= Release::SPAWN_VERIFIED;
     let s = &mut st.sessions[i];
     // The real CLI refuses whenever the tmux session exists, whatever the
     // status says; `on_start: ok` forces a success.

@@ -7,11 +7,15 @@
 
 use std::collections::HashMap;
 
+use serde::Serialize;
+
 use super::reply::Reply;
 use crate::release::Release;
 
-/// The commands the simulator answers; also the keys of `faults` and `delay_s`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The commands the simulator answers; serialized, the keys of `faults` and
+/// `delay_s`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub(super) enum CommandKind {
     ListAll,
     List,
@@ -22,23 +26,6 @@ pub(super) enum CommandKind {
     OutputPane,
     Output,
     Remove,
-}
-
-impl CommandKind {
-    /// The name `faults` and `delay_s` use for this command.
-    pub(super) fn key(self) -> &'static str {
-        match self {
-            CommandKind::ListAll => "list_all",
-            CommandKind::List => "list",
-            CommandKind::Show => "show",
-            CommandKind::Restart => "restart",
-            CommandKind::Start => "start",
-            CommandKind::Send => "send",
-            CommandKind::OutputPane => "output_pane",
-            CommandKind::Output => "output",
-            CommandKind::Remove => "remove",
-        }
-    }
 }
 
 /// One parsed invocation.
@@ -151,7 +138,7 @@ fn global_profile(args: &[String]) -> Result<(String, &[String]), Reply> {
 /// --pane --primary` (CHANGELOG 1.16.11, #2257), and before that Go's flag
 /// package exits 2 on it, as [`parse_flags`] does on any unknown flag.
 pub(super) fn defined_in(c: &Call, release: Release, args: &[String]) -> Result<(), Reply> {
-    if !c.bools.contains_key("primary") || release.at_least(Release::PRIMARY_PANE) {
+    if !c.bools.contains_key("primary") || release >= Release::PRIMARY_PANE {
         return Ok(());
     }
     let name = match args.iter().position(|a| a == "session") {

@@ -107,10 +107,8 @@ fn write(path: &Path, state: &SimState) -> io::Result<()> {
 /// A temp file `.<name>.tmp-<random>` beside `path` (`0600`), written,
 /// synced and renamed over it.
 fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = parent.unwrap_or(Path::new("."));
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let prefix = format!(".{name}.tmp-");
     let mut tmp = tempfile::Builder::new().prefix(&prefix).tempfile_in(dir)?;

@@ -126,9 +126,11 @@ pub fn main(args: &[String]) -> i32 {
     code
 }
 
-/// One invocation with its environment and output streams given.
 pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl Write) -> i32 {
-    let reply = match args {
+    // The store WARNING (`store_roots.rs`) an agent-deck call prints first
+    // on stderr, whatever its answer.
+    let mut warning = None;
+    let mut reply = match args {
         // Not agent-deck commands: not logged as calls.
         [first, rest @ ..] if first == "crash" => crash(rest, env),
         [first, rest @ ..] if first == PANE_HOST_COMMAND => pane_host::run(rest, env),
@@ -139,27 +141,15 @@ pub fn run(args: &[String], env: &SimEnv, out: &mut impl Write, err: &mut impl W
             }
             match args {
                 [first, rest @ ..] if first == "tmux" => tmux::tmux(rest, env),
-                _ => invoke(args, env, || {
-                    let _ = out.flush();
-                }),
+                _ => answer(args, env, || drop(out.flush()), &mut warning),
             }
         }
     }
     .unwrap_or_else(|reply| reply);
+    reply.err.insert_str(0, &warning.unwrap_or_default());
     let _ = out.write_all(reply.out.as_bytes());
     let _ = err.write_all(reply.err.as_bytes());
     reply.code
-}
-
-/// [`answer`], with the store WARNING (`store_roots.rs`) first on stderr
-/// whatever the answer.
-fn invoke(args: &[String], env: &SimEnv, flush: impl FnOnce()) -> Result<Reply, Reply> {
-    let mut warning = None;
-    let mut result = answer(args, env, flush, &mut warning);
-    if let (Some(w), Ok(reply) | Err(reply)) = (warning, &mut result) {
-        reply.err.insert_str(0, &w);
-    }
-    result
 }
 
 /// Parses, applies a fault or delay outside the lock, and answers under it;
@@ -182,7 +172,7 @@ fn answer(
     if usage(args) || matches!(args, [p, _, rest @ ..] if p == "-p" && usage(rest)) {
         return locked(path, |st| {
             *warning = store_roots::warning(st);
-            if !st.release().at_least(Release::USAGE_JSON) {
+            if st.release() < Release::USAGE_JSON {
                 // 1.14.0: the word falls through to the TUI (measured).
                 let tui = "\u{1b}[?1049h\u{1b}[?25lError: error creating cancelreader: bad file descriptor\n";
                 return Reply::out(1, tui.into());
@@ -195,7 +185,8 @@ fn answer(
         });
     }
     let call = args::parse(args, &env.profile)?;
-    let kind = call.kind.key();
+    let key = serde_json::json!(call.kind);
+    let kind = key.as_str().unwrap_or_default();
     let moment = |st: &SimState| Moment {
         now: unix_now(),
         hooks: env.hooks.clone().filter(|_| st.read_hooks),
@@ -258,7 +249,6 @@ fn unix_now() -> f64 {
     since.map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// One line of the call log.
 #[derive(Serialize)]
 struct LogLine<'a> {
     ts: f64,

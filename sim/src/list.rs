@@ -17,23 +17,19 @@ use super::state::{SimSession, SimState};
 /// "No sessions found" or `null` (CHANGELOG 1.16.11, #2277).
 const EMPTY_ARRAY: Release = Release::new(1, 16, 11);
 
-fn is_empty(s: &&str) -> bool {
-    s.is_empty()
-}
-
 /// An element of `list --all --json`.
 #[derive(Serialize)]
 struct AllEntry<'a> {
     id: &'a str,
-    #[serde(skip_serializing_if = "is_empty")]
+    #[serde(skip_serializing_if = "str::is_empty")]
     parent_session_id: &'a str,
-    #[serde(skip_serializing_if = "is_empty")]
+    #[serde(skip_serializing_if = "str::is_empty")]
     parent_project_path: &'a str,
     title: &'a str,
     path: &'a str,
     group: &'a str,
     tool: &'a str,
-    #[serde(skip_serializing_if = "is_empty")]
+    #[serde(skip_serializing_if = "str::is_empty")]
     command: &'a str,
     profile: &'a str,
     created_at: String,
@@ -49,19 +45,19 @@ struct ProfileEntry<'a> {
     path: &'a str,
     group: &'a str,
     tool: &'a str,
-    #[serde(skip_serializing_if = "is_empty")]
+    #[serde(skip_serializing_if = "str::is_empty")]
     command: &'a str,
     status: String,
-    #[serde(skip_serializing_if = "is_empty")]
+    #[serde(skip_serializing_if = "str::is_empty")]
     substate: &'a str,
     /// 1.16.11+, beside `substate` as in `internal/core`'s list row.
-    #[serde(skip_serializing_if = "is_empty")]
+    #[serde(skip_serializing_if = "str::is_empty")]
     substate_detail: &'a str,
-    #[serde(skip_serializing_if = "is_empty")]
+    #[serde(skip_serializing_if = "str::is_empty")]
     parent_session_id: &'a str,
-    #[serde(skip_serializing_if = "is_empty")]
+    #[serde(skip_serializing_if = "str::is_empty")]
     parent_project_path: &'a str,
-    #[serde(skip_serializing_if = "is_empty")]
+    #[serde(skip_serializing_if = "str::is_empty")]
     tmux_session: &'a str,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     channels: &'a [String],
@@ -77,7 +73,7 @@ pub(super) fn list_all(c: &Call, st: &SimState) -> Reply {
     if st.sessions.is_empty() {
         let text = if !st.profiles_exist {
             "No profiles found.\n"
-        } else if c.on("json") && st.release().at_least(EMPTY_ARRAY) {
+        } else if c.on("json") && st.release() >= EMPTY_ARRAY {
             "[]\n"
         } else if c.on("json") {
             "null\n"
@@ -135,7 +131,7 @@ pub(super) fn list_profile(c: &Call, st: &SimState, at: &Moment) -> Reply {
             newer: newer_keys::profile_row(s, st.release()),
         })
         .collect();
-    if entries.is_empty() && c.on("json") && st.release().at_least(EMPTY_ARRAY) {
+    if entries.is_empty() && c.on("json") && st.release() >= EMPTY_ARRAY {
         return Reply::out(0, "[]\n".into());
     }
     if entries.is_empty() {

@@ -73,7 +73,7 @@ pub(super) fn status(s: &SimSession, at: &Moment) -> String {
     // dead, reads `error` (measured on 1.14.0 by the live contract suite;
     // CHANGELOG 1.16.17); from 1.16.17 "its last known status is kept".
     if let Some(release) = at.foreign {
-        let kept = release.at_least(Release::new(1, 16, 17));
+        let kept = release >= Release::new(1, 16, 17);
         return if kept { s.raw_status() } else { "error" }.into();
     }
     if !s.tmux_exists() {

@@ -47,7 +47,7 @@ fn codex_id(s: &SimSession) -> String {
 /// The added keys of a `list --all --json` row (in key order, as they print).
 pub(super) fn all_row(s: &SimSession, release: Release) -> Map<String, Value> {
     let mut keys = Map::new();
-    if release.at_least(ROW_KEYS) {
+    if release >= ROW_KEYS {
         keys.insert("account".into(), json!(ACCOUNT));
         if codex(s) {
             keys.insert("codex_session_id".into(), json!(codex_id(s)));
@@ -67,23 +67,22 @@ fn viewers(s: &SimSession) -> Value {
 }
 
 pub(super) fn profile_row(s: &SimSession, release: Release) -> ProfileKeys {
-    if !release.at_least(ROW_KEYS) {
+    if release < ROW_KEYS {
         return ProfileKeys::default();
     }
     ProfileKeys {
         account: Some(ACCOUNT),
         last_activity_at: Some(rfc3339(s.created_secs())),
         viewers: Some(viewers(s)),
-        status_source: release.at_least(STATUS_SOURCE).then_some("tmux"),
-        background_work: release
-            .at_least(BACKGROUND_WORK)
+        status_source: (release >= STATUS_SOURCE).then_some("tmux"),
+        background_work: (release >= BACKGROUND_WORK)
             .then(|| json!({"active": false, "tasks": []})),
     }
 }
 
 /// Adds the newer `session show --json` keys to `data` (a JSON object).
 pub(super) fn show(data: &mut Value, s: &SimSession, status: &str, release: Release) {
-    if !release.at_least(ROW_KEYS) {
+    if release < ROW_KEYS {
         return;
     }
     data["account"] = json!(ACCOUNT);
@@ -102,7 +101,7 @@ pub(super) fn show(data: &mut Value, s: &SimSession, status: &str, release: Rele
         data["resolved_codex_home"] = json!("~/.codex");
         data["codex_hooks"] = json!({"installed": true, "events": ["SessionStart", "Stop"]});
     }
-    if release.at_least(BACKGROUND_WORK) {
+    if release >= BACKGROUND_WORK {
         data["background_work"] = json!(null);
     }
 }

@@ -43,7 +43,6 @@ pub(super) fn pane(args: &[String]) -> Result<Reply, Reply> {
     Ok(Reply::out(0, String::new()))
 }
 
-/// `sim pane-host` (see the module doc).
 pub(super) fn run(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
     if !args.is_empty() {
         return Err(Reply::err(2, format!("Usage: {PANE_HOST_COMMAND}\n")));

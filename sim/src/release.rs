@@ -6,7 +6,6 @@
 //! daemon misreading one. Parsing follows `agent-deck version`'s answer:
 //! the first `X.Y.Z` (a `v` prefix and a suffix such as `-rc1` allowed).
 
-/// A release number, `major.minor.patch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Release {
     pub major: u32,
@@ -48,11 +47,6 @@ impl Release {
             Some(Release::new(number()?, number()?, number()?))
         })
     }
-
-    /// Whether this release has what `since` brought.
-    pub fn at_least(self, since: Release) -> bool {
-        self >= since
-    }
 }
 
 #[cfg(test)]
@@ -66,6 +60,6 @@ mod tests {
         assert_eq!(v("1.16.3-rc1"), Some(Release::new(1, 16, 3)));
         assert_eq!(v("Agent Deck dev"), None);
         assert_eq!(v("Agent Deck v1.16"), None);
-        assert!(Release::new(1, 16, 10).at_least(Release::new(1, 9, 30)));
+        assert!(Release::new(1, 16, 10) >= Release::new(1, 9, 30));
     }
 }

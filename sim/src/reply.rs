@@ -7,7 +7,6 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-/// The final stdout, stderr and exit code of one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Reply {
     pub code: i32,

@@ -421,7 +421,7 @@ impl SimSession {
 
     /// `substate_detail` as the release prints it.
     pub fn shown_detail(&self, release: Release) -> &str {
-        if release.at_least(Release::SUBSTATE_DETAIL) {
+        if release >= Release::SUBSTATE_DETAIL {
             &self.substate_detail
         } else {
             ""

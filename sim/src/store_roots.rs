@@ -13,7 +13,7 @@ const STORE_ROOT_RULE: Release = Release::new(1, 16, 14);
 
 /// The stderr line a call prints first, if any.
 pub(super) fn warning(st: &SimState) -> Option<String> {
-    if !st.both_store_roots || !st.release().at_least(STORE_ROOT_RULE) {
+    if !st.both_store_roots || st.release() < STORE_ROOT_RULE {
         return None;
     }
     let (legacy, xdg) = ("~/.agent-deck", "~/.local/share/agent-deck");

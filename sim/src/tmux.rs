@@ -14,7 +14,6 @@ use super::reply::Reply;
 use super::state::{SimSession, SimState};
 use super::{kill_first, locked, state_path, SimEnv};
 
-/// `tmux [-u] [-L SOCKET] <command> <args…>`.
 pub(super) fn tmux(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
     let path = state_path(env)?;
     let (mut socket, mut rest) = (None, args);

@@ -137,7 +137,6 @@ impl Escalator {
     }
 }
 
-/// `escalate.sh` in the watchdog dir.
 pub(crate) fn script_path(cfg: &Config) -> PathBuf {
     cfg.watchdog_dir.join("escalate.sh")
 }

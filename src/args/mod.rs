@@ -4,13 +4,15 @@
 
 use std::ffi::OsString;
 
+use duration::Bounds;
+
 pub(crate) use crate::daemon::RunFlags;
 use crate::error::{Error, Result};
 use crate::ops::drill;
+use crate::ops::history::Since;
 use crate::tasks::commands;
 
 mod duration;
-mod history;
 mod task;
 
 pub(crate) const USAGE: &str = "\
@@ -89,7 +91,6 @@ pub(crate) enum Invocation {
     Version,
 }
 
-/// Parses the arguments after the program name.
 pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
     // Owned, so that `args` can be split below.
     let first = args.first().and_then(|a| a.to_str()).map(str::to_owned);
@@ -166,14 +167,14 @@ pub(crate) fn parse(mut args: Vec<OsString>) -> Result<Invocation> {
 
 /// `history [ID] [--since DUR] [--json|--report]`.
 fn parse_history(args: Vec<OsString>) -> Result<Invocation> {
-    use crate::ops::history::{Args, Since, View};
+    use crate::ops::history::{Args, View};
     let mut rest = pico_args::Arguments::from_vec(args);
     if rest.contains(["-h", "--help"]) {
         return Ok(Invocation::Help);
     }
     let json = rest.contains("--json");
     let report = rest.contains("--report");
-    let since: Option<String> = rest.opt_value_from_str("--since").map_err(|e| match e {
+    let given: Option<String> = rest.opt_value_from_str("--since").map_err(|e| match e {
         pico_args::Error::Utf8ArgumentParsingFailed { value, .. } => {
             Error::usage(format!("--since {value:?} is invalid: not UTF-8"))
         }
@@ -181,9 +182,7 @@ fn parse_history(args: Vec<OsString>) -> Result<Invocation> {
             "--since needs a value: a duration such as 30s, 90m, 6h, 2d, plain seconds, or all",
         ),
     })?;
-    let since = since
-        .as_deref()
-        .map_or(Ok(Since::default()), history::since)?;
+    let since = given.as_deref().map_or(Ok(Since::default()), since)?;
     let id = one_session("history", "session id", rest.finish())?;
     let view = match (json, report) {
         (true, true) => Err("history: --json and --report cannot be combined"),
@@ -195,9 +194,31 @@ fn parse_history(args: Vec<OsString>) -> Result<Invocation> {
     Ok(Invocation::History(Args { id, since, view }))
 }
 
+/// `--since`: more than zero, up to 100 years.
+const SINCE_BOUNDS: Bounds = Bounds {
+    zero_ok: false,
+    max_s: 100.0 * 365.0 * 86_400.0,
+};
+
+/// `--since`: `all`, or a duration within [`SINCE_BOUNDS`].
+fn since(raw: &str) -> Result<Since> {
+    let t = raw.trim();
+    if t == "all" {
+        return Ok(Since::All);
+    }
+    let secs = duration::parse("--since", raw, SINCE_BOUNDS).map_err(|_| {
+        Error::usage(format!(
+            "--since {raw:?} is invalid: expected a duration such as 30s, 90m, 6h, 2d, \
+             plain seconds, or all"
+        ))
+    })?;
+    let plain = t.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let label = if plain { format!("{t}s") } else { t.to_owned() };
+    Ok(Since::Last { secs, label })
+}
+
 /// `drill ID [--yes] [--timeout DUR]`.
 fn parse_drill(args: Vec<OsString>) -> Result<Invocation> {
-    use duration::Bounds;
     let mut rest = pico_args::Arguments::from_vec(args);
     if rest.contains(["-h", "--help"]) {
         return Ok(Invocation::Help);
@@ -357,7 +378,7 @@ mod tests {
         );
         let want = Args {
             id: Some("3f9c2a1b-1755891234".into()),
-            since: history::since("6h").unwrap(),
+            since: since("6h").unwrap(),
             view: View::Report,
         };
         assert_eq!(
@@ -399,6 +420,51 @@ mod tests {
             let err = p(words).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{words:?}");
             assert!(err.to_string().contains(want), "{words:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn since_accepts_units_plain_seconds_and_all() {
+        let secs = |raw: &str| match since(raw).unwrap() {
+            Since::Last { secs, .. } => secs,
+            Since::All => f64::INFINITY,
+        };
+        assert_eq!(secs("30s"), 30.0);
+        assert_eq!(secs("90m"), 5400.0);
+        assert_eq!(secs("6h"), 21_600.0);
+        assert_eq!(secs("2d"), 172_800.0);
+        assert_eq!(secs("1.5d"), 129_600.0);
+        assert_eq!(secs("5400"), 5400.0);
+        assert_eq!(secs(" 7d "), 604_800.0);
+        assert_eq!(secs("all"), f64::INFINITY);
+        assert_eq!(since("5400").unwrap().describe(), "the last 5400s");
+        assert_eq!(Since::default().describe(), "the last 24h");
+    }
+
+    #[test]
+    fn since_rejects_bad_values_naming_the_flag_and_value() {
+        for bad in [
+            "",
+            "h",
+            "0",
+            "0h",
+            "-5m",
+            "+5m",
+            "6x",
+            "1e3",
+            "nan",
+            "inf",
+            "6hh",
+            "36501000d",
+            "ALL",
+        ] {
+            let err = since(bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+            let msg = err.to_string();
+            assert!(
+                msg.contains("--since") && msg.contains(&format!("{bad:?}")),
+                "{msg}"
+            );
         }
     }
 }

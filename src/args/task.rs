@@ -19,7 +19,6 @@ fn usage(msg: impl std::fmt::Display) -> Error {
     Error::usage(format!("{msg}\n{TASK_USAGE}"))
 }
 
-/// Parses the words after `task`.
 pub(crate) fn parse(mut words: Vec<OsString>) -> Result<TaskCommand> {
     let dashes = words.iter().position(|w| w == "--").unwrap_or(words.len());
     let tail = words.split_off(dashes);

@@ -152,7 +152,6 @@ pub(crate) struct Config {
 }
 
 impl Config {
-    /// Reads and validates every setting from `env`.
     pub(crate) fn from_env(env: &Env) -> Result<Config> {
         read::read(env)
     }

@@ -355,7 +355,6 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Parses a decimal number of seconds within `span`.
 fn parse_seconds(name: &str, raw: &str, span: RangeInclusive<f64>) -> Result<f64> {
     let Ok(v) = raw.trim().parse::<f64>() else {
         return Err(Error::usage(format!(

@@ -57,7 +57,6 @@ use crate::fleet::session::{Session, Status};
 use crate::records::metrics::MetricsFiles;
 use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
-use crate::tasks::each_tick::TickFollowUp;
 use crate::tasks::followup::FollowUp;
 use crate::triggers::event_queue::EventQueue;
 use crate::triggers::pane_share::PaneShare;
@@ -108,7 +107,7 @@ pub(crate) struct Daemon {
 struct Workers {
     jobs: Jobs,
     patrols: Patrols,
-    tasks: TickFollowUp,
+    tasks: FollowUp,
 }
 
 /// The trigger threads' side of the main loop: the queue they feed, what
@@ -156,7 +155,7 @@ impl Daemon {
             workers: Workers {
                 jobs,
                 patrols,
-                tasks: TickFollowUp::new(followup),
+                tasks: followup,
             },
             triggers: Triggers {
                 queue: Arc::new(EventQueue::new(cfg.event_queue_maxsize)),

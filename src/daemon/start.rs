@@ -128,7 +128,7 @@ fn remove_stale_temps(cfg: &Config) {
         .iter()
         .map(|f| crate::sys::fs::remove_stale_temps(&cfg.watchdog_dir.join(f)))
         .sum::<usize>();
-    let registry = RegistryFile::impatient(&cfg.task_timers_file, Duration::from_secs(1));
+    let registry = RegistryFile::new(&cfg.task_timers_file, Some(Duration::from_secs(1)));
     match registry.remove_stale_temps() {
         Ok(n) => removed += n,
         Err(e) => log::warn!("temp files next to the task registry stay until the next start: {e}"),

@@ -198,7 +198,7 @@ pub(crate) fn collect(cfg: &Config, now: f64) -> Report {
         .collect();
     let counters = metrics::read(dir).unwrap_or_default();
     let mut tasks = BTreeMap::new();
-    if let Ok(reg) = RegistryFile::new(&cfg.task_timers_file).peek() {
+    if let Ok(reg) = RegistryFile::new(&cfg.task_timers_file, None).peek() {
         for t in &reg.tasks {
             *tasks.entry(t.status.to_string()).or_default() += 1;
         }

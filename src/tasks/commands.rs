@@ -31,7 +31,6 @@ pub(crate) struct NewTask {
     pub command: Vec<String>,
 }
 
-/// A `task` subcommand.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum TaskCommand {
     Add(NewTask),
@@ -54,9 +53,8 @@ usage:
   agent-deck-watchdog task sign <file>
 --after DUR: a decimal number with an optional unit s, m, h or d (90, 20m, 1.5h, 2d)";
 
-/// Runs a `task` subcommand.
 pub(crate) fn run(cmd: TaskCommand, cfg: &Config, dry_run: bool) -> Result<()> {
-    let registry = RegistryFile::new(&cfg.task_timers_file);
+    let registry = RegistryFile::new(&cfg.task_timers_file, None);
     let clock = SystemClock;
     match cmd {
         TaskCommand::Add(new) => add(&registry, new, clock.now()),

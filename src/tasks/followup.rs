@@ -35,7 +35,6 @@ use crate::tasks::rules::{
 };
 use crate::tasks::sign::{file_sha256, read_key, verify};
 
-/// Runs follow-up passes.
 pub(crate) struct FollowUp {
     pub registry: RegistryFile,
     pub escalator: Arc<Escalator>,
@@ -46,6 +45,8 @@ pub(crate) struct FollowUp {
     /// Where re-dispatches write their output.
     logs_dir: PathBuf,
     pub proc_dir: PathBuf,
+    /// Why the daemon's last pass could not run, said once until it changes.
+    last_error: Option<String>,
 }
 
 /// How a pass went, for logs and `task check`.
@@ -72,16 +73,39 @@ impl FollowUp {
     ) -> FollowUp {
         let path = &cfg.task_timers_file;
         FollowUp {
-            registry: patience.map_or_else(
-                || RegistryFile::new(path),
-                |p| RegistryFile::impatient(path, p),
-            ),
+            registry: RegistryFile::new(path, patience),
             escalator,
             clock,
             dry_run,
             cfg: cfg.clone(),
             logs_dir: cfg.watchdog_dir.join("tasks"),
             proc_dir: PROC_DIR.into(),
+            last_error: None,
+        }
+    }
+
+    /// The daemon's pass after each safety poll: one when a registry exists,
+    /// the tasks it re-dispatched said, and a pass that cannot run said once
+    /// until its reason changes.
+    pub(crate) fn run(&mut self) {
+        if !self.registry.path.exists() {
+            return;
+        }
+        match self.pass() {
+            Ok(summary) => {
+                self.last_error = None;
+                if !summary.redispatched.is_empty() {
+                    let ids = summary.redispatched.join(", ");
+                    log::info!("task follow-up re-dispatched {ids}");
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                if self.last_error.as_deref() != Some(msg.as_str()) {
+                    log::warn!("task follow-up skipped: {msg}");
+                    self.last_error = Some(msg);
+                }
+            }
         }
     }
 
@@ -426,7 +450,7 @@ mod tests {
         }
 
         fn tasks(&self) -> Vec<Task> {
-            RegistryFile::new(&self.cfg.task_timers_file)
+            RegistryFile::new(&self.cfg.task_timers_file, None)
                 .load()
                 .unwrap()
                 .tasks
@@ -525,7 +549,9 @@ mod tests {
         assert_eq!(ids, ["open-1", "open-1.2", "recent"]);
         assert!(!logs.join("old-1.2.log").exists());
         assert!(logs.join("open-1.2.log").exists());
-        let kept = RegistryFile::new(&b.cfg.task_timers_file).load().unwrap();
+        let kept = RegistryFile::new(&b.cfg.task_timers_file, None)
+            .load()
+            .unwrap();
         assert_eq!(kept.redispatched_on(local_day(T0)), 5);
         // Nothing more to prune: the registry is left as it is.
         assert_eq!(b.pass().pruned, 0);

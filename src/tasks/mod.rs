@@ -3,7 +3,6 @@
 //! signature and the `task` subcommands.
 
 pub(crate) mod commands;
-pub(crate) mod each_tick;
 pub(crate) mod followup;
 pub(crate) mod registry;
 #[doc(hidden)]

@@ -138,18 +138,10 @@ pub struct RegistryFile {
 }
 
 impl RegistryFile {
-    pub fn new(path: &Path) -> RegistryFile {
+    pub fn new(path: &Path, patience: Option<Duration>) -> RegistryFile {
         RegistryFile {
             path: path.to_owned(),
-            patience: None,
-        }
-    }
-
-    /// A registry whose lock is waited for at most `patience`.
-    pub fn impatient(path: &Path, patience: Duration) -> RegistryFile {
-        RegistryFile {
-            path: path.to_owned(),
-            patience: Some(patience),
+            patience,
         }
     }
 
@@ -250,7 +242,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("task-timers.json");
         std::fs::write(&path, "{\"tasks\": [").unwrap();
-        let f = RegistryFile::new(&path);
+        let f = RegistryFile::new(&path, None);
         let err = f.update(|r| {
             r.redispatches.count = 9;
             Ok(())
@@ -263,9 +255,9 @@ mod tests {
     fn an_impatient_reader_gives_up_on_a_held_lock() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("task-timers.json");
-        let holder = RegistryFile::new(&path);
+        let holder = RegistryFile::new(&path, None);
         let _held = holder.lock(LockMode::Exclusive).unwrap();
-        let waiter = RegistryFile::impatient(&path, Duration::from_millis(100));
+        let waiter = RegistryFile::new(&path, Some(Duration::from_millis(100)));
         let err = waiter.update(|_| Ok(())).unwrap_err();
         assert!(
             err.to_string().contains("locked by another process"),
@@ -278,7 +270,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("task-timers.json");
         crate::sys::fs::mkfifo(&path);
-        let err = RegistryFile::new(&path).load().unwrap_err();
+        let err = RegistryFile::new(&path, None).load().unwrap_err();
         assert!(err.to_string().contains("FIFO"), "{err}");
     }
 
@@ -287,9 +279,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("task-timers.json");
         std::fs::write(tmp.path().join(".task-timers.json.tmp-1"), b"x").unwrap();
-        let f = RegistryFile::impatient(&path, Duration::from_millis(50));
+        let f = RegistryFile::new(&path, Some(Duration::from_millis(50)));
         {
-            let _held = RegistryFile::new(&path).lock(LockMode::Exclusive).unwrap();
+            let _held = RegistryFile::new(&path, None)
+                .lock(LockMode::Exclusive)
+                .unwrap();
             assert!(f.remove_stale_temps().is_err());
         }
         assert_eq!(f.remove_stale_temps().unwrap(), 1);
@@ -392,7 +386,7 @@ mod props {
             let tmp = tempfile::tempdir().unwrap();
             let path = tmp.path().join("task-timers.json");
             std::fs::write(&path, &bytes).unwrap();
-            match RegistryFile::new(&path).load() {
+            match RegistryFile::new(&path, None).load() {
                 Ok(reg) => {
                     prop_assert!(reg.tasks.len() <= bytes.len());
                     let events: usize = reg.tasks.iter().map(|t| t.events.len()).sum();

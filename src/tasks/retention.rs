@@ -27,7 +27,6 @@ use std::path::Path;
 use crate::tasks::registry::{Registry, Task, TaskStatus};
 use crate::tasks::rules::log_file_name;
 
-/// Seconds in a retention day.
 pub const DAY_S: f64 = 86_400.0;
 
 /// When `t` last changed: its newest event, or its dispatch.
