@@ -23,17 +23,13 @@
 //! The daemon's own plumbing lives here too: its log output (`logging.rs`)
 //! and systemd's notify protocol (`sd_notify.rs`).
 
-mod executor;
-mod fleet_list;
+mod apply;
 pub(crate) mod logging;
+mod observe;
 mod pass_summary;
-mod read_outages;
-mod routing;
-mod safety_poll;
 mod sd_notify;
 mod serve;
 mod signals;
-mod stall_pass;
 mod start;
 mod version_reread;
 mod watching;
@@ -47,6 +43,7 @@ use crate::act::context::Context;
 use crate::act::job_worker::{self, Jobs};
 use crate::act::patrols::Patrols;
 use crate::config::{Config, PaneWatchMode, ResumeScope};
+use crate::daemon::pass_summary::Other;
 use crate::daemon::sd_notify::SdNotify;
 use crate::decide::memory::FleetMemory;
 use crate::decide::verdict::Verdict;
@@ -196,6 +193,26 @@ impl Daemon {
         if by_design > 0 {
             log::info!("{by_design} more agent-deck calls failed by design, as a death brings (a pane sample of a gone tmux session, a restart answered tmux_session_missing), not counted as failed");
         }
+    }
+
+    /// `--once`: prints what the pass saw and did.
+    pub(super) fn print_pass_summary(
+        &mut self,
+        json: bool,
+        others: Option<Vec<Other>>,
+    ) -> Result<()> {
+        let Some(mut notes) = self.pass.take() else {
+            return Ok(());
+        };
+        notes.ended.extend(self.workers.jobs.ended());
+        let (st, now) = (self.ctx.state.lock(), self.ctx.clock.now());
+        let pass = pass_summary::pass(notes, &st, &self.fleet, self.ctx.dry_run, now, others);
+        pass_summary::print(&pass, json)
+    }
+
+    /// `--once --verbose`: the sessions that are not restart-critical.
+    pub(super) fn other_sessions(&self) -> Vec<Other> {
+        pass_summary::others(self.ctx.deck.as_ref(), &self.fleet)
     }
 }
 
