@@ -588,3 +588,286 @@ fn stall_step(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::gates::Hold;
+    use crate::decide::limits::tests::lim;
+    use crate::decide::stall::tests::LIM;
+    use crate::decide::verdict::Verdict;
+    use crate::fleet::fake::live;
+    use crate::sys::clock::{Clock, FakeClock};
+
+    const ID: &str = "3f9c2a1b-1755891234";
+    const NOW: f64 = 1_755_900_000.0;
+
+    fn sess() -> Session {
+        Session {
+            id: ID.into(),
+            title: "conductor-ops".into(),
+            profile: "default".into(),
+            ..Session::default()
+        }
+    }
+
+    fn at(status: Status, substate: &str) -> Live {
+        Live {
+            substate: (!substate.is_empty()).then(|| substate.into()),
+            ..live(status).unwrap()
+        }
+    }
+
+    /// One critical session read as `l` (`None`: its profile unreadable),
+    /// stalls looked for.
+    fn seen(l: Option<Live>) -> Observation {
+        let mut view = LiveView::default();
+        match l {
+            Some(l) => _ = view.live.insert(ID.into(), l),
+            None => _ = view.unreadable.insert("default".into()),
+        }
+        Observation {
+            listed: true,
+            critical: vec![sess()],
+            stalls: true,
+            view,
+            ..Observation::default()
+        }
+    }
+
+    fn answered(mut obs: Observation, read: Read, a: Answer) -> Observation {
+        obs.answers.insert((ID.into(), read), a);
+        obs
+    }
+
+    fn book(ran: bool, restarts: usize) -> State {
+        let mut st = State::default();
+        if ran {
+            st.ran.insert(ID.into());
+        }
+        st.book(ID).restarts = vec![NOW - 1.0; restarts];
+        st
+    }
+
+    fn verdict(plan: &Plan) -> Verdict {
+        plan.verdicts().next().unwrap().1.verdict.clone()
+    }
+
+    /// A case, what the tick saw, the book, and whether the verdict is right.
+    type Row = (&'static str, Observation, State, fn(&Verdict) -> bool);
+
+    #[test]
+    fn each_look_at_a_critical_session_gets_its_verdict() {
+        let shown = |l: Option<Live>| Answer::Show(l.ok_or_else(|| "exited 1".to_owned()));
+        let error = || seen(live(Status::Error));
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            ("healthy", seen(live(Status::Running)), book(true, 0), |v| *v == Verdict::Healthy),
+            ("stopped", seen(live(Status::Stopped)), book(true, 0), |v| *v == Verdict::Stopped),
+            ("other", seen(live(Status::Unknown)), book(true, 0),
+             |v| *v == Verdict::Other(Status::Unknown)),
+            ("unread", seen(None), book(true, 0), |v| *v == Verdict::Unread),
+            ("undecided", answered(error(), Read::Show, shown(None)), book(false, 0),
+             |v| *v == Verdict::Undecided),
+            ("never started", answered(error(), Read::Show, shown(live(Status::Error))),
+             book(false, 0), |v| *v == Verdict::Held { why: Hold::NeverStarted, new: true }),
+            ("model unavailable", seen(Some(at(Status::Error, "model-unavailable"))),
+             book(true, 0), |v| *v == Verdict::Held { why: Hold::ModelUnavailable, new: true }),
+            ("budget spent", error(), book(true, 3), |v| *v == Verdict::BudgetSpent { new: true }),
+            ("restart", error(), book(true, 0), |v| matches!(v, Verdict::Restart { .. })),
+        ];
+        for (case, obs, mut st, want) in table {
+            let mut mem = FleetMemory::default();
+            let plan = plan(&obs, &mut mem, &mut st, &lim(), NOW);
+            let v = verdict(&plan);
+            assert!(want(&v), "{case}: {v:?}");
+            assert_eq!(plan.in_error, usize::from(v.in_error()), "{case}");
+        }
+    }
+
+    #[test]
+    fn a_show_that_failed_is_said_and_leaves_the_question_to_the_next_tick() {
+        let obs = seen(live(Status::Error));
+        let (mem, st) = (FleetMemory::default(), book(false, 0));
+        assert_eq!(reads(&obs, &mem, &st, &lim(), NOW), [(sess(), Read::Show)]);
+        let obs = answered(obs, Read::Show, Answer::Show(Err("exited 1".into())));
+        assert!(reads(&obs, &mem, &st, &lim(), NOW).is_empty());
+        let (mut mem, mut st) = (mem, st);
+        let plan = plan(&obs, &mut mem, &mut st, &lim(), NOW);
+        let judged = Act::Judged {
+            id: ID.into(),
+            show_failed: Some("exited 1".into()),
+            undecided: true,
+        };
+        assert_eq!(plan.acts[0], judged);
+        assert!(matches!(plan.acts[1], Act::Cascade { died: 0, .. }));
+    }
+
+    #[test]
+    fn a_pane_watch_s_bare_shell_is_a_death_whose_restart_takes_it_out_of_the_stall_pass() {
+        let waiting = at(Status::Waiting, "");
+        let mut obs = seen(Some(waiting.clone()));
+        let dead = Live {
+            status: Some(Status::Error),
+            ..waiting
+        };
+        obs.gone.insert(ID.into(), dead);
+        obs.hooks.insert(ID.into(), HookSeen::default());
+        let (mut mem, mut st) = (FleetMemory::default(), book(true, 0));
+        // A turn that ended would have its pane read, but for the restart.
+        st.book(ID).last_status = Some("running".into());
+        assert!(reads(&obs, &mem, &st, &lim(), NOW).is_empty());
+        let plan = plan(&obs, &mut mem, &mut st, &lim(), NOW);
+        let Act::Verdict {
+            agent_gone,
+            decided,
+            ..
+        } = &plan.acts[2]
+        else {
+            panic!("{:?}", plan.acts);
+        };
+        assert!(*agent_gone && matches!(decided.verdict, Verdict::Restart { .. }));
+        assert_eq!(plan.acts.len(), 3, "no stall look: {:?}", plan.acts);
+    }
+
+    fn stall(kind: StallKind, resume_at: f64, sent_at: Option<f64>) -> Stall {
+        Stall {
+            kind,
+            evidence: "substate".into(),
+            since: NOW - 600.0,
+            resume_at,
+            resume_from: "usage --json".into(),
+            attempts: u32::from(sent_at.is_some()),
+            sent_at,
+            unresolved: false,
+        }
+    }
+
+    /// The stall step of one session in scope.
+    fn stall_step(obs: &Observation, st: &mut State) -> Option<StallStep> {
+        let mut mem = FleetMemory::default();
+        let plan = plan(obs, &mut mem, st, &lim(), NOW);
+        plan.acts.into_iter().find_map(|a| match a {
+            Act::Stall { step, .. } => step,
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn each_stall_takes_its_step_in_the_plan() {
+        use StallKind::{ApiOverload, UsageLimit};
+        let limited = || Some(at(Status::Idle, "usage-limit"));
+        let banner = "⏺ API Error: 529 Overloaded\n❯ \n";
+        let reset = Answer::Reset {
+            at: NOW + 100.0,
+            from: ResetFrom::UsageJson,
+            warnings: Vec::new(),
+        };
+        let detected = |kind, evidence: &str, resume_at, from: &str| {
+            let mut s = stall(kind, resume_at, None);
+            (s.evidence, s.since, s.resume_from) = (evidence.into(), NOW, from.into());
+            Some(StallStep::Transition(Transition::Detected(s)))
+        };
+        let ended =
+            |s: Stall, ended| Some(StallStep::Transition(Transition::Ended { stall: s, ended }));
+        let sent = stall(UsageLimit, NOW - 200.0, Some(NOW - 100.0));
+        let mut failed = sent.clone();
+        failed.failed(NOW + LIM.probe * 2.0, false);
+        #[rustfmt::skip]
+        let table: Vec<(&str, Observation, Option<Stall>, Option<StallStep>)> = vec![
+            ("a usage limit seen", answered(seen(limited()), Read::Reset, reset),
+             None, detected(UsageLimit, "substate", NOW + 100.0 + LIM.grace, "usage --json")),
+            ("a turn that ended on a banner",
+             answered(seen(Some(at(Status::Idle, ""))), Read::Pane, Answer::Pane(Ok(banner.into()))),
+             None, detected(ApiOverload, "pane", NOW + LIM.dwell, "dwell")),
+            ("not due yet", seen(limited()), Some(stall(UsageLimit, NOW + 1.0, None)), None),
+            ("due", seen(limited()), Some(stall(UsageLimit, NOW, None)), Some(StallStep::Resume)),
+            ("verified", seen(live(Status::Running)), Some(sent.clone()),
+             ended(sent.clone(), RestartAction::ResumeVerified)),
+            ("resumed by itself", seen(live(Status::Running)), Some(stall(UsageLimit, NOW, None)),
+             ended(stall(UsageLimit, NOW, None), RestartAction::ResumedByItself)),
+            ("failed", seen(limited()), Some(sent.clone()),
+             Some(StallStep::Transition(Transition::Failed {
+                 next: failed, why: "no new turn within 90s of the resume".into(), unresolved: false,
+             }))),
+            ("gone", seen(live(Status::Stopped)), Some(stall(UsageLimit, NOW, None)),
+             Some(StallStep::Transition(Transition::Gone))),
+        ];
+        for (case, obs, kept, want) in table {
+            let mut st = book(true, 0);
+            st.book(ID).last_status = Some("running".into());
+            st.book(ID).stall = kept;
+            assert_eq!(stall_step(&obs, &mut st), want, "{case}");
+        }
+    }
+
+    #[test]
+    fn a_banner_s_stall_due_its_resume_looks_at_the_pane_first() {
+        let mut st = book(true, 0);
+        st.book(ID).stall = Some(stall(StallKind::ApiOverload, NOW, None));
+        let obs = seen(Some(at(Status::Idle, "")));
+        let mem = FleetMemory::default();
+        assert_eq!(reads(&obs, &mem, &st, &lim(), NOW), [(sess(), Read::Pane)]);
+        let gone = answered(
+            seen(Some(at(Status::Idle, ""))),
+            Read::Pane,
+            Answer::Pane(Ok("❯".into())),
+        );
+        let want = Transition::Ended {
+            stall: stall(StallKind::ApiOverload, NOW, None),
+            ended: RestartAction::ResumedByItself,
+        };
+        assert_eq!(
+            stall_step(&gone, &mut st.clone()),
+            Some(StallStep::Transition(want))
+        );
+        let still = "⏺ API Error: 529 Overloaded\n❯ \n";
+        let still = answered(obs, Read::Pane, Answer::Pane(Ok(still.into())));
+        assert_eq!(stall_step(&still, &mut st), Some(StallStep::Resume));
+    }
+
+    #[test]
+    fn restarts_go_before_resumes() {
+        // A conductor that died, and another session whose resume is due.
+        let other = Session {
+            id: "a0b1c2d3-1755899999".into(),
+            ..sess()
+        };
+        let mut obs = seen(live(Status::Error));
+        obs.beyond.push(other.clone());
+        obs.view
+            .live
+            .insert(other.id.clone(), at(Status::Idle, "usage-limit"));
+        let mut st = book(true, 0);
+        st.book(&other.id).stall = Some(stall(StallKind::UsageLimit, NOW, None));
+        let mut mem = FleetMemory::default();
+        let plan = plan(&obs, &mut mem, &mut st, &lim(), NOW);
+        let ranks: Vec<u8> = plan.acts.iter().map(Act::rank).collect();
+        assert_eq!(ranks, [0, 1, 2, 3]);
+        assert!(matches!(&plan.acts[2], Act::Verdict { decided, .. }
+            if matches!(decided.verdict, Verdict::Restart { .. })));
+        assert!(matches!(
+            &plan.acts[3],
+            Act::Stall {
+                step: Some(StallStep::Resume),
+                ..
+            }
+        ));
+        assert!(ranks.is_sorted(), "the plan's order is its acts' rank");
+    }
+
+    #[test]
+    fn the_cascade_is_judged_on_a_full_view_only() {
+        let clock = FakeClock::at(NOW);
+        let mut obs = seen(live(Status::Error));
+        let (mut mem, mut st) = (FleetMemory::default(), book(true, 0));
+        obs.view.unreadable.insert("other".into());
+        let plan = plan(&obs, &mut mem, &mut st, &lim(), clock.now());
+        assert!(!plan.acts.iter().any(|a| matches!(a, Act::Cascade { .. })));
+        assert_eq!(mem.last_died, 0, "not counted on a partial view");
+        obs.view.unreadable.clear();
+        let mut st = book(true, 0);
+        let _ = super::plan(&obs, &mut mem, &mut st, &lim(), clock.now());
+        assert_eq!(mem.last_died, 1);
+    }
+}
