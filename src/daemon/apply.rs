@@ -73,9 +73,9 @@ impl Daemon {
                 }
                 Act::Stall {
                     session,
-                    reads,
+                    read,
                     step,
-                } => self.stall(&obs, session, reads, step.as_ref()),
+                } => self.stall(&obs, session, *read, step.as_ref()),
             }
         }
         if obs.listed {
@@ -109,16 +109,18 @@ impl Daemon {
         }
     }
 
-    /// A stall's step, after what its reads said when they failed.
-    fn stall(&mut self, obs: &Observation, s: &Session, reads: &[Read], step: Option<&StallStep>) {
-        for read in reads {
-            match obs.answers.get(&(s.id.clone(), *read)) {
-                Some(Answer::Reset { warnings, .. }) => {
-                    warnings.iter().for_each(|w| log::warn!("{w}"));
-                }
-                Some(Answer::Pane(Err(e))) => log::debug!("pane of {} unreadable ({e})", s.id),
-                _ => {}
-            }
+    /// A stall's step, after what its read said when it failed.
+    fn stall(
+        &mut self,
+        obs: &Observation,
+        s: &Session,
+        read: Option<Read>,
+        step: Option<&StallStep>,
+    ) {
+        match read.and_then(|r| obs.answers.get(&(s.id.clone(), r))) {
+            Some(Answer::Reset { warnings, .. }) => warnings.iter().for_each(|w| log::warn!("{w}")),
+            Some(Answer::Pane(Err(e))) => log::debug!("pane of {} unreadable ({e})", s.id),
+            _ => {}
         }
         match step {
             None => {}

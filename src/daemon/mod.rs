@@ -8,16 +8,14 @@
 //! - `start.rs`: the lock, the CLI and its version (read once before the
 //!   first tick, and again by its own thread, `version_reread.rs`, when
 //!   due), then one `--once` pass or the daemon;
-//! - `serve.rs`: the loop, which starts the trigger threads;
-//! - `routing.rs`: where a batch goes ([`crate::decide::route`]): a tick,
-//!   a dead pane's check and short path, or hook checks;
-//! - `safety_poll.rs`: the tick, which reads the fleet and gets one
-//!   verdict per critical session ([`crate::decide::verdict`]);
-//! - `executor.rs`: the verdicts carried out: records, alerts, and the
-//!   restarts handed to the [`Jobs`] thread, whose endings come back to the
-//!   next tick as values ([`crate::decide::restart::Outcome`]);
-//! - `stall_pass.rs`: the stalls among the sessions in scope, each
-//!   transition persisted by [`crate::act::apply`];
+//! - `serve.rs`: the loop, which starts the trigger threads, and where a
+//!   batch goes ([`crate::decide::route`]): a tick, a dead pane's check and
+//!   short path, or hook checks;
+//! - `observe.rs`: a tick's reads, told as outages when they fail;
+//! - [`crate::decide::plan`] decides, and `apply.rs` carries the plan out:
+//!   records, alerts, the stalls' transitions, and the restarts and resumes
+//!   handed to the [`Jobs`] thread, whose endings come back to the next
+//!   tick as values ([`crate::decide::restart::Outcome`]);
 //! - `pass_summary.rs`: what a `--once` pass saw and did.
 //!
 //! The daemon's own plumbing lives here too: its log output (`logging.rs`)
@@ -34,7 +32,6 @@ mod start;
 mod version_reread;
 mod watching;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -43,14 +40,12 @@ use crate::act::context::Context;
 use crate::act::job_worker::{self, Jobs};
 use crate::act::patrols::Patrols;
 use crate::config::{Config, PaneWatchMode, ResumeScope};
-use crate::daemon::pass_summary::Other;
+use crate::daemon::pass_summary::{Other, PassNotes};
 use crate::daemon::sd_notify::SdNotify;
 use crate::decide::memory::FleetMemory;
-use crate::decide::verdict::Verdict;
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::AgentDeck;
-use crate::fleet::session::{Session, Status};
 use crate::records::metrics::MetricsFiles;
 use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
@@ -68,20 +63,6 @@ pub(crate) struct RunFlags {
     pub verbose: bool,
     /// `--once --json`: the pass summary as one JSON object.
     pub json: bool,
-}
-
-/// What the daemon notes during a `--once` pass, for its summary.
-#[derive(Debug, Default)]
-pub(crate) struct PassNotes {
-    /// The critical sessions of the tick, the status it read of each and
-    /// its verdict.
-    pub critical: Vec<(Session, Option<Status>, Verdict)>,
-    /// The other sessions in `RESUME_SCOPE`, each with the status read.
-    pub beyond: Vec<(Option<Status>, Session)>,
-    /// Sessions `list --all` listed.
-    pub listed: usize,
-    /// How each session's last restart job ended.
-    pub ended: BTreeMap<String, crate::decide::restart::Outcome>,
 }
 
 /// The main loop's state and collaborators.

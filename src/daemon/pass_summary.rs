@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::daemon::PassNotes;
 use crate::decide::book::State;
 use crate::decide::gates::Hold;
 use crate::decide::liveness::LivenessReason;
@@ -19,7 +18,7 @@ use crate::decide::verdict::Verdict;
 use crate::error::{self, Error};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::AgentDeck;
-use crate::fleet::session::Status;
+use crate::fleet::session::{Session, Status};
 use crate::text::printable;
 
 /// Columns of the readable block are clipped to this many characters.
@@ -117,6 +116,20 @@ fn stalled(v: &Verdict) -> bool {
                 ..
             }
     )
+}
+
+/// What the daemon notes during a `--once` pass, for its summary.
+#[derive(Debug, Default)]
+pub(crate) struct PassNotes {
+    /// The critical sessions of the tick, the status it read of each and
+    /// its verdict.
+    pub critical: Vec<(Session, Option<Status>, Verdict)>,
+    /// The other sessions in `RESUME_SCOPE`, each with the status read.
+    pub beyond: Vec<(Option<Status>, Session)>,
+    /// Sessions `list --all` listed.
+    pub listed: usize,
+    /// How each session's last restart job ended.
+    pub ended: BTreeMap<String, Outcome>,
 }
 
 /// One restart-critical session of the pass.

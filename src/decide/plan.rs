@@ -150,10 +150,10 @@ pub(crate) enum Act {
         decided: Decided,
         agent_gone: bool,
     },
-    /// A stall's step, after the reads it took.
+    /// A stall's step, after the read it took.
     Stall {
         session: Session,
-        reads: Vec<Read>,
+        read: Option<Read>,
         step: Option<StallStep>,
     },
 }
@@ -219,24 +219,20 @@ pub(crate) enum StallCase {
 }
 
 impl StallCase {
-    /// The reads this case needs, given the step it leads to.
-    fn reads(&self, now: f64, lim: &Limits) -> Vec<Read> {
+    /// The read this case needs, given the step it leads to.
+    fn read(&self, now: f64, lim: &Limits) -> Option<Read> {
         match self {
-            StallCase::Detect(StallKind::UsageLimit) => vec![Read::Reset],
-            StallCase::TurnEnded => vec![Read::Pane],
+            StallCase::Detect(StallKind::UsageLimit) => Some(Read::Reset),
+            StallCase::TurnEnded => Some(Read::Pane),
             StallCase::Step { stall, seen, turn } => {
                 let step = stall.step(*seen, now, &lim.stall, *turn);
                 // A banner's stall at rest looks the same after a turn that
                 // came and went between two looks: the pane tells, when a
                 // step hinges on it.
                 let hinges = matches!(step, Step::Resume | Step::Failed { .. });
-                if hinges && !stall.kind.has_substate() {
-                    vec![Read::Pane]
-                } else {
-                    Vec::new()
-                }
+                (hinges && !stall.kind.has_substate()).then_some(Read::Pane)
             }
-            StallCase::Detect(_) | StallCase::Gone => Vec::new(),
+            StallCase::Detect(_) | StallCase::Gone => None,
         }
     }
 }
@@ -348,8 +344,8 @@ pub(crate) fn reads(
     verdicts(obs, &mut episodes, &mut st, lim, now);
     let mut out = Vec::new();
     for (s, case) in stall_cases(obs, &st, lim, now, &ended) {
-        let reads = case.reads(now, lim).into_iter().filter(|r| unread(s, *r));
-        out.extend(reads.map(|r| (s.clone(), r)));
+        let read = case.read(now, lim).filter(|r| unread(s, *r));
+        out.extend(read.map(|r| (s.clone(), r)));
     }
     out
 }
@@ -439,11 +435,11 @@ pub(crate) fn plan(
     let (mut acts, died) = verdicts(obs, &mut mem.episodes, st, lim, now);
     mem.last_died = died.unwrap_or(mem.last_died);
     for (s, case) in stall_cases(obs, st, lim, now, &ended) {
-        let reads = case.reads(now, lim);
+        let read = case.read(now, lim);
         let step = stall_step(obs, lim, now, s, case);
         acts.push(Act::Stall {
             session: s.clone(),
-            reads,
+            read,
             step,
         });
     }
