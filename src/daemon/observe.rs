@@ -156,21 +156,15 @@ impl Daemon {
     /// one whose release is not known); `None` otherwise or unreadable,
     /// with a warning.
     fn usage(&self, s: &Session, warnings: &mut Vec<String>) -> Option<Vec<reset_time::Window>> {
-        let release = self.ctx.deck.version()?;
-        if !release.at_least(Version::USAGE_JSON) {
+        if !self.ctx.deck.version()?.at_least(Version::USAGE_JSON) {
             return None;
         }
-        let text = self.ctx.deck.usage(&s.profile);
-        let read = text
-            .map_err(|e| e.to_string())
-            .and_then(|t| usage::parse(&t));
-        let why = |e| {
-            format!(
-                "usage --json of profile '{}' is unreadable ({e})",
-                s.profile
-            )
-        };
-        read.map_err(|e| warnings.push(why(e))).ok()
+        let text = self.ctx.deck.usage(&s.profile).map_err(|e| e.to_string());
+        let profile = &s.profile;
+        let why = |e| format!("usage --json of profile '{profile}' is unreadable ({e})");
+        (text.and_then(|t| usage::parse(&t)))
+            .map_err(|e| warnings.push(why(e)))
+            .ok()
     }
 
     /// The endings of the restart worker's jobs since the last tick: the

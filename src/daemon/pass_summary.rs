@@ -289,17 +289,16 @@ pub(super) fn pass(
     now: f64,
     others: Option<Vec<Other>>,
 ) -> Pass {
-    let first_refusals: BTreeSet<&String> = (st.sessions.iter())
-        .filter(|(_, b)| b.refusal.as_ref().is_some_and(|r| r.refused == 1))
-        .map(|(id, _)| id)
-        .collect();
+    let first_refusal = |id: &str| {
+        let book = st.sessions.get(id);
+        book.and_then(|b| b.refusal.as_ref())
+            .is_some_and(|r| r.refused == 1)
+    };
     let tz = jiff::tz::TimeZone::system();
-    let stalls: BTreeMap<&String, String> = (st.sessions.iter())
-        .filter_map(|(id, b)| Some((id, b.stall.as_ref()?.said(now, &tz))))
-        .collect();
+    let stall = |id: &str| Some(st.sessions.get(id)?.stall.as_ref()?.said(now, &tz));
     let beyond = (notes.beyond.into_iter())
         .filter_map(|(status, s)| {
-            let did = said("stalled", stalls.get(&s.id)?.clone());
+            let did = said("stalled", stall(&s.id)?);
             let because = "RESUME_SCOPE=all".to_owned();
             Some(Critical {
                 title: s.title,
@@ -315,10 +314,9 @@ pub(super) fn pass(
         .critical
         .into_iter()
         .map(|(s, status, verdict)| {
-            let first = first_refusals.contains(&s.id);
-            let did = match stalls.get(&s.id) {
-                Some(stall) if stalled(&verdict) => said("stalled", stall.clone()),
-                _ => of_verdict(&verdict, notes.ended.get(&s.id), first),
+            let did = match stall(&s.id) {
+                Some(stall) if stalled(&verdict) => said("stalled", stall),
+                _ => of_verdict(&verdict, notes.ended.get(&s.id), first_refusal(&s.id)),
             };
             Critical {
                 because: fleet.critical_reason(&s).unwrap_or_default(),
