@@ -15,18 +15,19 @@
 //!   else parses it).
 //! - `ops/`: the operator's commands: `doctor`, `drill`, `status`,
 //!   `history`, and what `doctor` and `drill` both ask first.
-//! - `daemon/`: the main loop, its routing, the safety-poll pass, the
-//!   executor of its verdicts, the stall pass, the `--once` summary, and
-//!   the daemon's own plumbing (log output, systemd notify, signals).
+//! - `daemon/`: the main loop and its routing, the tick (observe, then the
+//!   plan carried out by one executor), the `--once` summary, and the
+//!   daemon's own plumbing (log output, systemd notify, signals).
 //! - `tasks/`: task follow-up: its registry, rules and subcommands.
 //! - `act/`: what the daemon does to the fleet: the job worker (revives,
 //!   resumes, poller restarts), patrols, errands, and the one executor of
 //!   their endings (`apply.rs`), which alone writes `restart.log`.
 //! - `alert/`: telling a human: `escalate.sh` and Telegram.
 //! - `records/`: what the daemon writes down: audit logs, state, metrics.
-//! - `decide/`: the decision core, pure: routing, verdicts, gates, cascades,
-//!   liveness, the restart machine and its outcomes, stalls, dedup, and what
-//!   the main loop remembers of the fleet between looks (`memory.rs`).
+//! - `decide/`: the decision core, pure: routing, a tick's plan
+//!   (`plan.rs`), verdicts, gates, cascades, liveness, the restart machine
+//!   and its outcomes, stalls, dedup, and what the main loop remembers of
+//!   the fleet between looks (`memory.rs`).
 //! - `triggers/`: what wakes the main loop, one thread each. SPEC's thread A
 //!   is `hooks-watch` (hook files, by inotify, kqueue or a scan), thread B is
 //!   `ticker` (the safety poll); the pane watch is `panes-watch`.

@@ -8,37 +8,30 @@
 //! - `start.rs`: the lock, the CLI and its version (read once before the
 //!   first tick, and again by its own thread, `version_reread.rs`, when
 //!   due), then one `--once` pass or the daemon;
-//! - `serve.rs`: the loop, which starts the trigger threads;
-//! - `routing.rs`: where a batch goes ([`crate::decide::route`]): a tick,
-//!   a dead pane's check and short path, or hook checks;
-//! - `safety_poll.rs`: the tick, which reads the fleet and gets one
-//!   verdict per critical session ([`crate::decide::verdict`]);
-//! - `executor.rs`: the verdicts carried out: records, alerts, and the
-//!   restarts handed to the [`Jobs`] thread, whose endings come back to the
-//!   next tick as values ([`crate::decide::restart::Outcome`]);
-//! - `stall_pass.rs`: the stalls among the sessions in scope, each
-//!   transition persisted by [`crate::act::apply`];
+//! - `serve.rs`: the loop, which starts the trigger threads, and where a
+//!   batch goes ([`crate::decide::route`]): a tick, a dead pane's check and
+//!   short path, or hook checks;
+//! - `observe.rs`: a tick's reads, told as outages when they fail;
+//! - [`crate::decide::plan`] decides, and `apply.rs` carries the plan out:
+//!   records, alerts, the stalls' transitions, and the restarts and resumes
+//!   handed to the [`Jobs`] thread, whose endings come back to the next
+//!   tick as values ([`crate::decide::restart::Outcome`]);
 //! - `pass_summary.rs`: what a `--once` pass saw and did.
 //!
 //! The daemon's own plumbing lives here too: its log output (`logging.rs`)
 //! and systemd's notify protocol (`sd_notify.rs`).
 
-mod executor;
-mod fleet_list;
+mod apply;
 pub(crate) mod logging;
+mod observe;
 mod pass_summary;
-mod read_outages;
-mod routing;
-mod safety_poll;
 mod sd_notify;
 mod serve;
 mod signals;
-mod stall_pass;
 mod start;
 mod version_reread;
 mod watching;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -47,13 +40,12 @@ use crate::act::context::Context;
 use crate::act::job_worker::{self, Jobs};
 use crate::act::patrols::Patrols;
 use crate::config::{Config, PaneWatchMode, ResumeScope};
+use crate::daemon::pass_summary::{Other, PassNotes};
 use crate::daemon::sd_notify::SdNotify;
 use crate::decide::memory::FleetMemory;
-use crate::decide::verdict::Verdict;
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::AgentDeck;
-use crate::fleet::session::{Session, Status};
 use crate::records::metrics::MetricsFiles;
 use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
@@ -70,20 +62,6 @@ pub(crate) struct RunFlags {
     pub verbose: bool,
     /// `--once --json`: the pass summary as one JSON object.
     pub json: bool,
-}
-
-/// What the daemon notes during a `--once` pass, for its summary.
-#[derive(Debug, Default)]
-pub(crate) struct PassNotes {
-    /// The critical sessions of the tick, the status it read of each and
-    /// its verdict.
-    pub critical: Vec<(Session, Option<Status>, Verdict)>,
-    /// The other sessions in `RESUME_SCOPE`, each with the status read.
-    pub beyond: Vec<(Option<Status>, Session)>,
-    /// Sessions `list --all` listed.
-    pub listed: usize,
-    /// How each session's last restart job ended.
-    pub ended: BTreeMap<String, crate::decide::restart::Outcome>,
 }
 
 /// The main loop's state and collaborators.
@@ -195,6 +173,26 @@ impl Daemon {
         if by_design > 0 {
             log::info!("{by_design} more agent-deck calls failed by design, as a death brings (a pane sample of a gone tmux session, a restart answered tmux_session_missing), not counted as failed");
         }
+    }
+
+    /// `--once`: prints what the pass saw and did.
+    pub(super) fn print_pass_summary(
+        &mut self,
+        json: bool,
+        others: Option<Vec<Other>>,
+    ) -> Result<()> {
+        let Some(mut notes) = self.pass.take() else {
+            return Ok(());
+        };
+        notes.ended.extend(self.workers.jobs.ended());
+        let (st, now) = (self.ctx.state.lock(), self.ctx.clock.now());
+        let pass = pass_summary::pass(notes, &st, &self.fleet, self.ctx.dry_run, now, others);
+        pass_summary::print(&pass, json)
+    }
+
+    /// `--once --verbose`: the sessions that are not restart-critical.
+    pub(super) fn other_sessions(&self) -> Vec<Other> {
+        pass_summary::others(self.ctx.deck.as_ref(), &self.fleet)
     }
 }
 

@@ -3,21 +3,22 @@
 //! for each restart-critical one its title, id, profile, status, why it is
 //! critical and what the pass did with it; then, with `RESUME_SCOPE=all`,
 //! the other sessions that are stalled; `--verbose` adds the other
-//! sessions. The daemon gathers the [`Pass`] from the tick's verdicts and
-//! the restarts' outcomes; rendering it is pure.
+//! sessions. The [`Pass`] is gathered from the tick's verdicts, the
+//! restarts' outcomes and the book; rendering it is pure.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::daemon::Daemon;
-use crate::error::{self, Error};
-
+use crate::decide::book::State;
 use crate::decide::gates::Hold;
 use crate::decide::liveness::LivenessReason;
 use crate::decide::restart::Outcome;
 use crate::decide::verdict::Verdict;
-use crate::fleet::session::Status;
+use crate::error::{self, Error};
+use crate::fleet::cache::Fleet;
+use crate::fleet::deck::AgentDeck;
+use crate::fleet::session::{Session, Status};
 use crate::text::printable;
 
 /// Columns of the readable block are clipped to this many characters.
@@ -115,6 +116,20 @@ fn stalled(v: &Verdict) -> bool {
                 ..
             }
     )
+}
+
+/// What the daemon notes during a `--once` pass, for its summary.
+#[derive(Debug, Default)]
+pub(crate) struct PassNotes {
+    /// The critical sessions of the tick, the status it read of each and
+    /// its verdict.
+    pub critical: Vec<(Session, Option<Status>, Verdict)>,
+    /// The other sessions in `RESUME_SCOPE`, each with the status read.
+    pub beyond: Vec<(Option<Status>, Session)>,
+    /// Sessions `list --all` listed.
+    pub listed: usize,
+    /// How each session's last restart job ended.
+    pub ended: BTreeMap<String, Outcome>,
 }
 
 /// One restart-critical session of the pass.
@@ -264,108 +279,106 @@ pub(crate) fn text(p: &Pass) -> String {
     out
 }
 
-impl Daemon {
-    /// `--once`: prints what the pass saw and did.
-    pub(super) fn print_pass_summary(
-        &mut self,
-        json: bool,
-        others: Option<Vec<Other>>,
-    ) -> error::Result<()> {
-        let Some(notes) = self.pass.take() else {
-            return Ok(());
-        };
-        let mut ended = notes.ended;
-        ended.extend(self.workers.jobs.ended());
-        let first_refusals: BTreeSet<String> = (self.ctx.state.lock().sessions.iter())
-            .filter(|(_, b)| b.refusal.as_ref().is_some_and(|r| r.refused == 1))
-            .map(|(id, _)| id.clone())
-            .collect();
-        let (now, tz) = (self.ctx.clock.now(), jiff::tz::TimeZone::system());
-        let stalls: BTreeMap<String, String> = (self.ctx.state.lock().sessions.iter())
-            .filter_map(|(id, b)| Some((id.clone(), b.stall.as_ref()?.said(now, &tz))))
-            .collect();
-        let beyond = (notes.beyond.into_iter())
-            .filter_map(|(status, s)| {
-                let did = said("stalled", stalls.get(&s.id)?.clone());
-                let because = "RESUME_SCOPE=all".to_owned();
-                Some(Critical {
-                    title: s.title,
-                    id: s.id,
-                    profile: s.profile,
-                    status,
-                    because,
-                    did,
-                })
+/// What a `--once` pass saw and did, from its `notes` (with every restart
+/// ending in), the book and the fleet, at `now`.
+pub(super) fn pass(
+    notes: PassNotes,
+    st: &State,
+    fleet: &Fleet,
+    dry_run: bool,
+    now: f64,
+    others: Option<Vec<Other>>,
+) -> Pass {
+    let first_refusal = |id: &str| {
+        let book = st.sessions.get(id);
+        book.and_then(|b| b.refusal.as_ref())
+            .is_some_and(|r| r.refused == 1)
+    };
+    let tz = jiff::tz::TimeZone::system();
+    let stall = |id: &str| Some(st.sessions.get(id)?.stall.as_ref()?.said(now, &tz));
+    let beyond = (notes.beyond.into_iter())
+        .filter_map(|(status, s)| {
+            let did = said("stalled", stall(&s.id)?);
+            let because = "RESUME_SCOPE=all".to_owned();
+            Some(Critical {
+                title: s.title,
+                id: s.id,
+                profile: s.profile,
+                status,
+                because,
+                did,
             })
-            .collect();
-        let critical = notes
-            .critical
-            .into_iter()
-            .map(|(s, status, verdict)| {
-                let first = first_refusals.contains(&s.id);
-                let did = match stalls.get(&s.id) {
-                    Some(stall) if stalled(&verdict) => said("stalled", stall.clone()),
-                    _ => of_verdict(&verdict, ended.get(&s.id), first),
-                };
-                Critical {
-                    because: self.fleet.critical_reason(&s).unwrap_or_default(),
-                    title: s.title,
-                    id: s.id,
-                    profile: s.profile,
-                    status,
-                    did,
-                }
-            })
-            .collect();
-        let pass = Pass {
-            dry_run: self.ctx.dry_run,
-            listed: notes.listed,
-            critical,
-            stalled: beyond,
-            others,
-        };
-        let out = if json { self::json(&pass) } else { text(&pass) };
-        crate::sys::fs::print_stdout(&out)
-            .map_err(|e| Error::runtime(format!("cannot write the pass summary to stdout: {e}")))
+        })
+        .collect();
+    let critical = notes
+        .critical
+        .into_iter()
+        .map(|(s, status, verdict)| {
+            let did = match stall(&s.id) {
+                Some(stall) if stalled(&verdict) => said("stalled", stall),
+                _ => of_verdict(&verdict, notes.ended.get(&s.id), first_refusal(&s.id)),
+            };
+            Critical {
+                because: fleet.critical_reason(&s).unwrap_or_default(),
+                title: s.title,
+                id: s.id,
+                profile: s.profile,
+                status,
+                did,
+            }
+        })
+        .collect();
+    Pass {
+        dry_run,
+        listed: notes.listed,
+        critical,
+        stalled: beyond,
+        others,
     }
+}
 
-    /// `--once --verbose`: every listed session that is not
-    /// restart-critical, with its status: one more `list --all` and one
-    /// `-p P list` per profile holding one (`list --all` prints no status).
-    pub(super) fn other_sessions(&self) -> Vec<Other> {
-        let mut others: Vec<Other> = Vec::new();
-        let fleet = &self.fleet;
-        let listed = self.ctx.deck.list_all(&mut |row| {
-            let s = row.session();
-            if fleet.critical_reason(&s).is_none() {
-                others.push(Other {
-                    title: s.title,
-                    id: s.id,
-                    profile: s.profile,
-                    status: None,
-                });
-            }
-        });
-        if let Err(e) = listed {
-            log::warn!(
-                "cannot list the other sessions ({e}); the summary names only the critical ones"
-            );
-        }
-        let profiles: BTreeSet<String> = others.iter().map(|o| o.profile.clone()).collect();
-        for profile in profiles {
-            let mut status = BTreeMap::new();
-            let read = self.ctx.deck.list_profile(&profile, &mut |row| {
-                status.insert(row.id.to_string(), row.status);
+/// Prints `pass` on stdout, as JSON with `--json`.
+pub(super) fn print(pass: &Pass, json: bool) -> error::Result<()> {
+    let out = if json { self::json(pass) } else { text(pass) };
+    crate::sys::fs::print_stdout(&out)
+        .map_err(|e| Error::runtime(format!("cannot write the pass summary to stdout: {e}")))
+}
+
+/// `--once --verbose`: every listed session that is not restart-critical,
+/// with its status: one more `list --all` and one `-p P list` per profile
+/// holding one (`list --all` prints no status).
+pub(super) fn others(deck: &dyn AgentDeck, fleet: &Fleet) -> Vec<Other> {
+    let mut others: Vec<Other> = Vec::new();
+    let listed = deck.list_all(&mut |row| {
+        let s = row.session();
+        if fleet.critical_reason(&s).is_none() {
+            others.push(Other {
+                title: s.title,
+                id: s.id,
+                profile: s.profile,
+                status: None,
             });
-            if let Err(e) = read {
-                log::warn!("statuses of profile '{profile}' are unreadable ({e}); its other sessions show as unread");
-            }
-            for o in others.iter_mut().filter(|o| o.profile == profile) {
-                o.status = status.get(&o.id).copied().flatten();
-            }
         }
-        others
+    });
+    if let Err(e) = listed {
+        log::warn!(
+            "cannot list the other sessions ({e}); the summary names only the critical ones"
+        );
     }
+    let profiles: BTreeSet<String> = others.iter().map(|o| o.profile.clone()).collect();
+    for profile in profiles {
+        let mut status = BTreeMap::new();
+        let read = deck.list_profile(&profile, &mut |row| {
+            status.insert(row.id.to_string(), row.status);
+        });
+        if let Err(e) = read {
+            log::warn!("statuses of profile '{profile}' are unreadable ({e}); its other sessions show as unread");
+        }
+        for o in others.iter_mut().filter(|o| o.profile == profile) {
+            o.status = status.get(&o.id).copied().flatten();
+        }
+    }
+    others
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub(crate) mod memory;
 pub(crate) mod notes;
 pub(crate) mod outcomes;
 pub(crate) mod patrol_rules;
+pub(crate) mod plan;
 pub(crate) mod prune;
 pub(crate) mod refusal;
 pub(crate) mod reset_time;

@@ -6,7 +6,8 @@
 //! restart queue, the `--once` summary and the metrics all read it.
 //!
 //! A new kind of verdict is one [`Verdict`] variant, one arm in
-//! [`decide`] and one in the daemon's executor.
+//! [`decide`] and one in the daemon's executor; [`crate::decide::plan`]
+//! puts the verdicts in a tick's plan.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -101,7 +102,7 @@ pub(crate) struct BackedOff {
 /// What the daemon remembers of each session's error episode, beside the
 /// book: the hold it was last recorded with, and which sessions showed no
 /// evidence that they ever ran (their `session show` is not repeated).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Episodes {
     held: BTreeMap<String, Hold>,
     never_started: BTreeSet<String>,
@@ -190,6 +191,22 @@ pub(crate) fn judge(
         }
         Ran::Unknown => Errored::Undecided,
     }
+}
+
+/// Whether [`judge`] reads the probe's `session show` for `l`: neither the
+/// book, the hook file (`hook_file`) nor this episode has said whether it
+/// ran, and nothing else decides first.
+pub(crate) fn needs_show(
+    known: Known,
+    ep: &Episodes,
+    s: &Session,
+    l: &Live,
+    hook_file: bool,
+) -> bool {
+    let decided = known.stopped_before
+        || l.usage_limited()
+        || l.substate() == Some(Substate::ModelUnavailable);
+    !(decided || known.ran || hook_file || ep.never_started.contains(&s.id))
 }
 
 /// One look at a critical session: its status as read (`None`: unread)

@@ -1,196 +1,277 @@
-//! The safety-poll pass: one `list --all`, one `list` per profile that holds a
-//! critical session, whether each critical session in error ever ran (and
-//! whether a stale hook from before its restart, a stop seen before it, or
-//! its plan's usage limit is all that says `error`), the cascade check, the
-//! gates for each that died, the stalls, the patrols, the task follow-up,
-//! then metrics and the systemd status line. 1 + P CLI calls when the fleet
-//! is healthy (with `RESUME_SCOPE=all`, P counts every profile holding a
-//! Claude session).
+//! The last part of a tick: its [`Plan`] carried out, in the plan's order.
+//! The verdicts: records (a hold once per episode, a usage limit backed
+//! off), alerts (a spent budget, an opened circuit breaker, a cascade) and
+//! the restarts the gates cleared, queued on the [`crate::act::job_worker`];
+//! the stalls: each transition persisted once by [`apply::stall`], a resume
+//! queued on the same worker. Then the sessions agent-deck no longer lists
+//! leave the state, the patrols and the task follow-up run, and the tick
+//! reports: `metrics.prom`, `daemon-status.json`, the systemd status line
+//! and, for `--once`, its notes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::time::Instant;
 
-use crate::act::job::Proven;
+use crate::act::apply;
+use crate::act::job::{Job, Proven};
 use crate::act::snapshot::Snapshot;
 use crate::daemon::Daemon;
-use crate::decide::cascade::{self, CascadeNews};
-use crate::decide::outcomes::Severity;
-use crate::decide::restart::Outcome;
-use crate::decide::verdict::{Decided, Errored};
+use crate::decide::cascade::CascadeNews;
+use crate::decide::gates::Hold;
+use crate::decide::outcomes::{RestartAction, Severity};
+use crate::decide::plan::{self, Act, Answer, Observation, Plan, Read, StallStep};
+use crate::decide::restart::JobKind;
+use crate::decide::stale_hook;
+use crate::decide::verdict::{BackedOff, Decided, Settled, Verdict};
 use crate::decide::{prune, vanish};
-use crate::fleet::cache::Fleet;
 use crate::fleet::panes::Proof;
-use crate::fleet::session::{Live, Session, Status};
+use crate::fleet::session::{Live, Session};
+use crate::records::audit::Detail;
 use crate::records::metrics::DaemonStatus;
 use crate::sys::clock::local_timestamp;
-use crate::triggers::pane_share::PaneMap;
-
-/// What the outage of the session list is told as.
-pub(super) const LIST: &str = "session list";
-
-/// What the live lists of one tick said.
-#[derive(Default)]
-struct LiveView {
-    /// By id: the sessions kept whole, and the waiting children.
-    live: BTreeMap<String, Live>,
-    /// Profiles whose list could not be read.
-    unreadable: BTreeSet<String>,
-    /// The waiting children the cache does not keep whole, from their row
-    /// or, in an unreadable profile, as the waiting patrol is timing them.
-    children: Vec<Session>,
-    /// Every tmux session name a row carried, for the pane watch.
-    tmux_names: BTreeSet<String>,
-}
 
 impl Daemon {
-    /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
+    /// One safety-poll pass: observe, plan, apply.
     pub(crate) fn tick(&mut self) {
-        let started = std::time::Instant::now();
-        self.take_endings();
-        self.memory.hook_pacing.last_tick = Some(self.ctx.clock.now());
-        self.fleet.reload_markers();
-        self.sd_notify.alive();
-        let refreshed = self.refresh_fleet();
-        let failed = refreshed.as_ref().err().map(|e| {
-            let n = self.fleet.len();
-            format!(
-                "session list is unreadable ({e}); keeping the last known fleet of {n} sessions"
-            )
-        });
-        self.tell_outage(LIST, failed);
-        let critical = self.fleet.critical();
-        if refreshed.is_ok() || self.fleet.listed_once() {
-            self.name_the_watched(&critical);
+        let started = Instant::now();
+        let obs = self.observe();
+        let now = self.ctx.clock.now();
+        let mut st = self.ctx.state.lock();
+        let plan = plan::plan(&obs, &mut self.memory, &mut st, &self.ctx.limits, now);
+        drop(st);
+        self.apply(obs, plan, started);
+    }
+
+    /// Carries out `plan`, made from `obs`.
+    fn apply(&mut self, obs: Observation, plan: Plan, started: Instant) {
+        for act in &plan.acts {
+            match act {
+                Act::Judged {
+                    id,
+                    show_failed,
+                    undecided,
+                } => {
+                    if let Some(e) = show_failed {
+                        log::warn!("status of {id} is unreadable: {e}");
+                    }
+                    if *undecided {
+                        log::info!(
+                            "{id} is in error; whether it ever ran is decided on the next tick"
+                        );
+                    }
+                }
+                Act::Cascade { news, died } => self.tell_cascade(*news, *died),
+                Act::Verdict {
+                    session,
+                    decided,
+                    agent_gone,
+                } => {
+                    let proven = agent_gone.then(|| Proven {
+                        proof: Proof::AgentGone,
+                        shown: obs.view.live[&session.id].clone(),
+                    });
+                    self.carry_out(session, decided, proven);
+                }
+                Act::Stall {
+                    session,
+                    read,
+                    step,
+                } => self.stall(&obs, session, *read, step.as_ref()),
+            }
         }
-        // With RESUME_SCOPE=all, the other Claude sessions, for the stall pass.
-        let beyond = self.fleet.beyond_critical();
-        let mut profiles = Fleet::profiles(&critical);
-        profiles.extend(Fleet::profiles(&beyond));
-        profiles.extend(self.fleet.child_profiles().cloned());
-        let view = self.read_live(profiles);
-        self.hand_over_panes(&critical, &view);
-        let (live, unreadable, children) = (&view.live, &view.unreadable, &view.children);
-        self.forget_gone_unsaved(&critical);
-        let gone = self.agent_gone(&critical, live);
-        let live_of = |s: &Session| gone.get(&s.id).or(live.get(&s.id));
-        let errored: BTreeMap<&str, Errored> = critical
-            .iter()
-            .filter_map(|s| {
-                let l = live_of(s).filter(|l| l.status() == Status::Error)?;
-                Some((s.id.as_str(), self.judge_errored(s, l, false)))
-            })
-            .collect();
-        // A session that never ran, that a stale hook colours, or that sits
-        // at its usage limit did not die: it is no part of a cascade.
-        let died = errored.values().filter(|v| **v == Errored::Died).count();
-        // A partial view would undercount: cascade episodes are judged on full ticks only.
-        if unreadable.is_empty() {
-            self.watch_cascade(died);
-            self.memory.last_died = died;
-        }
-        let in_scope: Vec<Session> = critical.iter().chain(&beyond).cloned().collect();
-        let were_running = self.were_running(&in_scope);
-        let verdicts: Vec<Decided> = critical
-            .iter()
-            .map(|s| self.decide(s, live_of(s), errored.get(s.id.as_str()).copied()))
-            .collect();
-        for (s, d) in critical.iter().zip(&verdicts) {
-            let proven = gone.contains_key(&s.id).then(|| Proven {
-                proof: Proof::AgentGone,
-                shown: live[&s.id].clone(),
-            });
-            self.carry_out(s, d, proven);
-        }
-        self.look_for_stalls(&in_scope, live, &were_running);
-        self.memory.running_beyond = (beyond.iter())
-            .filter(|s| {
-                live.get(&s.id)
-                    .is_some_and(|l| l.status() == Status::Running)
-            })
-            .map(|s| s.id.clone())
-            .collect();
-        if refreshed.is_ok() {
+        if obs.listed {
             self.forget_gone();
         }
         let now = self.ctx.clock.now();
         prune::prune_state(&mut self.ctx.state.lock(), &self.ctx.limits, now);
+        let (critical, view) = (&obs.critical, &obs.view);
         let snap = Snapshot {
-            sessions: self.fleet.all().chain(children).collect(),
-            critical: &critical,
-            live,
-            unreadable,
+            sessions: self.fleet.all().chain(&view.children).collect(),
+            critical,
+            live: &view.live,
+            unreadable: &view.unreadable,
         };
         self.workers
             .patrols
             .run(&snap, &self.workers.jobs, &mut || self.sd_notify.alive());
         self.workers.tasks.run();
-        self.name_interrupted(live);
-        let in_error = verdicts.iter().filter(|d| d.verdict.in_error()).count();
-        self.report(critical.len(), in_error, started.elapsed().as_secs_f64());
+        self.name_interrupted(&view.live);
+        let seconds = started.elapsed().as_secs_f64();
+        self.report(critical.len(), plan.in_error, seconds);
         if let Some(p) = &mut self.pass {
             p.listed = self.fleet.len();
-            let status = |s: &Session| live.get(&s.id).map(Live::status);
-            p.beyond = beyond.into_iter().map(|s| (status(&s), s)).collect();
-            p.critical = critical
-                .into_iter()
-                .zip(verdicts)
-                .map(|(s, d)| {
-                    let status = live.get(&s.id).map(Live::status);
-                    (s, status, d.verdict)
-                })
+            let status = |s: &Session| view.live.get(&s.id).map(Live::status);
+            p.beyond = (obs.beyond.iter())
+                .map(|s| (status(s), s.clone()))
+                .collect();
+            p.critical = (plan.verdicts())
+                .map(|(s, d)| (s.clone(), status(s), d.verdict.clone()))
                 .collect();
         }
     }
 
-    /// The critical sessions of an agent whose pane the watch found a bare
-    /// shell while agent-deck reads them at rest (1.14.0 reads such a pane
-    /// `waiting`): the agent is gone, so each is judged as in `error`, the
-    /// view returned (SPEC §14, `proof: agent_gone`).
-    fn agent_gone(
-        &self,
-        critical: &[Session],
-        live: &BTreeMap<String, Live>,
-    ) -> BTreeMap<String, Live> {
-        let bare = self.triggers.panes.bare();
-        let gone = critical
-            .iter()
-            .filter(|s| bare.contains(&s.id) && s.runs_an_agent());
-        gone.filter_map(|s| {
-            let l = live.get(&s.id)?;
-            matches!(l.status(), Status::Waiting | Status::Idle).then(|| {
-                log::debug!(
-                    "{} reads {} but its pane is a bare shell",
-                    s.id,
-                    l.status().as_str()
-                );
-                let dead = Live {
-                    status: Some(Status::Error),
-                    ..l.clone()
-                };
-                (s.id.clone(), dead)
-            })
-        })
-        .collect()
-    }
-
-    /// Ends the hold of each critical session whose restart's unsaved tmux
-    /// session the pane watch's last listing no longer shows.
-    fn forget_gone_unsaved(&self, critical: &[Session]) {
-        let Some(listed) = self.triggers.panes.listed() else {
-            return;
-        };
-        let mut st = self.ctx.state.lock();
-        for s in critical {
-            let Some(book) = st.sessions.get_mut(&s.id) else {
-                continue;
-            };
-            if let Some(name) = book.unsaved.take_if(|n| !listed.contains(n.as_str())) {
-                log::info!(
-                    "{} ({}): the unsaved tmux session {name} is gone; it may be restarted again",
-                    s.id,
-                    s.title
-                );
+    /// A stall's step, after what its read said when it failed.
+    fn stall(
+        &mut self,
+        obs: &Observation,
+        s: &Session,
+        read: Option<Read>,
+        step: Option<&StallStep>,
+    ) {
+        match read.and_then(|r| obs.answers.get(&(s.id.clone(), r))) {
+            Some(Answer::Reset { warnings, .. }) => warnings.iter().for_each(|w| log::warn!("{w}")),
+            Some(Answer::Pane(Err(e))) => log::debug!("pane of {} unreadable ({e})", s.id),
+            _ => {}
+        }
+        match step {
+            None => {}
+            Some(StallStep::Transition(t)) => apply::stall(&self.ctx, s, t.clone()),
+            Some(StallStep::Resume) => {
+                self.ctx.state.lock().in_flight.insert(s.id.clone());
+                log::info!("{} ({}) is due its resume; queueing it", s.id, s.title);
+                self.workers.jobs.submit(Job {
+                    session: s.clone(),
+                    slot: None,
+                    kind: JobKind::Resume,
+                    proven: None,
+                });
             }
         }
+    }
+
+    /// Carries out the verdict on `s`; `proven`: the pane watch proved its
+    /// death, which its restart job carries.
+    pub(super) fn carry_out(&mut self, s: &Session, d: &Decided, proven: Option<Proven>) {
+        if let Some(b) = &d.backed_off {
+            self.backed_off(s, b);
+        }
+        if let Some(t) = &d.settled {
+            self.settled(s, t);
+        }
+        match d.verdict {
+            Verdict::Healthy
+            | Verdict::Stopped
+            | Verdict::Other(_)
+            | Verdict::Unread
+            | Verdict::Undecided => {}
+            Verdict::Held { why, new } => self.held(s, why, new),
+            Verdict::BudgetSpent { new } => {
+                if new {
+                    self.record_hold(s, Hold::BudgetSpent);
+                }
+                let msg = format!(
+                    "Session {} ({}) keeps crashing — needs human attention",
+                    s.title, s.id
+                );
+                if self.ctx.alert(s, Severity::RateLimit, &msg) {
+                    log::warn!(
+                        "{} used its {} restarts in {:.0}s; no more restarts until the window moves",
+                        s.id,
+                        self.ctx.limits.rate_max,
+                        self.ctx.limits.rate_window
+                    );
+                }
+            }
+            Verdict::Restart { slot } => {
+                // Saved before the restart can run, so a crash right after still counts it.
+                self.ctx.store.save(&self.ctx.state);
+                let gone = proven.as_ref().is_some_and(|p| p.proof == Proof::AgentGone);
+                let why = if gone {
+                    "has lost its agent"
+                } else {
+                    "is in error"
+                };
+                log::info!("{} ({}) {why}; queueing a restart", s.id, s.title);
+                self.workers.jobs.submit(Job {
+                    session: s.clone(),
+                    slot: Some(slot),
+                    kind: JobKind::Revive,
+                    proven,
+                });
+            }
+        }
+    }
+
+    /// A critical session in error not restarted now for `why`; `new`: the
+    /// hold starts, and is recorded.
+    fn held(&mut self, s: &Session, why: Hold, new: bool) {
+        let said = match why {
+            Hold::NeverStarted => format!(
+                "{} ({}) is in error but shows no sign it was ever started; not restarting it (it is watched like any other once it runs)",
+                s.id, s.title
+            ),
+            Hold::StaleDeadHook => format!(
+                "{} ({}) reads error only because of its dead hook from before the restart; not restarting it again for that hook (a newer hook, or one over {:.0}s old, is looked at as usual)",
+                s.id,
+                s.title,
+                stale_hook::HOOK_FRESH_S
+            ),
+            Hold::ModelUnavailable => format!(
+                "{} ({}) is in error because its model is unavailable; a restart would boot into the same model, so it is not restarted (a stall, resumed after MODEL_UNAVAILABLE_BACKOFF_S)",
+                s.id, s.title
+            ),
+            Hold::UnsavedAgent => format!(
+                "{} ({}) reads error, but the agent its last restart spawned runs unsaved in tmux; not restarting it while that runs, so as not to run two",
+                s.id, s.title
+            ),
+            Hold::StoppedBefore => format!(
+                "{} ({}) reads error after it was seen stopped, which agent-deck before 1.16.23 can report for a deliberate stop (#2453); not restarting it until it is seen running again",
+                s.id, s.title
+            ),
+            _ => {
+                log::debug!("{} is in error but not restarted now: {why}", s.id);
+                if new {
+                    self.record_hold(s, why);
+                }
+                return;
+            }
+        };
+        if new {
+            self.record_hold(s, why);
+            log::info!("{said}");
+        }
+    }
+
+    /// A restart whose status was unreadable after it, settled by this
+    /// look: `restarted`, with its continuity message, or `restart-failed`.
+    fn settled(&self, s: &Session, t: &Settled) {
+        let Some(n) = t.failures else {
+            return apply::restarted(&self.ctx, s, t.status, self.workers.jobs.continuity());
+        };
+        let why = format!("{}; status error when next read", t.why);
+        apply::failed(&self.ctx, s, n, &why, None);
+    }
+
+    /// One `restart.log` line when a session starts being held.
+    fn record_hold(&self, s: &Session, why: Hold) {
+        apply::record(&self.ctx, s, RestartAction::Skipped, Some(why.to_string()));
+    }
+
+    /// A critical session in `error` at a usage limit first seen in this
+    /// episode: recorded `rate-limited`, with one alert if that opened the
+    /// circuit breaker; the gates hold it (`backoff_429`) until the backoff
+    /// is over.
+    fn backed_off(&mut self, s: &Session, b: &BackedOff) {
+        if b.breaker_opened {
+            self.ctx.breaker_opened();
+        }
+        let retry = if b.detail.is_empty() {
+            "no retry time given"
+        } else {
+            &b.detail
+        };
+        log::warn!(
+            "{} ({}) is at its usage limit ({}); backing off {:.0}s, no restart before then",
+            s.id,
+            s.title,
+            crate::text::printable(retry, 80),
+            b.seconds
+        );
+        let reason = format!("usage-limit: {retry}");
+        let rec = self.ctx.record(s, RestartAction::RateLimited, Some(reason));
+        let backoff_s = b.seconds;
+        let detail = Detail::RateLimited { backoff_s };
+        apply::write(&self.ctx.records, &rec.with(detail));
+        self.ctx.store.save(&self.ctx.state);
     }
 
     /// Names each restart a stopped watchdog left with no outcome, and what
@@ -204,134 +285,6 @@ impl Daemon {
                 title.unwrap_or_default(),
                 local_timestamp(at)
             );
-        }
-    }
-
-    /// Logs which sessions are restart-critical, when the fleet is first
-    /// listed and whenever that set changes.
-    fn name_the_watched(&mut self, critical: &[Session]) {
-        let now: BTreeMap<String, String> = critical
-            .iter()
-            .map(|s| (s.id.clone(), s.title.clone()))
-            .collect();
-        if let Some(line) = super::watching::change_line(self.memory.watching.as_ref(), &now) {
-            log::info!("{line}");
-        }
-        self.memory.watching = Some(now);
-    }
-
-    /// One `-p P list` per profile: the live state of the sessions the cache
-    /// keeps whole, and the children it does not that are waiting (whole,
-    /// from their row), for the waiting patrol. The other rows are read and
-    /// dropped.
-    fn read_live(&mut self, profiles: BTreeSet<String>) -> LiveView {
-        let mut view = LiveView::default();
-        for profile in profiles {
-            // A hung call may take SUBPROCESS_TIMEOUT_S; keep systemd's watchdog fed between calls.
-            self.sd_notify.alive();
-            let fleet = &self.fleet;
-            let mut live = BTreeMap::new();
-            let mut children = Vec::new();
-            let names = &mut view.tmux_names;
-            let read = self.ctx.deck.list_profile(&profile, &mut |row| {
-                if let Some(name) = row.tmux_session() {
-                    names.insert(name.to_owned());
-                }
-                if fleet.get(&row.id).is_some() {
-                    live.insert(row.id.to_string(), row.live());
-                } else if row.status == Some(Status::Waiting)
-                    && fleet.child_profile(&row.id).is_some()
-                {
-                    live.insert(row.id.to_string(), row.live());
-                    children.push(Session {
-                        profile: profile.clone(),
-                        ..row.session()
-                    });
-                }
-            });
-            let what = format!("statuses of profile '{profile}'");
-            match read {
-                Ok(()) => {
-                    view.live.extend(live);
-                    view.children.extend(children);
-                    self.tell_outage(&what, None);
-                }
-                Err(e) => {
-                    let line = format!(
-                        "{what} are unreadable ({e}); its sessions count as unknown while they are"
-                    );
-                    self.tell_outage(&what, Some(line));
-                    view.children.extend(self.children_held(&profile));
-                    view.unreadable.insert(profile);
-                }
-            }
-        }
-        view
-    }
-
-    /// Hands the pane watch each critical session's tmux name, as its row
-    /// gave it; a session of a profile whose list was unreadable keeps the
-    /// name handed over before. A stopped session has no pane to watch: it
-    /// is left out, and its name is not "known", so that the watch asks
-    /// for a look once its pane is back.
-    fn hand_over_panes(&mut self, critical: &[Session], view: &LiveView) {
-        let before = std::mem::take(&mut self.memory.tmux_names);
-        let mut known = view.tmux_names.clone();
-        for s in critical {
-            let name = match view.live.get(&s.id) {
-                Some(l) if l.status() == Status::Stopped => {
-                    if let Some(n) = &l.tmux_session {
-                        known.remove(n);
-                    }
-                    None
-                }
-                Some(l) => l.tmux_session.clone(),
-                None if view.unreadable.contains(&s.profile) => before.get(&s.id).cloned(),
-                None => None,
-            };
-            if let Some(name) = name {
-                self.memory.tmux_names.insert(s.id.clone(), name);
-            }
-        }
-        known.extend(self.memory.tmux_names.values().cloned());
-        self.triggers.panes.hand_over(PaneMap {
-            critical: self.memory.tmux_names.clone(),
-            known,
-        });
-    }
-
-    /// The children the waiting patrol is timing in `profile`, whose list
-    /// was unreadable this tick, so that they count as unknown, not as "no
-    /// longer waiting". The cache keeps only their id and profile (and that
-    /// they have a parent), which is all the patrol looks at for them.
-    fn children_held(&self, profile: &str) -> Vec<Session> {
-        let st = self.ctx.state.lock();
-        let held = st.waiting.keys();
-        held.filter(|id| self.fleet.child_profile(id) == Some(profile))
-            .map(|id| Session {
-                id: id.clone(),
-                profile: profile.to_owned(),
-                parent_session_id: Some(String::new()),
-                ..Session::default()
-            })
-            .collect()
-    }
-
-    /// The endings of the restart worker's jobs since the last tick: the
-    /// tmux session a restart brought a session back in is its name from
-    /// now on (the main loop owns the names it hands the pane watch), and
-    /// a `--once` pass keeps them for its summary.
-    fn take_endings(&mut self) {
-        for (id, outcome) in self.workers.jobs.ended() {
-            if let Outcome::Restarted {
-                tmux: Some(name), ..
-            } = &outcome
-            {
-                self.memory.tmux_names.insert(id.clone(), name.clone());
-            }
-            if let Some(pass) = self.pass.as_mut() {
-                pass.ended.insert(id, outcome);
-            }
         }
     }
 
@@ -396,10 +349,8 @@ impl Daemon {
 
     /// Settle-and-revive: many critical sessions in error at once hold every
     /// restart for the settle time, with one alert per episode.
-    fn watch_cascade(&self, errored: usize) {
+    fn tell_cascade(&self, news: CascadeNews, errored: usize) {
         let ctx = &self.ctx;
-        let now = ctx.clock.now();
-        let news = cascade::observe_cascade(&mut ctx.state.lock(), &ctx.limits, errored, now);
         let wait = ctx.limits.cascade_wait;
         let msg = match news {
             CascadeNews::Detected => format!(
@@ -421,10 +372,13 @@ impl Daemon {
 pub(super) mod tests {
     use std::sync::Arc;
 
+    use std::collections::BTreeSet;
+
     use super::*;
     use crate::act::context::tests::{actions, config, severities, NOW};
     use crate::daemon::RunFlags;
     use crate::fleet::fake::{live, FakeDeck, Script};
+    use crate::fleet::session::Status;
     use crate::sys::clock::FakeClock;
     use crate::sys::shutdown::Shutdown;
 

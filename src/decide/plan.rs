@@ -1,0 +1,869 @@
+//! The plan of one tick, pure: from what the daemon observed of the fleet
+//! (an [`Observation`]), the fleet memory, the restart book and `now`, what
+//! it does, as an ordered list of [`Act`]s: each critical session in error
+//! judged, the cascade check, one [`Decided`] verdict per critical session,
+//! then each stall's step. The daemon's executor carries the acts out in
+//! the order given (records, alerts, the jobs submitted, the stalls'
+//! transitions persisted); nothing here calls the CLI or writes a file.
+//!
+//! Some reads depend on the first look: whether a session in error ever ran
+//! (`session show`), when a usage limit resets, whether a turn ended on an
+//! API error banner. [`reads`] says which a tick needs, as [`Read`] values;
+//! the daemon makes them (the second round of its observation) and the plan
+//! reads the [`Answer`]s. A new stall kind with its own evidence is one
+//! more [`Read`] and one more [`StallCase`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::decide::banner::{self, ApiError};
+use crate::decide::book::State;
+use crate::decide::cascade::{self, CascadeNews};
+use crate::decide::gates::Limits;
+use crate::decide::liveness::Probe;
+use crate::decide::memory::FleetMemory;
+use crate::decide::outcomes::RestartAction;
+use crate::decide::reset_time::ResetFrom;
+use crate::decide::stale_hook::is_stale_dead_hook;
+use crate::decide::stall::{self, Seen, Stall, StallKind, Step, Transition};
+use crate::decide::stop;
+use crate::decide::verdict::{self, Decided, Episodes, Errored, Known, Look};
+use crate::fleet::session::{Live, Session, Status};
+use crate::fleet::version::Version;
+use crate::triggers::hook_file::Hook;
+
+/// What the live lists of one tick said.
+#[derive(Debug, Default)]
+pub(crate) struct LiveView {
+    /// By id: the sessions kept whole, and the waiting children.
+    pub live: BTreeMap<String, Live>,
+    /// Profiles whose list could not be read.
+    pub unreadable: BTreeSet<String>,
+    /// The waiting children the cache does not keep whole, from their row
+    /// or, in an unreadable profile, as the waiting patrol is timing them.
+    pub children: Vec<Session>,
+    /// Every tmux session name a row carried, for the pane watch.
+    pub tmux_names: BTreeSet<String>,
+}
+
+/// The hook file of a critical session in error: whether there is one,
+/// and, for a session the watchdog restarted, what it says.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct HookSeen {
+    pub exists: bool,
+    pub hook: Option<Hook>,
+}
+
+/// One more read a session needs once the first look is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Read {
+    /// `session show`: whether a critical session in error ever ran.
+    Show,
+    /// `usage --json`, then the last response when that names no reset:
+    /// when a usage limit resets.
+    Reset,
+    /// The pane: whether a turn ended on an API error banner.
+    Pane,
+}
+
+/// What a [`Read`] brought back; a failed read keeps its error, which the
+/// executor says where the tick used to.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Answer {
+    Show(Result<Live, String>),
+    /// The reset, and the warnings its reads gave.
+    Reset {
+        at: f64,
+        from: ResetFrom,
+        warnings: Vec<String>,
+    },
+    Pane(Result<String, String>),
+}
+
+/// What one tick saw.
+#[derive(Debug, Default)]
+pub(crate) struct Observation {
+    /// `list --all` was read (else the cache is the last known fleet).
+    pub listed: bool,
+    pub critical: Vec<Session>,
+    /// With `RESUME_SCOPE=all`, the other Claude sessions.
+    pub beyond: Vec<Session>,
+    /// Whether stalls are looked for (`RESUME_SCOPE` is not `off`).
+    pub stalls: bool,
+    pub view: LiveView,
+    /// The critical sessions whose pane the watch found a bare shell while
+    /// agent-deck reads them at rest: as read, but in `error`.
+    pub gone: BTreeMap<String, Live>,
+    /// agent-deck's release, as last read.
+    pub release: Option<Version>,
+    /// The hook file of each critical session in error, by id.
+    pub hooks: BTreeMap<String, HookSeen>,
+    /// The second round: what each [`Read`] of a session brought back.
+    pub answers: BTreeMap<(String, Read), Answer>,
+}
+
+impl Observation {
+    /// The status `s` is judged by: in `error` when its agent is gone.
+    pub(crate) fn live_of(&self, s: &Session) -> Option<&Live> {
+        self.gone.get(&s.id).or(self.view.live.get(&s.id))
+    }
+
+    /// The sessions whose stalls are looked for: the critical ones, then
+    /// the others in `RESUME_SCOPE`.
+    fn in_scope(&self) -> Vec<&Session> {
+        let all = self.critical.iter().chain(&self.beyond);
+        all.filter(|_| self.stalls).collect()
+    }
+
+    fn answer(&self, s: &Session, read: Read) -> Option<&Answer> {
+        self.answers.get(&(s.id.clone(), read))
+    }
+
+    /// The critical sessions in error, each with what it reads.
+    pub(crate) fn errored(&self) -> impl Iterator<Item = (&Session, &Live)> {
+        self.critical.iter().filter_map(|s| {
+            let l = self.live_of(s).filter(|l| l.status() == Status::Error)?;
+            Some((s, l))
+        })
+    }
+}
+
+/// What the tick does, in this order; the variants' order is the plan's:
+/// every restart is queued (a [`Act::Verdict`]) before any resume (a
+/// [`Act::Stall`]), so a revive never waits behind a resume of the same
+/// tick on the worker.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Act {
+    /// A critical session in error judged: its show could not be read
+    /// (`show_failed`), or whether it ever ran is left to the next tick.
+    Judged {
+        id: String,
+        show_failed: Option<String>,
+        undecided: bool,
+    },
+    /// The cascade check, on a full view, and the critical sessions that
+    /// died.
+    Cascade { news: CascadeNews, died: usize },
+    /// The verdict on a critical session; `agent_gone`: the pane watch
+    /// proved its death.
+    Verdict {
+        session: Session,
+        decided: Decided,
+        agent_gone: bool,
+    },
+    /// A stall's step, after the read it took.
+    Stall {
+        session: Session,
+        read: Option<Read>,
+        step: Option<StallStep>,
+    },
+}
+
+impl Act {
+    /// Where an act goes in the plan: the variants' order.
+    fn rank(&self) -> u8 {
+        match self {
+            Act::Judged { .. } => 0,
+            Act::Cascade { .. } => 1,
+            Act::Verdict { .. } => 2,
+            Act::Stall { .. } => 3,
+        }
+    }
+}
+
+/// What a stall's look leads to.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum StallStep {
+    /// Persisted (and said) by the executor.
+    Transition(Transition),
+    /// Its resume goes to the worker.
+    Resume,
+}
+
+/// What a tick does.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    /// In the order they are carried out (see [`Act`]).
+    pub acts: Vec<Act>,
+    /// The critical sessions read in `error`, for the metrics.
+    pub in_error: usize,
+}
+
+impl Plan {
+    /// The verdicts, in the order of the critical sessions.
+    pub(crate) fn verdicts(&self) -> impl Iterator<Item = (&Session, &Decided)> {
+        self.acts.iter().filter_map(|a| match a {
+            Act::Verdict {
+                session, decided, ..
+            } => Some((session, decided)),
+            _ => None,
+        })
+    }
+}
+
+/// What a look at one session in scope says of its stall.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum StallCase {
+    /// A stall agent-deck's substate shows, not yet in the book.
+    Detect(StallKind),
+    /// A turn just ended: the pane tells whether on an API error banner.
+    TurnEnded,
+    /// A stall in the book, looking `seen`; `turn`: the fleet's pace lets
+    /// its resume go now.
+    Step {
+        stall: Stall,
+        seen: Seen,
+        turn: bool,
+    },
+    /// It shows neither the stall nor a new turn: forgotten.
+    Gone,
+}
+
+impl StallCase {
+    /// The read this case needs, given the step it leads to.
+    fn read(&self, now: f64, lim: &Limits) -> Option<Read> {
+        match self {
+            StallCase::Detect(StallKind::UsageLimit) => Some(Read::Reset),
+            StallCase::TurnEnded => Some(Read::Pane),
+            StallCase::Step { stall, seen, turn } => {
+                let step = stall.step(*seen, now, &lim.stall, *turn);
+                // A banner's stall at rest looks the same after a turn that
+                // came and went between two looks: the pane tells, when a
+                // step hinges on it.
+                let hinges = matches!(step, Step::Resume | Step::Failed { .. });
+                (hinges && !stall.kind.has_substate()).then_some(Read::Pane)
+            }
+            StallCase::Detect(_) | StallCase::Gone => None,
+        }
+    }
+}
+
+/// The sessions of `in_scope` last seen `running` (a critical one's book,
+/// read before the tick notes its new status), so a turn's end shows.
+fn were_running(st: &State, mem: &FleetMemory, obs: &Observation) -> BTreeSet<String> {
+    let running = |s: &&Session| {
+        let book = st.sessions.get(&s.id);
+        book.and_then(|b| b.last_status.as_deref()) == Some("running")
+            || mem.running_beyond.contains(&s.id)
+    };
+    let in_scope = obs.in_scope();
+    in_scope
+        .into_iter()
+        .filter(running)
+        .map(|s| s.id.clone())
+        .collect()
+}
+
+/// Each session in scope whose stall has a case, in the order of the
+/// sessions, then the stalls due a resume (SPEC §14: one at a time across
+/// the fleet, at its pace, critical sessions first, then the longest due).
+fn stall_cases<'a>(
+    obs: &'a Observation,
+    st: &State,
+    lim: &Limits,
+    now: f64,
+    ended: &BTreeSet<String>,
+) -> Vec<(&'a Session, StallCase)> {
+    let mut cases = Vec::new();
+    let mut due = Vec::new();
+    for s in obs.in_scope() {
+        let stall = st.sessions.get(&s.id).and_then(|b| b.stall.clone());
+        let in_flight = st.in_flight.contains(&s.id);
+        let Some(l) = obs.view.live.get(&s.id).filter(|_| !in_flight) else {
+            continue;
+        };
+        let kind = stall.as_ref().map(|x| x.kind);
+        let case = match (stall, Seen::of(l, kind)) {
+            (None, Some(Seen::Stalled)) => StallKind::of(l).map(StallCase::Detect),
+            (None, None) if ended.contains(&s.id) && at_rest(l) && claude(l) => {
+                Some(StallCase::TurnEnded)
+            }
+            (None, _) => None,
+            (Some(stall), Some(Seen::Stalled)) if stall.sent_at.is_none() => {
+                due.push((s, stall));
+                None
+            }
+            (Some(stall), Some(seen)) => Some(StallCase::Step {
+                stall,
+                seen,
+                turn: false,
+            }),
+            (Some(_), None) => Some(StallCase::Gone),
+        };
+        cases.extend(case.map(|c| (s, c)));
+    }
+    let critical = |s: &Session| obs.critical.iter().any(|c| c.id == s.id);
+    let due_now = due.iter().map(|(s, x)| (s.id.as_str(), x, critical(s)));
+    let first = stall::first_due(due_now, now).map(str::to_owned);
+    let paced = st.resumes.allows(now, &lim.stall);
+    for (s, stall) in due {
+        let turn = paced && first.as_deref() == Some(s.id.as_str());
+        let seen = Seen::Stalled;
+        cases.push((s, StallCase::Step { stall, seen, turn }));
+    }
+    cases
+}
+
+/// Idle or waiting: at the prompt.
+fn at_rest(l: &Live) -> bool {
+    matches!(l.status(), Status::Idle | Status::Waiting)
+}
+
+/// A Claude session (or one whose tool the row does not print): the
+/// banner forms are Claude's.
+fn claude(l: &Live) -> bool {
+    l.tool.as_deref().is_none_or(|t| t == "claude")
+}
+
+/// The second round of a tick's observation: the [`Read`]s still to make,
+/// in the order the tick makes them. First the `session show`s that judge
+/// the critical sessions in error; once those are in, the stalls' reads,
+/// found by deciding the verdicts on a copy of the book (a restart they
+/// reserve takes its session out of the stall pass). Empty when every
+/// read is in.
+pub(crate) fn reads(
+    obs: &Observation,
+    mem: &FleetMemory,
+    st: &State,
+    lim: &Limits,
+    now: f64,
+) -> Vec<(Session, Read)> {
+    let unread = |s: &Session, r: Read| obs.answer(s, r).is_none();
+    let mut shows = Vec::new();
+    for (s, l) in obs.errored() {
+        let known = Known::of(st, &s.id, obs.release);
+        let hook = obs.hooks.get(&s.id).is_some_and(|h| h.exists);
+        if verdict::needs_show(known, &mem.episodes, s, l, hook) && unread(s, Read::Show) {
+            shows.push((s.clone(), Read::Show));
+        }
+    }
+    if !shows.is_empty() {
+        return shows;
+    }
+    let (mut st, mut episodes) = (st.clone(), mem.episodes.clone());
+    let ended = were_running(&st, mem, obs);
+    verdicts(obs, &mut episodes, &mut st, lim, now);
+    let mut out = Vec::new();
+    for (s, case) in stall_cases(obs, &st, lim, now, &ended) {
+        let read = case.read(now, lim).filter(|r| unread(s, *r));
+        out.extend(read.map(|r| (s.clone(), r)));
+    }
+    out
+}
+
+/// The evidence a [`verdict::judge`] reads, as observed: the show (if it
+/// was read) and whether a hook file exists.
+struct Observed<'a> {
+    show: Option<&'a Result<Live, String>>,
+    hook_file: bool,
+    now: f64,
+}
+
+impl Probe for Observed<'_> {
+    fn read(&self) -> Option<Live> {
+        self.show.and_then(|r| r.as_ref().ok()).cloned()
+    }
+    fn hook_file(&self) -> bool {
+        self.hook_file
+    }
+    fn pane(&self) -> Option<String> {
+        None
+    }
+    fn wait(&self, _: std::time::Duration) -> bool {
+        true
+    }
+    fn now(&self) -> f64 {
+        self.now
+    }
+}
+
+/// What critical session `s`, read in `error` as `l`, is ([`verdict::judge`]
+/// over its hook file and, when read, its `show`, which is noted as any
+/// status read is).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn judge(
+    st: &mut State,
+    ep: &mut Episodes,
+    release: Option<Version>,
+    s: &Session,
+    l: &Live,
+    hook: &HookSeen,
+    show: Option<&Result<Live, String>>,
+    now: f64,
+) -> Errored {
+    let known = Known::of(st, &s.id, release);
+    let probe = Observed {
+        show,
+        hook_file: hook.exists,
+        now,
+    };
+    let stale = |at| (hook.hook.as_ref()).is_some_and(|h| is_stale_dead_hook(h, at, now));
+    let errored = verdict::judge(known, ep, s, l, &probe, &stale);
+    if let Some(Ok(shown)) = show {
+        stop::note_seen(st, &s.id, shown.status());
+    }
+    errored
+}
+
+/// The verdict on `s`, read as `live` and, in error, judged `errored`.
+pub(crate) fn decide(
+    st: &mut State,
+    ep: &mut Episodes,
+    lim: &Limits,
+    now: f64,
+    session: &Session,
+    live: Option<&Live>,
+    errored: Option<Errored>,
+) -> Decided {
+    let look = Look {
+        session,
+        live,
+        errored,
+    };
+    verdict::decide(st, lim, now, &jiff::tz::TimeZone::system, ep, look)
+}
+
+/// The plan of one tick over `obs`: notes the book and the memory as the
+/// decisions go (a status seen, a slot reserved, a cascade, an episode).
+pub(crate) fn plan(
+    obs: &Observation,
+    mem: &mut FleetMemory,
+    st: &mut State,
+    lim: &Limits,
+    now: f64,
+) -> Plan {
+    let ended = were_running(st, mem, obs);
+    let (mut acts, died) = verdicts(obs, &mut mem.episodes, st, lim, now);
+    mem.last_died = died.unwrap_or(mem.last_died);
+    for (s, case) in stall_cases(obs, st, lim, now, &ended) {
+        let read = case.read(now, lim);
+        let step = stall_step(obs, lim, now, s, case);
+        acts.push(Act::Stall {
+            session: s.clone(),
+            read,
+            step,
+        });
+    }
+    mem.running_beyond = (obs.beyond.iter())
+        .filter(|s| obs.view.live.get(&s.id).map(Live::status) == Some(Status::Running))
+        .map(|s| s.id.clone())
+        .collect();
+    acts.sort_by_key(Act::rank);
+    let in_error = (acts.iter())
+        .filter(|a| matches!(a, Act::Verdict { decided, .. } if decided.verdict.in_error()))
+        .count();
+    Plan { acts, in_error }
+}
+
+/// The first half of a plan: each critical session in error judged, the
+/// cascade check (and the deaths it counted, on a full view only), and
+/// each critical session's verdict.
+fn verdicts(
+    obs: &Observation,
+    ep: &mut Episodes,
+    st: &mut State,
+    lim: &Limits,
+    now: f64,
+) -> (Vec<Act>, Option<usize>) {
+    let mut acts = Vec::new();
+    let mut errored = BTreeMap::new();
+    for (s, l) in obs.errored() {
+        let hook = obs.hooks.get(&s.id).cloned().unwrap_or_default();
+        let show = match obs.answer(s, Read::Show) {
+            Some(Answer::Show(r)) => Some(r),
+            _ => None,
+        };
+        let e = judge(st, ep, obs.release, s, l, &hook, show, now);
+        acts.push(Act::Judged {
+            id: s.id.clone(),
+            show_failed: show.and_then(|r| r.as_ref().err()).cloned(),
+            undecided: e == Errored::Undecided,
+        });
+        errored.insert(s.id.clone(), e);
+    }
+    // A session that never ran, that a stale hook colours, or that sits
+    // at its usage limit did not die: it is no part of a cascade.
+    let died = errored.values().filter(|v| **v == Errored::Died).count();
+    // A partial view would undercount: cascade episodes are judged on full ticks only.
+    let full = obs.view.unreadable.is_empty();
+    if full {
+        let news = cascade::observe_cascade(st, lim, died, now);
+        acts.push(Act::Cascade { news, died });
+    }
+    for s in &obs.critical {
+        let e = errored.get(&s.id).copied();
+        let decided = decide(st, ep, lim, now, s, obs.live_of(s), e);
+        let agent_gone = obs.gone.contains_key(&s.id);
+        acts.push(Act::Verdict {
+            session: s.clone(),
+            decided,
+            agent_gone,
+        });
+    }
+    (acts, full.then_some(died))
+}
+
+/// The step a stall `case` of `s` takes; `None` when there is nothing to
+/// do now, or a read it needs is missing (the worker changed the book
+/// between the reads and the plan: the next tick looks again).
+fn stall_step(
+    obs: &Observation,
+    lim: &Limits,
+    now: f64,
+    s: &Session,
+    case: StallCase,
+) -> Option<StallStep> {
+    let banner = |obs: &Observation| match obs.answer(s, Read::Pane)? {
+        Answer::Pane(Ok(pane)) => Some(banner::ended_on(pane)),
+        _ => Some(None),
+    };
+    let detected = |kind, evidence: &str, resume_at, from: &str| {
+        StallStep::Transition(Transition::Detected(Stall {
+            kind,
+            evidence: evidence.into(),
+            since: now,
+            resume_at,
+            resume_from: from.into(),
+            attempts: 0,
+            sent_at: None,
+            unresolved: false,
+        }))
+    };
+    match case {
+        StallCase::Detect(StallKind::UsageLimit) => {
+            let Some(Answer::Reset { at, from, .. }) = obs.answer(s, Read::Reset) else {
+                return None;
+            };
+            let grace = if *from == ResetFrom::Probe {
+                0.0
+            } else {
+                lim.stall.grace
+            };
+            let kind = StallKind::UsageLimit;
+            Some(detected(kind, "substate", at + grace, from.as_str()))
+        }
+        StallCase::Detect(kind) => {
+            let at = now + lim.stall.model_backoff;
+            Some(detected(kind, "substate", at, "backoff"))
+        }
+        StallCase::TurnEnded => {
+            let kind = match banner(obs)?? {
+                ApiError::Overload => StallKind::ApiOverload,
+                ApiError::ConnectionLost => StallKind::ConnectionLost,
+            };
+            Some(detected(kind, "pane", now + lim.stall.dwell, "dwell"))
+        }
+        StallCase::Gone => Some(StallStep::Transition(Transition::Gone)),
+        StallCase::Step { stall, seen, turn } => {
+            let mut step = stall.step(seen, now, &lim.stall, turn);
+            let hinges = matches!(step, Step::Resume | Step::Failed { .. });
+            if hinges && !stall.kind.has_substate() && banner(obs)?.is_none() {
+                step = stall.step(Seen::Working, now, &lim.stall, turn);
+            }
+            let ended = match step {
+                Step::Wait => return None,
+                Step::Resume => return Some(StallStep::Resume),
+                Step::Verified => RestartAction::ResumeVerified,
+                Step::ResumedBySelf => RestartAction::ResumedByItself,
+                Step::Failed {
+                    next_at,
+                    unresolved,
+                } => {
+                    let mut next = stall.clone();
+                    next.failed(next_at, unresolved);
+                    let verify = lim.stall.verify;
+                    let why = format!("no new turn within {verify:.0}s of the resume");
+                    let failed = Transition::Failed {
+                        next,
+                        why,
+                        unresolved,
+                    };
+                    return Some(StallStep::Transition(failed));
+                }
+            };
+            Some(StallStep::Transition(Transition::Ended { stall, ended }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::gates::Hold;
+    use crate::decide::limits::tests::lim;
+    use crate::decide::stall::tests::LIM;
+    use crate::decide::verdict::Verdict;
+    use crate::fleet::fake::live;
+    use crate::sys::clock::{Clock, FakeClock};
+
+    const ID: &str = "3f9c2a1b-1755891234";
+    const NOW: f64 = 1_755_900_000.0;
+
+    fn sess() -> Session {
+        Session {
+            id: ID.into(),
+            title: "conductor-ops".into(),
+            profile: "default".into(),
+            ..Session::default()
+        }
+    }
+
+    fn at(status: Status, substate: &str) -> Live {
+        Live {
+            substate: (!substate.is_empty()).then(|| substate.into()),
+            ..live(status).unwrap()
+        }
+    }
+
+    /// One critical session read as `l` (`None`: its profile unreadable),
+    /// stalls looked for.
+    fn seen(l: Option<Live>) -> Observation {
+        let mut view = LiveView::default();
+        match l {
+            Some(l) => _ = view.live.insert(ID.into(), l),
+            None => _ = view.unreadable.insert("default".into()),
+        }
+        Observation {
+            listed: true,
+            critical: vec![sess()],
+            stalls: true,
+            view,
+            ..Observation::default()
+        }
+    }
+
+    fn answered(mut obs: Observation, read: Read, a: Answer) -> Observation {
+        obs.answers.insert((ID.into(), read), a);
+        obs
+    }
+
+    fn book(ran: bool, restarts: usize) -> State {
+        let mut st = State::default();
+        if ran {
+            st.ran.insert(ID.into());
+        }
+        st.book(ID).restarts = vec![NOW - 1.0; restarts];
+        st
+    }
+
+    fn verdict(plan: &Plan) -> Verdict {
+        plan.verdicts().next().unwrap().1.verdict.clone()
+    }
+
+    /// A case, what the tick saw, the book, and whether the verdict is right.
+    type Row = (&'static str, Observation, State, fn(&Verdict) -> bool);
+
+    #[test]
+    fn each_look_at_a_critical_session_gets_its_verdict() {
+        let shown = |l: Option<Live>| Answer::Show(l.ok_or_else(|| "exited 1".to_owned()));
+        let error = || seen(live(Status::Error));
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            ("healthy", seen(live(Status::Running)), book(true, 0), |v| *v == Verdict::Healthy),
+            ("stopped", seen(live(Status::Stopped)), book(true, 0), |v| *v == Verdict::Stopped),
+            ("other", seen(live(Status::Unknown)), book(true, 0),
+             |v| *v == Verdict::Other(Status::Unknown)),
+            ("unread", seen(None), book(true, 0), |v| *v == Verdict::Unread),
+            ("undecided", answered(error(), Read::Show, shown(None)), book(false, 0),
+             |v| *v == Verdict::Undecided),
+            ("never started", answered(error(), Read::Show, shown(live(Status::Error))),
+             book(false, 0), |v| *v == Verdict::Held { why: Hold::NeverStarted, new: true }),
+            ("model unavailable", seen(Some(at(Status::Error, "model-unavailable"))),
+             book(true, 0), |v| *v == Verdict::Held { why: Hold::ModelUnavailable, new: true }),
+            ("budget spent", error(), book(true, 3), |v| *v == Verdict::BudgetSpent { new: true }),
+            ("restart", error(), book(true, 0), |v| matches!(v, Verdict::Restart { .. })),
+        ];
+        for (case, obs, mut st, want) in table {
+            let mut mem = FleetMemory::default();
+            let plan = plan(&obs, &mut mem, &mut st, &lim(), NOW);
+            let v = verdict(&plan);
+            assert!(want(&v), "{case}: {v:?}");
+            assert_eq!(plan.in_error, usize::from(v.in_error()), "{case}");
+        }
+    }
+
+    #[test]
+    fn a_show_that_failed_is_said_and_leaves_the_question_to_the_next_tick() {
+        let obs = seen(live(Status::Error));
+        let (mem, st) = (FleetMemory::default(), book(false, 0));
+        assert_eq!(reads(&obs, &mem, &st, &lim(), NOW), [(sess(), Read::Show)]);
+        let obs = answered(obs, Read::Show, Answer::Show(Err("exited 1".into())));
+        assert!(reads(&obs, &mem, &st, &lim(), NOW).is_empty());
+        let (mut mem, mut st) = (mem, st);
+        let plan = plan(&obs, &mut mem, &mut st, &lim(), NOW);
+        let judged = Act::Judged {
+            id: ID.into(),
+            show_failed: Some("exited 1".into()),
+            undecided: true,
+        };
+        assert_eq!(plan.acts[0], judged);
+        assert!(matches!(plan.acts[1], Act::Cascade { died: 0, .. }));
+    }
+
+    #[test]
+    fn a_pane_watch_s_bare_shell_is_a_death_whose_restart_takes_it_out_of_the_stall_pass() {
+        let waiting = at(Status::Waiting, "");
+        let mut obs = seen(Some(waiting.clone()));
+        let dead = Live {
+            status: Some(Status::Error),
+            ..waiting
+        };
+        obs.gone.insert(ID.into(), dead);
+        obs.hooks.insert(ID.into(), HookSeen::default());
+        let (mut mem, mut st) = (FleetMemory::default(), book(true, 0));
+        // A turn that ended would have its pane read, but for the restart.
+        st.book(ID).last_status = Some("running".into());
+        assert!(reads(&obs, &mem, &st, &lim(), NOW).is_empty());
+        let plan = plan(&obs, &mut mem, &mut st, &lim(), NOW);
+        let Act::Verdict {
+            agent_gone,
+            decided,
+            ..
+        } = &plan.acts[2]
+        else {
+            panic!("{:?}", plan.acts);
+        };
+        assert!(*agent_gone && matches!(decided.verdict, Verdict::Restart { .. }));
+        assert_eq!(plan.acts.len(), 3, "no stall look: {:?}", plan.acts);
+    }
+
+    fn stall(kind: StallKind, resume_at: f64, sent_at: Option<f64>) -> Stall {
+        Stall {
+            kind,
+            evidence: "substate".into(),
+            since: NOW - 600.0,
+            resume_at,
+            resume_from: "usage --json".into(),
+            attempts: u32::from(sent_at.is_some()),
+            sent_at,
+            unresolved: false,
+        }
+    }
+
+    /// The stall step of one session in scope.
+    fn stall_step(obs: &Observation, st: &mut State) -> Option<StallStep> {
+        let mut mem = FleetMemory::default();
+        let plan = plan(obs, &mut mem, st, &lim(), NOW);
+        plan.acts.into_iter().find_map(|a| match a {
+            Act::Stall { step, .. } => step,
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn each_stall_takes_its_step_in_the_plan() {
+        use StallKind::{ApiOverload, UsageLimit};
+        let limited = || Some(at(Status::Idle, "usage-limit"));
+        let banner = "⏺ API Error: 529 Overloaded\n❯ \n";
+        let reset = Answer::Reset {
+            at: NOW + 100.0,
+            from: ResetFrom::UsageJson,
+            warnings: Vec::new(),
+        };
+        let detected = |kind, evidence: &str, resume_at, from: &str| {
+            let mut s = stall(kind, resume_at, None);
+            (s.evidence, s.since, s.resume_from) = (evidence.into(), NOW, from.into());
+            Some(StallStep::Transition(Transition::Detected(s)))
+        };
+        let ended =
+            |s: Stall, ended| Some(StallStep::Transition(Transition::Ended { stall: s, ended }));
+        let sent = stall(UsageLimit, NOW - 200.0, Some(NOW - 100.0));
+        let mut failed = sent.clone();
+        failed.failed(NOW + LIM.probe * 2.0, false);
+        #[rustfmt::skip]
+        let table: Vec<(&str, Observation, Option<Stall>, Option<StallStep>)> = vec![
+            ("a usage limit seen", answered(seen(limited()), Read::Reset, reset),
+             None, detected(UsageLimit, "substate", NOW + 100.0 + LIM.grace, "usage --json")),
+            ("a turn that ended on a banner",
+             answered(seen(Some(at(Status::Idle, ""))), Read::Pane, Answer::Pane(Ok(banner.into()))),
+             None, detected(ApiOverload, "pane", NOW + LIM.dwell, "dwell")),
+            ("not due yet", seen(limited()), Some(stall(UsageLimit, NOW + 1.0, None)), None),
+            ("due", seen(limited()), Some(stall(UsageLimit, NOW, None)), Some(StallStep::Resume)),
+            ("verified", seen(live(Status::Running)), Some(sent.clone()),
+             ended(sent.clone(), RestartAction::ResumeVerified)),
+            ("resumed by itself", seen(live(Status::Running)), Some(stall(UsageLimit, NOW, None)),
+             ended(stall(UsageLimit, NOW, None), RestartAction::ResumedByItself)),
+            ("failed", seen(limited()), Some(sent.clone()),
+             Some(StallStep::Transition(Transition::Failed {
+                 next: failed, why: "no new turn within 90s of the resume".into(), unresolved: false,
+             }))),
+            ("gone", seen(live(Status::Stopped)), Some(stall(UsageLimit, NOW, None)),
+             Some(StallStep::Transition(Transition::Gone))),
+        ];
+        for (case, obs, kept, want) in table {
+            let mut st = book(true, 0);
+            st.book(ID).last_status = Some("running".into());
+            st.book(ID).stall = kept;
+            assert_eq!(stall_step(&obs, &mut st), want, "{case}");
+        }
+    }
+
+    #[test]
+    fn a_banner_s_stall_due_its_resume_looks_at_the_pane_first() {
+        let mut st = book(true, 0);
+        st.book(ID).stall = Some(stall(StallKind::ApiOverload, NOW, None));
+        let obs = seen(Some(at(Status::Idle, "")));
+        let mem = FleetMemory::default();
+        assert_eq!(reads(&obs, &mem, &st, &lim(), NOW), [(sess(), Read::Pane)]);
+        let gone = answered(
+            seen(Some(at(Status::Idle, ""))),
+            Read::Pane,
+            Answer::Pane(Ok("❯".into())),
+        );
+        let want = Transition::Ended {
+            stall: stall(StallKind::ApiOverload, NOW, None),
+            ended: RestartAction::ResumedByItself,
+        };
+        assert_eq!(
+            stall_step(&gone, &mut st.clone()),
+            Some(StallStep::Transition(want))
+        );
+        let still = "⏺ API Error: 529 Overloaded\n❯ \n";
+        let still = answered(obs, Read::Pane, Answer::Pane(Ok(still.into())));
+        assert_eq!(stall_step(&still, &mut st), Some(StallStep::Resume));
+    }
+
+    #[test]
+    fn restarts_go_before_resumes() {
+        // A conductor that died, and another session whose resume is due.
+        let other = Session {
+            id: "a0b1c2d3-1755899999".into(),
+            ..sess()
+        };
+        let mut obs = seen(live(Status::Error));
+        obs.beyond.push(other.clone());
+        obs.view
+            .live
+            .insert(other.id.clone(), at(Status::Idle, "usage-limit"));
+        let mut st = book(true, 0);
+        st.book(&other.id).stall = Some(stall(StallKind::UsageLimit, NOW, None));
+        let mut mem = FleetMemory::default();
+        let plan = plan(&obs, &mut mem, &mut st, &lim(), NOW);
+        let ranks: Vec<u8> = plan.acts.iter().map(Act::rank).collect();
+        assert_eq!(ranks, [0, 1, 2, 3]);
+        assert!(matches!(&plan.acts[2], Act::Verdict { decided, .. }
+            if matches!(decided.verdict, Verdict::Restart { .. })));
+        assert!(matches!(
+            &plan.acts[3],
+            Act::Stall {
+                step: Some(StallStep::Resume),
+                ..
+            }
+        ));
+        assert!(ranks.is_sorted(), "the plan's order is its acts' rank");
+    }
+
+    #[test]
+    fn the_cascade_is_judged_on_a_full_view_only() {
+        let clock = FakeClock::at(NOW);
+        let mut obs = seen(live(Status::Error));
+        let (mut mem, mut st) = (FleetMemory::default(), book(true, 0));
+        obs.view.unreadable.insert("other".into());
+        let plan = plan(&obs, &mut mem, &mut st, &lim(), clock.now());
+        assert!(!plan.acts.iter().any(|a| matches!(a, Act::Cascade { .. })));
+        assert_eq!(mem.last_died, 0, "not counted on a partial view");
+        obs.view.unreadable.clear();
+        let mut st = book(true, 0);
+        let _ = super::plan(&obs, &mut mem, &mut st, &lim(), clock.now());
+        assert_eq!(mem.last_died, 1);
+    }
+}
