@@ -22,6 +22,7 @@ use crate::fleet::panes::Proof;
 use crate::fleet::session::{Live, Session, Status};
 use crate::records::daemon_status::DaemonStatus;
 use crate::sys::clock::local_timestamp;
+use crate::triggers::event_queue::Batch;
 use crate::triggers::pane_share::PaneMap;
 
 /// What the outage of the session list is told as.
@@ -45,7 +46,7 @@ impl Daemon {
     /// One safety-poll pass: 1 + P CLI calls when the fleet is healthy.
     pub(crate) fn tick(&mut self) {
         let started = std::time::Instant::now();
-        self.take_endings();
+        self.take_endings(&Batch::default());
         self.memory.hook_pacing.ticked(self.ctx.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();
@@ -150,7 +151,7 @@ impl Daemon {
         critical: &[Session],
         live: &BTreeMap<String, Live>,
     ) -> BTreeMap<String, Live> {
-        let bare = self.triggers.panes.bare();
+        let bare = &self.memory.bare_shells;
         let gone = critical
             .iter()
             .filter(|s| bare.contains(&s.id) && s.runs_an_agent());
@@ -175,7 +176,7 @@ impl Daemon {
     /// Ends the hold of each critical session whose restart's unsaved tmux
     /// session the pane watch's last listing no longer shows.
     fn forget_gone_unsaved(&self, critical: &[Session]) {
-        let Some(listed) = self.triggers.panes.listed() else {
+        let Some(listed) = &self.memory.tmux_listed else {
             return;
         };
         let mut st = self.ctx.state.lock();
@@ -273,7 +274,8 @@ impl Daemon {
     /// gave it; a session of a profile whose list was unreadable keeps the
     /// name handed over before. A stopped session has no pane to watch: it
     /// is left out, and its name is not "known", so that the watch asks
-    /// for a look once its pane is back.
+    /// for a look once its pane is back. The bare shells and the jobs under
+    /// way go down with them.
     fn hand_over_panes(&mut self, critical: &[Session], view: &LiveView) {
         let before = std::mem::take(&mut self.memory.tmux_names);
         let mut known = view.tmux_names.clone();
@@ -296,8 +298,11 @@ impl Daemon {
         known.extend(self.memory.tmux_names.values().cloned());
         self.triggers.panes.hand_over(PaneMap {
             critical: self.memory.tmux_names.clone(),
-            known,
+            known: known.clone(),
+            bare: self.memory.bare_shells.clone(),
+            restarting: self.ctx.state.lock().in_flight.clone(),
         });
+        self.memory.tmux_known = Some(known);
     }
 
     /// The children the waiting patrol is timing in `profile`, whose list
@@ -317,21 +322,66 @@ impl Daemon {
             .collect()
     }
 
-    /// The endings of the restart worker's jobs since the last tick: the
-    /// tmux session a restart brought a session back in is its name from
-    /// now on (the main loop owns the names it hands the pane watch), and
-    /// a `--once` pass keeps them for its summary.
-    fn take_endings(&mut self) {
+    /// The pane watch's news in `news` and the endings of the restart
+    /// worker's jobs since the last look: the tmux session a restart
+    /// brought a session back in is its name from now on (the main loop
+    /// owns the names it hands the pane watch), and once a restart call
+    /// went out, its old pane's bare shell is no proof about the new one
+    /// until the watch says so again. What changed goes down to the watch
+    /// at once (once a tick handed it a first map); a `--once` pass keeps
+    /// the endings for its summary.
+    pub(super) fn take_endings(&mut self, news: &Batch) {
+        let memory = &mut self.memory;
+        if let Some(listed) = &news.listed {
+            memory.tmux_listed = Some(listed.clone());
+        }
+        let mut changed = false;
+        if let Some(bare) = news.bare.as_ref().filter(|b| **b != memory.bare_shells) {
+            memory.bare_shells.clone_from(bare);
+            changed = true;
+        }
+        let mut ended = BTreeSet::new();
         for (id, outcome) in self.workers.jobs.ended() {
             if let Outcome::Restarted {
                 tmux: Some(name), ..
             } = &outcome
             {
-                self.memory.tmux_names.insert(id.clone(), name.clone());
+                if let Some(known) = memory.tmux_known.as_mut() {
+                    known.insert(name.clone());
+                }
+                memory.tmux_names.insert(id.clone(), name.clone());
             }
+            // The endings of a restart call that agent-deck did not decline.
+            let called = matches!(
+                outcome,
+                Outcome::Restarted { .. }
+                    | Outcome::Failed { .. }
+                    | Outcome::RateLimited
+                    | Outcome::Unsaved { .. }
+                    | Outcome::StoreLocked { .. }
+                    | Outcome::Unverified { .. }
+                    | Outcome::Interrupted { .. }
+            );
+            if called {
+                memory.bare_shells.remove(&id);
+            }
+            ended.insert(id.clone());
             if let Some(pass) = self.pass.as_mut() {
                 pass.ended.insert(id, outcome);
             }
+        }
+        let Some(known) = memory.tmux_known.clone() else {
+            return;
+        };
+        if changed || !ended.is_empty() {
+            let mut restarting = self.ctx.state.lock().in_flight.clone();
+            restarting.retain(|id| !ended.contains(id));
+            self.triggers.panes.hand_over(PaneMap {
+                critical: memory.tmux_names.clone(),
+                known,
+                bare: memory.bare_shells.clone(),
+                restarting,
+            });
         }
     }
 
@@ -636,7 +686,7 @@ pub(super) mod tests {
             let deck = Arc::new(FakeDeck::new(script));
             let mut d = daemon(tmp.path(), deck.clone());
             d.ctx.state.lock().ran.insert(COND.into());
-            d.triggers.panes.set_bare([COND.to_owned()].into());
+            d.memory.bare_shells = [COND.to_owned()].into();
             d.tick();
             d.finish();
             let case = format!("{tool:?} {status}");
@@ -644,10 +694,9 @@ pub(super) mod tests {
             if restarts == 0 {
                 continue;
             }
-            assert!(
-                d.triggers.panes.bare().is_empty(),
-                "forgotten once restarted"
-            );
+            // The main loop takes the restart's ending.
+            d.take_endings(&Batch::default());
+            assert!(d.memory.bare_shells.is_empty(), "forgotten once restarted");
             let dir = config(tmp.path()).watchdog_dir;
             let rec = &read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG))[0];
             assert_eq!(rec.proof, Some(Proof::AgentGone), "{case}");
@@ -673,12 +722,12 @@ pub(super) mod tests {
         d.ctx.state.lock().ran.insert(COND.into());
         let unsaved = "agentdeck_conductor-ops_5e6f7a8b".to_owned();
         d.ctx.state.lock().book(COND).unsaved = Some(unsaved.clone());
-        d.triggers.panes.set_listed([unsaved.clone()].into());
+        d.memory.tmux_listed = Some([unsaved.clone()].into());
         d.tick();
         assert_eq!(deck.count("restart"), 0, "held while it runs");
         let held = d.ctx.state.lock().sessions[COND].unsaved.clone();
         assert_eq!(held, Some(unsaved));
-        d.triggers.panes.set_listed(BTreeSet::new());
+        d.memory.tmux_listed = Some(BTreeSet::new());
         d.tick();
         d.finish();
         assert_eq!(deck.count("restart"), 1, "revived once it is gone");
