@@ -113,11 +113,11 @@ fn run_job(ctx: &Context, job: &Job, continuity: &Continuity, tx: &Sender<Ended>
     // of flight has its ending. The main loop may have stopped listening:
     // nothing is lost, as the ending is applied.
     let _ = tx.send((job.session.id.clone(), outcome));
+    gates::finish(&mut ctx.state.lock(), &job.session.id);
+    ctx.store.save(&ctx.state);
     if let Some(queue) = &ctx.queue {
         queue.send(Trigger::JobEnded);
     }
-    gates::finish(&mut ctx.state.lock(), &job.session.id);
-    ctx.store.save(&ctx.state);
 }
 
 /// One restart job being carried out, over the shared context.

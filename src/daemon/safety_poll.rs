@@ -327,20 +327,17 @@ impl Daemon {
     /// brought a session back in is its name from now on (the main loop
     /// owns the names it hands the pane watch), and once a restart call
     /// went out, its old pane's bare shell is no proof about the new one
-    /// until the watch says so again. What changed goes down to the watch
-    /// at once (once a tick handed it a first map); a `--once` pass keeps
-    /// the endings for its summary.
+    /// until the watch says so again. The watch is handed the result at
+    /// once (once a tick handed it a first map); a `--once` pass keeps the
+    /// endings for its summary.
     pub(super) fn take_endings(&mut self, news: &Batch) {
         let memory = &mut self.memory;
         if let Some(listed) = &news.listed {
             memory.tmux_listed = Some(listed.clone());
         }
-        let mut changed = false;
-        if let Some(bare) = news.bare.as_ref().filter(|b| **b != memory.bare_shells) {
+        if let Some(bare) = &news.bare {
             memory.bare_shells.clone_from(bare);
-            changed = true;
         }
-        let mut ended = BTreeSet::new();
         for (id, outcome) in self.workers.jobs.ended() {
             if let Outcome::Restarted {
                 tmux: Some(name), ..
@@ -365,7 +362,6 @@ impl Daemon {
             if called {
                 memory.bare_shells.remove(&id);
             }
-            ended.insert(id.clone());
             if let Some(pass) = self.pass.as_mut() {
                 pass.ended.insert(id, outcome);
             }
@@ -373,16 +369,12 @@ impl Daemon {
         let Some(known) = memory.tmux_known.clone() else {
             return;
         };
-        if changed || !ended.is_empty() {
-            let mut restarting = self.ctx.state.lock().in_flight.clone();
-            restarting.retain(|id| !ended.contains(id));
-            self.triggers.panes.hand_over(PaneMap {
-                critical: memory.tmux_names.clone(),
-                known,
-                bare: memory.bare_shells.clone(),
-                restarting,
-            });
-        }
+        self.triggers.panes.hand_over(PaneMap {
+            critical: memory.tmux_names.clone(),
+            known,
+            bare: memory.bare_shells.clone(),
+            restarting: self.ctx.state.lock().in_flight.clone(),
+        });
     }
 
     /// Sessions agent-deck no longer lists leave the state and the caches.
