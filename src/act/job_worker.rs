@@ -31,17 +31,14 @@ use crate::sys::worker::Worker;
 use crate::triggers::event_queue::Trigger;
 use crate::triggers::pane_share::PaneShare;
 
-/// A job's ending, as the main loop is sent it: the session's id and its
-/// outcome.
-pub(crate) type Ended = (String, Outcome);
-
 /// The restart worker (one restart at a time, in the order they were
 /// cleared) and, beside it, the continuity messages' own worker.
 pub(crate) struct Jobs {
     // Dropped in this order: the restarts end before the messages they queued.
     restarts: Worker<Job>,
     continuity: Arc<Continuity>,
-    ended: Receiver<Ended>,
+    /// Each job's ending: its session's id and its outcome.
+    ended: Receiver<(String, Outcome)>,
     /// Where the pane watch is told a job is queued.
     panes: Option<Arc<PaneShare>>,
 }
@@ -60,7 +57,7 @@ impl Jobs {
     }
 
     /// The endings of the jobs that ended since the last call, in order.
-    pub(crate) fn ended(&self) -> Vec<Ended> {
+    pub(crate) fn ended(&self) -> Vec<(String, Outcome)> {
         self.ended.try_iter().collect()
     }
 
@@ -89,7 +86,7 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Jobs> {
 
 /// Carries `job` out, applies its ending and sends it on. Whatever happens
 /// in it (even a bug), the session must not stay in flight.
-fn run_job(ctx: &Context, job: &Job, continuity: &Continuity, tx: &Sender<Ended>) {
+fn run_job(ctx: &Context, job: &Job, continuity: &Continuity, tx: &Sender<(String, Outcome)>) {
     let catch = |f: &dyn Fn() -> Outcome| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
             .unwrap_or(Outcome::Dropped(Dropped::Panicked))

@@ -81,14 +81,13 @@ struct Covered {
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Round {
     dead: BTreeMap<String, Proof>,
-    /// An `agentdeck_*` name no list row carried: the fleet needs a look.
-    unknown: bool,
+    /// The fleet needs a look: an `agentdeck_*` name no list row carried,
+    /// or a covered pane first found a bare shell for the patience.
+    look: bool,
     /// The kernel saw a covered pid exit that tmux still shows alive.
     unreaped: bool,
     /// No safety tick has named the critical sessions yet.
     no_map: bool,
-    /// A covered pane was first found a bare shell for the patience.
-    bare: bool,
 }
 
 /// Why a round could not be had: the thread stops watching.
@@ -202,7 +201,8 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
         };
         // A shell the main loop no longer holds bare was restarted: told again.
         if let Some(before) = self.map.replace(map.clone()) {
-            (self.told).retain(|id| map.bare.contains(id) || !before.bare.contains(id));
+            let restarted = |id: &String| before.bare.contains(id) && !map.bare.contains(id);
+            self.told.retain(|id| !restarted(id));
         }
         let mut round = Round::default();
         match self.source.list() {
@@ -211,7 +211,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
                 self.queue.send(Trigger::Listed(names));
                 self.diff(&map, &listing, &mut round);
                 self.arm_new(&map, &listing)?;
-                round.unknown = self.unknown_names(&map, &listing);
+                round.look = self.unknown_names(&map, &listing);
             }
             Err(e @ (ListError::NoServer | ListError::NoTmux(_))) => {
                 self.queue.send(Trigger::Listed(BTreeSet::new()));
@@ -220,7 +220,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
             }
             Err(e @ ListError::Failed(_)) => self.publish(&e.to_string()),
         }
-        round.bare = self.bare_shells();
+        round.look |= self.bare_shells();
         // An exit tmux has not caught up with keeps its proof for the next round.
         let kept: BTreeSet<u32> = self.covered.values().map(|c| c.pid).collect();
         self.exited.retain(|p| kept.contains(p));
@@ -236,7 +236,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
             );
             self.queue.send(Trigger::PanesDied(round.dead.clone()));
         }
-        if round.unknown || round.bare {
+        if round.look {
             self.queue.send(Trigger::Rescan);
         }
         Ok(round)
