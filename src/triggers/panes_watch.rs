@@ -110,8 +110,8 @@ pub(crate) struct PaneWatch<S, K> {
     /// The bare shells already told, less those the main loop has since
     /// restarted.
     told: BTreeSet<String>,
-    /// The main loop's map as the last round read it.
-    map: Option<PaneMap>,
+    /// The bare shells the main loop's map held at the last round.
+    held: BTreeSet<String>,
     share: Arc<PaneShare>,
     queue: Arc<EventQueue>,
     covered: BTreeMap<String, Covered>,
@@ -140,7 +140,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
             patience: Duration::ZERO,
             bare_since: BTreeMap::new(),
             told: BTreeSet::new(),
-            map: None,
+            held: BTreeSet::new(),
             share,
             queue,
             covered: BTreeMap::new(),
@@ -200,10 +200,9 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
             });
         };
         // A shell the main loop no longer holds bare was restarted: told again.
-        if let Some(before) = self.map.replace(map.clone()) {
-            let restarted = |id: &String| before.bare.contains(id) && !map.bare.contains(id);
-            self.told.retain(|id| !restarted(id));
-        }
+        let before = std::mem::replace(&mut self.held, map.bare.clone());
+        self.told
+            .retain(|id| !before.contains(id) || map.bare.contains(id));
         let mut round = Round::default();
         match self.source.list() {
             Ok(listing) => {
