@@ -343,9 +343,6 @@ impl Daemon {
                 tmux: Some(name), ..
             } = &outcome
             {
-                if let Some(known) = memory.tmux_known.as_mut() {
-                    known.insert(name.clone());
-                }
                 memory.tmux_names.insert(id.clone(), name.clone());
             }
             // The endings of a restart call that agent-deck did not decline.
@@ -366,9 +363,10 @@ impl Daemon {
                 pass.ended.insert(id, outcome);
             }
         }
-        let Some(known) = memory.tmux_known.clone() else {
+        let Some(mut known) = memory.tmux_known.clone() else {
             return;
         };
+        known.extend(memory.tmux_names.values().cloned());
         self.triggers.panes.hand_over(PaneMap {
             critical: memory.tmux_names.clone(),
             known,

@@ -99,10 +99,6 @@ impl PaneShare {
         self.inner.lock().status.clone()
     }
 
-    pub(crate) fn armed(&self) -> bool {
-        self.inner.lock().status.armed
-    }
-
     pub(super) fn publish(&self, status: WatchStatus) {
         let mut inner = self.inner.lock();
         let flipped = inner.status.armed != status.armed;

@@ -137,7 +137,7 @@ impl Fixture {
         ])));
         self.round();
         assert_eq!(self.covered(), [("a".into(), 10), ("b".into(), 20)].into());
-        assert!(self.share.armed());
+        assert!(self.share.status().armed);
         assert!(self.watch.kernel.armed.contains(&SERVER));
         let _ = self.batch();
         self.script.0.lock().clear();
@@ -179,7 +179,7 @@ fn a_pid_gone_between_the_two_listings_is_not_armed() {
     ])));
     f.round();
     assert!(f.covered().is_empty(), "{:?}", f.covered());
-    assert!(!f.share.armed());
+    assert!(!f.share.status().armed);
     assert!(f.batch().panes.is_empty(), "never covered: no death");
 }
 
@@ -201,7 +201,7 @@ fn a_respawn_under_the_same_name_is_re_armed_without_an_event() {
         ..f.batch()
     };
     assert_eq!(news, Batch::default(), "a respawn is no death");
-    assert!(f.share.armed());
+    assert!(f.share.status().armed);
 }
 
 #[test]
@@ -212,7 +212,7 @@ fn a_covered_name_gone_from_the_listing_without_any_exit_is_a_death() {
     f.round();
     let b = f.batch();
     assert_eq!(b.panes, [("a".into(), Proof::GoneFromListing)].into());
-    assert!(!f.share.armed(), "a is no longer covered");
+    assert!(!f.share.status().armed, "a is no longer covered");
     f.round();
     assert!(f.batch().panes.is_empty(), "told once");
 }
@@ -274,7 +274,7 @@ fn a_critical_session_not_on_the_server_is_not_covered_and_not_dead() {
     f.round();
     assert_eq!(f.covered(), [("a".into(), 10)].into());
     assert!(f.batch().panes.is_empty());
-    assert!(!f.share.armed());
+    assert!(!f.share.status().armed);
 }
 
 #[test]
