@@ -22,6 +22,7 @@ use crate::records::state_file::Store;
 use crate::records::writer::Records;
 use crate::sys::clock::Clock;
 use crate::sys::shutdown::Shutdown;
+use crate::triggers::event_queue::EventQueue;
 use crate::triggers::hook_file::{self, Hook};
 use crate::triggers::pane_share::PaneShare;
 
@@ -37,9 +38,11 @@ pub(crate) struct Context {
     pub clock: Arc<dyn Clock>,
     pub shutdown: Shutdown,
     pub dry_run: bool,
-    /// Where a restart hands the pane watch its session's new tmux name;
-    /// `None` until the daemon shares it.
+    /// The map the main loop hands down, which a restart reads (the known
+    /// tmux names, the bare shells); `None` until the daemon shares it.
     pub panes: Option<Arc<PaneShare>>,
+    /// Where a job's ending wakes the main loop; `None` outside the daemon.
+    pub queue: Option<Arc<EventQueue>>,
 }
 
 impl Context {
@@ -80,21 +83,7 @@ impl Context {
             shutdown,
             dry_run,
             panes: None,
-        }
-    }
-
-    /// Hands the pane watch the tmux name a `session show` of `s` gave after
-    /// a restart, so a new name (a custom tool's restart) is watched at the
-    /// watch's next round, not only after the next tick.
-    pub(crate) fn remap(&self, s: &Session, live: &Live) {
-        let (Some(panes), Some(name)) = (&self.panes, &live.tmux_session) else {
-            return;
-        };
-        if panes.rename(&s.id, name) {
-            log::info!(
-                "{} now runs in tmux session {name}; the pane watch follows it",
-                s.id
-            );
+            queue: None,
         }
     }
 

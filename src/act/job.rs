@@ -42,8 +42,9 @@ impl Job {
 }
 
 /// Polls the status of `s` for up to `within`. The read that finds it out
-/// of `error` hands its tmux name to the pane watch at once; the main loop
-/// has it from the job's outcome.
+/// of `error` says when it names a tmux session other than the main loop's
+/// map; the main loop has the name from the job's outcome, and hands the
+/// pane watch a new map as soon as it takes it.
 pub(super) fn verify(ctx: &Context, s: &Session, within: Duration) -> Verified {
     let step = (within / 4).min(Duration::from_secs(1));
     let deadline = ctx.clock.now() + within.as_secs_f64();
@@ -55,7 +56,15 @@ pub(super) fn verify(ctx: &Context, s: &Session, within: Duration) -> Verified {
         if let Some(live) = ctx.read_status(s) {
             last.status = live.status;
             if live.status() != Status::Error {
-                ctx.remap(s, &live);
+                let map = ctx.panes.as_ref().and_then(|p| p.map());
+                let old = map.as_ref().and_then(|m| m.critical.get(&s.id));
+                let name = live.tmux_session.as_ref();
+                if let Some(name) = name.filter(|n| old.is_some_and(|o| o != *n)) {
+                    log::info!(
+                        "{} now runs in tmux session {name}; the pane watch follows it",
+                        s.id
+                    );
+                }
                 last.tmux = live.tmux_session;
                 return last;
             }

@@ -9,7 +9,8 @@
 //! [`Jobs`] runs these jobs one at a time on its own thread, so the main
 //! loop never blocks on them and restarts never overlap; the continuity
 //! message goes out on a worker of its own ([`Continuity`]). Each job ends
-//! in an [`Outcome`], which [`apply()`] carries out and the main loop is sent.
+//! in an [`Outcome`], which [`apply()`] carries out and the main loop is
+//! sent, woken through the queue to take it at once.
 
 use std::sync::Arc;
 
@@ -23,15 +24,12 @@ use crate::act::{poller_restart, prompt_resume, resume};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::restart::{Action, Dropped, Event, Machine, Now, Outcome, Phase};
 use crate::decide::{gates, liveness, stale_hook};
-use crate::fleet::deck::RestartAnswer;
 use crate::fleet::panes::{self, ListError, PaneSource, Tmux};
 use crate::fleet::session::Session;
 use crate::sys::clock::clamped;
 use crate::sys::worker::Worker;
-
-/// A job's ending, as the main loop is sent it: the session's id and its
-/// outcome.
-pub(crate) type Ended = (String, Outcome);
+use crate::triggers::event_queue::Trigger;
+use crate::triggers::pane_share::PaneShare;
 
 /// The restart worker (one restart at a time, in the order they were
 /// cleared) and, beside it, the continuity messages' own worker.
@@ -39,11 +37,17 @@ pub(crate) struct Jobs {
     // Dropped in this order: the restarts end before the messages they queued.
     restarts: Worker<Job>,
     continuity: Arc<Continuity>,
-    ended: Receiver<Ended>,
+    /// Each job's ending: its session's id and its outcome.
+    ended: Receiver<(String, Outcome)>,
+    /// Where the pane watch is told a job is queued.
+    panes: Option<Arc<PaneShare>>,
 }
 
 impl Jobs {
     pub(crate) fn submit(&self, job: Job) {
+        if let Some(panes) = &self.panes {
+            panes.restart_queued(&job.session.id);
+        }
         self.restarts.submit(job);
     }
 
@@ -53,7 +57,7 @@ impl Jobs {
     }
 
     /// The endings of the jobs that ended since the last call, in order.
-    pub(crate) fn ended(&self) -> Vec<Ended> {
+    pub(crate) fn ended(&self) -> Vec<(String, Outcome)> {
         self.ended.try_iter().collect()
     }
 
@@ -68,6 +72,7 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Jobs> {
     let continuity = Arc::new(Continuity::spawn(ctx.clone())?);
     let told = continuity.clone();
     let (tx, ended) = crossbeam_channel::unbounded();
+    let panes = ctx.panes.clone();
     let restarts = Worker::spawn("restart", move |job: Job| {
         run_job(&ctx, &job, &told, &tx);
     })?;
@@ -75,12 +80,13 @@ pub(crate) fn spawn(ctx: Context) -> std::io::Result<Jobs> {
         restarts,
         continuity,
         ended,
+        panes,
     })
 }
 
 /// Carries `job` out, applies its ending and sends it on. Whatever happens
 /// in it (even a bug), the session must not stay in flight.
-fn run_job(ctx: &Context, job: &Job, continuity: &Continuity, tx: &Sender<Ended>) {
+fn run_job(ctx: &Context, job: &Job, continuity: &Continuity, tx: &Sender<(String, Outcome)>) {
     let catch = |f: &dyn Fn() -> Outcome| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
             .unwrap_or(Outcome::Dropped(Dropped::Panicked))
@@ -106,6 +112,9 @@ fn run_job(ctx: &Context, job: &Job, continuity: &Continuity, tx: &Sender<Ended>
     let _ = tx.send((job.session.id.clone(), outcome));
     gates::finish(&mut ctx.state.lock(), &job.session.id);
     ctx.store.save(&ctx.state);
+    if let Some(queue) = &ctx.queue {
+        queue.send(Trigger::JobEnded);
+    }
 }
 
 /// One restart job being carried out, over the shared context.
@@ -118,8 +127,7 @@ struct JobRun<'a> {
 impl JobRun<'_> {
     /// Carries out one restart job, from its turn in the serialization to
     /// how it ended: the machine steps, under one lock, and each action it
-    /// asks for is performed. The pane watch is told a restart is under
-    /// way from the restart call to the job's end.
+    /// asks for is performed.
     fn carry_out(&self) -> Outcome {
         let (ctx, job) = (self.ctx, self.job);
         let mut machine = Machine {
@@ -131,7 +139,7 @@ impl JobRun<'_> {
             lim: &ctx.limits,
             phase: Phase::Start,
         };
-        let (mut event, mut _renaming) = (Event::Done, None);
+        let mut event = Event::Done;
         loop {
             let now = Now {
                 at: ctx.clock.now(),
@@ -139,9 +147,6 @@ impl JobRun<'_> {
                 release: ctx.deck.version(),
             };
             let action = machine.step(event, &mut ctx.state.lock(), now);
-            if action == Action::CallRestart {
-                _renaming = ctx.panes.as_ref().map(|p| p.restarting());
-            }
             event = match action {
                 Action::Done(outcome) => return outcome,
                 action => self.perform(action),
@@ -168,7 +173,8 @@ impl JobRun<'_> {
                 let first = proven.filter(|_| shown).map(|p| p.shown.clone());
                 let (gap, proof) = (ctx.cfg.liveness_confirm_gap, proven.map(|p| p.proof));
                 let evidence = liveness::confirm(&ctx.probe(s, first), gap, proof);
-                let bare = ctx.panes.as_ref().is_some_and(|p| p.bare().contains(&s.id));
+                let map = ctx.panes.as_ref().and_then(|p| p.map());
+                let bare = map.is_some_and(|m| m.bare.contains(&s.id));
                 Event::Confirmed { evidence, bare }
             }
             Action::Dead { evidence, gap_s } => {
@@ -187,11 +193,6 @@ impl JobRun<'_> {
                 log::info!("restarting {} ({}) profile={}", s.id, s.title, s.profile);
                 let issued = ctx.clock.now();
                 let answer = ctx.deck.restart(&s.profile, &s.id);
-                if !matches!(answer, Ok(RestartAnswer::Skipped(_))) {
-                    if let Some(p) = &ctx.panes {
-                        p.forget_bare(&s.id);
-                    }
-                }
                 Event::Restart { issued, answer }
             }
             Action::Verify { within, warn } => {
@@ -233,10 +234,12 @@ impl JobRun<'_> {
         true
     }
 
-    /// The tmux session of `s` that agent-deck does not know, as a fresh
-    /// listing of its server shows it: the one a restart spawned and did
-    /// not save. `None`: tmux unreadable, or no tick named agent-deck's
-    /// sessions yet; `Some(None)`: there is none.
+    /// The tmux session of `s` that agent-deck does not know (no name of
+    /// the main loop's map), as a fresh listing of its server shows it: the
+    /// one a restart spawned and did not save. The pane watch's listings
+    /// are older than the restart call, and `--once` has none. `None`: tmux
+    /// unreadable, or no tick named agent-deck's sessions yet; `Some(None)`:
+    /// there is none.
     fn spawned(&self, s: &Session) -> Option<Option<String>> {
         let known = self.ctx.panes.as_ref()?.map()?.known;
         let tmux = Tmux::for_config(&self.ctx.cfg, self.ctx.shutdown.clone());
@@ -259,7 +262,7 @@ mod tests {
     use crate::decide::outcomes::RestartAction;
     use crate::decide::restart::JobKind;
     use crate::decide::{notes, refusal};
-    use crate::fleet::deck::{SpawnFailure, SpawnReason};
+    use crate::fleet::deck::{RestartAnswer, SpawnFailure, SpawnReason};
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
     use crate::fleet::session::Status;
     use crate::records::audit::{Detail, LivenessRecord, SpawnDetail, LIVENESS_LOG};

@@ -381,6 +381,7 @@ pub(super) mod tests {
     use crate::fleet::session::Status;
     use crate::sys::clock::FakeClock;
     use crate::sys::shutdown::Shutdown;
+    use crate::triggers::event_queue::Batch;
 
     const COND: &str = "3f9c2a1b-1755891234";
     const WORKER: &str = "a0b1c2d3-1755899999";
@@ -590,7 +591,7 @@ pub(super) mod tests {
             let deck = Arc::new(FakeDeck::new(script));
             let mut d = daemon(tmp.path(), deck.clone());
             d.ctx.state.lock().ran.insert(COND.into());
-            d.triggers.panes.set_bare([COND.to_owned()].into());
+            d.memory.bare_shells = [COND.to_owned()].into();
             d.tick();
             d.finish();
             let case = format!("{tool:?} {status}");
@@ -598,10 +599,9 @@ pub(super) mod tests {
             if restarts == 0 {
                 continue;
             }
-            assert!(
-                d.triggers.panes.bare().is_empty(),
-                "forgotten once restarted"
-            );
+            // The main loop takes the restart's ending.
+            d.take_endings(&Batch::default());
+            assert!(d.memory.bare_shells.is_empty(), "forgotten once restarted");
             let dir = config(tmp.path()).watchdog_dir;
             let rec = &read_lines::<LivenessRecord>(&dir.join(LIVENESS_LOG))[0];
             assert_eq!(rec.proof, Some(Proof::AgentGone), "{case}");
@@ -627,12 +627,12 @@ pub(super) mod tests {
         d.ctx.state.lock().ran.insert(COND.into());
         let unsaved = "agentdeck_conductor-ops_5e6f7a8b".to_owned();
         d.ctx.state.lock().book(COND).unsaved = Some(unsaved.clone());
-        d.triggers.panes.set_listed([unsaved.clone()].into());
+        d.memory.tmux_listed = Some([unsaved.clone()].into());
         d.tick();
         assert_eq!(deck.count("restart"), 0, "held while it runs");
         let held = d.ctx.state.lock().sessions[COND].unsaved.clone();
         assert_eq!(held, Some(unsaved));
-        d.triggers.panes.set_listed(BTreeSet::new());
+        d.memory.tmux_listed = Some(BTreeSet::new());
         d.tick();
         d.finish();
         assert_eq!(deck.count("restart"), 1, "revived once it is gone");

@@ -114,8 +114,10 @@ impl Daemon {
             PaneWatchMode::Auto => "starting",
         };
         let panes = Arc::new(PaneShare::new(not_yet));
+        let queue = Arc::new(EventQueue::new(cfg.event_queue_maxsize));
         let mut ctx = Context::from_config(cfg, flags.dry_run, deck, clock, shutdown);
         ctx.panes = Some(panes.clone());
+        ctx.queue = Some(queue.clone());
         let jobs = job_worker::spawn(ctx.clone())
             .map_err(|e| Error::runtime(format!("cannot start the restart thread: {e}")))?;
         let patrols = Patrols::spawn(ctx.clone())?;
@@ -136,7 +138,7 @@ impl Daemon {
                 tasks: followup,
             },
             triggers: Triggers {
-                queue: Arc::new(EventQueue::new(cfg.event_queue_maxsize)),
+                queue,
                 panes,
                 threads: Vec::new(),
             },

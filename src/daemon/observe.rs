@@ -30,6 +30,7 @@ use crate::fleet::session::{Live, Session, Status};
 use crate::fleet::usage;
 use crate::fleet::version::Version;
 use crate::sys::say_once::{Said, ONCE};
+use crate::triggers::event_queue::Batch;
 use crate::triggers::hook_file;
 use crate::triggers::pane_share::PaneMap;
 
@@ -47,7 +48,7 @@ impl Daemon {
     /// of the sessions in error, then the second round of reads. 1 + P CLI
     /// calls when the fleet is healthy.
     pub(super) fn observe(&mut self) -> Observation {
-        self.take_endings();
+        self.take_endings(&Batch::default());
         self.memory.hook_pacing.last_tick = Some(self.ctx.clock.now());
         self.fleet.reload_markers();
         self.sd_notify.alive();
@@ -167,22 +168,57 @@ impl Daemon {
             .ok()
     }
 
-    /// The endings of the restart worker's jobs since the last tick: the
-    /// tmux session a restart brought a session back in is its name from
-    /// now on (the main loop owns the names it hands the pane watch), and
-    /// a `--once` pass keeps them for its summary.
-    fn take_endings(&mut self) {
+    /// The pane watch's news in `news` and the endings of the restart
+    /// worker's jobs since the last look: the tmux session a restart
+    /// brought a session back in is its name from now on (the main loop
+    /// owns the names it hands the pane watch), and once a restart call
+    /// went out, its old pane's bare shell is no proof about the new one
+    /// until the watch says so again. The watch is handed the result at
+    /// once (once a tick handed it a first map); a `--once` pass keeps the
+    /// endings for its summary.
+    pub(super) fn take_endings(&mut self, news: &Batch) {
+        let memory = &mut self.memory;
+        if let Some(listed) = &news.listed {
+            memory.tmux_listed = Some(listed.clone());
+        }
+        if let Some(bare) = &news.bare {
+            memory.bare_shells.clone_from(bare);
+        }
         for (id, outcome) in self.workers.jobs.ended() {
             if let Outcome::Restarted {
                 tmux: Some(name), ..
             } = &outcome
             {
-                self.memory.tmux_names.insert(id.clone(), name.clone());
+                memory.tmux_names.insert(id.clone(), name.clone());
+            }
+            // The endings of a restart call that agent-deck did not decline.
+            let called = matches!(
+                outcome,
+                Outcome::Restarted { .. }
+                    | Outcome::Failed { .. }
+                    | Outcome::RateLimited
+                    | Outcome::Unsaved { .. }
+                    | Outcome::StoreLocked { .. }
+                    | Outcome::Unverified { .. }
+                    | Outcome::Interrupted { .. }
+            );
+            if called {
+                memory.bare_shells.remove(&id);
             }
             if let Some(pass) = self.pass.as_mut() {
                 pass.ended.insert(id, outcome);
             }
         }
+        let Some(mut known) = memory.tmux_known.clone() else {
+            return;
+        };
+        known.extend(memory.tmux_names.values().cloned());
+        self.triggers.panes.hand_over(PaneMap {
+            critical: memory.tmux_names.clone(),
+            known,
+            bare: memory.bare_shells.clone(),
+            restarting: self.ctx.state.lock().in_flight.clone(),
+        });
     }
 
     /// `list --all`, read into the cache, and what a readable one means for
@@ -394,7 +430,8 @@ impl Daemon {
     /// gave it; a session of a profile whose list was unreadable keeps the
     /// name handed over before. A stopped session has no pane to watch: it
     /// is left out, and its name is not "known", so that the watch asks
-    /// for a look once its pane is back.
+    /// for a look once its pane is back. The bare shells and the jobs under
+    /// way go down with them.
     fn hand_over_panes(&mut self, critical: &[Session], view: &LiveView) {
         let before = std::mem::take(&mut self.memory.tmux_names);
         let mut known = view.tmux_names.clone();
@@ -417,14 +454,17 @@ impl Daemon {
         known.extend(self.memory.tmux_names.values().cloned());
         self.triggers.panes.hand_over(PaneMap {
             critical: self.memory.tmux_names.clone(),
-            known,
+            known: known.clone(),
+            bare: self.memory.bare_shells.clone(),
+            restarting: self.ctx.state.lock().in_flight.clone(),
         });
+        self.memory.tmux_known = Some(known);
     }
 
     /// Ends the hold of each critical session whose restart's unsaved tmux
     /// session the pane watch's last listing no longer shows.
     fn forget_gone_unsaved(&self, critical: &[Session]) {
-        let Some(listed) = self.triggers.panes.listed() else {
+        let Some(listed) = &self.memory.tmux_listed else {
             return;
         };
         let mut st = self.ctx.state.lock();
@@ -451,7 +491,7 @@ impl Daemon {
         critical: &[Session],
         live: &BTreeMap<String, Live>,
     ) -> BTreeMap<String, Live> {
-        let bare = self.triggers.panes.bare();
+        let bare = &self.memory.bare_shells;
         let gone = critical
             .iter()
             .filter(|s| bare.contains(&s.id) && s.runs_an_agent());

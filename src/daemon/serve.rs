@@ -105,6 +105,7 @@ impl Daemon {
     /// One batch of triggers, where [`route`] sends it; false when there was
     /// nothing to do.
     pub(super) fn handle(&mut self, batch: Batch) -> bool {
+        self.take_endings(&batch);
         let now = self.ctx.clock.now();
         let due = self.memory.hook_pacing.due(now);
         // A retry after a freshness refusal is looked at as a hook is.
@@ -458,6 +459,8 @@ mod tests {
         assert_eq!(d.triggers.panes.map().unwrap().critical[COND], OLD);
         d.handle(died(Proof::ProcessExited));
         d.finish();
+        // The main loop takes the restart's ending.
+        d.take_endings(&Batch::default());
         let map = d.triggers.panes.map().unwrap();
         assert_eq!(map.critical[COND], "agentdeck_conductor-ops_9e8d7c6b");
         assert!(map.known.contains("agentdeck_conductor-ops_9e8d7c6b"));
@@ -485,6 +488,12 @@ mod tests {
             );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
+        // The ending woke the main loop, which takes it.
+        let woke = d
+            .triggers
+            .queue
+            .next_batch(&d.ctx.shutdown, std::time::Duration::ZERO);
+        d.handle(woke.unwrap());
         assert_eq!(d.triggers.panes.map().unwrap().critical[COND], new);
         // The next tick cannot read the conductor's profile: the name it
         // keeps is the one the restart gave, not the one listed before.

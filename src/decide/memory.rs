@@ -34,4 +34,13 @@ pub(crate) struct FleetMemory {
     pub interrupted: BTreeMap<String, f64>,
     /// When hooks may be checked and a rescan is owed.
     pub hook_pacing: HookPacing,
+    /// Every tmux name the last map handed the pane watch knew; `None`
+    /// before the first.
+    pub tmux_known: Option<BTreeSet<String>>,
+    /// The critical sessions whose pane the pane watch last found a bare
+    /// shell (SPEC §14), less those restarted since.
+    pub bare_shells: BTreeSet<String>,
+    /// Every tmux session name the pane watch's last listing showed; `None`
+    /// before one came.
+    pub tmux_listed: Option<BTreeSet<String>>,
 }

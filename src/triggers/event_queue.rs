@@ -1,10 +1,13 @@
 //! The bounded event channel between the trigger threads (hooks, ticker,
-//! pane watch) and the main loop.
+//! pane watch, the restart worker's endings) and the main loop.
 //!
 //! On overflow the OLDEST message is dropped (never the newest), the drop is
 //! counted and logged at a bounded rate, and a full rescan is flagged so that
 //! nothing is lost for good. The consumer takes messages in batches and
-//! coalesces duplicates for the same session.
+//! coalesces duplicates for the same session. What the pane watch's round
+//! found (the bare shells, the tmux listing) is no message: it waits beside
+//! the channel, the newest kept, for the next batch, so the bound never
+//! drops it and it wakes no one.
 //!
 //! The bound is enforced here, on a growable crossbeam channel, rather than
 //! by `crossbeam_channel::bounded`, which allocates every slot up front: the
@@ -38,6 +41,15 @@ pub(crate) enum Trigger {
     PanesDied(BTreeMap<String, Proof>),
     /// Something may have been missed: look at everything.
     Rescan,
+    /// The critical sessions whose pane the pane watch's round found a bare
+    /// shell (SPEC §14): their agent is gone. Kept beside the channel.
+    BareShells(BTreeSet<String>),
+    /// Every tmux session name the pane watch's round listed (none when no
+    /// server runs). Kept beside the channel.
+    Listed(BTreeSet<String>),
+    /// A job of the restart worker ended; its ending waits in
+    /// [`crate::act::job_worker::Jobs`]. Only a wake-up, one at a time.
+    JobEnded,
 }
 
 /// Everything that arrived since the last batch, with duplicates folded.
@@ -48,6 +60,10 @@ pub(crate) struct Batch {
     pub hooks: BTreeSet<String>,
     /// Pane deaths by session id; of two proofs for one, the kernel's wins.
     pub panes: BTreeMap<String, Proof>,
+    /// The pane watch's newest [`Trigger::BareShells`], if one came.
+    pub bare: Option<BTreeSet<String>>,
+    /// The pane watch's newest [`Trigger::Listed`], if one came.
+    pub listed: Option<BTreeSet<String>>,
 }
 
 impl Batch {
@@ -66,6 +82,9 @@ impl Batch {
                 }
             }
             Trigger::Rescan => self.rescan = true,
+            Trigger::BareShells(ids) => self.bare = Some(ids),
+            Trigger::Listed(names) => self.listed = Some(names),
+            Trigger::JobEnded => {}
         }
     }
 }
@@ -79,6 +98,10 @@ pub(crate) struct EventQueue {
     sending: Mutex<()>,
     drops: AtomicU64,
     rescan_owed: AtomicBool,
+    /// A [`Trigger::JobEnded`] is queued and not yet taken.
+    ended_queued: AtomicBool,
+    /// The round's news, beside the channel.
+    kept: Mutex<Batch>,
     drop_warnings: SayOnce<()>,
 }
 
@@ -92,12 +115,20 @@ impl EventQueue {
             sending: Mutex::new(()),
             drops: AtomicU64::new(0),
             rescan_owed: AtomicBool::new(false),
+            ended_queued: AtomicBool::new(false),
+            kept: Mutex::new(Batch::default()),
             drop_warnings: SayOnce::new(),
         }
     }
 
-    /// Queues `e`, dropping the oldest message if the queue is full.
+    /// Queues `e`, dropping the oldest message if the queue is full; the
+    /// round's news is kept beside it instead.
     pub(crate) fn send(&self, e: Trigger) {
+        match e {
+            Trigger::BareShells(_) | Trigger::Listed(_) => return self.kept.lock().add(e),
+            Trigger::JobEnded if self.ended_queued.swap(true, Ordering::SeqCst) => return,
+            _ => {}
+        }
         let _sending = self.sending.lock();
         // Only the consumer takes messages meanwhile, which makes room.
         while self.tx.len() >= self.capacity {
@@ -144,9 +175,12 @@ impl EventQueue {
         if shutdown.is_set() {
             return None;
         }
+        self.ended_queued.store(false, Ordering::SeqCst);
         while let Ok(e) = self.rx.try_recv() {
             batch.add(e);
         }
+        let kept = std::mem::take(&mut *self.kept.lock());
+        (batch.bare, batch.listed) = (kept.bare, kept.listed);
         batch.rescan |= self.rescan_owed.swap(false, Ordering::SeqCst);
         Some(batch)
     }
@@ -207,6 +241,43 @@ mod tests {
         ];
         assert_eq!(b.panes, want.into());
         assert!(!b.tick && b.hooks.is_empty());
+    }
+
+    #[test]
+    fn a_round_s_news_outlives_a_full_queue_and_the_newest_wins() {
+        let q = EventQueue::new(1);
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        q.send(Trigger::Listed(names(&["agentdeck_a_1"])));
+        q.send(Trigger::BareShells(names(&["a"])));
+        q.send(Trigger::Listed(names(&["agentdeck_a_2"])));
+        assert_eq!(q.len(), 0, "news is no message");
+        q.send(Trigger::Hook("x".into()));
+        q.send(Trigger::Hook("y".into()));
+        assert_eq!(q.drops(), 1);
+        let s = Shutdown::new().unwrap();
+        let b = q.next_batch(&s, Duration::from_millis(1)).unwrap();
+        assert_eq!(b.listed, Some(names(&["agentdeck_a_2"])));
+        assert_eq!(b.bare, Some(names(&["a"])));
+        assert!(b.rescan);
+        q.send(Trigger::Tick);
+        let b = q.next_batch(&s, Duration::from_millis(1)).unwrap();
+        assert_eq!((b.listed, b.bare), (None, None), "taken once");
+    }
+
+    #[test]
+    fn job_endings_wake_the_main_loop_once_until_it_takes_them() {
+        let q = EventQueue::new(10);
+        for _ in 0..3 {
+            q.send(Trigger::JobEnded);
+        }
+        assert_eq!(q.len(), 1);
+        let s = Shutdown::new().unwrap();
+        assert_eq!(
+            q.next_batch(&s, Duration::from_millis(1)),
+            Some(Batch::default())
+        );
+        q.send(Trigger::JobEnded);
+        assert_eq!(q.len(), 1, "a new ending wakes again");
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Triggers: what wakes the main loop. Thread A reports hook files as they
 //! are written (inotify on Linux, kqueue on macOS, a directory scan when
 //! neither can be had), thread B ticks the safety poll, thread C (the pane
-//! watch) reports panes that died, and all three feed one bounded queue.
-//! Nothing here decides or acts.
+//! watch) reports panes that died and what each of its listings found, and
+//! all three feed one bounded queue. Nothing here decides or acts.
 
 pub(crate) mod dir_scan;
 pub(crate) mod event_queue;

@@ -16,10 +16,10 @@
 //! name and the pid's parent is the tmux server. A covered pane whose
 //! process has been a bare shell for `PANE_LIST_INTERVAL_S` (SPEC §14: an
 //! interactive shell with no child, where the agent should run; checked
-//! each round in the process table, no call) is published in the share,
-//! and the fleet is asked for a look. The critical sessions and
-//! their tmux names come from the safety tick ([`PaneMap`]). It only
-//! reports; it never calls agent-deck, never writes to tmux and never
+//! each round in the process table, no call) is sent up the queue, as is
+//! each round's listing, and the fleet is asked for a look. The critical
+//! sessions and their tmux names come from the main loop ([`PaneMap`]). It
+//! only reports; it never calls agent-deck, never writes to tmux and never
 //! signals. Where it cannot work it says why once (and in [`WatchStatus`])
 //! and the daemon polls as without it.
 
@@ -81,14 +81,13 @@ struct Covered {
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Round {
     dead: BTreeMap<String, Proof>,
-    /// An `agentdeck_*` name no list row carried: the fleet needs a look.
-    unknown: bool,
+    /// The fleet needs a look: an `agentdeck_*` name no list row carried,
+    /// or a covered pane first found a bare shell for the patience.
+    look: bool,
     /// The kernel saw a covered pid exit that tmux still shows alive.
     unreaped: bool,
     /// No safety tick has named the critical sessions yet.
     no_map: bool,
-    /// A covered pane was first found a bare shell for the patience.
-    bare: bool,
 }
 
 /// Why a round could not be had: the thread stops watching.
@@ -108,6 +107,11 @@ pub(crate) struct PaneWatch<S, K> {
     patience: Duration,
     /// Each covered session whose pane is a bare shell: its pid, and since when.
     bare_since: BTreeMap<String, (u32, Instant)>,
+    /// The bare shells already told, less those the main loop has since
+    /// restarted.
+    told: BTreeSet<String>,
+    /// The bare shells the main loop's map held at the last round.
+    held: BTreeSet<String>,
     share: Arc<PaneShare>,
     queue: Arc<EventQueue>,
     covered: BTreeMap<String, Covered>,
@@ -135,6 +139,8 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
             bare_shell: |_| false,
             patience: Duration::ZERO,
             bare_since: BTreeMap::new(),
+            told: BTreeSet::new(),
+            held: BTreeSet::new(),
             share,
             queue,
             covered: BTreeMap::new(),
@@ -193,23 +199,27 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
                 ..Round::default()
             });
         };
+        // A shell the main loop no longer holds bare was restarted: told again.
+        let before = std::mem::replace(&mut self.held, map.bare.clone());
+        self.told
+            .retain(|id| !before.contains(id) || map.bare.contains(id));
         let mut round = Round::default();
         match self.source.list() {
             Ok(listing) => {
-                self.share
-                    .set_listed(listing.panes.keys().cloned().collect());
+                let names = listing.panes.keys().cloned().collect();
+                self.queue.send(Trigger::Listed(names));
                 self.diff(&map, &listing, &mut round);
                 self.arm_new(&map, &listing)?;
-                round.unknown = self.unknown_names(&map, &listing);
+                round.look = self.unknown_names(&map, &listing);
             }
             Err(e @ (ListError::NoServer | ListError::NoTmux(_))) => {
-                self.share.set_listed(BTreeSet::new());
+                self.queue.send(Trigger::Listed(BTreeSet::new()));
                 self.all_gone(&mut round);
                 self.publish(&e.to_string());
             }
             Err(e @ ListError::Failed(_)) => self.publish(&e.to_string()),
         }
-        round.bare = self.bare_shells();
+        round.look |= self.bare_shells();
         // An exit tmux has not caught up with keeps its proof for the next round.
         let kept: BTreeSet<u32> = self.covered.values().map(|c| c.pid).collect();
         self.exited.retain(|p| kept.contains(p));
@@ -225,7 +235,7 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
             );
             self.queue.send(Trigger::PanesDied(round.dead.clone()));
         }
-        if round.unknown || round.bare {
+        if round.look {
             self.queue.send(Trigger::Rescan);
         }
         Ok(round)
@@ -254,8 +264,8 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
         }
     }
 
-    /// Publishes the covered panes that have been bare shells for the
-    /// patience; true when one is new.
+    /// Sends the covered panes that have been bare shells for the patience
+    /// up the queue; true when one is new.
     fn bare_shells(&mut self) -> bool {
         let now = Instant::now();
         let before = std::mem::take(&mut self.bare_since);
@@ -270,13 +280,13 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
             .filter(|(_, (_, since))| now.duration_since(*since) >= self.patience)
             .map(|(id, _)| id.clone())
             .collect();
-        let known = self.share.bare();
-        let new: Vec<&String> = proven.difference(&known).collect();
+        let new: Vec<&String> = proven.difference(&self.told).collect();
         for id in &new {
             log::info!("pane watch: the pane of {id} is a bare shell: its agent is gone; asking for a fleet look");
         }
         let news = !new.is_empty();
-        self.share.set_bare(proven);
+        self.told.clone_from(&proven);
+        self.queue.send(Trigger::BareShells(proven));
         news
     }
 
@@ -373,12 +383,12 @@ impl<S: PaneSource, K: Kernel> PaneWatch<S, K> {
 
     /// Whether `listing` holds an agent-deck name that no list row carried
     /// and that was not asked about before. Not while a restart of ours is
-    /// under way: the name it gives comes with its verifying show.
+    /// under way: the name it gives comes back with its ending.
     fn unknown_names(&mut self, map: &PaneMap, listing: &Listing) -> bool {
         // A name that left the server is asked about again when it is back
         // (a stopped critical session started again).
         self.asked.retain(|n| listing.panes.contains_key(n));
-        if self.share.restart_under_way() {
+        if !map.restarting.is_empty() {
             return false;
         }
         let mut unknown = false;

@@ -54,7 +54,7 @@ fn run(every: Intervals, share: &PaneShare, queue: &EventQueue, shutdown: &Shutd
     let mut last = Instant::now();
     let mut armed = false;
     while !shutdown.is_set() {
-        let now_armed = share.armed();
+        let now_armed = share.status().armed;
         if now_armed != armed {
             armed = now_armed;
             let secs = poll_interval(armed, every).as_secs_f64();

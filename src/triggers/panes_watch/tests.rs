@@ -94,7 +94,11 @@ fn fixture() -> Fixture {
         .map(|(i, n)| (i.to_string(), n.to_string()))
         .collect();
     let known = critical.values().cloned().collect();
-    share.hand_over(PaneMap { critical, known });
+    share.hand_over(PaneMap {
+        critical,
+        known,
+        ..PaneMap::default()
+    });
     let watch = PaneWatch::new(
         script.clone(),
         FakeKernel::default(),
@@ -133,7 +137,7 @@ impl Fixture {
         ])));
         self.round();
         assert_eq!(self.covered(), [("a".into(), 10), ("b".into(), 20)].into());
-        assert!(self.share.armed());
+        assert!(self.share.status().armed);
         assert!(self.watch.kernel.armed.contains(&SERVER));
         let _ = self.batch();
         self.script.0.lock().clear();
@@ -175,7 +179,7 @@ fn a_pid_gone_between_the_two_listings_is_not_armed() {
     ])));
     f.round();
     assert!(f.covered().is_empty(), "{:?}", f.covered());
-    assert!(!f.share.armed());
+    assert!(!f.share.status().armed);
     assert!(f.batch().panes.is_empty(), "never covered: no death");
 }
 
@@ -191,8 +195,13 @@ fn a_respawn_under_the_same_name_is_re_armed_without_an_event() {
     f.round();
     assert_eq!(f.covered(), [("a".into(), 11), ("b".into(), 20)].into());
     assert!(f.watch.kernel.armed.contains(&11) && !f.watch.kernel.armed.contains(&10));
-    assert_eq!(f.batch(), Batch::default(), "a respawn is no death");
-    assert!(f.share.armed());
+    let news = Batch {
+        bare: None,
+        listed: None,
+        ..f.batch()
+    };
+    assert_eq!(news, Batch::default(), "a respawn is no death");
+    assert!(f.share.status().armed);
 }
 
 #[test]
@@ -203,7 +212,7 @@ fn a_covered_name_gone_from_the_listing_without_any_exit_is_a_death() {
     f.round();
     let b = f.batch();
     assert_eq!(b.panes, [("a".into(), Proof::GoneFromListing)].into());
-    assert!(!f.share.armed(), "a is no longer covered");
+    assert!(!f.share.status().armed, "a is no longer covered");
     f.round();
     assert!(f.batch().panes.is_empty(), "told once");
 }
@@ -265,7 +274,7 @@ fn a_critical_session_not_on_the_server_is_not_covered_and_not_dead() {
     f.round();
     assert_eq!(f.covered(), [("a".into(), 10)].into());
     assert!(f.batch().panes.is_empty());
-    assert!(!f.share.armed());
+    assert!(!f.share.status().armed);
 }
 
 #[test]
@@ -277,7 +286,11 @@ fn a_new_tmux_name_from_the_tick_re_maps_without_an_event() {
         .map(|(i, n)| (i.to_string(), n.to_string()))
         .collect::<BTreeMap<_, _>>();
     let known = critical.values().cloned().collect();
-    f.share.hand_over(PaneMap { critical, known });
+    f.share.hand_over(PaneMap {
+        critical,
+        known,
+        ..PaneMap::default()
+    });
     f.script.push(Ok(listing(&[
         ("agentdeck_a_9", 30, false),
         ("agentdeck_b_2", 20, false),
@@ -302,7 +315,7 @@ fn an_agent_deck_name_no_row_carried_asks_for_one_fleet_look() {
 }
 
 #[test]
-fn a_new_name_during_our_restart_waits_for_its_show_before_a_fleet_look() {
+fn a_new_name_during_our_restart_waits_for_its_ending_before_a_fleet_look() {
     let mut f = fixture();
     let renamed = || {
         Ok(listing(&[
@@ -310,21 +323,24 @@ fn a_new_name_during_our_restart_waits_for_its_show_before_a_fleet_look() {
             ("agentdeck_b_2", 20, false),
         ]))
     };
-    let share = f.share.clone();
-    let restart = share.restarting();
+    let before = f.share.map().unwrap();
+    f.share.restart_queued("a");
     f.script.push(renamed());
     f.round();
-    assert!(!f.batch().rescan, "the restart's show names it");
-    assert!(f.share.rename("a", "agentdeck_a_9"));
-    drop(restart);
+    assert!(!f.batch().rescan, "the restart's ending names it");
+    // The main loop took the ending: the new name, no restart under way.
+    let mut map = before.clone();
+    map.critical.insert("a".into(), "agentdeck_a_9".into());
+    map.known.insert("agentdeck_a_9".into());
+    f.share.hand_over(map.clone());
     f.script.push(renamed());
     f.round();
     assert!(!f.batch().rescan, "handed over: known");
-    let other = share.restarting();
+    f.share.restart_queued("b");
     f.script
         .push(Ok(listing(&[("agentdeck_new_3", 40, false)])));
     f.round();
-    drop(other);
+    f.share.hand_over(map);
     f.script
         .push(Ok(listing(&[("agentdeck_new_3", 40, false)])));
     f.round();
@@ -374,26 +390,33 @@ fn no_tmux_is_said_and_nothing_is_dead() {
 }
 
 #[test]
-fn a_pane_that_stays_a_bare_shell_for_the_patience_is_published_and_asks_once_for_a_look() {
+fn a_pane_that_stays_a_bare_shell_for_the_patience_is_sent_up_and_asks_once_for_a_look() {
     let mut f = fixture();
     f.watch.bare_shell = |pid| pid == 10;
     f.watch.patience = Duration::from_secs(3600);
     f.armed_on_both();
     assert!(
-        f.share.bare().is_empty(),
+        f.watch.told.is_empty(),
         "a pane agent-deck just spawned is a shell for a moment"
     );
     f.watch.patience = Duration::ZERO;
     let both = listing(&[("agentdeck_a_1", 10, false), ("agentdeck_b_2", 20, false)]);
     f.script.push(Ok(both.clone()));
     f.round();
-    assert_eq!(f.share.bare(), ["a".to_owned()].into());
     let asked = f.batch();
+    assert_eq!(asked.bare, Some(["a".to_owned()].into()));
     assert!(asked.rescan && asked.panes.is_empty(), "{asked:?}");
+    // The main loop took it, and hands it back down.
+    let mut map = f.share.map().unwrap();
+    map.bare.insert("a".into());
+    f.share.hand_over(map.clone());
     f.round();
-    assert_eq!(f.share.bare().len(), 1);
-    assert_eq!(f.batch(), Batch::default(), "asked once");
-    f.share.forget_bare("a");
+    let again = f.batch();
+    assert_eq!(again.bare.map(|b| b.len()), Some(1));
+    assert!(!again.rescan, "asked once");
+    // Its restart went out: the main loop no longer holds it bare.
+    map.bare.clear();
+    f.share.hand_over(map);
     f.round();
     assert!(
         f.batch().rescan,
@@ -406,5 +429,18 @@ fn a_pane_that_stays_a_bare_shell_for_the_patience_is_published_and_asks_once_fo
         ("agentdeck_b_2", 20, false),
     ])));
     f.round();
-    assert!(f.share.bare().is_empty());
+    assert_eq!(f.batch().bare, Some(BTreeSet::new()));
+}
+
+#[test]
+fn each_round_sends_its_listing_up_and_no_server_lists_nothing() {
+    let mut f = fixture();
+    f.armed_on_both();
+    f.script.push(Ok(listing(&[("agentdeck_b_2", 20, false)])));
+    f.round();
+    assert_eq!(f.batch().listed, Some(["agentdeck_b_2".to_owned()].into()));
+    f.script.0.lock().clear();
+    f.script.push(Err(ListError::NoServer));
+    f.round();
+    assert_eq!(f.batch().listed, Some(BTreeSet::new()));
 }
