@@ -24,10 +24,10 @@
 //!   their endings (`apply.rs`), which alone writes `restart.log`.
 //! - `alert/`: telling a human: `escalate.sh` and Telegram.
 //! - `records/`: what the daemon writes down: audit logs, state, metrics.
-//! - `decide/`: the decision core, pure: routing, a tick's plan
-//!   (`plan.rs`), verdicts, gates, cascades, liveness, the restart machine
-//!   and its outcomes, stalls, dedup, and what the main loop remembers of
-//!   the fleet between looks (`memory.rs`).
+//! - `decide/`: the decision core, pure, one folder per question: a
+//!   session's verdict, the restart machine, a stall, the restart book; a
+//!   tick's plan (`plan.rs`) and what the main loop remembers of the fleet
+//!   between looks (`memory.rs`).
 //! - `triggers/`: what wakes the main loop, one thread each. SPEC's thread A
 //!   is `hooks-watch` (hook files, by inotify, kqueue or a scan), thread B is
 //!   `ticker` (the safety poll); the pane watch is `panes-watch`.

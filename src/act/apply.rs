@@ -12,11 +12,11 @@
 use crate::act::context::Context;
 use crate::act::continuity::Continuity;
 use crate::act::job::Job;
-use crate::decide::liveness::LivenessReason;
 use crate::decide::outcomes::{RestartAction, Severity};
+use crate::decide::restart::liveness::LivenessReason;
 use crate::decide::restart::{Dropped, Outcome};
 use crate::decide::stall::{Stall, Transition};
-use crate::decide::{dedup, notes, refusal};
+use crate::decide::{book::dedup, book::notes, restart::refusal};
 use crate::fleet::deck::{SpawnFailure, SpawnReason};
 use crate::fleet::session::{Session, Status};
 use crate::records::audit::{Detail, LivenessRecord, RestartRecord, SpawnDetail, StallDetail};
@@ -188,7 +188,7 @@ fn refused(
     job: &Job,
     reason: &str,
     fresh: Option<refusal::Freshness>,
-    call: &crate::decide::cascade::Call,
+    call: &crate::decide::book::cascade::Call,
 ) {
     let s = &job.session;
     let rec = format!("agent-deck refused the restart: {reason}");
@@ -310,7 +310,7 @@ fn store_locked(ctx: &Context, s: &Session, why: &str) {
 /// The liveness check found `s` alive: a pane that kept moving is counted
 /// (and said once it keeps happening), an auth hold is said once an
 /// episode; recorded in `restart.log` and `liveness.log`.
-fn alive(ctx: &Context, s: &Session, ev: &crate::decide::liveness::Evidence, gap_s: f64) {
+fn alive(ctx: &Context, s: &Session, ev: &crate::decide::restart::liveness::Evidence, gap_s: f64) {
     let reason = ev.reason;
     let mut consecutive = None;
     if reason == LivenessReason::PaneActive {
@@ -349,7 +349,7 @@ fn alive(ctx: &Context, s: &Session, ev: &crate::decide::liveness::Evidence, gap
 pub(crate) fn liveness(
     ctx: &Context,
     s: &Session,
-    ev: &crate::decide::liveness::Evidence,
+    ev: &crate::decide::restart::liveness::Evidence,
     gap_s: f64,
     consecutive_skips: Option<u32>,
 ) {

@@ -9,12 +9,12 @@ use parking_lot::Mutex;
 
 use crate::alert::escalate::{Escalator, Shared};
 use crate::config::Config;
+use crate::decide::book::stale_hook::is_stale_dead_hook;
 use crate::decide::book::State;
 use crate::decide::limits::Limits;
-use crate::decide::liveness::Probe;
 use crate::decide::outcomes::{RestartAction, Severity};
-use crate::decide::stale_hook::is_stale_dead_hook;
-use crate::decide::{notes, stop};
+use crate::decide::probe::Probe;
+use crate::decide::{book::notes, book::stop};
 use crate::fleet::deck::AgentDeck;
 use crate::fleet::session::{is_escalation_critical, Live, Session};
 use crate::records::audit::RestartRecord;

@@ -23,7 +23,7 @@ use crate::act::job::{self, Job};
 use crate::act::{poller_restart, prompt_resume, resume};
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::restart::{Action, Dropped, Event, Machine, Now, Outcome, Phase};
-use crate::decide::{gates, liveness, stale_hook};
+use crate::decide::{book::stale_hook, restart::gates, restart::liveness};
 use crate::fleet::panes::{self, ListError, PaneSource, Tmux};
 use crate::fleet::session::Session;
 use crate::sys::clock::clamped;
@@ -258,10 +258,10 @@ mod tests {
 
     use super::*;
     use crate::act::context::tests::{config, restart_records, severities, NOW};
-    use crate::decide::liveness::LivenessReason;
     use crate::decide::outcomes::RestartAction;
+    use crate::decide::restart::liveness::LivenessReason;
     use crate::decide::restart::JobKind;
-    use crate::decide::{notes, refusal};
+    use crate::decide::{book::notes, restart::refusal};
     use crate::fleet::deck::{RestartAnswer, SpawnFailure, SpawnReason};
     use crate::fleet::fake::{live, FakeDeck, Script, SendAnswer};
     use crate::fleet::session::Status;
@@ -795,7 +795,7 @@ mod tests {
             gates::gate(&mut st, &ctx.limits, ID, later),
             gates::Gate::Skip(gates::Hold::SpawnDiedFast)
         );
-        let s = crate::decide::notes::tests::sess(ID);
+        let s = crate::decide::book::notes::tests::sess(ID);
         notes::note_status(&mut st, &s, Status::Error, later);
         assert_eq!(
             gates::recheck(&mut st, ID, later),

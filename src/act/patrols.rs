@@ -18,7 +18,7 @@ use crate::act::job_worker::Jobs;
 use crate::act::snapshot::Snapshot;
 use crate::act::telegram_pollers;
 use crate::decide::restart::JobKind;
-use crate::decide::{patrol_rules, stop};
+use crate::decide::{book::stop, patrol_rules};
 use crate::digest::digest;
 use crate::error::{Error, Result};
 use crate::fleet::session::{Live, Session, Status};

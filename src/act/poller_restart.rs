@@ -7,7 +7,7 @@ use crate::act::job::Job;
 use crate::decide::outcomes::RestartAction;
 use crate::decide::restart::JobKind;
 use crate::decide::restart::Outcome;
-use crate::decide::{cascade, patrol_rules};
+use crate::decide::{book::cascade, patrol_rules};
 use crate::fleet::deck::RestartAnswer;
 
 /// SPEC §6.1 and §6.5: restart a live conductor whose Telegram poller is

@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 
 use crate::alert::telegram::Telegram;
 use crate::config::Config;
+use crate::decide::book::dedup;
 use crate::decide::book::State;
-use crate::decide::dedup;
 use crate::decide::limits::Limits;
 use crate::decide::outcomes::Severity;
 use crate::records::audit::EscalationRecord;

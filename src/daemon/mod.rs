@@ -9,7 +9,7 @@
 //!   first tick, and again by its own thread, `version_reread.rs`, when
 //!   due), then one `--once` pass or the daemon;
 //! - `serve.rs`: the loop, which starts the trigger threads, and where a
-//!   batch goes ([`crate::decide::route`]): a tick, a dead pane's check and
+//!   batch goes ([`crate::decide::verdict::route`]): a tick, a dead pane's check and
 //!   short path, or hook checks;
 //! - `observe.rs`: a tick's reads, told as outages when they fail;
 //! - [`crate::decide::plan`] decides, and `apply.rs` carries the plan out:

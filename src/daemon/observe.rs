@@ -1,7 +1,7 @@
 //! The first part of a tick: what the daemon observes of the fleet. The
 //! session list read into the cache, and what a readable one means for a
 //! vanished fleet (SPEC §5.6, #2323: told once, like a cascade, and the
-//! sessions' state kept, see [`crate::decide::vanish`]); one `-p P list`
+//! sessions' state kept, see [`crate::decide::book::vanish`]); one `-p P list`
 //! per profile that holds a critical session (with `RESUME_SCOPE=all`, a
 //! Claude session); what the pane watch saw (bare shells, its listing) and
 //! the map handed to it; the hook files of the sessions in error. Then the
@@ -18,12 +18,12 @@ use std::time::Duration;
 
 use crate::config::ResumeScope;
 use crate::daemon::Daemon;
+use crate::decide::book::vanish::{self, VanishNews};
 use crate::decide::outcomes::Severity;
 use crate::decide::plan::{self, Answer, HookSeen, LiveView, Observation, Read};
-use crate::decide::reset_time;
+use crate::decide::restart::store;
 use crate::decide::restart::Outcome;
-use crate::decide::store;
-use crate::decide::vanish::{self, VanishNews};
+use crate::decide::stall::reset_time;
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::CliError;
 use crate::fleet::session::{Live, Session, Status};
@@ -293,7 +293,7 @@ impl Daemon {
     /// A readable list that holds none of the two or more critical sessions
     /// the one before held: told once, like a cascade, and their state is
     /// kept until they are back or the hold is over (see
-    /// [`crate::decide::vanish`]).
+    /// [`crate::decide::book::vanish`]).
     fn watch_vanish(&self, held: &BTreeMap<String, String>) {
         let ids: BTreeSet<String> = held.keys().cloned().collect();
         let (fleet, now) = (&self.fleet, self.ctx.clock.now());
@@ -608,7 +608,7 @@ mod tests {
         d.tick();
         list(&deck, &[], "[]");
         d.tick();
-        clock.advance(crate::decide::vanish::VANISH_HOLD_S);
+        clock.advance(crate::decide::book::vanish::VANISH_HOLD_S);
         d.tick();
         d.finish();
         assert!(d.ctx.state.lock().sessions.is_empty());

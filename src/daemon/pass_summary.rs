@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::decide::book::State;
-use crate::decide::gates::Hold;
-use crate::decide::liveness::LivenessReason;
+use crate::decide::restart::gates::Hold;
+use crate::decide::restart::liveness::LivenessReason;
 use crate::decide::restart::Outcome;
 use crate::decide::verdict::Verdict;
 use crate::error::{self, Error};
@@ -489,8 +489,8 @@ mod tests {
 
     #[test]
     fn a_queued_restart_reads_what_its_outcome_says() {
-        use crate::decide::liveness::Evidence;
-        use crate::decide::refusal::Freshness;
+        use crate::decide::restart::liveness::Evidence;
+        use crate::decide::restart::refusal::Freshness;
         use crate::decide::restart::Dropped;
         let alive = |reason| Outcome::Alive {
             evidence: Evidence {

@@ -4,6 +4,20 @@
 //! struct is plain data so it can be saved to `state.json` and loaded after the
 //! watchdog's own restart; the rules that read and change it are the rest of
 //! [`crate::decide`].
+//!
+//! Beside it, what the book notes and how it is kept: the notes of what
+//! happened (`notes.rs`), its time hygiene (`prune.rs`), escalation dedup,
+//! cascades, a vanished fleet, and the facts a note rests on: whether a
+//! session ever ran, a stop, a stale `dead` hook.
+
+pub(crate) mod cascade;
+pub(crate) mod dedup;
+pub(crate) mod first_run;
+pub(crate) mod notes;
+pub(crate) mod prune;
+pub(crate) mod stale_hook;
+pub(crate) mod stop;
+pub(crate) mod vanish;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -45,7 +59,7 @@ pub(crate) struct SessionBook {
     /// backed off for (`""` when it had none): each limit is noted once.
     pub usage_limit: Option<String>,
     /// The run of freshness-guard refusals in progress, if any (see
-    /// [`crate::decide::refusal`]); saved, so a scheduled retry outlives
+    /// [`crate::decide::restart::refusal`]); saved, so a scheduled retry outlives
     /// the watchdog's own restart.
     pub refusal: Option<Refusal>,
     /// The stall episode in progress, if any (SPEC §14).
@@ -71,7 +85,7 @@ pub(crate) struct Refusal {
     pub retry_at: Option<f64>,
 }
 
-/// A fleet that vanished (see [`crate::decide::vanish`]): the critical
+/// A fleet that vanished (see [`crate::decide::book::vanish`]): the critical
 /// sessions a `list --all` held a tick before and suddenly did not.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -146,11 +160,11 @@ pub(crate) struct State {
     /// `<sid or _global>|<severity>` → when it last escalated.
     pub escalated: BTreeMap<String, f64>,
     /// Critical sessions known to have run at least once (see
-    /// [`crate::decide::first_run`]): only these are revived from `error`.
+    /// [`crate::decide::book::first_run`]): only these are revived from `error`.
     /// Ids that leave the fleet are dropped.
     pub ran: BTreeSet<String>,
     /// Critical sessions seen `stopped` and not seen healthy since: a human
-    /// stopped them (see [`crate::decide::stop`]).
+    /// stopped them (see [`crate::decide::book::stop`]).
     pub stopped: BTreeSet<String>,
     /// The vanished fleet whose state is being kept, if any.
     pub vanished: Option<Vanished>,

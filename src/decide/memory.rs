@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::decide::hook_pacing::HookPacing;
+use crate::decide::verdict::hook_pacing::HookPacing;
 use crate::decide::verdict::Episodes;
 use crate::sys::say_once::SayOnce;
 

@@ -67,7 +67,7 @@ spelled! {
         /// Many critical sessions in error at once: settle, then revive.
         CascadeDetected = "cascade-detected",
         /// A `list --all` suddenly holds none of the critical sessions it
-        /// held (see `decide::vanish`).
+        /// held (see `decide::book::vanish`).
         FleetVanished = "fleet-vanished",
         TaskRetry = "task-retry",
         TaskExhausted = "task-exhausted",

@@ -15,17 +15,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::decide::banner::{self, ApiError};
+use crate::decide::book::cascade::{self, CascadeNews};
+use crate::decide::book::stale_hook::is_stale_dead_hook;
+use crate::decide::book::stop;
 use crate::decide::book::State;
-use crate::decide::cascade::{self, CascadeNews};
-use crate::decide::gates::Limits;
-use crate::decide::liveness::Probe;
 use crate::decide::memory::FleetMemory;
 use crate::decide::outcomes::RestartAction;
-use crate::decide::reset_time::ResetFrom;
-use crate::decide::stale_hook::is_stale_dead_hook;
+use crate::decide::probe::Probe;
+use crate::decide::restart::gates::Limits;
+use crate::decide::stall::banner::{self, ApiError};
+use crate::decide::stall::reset_time::ResetFrom;
 use crate::decide::stall::{self, Seen, Stall, StallKind, Step, Transition};
-use crate::decide::stop;
 use crate::decide::verdict::{self, Decided, Episodes, Errored, Known, Look};
 use crate::fleet::session::{Live, Session, Status};
 use crate::fleet::version::Version;
@@ -588,8 +588,8 @@ fn stall_step(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::gates::Hold;
     use crate::decide::limits::tests::lim;
+    use crate::decide::restart::gates::Hold;
     use crate::decide::stall::tests::LIM;
     use crate::decide::verdict::Verdict;
     use crate::fleet::fake::live;

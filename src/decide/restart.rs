@@ -8,7 +8,7 @@
 //! ([`Machine::answered`]); an `error` read after a restart agent-deck
 //! carried out may come only from a stale `dead` hook (agent-deck honours
 //! one for two minutes of its age), which is no failure; a `skipped` answer
-//! (a refusal) keeps nothing of the attempt ([`crate::decide::refusal`]);
+//! (a refusal) keeps nothing of the attempt ([`crate::decide::restart::refusal`]);
 //! a failed boot that hit an API rate limit is no crash
 //! ([`is_rate_limited`]). And never a second agent (#32): with agent-deck's
 //! store locked, 1.14.0's `session restart` spawns its new tmux session and
@@ -18,17 +18,27 @@
 //! unsaved one. So the fallback looks at tmux's own listing first: it
 //! starts only when no tmux session of this one was created since the
 //! restart began.
+//!
+//! Beside it, what a restart must pass: the gates (`gates.rs`), agent-deck's
+//! freshness guard (`refusal.rs`), the liveness confirmation before a pane is
+//! torn down (`liveness.rs`) and whether agent-deck's store could be read
+//! (`store.rs`).
+
+pub(crate) mod gates;
+pub(crate) mod liveness;
+pub(crate) mod refusal;
+pub(crate) mod store;
 
 use std::time::Duration;
 
 use crate::config::Config;
 use crate::decide::book::State;
-use crate::decide::gates::{self, Hold};
 use crate::decide::limits::Limits;
-use crate::decide::liveness::{Evidence, LivenessReason};
 use crate::decide::outcomes::RestartAction;
+use crate::decide::restart::gates::Hold;
+use crate::decide::restart::liveness::{Evidence, LivenessReason};
 use crate::decide::stall::Stall;
-use crate::decide::{cascade, notes, refusal, stop, store};
+use crate::decide::{book::cascade, book::notes, book::stop};
 use crate::fleet::deck::{CliError, RestartAnswer, SpawnFailure, SpawnReason};
 use crate::fleet::panes::Proof;
 use crate::fleet::session::Status;
@@ -51,11 +61,11 @@ pub(crate) enum Outcome {
     WouldRestart,
     /// agent-deck declined the restart (`skipped`) for `reason`; `fresh`:
     /// its freshness guard did, and it is tried again
-    /// ([`crate::decide::refusal`] says when).
+    /// ([`crate::decide::restart::refusal`] says when).
     Refused {
         reason: String,
-        fresh: Option<crate::decide::refusal::Freshness>,
-        call: crate::decide::cascade::Call,
+        fresh: Option<crate::decide::restart::refusal::Freshness>,
+        call: crate::decide::book::cascade::Call,
     },
     /// The restart and its fallback failed, for `why`, with the spawn
     /// failure agent-deck named, if it did (`spawn_died_fast`: held and
@@ -125,7 +135,7 @@ pub(crate) enum Dropped {
 impl Outcome {
     /// Whether the job's budget slot goes back: the attempt did not count.
     /// A freshness refusal gave back its slot with the rest of the attempt
-    /// ([`crate::decide::refusal::note_refused`]).
+    /// ([`crate::decide::restart::refusal::note_refused`]).
     pub(crate) fn gives_back(&self) -> bool {
         match self {
             Outcome::Refused { fresh, .. } => fresh.is_none(),
@@ -623,9 +633,9 @@ mod tests {
 
     #[test]
     fn only_an_attempt_that_did_not_count_gives_its_slot_back() {
-        use crate::decide::liveness::{Evidence, LivenessReason};
+        use crate::decide::restart::liveness::{Evidence, LivenessReason};
         let why = || "w".to_owned();
-        let fresh = Some(crate::decide::refusal::Freshness {
+        let fresh = Some(crate::decide::restart::refusal::Freshness {
             age: None,
             window: None,
         });
@@ -700,8 +710,8 @@ mod tests {
     // The machine, step by step.
 
     use crate::decide::limits::tests::lim;
-    use crate::decide::liveness::PaneSamples;
-    use crate::decide::refusal::Freshness;
+    use crate::decide::restart::liveness::PaneSamples;
+    use crate::decide::restart::refusal::Freshness;
     use crate::fleet::deck::{RestartAnswer, SpawnReason};
     use Status::{Error, Running};
 

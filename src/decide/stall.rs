@@ -6,11 +6,17 @@
 //! `RESUME_STAGGER_S` apart, at most `RESUME_FLEET_MAX_PER_HOUR`, critical
 //! sessions first. Nothing here counts toward the restart budget, the
 //! cascade guard or the 429 breaker.
+//!
+//! Beside it: the API error banner a turn ended on (`banner.rs`) and when a
+//! usage limit resets (`reset_time.rs`).
+
+pub(crate) mod banner;
+pub(crate) mod reset_time;
 
 use serde::{Deserialize, Serialize};
 
 use crate::decide::outcomes::RestartAction;
-use crate::decide::reset_time::PROBE_MAX_S;
+use crate::decide::stall::reset_time::PROBE_MAX_S;
 use crate::fleet::session::{Live, Status, Substate};
 
 /// What kind of stall a session is in.

@@ -8,17 +8,25 @@
 //! A new kind of verdict is one [`Verdict`] variant, one arm in
 //! [`decide`] and one in the daemon's executor; [`crate::decide::plan`]
 //! puts the verdicts in a tick's plan.
+//!
+//! Beside it: where a batch of triggers goes (`route.rs`), when a hook file
+//! earns a look (`hook_pacing.rs`), and a session at its plan's usage limit
+//! (`usage_limit.rs`).
+
+pub(crate) mod hook_pacing;
+pub(crate) mod route;
+pub(crate) mod usage_limit;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::tz::TimeZone;
 
+use crate::decide::book::first_run::{self, Ran};
 use crate::decide::book::State;
-use crate::decide::first_run::{self, Ran};
-use crate::decide::gates::{self, Gate, Hold, Limits};
-use crate::decide::liveness::Probe;
+use crate::decide::probe::Probe;
 use crate::decide::restart;
-use crate::decide::{notes, stop, usage_limit};
+use crate::decide::restart::gates::{self, Gate, Hold, Limits};
+use crate::decide::{book::notes, book::stop};
 use crate::fleet::session::{Live, Session, Status, Substate};
 use crate::fleet::version::Version;
 
@@ -136,7 +144,7 @@ pub(crate) struct Known {
     /// It ran (the book's `ran` set).
     pub ran: bool,
     /// A stop was seen before this error, at an agent-deck that can report
-    /// a deliberate stop as `error` (see [`crate::decide::stop`]).
+    /// a deliberate stop as `error` (see [`crate::decide::book::stop`]).
     pub stopped_before: bool,
     /// When the watchdog last restarted it.
     pub restarted_at: Option<f64>,
@@ -154,7 +162,7 @@ impl Known {
 
 /// What a critical session in `error` (`l`) is: held because a stop was
 /// seen before it, at its usage limit, held because it never ran (see
-/// [`crate::decide::first_run`]) or because only a stale `dead` hook from
+/// [`crate::decide::book::first_run`]) or because only a stale `dead` hook from
 /// before its restart says `error` (`stale_hook`, asked with the restart's
 /// time, only of a session that ran and was restarted), else died. The
 /// `probe` is read at most once per error episode, and not when the book
@@ -342,8 +350,8 @@ fn back_off(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::book::notes::tests::sess;
     use crate::decide::limits::tests::lim;
-    use crate::decide::notes::tests::sess;
 
     const ID: &str = "3f9c2a1b-1755891234";
     const NOW: f64 = 1_760_000_000.0;

@@ -17,7 +17,7 @@
 //! session is kept whole too, for the stall pass ([`Fleet::beyond_critical`]).
 //! A readable list that suddenly holds none
 //! of the critical sessions is read like any other: what that means (a
-//! vanished fleet, #2323) is decided by [`crate::decide::vanish`].
+//! vanished fleet, #2323) is decided by [`crate::decide::book::vanish`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

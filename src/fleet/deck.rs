@@ -39,7 +39,7 @@ pub(crate) enum CliError {
     /// Exited 0 but printed something we do not understand.
     Garbage(String),
     /// Answered, but agent-deck's store could not be read (see
-    /// [`crate::decide::store`]): why, as said.
+    /// [`crate::decide::restart::store`]): why, as said.
     StoreUnreadable(String),
 }
 

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use crate::config::{deck_files, Config};
 use crate::decide::book::State;
-use crate::decide::gates::{self, Gate};
 use crate::decide::limits::Limits;
 use crate::decide::outcomes::RestartAction;
+use crate::decide::restart::gates::{self, Gate};
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::cli::Cli;

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::decide::liveness::{LivenessReason, PaneSamples, StatusRead};
 pub use crate::decide::outcomes::{RestartAction, Severity};
+pub use crate::decide::restart::liveness::{LivenessReason, PaneSamples, StatusRead};
 use crate::fleet::panes::Proof;
 
 pub const RESTART_LOG: &str = "restart.log";

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
+use crate::decide::book::prune;
 use crate::decide::book::State;
 use crate::decide::limits::Limits;
-use crate::decide::prune;
 use crate::records::failed_writes::FailedWrites;
 use crate::sys::fs::{self, ReadError, PRIVATE_FILE, STATE_FILE_MAX};
 
@@ -139,7 +139,7 @@ mod tests {
         std::fs::write(&path, b"{}").unwrap();
         assert_eq!(peek(tmp.path()), Ok(Some(State::default())));
     }
-    use crate::decide::{dedup, gates};
+    use crate::decide::{book::dedup, restart::gates};
 
     fn lim() -> Limits {
         Limits::from_config(&crate::config::test_config(Path::new("/nonexistent")))
@@ -169,7 +169,7 @@ mod tests {
     fn a_spawn_hold_outlives_every_window_and_the_watchdog_restart() {
         let tmp = tempfile::tempdir().unwrap();
         let state = Mutex::new(State::default());
-        crate::decide::notes::note_spawn_died_fast(&mut state.lock(), "a-1", 1000.0);
+        crate::decide::book::notes::note_spawn_died_fast(&mut state.lock(), "a-1", 1000.0);
         Store::new(tmp.path(), true).save(&state);
         let mut back = Store::new(tmp.path(), true).load(&lim(), 1000.0 + 30.0 * 86400.0);
         assert_eq!(back.sessions["a-1"].spawn_died_fast_at, Some(1000.0));

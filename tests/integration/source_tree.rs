@@ -20,7 +20,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The module path of a file: `src/decide/gates.rs` is `decide::gates`,
+/// The module path of a file: `src/decide/restart/gates.rs` is
+/// `decide::restart::gates`,
 /// `src/decide/mod.rs` is `decide`.
 fn module_of(src: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(src).unwrap().with_extension("");
@@ -205,7 +206,7 @@ fn imports(src: &str) -> BTreeMap<String, BTreeSet<String>> {
             .filter(|s| s.starts_with("use crate::") || s.starts_with("use super::"))
             .flat_map(|s| used_paths(s, here))
             .collect();
-        // A name a `use` line brought in (`use crate::decide::gates;`)
+        // A name a `use` line brought in (`use crate::decide::restart::gates;`)
         // opens an inline path too (`gates::gate(…)`).
         let named: BTreeMap<&str, String> = paths
             .iter()
@@ -239,7 +240,7 @@ fn imports(src: &str) -> BTreeMap<String, BTreeSet<String>> {
     graph
 }
 
-/// The room a module lives in: its top folder (`decide::gates` is in
+/// The room a module lives in: its top folder (`decide::restart::gates` is in
 /// `decide`), or the file itself at the root (`error`, `lib`).
 fn room_of(module: &str) -> &str {
     match module.split("::").next() {
@@ -329,15 +330,15 @@ fn no_two_rooms_of_the_source_import_each_other() {
 #[test]
 fn the_reader_finds_the_imports_it_is_shown() {
     let got = used_paths(
-        "use crate::decide::{cascade, gates::{Gate, Hold}};",
+        "use crate::decide::{book::cascade, restart::gates::{Gate, Hold}};",
         "daemon",
     );
     assert_eq!(
         got,
         [
-            "decide::cascade",
-            "decide::gates::Gate",
-            "decide::gates::Hold"
+            "decide::book::cascade",
+            "decide::restart::gates::Gate",
+            "decide::restart::gates::Hold"
         ]
     );
     assert_eq!(
@@ -428,4 +429,29 @@ fn restart_log_records_are_written_from_one_file() {
         }
     }
     assert_eq!(writers, BTreeSet::from(["act::apply".to_owned()]));
+}
+
+/// The same one level down, in the decision core: each folder answers one
+/// question (a session's verdict, the restart machine, a stall, what the
+/// restart book remembers of the fleet) and none imports a folder (or a
+/// file beside them) that imports it back.
+#[test]
+fn no_two_folders_of_the_decision_core_import_each_other() {
+    let folder = |m: &str| m.split("::").take(2).collect::<Vec<_>>().join("::");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, deps) in imports("src")
+        .iter()
+        .filter(|(m, _)| m.starts_with("decide::"))
+    {
+        let here = folder(from);
+        let inside = deps.iter().filter(|d| d.starts_with("decide::"));
+        let edges = graph.entry(here.clone()).or_default();
+        edges.extend(inside.map(|d| folder(d)).filter(|to| *to != here));
+    }
+    assert!(
+        graph["decide::restart"].contains("decide::book"),
+        "{graph:?}"
+    );
+    let cycles = cycles(&graph);
+    assert!(cycles.is_empty(), "folder cycles:\n{}", cycles.join("\n"));
 }

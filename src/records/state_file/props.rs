@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{Store, STATE_FILE};
 use crate::decide::book::State;
-use crate::decide::gates::Limits;
+use crate::decide::restart::gates::Limits;
 use crate::testing::{
     bytes_of, count, input, list_of, map_of, shaped, shaped_with, string, time, CASES, NOW,
 };

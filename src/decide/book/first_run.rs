@@ -13,7 +13,7 @@
 //! [`has_run`] orders the look-ups from cheapest to dearest; the [`Probe`]
 //! does the I/O.
 
-use crate::decide::liveness::Probe;
+use crate::decide::probe::Probe;
 use crate::fleet::session::Status;
 
 /// What the evidence says.

@@ -3,12 +3,12 @@
 //! at most), and the burst guard that pauses every restart when too many ran
 //! within the cascade window.
 
+use crate::decide::book::prune::prune;
 use crate::decide::book::{Cascade, State};
 use crate::decide::limits::{Limits, CASCADE_REMINDER_S};
-use crate::decide::prune::prune;
 
 /// What [`note_call`] changed for one call, so that a call agent-deck
-/// refused can give it back (see [`crate::decide::refusal`]).
+/// refused can give it back (see [`crate::decide::restart::refusal`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Call {
     /// When the call was noted: its serialization turn and burst entry.
@@ -114,8 +114,8 @@ pub(crate) fn revive_tick_in(state: &State, last_tick: Option<f64>, now: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::gates::{gate, Gate, Hold};
     use crate::decide::limits::tests::lim;
+    use crate::decide::restart::gates::{gate, Gate, Hold};
     use crate::sys::clock::{Clock, FakeClock};
 
     const ID: &str = "3f9c2a1b-1755891234";

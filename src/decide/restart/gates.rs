@@ -5,11 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::decide::book::prune::prune;
 use crate::decide::book::State;
 /// The limits the gates read; they live in [`crate::decide::limits`].
 pub(crate) use crate::decide::limits::Limits;
-use crate::decide::prune::prune;
-use crate::decide::refusal;
+use crate::decide::restart::refusal;
 use crate::spelled::spelled;
 
 spelled! {
@@ -25,17 +25,17 @@ spelled! {
         InFlight = "in_flight",
         BudgetSpent = "budget_spent",
         /// Added but never started: nothing to revive (see
-        /// [`crate::decide::first_run`]).
+        /// [`crate::decide::book::first_run`]).
         NeverStarted = "never_started",
         /// Restarted, and still read `error` only because of a `dead` hook from
-        /// before that restart (see [`crate::decide::stale_hook`]).
+        /// before that restart (see [`crate::decide::book::stale_hook`]).
         StaleDeadHook = "stale_dead_hook",
         /// agent-deck said its last restart or start died at once (see
-        /// [`crate::decide::notes::note_spawn_died_fast`]): held until it is
+        /// [`crate::decide::book::notes::note_spawn_died_fast`]): held until it is
         /// seen healthy.
         SpawnDiedFast = "spawn_died_fast",
         /// Seen `stopped`, and not started since: before 1.16.23 a stop could
-        /// flip to `error` (see [`crate::decide::stop`]).
+        /// flip to `error` (see [`crate::decide::book::stop`]).
         StoppedBefore = "stopped_before",
         /// At agent-deck's `model-unavailable`: a restart boots into the same
         /// model, so it is a stall to resume (SPEC §14), never restarted.
@@ -59,7 +59,7 @@ pub(crate) enum Gate {
 
 /// The gates, in order: circuit breaker, 429 backoff, cascade pause or
 /// settle, cooldown, a restart already in flight (or a retry after a
-/// freshness refusal scheduled, see [`crate::decide::refusal`]), the rate
+/// freshness refusal scheduled, see [`crate::decide::restart::refusal`]), the rate
 /// budget.
 pub(crate) fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
     if let Some(why) = recheck(state, id, now) {
@@ -128,9 +128,9 @@ pub(crate) fn serialization_wait(state: &State, lim: &Limits, now: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::cascade::note_call;
+    use crate::decide::book::cascade::note_call;
+    use crate::decide::book::notes::note_rate_limited;
     use crate::decide::limits::tests::lim;
-    use crate::decide::notes::note_rate_limited;
     use crate::sys::clock::{Clock, FakeClock};
 
     const ID: &str = "3f9c2a1b-1755891234";
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn a_spawn_that_died_fast_holds_until_seen_healthy_before_any_budget_or_fleet_hold() {
-        use crate::decide::notes::{note_spawn_died_fast, note_status, tests::sess};
+        use crate::decide::book::notes::{note_spawn_died_fast, note_status, tests::sess};
         use crate::fleet::session::Status;
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         note_spawn_died_fast(&mut s, ID, c.now());

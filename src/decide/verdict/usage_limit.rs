@@ -61,8 +61,8 @@ mod tests {
     use jiff::Timestamp;
 
     use super::*;
-    use crate::decide::notes::note_status;
-    use crate::decide::notes::tests::sess;
+    use crate::decide::book::notes::note_status;
+    use crate::decide::book::notes::tests::sess;
     use crate::fleet::session::Status;
     use crate::sys::clock::{Clock, FakeClock};
 

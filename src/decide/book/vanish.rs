@@ -16,8 +16,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::decide::book::prune::not_in_future;
 use crate::decide::book::{State, Vanished};
-use crate::decide::prune::not_in_future;
 
 /// How long the state of a vanished fleet is kept for it to come back.
 pub(crate) const VANISH_HOLD_S: f64 = 3600.0;

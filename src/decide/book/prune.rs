@@ -2,10 +2,10 @@
 //! dropped, and what a clock that has since stepped back recorded in the
 //! future is brought back to now (SPEC §11 Clocks).
 
+use crate::decide::book::first_run::proves_it_ran;
+use crate::decide::book::stale_hook::HOOK_FRESH_S;
 use crate::decide::book::State;
-use crate::decide::first_run::proves_it_ran;
 use crate::decide::limits::{Limits, CASCADE_REMINDER_S};
-use crate::decide::stale_hook::HOOK_FRESH_S;
 use crate::fleet::session::Status;
 
 /// How far ahead of `now` a recorded time may lie before it is taken for one
@@ -101,12 +101,12 @@ pub(crate) fn backfill_ran(state: &mut State) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::cascade::note_call;
-    use crate::decide::dedup::may_escalate;
-    use crate::decide::gates::{finish, gate, reserve, serialization_wait, Gate};
+    use crate::decide::book::cascade::note_call;
+    use crate::decide::book::dedup::may_escalate;
+    use crate::decide::book::notes::tests::sess;
+    use crate::decide::book::notes::{note_rate_limited, note_restarted, note_status};
     use crate::decide::limits::tests::lim;
-    use crate::decide::notes::tests::sess;
-    use crate::decide::notes::{note_rate_limited, note_restarted, note_status};
+    use crate::decide::restart::gates::{finish, gate, reserve, serialization_wait, Gate};
     use crate::sys::clock::{Clock, FakeClock};
 
     const ID: &str = "3f9c2a1b-1755891234";
@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn a_clock_stepped_back_does_not_hold_patrols_or_cascade_reminders() {
-        use crate::decide::cascade::{observe_cascade, CascadeNews};
+        use crate::decide::book::cascade::{observe_cascade, CascadeNews};
         use crate::decide::patrol_rules::{
             note_poller_restarted, observe_waiting, poller_restart_allowed,
         };
@@ -254,7 +254,7 @@ mod tests {
 
     #[test]
     fn a_usage_limit_backoff_lasts_its_retry_time_and_no_more() {
-        use crate::decide::notes::note_rate_limited;
+        use crate::decide::book::notes::note_rate_limited;
         let (l, c, mut s) = (lim(), FakeClock::at(200_000.0), State::default());
         note_rate_limited(&mut s, &l, ID, c.now(), 7_200.0);
         c.advance(5.0);

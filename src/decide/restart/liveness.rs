@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::decide::probe::Probe;
 use crate::digest::digest;
 use crate::fleet::panes::Proof;
-use crate::fleet::session::{Live, Status};
+use crate::fleet::session::Status;
 use crate::spelled::spelled;
 
 /// One status read during liveness confirmation.
@@ -35,20 +36,6 @@ pub struct PaneSamples {
     pub sampled: bool,
     pub changed: bool,
     pub empty: bool,
-}
-
-/// Where the readings of one session come from, for this confirmation and
-/// for the evidence that it ever ran ([`crate::decide::first_run`]).
-pub(crate) trait Probe {
-    /// `session show`; `None` when unreadable.
-    fn read(&self) -> Option<Live>;
-    /// Whether a hook file exists for the session (a `stat`, no CLI call).
-    fn hook_file(&self) -> bool;
-    /// `session output --pane -q`; `None` when it could not be captured.
-    fn pane(&self) -> Option<String>;
-    /// Waits the gap; false if shutdown came first.
-    fn wait(&self, gap: Duration) -> bool;
-    fn now(&self) -> f64;
 }
 
 spelled! {
@@ -181,6 +168,8 @@ mod tests {
     use super::*;
     use std::cell::RefCell;
     use std::collections::VecDeque;
+
+    use crate::fleet::session::Live;
 
     /// Scripted readings; an empty script reads as unreadable.
     #[derive(Default)]

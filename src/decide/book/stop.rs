@@ -33,8 +33,8 @@ pub(crate) fn held_by_stop(state: &State, id: &str, release: Option<Version>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::notes::note_status;
-    use crate::decide::notes::tests::sess;
+    use crate::decide::book::notes::note_status;
+    use crate::decide::book::notes::tests::sess;
     use crate::sys::clock::{Clock, FakeClock};
 
     const ID: &str = "3f9c2a1b-1755891234";

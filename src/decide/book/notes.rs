@@ -1,13 +1,13 @@
 //! What the restart book notes, pure: a status seen, a run proven, a restart
 //! carried out, worked or failed, a liveness skip, a rate-limited boot.
 
+use crate::decide::book::dedup::first_in_episode;
+use crate::decide::book::first_run::proves_it_ran;
+use crate::decide::book::prune::prune;
+use crate::decide::book::stop;
 use crate::decide::book::State;
-use crate::decide::dedup::first_in_episode;
-use crate::decide::first_run::proves_it_ran;
 use crate::decide::limits::Limits;
 use crate::decide::outcomes::Severity;
-use crate::decide::prune::prune;
-use crate::decide::stop;
 use crate::fleet::session::{Session, Status};
 
 /// A rate-limited boot: backs the session off for `backoff` seconds (a usage
@@ -112,8 +112,8 @@ pub(crate) fn note_failure(state: &mut State, id: &str) -> u32 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::decide::gates::{gate, recheck, Gate, Hold};
     use crate::decide::limits::tests::lim;
+    use crate::decide::restart::gates::{gate, recheck, Gate, Hold};
     use crate::sys::clock::{Clock, FakeClock};
 
     const ID: &str = "3f9c2a1b-1755891234";

@@ -21,8 +21,8 @@
 //! recorded once (`cli-refused`, at its first refusal) and ends when a call
 //! is not refused or the session is seen healthy.
 
+use crate::decide::book::cascade::{self, Call};
 use crate::decide::book::{Refusal, SessionBook, State};
-use crate::decide::cascade::{self, Call};
 use crate::decide::limits::Limits;
 
 /// The first retry comes this long after the first refusal: notify-daemon
@@ -168,10 +168,10 @@ pub(crate) fn next_retry(state: &State, now: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::cascade::note_call;
-    use crate::decide::gates::{finish, gate, reserve, serialization_wait, Gate, Hold};
+    use crate::decide::book::cascade::note_call;
+    use crate::decide::book::notes::{note_status, tests::sess};
     use crate::decide::limits::tests::lim;
-    use crate::decide::notes::{note_status, tests::sess};
+    use crate::decide::restart::gates::{finish, gate, reserve, serialization_wait, Gate, Hold};
     use crate::fleet::session::Status;
     use crate::sys::clock::{Clock, FakeClock};
 
