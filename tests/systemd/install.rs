@@ -199,9 +199,15 @@ impl Installed {
     /// The unit's journal, one JSON object per entry (the daemon's lines
     /// and the user manager's about the unit).
     pub(crate) fn journal(&self) -> Vec<Value> {
+        self.user_journal(&format!("-u {UNIT}"))
+    }
+
+    /// The user's journal entries that `matches` (journalctl's arguments)
+    /// select, whatever unit journald put them under.
+    pub(crate) fn user_journal(&self, matches: &str) -> Vec<Value> {
         let text = self
             .sdbox
-            .user_ok(&format!("journalctl --user -u {UNIT} -o json --no-pager"));
+            .user_ok(&format!("journalctl --user -o json --no-pager {matches}"));
         text.lines()
             .filter(|l| !l.trim().is_empty())
             .map(|l| serde_json::from_str(l).expect("journalctl -o json line"))

@@ -131,6 +131,17 @@ impl SdBox {
         output_within(cmd, CALL_LIMIT)
     }
 
+    /// Starts `script` with `/bin/sh` as the user in the box, in their
+    /// home, stdin a pipe the caller holds; it does not wait.
+    pub(crate) fn spawn_user(&self, script: &str) -> Child {
+        let mut cmd = self.enter();
+        cmd.args(["su", "-s", "/bin/sh", USER, "-c", &format!("cd; {script}")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd.spawn().expect("start a process in the box")
+    }
+
     /// [`SdBox::user_sh`]'s stdout, failing the test unless it exits 0.
     pub(crate) fn user_ok(&self, script: &str) -> String {
         let out = self.user_sh(script);
@@ -155,12 +166,15 @@ impl SdBox {
         cmd
     }
 
-    /// The child of nspawn: the container's systemd.
+    /// The child of nspawn that runs systemd: the container's PID 1. Not
+    /// just any child: nspawn first forks a helper that soon exits.
     fn find_pid1(&self) -> i32 {
         let parent = self.nspawn.id() as i32;
         let mut pid1 = None;
         let found = wait_until(BOOT_LIMIT, || {
-            pid1 = children_of(parent).into_iter().next();
+            pid1 = children_of(parent).into_iter().find(|pid| {
+                fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "systemd")
+            });
             pid1.is_some()
         });
         assert!(
