@@ -29,6 +29,7 @@ const BAD_SETTING: (&str, &str) = ("RATE_LIMIT_MAX", "lots");
 fn the_unit_is_ready_only_once_armed_and_its_status_says_what_it_protects() {
     let unit = Installed::prepare(&[], None);
     unit.hold_version();
+    let mut released_at = 0;
     std::thread::scope(|s| {
         let steps = s.spawn(|| unit.readme_steps());
         let activating = wait_until(UP_LIMIT, || unit.prop("ActiveState") == "activating");
@@ -43,6 +44,7 @@ fn the_unit_is_ready_only_once_armed_and_its_status_says_what_it_protects() {
             "{UNIT} left activating or armed while held:\n{}",
             unit.status()
         );
+        released_at = monotonic_us();
         unit.release_version();
         let out = steps.join().expect("the README's steps");
         assert!(
@@ -53,12 +55,15 @@ fn the_unit_is_ready_only_once_armed_and_its_status_says_what_it_protects() {
     });
     // `enable --now` of a Type=notify unit returns once READY=1 came.
     assert_eq!(unit.prop("ActiveState"), "active", "{}", unit.status());
-    let messages = unit.messages();
-    let armed = messages.iter().position(|m| m.starts_with("armed:"));
-    let started = messages.iter().position(|m| m.starts_with("Started "));
+    let active_at = unit.num("ActiveEnterTimestampMonotonic");
     assert!(
-        armed.is_some() && armed < started,
-        "no `armed` line before the manager's `Started`: {messages:#?}"
+        active_at >= released_at,
+        "active at {active_at} µs, before the hold was released at {released_at} µs"
+    );
+    let messages = unit.messages();
+    assert!(
+        messages.iter().any(|m| m.starts_with("armed:")),
+        "no `armed` line: {messages:#?}"
     );
     let mut status = String::new();
     let says = wait_until(UP_LIMIT, || {
@@ -148,6 +153,11 @@ fn a_loop_waiting_on_a_cli_call_that_hangs_twice_is_not_killed() {
     let messages = unit.messages();
     let timed_out = messages.iter().filter(|m| m.contains("timed out")).count();
     assert!(timed_out >= 1, "no timed-out call logged: {messages:#?}");
+    let faults = &unit.sim.state()["faults"];
+    assert!(
+        faults.get("list").is_none(),
+        "a hang not yet taken: {faults}"
+    );
     // A full WatchdogSec past the second hang, it is still the same process.
     let killed = wait_until(Duration::from_secs(9), || {
         unit.num("NRestarts") != 0 || unit.num("MainPID") != first
@@ -309,4 +319,17 @@ fn doctor_as_the_user_has_its_service_lines_ok() {
             .unwrap_or_else(|| panic!("no {name} line in doctor's report:\n{report}"));
         assert!(line.starts_with('✓'), "{line}\n{report}");
     }
+}
+
+/// CLOCK_MONOTONIC in µs, the clock of systemd's `…TimestampMonotonic`
+/// (the box shares the host's).
+fn monotonic_us() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write to; CLOCK_MONOTONIC exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000
+        + u64::try_from(ts.tv_nsec).unwrap_or(0) / 1000
 }
