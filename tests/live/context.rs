@@ -165,30 +165,38 @@ fn a_full_context_reads_running_at_an_empty_prompt_past_the_hook_window() {
 
 #[test]
 #[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
-fn clear_is_reported_undelivered_yet_clears_and_a_rebrief_rebinds_the_id() {
-    // Measured 2026-12-07: `/clear` exits 1 after about 7 s with `delivery:
+fn clear_is_typed_once_and_a_rebrief_moves_the_shown_id_but_a_restart_resumes_the_old() {
+    // Measured 2026-12-07: `session send … /clear --no-wait --json` took
+    // about 7 s and, in four runs of five, exited 1 with `delivery:
     // no_evidence` (no busy cue, a 6-byte body too short to look for, the
-    // screen wiped), typed once, never re-sent; it took effect all the same.
+    // screen wiped); in one it exited 0 with `delivery: submitted`. Either
+    // way `/clear` was typed once, never re-sent, and took effect.
     let sb = Sandbox::new();
     let (a, target) = conductor(&sb, "conductor-clear", "full");
     let old = claude_session_id(&sb, &a);
     assert_eq!(sids(&a), std::slice::from_ref(&old));
     error_turn(&sb, &target);
     let out = send(&sb, &a, "/clear");
-    assert_eq!(out.status.code(), Some(1));
     assert!(out.stderr.is_empty(), "{out:?}");
     let v = json(&out);
-    assert_eq!(v["success"], false, "{v}");
-    assert_eq!(v["submitted"], false, "{v}");
-    assert_eq!(v["code"], "DELIVERY_FAILED", "{v}");
-    assert_eq!(v["delivery"], "no_evidence", "{v}");
-    assert!(
-        v["error"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("no evidence of delivery"),
-        "{v}"
-    );
+    match out.status.code() {
+        Some(0) => {
+            assert_eq!(
+                (&v["success"], &v["delivery"]),
+                (&true.into(), &"submitted".into()),
+                "{v}"
+            );
+        }
+        Some(1) => {
+            assert_eq!(v["success"], false, "{v}");
+            assert_eq!(v["submitted"], false, "{v}");
+            assert_eq!(v["code"], "DELIVERY_FAILED", "{v}");
+            assert_eq!(v["delivery"], "no_evidence", "{v}");
+            let error = v["error"].as_str().unwrap_or_default();
+            assert!(error.contains("no evidence of delivery"), "{v}");
+        }
+        other => panic!("exit {other:?}: {v}"),
+    }
     assert_eq!(said(&a), ["Check the sessions in your group.", "/clear"]);
     let new = sids(&a).last().cloned().unwrap_or_default();
     assert_ne!(new, old);
@@ -217,9 +225,9 @@ fn clear_is_reported_undelivered_yet_clears_and_a_rebrief_rebinds_the_id() {
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(json(&out)["delivery"], "submitted");
-    // Stored at the re-brief's `Stop`: the new transcript has a turn, and
-    // its mtime is past the old one's by more than the 5 s grace (the
-    // error record was written about 10 s before).
+    // agent-deck takes the new id at the re-brief's `Stop`: the new
+    // transcript has a turn, and its mtime is past the old one's by more
+    // than the 5 s grace (the error record was written about 10 s before).
     let rebound = wait_until(Duration::from_secs(20), || {
         id_lifecycle(&sb).iter().any(|e| {
             e["action"] == "rebind" && e["new_id"] == new.as_str() && e["hook_event"] == "Stop"
@@ -227,6 +235,25 @@ fn clear_is_reported_undelivered_yet_clears_and_a_rebrief_rebinds_the_id() {
     });
     assert!(rebound, "{:?}", id_lifecycle(&sb));
     assert_eq!(claude_session_id(&sb, &a), new);
+    // But only in the memory of each process that reads the hook: the same
+    // `rebind` from the old id is logged again on every poll (measured
+    // 2026-12-07: about every 2 s for a minute), and `session restart`
+    // still resumes the old, full conversation. Not in context.md; with a
+    // TUI running (which saves), not measured.
+    sb.age_past_freshness(&a);
+    sb.cli_json(&["session", "restart", &a.id, "--json"]);
+    let booted = wait_until(Duration::from_secs(20), || a.boots() == 2);
+    assert!(booted, "{}", a.fake_log());
+    let boot = a.fake_log().lines().last().unwrap_or_default().to_owned();
+    assert!(
+        boot.contains(&format!("--resume {old} ")),
+        "{boot}\nold {old}, new {new}"
+    );
+    let rebinds = id_lifecycle(&sb)
+        .into_iter()
+        .filter(|e| e["action"] == "rebind" && e["old_id"] == old.as_str())
+        .count();
+    assert!(rebinds > 2, "{:?}", id_lifecycle(&sb));
 }
 
 #[test]

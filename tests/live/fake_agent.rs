@@ -50,7 +50,9 @@ pub(crate) const LIMIT: &str = "  ⎿  Context limit reached · /compact or /cle
 /// - On its first boot the transcript
 ///   (`$CLAUDE_CONFIG_DIR/projects/<cwd, non-alphanumerics as ->/<id>.jsonl`,
 ///   `~/.claude` without the variable) gets one exchange whose assistant
-///   record used 3 + 15 000 + 181 000 input tokens (§1.7).
+///   record used 3 + 15 000 + 181 000 input tokens (§1.7). The session is
+///   full while its conversation is that one and not compacted, so a boot
+///   that resumes it (`session restart`) is full again, as Claude is.
 /// - A prompt while full: hook `UserPromptSubmit`, a user record, 2 s of
 ///   `✻ Thinking… (Ns · esc to interrupt)`, then `⏺ Reading the rest of the
 ///   logs.` and the error's `⎿` line, and the synthetic record (`"model":
@@ -125,7 +127,13 @@ const FULL: &str = r#"        case "$code" in
             user 'Check the fleet and read the logs.'
             assistant "$model" 'Reading the logs.' 3 15000 181000 400 end_turn
         fi
-        full=1
+        # Full while the conversation is the seeded one, not compacted: a
+        # restart that resumes it is as full as before.
+        full=0
+        if grep -q '"cache_read_input_tokens":181000' "$projects/$sid.jsonl" \
+            && ! grep -q compact_boundary "$projects/$sid.jsonl"; then
+            full=1
+        fi
         printf '\n%.0s' $(seq "$rows")
         trap 'printf "\n❯ "' INT
         while :; do
@@ -135,7 +143,8 @@ const FULL: &str = r#"        case "$code" in
                 hushed=
             fi
             IFS= read -r -p '❯ ' line || break
-            [ -z "$line" ] && continue
+            # An Enter that came unechoed leaves the cursor on the prompt.
+            [ -z "$line" ] && printf '\r\033[K' && continue
             printf '%s\n' "$line" >> "$dir/said.log"
             case "$line" in
                 /clear)
