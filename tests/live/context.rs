@@ -4,7 +4,7 @@
 //! turn, `session output -q`, and what `session send` answers for `/clear`
 //! and `/compact`, sent the way the watchdog sends (`--no-wait --json`).
 //! These pin the CLI's behaviour, which the watchdog and the simulator
-//! build on; no watchdog runs here. Measured 2026-12-07 (four runs); where
+//! build on; no watchdog runs here. Measured 2026-12-07 (up to eight runs each); where
 //! it differs from context.md, the test says so.
 
 use std::fs;
@@ -167,10 +167,10 @@ fn a_full_context_reads_running_at_an_empty_prompt_past_the_hook_window() {
 #[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
 fn clear_is_typed_once_and_a_rebrief_moves_the_shown_id_but_a_restart_resumes_the_old() {
     // Measured 2026-12-07: `session send … /clear --no-wait --json` took
-    // about 7 s and, in four runs of five, exited 1 with `delivery:
+    // about 7 s and, in five runs of eight, exited 1 with `delivery:
     // no_evidence` (no busy cue, a 6-byte body too short to look for, the
-    // screen wiped); in one it exited 0 with `delivery: submitted`. Either
-    // way `/clear` was typed once, never re-sent, and took effect.
+    // screen wiped); in three it exited 0 with `delivery: submitted`.
+    // Either way `/clear` was typed once, never re-sent, and took effect.
     let sb = Sandbox::new();
     let (a, target) = conductor(&sb, "conductor-clear", "full");
     let old = claude_session_id(&sb, &a);
@@ -320,4 +320,39 @@ fn a_failed_compact_is_reported_delivered_too() {
     assert_eq!(reading(&sb, &a), "running/idle-at-empty-prompt");
     let out = sb.cli(&["session", "output", &a.id, "-q"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Prompt is too long\n");
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn the_other_renderings_read_the_same_and_output_gives_the_records_text() {
+    // Measured 2026-12-07: whatever the `⎿` line says, agent-deck reads the
+    // error turn alike, and `session output -q` prints the synthetic
+    // record's text (`Prompt is too long`, or the thrashing message).
+    let sb = Sandbox::new();
+    for (mode, line, text) in [
+        (
+            "full prompt",
+            "  ⎿  Prompt is too long",
+            "Prompt is too long",
+        ),
+        (
+            "full thrashing",
+            "  ⎿  Autocompact is thrashing: the context refilled to the limit",
+            "Autocompact is thrashing: the context refilled to the limit",
+        ),
+    ] {
+        let title = format!("conductor-{}", mode.replace(' ', "-"));
+        let (a, target) = conductor(&sb, &title, mode);
+        let typed = sb.tmux(&["send-keys", "-t", &target, "Check the sessions.", "Enter"]);
+        assert!(typed.status.success(), "{typed:?}");
+        let failed = wait_until(Duration::from_secs(20), || {
+            let p = pane(&sb, &target);
+            p.contains(&format!("⏺ Reading the rest of the logs.\n{line}")) && p.ends_with('❯')
+        });
+        assert!(failed, "{}", pane(&sb, &target));
+        assert_eq!(reading(&sb, &a), "running/idle-at-empty-prompt", "{mode}");
+        let out = sb.cli(&["session", "output", &a.id, "-q"]);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.starts_with(text), "{mode}: {said:?}");
+    }
 }
