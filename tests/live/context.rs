@@ -4,8 +4,8 @@
 //! turn, `session output -q`, and what `session send` answers for `/clear`
 //! and `/compact`, sent the way the watchdog sends (`--no-wait --json`).
 //! These pin the CLI's behaviour, which the watchdog and the simulator
-//! build on; no watchdog runs here. Measured 2026-12-07 (up to eight runs each); where
-//! it differs from context.md, the test says so.
+//! build on; no watchdog runs here. Measured 2026-12-07, up to eight runs
+//! each; where it differs from context.md, the test says so.
 
 use std::fs;
 use std::process::Output;
@@ -141,6 +141,8 @@ fn a_full_context_reads_running_at_an_empty_prompt_past_the_hook_window() {
     let (a, target) = conductor(&sb, "conductor-cx", "full");
     assert_eq!(reading(&sb, &a), "waiting/idle-at-empty-prompt");
     let ended = error_turn(&sb, &target);
+    // Sampled every 10 s rather than waited on: the fact is that nothing
+    // changes, and each reading is a CLI call.
     let mut seen = Vec::new();
     while ended.elapsed() < Duration::from_secs(150) {
         seen.push((ended.elapsed().as_secs(), reading(&sb, &a)));
