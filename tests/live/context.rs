@@ -4,7 +4,7 @@
 //! turn, `session output -q`, and what `session send` answers for `/clear`
 //! and `/compact`, sent the way the watchdog sends (`--no-wait --json`).
 //! These pin the CLI's behaviour, which the watchdog and the simulator
-//! build on; no watchdog runs here. Measured 2026-12-07, up to eight runs
+//! build on; no watchdog runs here. Measured 2026-12-07, up to nine runs
 //! each; where it differs from context.md, the test says so.
 
 use std::fs;
@@ -169,7 +169,7 @@ fn a_full_context_reads_running_at_an_empty_prompt_past_the_hook_window() {
 #[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
 fn clear_is_typed_once_and_a_rebrief_moves_the_shown_id_but_a_restart_resumes_the_old() {
     // Measured 2026-12-07: `session send … /clear --no-wait --json` took
-    // about 7 s and, in five runs of eight, exited 1 with `delivery:
+    // about 7 s and, in six runs of nine, exited 1 with `delivery:
     // no_evidence` (no busy cue, a 6-byte body too short to look for, the
     // screen wiped); in three it exited 0 with `delivery: submitted`.
     // Either way `/clear` was typed once, never re-sent, and took effect.
@@ -357,4 +357,37 @@ fn the_other_renderings_read_the_same_and_output_gives_the_records_text() {
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(said.starts_with(text), "{mode}: {said:?}");
     }
+}
+
+#[test]
+#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+fn session_set_stores_the_cleared_id_so_a_restart_resumes_it() {
+    // Measured 2026-12-07: what makes the rebind stick without a TUI is
+    // `session set <id> claude-session-id <new>` (exit 0 on a running
+    // session); the restart then resumes the new conversation.
+    let sb = Sandbox::new();
+    let (a, target) = conductor(&sb, "conductor-set", "full");
+    error_turn(&sb, &target);
+    send(&sb, &a, "/clear");
+    let cleared = wait_until(Duration::from_secs(10), || sids(&a).len() == 2);
+    assert!(cleared, "{:?}", said(&a));
+    let new = sids(&a)[1].clone();
+    let out = send(
+        &sb,
+        &a,
+        "Your context was cleared: run your Startup Checklist.",
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let set = sb.cli(&["session", "set", &a.id, "claude-session-id", &new]);
+    eprintln!("session set: {set:?}");
+    assert!(set.status.success(), "{set:?}");
+    sb.age_past_freshness(&a);
+    sb.cli_json(&["session", "restart", &a.id, "--json"]);
+    let booted = wait_until(Duration::from_secs(20), || a.boots() == 2);
+    assert!(booted, "{}", a.fake_log());
+    let boot = a.fake_log().lines().last().unwrap_or_default().to_owned();
+    assert!(
+        boot.contains(&format!("--resume {new} ")),
+        "{boot}\nnew {new}"
+    );
 }
