@@ -4,7 +4,7 @@
 //! turn, `session output -q`, and what `session send` answers for `/clear`
 //! and `/compact`, sent the way the watchdog sends (`--no-wait --json`).
 //! These pin the CLI's behaviour, which the watchdog and the simulator
-//! build on; no watchdog runs here. Measured 2026-12-07, up to nine runs
+//! build on; no watchdog runs here. Measured 2026-12-07, up to eleven runs
 //! each; where it differs from context.md, the test says so.
 
 use std::fs;
@@ -169,7 +169,7 @@ fn a_full_context_reads_running_at_an_empty_prompt_past_the_hook_window() {
 #[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
 fn clear_is_typed_once_and_a_rebrief_moves_the_shown_id_but_a_restart_resumes_the_old() {
     // Measured 2026-12-07: `session send … /clear --no-wait --json` took
-    // about 7 s and, in six runs of nine, exited 1 with `delivery:
+    // about 7 s and, in eight runs of eleven, exited 1 with `delivery:
     // no_evidence` (no busy cue, a 6-byte body too short to look for, the
     // screen wiped); in three it exited 0 with `delivery: submitted`.
     // Either way `/clear` was typed once, never re-sent, and took effect.
