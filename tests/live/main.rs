@@ -11,6 +11,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod context;
 mod contract;
 mod fake_agent;
 mod faults;
