@@ -107,7 +107,16 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     match dispatch(args) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("agent-deck-watchdog: {e}");
+            // Under journald each line carries its priority: an error's is 3.
+            let journal = std::env::var("JOURNAL_STREAM").ok();
+            let prefix = if daemon::logging::stderr_is_journal(journal.as_deref()) {
+                "<3>"
+            } else {
+                ""
+            };
+            for line in format!("agent-deck-watchdog: {e}").lines() {
+                eprintln!("{prefix}{line}");
+            }
             e.exit_code()
         }
     }

@@ -298,3 +298,37 @@ fn stale_cleanup_removes_a_one_off_in_group_conductor() {
     wd.wait_for_more_ticks(10);
     assert!(wd.sim.calls_with(&["remove"]).is_empty());
 }
+
+#[test]
+fn a_fatal_error_under_journald_is_said_at_priority_3_and_on_a_terminal_as_before() {
+    let wd = Wd::new();
+    let log = wd.home.path().join("journal.log");
+    let file = fs::File::create(&log).unwrap();
+    let meta = file.metadata().unwrap();
+    let status = wd
+        .command(&["--once"])
+        .env("RATE_LIMIT_MAX", "lots")
+        .env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()))
+        .stdout(Stdio::null())
+        .stderr(file)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(2));
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(
+        text.starts_with("<3>agent-deck-watchdog: RATE_LIMIT_MAX"),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.starts_with("<3>")), "{text}");
+    let out = wd
+        .command(&["--once"])
+        .env("RATE_LIMIT_MAX", "lots")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.starts_with("agent-deck-watchdog: RATE_LIMIT_MAX"),
+        "{text}"
+    );
+}
