@@ -191,18 +191,7 @@ impl Daemon {
             {
                 memory.tmux_names.insert(id.clone(), name.clone());
             }
-            // The endings of a restart call that agent-deck did not decline.
-            let called = matches!(
-                outcome,
-                Outcome::Restarted { .. }
-                    | Outcome::Failed { .. }
-                    | Outcome::RateLimited
-                    | Outcome::Unsaved { .. }
-                    | Outcome::StoreLocked { .. }
-                    | Outcome::Unverified { .. }
-                    | Outcome::Interrupted { .. }
-            );
-            if called {
+            if outcome.called_restart() {
                 memory.bare_shells.remove(&id);
             }
             if let Some(pass) = self.pass.as_mut() {

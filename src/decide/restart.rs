@@ -147,6 +147,22 @@ impl Outcome {
             _ => false,
         }
     }
+
+    /// Whether a restart call went out and agent-deck did not decline it:
+    /// the old pane is gone, so what the pane watch said of it (a bare
+    /// shell) is no proof about the new one.
+    pub(crate) fn called_restart(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Restarted { .. }
+                | Outcome::Failed { .. }
+                | Outcome::RateLimited
+                | Outcome::Unsaved { .. }
+                | Outcome::StoreLocked { .. }
+                | Outcome::Unverified { .. }
+                | Outcome::Interrupted { .. }
+        )
+    }
 }
 
 /// What a job does to its session. A revive is the machine's whole run;
@@ -631,8 +647,10 @@ mod tests {
         }
     }
 
+    /// Each ending: whether its slot goes back, and whether a restart call
+    /// went out that agent-deck did not decline.
     #[test]
-    fn only_an_attempt_that_did_not_count_gives_its_slot_back() {
+    fn each_ending_says_if_its_slot_goes_back_and_if_a_restart_call_went_out() {
         use crate::decide::restart::liveness::{Evidence, LivenessReason};
         let why = || "w".to_owned();
         let fresh = Some(crate::decide::restart::refusal::Freshness {
@@ -656,23 +674,24 @@ mod tests {
         };
         #[rustfmt::skip]
         let table = [
-            (Outcome::Restarted { status: Status::Idle, tmux: None }, false),
-            (Outcome::WouldRestart, false),
-            (refused(None), true),
+            (Outcome::Restarted { status: Status::Idle, tmux: None }, false, true),
+            (Outcome::WouldRestart, false, false),
+            (refused(None), true, false),
             // A freshness refusal gave back all of the attempt itself.
-            (refused(fresh), false),
-            (Outcome::Failed { why: why(), spawn: None }, false),
-            (Outcome::RateLimited, true),
-            (Outcome::Unsaved { why: why(), tmux: None, store: true }, false),
-            (Outcome::StoreLocked { why: why() }, true),
-            (Outcome::Unverified { why: why() }, false),
-            (Outcome::Interrupted { why: why() }, true),
-            (alive, true),
-            (Outcome::Dropped(Dropped::Shutdown), true),
-            (Outcome::Poller { action: RestartAction::PollerRestart, reason: why() }, false),
+            (refused(fresh), false, false),
+            (Outcome::Failed { why: why(), spawn: None }, false, true),
+            (Outcome::RateLimited, true, true),
+            (Outcome::Unsaved { why: why(), tmux: None, store: true }, false, true),
+            (Outcome::StoreLocked { why: why() }, true, true),
+            (Outcome::Unverified { why: why() }, false, true),
+            (Outcome::Interrupted { why: why() }, true, true),
+            (alive, true, false),
+            (Outcome::Dropped(Dropped::Shutdown), true, false),
+            (Outcome::Poller { action: RestartAction::PollerRestart, reason: why() }, false, false),
         ];
-        for (outcome, back) in table {
+        for (outcome, back, called) in table {
             assert_eq!(outcome.gives_back(), back, "{outcome:?}");
+            assert_eq!(outcome.called_restart(), called, "{outcome:?}");
         }
     }
 
