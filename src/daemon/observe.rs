@@ -198,16 +198,7 @@ impl Daemon {
                 pass.ended.insert(id, outcome);
             }
         }
-        let Some(mut known) = memory.tmux_known.clone() else {
-            return;
-        };
-        known.extend(memory.tmux_names.values().cloned());
-        self.triggers.panes.hand_over(PaneMap {
-            critical: memory.tmux_names.clone(),
-            known,
-            bare: memory.bare_shells.clone(),
-            restarting: self.ctx.state.lock().in_flight.clone(),
-        });
+        self.hand_down();
     }
 
     /// `list --all`, read into the cache, and what a readable one means for
@@ -441,13 +432,25 @@ impl Daemon {
             }
         }
         known.extend(self.memory.tmux_names.values().cloned());
+        self.memory.tmux_known = Some(known);
+        self.hand_down();
+    }
+
+    /// Hands the pane watch its map, from what the main loop knows now: the
+    /// names, every known name, the bare shells and the jobs under way.
+    /// Nothing before a tick has named the fleet's tmux sessions.
+    fn hand_down(&self) {
+        let memory = &self.memory;
+        let Some(mut known) = memory.tmux_known.clone() else {
+            return;
+        };
+        known.extend(memory.tmux_names.values().cloned());
         self.triggers.panes.hand_over(PaneMap {
-            critical: self.memory.tmux_names.clone(),
-            known: known.clone(),
-            bare: self.memory.bare_shells.clone(),
+            critical: memory.tmux_names.clone(),
+            known,
+            bare: memory.bare_shells.clone(),
             restarting: self.ctx.state.lock().in_flight.clone(),
         });
-        self.memory.tmux_known = Some(known);
     }
 
     /// Ends the hold of each critical session whose restart's unsaved tmux
