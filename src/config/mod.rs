@@ -135,6 +135,15 @@ pub(crate) struct Config {
     pub resume_fleet_max_per_hour: u32,
     /// The resume message, `{kind}` not yet replaced.
     pub resume_message: String,
+    /// The message sent after a `/clear` of a full context (SPEC §15).
+    pub context_rebrief_message: String,
+    /// How long a `/compact` has to show that it compacted.
+    pub context_compact: Duration,
+    /// The proactive clear's threshold, a percent of the window; `None`: off.
+    pub context_clear_at_pct: Option<u32>,
+    /// The window the proactive clear measures against; `None`: the largest
+    /// the model may have.
+    pub context_window_tokens: Option<u64>,
     /// systemd's notify socket, when started by systemd with `Type=notify`.
     pub notify_socket: Option<String>,
     /// systemd's watchdog interval in µs, when it is meant for this process.

@@ -20,6 +20,9 @@ re-read your notes and continue from where you left off.";
 const DEFAULT_RESUME_MESSAGE: &str = "[agent-deck-watchdog] continue: your previous turn \
 stopped ({kind}), which has cleared; resume the task where it stopped.";
 
+const DEFAULT_REBRIEF_MESSAGE: &str = "[agent-deck-watchdog] your context window was full \
+and has been cleared: run your startup checklist, re-read your notes, and carry on.";
+
 const TELEGRAM_API: &str = "https://api.telegram.org";
 
 /// The upper bound of one wait (a poll interval, a timeout): an hour.
@@ -161,7 +164,25 @@ pub(super) fn read(env: &Env) -> Result<Config> {
         resume_max_attempts: r.count("RESUME_MAX_ATTEMPTS", 3, 1..=MAX_COUNT)?,
         resume_stagger: r.seconds("RESUME_STAGGER_S", 30.0, WAIT)?,
         resume_fleet_max_per_hour: r.count("RESUME_FLEET_MAX_PER_HOUR", 12, 1..=MAX_COUNT)?,
-        resume_message: r.resume_message()?,
+        resume_message: r.one_line(
+            "RESUME_MESSAGE",
+            DEFAULT_RESUME_MESSAGE,
+            " ({kind} names the stall)",
+        )?,
+        context_rebrief_message: r.one_line(
+            "CONTEXT_REBRIEF_MESSAGE",
+            DEFAULT_REBRIEF_MESSAGE,
+            "",
+        )?,
+        context_compact: r.seconds("CONTEXT_COMPACT_S", 300.0, POSITIVE_WAIT)?,
+        context_clear_at_pct: r.optional_count("CONTEXT_CLEAR_AT_PCT", "(off)", 50..=95)?,
+        context_window_tokens: r
+            .optional_count(
+                "CONTEXT_WINDOW_TOKENS",
+                "(the largest the model may have)",
+                1000..=100_000_000,
+            )?
+            .map(u64::from),
         watchdog_usec: r.watchdog_usec()?,
         notify_socket: env.value("NOTIFY_SOCKET")?.map(str::to_owned),
         journal_stream: env.value("JOURNAL_STREAM")?.map(str::to_owned),
@@ -283,20 +304,45 @@ impl<'a> Reader<'a> {
         Ok(message.to_owned())
     }
 
-    /// `RESUME_MESSAGE`: one line; set to nothing, it is refused.
-    fn resume_message(&mut self) -> Result<String> {
-        const NAME: &str = "RESUME_MESSAGE";
-        let (message, origin) = match self.env.text(NAME)? {
+    /// A message that must be one line; set to nothing, it is refused.
+    fn one_line(&mut self, name: &'static str, default: &str, hint: &str) -> Result<String> {
+        let (message, origin) = match self.env.text(name)? {
             Some(m) if m.trim().is_empty() || m.contains(['\n', '\r']) => {
                 return Err(Error::usage(format!(
-                    "{NAME}={m:?} is invalid: expected one line of text ({{kind}} names the stall)"
+                    "{name}={m:?} is invalid: expected one line of text{hint}"
                 )))
             }
             Some(m) => (m, "environment"),
-            None => (DEFAULT_RESUME_MESSAGE, "default"),
+            None => (default, "default"),
         };
-        self.note(NAME, message, origin);
+        self.note(name, message, origin);
         Ok(message.to_owned())
+    }
+
+    /// A whole number in `span` that may be off: unset or empty is `None`,
+    /// shown as `unset`.
+    fn optional_count(
+        &mut self,
+        name: &'static str,
+        unset: &'static str,
+        span: RangeInclusive<u32>,
+    ) -> Result<Option<u32>> {
+        let raw = self.env.text(name)?.filter(|r| !r.trim().is_empty());
+        let Some(raw) = raw else {
+            self.note(name, unset, "default");
+            return Ok(None);
+        };
+        match raw.trim().parse::<u32>() {
+            Ok(v) if span.contains(&v) => {
+                self.note(name, v.to_string(), "environment");
+                Ok(Some(v))
+            }
+            _ => Err(Error::usage(format!(
+                "{name}={raw:?} is invalid: expected a whole number from {} to {}, or nothing (off)",
+                span.start(),
+                span.end()
+            ))),
+        }
     }
 
     /// One of `words` (trimmed), unset the first; any other is refused.
@@ -433,7 +479,8 @@ mod tests {
     }
 
     /// Every duration setting, and whether it must be more than 0.
-    const DURATIONS: [(&str, bool); 22] = [
+    const DURATIONS: [(&str, bool); 23] = [
+        ("CONTEXT_COMPACT_S", true),
         ("PANE_LIST_INTERVAL_S", true),
         ("ARMED_POLL_INTERVAL_S", true),
         ("RATE_LIMIT_WINDOW_S", true),
@@ -459,7 +506,9 @@ mod tests {
     ];
 
     /// Every count setting with its least and greatest value.
-    const COUNTS: [(&str, u32, u32); 9] = [
+    const COUNTS: [(&str, u32, u32); 11] = [
+        ("CONTEXT_CLEAR_AT_PCT", 50, 95),
+        ("CONTEXT_WINDOW_TOKENS", 1000, 100_000_000),
         ("POLLER_DEAF_CHECKS", 0, MAX_COUNT),
         ("RECORD_MAX_BYTES", MIN_RECORD_BYTES, u32::MAX),
         ("TASK_RETENTION_DAYS", 1, MAX_RETENTION_DAYS),
@@ -470,6 +519,27 @@ mod tests {
         ("CIRCUIT_BREAKER_429_THRESHOLD", 1, MAX_COUNT),
         ("TASK_DAILY_REDISPATCH_CAP", 0, MAX_COUNT),
     ];
+
+    #[test]
+    fn the_context_settings_are_off_or_one_line_by_default_and_refused_otherwise() {
+        let c = Config::from_env(&env(&[])).unwrap();
+        assert_eq!(
+            (c.context_clear_at_pct, c.context_window_tokens),
+            (None, None)
+        );
+        assert_eq!(c.context_compact, Duration::from_secs(300));
+        assert!(!c.context_rebrief_message.contains('\n'));
+        let c = Config::from_env(&env(&[("CONTEXT_CLEAR_AT_PCT", " ")])).unwrap();
+        assert_eq!(c.context_clear_at_pct, None, "empty is off");
+        for name in ["CONTEXT_REBRIEF_MESSAGE", "RESUME_MESSAGE"] {
+            for raw in ["", "two\nlines"] {
+                let msg = refusal(name, raw).to_string();
+                assert!(msg.contains(name) && msg.contains("one line"), "{msg}");
+            }
+        }
+        let msg = refusal("CONTEXT_CLEAR_AT_PCT", "80%").to_string();
+        assert!(msg.contains("from 50 to 95"), "{msg}");
+    }
 
     #[test]
     fn the_pane_watch_is_auto_by_default_or_off() {
