@@ -6,11 +6,14 @@
 use serde_json::{json, Value};
 
 use super::args::{Call, CommandKind};
+use super::full_context;
 use super::list::{list_all, list_profile};
 use super::live::{self, Moment};
 use super::lookup::find;
 use super::reply::{go_json, rfc3339, Out, Reply};
-use super::state::{OnRemove, OnRestart, OnSend, OnStart, SimSession, SimState, SpawnFailure};
+use super::state::{
+    Delivery, OnRemove, OnRestart, OnSend, OnStart, SimSession, SimState, SpawnFailure,
+};
 use crate::release::Release;
 
 /// The reason the freshness guard (#30) gives.
@@ -34,7 +37,7 @@ pub(super) fn execute(c: &Call, st: &mut SimState, at: &Moment) -> Reply {
         CommandKind::Show => show(c, st, at),
         CommandKind::Restart => restart(c, st, at),
         CommandKind::Start => start(c, st, at),
-        CommandKind::Send => send(c, st),
+        CommandKind::Send => send(c, st, at),
         CommandKind::Output | CommandKind::OutputPane => output(c, st),
         CommandKind::Remove => remove(c, st),
     };
@@ -274,7 +277,7 @@ const ARRIVAL_TOKEN_MIN: usize = 12;
 /// The checks the content-arrival poll makes before it gives up.
 const ARRIVAL_CHECKS: u32 = 10;
 
-fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
+fn send(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
     if c.pos.len() < 2 {
         // The real CLI prints this usage text to stdout.
         let usage = "Usage: agent-deck session send <id|title> <message> [options]\n";
@@ -301,6 +304,23 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
         OnSend::Ok | OnSend::Typed | OnSend::Bounce => {}
     }
     s.sent.push(message.clone());
+    // `/clear`, `/compact`, and a full or answering session's turns.
+    let taken = full_context::take(s, &message, at);
+    if taken == Some(Delivery::NoEvidence) {
+        // 1.14.0's text (`sendWithRetryTarget`, session_cmd.go:3701@47bb2103):
+        // 30 checks under `--no-wait`, 50 without.
+        let checks = if c.on("no-wait") { 30 } else { 50 };
+        let msg = format!(
+            "message not delivered to '{}': send dropped silently: no evidence of delivery \
+             after {checks} checks (issue #876). The agent never transitioned to 'active', no \
+             composer/unsent-paste marker appeared, and the message body was not visible in \
+             the pane. Verify the inner agent is reading from its TTY before retrying",
+            s.title
+        );
+        let extra = json!({"delivery": "no_evidence", "submitted": false,
+                           "session_id": s.id, "session_title": s.title});
+        return Err(o.error(&msg, "DELIVERY_FAILED", 1, Some(extra)));
+    }
     // A pane whose last turn ended on an API error banner gets the message
     // and a new turn: a resumed one, or the same error again.
     let pane = s.pane.as_deref().unwrap_or_default();
@@ -310,7 +330,7 @@ fn send(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
         .map(str::trim)
         .find(|l| l.starts_with('⏺'));
     if let Some(banner) = turn
-        .filter(|l| l.starts_with("⏺ API Error"))
+        .filter(|l| taken.is_none() && l.starts_with("⏺ API Error"))
         .map(str::to_owned)
     {
         s.append_pane_line(&format!("❯ {message}"));
@@ -369,14 +389,14 @@ fn output(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
                 "failed to get response: failed to capture terminal output: {CAPTURE_FAILED}"
             )));
         }
-        (s.transcript.clone(), "assistant")
+        (full_context::transcript(s), "assistant")
     } else if alive && s.pane.is_some() {
         if s.pane_moving {
             s.pane_ticks += 1;
             s.append_pane_line(&format!("tick {}", s.pane_ticks));
         }
-        let pane = last_lines(s.pane.as_deref().unwrap_or_default(), PANE_LINES);
-        (pane.to_owned(), "pane")
+        let pane = full_context::pane(s).unwrap_or_default();
+        (last_lines(&pane, PANE_LINES).to_owned(), "pane")
     } else {
         let Some(hold) = s.hold().and_then(Value::as_object) else {
             return Err(o.invalid(&format!("failed to capture pane: {CAPTURE_FAILED}")));

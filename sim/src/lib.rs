@@ -34,6 +34,7 @@ mod actions;
 mod args;
 mod fault;
 mod file;
+mod full_context;
 mod hooks;
 mod list;
 mod live;

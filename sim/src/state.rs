@@ -17,7 +17,10 @@
 //!                "on_send": "ok|fail|not_running|typed|bounce",
 //!                "spawn_failure": {"reason": "spawn_died_fast", "dying_output": "",
 //!                                  "elapsed_ms": 980, "came_up": false},
-//!                "ignores_sighup": false}],
+//!                "ignores_sighup": false,
+//!                "full": "limit|prompt|compaction|thrashing",
+//!                "on_compact": "compacts|fails|hangs", "clear_delivery": "submitted",
+//!                "answers": false}],
 //!  "faults": {"<kind>": {"mode": "garbage|null|empty|hang|exit1|crash|load_error",
 //!                        "seconds": 3600, "count": 1, "delay": 0.5}},
 //!  "delay_s": {"<kind>": 0.5},
@@ -27,6 +30,9 @@
 //!  "pane_host": {"pid": 4242, "panes": {"agentdeck_t_0badf00d": 4243},
 //!                "orphans": {"agentdeck_u_12345678": 4244}}}
 //! ```
+//!
+//! A Claude session whose context window is full (`full`, `on_compact`,
+//! `clear_delivery`, `answers`) answers as `full_context.rs` describes.
 //!
 //! Kinds (of `faults` and `delay_s`): `list_all list show restart start send
 //! output_pane output remove`. Each key is described on its field below. `pane_host` is written by `sim
@@ -218,6 +224,43 @@ pub struct SpawnFailure {
     pub came_up: bool,
 }
 
+/// Which error a Claude session at a full context window ends every turn
+/// on (context.md §3; the renderings are in `full_context.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Full {
+    /// `Context limit reached · /compact or /clear to continue`.
+    Limit,
+    /// `Prompt is too long`.
+    Prompt,
+    /// `Error during compaction: … Conversation too long`.
+    Compaction,
+    /// `Autocompact is thrashing: …`.
+    Thrashing,
+}
+
+/// What a `/compact` sent to a Claude session does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnCompact {
+    /// The conversation is compacted; the session is no longer full.
+    Compacts,
+    /// `Error during compaction`; the session stays full (`compaction`).
+    Fails,
+    /// `Compacting conversation…` on the pane for good.
+    Hangs,
+}
+
+/// A `session send` verdict the session picks (`clear_delivery`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// `DELIVERY_FAILED`, `"delivery": "no_evidence"`, exit 1.
+    NoEvidence,
+    /// Exit 0, `"delivery": "submitted"`.
+    Submitted,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OnRemove {
@@ -337,6 +380,21 @@ pub struct SimSession {
     /// `kill-session`) leaves its pane host child alive as an orphan.
     #[serde(deserialize_with = "nullable", skip_serializing_if = "is_false")]
     pub ignores_sighup: bool,
+    /// A Claude session whose context window is full, and which error its
+    /// turns end on; absent, `null` or `""`: not full.
+    #[serde(deserialize_with = "blank", skip_serializing_if = "Option::is_none")]
+    pub full: Option<Full>,
+    /// What a `/compact` does; None: it compacts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_compact: Option<OnCompact>,
+    /// How a `/clear` is answered; None: `no_evidence`, as mostly measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clear_delivery: Option<Delivery>,
+    /// Every message sent gets a normal turn on the pane and in the
+    /// transcript; a `/clear` or a `/compact` that works sets it (false:
+    /// a send leaves the pane as it is, API error banners aside).
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_false")]
+    pub answers: bool,
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
@@ -352,6 +410,17 @@ fn is_zero(n: &u64) -> bool {
 /// `null` reads as the type's default, like an absent key.
 fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// `""` reads as `None`, like `null` or an absent key.
+fn blank<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::String(s) if s.is_empty() => Ok(None),
+        v => T::deserialize(v)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
 }
 
 const DEFAULT_CREATED: i64 = 1_755_891_234;
@@ -430,10 +499,15 @@ impl SimSession {
 
     pub fn append_pane_line(&mut self, line: &str) {
         if let Some(pane) = self.pane.as_mut() {
-            if !pane.is_empty() && !pane.ends_with('\n') {
-                pane.push('\n');
-            }
-            pane.push_str(line);
+            push_line(pane, line);
         }
     }
+}
+
+/// Appends `line` to a pane, on a line of its own.
+pub(crate) fn push_line(pane: &mut String, line: &str) {
+    if !pane.is_empty() && !pane.ends_with('\n') {
+        pane.push('\n');
+    }
+    pane.push_str(line);
 }

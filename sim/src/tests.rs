@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 
 use super::reconcile::{reconcile, Held, Plan};
-use super::state::{OnRestart, OnSend, OnStart, PaneHost};
+use super::state::{Delivery, Full, OnCompact, OnRestart, OnSend, OnStart, PaneHost};
 use super::tmux::expand;
 use super::*;
 
@@ -1654,4 +1654,206 @@ fn reconcile_takes_a_child_that_exited_as_its_tmux_session_gone() {
         (plan.kill, plan.orphan),
         (names(&["agentdeck_a_1"]), vec![])
     );
+}
+
+/// A Claude conductor whose context window is full, ending its turns on `how`.
+fn full(how: Full) -> Sim {
+    sim(vec![SimSession {
+        full: Some(how),
+        pane: Some("frozen pane".into()),
+        claude_session_id: "c1a0de00-old".into(),
+        substate: "idle-at-empty-prompt".into(),
+        ..session(ID, "conductor-ops", "running")
+    }])
+}
+
+fn pane_of(s: &Sim) -> String {
+    s.call(&["session", "output", ID, "--pane", "-q"]).1
+}
+
+fn transcript_of(s: &Sim) -> String {
+    s.call(&["session", "output", ID, "-q"]).1
+}
+
+fn send_json(s: &Sim, message: &str) -> (i32, Value) {
+    let (code, out, err) = s.call(&["session", "send", ID, message, "--no-wait", "--json"]);
+    assert_eq!(err, "", "{message}");
+    (code, serde_json::from_str(&out).expect("JSON"))
+}
+
+fn reading(s: &Sim) -> (String, String) {
+    let v = s.json(&["session", "show", ID, "--json"]);
+    let text = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    (text("status"), text("substate"))
+}
+
+const LIMIT_TURN: &str = "❯ Check the sessions in your group.\n⏺ Reading the rest of the logs.\n  \
+⎿  Context limit reached · /compact or /clear to continue\n❯ \n";
+const COMPACTION: &str = "  ⎿  Error: Error during compaction: Error: Conversation too long. \
+Press esc twice to go up a few messages and try again.";
+const COMPACTED: &str = "══ Conversation compacted · ctrl+o for history ══\n  ⎿  Compacted \
+(ctrl+o to see full summary)\n";
+const THRASHING: &str = "Autocompact is thrashing: the context refilled to the limit within 3 \
+turns of the previous compact, 3 times in a row. A file being read or a tool output is likely \
+too large for the context window. Try reading in smaller chunks, or use /clear to start fresh.";
+
+/// The error turn, its empty prompt taken by what is typed next.
+fn typed_over() -> &'static str {
+    LIMIT_TURN.trim_end_matches("❯ \n")
+}
+
+#[test]
+fn a_full_session_shows_its_error_turn_and_a_read_does_not_grow_the_pane() {
+    let s = full(Full::Limit);
+    assert_eq!(pane_of(&s), format!("frozen pane\n{LIMIT_TURN}"));
+    assert_eq!(pane_of(&s), format!("frozen pane\n{LIMIT_TURN}"));
+    assert_eq!(s.session(ID).pane.as_deref(), Some("frozen pane"));
+    assert_eq!(transcript_of(&s), "Prompt is too long\n");
+    let tail = |how| pane_of(&full(how)).lines().rev().nth(1).map(str::to_owned);
+    assert_eq!(
+        tail(Full::Prompt).as_deref(),
+        Some("  ⎿  Prompt is too long")
+    );
+    assert_eq!(tail(Full::Compaction).as_deref(), Some(COMPACTION));
+    assert_eq!(tail(Full::Thrashing), Some(format!("  ⎿  {THRASHING}")));
+    assert_eq!(
+        transcript_of(&full(Full::Thrashing)),
+        format!("{THRASHING}\n")
+    );
+    // A transcript the test set is what it reads; `""` is not full.
+    transact(&s.state, |st| st.sessions[0].transcript = "mine".into()).expect("state");
+    assert_eq!(transcript_of(&s), "mine\n");
+    let blank: SimSession = serde_json::from_value(json!({"id": ID, "full": ""})).expect("");
+    assert_eq!(blank.full, None);
+}
+
+#[test]
+fn clear_wipes_the_screen_moves_the_id_at_once_and_answers_no_evidence() {
+    let s = full(Full::Limit);
+    let (code, v) = send_json(&s, "/clear");
+    assert_eq!(code, 1);
+    assert_eq!(
+        (&v["code"], &v["delivery"], &v["submitted"], &v["success"]),
+        (
+            &json!("DELIVERY_FAILED"),
+            &json!("no_evidence"),
+            &json!(false),
+            &json!(false)
+        )
+    );
+    assert!(v["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("no evidence of delivery after 30 checks")));
+    let after = s.session(ID);
+    assert_eq!(
+        (after.pane.as_deref(), after.full, after.sent),
+        (Some("❯ \n"), None, vec!["/clear".to_string()])
+    );
+    assert_eq!(transcript_of(&s), "\n");
+    let id = s.json(&["session", "show", ID, "--json"])["claude_session_id"].clone();
+    assert!(
+        id.as_str()
+            .is_some_and(|id| id.len() == 36 && id != "c1a0de00-old"),
+        "{id}"
+    );
+    assert_eq!(
+        reading(&s),
+        ("waiting".into(), "idle-at-empty-prompt".into())
+    );
+}
+
+#[test]
+fn clear_delivery_submitted_answers_the_minority_exit_0() {
+    let s = full(Full::Prompt);
+    transact(&s.state, |st| {
+        st.sessions[0].clear_delivery = Some(Delivery::Submitted)
+    })
+    .expect("state");
+    let (code, v) = send_json(&s, "/clear");
+    assert_eq!((code, &v["delivery"]), (0, &json!("submitted")));
+    assert_eq!(s.session(ID).full, None);
+}
+
+fn compacting(on: OnCompact) -> Sim {
+    let s = full(Full::Limit);
+    transact(&s.state, |st| st.sessions[0].on_compact = Some(on)).expect("state");
+    let (code, v) = send_json(&s, "/compact");
+    assert_eq!((code, &v["delivery"]), (0, &json!("submitted")), "{on:?}");
+    s
+}
+
+#[test]
+fn a_compact_that_works_wipes_to_the_compacted_lines_and_ends_the_full_state() {
+    let s = compacting(OnCompact::Compacts);
+    assert_eq!(pane_of(&s), format!("{COMPACTED}❯ \n"));
+    assert_eq!(s.session(ID).full, None);
+    assert_eq!(
+        transcript_of(&s),
+        "Prompt is too long\n",
+        "no new assistant record"
+    );
+    assert_eq!(
+        reading(&s),
+        ("waiting".into(), "idle-at-empty-prompt".into())
+    );
+}
+
+#[test]
+fn a_compact_that_fails_stays_full_on_the_compaction_error() {
+    let s = compacting(OnCompact::Fails);
+    let want = format!(
+        "frozen pane\n{}❯ /compact\n{COMPACTION}\n❯ \n",
+        typed_over()
+    );
+    assert_eq!(pane_of(&s), want);
+    assert_eq!(pane_of(&s), want, "a read adds nothing");
+    assert_eq!(s.session(ID).full, Some(Full::Compaction));
+    assert_eq!(transcript_of(&s), "Prompt is too long\n");
+    assert_eq!(
+        reading(&s),
+        ("running".into(), "idle-at-empty-prompt".into())
+    );
+}
+
+#[test]
+fn a_compact_that_hangs_shows_the_busy_line_for_good() {
+    let s = compacting(OnCompact::Hangs);
+    let want = format!(
+        "frozen pane\n{}❯ /compact\n✻ Compacting conversation… (3s · esc to interrupt)\n",
+        typed_over()
+    );
+    assert_eq!(pane_of(&s), want);
+    assert_eq!(pane_of(&s), want, "a read adds nothing");
+    assert_eq!(s.session(ID).full, Some(Full::Limit));
+    assert_eq!(reading(&s).0, "running");
+}
+
+#[test]
+fn any_other_message_to_a_full_session_fails_the_same_way() {
+    let s = full(Full::Limit);
+    let (code, v) = send_json(&s, "Heartbeat: check your group.");
+    assert_eq!((code, &v["delivery"]), (0, &json!("submitted")));
+    let again = LIMIT_TURN.replace(
+        "Check the sessions in your group.",
+        "Heartbeat: check your group.",
+    );
+    assert_eq!(pane_of(&s), format!("frozen pane\n{}{again}", typed_over()));
+    assert_eq!(transcript_of(&s), "Prompt is too long\n");
+    assert_eq!(s.session(ID).full, Some(Full::Limit));
+}
+
+#[test]
+fn after_a_clear_or_a_compact_a_message_gets_a_normal_turn() {
+    for (via, before) in [("/clear", ""), ("/compact", COMPACTED)] {
+        let s = full(Full::Limit);
+        send_json(&s, via);
+        let (code, v) = send_json(&s, "Run your Startup Checklist.");
+        assert_eq!((code, &v["delivery"]), (0, &json!("submitted")), "{via}");
+        assert_eq!(
+            pane_of(&s),
+            format!("{before}❯ Run your Startup Checklist.\n⏺ Resumed.\n❯ \n"),
+            "{via}"
+        );
+        assert_eq!(transcript_of(&s), "Resumed.\n", "{via}");
+    }
 }

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::support::contract::*;
 use crate::support::files::write_hook;
-use crate::support::fixtures::session;
+use crate::support::fixtures::{full_conductor, session};
 use crate::support::sim::{Sim, LOG_ENV, STATE_ENV};
 use crate::support::wait_until;
 
@@ -739,4 +739,70 @@ fn a_stale_dead_hook_keeps_a_restarted_claude_session_in_error() {
     );
     // Without AGENT_DECK_HOOKS_DIR and read_hooks, hooks are not read.
     assert_eq!(show_json(&|a| sim.run(a), ID_A)["status"], "running");
+}
+
+#[test]
+fn a_full_conductor_reads_and_clears_as_agent_deck_1_14_0_did_live() {
+    // The assertions of tests/live/context.rs, on the simulator.
+    let sim = Sim::new();
+    sim.set_state(&json!({"sessions": [full_conductor(ID_A, "conductor-cx", "limit")]}));
+    let reading = |sim: &Sim| {
+        let v = show_json(&|a| sim.run(a), ID_A);
+        (
+            v["status"].clone(),
+            v["substate"].clone(),
+            v["claude_session_id"].clone(),
+        )
+    };
+    let (status, substate, old) = reading(&sim);
+    assert_eq!(
+        (status, substate),
+        (json!("running"), json!("idle-at-empty-prompt"))
+    );
+    let out = sim.run(&["session", "output", ID_A, "-q"]);
+    assert_eq!(stdout(&out), "Prompt is too long\n");
+    let pane = stdout(&sim.run(&["session", "output", ID_A, "--pane", "-q"]));
+    assert!(
+        pane.ends_with("  ⎿  Context limit reached · /compact or /clear to continue\n❯ \n"),
+        "{pane}"
+    );
+    let out = sim.run(&["session", "send", ID_A, "/clear", "--no-wait", "--json"]);
+    assert_eq!((code(&out), stderr(&out).as_str()), (1, ""));
+    let v = parse(&out);
+    assert_eq!(
+        (&v["success"], &v["submitted"], &v["code"], &v["delivery"]),
+        (
+            &json!(false),
+            &json!(false),
+            &json!("DELIVERY_FAILED"),
+            &json!("no_evidence")
+        )
+    );
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("no evidence of delivery"),
+        "{v}"
+    );
+    let (status, substate, new) = reading(&sim);
+    assert_eq!(
+        (status, substate),
+        (json!("waiting"), json!("idle-at-empty-prompt"))
+    );
+    assert_ne!(new, old, "the new id at once");
+    let out = sim.run(&[
+        "session",
+        "send",
+        ID_A,
+        "Run your Startup Checklist.",
+        "--no-wait",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(parse(&out)["delivery"], "submitted");
+    assert_eq!(
+        sim.session_state(ID_A).unwrap()["sent"],
+        json!(["/clear", "Run your Startup Checklist."])
+    );
 }

@@ -36,6 +36,18 @@ pub(crate) fn conductor(id: &str, title: &str, status: &str) -> Value {
     c
 }
 
+/// A Claude conductor whose context window is full, its turns ending on
+/// `how` (`limit`, `prompt`, `compaction` or `thrashing`): 1.14.0 reads it
+/// `running`/`idle-at-empty-prompt` after the error turn (context.md §1.7
+/// has `waiting` from +135 s; tests/live/context.rs measured `running` to
+/// +199 s).
+pub(crate) fn full_conductor(id: &str, title: &str, how: &str) -> Value {
+    let mut c = conductor(id, title, "running");
+    c["substate"] = json!("idle-at-empty-prompt");
+    c["full"] = json!(how);
+    c
+}
+
 /// A conductor in error whose restarts never take: `session restart` answers
 /// success but nothing changes, and `session start` finds it already running.
 pub(crate) fn crash_looping(id: &str, title: &str) -> Value {
