@@ -1,26 +1,72 @@
-//! agent-deck's own files and where it keeps them: the hooks directory,
-//! `config.toml` (and its tmux socket), and small files (`env_file`,
-//! `meta.json`, `.env`), parsed the way agent-deck parses them. A leaf: it
-//! knows agent-deck's layout and nothing of ours.
+//! agent-deck's own files and where it keeps them: its data directories
+//! (hooks, conductors), `config.toml` (its tmux socket, its conductor dir),
+//! and small files (`env_file`, `meta.json`, `.env`), parsed the way
+//! agent-deck parses them. A leaf: it knows agent-deck's layout and nothing
+//! of ours.
 
 use std::path::{Path, PathBuf};
 
 use crate::sys::fs::{read_text, warn_unreadable, SMALL_FILE_MAX};
 
-/// The hooks directory as agent-deck resolves it: XDG if it exists, else the
-/// legacy directory under the root if it exists, else XDG.
-pub(crate) fn resolve_hooks_dir(home: &Path, xdg_data_home: Option<&str>, root: &Path) -> PathBuf {
-    let data = match xdg_data_home {
-        Some(x) if Path::new(x).is_absolute() => PathBuf::from(x),
-        _ => home.join(".local/share"),
-    };
-    let xdg = data.join("agent-deck/hooks");
-    let legacy = root.join("hooks");
-    if !xdg.is_dir() && legacy.is_dir() {
+/// A directory of agent-deck's data dir as agent-deck resolves it
+/// (`agentpaths.EffectiveDataPath`): under XDG if it exists there, else
+/// under the root if it exists there, else under XDG.
+pub(crate) fn data_path(
+    home: &Path,
+    xdg_data_home: Option<&Path>,
+    root: &Path,
+    name: &str,
+) -> PathBuf {
+    let data = xdg_data_home.map_or_else(|| home.join(".local/share"), Path::to_path_buf);
+    let xdg = data.join("agent-deck").join(name);
+    let legacy = root.join(name);
+    if !xdg.exists() && legacy.exists() {
         legacy
     } else {
         xdg
     }
+}
+
+/// The directory of agent-deck's conductors (`ConductorDir`): `[conductor]
+/// dir` of its `config.toml` when set, else `conductor` in its data dir.
+pub(crate) fn conductor_dir(
+    home: &Path,
+    xdg_config_home: Option<&Path>,
+    xdg_data_home: Option<&Path>,
+    root: &Path,
+) -> PathBuf {
+    let config = find(home, xdg_config_home, root)
+        .and_then(|path| read_small(&path, "using agent-deck's default conductor dir"));
+    config
+        .and_then(|text| conductor_dir_setting(&text, home))
+        .unwrap_or_else(|| data_path(home, xdg_data_home, root, "conductor"))
+}
+
+/// `[conductor] dir`, trimmed, `~` expanded; `None` when unset, blank or
+/// the text does not parse (agent-deck then uses its default too). The
+/// `$VAR`s agent-deck also expands are left as they are: whose environment
+/// it would be is not ours to know.
+fn conductor_dir_setting(text: &str, home: &Path) -> Option<PathBuf> {
+    let table: toml::Table = toml::from_str(text).ok()?;
+    let dir = table.get("conductor")?.get("dir")?.as_str()?.trim();
+    match dir {
+        "" => None,
+        "~" => Some(home.to_path_buf()),
+        _ => Some(
+            dir.strip_prefix("~/")
+                .map_or_else(|| dir.into(), |rest| home.join(rest)),
+        ),
+    }
+}
+
+/// Whether a conductor's `meta.json` leaves agent-deck's `clear_on_compact`
+/// on (`GetClearOnCompact`): only `false` turns it off; absent, `null`, or
+/// text that does not parse as JSON is agent-deck's default, on.
+pub(crate) fn clear_on_compact(meta: &str) -> bool {
+    let v: serde_json::Value = serde_json::from_str(meta).unwrap_or_default();
+    v.get("clear_on_compact")
+        .and_then(serde_json::Value::as_bool)
+        != Some(false)
 }
 
 /// agent-deck's `config.toml`, the first file of its order: XDG (default
@@ -106,6 +152,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path();
         let root = home.join(".agent-deck");
+        let resolve_hooks_dir = |home: &Path, xdg: Option<&str>, root: &Path| {
+            data_path(home, xdg.map(Path::new), root, "hooks")
+        };
         assert_eq!(
             resolve_hooks_dir(home, None, &root),
             home.join(".local/share/agent-deck/hooks")
@@ -123,5 +172,59 @@ mod tests {
             resolve_hooks_dir(home, xdg.to_str(), &root),
             xdg.join("agent-deck/hooks")
         );
+    }
+
+    #[test]
+    fn the_conductor_dir_setting_is_trimmed_and_tilde_expanded() {
+        let home = Path::new("/home/u");
+        let read = |t: &str| conductor_dir_setting(t, home);
+        let dir = |d: &str| read(&format!("[conductor]\ndir = \"{d}\"\n"));
+        assert_eq!(dir(" /srv/c "), Some(PathBuf::from("/srv/c")));
+        assert_eq!(dir("~/c"), Some(home.join("c")));
+        assert_eq!(dir("~"), Some(home.to_path_buf()));
+        assert_eq!(dir("$HOME/c"), Some(PathBuf::from("$HOME/c")));
+        assert_eq!(dir("  "), None);
+        assert_eq!(read("[conductor]\nheartbeat = 1\n"), None);
+        assert_eq!(read("[tmux]\nsocket_name = \"x\"\n"), None);
+        assert_eq!(read("[conductor\ndir = \"/srv/c\"\n"), None);
+    }
+
+    #[test]
+    fn conductor_dir_is_the_config_setting_else_xdg_else_legacy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (home, root) = (tmp.path(), tmp.path().join(".agent-deck"));
+        let xdg = home.join("xdg");
+        let dir = |xdg: Option<&Path>| conductor_dir(home, None, xdg, &root);
+        let default_xdg = home.join(".local/share/agent-deck/conductor");
+        assert_eq!(dir(None), default_xdg);
+        std::fs::create_dir_all(root.join("conductor")).unwrap();
+        assert_eq!(dir(None), root.join("conductor"));
+        std::fs::create_dir_all(xdg.join("agent-deck/conductor")).unwrap();
+        assert_eq!(dir(Some(&xdg)), xdg.join("agent-deck/conductor"));
+        // A config.toml without the setting, or unparsable: the default.
+        let config = root.join("config.toml");
+        std::fs::write(&config, "[tmux]\nsocket_name = \"x\"\n").unwrap();
+        assert_eq!(dir(None), root.join("conductor"));
+        std::fs::write(&config, "[conductor\n").unwrap();
+        assert_eq!(dir(None), root.join("conductor"));
+        std::fs::write(&config, "[conductor]\ndir = \"~/mine\"\n").unwrap();
+        assert_eq!(dir(Some(&xdg)), home.join("mine"));
+    }
+
+    #[test]
+    fn only_false_turns_clear_on_compact_off() {
+        let cases = [
+            (r#"{"name":"ops","clear_on_compact":false}"#, false),
+            (r#"{"name":"ops","clear_on_compact":true}"#, true),
+            (r#"{"name":"ops"}"#, true),
+            (r#"{"clear_on_compact":null}"#, true),
+            (r#"{"clear_on_compact":"false"}"#, true),
+            (r#"[false]"#, true),
+            ("{\"clear_on_compact\":fal", true),
+            ("", true),
+        ];
+        for (text, want) in cases {
+            assert_eq!(clear_on_compact(text), want, "{text}");
+        }
     }
 }

@@ -78,6 +78,8 @@ pub(crate) struct Config {
     pub home: PathBuf,
     /// `XDG_CONFIG_HOME` when set to an absolute path (agent-deck's config.toml).
     pub xdg_config_home: Option<PathBuf>,
+    /// `XDG_DATA_HOME` when set to an absolute path (agent-deck's data dir).
+    pub xdg_data_home: Option<PathBuf>,
     pub root: PathBuf,
     pub watchdog_dir: PathBuf,
     pub bin: PathBuf,
@@ -179,6 +181,37 @@ impl Config {
     }
 }
 
+/// The `meta.json` of conductor `name` (SPEC §15): in agent-deck's conductor
+/// dir; when none is there, in the session's own path if that is a dir
+/// named `name` (agent-deck set the conductor up there, perhaps under a
+/// conductor dir our environment does not resolve to). `None`: neither has
+/// one.
+pub(crate) fn conductor_meta(cfg: &Config, name: &str, session_path: &str) -> Option<PathBuf> {
+    let dir = deck_files::conductor_dir(
+        &cfg.home,
+        cfg.xdg_config_home.as_deref(),
+        cfg.xdg_data_home.as_deref(),
+        &cfg.root,
+    );
+    let own = std::path::Path::new(session_path);
+    let own = (own.file_name() == Some(name.as_ref())).then_some(own);
+    [dir.join(name).as_path()]
+        .into_iter()
+        .chain(own)
+        .map(|d| d.join("meta.json"))
+        .find(|m| m.exists())
+}
+
+/// Whether agent-deck's policy for conductor `name` is `clear_on_compact`
+/// (SPEC §15): on unless its `meta.json` says `false`; a missing or
+/// unreadable one is agent-deck's default, on (a FIFO does not block).
+pub(crate) fn clears_on_compact(cfg: &Config, name: &str, session_path: &str) -> bool {
+    let next = "taking clear_on_compact as on, agent-deck's default";
+    conductor_meta(cfg, name, session_path)
+        .and_then(|meta| deck_files::read_small(&meta, next))
+        .is_none_or(|text| deck_files::clear_on_compact(&text))
+}
+
 /// The default settings with `HOME` in `home` and `AGENT_DECK_ROOT` at
 /// `home/root`, for unit tests that need files of their own.
 #[cfg(test)]
@@ -190,4 +223,77 @@ pub(crate) fn test_config(home: &std::path::Path) -> Config {
         home.join("root").display().to_string(),
     );
     Config::from_env(&env).expect("the defaults are valid")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes `text` to `path`, its directories made.
+    fn write(path: &std::path::Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn clear_on_compact_is_read_from_the_conductor_dir_agent_deck_uses() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut cfg = test_config(tmp.path());
+        let legacy = cfg.root.join("conductor");
+        let off = r#"{"name":"ops","clear_on_compact":false}"#;
+        // No meta.json anywhere: agent-deck's default.
+        assert!(clears_on_compact(&cfg, "ops", ""));
+        write(&legacy.join("ops/meta.json"), off);
+        write(
+            &legacy.join("two/meta.json"),
+            r#"{"clear_on_compact":true}"#,
+        );
+        write(&legacy.join("bad/meta.json"), "{garbage");
+        assert!(!clears_on_compact(&cfg, "ops", ""));
+        assert!(clears_on_compact(&cfg, "two", ""));
+        assert!(clears_on_compact(&cfg, "bad", ""));
+        assert!(clears_on_compact(&cfg, "none", ""));
+        // An XDG conductor dir that exists wins over the legacy one.
+        let xdg = tmp.path().join("xdg");
+        cfg.xdg_data_home = Some(xdg.clone());
+        write(&xdg.join("agent-deck/conductor/other/meta.json"), "{}");
+        assert!(clears_on_compact(&cfg, "ops", ""));
+        write(&xdg.join("agent-deck/conductor/ops/meta.json"), off);
+        assert!(!clears_on_compact(&cfg, "ops", ""));
+        // config.toml's [conductor] dir wins over both.
+        let config = tmp.path().join(".config/agent-deck/config.toml");
+        write(&config, "[conductor]\ndir = \"~/mine\"\n");
+        assert!(clears_on_compact(&cfg, "ops", ""));
+        write(&tmp.path().join("mine/ops/meta.json"), off);
+        assert!(!clears_on_compact(&cfg, "ops", ""));
+        write(&config, "[tmux]\nsocket_name = \"x\"\n");
+        assert_eq!(
+            conductor_meta(&cfg, "ops", ""),
+            Some(xdg.join("agent-deck/conductor/ops/meta.json"))
+        );
+    }
+
+    #[test]
+    fn the_session_path_is_read_only_when_the_conductor_dir_has_no_meta_json() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = test_config(tmp.path());
+        let own = tmp.path().join("elsewhere/ops");
+        write(&own.join("meta.json"), r#"{"clear_on_compact":false}"#);
+        let own_path = own.to_str().unwrap();
+        assert!(!clears_on_compact(&cfg, "ops", own_path));
+        // A path not named after the conductor is some project's dir.
+        assert!(clears_on_compact(&cfg, "two", own_path));
+        write(&cfg.root.join("conductor/ops/meta.json"), "{}");
+        assert!(clears_on_compact(&cfg, "ops", own_path));
+    }
+
+    #[test]
+    fn a_fifo_meta_json_does_not_stall_the_daemon() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = test_config(tmp.path());
+        let dir = cfg.root.join("conductor/ops");
+        std::fs::create_dir_all(&dir).unwrap();
+        crate::sys::fs::mkfifo(&dir.join("meta.json"));
+        assert!(clears_on_compact(&cfg, "ops", ""));
+    }
 }

@@ -63,16 +63,21 @@ pub(super) fn read(env: &Env) -> Result<Config> {
         Ok(home_or("AGENT_DECK_ROOT")?.join(".agent-deck"))
     })?;
     let watchdog_dir = root.join("watchdog");
+    let xdg_data_home = env
+        .value("XDG_DATA_HOME")?
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
     Ok(Config {
         bin: r.path("AGENT_DECK_BIN", "default", || {
             Ok(default_bin(env.os("PATH")))
         })?,
         hooks_dir: r.path("AGENT_DECK_HOOKS_DIR", "resolved like agent-deck", || {
             let home = home_or("AGENT_DECK_HOOKS_DIR")?;
-            Ok(super::deck_files::resolve_hooks_dir(
+            Ok(super::deck_files::data_path(
                 &home,
-                env.value("XDG_DATA_HOME")?,
+                xdg_data_home.as_deref(),
                 &root,
+                "hooks",
             ))
         })?,
         telegram_chat_id: r
@@ -197,6 +202,7 @@ pub(super) fn read(env: &Env) -> Result<Config> {
             .value("XDG_CONFIG_HOME")?
             .map(PathBuf::from)
             .filter(|p| p.is_absolute()),
+        xdg_data_home,
         home: home.unwrap_or_else(|| PathBuf::from("/")),
         root,
         watchdog_dir,

@@ -79,6 +79,16 @@ impl Session {
     pub fn runs_an_agent(&self) -> bool {
         !self.tool.is_empty() && self.tool != "shell"
     }
+
+    /// The conductor's name when agent-deck's clear-on-compact rule looks
+    /// at this session (`context.md` §1.1, §1.3): tool `claude` (the only
+    /// tool it reads a context for), group `conductor`, and a title
+    /// `conductor-<name>` with a name.
+    pub(crate) fn conductor_name(&self) -> Option<&str> {
+        let name = self.title.strip_prefix("conductor-")?;
+        let conductor = self.tool == "claude" && self.group == "conductor" && !name.is_empty();
+        conductor.then_some(name)
+    }
 }
 
 /// The live view of a session from `-p P list --json` or `session show`.
@@ -257,6 +267,28 @@ mod tests {
         assert!(is_critical_by_name(&s("w", "watchers")));
         assert!(!is_critical_by_name(&s("worker-1", "srv")));
         assert!(!is_critical_by_name(&s("conductor", "srv")));
+    }
+
+    #[test]
+    fn a_conductor_by_agent_deck_s_rule_needs_claude_the_group_and_a_name() {
+        let cases = [
+            ("conductor-ops", "conductor", "claude", Some("ops")),
+            ("conductor-a-b", "conductor", "claude", Some("a-b")),
+            ("conductor-", "conductor", "claude", None),
+            ("conductor-ops", "", "claude", None),
+            ("conductor-ops", "watchers", "claude", None),
+            ("conductor-ops", "conductor", "codex", None),
+            ("conductor-ops", "conductor", "", None),
+            ("ops", "conductor", "claude", None),
+            ("Conductor-ops", "conductor", "claude", None),
+        ];
+        for (title, group, tool, want) in cases {
+            let session = Session {
+                tool: tool.into(),
+                ..s(title, group)
+            };
+            assert_eq!(session.conductor_name(), want, "{title} {group} {tool}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! a file or takes a lock (the daemon is found by the pid in its lock file);
 //! agent-deck gets the daemon's read-only calls and `agent-deck version`.
 
+mod context;
 mod fleet;
 mod host;
 mod install;
@@ -110,6 +111,8 @@ pub(crate) fn checks(env: &Env, online: bool) -> Vec<Check> {
     checks.extend([
         settings,
         critical,
+        context::clear_on_compact(&cfg, listed.as_ref()),
+        context::proactive_clear(&cfg),
         fleet::hooks_dir(&cfg, &claude),
         fleet::usage(&cli, found),
         fleet::stored_status(&cfg),

@@ -1,5 +1,6 @@
 //! Black-box tests of operations (SPEC §7, §9): systemd notify, journald
-//! lines, `status`, `metrics.prom`, and the demo.
+//! lines, `status`, `metrics.prom`, the demo, and what `doctor` says of a
+//! full context (SPEC §15).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -458,6 +459,53 @@ fn an_empty_fleet_of_1_16_26_is_no_failure() {
     assert_eq!(st["cli"]["failures"], serde_json::json!({}), "{st}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("unreadable"), "{err}");
+}
+
+#[test]
+fn doctor_says_which_conductors_agent_deck_clears_and_whether_the_proactive_clear_is_on() {
+    let wd = Wd::new();
+    let mut codex = conductor("c0dec000-1755891234", "conductor-cx", "running");
+    codex["tool"] = "codex".into();
+    wd.sessions(vec![
+        conductor(CONDUCTOR, "conductor-ops", "running"),
+        conductor("2b0c4d6e-1755891234", "conductor-two", "running"),
+        codex,
+    ]);
+    // agent-deck's legacy conductor dir, as `conductor setup --no-clear-on-compact` leaves it.
+    let meta = wd.root.join("conductor/two/meta.json");
+    fs::create_dir_all(meta.parent().unwrap()).unwrap();
+    fs::write(
+        &meta,
+        r#"{"name":"two","profile":"default","clear_on_compact":false}"#,
+    )
+    .unwrap();
+    let doctor = |wd: &Wd| {
+        let out = wd.run(&["doctor"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = doctor(&wd);
+    let line = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(&format!("✓ {name}: ")));
+        line.unwrap_or_else(|| panic!("no ✓ {name}: {text}"))
+            .to_owned()
+    };
+    let policy = line("clear_on_compact");
+    let ops = "conductor-ops yes (no meta.json: the default)";
+    let two = format!("conductor-two no ({})", meta.display());
+    assert!(policy.contains(ops) && policy.contains(&two), "{policy}");
+    assert!(!policy.contains("conductor-cx"), "{policy}");
+    assert_eq!(
+        line("proactive clear"),
+        "✓ proactive clear: off (CONTEXT_CLEAR_AT_PCT unset)"
+    );
+    let wd = wd
+        .env("CONTEXT_CLEAR_AT_PCT", "80")
+        .env("CONTEXT_WINDOW_TOKENS", "200000");
+    let text = doctor(&wd);
+    assert!(
+        text.contains("✓ proactive clear: at 80% of 200000 tokens (CONTEXT_WINDOW_TOKENS)"),
+        "{text}"
+    );
 }
 
 /// A `tmux` first on `PATH` that logs each call to `tmux.log` and prints

@@ -16,10 +16,12 @@ use crate::support::sim::write_tmux_script;
 use crate::support::telegram::TelegramStub;
 use crate::support::watchdog::{assert_ok, Wd};
 
-const NAMES: [&str; 12] = [
+const NAMES: [&str; 14] = [
     "agent-deck",
     "settings",
     "critical sessions",
+    "clear_on_compact",
+    "proactive clear",
     "hooks dir",
     "usage --json",
     "agent-deck's stored status",
