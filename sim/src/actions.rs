@@ -40,6 +40,7 @@ pub(super) fn execute(c: &Call, st: &mut SimState, at: &Moment) -> Reply {
         CommandKind::Send => send(c, st, at),
         CommandKind::Output | CommandKind::OutputPane => output(c, st),
         CommandKind::Remove => remove(c, st),
+        CommandKind::Set => set(c, st),
     };
     result.unwrap_or_else(|reply| reply)
 }
@@ -443,6 +444,28 @@ fn remove(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
                       "title": s.title});
     let msg = format!("Removed session: {} (from profile '{profile}')", s.title);
     Ok(o.success(&msg, data))
+}
+
+/// `session set <id> claude-session-id <value>`: 1.14.0 stores it and
+/// answers `Updated <field>: "<old>" -> "<new>"` (`cmd/agent-deck/
+/// session_cmd.go:2030-2040`); any other field is refused here.
+fn set(c: &Call, st: &mut SimState) -> Result<Reply, Reply> {
+    let o = out(c);
+    let [_, field, value] = c.pos.as_slice() else {
+        let usage = "Usage: agent-deck session set <id|title> <field> <value> [options]\n";
+        return Err(Reply::out(1, usage.into()));
+    };
+    if field != "claude-session-id" {
+        return Err(o.invalid(&format!(
+            "the simulator sets only claude-session-id, not {field}"
+        )));
+    }
+    let i = find(c, st, o, "")?;
+    let s = &mut st.sessions[i];
+    let old = std::mem::replace(&mut s.claude_session_id, value.clone());
+    let data = json!({"field": field, "old_value": old, "new_value": value, "success": true,
+                      "id": s.id, "title": s.title});
+    Ok(o.success(&format!("Updated {field}: {old:?} -> {value:?}"), data))
 }
 
 /// A JSON value as `%s` would print it: a string bare, anything else as JSON.

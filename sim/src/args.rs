@@ -26,6 +26,9 @@ pub(super) enum CommandKind {
     OutputPane,
     Output,
     Remove,
+    /// `session set <id> claude-session-id <value>`, the one field the
+    /// watchdog sets.
+    Set,
 }
 
 /// One parsed invocation.
@@ -65,7 +68,7 @@ fn bool_flags(sub: &str) -> &'static [&'static str] {
     }
 }
 
-const SESSION_SUBCOMMANDS: [&str; 5] = ["show", "restart", "start", "send", "output"];
+const SESSION_SUBCOMMANDS: [&str; 6] = ["show", "restart", "start", "send", "output", "set"];
 
 /// Parses `args`; `env_profile` is `AGENTDECK_PROFILE` ("" when unset).
 pub(super) fn parse(args: &[String], env_profile: &str) -> Result<Call, Reply> {
@@ -93,6 +96,7 @@ pub(super) fn parse(args: &[String], env_profile: &str) -> Result<Call, Reply> {
         "send" => CommandKind::Send,
         "output" if flag("pane") => CommandKind::OutputPane,
         "output" => CommandKind::Output,
+        "set" => CommandKind::Set,
         _ => CommandKind::Remove,
     };
     let profile = [profile_arg.as_str(), env_profile]

@@ -1857,3 +1857,19 @@ fn after_a_clear_or_a_compact_a_message_gets_a_normal_turn() {
         assert_eq!(transcript_of(&s), "Resumed.\n", "{via}");
     }
 }
+
+#[test]
+fn session_set_stores_a_claude_session_id_and_names_the_old_one() {
+    let mut s = session(ID, "conductor-ops", "waiting");
+    s.claude_session_id = "old-id".into();
+    let sim = sim(vec![s]);
+    let (code, out, err) = sim.call(&["session", "set", ID, "claude-session-id", "new-id"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(r#"Updated claude-session-id: "old-id" -> "new-id""#),
+        "{out}"
+    );
+    assert_eq!(sim.session(ID).claude_session_id, "new-id");
+    let (code, _, _) = sim.call(&["session", "set", ID, "title", "x"]);
+    assert_eq!(code, 1, "only the field the watchdog sets");
+}

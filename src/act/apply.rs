@@ -15,7 +15,7 @@ use crate::act::job::Job;
 use crate::decide::outcomes::{RestartAction, Severity};
 use crate::decide::restart::liveness::LivenessReason;
 use crate::decide::restart::{Dropped, Outcome};
-use crate::decide::stall::{Stall, Transition};
+use crate::decide::stall::{GaveUp, Stall, StallKind, Transition};
 use crate::decide::{book::dedup, book::notes, restart::refusal};
 use crate::fleet::deck::{SpawnFailure, SpawnReason};
 use crate::fleet::session::{Session, Status};
@@ -86,7 +86,8 @@ pub(crate) fn apply(ctx: &Context, job: &Job, outcome: &Outcome, continuity: &Co
             unresolved,
         } => {
             ctx.state.lock().book(&s.id).stall = Some(stall.clone());
-            resume_failed(ctx, s, stall, why.clone(), *unresolved);
+            let escalate = unresolved.then_some(Severity::StallUnresolved);
+            resume_failed(ctx, s, stall, why.clone(), escalate);
         }
         Outcome::Poller { action, reason } => {
             if *action != RestartAction::PollerRefused {
@@ -389,7 +390,11 @@ pub(crate) fn stall(ctx: &Context, s: &Session, change: Transition) {
         }
         Transition::Ended { stall, ended } => {
             log::info!("{} ({}) works again: {ended}", s.id, s.title);
-            stall_record(ctx, s, ended, &stall, None);
+            stall_record(ctx, s, ended.clone(), &stall, None);
+            let cleared = stall.remedy.as_ref().is_some_and(|r| r.clear);
+            if cleared && ended == RestartAction::ResumeVerified {
+                ctx.state.lock().book(&s.id).context_cleared_at = Some(ctx.clock.now());
+            }
             None
         }
         Transition::Failed {
@@ -397,7 +402,30 @@ pub(crate) fn stall(ctx: &Context, s: &Session, change: Transition) {
             why,
             unresolved,
         } => {
-            resume_failed(ctx, s, &next, why, unresolved);
+            let escalate = unresolved.then_some(Severity::StallUnresolved);
+            resume_failed(ctx, s, &next, why, escalate);
+            Some(next)
+        }
+        Transition::Settled(next) => {
+            let remedy = next.remedy.as_ref();
+            if remedy.is_some_and(|r| !r.clear) {
+                log::info!("{} ({}) compacted; resuming it", s.id, s.title);
+                stall_record(ctx, s, RestartAction::Compacted, &next, None);
+            } else {
+                log::info!(
+                    "{} ({}) cleared: an empty prompt; re-briefing it",
+                    s.id,
+                    s.title
+                );
+            }
+            Some(next)
+        }
+        Transition::GaveUp { next, why } => {
+            let severity = match why {
+                GaveUp::CompactionHung => Severity::CompactionHung,
+                _ => Severity::StallUnresolved,
+            };
+            resume_failed(ctx, s, &next, why.said(&ctx.limits.stall), Some(severity));
             Some(next)
         }
         Transition::Gone => {
@@ -409,45 +437,70 @@ pub(crate) fn stall(ctx: &Context, s: &Session, change: Transition) {
     ctx.store.save(&ctx.state);
 }
 
-/// A stall's resume that went out (or, in a dry run, would have).
+/// A stall's resume that went out (or, in a dry run, would have), or a
+/// full context's command: recorded `resume-sent`, or `clear-sent`,
+/// `compact-sent` (`context-cleared` for a proactive clear).
 fn resumed(ctx: &Context, s: &Session, stall: &Stall, unconfirmed: Option<&str>) {
     let kind = stall.kind.as_str();
+    let command = (stall.remedy.as_ref()).filter(|_| stall.sent_at.is_none() || ctx.dry_run);
+    let action = match command {
+        Some(r) if r.proactive => RestartAction::ContextCleared,
+        Some(r) if r.clear => RestartAction::ClearSent,
+        Some(_) => RestartAction::CompactSent,
+        None => RestartAction::ResumeSent,
+    };
     if ctx.dry_run {
-        log::info!("dry-run: would resume {} ({}) now: {kind}", s.id, s.title);
+        let what = command.map_or("resume", |r| r.command());
+        log::info!("dry-run: would {what} {} ({}) now: {kind}", s.id, s.title);
         ctx.state.lock().book(&s.id).stall = Some(stall.clone());
     } else {
         if let Some(e) = unconfirmed {
             log::info!("resume typed into the pane of {}, unconfirmed ({e})", s.id);
         }
-        log::info!("resume sent to {} ({}): {kind}", s.id, s.title);
+        log::info!("{action} to {} ({}): {kind}", s.id, s.title);
         let mut st = ctx.state.lock();
         st.resumes
             .note(stall.sent_at.unwrap_or_else(|| ctx.clock.now()));
         st.book(&s.id).stall = Some(stall.clone());
     }
-    stall_record(ctx, s, RestartAction::ResumeSent, stall, None);
+    stall_record(ctx, s, action, stall, None);
 }
 
-/// A resume that started no turn, or was not delivered (`why`): recorded,
-/// and escalated once when that leaves the stall `unresolved`.
-fn resume_failed(ctx: &Context, s: &Session, stall: &Stall, why: String, unresolved: bool) {
+/// A resume that started no turn, or was not delivered, or a full
+/// context's remedy that went no further (`why`): recorded, and escalated
+/// once as `escalate` when that leaves the stall for a human.
+fn resume_failed(
+    ctx: &Context,
+    s: &Session,
+    stall: &Stall,
+    why: String,
+    escalate: Option<Severity>,
+) {
     log::warn!(
         "resume {} of {} ({}) failed: {why}",
         stall.attempts,
         s.id,
         s.title
     );
-    stall_record(ctx, s, RestartAction::ResumeFailed, stall, Some(why));
-    if unresolved {
-        let msg = format!(
+    let Some(severity) = escalate else {
+        stall_record(ctx, s, RestartAction::ResumeFailed, stall, Some(why));
+        return;
+    };
+    let msg = match stall.kind {
+        StallKind::ContextExhausted => format!(
+            "{} ({}) has a full context window and {why}; nothing more is typed — it needs a human",
+            s.title, s.id
+        ),
+        kind => format!(
             "{} ({}) is stalled ({}) and {} resumes did not bring it back — it needs a human",
             s.title,
             s.id,
-            stall.kind.as_str(),
+            kind.as_str(),
             ctx.limits.stall.max_attempts
-        );
-        ctx.alert(s, Severity::StallUnresolved, &msg);
-    }
+        ),
+    };
+    stall_record(ctx, s, RestartAction::ResumeFailed, stall, Some(why));
+    ctx.alert(s, severity, &msg);
 }
 
 /// Writes a `restart.log` record of `action` about the stall of `s`.
@@ -464,6 +517,7 @@ fn stall_record(
         resume_at: stall.resume_at,
         resume_from: stall.resume_from.clone(),
         attempt: (stall.attempts > 0).then_some(stall.attempts),
+        remedy: stall.remedy.as_ref().map(|r| r.said().to_owned()),
     });
     write(&ctx.records, &ctx.record(s, action, reason).with(detail));
 }

@@ -3,15 +3,18 @@
 //! but passes none of the restart gates and spends nothing of the restart
 //! budget, the cascade guard or the 429 breaker. A fresh `session show`
 //! must still find the stall (it may have gone on by itself, or a menu may
-//! have opened), then one `session send` of `RESUME_MESSAGE` goes. agent-deck's
-//! send keeps an operator's draft: from 1.16.9 it refuses to type over one
-//! (`composer_blocked`); 1.14.0 saves it, sends, and types it back.
+//! have opened), then one `session send` goes: `RESUME_MESSAGE`, or a full
+//! context's step (SPEC §15): its command (`/clear`, `/compact`), then the
+//! re-brief or the resume. agent-deck's send keeps an operator's draft:
+//! from 1.16.9 it refuses to type over one (`composer_blocked`); 1.14.0
+//! saves it, sends, and types it back.
 
 use crate::act::context::Context;
 use crate::act::job::Job;
 use crate::decide::restart::{Dropped, Outcome};
-use crate::decide::stall::Seen;
+use crate::decide::stall::{Seen, Stall};
 use crate::fleet::deck::Delivery;
+use crate::fleet::session::{Live, Session};
 
 /// Sends the resume of the stall of `job`'s session, if it is still one.
 pub(crate) fn resume(ctx: &Context, job: &Job) -> Outcome {
@@ -25,7 +28,6 @@ pub(crate) fn resume(ctx: &Context, job: &Job) -> Outcome {
     if Seen::of(&live, Some(stall.kind)) != Some(Seen::Stalled) {
         return Outcome::Dropped(Dropped::NotStalled(live.status()));
     }
-    let now = ctx.clock.now();
     if ctx.dry_run {
         // Said once: a dry run sends nothing, so there is nothing to verify.
         stall.unresolved = true;
@@ -34,11 +36,71 @@ pub(crate) fn resume(ctx: &Context, job: &Job) -> Outcome {
             unconfirmed: None,
         };
     }
-    let text = ctx
-        .cfg
-        .resume_message
-        .replace("{kind}", stall.kind.as_str());
-    match ctx.deck.send(&s.profile, &s.id, &text) {
+    match stall.remedy.as_mut() {
+        Some(r) if r.command_at.is_none() => {
+            r.old_id = live.claude_session_id.clone().or(r.old_id.take());
+            command(ctx, s, stall)
+        }
+        Some(r) if r.clear => {
+            let new_id = live.claude_session_id.clone();
+            if new_id.is_some() && new_id == r.old_id {
+                stall.unresolved = true;
+                let why = "/clear started no new conversation (claude_session_id unchanged)";
+                return Outcome::ResumeFailed {
+                    stall,
+                    why: why.into(),
+                    unresolved: true,
+                };
+            }
+            let outcome = message(ctx, s, stall, &ctx.cfg.context_rebrief_message);
+            rebind(ctx, s, &outcome, &live);
+            outcome
+        }
+        _ => {
+            let text = ctx
+                .cfg
+                .resume_message
+                .replace("{kind}", stall.kind.as_str());
+            message(ctx, s, stall, &text)
+        }
+    }
+}
+
+/// Sends a full context's command. Whatever agent-deck answers once the
+/// text reached the pane (1.14.0 answers `/clear` with `no_evidence` in
+/// most runs, though it worked), it is never typed again: the pane tells
+/// whether it took.
+fn command(ctx: &Context, s: &Session, mut stall: Stall) -> Outcome {
+    let now = ctx.clock.now();
+    let text = stall.remedy.as_ref().map_or("", |r| r.command());
+    let sent = ctx.deck.send(&s.profile, &s.id, text);
+    let typed = |d: Delivery| d != Delivery::SendFailed;
+    match sent {
+        Err(e) if !e.delivery().is_some_and(typed) => {
+            let unresolved = stall.undelivered(now, &ctx.limits.stall);
+            let why = format!("send {e}");
+            Outcome::ResumeFailed {
+                stall,
+                why,
+                unresolved,
+            }
+        }
+        sent => {
+            if let Some(r) = stall.remedy.as_mut() {
+                r.command_at = Some(now);
+            }
+            Outcome::Resumed {
+                stall,
+                unconfirmed: sent.err().map(|e| e.to_string()),
+            }
+        }
+    }
+}
+
+/// Sends `text`, the resume or the re-brief, to be verified by a new turn.
+fn message(ctx: &Context, s: &Session, mut stall: Stall, text: &str) -> Outcome {
+    let now = ctx.clock.now();
+    match ctx.deck.send(&s.profile, &s.id, text) {
         Err(e) if !e.delivery().is_some_and(Delivery::arrived) => {
             let unresolved = stall.undelivered(now, &ctx.limits.stall);
             Outcome::ResumeFailed {
@@ -54,5 +116,21 @@ pub(crate) fn resume(ctx: &Context, job: &Job) -> Outcome {
                 unconfirmed: sent.err().map(|e| e.to_string()),
             }
         }
+    }
+}
+
+/// After the re-brief went, stores the conversation the `/clear` started
+/// as the one a restart resumes: agent-deck shows it at once but 1.14.0
+/// never stores it without a TUI, so a restart would resume the full one
+/// (tests/live/context.rs).
+fn rebind(ctx: &Context, s: &Session, outcome: &Outcome, live: &Live) {
+    let (Outcome::Resumed { .. }, Some(new)) = (outcome, &live.claude_session_id) else {
+        return;
+    };
+    if let Err(e) = ctx.deck.set_claude_session_id(&s.profile, &s.id, new) {
+        log::warn!(
+            "could not store {}'s new conversation {new} ({e}): a restart may resume the full one",
+            s.id
+        );
     }
 }

@@ -18,7 +18,7 @@ use crate::daemon::Daemon;
 use crate::decide::book::cascade::CascadeNews;
 use crate::decide::book::stale_hook;
 use crate::decide::outcomes::{RestartAction, Severity};
-use crate::decide::plan::{self, Act, Answer, Observation, Plan, Read, StallStep};
+use crate::decide::plan::{self, Act, Answer, Observation, Plan, StallStep};
 use crate::decide::restart::gates::Hold;
 use crate::decide::restart::JobKind;
 use crate::decide::verdict::{BackedOff, Decided, Settled, Verdict};
@@ -71,11 +71,7 @@ impl Daemon {
                     });
                     self.carry_out(session, decided, proven);
                 }
-                Act::Stall {
-                    session,
-                    read,
-                    step,
-                } => self.stall(&obs, session, *read, step.as_ref()),
+                Act::Stall { session, step } => self.stall(&obs, session, step.as_ref()),
             }
         }
         if obs.listed {
@@ -109,18 +105,16 @@ impl Daemon {
         }
     }
 
-    /// A stall's step, after what its read said when it failed.
-    fn stall(
-        &mut self,
-        obs: &Observation,
-        s: &Session,
-        read: Option<Read>,
-        step: Option<&StallStep>,
-    ) {
-        match read.and_then(|r| obs.answers.get(&(s.id.clone(), r))) {
-            Some(Answer::Reset { warnings, .. }) => warnings.iter().for_each(|w| log::warn!("{w}")),
-            Some(Answer::Pane(Err(e))) => log::debug!("pane of {} unreadable ({e})", s.id),
-            _ => {}
+    /// A stall's step, after what its reads said when they failed.
+    fn stall(&mut self, obs: &Observation, s: &Session, step: Option<&StallStep>) {
+        let answers = obs.answers.iter().filter(|((id, _), _)| *id == s.id);
+        for (_, answer) in answers {
+            match answer {
+                Answer::Reset { warnings, .. } => warnings.iter().for_each(|w| log::warn!("{w}")),
+                Answer::Pane(Err(e)) => log::debug!("pane of {} unreadable ({e})", s.id),
+                Answer::Output(Err(e)) => log::debug!("last message of {} unreadable ({e})", s.id),
+                _ => {}
+            }
         }
         match step {
             None => {}
@@ -526,6 +520,15 @@ pub(super) mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let deck = Arc::new(FakeDeck::new(fleet("waiting")));
         let mut d = daemon(tmp.path(), deck.clone());
+        d.tick();
+        // The first look at a session at rest is a turn's end: its pane.
+        let first = [
+            "list-all ",
+            "list default",
+            "output-pane 3f9c2a1b-1755891234",
+        ];
+        assert_eq!(*deck.calls.lock(), first);
+        deck.calls.lock().clear();
         d.tick();
         d.finish();
         assert_eq!(*deck.calls.lock(), ["list-all ", "list default"]);

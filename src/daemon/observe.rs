@@ -135,6 +135,15 @@ impl Daemon {
                 Answer::Show(deck.show(profile, id).map_err(|e| e.to_string()))
             }
             Read::Pane => Answer::Pane(deck.pane(profile, id).map_err(|e| e.to_string())),
+            Read::Output => Answer::Output(deck.transcript(profile, id).map_err(|e| e.to_string())),
+            Read::Policy => {
+                let name = s.conductor_name().unwrap_or_default();
+                Answer::Policy(crate::config::clears_on_compact(
+                    &self.ctx.cfg,
+                    name,
+                    &s.path,
+                ))
+            }
             Read::Reset => {
                 let mut warnings = Vec::new();
                 let usage = self.usage(s, &mut warnings);

@@ -64,6 +64,9 @@ pub(crate) struct SessionBook {
     pub refusal: Option<Refusal>,
     /// The stall episode in progress, if any (SPEC §14).
     pub stall: Option<crate::decide::stall::Stall>,
+    /// When this watchdog's `/clear` of its full context was last verified
+    /// (SPEC §15): full again soon after, it is not cleared again.
+    pub context_cleared_at: Option<f64>,
     /// The tmux session a restart of it spawned and agent-deck did not save
     /// (its store locked): no more restarts while it runs, so that no second
     /// agent is spawned beside it (see [`crate::decide::restart`]).

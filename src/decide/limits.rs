@@ -59,6 +59,7 @@ impl Limits {
                 max_attempts: c.resume_max_attempts,
                 stagger: s(&c.resume_stagger),
                 max_per_hour: c.resume_fleet_max_per_hour as usize,
+                compact: s(&c.context_compact),
             },
         }
     }

@@ -23,9 +23,16 @@ pub(crate) struct FleetMemory {
     /// The restart-critical sessions last named (id → title), `None`
     /// before the fleet was first listed.
     pub watching: Option<BTreeMap<String, String>>,
-    /// The other sessions in `RESUME_SCOPE` that read `running` at the last
-    /// tick (a critical session's last status is in its book).
-    pub running_beyond: BTreeSet<String>,
+    /// The sessions in `RESUME_SCOPE` last seen at work (`running`, not at
+    /// an empty prompt), so that a turn's end shows.
+    pub working: BTreeSet<String>,
+    /// The sessions in `RESUME_SCOPE` seen at all since the watchdog
+    /// started: one seen at rest for the first time gets a turn end's look.
+    pub looked: BTreeSet<String>,
+    /// Sessions whose pane showed a full context while their last message
+    /// could not be read (id → when first seen): a second look 30 s on
+    /// decides (SPEC §15).
+    pub full_pane: BTreeMap<String, f64>,
     /// What the main loop says once, by kind: the outage of each read a
     /// tick makes (by what is read), agent-deck's store locked.
     pub said: SayOnce<String, f64>,

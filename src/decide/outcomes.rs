@@ -49,6 +49,13 @@ spelled! {
         ResumeVerified = "resume-verified",
         ResumeFailed = "resume-failed",
         ResumedByItself = "resumed-by-itself",
+        /// A full context's remedy (SPEC §15): `/clear` typed.
+        ClearSent = "clear-sent",
+        /// `/compact` typed, and its effect seen.
+        CompactSent = "compact-sent",
+        Compacted = "compacted",
+        /// The proactive clear at `CONTEXT_CLEAR_AT_PCT`: `/clear` typed.
+        ContextCleared = "context-cleared",
     }
     unknown => Other
 }
@@ -76,6 +83,8 @@ spelled! {
         RedispatchCap = "redispatch-cap",
         /// A stall's resumes are spent (SPEC §14).
         StallUnresolved = "stall-unresolved",
+        /// `Compacting conversation…` past twice `CONTEXT_COMPACT_S`.
+        CompactionHung = "compaction-hung",
         /// agent-deck's store could not be read: told once an episode.
         StoreLocked = "store-locked",
     }
@@ -112,6 +121,10 @@ mod tests {
             (A::Drill, "drill"),
             (A::RestartUnverified, "restart-unverified"),
             (A::RestartUnsaved, "restart-unsaved"),
+            (A::ClearSent, "clear-sent"),
+            (A::CompactSent, "compact-sent"),
+            (A::Compacted, "compacted"),
+            (A::ContextCleared, "context-cleared"),
         ];
         use Severity as S;
         let severities = [
@@ -129,6 +142,7 @@ mod tests {
             (S::PartialTampered, "partial-tampered"),
             (S::RedispatchCap, "redispatch-cap"),
             (S::StallUnresolved, "stall-unresolved"),
+            (S::CompactionHung, "compaction-hung"),
             (S::StoreLocked, "store-locked"),
         ];
         for (a, text) in actions {

@@ -24,8 +24,9 @@ use crate::decide::outcomes::RestartAction;
 use crate::decide::probe::Probe;
 use crate::decide::restart::gates::Limits;
 use crate::decide::stall::banner::{self, ApiError};
+use crate::decide::stall::context::{self, Full, PaneSays};
 use crate::decide::stall::reset_time::ResetFrom;
-use crate::decide::stall::{self, Seen, Stall, StallKind, Step, Transition};
+use crate::decide::stall::{self, Remedy, Seen, Stall, StallKind, Step, Transition};
 use crate::decide::verdict::{self, Decided, Episodes, Errored, Known, Look};
 use crate::fleet::session::{Live, Session, Status};
 use crate::fleet::version::Version;
@@ -61,8 +62,15 @@ pub(crate) enum Read {
     /// `usage --json`, then the last response when that names no reset:
     /// when a usage limit resets.
     Reset,
-    /// The pane: whether a turn ended on an API error banner.
+    /// The pane: whether a turn ended on an API error banner or a full
+    /// context, and how a full context's remedy goes.
     Pane,
+    /// `session output -q`, the last assistant message: whether it agrees
+    /// that the context is full.
+    Output,
+    /// agent-deck's policy for a conductor (its `meta.json`): whether a
+    /// full context is cleared.
+    Policy,
 }
 
 /// What a [`Read`] brought back; a failed read keeps its error, which the
@@ -77,6 +85,9 @@ pub(crate) enum Answer {
         warnings: Vec<String>,
     },
     Pane(Result<String, String>),
+    Output(Result<String, String>),
+    /// `clear_on_compact`.
+    Policy(bool),
 }
 
 /// What one tick saw.
@@ -150,10 +161,9 @@ pub(crate) enum Act {
         decided: Decided,
         agent_gone: bool,
     },
-    /// A stall's step, after the read it took.
+    /// A stall's step, after the reads it took.
     Stall {
         session: Session,
-        read: Option<Read>,
         step: Option<StallStep>,
     },
 }
@@ -219,36 +229,65 @@ pub(crate) enum StallCase {
 }
 
 impl StallCase {
-    /// The read this case needs, given the step it leads to.
-    fn read(&self, now: f64, lim: &Limits) -> Option<Read> {
+    /// The next read this case needs of `s`, given what was `answered`.
+    fn next_read<'a>(
+        &self,
+        s: &Session,
+        answered: impl Fn(Read) -> Option<&'a Answer>,
+        now: f64,
+        lim: &Limits,
+    ) -> Option<Read> {
+        let need = |r: Read| answered(r).is_none().then_some(r);
         match self {
-            StallCase::Detect(StallKind::UsageLimit) => Some(Read::Reset),
-            StallCase::TurnEnded => Some(Read::Pane),
+            StallCase::Detect(StallKind::UsageLimit) => need(Read::Reset),
+            StallCase::TurnEnded => {
+                let Some(Answer::Pane(Ok(pane))) = answered(Read::Pane) else {
+                    return need(Read::Pane);
+                };
+                let full = banner::ended_on(pane).is_none()
+                    && matches!(context::pane_says(pane), PaneSays::Full(_));
+                match answered(Read::Output) {
+                    _ if !full => None,
+                    None => Some(Read::Output),
+                    Some(_) => s.conductor_name().and_then(|_| need(Read::Policy)),
+                }
+            }
             StallCase::Step { stall, seen, turn } => {
-                let step = stall.step(*seen, now, &lim.stall, *turn);
-                // A banner's stall at rest looks the same after a turn that
-                // came and went between two looks: the pane tells, when a
-                // step hinges on it.
-                let hinges = matches!(step, Step::Resume | Step::Failed { .. });
-                (hinges && !stall.kind.has_substate()).then_some(Read::Pane)
+                let pane = match &stall.remedy {
+                    // A remedy given up on: whether it works again.
+                    Some(_) if stall.unresolved => *seen == Seen::Working,
+                    // The command's effect and the message's turn show there.
+                    Some(r) => r.command_at.is_some() && (!r.settled || stall.sent_at.is_some()),
+                    None => {
+                        // A banner's stall at rest looks the same after a
+                        // turn that came and went between two looks: the
+                        // pane tells, when a step hinges on it.
+                        let step = stall.step(*seen, now, &lim.stall, *turn);
+                        let hinges = matches!(step, Step::Resume | Step::Failed { .. });
+                        hinges && !stall.kind.has_substate()
+                    }
+                };
+                pane.then(|| need(Read::Pane)).flatten()
             }
             StallCase::Detect(_) | StallCase::Gone => None,
         }
     }
 }
 
-/// The sessions of `in_scope` last seen `running` (a critical one's book,
-/// read before the tick notes its new status), so a turn's end shows.
-fn were_running(st: &State, mem: &FleetMemory, obs: &Observation) -> BTreeSet<String> {
-    let running = |s: &&Session| {
-        let book = st.sessions.get(&s.id);
-        book.and_then(|b| b.last_status.as_deref()) == Some("running")
-            || mem.running_beyond.contains(&s.id)
+/// The sessions in scope whose turn has just ended, so that their pane is
+/// looked at: last seen at work, or never seen (a first look is a turn's
+/// end: one that sat on a banner when the watchdog started is looked at
+/// once), or owed a second look at a full context.
+fn turn_ended(mem: &FleetMemory, obs: &Observation) -> BTreeSet<String> {
+    let ended = |s: &&Session| {
+        mem.working.contains(&s.id)
+            || !mem.looked.contains(&s.id)
+            || mem.full_pane.contains_key(&s.id)
     };
     let in_scope = obs.in_scope();
     in_scope
         .into_iter()
-        .filter(running)
+        .filter(ended)
         .map(|s| s.id.clone())
         .collect()
 }
@@ -274,11 +313,11 @@ fn stall_cases<'a>(
         let kind = stall.as_ref().map(|x| x.kind);
         let case = match (stall, Seen::of(l, kind)) {
             (None, Some(Seen::Stalled)) => StallKind::of(l).map(StallCase::Detect),
-            (None, None) if ended.contains(&s.id) && at_rest(l) && claude(l) => {
+            (None, None) if ended.contains(&s.id) && stall::at_rest(l) && claude(l) => {
                 Some(StallCase::TurnEnded)
             }
             (None, _) => None,
-            (Some(stall), Some(Seen::Stalled)) if stall.sent_at.is_none() => {
+            (Some(stall), Some(Seen::Stalled)) if !stall.awaiting() => {
                 due.push((s, stall));
                 None
             }
@@ -303,11 +342,6 @@ fn stall_cases<'a>(
     cases
 }
 
-/// Idle or waiting: at the prompt.
-fn at_rest(l: &Live) -> bool {
-    matches!(l.status(), Status::Idle | Status::Waiting)
-}
-
 /// A Claude session (or one whose tool the row does not print): the
 /// banner forms are Claude's.
 fn claude(l: &Live) -> bool {
@@ -327,12 +361,12 @@ pub(crate) fn reads(
     lim: &Limits,
     now: f64,
 ) -> Vec<(Session, Read)> {
-    let unread = |s: &Session, r: Read| obs.answer(s, r).is_none();
     let mut shows = Vec::new();
     for (s, l) in obs.errored() {
         let known = Known::of(st, &s.id, obs.release);
         let hook = obs.hooks.get(&s.id).is_some_and(|h| h.exists);
-        if verdict::needs_show(known, &mem.episodes, s, l, hook) && unread(s, Read::Show) {
+        let unread = obs.answer(s, Read::Show).is_none();
+        if verdict::needs_show(known, &mem.episodes, s, l, hook) && unread {
             shows.push((s.clone(), Read::Show));
         }
     }
@@ -340,11 +374,11 @@ pub(crate) fn reads(
         return shows;
     }
     let (mut st, mut episodes) = (st.clone(), mem.episodes.clone());
-    let ended = were_running(&st, mem, obs);
+    let ended = turn_ended(mem, obs);
     verdicts(obs, &mut episodes, &mut st, lim, now);
     let mut out = Vec::new();
     for (s, case) in stall_cases(obs, &st, lim, now, &ended) {
-        let read = case.read(now, lim).filter(|r| unread(s, *r));
+        let read = case.next_read(s, |r| obs.answer(s, r), now, lim);
         out.extend(read.map(|r| (s.clone(), r)));
     }
     out
@@ -431,22 +465,23 @@ pub(crate) fn plan(
     lim: &Limits,
     now: f64,
 ) -> Plan {
-    let ended = were_running(st, mem, obs);
+    let ended = turn_ended(mem, obs);
     let (mut acts, died) = verdicts(obs, &mut mem.episodes, st, lim, now);
     mem.last_died = died.unwrap_or(mem.last_died);
     for (s, case) in stall_cases(obs, st, lim, now, &ended) {
-        let read = case.read(now, lim);
-        let step = stall_step(obs, lim, now, s, case);
-        acts.push(Act::Stall {
-            session: s.clone(),
-            read,
-            step,
-        });
+        let step = stall_step(obs, mem, st, lim, now, s, case);
+        let session = s.clone();
+        acts.push(Act::Stall { session, step });
     }
-    mem.running_beyond = (obs.beyond.iter())
-        .filter(|s| obs.view.live.get(&s.id).map(Live::status) == Some(Status::Running))
-        .map(|s| s.id.clone())
-        .collect();
+    // What the next tick's turn ends are told by.
+    let live = |s: &Session| obs.view.live.get(&s.id);
+    let at_work = |l: &Live| l.status() == Status::Running && !stall::at_rest(l);
+    let in_scope = obs.in_scope();
+    let working = in_scope.iter().filter(|s| live(s).is_some_and(at_work));
+    mem.working = working.map(|s| s.id.clone()).collect();
+    let seen = in_scope.iter().filter(|s| live(s).is_some());
+    mem.looked.extend(seen.map(|s| s.id.clone()));
+    mem.full_pane.retain(|id, _| ended.contains(id));
     acts.sort_by_key(Act::rank);
     let in_error = (acts.iter())
         .filter(|a| matches!(a, Act::Verdict { decided, .. } if decided.verdict.in_error()))
@@ -507,28 +542,30 @@ fn verdicts(
 /// between the reads and the plan: the next tick looks again).
 fn stall_step(
     obs: &Observation,
+    mem: &mut FleetMemory,
+    st: &State,
     lim: &Limits,
     now: f64,
     s: &Session,
     case: StallCase,
 ) -> Option<StallStep> {
-    let banner = |obs: &Observation| match obs.answer(s, Read::Pane)? {
-        Answer::Pane(Ok(pane)) => Some(banner::ended_on(pane)),
+    let pane = || match obs.answer(s, Read::Pane)? {
+        Answer::Pane(Ok(pane)) => Some(Some(pane.as_str())),
         _ => Some(None),
     };
-    let detected = |kind, evidence: &str, resume_at, from: &str| {
-        StallStep::Transition(Transition::Detected(Stall {
-            kind,
-            evidence: evidence.into(),
-            since: now,
-            resume_at,
-            resume_from: from.into(),
-            attempts: 0,
-            sent_at: None,
-            unresolved: false,
-        }))
+    let detected = |kind, evidence: &str, resume_at, from: &str| Stall {
+        kind,
+        evidence: evidence.into(),
+        since: now,
+        resume_at,
+        resume_from: from.into(),
+        attempts: 0,
+        sent_at: None,
+        unresolved: false,
+        remedy: None,
     };
-    match case {
+    let transition = |t| Some(StallStep::Transition(t));
+    let stall = match case {
         StallCase::Detect(StallKind::UsageLimit) => {
             let Some(Answer::Reset { at, from, .. }) = obs.answer(s, Read::Reset) else {
                 return None;
@@ -539,51 +576,120 @@ fn stall_step(
                 lim.stall.grace
             };
             let kind = StallKind::UsageLimit;
-            Some(detected(kind, "substate", at + grace, from.as_str()))
+            detected(kind, "substate", at + grace, from.as_str())
         }
         StallCase::Detect(kind) => {
             let at = now + lim.stall.model_backoff;
-            Some(detected(kind, "substate", at, "backoff"))
+            detected(kind, "substate", at, "backoff")
         }
         StallCase::TurnEnded => {
-            let kind = match banner(obs)?? {
-                ApiError::Overload => StallKind::ApiOverload,
-                ApiError::ConnectionLost => StallKind::ConnectionLost,
-            };
-            Some(detected(kind, "pane", now + lim.stall.dwell, "dwell"))
+            let pane = pane()??;
+            if let Some(api) = banner::ended_on(pane) {
+                let kind = match api {
+                    ApiError::Overload => StallKind::ApiOverload,
+                    ApiError::ConnectionLost => StallKind::ConnectionLost,
+                };
+                detected(kind, "pane", now + lim.stall.dwell, "dwell")
+            } else {
+                let (full, evidence) = full_context(obs, mem, now, s, pane)?;
+                let mut stall = detected(StallKind::ContextExhausted, &evidence, now, "seen");
+                let clear = matches!(obs.answer(s, Read::Policy), Some(Answer::Policy(true)));
+                let live = obs.view.live.get(&s.id);
+                stall.remedy = Some(Remedy {
+                    clear,
+                    command_at: None,
+                    settled: false,
+                    old_id: live.and_then(|l| l.claude_session_id.clone()),
+                    proactive: false,
+                    compaction_failed: full.compaction_failed(),
+                    cleared_before: st.sessions.get(&s.id).and_then(|b| b.context_cleared_at),
+                });
+                stall
+            }
         }
-        StallCase::Gone => Some(StallStep::Transition(Transition::Gone)),
+        StallCase::Gone => return transition(Transition::Gone),
         StallCase::Step { stall, seen, turn } => {
-            let mut step = stall.step(seen, now, &lim.stall, turn);
+            let says = match &stall.remedy {
+                Some(_) => pane().flatten().map(context::pane_says),
+                None => None,
+            };
+            let mut step = stall.ladder_step(seen, says, now, &lim.stall, turn);
             let hinges = matches!(step, Step::Resume | Step::Failed { .. });
-            if hinges && !stall.kind.has_substate() && banner(obs)?.is_none() {
+            let banner_stall = stall.remedy.is_none() && !stall.kind.has_substate();
+            if hinges && banner_stall && banner::ended_on(pane()?.unwrap_or_default()).is_none() {
                 step = stall.step(Seen::Working, now, &lim.stall, turn);
             }
+            let mut next = stall.clone();
             let ended = match step {
                 Step::Wait => return None,
                 Step::Resume => return Some(StallStep::Resume),
                 Step::Verified => RestartAction::ResumeVerified,
                 Step::ResumedBySelf => RestartAction::ResumedByItself,
+                Step::Settled => {
+                    if let Some(r) = &mut next.remedy {
+                        r.settled = true;
+                    }
+                    next.resume_at = now;
+                    return transition(Transition::Settled(next));
+                }
+                Step::GaveUp(why) => {
+                    (next.unresolved, next.sent_at) = (true, None);
+                    return transition(Transition::GaveUp { next, why });
+                }
                 Step::Failed {
                     next_at,
                     unresolved,
                 } => {
-                    let mut next = stall.clone();
                     next.failed(next_at, unresolved);
                     let verify = lim.stall.verify;
                     let why = format!("no new turn within {verify:.0}s of the resume");
-                    let failed = Transition::Failed {
+                    return transition(Transition::Failed {
                         next,
                         why,
                         unresolved,
-                    };
-                    return Some(StallStep::Transition(failed));
+                    });
                 }
             };
-            Some(StallStep::Transition(Transition::Ended { stall, ended }))
+            return transition(Transition::Ended { stall, ended });
         }
-    }
+    };
+    transition(Transition::Detected(stall))
 }
+
+/// Whether the turn that ended on `pane` left `s`'s context full, and the
+/// evidence: the pane and the last message agree, or, when the message
+/// cannot be read, the pane alone on two looks at least 30 s apart.
+fn full_context(
+    obs: &Observation,
+    mem: &mut FleetMemory,
+    now: f64,
+    s: &Session,
+    pane: &str,
+) -> Option<(Full, String)> {
+    let PaneSays::Full(full) = context::pane_says(pane) else {
+        mem.full_pane.remove(&s.id);
+        return None;
+    };
+    let text = full.text();
+    let evidence = match obs.answer(s, Read::Output)? {
+        Answer::Output(Ok(message)) => {
+            context::message_says(message)?;
+            format!("pane and last message: {text}")
+        }
+        _ => {
+            let first = *mem.full_pane.entry(s.id.clone()).or_insert(now);
+            if now - first < PANE_ALONE_S {
+                return None;
+            }
+            format!("pane, twice {PANE_ALONE_S:.0}s apart (last message unreadable): {text}")
+        }
+    };
+    mem.full_pane.remove(&s.id);
+    Some((full, evidence))
+}
+
+/// How far apart two looks at a pane alone must be to tell a full context.
+const PANE_ALONE_S: f64 = 30.0;
 
 #[cfg(test)]
 mod tests {
@@ -736,6 +842,7 @@ mod tests {
             attempts: u32::from(sent_at.is_some()),
             sent_at,
             unresolved: false,
+            remedy: None,
         }
     }
 

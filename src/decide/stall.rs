@@ -11,11 +11,13 @@
 //! usage limit resets (`reset_time.rs`).
 
 pub(crate) mod banner;
+pub(crate) mod context;
 pub(crate) mod reset_time;
 
 use serde::{Deserialize, Serialize};
 
 use crate::decide::outcomes::RestartAction;
+use crate::decide::stall::context::PaneSays;
 use crate::decide::stall::reset_time::PROBE_MAX_S;
 use crate::fleet::session::{Live, Status, Substate};
 
@@ -27,11 +29,14 @@ pub(crate) enum StallKind {
     ApiOverload,
     ConnectionLost,
     ModelUnavailable,
+    /// The context window is full (SPEC §15): its remedy is a [`Remedy`].
+    ContextExhausted,
 }
 
 impl StallKind {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
+            StallKind::ContextExhausted => "context-exhausted",
             StallKind::UsageLimit => "usage-limit",
             StallKind::ApiOverload => "api-overload",
             StallKind::ConnectionLost => "connection-lost",
@@ -60,6 +65,83 @@ pub(crate) struct Stall {
     /// No more resumes in this episode: `stall-unresolved` was escalated,
     /// or a dry run said what it would have sent.
     pub unresolved: bool,
+    /// A full context's remedy and how far it got; `None` for other kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<Remedy>,
+}
+
+/// The remedy of a full context (SPEC §15): a command, `/clear` or
+/// `/compact`, then once it took effect the message, the re-brief or the
+/// resume, verified as any resume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Remedy {
+    /// `/clear` then the re-brief (a `clear_on_compact` conductor); else
+    /// `/compact` then the resume.
+    pub clear: bool,
+    /// When the command went; `None`: it is the next send.
+    pub command_at: Option<f64>,
+    /// It took effect (an empty prompt, or compacted): the message is next.
+    pub settled: bool,
+    /// The `claude_session_id` before the `/clear`, which the re-brief's
+    /// check finds changed.
+    pub old_id: Option<String>,
+    /// Sent at a threshold (`CONTEXT_CLEAR_AT_PCT`), not for an error.
+    #[serde(default)]
+    pub proactive: bool,
+    /// The evidence already says compaction failed: no `/compact`.
+    #[serde(default)]
+    pub compaction_failed: bool,
+    /// When this watchdog last cleared it, if it did.
+    #[serde(default)]
+    pub cleared_before: Option<f64>,
+}
+
+impl Remedy {
+    /// The step after the command went at `at`, by what the pane says.
+    fn settling(&self, pane: Option<PaneSays>, at: f64, now: f64, lim: &StallLimits) -> Step {
+        let Some(pane) = pane else {
+            return Step::Wait;
+        };
+        let (took, within, missed) = match self.clear {
+            true => (PaneSays::Cleared, lim.verify, GaveUp::NotCleared),
+            false => (PaneSays::Compacted, lim.compact, GaveUp::NotCompacted),
+        };
+        match pane {
+            _ if pane == took => Step::Settled,
+            PaneSays::Full(f) if !self.clear && f.compaction_failed() => {
+                Step::GaveUp(GaveUp::CompactionFailed)
+            }
+            PaneSays::Compacting if now >= at + 2.0 * lim.compact => {
+                Step::GaveUp(GaveUp::CompactionHung)
+            }
+            PaneSays::Compacting => Step::Wait,
+            _ if now >= at + within => Step::GaveUp(missed),
+            _ => Step::Wait,
+        }
+    }
+
+    /// Cleared by this watchdog less than [`FULL_AGAIN_S`] before `now`.
+    fn full_again(&self, now: f64) -> bool {
+        self.cleared_before.is_some_and(|t| now - t < FULL_AGAIN_S)
+    }
+
+    /// What is typed first.
+    pub(crate) fn command(&self) -> &'static str {
+        if self.clear {
+            "/clear"
+        } else {
+            "/compact"
+        }
+    }
+
+    /// The remedy and why, for the `--once` summary and `status`.
+    pub(crate) fn said(&self) -> &'static str {
+        if self.clear {
+            "/clear then re-brief (clear_on_compact)"
+        } else {
+            "/compact then resume (not clear_on_compact)"
+        }
+    }
 }
 
 /// The `RESUME_*` settings a step needs, in seconds.
@@ -74,6 +156,8 @@ pub(crate) struct StallLimits {
     pub max_attempts: u32,
     pub stagger: f64,
     pub max_per_hour: usize,
+    /// `CONTEXT_COMPACT_S`: how long a `/compact` has to show it compacted.
+    pub compact: f64,
 }
 
 /// What a look at a stalled session shows now.
@@ -113,9 +197,9 @@ impl Seen {
     /// when it shows neither a stall nor a new turn (say, a session in
     /// `error` for another reason, which the restart path takes).
     pub(crate) fn of(l: &Live, kind: Option<StallKind>) -> Option<Seen> {
-        let at_rest = matches!(l.status(), Status::Idle | Status::Waiting);
+        let at_rest = at_rest(l);
         match (StallKind::of(l), l.substate()) {
-            _ if l.status() == Status::Running => Some(Seen::Working),
+            _ if l.status() == Status::Running && !at_rest => Some(Seen::Working),
             (Some(shown), _) if kind.is_none_or(|k| k == shown) => Some(Seen::Stalled),
             // Another kind now: this one ended; the new one is seen next.
             (Some(_), _) => Some(Seen::Working),
@@ -130,6 +214,17 @@ impl Seen {
             }),
             (None, _) => None,
         }
+    }
+}
+
+/// At the prompt: idle or waiting, or `running` with the substate
+/// `idle-at-empty-prompt`, as agent-deck 1.14.0 reads a turn Claude ended
+/// with `StopFailure` (a hook it does not install) for about two minutes.
+pub(crate) fn at_rest(l: &Live) -> bool {
+    match l.status() {
+        Status::Idle | Status::Waiting => true,
+        Status::Running => l.substate() == Some(Substate::IdleAtEmptyPrompt),
+        _ => false,
     }
 }
 
@@ -150,6 +245,49 @@ pub(crate) enum Step {
         next_at: f64,
         unresolved: bool,
     },
+    /// A full context's command took effect: its message is next.
+    Settled,
+    /// A full context's remedy can go no further: escalate once, type
+    /// nothing more.
+    GaveUp(GaveUp),
+}
+
+/// Why a full context's remedy went no further.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GaveUp {
+    /// Claude already said compaction failed, or said so after `/compact`.
+    CompactionFailed,
+    /// `Compacting conversation…` past twice `CONTEXT_COMPACT_S`.
+    CompactionHung,
+    /// No compacted lines within `CONTEXT_COMPACT_S`.
+    NotCompacted,
+    /// No empty prompt after `/clear` within `RESUME_VERIFY_S`, or no new
+    /// `claude_session_id`.
+    NotCleared,
+    /// Full again within ten minutes of a clear, or right after the remedy.
+    FullAgain,
+}
+
+/// A context cleared less than this long ago that is full again is not
+/// cleared again (SPEC §15).
+pub(crate) const FULL_AGAIN_S: f64 = 600.0;
+
+impl GaveUp {
+    /// Why, as the record and the escalation say it.
+    pub(crate) fn said(self, lim: &StallLimits) -> String {
+        match self {
+            GaveUp::CompactionFailed => "compaction failed".into(),
+            GaveUp::CompactionHung => format!(
+                "Compacting conversation… for more than {:.0}s with no new turn",
+                2.0 * lim.compact
+            ),
+            GaveUp::NotCompacted => {
+                format!("/compact showed no compaction within {:.0}s", lim.compact)
+            }
+            GaveUp::NotCleared => "/clear started no new conversation".into(),
+            GaveUp::FullAgain => "the context is full again soon after it was cleared".into(),
+        }
+    }
 }
 
 /// A stall's change as a tick decided it, which `act/apply.rs` persists
@@ -168,6 +306,12 @@ pub(crate) enum Transition {
         why: String,
         unresolved: bool,
     },
+    /// A full context's command took effect: kept as `next`, recorded
+    /// `compacted` after a `/compact`.
+    Settled(Stall),
+    /// A full context's remedy went no further: recorded, kept as `next`
+    /// (unresolved), escalated once.
+    GaveUp { next: Stall, why: GaveUp },
     /// Not idle any more (say, in error): forgotten, with nothing said;
     /// the restart path has it.
     Gone,
@@ -190,6 +334,52 @@ impl Stall {
             }
             _ => Step::Wait,
         }
+    }
+
+    /// The step of a stall whose remedy is a [`Remedy`] (else as
+    /// [`Stall::step`]); `pane`: what its pane says now, when it was read.
+    pub(crate) fn ladder_step(
+        &self,
+        seen: Seen,
+        pane: Option<PaneSays>,
+        now: f64,
+        lim: &StallLimits,
+        paced: bool,
+    ) -> Step {
+        let Some(r) = &self.remedy else {
+            return self.step(seen, now, lim, paced);
+        };
+        let stalled = seen == Seen::Stalled && !self.unresolved;
+        match (r.command_at, r.settled, self.sent_at) {
+            (None, ..) if stalled && r.full_again(now) => Step::GaveUp(GaveUp::FullAgain),
+            (None, ..) if stalled && r.compaction_failed && !r.clear => {
+                Step::GaveUp(GaveUp::CompactionFailed)
+            }
+            // Someone else typed: it works again.
+            (None, ..) if seen == Seen::Working => Step::ResumedBySelf,
+            (None, ..) if stalled && paced && now >= self.resume_at => Step::Resume,
+            (None, ..) => Step::Wait,
+            (Some(at), false, _) => r.settling(pane, at, now, lim),
+            // The message goes as soon as the session is at its prompt.
+            (Some(_), true, None) if stalled => Step::Resume,
+            (Some(_), true, None) => Step::Wait,
+            (Some(_), true, Some(sent)) => match (seen, pane) {
+                (_, Some(PaneSays::Full(_))) => Step::GaveUp(GaveUp::FullAgain),
+                (Seen::Working, _) | (_, Some(PaneSays::Answered)) => Step::Verified,
+                _ if now < sent + lim.verify => Step::Wait,
+                _ => Step::Failed {
+                    next_at: now + self.backoff(lim),
+                    unresolved: self.attempts >= lim.max_attempts,
+                },
+            },
+        }
+    }
+
+    /// Whether a send of this stall is being waited on (its resume, or a
+    /// full context's command), so it is not due another.
+    pub(crate) fn awaiting(&self) -> bool {
+        let command = |r: &Remedy| r.command_at.is_some() && !r.settled;
+        self.sent_at.is_some() || self.remedy.as_ref().is_some_and(command)
     }
 
     /// What it is and what comes next, for the `--once` summary and
@@ -255,7 +445,9 @@ impl Stall {
     fn backoff(&self, lim: &StallLimits) -> f64 {
         let first = match self.kind {
             StallKind::UsageLimit => lim.probe,
-            StallKind::ApiOverload | StallKind::ConnectionLost => lim.dwell,
+            StallKind::ApiOverload | StallKind::ConnectionLost | StallKind::ContextExhausted => {
+                lim.dwell
+            }
             StallKind::ModelUnavailable => lim.model_backoff,
         };
         let doublings = self.attempts.min(16) as i32;
@@ -292,7 +484,7 @@ pub(crate) fn first_due<'a>(
     now: f64,
 ) -> Option<&'a str> {
     due.into_iter()
-        .filter(|(_, s, _)| s.sent_at.is_none() && !s.unresolved && s.resume_at <= now)
+        .filter(|(_, s, _)| !s.awaiting() && !s.unresolved && s.resume_at <= now)
         .min_by(|a, b| {
             (!a.2, a.1.resume_at)
                 .partial_cmp(&(!b.2, b.1.resume_at))
@@ -315,6 +507,7 @@ pub(crate) mod tests {
         max_attempts: 3,
         stagger: 30.0,
         max_per_hour: 12,
+        compact: 300.0,
     };
 
     fn stall(kind: StallKind, resume_at: f64) -> Stall {
@@ -327,6 +520,7 @@ pub(crate) mod tests {
             attempts: 0,
             sent_at: None,
             unresolved: false,
+            remedy: None,
         }
     }
 

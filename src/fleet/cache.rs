@@ -258,6 +258,9 @@ mod tests {
         fn remove(&self, _: &str, _: &str) -> CliResult<()> {
             Err(CliError::Garbage("not here".into()))
         }
+        fn set_claude_session_id(&self, _: &str, _: &str, _: &str) -> CliResult<()> {
+            Err(CliError::Garbage("not here".into()))
+        }
     }
 
     fn row(id: &str, title: &str, group: &str, parent: &str) -> String {

@@ -326,6 +326,11 @@ impl AgentDeck for Cli {
         self.call("remove", profile, &["remove", id]).map(drop)
     }
 
+    fn set_claude_session_id(&self, profile: &str, id: &str, value: &str) -> CliResult<()> {
+        let args = ["session", "set", id, "claude-session-id", value];
+        self.call("set", profile, &args).map(drop)
+    }
+
     fn version(&self) -> Option<Version> {
         self.version.lock().known()
     }

@@ -146,6 +146,10 @@ pub(crate) trait AgentDeck: Send + Sync {
     fn usage(&self, profile: &str) -> CliResult<String>;
     /// `-p P remove <id>`.
     fn remove(&self, profile: &str, id: &str) -> CliResult<()>;
+    /// `-p P session set <id> claude-session-id <value>`: the conversation
+    /// a restart resumes, which agent-deck 1.14.0 never stores itself after
+    /// a `/clear` without a TUI (tests/live/context.rs).
+    fn set_claude_session_id(&self, profile: &str, id: &str, value: &str) -> CliResult<()>;
     /// agent-deck's release as read last; `None` before the first read or
     /// when no answer named one (gate with [`Version::or_oldest`]).
     fn version(&self) -> Option<Version> {
@@ -232,6 +236,9 @@ impl AgentDeck for ReadOnly {
     }
     fn remove(&self, _: &str, id: &str) -> CliResult<()> {
         refuse("remove", id)
+    }
+    fn set_claude_session_id(&self, _: &str, id: &str, _: &str) -> CliResult<()> {
+        refuse("session set", id)
     }
     fn version(&self) -> Option<Version> {
         self.0.version()

@@ -229,6 +229,10 @@ impl AgentDeck for FakeDeck {
             Err(exit1("failed to remove session"))
         }
     }
+    fn set_claude_session_id(&self, _: &str, id: &str, value: &str) -> CliResult<()> {
+        self.note("set", &format!("{id} claude-session-id {value}"));
+        Ok(())
+    }
     fn version(&self) -> Option<Version> {
         self.script.lock().version
     }

@@ -69,6 +69,9 @@ pub struct StallDetail {
     pub resume_from: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
+    /// A full context's remedy (SPEC §15), as `status` says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
 }
 
 /// A failed spawn as agent-deck (1.16.10+, #2265) tells it: why (`spawn_died_fast`,
@@ -235,6 +238,8 @@ mod tests {
         resume_from: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attempt: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remedy: Option<String>,
     }
 
     impl Flat {
@@ -259,12 +264,13 @@ mod tests {
                 resume_at: None,
                 resume_from: None,
                 attempt: None,
+                remedy: None,
             };
             match r.detail.clone() {
                 Detail::Stall(d) => {
                     (f.kind, f.evidence) = (Some(d.kind), Some(d.evidence));
                     (f.resume_at, f.resume_from) = (Some(d.resume_at), Some(d.resume_from));
-                    f.attempt = d.attempt;
+                    (f.attempt, f.remedy) = (d.attempt, d.remedy);
                 }
                 Detail::SpawnFailed(d) => {
                     f.spawn_reason = Some(d.spawn_reason);
@@ -300,6 +306,7 @@ mod tests {
             resume_at,
             resume_from: "banner".into(),
             attempt,
+            remedy: None,
         })
     }
 
@@ -436,8 +443,9 @@ mod tests {
                     kind: text.clone(),
                     evidence: text.clone(),
                     resume_at: x,
-                    resume_from: text,
+                    resume_from: text.clone(),
                     attempt: opt.then_some(n),
+                    remedy: opt.then_some(text),
                 }),
                 1 => Detail::SpawnFailed(SpawnDetail {
                     spawn_reason: text.clone(),

@@ -7,6 +7,7 @@ mod support;
 
 mod child_env;
 mod cli;
+mod context;
 mod contrib;
 mod deaf_poller;
 mod first_pass;
