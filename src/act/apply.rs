@@ -376,6 +376,12 @@ pub(crate) fn liveness(
 /// the book and `state.json`.
 pub(crate) fn stall(ctx: &Context, s: &Session, change: Transition) {
     let kept = match change {
+        Transition::Detected(stall) if stall.remedy.as_ref().is_some_and(|r| r.proactive) => {
+            // No stall: its record is the `context-cleared` of its `/clear`.
+            let (id, title, evidence) = (&s.id, &s.title, &stall.evidence);
+            log::info!("{id} ({title}) is at its proactive clear: {evidence}; clearing it");
+            Some(stall)
+        }
         Transition::Detected(stall) => {
             log::warn!(
                 "{} ({}) is stalled: {}; resuming at {} (from {})",
@@ -488,7 +494,7 @@ fn resume_failed(
     };
     let msg = match stall.kind {
         StallKind::ContextExhausted => format!(
-            "{} ({}) has a full context window and {why}; nothing more is typed — it needs a human",
+            "{} ({}): full context window, {why}; nothing more is typed — it needs a human",
             s.title, s.id
         ),
         kind => format!(

@@ -20,8 +20,8 @@ re-read your notes and continue from where you left off.";
 const DEFAULT_RESUME_MESSAGE: &str = "[agent-deck-watchdog] continue: your previous turn \
 stopped ({kind}), which has cleared; resume the task where it stopped.";
 
-const DEFAULT_REBRIEF_MESSAGE: &str = "[agent-deck-watchdog] your context window was full \
-and has been cleared: run your startup checklist, re-read your notes, and carry on.";
+const DEFAULT_REBRIEF_MESSAGE: &str = "[agent-deck-watchdog] your context was cleared to \
+free its window: run your startup checklist, re-read your notes, and carry on.";
 
 const TELEGRAM_API: &str = "https://api.telegram.org";
 

@@ -310,7 +310,11 @@ impl Daemon {
             let st = self.ctx.state.lock();
             let window = self.ctx.limits.rate_window;
             let mut stalled = BTreeMap::new();
-            for stall in st.sessions.values().filter_map(|b| b.stall.as_ref()) {
+            let stalls = st.sessions.values().filter_map(|b| b.stall.as_ref());
+            // A proactive clear is no stall.
+            let proactive =
+                |s: &&crate::decide::stall::Stall| s.remedy.as_ref().is_some_and(|r| r.proactive);
+            for stall in stalls.filter(|s| !proactive(s)) {
                 *stalled.entry(stall.kind.as_str().to_owned()).or_default() += 1;
             }
             let in_window = st.restarts_within(window, now);

@@ -23,6 +23,7 @@ use crate::decide::outcomes::Severity;
 use crate::decide::plan::{self, Answer, HookSeen, LiveView, Observation, Read};
 use crate::decide::restart::store;
 use crate::decide::restart::Outcome;
+use crate::decide::stall::occupancy::{self, Reading};
 use crate::decide::stall::reset_time;
 use crate::fleet::cache::Fleet;
 use crate::fleet::deck::CliError;
@@ -117,7 +118,7 @@ impl Daemon {
                 return;
             }
             for (s, read) in todo {
-                let answer = self.read(&s, read);
+                let answer = self.read(&s, read, obs);
                 obs.answers.insert((s.id, read), answer);
             }
         }
@@ -125,7 +126,7 @@ impl Daemon {
 
     /// One read of the second round; a failure is kept for the executor
     /// to say where the tick says it.
-    fn read(&mut self, s: &Session, read: Read) -> Answer {
+    fn read(&mut self, s: &Session, read: Read, obs: &Observation) -> Answer {
         let deck = self.ctx.deck.clone();
         let (profile, id) = (&s.profile, &s.id);
         match read {
@@ -136,6 +137,14 @@ impl Daemon {
             }
             Read::Pane => Answer::Pane(deck.pane(profile, id).map_err(|e| e.to_string())),
             Read::Output => Answer::Output(deck.transcript(profile, id).map_err(|e| e.to_string())),
+            Read::Occupancy => {
+                let shown = obs.answers.get(&(s.id.clone(), Read::Show));
+                let Some(Answer::Show(Ok(l))) = shown else {
+                    return Answer::Occupancy(None);
+                };
+                let id = l.claude_session_id.as_deref().unwrap_or_default();
+                Answer::Occupancy(transcript_tail(&self.ctx.cfg, s, id))
+            }
             Read::Policy => {
                 let name = s.conductor_name().unwrap_or_default();
                 Answer::Policy(crate::config::clears_on_compact(
@@ -513,6 +522,45 @@ impl Daemon {
         })
         .collect()
     }
+}
+
+/// How much of a transcript's end is read for its occupancy.
+const TRANSCRIPT_TAIL: u64 = 64 * 1024;
+
+/// The last reading of the tail of `s`'s Claude transcript `<id>.jsonl`:
+/// where agent-deck looks for it (`projects/<its path, each character
+/// that is not a letter or digit as '-'>/`, else any project), under the
+/// profile's Claude config dir (`PROMPT_RESUME_PROFILES`), else
+/// `~/.claude`. Read-only, at most [`TRANSCRIPT_TAIL`] bytes.
+fn transcript_tail(cfg: &crate::config::Config, s: &Session, id: &str) -> Option<Reading> {
+    if id.is_empty() || id.contains(['/', '\0']) || id.starts_with('.') {
+        return None;
+    }
+    let profiles = &cfg.prompt_resume_profiles;
+    let dir = profiles
+        .iter()
+        .find(|(p, _)| *p == s.profile)
+        .map(|(_, d)| d.clone());
+    let projects = dir
+        .unwrap_or_else(|| cfg.home.join(".claude"))
+        .join("projects");
+    let slug: String = s
+        .path
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let file = format!("{id}.jsonl");
+    let own = projects.join(slug).join(&file);
+    let path = own.is_file().then_some(own).or_else(|| {
+        let dirs = std::fs::read_dir(&projects).ok()?;
+        dirs.flatten()
+            .map(|d| d.path().join(&file))
+            .find(|p| p.is_file())
+    })?;
+    let (tail, whole) = crate::sys::fs::read_tail(&path, TRANSCRIPT_TAIL)
+        .inspect_err(|e| log::debug!("transcript of {} unreadable ({})", s.id, e.reason()))
+        .ok()?;
+    occupancy::occupancy(&tail, whole)
 }
 
 #[cfg(test)]

@@ -60,6 +60,8 @@ impl Limits {
                 stagger: s(&c.resume_stagger),
                 max_per_hour: c.resume_fleet_max_per_hour as usize,
                 compact: s(&c.context_compact),
+                clear_at_pct: c.context_clear_at_pct,
+                window_tokens: c.context_window_tokens,
             },
         }
     }

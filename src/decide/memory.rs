@@ -33,6 +33,9 @@ pub(crate) struct FleetMemory {
     /// could not be read (id → when first seen): a second look 30 s on
     /// decides (SPEC §15).
     pub full_pane: BTreeMap<String, f64>,
+    /// When a turn's end last showed a `/clear` or a compaction someone
+    /// else made, by session: no proactive clear within a minute of it.
+    pub reset_seen: BTreeMap<String, f64>,
     /// What the main loop says once, by kind: the outage of each read a
     /// tick makes (by what is read), agent-deck's store locked.
     pub said: SayOnce<String, f64>,

@@ -25,6 +25,7 @@ use crate::decide::probe::Probe;
 use crate::decide::restart::gates::Limits;
 use crate::decide::stall::banner::{self, ApiError};
 use crate::decide::stall::context::{self, Full, PaneSays};
+use crate::decide::stall::occupancy::{self, Reading};
 use crate::decide::stall::reset_time::ResetFrom;
 use crate::decide::stall::{self, Remedy, Seen, Stall, StallKind, Step, Transition};
 use crate::decide::verdict::{self, Decided, Episodes, Errored, Known, Look};
@@ -71,6 +72,9 @@ pub(crate) enum Read {
     /// agent-deck's policy for a conductor (its `meta.json`): whether a
     /// full context is cleared.
     Policy,
+    /// The tail of a conductor's Claude transcript (its `claude_session_id`
+    /// from the `show`): how full its context is, for the proactive clear.
+    Occupancy,
 }
 
 /// What a [`Read`] brought back; a failed read keeps its error, which the
@@ -88,6 +92,8 @@ pub(crate) enum Answer {
     Output(Result<String, String>),
     /// `clear_on_compact`.
     Policy(bool),
+    /// The last reading of the transcript's tail, if there is one.
+    Occupancy(Option<Reading>),
 }
 
 /// What one tick saw.
@@ -244,12 +250,25 @@ impl StallCase {
                 let Some(Answer::Pane(Ok(pane))) = answered(Read::Pane) else {
                     return need(Read::Pane);
                 };
-                let full = banner::ended_on(pane).is_none()
-                    && matches!(context::pane_says(pane), PaneSays::Full(_));
-                match answered(Read::Output) {
-                    _ if !full => None,
-                    None => Some(Read::Output),
-                    Some(_) => s.conductor_name().and_then(|_| need(Read::Policy)),
+                let conductor = s.conductor_name().is_some();
+                let says = banner::ended_on(pane)
+                    .is_none()
+                    .then(|| context::pane_says(pane));
+                match says? {
+                    PaneSays::Full(_) => match answered(Read::Output) {
+                        None => Some(Read::Output),
+                        Some(_) => conductor.then(|| need(Read::Policy)).flatten(),
+                    },
+                    // The proactive clear's reads, one after the other.
+                    PaneSays::Answered if conductor && lim.stall.clear_at_pct.is_some() => {
+                        match (answered(Read::Policy), answered(Read::Show)) {
+                            (None, _) => Some(Read::Policy),
+                            (Some(Answer::Policy(true)), None) => Some(Read::Show),
+                            (_, Some(Answer::Show(Ok(_)))) => need(Read::Occupancy),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
                 }
             }
             StallCase::Step { stall, seen, turn } => {
@@ -590,6 +609,8 @@ fn stall_step(
                     ApiError::ConnectionLost => StallKind::ConnectionLost,
                 };
                 detected(kind, "pane", now + lim.stall.dwell, "dwell")
+            } else if let Some(stall) = proactive(obs, mem, lim, now, s, pane) {
+                stall
             } else {
                 let (full, evidence) = full_context(obs, mem, now, s, pane)?;
                 let mut stall = detected(StallKind::ContextExhausted, &evidence, now, "seen");
@@ -687,6 +708,72 @@ fn full_context(
     mem.full_pane.remove(&s.id);
     Some((full, evidence))
 }
+
+/// The proactive clear of conductor `s` whose turn ended on `pane`, when
+/// its transcript's last reading is at or past `CONTEXT_CLEAR_AT_PCT` of
+/// its window, and no `/clear` or compaction someone else made is less
+/// than a minute old (seen on the pane at a turn's end).
+fn proactive(
+    obs: &Observation,
+    mem: &mut FleetMemory,
+    lim: &Limits,
+    now: f64,
+    s: &Session,
+    pane: &str,
+) -> Option<Stall> {
+    if matches!(
+        context::pane_says(pane),
+        PaneSays::Cleared | PaneSays::Compacted
+    ) {
+        mem.reset_seen.insert(s.id.clone(), now);
+    }
+    let at = lim.stall.clear_at_pct?;
+    let Some(Answer::Occupancy(Some(reading))) = obs.answer(s, Read::Occupancy) else {
+        return None;
+    };
+    let recent = |t: &f64| now - t < OTHERS_RESET_S;
+    if mem.reset_seen.get(&s.id).is_some_and(recent) {
+        return None;
+    }
+    let (window, from) = occupancy::window(reading, lim.stall.window_tokens);
+    let percent = occupancy::percent(reading, window);
+    if percent < u64::from(at) {
+        return None;
+    }
+    let evidence = format!(
+        "occupancy {percent}% ({} of {window} tokens, window from {}, {})",
+        reading.tokens,
+        from.as_str(),
+        reading.model
+    );
+    let old_id = match obs.answer(s, Read::Show) {
+        Some(Answer::Show(Ok(l))) => l.claude_session_id.clone(),
+        _ => None,
+    };
+    Some(Stall {
+        kind: StallKind::ContextExhausted,
+        evidence,
+        since: now,
+        resume_at: now,
+        resume_from: "seen".into(),
+        attempts: 0,
+        sent_at: None,
+        unresolved: false,
+        remedy: Some(Remedy {
+            clear: true,
+            command_at: None,
+            settled: false,
+            old_id,
+            proactive: true,
+            compaction_failed: false,
+            cleared_before: None,
+        }),
+    })
+}
+
+/// No proactive clear within this long of a `/clear` or compaction
+/// someone else made.
+const OTHERS_RESET_S: f64 = 60.0;
 
 /// How far apart two looks at a pane alone must be to tell a full context.
 const PANE_ALONE_S: f64 = 30.0;

@@ -12,6 +12,7 @@
 
 pub(crate) mod banner;
 pub(crate) mod context;
+pub(crate) mod occupancy;
 pub(crate) mod reset_time;
 
 use serde::{Deserialize, Serialize};
@@ -134,6 +135,29 @@ impl Remedy {
         }
     }
 
+    /// Where the remedy of `stall` stands, for [`Stall::said`].
+    fn step_said(&self, stall: &Stall) -> String {
+        let (message, next) = match self.clear {
+            true => ("re-brief", "cleared"),
+            false => ("resume", "compacted"),
+        };
+        match (
+            stall.unresolved,
+            self.command_at,
+            self.settled,
+            stall.sent_at,
+        ) {
+            (true, ..) => format!("nothing more is typed ({})", self.said()),
+            (_, None, ..) => self.said().to_owned(),
+            (_, Some(_), false, _) if self.clear => {
+                "/clear sent, waiting for an empty prompt".into()
+            }
+            (_, Some(_), false, _) => "/compact sent, waiting for it to compact".into(),
+            (_, _, true, None) => format!("{next}, its {message} next"),
+            (_, _, true, Some(_)) => format!("{message} sent, waiting for a new turn"),
+        }
+    }
+
     /// The remedy and why, for the `--once` summary and `status`.
     pub(crate) fn said(&self) -> &'static str {
         if self.clear {
@@ -158,6 +182,10 @@ pub(crate) struct StallLimits {
     pub max_per_hour: usize,
     /// `CONTEXT_COMPACT_S`: how long a `/compact` has to show it compacted.
     pub compact: f64,
+    /// `CONTEXT_CLEAR_AT_PCT`: the proactive clear's threshold, if on.
+    pub clear_at_pct: Option<u32>,
+    /// `CONTEXT_WINDOW_TOKENS`.
+    pub window_tokens: Option<u64>,
 }
 
 /// What a look at a stalled session shows now.
@@ -349,7 +377,15 @@ impl Stall {
         let Some(r) = &self.remedy else {
             return self.step(seen, now, lim, paced);
         };
-        let stalled = seen == Seen::Stalled && !self.unresolved;
+        if self.unresolved {
+            // Given up on: nothing more, until it works again (a hung
+            // compaction reads at work, and is not that).
+            return match (seen, pane) {
+                (Seen::Working, Some(p)) if p != PaneSays::Compacting => Step::ResumedBySelf,
+                _ => Step::Wait,
+            };
+        }
+        let stalled = seen == Seen::Stalled;
         match (r.command_at, r.settled, self.sent_at) {
             (None, ..) if stalled && r.full_again(now) => Step::GaveUp(GaveUp::FullAgain),
             (None, ..) if stalled && r.compaction_failed && !r.clear => {
@@ -387,6 +423,9 @@ impl Stall {
     /// the time in `tz`.
     pub(crate) fn said(&self, now: f64, tz: &jiff::tz::TimeZone) -> String {
         let kind = self.kind.as_str();
+        if let Some(r) = &self.remedy {
+            return format!("{kind}, {}", r.step_said(self));
+        }
         if self.unresolved {
             return format!("{kind}, no more resumes (after {})", self.attempts);
         }
@@ -508,6 +547,8 @@ pub(crate) mod tests {
         stagger: 30.0,
         max_per_hour: 12,
         compact: 300.0,
+        clear_at_pct: None,
+        window_tokens: None,
     };
 
     fn stall(kind: StallKind, resume_at: f64) -> Stall {
@@ -712,6 +753,152 @@ pub(crate) mod tests {
         assert_eq!(
             criticals, 5,
             "the five critical sessions go first: {sent:?}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod ladder_tests {
+    use super::tests::LIM;
+    use super::*;
+    use PaneSays as P;
+
+    fn full(clear: bool) -> Stall {
+        Stall {
+            kind: StallKind::ContextExhausted,
+            evidence: "pane and last message: Prompt is too long".into(),
+            since: 0.0,
+            resume_at: 0.0,
+            resume_from: "seen".into(),
+            attempts: 0,
+            sent_at: None,
+            unresolved: false,
+            remedy: Some(Remedy {
+                clear,
+                command_at: None,
+                settled: false,
+                old_id: Some("old".into()),
+                proactive: false,
+                compaction_failed: false,
+                cleared_before: None,
+            }),
+        }
+    }
+
+    fn sent(mut s: Stall, at: f64) -> Stall {
+        s.remedy.as_mut().unwrap().command_at = Some(at);
+        s
+    }
+
+    fn settled(s: Stall) -> Stall {
+        let mut s = sent(s, 0.0);
+        s.remedy.as_mut().unwrap().settled = true;
+        s
+    }
+
+    /// A case, the stall, what the look saw, what its pane says, now, and
+    /// the step.
+    type Row = (&'static str, Stall, Seen, Option<PaneSays>, f64, Step);
+
+    #[test]
+    fn each_step_of_a_full_context_s_remedy() {
+        use GaveUp::*;
+        use Seen::{Closed, Stalled, Working};
+        let mut again = full(true);
+        again.remedy.as_mut().unwrap().cleared_before = Some(-300.0);
+        let mut failed = full(false);
+        failed.remedy.as_mut().unwrap().compaction_failed = true;
+        let mut verifying = settled(full(true));
+        verifying.sent(10.0);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            ("the command is due", full(true), Stalled, None, 0.0, Step::Resume),
+            ("never into a menu", full(true), Closed, None, 0.0, Step::Wait),
+            ("someone else typed", full(true), Working, None, 0.0, Step::ResumedBySelf),
+            ("full again within ten minutes", again, Stalled, None, 0.0, Step::GaveUp(FullAgain)),
+            ("compaction already failed", failed.clone(), Stalled, None, 0.0, Step::GaveUp(CompactionFailed)),
+            ("…which a clear does not mind", { let mut f = failed; f.remedy.as_mut().unwrap().clear = true; f },
+             Stalled, None, 0.0, Step::Resume),
+            ("the pane is read first", sent(full(true), 0.0), Stalled, None, 1.0, Step::Wait),
+            ("cleared", sent(full(true), 0.0), Stalled, Some(P::Cleared), 1.0, Step::Settled),
+            ("not cleared yet", sent(full(true), 0.0), Stalled, Some(P::Full(super::context::Full::PromptTooLong)), 89.0, Step::Wait),
+            ("not cleared in time", sent(full(true), 0.0), Stalled, Some(P::Nothing), 90.0, Step::GaveUp(NotCleared)),
+            ("compacted", sent(full(false), 0.0), Working, Some(P::Compacted), 1.0, Step::Settled),
+            ("compacting", sent(full(false), 0.0), Working, Some(P::Compacting), 599.0, Step::Wait),
+            ("compaction hung", sent(full(false), 0.0), Working, Some(P::Compacting), 600.0, Step::GaveUp(CompactionHung)),
+            ("compaction failed", sent(full(false), 0.0), Stalled,
+             Some(P::Full(super::context::Full::CompactionFailed)), 5.0, Step::GaveUp(CompactionFailed)),
+            ("no compaction in time", sent(full(false), 0.0), Stalled, Some(P::Nothing), 300.0, Step::GaveUp(NotCompacted)),
+            ("the message goes unpaced", settled(full(true)), Stalled, None, 1.0, Step::Resume),
+            ("…never while at work", settled(full(true)), Working, None, 1.0, Step::Wait),
+            ("a new turn", verifying.clone(), Working, None, 20.0, Step::Verified),
+            ("a turn that came and went", verifying.clone(), Stalled, Some(P::Answered), 20.0, Step::Verified),
+            ("full again at once", verifying.clone(), Stalled,
+             Some(P::Full(super::context::Full::PromptTooLong)), 20.0, Step::GaveUp(FullAgain)),
+            ("waiting for the turn", verifying.clone(), Stalled, Some(P::Nothing), 99.0, Step::Wait),
+            ("no turn", verifying, Stalled, Some(P::Nothing), 100.0,
+             Step::Failed { next_at: 100.0 + LIM.dwell * 2.0, unresolved: false }),
+        ];
+        for (case, stall, seen, pane, now, want) in table {
+            assert_eq!(
+                stall.ladder_step(seen, pane, now, &LIM, true),
+                want,
+                "{case}"
+            );
+        }
+        // Unpaced, the command waits its turn in the fleet.
+        assert_eq!(
+            full(true).ladder_step(Seen::Stalled, None, 0.0, &LIM, false),
+            Step::Wait
+        );
+    }
+
+    #[test]
+    fn a_remedy_given_up_on_waits_until_it_works_again() {
+        let mut s = sent(full(false), 0.0);
+        s.unresolved = true;
+        let hung = Some(PaneSays::Compacting);
+        assert_eq!(
+            s.ladder_step(Seen::Working, hung, 1e6, &LIM, true),
+            Step::Wait
+        );
+        assert_eq!(
+            s.ladder_step(Seen::Stalled, None, 1e6, &LIM, true),
+            Step::Wait
+        );
+        let answered = Some(PaneSays::Answered);
+        assert_eq!(
+            s.ladder_step(Seen::Working, answered, 1e6, &LIM, true),
+            Step::ResumedBySelf
+        );
+    }
+
+    #[test]
+    fn a_remedy_is_said_step_by_step() {
+        let utc = jiff::tz::TimeZone::UTC;
+        let said = |s: &Stall| s.said(0.0, &utc);
+        assert_eq!(
+            said(&full(true)),
+            "context-exhausted, /clear then re-brief (clear_on_compact)"
+        );
+        assert_eq!(
+            said(&sent(full(false), 0.0)),
+            "context-exhausted, /compact sent, waiting for it to compact"
+        );
+        assert_eq!(
+            said(&settled(full(true))),
+            "context-exhausted, cleared, its re-brief next"
+        );
+        let mut s = settled(full(false));
+        s.sent(1.0);
+        assert_eq!(
+            said(&s),
+            "context-exhausted, resume sent, waiting for a new turn"
+        );
+        s.unresolved = true;
+        assert_eq!(
+            said(&s),
+            "context-exhausted, nothing more is typed (/compact then resume (not clear_on_compact))"
         );
     }
 }

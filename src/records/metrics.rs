@@ -121,11 +121,12 @@ impl<'a> Family<'a> {
 }
 
 /// The kinds of stall, each a sample of `stalled_sessions` even at 0.
-const STALL_KINDS: [&str; 4] = [
+const STALL_KINDS: [&str; 5] = [
     "usage-limit",
     "api-overload",
     "connection-lost",
     "model-unavailable",
+    "context-exhausted",
 ];
 
 pub(crate) fn render(s: &DaemonStatus) -> String {
@@ -151,6 +152,16 @@ pub(crate) fn render(s: &DaemonStatus) -> String {
     Family::new(&mut out, "counter", "resumes_total")
         .help("Resumes of stalled sessions since start, by outcome (SPEC §14).")
         .by("outcome", &resumes);
+    let clears: BTreeMap<&str, u64> = [
+        ("exhausted", "clear-sent"),
+        ("proactive", "context-cleared"),
+    ]
+    .into_iter()
+    .map(|(trigger, action)| (trigger, t.restart_actions.get(action).copied().unwrap_or(0)))
+    .collect();
+    Family::new(&mut out, "counter", "context_clears_total")
+        .help("/clear sent for a full context window since start, by trigger (SPEC §15).")
+        .by("trigger", &clears);
     Family::new(&mut out, "counter", "liveness_decisions_total")
         .help("Liveness decisions since start, by reason.")
         .by("reason", &t.liveness_reasons);

@@ -165,6 +165,23 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError
     Ok(bytes)
 }
 
+/// The last `limit` bytes of the regular file `path` as text, and whether
+/// that is the whole file (else its first line may be cut).
+pub(crate) fn read_tail(path: &Path, limit: u64) -> Result<(String, bool), ReadError> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = open_regular(path)?;
+    let len = file.metadata().map_err(|err| read_error(path, err))?.len();
+    let from = len.saturating_sub(limit);
+    file.seek(SeekFrom::Start(from))
+        .map_err(|err| read_error(path, err))?;
+    let mut bytes = Vec::new();
+    (&file)
+        .take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|err| read_error(path, err))?;
+    Ok((String::from_utf8_lossy(&bytes).into_owned(), from == 0))
+}
+
 /// [`read_bounded`] as text; invalid UTF-8 is replaced, never an error.
 pub(crate) fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
     read_bounded(path, limit).map(|b| {

@@ -247,10 +247,13 @@ fn tick_with_patrols_costs_one_plus_p_plus_one_sample_per_waiting_child() {
     assert_eq!(out.status.code(), Some(0));
     let calls = wd.sim.calls();
     // `version` once at start (not part of the tick), then list --all,
-    // -p default list, -p work list, one pane sample of the waiting child.
+    // -p default list, -p work list, one pane sample of the waiting child,
+    // and the first look at the idle conductor (SPEC §15: a turn's end).
     assert_eq!(calls[0], ["version"], "{calls:#?}");
-    assert_eq!(calls.len(), 5, "{calls:#?}");
+    assert_eq!(calls.len(), 6, "{calls:#?}");
     assert_eq!(wd.sim.calls_with(&["output", KID, "--pane"]).len(), 1);
+    let first_look = ["output", "f1b1c2d3-1755899999", "--pane"];
+    assert_eq!(wd.sim.calls_with(&first_look).len(), 1);
 }
 
 #[test]
