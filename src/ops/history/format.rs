@@ -98,11 +98,18 @@ fn restart_text(r: &RestartRecord, tz: &TimeZone) -> String {
     if let Detail::Stall(d) = &r.detail {
         parts.push(printable(&d.kind, WORD_MAX));
         parts.extend(d.attempt.map(|n| format!("resume {n}")));
-        let from = printable(&d.resume_from, WORD_MAX);
-        parts.push(format!(
-            "resume at {} from {from}",
-            local_time(d.resume_at, tz)
-        ));
+        // A full context's remedy, and what it saw when it began.
+        if let Some(remedy) = &d.remedy {
+            parts.push(printable(remedy, TEXT_MAX));
+            let began = ["stall-detected", "context-cleared"].contains(&r.action.as_str());
+            parts.extend(began.then(|| printable(&d.evidence, TEXT_MAX)));
+        } else {
+            let from = printable(&d.resume_from, WORD_MAX);
+            parts.push(format!(
+                "resume at {} from {from}",
+                local_time(d.resume_at, tz)
+            ));
+        }
     }
     if let Some(reason) = r.reason.as_deref().filter(|s| !s.is_empty()) {
         parts.push(printable(reason, TEXT_MAX));
@@ -502,6 +509,33 @@ mod tests {
 2026-11-30 03:13:12 CET  conductor-ops (3f9c2a1b-1755891234)  action: skipped (budget_spent) [dry-run]
 2026-11-30 03:13:32 CET  fleet  escalation: cascade-detected: 5 critical sessions in error at once";
         assert_eq!(lines_of(&night(), None), want);
+    }
+
+    #[test]
+    fn a_full_context_s_remedy_is_named_at_each_step() {
+        let stall = |action: &str, attempt: Option<u32>| {
+            let extra = serde_json::json!({"kind": "context-exhausted", "evidence":
+                "pane and last message: Prompt is too long", "resume_at": T0,
+                "resume_from": "seen", "attempt": attempt,
+                "remedy": "/clear then re-brief (clear_on_compact)"});
+            restart(T0, OPS, "conductor-ops", action, extra)
+        };
+        let lines = [
+            stall("stall-detected", None),
+            stall("clear-sent", None),
+            stall("resume-sent", Some(1)),
+        ];
+        let all = entries(Log::Restart, &lines);
+        let out = lines_of(&all, None);
+        assert_eq!(out.lines().count(), 3, "{out}");
+        let want = [
+            "action: stall-detected (context-exhausted, /clear then re-brief (clear_on_compact), pane and last message: Prompt is too long)",
+            "action: clear-sent (context-exhausted, /clear then re-brief (clear_on_compact))",
+            "action: resume-sent (context-exhausted, resume 1, /clear then re-brief (clear_on_compact))",
+        ];
+        for (line, want) in out.lines().zip(want) {
+            assert!(line.ends_with(want), "{line}");
+        }
     }
 
     #[test]
