@@ -463,7 +463,8 @@ fn resumed(ctx: &Context, s: &Session, stall: &Stall, unconfirmed: Option<&str>)
         if let Some(e) = unconfirmed {
             log::info!("resume typed into the pane of {}, unconfirmed ({e})", s.id);
         }
-        log::info!("{action} to {} ({}): {kind}", s.id, s.title);
+        let what = command.map_or("resume", |r| r.command());
+        log::info!("{what} sent to {} ({}): {kind}", s.id, s.title);
         let mut st = ctx.state.lock();
         st.resumes
             .note(stall.sent_at.unwrap_or_else(|| ctx.clock.now()));

@@ -1060,4 +1060,96 @@ mod tests {
         let _ = super::plan(&obs, &mut mem, &mut st, &lim(), clock.now());
         assert_eq!(mem.last_died, 1);
     }
+
+    /// The conductor `conductor-ops` (group `conductor`, Claude), read
+    /// `running` at an empty prompt, as 1.14.0 reads a full context.
+    fn full_seen() -> Observation {
+        let mut obs = seen(Some(at(Status::Running, "idle-at-empty-prompt")));
+        obs.critical[0].group = "conductor".into();
+        obs.critical[0].tool = "claude".into();
+        obs
+    }
+
+    const FULL_PANE: &str =
+        "❯ Check the fleet\n⏺ Reading.\n  ⎿  Prompt is too long\n❯ \n  ? for shortcuts\n";
+
+    #[test]
+    fn a_full_context_is_seen_by_its_pane_then_its_last_message_then_its_policy() {
+        let (mem, st) = (FleetMemory::default(), book(true, 0));
+        let mut obs = full_seen();
+        let next = |obs: &Observation| reads(obs, &mem, &st, &lim(), NOW);
+        assert_eq!(next(&obs), [(obs.critical[0].clone(), Read::Pane)]);
+        obs.answers
+            .insert((ID.into(), Read::Pane), Answer::Pane(Ok(FULL_PANE.into())));
+        assert_eq!(next(&obs)[0].1, Read::Output);
+        let said = Answer::Output(Ok("Prompt is too long\n".into()));
+        obs.answers.insert((ID.into(), Read::Output), said);
+        assert_eq!(next(&obs)[0].1, Read::Policy);
+        obs.answers
+            .insert((ID.into(), Read::Policy), Answer::Policy(false));
+        assert!(next(&obs).is_empty());
+        let (mut mem, mut st) = (mem, st);
+        let plan = plan(&obs, &mut mem, &mut st, &lim(), NOW);
+        let Some(Act::Stall {
+            step: Some(StallStep::Transition(Transition::Detected(s))),
+            ..
+        }) = plan.acts.last()
+        else {
+            panic!("{:?}", plan.acts);
+        };
+        assert_eq!(s.kind, StallKind::ContextExhausted);
+        assert_eq!(s.evidence, "pane and last message: Prompt is too long");
+        let r = s.remedy.as_ref().unwrap();
+        assert!(!r.clear && !r.compaction_failed && r.command_at.is_none());
+        // Seen once: the next tick reads nothing more of it.
+        assert!(reads(&full_seen(), &mem, &st, &lim(), NOW + 1.0)
+            .iter()
+            .all(|(_, r)| *r != Read::Output));
+    }
+
+    #[test]
+    fn a_message_that_disagrees_is_no_full_context_and_a_pane_alone_takes_two_looks() {
+        let mut obs = full_seen();
+        obs.answers
+            .insert((ID.into(), Read::Pane), Answer::Pane(Ok(FULL_PANE.into())));
+        let answered = |obs: &Observation, out: Answer| {
+            let mut obs = Observation {
+                answers: obs.answers.clone(),
+                ..full_seen()
+            };
+            obs.answers.insert((ID.into(), Read::Output), out);
+            obs.answers
+                .insert((ID.into(), Read::Policy), Answer::Policy(true));
+            obs
+        };
+        let prose = answered(
+            &obs,
+            Answer::Output(Ok("The prompt is too long, so I split it.".into())),
+        );
+        let (mut mem, mut st) = (FleetMemory::default(), book(true, 0));
+        assert_eq!(stall_step(&prose, &mut st), None);
+        let unread = answered(&obs, Answer::Output(Err("exited 1".into())));
+        let detected = |mem: &mut FleetMemory, st: &mut State, now| {
+            let plan = plan(&unread, mem, st, &lim(), now);
+            plan.acts.iter().any(|a| {
+                matches!(
+                    a,
+                    Act::Stall {
+                        step: Some(StallStep::Transition(Transition::Detected(_))),
+                        ..
+                    }
+                )
+            })
+        };
+        assert!(
+            !detected(&mut mem, &mut st, NOW),
+            "one look at the pane alone"
+        );
+        assert!(mem.full_pane.contains_key(ID), "a second look is owed");
+        assert!(!detected(&mut mem, &mut st, NOW + 29.0));
+        assert!(
+            detected(&mut mem, &mut st, NOW + 30.0),
+            "two looks 30 s apart"
+        );
+    }
 }
