@@ -6,9 +6,10 @@
 //! The fleet and its crash are `agent-deck-sim`'s [`scenario`], reached
 //! through a two-line wrapper script in a fresh temp directory; this file
 //! runs the scenario: it starts the daemon, plays the crash, waits for the
-//! three outcomes (a revive, a busy conductor left alone, an auth hold
-//! escalated) and prints the timeline from the daemon's own records, which
-//! stay in the temp dir.
+//! five outcomes (a revive, a busy conductor left alone, an auth hold
+//! escalated, a usage limit resumed at its reset, a full context cleared
+//! and re-briefed) and prints the timeline from the daemon's own records,
+//! which stay in the temp dir.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
