@@ -5,10 +5,13 @@
 //! The scenario: a conductor crashes and is revived through the inotify
 //! fast path; a busy conductor shows an error banner while its pane keeps
 //! moving and is left alone; an auth-held conductor is left alone and
-//! escalated once; a worker in error is ignored.
+//! escalated once; a worker in error is ignored; a conductor at its usage
+//! limit is resumed at the reset its rejection names; a conductor whose
+//! context window is full is cleared and re-briefed.
 
 use serde_json::json;
 
+use crate::state::Full;
 use crate::{unix_now, SimSession, SimState};
 
 /// The conductor that crashes and is revived.
@@ -19,6 +22,10 @@ pub const BUSY: &str = "7c1d2e3f-1755891300";
 pub const HELD: &str = "9a8b7c6d-1755891400";
 /// A worker in error: not critical.
 pub const WORKER: &str = "a0b1c2d3-1755899999";
+/// The conductor at its usage limit.
+pub const LIMITED: &str = "5e6f7a8b-1755891500";
+/// The conductor whose context window is full.
+pub const FULL: &str = "b4c5d6e7-1755891600";
 
 fn session(id: &str, title: &str, group: &str, status: &str, pane: &str) -> SimSession {
     SimSession {
@@ -34,8 +41,9 @@ fn session(id: &str, title: &str, group: &str, status: &str, pane: &str) -> SimS
     }
 }
 
-/// The four sessions as the demo starts.
-pub fn fleet() -> SimState {
+/// The six sessions as the demo starts; conductor-limit's usage limit
+/// resets at `resets_at` (Unix seconds).
+pub fn fleet(resets_at: u64) -> SimState {
     let ready = "conductor ready\n> ";
     let crasher = session(CRASHER, "conductor-ops", "conductor", "running", ready);
     let banner = "Error: connection reset (an old banner in scrollback)\n";
@@ -48,8 +56,21 @@ pub fn fleet() -> SimState {
         "ts": unix_now() as u64}));
     let mut worker = session(WORKER, "worker-1", "srv", "error", "$ ");
     worker.parent_session_id = CRASHER.into();
+    // Claude's older rejection wording, whose reset is to the second
+    // (stalls.md); today's "resets 3pm (Zone)" is to the minute, up to a
+    // minute away, too far for a demo.
+    let rejection = format!("Claude AI usage limit reached|{resets_at}");
+    let pane = format!("{rejection}\n> ");
+    let mut limited = session(LIMITED, "conductor-limit", "conductor", "idle", &pane);
+    limited.substate = "usage-limit".into();
+    limited.transcript = rejection;
+    // Its turns end on the error, as 1.14.0 reads it (`full_context.rs`);
+    // no meta.json: agent-deck's clear_on_compact default, true.
+    let mut full = session(FULL, "conductor-full", "conductor", "running", "");
+    full.substate = "idle-at-empty-prompt".into();
+    full.full = Some(Full::Limit);
     SimState {
-        sessions: vec![crasher, busy, held, worker],
+        sessions: vec![crasher, busy, held, worker, limited, full],
         ..SimState::default()
     }
 }

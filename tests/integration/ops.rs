@@ -8,6 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use agent_deck_sim::scenario;
 use serde_json::Value;
 
 use crate::support::fixtures::{conductor, crash_looping, CONDUCTOR};
@@ -245,6 +246,21 @@ fn metrics_parse_and_restart_counters_match_restart_log() {
     assert!(m.contains_key("agent_deck_watchdog_tick_duration_seconds"));
 }
 
+/// The seconds of the demo's first timeline line holding `what`.
+fn demo_at(text: &str, what: &str) -> f64 {
+    let line = text.lines().find(|l| l.contains(what));
+    let secs = line.and_then(|l| {
+        l.trim()
+            .strip_prefix('+')?
+            .split_once("s ")?
+            .0
+            .trim()
+            .parse()
+            .ok()
+    });
+    secs.unwrap_or_else(|| panic!("no timeline line with {what:?}: {text}"))
+}
+
 #[test]
 fn demo_runs_on_a_fresh_machine_and_tells_the_story() {
     // A tmux that says when it is run: the demo never lists the operator's server.
@@ -283,11 +299,51 @@ fn demo_runs_on_a_fresh_machine_and_tells_the_story() {
     );
     assert!(text.contains("ESCALATION [auth-hold]"), "{text}");
     assert!(text.contains("restarted 0 times"), "{text}");
+    // Resumed once its named reset and the 1 s grace passed, within a tick or
+    // two (a loaded machine).
+    assert!(
+        text.contains("conductor-limit: stalled: usage-limit") && text.contains("(from banner)"),
+        "{text}"
+    );
+    let reset = demo_at(&text, "conductor-limit's usage limit resets");
+    let resumed = demo_at(&text, "conductor-limit: resume message sent");
+    assert!(
+        (0.9..=6.0).contains(&(resumed - reset)),
+        "resumed at +{resumed}, the reset at +{reset}: {text}"
+    );
+    assert!(demo_at(&text, "conductor-limit: verified") >= resumed);
+    // Cleared, then re-briefed, on a new conversation.
+    assert!(
+        text.contains("conductor-full: stalled: context-exhausted")
+            && text.contains("→ /clear then re-brief (clear_on_compact)"),
+        "{text}"
+    );
+    let cleared = demo_at(&text, "conductor-full: /clear sent");
+    let rebriefed = demo_at(&text, "conductor-full: re-brief sent");
+    let verified = demo_at(
+        &text,
+        "conductor-full: verified: a new turn, in a new conversation",
+    );
+    assert!(cleared <= rebriefed && rebriefed <= verified, "{text}");
     let dir = text
         .lines()
         .find_map(|l| l.strip_prefix("records: "))
         .expect("names its records dir");
     assert!(std::path::Path::new(dir).join("restart.log").exists());
+    let files = text
+        .lines()
+        .find_map(|l| l.strip_prefix("(the demo's files, simulated fleet included, are in "))
+        .and_then(|l| l.strip_suffix(')'))
+        .expect("names its files");
+    let calls = fs::read_to_string(std::path::Path::new(files).join("sim-calls.log")).unwrap();
+    for id in [scenario::LIMITED, scenario::FULL] {
+        let restarts = calls
+            .lines()
+            .filter(|l| l.contains(id) && l.contains("\"restart\""));
+        assert_eq!(restarts.count(), 0, "a stall is never restarted: {calls}");
+    }
+    let clears = calls.lines().filter(|l| l.contains("\"/clear\""));
+    assert_eq!(clears.count(), 1, "one /clear: {calls}");
     let ran = std::fs::read_to_string(&asked).unwrap_or_default();
     assert!(ran.is_empty(), "the demo ran tmux: {ran}");
 }
