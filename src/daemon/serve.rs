@@ -13,7 +13,7 @@ use crate::daemon::Daemon;
 use crate::decide::plan;
 use crate::decide::verdict::route::{route, Death, DeathPath, Deaths, Route};
 use crate::decide::verdict::{Decided, Errored};
-use crate::decide::{book::cascade, restart::refusal};
+use crate::decide::{book::cascade, restart::refusal, stall};
 use crate::error::{Error, Result};
 use crate::fleet::panes::{Proof, Tmux};
 use crate::fleet::session::{Live, Session, Status};
@@ -48,13 +48,17 @@ impl Daemon {
         self.sd_notify.ready();
         loop {
             let now = self.ctx.clock.now();
-            let (retry, revive) = {
+            let (retry, revive, remedy) = {
                 let st = self.ctx.state.lock();
                 let revive = cascade::revive_tick_in(&st, self.memory.hook_pacing.last_tick, now);
-                (refusal::next_retry(&st, now), revive)
+                (
+                    refusal::next_retry(&st, now),
+                    revive,
+                    self.remedy_look_in(&st, now),
+                )
             };
             let idle = self.memory.hook_pacing.next_wakeup(now);
-            let idle = [retry, revive]
+            let idle = [retry, revive, remedy]
                 .into_iter()
                 .flatten()
                 .fold(idle, |d, s| d.min(crate::sys::clock::clamped(s)));
@@ -102,6 +106,13 @@ impl Daemon {
         Ok(())
     }
 
+    /// When a full context's remedy under way is next looked at.
+    fn remedy_look_in(&self, st: &crate::decide::book::State, now: f64) -> Option<f64> {
+        let stalls = st.sessions.values().filter_map(|b| b.stall.as_ref());
+        let every = self.ctx.cfg.safety_poll_interval.as_secs_f64();
+        stall::remedy_look_in(stalls, self.memory.hook_pacing.last_tick, now, every)
+    }
+
     /// One batch of triggers, where [`route`] sends it; false when there was
     /// nothing to do.
     pub(super) fn handle(&mut self, batch: Batch) -> bool {
@@ -110,7 +121,7 @@ impl Daemon {
         let due = self.memory.hook_pacing.due(now);
         // A retry after a freshness refusal is looked at as a hook is.
         let retries = refusal::take_due(&mut self.ctx.state.lock(), now);
-        let (revive, deaths) = {
+        let (revive, remedy, deaths) = {
             let st = self.ctx.state.lock();
             let deaths = Deaths {
                 episode: st.cascade.is_some(),
@@ -120,6 +131,7 @@ impl Daemon {
             };
             (
                 cascade::revive_tick_in(&st, self.memory.hook_pacing.last_tick, now),
+                self.remedy_look_in(&st, now),
                 deaths,
             )
         };
@@ -127,7 +139,8 @@ impl Daemon {
             .memory
             .hook_pacing
             .tick_due(batch.tick, batch.rescan, now)
-            || revive == Some(0.0);
+            || revive == Some(0.0)
+            || remedy == Some(0.0);
         match route(&batch, tick, &due, &retries, deaths) {
             Route::Idle => return false,
             Route::Tick { first } => {

@@ -494,6 +494,21 @@ impl Stall {
     }
 }
 
+/// How long until the next look at a full context's remedy under way among
+/// `stalls` (`None`: none is): its steps follow each other at most
+/// `every` apart (`SAFETY_POLL_INTERVAL_S`), not at the armed poll's pace,
+/// since each waits on the one before.
+pub(crate) fn remedy_look_in<'a>(
+    stalls: impl IntoIterator<Item = &'a Stall>,
+    last_tick: Option<f64>,
+    now: f64,
+    every: f64,
+) -> Option<f64> {
+    let under_way = |s: &&Stall| s.remedy.is_some() && !s.unresolved;
+    stalls.into_iter().find(under_way)?;
+    Some(last_tick.map_or(0.0, |t| (t + every - now).max(0.0)))
+}
+
 /// The fleet's resumes of the last hour, for the stagger and the hourly cap.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Pace {
@@ -550,6 +565,10 @@ pub(crate) mod tests {
         clear_at_pct: None,
         window_tokens: None,
     };
+
+    pub(crate) fn stall_of(kind: StallKind) -> Stall {
+        stall(kind, 0.0)
+    }
 
     fn stall(kind: StallKind, resume_at: f64) -> Stall {
         Stall {
@@ -871,6 +890,21 @@ mod ladder_tests {
             s.ladder_step(Seen::Working, answered, 1e6, &LIM, true),
             Step::ResumedBySelf
         );
+    }
+
+    #[test]
+    fn a_remedy_under_way_is_looked_at_at_the_safety_poll_s_pace() {
+        let idle = super::tests::stall_of(StallKind::UsageLimit);
+        assert_eq!(remedy_look_in([&idle], Some(10.0), 12.0, 5.0), None);
+        let s = full(true);
+        assert_eq!(
+            remedy_look_in([&idle, &s], Some(10.0), 12.0, 5.0),
+            Some(3.0)
+        );
+        assert_eq!(remedy_look_in([&s], Some(10.0), 16.0, 5.0), Some(0.0));
+        let mut given_up = s;
+        given_up.unresolved = true;
+        assert_eq!(remedy_look_in([&given_up], Some(10.0), 16.0, 5.0), None);
     }
 
     #[test]
