@@ -19,7 +19,7 @@ use crate::support::wait_until;
 
 /// A Claude conductor running the fake in mode `mode`, at rest at its
 /// prompt, and its pane's tmux target.
-fn conductor(sb: &Sandbox, title: &str, mode: &str) -> (Agent, String) {
+pub(crate) fn conductor(sb: &Sandbox, title: &str, mode: &str) -> (Agent, String) {
     let a = sb.add(title, "conductor", Tool::Claude, None);
     a.set_mode(mode);
     sb.start(&a);
@@ -37,7 +37,7 @@ fn pane(sb: &Sandbox, target: &str) -> String {
 
 /// Types one prompt into the composer, as a person or a heartbeat does, and
 /// waits for the turn to end on the context-limit error.
-fn error_turn(sb: &Sandbox, target: &str) -> Instant {
+pub(crate) fn error_turn(sb: &Sandbox, target: &str) -> Instant {
     let typed = sb.tmux(&[
         "send-keys",
         "-t",
@@ -96,18 +96,18 @@ fn id_lifecycle(sb: &Sandbox) -> Vec<Value> {
 }
 
 /// The lines the fake was typed (Enters on an empty composer excluded).
-fn said(a: &Agent) -> Vec<String> {
+pub(crate) fn said(a: &Agent) -> Vec<String> {
     let text = fs::read_to_string(a.dir.join("said.log")).unwrap_or_default();
     text.lines().map(str::to_owned).collect()
 }
 
 /// The Claude session ids the fake has used, oldest first.
-fn sids(a: &Agent) -> Vec<String> {
+pub(crate) fn sids(a: &Agent) -> Vec<String> {
     let text = fs::read_to_string(a.dir.join("sids")).unwrap_or_default();
     text.lines().map(str::to_owned).collect()
 }
 
-fn claude_session_id(sb: &Sandbox, a: &Agent) -> String {
+pub(crate) fn claude_session_id(sb: &Sandbox, a: &Agent) -> String {
     sb.show(a)["claude_session_id"]
         .as_str()
         .unwrap_or_default()

@@ -12,6 +12,7 @@
 mod support;
 
 mod context;
+mod context_remedy;
 mod contract;
 mod fake_agent;
 mod faults;
