@@ -455,15 +455,14 @@ fn resumed(ctx: &Context, s: &Session, stall: &Stall, unconfirmed: Option<&str>)
         Some(_) => RestartAction::CompactSent,
         None => RestartAction::ResumeSent,
     };
+    let what = command.map_or("resume", |r| r.command());
     if ctx.dry_run {
-        let what = command.map_or("resume", |r| r.command());
         log::info!("dry-run: would {what} {} ({}) now: {kind}", s.id, s.title);
         ctx.state.lock().book(&s.id).stall = Some(stall.clone());
     } else {
         if let Some(e) = unconfirmed {
-            log::info!("resume typed into the pane of {}, unconfirmed ({e})", s.id);
+            log::info!("{what} typed into the pane of {}, unconfirmed ({e})", s.id);
         }
-        let what = command.map_or("resume", |r| r.command());
         log::info!("{what} sent to {} ({}): {kind}", s.id, s.title);
         let mut st = ctx.state.lock();
         st.resumes
