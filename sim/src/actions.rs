@@ -302,25 +302,25 @@ fn send(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
                                "session_id": s.id, "session_title": s.title});
             return Err(o.error(&msg, "DELIVERY_FAILED", 1, Some(extra)));
         }
-        OnSend::Ok | OnSend::Typed | OnSend::Bounce => {}
+        OnSend::Ok | OnSend::Typed | OnSend::Bounce | OnSend::NoEvidence => {}
     }
     s.sent.push(message.clone());
+    // 1.14.0's text (`sendWithRetryTarget`, session_cmd.go:3701@47bb2103):
+    // 30 checks under `--no-wait`, 50 without.
+    let checks = if c.on("no-wait") { 30 } else { 50 };
+    let no_evidence = format!(
+        "message not delivered to '{}': send dropped silently: no evidence of delivery \
+         after {checks} checks (issue #876). The agent never transitioned to 'active', no \
+         composer/unsent-paste marker appeared, and the message body was not visible in \
+         the pane. Verify the inner agent is reading from its TTY before retrying",
+        s.title
+    );
+    let extra = json!({"delivery": "no_evidence", "submitted": false,
+                       "session_id": s.id, "session_title": s.title});
     // `/clear`, `/compact`, and a full or answering session's turns.
     let taken = full_context::take(s, &message, at);
     if taken == Some(Delivery::NoEvidence) {
-        // 1.14.0's text (`sendWithRetryTarget`, session_cmd.go:3701@47bb2103):
-        // 30 checks under `--no-wait`, 50 without.
-        let checks = if c.on("no-wait") { 30 } else { 50 };
-        let msg = format!(
-            "message not delivered to '{}': send dropped silently: no evidence of delivery \
-             after {checks} checks (issue #876). The agent never transitioned to 'active', no \
-             composer/unsent-paste marker appeared, and the message body was not visible in \
-             the pane. Verify the inner agent is reading from its TTY before retrying",
-            s.title
-        );
-        let extra = json!({"delivery": "no_evidence", "submitted": false,
-                           "session_id": s.id, "session_title": s.title});
-        return Err(o.error(&msg, "DELIVERY_FAILED", 1, Some(extra)));
+        return Err(o.error(&no_evidence, "DELIVERY_FAILED", 1, Some(extra)));
     }
     // A pane whose last turn ended on an API error banner gets the message
     // and a new turn: a resumed one, or the same error again.
@@ -349,6 +349,9 @@ fn send(c: &Call, st: &mut SimState, at: &Moment) -> Result<Reply, Reply> {
             s.status = Some("idle".into());
         }
         s.substate.clear();
+    }
+    if mode == OnSend::NoEvidence {
+        return Err(o.error(&no_evidence, "DELIVERY_FAILED", 1, Some(extra)));
     }
     let unconfirmed = !s.claude_family() && message.trim().len() >= ARRIVAL_TOKEN_MIN;
     if mode == OnSend::Typed || unconfirmed {

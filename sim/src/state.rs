@@ -201,6 +201,11 @@ pub enum OnSend {
     /// The text arrives (in `sent`) but nothing confirms the agent took it
     /// up: `DELIVERY_FAILED`, `"delivery": "typed"`, exit 1, for any tool.
     Typed,
+    /// The agent takes the text as its turn, and agent-deck saw no sign of
+    /// it: `DELIVERY_FAILED`, `"delivery": "no_evidence"`, exit 1, as
+    /// 1.14.0 answers most `/clear`s that worked (tests/live/context.rs)
+    /// and, in a night of faults (#38), a resume the agent took.
+    NoEvidence,
 }
 
 /// What a failing `session restart` or `session start` says of its spawn

@@ -1873,3 +1873,20 @@ fn session_set_stores_a_claude_session_id_and_names_the_old_one() {
     let (code, _, _) = sim.call(&["session", "set", ID, "title", "x"]);
     assert_eq!(code, 1, "only the field the watchdog sets");
 }
+
+#[test]
+fn a_send_answered_no_evidence_still_takes_its_turn() {
+    let mut s = session(ID, "conductor-ops", "idle");
+    s.substate = "usage-limit".into();
+    s.on_send = Some(OnSend::NoEvidence);
+    let sim = sim(vec![s]);
+    let (code, out, _) = sim.call(&["session", "send", ID, "continue", "--no-wait", "--json"]);
+    assert_eq!(code, 1, "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&v["delivery"], &v["code"]),
+        (&json!("no_evidence"), &json!("DELIVERY_FAILED"))
+    );
+    assert_eq!(sim.session(ID).sent, ["continue"]);
+    assert_eq!(sim.session(ID).substate, "", "the turn went through");
+}

@@ -67,16 +67,14 @@ pub(crate) fn resume(ctx: &Context, job: &Job) -> Outcome {
 }
 
 /// Sends a full context's command. Whatever agent-deck answers once the
-/// text reached the pane (1.14.0 answers `/clear` with `no_evidence` in
+/// text may have been taken (1.14.0 answers `/clear` with `no_evidence` in
 /// most runs, though it worked), it is never typed again: the pane tells
 /// whether it took.
 fn command(ctx: &Context, s: &Session, mut stall: Stall) -> Outcome {
     let now = ctx.clock.now();
     let text = stall.remedy.as_ref().map_or("", |r| r.command());
-    let sent = ctx.deck.send(&s.profile, &s.id, text);
-    let typed = |d: Delivery| d != Delivery::SendFailed;
-    match sent {
-        Err(e) if !e.delivery().is_some_and(typed) => {
+    match ctx.deck.send(&s.profile, &s.id, text) {
+        Err(e) if !e.delivery().is_some_and(Delivery::maybe_submitted) => {
             let unresolved = stall.undelivered(now, &ctx.limits.stall);
             let why = format!("send {e}");
             Outcome::ResumeFailed {
@@ -97,11 +95,12 @@ fn command(ctx: &Context, s: &Session, mut stall: Stall) -> Outcome {
     }
 }
 
-/// Sends `text`, the resume or the re-brief, to be verified by a new turn.
+/// Sends `text`, the resume or the re-brief, to be verified by a new turn
+/// even when agent-deck saw no sign that it was submitted: the turn tells.
 fn message(ctx: &Context, s: &Session, mut stall: Stall, text: &str) -> Outcome {
     let now = ctx.clock.now();
     match ctx.deck.send(&s.profile, &s.id, text) {
-        Err(e) if !e.delivery().is_some_and(Delivery::arrived) => {
+        Err(e) if !e.delivery().is_some_and(Delivery::maybe_submitted) => {
             let unresolved = stall.undelivered(now, &ctx.limits.stall);
             Outcome::ResumeFailed {
                 stall,

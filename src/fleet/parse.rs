@@ -169,6 +169,14 @@ impl Delivery {
     pub(crate) fn arrived(self) -> bool {
         self == Delivery::Typed
     }
+
+    /// A failed answer after which the agent may have taken the text as
+    /// its turn all the same: it reached the pane (`typed`), or agent-deck
+    /// saw no sign either way (`no_evidence`: 1.14.0 says so of most
+    /// `/clear`s that worked). Whether it did is for the turn to tell.
+    pub(crate) fn maybe_submitted(self) -> bool {
+        matches!(self, Delivery::Typed | Delivery::NoEvidence)
+    }
 }
 
 /// The `delivery` of a JSON answer on stdout (a failed `session send`

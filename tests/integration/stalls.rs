@@ -459,3 +459,20 @@ fn a_resume_takes_the_restarts_serialization_and_spends_no_restart_budget() {
         "a resume is no restart: {book}"
     );
 }
+
+#[test]
+fn a_resume_the_agent_took_is_verified_whatever_the_send_answered() {
+    // agent-deck saw no sign of delivery (`no_evidence`), but the turn went
+    // through: the turn tells (#38 item 6).
+    let wd = stalled("", "0.5");
+    wd.sim
+        .update_state(|s| s["sessions"][0]["on_send"] = json!("no_evidence"));
+    let d = wd.spawn(&[]);
+    d.wait_for(Duration::from_secs(15), "no resume-verified", || {
+        !wd.restarts_with("resume-verified").is_empty()
+    });
+    wd.wait_for_more_ticks(3);
+    assert!(wd.restarts_with("resume-failed").is_empty());
+    assert!(wd.restarts_with("resumed-by-itself").is_empty());
+    assert_eq!(sends(&wd).len(), 1);
+}
