@@ -75,6 +75,28 @@ fn cascade_alerts_once_settles_then_revives_one_at_a_time() {
 }
 
 #[test]
+fn a_cascade_s_revive_is_one_episode_that_never_trips_the_burst_guard() {
+    // The burst guard's own window (10 s by default): six revives in a row
+    // would be a burst, but they are the episode's, one at a time (#38).
+    let wd = Wd::new()
+        .env("CASCADE_WAIT_S", "1")
+        .env("CASCADE_THRESHOLD", "5");
+    wd.sessions(six_conductors(|_| {}));
+    let d = wd.spawn(&[]);
+    d.wait_for(Duration::from_secs(20), "not all six restarted", || {
+        wd.restart_calls() == 6
+    });
+    wd.wait_for_more_ticks(3);
+    assert_eq!(wd.escalations_of("cascade-detected"), 1);
+    assert_eq!(wd.escalations_of("cascade"), 0, "{:?}", wd.escalations());
+    let paused = wd
+        .restarts()
+        .into_iter()
+        .filter(|r| r.reason.as_deref() == Some("cascade_pause"));
+    assert_eq!(paused.count(), 0);
+}
+
+#[test]
 fn cascade_of_auth_held_sessions_alerts_once() {
     let wd = Wd::new().env("CASCADE_WAIT_S", "0.2");
     wd.sessions(six_conductors(|c| {

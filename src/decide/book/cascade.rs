@@ -21,7 +21,8 @@ pub(crate) struct Call {
 /// starts again now (the serialization wait may have used it up). Returns
 /// true when this makes a burst (≥ threshold restarts within the cascade
 /// window): every restart is then paused and the caller escalates `cascade`;
-/// and what the call took.
+/// and what the call took. A cascade episode's revive is no burst: its
+/// restarts go one at a time by design, and a human heard of it once.
 pub(crate) fn note_call(state: &mut State, lim: &Limits, id: &str, now: f64) -> (bool, Call) {
     let book = state.book(id);
     let call = Call {
@@ -31,6 +32,9 @@ pub(crate) fn note_call(state: &mut State, lim: &Limits, id: &str, now: f64) -> 
     };
     state.book(id).cooldown_until = now + lim.cooldown;
     state.last_restart_at = Some(now);
+    if state.cascade.is_some() {
+        return (false, call);
+    }
     state.recent_restarts.push(now);
     prune(&mut state.recent_restarts, now, lim.cascade_window);
     let burst = state.recent_restarts.len() >= lim.cascade_threshold;
@@ -92,7 +96,8 @@ pub(crate) fn observe_cascade(
             c.last_alert = now;
             CascadeNews::Reminder
         }
-        (Some(c), false) if c.settle_until <= now => {
+        // Over once none is in error: the revive goes on until then.
+        (Some(c), false) if c.settle_until <= now && errored == 0 => {
             state.cascade = None;
             CascadeNews::Cleared
         }
@@ -176,12 +181,41 @@ mod tests {
         }
         assert_eq!(
             observe_cascade(&mut s, &l, 1, c.now()),
+            CascadeNews::Quiet,
+            "one still in error: the revive goes on"
+        );
+        assert_eq!(
+            observe_cascade(&mut s, &l, 0, c.now()),
             CascadeNews::Cleared
         );
         assert_eq!(
             observe_cascade(&mut s, &l, 5, c.now()),
             CascadeNews::Detected
         );
+    }
+
+    #[test]
+    fn a_cascade_s_revive_is_no_burst_and_the_guard_is_back_once_it_is_over() {
+        let (mut l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
+        l.min_interval = 0.0;
+        observe_cascade(&mut s, &l, 6, c.now());
+        c.advance(l.cascade_wait);
+        for i in 0..6 {
+            assert!(
+                !note_call(&mut s, &l, &format!("c{i}"), c.now()).0,
+                "revive {i}"
+            );
+            c.advance(1.0);
+        }
+        assert_eq!(
+            observe_cascade(&mut s, &l, 0, c.now()),
+            CascadeNews::Cleared
+        );
+        let bursts = (0..5).filter(|_| {
+            c.advance(1.0);
+            note_call(&mut s, &l, ID, c.now()).0
+        });
+        assert_eq!(bursts.count(), 1, "the burst guard holds again");
     }
 
     #[test]
