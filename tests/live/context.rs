@@ -19,6 +19,16 @@ use crate::support::wait_until;
 
 /// A Claude conductor running the fake in mode `mode`, at rest at its
 /// prompt, and its pane's tmux target.
+/// Restarts `a` from outside, past agent-deck's freshness guard, and
+/// returns the command line its agent booted with.
+pub(crate) fn restarted_boot(sb: &Sandbox, a: &Agent) -> String {
+    sb.age_past_freshness(a);
+    sb.cli_json(&["session", "restart", &a.id, "--json"]);
+    let booted = wait_until(Duration::from_secs(20), || a.boots() == 2);
+    assert!(booted, "{}", a.fake_log());
+    a.fake_log().lines().last().unwrap_or_default().to_owned()
+}
+
 pub(crate) fn conductor(sb: &Sandbox, title: &str, mode: &str) -> (Agent, String) {
     let a = sb.add(title, "conductor", Tool::Claude, None);
     a.set_mode(mode);
@@ -242,11 +252,7 @@ fn clear_is_typed_once_and_a_rebrief_moves_the_shown_id_but_a_restart_resumes_th
     // 2026-12-07: about every 2 s for a minute), and `session restart`
     // still resumes the old, full conversation. Not in context.md; with a
     // TUI running (which saves), not measured.
-    sb.age_past_freshness(&a);
-    sb.cli_json(&["session", "restart", &a.id, "--json"]);
-    let booted = wait_until(Duration::from_secs(20), || a.boots() == 2);
-    assert!(booted, "{}", a.fake_log());
-    let boot = a.fake_log().lines().last().unwrap_or_default().to_owned();
+    let boot = restarted_boot(&sb, &a);
     assert!(
         boot.contains(&format!("--resume {old} ")),
         "{boot}\nold {old}, new {new}"
@@ -381,11 +387,7 @@ fn session_set_stores_the_cleared_id_so_a_restart_resumes_it() {
     let set = sb.cli(&["session", "set", &a.id, "claude-session-id", &new]);
     eprintln!("session set: {set:?}");
     assert!(set.status.success(), "{set:?}");
-    sb.age_past_freshness(&a);
-    sb.cli_json(&["session", "restart", &a.id, "--json"]);
-    let booted = wait_until(Duration::from_secs(20), || a.boots() == 2);
-    assert!(booted, "{}", a.fake_log());
-    let boot = a.fake_log().lines().last().unwrap_or_default().to_owned();
+    let boot = restarted_boot(&sb, &a);
     assert!(
         boot.contains(&format!("--resume {new} ")),
         "{boot}\nnew {new}"

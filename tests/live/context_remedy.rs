@@ -18,7 +18,7 @@
 use std::fs;
 use std::time::Duration;
 
-use crate::context::{claude_session_id, conductor, error_turn, said, sids};
+use crate::context::{claude_session_id, conductor, error_turn, restarted_boot, said, sids};
 use crate::sandbox::{Agent, Sandbox};
 use crate::support::wait_until;
 use crate::support::watchdog::{stall, Daemon};
@@ -133,11 +133,7 @@ fn a_full_clear_on_compact_conductor_is_cleared_re_briefed_and_its_new_id_surviv
     // rebind in memory only, so without it this restart resumes the old,
     // full conversation (context.rs).
     drop(d);
-    sb.age_past_freshness(&a);
-    sb.cli_json(&["session", "restart", &a.id, "--json"]);
-    let booted = wait_until(Duration::from_secs(20), || a.boots() == 2);
-    assert!(booted, "{}", a.fake_log());
-    let boot = a.fake_log().lines().last().unwrap_or_default().to_owned();
+    let boot = restarted_boot(&sb, &a);
     assert!(
         boot.contains(&format!("--resume {new} ")),
         "{boot}\nnew {new}"
