@@ -24,8 +24,10 @@ pub(crate) struct FleetMemory {
     /// before the fleet was first listed.
     pub watching: Option<BTreeMap<String, String>>,
     /// The sessions in `RESUME_SCOPE` last seen at work (`running`, not at
-    /// an empty prompt), so that a turn's end shows.
+    /// an empty prompt), and those last seen `running` at an empty prompt,
+    /// so that a turn's end shows.
     pub working: BTreeSet<String>,
+    pub running_idle: BTreeSet<String>,
     /// The sessions in `RESUME_SCOPE` seen at all since the watchdog
     /// started: one seen at rest for the first time gets a turn end's look.
     pub looked: BTreeSet<String>,

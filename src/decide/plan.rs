@@ -343,10 +343,15 @@ pub(crate) fn plan(
     }
     // What the next tick's turn ends are told by.
     let live = |s: &Session| obs.view.live.get(&s.id);
-    let at_work = |l: &Live| l.status() == Status::Running && !stall::at_rest(l);
+    let running = |l: &Live, idle: bool| l.status() == Status::Running && stall::at_rest(l) == idle;
     let in_scope = obs.in_scope();
-    let working = in_scope.iter().filter(|s| live(s).is_some_and(at_work));
-    mem.working = working.map(|s| s.id.clone()).collect();
+    let ids = |idle| {
+        let these = in_scope
+            .iter()
+            .filter(|s| live(s).is_some_and(|l| running(l, idle)));
+        these.map(|s| s.id.clone()).collect()
+    };
+    (mem.working, mem.running_idle) = (ids(false), ids(true));
     let seen = in_scope.iter().filter(|s| live(s).is_some());
     mem.looked.extend(seen.map(|s| s.id.clone()));
     mem.full_pane.retain(|id, _| ended.contains(id));
@@ -779,6 +784,23 @@ mod tests {
         assert!(
             detected(&mut mem, &mut st, NOW + 30.0),
             "two looks 30 s apart"
+        );
+    }
+
+    #[test]
+    fn a_turn_read_running_at_an_empty_prompt_ends_when_it_reads_waiting() {
+        // 1.14.0 reads a turn so while the hook says running and the pane
+        // shows the prompt; the banner it ended on shows once it is waiting.
+        let (mut mem, mut st) = (FleetMemory::default(), book(true, 0));
+        let running_idle = seen(Some(at(Status::Running, "idle-at-empty-prompt")));
+        plan(&running_idle, &mut mem, &mut st, &lim(), NOW);
+        assert!(mem.running_idle.contains(ID));
+        let again = reads(&running_idle, &mem, &st, &lim(), NOW + 1.0);
+        assert!(again.is_empty(), "no new end: {again:?}");
+        let waiting = seen(Some(at(Status::Waiting, "")));
+        assert_eq!(
+            reads(&waiting, &mem, &st, &lim(), NOW + 2.0),
+            [(sess(), Read::Pane)]
         );
     }
 }

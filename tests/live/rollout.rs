@@ -44,7 +44,8 @@ fn doctor_on_a_healthy_sandbox_fails_nothing() {
     let earlier = sb.watchdog_calls().len();
     let (code, checks) = doctor(&sb);
     // Read-only: `version` and the daemon's read-only calls, nothing else
-    // (the daemon beside it makes only those too while the fleet is healthy).
+    // (the daemon beside it makes only those too while the fleet is
+    // healthy: the lists, and a turn's end's look at the pane).
     for call in &sb.watchdog_calls()[earlier..] {
         let mut words: Vec<&str> = call.split_whitespace().skip(1).collect();
         if words.first() == Some(&"-p") {
@@ -56,6 +57,8 @@ fn doctor_on_a_healthy_sandbox_fails_nothing() {
                 | ["list", "--json"]
                 | ["list", "--all", "--json"]
                 | ["session", "show", _, "--json"]
+                | ["session", "output", _, "--pane", "-q"]
+                | ["session", "output", _, "--pane", "--primary", "-q"]
         );
         assert!(read_only, "{call}");
     }

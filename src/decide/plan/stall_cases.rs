@@ -15,7 +15,7 @@ use crate::decide::stall::context::{self, Full, PaneSays};
 use crate::decide::stall::occupancy;
 use crate::decide::stall::reset_time::ResetFrom;
 use crate::decide::stall::{self, Remedy, Seen, Stall, StallKind, Step, Transition};
-use crate::fleet::session::{Live, Session};
+use crate::fleet::session::{Live, Session, Status};
 
 /// What a look at one session in scope says of its stall.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,13 +94,21 @@ impl StallCase {
     }
 }
 
-/// The sessions in scope whose turn has just ended, so that their pane is
-/// looked at: last seen at work, or never seen (a first look is a turn's
-/// end: one that sat on a banner when the watchdog started is looked at
-/// once), or owed a second look at a full context.
+/// The sessions in scope whose turn may just have ended, so that their
+/// pane is looked at once they read at rest: last seen at work; last seen
+/// `running` at an empty prompt and now idle or waiting (1.14.0 reads a
+/// turn so while its hook says running and its pane shows the prompt);
+/// never seen (a first look is a turn's end: one that sat on a banner when
+/// the watchdog started is looked at once); or owed a second look at a
+/// full context.
 pub(super) fn turn_ended(mem: &FleetMemory, obs: &Observation) -> BTreeSet<String> {
+    let idle_now = |s: &Session| {
+        let l = obs.view.live.get(&s.id);
+        l.is_some_and(|l| matches!(l.status(), Status::Idle | Status::Waiting))
+    };
     let ended = |s: &&Session| {
         mem.working.contains(&s.id)
+            || (mem.running_idle.contains(&s.id) && idle_now(s))
             || !mem.looked.contains(&s.id)
             || mem.full_pane.contains_key(&s.id)
     };
