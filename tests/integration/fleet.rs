@@ -262,30 +262,42 @@ fn telegram_gets_conductor_alerts_only_and_never_sees_the_token_leak() {
 
 #[test]
 fn a_pause_that_starts_during_the_wait_skips_without_deadlock() {
-    // Burst guard at two restarts: the third queued restart finds the pause
-    // when its turn comes and must skip it, with the daemon still working.
+    // Burst guard at three restarts, and no cascade: two die, are revived,
+    // then two more die (two at once is below the threshold). The third
+    // restart in the window makes the burst; the fourth, queued behind it,
+    // finds the pause when its turn comes and must skip it, with the daemon
+    // still working. (A cascade's own revive never trips the guard.)
     let wd = Wd::new()
-        .env("CASCADE_THRESHOLD", "2")
+        .env("CASCADE_THRESHOLD", "3")
         .env("CASCADE_WAIT_S", "0")
         .env("CASCADE_WINDOW_S", "60")
         .env("CASCADE_PAUSE_S", "60");
-    let sessions: Vec<Value> = (0..3)
+    let sessions: Vec<Value> = (0..4)
         .map(|i| {
+            let status = if i < 2 { "error" } else { "running" };
             conductor(
                 &format!("{i:08x}-1755890000"),
                 &format!("conductor-{i}"),
-                "error",
+                status,
             )
         })
         .collect();
     wd.sessions(sessions);
     let mut d = wd.spawn(&[]);
+    d.wait_for(Duration::from_secs(10), "the first two not revived", || {
+        wd.restart_calls() == 2
+    });
+    wd.sim.update_state(|s| {
+        s["sessions"][2]["status"] = json!("error");
+        s["sessions"][3]["status"] = json!("error");
+    });
     wd.wait_for_escalations(&d, "cascade", 1);
     d.wait_for(Duration::from_secs(10), "no cascade_pause skip", || {
         d.stderr().contains("skipped after the wait: cascade_pause")
     });
     wd.wait_for_more_ticks(3);
-    assert_eq!(wd.restart_calls(), 2);
+    assert_eq!(wd.restart_calls(), 3);
+    assert_eq!(wd.escalations_of("cascade-detected"), 0);
     let (code, took) = d.signal_and_wait(libc::SIGTERM, Duration::from_secs(5));
     assert_eq!(code, Some(0), "stderr:\n{}", d.stderr());
     assert!(took < Duration::from_secs(2));
