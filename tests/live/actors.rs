@@ -144,7 +144,11 @@ fn a_restart_from_outside_is_nobody_s_crash_four_rounds() {
 /// A custom tool with no resume flag is restarted by 1.14.0's fallback:
 /// its tmux session killed, then a new one under a new name.
 #[test]
-#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+#[ignore = "defect (#38 item 2): in 4 rounds of 16 the pane watch sees the \
+    old pane process exit while agent-deck reads `error` (the new tmux session not yet \
+    saved), the kernel proof confirms the death with one read, no gap and no pane \
+    sample, and the watchdog calls `session restart` ~0.1 s after the outside one and \
+    records `restart`; only agent-deck's freshness guard refuses it (`cli-refused`)"]
 fn a_restart_from_outside_through_a_new_tmux_session_is_nobody_s_crash() {
     restarts_from_outside(Tool::Custom);
 }
@@ -167,14 +171,16 @@ fn restarts_from_outside(tool: Tool) {
             ));
         }
         let (from, calls) = (d.stderr().len(), sb.watchdog_calls().len());
+        let pane = (sb.tmux_session(&a), sb.pane_pid(&a));
         let t0 = now();
         sb.cli_json(&["session", "restart", &a.id, "--json"]);
         a.started_now();
         expected = boots + 1;
         let back = back_and_quiet(&sb, &a, &d, boots);
         eprintln!(
-            "round {round}: boots {boots} -> {}\n{}",
+            "round {round}: boots {boots} -> {}; pane {pane:?} -> {:?}\n{}",
             a.boots(),
+            (sb.tmux_session(&a), sb.pane_pid(&a)),
             timeline(&sb, &a, &d, t0, from)
         );
         let new: Vec<String> = sb.watchdog_calls().split_off(calls);
@@ -227,7 +233,10 @@ fn restarts_from_outside(tool: Tool) {
 }
 
 #[test]
-#[ignore = "needs a real agent-deck: set AGENT_DECK_BIN"]
+#[ignore = "defect (#38 item 2): the kernel proof's restart goes out ~0.1 s after the \
+    death, racing the bridge's `session start`; in 2 rounds of 16 agent-deck \
+    then reads `error` with no pane to capture though both calls succeeded, and the \
+    watchdog restarts again ~9 s later: two boots in the round, the bridge's and ours"]
 fn the_bridge_racing_a_death_leaves_one_agent_four_rounds() {
     let sb = Sandbox::new();
     // Four deaths in five minutes are within the restart budget, so the
@@ -246,15 +255,18 @@ fn the_bridge_racing_a_death_leaves_one_agent_four_rounds() {
         // The bridge: `session show`, and `session start` unless it reads
         // the conductor in one of the statuses it leaves alone.
         let status = sb.status(&a);
-        let start = sb.cli(&["session", "start", &a.id, "--json"]);
-        let started = start.status.success();
+        let bridge = !LEFT_ALONE.contains(&status.as_str());
+        let start = bridge.then(|| sb.cli(&["session", "start", &a.id, "--json"]));
+        let started = start.as_ref().is_some_and(|o| o.status.success());
         a.started_now();
         let back = back_and_quiet(&sb, &a, &d, boots);
+        let said = start.map(|o| {
+            let out = String::from_utf8_lossy(&o.stdout);
+            let words: Vec<&str> = out.split_whitespace().collect();
+            format!("{}: {}", o.status, words.join(" "))
+        });
         eprintln!(
-            "round {round}: show read {status:?} (bridge would {}start); start {}: {}; boots {boots} -> {}\n{}",
-            if LEFT_ALONE.contains(&status.as_str()) { "not " } else { "" },
-            start.status,
-            String::from_utf8_lossy(&start.stdout).trim(),
+            "round {round}: show read {status:?}; start {said:?}; boots {boots} -> {}\n{}",
             a.boots(),
             timeline(&sb, &a, &d, t0, from)
         );
