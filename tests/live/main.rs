@@ -11,6 +11,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod actors;
 mod context;
 mod context_remedy;
 mod contract;
