@@ -510,10 +510,8 @@ impl Machine<'_> {
         if self.proof == Some(Proof::AgentGone) && dead && !bare {
             evidence.reason = LivenessReason::RecoveredBeforeRestart;
         }
-        let gap_s = match evidence.proof {
-            Some(_) => 0.0,
-            None => self.cfg.liveness_confirm_gap.as_secs_f64(),
-        };
+        let gap = self.cfg.liveness_confirm_gap;
+        let gap_s = liveness::settle(evidence.proof, gap).as_secs_f64();
         if evidence.reason != LivenessReason::ConfirmedDead {
             return Action::Done(Outcome::Alive { evidence, gap_s });
         }
@@ -963,7 +961,7 @@ mod tests {
             (Some(Proof::ProcessExited), RecoveredBeforeRestart, false, Some(RecoveredBeforeRestart), 2.0),
             (Some(Proof::AgentGone), ConfirmedDead, false, Some(RecoveredBeforeRestart), 0.0),
             (Some(Proof::AgentGone), ConfirmedDead, true, None, 0.0),
-            (Some(Proof::ProcessExited), ConfirmedDead, false, None, 0.0),
+            (Some(Proof::ProcessExited), ConfirmedDead, false, None, 0.5),
             (None, ConfirmedDead, false, None, 2.0),
         ];
         for (proof, found, bare, alive, gap_s) in table {

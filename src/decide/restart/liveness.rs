@@ -3,7 +3,9 @@
 //! The status is re-read, the pane sampled twice a gap apart, the status read
 //! again; any sign of life is a skip with its reason. A death the kernel
 //! proved (the pane watch's [`Proof::ProcessExited`]) has no pane left to
-//! sample: one status read decides it (SPEC §5.3's last paragraph). The sequence runs over
+//! sample: two status reads a short settle apart decide it (SPEC §5.3's
+//! last paragraph, as #38 amends it: agent-deck's own restart through a new
+//! tmux session reads `error` for an instant). The sequence runs over
 //! a [`Probe`], so the reads, the gap and the clock are all injectable; the
 //! result is the evidence that goes to `liveness.log`, digests only; its
 //! types ([`StatusRead`], [`PaneSamples`]) are defined here and written by
@@ -78,10 +80,26 @@ pub(crate) fn skips_the_gap(proof: Option<Proof>) -> bool {
     matches!(proof, Some(Proof::ProcessExited | Proof::AgentGone))
 }
 
+/// The longest a kernel-proven death waits between its two status reads.
+const KERNEL_SETTLE: Duration = Duration::from_millis(500);
+
+/// How long a death seen as `proof` waits between its status reads: the
+/// settle for a pane whose process exited (a restart someone else made
+/// replaces it within it), none for a bare shell, else the gap.
+pub(crate) fn settle(proof: Option<Proof>, gap: Duration) -> Duration {
+    match proof {
+        Some(Proof::ProcessExited) => gap.min(KERNEL_SETTLE),
+        Some(Proof::AgentGone) => Duration::ZERO,
+        _ => gap,
+    }
+}
+
 /// Runs the confirmation sequence of SPEC §5.3; `proof`: how the death was
 /// seen, when the pane watch saw it. A kernel-proven death (see
-/// [`skips_the_gap`]) is decided by the first status read alone (its
-/// status and auth hold): no pane sample, no gap, no second read.
+/// [`skips_the_gap`]) samples no pane: its status and auth hold are read,
+/// and, for an exited process, read again after [`settle`], so that an
+/// `error` agent-deck reads for the instant its own restart takes is no
+/// confirmation.
 pub(crate) fn confirm(probe: &dyn Probe, gap: Duration, proof: Option<Proof>) -> Evidence {
     let mut ev = Evidence {
         reads: Vec::new(),
@@ -97,6 +115,15 @@ pub(crate) fn confirm(probe: &dyn Probe, gap: Duration, proof: Option<Proof>) ->
     }
     if skips_the_gap(proof) {
         ev.proof = proof;
+        let settle = settle(proof, gap);
+        if settle.is_zero() {
+            return ev;
+        }
+        if !probe.wait(settle) {
+            ev.reason = LivenessReason::ShuttingDown;
+        } else if let Some(skip) = read_status(probe, &mut ev, false, false) {
+            ev.reason = skip;
+        }
         return ev;
     }
     let first = probe.pane();
@@ -353,14 +380,29 @@ mod tests {
 
     #[test]
     fn only_a_kernel_proven_death_skips_the_samples_and_the_gap() {
-        let s = script(vec![live(Status::Error)], vec![Some("a"), Some("b")]);
+        // An exited process: two status reads a settle apart, no pane.
+        let error = || live(Status::Error);
+        let s = script(vec![error(), error()], vec![Some("a"), Some("b")]);
         let ev = confirm(&s, GAP, Some(Proof::ProcessExited));
         assert_eq!(ev.reason, LivenessReason::ConfirmedDead);
         assert_eq!(ev.proof, Some(Proof::ProcessExited));
-        assert_eq!(ev.reads.len(), 1, "one status read, no second");
+        assert_eq!(ev.reads.len(), 2, "read again after the settle");
         assert!(!ev.pane.sampled);
-        assert!(s.waited.borrow().is_empty(), "no gap");
+        assert_eq!(*s.waited.borrow(), [GAP.min(KERNEL_SETTLE)]);
         assert_eq!(s.panes.borrow().len(), 2, "no pane captured");
+        // agent-deck's own restart read `error` for an instant (#38).
+        let s = script(vec![error(), live(Status::Running)], vec![]);
+        let ev = confirm(&s, Duration::from_secs(2), Some(Proof::ProcessExited));
+        assert_eq!(ev.reason, LivenessReason::RecoveredBeforeRestart);
+        assert_eq!(*s.waited.borrow(), [KERNEL_SETTLE], "at most the settle");
+        // A bare shell: one read, no wait.
+        let s = script(vec![error()], vec![]);
+        let ev = confirm(&s, GAP, Some(Proof::AgentGone));
+        assert_eq!(
+            (ev.reason, ev.reads.len()),
+            (LivenessReason::ConfirmedDead, 1)
+        );
+        assert!(s.waited.borrow().is_empty(), "no gap");
         // A name gone from a listing, or no proof at all: the two samples.
         for proof in [Some(Proof::GoneFromListing), None] {
             let s = script(
