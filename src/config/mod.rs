@@ -206,9 +206,14 @@ pub(crate) fn conductor_meta(cfg: &Config, name: &str, session_path: &str) -> Op
 /// (SPEC §15): on unless its `meta.json` says `false`; a missing or
 /// unreadable one is agent-deck's default, on (a FIFO does not block).
 pub(crate) fn clears_on_compact(cfg: &Config, name: &str, session_path: &str) -> bool {
+    clears_on_compact_at(conductor_meta(cfg, name, session_path).as_deref())
+}
+
+/// What the `meta.json` at `meta` (where [`conductor_meta`] found it, if
+/// anywhere) says of `clear_on_compact`.
+pub(crate) fn clears_on_compact_at(meta: Option<&std::path::Path>) -> bool {
     let next = "taking clear_on_compact as on, agent-deck's default";
-    conductor_meta(cfg, name, session_path)
-        .and_then(|meta| deck_files::read_small(&meta, next))
+    meta.and_then(|meta| deck_files::read_small(meta, next))
         .is_none_or(|text| deck_files::clear_on_compact(&text))
 }
 

@@ -3,7 +3,7 @@
 //! whether the proactive clear is on. Informational: never a warning.
 
 use super::Check;
-use crate::config::{clears_on_compact, conductor_meta, Config};
+use crate::config::{clears_on_compact_at, conductor_meta, Config};
 use crate::fleet::cache::Fleet;
 
 /// `clear_on_compact`: each critical conductor, whether agent-deck's policy
@@ -17,16 +17,15 @@ pub(super) fn clear_on_compact(cfg: &Config, fleet: Option<&Fleet>) -> Check {
     let each: Vec<String> = critical
         .iter()
         .filter_map(|s| {
-            let name = s.conductor_name()?;
-            let yes = if clears_on_compact(cfg, name, &s.path) {
+            let meta = conductor_meta(cfg, s.conductor_name()?, &s.path);
+            let yes = if clears_on_compact_at(meta.as_deref()) {
                 "yes"
             } else {
                 "no"
             };
-            let from = conductor_meta(cfg, name, &s.path)
-                .map_or("no meta.json: the default".into(), |m| {
-                    m.display().to_string()
-                });
+            let from = meta.map_or("no meta.json: the default".into(), |m| {
+                m.display().to_string()
+            });
             Some(format!("{} {yes} ({from})", s.title))
         })
         .collect();
