@@ -133,3 +133,87 @@ fn rebind(ctx: &Context, s: &Session, outcome: &Outcome, live: &Live) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::decide::restart::JobKind;
+    use crate::decide::stall::{Remedy, StallKind};
+    use crate::fleet::fake::{live, FakeDeck, Script};
+    use crate::fleet::session::Status;
+
+    const ID: &str = "3f9c2a1b-1755891234";
+
+    /// A conductor cleared by `/clear` whose `session show` now prints
+    /// `shown` as its `claude_session_id`, due its re-brief.
+    fn rebrief(shown: &str) -> (Outcome, Arc<FakeDeck>) {
+        let tmp = tempfile::tempdir().unwrap();
+        let showing = Live {
+            claude_session_id: Some(shown.into()),
+            ..live(Status::Waiting).unwrap()
+        };
+        let deck = Arc::new(FakeDeck::new(Script {
+            shows: [Some(showing)].into(),
+            ..Script::default()
+        }));
+        let (ctx, _) = crate::act::context::tests::context(tmp.path(), deck.clone());
+        let stall = Stall {
+            kind: StallKind::ContextExhausted,
+            evidence: "pane and last message: Prompt is too long".into(),
+            since: 0.0,
+            resume_at: 0.0,
+            resume_from: "seen".into(),
+            attempts: 0,
+            sent_at: None,
+            unresolved: false,
+            remedy: Some(Remedy {
+                clear: true,
+                command_at: Some(0.0),
+                settled: true,
+                old_id: Some("old".into()),
+                proactive: false,
+                compaction_failed: false,
+                cleared_before: None,
+            }),
+        };
+        ctx.state.lock().book(ID).stall = Some(stall);
+        let session = Session {
+            id: ID.into(),
+            title: "conductor-ops".into(),
+            profile: "default".into(),
+            ..Session::default()
+        };
+        let job = Job {
+            session,
+            slot: None,
+            kind: JobKind::Resume,
+            proven: None,
+        };
+        (resume(&ctx, &job), deck)
+    }
+
+    #[test]
+    fn the_re_brief_goes_only_to_a_new_conversation_which_is_then_stored() {
+        let (out, deck) = rebrief("new");
+        assert!(matches!(&out, Outcome::Resumed { stall, .. } if stall.sent_at.is_some()));
+        assert_eq!(deck.count("send"), 1);
+        let stored = deck
+            .calls
+            .lock()
+            .iter()
+            .any(|c| c == &format!("set {ID} claude-session-id new"));
+        assert!(stored, "{:?}", deck.calls.lock());
+        // The same conversation: the `/clear` did not take; nothing is typed.
+        let (out, deck) = rebrief("old");
+        let Outcome::ResumeFailed {
+            why, unresolved, ..
+        } = out
+        else {
+            panic!("{out:?}");
+        };
+        assert!(unresolved && why.contains("no new conversation"), "{why}");
+        assert_eq!((deck.count("send"), deck.count("set")), (0, 0));
+    }
+}

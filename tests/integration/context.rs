@@ -185,6 +185,15 @@ fn a_compaction_still_running_past_twice_its_time_is_one_compaction_hung() {
     );
     assert_eq!(wd.escalations_of("compaction-hung"), 1);
     assert_eq!(wd.escalations_of("stall-unresolved"), 0);
+    // `status` names the step; the stall is counted by its kind.
+    let text = String::from_utf8_lossy(&wd.run(&["status"]).stdout).to_string();
+    assert!(
+        text.contains("context-exhausted, nothing more is typed (/compact then resume"),
+        "{text}"
+    );
+    let metrics = fs::read_to_string(wd.watchdog_dir().join("metrics.prom")).unwrap();
+    let line = "agent_deck_watchdog_stalled_sessions{kind=\"context-exhausted\"} 1\n";
+    assert!(metrics.contains(line), "{metrics}");
 }
 
 #[test]
