@@ -352,6 +352,9 @@ pub(crate) fn plan(
         these.map(|s| s.id.clone()).collect()
     };
     (mem.working, mem.running_idle) = (ids(false), ids(true));
+    // Kept for the sessions in scope only, so a fleet's churn does not grow it.
+    let ids_in_scope: BTreeSet<&str> = in_scope.iter().map(|s| s.id.as_str()).collect();
+    mem.looked.retain(|id| ids_in_scope.contains(id.as_str()));
     let seen = in_scope.iter().filter(|s| live(s).is_some());
     mem.looked.extend(seen.map(|s| s.id.clone()));
     mem.full_pane.retain(|id, _| ended.contains(id));
@@ -802,5 +805,13 @@ mod tests {
             reads(&waiting, &mem, &st, &lim(), NOW + 2.0),
             [(sess(), Read::Pane)]
         );
+    }
+
+    #[test]
+    fn what_the_turn_ends_remember_is_only_of_the_sessions_in_scope() {
+        let (mut mem, mut st) = (FleetMemory::default(), book(true, 0));
+        mem.looked.insert("gone-1755890000".into());
+        plan(&seen(live(Status::Idle)), &mut mem, &mut st, &lim(), NOW);
+        assert_eq!(mem.looked, [ID.to_owned()].into(), "memory stays flat");
     }
 }

@@ -341,18 +341,19 @@ fn proactive(
     s: &Session,
     pane: &str,
 ) -> Option<Stall> {
+    let at = lim.stall.clear_at_pct?;
+    let recent = |t: &f64| now - t < OTHERS_RESET_S;
+    mem.reset_seen.retain(|_, t| recent(t));
     if matches!(
         context::pane_says(pane),
         PaneSays::Cleared | PaneSays::Compacted
     ) {
         mem.reset_seen.insert(s.id.clone(), now);
     }
-    let at = lim.stall.clear_at_pct?;
     let Some(Answer::Occupancy(Some(reading))) = obs.answer(s, Read::Occupancy) else {
         return None;
     };
-    let recent = |t: &f64| now - t < OTHERS_RESET_S;
-    if mem.reset_seen.get(&s.id).is_some_and(recent) {
+    if mem.reset_seen.contains_key(&s.id) {
         return None;
     }
     let (window, from) = occupancy::window(reading, lim.stall.window_tokens);
