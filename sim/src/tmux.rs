@@ -1,7 +1,7 @@
 //! The simulator as tmux (`sim tmux [-u] [-L SOCKET] <command>`), for the
 //! drill's kill and the pane watch's listing; every call is logged.
 //! `kill-session -t [=]NAME` crashes the session of that tmux name as `sim
-//! crash` does; `list-panes -a -F FMT` and `display -p FMT` answer from the
+//! crash` does, or ends a restart's unsaved one (`unsaved_tmux`); `list-panes -a -F FMT` and `display -p FMT` answer from the
 //! pane host's record (`pane_host`).
 //!
 //! With `tmux_server: "down"`, or a `pane_host` whose pid is no live
@@ -46,7 +46,15 @@ pub(super) fn tmux(args: &[String], env: &SimEnv) -> Result<Reply, Reply> {
             let name = target.strip_prefix('=').unwrap_or(target);
             let killed = locked(path, |st| {
                 let alive = |s: &SimSession| s.tmux_session == name && s.tmux_alive != Some(false);
-                (!no_server_to_kill(st)).then(|| kill_first(st, alive))
+                let unsaved = st.unsaved_tmux.iter().position(|n| n == name);
+                (!no_server_to_kill(st)).then(|| match unsaved {
+                    // A restart's unsaved tmux session: its agent ends with it.
+                    Some(i) => {
+                        st.unsaved_tmux.remove(i);
+                        true
+                    }
+                    None => kill_first(st, alive),
+                })
             })?;
             match killed {
                 None => Err(no_server()),

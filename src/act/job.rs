@@ -27,6 +27,9 @@ pub(crate) struct Job {
     pub kind: JobKind,
     /// Set for a death the pane watch proved; `None` for every other.
     pub proven: Option<Proven>,
+    /// The tmux session its last restart left unsaved, ended before this
+    /// one's call (SPEC §5.5).
+    pub ending: Option<String>,
 }
 
 impl Job {
@@ -37,6 +40,7 @@ impl Job {
             slot: None,
             kind,
             proven: None,
+            ending: None,
         }
     }
 }

@@ -134,6 +134,7 @@ impl JobRun<'_> {
             id: &job.session.id,
             kind: &job.kind,
             proof: job.proven.as_ref().map(|p| p.proof),
+            ending: job.ending.as_deref(),
             dry_run: ctx.dry_run,
             cfg: &ctx.cfg,
             lim: &ctx.limits,
@@ -203,6 +204,7 @@ impl JobRun<'_> {
             }
             Action::ReadHook(issued) => Event::Hook(self.only_a_stale_hook_says_error(s, issued)),
             Action::ListTmux => Event::Listed(self.spawned(s)),
+            Action::EndUnsaved(name) => Event::EndedUnsaved(self.end_unsaved(s, &name)),
             Action::CallStart(warn) => {
                 log::warn!("{warn}");
                 Event::Started(ctx.deck.start(&s.profile, &s.id))
@@ -231,6 +233,43 @@ impl JobRun<'_> {
             hook.ts.unwrap_or_default(),
             stale_hook::HOOK_FRESH_S
         );
+        true
+    }
+
+    /// Ends `name`, the tmux session the last restart of `s` left unsaved,
+    /// when a fresh listing of agent-deck's server still shows it and no
+    /// name the main loop's map knows is it (SPEC §5.5): recorded
+    /// `unsaved-ended` and said in one line. Anything else keeps the hold.
+    fn end_unsaved(&self, s: &Session, name: &str) -> bool {
+        let ctx = self.ctx;
+        let tmux = Tmux::for_config(&ctx.cfg, ctx.shutdown.clone());
+        let known = ctx.panes.as_ref().and_then(|p| p.map()).map(|m| m.known);
+        let unsafe_why = match (known, tmux.list()) {
+            (None, _) => Some("no map of agent-deck's tmux sessions yet".to_owned()),
+            (_, Err(e)) => Some(format!("tmux cannot be listed ({e})")),
+            (Some(known), _) if known.contains(name) => Some("agent-deck knows it now".into()),
+            (_, Ok(listing)) if !listing.panes.contains_key(name) => {
+                Some("it is gone already".into())
+            }
+            _ => None,
+        };
+        let ended = match unsafe_why {
+            None => tmux.end_session(name),
+            Some(why) => Err(why),
+        };
+        if let Err(why) = ended {
+            log::warn!(
+                "{} ({}): the unsaved tmux session {name} was not ended ({why}); the session stays held",
+                s.id,
+                s.title
+            );
+            return false;
+        }
+        let why = format!(
+            "ended tmux session {name}, which its last restart spawned and agent-deck never saved, so that its restart runs one agent that agent-deck knows"
+        );
+        log::warn!("{} ({}): {why}", s.id, s.title);
+        apply::record(ctx, s, RestartAction::UnsavedEnded, Some(why));
         true
     }
 
@@ -299,6 +338,7 @@ mod tests {
                 slot: None,
                 kind: JobKind::Revive,
                 proven: None,
+                ending: None,
             },
         );
     }
@@ -420,6 +460,7 @@ mod tests {
             slot: Some(slot),
             kind: JobKind::Revive,
             proven: None,
+            ending: None,
         }
     }
 
@@ -792,16 +833,16 @@ mod tests {
         let later = NOW + 3600.0;
         let mut st = ctx.state.lock();
         assert_eq!(
-            gates::gate(&mut st, &ctx.limits, ID, later),
+            gates::gate(&mut st, &ctx.limits, ID, later, None),
             gates::Gate::Skip(gates::Hold::SpawnDiedFast)
         );
         let s = crate::decide::book::notes::tests::sess(ID);
         notes::note_status(&mut st, &s, Status::Error, later);
         assert_eq!(
-            gates::recheck(&mut st, ID, later),
+            gates::recheck(&mut st, ID, later, None),
             Some(gates::Hold::SpawnDiedFast)
         );
         notes::note_status(&mut st, &s, Status::Running, later);
-        assert_eq!(gates::recheck(&mut st, ID, later), None);
+        assert_eq!(gates::recheck(&mut st, ID, later, None), None);
     }
 }

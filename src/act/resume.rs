@@ -190,6 +190,7 @@ mod tests {
             slot: None,
             kind: JobKind::Resume,
             proven: None,
+            ending: None,
         };
         (resume(&ctx, &job), deck)
     }

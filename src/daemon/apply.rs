@@ -127,6 +127,7 @@ impl Daemon {
                     slot: None,
                     kind: JobKind::Resume,
                     proven: None,
+                    ending: None,
                 });
             }
         }
@@ -165,7 +166,7 @@ impl Daemon {
                     );
                 }
             }
-            Verdict::Restart { slot } => {
+            Verdict::Restart { slot, ref ending } => {
                 // Saved before the restart can run, so a crash right after still counts it.
                 self.ctx.store.save(&self.ctx.state);
                 let gone = proven.as_ref().is_some_and(|p| p.proof == Proof::AgentGone);
@@ -180,6 +181,7 @@ impl Daemon {
                     slot: Some(slot),
                     kind: JobKind::Revive,
                     proven,
+                    ending: ending.clone(),
                 });
             }
         }
@@ -634,6 +636,10 @@ pub(super) mod tests {
         d.ctx.state.lock().ran.insert(COND.into());
         let unsaved = "agentdeck_conductor-ops_5e6f7a8b".to_owned();
         d.ctx.state.lock().book(COND).unsaved = Some(unsaved.clone());
+        // Its one try at ending the unsaved session in this budget window
+        // is spent, so nothing but its end lets a restart go.
+        let now = d.ctx.clock.now();
+        d.ctx.state.lock().book(COND).restarts = vec![now - 2.0, now - 1.0];
         d.memory.tmux_listed = Some([unsaved.clone()].into());
         d.tick();
         assert_eq!(deck.count("restart"), 0, "held while it runs");

@@ -536,7 +536,10 @@ mod tests {
         for (outcome, first, want) in table {
             assert_eq!(of_outcome(&outcome, first), want, "{outcome:?}");
         }
-        let restart = Verdict::Restart { slot: 1.0 };
+        let restart = Verdict::Restart {
+            slot: 1.0,
+            ending: None,
+        };
         let dropped = Outcome::Dropped(Dropped::Shutdown);
         assert_eq!(of_verdict(&restart, None, false), ("queued", None));
         assert_eq!(

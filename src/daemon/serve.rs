@@ -12,7 +12,7 @@ use crate::config::PaneWatchMode;
 use crate::daemon::Daemon;
 use crate::decide::plan;
 use crate::decide::verdict::route::{route, Death, DeathPath, Deaths, Route};
-use crate::decide::verdict::{Decided, Errored};
+use crate::decide::verdict::{Decided, Errored, Look};
 use crate::decide::{book::cascade, restart::refusal, stall};
 use crate::error::{Error, Result};
 use crate::fleet::panes::{Proof, Tmux};
@@ -227,15 +227,13 @@ impl Daemon {
     fn decide(&mut self, s: &Session, live: Option<&Live>, errored: Option<Errored>) -> Decided {
         let now = self.ctx.clock.now();
         let (mut st, lim) = (self.ctx.state.lock(), &self.ctx.limits);
-        plan::decide(
-            &mut st,
-            &mut self.memory.episodes,
-            lim,
-            now,
-            s,
+        let look = Look {
+            session: s,
             live,
             errored,
-        )
+            ending: None,
+        };
+        plan::decide(&mut st, &mut self.memory.episodes, lim, now, look)
     }
 
     /// The status check of `id` (`retry`: a deferred check coming back).

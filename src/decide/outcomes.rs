@@ -22,6 +22,9 @@ spelled! {
         /// The restart spawned its tmux session, but agent-deck did not save
         /// it (its store locked): no start fallback, no failure counted.
         RestartUnsaved = "restart-unsaved",
+        /// The tmux session a restart left unsaved was ended, once the store
+        /// read again, so that the restart after it runs one agent.
+        UnsavedEnded = "unsaved-ended",
         /// agent-deck carried the call out, and no status read after it
         /// succeeded: settled `restarted` or `restart-failed` by a later look.
         RestartUnverified = "restart-unverified",
@@ -121,6 +124,7 @@ mod tests {
             (A::Drill, "drill"),
             (A::RestartUnverified, "restart-unverified"),
             (A::RestartUnsaved, "restart-unsaved"),
+            (A::UnsavedEnded, "unsaved-ended"),
             (A::ClearSent, "clear-sent"),
             (A::CompactSent, "compact-sent"),
             (A::Compacted, "compacted"),

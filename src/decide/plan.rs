@@ -242,8 +242,11 @@ pub(crate) fn reads(
         return shows;
     }
     let (mut st, mut episodes) = (st.clone(), mem.episodes.clone());
-    let ended = turn_ended(mem, obs);
-    verdicts(obs, &mut episodes, &mut st, lim, now);
+    let (ended, endings) = (
+        turn_ended(mem, obs),
+        unsaved_to_end(obs, mem, &st, lim, now),
+    );
+    verdicts(obs, &mut episodes, &mut st, lim, now, &endings);
     let mut out = Vec::new();
     for (s, case) in stall_cases(obs, &st, lim, now, &ended) {
         let read = case.next_read(s, |r| obs.answer(s, r), now, lim);
@@ -306,21 +309,14 @@ pub(crate) fn judge(
     errored
 }
 
-/// The verdict on `s`, read as `live` and, in error, judged `errored`.
+/// The verdict of `look`, at `now`.
 pub(crate) fn decide(
     st: &mut State,
     ep: &mut Episodes,
     lim: &Limits,
     now: f64,
-    session: &Session,
-    live: Option<&Live>,
-    errored: Option<Errored>,
+    look: Look<'_>,
 ) -> Decided {
-    let look = Look {
-        session,
-        live,
-        errored,
-    };
     verdict::decide(st, lim, now, &jiff::tz::TimeZone::system, ep, look)
 }
 
@@ -334,7 +330,8 @@ pub(crate) fn plan(
     now: f64,
 ) -> Plan {
     let ended = turn_ended(mem, obs);
-    let (mut acts, died) = verdicts(obs, &mut mem.episodes, st, lim, now);
+    let endings = unsaved_to_end(obs, mem, st, lim, now);
+    let (mut acts, died) = verdicts(obs, &mut mem.episodes, st, lim, now, &endings);
     mem.last_died = died.unwrap_or(mem.last_died);
     for (s, case) in stall_cases(obs, st, lim, now, &ended) {
         let step = stall_step(obs, mem, st, lim, now, s, case);
@@ -365,15 +362,53 @@ pub(crate) fn plan(
     Plan { acts, in_error }
 }
 
+/// The tmux session each critical session's last restart left unsaved
+/// that may now be ended, so that it is restarted once (SPEC §5.5): the
+/// store reads again (every profile's list was read this tick), agent-deck
+/// still reads the session `error`, the pane watch's last listing shows
+/// that tmux session, and no row names it. Reads go on while another
+/// process holds a write transaction on the store (measured on 1.14.0), so
+/// a restart may be left unsaved again: it is tried only while the unsaved
+/// one is the session's one restart in its budget window, so once, and
+/// again only once the window has moved on.
+fn unsaved_to_end(
+    obs: &Observation,
+    mem: &FleetMemory,
+    st: &State,
+    lim: &Limits,
+    now: f64,
+) -> BTreeMap<String, String> {
+    let (Some(listed), Some(known)) = (&mem.tmux_listed, &mem.tmux_known) else {
+        return BTreeMap::new();
+    };
+    let full = obs.view.unreadable.is_empty();
+    let in_error = |s: &&Session| obs.live_of(s).is_some_and(|l| l.status() == Status::Error);
+    let unsaved = (obs.critical.iter().filter(|s| full && in_error(s)))
+        .filter_map(|s| Some((s, st.sessions.get(&s.id)?)))
+        .filter(|(_, b)| {
+            b.restarts
+                .iter()
+                .filter(|t| now - *t < lim.rate_window)
+                .count()
+                <= 1
+        });
+    unsaved
+        .filter_map(|(s, b)| Some((s, b.unsaved.as_ref()?)))
+        .filter(|(_, name)| listed.contains(*name) && !known.contains(*name))
+        .map(|(s, name)| (s.id.clone(), name.clone()))
+        .collect()
+}
+
 /// The first half of a plan: each critical session in error judged, the
 /// cascade check (and the deaths it counted, on a full view only), and
-/// each critical session's verdict.
+/// each critical session's verdict (`endings`: [`unsaved_to_end`]).
 fn verdicts(
     obs: &Observation,
     ep: &mut Episodes,
     st: &mut State,
     lim: &Limits,
     now: f64,
+    endings: &BTreeMap<String, String>,
 ) -> (Vec<Act>, Option<usize>) {
     let mut acts = Vec::new();
     let mut errored = BTreeMap::new();
@@ -401,8 +436,13 @@ fn verdicts(
         acts.push(Act::Cascade { news, died });
     }
     for s in &obs.critical {
-        let e = errored.get(&s.id).copied();
-        let decided = decide(st, ep, lim, now, s, obs.live_of(s), e);
+        let look = Look {
+            session: s,
+            live: obs.live_of(s),
+            errored: errored.get(&s.id).copied(),
+            ending: endings.get(&s.id).map(String::as_str),
+        };
+        let decided = decide(st, ep, lim, now, look);
         let agent_gone = obs.gone.contains_key(&s.id);
         acts.push(Act::Verdict {
             session: s.clone(),
@@ -509,6 +549,73 @@ mod tests {
             assert!(want(&v), "{case}: {v:?}");
             assert_eq!(plan.in_error, usize::from(v.in_error()), "{case}");
         }
+    }
+
+    #[test]
+    fn an_unsaved_restart_is_finished_once_the_store_reads_and_only_then() {
+        const UNSAVED: &str = "agentdeck_conductor-ops_5e6f7a8b";
+        let names = |n: &[&str]| Some(n.iter().map(|s| s.to_string()).collect());
+        // What the tick saw, the restarts in the window, what tmux lists,
+        // what agent-deck's rows name, whether it is ended.
+        #[rustfmt::skip]
+        let table = [
+            ("store reads, error, listed, unknown", live(Status::Error), 1, names(&[UNSAVED]), names(&[]), true),
+            ("its list unreadable", None, 1, names(&[UNSAVED]), names(&[]), false),
+            ("reads healthy", live(Status::Running), 1, names(&[UNSAVED]), names(&[]), false),
+            ("gone from tmux", live(Status::Error), 1, names(&[]), names(&[]), false),
+            ("agent-deck knows it now", live(Status::Error), 1, names(&[UNSAVED]), names(&[UNSAVED]), false),
+            ("tmux never listed", live(Status::Error), 1, None, names(&[]), false),
+            ("tried once in this window", live(Status::Error), 2, names(&[UNSAVED]), names(&[]), false),
+        ];
+        for (case, l, restarts, listed, known, want) in table {
+            let obs = seen(l);
+            let mut st = book(true, restarts);
+            st.book(ID).unsaved = Some(UNSAVED.into());
+            let mut mem = FleetMemory {
+                tmux_listed: listed,
+                tmux_known: known,
+                ..FleetMemory::default()
+            };
+            let plan = plan(&obs, &mut mem, &mut st, &lim(), NOW);
+            let v = verdict(&plan);
+            let ending = Some(UNSAVED.to_owned());
+            assert_eq!(
+                matches!(v, Verdict::Restart { ending: ref e, .. } if *e == ending),
+                want,
+                "{case}: {v:?}"
+            );
+            if want {
+                continue;
+            }
+            let held = matches!(
+                v,
+                Verdict::Held {
+                    why: Hold::UnsavedAgent,
+                    ..
+                }
+            );
+            assert!(
+                held || !v.in_error() || matches!(v, Verdict::Unread | Verdict::BudgetSpent { .. }),
+                "{case}: {v:?}"
+            );
+        }
+        // The window moved on: tried again.
+        let mut st = book(true, 0);
+        st.book(ID).restarts = vec![NOW - lim().rate_window - 1.0, NOW - 100.0];
+        st.book(ID).unsaved = Some(UNSAVED.into());
+        let mut mem = FleetMemory {
+            tmux_listed: names(&[UNSAVED]),
+            tmux_known: names(&[]),
+            ..FleetMemory::default()
+        };
+        let plan = plan(&seen(live(Status::Error)), &mut mem, &mut st, &lim(), NOW);
+        assert!(matches!(
+            verdict(&plan),
+            Verdict::Restart {
+                ending: Some(_),
+                ..
+            }
+        ));
     }
 
     #[test]

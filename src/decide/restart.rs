@@ -223,6 +223,9 @@ pub(crate) enum Action {
     ReadHook(f64),
     /// List tmux for a session of it agent-deck does not know.
     ListTmux,
+    /// End the tmux session its last restart left unsaved, once a fresh
+    /// listing still shows it and agent-deck still does not know it.
+    EndUnsaved(String),
     /// Say this, and call `session start`.
     CallStart(String),
     ReadTranscript,
@@ -254,6 +257,8 @@ pub(crate) enum Event {
     Hook(bool),
     /// Its tmux session agent-deck does not know; `None`: tmux unreadable.
     Listed(Option<Option<String>>),
+    /// Whether the unsaved tmux session was ended.
+    EndedUnsaved(bool),
     Started(Result<(), CliError>),
     Transcript(String),
 }
@@ -284,6 +289,8 @@ pub(crate) enum Phase {
     Confirming,
     /// Confirmed dead and recorded: its call is noted next.
     Dead,
+    /// Ending the tmux session its last restart left unsaved.
+    Ending,
     /// The call noted (what it took from the book), recorded, then called.
     Noted(cascade::Call),
     /// Polling after the call.
@@ -327,6 +334,8 @@ pub(crate) struct Machine<'a> {
     pub kind: &'a JobKind,
     /// How the pane watch proved the death, when it did.
     pub proof: Option<Proof>,
+    /// The tmux session its last restart left unsaved, to end first.
+    pub ending: Option<&'a str>,
     pub dry_run: bool,
     pub cfg: &'a Config,
     pub lim: &'a Limits,
@@ -338,7 +347,7 @@ impl Machine<'_> {
     /// the step), at `now`.
     pub(crate) fn step(&mut self, event: Event, st: &mut State, now: Now) -> Action {
         use Action::Done;
-        let (id, lim) = (self.id, self.lim);
+        let id = self.id;
         match (std::mem::replace(&mut self.phase, Phase::Start), event) {
             (_, Event::Ended(outcome)) => Done(outcome),
             (Phase::Start, Event::Done) => self.to(Phase::Turn(false), Action::WaitSent),
@@ -347,15 +356,18 @@ impl Machine<'_> {
             (Phase::Confirming, Event::Confirmed { evidence, bare }) => {
                 self.confirmed(evidence, bare)
             }
-            (Phase::Dead, Event::Done) => {
-                let (burst, call) = cascade::note_call(st, lim, id, now.at);
-                let cascade = burst.then(|| {
-                    format!(
-                        "{} restarts within {:.0}s — pausing every restart for {:.0}s",
-                        lim.cascade_threshold, lim.cascade_window, lim.cascade_pause
-                    )
-                });
-                self.to(Phase::Noted(call), Action::RecordCall(cascade))
+            (Phase::Dead, Event::Done) => match self.ending {
+                Some(name) if !self.dry_run => {
+                    self.to(Phase::Ending, Action::EndUnsaved(name.to_owned()))
+                }
+                _ => self.note(st, now),
+            },
+            (Phase::Ending, Event::EndedUnsaved(false)) => {
+                Done(Outcome::Dropped(Dropped::Held(Hold::UnsavedAgent)))
+            }
+            (Phase::Ending, Event::EndedUnsaved(true)) => {
+                st.book(id).unsaved = None;
+                self.note(st, now)
             }
             (Phase::Noted(_), Event::Done) if self.dry_run => Done(Outcome::WouldRestart),
             (Phase::Noted(call), Event::Done) => self.to(Phase::Noted(call), Action::CallRestart),
@@ -480,6 +492,20 @@ impl Machine<'_> {
         action
     }
 
+    /// The call about to go out is noted (a burst it makes is said), then
+    /// recorded.
+    fn note(&mut self, st: &mut State, now: Now) -> Action {
+        let lim = self.lim;
+        let (burst, call) = cascade::note_call(st, lim, self.id, now.at);
+        let cascade = burst.then(|| {
+            format!(
+                "{} restarts within {:.0}s — pausing every restart for {:.0}s",
+                lim.cascade_threshold, lim.cascade_window, lim.cascade_pause
+            )
+        });
+        self.to(Phase::Noted(call), Action::RecordCall(cascade))
+    }
+
     /// Its turn in the serialization, then the last gates (a resume passes
     /// none, a poller restart only the re-check) and a stop seen meanwhile.
     fn turn(&mut self, st: &mut State, now: Now, waited: bool) -> Action {
@@ -490,7 +516,7 @@ impl Machine<'_> {
         if *self.kind == JobKind::Resume {
             return Action::Resume;
         }
-        if let Some(why) = gates::recheck(st, self.id, now.at) {
+        if let Some(why) = gates::recheck(st, self.id, now.at, self.ending) {
             return Action::Done(Outcome::Dropped(Dropped::Held(why)));
         }
         if *self.kind != JobKind::Revive {
@@ -813,6 +839,7 @@ mod tests {
             id,
             kind,
             proof,
+            ending: None,
             dry_run,
             cfg,
             lim,
@@ -879,6 +906,56 @@ mod tests {
             (book.restarted_at, st.last_restart_at),
             (Some(AT), Some(AT))
         );
+    }
+
+    #[test]
+    fn a_restart_that_ends_an_unsaved_tmux_session_is_held_unless_it_was_ended() {
+        let name = "agentdeck_conductor-ops_5e6f7a8b";
+        let (cfg, lim) = (cfg(), lim());
+        let unsaved = || {
+            let mut st = State::default();
+            st.book(ID).unsaved = Some(name.into());
+            st
+        };
+        // The first `n` events to the call, then whether it was ended.
+        let run = |st: &mut State, ending, dry_run, n, ended: Option<bool>| {
+            let mut m = machine(&cfg, &lim, &JobKind::Revive, Phase::Start);
+            (m.ending, m.dry_run) = (ending, dry_run);
+            let mut events = to_the_call();
+            events.truncate(n);
+            events.extend(ended.map(Event::EndedUnsaved));
+            (events.into_iter())
+                .map(|e| m.step(e, st, NOW))
+                .collect::<Vec<_>>()
+        };
+        let held = done(Outcome::Dropped(Dropped::Held(Hold::UnsavedAgent)));
+        // Another restart is held while the unsaved agent runs.
+        let actions = run(&mut unsaved(), None, false, 2, None);
+        assert_eq!(actions[1], held);
+        // A restart of a session whose unsaved agent is another one, too.
+        let actions = run(
+            &mut unsaved(),
+            Some("agentdeck_conductor-ops_0"),
+            false,
+            2,
+            None,
+        );
+        assert_eq!(actions[1], held);
+        // Ended: the hold ends, and the call is noted and goes.
+        let mut st = unsaved();
+        let actions = run(&mut st, Some(name), false, 4, Some(true));
+        assert_eq!(actions[3], Action::EndUnsaved(name.into()));
+        assert_eq!(actions[4], Action::RecordCall(None));
+        assert_eq!(st.sessions[ID].unsaved, None);
+        // Not ended: held as before, no call, nothing noted.
+        let mut st = unsaved();
+        let actions = run(&mut st, Some(name), false, 4, Some(false));
+        assert_eq!(actions[4], held);
+        assert_eq!(st.sessions[ID].unsaved.as_deref(), Some(name));
+        assert_eq!(st.last_restart_at, None);
+        // A dry run ends nothing.
+        let actions = run(&mut unsaved(), Some(name), true, 4, None);
+        assert_eq!(actions[3], Action::RecordCall(None));
     }
 
     #[test]

@@ -61,8 +61,10 @@ pub(crate) enum Verdict {
     Held { why: Hold, new: bool },
     /// In error with its restart budget spent: `rate-limit` is escalated.
     BudgetSpent { new: bool },
-    /// The gates cleared it: its restart goes, with this budget slot.
-    Restart { slot: f64 },
+    /// The gates cleared it: its restart goes, with this budget slot,
+    /// after `ending`, the tmux session its last restart left unsaved, is
+    /// ended.
+    Restart { slot: f64, ending: Option<String> },
 }
 
 impl Verdict {
@@ -224,6 +226,10 @@ pub(crate) struct Look<'a> {
     pub session: &'a Session,
     pub live: Option<&'a Live>,
     pub errored: Option<Errored>,
+    /// The tmux session its last restart left unsaved, which may now be
+    /// ended so that it is restarted once (SPEC §5.5; see
+    /// [`crate::decide::plan`]).
+    pub ending: Option<&'a str>,
 }
 
 /// The verdict on one `look`. Notes the status in the book, and runs the
@@ -237,7 +243,7 @@ pub(crate) fn decide(
     ep: &mut Episodes,
     look: Look<'_>,
 ) -> Decided {
-    let (s, errored) = (look.session, look.errored);
+    let (s, errored, ending) = (look.session, look.errored, look.ending);
     let Some(l) = look.live else {
         return Decided {
             verdict: Verdict::Unread,
@@ -262,14 +268,15 @@ pub(crate) fn decide(
         }
         Some(Errored::UsageLimited) => {
             backed_off = back_off(st, lim, now, tz, &s.id, l);
-            seen(st, lim, now, ep, s, l.status())
+            seen(st, lim, now, ep, (s, ending), l.status())
         }
         Some(Errored::Died) => {
             notes::note_ran(st, &s.id);
-            seen(st, lim, now, ep, s, l.status())
+            seen(st, lim, now, ep, (s, ending), l.status())
         }
-        None => seen(st, lim, now, ep, s, l.status()),
+        None => seen(st, lim, now, ep, (s, ending), l.status()),
     };
+
     Decided {
         verdict,
         backed_off,
@@ -291,13 +298,14 @@ fn settle(st: &mut State, id: &str, status: Status, errored: Option<Errored>) ->
     })
 }
 
-/// The verdict on a status seen: in error, the gates'.
+/// The verdict on a status seen: in error, the gates' (`ending`: the
+/// unsaved tmux session its restart would end first).
 fn seen(
     st: &mut State,
     lim: &Limits,
     now: f64,
     ep: &mut Episodes,
-    s: &Session,
+    (s, ending): (&Session, Option<&str>),
     status: Status,
 ) -> Verdict {
     notes::note_status(st, s, status, now);
@@ -309,9 +317,10 @@ fn seen(
             other => Verdict::Other(other),
         };
     }
-    match gates::gate(st, lim, &s.id, now) {
+    match gates::gate(st, lim, &s.id, now, ending) {
         Gate::Go => Verdict::Restart {
             slot: gates::reserve(st, lim, &s.id, now),
+            ending: ending.map(str::to_owned),
         },
         Gate::BudgetSpent => Verdict::BudgetSpent {
             new: ep.hold(&s.id, Hold::BudgetSpent),
@@ -373,6 +382,7 @@ mod tests {
                     session: &s,
                     live: live.as_ref(),
                     errored: *errored,
+                    ending: None,
                 };
                 let now = NOW + i as f64;
                 decide(st, &lim, now, &|| TimeZone::UTC, &mut ep, look).verdict
@@ -394,7 +404,7 @@ mod tests {
             ((None, None), Unread),
             ((Some(live(Status::Error)), Some(Errored::Undecided)), Undecided),
             (held(Hold::NeverStarted), Held { why: Hold::NeverStarted, new: true }),
-            (died, Restart { slot: NOW }),
+            (died, Restart { slot: NOW, ending: None }),
         ];
         for (i, (look, want)) in table.into_iter().enumerate() {
             let got = verdicts(&mut State::default(), &[look]);
@@ -421,6 +431,7 @@ mod tests {
                 session: &s,
                 live,
                 errored,
+                ending: None,
             };
             let mut ep = Episodes::default();
             let d = decide(
@@ -491,6 +502,7 @@ mod tests {
             session: &s,
             live: Some(&limited),
             errored: Some(Errored::UsageLimited),
+            ending: None,
         };
         let zones = std::cell::Cell::new(0);
         let tz = || {
@@ -515,7 +527,8 @@ mod tests {
         assert_eq!(
             after.verdict,
             Verdict::Restart {
-                slot: NOW + lim.backoff_429 + 1.0
+                slot: NOW + lim.backoff_429 + 1.0,
+                ending: None,
             }
         );
         assert_eq!(

@@ -5,8 +5,10 @@
 //! [`crate::sys::process`], the one place that spawns), and the pure parse
 //! of its answer into one pane per session.
 //!
-//! It never sends tmux anything but `list-panes`: no control mode, no
-//! hook, no key, no kill. What a pane's death means is decided elsewhere.
+//! It sends tmux nothing but `list-panes` and SPEC §5.5's two kills
+//! (`kill-session -t =NAME`, the exact name: `drill`'s, and the end of a
+//! restart's unsaved tmux session): no control mode, no hook, no key. What
+//! a pane's death means is decided elsewhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -199,12 +201,33 @@ fn socket_name(path: &Path) -> Option<String> {
     }
 }
 
+impl Tmux {
+    /// `job` (`tmux …`) on agent-deck's server: only the socket (or
+    /// `TMUX_TMPDIR`'s default) chooses it, never a tmux the watchdog
+    /// itself runs in.
+    fn on_server(&self, job: Cmd) -> Cmd {
+        match &self.socket {
+            Some(s) => job.arg("-L").arg(s),
+            None => job,
+        }
+    }
+
+    /// `kill-session -t =NAME`: the tmux session of exactly that name (the
+    /// `=` keeps tmux from taking a prefix or a pattern), nothing else.
+    pub(crate) fn end_session(&self, name: &str) -> Result<(), String> {
+        let job = self.on_server(Cmd::new("tmux"));
+        let job = job.args(["kill-session", "-t", &format!("={name}")]);
+        let out = process::run(&job, LIST_TIMEOUT, &self.shutdown).map_err(|e| e.to_string())?;
+        match out.success() {
+            true => Ok(()),
+            false => Err(out.stderr.trim().chars().take(200).collect()),
+        }
+    }
+}
+
 impl PaneSource for Tmux {
     fn list(&self) -> Result<Listing, ListError> {
-        let mut job = Cmd::new("tmux").arg("-u");
-        if let Some(s) = &self.socket {
-            job = job.arg("-L").arg(s);
-        }
+        let job = self.on_server(Cmd::new("tmux").arg("-u"));
         let job = job.args(["list-panes", "-a", "-F", FORMAT]);
         let out = process::run(&job, LIST_TIMEOUT, &self.shutdown).map_err(|e| match e {
             RunError::Spawn(e) => ListError::NoTmux(e.to_string()),

@@ -9,7 +9,7 @@
 mod follow;
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::Path;
+
 use std::time::Duration;
 
 use crate::config::{deck_files, Config};
@@ -20,6 +20,7 @@ use crate::decide::restart::gates::{self, Gate};
 use crate::error::{Error, Result};
 use crate::fleet::cache::Fleet;
 use crate::fleet::cli::Cli;
+use crate::fleet::panes::Tmux;
 use crate::fleet::session::{Session, Status};
 use crate::ops::preflight::{show, status_writer, Shown};
 use crate::records::audit::RestartRecord;
@@ -29,7 +30,7 @@ use crate::records::state_file;
 use crate::records::writer::Records;
 use crate::sys::clock::unix_now;
 use crate::sys::fs::{read_text, SMALL_FILE_MAX};
-use crate::sys::process::{self, Cmd};
+
 use crate::sys::shutdown::Shutdown;
 
 pub(crate) const DEFAULT_TIMEOUT_S: f64 = 60.0;
@@ -99,7 +100,7 @@ pub(crate) fn refusal(id: &str, f: &DrillFacts<'_>) -> Option<String> {
             "the daemon (pid {pid}) {quiet}, and would not notice the kill"
         ));
     }
-    let held = match gates::gate(&mut f.state.clone(), f.limits, id, f.now) {
+    let held = match gates::gate(&mut f.state.clone(), f.limits, id, f.now, None) {
         Gate::Go => None,
         Gate::Skip(hold) => Some(format!(
             "the daemon would hold the restart now ({hold}); try again when `status` shows it clear"
@@ -296,24 +297,16 @@ fn drillable(status: Status) -> bool {
 /// `tmux [-L socket] kill-session -t =NAME` (the plan's `target`): the
 /// exact name, nothing else.
 fn kill(plan: &Plan, shutdown: &Shutdown) -> Result<()> {
-    let mut job = Cmd::new(Path::new("tmux"));
-    if let Some(s) = &plan.socket {
-        job = job.arg("-L").arg(s);
-    }
-    // Only the socket (or TMUX_TMPDIR's default) chooses the server, never
-    // the tmux this shell may be running in.
-    let name = format!("={}", plan.shown.tmux_session);
-    let job = job.env_remove("TMUX").args(["kill-session", "-t", &name]);
-    let out = process::run(&job, Duration::from_secs(10), shutdown)
-        .map_err(|e| Error::runtime(format!("drill: tmux {e}")))?;
-    if !out.success() {
-        return Err(Error::runtime(format!(
-            "drill: {} failed, nothing was killed: {}",
-            plan.target,
-            out.stderr.trim()
-        )));
-    }
-    Ok(())
+    let tmux = Tmux {
+        socket: plan.socket.clone(),
+        shutdown: shutdown.clone(),
+    };
+    tmux.end_session(&plan.shown.tmux_session).map_err(|why| {
+        Error::runtime(format!(
+            "drill: {} failed, nothing was killed: {why}",
+            plan.target
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -324,7 +317,7 @@ mod tests {
     const ID: &str = "3f9c2a1b-1755891234";
 
     fn limits() -> Limits {
-        Limits::from_config(&crate::config::test_config(Path::new("/tmp/x")))
+        Limits::from_config(&crate::config::test_config(std::path::Path::new("/tmp/x")))
     }
 
     fn daemon() -> Holder {

@@ -174,7 +174,7 @@ mod tests {
         let mut back = Store::new(tmp.path(), true).load(&lim(), 1000.0 + 30.0 * 86400.0);
         assert_eq!(back.sessions["a-1"].spawn_died_fast_at, Some(1000.0));
         assert_eq!(
-            gates::recheck(&mut back, "a-1", 1000.0 + 30.0 * 86400.0),
+            gates::recheck(&mut back, "a-1", 1000.0 + 30.0 * 86400.0, None),
             Some(gates::Hold::SpawnDiedFast)
         );
     }

@@ -10,7 +10,7 @@
 use std::fs;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::support::fixtures::conductor;
 use crate::support::sim::{write_tmux_script, PaneHost};
@@ -153,15 +153,27 @@ fn with_pane_watch_off_a_killed_pane_keeps_the_two_samples() {
         .any(|c| c.iter().any(|a| a == "list-panes")));
 }
 
-#[test]
-fn a_restart_the_locked_store_did_not_save_is_never_followed_by_a_second_agent() {
-    let wd = installed("auto");
-    let (_host, pid, d) = started(&wd);
-    if !wd.pane_watch_armed(&d) {
-        return;
-    }
+/// The tmux sessions restarts spawned and the simulated store did not save.
+fn unsaved_tmux(wd: &Wd) -> Vec<String> {
+    let names = wd.sim.state()["unsaved_tmux"].as_array().cloned();
+    let names = names.unwrap_or_default().into_iter();
+    names
+        .filter_map(|n| n.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The `tmux kill-session` calls, by the name they gave.
+fn kills(wd: &Wd) -> Vec<String> {
+    let calls = wd.sim.calls_with(&["kill-session"]).into_iter();
+    calls.filter_map(|c| c.last().cloned()).collect()
+}
+
+/// The conductor killed while its restart's save finds the store locked:
+/// the restart record, and the tmux session it left unsaved.
+fn left_unsaved(wd: &Wd, d: &Daemon, pid: i32) -> String {
     // The store is locked as the restart saves: its tmux session is
-    // spawned and runs, the store keeps the old name.
+    // spawned and runs, the store keeps the old name. Reads go on, as they
+    // do under another process's write transaction (measured on 1.14.0).
     wd.sim
         .update_state(|s| s["sessions"][0]["on_restart"] = json!("unsaved"));
     kill(pid, 9);
@@ -170,12 +182,26 @@ fn a_restart_the_locked_store_did_not_save_is_never_followed_by_a_second_agent()
     });
     let rec = &wd.restarts_with("restart-unsaved")[0];
     let reason = rec.reason.clone().unwrap_or_default();
+    let unsaved = unsaved_tmux(wd);
+    assert_eq!(unsaved.len(), 1, "{unsaved:?}");
     assert!(
-        reason.contains("database is locked") && reason.contains("agentdeck_conductor-ops_"),
+        reason.contains("database is locked") && reason.contains(&unsaved[0]),
         "{reason}"
     );
+    unsaved[0].clone()
+}
+
+#[test]
+fn a_restart_the_locked_store_did_not_save_is_never_followed_by_a_second_agent() {
+    let wd = installed("auto");
+    let (_host, pid, d) = started(&wd);
+    if !wd.pane_watch_armed(&d) {
+        return;
+    }
+    let first = left_unsaved(&wd, &d, pid);
     wd.wait_for_escalations(&d, "store-locked", 1);
-    // Polls go on, the session reads error, and nothing spawns another.
+    // The store still takes no write: the one try at ending the unsaved
+    // session leaves another, and then it is held.
     d.wait_for(Duration::from_secs(10), "a held tick", || {
         wd.restarts_with("skipped")
             .iter()
@@ -186,7 +212,46 @@ fn a_restart_the_locked_store_did_not_save_is_never_followed_by_a_second_agent()
         "no start: {}",
         d.stderr()
     );
-    assert_eq!(wd.restart_calls(), 1, "{}", d.stderr());
+    assert_eq!(kills(&wd), [format!("={first}")], "{}", d.stderr());
+    let left = unsaved_tmux(&wd);
+    assert!(left.len() == 1 && left[0] != first, "one agent: {left:?}");
+    assert_eq!(wd.restarts_with("unsaved-ended").len(), 1);
+    assert_eq!(wd.restart_calls(), 2, "{}", d.stderr());
+    assert!(!wait_until(Duration::from_secs(2), || wd.restart_calls() > 2));
+    assert_eq!(wd.escalations_of("store-locked"), 1);
+    assert_eq!(wd.escalations_of("restart-failed"), 0);
+}
+
+#[test]
+fn a_restart_the_locked_store_did_not_save_is_finished_once_the_store_takes_writes_again() {
+    let wd = installed("auto")
+        .env("SAFETY_POLL_INTERVAL_S", "0.5")
+        .env("POST_RESTART_COOLDOWN_S", "3");
+    let (_host, pid, d) = started(&wd);
+    if !wd.pane_watch_armed(&d) {
+        return;
+    }
+    let unsaved = left_unsaved(&wd, &d, pid);
+    // The lock is gone: the next restart saves.
+    wd.sim
+        .update_state(|s| s["sessions"][0]["on_restart"] = Value::Null);
+    d.wait_for(Duration::from_secs(15), "never ended", || {
+        wd.restarts_with("restarted").len() == 1
+    });
+    let ended = wd.restarts_with("unsaved-ended");
+    assert_eq!(ended.len(), 1, "{}", d.stderr());
+    let reason = ended[0].reason.clone().unwrap_or_default();
+    assert!(reason.contains(&unsaved), "{reason}");
+    // That one tmux session, by its exact name, and nothing else.
+    assert_eq!(kills(&wd), [format!("={unsaved}")]);
+    assert!(unsaved_tmux(&wd).is_empty());
+    assert_eq!(wd.restart_calls(), 2, "{}", d.stderr());
+    assert!(wd.sim.calls_with(&["session", "start"]).is_empty());
+    let row = wd.sim.session_state(ID).unwrap();
+    assert_eq!(row["status"], "running", "{row}");
+    assert!(d
+        .stderr()
+        .contains(&format!("ended tmux session {unsaved}")));
     assert_eq!(wd.escalations_of("store-locked"), 1);
     assert_eq!(wd.escalations_of("restart-failed"), 0);
 }

@@ -135,10 +135,10 @@ mod tests {
         }
         assert!(note_call(&mut s, &l, ID, c.now()).0);
         assert_eq!(
-            gate(&mut s, &l, "other-1", c.now() + 1.0),
+            gate(&mut s, &l, "other-1", c.now() + 1.0, None),
             Gate::Skip(Hold::CascadePause)
         );
-        assert_eq!(gate(&mut s, &l, "other-1", c.now() + 61.0), Gate::Go);
+        assert_eq!(gate(&mut s, &l, "other-1", c.now() + 61.0, None), Gate::Go);
     }
 
     #[test]
@@ -159,10 +159,10 @@ mod tests {
             CascadeNews::Detected
         );
         assert_eq!(
-            gate(&mut s, &l, ID, c.now() + 29.0),
+            gate(&mut s, &l, ID, c.now() + 29.0, None),
             Gate::Skip(Hold::CascadeSettle)
         );
-        assert_eq!(gate(&mut s, &l, ID, c.now() + 31.0), Gate::Go);
+        assert_eq!(gate(&mut s, &l, ID, c.now() + 31.0, None), Gate::Go);
         for _ in 0..100 {
             c.advance(30.0);
             let news = observe_cascade(&mut s, &l, 6, c.now());

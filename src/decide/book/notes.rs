@@ -155,14 +155,14 @@ pub(crate) mod tests {
         c.advance(100.0);
         assert!(boot_429(&mut s, &l, "c-1", c.now()));
         assert_eq!(
-            gate(&mut s, &l, "d-1", c.now() + 1.0),
+            gate(&mut s, &l, "d-1", c.now() + 1.0, None),
             Gate::Skip(Hold::BreakerOpen)
         );
         assert_eq!(
-            recheck(&mut s, "d-1", c.now() + 599.0),
+            recheck(&mut s, "d-1", c.now() + 599.0, None),
             Some(Hold::BreakerOpen)
         );
-        assert_eq!(gate(&mut s, &l, "d-1", c.now() + 601.0), Gate::Go);
+        assert_eq!(gate(&mut s, &l, "d-1", c.now() + 601.0, None), Gate::Go);
     }
 
     #[test]

@@ -163,13 +163,13 @@ mod tests {
             note_call(&mut s, &l, ID, c.now());
             c.advance(31.0);
         }
-        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::BudgetSpent);
+        assert_eq!(gate(&mut s, &l, ID, c.now(), None), Gate::BudgetSpent);
         let back = a_day_back(&c);
         prune_state(&mut s, &l, back.now());
         // At most one window, counted from the step, not a day.
         back.advance(l.rate_window + 1.0);
         prune_state(&mut s, &l, back.now());
-        assert_eq!(gate(&mut s, &l, ID, back.now()), Gate::Go);
+        assert_eq!(gate(&mut s, &l, ID, back.now(), None), Gate::Go);
         assert_eq!(serialization_wait(&s, &l, back.now()), 0.0);
     }
 
@@ -192,7 +192,7 @@ mod tests {
             finish(&mut s, ID);
             ahead.advance(31.0);
         }
-        assert_eq!(gate(&mut s, &l, ID, ahead.now()), Gate::BudgetSpent);
+        assert_eq!(gate(&mut s, &l, ID, ahead.now(), None), Gate::BudgetSpent);
         assert!(may_escalate(
             &mut s,
             &l,
@@ -205,7 +205,10 @@ mod tests {
         let now = 200_000.0;
         prune_state(&mut s, &l, now);
         let after_cooldown = now + l.cooldown + 1.0;
-        assert_eq!(gate(&mut s, &l, ID, after_cooldown), Gate::BudgetSpent);
+        assert_eq!(
+            gate(&mut s, &l, ID, after_cooldown, None),
+            Gate::BudgetSpent
+        );
         assert!(may_escalate(
             &mut s,
             &l,

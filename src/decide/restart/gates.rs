@@ -60,9 +60,16 @@ pub(crate) enum Gate {
 /// The gates, in order: circuit breaker, 429 backoff, cascade pause or
 /// settle, cooldown, a restart already in flight (or a retry after a
 /// freshness refusal scheduled, see [`crate::decide::restart::refusal`]), the rate
-/// budget.
-pub(crate) fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate {
-    if let Some(why) = recheck(state, id, now) {
+/// budget. `ending`: the unsaved tmux session this restart ends first
+/// (see [`recheck`]).
+pub(crate) fn gate(
+    state: &mut State,
+    lim: &Limits,
+    id: &str,
+    now: f64,
+    ending: Option<&str>,
+) -> Gate {
+    if let Some(why) = recheck(state, id, now, ending) {
         return Gate::Skip(why);
     }
     let in_flight = state.in_flight.contains(id);
@@ -84,10 +91,11 @@ pub(crate) fn gate(state: &mut State, lim: &Limits, id: &str, now: f64) -> Gate 
 /// died at once, the breaker, a backoff, the burst pause or the cascade
 /// settle may have started meanwhile. The spawn hold comes first: it lasts
 /// until the session is seen healthy, so it is the one a held session is
-/// recorded with.
-pub(crate) fn recheck(state: &mut State, id: &str, now: f64) -> Option<Hold> {
+/// recorded with. An unsaved agent holds it unless it is `ending`, the
+/// tmux session this restart ends before its call (SPEC §5.5).
+pub(crate) fn recheck(state: &mut State, id: &str, now: f64, ending: Option<&str>) -> Option<Hold> {
     let book = state.sessions.get(id);
-    if book.is_some_and(|b| b.unsaved.is_some()) {
+    if book.is_some_and(|b| b.unsaved.is_some() && b.unsaved.as_deref() != ending) {
         Some(Hold::UnsavedAgent)
     } else if book.and_then(|b| b.spawn_died_fast_at).is_some() {
         Some(Hold::SpawnDiedFast)
@@ -139,14 +147,14 @@ mod tests {
     fn budget_allows_exactly_rate_max_per_window() {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         for _ in 0..3 {
-            assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Go);
+            assert_eq!(gate(&mut s, &l, ID, c.now(), None), Gate::Go);
             reserve(&mut s, &l, ID, c.now());
             finish(&mut s, ID);
             c.advance(31.0);
         }
-        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::BudgetSpent);
+        assert_eq!(gate(&mut s, &l, ID, c.now(), None), Gate::BudgetSpent);
         c.advance(300.0);
-        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Go);
+        assert_eq!(gate(&mut s, &l, ID, c.now(), None), Gate::Go);
     }
 
     #[test]
@@ -154,15 +162,15 @@ mod tests {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         reserve(&mut s, &l, ID, c.now());
         assert_eq!(
-            gate(&mut s, &l, ID, c.now() + 1.0),
+            gate(&mut s, &l, ID, c.now() + 1.0, None),
             Gate::Skip(Hold::Cooldown)
         );
         assert_eq!(
-            gate(&mut s, &l, ID, c.now() + 31.0),
+            gate(&mut s, &l, ID, c.now() + 31.0, None),
             Gate::Skip(Hold::InFlight)
         );
         finish(&mut s, ID);
-        assert_eq!(gate(&mut s, &l, ID, c.now() + 31.0), Gate::Go);
+        assert_eq!(gate(&mut s, &l, ID, c.now() + 31.0, None), Gate::Go);
     }
 
     #[test]
@@ -170,7 +178,7 @@ mod tests {
         let (mut l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         l.cooldown = 0.0;
         for _ in 0..10 {
-            assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Go);
+            assert_eq!(gate(&mut s, &l, ID, c.now(), None), Gate::Go);
             let slot = reserve(&mut s, &l, ID, c.now());
             s.give_back_slot(ID, slot);
             finish(&mut s, ID);
@@ -184,9 +192,15 @@ mod tests {
         let (l, c, mut s) = (lim(), FakeClock::at(1000.0), State::default());
         note_rate_limited(&mut s, &l, ID, c.now(), l.backoff_429);
         s.cascade_pause_until = c.now() + 10.0;
-        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Skip(Hold::Backoff429));
-        assert_eq!(recheck(&mut s, ID, c.now() + 179.0), Some(Hold::Backoff429));
-        assert_eq!(recheck(&mut s, ID, c.now() + 181.0), None);
+        assert_eq!(
+            gate(&mut s, &l, ID, c.now(), None),
+            Gate::Skip(Hold::Backoff429)
+        );
+        assert_eq!(
+            recheck(&mut s, ID, c.now() + 179.0, None),
+            Some(Hold::Backoff429)
+        );
+        assert_eq!(recheck(&mut s, ID, c.now() + 181.0, None), None);
     }
 
     #[test]
@@ -197,18 +211,18 @@ mod tests {
         note_spawn_died_fast(&mut s, ID, c.now());
         s.breaker_open_until = c.now() + 10.0;
         assert_eq!(
-            gate(&mut s, &l, ID, c.now()),
+            gate(&mut s, &l, ID, c.now(), None),
             Gate::Skip(Hold::SpawnDiedFast)
         );
         c.advance(86400.0);
         note_status(&mut s, &sess(ID), Status::Error, c.now());
         assert_eq!(
-            gate(&mut s, &l, ID, c.now()),
+            gate(&mut s, &l, ID, c.now(), None),
             Gate::Skip(Hold::SpawnDiedFast)
         );
-        assert_eq!(gate(&mut s, &l, "other-1", c.now()), Gate::Go);
+        assert_eq!(gate(&mut s, &l, "other-1", c.now(), None), Gate::Go);
         note_status(&mut s, &sess(ID), Status::Waiting, c.now());
-        assert_eq!(gate(&mut s, &l, ID, c.now()), Gate::Go);
+        assert_eq!(gate(&mut s, &l, ID, c.now(), None), Gate::Go);
     }
 
     #[test]

@@ -187,7 +187,7 @@ mod tests {
     /// The gates pass for `id`, its slot is reserved and its call noted,
     /// and agent-deck refuses saying `why`.
     fn refused(s: &mut State, l: &Limits, id: &str, now: f64, why: &str) -> Verdict {
-        assert_eq!(gate(s, l, id, now), Gate::Go, "at {now}");
+        assert_eq!(gate(s, l, id, now, None), Gate::Go, "at {now}");
         let slot = reserve(s, l, id, now);
         let (_, call) = note_call(s, l, id, now);
         let fresh = freshness(why).expect("the freshness guard");
@@ -239,7 +239,10 @@ mod tests {
         );
         assert!(take_due(&mut s, 1002.9).is_empty());
         assert_eq!(next_retry(&s, 1002.0), Some(1.0));
-        assert_eq!(gate(&mut s, &l, ID, 1002.9), Gate::Skip(Hold::InFlight));
+        assert_eq!(
+            gate(&mut s, &l, ID, 1002.9, None),
+            Gate::Skip(Hold::InFlight)
+        );
         c.advance(3.0);
         assert_eq!(take_due(&mut s, c.now()), [ID]);
         assert!(take_due(&mut s, c.now()).is_empty(), "taken once");
@@ -267,7 +270,7 @@ mod tests {
         assert!(take_due(&mut s, c.now() + 100.0).is_empty());
         // Spent: the cooldown stays, so it is not called every tick.
         assert_eq!(
-            gate(&mut s, &l, ID, c.now() + 1.0),
+            gate(&mut s, &l, ID, c.now() + 1.0, None),
             Gate::Skip(Hold::Cooldown)
         );
         assert_eq!(s.book(ID).restarts, Vec::<f64>::new(), "no slot spent");
@@ -339,7 +342,7 @@ mod tests {
         note_status(&mut s, &sess(ID), Status::Running, 1101.0);
         assert_eq!(s.book(ID).refusal, None, "recovered: no retry");
         assert!(take_due(&mut s, 1200.0).is_empty());
-        assert_eq!(gate(&mut s, &l, ID, 1101.0), Gate::Go);
+        assert_eq!(gate(&mut s, &l, ID, 1101.0, None), Gate::Go);
     }
 
     #[test]
