@@ -13,6 +13,15 @@
 //! session waits for its message to be done ([`Continuity::wait_sent`]), so
 //! a send never overlaps a call on the same session. On shutdown a queued
 //! message is dropped with a log line; one in flight ends with its call.
+//!
+//! From 1.16.29 agent-deck types a recovery turn of its own into a
+//! conductor it finds restarted, and from 1.16.38 presses Enter again
+//! while it sits in the composer: a message typed meanwhile would land in
+//! the same composer. So on such a release the message waits until the
+//! session has read at rest for [`QUIET_FOR_S`] (one `session show` every
+//! [`QUIET_LOOK`]), for at most [`QUIET_WAIT_S`], and is not sent to a
+//! session that reads `error` or `stopped` again (its next restart must
+//! not wait behind it). 1.14.0 types no such turn: sent at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,14 +29,22 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::act::context::Context;
+use crate::decide::stall;
 use crate::fleet::deck::Delivery;
-use crate::fleet::session::Session;
+use crate::fleet::session::{Live, Session, Status};
+use crate::fleet::version::Version;
 use crate::sys::clock::local_timestamp;
 use crate::sys::shutdown::Shutdown;
 use crate::sys::worker::Worker;
 
 /// How often a restart waiting for a session's message looks again.
 const LOOK_EVERY: Duration = Duration::from_millis(20);
+/// How long a session must read at rest before its message goes out, on a
+/// release that types a recovery turn; how often it is read meanwhile; and
+/// how long it is waited for at most.
+const QUIET_FOR_S: f64 = 6.0;
+const QUIET_LOOK: Duration = Duration::from_secs(2);
+const QUIET_WAIT_S: f64 = 180.0;
 
 /// The sessions with a message queued or in flight, one entry per message.
 type Pending = Arc<Mutex<Vec<String>>>;
@@ -108,6 +125,12 @@ fn send(ctx: &Context, s: &Session, text: &str) {
     if ctx.shutdown.is_set() {
         return log::info!("continuity message to {} dropped: shutting down", s.id);
     }
+    let typed_by_deck = |v: Version| v.at_least(Version::RECOVERY_TURN);
+    if ctx.deck.version().is_some_and(typed_by_deck) {
+        if let Err(why) = wait_quiet(ctx, s) {
+            return log::info!("continuity message to {} not sent: {why}", s.id);
+        }
+    }
     match ctx.deck.send(&s.profile, &s.id, text) {
         Ok(()) => log::info!("continuity message sent to {}", s.id),
         Err(e) if e.delivery().is_some_and(Delivery::arrived) => log::info!(
@@ -118,6 +141,42 @@ fn send(ctx: &Context, s: &Session, text: &str) {
             "continuity message to {} failed: {e}; the session runs without it",
             s.id
         ),
+    }
+}
+
+/// Waits until `s` has read at rest for [`QUIET_FOR_S`], or for
+/// [`QUIET_WAIT_S`] in all (then it goes out anyway, said); `Err`: not to
+/// be sent (it reads `error` or `stopped` again, or shutdown came).
+fn wait_quiet(ctx: &Context, s: &Session) -> Result<(), String> {
+    let (start, mut since) = (ctx.clock.now(), None);
+    loop {
+        let at = ctx.clock.now();
+        since = quiet_since(since, at, ctx.read_status(s).as_ref())
+            .map_err(|status| format!("it reads {} again", status.as_str()))?;
+        if since.is_some_and(|t| at - t >= QUIET_FOR_S) {
+            return Ok(());
+        }
+        if at - start >= QUIET_WAIT_S {
+            log::info!(
+                "{} is still busy {QUIET_WAIT_S:.0}s after its restart; its continuity message goes out anyway",
+                s.id
+            );
+            return Ok(());
+        }
+        if !ctx.shutdown.sleep(QUIET_LOOK) {
+            return Err("shutting down".into());
+        }
+    }
+}
+
+/// Since when the session has read at rest, after reading `live` at `at`
+/// (`None`: busy, or unreadable, which proves no quiet); `Err`: it reads
+/// `error` or `stopped`.
+fn quiet_since(since: Option<f64>, at: f64, live: Option<&Live>) -> Result<Option<f64>, Status> {
+    match live.map(|l| (l.status(), stall::at_rest(l))) {
+        Some((status @ (Status::Error | Status::Stopped), _)) => Err(status),
+        Some((_, true)) => Ok(Some(since.unwrap_or(at))),
+        _ => Ok(None),
     }
 }
 
@@ -133,6 +192,48 @@ mod tests {
         Session {
             id: id.into(),
             ..Session::default()
+        }
+    }
+
+    #[test]
+    fn a_message_waits_for_a_quiet_that_lasts_and_never_for_a_session_down_again() {
+        use crate::fleet::fake::live;
+        use crate::fleet::session::Substate;
+        let (rest, busy) = (live(Status::Idle), live(Status::Running));
+        let empty_prompt = Live {
+            substate: Some(Substate::IdleAtEmptyPrompt.as_str().into()),
+            ..busy.clone().unwrap()
+        };
+        // Reads, one a look apart from t = 0: when quiet began after each.
+        let reads = [
+            &rest,
+            &rest,
+            &busy,
+            &rest,
+            &live(Status::Waiting),
+            &Some(empty_prompt),
+            &None,
+        ];
+        let mut since = None;
+        let got: Vec<_> = (reads.iter().enumerate())
+            .map(|(i, l)| {
+                since = quiet_since(since, 2.0 * i as f64, l.as_ref()).unwrap();
+                since
+            })
+            .collect();
+        let want = [
+            Some(0.0),
+            Some(0.0),
+            None,
+            Some(6.0),
+            Some(6.0),
+            Some(6.0),
+            None,
+        ];
+        assert_eq!(got, want);
+        for down in [Status::Error, Status::Stopped] {
+            let l = live(down);
+            assert_eq!(quiet_since(Some(0.0), 4.0, l.as_ref()), Err(down));
         }
     }
 

@@ -39,6 +39,11 @@ impl Version {
     /// A deliberate `session stop` no longer flips to `error` half a second
     /// later under notify-daemon (CHANGELOG 1.16.23, #2453).
     pub(crate) const STOP_STAYS_STOPPED: Version = Version::new(1, 16, 23);
+    /// agent-deck types a recovery turn into a conductor it finds restarted
+    /// (from 1.16.29, a lead of #38 not seen on 1.14.0; the 1.16.38 release
+    /// line "retry Enter when the recovery turn stays in the composer",
+    /// #3074, confirms there is one).
+    pub(crate) const RECOVERY_TURN: Version = Version::new(1, 16, 29);
 
     /// The first `X.Y.Z` in `agent-deck version`'s answer
     /// (`Agent Deck v1.16.26`, maybe followed by

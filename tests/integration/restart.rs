@@ -504,6 +504,39 @@ fn successful_restart_is_recorded_and_sends_the_continuity_message() {
     assert_eq!(live.reads.len(), 2);
 }
 
+/// From 1.16.29 agent-deck types a recovery turn into a conductor it finds
+/// restarted: the continuity message waits until the conductor has read at
+/// rest for 6 s, so it never lands in the composer beside that turn.
+#[test]
+fn on_a_release_with_a_recovery_turn_the_continuity_message_waits_for_quiet() {
+    let wd = Wd::new();
+    wd.sessions(vec![conductor(CONDUCTOR, "conductor-ops", "error")]);
+    wd.sim.update_state(|s| s["version"] = json!("1.16.30"));
+    let d = wd.spawn(&[]);
+    d.wait_for(SECS_10, "never restarted", || {
+        !wd.restarts_with("restarted").is_empty()
+    });
+    // The restarted conductor reads running: agent-deck's turn goes on.
+    let sends = || wd.sim.calls_with(&["session", "send", CONDUCTOR]).len();
+    assert!(
+        !wait_until(Duration::from_secs(3), || sends() > 0),
+        "{}",
+        d.stderr()
+    );
+    wd.sim
+        .update_state(|s| s["sessions"][0]["status"] = json!("idle"));
+    let quiet_from = Instant::now();
+    d.wait_for(Duration::from_secs(15), "never sent", || sends() == 1);
+    let waited = quiet_from.elapsed();
+    assert!(
+        waited >= Duration::from_secs(5),
+        "sent {waited:?} into the quiet"
+    );
+    assert!(d
+        .stderr()
+        .contains(&format!("continuity message sent to {CONDUCTOR}")));
+}
+
 /// Two conductors die in turn while every `session send` takes 8 s (the
 /// simulator's `delay_s.send`; a Claude conductor's took 11.6–11.9 s on
 /// 1.14.0). The second's restart call does not wait for the first's

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::sandbox::{Sandbox, Tool};
+use crate::sandbox::{is_healthy, Sandbox, Tool};
 use crate::store_lock;
 use crate::support::watchdog::Daemon;
 use crate::support::{kill, now, wait_until};
@@ -112,7 +112,11 @@ fn a_conductor_that_dies_while_another_process_holds_the_store_gets_one_agent() 
     let sb = Sandbox::new();
     let a = sb.launch("conductor-ops", "conductor", Tool::Custom, None);
     sb.age_past_freshness(&a);
-    let d = sb.spawn_watchdog(&[("SUBPROCESS_TIMEOUT_S", "20")]);
+    // The default cooldown: the unsaved restart is not tried again under the lock.
+    let d = sb.spawn_watchdog(&[
+        ("SUBPROCESS_TIMEOUT_S", "20"),
+        ("POST_RESTART_COOLDOWN_S", "30"),
+    ]);
     if !armed(&d) {
         return;
     }
@@ -124,18 +128,39 @@ fn a_conductor_that_dies_while_another_process_holds_the_store_gets_one_agent() 
     let held = store_lock::write_transaction(&db, Duration::from_secs(25));
     kill(sb.pane_pid(&a), 9);
     held.release();
-    // The store is back; give the watchdog its polls.
-    std::thread::sleep(Duration::from_secs(15));
-    let ours: Vec<String> = (sb.tmux_sessions().into_iter())
-        .filter(|n| n.starts_with("agentdeck_conductor-ops_"))
-        .collect();
-    assert_eq!(ours.len(), 1, "one agent: {ours:?}\n{}", d.stderr());
-    assert_eq!(a.boots(), 2, "{}", a.fake_log());
-    assert!(sb.session_calls(&a, "start").is_empty(), "{}", d.stderr());
+    let ours = || -> Vec<String> {
+        (sb.tmux_sessions().into_iter())
+            .filter(|n| n.starts_with("agentdeck_conductor-ops_"))
+            .collect()
+    };
+    let recorded = wait_until(Duration::from_secs(10), || {
+        !sb.restarts_of(&a, "restart-unsaved").is_empty()
+    });
+    assert!(recorded, "{}", d.stderr());
     let unsaved = sb.restarts_of(&a, "restart-unsaved");
     assert_eq!(unsaved.len(), 1, "{}", d.stderr());
     let reason = unsaved[0].reason.clone().unwrap_or_default();
-    assert!(reason.contains(&ours[0]), "{reason}");
+    let spawned = ours();
+    assert_eq!(spawned.len(), 1, "one agent: {spawned:?}\n{}", d.stderr());
+    assert!(reason.contains(&spawned[0]), "{reason}");
+    // The store is back: that tmux session is ended and the conductor
+    // restarted once, in a tmux session agent-deck knows.
+    let known = wait_until(Duration::from_secs(40), || {
+        let shown = sb.show(&a);
+        let (status, name) = (shown["status"].as_str(), shown["tmux_session"].as_str());
+        status.is_some_and(is_healthy) && ours() == [name.unwrap_or_default()]
+    });
+    assert!(known, "{:?} {}\n{}", ours(), sb.show(&a), d.stderr());
+    assert!(!ours().contains(&spawned[0]));
+    let ended = sb.restarts_of(&a, "unsaved-ended");
+    assert_eq!(ended.len(), 1, "{}", d.stderr());
+    assert!(ended[0]
+        .reason
+        .as_deref()
+        .unwrap_or_default()
+        .contains(&spawned[0]));
+    assert_eq!(a.boots(), 3, "{}", a.fake_log());
+    assert!(sb.session_calls(&a, "start").is_empty(), "{}", d.stderr());
     let said = |severity: &str| {
         let all = sb.escalations();
         all.iter()
