@@ -4,7 +4,9 @@
 //! The socket path and the watchdog interval come from [`Config`] (read once
 //! at start); without `NOTIFY_SOCKET` every call is a no-op, and so is every
 //! call on a system other than Linux (systemd is Linux only). A failed send
-//! is logged once and never stops the daemon.
+//! is logged once and never stops the daemon. A fatal error's last word
+//! ([`last_status`]) is given the socket by its caller: there may be no
+//! `Config` by then.
 
 use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};
