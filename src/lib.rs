@@ -114,9 +114,12 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             } else {
                 ""
             };
-            for line in format!("agent-deck-watchdog: {e}").lines() {
+            let message = format!("agent-deck-watchdog: {e}");
+            for line in message.lines() {
                 eprintln!("{prefix}{line}");
             }
+            let socket = std::env::var("NOTIFY_SOCKET").ok();
+            daemon::sd_notify::last_status(socket.as_deref(), &message);
             e.exit_code()
         }
     }

@@ -25,7 +25,7 @@ mod apply;
 pub(crate) mod logging;
 mod observe;
 mod pass_summary;
-mod sd_notify;
+pub(crate) mod sd_notify;
 mod serve;
 mod signals;
 mod start;

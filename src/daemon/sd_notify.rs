@@ -4,7 +4,9 @@
 //! The socket path and the watchdog interval come from [`Config`] (read once
 //! at start); without `NOTIFY_SOCKET` every call is a no-op, and so is every
 //! call on a system other than Linux (systemd is Linux only). A failed send
-//! is logged once and never stops the daemon.
+//! is logged once and never stops the daemon. A fatal error's last word
+//! ([`last_status`]) is given the socket by its caller: there may be no
+//! `Config` by then.
 
 use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};
@@ -68,20 +70,7 @@ impl SdNotify {
         let Some((sock, path)) = &self.socket else {
             return;
         };
-        let result = match path.strip_prefix('@') {
-            // The abstract namespace, which only Linux has (and the socket
-            // is only made there).
-            #[cfg(target_os = "linux")]
-            Some(name) => {
-                use std::os::linux::net::SocketAddrExt;
-                std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
-                    .and_then(|addr| sock.send_to_addr(msg.as_bytes(), &addr))
-            }
-            #[cfg(not(target_os = "linux"))]
-            Some(_) => Err(std::io::ErrorKind::Unsupported.into()),
-            None => sock.send_to(msg.as_bytes(), path),
-        };
-        if let Err(e) = result {
+        if let Err(e) = send_to(sock, path, msg) {
             if self.failing.allows(&(), ONCE) {
                 log::warn!("systemd notification to {path} failed ({e}); carrying on without");
             }
@@ -124,6 +113,43 @@ impl SdNotify {
     }
 }
 
+/// Sends one notification to the socket at `path` (`@` for the abstract
+/// namespace).
+fn send_to(sock: &UnixDatagram, path: &str, msg: &str) -> std::io::Result<()> {
+    match path.strip_prefix('@') {
+        // The abstract namespace, which only Linux has (and the socket is
+        // only made there).
+        #[cfg(target_os = "linux")]
+        Some(name) => {
+            use std::os::linux::net::SocketAddrExt;
+            std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+                .and_then(|addr| sock.send_to_addr(msg.as_bytes(), &addr))
+        }
+        #[cfg(not(target_os = "linux"))]
+        Some(_) => Err(std::io::ErrorKind::Unsupported.into()),
+        None => sock.send_to(msg.as_bytes(), path),
+    }
+    .map(drop)
+}
+
+/// A fatal error's message as the unit's `STATUS=`, sent just before the
+/// process exits, to `socket` (`NOTIFY_SOCKET`; nothing without it). The
+/// error is also logged, but a process that exits at once leaves journald
+/// unable to tie the line to the unit, and `systemctl status` missed it in
+/// about one first start in five (systemd 252); the manager reads a
+/// notification before the exit of the process that sent it, and `status`
+/// shows a failed unit's last `Status:`. Best effort: the process is ending.
+pub(crate) fn last_status(socket: Option<&str>, message: &str) {
+    let Some(path) = socket.filter(|_| cfg!(target_os = "linux")) else {
+        return;
+    };
+    let line = message.lines().next().unwrap_or_default();
+    let line = crate::text::printable(line, usize::MAX);
+    if let Ok(sock) = UnixDatagram::unbound() {
+        let _ = send_to(&sock, path, &format!("STATUS={line}\n"));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,5 +175,26 @@ mod tests {
         }
         assert_eq!(with_usec("4000000").max_sleep(idle), Duration::from_secs(2));
         assert_eq!(with_usec("60000000").max_sleep(idle), idle);
+    }
+
+    #[test]
+    fn a_fatal_error_is_the_last_status_under_systemd() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notify.sock");
+        let sock = UnixDatagram::bind(&path).unwrap();
+        sock.set_nonblocking(true).unwrap();
+        let path = path.display().to_string();
+        last_status(
+            Some(&path),
+            "agent-deck-watchdog: RATE_LIMIT_MAX: bad\nmore",
+        );
+        let mut buf = [0; 256];
+        let n = sock.recv(&mut buf).expect("a notification");
+        assert_eq!(
+            String::from_utf8_lossy(&buf[..n]),
+            "STATUS=agent-deck-watchdog: RATE_LIMIT_MAX: bad\n"
+        );
+        last_status(None, "agent-deck-watchdog: not under systemd");
+        assert!(sock.recv(&mut buf).is_err(), "sent without NOTIFY_SOCKET");
     }
 }

@@ -6,21 +6,23 @@
 //! `~/.config/systemd/user/`, which a fresh user lacks: that `mkdir -p` is
 //! the one step added.
 //!
-//! The agent-deck it talks to is the simulator (`agent-deck-watchdog sim`)
-//! with one running critical conductor, named to the unit as
-//! `AGENT_DECK_BIN` in the settings file. Its `version` call waits while
-//! `~/sim/hold-version` exists, so a test can hold the daemon before it arms.
+//! The agent-deck it talks to has one running critical conductor and is
+//! named to the unit as `AGENT_DECK_BIN` in the settings file: the real one
+//! when the test's environment names it so (`deck.rs`), else the simulator
+//! (`agent-deck-watchdog sim`). Its `version` call waits while
+//! `~/hold-version` exists, so a test can hold the daemon before it arms.
 //!
 //! Also here: what the tests read back (the unit's properties, its status,
 //! its journal) and how they act on the unit's main process.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::deck::{self, RealDeck};
 use crate::sdbox::{SdBox, USER};
 use crate::support::fixtures;
 use crate::support::sim::{self, Sim};
@@ -37,56 +39,68 @@ const README_STEPS: &str = "mkdir -p ~/.config/systemd/user && \
     systemctl --user daemon-reload && \
     systemctl --user enable --now agent-deck-watchdog";
 
-/// The simulated fleet's one conductor.
+/// The file whose presence holds agent-deck's `version`, in the home.
+const HOLD: &str = "hold-version";
+
+/// The fleet's one conductor.
 pub(crate) const CONDUCTOR: &str = "conductor-ops";
 
-/// The unit installed in a box for the user, with the simulated fleet.
-pub(crate) struct Installed {
+/// Which agent-deck the unit talks to.
+pub(crate) enum Deck {
     /// The simulator's files, seen from the host (its `dir` is a scratch
     /// dir inside `~/sim`, so the state is replaced by a rename there).
-    pub sim: Sim,
+    Sim(Sim),
+    Real(RealDeck),
+}
+
+/// The unit installed in a box for the user, with its fleet.
+pub(crate) struct Installed {
+    pub deck: Deck,
     pub sdbox: SdBox,
 }
 
 impl Installed {
     /// Boots a box and prepares the user's home: binary, checkout, fleet,
-    /// settings (`settings` added to the simulator's), and `dropin` as
+    /// settings (`settings` added to agent-deck's), and `dropin` as
     /// `~/.config/systemd/user/agent-deck-watchdog.service.d/test.conf`.
     /// The unit is not installed yet: see [`Installed::readme_steps`].
     pub(crate) fn prepare(settings: &[(&str, &str)], dropin: Option<&str>) -> Installed {
+        Installed::prepare_with(deck::named(), settings, dropin)
+    }
+
+    /// [`Installed::prepare`] on the simulator, whatever `AGENT_DECK_BIN`
+    /// says: for a test of what only the simulator can play.
+    pub(crate) fn prepare_sim(settings: &[(&str, &str)], dropin: Option<&str>) -> Installed {
+        Installed::prepare_with(None, settings, dropin)
+    }
+
+    fn prepare_with(
+        real: Option<PathBuf>,
+        settings: &[(&str, &str)],
+        dropin: Option<&str>,
+    ) -> Installed {
         let sdbox = SdBox::boot();
         let home = sdbox.home();
         let host_home = sdbox.host_path(&home);
-        let sim_dir = host_home.join("sim");
-        fs::create_dir_all(&sim_dir).expect("sim dir");
-        let scratch = tempfile::tempdir_in(&sim_dir).expect("sim scratch dir");
-        let hold = format!("{home}/sim/hold-version");
-        crate::support::files::write_script(
-            &sim_dir.join("agent-deck"),
-            &format!(
-                "#!/bin/sh\nif [ \"$1\" = version ]; then\n  \
-                 while [ -e '{hold}' ]; do sleep 0.05; done\nfi\nexec {} \"$@\"\n",
-                sim::shell_command()
-            ),
-        );
-        sim::write_tmux_script(&sim_dir);
-        let sim = Sim {
-            dir: scratch,
-            state: sim_dir.join("state.json"),
-            log: sim_dir.join("calls.log"),
-            bin: sim_dir.join("agent-deck"),
+        let hold = format!("{home}/{HOLD}");
+        let (deck, mut env) = match real {
+            Some(bin) => {
+                let real = RealDeck::install(&sdbox, &bin, &hold);
+                let env = real.settings();
+                (Deck::Real(real), env)
+            }
+            None => {
+                let sim = install_sim(&sdbox, &hold);
+                let env = format!(
+                    "AGENT_DECK_BIN={home}/sim/agent-deck\n\
+                     PATH={home}/sim:/usr/local/bin:/usr/bin:/bin\n\
+                     {}={home}/sim/state.json\n{}={home}/sim/calls.log\n",
+                    sim::STATE_ENV,
+                    sim::LOG_ENV
+                );
+                (Deck::Sim(sim), env)
+            }
         };
-        sim.set_state(&json!({
-            "profiles_exist": true,
-            "sessions": [fixtures::conductor("c0ffee01-1765000000", CONDUCTOR, "running")],
-        }));
-        let mut env = format!(
-            "AGENT_DECK_BIN={home}/sim/agent-deck\n\
-             PATH={home}/sim:/usr/local/bin:/usr/bin:/bin\n\
-             {}={home}/sim/state.json\n{}={home}/sim/calls.log\n",
-            sim::STATE_ENV,
-            sim::LOG_ENV
-        );
         for (k, v) in settings {
             env.push_str(&format!("{k}={v}\n"));
         }
@@ -105,7 +119,6 @@ impl Installed {
             "install -D -m 0755 '{BIN}' {home}/.cargo/bin/agent-deck-watchdog && \
              mkdir -p {home}/agent-deck-watchdog && \
              cp -r '{}' {home}/agent-deck-watchdog/ && \
-             touch {home}/sim/state.json.lock && \
              chown -R {USER}: {home}",
             contrib.display()
         ));
@@ -114,20 +127,36 @@ impl Installed {
             "cannot prepare {home}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        Installed { sim, sdbox }
+        if let Deck::Real(real) = &deck {
+            real.start_notify_daemon(&sdbox);
+            real.launch(&sdbox, CONDUCTOR);
+        }
+        Installed { deck, sdbox }
+    }
+
+    /// The simulator; fails the test on the real agent-deck.
+    pub(crate) fn sim(&self) -> &Sim {
+        match &self.deck {
+            Deck::Sim(sim) => sim,
+            Deck::Real(_) => panic!("this test needs the simulator"),
+        }
     }
 
     /// [`Installed::prepare`], then the README's steps, which must succeed.
     pub(crate) fn new(settings: &[(&str, &str)], dropin: Option<&str>) -> Installed {
-        let installed = Installed::prepare(settings, dropin);
-        let out = installed.readme_steps();
+        Installed::prepare(settings, dropin).installed()
+    }
+
+    /// The README's steps, which must succeed.
+    pub(crate) fn installed(self) -> Installed {
+        let out = self.readme_steps();
         assert!(
             out.status.success(),
             "the README's steps failed: {}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        installed
+        self
     }
 
     /// Runs the README's steps as the user, in the checkout.
@@ -136,20 +165,19 @@ impl Installed {
             .user_sh(&format!("cd agent-deck-watchdog && {README_STEPS}"))
     }
 
-    /// Holds the simulator's `version` call (the daemon's first) until
+    /// Holds agent-deck's `version` call (the daemon's first) until
     /// [`Installed::release_version`].
     pub(crate) fn hold_version(&self) {
-        let path = self
-            .sdbox
-            .host_path(&format!("{}/sim/hold-version", self.sdbox.home()));
-        fs::write(path, "").expect("hold-version");
+        fs::write(self.hold_path(), "").expect("hold-version");
     }
 
     pub(crate) fn release_version(&self) {
-        let path = self
-            .sdbox
-            .host_path(&format!("{}/sim/hold-version", self.sdbox.home()));
-        fs::remove_file(path).expect("release hold-version");
+        fs::remove_file(self.hold_path()).expect("release hold-version");
+    }
+
+    fn hold_path(&self) -> PathBuf {
+        self.sdbox
+            .host_path(&format!("{}/{HOLD}", self.sdbox.home()))
     }
 
     /// One property of the unit (`systemctl --user show -p`).
@@ -218,6 +246,35 @@ impl Installed {
     pub(crate) fn messages(&self) -> Vec<String> {
         self.journal().iter().map(message).collect()
     }
+}
+
+/// The simulator in `~/sim` with one running conductor, its `version`
+/// held while `hold` exists.
+fn install_sim(sdbox: &SdBox, hold: &str) -> Sim {
+    let sim_dir = sdbox.host_path(&sdbox.home()).join("sim");
+    fs::create_dir_all(&sim_dir).expect("sim dir");
+    let scratch = tempfile::tempdir_in(&sim_dir).expect("sim scratch dir");
+    crate::support::files::write_script(
+        &sim_dir.join("agent-deck"),
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = version ]; then\n  \
+             while [ -e '{hold}' ]; do sleep 0.05; done\nfi\nexec {} \"$@\"\n",
+            sim::shell_command()
+        ),
+    );
+    sim::write_tmux_script(&sim_dir);
+    fs::write(sim_dir.join("state.json.lock"), "").expect("sim lock file");
+    let sim = Sim {
+        dir: scratch,
+        state: sim_dir.join("state.json"),
+        log: sim_dir.join("calls.log"),
+        bin: sim_dir.join("agent-deck"),
+    };
+    sim.set_state(&json!({
+        "profiles_exist": true,
+        "sessions": [fixtures::conductor("c0ffee01-1765000000", CONDUCTOR, "running")],
+    }));
+    sim
 }
 
 /// An entry's `MESSAGE` (journald gives bytes as an array of numbers).

@@ -136,24 +136,25 @@ fn a_stopped_main_loop_is_aborted_by_the_watchdog_and_restarted() {
 #[test]
 #[ignore = "needs root and systemd-nspawn (see main.rs)"]
 fn a_loop_waiting_on_a_cli_call_that_hangs_twice_is_not_killed() {
-    let unit = Installed::new(&[SHORT_TIMEOUT], Some(SHORT_WATCHDOG));
+    // The simulator plays the hang, whichever agent-deck the suite runs.
+    let unit = Installed::prepare_sim(&[SHORT_TIMEOUT], Some(SHORT_WATCHDOG)).installed();
     let first = unit.wait_active(UP_LIMIT);
-    let calls_before = unit.sim.calls_with(&["list"]).len();
-    unit.sim.update_state(|s| {
+    let calls_before = unit.sim().calls_with(&["list"]).len();
+    unit.sim().update_state(|s| {
         s["faults"] = json!({"list": {"mode": "hang", "seconds": 3600, "count": 2}});
     });
     // Both hung calls taken, each cut off at SUBPROCESS_TIMEOUT_S, and the
     // daemon went round again after them.
     let mut lists = 0;
     let past = wait_until(UP_LIMIT, || {
-        lists = unit.sim.calls_with(&["list"]).len() - calls_before;
+        lists = unit.sim().calls_with(&["list"]).len() - calls_before;
         lists >= 3
     });
     assert!(past, "the daemon made {lists} list calls since the fault");
     let messages = unit.messages();
     let timed_out = messages.iter().filter(|m| m.contains("timed out")).count();
     assert!(timed_out >= 1, "no timed-out call logged: {messages:#?}");
-    let faults = &unit.sim.state()["faults"];
+    let faults = &unit.sim().state()["faults"];
     assert!(
         faults.get("list").is_none(),
         "a hang not yet taken: {faults}"
@@ -201,11 +202,12 @@ fn a_bad_setting_exits_2_is_not_restarted_and_its_message_is_journaled() {
     );
 }
 
+/// The exit-2 message is the failed unit's `Status:` line, sent before the
+/// exit: its log line alone was missed in about one first start in five
+/// (the daemon exits at once, and journald could not tie the line to the
+/// unit and invocation of a process already gone).
 #[test]
-#[ignore = "defect: `systemctl --user status` misses the exit-2 message in about one \
-    first start in five: the daemon exits at once, journald reads the unit and \
-    invocation of a process already gone, and the line lacks them (seen both with no \
-    _SYSTEMD_* fields and with fields status does not match); no STATUS= carries it"]
+#[ignore = "needs root and systemd-nspawn (see main.rs)"]
 fn status_names_the_bad_setting_on_every_first_start() {
     const BOXES: usize = 8;
     let mut missed = Vec::new();
@@ -216,7 +218,8 @@ fn status_names_the_bad_setting_on_every_first_start() {
         assert!(failed, "{UNIT} not failed:\n{}", unit.status());
         // Once the manager has logged the failure, journald has what it got.
         let status = unit.status();
-        if !status.lines().any(named_setting) {
+        let said = |l: &str| l.trim_start().starts_with("Status:") && named_setting(l);
+        if !status.lines().any(said) {
             missed.push(status);
         }
     }
@@ -236,15 +239,16 @@ fn named_setting(line: &str) -> bool {
 #[test]
 #[ignore = "needs root and systemd-nspawn (see main.rs)"]
 fn warnings_reach_journald_at_priority_4_one_line_per_event() {
-    let unit = Installed::new(&[], None);
+    // The simulator plays the failed list, whichever agent-deck the suite runs.
+    let unit = Installed::prepare_sim(&[], None).installed();
     let pid = unit.wait_active(UP_LIMIT).to_string();
-    let calls_before = unit.sim.calls_with(&["list"]).len();
-    unit.sim.update_state(|s| {
+    let calls_before = unit.sim().calls_with(&["list"]).len();
+    unit.sim().update_state(|s| {
         s["faults"] = json!({"list": {"mode": "exit1", "count": 1}});
     });
     // The failed list, then two good ones: the event is over.
     let past = wait_until(UP_LIMIT, || {
-        unit.sim.calls_with(&["list"]).len() >= calls_before + 3
+        unit.sim().calls_with(&["list"]).len() >= calls_before + 3
     });
     assert!(past, "the daemon stopped listing");
     let ours: Vec<_> = unit
