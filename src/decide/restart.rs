@@ -87,7 +87,8 @@ pub(crate) enum Outcome {
     StoreLocked { why: String },
     /// agent-deck carried the call out, and no status read after it worked.
     Unverified { why: String },
-    /// Our own shutdown cut it short.
+    /// Our own shutdown cut it short after its call went out: its slot
+    /// stays spent, so the watchdog started again counts it.
     Interrupted { why: String },
     /// The liveness check found it alive; `gap_s`: the gap it waited.
     Alive { evidence: Evidence, gap_s: f64 },
@@ -142,7 +143,6 @@ impl Outcome {
             Outcome::Dropped(_)
             | Outcome::Alive { .. }
             | Outcome::StoreLocked { .. }
-            | Outcome::Interrupted { .. }
             | Outcome::RateLimited => true,
             _ => false,
         }
@@ -708,7 +708,8 @@ mod tests {
             (Outcome::Unsaved { why: why(), tmux: None, store: true }, false, true),
             (Outcome::StoreLocked { why: why() }, true, true),
             (Outcome::Unverified { why: why() }, false, true),
-            (Outcome::Interrupted { why: why() }, true, true),
+            // Our own stop came after agent-deck took the call: it ran.
+            (Outcome::Interrupted { why: why() }, false, true),
             (alive, true, false),
             (Outcome::Dropped(Dropped::Shutdown), true, false),
             (Outcome::Poller { action: RestartAction::PollerRestart, reason: why() }, false, false),
