@@ -190,7 +190,10 @@ fn a_night_of_faults_together_breaks_no_invariant() {
         || (now() * 1e6) as u64,
         |s| s.parse().expect("SOAK_SEED is a whole number"),
     );
-    eprintln!("soak seed {seed} ({minutes} minutes; SOAK_SEED={seed} replays its draws)");
+    eprintln!(
+        "soak seed {seed} ({minutes} minutes; SOAK_SEED={seed} draws the same numbers, \
+         which pick faults and targets as the fleet then allows)"
+    );
     let mut rng = Rng(seed);
     let sb = Sandbox::new();
     let mut soak = Soak::new(&sb);
@@ -450,8 +453,9 @@ impl<'s> Soak<'s> {
             if end.is_some() {
                 continue;
             }
+            // A stall that went on by itself is owed no resume (SPEC §14).
             let verified = (records.iter().filter(within))
-                .find(|r| r.action == "resume-verified")
+                .find(|r| r.action == "resume-verified" || r.action == "resumed-by-itself")
                 .map(|r| r.ts);
             if verified.is_some() {
                 self.episodes[e].end = verified;
@@ -602,13 +606,18 @@ impl<'s> Soak<'s> {
         true
     }
 
-    /// The faults of the last three minutes before `at`, and the watchdog's
-    /// calls and records of the last two naming `id` (all, for none),
-    /// seconds from the soak's start.
+    /// The watchdog's calls and records naming `id` (all, for none) of the
+    /// last two minutes before `at`, or since its open episode began, and
+    /// the faults of a minute more, seconds from the soak's start.
     fn timeline(&self, at: f64, id: Option<&str>) -> String {
         let rel = |ts: f64| format!("{:+8.1}s", ts - self.t0);
+        // From the start of `id`'s oldest open episode, if that is earlier.
+        let from = (self.episodes.iter())
+            .filter(|e| e.end.is_none() && Some(self.fleet[e.who].a.id.as_str()) == id)
+            .map(|e| e.start - 5.0)
+            .fold(at - 120.0, f64::min);
         let mut lines: Vec<(f64, String)> = Vec::new();
-        for f in self.faults.iter().filter(|f| f.at >= at - 180.0) {
+        for f in self.faults.iter().filter(|f| f.at >= from - 60.0) {
             let whom: Vec<&str> = (f.whom.iter())
                 .map(|&i| self.fleet[i].a.title.as_str())
                 .collect();
@@ -621,9 +630,7 @@ impl<'s> Soak<'s> {
         for call in self.sb.watchdog_calls() {
             let (ts, argv) = call.split_once(' ').unwrap_or_default();
             let ts: f64 = ts.parse().unwrap_or_default();
-            if ts >= at - 120.0
-                && names(argv)
-                && mutation(&argv.split(' ').collect::<Vec<_>>()).is_some()
+            if ts >= from && names(argv) && mutation(&argv.split(' ').collect::<Vec<_>>()).is_some()
             {
                 lines.push((ts, format!("  call   {} {argv}", rel(ts))));
             }
@@ -633,7 +640,7 @@ impl<'s> Soak<'s> {
             for line in text.lines().filter(|l| names(l)) {
                 let v: Value = serde_json::from_str(line).unwrap_or(Value::Null);
                 let ts = v["ts"].as_f64().unwrap_or_default();
-                if ts >= at - 120.0 {
+                if ts >= from {
                     let short: String = line.chars().take(240).collect();
                     lines.push((ts, format!("  record {} {file} {short}", rel(ts))));
                 }
@@ -694,14 +701,14 @@ impl<'s> Soak<'s> {
                 let _ = self.sb.tmux(&["kill-server"]);
             }
             Fault::UsageLimit => {
-                let quiet = self.quiet(Role::Conductor);
+                let quiet = self.settled(self.quiet(Role::Conductor));
                 let Some(&i) = quiet.get(rng.below(quiet.len())) else {
                     return false;
                 };
                 self.usage_limit(i);
             }
             Fault::Overload => {
-                let mut quiet = self.quiet(Role::Conductor);
+                let mut quiet = self.settled(self.quiet(Role::Conductor));
                 quiet.extend(self.quiet(Role::Worker));
                 let Some(&i) = quiet.get(rng.below(quiet.len())) else {
                     return false;
@@ -714,6 +721,9 @@ impl<'s> Soak<'s> {
                 let flooded: Vec<usize> = (0..3.min(quiet.len()))
                     .map(|_| quiet.remove(rng.below(quiet.len())))
                     .collect();
+                if flooded.is_empty() {
+                    return false;
+                }
                 self.fault(kind, &flooded);
                 // Hook files as fast as the disk takes them, then one turn
                 // through agent-deck's own handler, so its file is the last.
@@ -746,6 +756,20 @@ impl<'s> Soak<'s> {
                     && !m.lost
                     && rows.get(&m.a.id).is_some_and(|s| is_healthy(s))
                     && !(self.episodes.iter()).any(|e| e.who == i && e.end.is_none())
+            })
+            .collect()
+    }
+
+    /// Those of `quiet` with no episode over within [`AFTERMATH_S`]: the
+    /// fake takes any line typed as a turn that worked, so a continuity
+    /// message still to come would end a stall that Claude at its limit
+    /// would answer with another rejection.
+    fn settled(&self, quiet: Vec<usize>) -> Vec<usize> {
+        let t = now();
+        (quiet.into_iter())
+            .filter(|&i| {
+                !(self.episodes.iter())
+                    .any(|e| e.who == i && e.end.is_some_and(|end| t < end + AFTERMATH_S))
             })
             .collect()
     }
