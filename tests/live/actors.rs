@@ -98,7 +98,7 @@ fn timeline(sb: &Sandbox, a: &Agent, d: &Daemon, t0: f64, from: usize) -> String
 
 /// Pids of the agents running for `a`: the fake's outermost processes in
 /// its project dir (a wrapper shell and the fake under it are one agent).
-fn agents(sb: &Sandbox, a: &Agent) -> Vec<i32> {
+pub(crate) fn agents(sb: &Sandbox, a: &Agent) -> Vec<i32> {
     let fake = sb.dir.path().join("bin/fake-agent").display().to_string();
     let ours = |pid: i32| {
         let cmd = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();

@@ -16,7 +16,7 @@
 //! | `exit N D` | exits with code N after D seconds |
 //! | `lines N` | prints `line 1` … `line N`, then nothing |
 //! | `shell` | becomes a bare interactive bash, as a pane tmux-resurrect restored: the agent is gone |
-//! | `chat` | a `❯ ` composer at the pane's foot, as Claude draws it; each line typed into it is a new turn, appended to `said.log`: an assistant record in Claude's transcript, then `⏺ resumed: <line>`; the line `overload` ends its turn on [`OVERLOAD`] instead. Ctrl+C clears the composer, as Claude's does |
+//! | `chat` | a `❯ ` composer at the pane's foot, as Claude draws it; each line typed into it is a new turn, appended to `said.log`: an assistant record in Claude's transcript, then `⏺ resumed: <line>`; the line `overload` ends its turn on [`OVERLOAD`] instead, and `/exit` quits it with code 0. Ctrl+C clears the composer, as Claude's does |
 //! | `full R C S` | Claude at a full context window: `chat`'s composer, every turn failing until `/clear` or a `/compact` that works ([`FULL`] has the detail). `R` picks the error's rendering: `limit` (the default, [`LIMIT`]), `prompt` or `thrashing`; `C` is `compacts` (the default) or `fails`; `S` is how long a compaction takes, 3 s by default |
 //!
 //! Started as Claude (its argv carries `--session-id` or `--resume`), it
@@ -249,6 +249,8 @@ case "$mode" in
         while :; do
             IFS= read -r -p '❯ ' line || break
             printf '%s\n' "$line" >> "$dir/said.log"
+            # Claude's `/exit`: the agent quits by itself, code 0.
+            [ "$line" = /exit ] && exit 0
             if [ "$line" = overload ]; then
                 echo '{overload}'
                 continue

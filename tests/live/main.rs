@@ -21,5 +21,6 @@ mod pane_watch;
 mod rollout;
 mod sandbox;
 mod scenarios;
+mod soak;
 mod stalls;
 mod store_lock;

@@ -14,7 +14,7 @@ use crate::support::wait_until;
 use crate::support::watchdog::{stall, Daemon};
 
 /// The transcript agent-deck reads for `a`'s Claude conversation `sid`.
-fn transcript(sb: &Sandbox, a: &Agent, sid: &str) -> std::path::PathBuf {
+pub(crate) fn transcript(sb: &Sandbox, a: &Agent, sid: &str) -> std::path::PathBuf {
     let encoded: String = (a.dir.display().to_string().chars())
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
@@ -44,7 +44,7 @@ fn resumed_once(sb: &Sandbox, a: &Agent, d: &Daemon, limit: Duration) -> Restart
 
 /// The next whole UTC minute at least 30 s ahead: Unix seconds, and as
 /// Claude's rejection prints it (`resets 10:32am (UTC)`).
-fn reset_ahead() -> (f64, String) {
+pub(crate) fn reset_ahead() -> (f64, String) {
     let now = crate::support::now();
     let at = ((now + 30.0) / 60.0).ceil() * 60.0;
     let (h, m) = ((at as u64 / 3600) % 24, (at as u64 / 60) % 60);
