@@ -636,10 +636,10 @@ pub(super) mod tests {
         d.ctx.state.lock().ran.insert(COND.into());
         let unsaved = "agentdeck_conductor-ops_5e6f7a8b".to_owned();
         d.ctx.state.lock().book(COND).unsaved = Some(unsaved.clone());
-        // Its one try at ending the unsaved session in this budget window
-        // is spent, so nothing but its end lets a restart go.
+        // One unsaved session was ended in this budget window already, so
+        // nothing but this one's end lets a restart go.
         let now = d.ctx.clock.now();
-        d.ctx.state.lock().book(COND).restarts = vec![now - 2.0, now - 1.0];
+        d.ctx.state.lock().book(COND).unsaved_ended_at = Some(now - 1.0);
         d.memory.tmux_listed = Some([unsaved.clone()].into());
         d.tick();
         assert_eq!(deck.count("restart"), 0, "held while it runs");

@@ -71,6 +71,10 @@ pub(crate) struct SessionBook {
     /// (its store locked): no more restarts while it runs, so that no second
     /// agent is spawned beside it (see [`crate::decide::restart`]).
     pub unsaved: Option<String>,
+    /// When the watchdog last ended the tmux session a restart of it left
+    /// unsaved, to restart it once (SPEC §5.5): another is ended only once
+    /// `RATE_LIMIT_WINDOW_S` has passed, or after the session read healthy.
+    pub unsaved_ended_at: Option<f64>,
     /// The reason of a `restart-unverified` record (no status could be read
     /// after the call) until a look reads the status and settles it.
     pub unverified: Option<String>,

@@ -368,9 +368,8 @@ pub(crate) fn plan(
 /// still reads the session `error`, the pane watch's last listing shows
 /// that tmux session, and no row names it. Reads go on while another
 /// process holds a write transaction on the store (measured on 1.14.0), so
-/// a restart may be left unsaved again: it is tried only while the unsaved
-/// one is the session's one restart in its budget window, so once, and
-/// again only once the window has moved on.
+/// a restart may be left unsaved again: one is ended once, and another only
+/// once the budget window has passed since.
 fn unsaved_to_end(
     obs: &Observation,
     mem: &FleetMemory,
@@ -386,11 +385,8 @@ fn unsaved_to_end(
     let unsaved = (obs.critical.iter().filter(|s| full && in_error(s)))
         .filter_map(|s| Some((s, st.sessions.get(&s.id)?)))
         .filter(|(_, b)| {
-            b.restarts
-                .iter()
-                .filter(|t| now - *t < lim.rate_window)
-                .count()
-                <= 1
+            b.unsaved_ended_at
+                .is_none_or(|t| now - t >= lim.rate_window)
         });
     unsaved
         .filter_map(|(s, b)| Some((s, b.unsaved.as_ref()?)))
@@ -555,22 +551,23 @@ mod tests {
     fn an_unsaved_restart_is_finished_once_the_store_reads_and_only_then() {
         const UNSAVED: &str = "agentdeck_conductor-ops_5e6f7a8b";
         let names = |n: &[&str]| Some(n.iter().map(|s| s.to_string()).collect());
-        // What the tick saw, the restarts in the window, what tmux lists,
-        // what agent-deck's rows name, whether it is ended.
+        // What the tick saw, when one was ended last, what tmux lists, what
+        // agent-deck's rows name, whether it is ended.
         #[rustfmt::skip]
         let table = [
-            ("store reads, error, listed, unknown", live(Status::Error), 1, names(&[UNSAVED]), names(&[]), true),
-            ("its list unreadable", None, 1, names(&[UNSAVED]), names(&[]), false),
-            ("reads healthy", live(Status::Running), 1, names(&[UNSAVED]), names(&[]), false),
-            ("gone from tmux", live(Status::Error), 1, names(&[]), names(&[]), false),
-            ("agent-deck knows it now", live(Status::Error), 1, names(&[UNSAVED]), names(&[UNSAVED]), false),
-            ("tmux never listed", live(Status::Error), 1, None, names(&[]), false),
-            ("tried once in this window", live(Status::Error), 2, names(&[UNSAVED]), names(&[]), false),
+            ("store reads, error, listed, unknown", live(Status::Error), None, names(&[UNSAVED]), names(&[]), true),
+            ("its list unreadable", None, None, names(&[UNSAVED]), names(&[]), false),
+            ("reads healthy", live(Status::Running), None, names(&[UNSAVED]), names(&[]), false),
+            ("gone from tmux", live(Status::Error), None, names(&[]), names(&[]), false),
+            ("agent-deck knows it now", live(Status::Error), None, names(&[UNSAVED]), names(&[UNSAVED]), false),
+            ("tmux never listed", live(Status::Error), None, None, names(&[]), false),
+            ("one ended in this window", live(Status::Error), Some(NOW - 10.0), names(&[UNSAVED]), names(&[]), false),
         ];
-        for (case, l, restarts, listed, known, want) in table {
+        for (case, l, ended_at, listed, known, want) in table {
             let obs = seen(l);
-            let mut st = book(true, restarts);
+            let mut st = book(true, 1);
             st.book(ID).unsaved = Some(UNSAVED.into());
+            st.book(ID).unsaved_ended_at = ended_at;
             let mut mem = FleetMemory {
                 tmux_listed: listed,
                 tmux_known: known,
@@ -599,9 +596,10 @@ mod tests {
                 "{case}: {v:?}"
             );
         }
-        // The window moved on: tried again.
-        let mut st = book(true, 0);
-        st.book(ID).restarts = vec![NOW - lim().rate_window - 1.0, NOW - 100.0];
+        // The window has passed since: ended again, however many restarts
+        // the window holds.
+        let mut st = book(true, 2);
+        st.book(ID).unsaved_ended_at = Some(NOW - lim().rate_window);
         st.book(ID).unsaved = Some(UNSAVED.into());
         let mut mem = FleetMemory {
             tmux_listed: names(&[UNSAVED]),

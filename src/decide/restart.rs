@@ -366,7 +366,8 @@ impl Machine<'_> {
                 Done(Outcome::Dropped(Dropped::Held(Hold::UnsavedAgent)))
             }
             (Phase::Ending, Event::EndedUnsaved(true)) => {
-                st.book(id).unsaved = None;
+                let book = st.book(id);
+                (book.unsaved, book.unsaved_ended_at) = (None, Some(now.at));
                 self.note(st, now)
             }
             (Phase::Noted(_), Event::Done) if self.dry_run => Done(Outcome::WouldRestart),
@@ -948,6 +949,7 @@ mod tests {
         assert_eq!(actions[3], Action::EndUnsaved(name.into()));
         assert_eq!(actions[4], Action::RecordCall(None));
         assert_eq!(st.sessions[ID].unsaved, None);
+        assert_eq!(st.sessions[ID].unsaved_ended_at, Some(AT));
         // Not ended: held as before, no call, nothing noted.
         let mut st = unsaved();
         let actions = run(&mut st, Some(name), false, 4, Some(false));

@@ -66,6 +66,7 @@ pub(crate) fn note_status(state: &mut State, s: &Session, status: Status, now: f
         book.error_since = None;
         book.spawn_died_fast_at = None;
         book.unsaved = None;
+        book.unsaved_ended_at = None;
         book.usage_limit = None;
         book.refusal = None;
     } else if status == Status::Error && book.error_since.is_none() {

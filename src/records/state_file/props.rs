@@ -27,6 +27,7 @@ fn state_doc() -> BoxedStrategy<Value> {
             ("status_since", time()),
             ("error_since", time()),
             ("unsaved", string()),
+            ("unsaved_ended_at", time()),
             ("unverified", string()),
             (
                 "refusal",
