@@ -330,8 +330,9 @@ impl<'s> Soak<'s> {
             if healthy && m.a.boots() > boots {
                 self.episodes[e].end = Some(t);
                 // Boots while it was lost are the break already told.
+                let ended = self.unsaved_ended(who);
                 let m = &mut self.fleet[who];
-                m.expected = m.expected.max(m.a.boots());
+                m.expected = m.expected.max(m.a.boots().saturating_sub(ended));
                 m.lost = false;
             } else if t > due && !self.episodes[e].late {
                 let what = format!(
@@ -350,15 +351,23 @@ impl<'s> Soak<'s> {
         }
     }
 
-    /// No session boots more often than it died: each death, one restart.
+    /// The unsaved agents of member `i` the watchdog ended to finish their
+    /// restart (SPEC §5.5: one more restart, `unsaved-ended`).
+    fn unsaved_ended(&self, i: usize) -> u32 {
+        self.sb.restarts_of(&self.fleet[i].a, "unsaved-ended").len() as u32
+    }
+
+    /// No session boots more often than it died: each death, one restart,
+    /// and one more for each unsaved agent ended to finish its restart.
     fn restarted_once(&mut self) {
         for i in 0..self.fleet.len() {
+            let allowed = self.fleet[i].expected + self.unsaved_ended(i);
             let m = &self.fleet[i];
             let boots = m.a.boots();
-            if boots > m.expected && !m.lost {
+            if boots > allowed && !m.lost {
                 let what = format!(
-                    "{} booted {boots} times, {} expected (one per death)",
-                    m.a.title, m.expected
+                    "{} booted {boots} times, {allowed} expected (one per death, one per unsaved agent ended)",
+                    m.a.title
                 );
                 let (id, key) = (m.a.id.clone(), format!("{}:{boots}", m.a.id));
                 self.broke("restarted_once", key, Some(&id), what);
@@ -990,13 +999,18 @@ impl<'s> Soak<'s> {
         let median = took.get(took.len() / 2).copied().unwrap_or_default();
         let stalls = self.episodes.iter().filter(|e| e.stall);
         let resumed = stalls.clone().filter(|e| e.end.is_some()).count();
-        let extra: u32 = (self.fleet.iter())
-            .map(|m| m.a.boots().saturating_sub(m.expected))
+        let extra: u32 = (0..self.fleet.len())
+            .map(|i| {
+                (self.fleet[i].a.boots())
+                    .saturating_sub(self.fleet[i].expected + self.unsaved_ended(i))
+            })
             .sum();
+        let ended: u32 = (0..self.fleet.len()).map(|i| self.unsaved_ended(i)).sum();
         format!(
             "soak summary: {} faults {kinds:?}; deaths {} ({} back); revive worst {worst:.1}s, \
-             median {median:.1}s; stalls {} ({resumed} resumed once and verified); extra restarts \
-             {extra}; duplicate agents {}; stray calls {}; broken invariants {}",
+             median {median:.1}s; stalls {} ({resumed} resumed once and verified); unsaved agents \
+             ended {ended}; extra restarts {extra}; duplicate agents {}; stray calls {}; broken \
+             invariants {}",
             self.faults.len(),
             deaths.len(),
             took.len(),
