@@ -140,7 +140,6 @@ mod tests {
 
     use super::*;
     use crate::decide::restart::JobKind;
-    use crate::decide::stall::{Remedy, StallKind};
     use crate::fleet::fake::{live, FakeDeck, Script};
     use crate::fleet::session::Status;
 
@@ -159,25 +158,10 @@ mod tests {
             ..Script::default()
         }));
         let (ctx, _) = crate::act::context::tests::context(tmp.path(), deck.clone());
-        let stall = Stall {
-            kind: StallKind::ContextExhausted,
-            evidence: "pane and last message: Prompt is too long".into(),
-            since: 0.0,
-            resume_at: 0.0,
-            resume_from: "seen".into(),
-            attempts: 0,
-            sent_at: None,
-            unresolved: false,
-            remedy: Some(Remedy {
-                clear: true,
-                command_at: Some(0.0),
-                settled: true,
-                old_id: Some("old".into()),
-                proactive: false,
-                compaction_failed: false,
-                cleared_before: None,
-            }),
-        };
+        // `/clear` typed and its effect seen: the re-brief is next.
+        let mut stall = crate::decide::stall::ladder_tests::full(true);
+        let remedy = stall.remedy.as_mut().unwrap();
+        (remedy.command_at, remedy.settled) = (Some(0.0), true);
         ctx.state.lock().book(ID).stall = Some(stall);
         let session = Session {
             id: ID.into(),

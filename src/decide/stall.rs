@@ -777,12 +777,14 @@ pub(crate) mod tests {
 }
 
 #[cfg(test)]
-mod ladder_tests {
+pub(crate) mod ladder_tests {
     use super::tests::LIM;
     use super::*;
     use PaneSays as P;
 
-    fn full(clear: bool) -> Stall {
+    /// A full context's stall, its remedy `/clear` (else `/compact`) not
+    /// yet typed.
+    pub(crate) fn full(clear: bool) -> Stall {
         Stall {
             kind: StallKind::ContextExhausted,
             evidence: "pane and last message: Prompt is too long".into(),
